@@ -1,0 +1,4 @@
+"""`python -m multispin_sim` is the `multispin-sim` command."""
+from multispin_sim.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,122 @@
+"""The ``multispin-sim`` command: validate, run, bench, keys.
+
+Exit status: 0 success, 2 bad input (scenario, option or output folder; nothing written),
+130 interrupted (partial output written, ``complete: false``).
+"""
+import argparse
+import json
+import sys
+
+from . import __version__
+from .scenario import ScenarioError, dump_scenario_yaml, load_scenario
+
+EXIT_BAD_INPUT = 2
+EXIT_INTERRUPTED = 130
+
+
+def _load(args):
+    overrides = list(args.set or [])
+    if getattr(args, "seed", None) is not None:
+        overrides.append(f"seed={args.seed}")
+    if getattr(args, "rounds", None) is not None:
+        overrides.append(f"run.rounds={args.rounds}")
+    return load_scenario(args.scenario, overrides=overrides)
+
+
+def cmd_validate(args):
+    scenario = _load(args)
+    sys.stdout.write(dump_scenario_yaml(scenario))
+    return 0
+
+
+def cmd_run(args):
+    from .engine import simulate
+    from .outputs.metadata import OutputExistsError
+
+    scenario = _load(args)
+    try:
+        result = simulate(scenario, out=args.out, results_dir=None if args.out else "results",
+                          progress=not args.quiet, command_line=sys.argv)
+    except OutputExistsError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    s = result.summary
+    if not args.quiet:
+        lo, hi = s["goodput_ci95"]
+        print(f"{s['rounds']} rounds, {s['sim_time_s']:.3f} s simulated in {s['wall_time_s']:.2f} s "
+              f"({s['rounds_per_s']:,.0f} rounds/s)")
+        print(f"goodput {s['goodput_tps']:.2f} tokens/s (95% CI {lo:.2f} to {hi:.2f}), "
+              f"mean draft length {s['mean_draft_len']:.2f}, corrections UL {s['ul_corrections']} "
+              f"DL {s['dl_corrections']}")
+        print(f"comm time per round: median {s['comm_s']['median'] * 1e3:.2f} ms, "
+              f"p95 {s['comm_s']['p95'] * 1e3:.2f} ms, mean {s['comm_s']['mean'] * 1e3:.2f} ms")
+        print(f"output: {result.folder}")
+    if not result.complete:
+        print(f"interrupted: partial output in {result.folder} (complete: false)", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    return 0
+
+
+def cmd_keys(args):
+    from .scenario import reference_markdown
+
+    sys.stdout.write(reference_markdown())
+    return 0
+
+
+def cmd_bench(args):
+    from . import benchmarks
+
+    figures = benchmarks.run(args.what, quick=args.quick)
+    if args.json:
+        print(json.dumps(figures, indent=2))
+    return 0
+
+
+def build_parser():
+    p = argparse.ArgumentParser(
+        prog="multispin-sim",
+        description="Discrete-event simulator of multi-access speculative LLM inference (Multi-SPIN).")
+    p.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    def scenario_args(sp):
+        sp.add_argument("scenario", nargs="?", default=None,
+                        help="scenario YAML file (default: the paper's default scenario)")
+        sp.add_argument("--set", action="append", metavar="KEY=VALUE",
+                        help="override a scenario key, e.g. --set devices.count=8 (repeatable)")
+
+    sp = sub.add_parser("validate", help="check a scenario and print it with every default filled in")
+    scenario_args(sp)
+    sp.set_defaults(func=cmd_validate)
+
+    sp = sub.add_parser("run", help="run one scenario and write its records")
+    scenario_args(sp)
+    sp.add_argument("--seed", type=int, help="override the scenario's seed")
+    sp.add_argument("--rounds", type=int, help="override run.rounds")
+    sp.add_argument("--out", help="output folder (default: a new folder under results/)")
+    sp.add_argument("--quiet", action="store_true", help="no progress and no report")
+    sp.set_defaults(func=cmd_run)
+
+    sp = sub.add_parser("keys", help="print the reference of every scenario key (markdown)")
+    sp.set_defaults(func=cmd_keys)
+
+    sp = sub.add_parser("bench", help="print speed and memory figures")
+    sp.add_argument("what", nargs="?", default="all", help="reactive, engine, draft or all")
+    sp.add_argument("--quick", action="store_true", help="smaller sizes (a smoke test)")
+    sp.add_argument("--json", action="store_true", help="also print the figures as JSON")
+    sp.set_defaults(func=cmd_bench)
+    return p
+
+
+def main(argv=None):
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except ScenarioError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED

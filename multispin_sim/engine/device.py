@@ -1,0 +1,29 @@
+"""A device as a SimPy process: each round it drafts, then (if rejected) sends its correction."""
+
+
+class Device:
+    """Device ``index`` of a ``RoundLoop``; ``run(env)`` is its life as a SimPy process.
+
+    Per round: wait for the round to start; if active, draft ``gamma_k`` tokens for
+    ``gamma_k t_k`` seconds and hand the draft to the server; wait for the verification result;
+    if rejected, transmit the correction over the channel in the mode and power the server chose.
+    """
+
+    def __init__(self, index, draft_latency_s, loop, channel):
+        self.index = index
+        self.draft_latency_s = float(draft_latency_s)
+        self.loop = loop
+        self.channel = channel
+
+    def run(self, env):
+        loop, k = self.loop, self.index
+        while True:
+            yield loop.round_started
+            if not loop.active[k]:
+                continue
+            yield env.timeout(loop.gamma[k] * self.draft_latency_s)
+            loop.draft_arrived(k)
+            yield loop.verified
+            if loop.mode[k]:
+                loop.realised_delay[k] = yield from self.channel.transmit(env, self, loop.delay[k])
+            loop.device_finished(k)

@@ -1,0 +1,132 @@
+"""Where a round starts and ends: the synchronous Multi-SPIN round (MODEL.md section 2).
+
+``RoundLoop.run(env)`` is the SimPy process that drives rounds one after another:
+
+1. start: draw this round's fading block, ask the draft controller for gamma (it sees the CSI);
+2. drafting: every active device drafts gamma_k tokens (``Device.run``) -- wait for all;
+3. verification: the server's batched pass (``EdgeServer.verify``), then the outcomes;
+4. reaction: the reactive policy chooses modes and powers for the rejected set;
+5. corrections: the rejected devices transmit in parallel over the channel -- wait for all;
+6. end: the round's records go to the recorder.
+"""
+import numpy as np
+
+from ..model.speculative import acceptance_uniforms
+from ..policies.draft import DraftContext
+from .device import Device
+
+
+
+class RoundLoop:
+    """Drives the rounds; devices and the server are its actors, the recorder its witness."""
+
+    def __init__(self, env, population, channel, server, controller, workload, streams,
+                 recorder, rounds, max_time_s=None, progress=None):
+        self.env = env
+        self.population = population
+        self.system = population.system
+        self.channel = channel
+        self.server = server
+        self.controller = controller
+        self.workload = workload
+        self.streams = streams
+        self.recorder = recorder
+        self.rounds = rounds
+        self.max_time_s = np.inf if max_time_s is None else max_time_s
+        self.progress = progress
+        k = self.system.k
+        self.k = k
+        self.devices = [Device(i, t, self, channel) for i, t in enumerate(self.system.draft_latency_s)]
+        self.round_started = env.event()
+        self.verified = env.event()
+        self.active = np.zeros(k, dtype=bool)
+        self.gamma = np.zeros(k, dtype=np.int64)
+        self.mode = np.zeros(k, dtype=np.int8)
+        self.delay = np.zeros(k)
+        self.realised_delay = np.zeros(k)
+        self.rounds_done = 0
+        for device in self.devices:
+            env.process(device.run(env))
+
+    # -- called by the devices -------------------------------------------------------------
+    def draft_arrived(self, k):
+        self._pending_drafts -= 1
+        if self._pending_drafts == 0:
+            self._drafts_done.succeed()
+
+    def device_finished(self, k):
+        """Device k is done with this round (its correction delivered, or none needed)."""
+        self._pending_done -= 1
+        if self._pending_done == 0:
+            self._round_done.succeed()
+
+    @staticmethod
+    def _fire(event_attr_owner, attr, env):
+        """Trigger the current shared event after putting a fresh one in its place."""
+        event = getattr(event_attr_owner, attr)
+        setattr(event_attr_owner, attr, env.event())
+        event.succeed()
+
+    # -- the process -----------------------------------------------------------------------
+    def run(self, env):
+        system, k = self.system, self.k
+        for r in range(self.rounds):
+            if env.now >= self.max_time_s:
+                break
+            idle_from = env.now
+            yield from self.workload.wait_for_work(env)
+            if env.now > idle_from:
+                self.recorder.idle(env.now - idle_from)
+                if env.now >= self.max_time_s:
+                    break
+            start = env.now
+            active = self.workload.active(start).copy()
+            g_ul, g_dl = self.channel.new_block(start)
+            ctx = DraftContext(r, system, g_ul, g_dl, active, self.workload.remaining(),
+                               self.server.policy, self.streams.controller)
+            gamma = self.controller.lengths(ctx)
+            uniforms = acceptance_uniforms(self.streams.acceptance, k)
+            self.active, self.gamma = active, gamma
+            n_active = int(active.sum())
+
+            # drafting
+            self._drafts_done = env.event()
+            self._pending_drafts = n_active
+            self._fire(self, "round_started", env)
+            yield self._drafts_done
+            t_draft = env.now - start
+
+            # batched verification and outcomes
+            t_ver = yield from self.server.verify(env, n_active)
+            accepted, tokens, rejected = self.server.outcomes(uniforms, gamma)
+            tokens = np.where(active, tokens, 0)
+            rejected &= active
+            n_rej = int(rejected.sum())
+
+            # reactive decision and corrections
+            if n_rej:
+                decision = self.server.decide(rejected, g_ul, g_dl)
+                self.mode, self.delay = decision.mode[0], decision.delay_s[0]
+                power, bandwidth = decision.power_w[0], float(decision.bandwidth_hz[0])
+            else:
+                self.mode = np.zeros(k, dtype=np.int8)
+                self.delay = power = np.zeros(k)
+                bandwidth = 0.0
+            self.realised_delay = np.zeros(k)
+            self._round_done = env.event()
+            self._pending_done = n_active
+            verify_end = env.now
+            self._fire(self, "verified", env)
+            yield self._round_done
+            t_comm = env.now - verify_end
+
+            self.workload.tokens_delivered(env.now, tokens)
+            self.recorder.round(
+                round=r, start=start, draft=t_draft, verify=t_ver, comm=t_comm,
+                duration=env.now - start, active=active, gamma=gamma, accepted=accepted,
+                tokens=tokens, rejected=rejected, mode=self.mode, power=power,
+                bandwidth=bandwidth, delay=self.realised_delay, g_ul=g_ul, g_dl=g_dl,
+            )
+            self.rounds_done = r + 1
+            if self.progress is not None:
+                self.progress(self.rounds_done, env.now)

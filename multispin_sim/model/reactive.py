@@ -1,0 +1,279 @@
+"""The reactive problem (MODEL.md section 6): modes and powers for the rejected devices.
+
+For one verification outcome, every rejected device k gets bandwidth b = B/|R| and sends one
+distribution of S bits, either uplink (UL: device power p_k <= P_k^ul) or downlink (DL: the
+server's total power sum p_k <= P^dl is shared). The objective is the slowest transmission,
+T_comm = max_k delay_k.
+
+- UL devices transmit at full power: d_k^ul = S / (b log2(1 + P_k^ul g_k^ul / (N0 b))).
+- DL devices equalise their delays: p_k(tau) = (N0 b / g_k^dl)(2^(S/(b tau)) - 1), with tau the
+  root of sum_k p_k(tau) = P^dl; for equal S and b the closed form is
+  tau = S / (b log2(1 + P^dl / (N0 b sum_k 1/g_k^dl))).
+- Prefix lemma: sorted by d^ul ascending, some optimal assignment puts a prefix on UL. Because b
+  is common to the outcome, d^ul is ordered by the UL SNR key P_k^ul g_k^ul alone (descending),
+  so the order does not depend on |R|.
+
+Everything here is vectorised over M outcomes at once: ``rejected`` has shape (M, K); gains
+have shape (K,) (one channel state, many outcomes: the draft-length search) or (M, K).
+"""
+from dataclasses import dataclass
+from itertools import product
+
+import numpy as np
+from scipy.optimize import brentq
+
+NONE, UL, DL = 0, 1, 2
+MODE_NAMES = {NONE: "", UL: "ul", DL: "dl"}
+_LN2 = np.log(2.0)
+
+
+def _log2_1p(x):
+    return np.log1p(x) / _LN2
+
+
+@dataclass(frozen=True)
+class ReactiveProblem:
+    """The data of M reactive problems over K devices (one per verification outcome).
+
+    rejected: (M, K) bool; g_ul, g_dl: linear gains, (K,) or (M, K); p_ul: UL power budgets in W,
+    scalar or (K,); p_dl: the server's total DL budget in W; payload_bits: S; bandwidth_hz: the
+    total bandwidth B, split equally among each outcome's rejected devices; n0: noise PSD W/Hz.
+    """
+
+    rejected: np.ndarray
+    g_ul: np.ndarray
+    g_dl: np.ndarray
+    p_ul: np.ndarray
+    p_dl: float
+    payload_bits: float
+    bandwidth_hz: float
+    n0: float
+
+    def __post_init__(self):
+        rejected = np.atleast_2d(np.asarray(self.rejected, dtype=bool))
+        object.__setattr__(self, "rejected", rejected)
+        k = rejected.shape[1]
+        for name in ("g_ul", "g_dl"):
+            object.__setattr__(self, name, np.asarray(getattr(self, name), dtype=float))
+        object.__setattr__(self, "p_ul", np.broadcast_to(np.asarray(self.p_ul, float), (k,)))
+
+    @property
+    def shape(self):
+        return self.rejected.shape
+
+    @property
+    def n_rejected(self):
+        return self.rejected.sum(axis=1)
+
+    @property
+    def bandwidth_per_device(self):
+        """b = B / |R| per outcome, shape (M,); 0 where nobody is rejected."""
+        n = self.n_rejected
+        with np.errstate(divide="ignore"):
+            return np.where(n > 0, self.bandwidth_hz / np.maximum(n, 1), 0.0)
+
+    def ul_snr_key(self):
+        """P_k^ul g_k^ul: larger means shorter full-power UL delay (for any common b)."""
+        return self.p_ul * self.g_ul
+
+    def ul_delays(self):
+        """Full-power UL delay of every device (M, K) if it were rejected with this outcome's b."""
+        b = self.bandwidth_per_device[:, None]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return ul_full_power_delay(self.payload_bits, b, self.p_ul, self.g_ul, self.n0)
+
+
+@dataclass
+class ReactiveDecision:
+    """What the reactive policy decided for each of M outcomes.
+
+    mode: (M, K) int8 in {NONE, UL, DL}; power_w: (M, K) transmit power (device for UL, server
+    for DL; 0 where not transmitting); delay_s: (M, K) transmission delay (0 where none);
+    bandwidth_hz: (M,) bandwidth of each transmitting device; t_comm: (M,) slowest delay.
+    """
+
+    mode: np.ndarray
+    power_w: np.ndarray
+    delay_s: np.ndarray
+    bandwidth_hz: np.ndarray
+    t_comm: np.ndarray
+
+    @property
+    def n_ul(self):
+        return (self.mode == UL).sum(axis=1)
+
+    @property
+    def n_dl(self):
+        return (self.mode == DL).sum(axis=1)
+
+
+# ---------------------------------------------------------------------------- closed forms
+
+
+def ul_full_power_delay(bits, bandwidth_hz, p_ul, g_ul, n0):
+    """d^ul = S / (b log2(1 + P g / (N0 b))), seconds."""
+    b = np.asarray(bandwidth_hz, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return bits / (b * _log2_1p(np.asarray(p_ul) * np.asarray(g_ul) / (n0 * b)))
+
+
+def dl_common_delay(bits, bandwidth_hz, p_dl, inv_gain_sum, n0):
+    """Closed-form equalised DL delay for equal S and b: S / (b log2(1 + P / (N0 b sum 1/g))).
+
+    ``inv_gain_sum`` = sum over the DL set of 1/g_k^dl; an empty set (0) has delay 0, and a zero
+    budget with a non-empty set has infinite delay.
+    """
+    b = np.asarray(bandwidth_hz, dtype=float)
+    inv = np.asarray(inv_gain_sum, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        tau = bits / (b * _log2_1p(p_dl / (n0 * b * inv)))
+    return np.where(inv > 0, tau, 0.0)
+
+
+def dl_power_for_delay(tau, bits, bandwidth_hz, g_dl, n0):
+    """Power that delivers ``bits`` in ``tau`` seconds: (N0 b / g)(2^(S/(b tau)) - 1)."""
+    b = np.asarray(bandwidth_hz, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return n0 * b / np.asarray(g_dl) * np.expm1(np.asarray(bits) / (b * tau) * _LN2)
+
+
+def dl_delay_equalising(bits, bandwidth_hz, g_dl, p_dl, n0, xtol=1e-15, rtol=1e-13):
+    """Equalised DL delay and powers for one DL set with per-device S_k and b_k (1-D arrays).
+
+    tau solves sum_k p_k(tau) = P^dl; p_k is decreasing in tau, so the root is bracketed by the
+    largest single-device delay with all of P^dl (a lower bound) and the largest delay under the
+    equal split P^dl / n (feasible, so an upper bound); scipy's brentq finds it.
+    Returns (tau, powers). An empty set gives (0, []); a zero budget gives (inf, zeros).
+    """
+    bits, b, g = np.broadcast_arrays(*(np.atleast_1d(np.asarray(a, float)) for a in (bits, bandwidth_hz, g_dl)))
+    if bits.size == 0:
+        return 0.0, np.zeros(0)
+    if p_dl <= 0:
+        return np.inf, np.zeros_like(bits)
+    lo = float(np.max(ul_full_power_delay(bits, b, p_dl, g, n0)))
+    hi = float(np.max(ul_full_power_delay(bits, b, p_dl / bits.size, g, n0)))
+    if hi <= lo * (1 + rtol):
+        tau = hi
+    else:
+        tau = brentq(lambda t: np.sum(dl_power_for_delay(t, bits, b, g, n0)) - p_dl, lo, hi,
+                     xtol=xtol, rtol=rtol)
+    return tau, dl_power_for_delay(tau, bits, b, g, n0)
+
+
+# ---------------------------------------------------------------------------- assignments
+
+
+def evaluate_assignment(problem, ul_mask):
+    """Delays and powers of a given mode assignment: UL at full power, DL delay-equalising.
+
+    ``ul_mask`` (M, K) bool says which rejected devices use UL; the other rejected devices use DL.
+    """
+    rejected = problem.rejected
+    ul = np.asarray(ul_mask, dtype=bool) & rejected
+    dl = rejected & ~ul
+    m, k = problem.shape
+    b = problem.bandwidth_per_device
+    bcol = b[:, None]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        inv_g = np.where(dl, 1.0 / problem.g_dl, 0.0)
+        tau = dl_common_delay(problem.payload_bits, b, problem.p_dl, inv_g.sum(axis=1), problem.n0)
+        d_ul = np.where(ul, problem.ul_delays(), 0.0)
+        p_dl = np.where(dl, dl_power_for_delay(tau[:, None], problem.payload_bits, bcol,
+                                               problem.g_dl, problem.n0), 0.0)
+    mode = np.zeros((m, k), dtype=np.int8)
+    mode[ul] = UL
+    mode[dl] = DL
+    power = np.where(ul, np.broadcast_to(problem.p_ul, (m, k)), p_dl)
+    delay = np.where(dl, tau[:, None], d_ul)
+    t_comm = np.maximum(d_ul.max(axis=1, initial=0.0), tau)
+    bandwidth = np.where(rejected.any(axis=1), b, 0.0)
+    return ReactiveDecision(mode, power, delay, bandwidth, t_comm)
+
+
+def ul_order(problem):
+    """Column order putting devices by full-power UL delay ascending (stable), (K,) or (M, K)."""
+    key = -np.broadcast_to(problem.ul_snr_key(), problem.g_ul.shape)
+    return np.argsort(key, axis=-1, kind="stable")
+
+
+def prefix_split_delays(problem):
+    """f(n) = max(d^ul_(n), tau_dl(D_n)) for n = 0..K, shape (M, K + 1); inf for n > |R|.
+
+    Devices are taken in UL-delay order restricted to the rejected set; n is the number of
+    UL devices (the first n of that order).
+    """
+    m, k = problem.shape
+    order = ul_order(problem)
+    order2 = np.broadcast_to(order, (m, k))
+    rej_sorted = np.take_along_axis(problem.rejected, order2, axis=1)
+    # Rejected devices first (in UL order), non-rejected after: a stable sort on ~rejected.
+    pos = np.argsort(~rej_sorted, axis=1, kind="stable")
+    cols = np.take_along_axis(order2, pos, axis=1)
+    rej = np.take_along_axis(rej_sorted, pos, axis=1)
+    d_ul = problem.ul_delays()
+    g_dl = np.broadcast_to(problem.g_dl, (m, k))
+    d_sorted = np.where(rej, np.take_along_axis(d_ul, cols, axis=1), np.inf)
+    inv_sorted = np.where(rej, 1.0 / np.take_along_axis(g_dl, cols, axis=1), 0.0)
+    suffix = np.zeros((m, k + 1))
+    suffix[:, :k] = np.cumsum(inv_sorted[:, ::-1], axis=1)[:, ::-1]
+    b = problem.bandwidth_per_device[:, None]
+    tau = dl_common_delay(problem.payload_bits, b, problem.p_dl, suffix, problem.n0)
+    ul_max = np.concatenate([np.zeros((m, 1)), d_sorted], axis=1)
+    return np.maximum(ul_max, tau), cols
+
+
+def optimal_split(problem):
+    """The optimal modes and powers by the prefix structure, every split n evaluated at once."""
+    f, cols = prefix_split_delays(problem)
+    n_ul = np.argmin(f, axis=1)
+    rank = np.empty_like(cols)
+    np.put_along_axis(rank, cols, np.arange(cols.shape[1])[None, :].repeat(cols.shape[0], 0), axis=1)
+    ul_mask = problem.rejected & (rank < n_ul[:, None])
+    return evaluate_assignment(problem, ul_mask)
+
+
+def all_ul(problem):
+    """Every rejected device corrects uplink at full power."""
+    return evaluate_assignment(problem, problem.rejected)
+
+
+def all_dl(problem):
+    """Every rejected device corrects downlink with delay-equalising power."""
+    return evaluate_assignment(problem, np.zeros(problem.shape, dtype=bool))
+
+
+def random_split(problem, rng):
+    """Each rejected device UL or DL with probability 1/2; powers optimised for that split.
+
+    Draws M x K uniforms whatever the outcome, so the stream advances the same way every round.
+    """
+    coin = rng.random(problem.shape) < 0.5
+    return evaluate_assignment(problem, coin)
+
+
+def exhaustive_split(problem):
+    """Reference: every one of the 2^|R| assignments of each outcome, the best kept.
+
+    Ties keep the first assignment found (fewest UL devices in binary order). Cost 2^|R|.
+    """
+    m, k = problem.shape
+    best = np.zeros((m, k), dtype=bool)
+    for i in range(m):
+        idx = np.flatnonzero(problem.rejected[i])
+        if idx.size == 0:
+            continue
+        masks = np.array(list(product((False, True), repeat=idx.size)), dtype=bool)
+        full = np.zeros((masks.shape[0], k), dtype=bool)
+        full[:, idx] = masks
+        sub = ReactiveProblem(
+            np.broadcast_to(problem.rejected[i], full.shape),
+            _row(problem.g_ul, i), _row(problem.g_dl, i), problem.p_ul, problem.p_dl,
+            problem.payload_bits, problem.bandwidth_hz, problem.n0,
+        )
+        t = evaluate_assignment(sub, full).t_comm
+        best[i] = full[int(np.argmin(t))]
+    return evaluate_assignment(problem, best)
+
+
+def _row(gain, i):
+    return gain if gain.ndim == 1 else gain[i]

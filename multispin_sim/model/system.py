@@ -1,0 +1,40 @@
+"""The static parameters of one simulated system, as numpy arrays (no scenario, no SimPy)."""
+from dataclasses import dataclass
+
+import numpy as np
+
+from .latency import verification_latency
+from .reactive import ReactiveProblem
+
+
+@dataclass(frozen=True)
+class System:
+    """Per-device arrays (K,) and shared scalars, SI units throughout.
+
+    alpha: per-token acceptance rates; draft_latency_s: t_k; p_ul_w: UL power budgets;
+    pathloss: large-scale gains G_k; p_dl_w: the server's total DL budget; payload_bits: S;
+    bandwidth_hz: B; n0: noise PSD in W/Hz; verify_fixed_s / verify_per_device_s: T_ver0, T_ver1.
+    """
+
+    alpha: np.ndarray
+    draft_latency_s: np.ndarray
+    p_ul_w: np.ndarray
+    pathloss: np.ndarray
+    p_dl_w: float
+    payload_bits: float
+    bandwidth_hz: float
+    n0: float
+    verify_fixed_s: float
+    verify_per_device_s: float
+
+    @property
+    def k(self):
+        return int(self.alpha.shape[0])
+
+    def reactive_problem(self, rejected, g_ul, g_dl):
+        """The reactive problem(s) for rejected mask(s) (K,) or (M, K) under gains g_ul, g_dl."""
+        return ReactiveProblem(rejected, g_ul, g_dl, self.p_ul_w, self.p_dl_w,
+                               self.payload_bits, self.bandwidth_hz, self.n0)
+
+    def verification_s(self, batch_size):
+        return float(verification_latency(batch_size, self.verify_fixed_s, self.verify_per_device_s))

@@ -1,0 +1,58 @@
+"""Run metadata (``run.json``) and the choice of a fresh output folder."""
+import importlib.metadata
+import platform
+import sys
+from pathlib import Path
+
+PACKAGES = ("numpy", "scipy", "simpy", "networkx", "pyyaml")
+
+
+def package_versions():
+    versions = {"python": platform.python_version()}
+    for name in PACKAGES:
+        try:
+            versions[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            versions[name] = None
+    return versions
+
+
+def run_metadata(version, seed, wall_time_s, command_line=None, **extra):
+    """What ``run.json`` holds: enough to say which code and inputs made a result."""
+    return {
+        "multispin_sim_version": version,
+        "seed": seed,
+        "wall_time_s": wall_time_s,
+        "command_line": list(sys.argv if command_line is None else command_line),
+        "packages": package_versions(),
+        "platform": platform.platform(),
+        **extra,
+    }
+
+
+class OutputExistsError(FileExistsError):
+    pass
+
+
+def output_folder(out=None, base="results", name="run", seed=0):
+    """A new, empty folder for one run; never an existing non-empty one.
+
+    With ``out`` given, that folder (it may exist only if empty). Otherwise
+    ``base/<name>-seed<seed>``, with ``-2``, ``-3``, ... appended if taken.
+    """
+    if out is not None:
+        path = Path(out)
+        if path.exists() and any(path.iterdir()):
+            raise OutputExistsError(f"{path}: output folder exists and is not empty; "
+                                    "choose another --out (results are never overwritten)")
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+    base = Path(base)
+    stem = f"{name}-seed{seed}"
+    path = base / stem
+    i = 2
+    while path.exists():
+        path = base / f"{stem}-{i}"
+        i += 1
+    path.mkdir(parents=True)
+    return path

@@ -1,0 +1,137 @@
+"""Run statistics accumulated round by round in bounded memory, and confidence intervals.
+
+Goodput is a ratio of sums (tokens / time). Its 95% confidence interval comes from batch means:
+rounds are grouped into consecutive batches; when there are 2 x ``n_batches`` batches, pairs are
+merged (the batch size doubles), so memory stays bounded however long the run. The interval is
+the ratio estimator's delta-method interval over batches with Student's t quantile.
+
+Round durations and communication times are heavy-tailed under Rayleigh fading (the mean
+transmission delay is infinite, MODEL.md section 8): the summary reports medians and quantiles
+beside the means. Quantiles are computed from the values kept as float32 (4 bytes per round).
+"""
+import numpy as np
+from scipy import stats
+
+
+def ratio_confidence_interval(numerators, denominators, level=0.95):
+    """CI of sum(x)/sum(y) from batch totals (x_i, y_i) by the delta method; (nan, nan) if < 2."""
+    x = np.asarray(numerators, dtype=float)
+    y = np.asarray(denominators, dtype=float)
+    n = x.size
+    if n < 2 or y.sum() <= 0:
+        return float("nan"), float("nan")
+    r = x.sum() / y.sum()
+    resid = x - r * y
+    se = np.sqrt(resid.var(ddof=1) / n) / y.mean()
+    half = stats.t.ppf(0.5 + level / 2, n - 1) * se
+    return float(r - half), float(r + half)
+
+
+class _Growing:
+    """An append-only float32 array with amortised doubling."""
+
+    def __init__(self):
+        self.data = np.empty(1024, dtype=np.float32)
+        self.n = 0
+
+    def add(self, value):
+        if self.n == self.data.size:
+            self.data = np.concatenate([self.data, np.empty_like(self.data)])
+        self.data[self.n] = value
+        self.n += 1
+
+    def values(self):
+        return self.data[: self.n]
+
+
+def _describe(values):
+    if values.size == 0:
+        return {"mean": 0.0, "median": 0.0, "p95": 0.0, "max": 0.0}
+    v = values.astype(float)
+    return {
+        "mean": float(v.mean()),
+        "median": float(np.median(v)),
+        "p95": float(np.quantile(v, 0.95)),
+        "max": float(v.max()),
+    }
+
+
+class RunStatistics:
+    """Totals, per-device tokens, batch means for the goodput CI, and round-time quantiles."""
+
+    def __init__(self, k, n_batches=32):
+        self.k = k
+        self.rounds = 0
+        self.tokens = 0
+        self.device_tokens = np.zeros(k, dtype=np.int64)
+        self.draft_len_sum = 0
+        self.draft_len_count = 0
+        self.rejections = 0
+        self.ul = 0
+        self.dl = 0
+        self.sim_time = 0.0
+        self.n_batches = n_batches
+        self.batch_size = 1
+        self._batch_tokens = []
+        self._batch_time = []
+        self._cur_tokens = 0
+        self._cur_time = 0.0
+        self._cur_rounds = 0
+        self.duration = _Growing()
+        self.comm = _Growing()
+
+    def add_round(self, duration, comm, tokens, draft_len, active, rejected, n_ul, n_dl):
+        """One round: ``tokens``, ``draft_len``, ``active``, ``rejected`` are (K,) arrays."""
+        total = int(tokens.sum())
+        self.rounds += 1
+        self.tokens += total
+        self.device_tokens += tokens
+        self.draft_len_sum += int(draft_len[active].sum())
+        self.draft_len_count += int(active.sum())
+        self.rejections += int(rejected.sum())
+        self.ul += int(n_ul)
+        self.dl += int(n_dl)
+        self.sim_time += duration
+        self.duration.add(duration)
+        self.comm.add(comm)
+        self._cur_tokens += total
+        self._cur_time += duration
+        self._cur_rounds += 1
+        if self._cur_rounds == self.batch_size:
+            self._close_batch()
+
+    def add_idle(self, duration):
+        """Time the server spent with no work (queueing workloads): counts in the goodput."""
+        self.sim_time += duration
+        self._cur_time += duration
+
+    def _close_batch(self):
+        self._batch_tokens.append(self._cur_tokens)
+        self._batch_time.append(self._cur_time)
+        self._cur_tokens, self._cur_time, self._cur_rounds = 0, 0.0, 0
+        if len(self._batch_tokens) == 2 * self.n_batches:
+            t = np.asarray(self._batch_tokens).reshape(-1, 2).sum(axis=1)
+            s = np.asarray(self._batch_time).reshape(-1, 2).sum(axis=1)
+            self._batch_tokens, self._batch_time = t.tolist(), s.tolist()
+            self.batch_size *= 2
+
+    def summary(self):
+        time = self.sim_time
+        goodput = self.tokens / time if time > 0 else 0.0
+        lo, hi = ratio_confidence_interval(self._batch_tokens, self._batch_time)
+        per_device = (self.device_tokens / time).tolist() if time > 0 else [0.0] * self.k
+        return {
+            "goodput_tps": goodput,
+            "goodput_ci95": [lo, hi],
+            "goodput_ci_batches": len(self._batch_tokens),
+            "tokens": int(self.tokens),
+            "rounds": int(self.rounds),
+            "sim_time_s": time,
+            "device_goodput_tps": per_device,
+            "mean_draft_len": self.draft_len_sum / self.draft_len_count if self.draft_len_count else 0.0,
+            "rejections": int(self.rejections),
+            "ul_corrections": int(self.ul),
+            "dl_corrections": int(self.dl),
+            "duration_s": _describe(self.duration.values()),
+            "comm_s": _describe(self.comm.values()),
+        }

@@ -1,0 +1,14 @@
+"""Policies: small objects behind one interface each, chosen by name from the scenario.
+
+- ``reactive``: who corrects uplink, who downlink, with what power (``policy.mode``).
+- ``draft``: how many tokens each device drafts this round (``policy.draft``).
+
+Adding a policy: one class, one ``@register`` line, one test against an oracle.
+"""
+from .reactive import REACTIVE_POLICIES, ReactivePolicy, make_reactive_policy
+from .draft import DRAFT_CONTROLLERS, DraftContext, DraftController, make_draft_controller
+
+__all__ = [
+    "REACTIVE_POLICIES", "ReactivePolicy", "make_reactive_policy",
+    "DRAFT_CONTROLLERS", "DraftContext", "DraftController", "make_draft_controller",
+]

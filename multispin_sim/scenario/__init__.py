@@ -1,0 +1,27 @@
+"""Scenario files: a validated, typed description of one simulated setting.
+
+>>> from multispin_sim.scenario import load_scenario
+>>> sc = load_scenario(None, overrides={"devices.count": 8})
+>>> sc.devices.count, sc.server.verify_fixed_ms
+(8, 42.8)
+
+Imports only the standard library and PyYAML.  The key reference (``reference_markdown()``)
+lists every key with its type, unit, default and meaning; MODEL.md sections 1-5 explain them.
+"""
+
+from .errors import ScenarioError
+from .loading import (apply_overrides, dump_scenario_yaml, load_scenario, parse_set_options,
+                      resolve_scenario, scenario_to_dict)
+from .params import FrozenMap
+from .presets import DEFAULT_MODEL_PAIR, MODEL_PAIRS, TASKS, ModelPair
+from .reference import reference_markdown, reference_rows
+from .schema import (Channel, DeviceOverride, Devices, Payload, Policy, Run, Scenario, Server,
+                     DEVICE_TASKS, DRAFT_POLICIES, DRAFT_UPDATES, FADING_MODELS, POLICY_MODES)
+
+__all__ = [
+    "Scenario", "ScenarioError", "load_scenario", "scenario_to_dict", "dump_scenario_yaml",
+    "parse_set_options", "MODEL_PAIRS", "TASKS", "reference_rows", "reference_markdown",
+    "apply_overrides", "resolve_scenario", "FrozenMap", "ModelPair", "DEFAULT_MODEL_PAIR",
+    "Devices", "DeviceOverride", "Server", "Channel", "Payload", "Policy", "Run",
+    "DEVICE_TASKS", "FADING_MODELS", "POLICY_MODES", "DRAFT_POLICIES", "DRAFT_UPDATES",
+]

@@ -1,0 +1,259 @@
+"""Loading, overriding, resolving and dumping scenarios."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import os
+from collections.abc import Mapping
+from typing import Any, Iterable, Optional, Union
+
+import yaml
+
+from .errors import ScenarioError
+from .params import FrozenMap, _kind, build_section, section_hints, to_plain
+from .presets import MODEL_PAIRS
+from .schema import CROSS_CHECKS, DEFAULT_DL_POWER_RATIO, Scenario
+
+__all__ = ["load_scenario", "parse_set_options", "apply_overrides", "scenario_to_dict",
+           "dump_scenario_yaml", "resolve_scenario"]
+
+Source = Union[None, str, "os.PathLike[str]", Mapping, Scenario]
+Overrides = Union[None, Mapping[str, Any], Iterable[str]]
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """SafeLoader that rejects duplicate keys (PyYAML silently keeps the last one)."""
+
+
+def _construct_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode, deep: bool = False):
+    loader.flatten_mapping(node)
+    seen: dict[Any, Any] = {}
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=deep)
+        try:
+            hash(key)
+        except TypeError:
+            continue  # let the normal constructor report it
+        if key in seen:
+            raise yaml.constructor.ConstructorError(
+                "while constructing a mapping", node.start_mark,
+                f"found duplicate key {key!r}", key_node.start_mark)
+        seen[key] = True
+    return loader.construct_mapping(node, deep=deep)
+
+
+_UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG,
+                                 _construct_mapping)
+
+
+def _read_yaml_file(path: str) -> Any:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise ScenarioError(path, f"cannot read scenario file: {reason}", source=path) from None
+    try:
+        return yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 (SafeLoader subclass)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(exc, "problem", None) or str(exc)
+        fix = ("each key may appear only once in a mapping" if "duplicate key" in problem
+               else "fix the YAML syntax")
+        raise ScenarioError(path, f"invalid YAML{where}: {problem}", fix, source=path) from None
+
+
+# --------------------------------------------------------------------------------------------
+# overrides
+
+
+def parse_set_options(options: Union[str, Iterable[str]]) -> dict[str, Any]:
+    """Parse ``--set`` options ``"a.b=value"`` into ``{"a.b": value}``.
+
+    Values are parsed with ``yaml.safe_load`` (``8`` -> int, ``false`` -> bool, ``[200,300]`` ->
+    list, empty -> null); they are typed and checked against the schema later, by
+    :func:`load_scenario`.  Later options win over earlier ones.
+    """
+    if isinstance(options, str):
+        options = [options]
+    out: dict[str, Any] = {}
+    for option in options:
+        key, sep, text = str(option).partition("=")
+        key = key.strip()
+        if not sep or not key or any(not part.strip() or part != part.strip()
+                                     for part in key.split(".")):
+            raise ScenarioError(str(option), "malformed --set option",
+                                "expected KEY.PATH=VALUE, e.g. devices.count=8")
+        try:
+            value = yaml.safe_load(text) if text.strip() else None
+        except yaml.YAMLError:
+            raise ScenarioError(key, f"cannot parse the value {text!r} of --set option",
+                                "expected a YAML value, e.g. 8, 0.5, true, fixed or "
+                                "[200, 300]") from None
+        out[key] = value
+    return out
+
+
+def _merge(base: Any, value: Any) -> Any:
+    if isinstance(base, Mapping) and isinstance(value, Mapping):
+        merged = dict(base)
+        for k, v in value.items():
+            match = next((bk for bk in merged if str(bk) == str(k)), k)
+            merged[match] = _merge(merged.get(match), v)
+        return merged
+    return copy.deepcopy(value)
+
+
+def apply_overrides(raw: Mapping[str, Any], overrides: Overrides) -> dict[str, Any]:
+    """Return a copy of the raw scenario mapping with dotted-path overrides applied.
+
+    ``overrides`` is a mapping ``{"devices.count": 8}`` or a list of ``"a.b=v"`` strings.  Missing
+    intermediate mappings are created (``devices.overrides.3.alpha``); a key matches an existing
+    key with the same text (``3`` matches ``"3"``); mapping values merge into existing mappings.
+    """
+    result: dict[str, Any] = copy.deepcopy(dict(raw))
+    if overrides is None:
+        return result
+    if not isinstance(overrides, Mapping):
+        overrides = parse_set_options(overrides)
+    for path, value in overrides.items():
+        parts = str(path).split(".")
+        if any(not p for p in parts):
+            raise ScenarioError(str(path), "malformed override key",
+                                "expected a dotted key path, e.g. devices.count")
+        node: dict[Any, Any] = result
+        for part in parts[:-1]:
+            key = next((k for k in node if str(k) == part), part)
+            child = node.get(key)
+            if not isinstance(child, Mapping):
+                child = {}
+            else:
+                child = dict(child)
+            node[key] = child
+            node = child
+        last = next((k for k in node if str(k) == parts[-1]), parts[-1])
+        node[last] = _merge(node.get(last), value)
+        sibling = _exclusive_sibling(parts)
+        if sibling and value is not None and ".".join(parts[:-1] + [sibling]) not in overrides:
+            for k in [k for k in node if str(k) == sibling]:
+                node[k] = None
+    return result
+
+
+def _exclusive_sibling(parts: list[str]) -> Optional[str]:
+    """The ``exclusive_with`` sibling of the schema key at ``parts`` (None if none / unknown)."""
+    cls: Any = Scenario
+    for part in parts[:-1]:
+        hint = section_hints(cls).get(part) if dataclasses.is_dataclass(cls) else None
+        if not (isinstance(hint, type) and dataclasses.is_dataclass(hint)):
+            return None
+        cls = hint
+    field = next((f for f in dataclasses.fields(cls) if f.name == parts[-1]), None)
+    return field.metadata.get("exclusive_with") if field is not None else None
+
+
+# --------------------------------------------------------------------------------------------
+# resolution
+
+
+def resolve_scenario(sc: Scenario) -> Scenario:
+    """Fill model-pair presets and the DL power default, then run the cross-field checks."""
+    pair = MODEL_PAIRS[sc.model_pair]
+    changes = {}
+    for f in dataclasses.fields(sc):
+        sect = getattr(sc, f.name)
+        if not dataclasses.is_dataclass(sect):
+            continue
+        fills = {}
+        for sf in dataclasses.fields(sect):
+            attr = sf.metadata.get("preset")
+            if not attr:
+                continue
+            given, preset = getattr(sect, sf.name), getattr(pair, attr)
+            if isinstance(preset, Mapping):
+                fills[sf.name] = FrozenMap({**preset, **(given or {})})
+            elif given is None:
+                fills[sf.name] = preset
+        if fills:
+            changes[f.name] = dataclasses.replace(sect, **fills)
+    sc = dataclasses.replace(sc, **changes) if changes else sc
+
+    server = sc.server
+    if server.dl_power_dbm is not None and server.dl_power_ratio is not None:
+        raise ScenarioError("server", "both dl_power_dbm and dl_power_ratio are given",
+                            "give exactly one of them (or neither: dl_power_ratio 4)")
+    if server.dl_power_dbm is None and server.dl_power_ratio is None:
+        sc = dataclasses.replace(sc, server=dataclasses.replace(
+            server, dl_power_ratio=DEFAULT_DL_POWER_RATIO))
+    for check in CROSS_CHECKS:
+        check(sc)
+    return sc
+
+
+def load_scenario(source: Source = None, overrides: Overrides = None) -> Scenario:
+    """Load, validate and resolve a scenario.
+
+    ``source``: ``None`` (the defaults), a YAML file path, a mapping, or a :class:`Scenario`
+    (re-validated, e.g. to apply overrides).  ``overrides``: ``{"devices.count": 8}`` or
+    ``["devices.count=8", ...]``, applied on top of the source.  Every key not given takes its
+    default; model-pair presets fill the keys the user left out.  Raises :class:`ScenarioError`.
+    """
+    file: Optional[str] = None
+    if source is None:
+        raw: Any = {}
+    elif isinstance(source, Scenario):
+        raw = scenario_to_dict(source)
+    elif isinstance(source, Mapping):
+        raw = source
+    elif isinstance(source, (str, os.PathLike)):
+        file = os.fspath(source)
+        raw = _read_yaml_file(file)
+        if raw is None:  # empty file: all defaults
+            raw = {}
+    else:
+        raw = source  # not a mapping: reported below
+    if not isinstance(raw, Mapping):
+        kind = _kind(raw)
+        keys = ", ".join(section_hints(Scenario))
+        raise ScenarioError(file or "", f"the top-level document is {kind}",
+                            f"expected a mapping with keys {keys}", source=file)
+    try:
+        raw = apply_overrides(raw, overrides)
+        sc = build_section(Scenario, raw, "")
+        return resolve_scenario(sc)
+    except ScenarioError as exc:
+        if file is not None and exc.source is None:
+            exc.source = file
+        raise
+
+
+# --------------------------------------------------------------------------------------------
+# dumping
+
+
+def scenario_to_dict(sc: Scenario) -> dict[str, Any]:
+    """Plain nested dict of a (resolved) scenario: lists, not tuples; YAML-safe."""
+    return to_plain(sc)
+
+
+class _Dumper(yaml.SafeDumper):
+    """Block-style mappings, flow-style (one-line) lists."""
+
+
+_Dumper.add_representer(list, lambda d, v: d.represent_sequence(
+    "tag:yaml.org,2002:seq", v, flow_style=True))
+
+
+def dump_scenario_yaml(sc: Scenario, comment: Optional[str] = None) -> str:
+    """YAML text of the resolved scenario; ``load_scenario(yaml.safe_load(text)) == sc``.
+
+    ``comment`` (optional, may be several lines) is written as a ``#`` header.
+    """
+    text = yaml.dump(scenario_to_dict(sc), Dumper=_Dumper, sort_keys=False,
+                     default_flow_style=False, allow_unicode=True)
+    if comment:
+        header = "".join(f"# {line}".rstrip() + "\n" for line in comment.splitlines())
+        text = header + text
+    return text

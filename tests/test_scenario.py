@@ -1,0 +1,330 @@
+"""Tests of multispin_sim.scenario: defaults (MODEL.md values), presets, validation errors,
+--set overrides, dumping and loading files."""
+
+from __future__ import annotations
+
+import dataclasses
+import pickle
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from multispin_sim.scenario import (
+    MODEL_PAIRS, TASKS, Scenario, ScenarioError, dump_scenario_yaml, load_scenario,
+    parse_set_options, reference_rows, scenario_to_dict,
+)
+from multispin_sim.scenario.reference import reference_markdown
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_YAML = ROOT / "scenarios" / "default.yaml"
+
+
+def error_of(source=None, overrides=None) -> ScenarioError:
+    with pytest.raises(ScenarioError) as info:
+        load_scenario(source, overrides)
+    err = info.value
+    msg = str(err)
+    assert "\n" not in msg and msg.startswith(f"{err.path or '<scenario>'}: "), msg
+    return err
+
+
+# ------------------------------------------------------------------------------- defaults
+
+def test_defaults_are_the_model_md_values():
+    sc = load_scenario(None)
+    assert sc.name == "default" and sc.seed == 1 and sc.model_pair == "qwen2.5"
+    d = sc.devices
+    assert d.count == 20 and d.task == "uniform"
+    assert dict(d.acceptance) == {"humaneval": 0.93, "gsm8k": 0.91, "ifeval": 0.86,
+                                  "mt-bench": 0.83}
+    assert d.draft_latency_ms == 15.2
+    assert d.draft_latency_spread == (1.0, 1.15)
+    assert d.distance_m == (100.0, 500.0)
+    assert d.ul_power_dbm == 10.0 and dict(d.overrides) == {}
+    s = sc.server
+    assert s.verify_fixed_ms == 42.8 and s.verify_per_device_ms == 7.6
+    assert s.dl_power_ratio == 4.0 and s.dl_power_dbm is None
+    c = sc.channel
+    assert (c.bandwidth_mhz, c.noise_psd_dbm_hz, c.ref_gain_db, c.pathloss_exponent) == \
+        (10.0, -174.0, -30.0, 3.5)
+    assert c.fading == "rayleigh" and c.reciprocal is True
+    p = sc.payload
+    assert (p.effective_vocab, p.vocab, p.prob_bits) == (1024, 151665, 16)
+    assert p.effective_vocab * (18 + p.prob_bits) == 34816  # MODEL.md section 5
+    pol = sc.policy
+    assert (pol.mode, pol.draft, pol.draft_length, pol.max_draft, pol.saa_samples,
+            pol.draft_update) == ("optimal", "fixed", 4, 20, 1000, "every-round")
+    assert sc.run.rounds == 1000 and sc.run.max_time_s is None
+    assert TASKS == ("humaneval", "gsm8k", "ifeval", "mt-bench")
+
+
+def test_none_empty_mapping_and_default_file_agree():
+    sc = load_scenario(None)
+    assert load_scenario({}) == sc
+    assert load_scenario(str(DEFAULT_YAML)) == sc
+    assert load_scenario(DEFAULT_YAML) == sc  # a Path works too
+
+
+def test_scenario_is_frozen_hashable_and_picklable():
+    sc = load_scenario(None)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        sc.devices.count = 3
+    with pytest.raises(AttributeError, match="did you mean 'count'"):
+        sc.devices.cuont  # noqa: B018
+    assert hash(sc) == hash(load_scenario(None))
+    assert pickle.loads(pickle.dumps(sc)) == sc
+    err = pickle.loads(pickle.dumps(ScenarioError("a.b", "bad", "expected x")))
+    assert err.path == "a.b" and str(err) == "a.b: bad; expected x"
+
+
+# ------------------------------------------------------------------------------- presets
+
+def test_deepseek_preset():
+    sc = load_scenario({"model_pair": "deepseek-r1"})
+    assert sc.devices.draft_latency_ms == 19.6
+    assert sc.server.verify_fixed_ms == 69.3 and sc.server.verify_per_device_ms == 9.1
+    assert dict(sc.devices.acceptance) == {"humaneval": 0.90, "gsm8k": 0.92, "ifeval": 0.84,
+                                           "mt-bench": 0.82}
+    assert MODEL_PAIRS["deepseek-r1"].verify_fixed_ms == 69.3
+
+
+def test_user_values_win_over_preset_and_partial_acceptance_merges():
+    sc = load_scenario({"model_pair": "deepseek-r1",
+                        "devices": {"draft_latency_ms": 12, "acceptance": {"gsm8k": 0.5}},
+                        "server": {"verify_fixed_ms": 0}})
+    assert sc.devices.draft_latency_ms == 12.0
+    assert sc.server.verify_fixed_ms == 0.0 and sc.server.verify_per_device_ms == 9.1
+    assert dict(sc.devices.acceptance) == {"humaneval": 0.90, "gsm8k": 0.5, "ifeval": 0.84,
+                                           "mt-bench": 0.82}
+
+
+def test_dl_power_keys():
+    sc = load_scenario({"server": {"dl_power_dbm": 20}})
+    assert sc.server.dl_power_dbm == 20.0 and sc.server.dl_power_ratio is None
+    assert load_scenario({"server": {"dl_power_ratio": 16}}).server.dl_power_ratio == 16.0
+    err = error_of({"server": {"dl_power_dbm": 20, "dl_power_ratio": 4}})
+    assert err.path == "server" and "exactly one" in str(err)
+    # an override of one DL key replaces the other one given in the file
+    sc = load_scenario(DEFAULT_YAML, ["server.dl_power_dbm=25"])
+    assert sc.server.dl_power_dbm == 25.0 and sc.server.dl_power_ratio is None
+
+
+# ------------------------------------------------------------------------------- values
+
+def test_accepted_forms():
+    sc = load_scenario({
+        "devices": {"distance_m": 250, "overrides": {"3": {"alpha": 0.5, "distance_m": 50},
+                                                     0: {"task": "gsm8k"}}},
+        "channel": {"bandwidth_mhz": "1e-3", "fading": "none"},
+        "payload": {"effective_vocab": "dense"},
+        "policy": {"draft_length": list(range(20)), "draft_update": 5},
+    })
+    assert sc.devices.distance_m == 250.0  # a number stays a number
+    assert sc.devices.overrides[3].alpha == 0.5 and sc.devices.overrides[3].distance_m == 50.0
+    assert sc.devices.overrides[0].task == "gsm8k" and sc.devices.overrides[0].alpha is None
+    assert list(sc.devices.overrides) == [0, 3]
+    assert sc.channel.bandwidth_mhz == 0.001
+    assert sc.payload.effective_vocab == "dense"
+    assert sc.policy.draft_length == tuple(range(20)) and sc.policy.draft_update == 5
+    assert load_scenario({"policy": {"mode": "exhaustive"}, "devices": {"count": 16}})
+
+
+@pytest.mark.parametrize("data, path, fragment", [
+    ({"cuont": 3}, "cuont", None),
+    ({"sede": 3}, "sede", "did you mean 'seed'?"),
+    ({"devices": {"cuont": 3}}, "devices.cuont", "unknown key; did you mean 'devices.count'?"),
+    ({"devices": {"xyzzy": 3}}, "devices.xyzzy", "valid keys are count, task"),
+    ({"devices": {"overrides": {3: {"alpah": 0.5}}}}, "devices.overrides.3.alpah",
+     "did you mean 'devices.overrides.3.alpha'?"),
+    ({"devices": {"acceptance": {"gsm9k": 0.5}}}, "devices.acceptance.gsm9k",
+     "did you mean 'devices.acceptance.gsm8k'?"),
+    ({"devices": {"count": -3}}, "devices.count", "-3 is not allowed; expected an integer >= 1"),
+    ({"devices": {"count": True}}, "devices.count", "true (a boolean) is not allowed"),
+    ({"devices": {"count": 2.5}}, "devices.count", "expected an integer >= 1"),
+    ({"devices": {"count": "abc"}}, "devices.count", "'abc' (a string) is not allowed"),
+    ({"channel": {"bandwidth_mhz": "fast"}}, "channel.bandwidth_mhz", "expected a number > 0"),
+    ({"channel": {"bandwidth_mhz": ".nan"}}, "channel.bandwidth_mhz", None),
+    ({"channel": {"reciprocal": 1}}, "channel.reciprocal", "expected true or false"),
+    ({"channel": {"fading": "raleigh"}}, "channel.fading", "did you mean 'rayleigh'?"),
+    ({"devices": {"acceptance": {"gsm8k": 0}}}, "devices.acceptance.gsm8k", "(0, 1]"),
+    ({"devices": {"acceptance": {"gsm8k": 1.5}}}, "devices.acceptance.gsm8k", "(0, 1]"),
+    ({"devices": {"overrides": {2: {"alpha": 0}}}}, "devices.overrides.2.alpha", "(0, 1]"),
+    ({"devices": {"distance_m": [500, 100]}}, "devices.distance_m", "low <= high"),
+    ({"devices": {"distance_m": [100, 200, 300]}}, "devices.distance_m", None),
+    ({"devices": {"draft_latency_spread": [1.2, 1.0]}}, "devices.draft_latency_spread",
+     "low <= high"),
+    ({"devices": {"overrides": {20: {"alpha": 0.5}}}}, "devices.overrides.20",
+     "out of range; expected 0 <= index < devices.count (20)"),
+    ({"devices": {"overrides": {"x": {"alpha": 0.5}}}}, "devices.overrides.x", "device index"),
+    ({"devices": {"overrides": {1: {"draft_length": 21}}}}, "devices.overrides.1.draft_length",
+     "max_draft"),
+    ({"policy": {"draft_length": [4, 4, 4]}}, "policy.draft_length", "exactly devices.count (20)"),
+    ({"policy": {"draft_length": 21}}, "policy.draft_length", "0..20"),
+    ({"policy": {"max_draft": 65}}, "policy.max_draft", None),
+    ({"policy": {"draft_update": 0}}, "policy.draft_update", "'every-round', 'once'"),
+    ({"payload": {"effective_vocab": 200000}}, "payload.effective_vocab", "larger than"),
+    ({"payload": {"effective_vocab": "sparse"}}, "payload.effective_vocab", "'dense'"),
+    ({"policy": {"mode": "exhaustive"}}, "policy.mode", "2^20"),
+    ({"name": "a/b"}, "name", "folder name"),
+    ({"seed": -1}, "seed", ">= 0"),
+    ({"model_pair": "llama"}, "model_pair", "'qwen2.5', 'deepseek-r1'"),
+    ({"run": {"max_time_s": 0}}, "run.max_time_s", "> 0 or null"),
+    ({"devices": 5}, "devices", "expected a mapping"),
+])
+def test_errors(data, path, fragment):
+    err = error_of(data)
+    assert err.path == path
+    if fragment:
+        assert fragment in str(err), str(err)
+
+
+def test_unknown_key_message_format():
+    assert str(error_of({"devices": {"cuont": 1}})) == \
+        "devices.cuont: unknown key; did you mean 'devices.count'?"
+    assert str(error_of({"devices": {"count": -3}})) == \
+        "devices.count: -3 is not allowed; expected an integer >= 1"
+
+
+def test_top_level_must_be_a_mapping(tmp_path):
+    f = tmp_path / "list.yaml"
+    f.write_text("- 1\n- 2\n")
+    err = error_of(str(f))
+    assert err.path == str(f) and "expected a mapping" in str(err)
+
+
+def test_file_errors(tmp_path):
+    missing = tmp_path / "nope.yaml"
+    err = error_of(str(missing))
+    assert err.path == str(missing) and "cannot read scenario file" in str(err)
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: x\ndevices:\n  count: [1, 2\n")
+    err = error_of(str(bad))
+    assert err.path == str(bad) and "line " in str(err) and "\n" not in str(err)
+    dup = tmp_path / "dup.yaml"
+    dup.write_text("devices:\n  count: 3\n  count: 4\n")
+    assert "duplicate key" in str(error_of(str(dup)))
+    inner = tmp_path / "inner.yaml"
+    inner.write_text("devices:\n  count: 0\n")
+    err = error_of(str(inner))
+    assert err.path == "devices.count" and err.source == str(inner)
+
+
+def test_load_file_and_empty_file(tmp_path):
+    f = tmp_path / "s.yaml"
+    f.write_text("name: small\ndevices:\n  count: 4\n  overrides:\n    1: {alpha: 0.7}\n")
+    sc = load_scenario(str(f))
+    assert sc.name == "small" and sc.devices.count == 4 and sc.devices.overrides[1].alpha == 0.7
+    empty = tmp_path / "empty.yaml"
+    empty.write_text("# nothing\n")
+    assert load_scenario(str(empty)) == load_scenario(None)
+
+
+# ------------------------------------------------------------------------------- --set
+
+def test_parse_set_options_types():
+    opts = parse_set_options(["devices.count=8", "channel.reciprocal=false",
+                              "devices.distance_m=[200,300]", "policy.draft_length=6",
+                              "policy.mode=all-dl", "run.max_time_s="])
+    assert opts == {"devices.count": 8, "channel.reciprocal": False,
+                    "devices.distance_m": [200, 300], "policy.draft_length": 6,
+                    "policy.mode": "all-dl", "run.max_time_s": None}
+    sc = load_scenario(None, opts)
+    assert sc.devices.count == 8 and sc.channel.reciprocal is False
+    assert sc.devices.distance_m == (200.0, 300.0) and sc.policy.draft_length == 6
+
+
+def test_overrides_on_file_and_nested_paths():
+    sc = load_scenario(DEFAULT_YAML, ["devices.count=8", "devices.overrides.3.alpha=0.5",
+                                      "devices.overrides.3.task=ifeval"])
+    assert sc.devices.count == 8
+    assert sc.devices.overrides[3].alpha == 0.5 and sc.devices.overrides[3].task == "ifeval"
+    # dict form, and a string override key matching an existing int key
+    sc = load_scenario({"devices": {"overrides": {3: {"alpha": 0.9}}}},
+                       {"devices.overrides.3.distance_m": 42})
+    assert sc.devices.overrides[3].alpha == 0.9 and sc.devices.overrides[3].distance_m == 42.0
+
+
+@pytest.mark.parametrize("options, path, fragment", [
+    (["devices.count=abc"], "devices.count", "expected an integer >= 1"),
+    (["devices.cuont=8"], "devices.cuont", "did you mean 'devices.count'?"),
+    (["devices.overrides.3.alpah=0.5"], "devices.overrides.3.alpah", "did you mean"),
+    (["devices.overrides.25.alpha=0.5"], "devices.overrides.25", "out of range"),
+])
+def test_set_errors(options, path, fragment):
+    err = error_of(None, options)
+    assert err.path == path and fragment in str(err)
+
+
+@pytest.mark.parametrize("option", ["devices.count", "=8", "devices..count=3", ""])
+def test_malformed_set_option(option):
+    with pytest.raises(ScenarioError) as info:
+        parse_set_options([option])
+    assert info.value.path == option and "malformed --set option" in str(info.value)
+
+
+def test_unparseable_set_value():
+    with pytest.raises(ScenarioError) as info:
+        parse_set_options(["devices.distance_m=[200,300"])
+    assert info.value.path == "devices.distance_m" and "\n" not in str(info.value)
+
+
+# ------------------------------------------------------------------------------- dumping
+
+@pytest.mark.parametrize("source", [
+    None,
+    {"model_pair": "deepseek-r1", "devices": {"distance_m": 300, "acceptance": {"ifeval": 0.6},
+                                              "overrides": {2: {"draft_length": 3}}}},
+    {"server": {"dl_power_dbm": 30}, "payload": {"effective_vocab": "dense"},
+     "policy": {"draft_length": [1, 2, 3], "draft_update": "once"}, "devices": {"count": 3},
+     "run": {"max_time_s": 12.5}},
+])
+def test_round_trip(source):
+    sc = load_scenario(source)
+    text = dump_scenario_yaml(sc)
+    assert load_scenario(yaml.safe_load(text)) == sc
+    plain = scenario_to_dict(sc)
+    assert yaml.safe_load(yaml.safe_dump(plain)) == plain  # YAML-safe: no tuples/FrozenMaps
+    assert load_scenario(sc) == sc  # re-validating a Scenario is the identity
+    assert dump_scenario_yaml(sc, comment="hello\nworld").startswith("# hello\n# world\n")
+
+
+def test_dict_is_complete():
+    plain = scenario_to_dict(load_scenario(None))
+    assert plain["devices"]["distance_m"] == [100.0, 500.0]
+    assert plain["server"] == {"dl_power_dbm": None, "dl_power_ratio": 4.0,
+                               "verify_fixed_ms": 42.8, "verify_per_device_ms": 7.6}
+    assert isinstance(load_scenario(None), Scenario)
+
+
+def test_input_is_not_mutated():
+    data = {"devices": {"count": 5}}
+    load_scenario(data, {"devices.count": 7})
+    assert data == {"devices": {"count": 5}}
+
+
+# ------------------------------------------------------------------------------- reference
+
+def test_reference_covers_every_key():
+    rows = reference_rows()
+    paths = [r[0] for r in rows]
+    assert len(paths) == len(set(paths))
+    assert all(len(r) == 5 and all(isinstance(c, str) for c in r) for r in rows)
+    for p in ["name", "seed", "model_pair", "devices.count", "devices.overrides.<index>.alpha",
+              "server.dl_power_ratio", "channel.fading", "payload.effective_vocab",
+              "policy.draft_update", "run.max_time_s"]:
+        assert p in paths
+    row = dict((r[0], r) for r in rows)["devices.draft_latency_ms"]
+    assert "15.2" in row[3] and "19.6" in row[3] and row[2] == "ms/token"
+    table = reference_markdown()
+    assert table.count("\n") == len(rows) + 2
+
+
+def test_imports_only_stdlib_and_yaml():
+    code = ("import sys, multispin_sim.scenario; "
+            "bad = [m for m in sys.modules if m.split('.')[0] in ('numpy', 'scipy', 'simpy', "
+            "'networkx') or (m.startswith('multispin_sim.') and "
+            "not m.startswith('multispin_sim.scenario'))]; print(bad); assert not bad")
+    subprocess.run([sys.executable, "-c", code], check=True)
