@@ -168,9 +168,6 @@ def test_no_fading_and_unknown_model():
         fading.small_scale_powers(np.random.default_rng(0), 3, fading="rician")
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: small_scale_powers(fading='none') draws nothing, although its docstring promises that "
-    "switching the fading model does not shift any later draw of the same stream"))
 def test_fading_model_switch_does_not_shift_stream():
     r1, r2 = np.random.default_rng(106), np.random.default_rng(106)
     fading.small_scale_powers(r1, 50, fading="none")

@@ -200,9 +200,6 @@ def test_coupling_property(u, alpha, g1, g2):
 # ---------------------------------------------------------------------------- alpha = 1
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: accepted_from_uniform/run_length with alpha == 1 compute log(U)/log(1) = -inf "
-    "(or nan at U = 1), cast to int64 min; every draft should be accepted (A = gamma, N = gamma+1)"))
 def test_alpha_one_accepts_every_draft():
     u = np.array([1e-9, 0.3, 0.9, 1.0])
     for gamma in (0, 1, 5):

@@ -21,12 +21,12 @@ def small_scale_powers(rng, size, fading="rayleigh", reciprocal=True):
     entry, the second unused when reciprocal), so that switching ``reciprocal`` or the fading
     model does not shift any later draw of the same stream.
     """
-    if fading == "none":
-        ones = np.ones(size)
-        return ones, ones
-    if fading != "rayleigh":
+    if fading not in FADING_MODELS:
         raise ValueError(f"unknown fading model {fading!r}; allowed: {FADING_MODELS}")
     both = rayleigh_power(rng, (2,) + tuple(np.atleast_1d(size)))
+    if fading == "none":
+        ones = np.ones(both.shape[1:])
+        return ones, ones
     h_ul = both[0]
     h_dl = both[0] if reciprocal else both[1]
     return h_ul, h_dl

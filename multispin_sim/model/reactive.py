@@ -56,21 +56,18 @@ class ReactiveProblem:
         for name in ("g_ul", "g_dl"):
             object.__setattr__(self, name, np.asarray(getattr(self, name), dtype=float))
         object.__setattr__(self, "p_ul", np.broadcast_to(np.asarray(self.p_ul, float), (k,)))
+        n = rejected.sum(axis=1)
+        object.__setattr__(self, "n_rejected", n)
+        with np.errstate(divide="ignore"):
+            b = np.where(n > 0, self.bandwidth_hz / np.maximum(n, 1), 0.0)
+        object.__setattr__(self, "bandwidth_per_device", b)
 
     @property
     def shape(self):
         return self.rejected.shape
 
-    @property
-    def n_rejected(self):
-        return self.rejected.sum(axis=1)
-
-    @property
-    def bandwidth_per_device(self):
-        """b = B / |R| per outcome, shape (M,); 0 where nobody is rejected."""
-        n = self.n_rejected
-        with np.errstate(divide="ignore"):
-            return np.where(n > 0, self.bandwidth_hz / np.maximum(n, 1), 0.0)
+    # Derived in __post_init__: n_rejected (M,) = |R| per outcome, and
+    # bandwidth_per_device (M,) = B / |R| (0 where nobody is rejected).
 
     def ul_snr_key(self):
         """P_k^ul g_k^ul: larger means shorter full-power UL delay (for any common b)."""
@@ -224,12 +221,51 @@ def prefix_split_delays(problem):
 
 def optimal_split(problem):
     """The optimal modes and powers by the prefix structure, every split n evaluated at once."""
+    if problem.shape[0] == 1 and problem.g_ul.ndim == 1 and problem.g_dl.ndim == 1:
+        return _optimal_split_one(problem)
     f, cols = prefix_split_delays(problem)
     n_ul = np.argmin(f, axis=1)
     rank = np.empty_like(cols)
     np.put_along_axis(rank, cols, np.arange(cols.shape[1])[None, :].repeat(cols.shape[0], 0), axis=1)
     ul_mask = problem.rejected & (rank < n_ul[:, None])
     return evaluate_assignment(problem, ul_mask)
+
+
+def _optimal_split_one(problem):
+    """``optimal_split`` for one outcome and one channel state, on the rejected devices only.
+
+    The same computation as ``prefix_split_delays`` + ``evaluate_assignment`` with the arrays cut
+    to |R| entries: the engine calls it once per round, so it avoids per-call overhead.
+    """
+    k = problem.shape[1]
+    mode = np.zeros((1, k), dtype=np.int8)
+    power = np.zeros((1, k))
+    delay = np.zeros((1, k))
+    idx = np.flatnonzero(problem.rejected[0])
+    if idx.size == 0:
+        return ReactiveDecision(mode, power, delay, np.zeros(1), np.zeros(1))
+    s_bits, n0, p_dl = problem.payload_bits, problem.n0, problem.p_dl
+    b = float(problem.bandwidth_per_device[0])
+    key = problem.p_ul[idx] * problem.g_ul[idx]
+    order = np.argsort(-key, kind="stable")
+    dev = idx[order]
+    nb = n0 * b
+    with np.errstate(divide="ignore", invalid="ignore"):
+        d_ul = s_bits / (b * (np.log1p(key[order] / nb) / _LN2))
+        inv = 1.0 / problem.g_dl[dev]
+        suffix = np.append(np.cumsum(inv[::-1])[::-1], 0.0)
+        tau = np.where(suffix > 0, s_bits / (b * (np.log1p(p_dl / (nb * suffix)) / _LN2)), 0.0)
+        f = np.maximum(np.append(0.0, d_ul), tau)
+        n_ul = int(np.argmin(f))
+        ul, dl = dev[:n_ul], dev[n_ul:]
+        t_dl = tau[n_ul]
+        mode[0, ul] = UL
+        mode[0, dl] = DL
+        power[0, ul] = problem.p_ul[ul]
+        power[0, dl] = nb / problem.g_dl[dl] * np.expm1(s_bits / (b * t_dl) * _LN2)
+    delay[0, ul] = d_ul[:n_ul]
+    delay[0, dl] = t_dl
+    return ReactiveDecision(mode, power, delay, np.array([b]), np.array([f[n_ul]]))
 
 
 def all_ul(problem):

@@ -35,8 +35,8 @@ def run_length(u, alpha):
     """Untruncated acceptance run floor(ln U / ln alpha) for U in (0, 1]; inf when alpha == 1."""
     u = np.asarray(u, dtype=float)
     alpha = np.asarray(alpha, dtype=float)
-    with np.errstate(divide="ignore"):
-        return np.floor(np.log(u) / np.log(alpha))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(alpha >= 1.0, np.inf, np.floor(np.log(u) / np.log(alpha)))
 
 
 def accepted_from_uniform(u, alpha, gamma):

@@ -47,6 +47,8 @@ class RandomSplit(ReactivePolicy):
     """A fair coin per rejected device; powers optimised for the resulting split."""
 
     def decide(self, problem, rng=None):
+        if rng is None:
+            raise TypeError("the random policy needs its random stream: decide(problem, rng)")
         return solver.random_split(problem, rng)
 
 
