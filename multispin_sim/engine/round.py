@@ -11,7 +11,6 @@
 """
 import numpy as np
 
-from ..model.speculative import acceptance_uniforms
 from ..policies.draft import DraftContext
 from .device import Device
 
@@ -45,6 +44,9 @@ class RoundLoop:
         self.delay = np.zeros(k)
         self.realised_delay = np.zeros(k)
         self.rounds_done = 0
+        self._no_mode = np.zeros(k, dtype=np.int8)
+        self._zeros = np.zeros(k)
+        self._zeros.flags.writeable = False
         for device in self.devices:
             env.process(device.run(env))
 
@@ -85,7 +87,6 @@ class RoundLoop:
             ctx = DraftContext(r, system, g_ul, g_dl, active, self.workload.remaining(),
                                self.server.policy, self.streams.controller)
             gamma = self.controller.lengths(ctx)
-            uniforms = acceptance_uniforms(self.streams.acceptance, k)
             self.active, self.gamma = active, gamma
             n_active = int(active.sum())
 
@@ -98,10 +99,11 @@ class RoundLoop:
 
             # batched verification and outcomes
             t_ver = yield from self.server.verify(env, n_active)
-            accepted, tokens, rejected = self.server.outcomes(uniforms, gamma)
-            tokens = np.where(active, tokens, 0)
-            rejected &= active
-            n_rej = int(rejected.sum())
+            accepted, tokens, rejected = self.server.outcomes(gamma)
+            if n_active < k:
+                tokens = np.where(active, tokens, 0)
+                rejected &= active
+            n_rej = int(np.count_nonzero(rejected))
 
             # reactive decision and corrections
             if n_rej:
@@ -109,9 +111,7 @@ class RoundLoop:
                 self.mode, self.delay = decision.mode[0], decision.delay_s[0]
                 power, bandwidth = decision.power_w[0], float(decision.bandwidth_hz[0])
             else:
-                self.mode = np.zeros(k, dtype=np.int8)
-                self.delay = power = np.zeros(k)
-                bandwidth = 0.0
+                self.mode, self.delay, power, bandwidth = self._no_mode, self._zeros, self._zeros, 0.0
             self.realised_delay = np.zeros(k)
             self._round_done = env.event()
             self._pending_done = n_active

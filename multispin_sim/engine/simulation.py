@@ -117,7 +117,7 @@ def simulate(scenario, out=None, *, results_dir=None, progress=False, command_li
     )
     env = simpy.Environment()
     channel = OFDMAChannel(system, streams.fading, scenario.channel.fading, scenario.channel.reciprocal)
-    server = EdgeServer(system, make_reactive_policy(policy.mode), streams.policy)
+    server = EdgeServer(system, make_reactive_policy(policy.mode), streams.policy, streams.acceptance)
     workload = build_workload(scenario, population, streams)
     recorder = Recorder(folder, system.k)
     show = progress and sys.stderr.isatty()

@@ -18,17 +18,18 @@ def small_scale_powers(rng, size, fading="rayleigh", reciprocal=True):
     """Return (|h_ul|^2, |h_dl|^2) arrays of shape ``size``.
 
     The generator is always advanced by the same amount for a given shape (two draws per
-    entry, the second unused when reciprocal), so that switching ``reciprocal`` or the fading
-    model does not shift any later draw of the same stream.
+    entry, UL then DL, the second unused when reciprocal), so that switching ``reciprocal`` or
+    the fading model does not shift any later draw of the same stream; and drawing shape
+    (B, K) at once gives the same numbers as B draws of shape (K,).
     """
     if fading not in FADING_MODELS:
         raise ValueError(f"unknown fading model {fading!r}; allowed: {FADING_MODELS}")
-    both = rayleigh_power(rng, (2,) + tuple(np.atleast_1d(size)))
+    both = rayleigh_power(rng, tuple(np.atleast_1d(size)) + (2,))
     if fading == "none":
-        ones = np.ones(both.shape[1:])
+        ones = np.ones(both.shape[:-1])
         return ones, ones
-    h_ul = both[0]
-    h_dl = both[0] if reciprocal else both[1]
+    h_ul = both[..., 0]
+    h_dl = h_ul if reciprocal else both[..., 1]
     return h_ul, h_dl
 
 

@@ -17,6 +17,7 @@ Everything here is vectorised over M outcomes at once: ``rejected`` has shape (M
 have shape (K,) (one channel state, many outcomes: the draft-length search) or (M, K).
 """
 from dataclasses import dataclass
+import math
 from itertools import product
 
 import numpy as np
@@ -50,17 +51,21 @@ class ReactiveProblem:
     n0: float
 
     def __post_init__(self):
-        rejected = np.atleast_2d(np.asarray(self.rejected, dtype=bool))
-        object.__setattr__(self, "rejected", rejected)
+        rejected = np.asarray(self.rejected, dtype=bool)
+        if rejected.ndim == 1:
+            rejected = rejected[None, :]
+        setattr_ = object.__setattr__
+        setattr_(self, "rejected", rejected)
         k = rejected.shape[1]
-        for name in ("g_ul", "g_dl"):
-            object.__setattr__(self, name, np.asarray(getattr(self, name), dtype=float))
-        object.__setattr__(self, "p_ul", np.broadcast_to(np.asarray(self.p_ul, float), (k,)))
+        setattr_(self, "g_ul", np.asarray(self.g_ul, dtype=float))
+        setattr_(self, "g_dl", np.asarray(self.g_dl, dtype=float))
+        p_ul = np.asarray(self.p_ul, dtype=float)
+        if p_ul.shape != (k,):
+            p_ul = np.broadcast_to(p_ul, (k,))
+        setattr_(self, "p_ul", p_ul)
         n = rejected.sum(axis=1)
-        object.__setattr__(self, "n_rejected", n)
-        with np.errstate(divide="ignore"):
-            b = np.where(n > 0, self.bandwidth_hz / np.maximum(n, 1), 0.0)
-        object.__setattr__(self, "bandwidth_per_device", b)
+        setattr_(self, "n_rejected", n)
+        setattr_(self, "bandwidth_per_device", np.where(n > 0, self.bandwidth_hz / np.maximum(n, 1), 0.0))
 
     @property
     def shape(self):
@@ -234,37 +239,47 @@ def optimal_split(problem):
 def _optimal_split_one(problem):
     """``optimal_split`` for one outcome and one channel state, on the rejected devices only.
 
-    The same computation as ``prefix_split_delays`` + ``evaluate_assignment`` with the arrays cut
-    to |R| entries: the engine calls it once per round, so it avoids per-call overhead.
+    The same computation as ``prefix_split_delays`` + ``evaluate_assignment``, written on Python
+    floats for the |R| rejected devices: the engine calls it once per round, and for a handful of
+    devices scalar arithmetic is several times faster than numpy's per-call overhead.
     """
     k = problem.shape[1]
     mode = np.zeros((1, k), dtype=np.int8)
     power = np.zeros((1, k))
     delay = np.zeros((1, k))
-    idx = np.flatnonzero(problem.rejected[0])
-    if idx.size == 0:
+    idx = np.flatnonzero(problem.rejected[0]).tolist()
+    if not idx:
         return ReactiveDecision(mode, power, delay, np.zeros(1), np.zeros(1))
-    s_bits, n0, p_dl = problem.payload_bits, problem.n0, problem.p_dl
+    s_bits, n0, p_dl = float(problem.payload_bits), float(problem.n0), float(problem.p_dl)
     b = float(problem.bandwidth_per_device[0])
-    key = problem.p_ul[idx] * problem.g_ul[idx]
-    order = np.argsort(-key, kind="stable")
-    dev = idx[order]
     nb = n0 * b
-    with np.errstate(divide="ignore", invalid="ignore"):
-        d_ul = s_bits / (b * (np.log1p(key[order] / nb) / _LN2))
-        inv = 1.0 / problem.g_dl[dev]
-        suffix = np.append(np.cumsum(inv[::-1])[::-1], 0.0)
-        tau = np.where(suffix > 0, s_bits / (b * (np.log1p(p_dl / (nb * suffix)) / _LN2)), 0.0)
-        f = np.maximum(np.append(0.0, d_ul), tau)
-        n_ul = int(np.argmin(f))
-        ul, dl = dev[:n_ul], dev[n_ul:]
-        t_dl = tau[n_ul]
+    p_ul, g_ul, g_dl = problem.p_ul.tolist(), problem.g_ul.tolist(), problem.g_dl.tolist()
+    key = {i: p_ul[i] * g_ul[i] for i in idx}
+    dev = sorted(idx, key=lambda i: -key[i])  # stable: UL-delay order
+    ln2 = math.log(2.0)
+
+    def seconds(snr):
+        rate = b * math.log1p(snr) / ln2
+        return s_bits / rate if rate > 0 else math.inf
+
+    d_ul = [seconds(key[i] / nb) for i in dev]
+    suffix = [0.0] * (len(dev) + 1)
+    for j in range(len(dev) - 1, -1, -1):
+        suffix[j] = suffix[j + 1] + 1.0 / g_dl[dev[j]]
+    tau = [seconds(p_dl / (nb * x)) if x > 0 else 0.0 for x in suffix]
+    f = [max(0.0 if n == 0 else d_ul[n - 1], tau[n]) for n in range(len(dev) + 1)]
+    n_ul = min(range(len(f)), key=f.__getitem__)  # first minimiser, as numpy's argmin
+    ul, dl = dev[:n_ul], dev[n_ul:]
+    t_dl = tau[n_ul]
+    if ul:
         mode[0, ul] = UL
+        power[0, ul] = [p_ul[i] for i in ul]
+        delay[0, ul] = d_ul[:n_ul]
+    if dl:
+        grow = math.expm1(s_bits / (b * t_dl) * ln2) if t_dl < math.inf else 0.0
         mode[0, dl] = DL
-        power[0, ul] = problem.p_ul[ul]
-        power[0, dl] = nb / problem.g_dl[dl] * np.expm1(s_bits / (b * t_dl) * _LN2)
-    delay[0, ul] = d_ul[:n_ul]
-    delay[0, dl] = t_dl
+        power[0, dl] = [nb / g_dl[i] * grow for i in dl]
+        delay[0, dl] = t_dl
     return ReactiveDecision(mode, power, delay, np.array([b]), np.array([f[n_ul]]))
 
 

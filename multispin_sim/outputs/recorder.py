@@ -5,13 +5,19 @@ round) stream to disk in chunks while the run goes; ``RunStatistics`` keeps the 
 """
 import numpy as np
 
-from .records import CsvStream
+from .records import ChunkedCsv, CsvStream
 from .statistics import RunStatistics
 
-ROUND_COLUMNS = ("round", "start_s", "draft_s", "verify_s", "comm_s", "duration_s",
-                 "batch_size", "n_rejected", "n_ul", "n_dl", "tokens")
-DEVICE_ROUND_COLUMNS = ("round", "device", "draft_len", "accepted", "tokens", "rejected", "mode",
-                        "power_w", "bandwidth_hz", "delay_s", "gain_ul", "gain_dl")
+ROUND_COLUMNS = {
+    "round": np.int64, "start_s": float, "draft_s": float, "verify_s": float, "comm_s": float,
+    "duration_s": float, "batch_size": np.int64, "n_rejected": np.int64, "n_ul": np.int64,
+    "n_dl": np.int64, "tokens": np.int64,
+}
+DEVICE_ROUND_COLUMNS = {
+    "round": np.int64, "device": np.int64, "draft_len": np.int64, "accepted": np.int64,
+    "tokens": np.int64, "rejected": np.int64, "mode": object, "power_w": float,
+    "bandwidth_hz": float, "delay_s": float, "gain_ul": float, "gain_dl": float,
+}
 DEVICE_COLUMNS = ("device", "task", "alpha", "draft_latency_s", "distance_m", "pathloss_gain",
                   "ul_power_w", "tokens", "goodput_tps")
 _MODE_STR = np.array(["", "ul", "dl"], dtype=object)
@@ -20,13 +26,13 @@ _MODE_STR = np.array(["", "ul", "dl"], dtype=object)
 class Recorder:
     """Receives each finished round from the engine and writes it out."""
 
-    def __init__(self, folder, k, chunk_rounds=512):
+    def __init__(self, folder, k, chunk_rounds=1024):
         self.folder = folder
         self.k = k
         self.stats = RunStatistics(k)
-        self.rounds_csv = CsvStream(folder / "rounds.csv", ROUND_COLUMNS, chunk=chunk_rounds)
-        self.device_csv = CsvStream(folder / "device_rounds.csv", DEVICE_ROUND_COLUMNS,
-                                    chunk=chunk_rounds * k)
+        self.rounds_csv = ChunkedCsv(folder / "rounds.csv", ROUND_COLUMNS, capacity=chunk_rounds)
+        self.device_csv = ChunkedCsv(folder / "device_rounds.csv", DEVICE_ROUND_COLUMNS,
+                                     capacity=chunk_rounds * k)
         self._index = np.arange(k)
 
     def idle(self, duration):
@@ -36,22 +42,27 @@ class Recorder:
               tokens, rejected, mode, power, bandwidth, delay, g_ul, g_dl):
         n_ul = int(np.count_nonzero(mode == 1))
         n_dl = int(np.count_nonzero(mode == 2))
-        n_active = int(active.sum())
-        self.stats.add_round(duration, comm, tokens, gamma, active, rejected, n_ul, n_dl)
-        self.rounds_csv.append(
-            round=round, start_s=start, draft_s=draft, verify_s=verify, comm_s=comm,
-            duration_s=duration, batch_size=n_active, n_rejected=int(rejected.sum()),
-            n_ul=n_ul, n_dl=n_dl, tokens=int(tokens.sum()),
-        )
-        sel = active if n_active < self.k else slice(None)
-        transmitting = mode[sel] > 0
-        self.device_csv.append(
-            round=np.full(n_active, round), device=self._index[sel], draft_len=gamma[sel],
-            accepted=accepted[sel], tokens=tokens[sel], rejected=rejected[sel].astype(np.int8),
-            mode=_MODE_STR[mode[sel]], power_w=power[sel],
-            bandwidth_hz=np.where(transmitting, bandwidth, 0.0), delay_s=delay[sel],
-            gain_ul=g_ul[sel], gain_dl=g_dl[sel],
-        )
+        n_active = int(np.count_nonzero(active))
+        n_rej = int(np.count_nonzero(rejected))
+        total = int(tokens.sum())
+        self.stats.add_round(duration, comm, tokens, total, gamma, active, n_active, n_rej, n_ul, n_dl)
+        self.rounds_csv.put(1, {
+            "round": round, "start_s": start, "draft_s": draft, "verify_s": verify, "comm_s": comm,
+            "duration_s": duration, "batch_size": n_active, "n_rejected": n_rej,
+            "n_ul": n_ul, "n_dl": n_dl, "tokens": total,
+        })
+        if n_active == self.k:
+            sel = slice(None)
+        else:
+            sel = active
+            mode, power, delay, g_ul, g_dl = mode[sel], power[sel], delay[sel], g_ul[sel], g_dl[sel]
+            gamma, accepted, tokens, rejected = gamma[sel], accepted[sel], tokens[sel], rejected[sel]
+        self.device_csv.put(n_active, {
+            "round": round, "device": self._index[sel], "draft_len": gamma, "accepted": accepted,
+            "tokens": tokens, "rejected": rejected, "mode": _MODE_STR[mode], "power_w": power,
+            "bandwidth_hz": np.where(mode > 0, bandwidth, 0.0) if n_rej else 0.0,
+            "delay_s": delay, "gain_ul": g_ul, "gain_dl": g_dl,
+        })
 
     def close(self):
         self.rounds_csv.close()

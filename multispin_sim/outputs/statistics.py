@@ -80,15 +80,15 @@ class RunStatistics:
         self.duration = _Growing()
         self.comm = _Growing()
 
-    def add_round(self, duration, comm, tokens, draft_len, active, rejected, n_ul, n_dl):
-        """One round: ``tokens``, ``draft_len``, ``active``, ``rejected`` are (K,) arrays."""
-        total = int(tokens.sum())
+    def add_round(self, duration, comm, tokens, total, draft_len, active, n_active, n_rejected,
+                  n_ul, n_dl):
+        """One round: ``tokens``, ``draft_len``, ``active`` are (K,) arrays, the rest counts."""
         self.rounds += 1
         self.tokens += total
         self.device_tokens += tokens
-        self.draft_len_sum += int(draft_len[active].sum())
-        self.draft_len_count += int(active.sum())
-        self.rejections += int(rejected.sum())
+        self.draft_len_sum += int(draft_len.sum()) if n_active == self.k else int(draft_len[active].sum())
+        self.draft_len_count += n_active
+        self.rejections += n_rejected
         self.ul += int(n_ul)
         self.dl += int(n_dl)
         self.sim_time += duration

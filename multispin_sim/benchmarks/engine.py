@@ -1,0 +1,145 @@
+"""Engine throughput (rounds/s) against a bare SimPy loop with the same events, and peak memory.
+
+The bare loop has the same processes and the same events per round as the engine (K device
+processes; a shared round-start event; one drafting timeout each; a barrier; one verification
+timeout; a shared verification event; one transmission timeout per rejected device; a barrier)
+with fixed durations and no model, policy or records: the engine's cost over it is the cost of
+the model, the reactive decision and the CSV records.
+"""
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+import simpy
+
+from ..scenario import load_scenario
+
+
+class _CountingEnvironment(simpy.Environment):
+    scheduled = 0
+
+    def schedule(self, event, priority=1, delay=0):
+        self.scheduled += 1
+        super().schedule(event, priority, delay)
+
+
+def bare_loop(env, k, rounds, rejected_per_round):
+    """The engine's event pattern with nothing computed: returns the main process."""
+    state = {"start": env.event(), "verified": env.event(), "pending": 0, "done": None}
+
+    def fire(name):
+        ev = state[name]
+        state[name] = env.event()
+        ev.succeed()
+
+    def arrive():
+        state["pending"] -= 1
+        if state["pending"] == 0:
+            state["done"].succeed()
+
+    def device(i):
+        while True:
+            yield state["start"]
+            yield env.timeout(0.01 * (1 + i / k))
+            arrive()
+            yield state["verified"]
+            if i < state["n_rej"]:
+                yield env.timeout(0.02 * (1 + i / k))
+            arrive()
+
+    def server():
+        for r in range(rounds):
+            state["n_rej"] = rejected_per_round
+            state["pending"], state["done"] = k, env.event()
+            fire("start")
+            yield state["done"]
+            yield env.timeout(0.1)
+            state["pending"], state["done"] = k, env.event()
+            fire("verified")
+            yield state["done"]
+
+    for i in range(k):
+        env.process(device(i))
+    return env.process(server())
+
+
+def _engine_rate(rounds, folder):
+    from ..engine.simulation import simulate
+
+    sc = load_scenario(None, overrides={"run.rounds": rounds, "name": "bench"})
+    result = simulate(sc, out=folder)
+    return result.summary
+
+
+def _events_per_round_engine(rounds):
+    """Events scheduled per round by the engine (counting environment)."""
+    import multispin_sim.engine.simulation as simulation
+
+    real = simulation.simpy.Environment
+    simulation.simpy.Environment = _CountingEnvironment
+    try:
+        envs = []
+        orig_init = _CountingEnvironment.__init__
+
+        def init(self, *a, **kw):
+            orig_init(self, *a, **kw)
+            envs.append(self)
+
+        _CountingEnvironment.__init__ = init
+        with tempfile.TemporaryDirectory() as tmp:
+            summary = _engine_rate(rounds, f"{tmp}/run")
+        _CountingEnvironment.__init__ = orig_init
+    finally:
+        simulation.simpy.Environment = real
+    return envs[0].scheduled / rounds, summary["rejections"] / rounds
+
+
+def peak_memory_mb(rounds):
+    """Peak resident memory (MB) of a separate process running ``rounds`` default rounds."""
+    code = (
+        "import sys, tempfile, resource; import multispin_sim as ms\n"
+        "sc = ms.load_scenario(None, overrides={'run.rounds': int(sys.argv[1]), 'name': 'bench'})\n"
+        "with tempfile.TemporaryDirectory() as tmp:\n"
+        "    r = ms.simulate(sc, out=tmp + '/run')\n"
+        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, r.summary['rounds_per_s'])\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code, str(rounds)], check=True,
+                         capture_output=True, text=True).stdout.split()
+    return float(out[0]), float(out[1])
+
+
+def run(quick=False):
+    rounds = 2_000 if quick else 20_000
+    k = 20
+    events, rejected = _events_per_round_engine(min(rounds, 5_000))
+    with tempfile.TemporaryDirectory() as tmp:
+        _engine_rate(200, f"{tmp}/warm")
+        t0 = time.perf_counter()
+        summary = _engine_rate(rounds, f"{tmp}/run")
+        engine_rate = rounds / (time.perf_counter() - t0)
+    n_rej = int(round(rejected))
+    env = _CountingEnvironment()
+    bare_loop(env, k, 1000, n_rej)
+    env.run()
+    bare_events = env.scheduled / 1000
+    env = simpy.Environment()
+    main = bare_loop(env, k, rounds, n_rej)
+    t0 = time.perf_counter()
+    env.run(until=main)
+    bare_rate = rounds / (time.perf_counter() - t0)
+    print(f"engine: {engine_rate:,.0f} rounds/s end to end ({summary['rounds_per_s']:,.0f} in the run loop), "
+          f"default scenario K={k}, gamma=4, optimal policy, full records, {rounds:,} rounds")
+    print(f"        {events:.1f} events/round, {rejected:.2f} rejected devices/round")
+    print(f"bare SimPy loop, same pattern ({bare_events:.1f} events/round): {bare_rate:,.0f} rounds/s; "
+          f"engine/bare = {engine_rate / bare_rate:.2f}")
+    mem_rounds = 20_000 if quick else 1_000_000
+    t0 = time.perf_counter()
+    mem, rate = peak_memory_mb(mem_rounds)
+    print(f"peak memory of a {mem_rounds:,}-round run: {mem:.0f} MB "
+          f"({time.perf_counter() - t0:.0f} s, {rate:,.0f} rounds/s)")
+    return {"engine_rounds_per_s": engine_rate, "bare_rounds_per_s": bare_rate,
+            "events_per_round": events, "bare_events_per_round": bare_events,
+            "ratio": engine_rate / bare_rate, "peak_memory_mb": mem, "memory_rounds": mem_rounds}

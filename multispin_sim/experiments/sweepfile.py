@@ -1,0 +1,490 @@
+"""Sweep files: a base scenario, the keys to vary, replications; parsed and validated up front.
+
+A sweep file is YAML::
+
+    name: fig9-devices            # folder-safe name (default: the file's stem)
+    description: free text        # optional, copied to the outputs
+    base_file: ../default.yaml    # optional: a scenario file, relative to this sweep file
+    base:                         # optional: a scenario mapping, merged over base_file
+      run: {rounds: 500}
+    sweep:
+      grid:                       # the cartesian product of these axes (file order, last fastest)
+        policy.mode: [optimal, all-ul, all-dl, random]    # a list of values
+        devices.count: {start: 2, stop: 20, step: 2}      # a range, stop included
+        server.dl_power_dbm: {start: 10, stop: 40, num: 7}  # num evenly spaced values
+      zip:                        # keys that vary together: one more axis of the product
+        server.dl_power_ratio: [4, 16]                    # (a list of such groups is allowed)
+        name: [ratio4, ratio16]
+      replications: 5             # independent seeds per cell (default 1)
+      seed: 2024                  # master seed (default: the base scenario's seed)
+    plot:                         # optional figures for ``multispin-sim plot`` (see plots.figures)
+      - {name: goodput, x: devices.count, y: goodput_tps, curves: policy.mode}
+
+Any scenario key path (``multispin-sim keys``) can be swept, ``seed`` excepted: the seeds of the
+replications come from ``sweep.seed``. Replication r of every cell uses the same seed (spawned
+from the master seed with ``numpy.random.SeedSequence``), so cells are compared with common
+random numbers, and adding replications later keeps the seeds of the existing ones.
+
+Validation happens before anything runs: unknown or misspelt keys, bad ranges, and every cell's
+scenario is actually loaded (``load_scenario``), so a value that the schema refuses in one cell
+is reported with the cell it belongs to. Errors are :class:`ScenarioError` with the one-line
+``path: problem; allowed`` message of the scenario package.
+"""
+from __future__ import annotations
+
+import copy
+import hashlib
+import itertools
+import json
+import math
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional
+
+import numpy as np
+import yaml
+
+from ..scenario import ScenarioError, load_scenario, parse_set_options, reference_rows, scenario_to_dict
+from ..scenario.loading import _read_yaml_file, apply_overrides
+
+__all__ = ["Sweep", "Cell", "Axis", "load_sweep", "replication_seeds", "run_key", "METRICS",
+           "TOP_KEYS", "SWEEP_KEYS"]
+
+TOP_KEYS = ("name", "description", "base", "base_file", "sweep", "plot")
+SWEEP_KEYS = ("grid", "zip", "replications", "seed")
+RANGE_KEYS = ("start", "stop", "step", "num")
+PLOT_KEYS = ("name", "title", "x", "y", "curves", "panels", "xlabel", "ylabel", "logx", "logy")
+MAX_AXIS_VALUES = 10_000
+_NAME_RE = re.compile(r"^[A-Za-z0-9._-]+$")
+
+# The per-run metrics of the tidy table (flattened summary + derived shares), in table order.
+# ``plot`` entries are checked against this list.
+METRICS = (
+    "goodput_tps", "goodput_ci95_lo", "goodput_ci95_hi", "goodput_ci_batches", "tokens", "rounds",
+    "sim_time_s", "mean_draft_len", "rejections", "ul_corrections", "dl_corrections",
+    "duration_s_mean", "duration_s_median", "duration_s_p95", "duration_s_max",
+    "comm_s_mean", "comm_s_median", "comm_s_p95", "comm_s_max", "complete",
+    "device_rounds", "share_accepted", "share_ul", "share_dl",
+    "wall_time_s", "rounds_per_s",
+)
+
+
+@dataclass(frozen=True)
+class Axis:
+    """One axis of the product: one key (grid) or several keys varying together (zip)."""
+
+    keys: tuple
+    values: tuple        # tuple of tuples, one entry per key
+    kind: str            # "grid" or "zip"
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One point of the sweep: its swept values and its resolved scenario (seed not yet set)."""
+
+    index: int
+    values: dict         # key path -> value, in axis order
+    scenario: dict       # plain resolved scenario (scenario_to_dict), seed of replication 0
+
+    def label(self):
+        return ", ".join(f"{k}={_show(v)}" for k, v in self.values.items())
+
+
+@dataclass
+class Sweep:
+    """A validated sweep: ``cells`` x ``seeds`` runs."""
+
+    name: str
+    description: str
+    source: Optional[str]
+    spec: dict                       # the sweep file as read (+ --set), for the record
+    axes: list
+    cells: list
+    replications: int
+    seed: int
+    seeds: list
+    plot: list = field(default_factory=list)
+    key_info: dict = field(default_factory=dict)   # key path -> {"unit", "doc"}
+
+    @property
+    def keys(self):
+        return [k for axis in self.axes for k in axis.keys]
+
+    @property
+    def n_runs(self):
+        return len(self.cells) * self.replications
+
+    def run_scenario(self, cell, rep):
+        """The plain scenario dict of replication ``rep`` of ``cell``."""
+        sc = copy.deepcopy(cell.scenario)
+        sc["seed"] = self.seeds[rep]
+        return sc
+
+
+# ------------------------------------------------------------------------------------------
+# helpers
+
+
+def _show(value):
+    if isinstance(value, str):
+        return value
+    return json.dumps(value) if isinstance(value, (list, dict)) else repr(value)
+
+
+def _err(path, problem, allowed=None, source=None):
+    return ScenarioError(path, problem, allowed, source=source)
+
+
+def _kind(value):
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, Mapping):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    return type(value).__name__
+
+
+def _check_keys(mapping, allowed, path, source, what):
+    import difflib
+
+    for key in mapping:
+        if str(key) not in allowed:
+            close = difflib.get_close_matches(str(key), allowed, n=1)
+            hint = f"did you mean {close[0]!r}?" if close else f"allowed keys of {what}: {', '.join(allowed)}"
+            raise _err(f"{path}.{key}" if path else str(key), "unknown key", hint, source)
+
+
+def _is_number(v):
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _tidy(v):
+    """Round away float noise of a range (0.1 * 3 = 0.30000000000000004 -> 0.3)."""
+    return float(f"{v:.12g}")
+
+
+def expand_range(spec, path, source=None):
+    """``{start, stop, step}`` (stop included when on the grid) or ``{start, stop, num}``."""
+    _check_keys(spec, RANGE_KEYS, path, source, "a range")
+    for k in ("start", "stop"):
+        if k not in spec:
+            raise _err(path, f"a range without '{k}'",
+                       "expected {start, stop, step} or {start, stop, num}", source)
+        if not _is_number(spec[k]):
+            raise _err(f"{path}.{k}", f"{_kind(spec[k])} is not allowed", "expected a finite number", source)
+    if ("step" in spec) == ("num" in spec):
+        raise _err(path, "a range needs exactly one of 'step' and 'num'",
+                   "expected {start, stop, step} or {start, stop, num}", source)
+    start, stop = spec["start"], spec["stop"]
+    if "num" in spec:
+        num = spec["num"]
+        if not isinstance(num, int) or isinstance(num, bool) or num < 1:
+            raise _err(f"{path}.num", f"{num!r} is not allowed", "expected an integer >= 1", source)
+        if num > MAX_AXIS_VALUES:
+            raise _err(f"{path}.num", f"{num} values", f"expected at most {MAX_AXIS_VALUES}", source)
+        if num == 1:
+            return [start]
+        values = [_tidy(start + (stop - start) * i / (num - 1)) for i in range(num)]
+        if all(isinstance(x, int) for x in (start, stop)) and all(float(v).is_integer() for v in values):
+            values = [int(v) for v in values]
+        return values
+    step = spec["step"]
+    if not _is_number(step) or step == 0 or (stop - start) * step < 0:
+        raise _err(f"{path}.step", f"{step!r} is not allowed",
+                   "expected a non-zero number that goes from start towards stop", source)
+    n = math.floor((stop - start) / step * (1 + 1e-12) + 1e-9) + 1
+    if n > MAX_AXIS_VALUES:
+        raise _err(f"{path}.step", f"{step!r} gives {n} values", f"expected at most {MAX_AXIS_VALUES}", source)
+    if all(isinstance(x, int) and not isinstance(x, bool) for x in (start, stop, step)):
+        return [start + i * step for i in range(n)]
+    return [_tidy(start + i * step) for i in range(n)]
+
+
+def _axis_values(value, path, source):
+    if isinstance(value, Mapping):
+        return expand_range(value, path, source)
+    if isinstance(value, list):
+        if not value:
+            raise _err(path, "an empty list of values", "expected at least one value", source)
+        seen = []
+        for i, v in enumerate(value):
+            if v in seen:
+                raise _err(f"{path}.{i}", f"the value {_show(v)} appears twice",
+                           "each value of an axis once", source)
+            seen.append(v)
+        return list(value)
+    raise _err(path, f"{_kind(value)} is not allowed",
+               "expected a list of values, {start, stop, step} or {start, stop, num}", source)
+
+
+def _key_path(key, path, source):
+    key = str(key)
+    if not key or any(not p or p != p.strip() for p in key.split(".")):
+        raise _err(f"{path}.{key}", "malformed key path", "expected a dotted scenario key, e.g. devices.count", source)
+    if key == "seed":
+        raise _err(f"{path}.seed", "the seed cannot be swept",
+                   "set sweep.replications and sweep.seed (replication seeds are spawned from it)", source)
+    return key
+
+
+def replication_seeds(master, n):
+    """Seeds of replications 0..n-1: one ``SeedSequence(master).spawn`` child each (63-bit ints).
+
+    Child i does not depend on n, so adding replications keeps the seeds already used.
+    """
+    children = np.random.SeedSequence(int(master)).spawn(int(n))
+    return [int(c.generate_state(1, dtype=np.uint64)[0]) >> 1 for c in children]
+
+
+def run_key(scenario_dict):
+    """Content hash of one run's scenario (name excluded): the identity used to resume."""
+    plain = {k: v for k, v in scenario_dict.items() if k != "name"}
+    text = json.dumps(plain, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _plain(value):
+    """YAML-safe copy (tuples -> lists) for values written back to the record."""
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+# ------------------------------------------------------------------------------------------
+# loading
+
+
+def _load_base(doc, source, overrides):
+    base_dir = Path(source).parent if source else Path.cwd()
+    raw = {}
+    if doc.get("base_file") is not None:
+        bf = doc["base_file"]
+        if not isinstance(bf, str) or not bf:
+            raise _err("base_file", f"{_kind(bf)} is not allowed", "expected a path to a scenario file", source)
+        path = Path(bf) if os.path.isabs(bf) else base_dir / bf
+        raw = _read_yaml_file(os.fspath(path))
+        if raw is None:
+            raw = {}
+        if not isinstance(raw, Mapping):
+            raise _err("base_file", f"{path} holds {_kind(raw)}", "expected a scenario mapping", source)
+    if doc.get("base") is not None:
+        if not isinstance(doc["base"], Mapping):
+            raise _err("base", f"{_kind(doc['base'])} is not allowed", "expected a scenario mapping", source)
+        raw = apply_overrides(raw, _flatten(doc["base"]))
+    if overrides:
+        raw = apply_overrides(raw, overrides)
+    try:
+        base = load_scenario(raw)
+    except ScenarioError as exc:
+        where = "base" if doc.get("base") is not None or not doc.get("base_file") else "base_file"
+        raise _err(f"{where}.{exc.path}" if exc.path else where, exc.problem, exc.allowed, source) from None
+    return raw, base
+
+
+def _parse_axes(sweep, source):
+    axes = []
+    grid = sweep.get("grid") or {}
+    if not isinstance(grid, Mapping):
+        raise _err("sweep.grid", f"{_kind(grid)} is not allowed",
+                   "expected a mapping key.path -> list of values or range", source)
+    for key, value in grid.items():
+        k = _key_path(key, "sweep.grid", source)
+        vals = _axis_values(value, f"sweep.grid.{k}", source)
+        axes.append(Axis((k,), tuple((v,) for v in vals), "grid"))
+    zips = sweep.get("zip")
+    if zips is None:
+        zips = []
+    elif isinstance(zips, Mapping):
+        zips = [zips]
+    elif not isinstance(zips, list):
+        raise _err("sweep.zip", f"{_kind(zips)} is not allowed",
+                   "expected a mapping key.path -> list (keys varying together), or a list of such mappings", source)
+    for gi, group in enumerate(zips):
+        gpath = "sweep.zip" if len(zips) == 1 and isinstance(sweep.get("zip"), Mapping) else f"sweep.zip.{gi}"
+        if not isinstance(group, Mapping) or not group:
+            raise _err(gpath, f"{_kind(group)} is not allowed",
+                       "expected a non-empty mapping key.path -> list of values", source)
+        keys, columns = [], []
+        for key, value in group.items():
+            k = _key_path(key, gpath, source)
+            keys.append(k)
+            columns.append(_axis_values(value, f"{gpath}.{k}", source))
+        lengths = {len(c) for c in columns}
+        if len(lengths) > 1:
+            detail = ", ".join(f"{k} has {len(c)}" for k, c in zip(keys, columns))
+            raise _err(gpath, f"zipped keys have different numbers of values ({detail})",
+                       "expected lists of equal length (they vary together)", source)
+        axes.append(Axis(tuple(keys), tuple(zip(*columns)), "zip"))
+    seen = {}
+    for axis in axes:
+        for k in axis.keys:
+            if k in seen:
+                raise _err(f"sweep.{axis.kind}.{k}", f"the key is swept twice (also in sweep.{seen[k]})",
+                           "sweep each key in one place", source)
+            seen[k] = axis.kind
+    for a in list(seen):
+        for b in seen:
+            if a != b and b.startswith(a + "."):
+                raise _err(f"sweep.{seen[b]}.{b}", f"overlaps the swept key {a}",
+                           "sweep a key or its sub-keys, not both", source)
+    return axes
+
+
+def _parse_plot(doc, keys, source):
+    plot = doc.get("plot")
+    if plot is None:
+        return []
+    if isinstance(plot, Mapping):
+        plot = [plot]
+    if not isinstance(plot, list):
+        raise _err("plot", f"{_kind(plot)} is not allowed", "expected a list of figure mappings", source)
+    out, names = [], set()
+    for i, fig in enumerate(plot):
+        path = f"plot.{i}"
+        if not isinstance(fig, Mapping):
+            raise _err(path, f"{_kind(fig)} is not allowed", "expected a figure mapping {name, x, y, ...}", source)
+        _check_keys(fig, PLOT_KEYS, path, source, "a figure")
+        fig = dict(fig)
+        for req in ("name", "x", "y"):
+            if req not in fig:
+                raise _err(path, f"a figure without '{req}'", "expected name, x and y", source)
+        if not isinstance(fig["name"], str) or not _NAME_RE.match(fig["name"]):
+            raise _err(f"{path}.name", f"{fig['name']!r} is not allowed",
+                       "a file name of letters, digits, '-', '_' and '.'", source)
+        if fig["name"] in names:
+            raise _err(f"{path}.name", f"the figure name {fig['name']!r} is used twice", "one name per figure", source)
+        names.add(fig["name"])
+        if fig["x"] not in keys:
+            raise _err(f"{path}.x", f"{fig['x']!r} is not a swept key", f"expected one of {', '.join(keys)}", source)
+        ys = fig["y"] if isinstance(fig["y"], list) else [fig["y"]]
+        for y in ys:
+            if y not in METRICS:
+                raise _err(f"{path}.y", f"{y!r} is not a metric", f"expected one of {', '.join(METRICS)}", source)
+        fig["y"] = ys
+        for opt in ("curves", "panels"):
+            v = fig.get(opt)
+            if v is None:
+                fig[opt] = []
+                continue
+            v = v if isinstance(v, list) else [v]
+            for k in v:
+                if k not in keys or k == fig["x"]:
+                    raise _err(f"{path}.{opt}", f"{k!r} is not a swept key other than x",
+                               f"expected some of {', '.join(x for x in keys if x != fig['x'])}", source)
+            fig[opt] = v
+        for opt in ("logx", "logy"):
+            if not isinstance(fig.get(opt, False), bool):
+                raise _err(f"{path}.{opt}", f"{fig[opt]!r} is not allowed", "expected true or false", source)
+        out.append(fig)
+    return out
+
+
+def load_sweep(source, overrides=None):
+    """Parse and validate a sweep file (path) or mapping; ``overrides`` (``--set``) apply to the base.
+
+    Every cell's scenario is loaded here, so a returned :class:`Sweep` can run without
+    validation errors. Raises :class:`ScenarioError`.
+    """
+    path = None
+    if isinstance(source, (str, os.PathLike)):
+        path = os.fspath(source)
+        doc = _read_yaml_file(path)
+    else:
+        doc = source
+    if not isinstance(doc, Mapping):
+        raise _err(path or "", f"the sweep file holds {_kind(doc)}",
+                   f"expected a mapping with keys {', '.join(TOP_KEYS)}", path)
+    doc = dict(doc)
+    _check_keys(doc, TOP_KEYS, "", path, "a sweep file")
+    if "sweep" not in doc or not isinstance(doc["sweep"], Mapping):
+        raise _err("sweep", "missing or not a mapping" if "sweep" in doc else "missing",
+                   "expected sweep: {grid: ..., zip: ..., replications: N, seed: S}", path)
+    sweep = dict(doc["sweep"])
+    _check_keys(sweep, SWEEP_KEYS, "sweep", path, "sweep")
+
+    default_name = Path(path).stem if path else "sweep"
+    name = doc.get("name", default_name)
+    if not isinstance(name, str) or not _NAME_RE.match(name) or name in (".", ".."):
+        raise _err("name", f"{name!r} is not allowed",
+                   "a non-empty folder name of letters, digits, '-', '_' and '.'", path)
+    description = doc.get("description") or ""
+    if not isinstance(description, str):
+        raise _err("description", f"{_kind(description)} is not allowed", "expected text", path)
+
+    if overrides is not None and not isinstance(overrides, Mapping):
+        overrides = parse_set_options(overrides)
+    overrides = dict(overrides or {})
+    base_raw, base = _load_base(doc, path, overrides)
+
+    reps = sweep.get("replications", 1)
+    if not isinstance(reps, int) or isinstance(reps, bool) or reps < 1:
+        raise _err("sweep.replications", f"{reps!r} is not allowed", "expected an integer >= 1", path)
+    master = sweep.get("seed", base.seed)
+    if not isinstance(master, int) or isinstance(master, bool) or master < 0:
+        raise _err("sweep.seed", f"{master!r} is not allowed", "expected an integer >= 0", path)
+
+    axes = _parse_axes(sweep, path)
+    keys = [k for a in axes for k in a.keys]
+    for k in overrides:
+        if k in keys:
+            raise _err(k, "--set overrides a swept key", f"remove it from --set or from sweep.{_axis_of(axes, k).kind}", path)
+    plot = _parse_plot(doc, keys, path)
+
+    cells = []
+    for index, combo in enumerate(itertools.product(*[a.values for a in axes])):
+        values = {}
+        for axis, vals in zip(axes, combo):
+            values.update(zip(axis.keys, vals))
+        try:
+            sc = load_scenario(base_raw, overrides=dict(values))
+        except ScenarioError as exc:
+            cell = ", ".join(f"{k}={_show(v)}" for k, v in values.items())
+            where = exc.path
+            for k in keys:
+                if exc.path == k or exc.path.startswith(k + "."):
+                    where = f"sweep.{_axis_of(axes, k).kind}.{exc.path}"
+            raise _err(where, f"{exc.problem} (in sweep cell {index}: {cell})", exc.allowed, path) from None
+        cells.append(Cell(index, values, scenario_to_dict(sc)))
+
+    rows = {r[0]: {"unit": r[2], "doc": r[4]} for r in reference_rows()}
+    key_info = {k: rows.get(k, {"unit": "", "doc": ""}) for k in keys}
+    spec = _plain(doc)
+    if overrides:
+        spec["set"] = {k: _plain(v) for k, v in overrides.items()}
+    return Sweep(name=name, description=description, source=path, spec=spec, axes=axes,
+                 cells=cells, replications=reps, seed=master,
+                 seeds=replication_seeds(master, reps), plot=plot, key_info=key_info)
+
+
+def _flatten(mapping, prefix=""):
+    """``{"server": {"dl_power_dbm": 20}}`` -> ``{"server.dl_power_dbm": 20}`` (so that an
+    exclusive sibling given in base_file, e.g. server.dl_power_ratio, is cleared)."""
+    out = {}
+    for k, v in mapping.items():
+        path = f"{prefix}.{k}" if prefix else str(k)
+        if isinstance(v, Mapping) and v:
+            out.update(_flatten(v, path))
+        else:
+            out[path] = v
+    return out
+
+
+def _axis_of(axes, key):
+    return next(a for a in axes if key in a.keys)
+
+
+def dump_sweep_yaml(sweep):
+    """The sweep as read (with ``--set`` under ``set:``), for the output folder."""
+    return yaml.safe_dump(sweep.spec, sort_keys=False, default_flow_style=None, allow_unicode=True)

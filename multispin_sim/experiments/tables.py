@@ -1,0 +1,195 @@
+"""The sweep's tables: ``runs.csv`` (tidy, one row per cell x replication) and ``cells.csv``.
+
+``runs.csv`` columns: ``cell``, ``replication``, ``seed``, one column per swept key (named by its
+key path), ``status`` (ok / failed), ``error``, ``run_dir``, then every scalar metric of the run
+summary, flattened (``goodput_ci95`` -> ``goodput_ci95_lo`` / ``_hi``, ``comm_s`` ->
+``comm_s_mean`` ...), and the derived shares of device-rounds:
+
+- ``device_rounds`` = rounds x devices.count (the paper's saturated workload: every device takes
+  part in every round);
+- ``share_accepted`` = 1 - rejections / device_rounds (all drafts accepted, or no draft);
+- ``share_ul`` = ul_corrections / device_rounds, ``share_dl`` = dl_corrections / device_rounds.
+
+``cells.csv``: one row per cell: ``cell``, the swept values, ``n`` (replications that succeeded),
+``n_failed``, and for each metric ``<metric>_mean``, ``<metric>_ci95_lo``, ``<metric>_ci95_hi``:
+the mean across replications and its 95% confidence interval (Student t with n - 1 degrees of
+freedom; NaN when n < 2). Wall-clock metrics (``wall_time_s``, ``rounds_per_s``) are left out of
+``cells.csv``, so that file is byte-identical whatever the executor and the number of workers.
+
+Floats are written with Python's shortest round-trip repr (like ``outputs.records``).
+"""
+from __future__ import annotations
+
+import csv
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+
+from .sweepfile import METRICS
+
+WALL_CLOCK = ("wall_time_s", "rounds_per_s")
+
+
+def flatten_summary(summary):
+    """Scalar metrics of a run summary, flattened; lists other than the CI are left out."""
+    out = {}
+    for key, value in summary.items():
+        if isinstance(value, bool):
+            out[key] = int(value)
+        elif isinstance(value, (int, float)):
+            out[key] = value
+        elif isinstance(value, dict):
+            for k, v in value.items():
+                if isinstance(v, (int, float)) and not isinstance(v, bool):
+                    out[f"{key}_{k}"] = v
+        elif key.endswith("_ci95") and isinstance(value, (list, tuple)) and len(value) == 2:
+            out[f"{key}_lo"], out[f"{key}_hi"] = value
+    return out
+
+
+def derived_metrics(summary, scenario):
+    """Shares of device-rounds accepted / corrected by UL / by DL (saturated workload)."""
+    count = int(scenario["devices"]["count"])
+    device_rounds = int(summary.get("device_rounds", summary["rounds"] * count))
+    if device_rounds <= 0:
+        return {"device_rounds": 0, "share_accepted": math.nan, "share_ul": math.nan,
+                "share_dl": math.nan}
+    return {
+        "device_rounds": device_rounds,
+        "share_accepted": 1.0 - summary["rejections"] / device_rounds,
+        "share_ul": summary["ul_corrections"] / device_rounds,
+        "share_dl": summary["dl_corrections"] / device_rounds,
+    }
+
+
+def run_metrics(summary, scenario):
+    """Every metric of one run, in table order (known metrics first, new summary keys after)."""
+    flat = flatten_summary(summary)
+    flat.update(derived_metrics(summary, scenario))
+    ordered = {m: flat[m] for m in METRICS if m in flat}
+    ordered.update({k: v for k, v in flat.items() if k not in ordered})
+    return ordered
+
+
+def _cell_text(value):
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (list, tuple, dict)):
+        return json.dumps(value)
+    if isinstance(value, float):
+        return repr(value)
+    return str(value)
+
+
+def write_csv(path, columns, rows):
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f, lineterminator="\n")
+        w.writerow(columns)
+        for row in rows:
+            w.writerow([_cell_text(row.get(c)) for c in columns])
+
+
+def write_parquet(path, columns, rows):
+    """Parquet copy of a table when pyarrow is importable; returns whether it was written."""
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+    except ImportError:
+        return False
+    data = {}
+    for c in columns:
+        vals = [row.get(c) for row in rows]
+        if any(isinstance(v, (list, tuple, dict)) for v in vals):
+            vals = [None if v is None else json.dumps(v) for v in vals]
+        elif any(isinstance(v, float) for v in vals) and all(
+                v is None or (isinstance(v, (int, float)) and not isinstance(v, bool)) for v in vals):
+            vals = [None if v is None else float(v) for v in vals]
+        data[c] = vals
+    try:
+        pq.write_table(pa.table(data), path)
+    except (pa.ArrowInvalid, pa.ArrowTypeError):  # mixed types in a swept column
+        pq.write_table(pa.table({c: [None if v is None else _cell_text(v) for v in data[c]]
+                                 for c in columns}), path)
+    return True
+
+
+def mean_ci(values, level=0.95):
+    """(mean, lo, hi) of a sample; Student t interval, NaN bounds when fewer than 2 values."""
+    from scipy import stats
+
+    x = np.asarray([v for v in values if v is not None], dtype=float)
+    x = x[np.isfinite(x)]
+    n = x.size
+    if n == 0:
+        return math.nan, math.nan, math.nan
+    mean = float(x.mean())
+    if n < 2:
+        return mean, math.nan, math.nan
+    half = float(stats.t.ppf(0.5 + level / 2, n - 1) * x.std(ddof=1) / math.sqrt(n))
+    return mean, mean - half, mean + half
+
+
+def build_tables(sweep, records):
+    """(run columns, run rows, cell columns, cell rows) from the per-run records.
+
+    ``records``: {(cell, rep): {"status", "error", "run_dir", "summary"}}; missing runs (an
+    interrupted sweep) are left out of runs.csv and counted as not done in cells.csv.
+    """
+    keys = sweep.keys
+    metric_names = []
+    rows = []
+    for cell in sweep.cells:
+        for rep in range(sweep.replications):
+            rec = records.get((cell.index, rep))
+            if rec is None:
+                continue
+            row = {"cell": cell.index, "replication": rep, "seed": sweep.seeds[rep], **cell.values,
+                   "status": rec["status"], "error": rec.get("error") or "",
+                   "run_dir": rec.get("run_dir", "")}
+            if rec["status"] == "ok":
+                metrics = run_metrics(rec["summary"], cell.scenario)
+                for m in metrics:
+                    if m not in metric_names:
+                        metric_names.append(m)
+                row.update(metrics)
+            rows.append(row)
+    if not metric_names:
+        metric_names = [m for m in METRICS]
+    for row in rows:
+        for m in metric_names:
+            row.setdefault(m, math.nan)
+    run_cols = ["cell", "replication", "seed", *keys, "status", "error", "run_dir", *metric_names]
+
+    cell_metrics = [m for m in metric_names if m not in WALL_CLOCK]
+    cell_rows = []
+    for cell in sweep.cells:
+        mine = [r for r in rows if r["cell"] == cell.index]
+        ok = [r for r in mine if r["status"] == "ok"]
+        crow = {"cell": cell.index, **cell.values, "n": len(ok),
+                "n_failed": sum(r["status"] != "ok" for r in mine)}
+        for m in cell_metrics:
+            mean, lo, hi = mean_ci([r[m] for r in ok])
+            crow[f"{m}_mean"], crow[f"{m}_ci95_lo"], crow[f"{m}_ci95_hi"] = mean, lo, hi
+        cell_rows.append(crow)
+    cell_cols = ["cell", *keys, "n", "n_failed"]
+    for m in cell_metrics:
+        cell_cols += [f"{m}_mean", f"{m}_ci95_lo", f"{m}_ci95_hi"]
+    return run_cols, rows, cell_cols, cell_rows
+
+
+def write_tables(folder, sweep, records):
+    """Write runs.csv, cells.csv (and runs.parquet, cells.parquet with pyarrow); return paths."""
+    folder = Path(folder)
+    run_cols, rows, cell_cols, cell_rows = build_tables(sweep, records)
+    paths = {"runs": folder / "runs.csv", "cells": folder / "cells.csv"}
+    write_csv(paths["runs"], run_cols, rows)
+    write_csv(paths["cells"], cell_cols, cell_rows)
+    if write_parquet(folder / "runs.parquet", run_cols, rows):
+        write_parquet(folder / "cells.parquet", cell_cols, cell_rows)
+        paths["runs_parquet"] = folder / "runs.parquet"
+        paths["cells_parquet"] = folder / "cells.parquet"
+    return paths, rows, cell_rows
