@@ -181,9 +181,20 @@ def test_channel_gains(reciprocal):
     G = 1e-3 * d ** -3.5
     rng_a, rng_b = np.random.default_rng(107), np.random.default_rng(107)
     g_ul, g_dl = fading.channel_gains(rng_a, G, reciprocal=reciprocal)
-    both = rng_b.standard_exponential((2, 4))  # the documented draw layout: (2, K)
-    np.testing.assert_allclose(g_ul, G * both[0], rtol=1e-15)
-    np.testing.assert_allclose(g_dl, G * (both[0] if reciprocal else both[1]), rtol=1e-15)
+    both = rng_b.standard_exponential((4, 2))  # the documented draw layout: (K, 2), UL then DL
+    np.testing.assert_allclose(g_ul, G * both[:, 0], rtol=1e-15)
+    np.testing.assert_allclose(g_dl, G * (both[:, 0] if reciprocal else both[:, 1]), rtol=1e-15)
+
+
+def test_block_draws_equal_round_by_round_draws():
+    """Drawing B rounds at once gives the numbers of B draws of one round each."""
+    G = 1e-3 * np.array([100.0, 250.0, 400.0]) ** -3.5
+    rng_a, rng_b = np.random.default_rng(109), np.random.default_rng(109)
+    ul_block, dl_block = fading.small_scale_powers(rng_a, (5, 3), reciprocal=False)
+    for r in range(5):
+        ul, dl = fading.small_scale_powers(rng_b, 3, reciprocal=False)
+        np.testing.assert_array_equal(ul, ul_block[r])
+        np.testing.assert_array_equal(dl, dl_block[r])
     # normalised gains are Exp(1)
     rng = np.random.default_rng(108)
     hs = np.stack([fading.channel_gains(rng, G, reciprocal=reciprocal)[1] / G for _ in range(3000)])
