@@ -184,6 +184,10 @@ def test_channel_gains(reciprocal):
     both = rng_b.standard_exponential((4, 2))  # the documented draw layout: (K, 2), UL then DL
     np.testing.assert_allclose(g_ul, G * both[:, 0], rtol=1e-15)
     np.testing.assert_allclose(g_dl, G * (both[:, 0] if reciprocal else both[:, 1]), rtol=1e-15)
+    # normalised gains are Exp(1)
+    rng = np.random.default_rng(108)
+    hs = np.stack([fading.channel_gains(rng, G, reciprocal=reciprocal)[1] / G for _ in range(3000)])
+    assert stats.kstest(hs.ravel(), "expon").pvalue > P_MIN
 
 
 def test_block_draws_equal_round_by_round_draws():
@@ -195,10 +199,6 @@ def test_block_draws_equal_round_by_round_draws():
         ul, dl = fading.small_scale_powers(rng_b, 3, reciprocal=False)
         np.testing.assert_array_equal(ul, ul_block[r])
         np.testing.assert_array_equal(dl, dl_block[r])
-    # normalised gains are Exp(1)
-    rng = np.random.default_rng(108)
-    hs = np.stack([fading.channel_gains(rng, G, reciprocal=reciprocal)[1] / G for _ in range(3000)])
-    assert stats.kstest(hs.ravel(), "expon").pvalue > P_MIN
 
 
 # ---------------------------------------------------------------------------- ergodic capacity
