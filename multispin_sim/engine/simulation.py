@@ -1,6 +1,9 @@
 """``simulate(scenario)``: build the system from a scenario, run the SimPy rounds, write the outputs."""
+import contextlib
 import json
+import signal
 import sys
+import threading
 import tempfile
 import time
 from pathlib import Path
@@ -85,6 +88,29 @@ class Progress:
         self.stream.flush()
 
 
+@contextlib.contextmanager
+def _stop_on_interrupt(loop):
+    """First Ctrl-C: finish the current round, then stop (outputs stay consistent).
+
+    A second Ctrl-C interrupts at once. Only the main thread can install signal handlers;
+    elsewhere (worker threads) the default behaviour stays.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum, frame):
+        if loop.stop_requested:
+            raise KeyboardInterrupt
+        loop.stop_requested = True
+
+    previous = signal.signal(signal.SIGINT, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 def build_workload(scenario, population, streams):
     return Saturated(population.system.k)
 
@@ -125,13 +151,12 @@ def simulate(scenario, out=None, *, results_dir=None, progress=False, command_li
                      scenario.run.rounds, scenario.run.max_time_s,
                      progress=Progress(scenario.run.rounds) if show else None)
     main = env.process(loop.run(env))
-    complete = True
     try:
-        env.run(until=main)
-    except KeyboardInterrupt:
-        complete = False
+        with _stop_on_interrupt(loop):
+            env.run(until=main)
     finally:
         recorder.close()
+    complete = not loop.stop_requested
     wall = time.perf_counter() - wall0
     recorder.write_devices(population)
     summary = recorder.stats.summary()
