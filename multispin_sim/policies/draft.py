@@ -3,6 +3,26 @@
 A controller sees a ``DraftContext`` (this round's channel state, who is active, the system) and
 returns an int array of draft lengths. ``DraftController.lengths`` applies the update schedule
 (``policy.draft_update``: every round, once, or every N rounds) around ``decide``.
+
+Controllers (``policy.draft``), MODEL.md section 7:
+
+- ``fixed``: the scenario's draft lengths.
+- ``greedy``: the paper's greedy search on G(gamma) (phase 1: +1 for all; phase 2: +1 for the
+  best single device).
+- ``uniform``: the best common gamma over 0..max_draft.
+- ``computation-only``: the greedy search with T_comm left out of G.
+- ``budget``: ours: a search over the shared drafting-time budget with devices left out of
+  drafting, then local search; never worse than greedy or uniform on the same samples.
+
+G uses the scenario's reactive policy (``ctx.reactive``) on every outcome, so each mode gets its
+own draft lengths; E[T_comm] is a sample average over ``policy.saa_samples`` outcomes drawn from
+the controller's stream ``ctx.rng`` (common random numbers across candidates).
+
+When: ``every-round`` optimises for this round's channel (CSI at the server), the active devices
+and their remaining tokens; ``once`` optimises at the first round against sampled Rayleigh fading
+(|h|^2 ~ Exp(1) on the system's path loss, reciprocal when this round's UL and DL gains are
+equal; no fading when they equal the path loss) and sampled outcomes, for every device, and keeps
+gamma; an integer N re-optimises every N rounds for that round's channel, for every device.
 """
 from dataclasses import dataclass
 from typing import Optional
@@ -10,6 +30,8 @@ from typing import Optional
 import numpy as np
 
 from ..model.system import System
+from . import draft_search
+from .reactive import make_reactive_policy
 from .registry import Registry
 
 DRAFT_CONTROLLERS = Registry("draft controller")
@@ -74,6 +96,95 @@ class FixedDraft(DraftController):
 
     def decide(self, ctx):
         return np.broadcast_to(self.draft_length, ctx.active.shape).copy()
+
+
+class SearchDraft(DraftController):
+    """Base of the controllers that search G(gamma) (see the module docstring).
+
+    ``saa_samples``: N_SAA; ``mode``: the reactive policy name, used when the context carries no
+    policy object; ``estimator``: 'saa' (default) or 'exact' (2^K enumeration, small K only).
+    After each decision ``last`` holds the ``SearchResult`` (gamma, G, evaluations, details).
+    """
+
+    ignore_comm = False
+
+    def __init__(self, max_draft=20, update="every-round", saa_samples=1000, mode="optimal",
+                 estimator="saa", **kwargs):
+        super().__init__(max_draft=max_draft, update=update, **kwargs)
+        self.saa_samples = int(saa_samples)
+        self.mode = mode
+        self.estimator = estimator
+        self.last = None
+
+    def objective(self, ctx):
+        """The ``DraftObjective`` of this decision (draws its samples from ``ctx.rng``)."""
+        system = ctx.system
+        k = system.k
+        every_round = self.update == "every-round"
+        if every_round:
+            active = np.asarray(ctx.active, dtype=bool)
+        else:
+            active = np.ones(k, dtype=bool)
+        caps = np.full(k, self.max_draft, dtype=np.int64)
+        if every_round and ctx.remaining is not None:
+            room = np.maximum(np.asarray(ctx.remaining, dtype=float) - 1, 0)   # inf: no limit
+            caps = np.minimum(caps, room).astype(np.int64)
+        policy = ctx.reactive if ctx.reactive is not None else make_reactive_policy(self.mode)
+        if ctx.rng is None and not self.ignore_comm and self.estimator == "saa":
+            raise ValueError(f"draft controller {self.name!r} needs the controller stream ctx.rng")
+        # once: fading is sampled too (Rayleigh on the system's path loss), unless this round's
+        # gains are the path loss itself (the scenario has no fading)
+        sampled = (self.update == "once" and self.estimator == "saa"
+                   and not np.array_equal(ctx.g_ul, system.pathloss))
+        return draft_search.make_objective(
+            system, ctx.g_ul, ctx.g_dl, active, caps, policy, ctx.rng, self.saa_samples,
+            estimator=self.estimator, sampled_fading=sampled, ignore_comm=self.ignore_comm)
+
+    def search(self, objective):
+        raise NotImplementedError
+
+    def decide(self, ctx):
+        objective = self.objective(ctx)
+        if not objective.active.any():
+            self.last = None
+            return np.zeros(ctx.system.k, dtype=np.int64)
+        self.last = self.search(objective)
+        return self.last.gamma.copy()
+
+
+@DRAFT_CONTROLLERS.register("greedy")
+class GreedyDraft(SearchDraft):
+    """The paper's greedy (Algorithm 1) on G(gamma) with the scenario's reactive policy."""
+
+    def search(self, objective):
+        return draft_search.greedy_search(objective)
+
+
+@DRAFT_CONTROLLERS.register("uniform")
+class UniformDraft(SearchDraft):
+    """The best common draft length over 0..max_draft."""
+
+    def search(self, objective):
+        return draft_search.uniform_search(objective)
+
+
+@DRAFT_CONTROLLERS.register("computation-only")
+class ComputationOnlyDraft(SearchDraft):
+    """The greedy search with T_comm left out of G (drafting and verification time only)."""
+
+    ignore_comm = True
+
+    def search(self, objective):
+        return draft_search.greedy_search(objective)
+
+
+@DRAFT_CONTROLLERS.register("budget")
+class BudgetDraft(SearchDraft):
+    """Ours: drafting-budget scan with devices left out, then local search (never worse than
+    greedy or uniform on the same samples)."""
+
+    def search(self, objective):
+        return draft_search.budget_search(objective)
 
 
 def make_draft_controller(name, **kwargs):

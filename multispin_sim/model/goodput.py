@@ -1,0 +1,664 @@
+"""The draft-length objective (MODEL.md section 7): goodput G(gamma) and its estimators.
+
+    G(gamma) = sum_k E[N_k] / (max_k gamma_k t_k + T_ver + E_o[T_comm(o)])
+
+over the active devices (an inactive device has gamma_k = 0 and yields no token). E[N_k] has a
+closed form (MODEL.md section 3); the expectation of T_comm over the verification outcomes o
+(which devices are rejected) is estimated in one of three ways:
+
+- ``ExactTcomm``: enumeration of all 2^K rejected sets (3^K (rejected set, coin) pairs for the
+  random split), each weighted by its probability. The reference, for K up to about 14 (about
+  10 for the random split).
+- ``SAATcomm``: sample average approximation over M sampled outcomes with common random numbers:
+  the M x K acceptance uniforms are drawn once per decision, and device k of sample m is rejected
+  under any gamma iff its untruncated acceptance run floor(ln U / ln alpha) is < gamma_k
+  (monotone coupling, ``speculative.run_length``). Every candidate gamma is judged on the same
+  samples, and a +1 on device j changes only the samples whose run equals gamma_j.
+- ``ZeroTcomm``: T_comm left out (the computation-only baseline).
+
+T_comm of a rejected set is computed by ``TcommKernel``: closed forms of the reactive policies
+(optimal prefix split, all-UL, all-DL, random split), vectorised over rows. The kernel uses one
+identity: with a common bandwidth b, a UL delay S / (b log2(1 + P_k g_k / (N0 b))) and the
+equalised DL delay S / (b log2(1 + P_dl / (N0 b sum_D 1/g))) are the same increasing function
+of an "equivalent load" (P_dl / (P_k g_k) for UL device k, sum_D 1/g for the DL set), so the
+slowest transmission and the best prefix split are found by comparing loads, without logarithms,
+and only the final delay of each row needs one ``log1p``. Results equal ``reactive.optimal_split``
+(and the others) to rounding. Any other reactive policy is called through ``PolicyKernel``.
+
+Everything is pure numpy and vectorised over samples and candidates.
+"""
+from itertools import product
+
+import numpy as np
+
+from .speculative import expected_tokens, run_length
+
+_LN2 = np.log(2.0)
+FAST_MODES = ("optimal", "exhaustive", "all-ul", "all-dl", "random")
+RUN_CAP = 30_000  # acceptance runs are clipped here (any gamma is far below)
+_CHUNK_CELLS = 2_000_000  # rows x K per kernel call when evaluating big batches
+_KERNEL_ROWS = 2048  # rows per closed-form kernel pass (keeps the work arrays in cache)
+
+
+# ---------------------------------------------------------------------------- the ratio
+
+
+def goodput(tokens, drafting_s, verify_s, t_comm):
+    """G = tokens / (drafting + verification + communication); 0 when nothing takes time."""
+    den = np.asarray(drafting_s, float) + verify_s + np.asarray(t_comm, float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(den > 0, np.asarray(tokens, float) / den, 0.0)
+
+
+def acceptance_runs(uniforms, alpha):
+    """Untruncated acceptance runs floor(ln U / ln alpha) (M, K), clipped to ``RUN_CAP``.
+
+    Device k of a sample is rejected under gamma_k iff its run is < gamma_k.
+    """
+    run = run_length(uniforms, alpha)
+    run = np.where(np.isnan(run), RUN_CAP, np.minimum(run, RUN_CAP))
+    return run.astype(np.int32)
+
+
+# ---------------------------------------------------------------------------- T_comm kernels
+
+
+class TcommKernel:
+    """T_comm of many rejected sets under one channel state, by closed forms.
+
+    ``system``: a ``model.system.System`` (powers, payload, bandwidth, noise). ``g_ul, g_dl``:
+    gains (K,) shared by all rows, or (M, K) per sample (row ``rows[i]`` of the batch uses sample
+    ``rows[i]``'s gains). ``mode``: one of ``FAST_MODES`` ('exhaustive' has the optimal split's
+    T_comm). ``coin``: (M, K) bool, the random split's fair coins (True = UL) per sample.
+
+    ``kernel(rejected, rows)``: rejected (n, K) bool, rows (n,) sample indices (needed for
+    per-sample gains and the coins) -> (n,) seconds.
+    """
+
+    def __init__(self, system, g_ul, g_dl, mode="optimal", coin=None):
+        if mode not in FAST_MODES:
+            raise ValueError(f"no closed-form kernel for reactive mode {mode!r}; "
+                             f"allowed: {', '.join(FAST_MODES)}")
+        if mode == "random" and coin is None:
+            raise ValueError("mode 'random' needs the coin table")
+        self.mode = "optimal" if mode == "exhaustive" else mode
+        g_ul = np.asarray(g_ul, dtype=float)
+        g_dl = np.asarray(g_dl, dtype=float)
+        p_ul = np.asarray(system.p_ul_w, dtype=float)
+        self.k = g_ul.shape[-1]
+        self.per_sample = g_ul.ndim == 2 or g_dl.ndim == 2
+        if self.per_sample:
+            shape = np.broadcast_shapes(g_ul.shape, g_dl.shape)
+            g_ul, g_dl = np.broadcast_to(g_ul, shape), np.broadcast_to(g_dl, shape)
+        self.p_dl = float(system.p_dl_w)
+        self.bits = float(system.payload_bits)
+        self.bw = float(system.bandwidth_hz)
+        self.n0 = float(system.n0)
+        with np.errstate(divide="ignore"):
+            q = p_ul * g_ul          # UL "SNR power" P_k g_k: larger is faster
+            v = 1.0 / g_dl           # DL load of one device
+        self.q, self.v = q, v
+        self.coin = None if coin is None else np.asarray(coin, dtype=bool)
+        if self.mode == "optimal":
+            order = np.argsort(-q, axis=-1, kind="stable")
+            with np.errstate(divide="ignore"):
+                u = self.p_dl / q    # the UL device's equivalent DL load
+            self.order_rev = np.ascontiguousarray(order[..., ::-1])
+            self.u_rev = np.take_along_axis(u, self.order_rev, axis=-1)
+            self.v_rev = np.take_along_axis(v, self.order_rev, axis=-1)
+
+    # -- helpers ---------------------------------------------------------------------------
+    def _delay(self, r, z):
+        """S / (b log2(1 + z / (N0 b))) with b = B / r (r >= 1 where anybody is rejected)."""
+        rr = np.maximum(r, 1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            t = (self.bits * _LN2 / self.bw) * rr / np.log1p(z * rr / (self.n0 * self.bw))
+        return np.where(r > 0, t, 0.0)
+
+    def _dl_delay(self, r, s):
+        """Equalised DL delay of a set with load s = sum 1/g: the delay at z = P_dl / s."""
+        with np.errstate(divide="ignore", invalid="ignore"):
+            z = self.p_dl / s
+        t = self._delay(r, z)
+        return np.where(s > 0, t, 0.0)
+
+    def _rows(self, a, rows):
+        return a[rows] if self.per_sample else a
+
+    # -- the kernel --------------------------------------------------------------------------
+    def __call__(self, rejected, rows=None):
+        rej = np.asarray(rejected, dtype=bool)
+        if rej.ndim == 1:
+            rej = rej[None, :]
+        n = rej.shape[0]
+        if rows is None:
+            rows = np.arange(n)
+        rows = np.asarray(rows)
+        if n > _KERNEL_ROWS:  # cache-sized chunks are much faster than one big batch
+            return np.concatenate([self._call(rej[i:i + _KERNEL_ROWS], rows[i:i + _KERNEL_ROWS])
+                                   for i in range(0, n, _KERNEL_ROWS)])
+        return self._call(rej, rows)
+
+    def _call(self, rej, rows):
+        mode = self.mode
+        if mode == "optimal" and self.p_dl <= 0:
+            mode = "all-ul"
+        if mode == "optimal":
+            return self._optimal(rej, rows)
+        r = rej.sum(axis=1)
+        q = self._rows(self.q, rows)
+        v = self._rows(self.v, rows)
+        if mode == "all-ul":
+            return self._delay(r, np.where(rej, q, np.inf).min(axis=1))
+        if mode == "all-dl":
+            return self._dl_delay(r, np.where(rej, v, 0.0).sum(axis=1))
+        coin = self.coin[rows]
+        ul = rej & coin
+        dl = rej & ~coin
+        t_ul = self._delay(r, np.where(ul, q, np.inf).min(axis=1))
+        t_dl = self._dl_delay(r, np.where(dl, v, 0.0).sum(axis=1))
+        return np.maximum(t_ul, t_dl)
+
+    def _optimal(self, rej, rows):
+        """Prefix lemma in load space: min over splits of max(UL load, DL load).
+
+        Columns in UL order (P g descending, so the UL load P_dl / (P g) ascending). A split
+        puts a prefix of the rejected devices on UL: its UL load is that of its last device c,
+        its DL load the sum of 1/g over the rejected devices after c. Only splits ending at a
+        rejected device (and the all-DL split) need checking. Work is done transposed, (K, n),
+        in reversed UL order, so the DL sums accumulate row by row.
+        """
+        if self.per_sample:
+            rs = np.take_along_axis(rej, self.order_rev[rows], axis=1).T
+            u, v = self.u_rev[rows].T, self.v_rev[rows].T
+            u0, u1 = u[0], u[1:]
+        else:
+            rs = np.ascontiguousarray(rej.T)[self.order_rev]
+            u, v = self.u_rev[:, None], self.v_rev[:, None]
+            u0, u1 = u[0, 0], u[1:]
+        k = rs.shape[0]
+        r = rs.sum(axis=0, dtype=np.int32)
+        dl = np.where(rs, v, 0.0)               # dl[i]: DL load of rejected columns <= i
+        if dl.shape[1] < 256:
+            dl = np.add.accumulate(dl, axis=0)
+        else:                                    # row by row is faster for wide batches
+            for i in range(1, k):
+                dl[i] += dl[i - 1]
+        load = np.minimum(dl[k - 1], np.where(rs[0], u0, np.inf))
+        if k > 1:
+            split = np.where(rs[1:], np.maximum(u1, dl[:-1]), np.inf)
+            load = np.minimum(load, split.min(axis=0))
+        return self._dl_delay(r, load)
+
+
+class _RowStream:
+    """A random stream for a reactive policy evaluated on a subset of samples.
+
+    ``random(size)`` with size (len(rows), K) returns the fixed uniforms of those samples, so a
+    randomised policy that draws one (M, K) table per call (like ``random_split``) sees the same
+    numbers for a sample whichever batch it is evaluated in (common random numbers). Any other
+    draw falls back to a seeded Generator.
+    """
+
+    def __init__(self, table, rows, fallback):
+        self._table = table
+        self._rows = rows
+        self._fallback = fallback
+
+    def random(self, size=None, *args, **kwargs):
+        if (self._table is not None and size is not None and not args and not kwargs
+                and tuple(np.atleast_1d(size)) == (len(self._rows), self._table.shape[1])):
+            return self._table[self._rows].copy()
+        return self._fallback.random(size, *args, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self._fallback, name)
+
+
+class PolicyKernel:
+    """T_comm from any reactive policy object (``decide(problem, rng) -> ReactiveDecision``).
+
+    ``uniforms``: (M, K) per-sample uniforms handed to the policy through ``_RowStream`` (common
+    random numbers for randomised policies); ``seed``: seeds the fallback Generator.
+    """
+
+    def __init__(self, system, g_ul, g_dl, policy, uniforms=None, seed=0):
+        self.system = system
+        self.g_ul = np.asarray(g_ul, dtype=float)
+        self.g_dl = np.asarray(g_dl, dtype=float)
+        self.policy = policy
+        self.uniforms = uniforms
+        self.seed = seed
+
+    def __call__(self, rejected, rows=None):
+        rej = np.atleast_2d(np.asarray(rejected, dtype=bool))
+        if rows is None:
+            rows = np.arange(rej.shape[0])
+        rows = np.asarray(rows)
+        g_ul = self.g_ul[rows] if self.g_ul.ndim == 2 else self.g_ul
+        g_dl = self.g_dl[rows] if self.g_dl.ndim == 2 else self.g_dl
+        problem = self.system.reactive_problem(rej, g_ul, g_dl)
+        stream = _RowStream(self.uniforms, rows, np.random.default_rng(self.seed))
+        return np.asarray(self.policy.decide(problem, stream).t_comm, dtype=float)
+
+
+def _chunked(kernel, rejected, rows):
+    """Call ``kernel`` on a big batch in chunks of bounded size."""
+    n, k = rejected.shape
+    step = max(1, _CHUNK_CELLS // max(k, 1))
+    if n <= step:
+        return kernel(rejected, rows)
+    return np.concatenate([kernel(rejected[i:i + step], rows[i:i + step])
+                           for i in range(0, n, step)])
+
+
+# ---------------------------------------------------------------------------- estimators
+
+
+class _StatelessTcomm:
+    """Stateful search interface (reset / moves / apply) built on ``mean`` alone."""
+
+    def mean(self, gammas):
+        raise NotImplementedError
+
+    def path_mean(self, gammas):
+        return self.mean(gammas)
+
+    def reset(self, gamma):
+        self.gamma = np.array(gamma, dtype=np.int64)
+        self.value = float(self.mean(self.gamma[None, :])[0])
+        return self.value
+
+    def apply(self, gamma):
+        return self.reset(gamma)
+
+    def apply_move(self, j, new):
+        gamma = self.gamma.copy()
+        gamma[j] = new
+        return self.reset(gamma)
+
+    def move_means(self, dev, new, samples=None):
+        dev = np.asarray(dev, dtype=np.int64)
+        cand = np.repeat(self.gamma[None, :], dev.size, axis=0)
+        cand[np.arange(dev.size), dev] = new
+        return self.mean(cand) if dev.size else np.zeros(0)
+
+    def plus_one_means(self, dev):
+        return self.move_means(dev, self.gamma[dev] + 1)
+
+
+class ZeroTcomm(_StatelessTcomm):
+    """T_comm left out of the objective (computation-only)."""
+
+    def mean(self, gammas):
+        return np.zeros(np.atleast_2d(gammas).shape[0])
+
+
+class ExactTcomm(_StatelessTcomm):
+    """E[T_comm] by enumeration of every outcome of the active devices (the reference).
+
+    ``kernel``: a ``TcommKernel``-like callable for outcome rows; for mode 'random' pass
+    ``random_split=True`` with ``make_kernel(coin)`` instead: the 3^K (rejected set, coin) pairs
+    are enumerated, each coin of a rejected device with probability 1/2.
+    """
+
+    def __init__(self, alpha, active, kernel=None, random_split=False, make_kernel=None):
+        self.alpha = np.asarray(alpha, dtype=float)
+        self.active = np.asarray(active, dtype=bool)
+        idx = np.flatnonzero(self.active)
+        k = self.alpha.size
+        states = (0, 1, 2) if random_split else (0, 1)
+        combos = np.array(list(product(states, repeat=idx.size)), dtype=np.int8).reshape(-1, idx.size)
+        masks = np.zeros((combos.shape[0], k), dtype=bool)
+        masks[:, idx] = combos > 0
+        self.masks = masks
+        rows = np.arange(masks.shape[0])
+        if random_split:
+            coin = np.zeros_like(masks)
+            coin[:, idx] = combos == 1
+            kernel = make_kernel(coin)
+            self.weight = 0.5 ** masks.sum(axis=1)
+        else:
+            self.weight = np.ones(masks.shape[0])
+        self.t = _chunked(kernel, masks, rows)
+
+    def mean(self, gammas):
+        gammas = np.atleast_2d(np.asarray(gammas))
+        idx = np.flatnonzero(self.active)
+        q = 1.0 - self.alpha[idx] ** gammas[:, idx]   # rejection probability (n, Ka)
+        m = self.masks[:, idx]
+        out = np.empty(gammas.shape[0])
+        step = max(1, _CHUNK_CELLS // max(m.size, 1))
+        for i in range(0, gammas.shape[0], step):
+            qi = q[i:i + step, None, :]
+            p = np.where(m[None], qi, 1.0 - qi).prod(axis=2) * self.weight
+            out[i:i + step] = p @ self.t
+        return out
+
+    def sample_t(self):
+        """(T_comm of every enumerated outcome, its weight factor) for tests."""
+        return self.t, self.weight
+
+
+class SAATcomm:
+    """E[T_comm] by sample average approximation over M fixed outcomes (common random numbers).
+
+    ``runs``: (M, K) acceptance runs (``acceptance_runs``): device k of sample m is rejected under
+    gamma iff runs[m, k] < gamma_k. ``kernel``: T_comm of rejected rows (``TcommKernel``).
+
+    Besides ``mean`` (any batch of gammas) and ``path_mean`` (a sequence; one kernel call when it
+    is nondecreasing), the estimator keeps a current gamma with its per-sample T_comm, so that
+    single-device moves are evaluated on the changed samples only (``move_means``), and the +1
+    moves of all devices are kept up to date across accepted +1 steps (``plus_one_means``).
+    """
+
+    def __init__(self, runs, kernel):
+        self.runs = np.asarray(runs, dtype=np.int32)
+        self.m, self.k = self.runs.shape
+        self.kernel = kernel
+        self.gamma = None
+        self._plus = None
+        self._path = None
+
+    # -- stateless -------------------------------------------------------------------------
+    def per_sample(self, gamma):
+        """T_comm of every sample under ``gamma`` (M,)."""
+        rej = self.runs < np.asarray(gamma)[None, :]
+        return self.kernel(rej, np.arange(self.m))
+
+    def mean(self, gammas):
+        gammas = np.atleast_2d(np.asarray(gammas, dtype=np.int64))
+        n = gammas.shape[0]
+        out = np.empty(n)
+        per = max(1, _CHUNK_CELLS // (self.m * max(self.k, 1)))
+        rows = np.arange(self.m)
+        for i in range(0, n, per):
+            g = gammas[i:i + per]
+            rej = (self.runs[None, :, :] < g[:, None, :]).reshape(-1, self.k)
+            t = self.kernel(rej, np.tile(rows, g.shape[0]))
+            out[i:i + per] = t.reshape(g.shape[0], self.m).mean(axis=1)
+        return out
+
+    def path_mean(self, gammas):
+        """Mean T_comm along a sequence of gammas; one kernel call if it is nondecreasing.
+
+        For a nondecreasing path, device k of sample m flips to rejected at the first step whose
+        gamma_k exceeds its run, once; each sample is evaluated at its own flip steps only.
+        """
+        gammas = np.atleast_2d(np.asarray(gammas, dtype=np.int64))
+        n = gammas.shape[0]
+        if n > 1 and np.any(np.diff(gammas, axis=0) < 0):
+            return self.mean(gammas)
+        # first step whose gamma_k exceeds the run = number of steps with gamma_k <= run: a
+        # table over run values 0..max gamma (larger runs never flip)
+        top = int(gammas.max(initial=0))
+        table = (gammas[:, :, None] <= np.arange(top + 1)[None, None, :]).sum(axis=0)
+        table = np.concatenate([table, np.full((self.k, 1), n)], axis=1)     # (K, top + 2)
+        flip = table[np.arange(self.k)[None, :], np.minimum(self.runs, top + 1)]
+        srt = np.sort(flip, axis=1)
+        ext = np.concatenate([np.zeros((self.m, 1), np.int64), srt], axis=1)
+        keep = np.empty(ext.shape, dtype=bool)
+        keep[:, 0] = True
+        keep[:, 1:] = (ext[:, 1:] != ext[:, :-1]) & (ext[:, 1:] < n)
+        m_idx, c_idx = np.nonzero(keep)          # sorted by sample, then by step
+        step = ext[m_idx, c_idx]
+        rej = flip[m_idx] <= step[:, None]
+        t = np.zeros(m_idx.size)
+        some = srt[m_idx, 0] <= step             # somebody rejected (else T_comm = 0)
+        start = self._from_path(gammas[0])       # the start of this path is known already
+        if start is None and self.gamma is not None and np.array_equal(self.gamma, gammas[0]):
+            start = self.t
+        if start is not None:
+            first = c_idx == 0
+            t[first] = start[m_idx[first]]
+            some &= ~first
+        if some.any():
+            t[some] = _chunked(self.kernel, rej[some], m_idx[some])
+        prev = np.empty_like(t)
+        prev[0] = 0.0
+        prev[1:] = t[:-1]
+        prev[c_idx == 0] = 0.0                    # first event of a sample: from nothing
+        total = np.cumsum(np.bincount(step, weights=t - prev, minlength=n)[:n])
+        # keep the events: ``reset`` to a point of this path needs no kernel call
+        self._path = (gammas, m_idx * (n + 1) + step, t)
+        return total / self.m
+
+    def _from_path(self, gamma):
+        """Per-sample T_comm at ``gamma`` if it is a point of the last nondecreasing path."""
+        if self._path is None:
+            return None
+        gammas, key, t = self._path
+        hit = np.flatnonzero((gammas == gamma[None, :]).all(axis=1))
+        if hit.size == 0:
+            return None
+        n = gammas.shape[0]
+        last = np.searchsorted(key, np.arange(self.m) * (n + 1) + hit[0], side="right") - 1
+        return t[last]
+
+    # -- stateful --------------------------------------------------------------------------
+    def reset(self, gamma):
+        self.gamma = np.array(gamma, dtype=np.int64)
+        self.rej = self.runs < self.gamma[None, :]
+        t = self._from_path(self.gamma)
+        self.t = self.kernel(self.rej, np.arange(self.m)) if t is None else t
+        self._plus = None
+        self.value = float(self.t.mean())
+        return self.value
+
+    def apply(self, gamma):
+        gamma = np.array(gamma, dtype=np.int64)
+        if self.gamma is None:
+            return self.reset(gamma)
+        rej = self.runs < gamma[None, :]
+        rows = np.flatnonzero((rej != self.rej).any(axis=1))
+        if rows.size:
+            self.t[rows] = self.kernel(rej[rows], rows)
+        self.gamma, self.rej, self._plus = gamma, rej, None
+        self.value = float(self.t.mean())
+        return self.value
+
+    def _move_rows(self, dev, new, samples=None):
+        """(move index, sample) pairs whose rejection of the moved device changes (among the
+        first ``samples`` samples when given)."""
+        old = self.gamma[dev]
+        lo, hi = np.minimum(old, new), np.maximum(old, new)
+        col = self.runs[:samples, dev]                           # (M, n)
+        hit = (col >= lo[None, :]) & (col < hi[None, :])
+        mv, rows = np.nonzero(hit.T)
+        return mv, rows
+
+    def _evaluate_moves(self, dev, new, mv, rows):
+        rej = self.rej[rows]
+        rej[np.arange(rows.size), dev[mv]] = (new > self.gamma[dev])[mv]
+        return self.kernel(rej, rows) - self.t[rows]
+
+    def move_means(self, dev, new, samples=None):
+        """Mean T_comm after each single-device move. ``samples``: estimate it on the first
+        ``samples`` samples only (a cheaper screening estimate)."""
+        dev = np.asarray(dev, dtype=np.int64)
+        new = np.broadcast_to(np.asarray(new, dtype=np.int64), dev.shape)
+        if dev.size == 0:
+            return np.zeros(0)
+        if samples is not None and samples >= self.m:
+            samples = None
+        mv, rows = self._move_rows(dev, new, samples)
+        delta = self._evaluate_moves(dev, new, mv, rows) if rows.size else np.zeros(0)
+        if samples is None:
+            base, m = self.value, self.m
+        else:
+            base, m = float(self.t[:samples].mean()), samples
+        return base + np.bincount(mv, weights=delta, minlength=dev.size) / m
+
+    def apply_move(self, j, new):
+        """Move device j to ``new``; keeps the +1 cache when the move is a +1."""
+        if self._plus is not None and new == self.gamma[j] + 1:
+            return self._apply_plus(j)
+        gamma = self.gamma.copy()
+        gamma[j] = new
+        rows = np.flatnonzero((self.runs[:, j] >= min(self.gamma[j], new))
+                              & (self.runs[:, j] < max(self.gamma[j], new)))
+        if rows.size:
+            self.rej[rows, j] = new > self.gamma[j]
+            self.t[rows] = self.kernel(self.rej[rows], rows)
+        self.gamma = gamma
+        self._plus = None
+        self.value = float(self.t.mean())
+        return self.value
+
+    # -- the +1 cache (greedy phase 2) -----------------------------------------------------
+    def plus_one_means(self, dev):
+        """Mean T_comm after +1 on each device of ``dev`` (from the current gamma).
+
+        Cache: contrib[m, j] = T(rejected_m + j) - T(rejected_m) for the samples whose run of
+        device j equals gamma_j (the only ones a +1 changes), 0 elsewhere.
+        """
+        dev = np.asarray(dev, dtype=np.int64)
+        if self._plus is None:
+            contrib = np.zeros((self.m, self.k))
+            all_dev = np.arange(self.k)
+            mv, rows = self._move_rows(all_dev, self.gamma + 1)
+            if rows.size:
+                contrib[rows, mv] = self._evaluate_moves(all_dev, self.gamma + 1, mv, rows)
+            self._plus = contrib
+        return self.value + self._plus[:, dev].sum(axis=0) / self.m
+
+    def _apply_plus(self, j):
+        contrib = self._plus
+        g = self.gamma
+        changed = np.flatnonzero(self.runs[:, j] == g[j])      # these samples now reject j
+        self.t[changed] += contrib[changed, j]
+        self.rej[changed, j] = True
+        contrib[changed, j] = 0.0
+        g[j] += 1
+        # (a) samples whose run of j equals the new gamma_j: the new +1 candidates of j
+        rows_a = np.flatnonzero(self.runs[:, j] == g[j])
+        # (b) changed samples whose +1 candidate of another device i is pending (run == gamma_i)
+        sub = self.runs[changed] == g[None, :]
+        sub[:, j] = False
+        rb, ib = np.nonzero(sub)
+        rows = np.concatenate([rows_a, changed[rb]])
+        devs = np.concatenate([np.full(rows_a.size, j), ib])
+        if rows.size:
+            rej = self.rej[rows]
+            rej[np.arange(rows.size), devs] = True
+            contrib[rows, devs] = self.kernel(rej, rows) - self.t[rows]
+        self.value = float(self.t.mean())
+        return self.value
+
+
+# ---------------------------------------------------------------------------- the objective
+
+
+class DraftObjective:
+    """G(gamma) for one decision: closed-form tokens and drafting time, estimated E[T_comm].
+
+    alpha, draft_s: (K,) acceptance rates and per-token drafting latencies; verify_s: T_ver of
+    the batch; caps: (K,) largest allowed gamma per device (0 for inactive devices); active: (K,)
+    bool (inactive devices count no token); tcomm: an estimator (``SAATcomm``, ``ExactTcomm``,
+    ``ZeroTcomm``).
+
+    Stateless: ``values(gammas)``, ``path_values(gammas)``. Stateful (for local search):
+    ``reset(gamma)``, ``move_values(dev, new)``, ``plus_one_values()``, ``apply(gamma)``,
+    ``apply_move(j, new)``; the current point is ``gamma`` with goodput ``value``.
+    """
+
+    def __init__(self, alpha, draft_s, verify_s, caps, active, tcomm):
+        self.alpha = np.asarray(alpha, dtype=float)
+        self.draft_s = np.asarray(draft_s, dtype=float)
+        self.verify_s = float(verify_s)
+        self.active = np.asarray(active, dtype=bool)
+        self.caps = np.where(self.active, np.asarray(caps, dtype=np.int64), 0)
+        self.k = self.alpha.size
+        self.tcomm = tcomm
+        self._w = self.active.astype(float)
+        self.gamma = None
+        self.value = None
+        self.evaluations = 0
+
+    # -- closed forms ----------------------------------------------------------------------
+    def tokens(self, gammas):
+        return expected_tokens(self.alpha, np.asarray(gammas)) @ self._w
+
+    def drafting(self, gammas):
+        return (np.asarray(gammas) * self.draft_s).max(axis=-1, initial=0.0)
+
+    def _g(self, gammas, t_comm):
+        gammas = np.atleast_2d(np.asarray(gammas))
+        self.evaluations += gammas.shape[0]
+        return goodput(self.tokens(gammas), self.drafting(gammas), self.verify_s, t_comm)
+
+    # -- stateless -------------------------------------------------------------------------
+    def values(self, gammas):
+        """G of every row of ``gammas`` (n, K)."""
+        gammas = np.atleast_2d(np.asarray(gammas, dtype=np.int64))
+        return self._g(gammas, self.tcomm.mean(gammas))
+
+    def path_values(self, gammas):
+        """G along a sequence (fast when nondecreasing)."""
+        gammas = np.atleast_2d(np.asarray(gammas, dtype=np.int64))
+        return self._g(gammas, self.tcomm.path_mean(gammas))
+
+    def value_of(self, gamma):
+        return float(self.values(np.asarray(gamma)[None, :])[0])
+
+    # -- stateful --------------------------------------------------------------------------
+    def _set(self, t_comm):
+        g = self.gamma
+        self._en = expected_tokens(self.alpha, g) * self._w
+        self._tok = float(self._en.sum())
+        d = g * self.draft_s
+        self._i1 = int(np.argmax(d)) if d.size else 0
+        self._d1 = float(d.max(initial=0.0))
+        rest = d.copy()
+        if rest.size:
+            rest[self._i1] = 0.0
+        self._d2 = float(rest.max(initial=0.0))
+        self.value = float(goodput(self._tok, self._d1, self.verify_s, t_comm))
+        return self.value
+
+    def reset(self, gamma):
+        self.gamma = np.array(gamma, dtype=np.int64)
+        return self._set(self.tcomm.reset(self.gamma))
+
+    def apply(self, gamma):
+        self.gamma = np.array(gamma, dtype=np.int64)
+        return self._set(self.tcomm.apply(self.gamma))
+
+    def apply_move(self, j, new):
+        t = self.tcomm.apply_move(int(j), int(new))
+        self.gamma = self.tcomm.gamma.copy()
+        return self._set(t)
+
+    def _move_g(self, dev, new, t_comm):
+        self.evaluations += dev.size
+        tok = self._tok - self._en[dev] + expected_tokens(self.alpha[dev], new) * self._w[dev]
+        base = np.where(dev == self._i1, self._d2, self._d1)
+        draft = np.maximum(base, new * self.draft_s[dev])
+        return goodput(tok, draft, self.verify_s, t_comm)
+
+    def move_values(self, dev, new, screen=None):
+        """G after moving device dev[i] to new[i] alone, for every i (from the current point).
+
+        ``screen=(samples, keep)``: rank the moves on the first ``samples`` samples (SAA only),
+        then evaluate only the best ``keep`` on all of them; the others get -inf.
+        """
+        dev = np.asarray(dev, dtype=np.int64)
+        new = np.broadcast_to(np.asarray(new, dtype=np.int64), dev.shape)
+        if dev.size == 0:
+            return np.zeros(0)
+        if screen is not None and isinstance(self.tcomm, SAATcomm) and dev.size > screen[1] \
+                and screen[0] < self.tcomm.m:
+            rough = self._move_g(dev, new, self.tcomm.move_means(dev, new, screen[0]))
+            best = np.sort(np.argsort(-rough, kind="stable")[:screen[1]])
+            out = np.full(dev.size, -np.inf)
+            out[best] = self._move_g(dev[best], new[best], self.tcomm.move_means(dev[best], new[best]))
+            return out
+        return self._move_g(dev, new, self.tcomm.move_means(dev, new))
+
+    def plus_one_values(self):
+        """(K,) G after +1 on each device alone; -inf where the device is at its cap."""
+        out = np.full(self.k, -np.inf)
+        dev = np.flatnonzero(self.gamma < self.caps)
+        if dev.size:
+            out[dev] = self._move_g(dev, self.gamma[dev] + 1, self.tcomm.plus_one_means(dev))
+        return out

@@ -1,0 +1,174 @@
+"""Draft controllers behind the DraftController interface (multispin_sim.policies.draft).
+
+Checks: the registry names of the scenario schema, inactive devices and the batch size, the
+update schedules (every round, once against sampled fading, every N rounds), the remaining-token
+cap, determinism given the seed, and end-to-end runs through ``simulate``.
+"""
+import numpy as np
+import pytest
+
+from multispin_sim.engine.population import build_population
+from multispin_sim.engine.streams import RandomStreams
+from multispin_sim.model.fading import channel_gains
+from multispin_sim.policies import DRAFT_CONTROLLERS, DraftContext, make_draft_controller
+from multispin_sim.policies.draft import FixedDraft
+from multispin_sim.policies.reactive import make_reactive_policy
+from multispin_sim.scenario import load_scenario
+from multispin_sim.scenario.schema import DRAFT_POLICIES
+
+SEARCHES = ("greedy", "uniform", "computation-only", "budget")
+
+
+def system_of(seed=1, **overrides):
+    sc = load_scenario(None, overrides={"seed": seed, **overrides})
+    return build_population(sc, RandomStreams(sc.seed).devices).system
+
+
+def context(system, round_index, fading_rng, ctl_rng, active=None, remaining=None, mode="optimal"):
+    g_ul, g_dl = channel_gains(fading_rng, system.pathloss)
+    active = np.ones(system.k, bool) if active is None else active
+    return DraftContext(round_index, system, g_ul, g_dl, active, remaining,
+                        make_reactive_policy(mode), ctl_rng)
+
+
+def test_registry_covers_the_schema():
+    assert set(DRAFT_CONTROLLERS) == set(DRAFT_POLICIES)
+    assert make_draft_controller("fixed", draft_length=3).name == "fixed"
+    with pytest.raises(ValueError, match="allowed"):
+        make_draft_controller("nope")
+
+
+@pytest.mark.parametrize("name", SEARCHES)
+def test_inactive_devices_get_zero_and_leave_the_batch(name):
+    s = system_of(2)
+    active = np.ones(20, bool)
+    active[[0, 5, 6, 19]] = False
+    ctl = make_draft_controller(name, saa_samples=300)
+    ctx = context(s, 0, np.random.default_rng(1), np.random.default_rng(2), active=active)
+    gamma = ctl.lengths(ctx)
+    assert gamma.dtype == np.int64 and gamma.shape == (20,)
+    assert np.all(gamma[~active] == 0)
+    assert np.all((0 <= gamma) & (gamma <= 20))
+    obj = ctl.objective(context(s, 0, np.random.default_rng(1), np.random.default_rng(2), active=active))
+    assert obj.verify_s == pytest.approx(s.verification_s(16))
+    assert np.all(obj.caps[~active] == 0)
+    # nobody active: all zeros, no search
+    none = context(s, 0, np.random.default_rng(1), np.random.default_rng(2), active=np.zeros(20, bool))
+    assert np.all(make_draft_controller(name).lengths(none) == 0)
+
+
+@pytest.mark.parametrize("name", SEARCHES)
+def test_controllers_deterministic_given_seed(name):
+    s = system_of(3)
+    runs = []
+    for _ in range(2):
+        ctl = make_draft_controller(name, saa_samples=300, mode="random")
+        fr, cr = np.random.default_rng(7), np.random.default_rng(8)
+        runs.append([ctl.lengths(context(s, r, fr, cr, mode="random")) for r in range(3)])
+    for a, b in zip(*runs):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_max_draft_and_remaining_cap():
+    s = system_of(1)
+    ctl = make_draft_controller("budget", max_draft=6, saa_samples=300)
+    remaining = np.full(20, 50)
+    remaining[3] = 3          # may draft at most 2 (the round yields at least one more token)
+    remaining[4] = 1
+    gamma = ctl.lengths(context(s, 0, np.random.default_rng(1), np.random.default_rng(2),
+                                remaining=remaining))
+    assert gamma.max() <= 6
+    assert gamma[3] <= 2 and gamma[4] == 0
+    assert ctl.objective(context(s, 0, np.random.default_rng(1), np.random.default_rng(2),
+                                 remaining=remaining)).caps[3] == 2
+
+
+def test_every_round_follows_the_channel():
+    """The server re-optimises for this round's CSI: a device in a deep fade drafts less."""
+    s = system_of(1, **{"server.dl_power_dbm": 10.0})
+    ctl = make_draft_controller("budget", saa_samples=400)
+    ctx = context(s, 0, np.random.default_rng(1), np.random.default_rng(2))
+    g = ctx.g_ul.copy()
+    g[0] = np.median(g) * 10 ** -2.5
+    bad = DraftContext(0, s, g, g, ctx.active, None, ctx.reactive, np.random.default_rng(2))
+    good_g = ctx.g_ul.copy()
+    good_g[0] = np.max(good_g)
+    good = DraftContext(0, s, good_g, good_g, ctx.active, None, ctx.reactive, np.random.default_rng(2))
+    assert ctl.lengths(bad)[0] == 0
+    assert ctl.lengths(good)[0] > 0
+
+
+def test_update_once_uses_sampled_fading_and_keeps_gamma():
+    s = system_of(4)
+    calls = []
+
+    ctl = make_draft_controller("greedy", update="once", saa_samples=300)
+    decide = ctl.decide
+    ctl.decide = lambda ctx: calls.append(ctx.round) or decide(ctx)
+    fr, cr = np.random.default_rng(1), np.random.default_rng(2)
+    first = ctl.lengths(context(s, 0, fr, cr))
+    for r in range(1, 5):
+        np.testing.assert_array_equal(ctl.lengths(context(s, r, fr, cr)), first)
+    assert calls == [0]
+    # the decision does not depend on this round's gains (sampled fading), only on the stream
+    other = make_draft_controller("greedy", update="once", saa_samples=300)
+    g = context(s, 0, np.random.default_rng(99), np.random.default_rng(2))
+    np.testing.assert_array_equal(other.lengths(g), first)
+    # inactive in the first round: the kept gamma still covers every device
+    active = np.ones(20, bool)
+    active[:5] = False
+    third = make_draft_controller("greedy", update="once", saa_samples=300)
+    g0 = third.lengths(context(s, 0, np.random.default_rng(1), np.random.default_rng(2), active=active))
+    assert np.all(g0[:5] == 0)
+    g1 = third.lengths(context(s, 1, np.random.default_rng(1), np.random.default_rng(2)))
+    np.testing.assert_array_equal(g1, first)
+
+
+def test_update_every_n_rounds():
+    s = system_of(5)
+    calls = []
+    ctl = make_draft_controller("uniform", update=3, saa_samples=200)
+    decide = ctl.decide
+    ctl.decide = lambda ctx: calls.append(ctx.round) or decide(ctx)
+    fr, cr = np.random.default_rng(1), np.random.default_rng(2)
+    out = [ctl.lengths(context(s, r, fr, cr)) for r in range(8)]
+    assert calls == [0, 3, 6]
+    np.testing.assert_array_equal(out[0], out[2])
+
+
+def test_fixed_draft_unchanged():
+    s = system_of(1)
+    ctl = FixedDraft(draft_length=np.arange(20) % 5, max_draft=20)
+    active = np.ones(20, bool)
+    active[2] = False
+    gamma = ctl.lengths(context(s, 0, np.random.default_rng(1), None, active=active))
+    np.testing.assert_array_equal(gamma, np.where(active, np.arange(20) % 5, 0))
+
+
+def test_saa_needs_the_stream():
+    s = system_of(1)
+    ctx = context(s, 0, np.random.default_rng(1), None)
+    with pytest.raises(ValueError, match="ctx.rng"):
+        make_draft_controller("greedy").lengths(ctx)
+    assert make_draft_controller("computation-only").lengths(ctx).mean() > 0
+
+
+@pytest.mark.parametrize("draft,mode,update", [
+    ("greedy", "optimal", "every-round"), ("budget", "optimal", "every-round"),
+    ("budget", "random", "every-round"), ("uniform", "all-dl", 2),
+    ("computation-only", "all-ul", "every-round"), ("greedy", "optimal", "once"),
+])
+def test_simulate_end_to_end(draft, mode, update):
+    import multispin_sim as ms
+
+    sc = load_scenario(None, overrides={"policy.draft": draft, "policy.mode": mode,
+                                        "policy.draft_update": update, "policy.saa_samples": 200,
+                                        "run.rounds": 6, "devices.count": 8})
+    result = ms.simulate(sc)
+    s = result.summary
+    assert s["rounds"] == 6 and result.complete
+    assert s["goodput_tps"] > 0
+    gamma = np.asarray(result.device_rounds["draft_len"])
+    assert gamma.size == 6 * 8
+    assert gamma.max() <= 20 and gamma.min() >= 0
+    assert s["mean_draft_len"] > 0
