@@ -328,3 +328,102 @@ def test_imports_only_stdlib_and_yaml():
             "'networkx') or (m.startswith('multispin_sim.') and "
             "not m.startswith('multispin_sim.scenario'))]; print(bad); assert not bad")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+# ------------------------------------------------------------------------------- dynamics keys
+
+def test_dynamics_defaults_keep_the_paper_setting():
+    sc = load_scenario(None)
+    w, t, m, c = sc.workload, sc.topology, sc.mobility, sc.channel
+    assert (w.arrivals, w.rate_per_s, w.trace_file, w.length, w.length_tokens,
+            w.cap_draft_to_remaining, w.tick_period_s) == ("saturated", 0.05, None, "fixed", 64,
+                                                          True, None)
+    assert (t.layout, t.server_xy_m, t.device_xy_m, t.graphml_file) == ("annulus", (0.0, 0.0), (), None)
+    assert (m.model, m.speed_mps, m.pause_s, m.region_m) == ("none", 1.4, 0.0, None)
+    assert (c.fading, c.doppler_hz, c.coherence_time_ms, c.shadowing_db) == ("rayleigh", 10.0, None, 0.0)
+
+
+def test_dynamics_accepted_forms(tmp_path):
+    trace = tmp_path / "t.csv"
+    trace.write_text("time_s,device\n0.5,0\n")
+    sc = load_scenario({
+        "devices": {"count": 2},
+        "workload": {"arrivals": "trace", "trace_file": str(trace), "rate_per_s": [0.1, 2],
+                     "length": "empirical", "length_values": [5, 9],
+                     "length_per_task": {"gsm8k": 100}, "tick_period_s": "5e-2"},
+        "channel": {"fading": "gauss-markov", "doppler_hz": 200, "coherence_time_ms": 2.1,
+                    "shadowing_db": 8},
+        "topology": {"layout": "coordinates", "device_xy_m": [[100, 0], [0, 250.5]]},
+        "mobility": {"model": "random-waypoint", "speed_mps": [1, 3], "region_m": [50, 400]},
+    })
+    assert sc.workload.rate_per_s == (0.1, 2.0) and sc.workload.length_values == (5, 9)
+    assert sc.workload.tick_period_s == 0.05 and sc.workload.length_per_task["gsm8k"] == 100
+    assert sc.topology.device_xy_m == ((100.0, 0.0), (0.0, 250.5))
+    assert sc.mobility.speed_mps == (1.0, 3.0) and sc.mobility.region_m == (50.0, 400.0)
+    assert load_scenario(yaml.safe_load(dump_scenario_yaml(sc))) == sc
+    opts = parse_set_options(["workload.arrivals=poisson", "workload.rate_per_s=0.3",
+                              "channel.fading=gauss-markov", "mobility.model=random-waypoint"])
+    sc = load_scenario(None, opts)
+    assert sc.workload.rate_per_s == 0.3 and sc.mobility.model == "random-waypoint"
+
+
+@pytest.mark.parametrize("data, path, fragment", [
+    ({"workload": {"arrivals": "poison"}}, "workload.arrivals", "did you mean 'poisson'?"),
+    ({"workload": {"rate_per_s": 0}}, "workload.rate_per_s", "a number > 0 or a list"),
+    ({"workload": {"rate_per_s": [1, 2]}}, "workload.rate_per_s", "exactly devices.count (20)"),
+    ({"workload": {"arrivals": "trace"}}, "workload.trace_file", "needs a trace file"),
+    ({"workload": {"arrivals": "trace", "trace_file": "/nonexistent.csv"}}, "workload.trace_file",
+     "not a readable file"),
+    ({"workload": {"length": "empirical"}}, "workload.length_values", "non-empty"),
+    ({"workload": {"length_values": [3, 0]}}, "workload.length_values", "integers >= 1"),
+    ({"workload": {"length_tokens": 0}}, "workload.length_tokens", ">= 1"),
+    ({"workload": {"length_per_task": {"gsm9k": 3}}}, "workload.length_per_task.gsm9k",
+     "did you mean"),
+    ({"workload": {"tick_period_s": -1}}, "workload.tick_period_s", "> 0 or null"),
+    ({"workload": {"cap_draft_to_remaining": "yes"}}, "workload.cap_draft_to_remaining",
+     "true or false"),
+    ({"channel": {"fading": "gauss-markow"}}, "channel.fading", "did you mean 'gauss-markov'?"),
+    ({"channel": {"doppler_hz": -1}}, "channel.doppler_hz", ">= 0"),
+    ({"channel": {"coherence_time_ms": 0}}, "channel.coherence_time_ms", "> 0 or null"),
+    ({"channel": {"shadowing_db": -2}}, "channel.shadowing_db", ">= 0"),
+    ({"topology": {"layout": "grid"}}, "topology.layout", "'annulus', 'coordinates', 'graphml'"),
+    ({"topology": {"layout": "coordinates", "device_xy_m": [[1, 2]]}}, "topology.device_xy_m",
+     "exactly devices.count"),
+    ({"devices": {"count": 1}, "topology": {"layout": "coordinates", "device_xy_m": [[0, 0]]}},
+     "topology.device_xy_m.0", "server position"),
+    ({"topology": {"device_xy_m": [[1, 2, 3]]}}, "topology.device_xy_m", "[x, y] pairs"),
+    ({"topology": {"layout": "graphml"}}, "topology.graphml_file", "needs a file"),
+    ({"mobility": {"model": "walk"}}, "mobility.model", "'none', 'random-waypoint'"),
+    ({"mobility": {"speed_mps": 0}}, "mobility.speed_mps", "a number > 0"),
+    ({"mobility": {"region_m": [300, 100]}}, "mobility.region_m", "low <= high"),
+    ({"mobility": {"pause_s": -1}}, "mobility.pause_s", ">= 0"),
+])
+def test_dynamics_errors(data, path, fragment):
+    err = error_of(data)
+    assert err.path == path
+    assert fragment in str(err), str(err)
+
+
+def test_reference_has_the_dynamics_keys():
+    rows = {r[0]: r for r in reference_rows()}
+    for path, unit in [("workload.arrivals", ""), ("workload.rate_per_s", "requests/s"),
+                       ("workload.length_tokens", "tokens"), ("workload.tick_period_s", "s"),
+                       ("workload.cap_draft_to_remaining", ""), ("channel.doppler_hz", "Hz"),
+                       ("channel.coherence_time_ms", "ms"), ("channel.shadowing_db", "dB"),
+                       ("topology.layout", ""), ("topology.device_xy_m", "m"),
+                       ("mobility.speed_mps", "m/s"), ("mobility.region_m", "m")]:
+        assert rows[path][2] == unit, path
+        assert rows[path][4], path
+    assert "gauss-markov" in rows["channel.fading"][1]
+
+
+DYNAMICS_SCENARIOS = ("light-load", "heavy-load", "overload", "doppler-pedestrian",
+                      "doppler-vehicular", "mobility")
+
+
+@pytest.mark.parametrize("name", DYNAMICS_SCENARIOS)
+def test_dynamics_scenarios_load(name):
+    path = ROOT / "scenarios" / f"{name}.yaml"
+    first = path.read_text().splitlines()[0]
+    assert first.startswith("# ")  # a comment saying what it shows
+    load_scenario(path)

@@ -6,7 +6,8 @@ class Device:
 
     Per round: wait for the round to start; if active, draft ``gamma_k`` tokens for
     ``gamma_k t_k`` seconds and hand the draft to the server; wait for the verification result;
-    if rejected, transmit the correction over the channel in the mode and power the server chose.
+    if rejected, transmit the correction over the channel in the mode, power and bandwidth the
+    server chose (``channel.transmit`` returns the realised delay).
     """
 
     def __init__(self, index, draft_latency_s, loop, channel):
@@ -25,5 +26,6 @@ class Device:
             loop.draft_arrived(k)
             yield loop.verified
             if loop.mode[k]:
-                loop.realised_delay[k] = yield from self.channel.transmit(env, self, loop.delay[k])
+                loop.realised_delay[k] = yield from self.channel.transmit(
+                    env, k, loop.mode[k], loop.power[k], loop.bandwidth, loop.delay[k])
             loop.device_finished(k)

@@ -1,24 +1,37 @@
 """The devices of a scenario as arrays: drawn once per run from the ``devices`` stream."""
 from dataclasses import dataclass
+from typing import Optional
 
 import numpy as np
 
 from ..model.pathloss import pathloss_gain
+from ..model.shadowing import shadowing_gain
 from ..model.payload import payload_bits
 from ..model.rates import noise_psd_watt_per_hz
 from ..model.system import System
+from ..model.topology import rescale_to_distance
 from ..model.units import dbm_to_watt
 from ..scenario import TASKS
+from .topology import build_layout
 
 
 @dataclass(frozen=True)
 class Population:
-    """What each device is: its task, its distance, and the ``System`` arrays derived from them."""
+    """What each device is: its task, its position and distance, and the ``System`` arrays.
+
+    ``system.pathloss`` is the large-scale gain at the start: path loss at ``distance_m`` times
+    the shadowing ``shadowing_db`` (0 dB without shadowing). ``positions`` (K, 2) and
+    ``server_position`` (2,) are in metres; ``graph`` is the networkx topology graph.
+    """
 
     tasks: tuple
     distance_m: np.ndarray
     draft_length: np.ndarray
     system: System
+    positions: Optional[np.ndarray] = None
+    server_position: Optional[np.ndarray] = None
+    shadowing_db: Optional[np.ndarray] = None
+    graph: object = None
 
 
 def _as_range(value):
@@ -35,12 +48,16 @@ def dl_power_w(scenario):
     return float(server.dl_power_ratio * dbm_to_watt(scenario.devices.ul_power_dbm))
 
 
-def build_population(scenario, rng):
+def build_population(scenario, rng, topology_rng=None, shadowing_rng=None, graphml=None):
     """Draw every device once (task, drafting-speed factor, distance), then apply overrides.
 
     All K values of every draw are taken whether used or not, so fixing one key in the scenario
-    (say the task) leaves every other draw of the stream unchanged.
+    (say the task) leaves every other draw of the stream unchanged. The layout (bearings) comes
+    from ``topology_rng`` and the shadowing from ``shadowing_rng`` (fresh generators with seed 0
+    when not given); ``graphml``: the parsed GraphML positions, if the layout uses a file.
     """
+    from .topology import topology_graph
+
     dev = scenario.devices
     k = dev.count
     task_idx = rng.integers(0, len(TASKS), size=k)
@@ -48,6 +65,10 @@ def build_population(scenario, rng):
     spread = rng.uniform(lo, hi, size=k)
     dlo, dhi = _as_range(dev.distance_m)
     distance = rng.uniform(dlo, dhi, size=k)
+    if topology_rng is None:
+        topology_rng = np.random.default_rng(0)
+    server_xy, positions, distance = build_layout(scenario, distance, topology_rng, graphml)
+    distance = np.array(distance, dtype=float)
 
     tasks = [TASKS[i] if dev.task == "uniform" else dev.task for i in task_idx]
     t_draft = dev.draft_latency_ms * 1e-3 * spread
@@ -64,6 +85,7 @@ def build_population(scenario, rng):
             t_draft[i] = o.draft_latency_ms * 1e-3
         if o.distance_m is not None:
             distance[i] = o.distance_m
+            positions[i] = rescale_to_distance(positions[i], server_xy, o.distance_m)
         if o.ul_power_dbm is not None:
             p_ul[i] = dbm_to_watt(o.ul_power_dbm)
         if o.draft_length is not None:
@@ -72,11 +94,18 @@ def build_population(scenario, rng):
 
     ch = scenario.channel
     pl = scenario.payload
+    large_scale = pathloss_gain(distance, ch.ref_gain_db, ch.pathloss_exponent)
+    shadow_db = np.zeros(k)
+    if ch.shadowing_db > 0:
+        if shadowing_rng is None:
+            shadowing_rng = np.random.default_rng(0)
+        shadow_db = ch.shadowing_db * shadowing_rng.standard_normal(k)
+        large_scale = large_scale * shadowing_gain(shadow_db)
     system = System(
         alpha=alpha,
         draft_latency_s=t_draft,
         p_ul_w=p_ul,
-        pathloss=pathloss_gain(distance, ch.ref_gain_db, ch.pathloss_exponent),
+        pathloss=large_scale,
         p_dl_w=dl_power_w(scenario),
         payload_bits=float(payload_bits(pl.effective_vocab, pl.vocab, pl.prob_bits)),
         bandwidth_hz=ch.bandwidth_mhz * 1e6,
@@ -84,4 +113,6 @@ def build_population(scenario, rng):
         verify_fixed_s=scenario.server.verify_fixed_ms * 1e-3,
         verify_per_device_s=scenario.server.verify_per_device_ms * 1e-3,
     )
-    return Population(tuple(tasks), distance, gamma, system)
+    population = Population(tuple(tasks), distance, gamma, system, positions, server_xy, shadow_db)
+    object.__setattr__(population, "graph", topology_graph(population))
+    return population

@@ -2,25 +2,38 @@
 
 ``RoundLoop.run(env)`` is the SimPy process that drives rounds one after another:
 
-1. start: draw this round's fading block, ask the draft controller for gamma (it sees the CSI);
+0. wait: until some device has work (queueing workloads: the server idles until an arrival),
+   and, with ``tick_period_s``, until the next tick of the round clock;
+1. start: the devices with work join (``workload.start_round``); moving devices get their new
+   large-scale gains; the round's fading (CSI) is read; the draft controller chooses gamma;
 2. drafting: every active device drafts gamma_k tokens (``Device.run``) -- wait for all;
-3. verification: the server's batched pass (``EdgeServer.verify``), then the outcomes;
-4. reaction: the reactive policy chooses modes and powers for the rejected set;
+3. verification: the server's batched pass over the active devices (``EdgeServer.verify``),
+   then the outcomes;
+4. reaction: the reactive policy chooses modes and powers for the rejected set, on the CSI at
+   this moment (``channel.csi``: the round start's unless fading blocks are shorter);
 5. corrections: the rejected devices transmit in parallel over the channel -- wait for all;
-6. end: the round's records go to the recorder.
+6. end: the tokens go to the requests (``workload.tokens_delivered``), the round's records to
+   the recorder.
 """
+import dataclasses
+import math
+
 import numpy as np
 
 from ..policies.draft import DraftContext
 from .device import Device
 
 
-
 class RoundLoop:
-    """Drives the rounds; devices and the server are its actors, the recorder its witness."""
+    """Drives the rounds; devices and the server are its actors, the recorder its witness.
+
+    ``tick_period_s``: rounds start only at multiples of it (null: as soon as possible);
+    ``mover``: ``topology.Mover`` for moving devices (None: fixed positions).
+    """
 
     def __init__(self, env, population, channel, server, controller, workload, streams,
-                 recorder, rounds, max_time_s=None, progress=None):
+                 recorder, rounds, max_time_s=None, progress=None, tick_period_s=None,
+                 mover=None):
         self.env = env
         self.population = population
         self.system = population.system
@@ -33,6 +46,8 @@ class RoundLoop:
         self.rounds = rounds
         self.max_time_s = np.inf if max_time_s is None else max_time_s
         self.progress = progress
+        self.tick = tick_period_s
+        self.mover = mover
         k = self.system.k
         self.k = k
         self.devices = [Device(i, t, self, channel) for i, t in enumerate(self.system.draft_latency_s)]
@@ -42,6 +57,8 @@ class RoundLoop:
         self.gamma = np.zeros(k, dtype=np.int64)
         self.mode = np.zeros(k, dtype=np.int8)
         self.delay = np.zeros(k)
+        self.power = np.zeros(k)
+        self.bandwidth = 0.0
         self.realised_delay = np.zeros(k)
         self.rounds_done = 0
         self.stop_requested = False  # set by a Ctrl-C: stop cleanly at the next round boundary
@@ -70,22 +87,62 @@ class RoundLoop:
         setattr(event_attr_owner, attr, env.event())
         event.succeed()
 
+    # -- waiting for work and for the round clock --------------------------------------------
+    def next_tick(self, now):
+        """The first tick >= ``now`` (a time within 1e-9 periods after a tick counts as on it)."""
+        n = math.ceil(now / self.tick - 1e-9)
+        return max(n * self.tick, now)
+
+    def _wait(self, env):
+        """SimPy: until some device has work and (with a tick period) the next tick, or until
+        the time limit; returns False when no work will ever come (a trace replayed to its end)."""
+        workload = self.workload
+        while True:
+            if not workload.has_work():
+                if workload.exhausted():
+                    return False
+                if self.max_time_s < np.inf:
+                    yield workload.work_event(env) | env.timeout(self.max_time_s - env.now)
+                    if env.now >= self.max_time_s:
+                        return True
+                else:
+                    yield workload.work_event(env)
+                continue
+            if self.tick is not None:
+                t = self.next_tick(env.now)
+                if t > env.now:
+                    yield env.timeout(t - env.now)
+            return True
+
     # -- the process -----------------------------------------------------------------------
     def run(self, env):
         system, k = self.system, self.k
+        channel, workload, recorder = self.channel, self.workload, self.recorder
+        must_wait = not workload.saturated or self.tick is not None
+        dynamic_csi = channel.dynamic_csi
+        mover = self.mover
+        distance = None
         for r in range(self.rounds):
             if env.now >= self.max_time_s or self.stop_requested:
                 break
-            idle_from = env.now
-            yield from self.workload.wait_for_work(env)
-            if env.now > idle_from:
-                self.recorder.idle(env.now - idle_from)
+            if must_wait:
+                idle_from = env.now
+                more = yield from self._wait(env)
+                if not more:
+                    break
+                if env.now > idle_from:
+                    recorder.idle(env.now - idle_from)
                 if env.now >= self.max_time_s:
                     break
             start = env.now
-            active = self.workload.active(start).copy()
-            g_ul, g_dl = self.channel.new_block(start)
-            ctx = DraftContext(r, system, g_ul, g_dl, active, self.workload.remaining(),
+            active = workload.start_round(start).copy()
+            if mover is not None:
+                gains = mover.gains(start)
+                channel.set_pathloss(gains)
+                system = dataclasses.replace(self.system, pathloss=gains)
+                distance = mover.distance
+            g_ul, g_dl = channel.new_block(start)
+            ctx = DraftContext(r, system, g_ul, g_dl, active, workload.remaining(),
                                self.server.policy, self.streams.controller)
             gamma = self.controller.lengths(ctx)
             self.active, self.gamma = active, gamma
@@ -109,13 +166,16 @@ class RoundLoop:
                 rejected &= active
             n_rej = int(np.count_nonzero(rejected))
 
-            # reactive decision and corrections
+            # reactive decision (on the CSI of this moment) and corrections
+            if dynamic_csi:
+                g_ul, g_dl = channel.csi(env.now)
             if n_rej:
                 decision = self.server.decide(rejected, g_ul, g_dl)
                 self.mode, self.delay = decision.mode[0], decision.delay_s[0]
                 power, bandwidth = decision.power_w[0], float(decision.bandwidth_hz[0])
             else:
                 self.mode, self.delay, power, bandwidth = self._no_mode, self._zeros, self._zeros, 0.0
+            self.power, self.bandwidth = power, bandwidth
             self.realised_delay = np.zeros(k)
             self._round_done = env.event()
             self._pending_done = n_active
@@ -123,12 +183,13 @@ class RoundLoop:
             yield self._round_done
             t_comm = float(self.realised_delay.max(initial=0.0))
 
-            self.workload.tokens_delivered(env.now, tokens)
-            self.recorder.round(
+            workload.tokens_delivered(env.now, tokens)
+            recorder.round(
                 round=r, start=start, draft=t_draft, verify=t_ver, comm=t_comm,
                 duration=env.now - start, active=active, gamma=gamma, accepted=accepted,
                 tokens=tokens, rejected=rejected, mode=self.mode, power=power,
                 bandwidth=bandwidth, delay=self.realised_delay, g_ul=g_ul, g_dl=g_dl,
+                planned=self.delay if dynamic_csi else None, distance=distance,
             )
             self.rounds_done = r + 1
             if self.progress is not None:

@@ -24,7 +24,11 @@ class EdgeServer:
 
     def verify(self, env, batch_size):
         """SimPy: the batched forward pass, T_ver0 + K_b T_ver1."""
-        duration = self.system.verification_s(batch_size)
+        system = self.system
+        # System.verification_s in Python floats (the same IEEE operations, without numpy's
+        # per-call cost): T_ver0 + K_b T_ver1, 0 for an empty batch
+        duration = (system.verify_fixed_s + float(batch_size) * system.verify_per_device_s
+                    if batch_size > 0 else 0.0)
         yield env.timeout(duration)
         return duration
 

@@ -8,6 +8,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
 import simpy
 import yaml
 
@@ -15,6 +16,7 @@ from .. import __version__
 from ..outputs.metadata import output_folder, run_metadata
 from ..outputs.records import read_table
 from ..outputs.recorder import Recorder
+from ..outputs.requests import RequestLog
 from ..policies import make_draft_controller, make_reactive_policy
 from ..scenario import dump_scenario_yaml, load_scenario
 from .channel import OFDMAChannel
@@ -22,7 +24,8 @@ from .population import build_population
 from .round import RoundLoop
 from .server import EdgeServer
 from .streams import RandomStreams
-from .workload import Saturated
+from .topology import Mover, read_graphml_positions
+from .workload import PoissonArrivals, Saturated, TraceArrivals, read_trace
 
 
 class Result:
@@ -58,6 +61,11 @@ class Result:
     def devices(self):
         return self.table("devices")
 
+    @property
+    def requests(self):
+        """requests.csv (queueing workloads): one row per request that arrived."""
+        return self.table("requests")
+
     def __repr__(self):
         s = self.summary
         return (f"Result({s['rounds']} rounds, goodput {s['goodput_tps']:.2f} tokens/s, "
@@ -65,11 +73,16 @@ class Result:
 
 
 class Progress:
-    """Rounds done, rounds/s and time left on stderr, at most twice a second."""
+    """Rounds done, rounds/s and time left on stderr, at most twice a second.
 
-    def __init__(self, total, stream=sys.stderr):
+    With a simulated-time limit (``max_time_s``) the time left is estimated from whichever limit
+    is nearer (queueing runs usually stop on time, not on a round count).
+    """
+
+    def __init__(self, total, stream=sys.stderr, max_time_s=None):
         self.total = total
         self.stream = stream
+        self.max_time_s = max_time_s
         self.t0 = time.perf_counter()
         self.last = 0.0
 
@@ -80,8 +93,12 @@ class Progress:
         if t - self.last < 0.5 and done != self.total:
             return
         self.last = t
-        rate = done / max(t - self.t0, 1e-9)
-        left = (self.total - done) / rate if rate > 0 else float("inf")
+        elapsed = max(t - self.t0, 1e-9)
+        rate = done / elapsed
+        frac = done / self.total
+        if self.max_time_s:
+            frac = max(frac, min(now / self.max_time_s, 1.0))
+        left = elapsed * (1 - frac) / frac if frac > 0 else float("inf")
         self.stream.write(f"\rround {done}/{self.total}  {rate:,.0f} rounds/s  {left:,.0f} s left ")
         if done == self.total:
             self.stream.write("\n")
@@ -111,8 +128,36 @@ def _stop_on_interrupt(loop):
         signal.signal(signal.SIGINT, previous)
 
 
-def build_workload(scenario, population, streams):
-    return Saturated(population.system.k)
+def write_topology(path, population):
+    """The topology graph as GraphML (server and device nodes with positions at the start)."""
+    import networkx as nx
+
+    nx.write_graphml(population.graph, path)
+
+
+def read_inputs(scenario):
+    """Files a scenario refers to (trace, GraphML), read and checked before anything is written."""
+    inputs = {}
+    if scenario.workload.arrivals == "trace":
+        inputs["trace"] = read_trace(scenario.workload.trace_file, scenario.devices.count)
+    if scenario.topology.layout == "graphml":
+        inputs["graphml"] = read_graphml_positions(scenario.topology.graphml_file,
+                                                   scenario.devices.count)
+    return inputs
+
+
+def build_workload(scenario, population, streams, env=None, log=None, inputs=None):
+    """The scenario's workload (``workload.arrivals``); queueing ones start their SimPy
+    arrival processes in ``env`` and write their requests to ``log``."""
+    w = scenario.workload
+    k = population.system.k
+    if w.arrivals == "saturated":
+        return Saturated(k)
+    if w.arrivals == "poisson":
+        rates = np.broadcast_to(np.asarray(w.rate_per_s, dtype=float), (k,))
+        return PoissonArrivals(env, rates, w, population.tasks, streams.arrivals, log)
+    trace = (inputs or {}).get("trace") or read_trace(w.trace_file, k)
+    return TraceArrivals(env, trace, w, population.tasks, streams.arrivals, log)
 
 
 def simulate(scenario, out=None, *, results_dir=None, progress=False, command_line=None):
@@ -125,6 +170,7 @@ def simulate(scenario, out=None, *, results_dir=None, progress=False, command_li
     """
     if not hasattr(scenario, "devices"):
         scenario = load_scenario(scenario)
+    inputs = read_inputs(scenario)
     tmp = None
     if out is None and results_dir is None:
         tmp = tempfile.TemporaryDirectory(prefix="multispin-")
@@ -134,32 +180,79 @@ def simulate(scenario, out=None, *, results_dir=None, progress=False, command_li
 
     wall0 = time.perf_counter()
     streams = RandomStreams(scenario.seed)
-    population = build_population(scenario, streams.devices)
+    population = build_population(scenario, streams.devices, streams.topology, streams.shadowing,
+                                   inputs.get("graphml"))
     system = population.system
     policy = scenario.policy
+    ch = scenario.channel
+    moving = scenario.mobility.model != "none"
     controller = make_draft_controller(
         policy.draft, draft_length=population.draft_length, max_draft=policy.max_draft,
         update=policy.draft_update, saa_samples=policy.saa_samples, mode=policy.mode,
     )
     env = simpy.Environment()
-    channel = OFDMAChannel(system, streams.fading, scenario.channel.fading, scenario.channel.reciprocal)
+    coherence = None if ch.coherence_time_ms is None else ch.coherence_time_ms * 1e-3
+    channel = OFDMAChannel(system, streams.fading, ch.fading, ch.reciprocal,
+                           doppler_hz=ch.doppler_hz, coherence_s=coherence, moving=moving)
     server = EdgeServer(system, make_reactive_policy(policy.mode), streams.policy, streams.acceptance)
-    workload = build_workload(scenario, population, streams)
-    recorder = Recorder(folder, system.k)
+    recorder = Recorder(folder, system.k, planned=channel.dynamic_csi, distance=moving)
+    log = None
+    if scenario.workload.arrivals != "saturated":
+        log = RequestLog(folder / "requests.csv", system.k)
+    workload = build_workload(scenario, population, streams, env, log, inputs)
+    mover = Mover(scenario, population, streams.mobility, streams.shadowing) if moving else None
     show = progress and sys.stderr.isatty()
     loop = RoundLoop(env, population, channel, server, controller, workload, streams, recorder,
                      scenario.run.rounds, scenario.run.max_time_s,
-                     progress=Progress(scenario.run.rounds) if show else None)
+                     progress=Progress(scenario.run.rounds, max_time_s=scenario.run.max_time_s)
+                     if show else None,
+                     tick_period_s=scenario.workload.tick_period_s, mover=mover)
     main = env.process(loop.run(env))
     try:
         with _stop_on_interrupt(loop):
             env.run(until=main)
+    except BaseException:
+        if log is not None:
+            log.close()  # what was written stays a valid CSV
+        raise
     finally:
         recorder.close()
     complete = not loop.stop_requested
+    requests = workload.finish(env.now)
+    if log is not None:
+        log.close()
     wall = time.perf_counter() - wall0
     recorder.write_devices(population)
+    write_topology(folder / "topology.graphml", population)
     summary = recorder.stats.summary()
+    warnings = []
+    if requests is not None:
+        stats = recorder.stats
+        requests["server_utilisation"] = ((stats.sim_time - stats.idle_time) / stats.sim_time
+                                          if stats.sim_time > 0 else 0.0)
+        summary["requests"] = requests
+        if requests["warnings"]:
+            devices = ", ".join(w.split(":")[0].split()[1] for w in requests["warnings"])
+            warnings.append(
+                f"queues grow without bound at device(s) {devices}: requests arrive faster than "
+                "these devices are served, so their latencies grow with the run length (see "
+                "requests.warnings in summary.json)")
+        longest = summary["duration_s"]["max"]
+        if stats.sim_time > 0 and longest > 0.05 * stats.sim_time:
+            warnings.append(
+                f"one round took {longest:.4g} s ({longest / stats.sim_time:.0%} of the run): a "
+                "correction in a deep fade; with one fading block per round the correction delay "
+                "has an infinite mean (MODEL.md section 8), so queues and means depend on such "
+                "rounds -- channel.coherence_time_ms bounds them physically")
+    if channel.dynamic_csi:
+        summary.setdefault("delays", {}).update(
+            transmissions=channel.transmissions, over_several_blocks=channel.multi_block,
+            blocks_per_transmission=(channel.blocks_used / channel.transmissions
+                                     if channel.transmissions else 0.0))
+    if warnings:
+        summary["warnings"] = warnings
+        for w in warnings:
+            print(f"warning: {w}", file=sys.stderr)
     summary.update(complete=complete, wall_time_s=wall,
                    rounds_per_s=summary["rounds"] / wall if wall > 0 else 0.0)
     (folder / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")

@@ -15,6 +15,8 @@ STREAMS = (
     "policy",      # randomised reactive policies (random split)
     "controller",  # sample average approximation in draft-length search
     "mobility",    # device movement
+    "topology",    # device bearings of the annulus layout
+    "shadowing",   # log-normal shadowing: initial values and their changes as devices move
 )
 
 

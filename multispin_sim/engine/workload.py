@@ -1,17 +1,45 @@
-"""Workload: which devices have work in a round. The paper's setting is saturated."""
+"""Workload: which devices have work in a round, and the requests behind it.
+
+- ``Saturated``: every device always has work (the paper, MODEL.md section 2).
+- ``PoissonArrivals`` / ``TraceArrivals``: requests arrive per device (a SimPy process per device,
+  or one replaying a trace) into a FIFO queue per device; a device joins a round only when it has
+  a request, and the round serves the head of its queue; the server idles until an arrival
+  (``work_event``). Each request needs its length in tokens; the tokens of every round it joins
+  count towards it, and it leaves at the end of the round that completes it.
+
+The interface the round loop uses: ``saturated``, ``has_work()``, ``work_event(env)``,
+``start_round(now) -> active (K,) bool``, ``remaining() -> (K,) or None``,
+``tokens_delivered(now, tokens)``, ``finish(now) -> summary dict or None``.
+"""
+import csv
+import math
+from collections import deque
+
 import numpy as np
+
+from ..model.queueing import draw_lengths
+from ..scenario import ScenarioError
 
 
 class Saturated:
     """Every device always has tokens to generate (MODEL.md section 2)."""
 
     name = "saturated"
+    saturated = True
 
     def __init__(self, k):
         self._all = np.ones(k, dtype=bool)
 
-    def active(self, now):
+    def start_round(self, now):
         return self._all
+
+    active = start_round
+
+    def has_work(self):
+        return True
+
+    def exhausted(self):
+        return False
 
     def remaining(self):
         return None
@@ -23,3 +51,316 @@ class Saturated:
 
     def tokens_delivered(self, now, tokens):
         """Account the tokens each device got from the round that ended at ``now``."""
+
+    def finish(self, now):
+        return None
+
+
+class Request:
+    """One request: ``length`` tokens wanted by ``device``; times in simulated seconds."""
+
+    __slots__ = ("id", "device", "arrival", "length", "remaining", "start", "first", "rounds")
+
+    def __init__(self, rid, device, arrival, length):
+        self.id = rid
+        self.device = device
+        self.arrival = arrival
+        self.length = length
+        self.remaining = length
+        self.start = math.nan
+        self.first = math.nan
+        self.rounds = 0
+
+
+class Lengths:
+    """Request lengths of one device, drawn in blocks from its own generator."""
+
+    def __init__(self, workload, rng, task, block=256):
+        self.model = workload.length
+        self.mean = workload.length_tokens
+        self.sigma = workload.length_sigma
+        self.values = workload.length_values
+        self.rng = rng
+        self.block = block
+        self.fixed = None
+        if self.model == "per-task":
+            self.fixed = int(workload.length_per_task.get(task, workload.length_tokens))
+        elif self.model == "fixed":
+            self.fixed = int(workload.length_tokens)
+        self._buf = []
+
+    def next(self):
+        if self.fixed is not None:
+            return self.fixed
+        if not self._buf:
+            self._buf = draw_lengths(self.rng, self.block, self.model, self.mean, self.sigma,
+                                     self.values).tolist()[::-1]
+        return self._buf.pop()
+
+
+def device_generators(rng, k):
+    """Two independent generators per device (arrival times, lengths) from the arrivals stream:
+    changing one device's rate or the length model leaves every other draw unchanged."""
+    children = np.random.SeedSequence(rng.integers(2**63, size=4).tolist()).spawn(2 * k)
+    gens = [np.random.Generator(np.random.PCG64(c)) for c in children]
+    return gens[0::2], gens[1::2]
+
+
+class QueueingWorkload:
+    """FIFO queues of requests per device; arrivals are added by subclasses' SimPy processes.
+
+    Tracks, per device, the time integrals of the number of requests in the system (waiting or
+    in service) and of the number waiting, for time averages (Little's law: the mean number in
+    system equals the arrival rate times the mean time in system on the same sample path).
+    ``log``: an ``outputs.requests.RequestLog`` (requests.csv and the request statistics).
+    """
+
+    name = "queueing"
+    saturated = False
+
+    def __init__(self, k, log=None, cap_to_remaining=True, snapshots=512):
+        self.k = k
+        self.log = log
+        self.cap = cap_to_remaining
+        self.queues = [deque() for _ in range(k)]
+        self.serving = [None] * k
+        self.n = [0] * k
+        self.n_wait = [0] * k
+        self.area = [0.0] * k
+        self.wait_area = [0.0] * k
+        self.last = [0.0] * k
+        self.arrived = [0] * k
+        self.completed = [0] * k
+        self.in_system = 0
+        self.useful_tokens = 0
+        self.next_id = 0
+        self._active = np.zeros(k, dtype=bool)
+        self._remaining = np.zeros(k, dtype=np.int64)
+        self._serving_idx = []
+        self._waiter = None
+        self._snap_every = 1
+        self._snap_count = 0
+        self._snap_max = snapshots
+        self.snapshots = []  # (time, in system per device, arrived per device)
+
+    # -- bookkeeping ---------------------------------------------------------------------------
+    def _account(self, k, now):
+        dt = now - self.last[k]
+        if dt:
+            self.area[k] += self.n[k] * dt
+            self.wait_area[k] += self.n_wait[k] * dt
+            self.last[k] = now
+
+    def arrive(self, k, now, length):
+        """A request of ``length`` tokens arrives at device ``k`` at ``now``."""
+        self._account(k, now)
+        self.queues[k].append(Request(self.next_id, k, now, int(length)))
+        self.next_id += 1
+        self.n[k] += 1
+        self.n_wait[k] += 1
+        self.arrived[k] += 1
+        self.in_system += 1
+        self._active[k] = True
+        if self._waiter is not None:
+            waiter, self._waiter = self._waiter, None
+            waiter.succeed()
+
+    # -- the round loop's interface ------------------------------------------------------------
+    def has_work(self):
+        return self.in_system > 0
+
+    def exhausted(self):
+        """True when no request will ever arrive again."""
+        return False
+
+    def work_event(self, env):
+        """An event that fires at the next arrival."""
+        if self._waiter is None:
+            self._waiter = env.event()
+        return self._waiter
+
+    def wait_for_work(self, env):
+        """SimPy: return when some device has work."""
+        while not self.has_work():
+            yield self.work_event(env)
+
+    def start_round(self, now):
+        """A round starts at ``now``: every device with a request joins; a head-of-line request
+        not yet in service enters service. Returns the active mask (K,) (do not modify)."""
+        serving = self.serving
+        idx = []
+        for k in range(self.k):
+            if self.n[k]:
+                idx.append(k)
+                if serving[k] is None:
+                    req = self.queues[k][0]
+                    req.start = now
+                    serving[k] = req
+                    self._account(k, now)
+                    self.n_wait[k] -= 1
+                    self._remaining[k] = req.remaining
+        self._serving_idx = idx
+        self._snapshot(now)
+        return self._active
+
+    def remaining(self):
+        """Tokens the head-of-line request of each device still needs (0 when idle), or None
+        when draft lengths are not capped to it."""
+        return self._remaining.copy() if self.cap else None
+
+    def tokens_delivered(self, now, tokens):
+        serving = self.serving
+        for k in self._serving_idx:
+            req = serving[k]
+            got = int(tokens[k])
+            if req.rounds == 0:
+                req.first = now
+            req.rounds += 1
+            self.useful_tokens += min(got, req.remaining)
+            req.remaining -= got
+            if req.remaining > 0:
+                self._remaining[k] = req.remaining
+                continue
+            self._account(k, now)
+            self.queues[k].popleft()
+            serving[k] = None
+            self.n[k] -= 1
+            self.completed[k] += 1
+            self.in_system -= 1
+            self._remaining[k] = 0
+            if not self.n[k]:
+                self._active[k] = False
+            if self.log is not None:
+                self.log.write(req.id, k, req.arrival, req.start, req.first, now, req.length,
+                               req.rounds)
+
+    def _snapshot(self, now):
+        self._snap_count += 1
+        if self._snap_count < self._snap_every:
+            return
+        self._snap_count = 0
+        self.snapshots.append((now, list(self.n), list(self.arrived)))
+        if len(self.snapshots) >= self._snap_max:
+            self.snapshots = self.snapshots[::2]
+            self._snap_every *= 2
+
+    def finish(self, now):
+        """The run ended at ``now``: close the time integrals, write the unfinished requests
+        (NaN for what did not happen), and return the request summary."""
+        for k in range(self.k):
+            self._account(k, now)
+        if self.log is None:
+            return None
+        for k in range(self.k):
+            for req in self.queues[k]:
+                self.log.write(req.id, k, req.arrival, req.start,
+                               req.first if req.rounds else math.nan, math.nan, req.length,
+                               req.rounds, finished=False)
+        return self.log.summary(
+            now, area=self.area, wait_area=self.wait_area, arrived=self.arrived,
+            completed=self.completed, in_system=self.n, useful_tokens=self.useful_tokens,
+            warnings=self.stability_warnings(now))
+
+    def stability_warnings(self, now):
+        """Devices whose queue grows without bound, one line each.
+
+        Flagged: a queue at the end longer than chance allows for a stable queue fed by the
+        same arrivals (more than 10 and more than 3 sqrt(arrivals) requests) and still growing
+        over the second half of the run: the device is served slower than its requests arrive.
+        """
+        if not self.snapshots or now <= 0:
+            return []
+        t_mid, n_mid, _ = min(self.snapshots, key=lambda s: abs(s[0] - now / 2))
+        out = []
+        for k in range(self.k):
+            arrivals = self.arrived[k]
+            if self.n[k] > max(10.0, 3.0 * math.sqrt(arrivals + 1.0)) and self.n[k] > n_mid[k]:
+                out.append(f"device {k}: {n_mid[k]} requests at {t_mid:.4g} s, {self.n[k]} at the "
+                           f"end ({arrivals / now:.3g} arrivals/s, {self.completed[k] / now:.3g} "
+                           "served/s)")
+        return out
+
+
+class PoissonArrivals(QueueingWorkload):
+    """Poisson arrivals per device at ``rates`` (K,), one SimPy process per device."""
+
+    name = "poisson"
+
+    def __init__(self, env, rates, workload, tasks, rng, log=None):
+        k = len(rates)
+        super().__init__(k, log, workload.cap_draft_to_remaining)
+        times, lengths = device_generators(rng, k)
+        for i in range(k):
+            env.process(self._arrivals(env, i, float(rates[i]), times[i],
+                                       Lengths(workload, lengths[i], tasks[i])))
+
+    def _arrivals(self, env, k, rate, rng, lengths, block=256):
+        while True:
+            for gap in (rng.standard_exponential(block) / rate).tolist():
+                yield env.timeout(gap)
+                self.arrive(k, env.now, lengths.next())
+
+
+def read_trace(path, k):
+    """(times, devices, tokens or None) of a trace CSV with columns time_s, device[, tokens]."""
+    key = "workload.trace_file"
+    fix = "expected a CSV with a header time_s,device[,tokens] and one arrival per row"
+    try:
+        with open(path, newline="", encoding="utf-8") as f:
+            rows = list(csv.reader(f))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ScenarioError(key, f"cannot read {path!r}: {exc}", fix) from None
+    if not rows:
+        raise ScenarioError(key, f"{path!r} is empty", fix)
+    header = [h.strip() for h in rows[0]]
+    if "time_s" not in header or "device" not in header:
+        raise ScenarioError(key, f"{path!r} has columns {header}", fix)
+    it, idev = header.index("time_s"), header.index("device")
+    itok = header.index("tokens") if "tokens" in header else None
+    times, devices, tokens = [], [], []
+    for line, row in enumerate(rows[1:], start=2):
+        if not row or all(not c.strip() for c in row):
+            continue
+        try:
+            t, d = float(row[it]), int(row[idev])
+            n = int(row[itok]) if itok is not None else 0
+        except (ValueError, IndexError):
+            raise ScenarioError(key, f"{path!r} line {line}: {','.join(row)!r} is not valid",
+                                fix) from None
+        if not (math.isfinite(t) and t >= 0) or not 0 <= d < k or (itok is not None and n < 1):
+            raise ScenarioError(key, f"{path!r} line {line}: {','.join(row)!r} is out of range",
+                                f"expected time_s >= 0, 0 <= device < devices.count ({k}) and "
+                                "tokens >= 1")
+        times.append(t)
+        devices.append(d)
+        tokens.append(n)
+    order = np.argsort(np.asarray(times), kind="stable")
+    times = np.asarray(times, dtype=float)[order]
+    devices = np.asarray(devices, dtype=np.int64)[order]
+    tokens = np.asarray(tokens, dtype=np.int64)[order] if itok is not None else None
+    return times, devices, tokens
+
+
+class TraceArrivals(QueueingWorkload):
+    """Arrivals replayed from a trace (times, devices, tokens or None: lengths then drawn)."""
+
+    name = "trace"
+
+    def __init__(self, env, trace, workload, tasks, rng, log=None):
+        k = len(tasks)
+        super().__init__(k, log, workload.cap_draft_to_remaining)
+        _, gens = device_generators(rng, k)
+        self._lengths = [Lengths(workload, gens[i], tasks[i]) for i in range(k)]
+        self._left = len(trace[0])
+        env.process(self._replay(env, *trace))
+
+    def exhausted(self):
+        return self._left == 0
+
+    def _replay(self, env, times, devices, tokens):
+        for i, (t, k) in enumerate(zip(times.tolist(), devices.tolist())):
+            if t > env.now:
+                yield env.timeout(t - env.now)
+            n = int(tokens[i]) if tokens is not None else self._lengths[k].next()
+            self._left -= 1
+            self.arrive(k, env.now, n)

@@ -4,8 +4,13 @@ Modules are named for the part of the model they compute:
 
 - ``units``: dB / dBm conversions.
 - ``pathloss``: large-scale gain G(d).
-- ``fading``: small-scale fading draws (Rayleigh block fading).
+- ``shadowing``: log-normal shadowing and its correlation over the distance moved.
+- ``fading``: small-scale fading draws (Rayleigh block fading, Gauss-Markov with Jakes
+  correlation J0(2 pi f_D dt)), and delivery over consecutive fading blocks.
 - ``rates``: noise power and Shannon rate of an OFDMA link.
+- ``topology``: positions and distances in the plane.
+- ``mobility``: random-waypoint movement (path loss clamped at the 1 m reference distance).
+- ``queueing``: request lengths and the M/G/1 oracle (rounds per request, Pollaczek-Khinchine).
 - ``payload``: size in bits of one transmitted distribution.
 - ``speculative``: draft outcomes (accepted drafts, tokens, rejection) and E[N].
 - ``latency``: drafting and batched-verification latency.

@@ -2,6 +2,11 @@
 
 ``rounds.csv`` (one row per round) and ``device_rounds.csv`` (one row per active device per
 round) stream to disk in chunks while the run goes; ``RunStatistics`` keeps the totals.
+``requests.csv`` (queueing workloads) is written by ``outputs.requests.RequestLog``.
+
+Optional ``device_rounds.csv`` columns: ``planned_delay_s`` (when fading blocks are shorter than
+rounds: the delay the decision planned on the CSI at its start, beside the realised
+``delay_s``) and ``distance_m`` (moving devices: the distance at the round start).
 """
 import numpy as np
 
@@ -26,12 +31,19 @@ _MODE_STR = np.array(["", "ul", "dl"], dtype=object)
 class Recorder:
     """Receives each finished round from the engine and writes it out."""
 
-    def __init__(self, folder, k, chunk_rounds=1024):
+    def __init__(self, folder, k, chunk_rounds=1024, planned=False, distance=False):
         self.folder = folder
         self.k = k
         self.stats = RunStatistics(k)
         self.rounds_csv = ChunkedCsv(folder / "rounds.csv", ROUND_COLUMNS, capacity=chunk_rounds)
-        self.device_csv = ChunkedCsv(folder / "device_rounds.csv", DEVICE_ROUND_COLUMNS,
+        columns = dict(DEVICE_ROUND_COLUMNS)
+        if planned:
+            columns["planned_delay_s"] = float
+        if distance:
+            columns["distance_m"] = float
+        self._planned = planned
+        self._distance = distance
+        self.device_csv = ChunkedCsv(folder / "device_rounds.csv", columns,
                                      capacity=chunk_rounds * k)
         self._index = np.arange(k)
 
@@ -39,7 +51,8 @@ class Recorder:
         self.stats.add_idle(duration)
 
     def round(self, *, round, start, draft, verify, comm, duration, active, gamma, accepted,
-              tokens, rejected, mode, power, bandwidth, delay, g_ul, g_dl):
+              tokens, rejected, mode, power, bandwidth, delay, g_ul, g_dl, planned=None,
+              distance=None):
         n_ul = int(np.count_nonzero(mode == 1))
         n_dl = int(np.count_nonzero(mode == 2))
         n_active = int(np.count_nonzero(active))
@@ -51,18 +64,25 @@ class Recorder:
             "duration_s": duration, "batch_size": n_active, "n_rejected": n_rej,
             "n_ul": n_ul, "n_dl": n_dl, "tokens": total,
         })
+        if self._planned:
+            self.stats.add_delays(planned, delay, rejected, comm)
         if n_active == self.k:
             sel = slice(None)
         else:
             sel = active
             mode, power, delay, g_ul, g_dl = mode[sel], power[sel], delay[sel], g_ul[sel], g_dl[sel]
             gamma, accepted, tokens, rejected = gamma[sel], accepted[sel], tokens[sel], rejected[sel]
-        self.device_csv.put(n_active, {
+        values = {
             "round": round, "device": self._index[sel], "draft_len": gamma, "accepted": accepted,
             "tokens": tokens, "rejected": rejected, "mode": _MODE_STR[mode], "power_w": power,
             "bandwidth_hz": np.where(mode > 0, bandwidth, 0.0) if n_rej else 0.0,
             "delay_s": delay, "gain_ul": g_ul, "gain_dl": g_dl,
-        })
+        }
+        if self._planned:
+            values["planned_delay_s"] = planned[sel]
+        if self._distance:
+            values["distance_m"] = distance[sel]
+        self.device_csv.put(n_active, values)
 
     def close(self):
         self.rounds_csv.close()

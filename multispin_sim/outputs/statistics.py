@@ -70,6 +70,7 @@ class RunStatistics:
         self.ul = 0
         self.dl = 0
         self.sim_time = 0.0
+        self.idle_time = 0.0
         self.n_batches = n_batches
         self.batch_size = 1
         self._batch_tokens = []
@@ -79,6 +80,7 @@ class RunStatistics:
         self._cur_rounds = 0
         self.duration = _Growing()
         self.comm = _Growing()
+        self._delays = None  # planned vs realised corrections (fading blocks shorter than rounds)
 
     def add_round(self, duration, comm, tokens, total, draft_len, active, n_active, n_rejected,
                   n_ul, n_dl):
@@ -103,7 +105,26 @@ class RunStatistics:
     def add_idle(self, duration):
         """Time the server spent with no work (queueing workloads): counts in the goodput."""
         self.sim_time += duration
+        self.idle_time += duration
         self._cur_time += duration
+
+    def add_delays(self, planned, realised, rejected, comm):
+        """One round's corrections: delays planned on the CSI at their start vs realised."""
+        if self._delays is None:
+            self._delays = {"ratio": _Growing(), "diff": _Growing(), "planned_comm": 0.0,
+                            "realised_comm": 0.0, "n": 0, "longer": 0, "shorter": 0}
+        d = self._delays
+        d["realised_comm"] += comm
+        if not rejected.any():
+            return
+        p, r = planned[rejected], realised[rejected]
+        d["planned_comm"] += float(p.max())
+        d["n"] += p.size
+        d["longer"] += int(np.count_nonzero(r > p))
+        d["shorter"] += int(np.count_nonzero(r < p))
+        for a, b in zip((r / p).tolist(), (r - p).tolist()):
+            d["ratio"].add(a)
+            d["diff"].add(b)
 
     def _close_batch(self):
         self._batch_tokens.append(self._cur_tokens)
@@ -134,4 +155,18 @@ class RunStatistics:
             "dl_corrections": int(self.dl),
             "duration_s": _describe(self.duration.values()),
             "comm_s": _describe(self.comm.values()),
+        } | ({"delays": self._delay_summary()} if self._delays is not None else {})
+
+    def _delay_summary(self):
+        d = self._delays
+        n = max(d["n"], 1)
+        return {
+            "corrections": d["n"],
+            "longer_than_planned": d["longer"] / n,
+            "shorter_than_planned": d["shorter"] / n,
+            "realised_over_planned": _describe(d["ratio"].values())
+            | {"p05": float(np.quantile(d["ratio"].values(), 0.05)) if d["n"] else 0.0},
+            "realised_minus_planned_s": _describe(d["diff"].values()),
+            "comm_time_planned_s": d["planned_comm"],
+            "comm_time_realised_s": d["realised_comm"],
         }

@@ -15,13 +15,16 @@ from .loading import (apply_overrides, dump_scenario_yaml, load_scenario, parse_
 from .params import FrozenMap
 from .presets import DEFAULT_MODEL_PAIR, MODEL_PAIRS, TASKS, ModelPair
 from .reference import reference_markdown, reference_rows
-from .schema import (Channel, DeviceOverride, Devices, Payload, Policy, Run, Scenario, Server,
-                     DEVICE_TASKS, DRAFT_POLICIES, DRAFT_UPDATES, FADING_MODELS, POLICY_MODES)
+from .schema import (Channel, DeviceOverride, Devices, Mobility, Payload, Policy, Run, Scenario,
+                     Server, Topology, Workload, ARRIVAL_MODELS, DEVICE_TASKS, DRAFT_POLICIES,
+                     DRAFT_UPDATES, FADING_MODELS, LENGTH_MODELS, MOBILITY_MODELS, POLICY_MODES,
+                     TOPOLOGY_LAYOUTS)
 
 __all__ = [
     "Scenario", "ScenarioError", "load_scenario", "scenario_to_dict", "dump_scenario_yaml",
     "parse_set_options", "MODEL_PAIRS", "TASKS", "reference_rows", "reference_markdown",
     "apply_overrides", "resolve_scenario", "FrozenMap", "ModelPair", "DEFAULT_MODEL_PAIR",
-    "Devices", "DeviceOverride", "Server", "Channel", "Payload", "Policy", "Run",
-    "DEVICE_TASKS", "FADING_MODELS", "POLICY_MODES", "DRAFT_POLICIES", "DRAFT_UPDATES",
+    "Devices", "DeviceOverride", "Server", "Channel", "Payload", "Policy", "Run", "Workload",
+    "Topology", "Mobility", "DEVICE_TASKS", "FADING_MODELS", "POLICY_MODES", "DRAFT_POLICIES",
+    "DRAFT_UPDATES", "ARRIVAL_MODELS", "LENGTH_MODELS", "TOPOLOGY_LAYOUTS", "MOBILITY_MODELS",
 ]

@@ -9,6 +9,7 @@ fields, nothing else needs to change.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Mapping
 from typing import Callable, ClassVar, Optional, Union
@@ -20,17 +21,23 @@ from .presets import DEFAULT_MODEL_PAIR, MODEL_PAIRS, TASKS
 
 __all__ = [
     "Scenario", "Devices", "DeviceOverride", "Server", "Channel", "Payload", "Policy", "Run",
+    "Workload", "Topology", "Mobility",
     "FADING_MODELS", "DEVICE_TASKS", "POLICY_MODES", "DRAFT_POLICIES", "DRAFT_UPDATES",
+    "ARRIVAL_MODELS", "LENGTH_MODELS", "TOPOLOGY_LAYOUTS", "MOBILITY_MODELS",
     "MAX_DRAFT_LIMIT", "EXHAUSTIVE_MAX_DEVICES", "DEFAULT_DL_POWER_RATIO", "CROSS_CHECKS",
     "cross_check",
 ]
 
 # Allowed values (module-level so later issues extend them in one place).
-FADING_MODELS: tuple[str, ...] = ("rayleigh", "none")
+FADING_MODELS: tuple[str, ...] = ("rayleigh", "none", "gauss-markov")
 DEVICE_TASKS: tuple[str, ...] = ("uniform",) + TASKS
 POLICY_MODES: tuple[str, ...] = ("optimal", "all-ul", "all-dl", "random", "exhaustive")
 DRAFT_POLICIES: tuple[str, ...] = ("fixed", "greedy", "uniform", "computation-only", "budget")
 DRAFT_UPDATES: tuple[str, ...] = ("every-round", "once")
+ARRIVAL_MODELS: tuple[str, ...] = ("saturated", "poisson", "trace")
+LENGTH_MODELS: tuple[str, ...] = ("fixed", "geometric", "lognormal", "empirical", "per-task")
+TOPOLOGY_LAYOUTS: tuple[str, ...] = ("annulus", "coordinates", "graphml")
+MOBILITY_MODELS: tuple[str, ...] = ("none", "random-waypoint")
 MAX_DRAFT_LIMIT = 64            # upper bound of policy.max_draft
 EXHAUSTIVE_MAX_DEVICES = 16     # mode "exhaustive" tries 2^K UL/DL assignments
 DEFAULT_DL_POWER_RATIO = 4.0    # P_dl = 4 x P_ul (10 mW) = 40 mW = 16.02 dBm when no DL key given
@@ -123,10 +130,27 @@ class Channel(Params):
     ref_gain_db: float = param(-30.0, "Large-scale gain G_0 at 1 m", unit="dB")
     pathloss_exponent: float = param(3.5, "Path-loss exponent eta: G = G_0 (d / 1 m)^-eta",
                                      check=gt(0))
-    fading: str = param("rayleigh", "Small-scale fading: 'rayleigh' (|h|^2 ~ Exp(1), redrawn "
-                        "every round) or 'none' (|h|^2 = 1)", choices=FADING_MODELS)
+    fading: str = param("rayleigh", "Small-scale fading: 'rayleigh' (|h|^2 ~ Exp(1), i.i.d. "
+                        "per block), 'none' (|h|^2 = 1) or 'gauss-markov' (h ~ CN(0,1) correlated "
+                        "over time: rho = J0(2 pi doppler_hz dt) over the time dt elapsed)",
+                        choices=FADING_MODELS)
     reciprocal: bool = param(True, "UL and DL gains are the same draw (true) or independent "
                              "draws (false)")
+    doppler_hz: float = param(10.0, "Maximum Doppler frequency f_D of 'gauss-markov' fading "
+                              "(f_D = v f_c / c: about 10 Hz walking, 200 Hz at 60 km/h, at "
+                              "3.5 GHz)", unit="Hz", check=ge(0))
+    coherence_time_ms: Optional[float] = param(
+        None, "Fading block length T_c: null = one block per round, drawn at its start (the "
+        "paper); a number = blocks of T_c on a fixed time grid, so a correction longer than T_c "
+        "continues over new blocks (its bits accumulate at each block's rate) and the reactive "
+        "decision uses the block at its start (rule of thumb T_c = 0.423 / f_D)", unit="ms",
+        check=gt(0))
+    shadowing_db: float = param(0.0, "Standard deviation sigma of log-normal shadowing on the "
+                                "large-scale gain (0: none); drawn once per device", unit="dB",
+                                check=ge(0))
+    shadowing_decorrelation_m: float = param(
+        50.0, "Decorrelation distance of shadowing for moving devices (Gudmundson: correlation "
+        "exp(-moved / this))", unit="m", check=gt(0))
 
 
 @section
@@ -167,6 +191,91 @@ class Run(Params):
                                         "limit)", unit="s", check=gt(0))
 
 
+_POSITIVE_RATES = Check(
+    lambda v: v > 0 if isinstance(v, float) else all(x > 0 for x in v),
+    "a number > 0 or a list of devices.count numbers > 0 (one per device)", standalone=True)
+_LENGTH_LIST = Check(lambda v: all(x >= 1 for x in v), "a list of integers >= 1",
+                     standalone=True)
+_XY = Check(lambda v: True, "[x, y] in metres", standalone=True)
+_XY_LIST = Check(lambda v: True, "a list of [x, y] pairs in metres, one per device",
+                 standalone=True)
+_SPEED = number_or_range(0)
+_REGION = Check(lambda v: 0 <= v[0] <= v[1], "a range [low, high] with 0 <= low <= high",
+                standalone=True)
+
+
+@section
+class Workload(Params):
+    """Requests: arrivals per device, lengths, FIFO queues (MODEL.md section 9)."""
+
+    arrivals: str = param("saturated", "'saturated': every device always has work (the paper); "
+                          "'poisson': requests arrive per device at rate_per_s; 'trace': arrival "
+                          "times (and lengths) from trace_file", choices=ARRIVAL_MODELS)
+    rate_per_s: Union[float, tuple[float, ...]] = param(
+        0.05, "Poisson arrival rate of requests per device, one value for all or one per device",
+        unit="requests/s", check=_POSITIVE_RATES)
+    trace_file: Optional[str] = param(
+        None, "CSV of arrivals for 'trace': columns time_s, device (0-based) and optionally "
+        "tokens (else lengths come from 'length'); a relative path is relative to the working "
+        "directory")
+    length: str = param("fixed", "Request length (tokens to generate): 'fixed' (length_tokens), "
+                        "'geometric' or 'lognormal' (mean length_tokens), 'empirical' (uniform "
+                        "draws from length_values), 'per-task' (length_per_task of the device's "
+                        "task, else length_tokens)", choices=LENGTH_MODELS)
+    length_tokens: int = param(64, "Fixed request length, or the mean for 'geometric' and "
+                               "'lognormal'", unit="tokens", check=ge(1))
+    length_sigma: float = param(1.0, "Standard deviation of ln(length) for 'lognormal'",
+                                check=gt(0))
+    length_values: tuple[int, ...] = param((), "Lengths drawn uniformly for 'empirical'",
+                                           unit="tokens", check=_LENGTH_LIST)
+    length_per_task: Mapping[str, int] = param(
+        FrozenMap(), "Request length per task for 'per-task' (tasks not listed use "
+        "length_tokens)", unit="tokens", check=ge(1), keys=TASKS, key_allowed="task",
+        default_text="{}")
+    cap_draft_to_remaining: bool = param(
+        True, "Never draft more than the request still needs (gamma <= remaining - 1); false: "
+        "draft as the policy says and discard the surplus tokens of the last round")
+    tick_period_s: Optional[float] = param(
+        None, "Rounds start only on a fixed time grid of this period, even when idle (null: a "
+        "round starts as soon as the previous one ends and some device has work)", unit="s",
+        check=gt(0))
+
+
+@section
+class Topology(Params):
+    """Where the server and the devices are (a networkx graph; distances give the path loss)."""
+
+    layout: str = param("annulus", "'annulus': devices at devices.distance_m from the server at "
+                        "uniform bearings; 'coordinates': device_xy_m; 'graphml': graphml_file",
+                        choices=TOPOLOGY_LAYOUTS)
+    server_xy_m: tuple[float, float] = param((0.0, 0.0), "Server position (annulus centre)",
+                                             unit="m", check=_XY)
+    device_xy_m: tuple[tuple[float, float], ...] = param(
+        (), "Device positions for 'coordinates', one [x, y] per device", unit="m",
+        check=_XY_LIST)
+    graphml_file: Optional[str] = param(
+        None, "GraphML file for 'graphml': nodes with x and y attributes (metres); the node "
+        "with role 'server' (or id 'server') is the server, the others are the devices in file "
+        "order; a relative path is relative to the working directory")
+
+
+@section
+class Mobility(Params):
+    """Device movement between rounds (path loss and shadowing follow)."""
+
+    model: str = param("none", "'none' or 'random-waypoint' (straight legs to waypoints drawn "
+                       "uniformly in the region, at a speed drawn per leg, positions updated at "
+                       "each round start)", choices=MOBILITY_MODELS)
+    speed_mps: Union[float, tuple[float, float]] = param(
+        1.4, "Speed of each leg: one value or a range [low, high] drawn uniformly per leg",
+        unit="m/s", check=_SPEED)
+    pause_s: float = param(0.0, "Pause at each waypoint", unit="s", check=ge(0))
+    region_m: Optional[tuple[float, float]] = param(
+        None, "Annulus [r_min, r_max] around the server where waypoints are drawn (null: "
+        "devices.distance_m, or the range of the initial distances)", unit="m",
+        check=_REGION)
+
+
 @section
 class Scenario(Params):
     """A complete, validated scenario (load it with ``load_scenario``)."""
@@ -183,6 +292,9 @@ class Scenario(Params):
     payload: Payload = param(Payload(), "The distribution payload")
     policy: Policy = param(Policy(), "The control policies")
     run: Run = param(Run(), "The run")
+    workload: Workload = param(Workload(), "The requests (arrivals, lengths, queues)")
+    topology: Topology = param(Topology(), "Server and device positions")
+    mobility: Mobility = param(Mobility(), "Device movement")
 
 
 # --------------------------------------------------------------------------------------------
@@ -243,3 +355,44 @@ def _check_exhaustive(sc: Scenario) -> None:
                             "assignments per round", f"expected devices.count <= "
                             f"{EXHAUSTIVE_MAX_DEVICES} for 'exhaustive' (or mode 'optimal', "
                             "which is exact)")
+
+
+@cross_check
+def _check_workload(sc: Scenario) -> None:
+    w = sc.workload
+    count = sc.devices.count
+    if isinstance(w.rate_per_s, tuple) and len(w.rate_per_s) != count:
+        raise ScenarioError("workload.rate_per_s", f"a list of {len(w.rate_per_s)} rates is not "
+                            "allowed", f"expected one number, or a list of exactly devices.count "
+                            f"({count}) numbers")
+    if w.arrivals == "trace" and not w.trace_file:
+        raise ScenarioError("workload.trace_file", "arrivals 'trace' needs a trace file",
+                            "expected the path of a CSV with columns time_s, device[, tokens]")
+    if w.arrivals == "trace" and not os.path.isfile(w.trace_file):
+        raise ScenarioError("workload.trace_file", f"{w.trace_file!r} is not a readable file",
+                            "expected the path of a CSV with columns time_s, device[, tokens]")
+    if w.length == "empirical" and not w.length_values:
+        raise ScenarioError("workload.length_values", "length 'empirical' needs values",
+                            "expected a non-empty list of integers >= 1")
+
+
+@cross_check
+def _check_topology(sc: Scenario) -> None:
+    t = sc.topology
+    count = sc.devices.count
+    if t.layout == "coordinates":
+        if len(t.device_xy_m) != count:
+            raise ScenarioError("topology.device_xy_m", f"{len(t.device_xy_m)} positions for "
+                                f"{count} devices", f"expected exactly devices.count ({count}) "
+                                "[x, y] pairs")
+        for i, (x, y) in enumerate(t.device_xy_m):
+            if (x, y) == t.server_xy_m:
+                raise ScenarioError(f"topology.device_xy_m.{i}", "a device at the server "
+                                    "position is not allowed", "expected a distance > 0")
+    if t.layout == "graphml":
+        if not t.graphml_file:
+            raise ScenarioError("topology.graphml_file", "layout 'graphml' needs a file",
+                                "expected the path of a GraphML file")
+        if not os.path.isfile(t.graphml_file):
+            raise ScenarioError("topology.graphml_file", f"{t.graphml_file!r} is not a "
+                                "readable file", "expected the path of a GraphML file")

@@ -1,0 +1,157 @@
+"""The topology as a networkx graph (server and device nodes with positions), and mobility.
+
+``build_layout`` places the server and the devices (``topology.layout``):
+
+- ``annulus`` (default): each device at its distance d_k (drawn from ``devices.distance_m`` by the
+  ``devices`` stream, as in the paper) from the server, at a uniform bearing drawn from the
+  ``topology`` stream; the drawn distance itself feeds the path loss, so the default run keeps
+  the paper's draws exactly.
+- ``coordinates``: ``topology.device_xy_m``.
+- ``graphml``: a GraphML file with x, y node attributes; the node with role 'server' (or id
+  'server') is the server.
+
+``topology_graph`` makes the networkx graph: node ``"server"`` and nodes 0..K-1 with x_m, y_m;
+one edge server-device per device with its distance and large-scale gain.
+
+``Mover`` is the SimPy-free side of mobility: at each round start the engine asks it for the
+large-scale gains at that time (random-waypoint positions, path loss from the new distances,
+shadowing correlated over the distance moved).
+"""
+import numpy as np
+
+from ..model.mobility import RandomWaypoint, clamped_pathloss_gain
+from ..model.shadowing import shadowing_gain, shadowing_step
+from ..model.topology import annulus_positions, distances
+from ..scenario import ScenarioError
+
+GRAPHML_KEY = "topology.graphml_file"
+
+
+def read_graphml_positions(path, count):
+    """(server (2,), devices (K, 2)) from a GraphML file; ScenarioError if it does not fit."""
+    import networkx as nx
+
+    try:
+        graph = nx.read_graphml(path)
+    except Exception as exc:  # noqa: BLE001 -- any parse failure is a bad input file
+        raise ScenarioError(GRAPHML_KEY, f"cannot read {path!r} as GraphML: {exc}",
+                            "expected a GraphML file with x and y node attributes") from None
+    nodes = list(graph.nodes(data=True))
+    roles = [str(data.get("role", "")) for _, data in nodes]
+    if roles.count("server") > 1:
+        raise ScenarioError(GRAPHML_KEY, f"{path!r} has more than one server node",
+                            "expected exactly one node with role 'server'")
+    if "server" in roles:
+        server_index = roles.index("server")
+    else:
+        ids = [str(node) for node, _ in nodes]
+        server_index = ids.index("server") if "server" in ids else None
+    server, devices = None, []
+    for i, (node, data) in enumerate(nodes):
+        try:
+            xy = (float(data["x"]), float(data["y"]))
+        except (KeyError, TypeError, ValueError):
+            raise ScenarioError(GRAPHML_KEY, f"node {node!r} of {path!r} has no numeric x, y",
+                                "expected x and y attributes (metres) on every node") from None
+        if i == server_index:
+            server = xy
+        else:
+            devices.append(xy)
+    if server is None:
+        raise ScenarioError(GRAPHML_KEY, f"{path!r} has no server node",
+                            "expected one node with role 'server' (or id 'server')")
+    if len(devices) != count:
+        raise ScenarioError(GRAPHML_KEY, f"{path!r} has {len(devices)} device nodes",
+                            f"expected devices.count ({count}) device nodes")
+    server, devices = np.array(server), np.array(devices, dtype=float).reshape(-1, 2)
+    if np.any(distances(devices, server) == 0):
+        raise ScenarioError(GRAPHML_KEY, f"{path!r} has a device at the server position",
+                            "expected every device at a distance > 0")
+    return server, devices
+
+
+def build_layout(scenario, distance, rng, graphml=None):
+    """(server position (2,), device positions (K, 2), distances (K,)) of ``topology.layout``.
+
+    ``distance``: the distances drawn by the population (annulus radii); ``rng``: the topology
+    stream (bearings, annulus only); ``graphml``: the parsed (server, devices) of the GraphML
+    file if already read.
+    """
+    topo = scenario.topology
+    if topo.layout == "annulus":
+        server = np.asarray(topo.server_xy_m, dtype=float)
+        angle = rng.random(distance.size) * 2.0 * np.pi
+        return server, annulus_positions(distance, angle, server), distance
+    if topo.layout == "coordinates":
+        server = np.asarray(topo.server_xy_m, dtype=float)
+        positions = np.asarray(topo.device_xy_m, dtype=float).reshape(-1, 2)
+    else:
+        server, positions = graphml if graphml is not None else read_graphml_positions(
+            topo.graphml_file, scenario.devices.count)
+    return server, positions, distances(positions, server)
+
+
+def topology_graph(population):
+    """The networkx graph of a population: server and device nodes, server-device edges."""
+    import networkx as nx
+
+    graph = nx.Graph()
+    sx, sy = (float(v) for v in population.server_position)
+    graph.add_node("server", role="server", x_m=sx, y_m=sy)
+    for k, ((x, y), d, g, task) in enumerate(zip(population.positions.tolist(),
+                                                population.distance_m.tolist(),
+                                                population.system.pathloss.tolist(),
+                                                population.tasks)):
+        graph.add_node(k, role="device", x_m=x, y_m=y, task=task)
+        graph.add_edge("server", k, distance_m=d, large_scale_gain=g)
+    return graph
+
+
+def mobility_region(scenario, distance):
+    """The waypoint annulus: ``mobility.region_m``, else ``devices.distance_m``'s range (annulus)
+    or the range of the initial distances."""
+    m = scenario.mobility
+    if m.region_m is not None:
+        return m.region_m
+    if scenario.topology.layout == "annulus":
+        d = scenario.devices.distance_m
+        return (float(d[0]), float(d[1])) if isinstance(d, tuple) else (float(d), float(d))
+    return float(np.min(distance)), float(np.max(distance))
+
+
+class Mover:
+    """Large-scale gains of moving devices, evaluated at round starts.
+
+    gains(t) -> (K,) G_k(t) = path loss at the device's distance at t (clamped to >= 1 m) times
+    its shadowing, which decorrelates with the distance moved (Gudmundson).
+    """
+
+    def __init__(self, scenario, population, rng, shadowing_rng):
+        m = scenario.mobility
+        ch = scenario.channel
+        speed = m.speed_mps if isinstance(m.speed_mps, tuple) else (m.speed_mps, m.speed_mps)
+        self.centre = population.server_position
+        self.walk = RandomWaypoint(population.positions, self.centre,
+                                   mobility_region(scenario, population.distance_m),
+                                   speed, m.pause_s, rng)
+        self.ref_gain_db = ch.ref_gain_db
+        self.exponent = ch.pathloss_exponent
+        self.sigma_db = ch.shadowing_db
+        self.decorrelation_m = ch.shadowing_decorrelation_m
+        self.shadow_db = population.shadowing_db.copy()
+        self.shadowing_rng = shadowing_rng
+        self._travelled = np.zeros(population.system.k)
+        self.distance = population.distance_m.copy()
+
+    def gains(self, t):
+        positions = self.walk.advance(t)
+        self.distance = distances(positions, self.centre)
+        gain = clamped_pathloss_gain(self.distance, self.ref_gain_db, self.exponent)
+        if self.sigma_db > 0:
+            moved = self.walk.travelled - self._travelled
+            self._travelled = self.walk.travelled.copy()
+            z = self.shadowing_rng.standard_normal(moved.size)
+            self.shadow_db = shadowing_step(self.shadow_db, moved, self.sigma_db,
+                                            self.decorrelation_m, z)
+            gain = gain * shadowing_gain(self.shadow_db)
+        return gain

@@ -1,0 +1,136 @@
+"""Per-request records (``requests.csv``) and the request statistics of a queueing run.
+
+One row per request that arrived: ``request`` (id, in arrival order), ``device``, ``arrival_s``,
+``start_s`` (start of the first round that served it), ``first_token_s`` (end of that round: its
+first tokens), ``completion_s`` (end of the round that completed it), ``tokens`` (its length),
+``rounds`` (rounds that served it). Requests unfinished at the end of the run come last, with
+``nan`` for the times that had not happened.
+
+The summary's ``requests`` block: latency (completion - arrival), time to first token, waiting
+time (start - arrival) -- mean with a 95% batch-means interval, median, p95 -- over completed
+requests; time-average number of requests in the system (waiting or in service) and waiting, per
+device and in total; server utilisation (time in rounds / run time); throughput; and Little's
+law on the run's own sample path: time-average number in system = arrival rate x mean time in
+system, where requests still in the system count up to the end of the run (an identity).
+"""
+import math
+
+import numpy as np
+from scipy import stats
+
+from .records import CsvStream
+from .statistics import _describe
+
+REQUEST_COLUMNS = ("request", "device", "arrival_s", "start_s", "first_token_s", "completion_s",
+                   "tokens", "rounds")
+
+
+class _Values:
+    """An append-only float64 array with amortised doubling."""
+
+    def __init__(self):
+        self.data = np.empty(256)
+        self.n = 0
+
+    def add(self, value):
+        if self.n == self.data.size:
+            self.data = np.concatenate([self.data, np.empty_like(self.data)])
+        self.data[self.n] = value
+        self.n += 1
+
+    def values(self):
+        return self.data[: self.n]
+
+
+def batch_means_interval(values, n_batches=20, level=0.95):
+    """95% interval of the mean from ``n_batches`` consecutive batch means ((nan, nan) if short)."""
+    v = np.asarray(values, dtype=float)
+    size = v.size // n_batches
+    if size < 1:
+        return float("nan"), float("nan")
+    means = v[: size * n_batches].reshape(n_batches, size).mean(axis=1)
+    half = stats.t.ppf(0.5 + level / 2, n_batches - 1) * means.std(ddof=1) / math.sqrt(n_batches)
+    centre = float(v.mean())
+    return centre - float(half), centre + float(half)
+
+
+class RequestLog:
+    """Writes ``requests.csv`` row by row (buffered) and keeps the completed requests' times."""
+
+    def __init__(self, path, k, chunk=4096):
+        self.k = k
+        self.csv = CsvStream(path, REQUEST_COLUMNS, chunk=chunk)
+        self.chunk = chunk
+        self._rows = []
+        self.latency = _Values()
+        self.wait = _Values()
+        self.ttft = _Values()
+        self._unfinished = 0  # requests still in the system at the end ...
+        self._unfinished_arrivals = 0.0  # ... and the sum of their arrival times
+
+    def write(self, rid, device, arrival, start, first, completion, tokens, rounds,
+              finished=True):
+        self._rows.append((rid, device, arrival, start, first, completion, tokens, rounds))
+        if finished:
+            self.latency.add(completion - arrival)
+            self.wait.add(start - arrival)
+            self.ttft.add(first - arrival)
+        else:
+            self._unfinished += 1
+            self._unfinished_arrivals += arrival
+        if len(self._rows) >= self.chunk:
+            self.flush()
+
+    def flush(self):
+        if not self._rows:
+            return
+        cols = list(zip(*self._rows))
+        self.csv.append(
+            request=np.array(cols[0], dtype=np.int64), device=np.array(cols[1], dtype=np.int64),
+            arrival_s=np.array(cols[2], dtype=float), start_s=np.array(cols[3], dtype=float),
+            first_token_s=np.array(cols[4], dtype=float),
+            completion_s=np.array(cols[5], dtype=float), tokens=np.array(cols[6], dtype=np.int64),
+            rounds=np.array(cols[7], dtype=np.int64))
+        self._rows = []
+
+    def close(self):
+        self.flush()
+        self.csv.close()
+
+    def summary(self, end, *, area, wait_area, arrived, completed, in_system, useful_tokens,
+                warnings=(), busy_s=None):
+        """The ``requests`` block of the run summary (``end``: the run's end time)."""
+        t = float(end)
+        lat = self.latency.values()
+        area = np.asarray(area, dtype=float)
+        n_arr = int(sum(arrived))
+        per_device = (area / t).tolist() if t > 0 else [0.0] * self.k
+        # time in system of every request that arrived, the unfinished ones up to the end
+        sojourn = float(lat.sum()) + self._unfinished * t - self._unfinished_arrivals
+        lo, hi = batch_means_interval(lat)
+        latency = {**_describe(lat), "ci95": [lo, hi]}
+        out = {
+            "arrivals": n_arr,
+            "completed": int(sum(completed)),
+            "in_system_at_end": int(sum(in_system)),
+            "latency_s": latency,
+            "time_to_first_token_s": _describe(self.ttft.values()),
+            "wait_s": _describe(self.wait.values()),
+            "throughput_rps": sum(completed) / t if t > 0 else 0.0,
+            "tokens_per_s": useful_tokens / t if t > 0 else 0.0,
+            "queue_length_mean": float(area.sum() / t) if t > 0 else 0.0,
+            "queue_length_mean_per_device": per_device,
+            "waiting_mean": float(np.sum(wait_area) / t) if t > 0 else 0.0,
+            "arrival_rate_per_device": (np.asarray(arrived) / t).tolist() if t > 0 else [0.0] * self.k,
+            "little": {
+                "in_system_mean": float(area.sum() / t) if t > 0 else 0.0,
+                "arrival_rate": n_arr / t if t > 0 else 0.0,
+                "mean_time_in_system_s": sojourn / n_arr if n_arr else 0.0,
+                "arrival_rate_x_mean_time_in_system": sojourn / t if t > 0 else 0.0,
+            },
+            "stable": not warnings,
+            "warnings": list(warnings),
+        }
+        if busy_s is not None and t > 0:
+            out["server_utilisation"] = busy_s / t
+        return out

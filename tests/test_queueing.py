@@ -1,0 +1,381 @@
+"""Queueing workloads against oracles (MODEL.md sections 9-10).
+
+- One device with a fixed round time tau is an M/G/1 queue with service S = tau R_L: the mean
+  time in system matches Pollaczek-Khinchine within a t-interval from 20 replications, and the
+  interval excludes the formula evaluated at an arrival rate 10% off (the test has the power).
+- Rounds on a fixed tick add exactly tau/2 (paired runs with common random numbers).
+- Little's law holds on every queueing run's own sample path (an identity, float tolerance).
+- Structure: only devices with work join a round, the batch (and verification time) follows
+  them, the server idles until the next arrival, draft lengths never exceed what is still needed.
+
+Fixed seeds; statistical tolerances come from the statistics' own laws.
+"""
+import math
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from scipy import stats
+
+import multispin_sim as ms
+from multispin_sim.model.queueing import draw_lengths, pollaczek_khinchine, round_count_moments
+from multispin_sim.scenario import ScenarioError
+
+ALPHA, GAMMA, LENGTH, TAU = 0.8, 4, 64, 0.05
+REF_R1, REF_R2 = 19.503530, 384.845743  # MODEL.md section 10
+REF_WQ, REF_W = 0.4933027, 1.4684792    # at rho = 0.5
+
+
+def renewal_moments(alpha, gamma, length):
+    """E[R_L], E[R_L^2] by the renewal recursion on the tokens still needed (independent code).
+
+    A round gives N = A + 1 tokens, A truncated geometric on 0..gamma; R(n) = 1 + R(n - N).
+    """
+    p = [alpha**j * (1 - alpha) for j in range(gamma)] + [alpha**gamma]  # P(A = j)
+    m1 = [0.0] * (length + 1)
+    m2 = [0.0] * (length + 1)
+    for n in range(1, length + 1):
+        e1 = e2 = 1.0
+        for j, pj in enumerate(p):
+            rest = max(n - (j + 1), 0)
+            e1 += pj * m1[rest]
+            e2 += pj * (2 * m1[rest] + m2[rest])
+        m1[n], m2[n] = e1, e2
+    return m1[length], m2[length]
+
+
+def pk_sojourn(rate, tau=TAU):
+    r1, r2 = renewal_moments(ALPHA, GAMMA, LENGTH)
+    es, es2 = tau * r1, tau * tau * r2
+    rho = rate * es
+    return rate * es2 / (2 * (1 - rho)) + es
+
+
+def run(overrides, **kw):
+    return ms.simulate(ms.load_scenario(None, overrides=overrides), **kw)
+
+
+def one_device(rate, **extra):
+    """One device, fixed round time: 4 drafts x 5 ms + (22.4 + 7.6) ms verification = 50 ms. A
+    2-bit payload at 10 m without fading makes a correction take 1.5e-8 s (a residual of 3e-7
+    of tau in rounds with a rejection, far below the statistical tolerance)."""
+    return {
+        "devices.count": 1, "devices.draft_latency_ms": 5.0, "devices.draft_latency_spread": [1, 1],
+        "devices.overrides": {0: {"alpha": ALPHA}}, "policy.draft_length": GAMMA,
+        "server.verify_fixed_ms": 22.4, "server.verify_per_device_ms": 7.6,
+        "payload.effective_vocab": 1, "payload.vocab": 2, "payload.prob_bits": 1,
+        "devices.distance_m": 10.0, "channel.fading": "none",
+        "workload.arrivals": "poisson", "workload.rate_per_s": rate,
+        "workload.length_tokens": LENGTH, "workload.cap_draft_to_remaining": False,
+        "run.rounds": 10_000_000, **extra,
+    }
+
+
+def check_little(result):
+    """Little's law on the run's sample path: mean number in system (from the queue-length
+    integrals) = arrival rate x mean time in system (from the request times, the unfinished
+    ones counted up to the end) -- and both agree with requests.csv."""
+    s = result.summary
+    req = s["requests"]
+    end = s["sim_time_s"]
+    little = req["little"]
+    assert little["in_system_mean"] == pytest.approx(little["arrival_rate_x_mean_time_in_system"],
+                                                     rel=1e-9, abs=1e-12)
+    table = result.requests
+    sojourn = np.where(np.isnan(table["completion_s"]), end, table["completion_s"]) - table["arrival_s"]
+    assert table["request"].size == req["arrivals"]
+    assert sojourn.sum() / end == pytest.approx(req["queue_length_mean"], rel=1e-9, abs=1e-12)
+    assert req["queue_length_mean"] == pytest.approx(sum(req["queue_length_mean_per_device"]), rel=1e-12)
+    # waiting (not yet in service): the same identity with start times
+    wait = np.where(np.isnan(table["start_s"]), end, table["start_s"]) - table["arrival_s"]
+    assert wait.sum() / end == pytest.approx(req["waiting_mean"], rel=1e-9, abs=1e-12)
+
+
+# ------------------------------------------------------------------------------- oracles
+
+def test_renewal_moments_reproduce_the_reference_numbers():
+    r1, r2 = renewal_moments(ALPHA, GAMMA, LENGTH)
+    assert r1 == pytest.approx(REF_R1, abs=5e-7) and r2 == pytest.approx(REF_R2, abs=5e-7)
+    assert round_count_moments(ALPHA, GAMMA, LENGTH) == pytest.approx((r1, r2), rel=1e-13)
+    # capping the draft to what is still needed does not change the rounds needed
+    assert round_count_moments(ALPHA, GAMMA, LENGTH, True) == pytest.approx((r1, r2), rel=1e-13)
+    rate = 0.5 / (TAU * r1)
+    wq, w = pollaczek_khinchine(rate, TAU * r1, TAU**2 * r2)
+    assert wq == pytest.approx(REF_WQ, abs=5e-8) and w == pytest.approx(REF_W, abs=5e-8)
+    assert pk_sojourn(rate) == pytest.approx(REF_W, abs=5e-8)
+
+
+def test_round_count_moments_match_sampling():
+    rng = np.random.default_rng(3)
+    u = 1.0 - rng.random((20000, 40))
+    tokens = np.minimum(np.floor(np.log(u) / np.log(ALPHA)), GAMMA) + 1
+    rounds = (np.cumsum(tokens, axis=1) < LENGTH).sum(axis=1) + 1
+    half = 4 * rounds.std() / math.sqrt(rounds.size)
+    assert abs(rounds.mean() - REF_R1) < half
+
+
+@pytest.fixture(scope="module")
+def pk_runs():
+    """20 replications at rho = 0.5, 600 s each; requests arriving in [50, 550) s are counted."""
+    rate = 0.5 / (TAU * REF_R1)
+    return rate, [run(one_device(rate, seed=seed, **{"run.max_time_s": 600.0})) for seed in range(20)]
+
+
+def pk_interval(runs, warmup=50.0, end=550.0):
+    means = []
+    for r in runs:
+        t = r.requests
+        sel = (t["arrival_s"] >= warmup) & (t["arrival_s"] < end)
+        assert not np.isnan(t["completion_s"][sel]).any()  # all of them completed by 600 s
+        means.append(float(np.mean(t["completion_s"][sel] - t["arrival_s"][sel])))
+    means = np.asarray(means)
+    half = stats.t.ppf(0.975, means.size - 1) * means.std(ddof=1) / math.sqrt(means.size)
+    return means.mean(), means.mean() - half, means.mean() + half
+
+
+def test_pollaczek_khinchine_mean_time_in_system(pk_runs):
+    rate, runs = pk_runs
+    mean, lo, hi = pk_interval(runs)
+    truth = pk_sojourn(rate)  # 1.4684792 s
+    assert lo <= truth <= hi, (mean, lo, hi, truth)
+    # the same test with the arrival rate 10% off fails: the interval excludes the formula
+    for off in (0.9, 1.1):
+        assert not lo <= pk_sojourn(rate * off) <= hi, (off, lo, hi, pk_sojourn(rate * off))
+    # every round lasts tau (up to the 2-bit correction residual)
+    rounds = runs[0].rounds
+    np.testing.assert_allclose(rounds["duration_s"], TAU, rtol=1e-6)
+    assert np.all(rounds["batch_size"] == 1)
+
+
+def test_little_law_on_the_pk_runs(pk_runs):
+    for r in pk_runs[1][:5]:
+        check_little(r)
+        req = r.summary["requests"]
+        busy = r.rounds["duration_s"].sum()
+        assert req["server_utilisation"] == pytest.approx(busy / r.summary["sim_time_s"], rel=1e-9)
+        assert req["stable"] and not req["warnings"]
+
+
+def test_fixed_period_ticks_add_half_a_period():
+    """Rounds only on a 50 ms clock: each request's time in system grows by the time from its
+    busy period's start to the next tick; with common random numbers the per-request
+    differences average tau/2 (the phases are uniform in the long run)."""
+    rate = 0.5 / (TAU * REF_R1)
+    # rounds of 49.999 ms + the correction residual fit in the 50 ms tick
+    base = one_device(rate, seed=7, **{"server.verify_fixed_ms": 22.399, "run.max_time_s": 1200.0})
+    free = run(base).requests
+    tick = run({**base, "workload.tick_period_s": TAU}).requests
+    n = min(np.count_nonzero(~np.isnan(free["completion_s"])),
+            np.count_nonzero(~np.isnan(tick["completion_s"])))
+    assert n > 400
+    np.testing.assert_array_equal(free["arrival_s"][:n], tick["arrival_s"][:n])
+    np.testing.assert_array_equal(free["rounds"][:n], tick["rounds"][:n])  # same outcomes
+    d = (tick["completion_s"] - tick["arrival_s"] - free["completion_s"] + free["arrival_s"])[:n]
+    assert d.min() > -1e-3 and d.max() < TAU + 1e-3  # pathwise in [0, tau)
+    # tick starts are on the grid
+    starts = tick["start_s"][:n] / TAU
+    np.testing.assert_allclose(starts, np.round(starts), atol=1e-6)
+    # batch means (batches of busy periods are short: 40 requests per batch is plenty)
+    batches = d[: n // 40 * 40].reshape(-1, 40).mean(axis=1)
+    half = stats.t.ppf(0.9995, batches.size - 1) * batches.std(ddof=1) / math.sqrt(batches.size)
+    assert abs(d.mean() - TAU / 2) < half + 1e-4, (d.mean(), half)
+    assert half < TAU / 10
+
+
+# ------------------------------------------------------------------------------- structure
+
+@pytest.fixture(scope="module")
+def poisson_run():
+    return run({"devices.count": 6, "workload.arrivals": "poisson", "workload.rate_per_s": 0.2,
+                "workload.length": "geometric", "workload.length_tokens": 40, "run.rounds": 4000,
+                "seed": 3})
+
+
+def test_little_law_multi_device(poisson_run):
+    check_little(poisson_run)
+    req = poisson_run.summary["requests"]
+    assert req["completed"] + req["in_system_at_end"] == req["arrivals"] > 500
+    assert 0 < req["server_utilisation"] < 1
+
+
+def test_only_devices_with_work_join_and_the_batch_follows(poisson_run):
+    r = poisson_run
+    rounds, dr, reqs = r.rounds, r.device_rounds, r.requests
+    sc = r.scenario
+    counts = np.bincount(dr["round"], minlength=rounds["round"].size)
+    np.testing.assert_array_equal(rounds["batch_size"], counts)
+    assert rounds["batch_size"].min() >= 1 and rounds["batch_size"].max() <= 6
+    assert (rounds["batch_size"] < 6).mean() > 0.3
+    verify = (sc.server.verify_fixed_ms + rounds["batch_size"] * sc.server.verify_per_device_ms) * 1e-3
+    np.testing.assert_allclose(rounds["verify_s"], verify, rtol=1e-12)
+    # every (round, device) row belongs to a request in service: start <= round start < completion
+    start = rounds["start_s"][dr["round"]]
+    end = start + rounds["duration_s"][dr["round"]]
+    for k in range(6):
+        rows = dr["device"] == k
+        mine = reqs["device"] == k
+        s, c = reqs["start_s"][mine], reqs["completion_s"][mine]
+        c = np.where(np.isnan(c), np.inf, c)
+        served = np.zeros(rows.sum(), dtype=int)
+        for a, b in zip(s, c):
+            served += (start[rows] >= a - 1e-12) & (end[rows] <= b + 1e-12)
+        assert np.all(served == 1), k
+    # rounds per request: the rows of its device inside its service interval
+    done = ~np.isnan(reqs["completion_s"])
+    total = sum(reqs["rounds"][done & (reqs["device"] == k)].sum() for k in range(6))
+    assert total <= dr["round"].size
+
+
+def test_tokens_exactly_fill_requests_when_capped(poisson_run):
+    r = poisson_run
+    dr, reqs, rounds = r.device_rounds, r.requests, r.rounds
+    end = rounds["start_s"][dr["round"]] + rounds["duration_s"][dr["round"]]
+    for k in range(6):
+        mine = (reqs["device"] == k) & ~np.isnan(reqs["completion_s"])
+        rows = dr["device"] == k
+        for s, c, n, nr in zip(reqs["start_s"][mine], reqs["completion_s"][mine],
+                               reqs["tokens"][mine], reqs["rounds"][mine]):
+            sel = rows & (end > s) & (end <= c + 1e-12)
+            assert dr["tokens"][sel].sum() == n and sel.sum() == nr
+            # the draft never exceeds what is still needed: gamma <= remaining - 1
+            left = n - np.concatenate([[0], np.cumsum(dr["tokens"][sel])[:-1]])
+            assert np.all(dr["draft_len"][sel] <= np.maximum(left - 1, 0))
+    assert set(np.unique(dr["draft_len"])) > {4}  # capped below 4 near the end of requests
+
+
+def test_server_idles_until_the_next_arrival(poisson_run):
+    rounds, reqs = poisson_run.rounds, poisson_run.requests
+    ends = rounds["start_s"] + rounds["duration_s"]
+    starts = rounds["start_s"][1:]
+    gap = starts - ends[:-1]
+    assert np.all(gap >= -1e-12)
+    idle = gap > 1e-12
+    assert idle.sum() > 10
+    # an idle server starts the next round exactly at an arrival
+    assert np.all(np.isin(starts[idle], reqs["arrival_s"]))
+    s = poisson_run.summary
+    assert s["sim_time_s"] == pytest.approx(ends[-1], rel=1e-12)
+    assert s["requests"]["server_utilisation"] == pytest.approx(
+        rounds["duration_s"].sum() / ends[-1], rel=1e-9)
+
+
+def test_request_times_are_ordered(poisson_run):
+    t = poisson_run.requests
+    done = ~np.isnan(t["completion_s"])
+    a, s, f, c = (t[x][done] for x in ("arrival_s", "start_s", "first_token_s", "completion_s"))
+    assert np.all(a <= s) and np.all(s < f) and np.all(f <= c)
+    assert np.all(t["rounds"][done] >= np.ceil(t["tokens"][done] / 5))
+    summary = poisson_run.summary["requests"]
+    lat = c - a
+    assert summary["latency_s"]["mean"] == pytest.approx(lat.mean(), rel=1e-9)
+    assert summary["latency_s"]["median"] == pytest.approx(np.median(lat), rel=1e-6)
+    assert summary["time_to_first_token_s"]["p95"] == pytest.approx(np.quantile(f - a, 0.95), rel=1e-6)
+    lo, hi = summary["latency_s"]["ci95"]
+    assert lo < lat.mean() < hi
+    # FIFO per device
+    for k in range(6):
+        mine = done & (t["device"] == k)
+        assert np.all(np.diff(t["start_s"][mine]) > 0)
+
+
+def test_uncapped_drafts_discard_the_surplus():
+    r = run({"devices.count": 3, "workload.arrivals": "poisson", "workload.rate_per_s": 0.3,
+             "workload.length_tokens": 10, "workload.cap_draft_to_remaining": False,
+             "run.rounds": 600, "seed": 2})
+    assert np.all(r.device_rounds["draft_len"] == 4)
+    req = r.summary["requests"]
+    assert req["tokens_per_s"] < r.summary["goodput_tps"]  # surplus tokens are not useful
+    check_little(r)
+
+
+def test_overload_warns(capfd):
+    r = run({"devices.count": 2, "workload.arrivals": "poisson", "workload.rate_per_s": [2.0, 0.05],
+             "run.rounds": 3000, "seed": 4})
+    req = r.summary["requests"]
+    assert not req["stable"] and len(req["warnings"]) == 1 and "device 0" in req["warnings"][0]
+    assert "grow without bound at device(s) 0:" in r.summary["warnings"][0]
+    assert "warning: queues grow without bound at device(s) 0:" in capfd.readouterr().err
+    check_little(r)
+
+
+def test_trace_workload(tmp_path):
+    trace = tmp_path / "trace.csv"
+    trace.write_text("time_s,device,tokens\n0.5,1,12\n0.1,0,30\n3.0,0,7\n3.0,2,9\n40,1,5\n")
+    r = run({"devices.count": 3, "workload.arrivals": "trace", "workload.trace_file": str(trace),
+             "run.rounds": 10_000})
+    t = r.requests
+    # the run ends when the trace is replayed and its last request is served
+    assert r.summary["rounds"] < 10_000 and r.summary["sim_time_s"] == t["completion_s"].max()
+    np.testing.assert_array_equal(t["arrival_s"], [0.1, 0.5, 3.0, 3.0, 40.0])
+    np.testing.assert_array_equal(t["device"], [0, 1, 0, 2, 1])
+    np.testing.assert_array_equal(t["tokens"], [30, 12, 7, 9, 5])
+    assert not np.isnan(t["completion_s"]).any()
+    assert r.rounds["start_s"][0] == 0.1
+    check_little(r)
+    # lengths drawn when the trace has no tokens column
+    trace.write_text("time_s,device\n1.0,0\n2.0,0\n")
+    r = run({"devices.count": 1, "workload.arrivals": "trace", "workload.trace_file": str(trace),
+             "workload.length": "empirical", "workload.length_values": [3, 8],
+             "run.max_time_s": 50.0, "run.rounds": 1000})
+    assert set(r.requests["tokens"]) <= {3, 8}
+
+
+@pytest.mark.parametrize("text, fragment", [
+    ("time,device\n1,0\n", "columns"),
+    ("time_s,device\n1,5\n", "out of range"),
+    ("time_s,device\nx,0\n", "not valid"),
+    ("time_s,device,tokens\n1,0,0\n", "out of range"),
+])
+def test_bad_trace_is_a_scenario_error(tmp_path, text, fragment):
+    trace = tmp_path / "t.csv"
+    trace.write_text(text)
+    out = tmp_path / "out"
+    with pytest.raises(ScenarioError) as info:
+        run({"devices.count": 2, "workload.arrivals": "trace", "workload.trace_file": str(trace)},
+            out=out)
+    assert info.value.path == "workload.trace_file" and fragment in str(info.value)
+    assert not out.exists()  # nothing written
+
+
+def test_bad_trace_exits_2_with_one_line(tmp_path):
+    trace = tmp_path / "t.csv"
+    trace.write_text("time_s,device\n1,9\n")
+    proc = subprocess.run([sys.executable, "-m", "multispin_sim", "run", "--set", "devices.count=3",
+                           "--set", "workload.arrivals=trace", "--set", f"workload.trace_file={trace}",
+                           "--out", str(tmp_path / "o")], capture_output=True, text=True)
+    assert proc.returncode == 2
+    assert proc.stderr.count("\n") == 1 and "workload.trace_file" in proc.stderr
+
+
+def test_length_models():
+    rng = np.random.default_rng(5)
+    n = 40000
+    for model in ("geometric", "lognormal"):
+        x = draw_lengths(rng, n, model, mean=50, sigma=0.8)
+        assert x.min() >= 1
+        assert abs(x.mean() - 50) < 5 * x.std() / math.sqrt(n) + 0.6, model  # rounding: +-0.5
+    x = draw_lengths(rng, n, "empirical", values=(3, 8, 100))
+    assert set(np.unique(x)) == {3, 8, 100}
+    assert stats.chisquare(np.bincount(np.searchsorted([3, 8, 100], x))).pvalue > 1e-3
+    assert np.all(draw_lengths(rng, 5, "fixed", mean=17) == 17)
+    r = run({"devices.count": 4, "devices.task": "gsm8k", "devices.overrides": {2: {"task": "ifeval"}},
+             "workload.arrivals": "poisson", "workload.length": "per-task",
+             "workload.length_per_task": {"ifeval": 9}, "workload.length_tokens": 21,
+             "run.rounds": 400})
+    t = r.requests
+    assert set(t["tokens"][t["device"] == 2]) == {9} and set(t["tokens"][t["device"] != 2]) == {21}
+
+
+def test_arrivals_are_poisson_per_device():
+    r = run({"devices.count": 3, "workload.arrivals": "poisson", "workload.rate_per_s": [0.05, 0.1, 0.2],
+             "run.rounds": 3000, "seed": 9})
+    t = r.requests
+    for k, rate in enumerate((0.05, 0.1, 0.2)):
+        gaps = np.diff(np.concatenate([[0.0], t["arrival_s"][t["device"] == k]]))
+        assert stats.kstest(gaps * rate, "expon").pvalue > 1e-3, k
+
+
+def test_saturated_default_has_no_request_outputs(tmp_path):
+    r = run({"run.rounds": 20}, out=tmp_path / "x")
+    assert "requests" not in r.summary and not (tmp_path / "x" / "requests.csv").exists()
