@@ -143,7 +143,8 @@ class RoundLoop:
                 distance = mover.distance
             g_ul, g_dl = channel.new_block(start)
             ctx = DraftContext(r, system, g_ul, g_dl, active, workload.remaining(),
-                               self.server.policy, self.streams.controller)
+                               self.server.policy, self.streams.controller,
+                               self.channel.fading, self.channel.reciprocal)
             gamma = self.controller.lengths(ctx)
             self.active, self.gamma = active, gamma
             n_active = int(active.sum())

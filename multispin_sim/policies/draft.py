@@ -20,8 +20,8 @@ the controller's stream ``ctx.rng`` (common random numbers across candidates).
 
 When: ``every-round`` optimises for this round's channel (CSI at the server), the active devices
 and their remaining tokens; ``once`` optimises at the first round against sampled Rayleigh fading
-(|h|^2 ~ Exp(1) on the system's path loss, reciprocal when this round's UL and DL gains are
-equal; no fading when they equal the path loss) and sampled outcomes, for every device, and keeps
+(|h|^2 ~ Exp(1) on the system's path loss, reciprocal or not as the scenario says; no fading
+when the scenario has none) and sampled outcomes, for every device, and keeps
 gamma; an integer N re-optimises every N rounds for that round's channel, for every device.
 """
 from dataclasses import dataclass
@@ -44,7 +44,9 @@ class DraftContext:
     round: index; system: the static parameters; g_ul, g_dl: this round's gains (K,);
     active: devices with work this round (K,) bool; remaining: tokens each still needs (K,) or
     None (saturated); reactive: the scenario's reactive policy (to evaluate T_comm);
-    rng: the controller's own random stream (sample average approximation).
+    rng: the controller's own random stream (sample average approximation);
+    fading, reciprocal: the scenario's fading model and UL/DL reciprocity (for controllers that
+    sample fading themselves, such as ``draft_update: once``).
     """
 
     round: int
@@ -55,6 +57,8 @@ class DraftContext:
     remaining: Optional[np.ndarray] = None
     reactive: object = None
     rng: object = None
+    fading: str = "rayleigh"
+    reciprocal: bool = True
 
 
 class DraftController:
@@ -132,13 +136,13 @@ class SearchDraft(DraftController):
         policy = ctx.reactive if ctx.reactive is not None else make_reactive_policy(self.mode)
         if ctx.rng is None and not self.ignore_comm and self.estimator == "saa":
             raise ValueError(f"draft controller {self.name!r} needs the controller stream ctx.rng")
-        # once: fading is sampled too (Rayleigh on the system's path loss), unless this round's
-        # gains are the path loss itself (the scenario has no fading)
-        sampled = (self.update == "once" and self.estimator == "saa"
-                   and not np.array_equal(ctx.g_ul, system.pathloss))
+        # once: fading is sampled too (Rayleigh on the system's path loss), unless the scenario
+        # has no fading
+        sampled = self.update == "once" and self.estimator == "saa" and ctx.fading != "none"
         return draft_search.make_objective(
             system, ctx.g_ul, ctx.g_dl, active, caps, policy, ctx.rng, self.saa_samples,
-            estimator=self.estimator, sampled_fading=sampled, ignore_comm=self.ignore_comm)
+            estimator=self.estimator, sampled_fading=sampled, ignore_comm=self.ignore_comm,
+            reciprocal=ctx.reciprocal)
 
     def search(self, objective):
         raise NotImplementedError

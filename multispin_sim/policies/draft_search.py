@@ -75,14 +75,15 @@ def make_kernel(system, g_ul, g_dl, policy, coin_uniforms, seed=0):
 
 
 def make_objective(system, g_ul, g_dl, active, caps, policy=None, rng=None, samples=1000,
-                   estimator="saa", sampled_fading=False, ignore_comm=False):
+                   estimator="saa", sampled_fading=False, ignore_comm=False, reciprocal=None):
     """The objective G of one draft-length decision.
 
     system: the ``System``; g_ul, g_dl: this round's gains (K,) (ignored with
     ``sampled_fading``); active: (K,) bool; caps: (K,) int; policy: the reactive policy object
     (or its name; default 'optimal'); rng: the controller's Generator; samples: N_SAA;
     estimator: 'saa' or 'exact'; sampled_fading: draw Rayleigh fading per sample (path loss of
-    the system, reciprocal when g_ul == g_dl) instead of using the given gains (SAA only);
+    the system; reciprocal as ``reciprocal`` says, or when g_ul == g_dl if it is None) instead
+    of using the given gains (SAA only);
     ignore_comm: T_comm left out (computation-only).
 
     Draws (SAA): M x K acceptance uniforms, M x K coin uniforms, one seed, then (sampled fading)
@@ -113,7 +114,8 @@ def make_objective(system, g_ul, g_dl, active, caps, policy=None, rng=None, samp
         coin_u = rng.random((m, k))
         seed = int(rng.integers(2**63))
         if sampled_fading:
-            reciprocal = np.array_equal(np.asarray(g_ul), np.asarray(g_dl))
+            if reciprocal is None:
+                reciprocal = np.array_equal(np.asarray(g_ul), np.asarray(g_dl))
             h = rng.standard_exponential((2, m, k))
             g_ul = system.pathloss * h[0]
             g_dl = g_ul if reciprocal else system.pathloss * h[1]
