@@ -1,6 +1,7 @@
-"""The ``multispin-sim`` command: validate, run, bench, keys.
+"""The ``multispin-sim`` command: validate, run, sweep, plot, bench, keys.
 
-Exit status: 0 success, 2 bad input (scenario, option or output folder; nothing written),
+Exit status: 0 success, 1 some runs of a sweep failed (the others completed; rerun to retry),
+2 bad input (scenario, sweep file, option or output folder; nothing written),
 130 interrupted (partial output written, ``complete: false``).
 """
 import argparse
@@ -73,6 +74,66 @@ def cmd_bench(args):
     return 0
 
 
+def cmd_sweep(args):
+    from .experiments import (ExecutorError, OutputConflictError, default_output, load_sweep,
+                              run_sweep)
+
+    executor = args.executor or ("dask" if args.scheduler else "local")
+    if args.scheduler and executor != "dask":
+        print(f"error: --scheduler needs --executor dask (not {executor})", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    sweep = load_sweep(args.file, overrides=list(args.set or []))  # validates every cell first
+    out = args.out or default_output(sweep)
+    try:
+        result = run_sweep(sweep, out, executor=executor, jobs=args.jobs, scheduler=args.scheduler)
+    except (OutputConflictError, ExecutorError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        print(f"interrupted: finished runs are kept in {out}; rerun the same command to resume",
+              file=sys.stderr)
+        return EXIT_INTERRUPTED
+    print(f"{sweep.name}: {len(sweep.cells)} cells x {sweep.replications} replications: "
+          f"{result.ran} runs now, {result.reused} reused, {len(result.failures)} failed, "
+          f"{result.wall_time_s:.1f} s ({executor})")
+    for f in result.failures:
+        cell = sweep.cells[f["cell"]]
+        print(f"failed: cell {f['cell']} ({cell.label()}) replication {f['replication']}: "
+              f"{f['error']} (see {result.folder / f['run_dir'] / 'error.txt'})", file=sys.stderr)
+    print(f"tables: {result.paths['runs']}, {result.paths['cells']}")
+    return 1 if result.failures else 0
+
+
+def cmd_plot(args):
+    from .plots import PlotError, plot_sweep, plot_timeline
+
+    if (args.results_dir is None) == (args.timeline is None):
+        print("error: give either RESULTS_DIR (a sweep's output) or --timeline RUN_DIR",
+              file=sys.stderr)
+        return EXIT_BAD_INPUT
+    try:
+        if args.timeline is not None:
+            paths = plot_timeline(args.timeline, rounds=args.rounds, first=args.first, out=args.out)
+        else:
+            paths = plot_sweep(args.results_dir, out=args.out)
+    except PlotError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    for path in paths:
+        print(path)
+    return 0
+
+
+def _positive_int(text):
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} is not allowed; expected an integer >= 1")
+    return value
+
+
 def build_parser():
     p = argparse.ArgumentParser(
         prog="multispin-sim",
@@ -97,6 +158,34 @@ def build_parser():
     sp.add_argument("--out", help="output folder (default: a new folder under results/)")
     sp.add_argument("--quiet", action="store_true", help="no progress and no report")
     sp.set_defaults(func=cmd_run)
+
+    sp = sub.add_parser("sweep", help="run a sweep file: cells x replications, resumable; "
+                        "writes runs.csv and cells.csv")
+    sp.add_argument("file", help="sweep YAML file (format: multispin_sim.experiments.sweepfile)")
+    sp.add_argument("--jobs", type=_positive_int, help="worker processes (default: all cores)")
+    sp.add_argument("--executor", choices=("serial", "local", "dask"),
+                    help="where runs execute (default: local, or dask with --scheduler)")
+    sp.add_argument("--scheduler", metavar="ADDRESS",
+                    help="address of a running Dask scheduler, e.g. tcp://host:8786 "
+                    "(without it, --executor dask starts a LocalCluster)")
+    sp.add_argument("--out", help="output folder (default: results/<sweep name>); rerunning "
+                    "into the same folder resumes")
+    sp.add_argument("--set", action="append", metavar="KEY=VALUE",
+                    help="override a key of the base scenario, e.g. --set run.rounds=100 "
+                    "(repeatable; swept keys cannot be set)")
+    sp.set_defaults(func=cmd_sweep)
+
+    sp = sub.add_parser("plot", help="draw a sweep's figures (PNG + CSV), or a run's timeline")
+    sp.add_argument("results_dir", nargs="?", default=None, metavar="RESULTS_DIR",
+                    help="output folder of 'multispin-sim sweep'")
+    sp.add_argument("--timeline", metavar="RUN_DIR",
+                    help="draw a Gantt chart of a few rounds of one run folder instead")
+    sp.add_argument("--rounds", type=_positive_int, default=3,
+                    help="rounds on the timeline (default 3)")
+    sp.add_argument("--first", type=int, default=0, help="first round on the timeline (default 0)")
+    sp.add_argument("--out", help="output folder for the figures (default RESULTS_DIR/figures), "
+                    "or the PNG file of the timeline (default RUN_DIR/timeline.png)")
+    sp.set_defaults(func=cmd_plot)
 
     sp = sub.add_parser("keys", help="print the reference of every scenario key (markdown)")
     sp.set_defaults(func=cmd_keys)

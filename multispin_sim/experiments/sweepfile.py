@@ -42,12 +42,13 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional
+from typing import Optional
 
 import numpy as np
 import yaml
 
-from ..scenario import ScenarioError, load_scenario, parse_set_options, reference_rows, scenario_to_dict
+from ..scenario import (ScenarioError, load_scenario, parse_set_options, reference_rows,
+                        scenario_to_dict)
 from ..scenario.loading import _read_yaml_file, apply_overrides
 
 __all__ = ["Sweep", "Cell", "Axis", "load_sweep", "replication_seeds", "run_key", "METRICS",
@@ -70,6 +71,10 @@ METRICS = (
     "device_rounds", "share_accepted", "share_ul", "share_dl",
     "wall_time_s", "rounds_per_s",
 )
+
+# Nested sections of the summary some scenarios add (queueing requests, fading-block delays):
+# their flattened metrics (``requests_latency_s_median``, ...) are accepted as plot y too.
+NESTED_METRIC_PREFIXES = ("requests_", "delays_")
 
 
 @dataclass(frozen=True)
@@ -108,6 +113,7 @@ class Sweep:
     seeds: list
     plot: list = field(default_factory=list)
     key_info: dict = field(default_factory=dict)   # key path -> {"unit", "doc"}
+    base_raw: dict = field(default_factory=dict)   # base_file + base + --set, not yet resolved
 
     @property
     def keys(self):
@@ -160,7 +166,8 @@ def _check_keys(mapping, allowed, path, source, what):
     for key in mapping:
         if str(key) not in allowed:
             close = difflib.get_close_matches(str(key), allowed, n=1)
-            hint = f"did you mean {close[0]!r}?" if close else f"allowed keys of {what}: {', '.join(allowed)}"
+            hint = (f"did you mean {close[0]!r}?" if close
+                    else f"allowed keys of {what}: {', '.join(allowed)}")
             raise _err(f"{path}.{key}" if path else str(key), "unknown key", hint, source)
 
 
@@ -181,7 +188,8 @@ def expand_range(spec, path, source=None):
             raise _err(path, f"a range without '{k}'",
                        "expected {start, stop, step} or {start, stop, num}", source)
         if not _is_number(spec[k]):
-            raise _err(f"{path}.{k}", f"{_kind(spec[k])} is not allowed", "expected a finite number", source)
+            raise _err(f"{path}.{k}", f"{_kind(spec[k])} is not allowed",
+                       "expected a finite number", source)
     if ("step" in spec) == ("num" in spec):
         raise _err(path, "a range needs exactly one of 'step' and 'num'",
                    "expected {start, stop, step} or {start, stop, num}", source)
@@ -191,11 +199,13 @@ def expand_range(spec, path, source=None):
         if not isinstance(num, int) or isinstance(num, bool) or num < 1:
             raise _err(f"{path}.num", f"{num!r} is not allowed", "expected an integer >= 1", source)
         if num > MAX_AXIS_VALUES:
-            raise _err(f"{path}.num", f"{num} values", f"expected at most {MAX_AXIS_VALUES}", source)
+            raise _err(f"{path}.num", f"{num} values", f"expected at most {MAX_AXIS_VALUES}",
+                       source)
         if num == 1:
             return [start]
         values = [_tidy(start + (stop - start) * i / (num - 1)) for i in range(num)]
-        if all(isinstance(x, int) for x in (start, stop)) and all(float(v).is_integer() for v in values):
+        ints = isinstance(start, int) and isinstance(stop, int)
+        if ints and all(float(v).is_integer() for v in values):
             values = [int(v) for v in values]
         return values
     step = spec["step"]
@@ -204,7 +214,8 @@ def expand_range(spec, path, source=None):
                    "expected a non-zero number that goes from start towards stop", source)
     n = math.floor((stop - start) / step * (1 + 1e-12) + 1e-9) + 1
     if n > MAX_AXIS_VALUES:
-        raise _err(f"{path}.step", f"{step!r} gives {n} values", f"expected at most {MAX_AXIS_VALUES}", source)
+        raise _err(f"{path}.step", f"{step!r} gives {n} values",
+                   f"expected at most {MAX_AXIS_VALUES}", source)
     if all(isinstance(x, int) and not isinstance(x, bool) for x in (start, stop, step)):
         return [start + i * step for i in range(n)]
     return [_tidy(start + i * step) for i in range(n)]
@@ -230,10 +241,12 @@ def _axis_values(value, path, source):
 def _key_path(key, path, source):
     key = str(key)
     if not key or any(not p or p != p.strip() for p in key.split(".")):
-        raise _err(f"{path}.{key}", "malformed key path", "expected a dotted scenario key, e.g. devices.count", source)
+        raise _err(f"{path}.{key}", "malformed key path",
+                   "expected a dotted scenario key, e.g. devices.count", source)
     if key == "seed":
         raise _err(f"{path}.seed", "the seed cannot be swept",
-                   "set sweep.replications and sweep.seed (replication seeds are spawned from it)", source)
+                   "set sweep.replications and sweep.seed (replication seeds are spawned from it)",
+                   source)
     return key
 
 
@@ -272,24 +285,34 @@ def _load_base(doc, source, overrides):
     if doc.get("base_file") is not None:
         bf = doc["base_file"]
         if not isinstance(bf, str) or not bf:
-            raise _err("base_file", f"{_kind(bf)} is not allowed", "expected a path to a scenario file", source)
+            raise _err("base_file", f"{_kind(bf)} is not allowed",
+                       "expected a path to a scenario file", source)
         path = Path(bf) if os.path.isabs(bf) else base_dir / bf
-        raw = _read_yaml_file(os.fspath(path))
+        try:
+            raw = _read_yaml_file(os.fspath(path))
+        except ScenarioError as exc:
+            raise _err("base_file", f"{path}: {exc.problem}", exc.allowed, source) from None
         if raw is None:
             raw = {}
         if not isinstance(raw, Mapping):
-            raise _err("base_file", f"{path} holds {_kind(raw)}", "expected a scenario mapping", source)
+            raise _err("base_file", f"{path} holds {_kind(raw)}", "expected a scenario mapping",
+                       source)
     if doc.get("base") is not None:
         if not isinstance(doc["base"], Mapping):
-            raise _err("base", f"{_kind(doc['base'])} is not allowed", "expected a scenario mapping", source)
+            raise _err("base", f"{_kind(doc['base'])} is not allowed",
+                       "expected a scenario mapping", source)
         raw = apply_overrides(raw, _flatten(doc["base"]))
     if overrides:
         raw = apply_overrides(raw, overrides)
     try:
         base = load_scenario(raw)
     except ScenarioError as exc:
+        if any(exc.path == k or exc.path.startswith(k + ".") or k.startswith(exc.path + ".")
+               for k in overrides):
+            raise _err(exc.path, f"{exc.problem} (from --set)", exc.allowed, source) from None
         where = "base" if doc.get("base") is not None or not doc.get("base_file") else "base_file"
-        raise _err(f"{where}.{exc.path}" if exc.path else where, exc.problem, exc.allowed, source) from None
+        raise _err(f"{where}.{exc.path}" if exc.path else where, exc.problem, exc.allowed,
+                   source) from None
     return raw, base
 
 
@@ -310,9 +333,11 @@ def _parse_axes(sweep, source):
         zips = [zips]
     elif not isinstance(zips, list):
         raise _err("sweep.zip", f"{_kind(zips)} is not allowed",
-                   "expected a mapping key.path -> list (keys varying together), or a list of such mappings", source)
+                   "expected a mapping key.path -> list (keys varying together), or a list of "
+                   "such mappings", source)
     for gi, group in enumerate(zips):
-        gpath = "sweep.zip" if len(zips) == 1 and isinstance(sweep.get("zip"), Mapping) else f"sweep.zip.{gi}"
+        single = len(zips) == 1 and isinstance(sweep.get("zip"), Mapping)
+        gpath = "sweep.zip" if single else f"sweep.zip.{gi}"
         if not isinstance(group, Mapping) or not group:
             raise _err(gpath, f"{_kind(group)} is not allowed",
                        "expected a non-empty mapping key.path -> list of values", source)
@@ -331,7 +356,8 @@ def _parse_axes(sweep, source):
     for axis in axes:
         for k in axis.keys:
             if k in seen:
-                raise _err(f"sweep.{axis.kind}.{k}", f"the key is swept twice (also in sweep.{seen[k]})",
+                raise _err(f"sweep.{axis.kind}.{k}",
+                           f"the key is swept twice (also in sweep.{seen[k]})",
                            "sweep each key in one place", source)
             seen[k] = axis.kind
     for a in list(seen):
@@ -349,12 +375,14 @@ def _parse_plot(doc, keys, source):
     if isinstance(plot, Mapping):
         plot = [plot]
     if not isinstance(plot, list):
-        raise _err("plot", f"{_kind(plot)} is not allowed", "expected a list of figure mappings", source)
+        raise _err("plot", f"{_kind(plot)} is not allowed", "expected a list of figure mappings",
+                   source)
     out, names = [], set()
     for i, fig in enumerate(plot):
         path = f"plot.{i}"
         if not isinstance(fig, Mapping):
-            raise _err(path, f"{_kind(fig)} is not allowed", "expected a figure mapping {name, x, y, ...}", source)
+            raise _err(path, f"{_kind(fig)} is not allowed",
+                       "expected a figure mapping {name, x, y, ...}", source)
         _check_keys(fig, PLOT_KEYS, path, source, "a figure")
         fig = dict(fig)
         for req in ("name", "x", "y"):
@@ -364,14 +392,20 @@ def _parse_plot(doc, keys, source):
             raise _err(f"{path}.name", f"{fig['name']!r} is not allowed",
                        "a file name of letters, digits, '-', '_' and '.'", source)
         if fig["name"] in names:
-            raise _err(f"{path}.name", f"the figure name {fig['name']!r} is used twice", "one name per figure", source)
+            raise _err(f"{path}.name", f"the figure name {fig['name']!r} is used twice",
+                       "one name per figure", source)
         names.add(fig["name"])
+        if not keys:
+            raise _err(f"{path}.x", "the sweep has no swept key to plot against",
+                       "add sweep.grid or sweep.zip, or remove plot", source)
         if fig["x"] not in keys:
-            raise _err(f"{path}.x", f"{fig['x']!r} is not a swept key", f"expected one of {', '.join(keys)}", source)
+            raise _err(f"{path}.x", f"{fig['x']!r} is not a swept key",
+                       f"expected one of {', '.join(keys)}", source)
         ys = fig["y"] if isinstance(fig["y"], list) else [fig["y"]]
         for y in ys:
-            if y not in METRICS:
-                raise _err(f"{path}.y", f"{y!r} is not a metric", f"expected one of {', '.join(METRICS)}", source)
+            if y not in METRICS and not y.startswith(NESTED_METRIC_PREFIXES):
+                raise _err(f"{path}.y", f"{y!r} is not a metric",
+                           f"expected one of {', '.join(METRICS)}", source)
         fig["y"] = ys
         for opt in ("curves", "panels"):
             v = fig.get(opt)
@@ -382,17 +416,20 @@ def _parse_plot(doc, keys, source):
             for k in v:
                 if k not in keys or k == fig["x"]:
                     raise _err(f"{path}.{opt}", f"{k!r} is not a swept key other than x",
-                               f"expected some of {', '.join(x for x in keys if x != fig['x'])}", source)
+                               "expected some of "
+                               f"{', '.join(x for x in keys if x != fig['x'])}", source)
             fig[opt] = v
         for opt in ("logx", "logy"):
             if not isinstance(fig.get(opt, False), bool):
-                raise _err(f"{path}.{opt}", f"{fig[opt]!r} is not allowed", "expected true or false", source)
+                raise _err(f"{path}.{opt}", f"{fig[opt]!r} is not allowed",
+                           "expected true or false", source)
         out.append(fig)
     return out
 
 
 def load_sweep(source, overrides=None):
-    """Parse and validate a sweep file (path) or mapping; ``overrides`` (``--set``) apply to the base.
+    """Parse and validate a sweep file (path) or mapping; ``overrides`` (``--set``) apply to
+    the base.
 
     Every cell's scenario is loaded here, so a returned :class:`Sweep` can run without
     validation errors. Raises :class:`ScenarioError`.
@@ -430,7 +467,8 @@ def load_sweep(source, overrides=None):
 
     reps = sweep.get("replications", 1)
     if not isinstance(reps, int) or isinstance(reps, bool) or reps < 1:
-        raise _err("sweep.replications", f"{reps!r} is not allowed", "expected an integer >= 1", path)
+        raise _err("sweep.replications", f"{reps!r} is not allowed", "expected an integer >= 1",
+                   path)
     master = sweep.get("seed", base.seed)
     if not isinstance(master, int) or isinstance(master, bool) or master < 0:
         raise _err("sweep.seed", f"{master!r} is not allowed", "expected an integer >= 0", path)
@@ -439,7 +477,8 @@ def load_sweep(source, overrides=None):
     keys = [k for a in axes for k in a.keys]
     for k in overrides:
         if k in keys:
-            raise _err(k, "--set overrides a swept key", f"remove it from --set or from sweep.{_axis_of(axes, k).kind}", path)
+            raise _err(k, "--set overrides a swept key",
+                       f"remove it from --set or from sweep.{_axis_of(axes, k).kind}", path)
     plot = _parse_plot(doc, keys, path)
 
     cells = []
@@ -455,7 +494,8 @@ def load_sweep(source, overrides=None):
             for k in keys:
                 if exc.path == k or exc.path.startswith(k + "."):
                     where = f"sweep.{_axis_of(axes, k).kind}.{exc.path}"
-            raise _err(where, f"{exc.problem} (in sweep cell {index}: {cell})", exc.allowed, path) from None
+            raise _err(where, f"{exc.problem} (in sweep cell {index}: {cell})", exc.allowed,
+                       path) from None
         cells.append(Cell(index, values, scenario_to_dict(sc)))
 
     rows = {r[0]: {"unit": r[2], "doc": r[4]} for r in reference_rows()}
@@ -465,7 +505,8 @@ def load_sweep(source, overrides=None):
         spec["set"] = {k: _plain(v) for k, v in overrides.items()}
     return Sweep(name=name, description=description, source=path, spec=spec, axes=axes,
                  cells=cells, replications=reps, seed=master,
-                 seeds=replication_seeds(master, reps), plot=plot, key_info=key_info)
+                 seeds=replication_seeds(master, reps), plot=plot, key_info=key_info,
+                 base_raw=_plain(base_raw))
 
 
 def _flatten(mapping, prefix=""):
@@ -486,5 +527,20 @@ def _axis_of(axes, key):
 
 
 def dump_sweep_yaml(sweep):
-    """The sweep as read (with ``--set`` under ``set:``), for the output folder."""
-    return yaml.safe_dump(sweep.spec, sort_keys=False, default_flow_style=None, allow_unicode=True)
+    """A self-contained sweep file for the output folder: ``base_file``, ``base`` and ``--set``
+    merged into one ``base`` mapping, so ``multispin-sim sweep OUT/sweep.yaml --out OUT`` resumes
+    the same runs from anywhere."""
+    doc = {"name": sweep.name}
+    if sweep.description:
+        doc["description"] = sweep.description
+    doc["base"] = sweep.base_raw
+    doc["sweep"] = sweep.spec["sweep"]
+    if sweep.spec.get("plot") is not None:
+        doc["plot"] = sweep.spec["plot"]
+    origin = sweep.source or "a mapping"
+    extra = f" and --set {', '.join(f'{k}={v}' for k, v in sweep.spec.get('set', {}).items())}" \
+        if sweep.spec.get("set") else ""
+    header = (f"# Written by multispin-sim sweep from {origin}: base_file, base{extra} merged into "
+              "base.\n")
+    return header + yaml.safe_dump(doc, sort_keys=False, default_flow_style=None,
+                                   allow_unicode=True)

@@ -6,7 +6,8 @@ summary, flattened (``goodput_ci95`` -> ``goodput_ci95_lo`` / ``_hi``, ``comm_s`
 ``comm_s_mean`` ...), and the derived shares of device-rounds:
 
 - ``device_rounds`` = rounds x devices.count (the paper's saturated workload: every device takes
-  part in every round);
+  part in every round; the summary's own ``device_rounds`` wins when the engine reports one;
+  other workloads without it get NaN shares rather than wrong ones);
 - ``share_accepted`` = 1 - rejections / device_rounds (all drafts accepted, or no draft);
 - ``share_ul`` = ul_corrections / device_rounds, ``share_dl`` = dl_corrections / device_rounds.
 
@@ -32,29 +33,41 @@ from .sweepfile import METRICS
 WALL_CLOCK = ("wall_time_s", "rounds_per_s")
 
 
-def flatten_summary(summary):
-    """Scalar metrics of a run summary, flattened; lists other than the CI are left out."""
+def flatten_summary(summary, prefix=""):
+    """Scalar metrics of a run summary, flattened with ``_`` (``comm_s.median`` ->
+    ``comm_s_median``); ``*_ci95`` pairs become ``_lo`` / ``_hi``; other lists and text are left
+    out."""
     out = {}
     for key, value in summary.items():
+        name = f"{prefix}{key}"
         if isinstance(value, bool):
-            out[key] = int(value)
+            out[name] = int(value)
         elif isinstance(value, (int, float)):
-            out[key] = value
+            out[name] = value
         elif isinstance(value, dict):
-            for k, v in value.items():
-                if isinstance(v, (int, float)) and not isinstance(v, bool):
-                    out[f"{key}_{k}"] = v
-        elif key.endswith("_ci95") and isinstance(value, (list, tuple)) and len(value) == 2:
-            out[f"{key}_lo"], out[f"{key}_hi"] = value
+            out.update(flatten_summary(value, f"{name}_"))
+        elif name.endswith("_ci95") and isinstance(value, (list, tuple)) and len(value) == 2:
+            out[f"{name}_lo"], out[f"{name}_hi"] = value
     return out
 
 
 def derived_metrics(summary, scenario):
-    """Shares of device-rounds accepted / corrected by UL / by DL (saturated workload)."""
+    """Shares of device-rounds accepted / corrected by UL / by DL.
+
+    The denominator is the summary's ``device_rounds`` when the engine reports it, else
+    rounds x devices.count, exact for the saturated workload (every device in every round);
+    for other workloads without that key the shares are NaN rather than wrong.
+    """
     count = int(scenario["devices"]["count"])
-    device_rounds = int(summary.get("device_rounds", summary["rounds"] * count))
+    arrivals = (scenario.get("workload") or {}).get("arrivals", "saturated")
+    if "device_rounds" in summary:
+        device_rounds = int(summary["device_rounds"])
+    elif arrivals == "saturated":
+        device_rounds = int(summary["rounds"]) * count
+    else:
+        device_rounds = 0
     if device_rounds <= 0:
-        return {"device_rounds": 0, "share_accepted": math.nan, "share_ul": math.nan,
+        return {"device_rounds": math.nan, "share_accepted": math.nan, "share_ul": math.nan,
                 "share_dl": math.nan}
     return {
         "device_rounds": device_rounds,
@@ -81,7 +94,7 @@ def _cell_text(value):
     if isinstance(value, (list, tuple, dict)):
         return json.dumps(value)
     if isinstance(value, float):
-        return repr(value)
+        return repr(float(value))
     return str(value)
 
 
@@ -106,7 +119,8 @@ def write_parquet(path, columns, rows):
         if any(isinstance(v, (list, tuple, dict)) for v in vals):
             vals = [None if v is None else json.dumps(v) for v in vals]
         elif any(isinstance(v, float) for v in vals) and all(
-                v is None or (isinstance(v, (int, float)) and not isinstance(v, bool)) for v in vals):
+                v is None or (isinstance(v, (int, float)) and not isinstance(v, bool))
+                for v in vals):
             vals = [None if v is None else float(v) for v in vals]
         data[c] = vals
     try:

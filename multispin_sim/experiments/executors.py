@@ -1,0 +1,184 @@
+"""Where the runs of a sweep execute: in this process, on local processes, or on a Dask cluster.
+
+Every executor is a generator ``(tasks, jobs, runner, ...) -> (task, outcome)`` in completion
+order. A task is a plain dict (``cell``, ``replication``, ``key``, ``run_dir``, ``scenario``);
+``execute_run`` does one run and never raises: an exception becomes
+``{"status": "failed", "error": ...}`` (its traceback goes to ``run_dir/error.txt``), so one
+failing cell does not stop the others. Results are identical whatever the executor: each run is
+a function of its scenario (seed included) only.
+
+- ``serial``: one run after the other, in this process (debugging, tests).
+- ``local``: ``concurrent.futures.ProcessPoolExecutor`` with ``jobs`` worker processes
+  (default: all cores).
+- ``dask``: ``dask.distributed`` (the ``dask`` extra, imported only here): on an existing
+  cluster with ``scheduler="tcp://host:8786"`` (the workers need ``multispin_sim`` installed and
+  the output folder on a shared file system), else on a ``LocalCluster`` of ``jobs`` workers.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import time
+import traceback
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from pathlib import Path
+
+EXECUTORS = ("serial", "local", "dask")
+
+
+class ExecutorError(RuntimeError):
+    """An executor cannot start (dask missing, scheduler unreachable)."""
+
+
+class RunInterrupted(Exception):
+    """Ctrl-C stopped a run (the engine finished its round and returned ``complete: false``)."""
+
+
+def simulate_run(scenario, out):
+    """The default runner: run the engine on a plain scenario dict, write into ``out``."""
+    from ..engine.simulation import simulate
+    from ..scenario import load_scenario
+
+    result = simulate(load_scenario(scenario), out=out)
+    if not result.complete:
+        raise RunInterrupted("the run was interrupted (summary complete: false)")
+    return result.summary
+
+
+def plain(value):
+    """JSON-ready copy of a summary: numpy scalars and arrays become Python numbers and lists."""
+    if isinstance(value, dict):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    if hasattr(value, "tolist"):  # numpy scalar or array
+        return plain(value.tolist())
+    return value
+
+
+def cpu_count():
+    """Cores this process may use (the default number of workers)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def _one_line(text):
+    return " ".join(str(text).split())
+
+
+def execute_run(task, runner=None):
+    """One run: a fresh ``run_dir`` (a partial one from a killed sweep is replaced)."""
+    run_dir = Path(task["run_dir"])
+    t0 = time.perf_counter()
+    try:
+        if run_dir.exists():
+            shutil.rmtree(run_dir)
+        run_dir.parent.mkdir(parents=True, exist_ok=True)
+        summary = plain((runner or simulate_run)(task["scenario"], run_dir))
+        return {"status": "ok", "summary": summary, "elapsed_s": time.perf_counter() - t0}
+    except RunInterrupted as exc:  # Ctrl-C: not a failure of the cell; the sweep stops
+        return {"status": "interrupted", "error": _one_line(exc)}
+    except Exception as exc:  # reported per run; the sweep goes on
+        tb = traceback.format_exc()
+        try:
+            run_dir.mkdir(parents=True, exist_ok=True)
+            (run_dir / "error.txt").write_text(tb, encoding="utf-8")
+        except OSError:
+            pass
+        return {"status": "failed", "error": _one_line(f"{type(exc).__name__}: {exc}"),
+                "elapsed_s": time.perf_counter() - t0}
+
+
+def _crashed(exc):
+    return {"status": "failed", "error": _one_line(f"worker failed: {type(exc).__name__}: {exc}")}
+
+
+def serial_runs(tasks, jobs=1, runner=None, **_):
+    for task in tasks:
+        yield task, execute_run(task, runner)
+
+
+def local_runs(tasks, jobs=None, runner=None, **_):
+    tasks = list(tasks)
+    if not tasks:
+        return
+    workers = max(1, min(jobs or cpu_count(), len(tasks)))
+    pool = ProcessPoolExecutor(max_workers=workers)
+    try:
+        futures = {pool.submit(execute_run, t, runner): t for t in tasks}
+        for fut in as_completed(futures):
+            try:
+                outcome = fut.result()
+            except Exception as exc:  # a worker process died (BrokenProcessPool, ...)
+                outcome = _crashed(exc)
+            yield futures[fut], outcome
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def dask_runs(tasks, jobs=None, runner=None, scheduler=None, processes=True, **_):
+    tasks = list(tasks)
+    if not tasks:
+        return
+    try:
+        from dask.distributed import Client, LocalCluster, as_completed as dask_completed
+    except ImportError:
+        raise ExecutorError("the dask executor needs dask.distributed: "
+                            "pip install 'multispin_sim[dask]'") from None
+    cluster = None
+    try:
+        if scheduler:
+            client = Client(scheduler, timeout="15s")
+        else:
+            workers = max(1, min(jobs or cpu_count(), len(tasks)))
+            cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=processes,
+                                   dashboard_address=None)
+            client = Client(cluster)
+    except (OSError, TimeoutError) as exc:
+        if cluster is not None:
+            cluster.close()
+        where = scheduler or "a LocalCluster"
+        raise ExecutorError(f"cannot start the dask executor on {where}: "
+                            f"{_one_line(exc)}") from None
+    try:
+        futures = {}
+        for t in tasks:
+            fut = client.submit(execute_run, t, runner, pure=False)
+            futures[fut.key] = (fut, t)
+        for fut in dask_completed([f for f, _ in futures.values()]):
+            try:
+                outcome = fut.result()
+            except Exception as exc:
+                outcome = _crashed(exc)
+            yield futures[fut.key][1], outcome
+    finally:
+        try:
+            client.cancel([f for f, _ in futures.values()]) if futures else None
+        except Exception:
+            pass
+        client.close()
+        if cluster is not None:
+            cluster.close()
+
+
+RUNNERS = {"serial": serial_runs, "local": local_runs, "dask": dask_runs}
+
+
+def check_executor(name):
+    """Fail early (before any output is written) on an unknown executor or a missing dask."""
+    get_executor(name)
+    if name == "dask":
+        try:
+            import dask.distributed  # noqa: F401
+        except ImportError:
+            raise ExecutorError("the dask executor needs dask.distributed: "
+                                "pip install 'multispin_sim[dask]'") from None
+
+
+def get_executor(name):
+    try:
+        return RUNNERS[name]
+    except KeyError:
+        raise ExecutorError(f"unknown executor {name!r}; allowed: {', '.join(EXECUTORS)}") from None

@@ -1,0 +1,261 @@
+"""``run_sweep(sweep)``: every (cell, replication) run, resumable, then the tables.
+
+Output folder (default ``results/<sweep name>``)::
+
+    sweep.yaml        the sweep file as read (with --set options under ``set:``)
+    sweep.json        machine-readable description: axes, cells, seeds, units, plot spec, status
+    runs/c0003-r001-<hash>/   one run: the engine's files (rounds.csv, device_rounds.csv, ...,
+                      summary.json) and ``done.json``, the marker written when the run succeeded
+    runs.csv, cells.csv (+ runs.parquet, cells.parquet with pyarrow): see ``tables``
+
+Resume: a run is identified by the hash of its full resolved scenario (every key with its
+default filled in, seed included). Rerunning a sweep into the same folder reuses every run whose
+``done.json`` holds that hash -- also after the grid was extended or reordered -- and runs the
+rest. A code update that adds a scenario key or changes a default changes the hash, so such runs
+are made afresh rather than mixed with results of the old code (the old folders stay until
+removed). Markers are written by this process as
+each run finishes, so killing a sweep loses only the runs in flight. A failed run writes
+``error.txt`` in its folder, is listed in ``sweep.json`` and ``runs.csv`` (status ``failed``),
+and is retried on the next invocation.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .. import __version__
+from .executors import check_executor, get_executor
+from .sweepfile import dump_sweep_yaml, run_key
+from .tables import write_tables
+
+MARKER = "done.json"
+
+
+class OutputConflictError(ValueError):
+    """The output folder holds something else than this sweep."""
+
+
+@dataclass
+class SweepResult:
+    folder: Path
+    records: dict                       # (cell, rep) -> record
+    runs: list                          # rows of runs.csv
+    cells: list                         # rows of cells.csv
+    paths: dict
+    ran: int = 0                        # runs executed now
+    reused: int = 0                     # runs found complete from an earlier invocation
+    failures: list = field(default_factory=list)
+    wall_time_s: float = 0.0
+    n_runs: int = 0
+
+    @property
+    def complete(self):
+        """Every run of the sweep succeeded."""
+        return not self.failures and len(self.records) == self.n_runs
+
+
+class SweepProgress:
+    """``cells 3/26  runs 15/130  ...`` on stderr, rewritten in place (only on a terminal)."""
+
+    def __init__(self, sweep, stream=sys.stderr, enabled=None):
+        self.stream = stream
+        self.enabled = stream.isatty() if enabled is None else enabled
+        self.n_cells = len(sweep.cells)
+        self.n_runs = sweep.n_runs
+        self.reps = sweep.replications
+        self.per_cell = {}
+        self.t0 = time.perf_counter()
+        self.new = 0
+        self.failed = 0
+        self.todo = 0
+        self.last = 0.0
+
+    def start(self, records, todo):
+        for cell, _ in records:
+            self.per_cell[cell] = self.per_cell.get(cell, 0) + 1
+        self.todo = todo
+        self.show(force=True)
+
+    def update(self, cell, ok):
+        self.per_cell[cell] = self.per_cell.get(cell, 0) + 1
+        self.new += 1
+        self.failed += not ok
+        self.show(force=self.new == self.todo)
+
+    def show(self, force=False):
+        if not self.enabled:
+            return
+        now = time.perf_counter()
+        if not force and now - self.last < 0.2:
+            return
+        self.last = now
+        cells = sum(1 for n in self.per_cell.values() if n >= self.reps)
+        runs = sum(self.per_cell.values())
+        width = 30
+        fill = int(width * cells / max(self.n_cells, 1))
+        elapsed = now - self.t0
+        left = (elapsed / self.new * (self.todo - self.new)) if self.new else float("nan")
+        eta = f", ~{left:,.0f} s left" if self.new and self.new < self.todo else ""
+        failed = f", {self.failed} failed" if self.failed else ""
+        self.stream.write(f"\r[{'#' * fill}{'.' * (width - fill)}] cells {cells}/{self.n_cells}  "
+                          f"runs {runs}/{self.n_runs}{failed}  {elapsed:,.0f} s{eta} ")
+        if self.new >= self.todo:
+            self.stream.write("\n")
+        self.stream.flush()
+
+
+def _write_json(path, data):
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def scan_markers(runs_dir):
+    """{run key: (folder, marker)} of every completed run under ``runs_dir``."""
+    found = {}
+    if not runs_dir.is_dir():
+        return found
+    for marker in sorted(runs_dir.glob(f"*/{MARKER}")):
+        try:
+            data = json.loads(marker.read_text(encoding="utf-8"))
+            found[data["key"]] = (marker.parent, data)
+        except (OSError, ValueError, KeyError):
+            continue  # a damaged marker: the run is redone
+    return found
+
+
+def sweep_description(sweep, **status):
+    return {
+        "name": sweep.name,
+        "description": sweep.description,
+        "source": sweep.source,
+        "multispin_sim_version": __version__,
+        "keys": sweep.keys,
+        "key_info": sweep.key_info,
+        "axes": [{"kind": a.kind, "keys": list(a.keys), "values": [list(v) for v in a.values]}
+                 for a in sweep.axes],
+        "replications": sweep.replications,
+        "seed": sweep.seed,
+        "seeds": sweep.seeds,
+        "cells": [{"cell": c.index, "values": c.values} for c in sweep.cells],
+        "plot": sweep.plot,
+        **status,
+    }
+
+
+def prepare_output(folder, sweep):
+    """Create the output folder or check that it holds this sweep (resume); no run starts before."""
+    folder = Path(folder)
+    meta = folder / "sweep.json"
+    if folder.exists():
+        if not folder.is_dir():
+            raise OutputConflictError(f"{folder}: exists and is not a folder; choose another --out")
+        if meta.exists():
+            try:
+                name = json.loads(meta.read_text(encoding="utf-8")).get("name")
+            except (OSError, ValueError):
+                name = None
+            if name != sweep.name:
+                raise OutputConflictError(
+                    f"{folder}: holds the sweep {name!r}, not {sweep.name!r}; choose another --out "
+                    "(a folder is resumed only by the sweep that made it)")
+        elif any(folder.iterdir()):
+            raise OutputConflictError(f"{folder}: output folder exists, is not empty and holds no "
+                                      "sweep.json; choose another --out")
+    (folder / "runs").mkdir(parents=True, exist_ok=True)
+    (folder / "sweep.yaml").write_text(dump_sweep_yaml(sweep), encoding="utf-8")
+    return folder
+
+
+def default_output(sweep, results_dir="results"):
+    return Path(results_dir) / sweep.name
+
+
+def run_sweep(sweep, out=None, *, executor="local", jobs=None, scheduler=None, runner=None,
+              progress=None, stream=None, dask_processes=True):
+    """Run every (cell, replication) of ``sweep`` not yet complete in ``out``; write the tables.
+
+    ``executor``: "serial", "local" (``jobs`` processes, default all cores) or "dask"
+    (``scheduler`` address, else a LocalCluster of ``jobs`` workers; ``dask_processes=False``
+    makes it threads in this process). ``runner(scenario_dict, run_dir) -> summary`` replaces the
+    engine (tests; it must be picklable for the process and dask executors). ``progress``: show
+    the progress bar (default: when ``stream``, stderr by default, is a terminal).
+    Ctrl-C writes the tables of the runs finished so far and re-raises ``KeyboardInterrupt``.
+    """
+    stream = stream or sys.stderr
+    check_executor(executor)
+    folder = prepare_output(out or default_output(sweep), sweep)
+    runs_dir = folder / "runs"
+    t0 = time.perf_counter()
+    done = scan_markers(runs_dir)
+
+    records, pending = {}, {}
+    reused = 0
+    for cell in sweep.cells:
+        for rep in range(sweep.replications):
+            scenario = sweep.run_scenario(cell, rep)
+            key = run_key(scenario)
+            if key in done:
+                run_dir, marker = done[key]
+                records[(cell.index, rep)] = {"status": "ok", "summary": marker["summary"],
+                                              "run_dir": str(run_dir.relative_to(folder))}
+                reused += 1
+                continue
+            if key in pending:  # two cells with the same resolved scenario: run it once
+                pending[key]["also"].append((cell.index, rep))
+                continue
+            name = f"c{cell.index:04d}-r{rep:03d}-{key[:10]}"
+            pending[key] = {"cell": cell.index, "replication": rep, "key": key,
+                            "run_dir": str(runs_dir / name), "scenario": scenario,
+                            "values": cell.values, "seed": sweep.seeds[rep], "also": []}
+
+    status = {"status": "running", "executor": executor, "jobs": jobs, "scheduler": scheduler}
+    _write_json(folder / "sweep.json", sweep_description(sweep, **status))
+    bar = SweepProgress(sweep, stream, progress)
+    bar.start(records, sum(1 + len(t["also"]) for t in pending.values()))
+    failures = []
+    ran = 0
+    interrupted = False
+    tasks = [{k: v for k, v in t.items() if k != "also"} for t in pending.values()]
+    try:
+        for task, outcome in get_executor(executor)(tasks, jobs=jobs, runner=runner,
+                                                    scheduler=scheduler, processes=dask_processes):
+            if outcome["status"] == "interrupted":
+                raise KeyboardInterrupt
+            ran += 1
+            run_dir = Path(task["run_dir"])
+            rel = str(run_dir.relative_to(folder))
+            targets = [(task["cell"], task["replication"])] + pending[task["key"]]["also"]
+            if outcome["status"] == "ok":
+                run_dir.mkdir(parents=True, exist_ok=True)
+                _write_json(run_dir / MARKER, {
+                    "key": task["key"], "cell": task["cell"], "replication": task["replication"],
+                    "values": task["values"], "seed": task["seed"], "summary": outcome["summary"],
+                    "elapsed_s": outcome.get("elapsed_s"), "multispin_sim_version": __version__,
+                })
+                rec = {"status": "ok", "summary": outcome["summary"], "run_dir": rel}
+            else:
+                rec = {"status": "failed", "error": outcome["error"], "run_dir": rel}
+                for cell, rep in targets:
+                    failures.append({"cell": cell, "replication": rep, "error": outcome["error"],
+                                     "run_dir": rel})
+            for target in targets:
+                records[target] = rec
+                bar.update(target[0], rec["status"] == "ok")
+    except KeyboardInterrupt:
+        interrupted = True
+    wall = time.perf_counter() - t0
+    paths, rows, cell_rows = write_tables(folder, sweep, records)
+    failures.sort(key=lambda f: (f["cell"], f["replication"]))
+    final = "interrupted" if interrupted else ("failed" if failures else "complete")
+    status.update(status=final, runs=sweep.n_runs, ran=ran, reused=reused, failures=failures,
+                  wall_time_s=wall)
+    _write_json(folder / "sweep.json", sweep_description(sweep, **status))
+    if interrupted:
+        raise KeyboardInterrupt
+    return SweepResult(folder, records, rows, cell_rows, paths, ran=ran, reused=reused,
+                       failures=failures, wall_time_s=wall, n_runs=sweep.n_runs)

@@ -1,0 +1,11 @@
+"""Plots from output files only (never the engine); matplotlib (the ``plot`` extra) is imported
+when a figure is drawn, and figures are drawn on ``matplotlib.figure.Figure`` objects (no pyplot,
+no global backend state).
+
+- ``figures``: ``plot_sweep(results_dir)``: the figures of a sweep (PNG + the CSV of every curve).
+- ``timeline``: ``plot_timeline(run_dir, rounds=3)``: a Gantt chart of a few rounds of one run.
+"""
+from .figures import PlotError, plot_sweep
+from .timeline import plot_timeline, timeline_segments
+
+__all__ = ["PlotError", "plot_sweep", "plot_timeline", "timeline_segments"]

@@ -1,0 +1,281 @@
+"""Figures of a sweep: one PNG per figure spec, with the CSV of every curve beside it.
+
+Reads only the sweep's output folder (``sweep.json`` and ``cells.csv``). A figure spec (the
+``plot:`` list of a sweep file) is::
+
+    name: goodput                 # file name: figures/goodput.png and figures/goodput.csv
+    x: server.dl_power_dbm        # a swept key (numeric: a line; otherwise categories)
+    y: goodput_tps                # a metric of cells.csv, or a list (one curve per metric)
+    curves: model_pair            # optional: swept key(s), one curve per value
+    panels: server.dl_power_ratio # optional: swept key(s), one subplot per value
+    title, xlabel, ylabel, logx, logy   # optional
+
+Swept keys named in none of x / curves / panels but taking several values become curves too,
+so points are never averaged silently. Without a ``plot:`` section one figure of goodput
+against the first swept key is drawn. Error bars are the 95% confidence intervals across
+replications from cells.csv (``<metric>_ci95_lo`` / ``_hi``); a curve's CSV holds
+panel, curve, metric, x, mean, ci95_lo, ci95_hi and n.
+"""
+from __future__ import annotations
+
+import csv
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+
+from ..outputs.records import read_table
+
+
+class PlotError(ValueError):
+    """Missing or unreadable input files, or matplotlib not installed."""
+
+
+METRIC_LABELS = {
+    "goodput_tps": ("sum token goodput", "tokens/s"),
+    "goodput_ci95_lo": ("goodput, lower 95% bound within a run", "tokens/s"),
+    "goodput_ci95_hi": ("goodput, upper 95% bound within a run", "tokens/s"),
+    "tokens": ("tokens generated", "tokens"),
+    "rounds": ("rounds", "rounds"),
+    "sim_time_s": ("simulated time", "s"),
+    "mean_draft_len": ("mean draft length", "tokens"),
+    "rejections": ("rejections", "device-rounds"),
+    "ul_corrections": ("UL corrections", "device-rounds"),
+    "dl_corrections": ("DL corrections", "device-rounds"),
+    "device_rounds": ("device-rounds", "device-rounds"),
+    "share_accepted": ("accepted (no correction)", "share of device-rounds"),
+    "share_ul": ("corrected by UL", "share of device-rounds"),
+    "share_dl": ("corrected by DL", "share of device-rounds"),
+    "wall_time_s": ("wall time", "s"),
+    "rounds_per_s": ("simulation speed", "rounds/s"),
+}
+for _base, _what in (("duration_s", "round duration"), ("comm_s", "communication time per round")):
+    for _stat in ("mean", "median", "p95", "max"):
+        METRIC_LABELS[f"{_base}_{_stat}"] = (f"{_what}, {_stat}", "s")
+
+KEY_LABELS = {
+    "server.dl_power_dbm": "DL power budget P_dl",
+    "server.dl_power_ratio": "DL-to-UL power-budget ratio P_dl / P_ul",
+    "devices.count": "number of devices K",
+    "devices.ul_power_dbm": "UL power budget P_ul",
+    "policy.mode": "mode selection",
+    "policy.draft": "draft-length control",
+    "policy.draft_length": "draft length",
+    "model_pair": "model pair",
+    "channel.bandwidth_mhz": "bandwidth B",
+}
+
+
+LINESTYLES = ("-", "--", ":", "-.")
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
+
+
+def metric_label(name):
+    what, unit = METRIC_LABELS.get(name, (name, ""))
+    return what, unit
+
+
+def key_label(key, info=None):
+    unit = (info or {}).get(key, {}).get("unit", "")
+    label = KEY_LABELS.get(key, key)
+    if key == "server.dl_power_ratio":
+        unit = unit or "linear"
+    return f"{label} ({unit})" if unit else label
+
+
+def _require_matplotlib():
+    try:
+        from matplotlib.figure import Figure
+    except ImportError:
+        raise PlotError("plotting needs matplotlib: pip install 'multispin_sim[plot]'") from None
+    return Figure
+
+
+def load_sweep_output(folder):
+    folder = Path(folder)
+    meta_path, cells_path = folder / "sweep.json", folder / "cells.csv"
+    for p in (meta_path, cells_path):
+        if not p.is_file():
+            raise PlotError(f"{p}: not found; expected the output folder of 'multispin-sim sweep'")
+    try:
+        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+    except ValueError as exc:
+        raise PlotError(f"{meta_path}: not valid JSON ({exc})") from None
+    return meta, read_table(cells_path)
+
+
+def _scalar(v):
+    return v.item() if hasattr(v, "item") else v
+
+
+def _is_numeric(arr):
+    return arr.dtype.kind in "iuf"
+
+
+def _fmt(v):
+    if isinstance(v, (float, np.floating)) and float(v).is_integer():
+        return str(int(v))
+    return str(v)
+
+
+def default_figures(meta, cells):
+    keys = meta["keys"]
+    if not keys:
+        return []
+    x = next((k for k in keys if _is_numeric(cells[k])), keys[0])
+    return [{"name": "goodput_tps", "x": x, "y": ["goodput_tps"], "curves": [], "panels": []}]
+
+
+def _groups(cells, keys):
+    """Ordered unique tuples of the values of ``keys`` (first-appearance order) and row masks."""
+    n = len(cells["cell"])
+    order, masks = [], {}
+    for i in range(n):
+        t = tuple(_scalar(cells[k][i]) for k in keys)
+        if t not in masks:
+            order.append(t)
+            masks[t] = np.zeros(n, dtype=bool)
+        masks[t][i] = True
+    return order, masks
+
+
+def _label(keys, values):
+    if not keys:
+        return ""
+    if len(keys) == 1:
+        return _fmt(values[0])
+    return ", ".join(f"{KEY_LABELS.get(k, k)}={_fmt(v)}" for k, v in zip(keys, values))
+
+
+def draw_figure(spec, meta, cells, folder):
+    """Draw one figure spec into ``folder`` (PNG + CSV); return the two paths."""
+    Figure = _require_matplotlib()
+    keys = meta["keys"]
+    x = spec["x"]
+    ys = spec["y"] if isinstance(spec["y"], list) else [spec["y"]]
+    panels = list(spec.get("panels") or [])
+    curves = list(spec.get("curves") or [])
+    for k in keys:  # a swept key not shown otherwise becomes a curve: never average silently
+        if k != x and k not in panels and k not in curves and len(set(cells[k].tolist())) > 1:
+            curves.append(k)
+    for m in ys:
+        if f"{m}_mean" not in cells:
+            raise PlotError(f"{spec['name']}: cells.csv has no metric {m!r}")
+    panel_order, panel_masks = _groups(cells, panels)
+    curve_order, curve_masks = _groups(cells, curves)
+    xs_all = cells[x]
+    numeric_x = _is_numeric(xs_all)
+    categories = list(dict.fromkeys(xs_all.tolist()))
+
+    n_panels = len(panel_order)
+    ncols = min(n_panels, 3)
+    nrows = math.ceil(n_panels / ncols)
+    fig = Figure(figsize=(5.2 * ncols, 3.9 * nrows), layout="constrained")
+    axes = fig.subplots(nrows, ncols, squeeze=False)
+    rows = []
+    units = {metric_label(m)[1] for m in ys}
+    shared_unit = next(iter(units)) if len(units) == 1 and "" not in units else "value"
+    for pi, pvals in enumerate(panel_order):
+        ax = axes[pi // ncols][pi % ncols]
+        pmask = panel_masks[pvals]
+        for ci, cvals in enumerate(curve_order):
+            mask = pmask & curve_masks[cvals]
+            if not mask.any():
+                continue
+            for mi, m in enumerate(ys):
+                xv = xs_all[mask]
+                mean = cells[f"{m}_mean"][mask].astype(float)
+                lo = cells[f"{m}_ci95_lo"][mask].astype(float)
+                hi = cells[f"{m}_ci95_hi"][mask].astype(float)
+                nn = cells["n"][mask]
+                if numeric_x:
+                    order = np.argsort(xv.astype(float), kind="stable")
+                    pos = xv.astype(float)[order]
+                else:
+                    order = np.argsort([categories.index(v) for v in xv.tolist()], kind="stable")
+                    pos = np.array([categories.index(v) for v in xv[order].tolist()], dtype=float)
+                mean, lo, hi, nn, xv = mean[order], lo[order], hi[order], nn[order], xv[order]
+                err = np.vstack([np.where(np.isfinite(lo), mean - lo, 0.0),
+                                 np.where(np.isfinite(hi), hi - mean, 0.0)])
+                parts = [p for p in (metric_label(m)[0] if len(ys) > 1 else "",
+                                     _label(curves, cvals)) if p]
+                label = ", ".join(parts) or None
+                style = {}
+                if len(ys) > 1 and len(curve_order) > 1:  # colour = metric, line style = curve
+                    style = {"color": f"C{mi}", "linestyle": LINESTYLES[ci % len(LINESTYLES)]}
+                if not numeric_x:
+                    style["linestyle"] = "none"
+                ax.errorbar(pos, mean, yerr=err, marker=MARKERS[ci % len(MARKERS)], markersize=4,
+                            capsize=3, linewidth=1.4, label=label, **style)
+                for i in range(len(pos)):
+                    rows.append({"panel": _label(panels, pvals), "curve": label or "",
+                                 "metric": m, "x": _scalar(xv[i]),
+                                 "mean": float(mean[i]), "ci95_lo": float(lo[i]),
+                                 "ci95_hi": float(hi[i]),
+                                 "n": int(nn[i])})
+        if panels:
+            ax.set_title(", ".join(f"{KEY_LABELS.get(k, k)} = {_fmt(v)}"
+                                   for k, v in zip(panels, pvals)),
+                         fontsize=10)
+        ax.set_xlabel(spec.get("xlabel") or key_label(x, meta.get("key_info")))
+        if spec.get("ylabel"):
+            ax.set_ylabel(spec["ylabel"])
+        elif len(ys) == 1:
+            what, unit = metric_label(ys[0])
+            ax.set_ylabel(f"{what} ({unit})" if unit else what)
+        else:
+            ax.set_ylabel(shared_unit)
+        if not numeric_x:
+            ax.set_xticks(range(len(categories)), [_fmt(c) for c in categories])
+        elif xs_all.dtype.kind in "iu":
+            from matplotlib.ticker import MaxNLocator
+
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        if spec.get("logx"):
+            ax.set_xscale("log")
+            if numeric_x:
+                ticks = sorted(set(xs_all.astype(float).tolist()))
+                ax.set_xticks(ticks, [_fmt(t) for t in ticks])
+                ax.minorticks_off()
+        if spec.get("logy"):
+            ax.set_yscale("log")
+        ax.grid(True, alpha=0.3)
+        if ax.get_legend_handles_labels()[1]:
+            ax.legend(fontsize=8)
+    for j in range(n_panels, nrows * ncols):
+        axes[j // ncols][j % ncols].set_visible(False)
+    title = spec.get("title") or meta.get("name", "")
+    reps = meta.get("replications")
+    if reps:
+        title += f"\nmean and 95% CI over {reps} replications"
+    fig.suptitle(title, fontsize=11)
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    png = folder / f"{spec['name']}.png"
+    fig.savefig(png, dpi=120)
+    csv_path = folder / f"{spec['name']}.csv"
+    with open(csv_path, "w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f, lineterminator="\n")
+        cols = ["panel", "curve", "metric", "x", "mean", "ci95_lo", "ci95_hi", "n"]
+        w.writerow(cols)
+        for r in rows:
+            w.writerow([repr(r[c]) if isinstance(r[c], float) else r[c] for c in cols])
+    return png, csv_path
+
+
+def plot_sweep(results_dir, out=None):
+    """Draw every figure of a sweep output folder into ``out`` (default ``results_dir/figures``).
+
+    Returns the written paths (PNG and CSV of each figure).
+    """
+    meta, cells = load_sweep_output(results_dir)
+    specs = meta.get("plot") or default_figures(meta, cells)
+    if not specs:
+        raise PlotError(f"{results_dir}: the sweep has no swept key and no plot section; "
+                        "nothing to draw")
+    out = Path(out) if out else Path(results_dir) / "figures"
+    paths = []
+    for spec in specs:
+        paths.extend(draw_figure(spec, meta, cells, out))
+    return paths

@@ -1,0 +1,131 @@
+"""The round timeline (for teaching): a Gantt chart of a few rounds of one run.
+
+Reads only a run folder: ``rounds.csv`` (start, drafting, verification and communication
+times of each round), ``device_rounds.csv`` (each device's draft length, mode and transmission
+delay) and ``devices.csv`` (each device's per-token drafting latency). One lane per device:
+
+- drafting: gamma_k t_k from the round start;
+- waiting: for the slowest draft and the server's verification, then for the slowest
+  correction (the round ends when the last correction is delivered);
+- UL transmission (the device uploads its draft distribution) or DL transmission (the server
+  sends the target distribution), coloured by mode;
+
+and one lane for the server: the batched verification. Segments are also written as CSV.
+"""
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import numpy as np
+
+from ..outputs.records import read_table
+from .figures import PlotError, _require_matplotlib
+
+COLOURS = {
+    "drafting": "#4C72B0",
+    "waiting": "#D9D9D9",
+    "ul": "#DD8452",
+    "dl": "#55A868",
+    "verification": "#8172B3",
+}
+LABELS = {
+    "drafting": "drafting",
+    "waiting": "waiting",
+    "ul": "UL transmission (draft distribution up)",
+    "dl": "DL transmission (target distribution down)",
+    "verification": "batched verification",
+}
+
+
+def timeline_segments(run_dir, rounds=3, first=0):
+    """[(lane, round, kind, start_s, end_s)] of rounds ``first .. first + rounds - 1``."""
+    run_dir = Path(run_dir)
+    tables = {}
+    for name in ("rounds", "device_rounds", "devices"):
+        path = run_dir / f"{name}.csv"
+        if not path.is_file():
+            raise PlotError(f"{path}: not found; expected a run folder of 'multispin-sim run' "
+                            "(or a runs/... folder of a sweep)")
+        tables[name] = read_table(path)
+    rt, dr, dev = tables["rounds"], tables["device_rounds"], tables["devices"]
+    if len(rt["round"]) == 0:
+        raise PlotError(f"{run_dir}: the run has no rounds")
+    t_draft = dict(zip(dev["device"].tolist(), dev["draft_latency_s"].tolist()))
+    wanted = [r for r in rt["round"].tolist() if first <= r < first + rounds]
+    if not wanted:
+        raise PlotError(f"{run_dir}: no round in {first}..{first + rounds - 1} "
+                        f"(the run has rounds {rt['round'][0]}..{rt['round'][-1]})")
+    by_round = {r: i for i, r in enumerate(rt["round"].tolist())}
+    modes = dr["mode"].astype(str)
+    segs = []
+    for r in wanted:
+        i = by_round[r]
+        start = float(rt["start_s"][i])
+        drafts_done = start + float(rt["draft_s"][i])
+        ver_end = drafts_done + float(rt["verify_s"][i])
+        end = start + float(rt["duration_s"][i])
+        segs.append(("server", r, "verification", drafts_done, ver_end))
+        for j in np.flatnonzero(dr["round"] == r):
+            k = int(dr["device"][j])
+            lane = f"device {k}"
+            draft_end = start + int(dr["draft_len"][j]) * t_draft[k]
+            if draft_end > start:
+                segs.append((lane, r, "drafting", start, draft_end))
+            if ver_end > draft_end:
+                segs.append((lane, r, "waiting", draft_end, ver_end))
+            tx_end = ver_end
+            mode = modes[j].strip().lower()
+            if mode in ("ul", "dl"):
+                tx_end = ver_end + float(dr["delay_s"][j])
+                segs.append((lane, r, mode, ver_end, tx_end))
+            if end > tx_end:
+                segs.append((lane, r, "waiting", tx_end, end))
+    return segs
+
+
+def plot_timeline(run_dir, rounds=3, first=0, out=None):
+    """Draw the Gantt chart; ``out``: PNG path (default ``run_dir/timeline.png``; the CSV of
+    the segments is written beside it). Returns (png, csv) paths."""
+    if rounds < 1:
+        raise PlotError(f"--rounds {rounds}: expected an integer >= 1")
+    Figure = _require_matplotlib()
+    from matplotlib.patches import Patch
+
+    segs = timeline_segments(run_dir, rounds, first)
+    devices = sorted({int(s[0].split()[1]) for s in segs if s[0].startswith("device")})
+    lanes = [f"device {k}" for k in devices] + ["server"]
+    ypos = {lane: len(lanes) - 1 - i for i, lane in enumerate(lanes)}
+    fig = Figure(figsize=(11, 0.45 * len(lanes) + 1.8), layout="constrained")
+    ax = fig.subplots()
+    t0 = min(s[3] for s in segs)
+    ms = 1e3
+    for lane, r, kind, a, b in segs:
+        ax.broken_barh([((a - t0) * ms, (b - a) * ms)], (ypos[lane] - 0.38, 0.76),
+                       facecolors=COLOURS[kind], edgecolor="white", linewidth=0.4)
+    round_starts = {}
+    for lane, r, kind, a, b in segs:
+        round_starts[r] = min(round_starts.get(r, a), a)
+    for r, a in sorted(round_starts.items()):
+        x = (a - t0) * ms
+        ax.axvline(x, color="black", linestyle="--", linewidth=0.8)
+        ax.text(x, len(lanes) - 0.45, f" round {r}", va="bottom", fontsize=8)
+    ax.set_yticks([ypos[l] for l in lanes], lanes)
+    ax.set_ylim(-0.6, len(lanes) - 0.1)
+    ax.set_xlabel("time since the first round shown (ms)")
+    ax.set_title(f"{Path(run_dir).name}: rounds {min(round_starts)}..{max(round_starts)}",
+                 fontsize=10)
+    kinds = [k for k in COLOURS if any(s[2] == k for s in segs)]
+    ax.legend(handles=[Patch(facecolor=COLOURS[k], label=LABELS[k]) for k in kinds],
+              loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=min(len(kinds), 3), fontsize=8)
+    ax.grid(True, axis="x", alpha=0.3)
+    png = Path(out) if out else Path(run_dir) / "timeline.png"
+    png.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(png, dpi=120)
+    csv_path = png.with_suffix(".csv")
+    with open(csv_path, "w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f, lineterminator="\n")
+        w.writerow(["lane", "round", "kind", "start_s", "end_s"])
+        for lane, r, kind, a, b in segs:
+            w.writerow([lane, r, kind, repr(a), repr(b)])
+    return png, csv_path
