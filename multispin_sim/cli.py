@@ -51,7 +51,16 @@ def cmd_run(args):
               f"DL {s['dl_corrections']}")
         print(f"comm time per round: median {s['comm_s']['median'] * 1e3:.2f} ms, "
               f"p95 {s['comm_s']['p95'] * 1e3:.2f} ms, mean {s['comm_s']['mean'] * 1e3:.2f} ms")
+        req = s.get("requests")
+        if req:
+            lat, ttft = req["latency_s"], req["time_to_first_token_s"]
+            print(f"requests: {req['completed']} of {req['arrivals']} completed, latency median "
+                  f"{lat['median']:.3f} s, p95 {lat['p95']:.3f} s, mean {lat['mean']:.3f} s; time to "
+                  f"first token median {ttft['median']:.3f} s; server utilisation "
+                  f"{req['server_utilisation']:.2f}")
         print(f"output: {result.folder}")
+    for warning in s.get("warnings", []):
+        print(f"warning: {warning}", file=sys.stderr)
     if not result.complete:
         print(f"interrupted: partial output in {result.folder} (complete: false)", file=sys.stderr)
         return EXIT_INTERRUPTED
@@ -191,7 +200,7 @@ def build_parser():
     sp.set_defaults(func=cmd_keys)
 
     sp = sub.add_parser("bench", help="print speed and memory figures")
-    sp.add_argument("what", nargs="?", default="all", help="reactive, engine, draft or all")
+    sp.add_argument("what", nargs="?", default="all", help="reactive, engine, draft, dynamics or all")
     sp.add_argument("--quick", action="store_true", help="smaller sizes (a smoke test)")
     sp.add_argument("--json", action="store_true", help="also print the figures as JSON")
     sp.set_defaults(func=cmd_bench)

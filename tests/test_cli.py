@@ -93,3 +93,12 @@ def test_ctrl_c_leaves_valid_partial_output(tmp_path):
     assert dr["round"].size == 20 * summary["rounds"]
     assert summary["tokens"] == rounds["tokens"].sum() == dr["tokens"].sum()
     assert (out / "devices.csv").exists() and (out / "run.json").exists()
+
+
+def test_run_prints_request_latency_and_warnings(tmp_path):
+    r = cli("run", str(ROOT / "scenarios" / "overload.yaml"), "--rounds", "1500",
+            "--set", "devices.count=4", "--set", "workload.rate_per_s=1.0", "--out", str(tmp_path / "o"),
+            cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "requests:" in r.stdout and "latency median" in r.stdout
+    assert "warning: queues grow without bound" in r.stderr

@@ -289,13 +289,12 @@ def test_uncapped_drafts_discard_the_surplus():
     check_little(r)
 
 
-def test_overload_warns(capfd):
+def test_overload_warns():
     r = run({"devices.count": 2, "workload.arrivals": "poisson", "workload.rate_per_s": [2.0, 0.05],
              "run.rounds": 3000, "seed": 4})
     req = r.summary["requests"]
     assert not req["stable"] and len(req["warnings"]) == 1 and "device 0" in req["warnings"][0]
     assert "grow without bound at device(s) 0:" in r.summary["warnings"][0]
-    assert "warning: queues grow without bound at device(s) 0:" in capfd.readouterr().err
     check_little(r)
 
 

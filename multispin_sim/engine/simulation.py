@@ -250,9 +250,7 @@ def simulate(scenario, out=None, *, results_dir=None, progress=False, command_li
             blocks_per_transmission=(channel.blocks_used / channel.transmissions
                                      if channel.transmissions else 0.0))
     if warnings:
-        summary["warnings"] = warnings
-        for w in warnings:
-            print(f"warning: {w}", file=sys.stderr)
+        summary["warnings"] = warnings  # the CLI prints them; sweeps collect them
     summary.update(complete=complete, wall_time_s=wall,
                    rounds_per_s=summary["rounds"] / wall if wall > 0 else 0.0)
     (folder / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")

@@ -49,7 +49,7 @@ import yaml
 
 from ..scenario import (ScenarioError, load_scenario, parse_set_options, reference_rows,
                         scenario_to_dict)
-from ..scenario.loading import _read_yaml_file, apply_overrides
+from ..scenario import apply_overrides, read_yaml_file
 
 __all__ = ["Sweep", "Cell", "Axis", "load_sweep", "replication_seeds", "run_key", "METRICS",
            "TOP_KEYS", "SWEEP_KEYS"]
@@ -289,7 +289,7 @@ def _load_base(doc, source, overrides):
                        "expected a path to a scenario file", source)
         path = Path(bf) if os.path.isabs(bf) else base_dir / bf
         try:
-            raw = _read_yaml_file(os.fspath(path))
+            raw = read_yaml_file(os.fspath(path))
         except ScenarioError as exc:
             raise _err("base_file", f"{path}: {exc.problem}", exc.allowed, source) from None
         if raw is None:
@@ -437,7 +437,7 @@ def load_sweep(source, overrides=None):
     path = None
     if isinstance(source, (str, os.PathLike)):
         path = os.fspath(source)
-        doc = _read_yaml_file(path)
+        doc = read_yaml_file(path)
     else:
         doc = source
     if not isinstance(doc, Mapping):

@@ -149,6 +149,7 @@ class RunStatistics:
             "rounds": int(self.rounds),
             "sim_time_s": time,
             "device_goodput_tps": per_device,
+            "device_rounds": int(self.draft_len_count),
             "mean_draft_len": self.draft_len_sum / self.draft_len_count if self.draft_len_count else 0.0,
             "rejections": int(self.rejections),
             "ul_corrections": int(self.ul),

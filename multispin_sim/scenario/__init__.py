@@ -11,7 +11,7 @@ lists every key with its type, unit, default and meaning; MODEL.md sections 1-5 
 
 from .errors import ScenarioError
 from .loading import (apply_overrides, dump_scenario_yaml, load_scenario, parse_set_options,
-                      resolve_scenario, scenario_to_dict)
+                      read_yaml_file, resolve_scenario, scenario_to_dict)
 from .params import FrozenMap
 from .presets import DEFAULT_MODEL_PAIR, MODEL_PAIRS, TASKS, ModelPair
 from .reference import reference_markdown, reference_rows
@@ -23,7 +23,7 @@ from .schema import (Channel, DeviceOverride, Devices, Mobility, Payload, Policy
 __all__ = [
     "Scenario", "ScenarioError", "load_scenario", "scenario_to_dict", "dump_scenario_yaml",
     "parse_set_options", "MODEL_PAIRS", "TASKS", "reference_rows", "reference_markdown",
-    "apply_overrides", "resolve_scenario", "FrozenMap", "ModelPair", "DEFAULT_MODEL_PAIR",
+    "apply_overrides", "read_yaml_file", "resolve_scenario", "FrozenMap", "ModelPair", "DEFAULT_MODEL_PAIR",
     "Devices", "DeviceOverride", "Server", "Channel", "Payload", "Policy", "Run", "Workload",
     "Topology", "Mobility", "DEVICE_TASKS", "FADING_MODELS", "POLICY_MODES", "DRAFT_POLICIES",
     "DRAFT_UPDATES", "ARRIVAL_MODELS", "LENGTH_MODELS", "TOPOLOGY_LAYOUTS", "MOBILITY_MODELS",

@@ -47,7 +47,8 @@ _UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG,
                                  _construct_mapping)
 
 
-def _read_yaml_file(path: str) -> Any:
+def read_yaml_file(path: str) -> Any:
+    """A YAML file as Python data (duplicate keys refused); ScenarioError naming the file if unreadable."""
     try:
         with open(path, encoding="utf-8") as fh:
             text = fh.read()
@@ -209,7 +210,7 @@ def load_scenario(source: Source = None, overrides: Overrides = None) -> Scenari
         raw = source
     elif isinstance(source, (str, os.PathLike)):
         file = os.fspath(source)
-        raw = _read_yaml_file(file)
+        raw = read_yaml_file(file)
         if raw is None:  # empty file: all defaults
             raw = {}
     else:
