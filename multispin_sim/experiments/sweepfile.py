@@ -50,6 +50,7 @@ import yaml
 from ..scenario import (ScenarioError, load_scenario, parse_set_options, reference_rows,
                         scenario_to_dict)
 from ..scenario import apply_overrides, read_yaml_file
+from ..scenario.params import kind_of
 
 __all__ = ["Sweep", "Cell", "Axis", "load_sweep", "replication_seeds", "run_key", "METRICS",
            "TOP_KEYS", "SWEEP_KEYS"]
@@ -144,22 +145,6 @@ def _err(path, problem, allowed=None, source=None):
     return ScenarioError(path, problem, allowed, source=source)
 
 
-def _kind(value):
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, (int, float)):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, Mapping):
-        return "a mapping"
-    if isinstance(value, list):
-        return "a list"
-    return type(value).__name__
-
-
 def _check_keys(mapping, allowed, path, source, what):
     import difflib
 
@@ -188,7 +173,7 @@ def expand_range(spec, path, source=None):
             raise _err(path, f"a range without '{k}'",
                        "expected {start, stop, step} or {start, stop, num}", source)
         if not _is_number(spec[k]):
-            raise _err(f"{path}.{k}", f"{_kind(spec[k])} is not allowed",
+            raise _err(f"{path}.{k}", f"{kind_of(spec[k])} is not allowed",
                        "expected a finite number", source)
     if ("step" in spec) == ("num" in spec):
         raise _err(path, "a range needs exactly one of 'step' and 'num'",
@@ -234,7 +219,7 @@ def _axis_values(value, path, source):
                            "each value of an axis once", source)
             seen.append(v)
         return list(value)
-    raise _err(path, f"{_kind(value)} is not allowed",
+    raise _err(path, f"{kind_of(value)} is not allowed",
                "expected a list of values, {start, stop, step} or {start, stop, num}", source)
 
 
@@ -285,7 +270,7 @@ def _load_base(doc, source, overrides):
     if doc.get("base_file") is not None:
         bf = doc["base_file"]
         if not isinstance(bf, str) or not bf:
-            raise _err("base_file", f"{_kind(bf)} is not allowed",
+            raise _err("base_file", f"{kind_of(bf)} is not allowed",
                        "expected a path to a scenario file", source)
         path = Path(bf) if os.path.isabs(bf) else base_dir / bf
         try:
@@ -295,11 +280,11 @@ def _load_base(doc, source, overrides):
         if raw is None:
             raw = {}
         if not isinstance(raw, Mapping):
-            raise _err("base_file", f"{path} holds {_kind(raw)}", "expected a scenario mapping",
+            raise _err("base_file", f"{path} holds {kind_of(raw)}", "expected a scenario mapping",
                        source)
     if doc.get("base") is not None:
         if not isinstance(doc["base"], Mapping):
-            raise _err("base", f"{_kind(doc['base'])} is not allowed",
+            raise _err("base", f"{kind_of(doc['base'])} is not allowed",
                        "expected a scenario mapping", source)
         raw = apply_overrides(raw, _flatten(doc["base"]))
     if overrides:
@@ -320,7 +305,7 @@ def _parse_axes(sweep, source):
     axes = []
     grid = sweep.get("grid") or {}
     if not isinstance(grid, Mapping):
-        raise _err("sweep.grid", f"{_kind(grid)} is not allowed",
+        raise _err("sweep.grid", f"{kind_of(grid)} is not allowed",
                    "expected a mapping key.path -> list of values or range", source)
     for key, value in grid.items():
         k = _key_path(key, "sweep.grid", source)
@@ -332,14 +317,14 @@ def _parse_axes(sweep, source):
     elif isinstance(zips, Mapping):
         zips = [zips]
     elif not isinstance(zips, list):
-        raise _err("sweep.zip", f"{_kind(zips)} is not allowed",
+        raise _err("sweep.zip", f"{kind_of(zips)} is not allowed",
                    "expected a mapping key.path -> list (keys varying together), or a list of "
                    "such mappings", source)
     for gi, group in enumerate(zips):
         single = len(zips) == 1 and isinstance(sweep.get("zip"), Mapping)
         gpath = "sweep.zip" if single else f"sweep.zip.{gi}"
         if not isinstance(group, Mapping) or not group:
-            raise _err(gpath, f"{_kind(group)} is not allowed",
+            raise _err(gpath, f"{kind_of(group)} is not allowed",
                        "expected a non-empty mapping key.path -> list of values", source)
         keys, columns = [], []
         for key, value in group.items():
@@ -375,13 +360,13 @@ def _parse_plot(doc, keys, source):
     if isinstance(plot, Mapping):
         plot = [plot]
     if not isinstance(plot, list):
-        raise _err("plot", f"{_kind(plot)} is not allowed", "expected a list of figure mappings",
+        raise _err("plot", f"{kind_of(plot)} is not allowed", "expected a list of figure mappings",
                    source)
     out, names = [], set()
     for i, fig in enumerate(plot):
         path = f"plot.{i}"
         if not isinstance(fig, Mapping):
-            raise _err(path, f"{_kind(fig)} is not allowed",
+            raise _err(path, f"{kind_of(fig)} is not allowed",
                        "expected a figure mapping {name, x, y, ...}", source)
         _check_keys(fig, PLOT_KEYS, path, source, "a figure")
         fig = dict(fig)
@@ -441,7 +426,7 @@ def load_sweep(source, overrides=None):
     else:
         doc = source
     if not isinstance(doc, Mapping):
-        raise _err(path or "", f"the sweep file holds {_kind(doc)}",
+        raise _err(path or "", f"the sweep file holds {kind_of(doc)}",
                    f"expected a mapping with keys {', '.join(TOP_KEYS)}", path)
     doc = dict(doc)
     _check_keys(doc, TOP_KEYS, "", path, "a sweep file")
@@ -458,7 +443,7 @@ def load_sweep(source, overrides=None):
                    "a non-empty folder name of letters, digits, '-', '_' and '.'", path)
     description = doc.get("description") or ""
     if not isinstance(description, str):
-        raise _err("description", f"{_kind(description)} is not allowed", "expected text", path)
+        raise _err("description", f"{kind_of(description)} is not allowed", "expected text", path)
 
     if overrides is not None and not isinstance(overrides, Mapping):
         overrides = parse_set_options(overrides)

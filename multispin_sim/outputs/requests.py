@@ -19,27 +19,10 @@ import numpy as np
 from scipy import stats
 
 from .records import CsvStream
-from .statistics import _describe
+from .statistics import GrowingArray, describe
 
 REQUEST_COLUMNS = ("request", "device", "arrival_s", "start_s", "first_token_s", "completion_s",
                    "tokens", "rounds")
-
-
-class _Values:
-    """An append-only float64 array with amortised doubling."""
-
-    def __init__(self):
-        self.data = np.empty(256)
-        self.n = 0
-
-    def add(self, value):
-        if self.n == self.data.size:
-            self.data = np.concatenate([self.data, np.empty_like(self.data)])
-        self.data[self.n] = value
-        self.n += 1
-
-    def values(self):
-        return self.data[: self.n]
 
 
 def batch_means_interval(values, n_batches=20, level=0.95):
@@ -62,9 +45,9 @@ class RequestLog:
         self.csv = CsvStream(path, REQUEST_COLUMNS, chunk=chunk)
         self.chunk = chunk
         self._rows = []
-        self.latency = _Values()
-        self.wait = _Values()
-        self.ttft = _Values()
+        self.latency = GrowingArray(float)
+        self.wait = GrowingArray(float)
+        self.ttft = GrowingArray(float)
         self._unfinished = 0  # requests still in the system at the end ...
         self._unfinished_arrivals = 0.0  # ... and the sum of their arrival times
 
@@ -108,14 +91,14 @@ class RequestLog:
         # time in system of every request that arrived, the unfinished ones up to the end
         sojourn = float(lat.sum()) + self._unfinished * t - self._unfinished_arrivals
         lo, hi = batch_means_interval(lat)
-        latency = {**_describe(lat), "ci95": [lo, hi]}
+        latency = {**describe(lat), "ci95": [lo, hi]}
         out = {
             "arrivals": n_arr,
             "completed": int(sum(completed)),
             "in_system_at_end": int(sum(in_system)),
             "latency_s": latency,
-            "time_to_first_token_s": _describe(self.ttft.values()),
-            "wait_s": _describe(self.wait.values()),
+            "time_to_first_token_s": describe(self.ttft.values()),
+            "wait_s": describe(self.wait.values()),
             "throughput_rps": sum(completed) / t if t > 0 else 0.0,
             "tokens_per_s": useful_tokens / t if t > 0 else 0.0,
             "queue_length_mean": float(area.sum() / t) if t > 0 else 0.0,

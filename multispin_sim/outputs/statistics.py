@@ -27,11 +27,11 @@ def ratio_confidence_interval(numerators, denominators, level=0.95):
     return float(r - half), float(r + half)
 
 
-class _Growing:
-    """An append-only float32 array with amortised doubling."""
+class GrowingArray:
+    """An append-only array with amortised doubling (float32 by default: 4 bytes a value)."""
 
-    def __init__(self):
-        self.data = np.empty(1024, dtype=np.float32)
+    def __init__(self, dtype=np.float32):
+        self.data = np.empty(1024, dtype=dtype)
         self.n = 0
 
     def add(self, value):
@@ -44,7 +44,7 @@ class _Growing:
         return self.data[: self.n]
 
 
-def _describe(values):
+def describe(values):
     if values.size == 0:
         return {"mean": 0.0, "median": 0.0, "p95": 0.0, "max": 0.0}
     v = values.astype(float)
@@ -78,8 +78,8 @@ class RunStatistics:
         self._cur_tokens = 0
         self._cur_time = 0.0
         self._cur_rounds = 0
-        self.duration = _Growing()
-        self.comm = _Growing()
+        self.duration = GrowingArray()
+        self.comm = GrowingArray()
         self._delays = None  # planned vs realised corrections (fading blocks shorter than rounds)
 
     def add_round(self, duration, comm, tokens, total, draft_len, active, n_active, n_rejected,
@@ -111,7 +111,7 @@ class RunStatistics:
     def add_delays(self, planned, realised, rejected, comm):
         """One round's corrections: delays planned on the CSI at their start vs realised."""
         if self._delays is None:
-            self._delays = {"ratio": _Growing(), "diff": _Growing(), "planned_comm": 0.0,
+            self._delays = {"ratio": GrowingArray(), "diff": GrowingArray(), "planned_comm": 0.0,
                             "realised_comm": 0.0, "n": 0, "longer": 0, "shorter": 0}
         d = self._delays
         d["realised_comm"] += comm
@@ -154,8 +154,8 @@ class RunStatistics:
             "rejections": int(self.rejections),
             "ul_corrections": int(self.ul),
             "dl_corrections": int(self.dl),
-            "duration_s": _describe(self.duration.values()),
-            "comm_s": _describe(self.comm.values()),
+            "duration_s": describe(self.duration.values()),
+            "comm_s": describe(self.comm.values()),
         } | ({"delays": self._delay_summary()} if self._delays is not None else {})
 
     def _delay_summary(self):
@@ -165,9 +165,9 @@ class RunStatistics:
             "corrections": d["n"],
             "longer_than_planned": d["longer"] / n,
             "shorter_than_planned": d["shorter"] / n,
-            "realised_over_planned": _describe(d["ratio"].values())
+            "realised_over_planned": describe(d["ratio"].values())
             | {"p05": float(np.quantile(d["ratio"].values(), 0.05)) if d["n"] else 0.0},
-            "realised_minus_planned_s": _describe(d["diff"].values()),
+            "realised_minus_planned_s": describe(d["diff"].values()),
             "comm_time_planned_s": d["planned_comm"],
             "comm_time_realised_s": d["realised_comm"],
         }

@@ -11,7 +11,7 @@ from typing import Any, Iterable, Optional, Union
 import yaml
 
 from .errors import ScenarioError
-from .params import FrozenMap, _kind, build_section, section_hints, to_plain
+from .params import FrozenMap, build_section, kind_of, section_hints, to_plain
 from .presets import MODEL_PAIRS
 from .schema import CROSS_CHECKS, DEFAULT_DL_POWER_RATIO, Scenario
 
@@ -216,7 +216,7 @@ def load_scenario(source: Source = None, overrides: Overrides = None) -> Scenari
     else:
         raw = source  # not a mapping: reported below
     if not isinstance(raw, Mapping):
-        kind = _kind(raw)
+        kind = kind_of(raw)
         keys = ", ".join(section_hints(Scenario))
         raise ScenarioError(file or "", f"the top-level document is {kind}",
                             f"expected a mapping with keys {keys}", source=file)

@@ -29,7 +29,7 @@ from .errors import ScenarioError
 __all__ = [
     "FrozenMap", "Params", "section", "param", "Check",
     "ge", "gt", "between", "in_interval", "range_pair", "number_or_range", "int_or_choice",
-    "build_section", "to_plain", "allowed_text", "section_hints", "join_path", "show_value",
+    "build_section", "to_plain", "kind_of", "allowed_text", "section_hints", "join_path", "show_value",
 ]
 
 _NoneType = type(None)
@@ -212,7 +212,8 @@ def show_value(value: Any, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def _kind(value: Any) -> str:
+def kind_of(value: Any) -> str:
+    """'a number', 'a string', 'a list', ... for error messages."""
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -345,7 +346,7 @@ def _coerce(value: Any, hint: Any) -> Any:
 
 
 def _fail(path: str, value: Any, allowed: str, mismatch: bool) -> ScenarioError:
-    what = f"{show_value(value)} ({_kind(value)}) is not allowed" if mismatch else \
+    what = f"{show_value(value)} ({kind_of(value)}) is not allowed" if mismatch else \
         f"{show_value(value)} is not allowed"
     return ScenarioError(path, what, f"expected {allowed}")
 
@@ -426,7 +427,7 @@ def build_section(cls: type, data: Any, path: str = "") -> Any:
         data = {}
     names = [f.name for f in dataclasses.fields(cls)]
     if not isinstance(data, Mapping):
-        raise ScenarioError(path, f"{show_value(data)} ({_kind(data)}) is not allowed",
+        raise ScenarioError(path, f"{show_value(data)} ({kind_of(data)}) is not allowed",
                             f"expected a mapping with keys {', '.join(names)}")
     hints = section_hints(cls)
     fields = {f.name: f for f in dataclasses.fields(cls)}
