@@ -20,12 +20,13 @@ class Device:
         loop, k = self.loop, self.index
         while True:
             yield loop.round_started
-            if not loop.active[k]:
+            if not loop.active_list[k]:
                 continue
-            yield env.timeout(loop.gamma[k] * self.draft_latency_s)
+            yield env.timeout(loop.draft_list[k])  # gamma_k t_k
             loop.draft_arrived(k)
             yield loop.verified
-            if loop.mode[k]:
+            mode = loop.mode_list[k]
+            if mode:
                 loop.realised_delay[k] = yield from self.channel.transmit(
-                    env, k, loop.mode[k], loop.power[k], loop.bandwidth, loop.delay[k])
+                    env, k, mode, float(loop.power[k]), loop.bandwidth, float(loop.delay[k]))
             loop.device_finished(k)

@@ -146,7 +146,10 @@ class RoundLoop:
                                self.server.policy, self.streams.controller,
                                self.channel.fading, self.channel.reciprocal)
             gamma = self.controller.lengths(ctx)
+            draft_s = gamma * system.draft_latency_s
             self.active, self.gamma = active, gamma
+            # the devices read Python lists: SimPy's clock then stays a Python float
+            self.active_list, self.draft_list = active.tolist(), draft_s.tolist()
             n_active = int(active.sum())
 
             # drafting
@@ -157,7 +160,7 @@ class RoundLoop:
             # phase durations are recorded exactly as the processes used them; duration_s is
             # the simulated clock's difference, so the identity draft + verify + comm = duration
             # checks the event timing
-            t_draft = float((gamma * system.draft_latency_s).max(initial=0.0))
+            t_draft = float(draft_s.max(initial=0.0))
 
             # batched verification and outcomes
             t_ver = yield from self.server.verify(env, n_active)
@@ -177,6 +180,7 @@ class RoundLoop:
             else:
                 self.mode, self.delay, power, bandwidth = self._no_mode, self._zeros, self._zeros, 0.0
             self.power, self.bandwidth = power, bandwidth
+            self.mode_list = self.mode.tolist()
             self.realised_delay = np.zeros(k)
             self._round_done = env.event()
             self._pending_done = n_active
