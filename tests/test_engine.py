@@ -196,3 +196,19 @@ def test_summary_json_and_run_json(tmp_path):
     assert meta["seed"] == 11 and "numpy" in meta["packages"] and meta["multispin_sim_version"]
     loaded = ms.load_scenario(r.folder / "scenario.yaml")
     assert loaded == r.scenario
+
+
+def test_writer_process_writes_the_same_bytes(tmp_path, monkeypatch):
+    """Long runs format CSV rows in a forked writer process; the files must not change."""
+    import multispin_sim.engine.simulation as simulation
+    from multispin_sim.outputs.records import WriterProcess
+
+    if not WriterProcess.available():
+        pytest.skip("no fork here")
+    monkeypatch.setattr(simulation, "WRITER_PROCESS_MIN_ROWS", 10**12)
+    a = run({**SMALL, "run.rounds": 2500}, out=tmp_path / "inline")
+    monkeypatch.setattr(simulation, "WRITER_PROCESS_MIN_ROWS", 0)
+    b = run({**SMALL, "run.rounds": 2500}, out=tmp_path / "writer")
+    for name in ("rounds.csv", "device_rounds.csv", "devices.csv"):
+        assert (a.folder / name).read_bytes() == (b.folder / name).read_bytes(), name
+    assert b.rounds["round"].size == 2500

@@ -130,8 +130,13 @@ def run(quick=False):
     t0 = time.perf_counter()
     env.run(until=main)
     bare_rate = rounds / (time.perf_counter() - t0)
+    from ..engine.simulation import WRITER_PROCESS_MIN_ROWS
+    from ..outputs.records import WriterProcess
+
+    writer = rounds * k >= WRITER_PROCESS_MIN_ROWS and WriterProcess.available()
     print(f"engine: {engine_rate:,.0f} rounds/s end to end ({summary['rounds_per_s']:,.0f} in the run loop), "
-          f"default scenario K={k}, gamma=4, optimal policy, full records, {rounds:,} rounds")
+          f"default scenario K={k}, gamma=4, optimal policy, full records, {rounds:,} rounds "
+          f"(CSV formatting {'in a writer process' if writer else 'in-process'})")
     print(f"        {events:.1f} events/round, {rejected:.2f} rejected devices/round")
     print(f"bare SimPy loop, same pattern ({bare_events:.1f} events/round): {bare_rate:,.0f} rounds/s; "
           f"engine/bare = {engine_rate / bare_rate:.2f}")

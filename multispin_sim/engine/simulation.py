@@ -28,6 +28,9 @@ from .topology import Mover, read_graphml_positions
 from .workload import PoissonArrivals, Saturated, TraceArrivals, read_trace
 
 
+WRITER_PROCESS_MIN_ROWS = 200_000  # device-round rows from which a writer process pays off
+
+
 class Result:
     """A finished (or interrupted) run: ``summary`` (dict), ``folder``, and its record tables.
 
@@ -195,7 +198,9 @@ def simulate(scenario, out=None, *, results_dir=None, progress=False, command_li
     channel = OFDMAChannel(system, streams.fading, ch.fading, ch.reciprocal,
                            doppler_hz=ch.doppler_hz, coherence_s=coherence, moving=moving)
     server = EdgeServer(system, make_reactive_policy(policy.mode), streams.policy, streams.acceptance)
-    recorder = Recorder(folder, system.k, planned=channel.dynamic_csi, distance=moving)
+    # long runs format their CSV rows on the second core (same bytes, see WriterProcess)
+    recorder = Recorder(folder, system.k, planned=channel.dynamic_csi, distance=moving,
+                        writer_process=scenario.run.rounds * system.k >= WRITER_PROCESS_MIN_ROWS)
     log = None
     if scenario.workload.arrivals != "saturated":
         log = RequestLog(folder / "requests.csv", system.k)

@@ -244,43 +244,43 @@ def _optimal_split_one(problem):
     devices scalar arithmetic is several times faster than numpy's per-call overhead.
     """
     k = problem.shape[1]
-    mode = np.zeros((1, k), dtype=np.int8)
-    power = np.zeros((1, k))
-    delay = np.zeros((1, k))
     idx = np.flatnonzero(problem.rejected[0]).tolist()
     if not idx:
-        return ReactiveDecision(mode, power, delay, np.zeros(1), np.zeros(1))
+        zeros = np.zeros((1, k))
+        return ReactiveDecision(np.zeros((1, k), dtype=np.int8), zeros, zeros.copy(),
+                                np.zeros(1), np.zeros(1))
     s_bits, n0, p_dl = float(problem.payload_bits), float(problem.n0), float(problem.p_dl)
     b = float(problem.bandwidth_per_device[0])
     nb = n0 * b
+    log1p = math.log1p
     p_ul, g_ul, g_dl = problem.p_ul.tolist(), problem.g_ul.tolist(), problem.g_dl.tolist()
-    key = {i: p_ul[i] * g_ul[i] for i in idx}
-    dev = sorted(idx, key=lambda i: -key[i])  # stable: UL-delay order
-    ln2 = math.log(2.0)
+    key = [p_ul[i] * g_ul[i] for i in idx]
+    order = sorted(range(len(idx)), key=key.__getitem__, reverse=True)  # stable: UL-delay order
+    dev = [idx[j] for j in order]
 
     def seconds(snr):
-        rate = b * math.log1p(snr) / ln2
+        rate = b * log1p(snr) / _LN2
         return s_bits / rate if rate > 0 else math.inf
 
-    d_ul = [seconds(key[i] / nb) for i in dev]
-    suffix = [0.0] * (len(dev) + 1)
-    for j in range(len(dev) - 1, -1, -1):
-        suffix[j] = suffix[j + 1] + 1.0 / g_dl[dev[j]]
+    d_ul = [seconds(key[j] / nb) for j in order]
+    n = len(dev)
+    suffix = [0.0] * (n + 1)
+    for j in range(n - 1, -1, -1):
+        g = g_dl[dev[j]]
+        suffix[j] = suffix[j + 1] + (1.0 / g if g > 0 else math.inf)
     tau = [seconds(p_dl / (nb * x)) if x > 0 else 0.0 for x in suffix]
-    f = [max(0.0 if n == 0 else d_ul[n - 1], tau[n]) for n in range(len(dev) + 1)]
-    n_ul = min(range(len(f)), key=f.__getitem__)  # first minimiser, as numpy's argmin
-    ul, dl = dev[:n_ul], dev[n_ul:]
+    f = [max(0.0 if m == 0 else d_ul[m - 1], tau[m]) for m in range(n + 1)]
+    n_ul = min(range(n + 1), key=f.__getitem__)  # first minimiser, as numpy's argmin
     t_dl = tau[n_ul]
-    if ul:
-        mode[0, ul] = UL
-        power[0, ul] = [p_ul[i] for i in ul]
-        delay[0, ul] = d_ul[:n_ul]
-    if dl:
-        grow = math.expm1(s_bits / (b * t_dl) * ln2) if t_dl < math.inf else 0.0
-        mode[0, dl] = DL
-        power[0, dl] = [nb / g_dl[i] * grow for i in dl]
-        delay[0, dl] = t_dl
-    return ReactiveDecision(mode, power, delay, np.array([b]), np.array([f[n_ul]]))
+    grow = math.expm1(s_bits / (b * t_dl) * _LN2) if 0 < t_dl < math.inf else 0.0
+    mode, power, delay = [0] * k, [0.0] * k, [0.0] * k
+    for m, i in enumerate(dev):
+        if m < n_ul:
+            mode[i], power[i], delay[i] = UL, p_ul[i], d_ul[m]
+        else:
+            mode[i], power[i], delay[i] = DL, nb / g_dl[i] * grow, t_dl
+    return ReactiveDecision(np.array([mode], dtype=np.int8), np.array([power]),
+                            np.array([delay]), np.array([b]), np.array([f[n_ul]]))
 
 
 def all_ul(problem):

@@ -3,7 +3,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .latency import verification_latency
 from .reactive import ReactiveProblem
 
 
@@ -37,4 +36,7 @@ class System:
                                self.payload_bits, self.bandwidth_hz, self.n0)
 
     def verification_s(self, batch_size):
-        return float(verification_latency(batch_size, self.verify_fixed_s, self.verify_per_device_s))
+        """T_ver0 + K_b T_ver1 for one batch (scalar arithmetic: the engine calls it every round)."""
+        if batch_size <= 0:
+            return 0.0
+        return self.verify_fixed_s + batch_size * self.verify_per_device_s

@@ -10,7 +10,7 @@ rounds: the delay the decision planned on the CSI at its start, beside the reali
 """
 import numpy as np
 
-from .records import ChunkedCsv, CsvStream
+from .records import ChunkedCsv, CsvStream, WriterProcess
 from .statistics import RunStatistics
 
 ROUND_COLUMNS = {
@@ -31,11 +31,14 @@ _MODE_STR = np.array(["", "ul", "dl"], dtype=object)
 class Recorder:
     """Receives each finished round from the engine and writes it out."""
 
-    def __init__(self, folder, k, chunk_rounds=1024, planned=False, distance=False):
+    def __init__(self, folder, k, chunk_rounds=1024, planned=False, distance=False,
+                 writer_process=False):
         self.folder = folder
         self.k = k
         self.stats = RunStatistics(k)
-        self.rounds_csv = ChunkedCsv(folder / "rounds.csv", ROUND_COLUMNS, capacity=chunk_rounds)
+        self.writer = WriterProcess() if writer_process and WriterProcess.available() else None
+        self.rounds_csv = ChunkedCsv(folder / "rounds.csv", ROUND_COLUMNS, capacity=chunk_rounds,
+                                     writer=self.writer)
         columns = dict(DEVICE_ROUND_COLUMNS)
         if planned:
             columns["planned_delay_s"] = float
@@ -44,7 +47,7 @@ class Recorder:
         self._planned = planned
         self._distance = distance
         self.device_csv = ChunkedCsv(folder / "device_rounds.csv", columns,
-                                     capacity=chunk_rounds * k)
+                                     capacity=chunk_rounds * k, writer=self.writer)
         self._index = np.arange(k)
 
     def idle(self, duration):
@@ -59,11 +62,9 @@ class Recorder:
         n_rej = int(np.count_nonzero(rejected))
         total = int(tokens.sum())
         self.stats.add_round(duration, comm, tokens, total, gamma, active, n_active, n_rej, n_ul, n_dl)
-        self.rounds_csv.put(1, {
-            "round": round, "start_s": start, "draft_s": draft, "verify_s": verify, "comm_s": comm,
-            "duration_s": duration, "batch_size": n_active, "n_rejected": n_rej,
-            "n_ul": n_ul, "n_dl": n_dl, "tokens": total,
-        })
+        # in ROUND_COLUMNS order
+        self.rounds_csv.put_row((round, start, draft, verify, comm, duration, n_active, n_rej,
+                                 n_ul, n_dl, total))
         if self._planned:
             self.stats.add_delays(planned, delay, rejected, comm)
         if n_active == self.k:
@@ -85,8 +86,11 @@ class Recorder:
         self.device_csv.put(n_active, values)
 
     def close(self):
+        """Flush every record; with a writer process, wait until it has written them all."""
         self.rounds_csv.close()
         self.device_csv.close()
+        if self.writer is not None:
+            self.writer.close()
 
     def write_devices(self, population):
         system = population.system

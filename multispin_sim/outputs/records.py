@@ -4,6 +4,9 @@ Floats are written with Python's shortest round-trip repr, so a value read back 
 to the value the engine used, and two runs with one seed give byte-identical files.
 """
 import csv
+import multiprocessing
+import signal
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -65,18 +68,83 @@ def write_rows(file, columns):
         file.flush()
 
 
+def _writer_main(conn, parent_end):
+    """The writer process: format and append the chunks it receives, in order, until told to stop.
+
+    It ignores Ctrl-C (the parent decides when to stop) and stops at the end of the pipe too, so
+    a parent that dies still leaves every chunk it sent on disk.
+    """
+    parent_end.close()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    files = {}
+    try:
+        while True:
+            try:
+                message = conn.recv()
+            except EOFError:
+                break
+            if message is None:
+                break
+            path, columns = message
+            if path not in files:
+                files[path] = open(path, "a", newline="", encoding="utf-8")
+            write_rows(files[path], columns)
+    finally:
+        for f in files.values():
+            f.close()
+
+
+class WriterProcess:
+    """Formats CSV chunks on another core: ``ChunkedCsv(..., writer=WriterProcess())``.
+
+    Turning every float into its exact shortest text is the dearest part of recording a round;
+    a forked child does it while the simulation goes on. Chunks travel through a pipe (which
+    blocks when full, so memory stays bounded) and are written in the order they were sent, so
+    the files are byte-identical to those written in-process.
+    """
+
+    def __init__(self):
+        ctx = multiprocessing.get_context("fork")
+        receive, self._send = ctx.Pipe(duplex=False)
+        self._process = ctx.Process(target=_writer_main, args=(receive, self._send), daemon=True,
+                                    name="multispin-csv-writer")
+        self._process.start()
+        receive.close()
+
+    @staticmethod
+    def available():
+        """Only where fork is safe: a platform with fork, and no other Python thread running."""
+        return ("fork" in multiprocessing.get_all_start_methods()
+                and threading.active_count() == 1
+                and threading.current_thread() is threading.main_thread())
+
+    def write(self, path, columns):
+        self._send.send((str(path), columns))
+
+    def close(self):
+        if self._process is not None:
+            self._send.send(None)
+            self._send.close()
+            self._process.join()
+            self._process = None
+
+
 class ChunkedCsv:
     """A CSV written from preallocated column arrays: ``put`` copies a block of rows in place.
 
     Cheaper than ``CsvStream`` when many small blocks arrive (the engine's per-round records).
-    ``columns`` maps each column name to its numpy dtype (``object`` for strings).
+    ``columns`` maps each column name to its numpy dtype (``object`` for strings). With a
+    ``writer`` (``WriterProcess``), full chunks are formatted and written by it.
     """
 
-    def __init__(self, path, columns, capacity=16384):
+    def __init__(self, path, columns, capacity=16384, writer=None):
         self.path = Path(path)
+        self.writer = writer
         self.names = tuple(columns)
         self.capacity = capacity
+        self._dtypes = tuple(columns.values())
         self._arrays = {name: np.empty(capacity, dtype=dt) for name, dt in columns.items()}
+        self._rows = []
         self._n = 0
         self.rows = 0
         self._file = open(self.path, "w", newline="", encoding="utf-8")
@@ -84,7 +152,10 @@ class ChunkedCsv:
         self._file.flush()
 
     def put(self, n, values):
-        """Append ``n`` rows; ``values`` maps every column to a scalar or an array of length n."""
+        """Append ``n`` rows; ``values`` maps every column to a scalar or an array of length n.
+
+        A file takes its rows either all by ``put`` or all by ``put_row``.
+        """
         if self._n + n > self.capacity:
             self.flush()
         lo, hi = self._n, self._n + n
@@ -93,13 +164,29 @@ class ChunkedCsv:
             arrays[name][lo:hi] = value
         self._n = hi
 
+    def put_row(self, row):
+        """Append one row given as a tuple in column order (cheaper than ``put`` for one row)."""
+        self._rows.append(row)
+        self._n += 1
+        if self._n >= self.capacity:
+            self.flush()
+
     def flush(self):
         if self._n:
-            write_rows(self._file, [self._arrays[name][: self._n] for name in self.names])
+            if self._rows:
+                columns = [np.array(col, dtype=dt) for col, dt in zip(zip(*self._rows), self._dtypes)]
+                self._rows = []
+            else:
+                columns = [self._arrays[name][: self._n] for name in self.names]
+            if self.writer is not None:
+                self.writer.write(self.path, columns)  # pickled at once: the arrays can be reused
+            else:
+                write_rows(self._file, columns)
             self.rows += self._n
             self._n = 0
 
     def close(self):
+        """Flush what is buffered (the writer process, if any, is closed by its owner)."""
         if not self._file.closed:
             self.flush()
             self._file.close()

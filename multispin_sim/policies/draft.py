@@ -98,6 +98,9 @@ class FixedDraft(DraftController):
         super().__init__(**kwargs)
         self.draft_length = np.asarray(draft_length, dtype=np.int64)
 
+    def due(self, round_index):
+        return self._cached is None  # decided once: the lengths never change
+
     def decide(self, ctx):
         return np.broadcast_to(self.draft_length, ctx.active.shape).copy()
 
