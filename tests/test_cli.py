@@ -1,6 +1,5 @@
 """The command line: validation errors (exit 2, nothing written), run outputs, interruption."""
 import json
-import os
 import signal
 import subprocess
 import sys

@@ -192,7 +192,6 @@ def test_channel_gains(reciprocal):
 
 def test_block_draws_equal_round_by_round_draws():
     """Drawing B rounds at once gives the numbers of B draws of one round each."""
-    G = 1e-3 * np.array([100.0, 250.0, 400.0]) ** -3.5
     rng_a, rng_b = np.random.default_rng(109), np.random.default_rng(109)
     ul_block, dl_block = fading.small_scale_powers(rng_a, (5, 3), reciprocal=False)
     for r in range(5):

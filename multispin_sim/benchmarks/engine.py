@@ -6,13 +6,11 @@ timeout; a shared verification event; one transmission timeout per rejected devi
 with fixed durations and no model, policy or records: the engine's cost over it is the cost of
 the model, the reactive decision and the CSV records.
 """
-import resource
 import subprocess
 import sys
 import tempfile
 import time
 
-import numpy as np
 import simpy
 
 from ..scenario import load_scenario
@@ -51,7 +49,7 @@ def bare_loop(env, k, rounds, rejected_per_round):
             arrive()
 
     def server():
-        for r in range(rounds):
+        for _ in range(rounds):
             state["n_rej"] = rejected_per_round
             state["pending"], state["done"] = k, env.event()
             fire("start")

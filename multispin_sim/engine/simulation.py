@@ -10,7 +10,6 @@ from pathlib import Path
 
 import numpy as np
 import simpy
-import yaml
 
 from .. import __version__
 from ..outputs.metadata import output_folder, run_metadata

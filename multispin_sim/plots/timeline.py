@@ -100,11 +100,11 @@ def plot_timeline(run_dir, rounds=3, first=0, out=None):
     ax = fig.subplots()
     t0 = min(s[3] for s in segs)
     ms = 1e3
-    for lane, r, kind, a, b in segs:
+    for lane, _, kind, a, b in segs:
         ax.broken_barh([((a - t0) * ms, (b - a) * ms)], (ypos[lane] - 0.38, 0.76),
                        facecolors=COLOURS[kind], edgecolor="white", linewidth=0.4)
     round_starts = {}
-    for lane, r, kind, a, b in segs:
+    for _, r, _, a, _ in segs:
         round_starts[r] = min(round_starts.get(r, a), a)
     for r, a in sorted(round_starts.items()):
         x = (a - t0) * ms
