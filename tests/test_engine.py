@@ -212,3 +212,26 @@ def test_writer_process_writes_the_same_bytes(tmp_path, monkeypatch):
     for name in ("rounds.csv", "device_rounds.csv", "devices.csv"):
         assert (a.folder / name).read_bytes() == (b.folder / name).read_bytes(), name
     assert b.rounds["round"].size == 2500
+
+
+def test_hard_interrupt_mid_round_still_writes_a_valid_summary(tmp_path, monkeypatch):
+    """A second Ctrl-C raises KeyboardInterrupt wherever the run is: the records of the whole
+    rounds stay valid and the summary says complete: false."""
+    from multispin_sim.engine.server import EdgeServer
+
+    calls = {"n": 0}
+    real = EdgeServer.outcomes
+
+    def outcomes(self, gamma):
+        calls["n"] += 1
+        if calls["n"] == 700:
+            raise KeyboardInterrupt
+        return real(self, gamma)
+
+    monkeypatch.setattr(EdgeServer, "outcomes", outcomes)
+    r = run({**SMALL, "run.rounds": 5000}, out=tmp_path / "x")
+    assert r.summary["complete"] is False and r.summary["rounds"] == 699
+    summary = json.loads((r.folder / "summary.json").read_text())
+    assert summary["rounds"] == r.rounds["round"].size == 699
+    assert r.device_rounds["round"].size == 699 * 5
+    assert summary["tokens"] == r.rounds["tokens"].sum()

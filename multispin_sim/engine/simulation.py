@@ -215,6 +215,8 @@ def simulate(scenario, out=None, *, results_dir=None, progress=False, command_li
     try:
         with _stop_on_interrupt(loop):
             env.run(until=main)
+    except KeyboardInterrupt:
+        loop.stop_requested = True  # a second Ctrl-C: stop mid-round, still write the summary
     except BaseException:
         if log is not None:
             log.close()  # what was written stays a valid CSV
