@@ -20,6 +20,7 @@ import math
 
 import numpy as np
 
+from ..model.latency import drafting_latency
 from ..policies.draft import DraftContext
 from .device import Device
 
@@ -146,7 +147,7 @@ class RoundLoop:
                                self.server.policy, self.streams.controller,
                                self.channel.fading, self.channel.reciprocal)
             gamma = self.controller.lengths(ctx)
-            draft_s = gamma * system.draft_latency_s
+            draft_s = drafting_latency(gamma, system.draft_latency_s)
             self.active, self.gamma = active, gamma
             # the devices read Python lists: SimPy's clock then stays a Python float
             self.active_list, self.draft_list = active.tolist(), draft_s.tolist()

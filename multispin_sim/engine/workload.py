@@ -44,11 +44,6 @@ class Saturated:
     def remaining(self):
         return None
 
-    def wait_for_work(self, env):
-        """SimPy: return when some device has work (at once when saturated)."""
-        return
-        yield
-
     def tokens_delivered(self, now, tokens):
         """Account the tokens each device got from the round that ended at ``now``."""
 
@@ -178,11 +173,6 @@ class QueueingWorkload:
         if self._waiter is None:
             self._waiter = env.event()
         return self._waiter
-
-    def wait_for_work(self, env):
-        """SimPy: return when some device has work."""
-        while not self.has_work():
-            yield self.work_event(env)
 
     def start_round(self, now):
         """A round starts at ``now``: every device with a request joins; a head-of-line request

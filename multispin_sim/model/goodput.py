@@ -335,10 +335,6 @@ class ExactTcomm(_StatelessTcomm):
             out[i:i + step] = p @ self.t
         return out
 
-    def sample_t(self):
-        """(T_comm of every enumerated outcome, its weight factor) for tests."""
-        return self.t, self.weight
-
 
 class SAATcomm:
     """E[T_comm] by sample average approximation over M fixed outcomes (common random numbers).

@@ -7,12 +7,6 @@ def drafting_latency(gamma, draft_latency_s):
     return np.asarray(gamma, dtype=float) * np.asarray(draft_latency_s, dtype=float)
 
 
-def round_drafting_latency(gamma, draft_latency_s):
-    """The synchronous round waits for the slowest draft: max_k gamma_k t_k (0 if no device)."""
-    d = drafting_latency(gamma, draft_latency_s)
-    return float(d.max(initial=0.0))
-
-
 def verification_latency(batch_size, fixed_s, per_device_s):
     """Batched verification T_ver = T_ver0 + K_b T_ver1; no batch (K_b = 0) takes no time."""
     batch_size = np.asarray(batch_size, dtype=float)

@@ -24,7 +24,6 @@ import numpy as np
 from scipy.optimize import brentq
 
 NONE, UL, DL = 0, 1, 2
-MODE_NAMES = {NONE: "", UL: "ul", DL: "dl"}
 _LN2 = np.log(2.0)
 
 

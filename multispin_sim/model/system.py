@@ -36,7 +36,7 @@ class System:
                                self.payload_bits, self.bandwidth_hz, self.n0)
 
     def verification_s(self, batch_size):
-        """T_ver0 + K_b T_ver1 for one batch (scalar arithmetic: the engine calls it every round)."""
+        """``latency.verification_latency`` for one batch, in scalar arithmetic (called every round)."""
         if batch_size <= 0:
             return 0.0
         return self.verify_fixed_s + batch_size * self.verify_per_device_s
