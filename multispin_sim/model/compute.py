@@ -80,7 +80,7 @@ class ThermalState:
         if dt > 0:
             self.temperature = relax(self.temperature, 0.0, dt, self.ambient, self.r_th, self.tau)
             self.time = now
-            self._update_flags()
+        self._update_flags()
 
     def slowdown(self, now):
         """(K,) drafting-latency multipliers for a round starting at ``now``."""
