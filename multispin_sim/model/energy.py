@@ -18,14 +18,17 @@ server allotted to each), E_ver = P_server x T_ver.
 Tokens per joule = tokens / joules (device energy unless said otherwise).
 
 ``TokensPerJoule`` is the draft controllers' energy-aware objective: expected tokens over the
-expected device energy of the round, E[N] / E[E], with
+expected device energy of the round, E[N] / E[E], with (the accounting above, summed over the
+K_a active devices, D = max_k gamma_k t_k, T = D + T_ver + T_comm)
 
-    E[E] = sum_k (P_draft,k - P_idle) gamma_k t_k + K_a P_idle (D + T_ver + E[T_comm]),
+    E[E] = sum_k (P_draft,k - P_idle) gamma_k t_k + K_a P_idle (D + T_ver) + E[Z],
+    Z    = K_a P_idle T_comm + sum over UL corrections (p_k + P_circuit - P_idle) d_k
+                             + sum over DL corrections (P_rx - P_idle) d_k,
 
-i.e. every active device draws P_idle whenever it does not draft. The correction phase is
-charged at P_idle: the excess of transmitting or receiving over idle (p + P_circuit - P_idle
-for UL, P_rx - P_idle for DL, on the rejected devices only) is left out of the objective (the
-accounting counts it).
+Z being the device energy of the correction phase of one outcome. ``EnergyKernel`` computes Z
+per outcome from the reactive policy's decision, so the T_comm estimators of ``goodput``
+(exact enumeration, sample average) give E[Z] unchanged: the objective and the accounting are
+the same model (with planned = realised delays, i.e. without fading blocks shorter than rounds).
 """
 from dataclasses import dataclass
 
@@ -84,8 +87,12 @@ class TokensPerJoule:
     """Score for ``goodput.DraftObjective``: E[tokens] / E[device energy] of the round.
 
     powers: ``Powers``; draft_s: (K,) per-token drafting latencies; active: (K,) bool.
-    Called as score(tokens, gammas (n, K), drafting D (n,), t_ver, t_comm) -> (n,).
+    Called as score(tokens, gammas (n, K), drafting D (n,), t_ver, z) -> (n,), z = E[Z] in
+    joules from an ``EnergyKernel`` (with a plain T_comm kernel, pass ``comm_is_energy=False``:
+    the corrections are then charged at P_idle).
     """
+
+    comm_is_energy = True
 
     def __init__(self, powers, draft_s, active):
         active = np.asarray(active, dtype=bool)
@@ -95,10 +102,12 @@ class TokensPerJoule:
         self.excess = np.where(active, (np.asarray(powers.draft_w, float) - self.idle)
                                * np.asarray(draft_s, float), 0.0)
 
-    def energy(self, gammas, drafting, t_ver, t_comm):
+    def energy(self, gammas, drafting, t_ver, z):
         gammas = np.atleast_2d(gammas)
-        span = np.asarray(drafting, float) + t_ver + np.asarray(t_comm, float)
-        return gammas @ self.excess + self.n_active * self.idle * span
+        span = np.asarray(drafting, float) + t_ver
+        if not self.comm_is_energy:  # z is E[T_comm]
+            return gammas @ self.excess + self.n_active * self.idle * (span + np.asarray(z, float))
+        return gammas @ self.excess + self.n_active * self.idle * span + np.asarray(z, float)
 
     def __call__(self, tokens, gammas, drafting, t_ver, t_comm):
         return tokens_per_joule(tokens, self.energy(gammas, drafting, t_ver, t_comm))
@@ -121,3 +130,49 @@ def split_energy(ul_delay, ul_power, tau_dl, n_ul, n_rejected, powers):
     dl_e = powers.dl_receive_w * tau * (r - n)
     busy = ul_t + tau * (r - n)
     return ul_e + dl_e + powers.idle_w * (r * t - busy)
+
+
+def correction_energy(decision, powers, n_active):
+    """Z of each outcome (M,): device energy of the correction phase (see the module docstring)."""
+    mode, d, p = decision.mode, decision.delay_s, decision.power_w
+    ul = mode == UL
+    dl = mode == DL
+    extra = (np.where(ul, (p + powers.ul_circuit_w - powers.idle_w) * d, 0.0)
+             + np.where(dl, (powers.dl_receive_w - powers.idle_w) * d, 0.0)).sum(axis=1)
+    return n_active * powers.idle_w * np.asarray(decision.t_comm, float) + extra
+
+
+class EnergyKernel:
+    """Kernel for the T_comm estimators returning Z (joules) per outcome row instead of T_comm.
+
+    ``policy``: the reactive policy object (its ``decide`` is called on the rows);
+    ``uniforms``: (M, K) per-sample uniforms for randomised policies (common random numbers);
+    ``coin``: (M, K) bool fixed UL coins (the random split under exact enumeration).
+    """
+
+    def __init__(self, system, g_ul, g_dl, policy, powers, n_active, uniforms=None, seed=0,
+                 coin=None):
+        self.system = system
+        self.g_ul = np.asarray(g_ul, dtype=float)
+        self.g_dl = np.asarray(g_dl, dtype=float)
+        self.policy = policy
+        self.powers = powers
+        self.n_active = float(n_active)
+        self.uniforms = uniforms
+        self.seed = seed
+        self.coin = None if coin is None else np.asarray(coin, dtype=bool)
+
+    def __call__(self, rejected, rows=None):
+        from .goodput import _RowStream
+        from .reactive import evaluate_assignment
+        rej = np.atleast_2d(np.asarray(rejected, dtype=bool))
+        rows = np.arange(rej.shape[0]) if rows is None else np.asarray(rows)
+        g_ul = self.g_ul[rows] if self.g_ul.ndim == 2 else self.g_ul
+        g_dl = self.g_dl[rows] if self.g_dl.ndim == 2 else self.g_dl
+        problem = self.system.reactive_problem(rej, g_ul, g_dl)
+        if self.coin is not None:
+            decision = evaluate_assignment(problem, self.coin[rows] & rej)
+        else:
+            stream = _RowStream(self.uniforms, rows, np.random.default_rng(self.seed))
+            decision = self.policy.decide(problem, stream)
+        return correction_energy(decision, self.powers, self.n_active)

@@ -27,7 +27,7 @@ import numpy as np
 
 from ..model.goodput import (FAST_MODES, DraftObjective, ExactTcomm, PolicyKernel, SAATcomm,
                              TcommKernel, ZeroTcomm, acceptance_runs)
-from ..model.energy import TokensPerJoule
+from ..model.energy import EnergyKernel, TokensPerJoule
 from ..model.speculative import acceptance_uniforms
 from ..model.verification import objective_verification
 from .reactive import REACTIVE_POLICIES, make_reactive_policy
@@ -70,8 +70,12 @@ def fast_mode(policy):
     return None
 
 
-def make_kernel(system, g_ul, g_dl, policy, coin_uniforms, seed=0):
-    """T_comm kernel for ``policy``: closed forms when known, else the policy itself."""
+def make_kernel(system, g_ul, g_dl, policy, coin_uniforms, seed=0, energy=None, n_active=0):
+    """T_comm kernel for ``policy``: closed forms when known, else the policy itself.
+    With ``energy`` (``model.energy.Powers``): the correction-phase device energy Z instead
+    (``model.energy.EnergyKernel``, the tokens-per-joule objective)."""
+    if energy is not None:
+        return EnergyKernel(system, g_ul, g_dl, policy, energy, n_active, coin_uniforms, seed)
     mode = fast_mode(policy)
     if mode is not None:
         coin = None if coin_uniforms is None else coin_uniforms < 0.5
@@ -103,17 +107,21 @@ def make_objective(system, g_ul, g_dl, active, caps, policy=None, rng=None, samp
     verify = objective_verification(system.verification_cost(), active)
     if policy is None or isinstance(policy, str):
         policy = make_reactive_policy(policy or "optimal")
+    n_active = int(active.sum())
     if ignore_comm:
         tcomm = ZeroTcomm()
     elif estimator == "exact":
         mode = fast_mode(policy)
         if mode == "random":
             def kernel_for(coin):
+                if energy is not None:
+                    return EnergyKernel(system, g_ul, g_dl, policy, energy, n_active, coin=coin)
                 return TcommKernel(system, g_ul, g_dl, "random", coin=coin)
             tcomm = ExactTcomm(system.alpha, active, random_split=True, make_kernel=kernel_for)
         else:
             kernel = make_kernel(system, g_ul, g_dl, policy, None,
-                                 seed=0 if rng is None else int(rng.integers(2**63)))
+                                 seed=0 if rng is None else int(rng.integers(2**63)),
+                                 energy=energy, n_active=n_active)
             tcomm = ExactTcomm(system.alpha, active, kernel)
     elif estimator == "saa":
         if rng is None:
@@ -128,7 +136,8 @@ def make_objective(system, g_ul, g_dl, active, caps, policy=None, rng=None, samp
             h = rng.standard_exponential((2, m, k))
             g_ul = system.pathloss * h[0]
             g_dl = g_ul if reciprocal else system.pathloss * h[1]
-        kernel = make_kernel(system, g_ul, g_dl, policy, coin_u, seed)
+        kernel = make_kernel(system, g_ul, g_dl, policy, coin_u, seed, energy=energy,
+                             n_active=n_active)
         tcomm = SAATcomm(acceptance_runs(uniforms, system.alpha), kernel)
     else:
         raise ValueError(f"unknown estimator {estimator!r}; allowed: saa, exact")
