@@ -254,18 +254,19 @@ def test_tokens_per_joule_equals_goodput_when_power_is_constant():
     np.testing.assert_array_equal(exhaustive_search(e).gamma, exhaustive_search(g).gamma)
 
 
-def test_tokens_per_joule_objective_is_the_accounting_in_expectation():
+@pytest.mark.parametrize("scope", ["devices", "total"])
+def test_tokens_per_joule_objective_is_the_accounting_in_expectation(scope):
     # brute force: every outcome (2^K rejected sets) with its probability, the optimal split's
     # decision, and the per-device accounting of model.energy over the round
     from itertools import product
-    from multispin_sim.model.energy import device_round_energy
+    from multispin_sim.model.energy import device_round_energy, server_round_energy
     from multispin_sim.model.speculative import expected_tokens
     s = replace(small_system(cost=TokenVerification(42.8e-3, 1e-3)),
                 draft_latency_s=np.array([15e-3, 17e-3, 20e-3]))
     act = np.ones(3, bool)
     pw = Powers(np.array([4.0, 3.0, 6.0]), idle_w=0.3, ul_circuit_w=0.8, dl_receive_w=0.4)
     obj = make_objective(s, s.pathloss, s.pathloss, act, np.full(3, 8), estimator="exact",
-                         energy=pw)
+                         energy=pw, energy_scope=scope)
     for x in ([2, 3, 1], [0, 0, 0], [5, 0, 2], [8, 8, 8]):
         x = np.array(x)
         draft = x * s.draft_latency_s
@@ -281,6 +282,9 @@ def test_tokens_per_joule_objective_is_the_accounting_in_expectation():
             duration = draft.max() + t_ver + dec.t_comm[0]
             e = device_round_energy(pw, draft, dec.mode[0], dec.power_w[0], dec.delay_s[0],
                                     duration)[-1].sum()
+            if scope == "total":
+                e += sum(server_round_energy(pw, dec.mode[0], dec.power_w[0], dec.delay_s[0],
+                                             t_ver))
             e_mean += prob * e
         tokens = expected_tokens(s.alpha, x).sum()
         assert obj.values(x[None])[0] == pytest.approx(tokens / e_mean, rel=1e-10)

@@ -44,12 +44,14 @@ def objective_options(scenario, population):
     if scenario.policy.objective == "goodput":
         return {}
     return {"objective": scenario.policy.objective,
-            "powers": energy_powers(scenario, population)}
+            "powers": energy_powers(scenario, population),
+            "energy_scope": scenario.policy.energy_scope}
 
 
 def reactive_policy(scenario, population):
     """The reactive policy; 'optimal' breaks ties by energy under tokens-per-joule."""
     policy = scenario.policy
     if policy.objective == "tokens-per-joule" and policy.mode == "optimal":
-        return EnergyAwareSplit(energy_powers(scenario, population), policy.energy_tie_tolerance)
+        return EnergyAwareSplit(energy_powers(scenario, population), policy.energy_tie_tolerance,
+                                policy.energy_scope)
     return make_reactive_policy(policy.mode)

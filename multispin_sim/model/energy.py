@@ -25,7 +25,8 @@ K_a active devices, D = max_k gamma_k t_k, T = D + T_ver + T_comm)
     Z    = K_a P_idle T_comm + sum over UL corrections (p_k + P_circuit - P_idle) d_k
                              + sum over DL corrections (P_rx - P_idle) d_k,
 
-Z being the device energy of the correction phase of one outcome. ``EnergyKernel`` computes Z
+Z being the device energy of the correction phase of one outcome. With ``scope='total'`` the
+server's energy is added: P_server T_ver, and in Z the DL transmit energy sum_DL p_k d_k. ``EnergyKernel`` computes Z
 per outcome from the reactive policy's decision, so the T_comm estimators of ``goodput``
 (exact enumeration, sample average) give E[Z] unchanged: the objective and the accounting are
 the same model (with planned = realised delays, i.e. without fading blocks shorter than rounds).
@@ -94,9 +95,10 @@ class TokensPerJoule:
 
     comm_is_energy = True
 
-    def __init__(self, powers, draft_s, active):
+    def __init__(self, powers, draft_s, active, scope="devices"):
         active = np.asarray(active, dtype=bool)
         self.idle = float(powers.idle_w)
+        self.server_w = float(powers.server_w) if scope == "total" else 0.0
         self.n_active = float(active.sum())
         # per-token excess of drafting over idle, per device (0 for inactive devices)
         self.excess = np.where(active, (np.asarray(powers.draft_w, float) - self.idle)
@@ -105,9 +107,11 @@ class TokensPerJoule:
     def energy(self, gammas, drafting, t_ver, z):
         gammas = np.atleast_2d(gammas)
         span = np.asarray(drafting, float) + t_ver
+        server = self.server_w * np.asarray(t_ver, float)
         if not self.comm_is_energy:  # z is E[T_comm]
-            return gammas @ self.excess + self.n_active * self.idle * (span + np.asarray(z, float))
-        return gammas @ self.excess + self.n_active * self.idle * span + np.asarray(z, float)
+            return (gammas @ self.excess + self.n_active * self.idle * (span + np.asarray(z, float))
+                    + server)
+        return gammas @ self.excess + self.n_active * self.idle * span + np.asarray(z, float) + server
 
     def __call__(self, tokens, gammas, drafting, t_ver, t_comm):
         return tokens_per_joule(tokens, self.energy(gammas, drafting, t_ver, t_comm))
@@ -132,13 +136,15 @@ def split_energy(ul_delay, ul_power, tau_dl, n_ul, n_rejected, powers):
     return ul_e + dl_e + powers.idle_w * (r * t - busy)
 
 
-def correction_energy(decision, powers, n_active):
-    """Z of each outcome (M,): device energy of the correction phase (see the module docstring)."""
+def correction_energy(decision, powers, n_active, scope="devices"):
+    """Z of each outcome (M,): device energy of the correction phase (see the module
+    docstring); ``scope='total'`` adds the server's DL transmit energy."""
     mode, d, p = decision.mode, decision.delay_s, decision.power_w
     ul = mode == UL
     dl = mode == DL
+    rx = powers.dl_receive_w - powers.idle_w + (p if scope == "total" else 0.0)
     extra = (np.where(ul, (p + powers.ul_circuit_w - powers.idle_w) * d, 0.0)
-             + np.where(dl, (powers.dl_receive_w - powers.idle_w) * d, 0.0)).sum(axis=1)
+             + np.where(dl, rx * d, 0.0)).sum(axis=1)
     return n_active * powers.idle_w * np.asarray(decision.t_comm, float) + extra
 
 
@@ -151,7 +157,8 @@ class EnergyKernel:
     """
 
     def __init__(self, system, g_ul, g_dl, policy, powers, n_active, uniforms=None, seed=0,
-                 coin=None):
+                 coin=None, scope="devices"):
+        self.scope = scope
         self.system = system
         self.g_ul = np.asarray(g_ul, dtype=float)
         self.g_dl = np.asarray(g_dl, dtype=float)
@@ -175,4 +182,4 @@ class EnergyKernel:
         else:
             stream = _RowStream(self.uniforms, rows, np.random.default_rng(self.seed))
             decision = self.policy.decide(problem, stream)
-        return correction_energy(decision, self.powers, self.n_active)
+        return correction_energy(decision, self.powers, self.n_active, self.scope)

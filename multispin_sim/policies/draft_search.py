@@ -70,12 +70,14 @@ def fast_mode(policy):
     return None
 
 
-def make_kernel(system, g_ul, g_dl, policy, coin_uniforms, seed=0, energy=None, n_active=0):
+def make_kernel(system, g_ul, g_dl, policy, coin_uniforms, seed=0, energy=None, n_active=0,
+                energy_scope="devices"):
     """T_comm kernel for ``policy``: closed forms when known, else the policy itself.
     With ``energy`` (``model.energy.Powers``): the correction-phase device energy Z instead
     (``model.energy.EnergyKernel``, the tokens-per-joule objective)."""
     if energy is not None:
-        return EnergyKernel(system, g_ul, g_dl, policy, energy, n_active, coin_uniforms, seed)
+        return EnergyKernel(system, g_ul, g_dl, policy, energy, n_active, coin_uniforms, seed,
+                            scope=energy_scope)
     mode = fast_mode(policy)
     if mode is not None:
         coin = None if coin_uniforms is None else coin_uniforms < 0.5
@@ -85,7 +87,7 @@ def make_kernel(system, g_ul, g_dl, policy, coin_uniforms, seed=0, energy=None, 
 
 def make_objective(system, g_ul, g_dl, active, caps, policy=None, rng=None, samples=1000,
                    estimator="saa", sampled_fading=False, ignore_comm=False, reciprocal=None,
-                   energy=None):
+                   energy=None, energy_scope="devices"):
     """The objective G of one draft-length decision.
 
     system: the ``System``; g_ul, g_dl: this round's gains (K,) (ignored with
@@ -95,7 +97,8 @@ def make_objective(system, g_ul, g_dl, active, caps, policy=None, rng=None, samp
     the system; reciprocal as ``reciprocal`` says, or when g_ul == g_dl if it is None) instead
     of using the given gains (SAA only);
     ignore_comm: T_comm left out (computation-only); energy: ``model.energy.Powers`` to
-    maximise tokens per joule instead of goodput (``model.energy.TokensPerJoule``).
+    maximise tokens per joule instead of goodput (``model.energy.TokensPerJoule``), of the
+    devices' energy or, with ``energy_scope='total'``, of devices and server.
 
     Draws (SAA): M x K acceptance uniforms, M x K coin uniforms, one seed, then (sampled fading)
     2 x M x K exponentials, always in this order and these amounts.
@@ -115,13 +118,14 @@ def make_objective(system, g_ul, g_dl, active, caps, policy=None, rng=None, samp
         if mode == "random":
             def kernel_for(coin):
                 if energy is not None:
-                    return EnergyKernel(system, g_ul, g_dl, policy, energy, n_active, coin=coin)
+                    return EnergyKernel(system, g_ul, g_dl, policy, energy, n_active, coin=coin,
+                                        scope=energy_scope)
                 return TcommKernel(system, g_ul, g_dl, "random", coin=coin)
             tcomm = ExactTcomm(system.alpha, active, random_split=True, make_kernel=kernel_for)
         else:
             kernel = make_kernel(system, g_ul, g_dl, policy, None,
                                  seed=0 if rng is None else int(rng.integers(2**63)),
-                                 energy=energy, n_active=n_active)
+                                 energy=energy, n_active=n_active, energy_scope=energy_scope)
             tcomm = ExactTcomm(system.alpha, active, kernel)
     elif estimator == "saa":
         if rng is None:
@@ -137,11 +141,12 @@ def make_objective(system, g_ul, g_dl, active, caps, policy=None, rng=None, samp
             g_ul = system.pathloss * h[0]
             g_dl = g_ul if reciprocal else system.pathloss * h[1]
         kernel = make_kernel(system, g_ul, g_dl, policy, coin_u, seed, energy=energy,
-                             n_active=n_active)
+                             n_active=n_active, energy_scope=energy_scope)
         tcomm = SAATcomm(acceptance_runs(uniforms, system.alpha), kernel)
     else:
         raise ValueError(f"unknown estimator {estimator!r}; allowed: saa, exact")
-    score = None if energy is None else TokensPerJoule(energy, system.draft_latency_s, active)
+    score = None if energy is None else TokensPerJoule(energy, system.draft_latency_s, active,
+                                                       energy_scope)
     return DraftObjective(system.alpha, system.draft_latency_s, verify, caps, active, tcomm,
                           score=score)
 

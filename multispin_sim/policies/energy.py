@@ -15,8 +15,9 @@ from ..model import reactive as solver
 from .reactive import ReactivePolicy
 
 
-def energy_aware_split(problem, powers, tolerance=0.0):
-    """The split choice described in the module docstring, vectorised over the M outcomes."""
+def energy_aware_split(problem, powers, tolerance=0.0, scope="devices"):
+    """The split choice described in the module docstring, vectorised over the M outcomes;
+    ``scope='total'`` adds the server's DL transmit energy (P_dl tau for a non-empty DL set)."""
     f, cols = solver.prefix_split_delays(problem)           # (M, K + 1), (M, K)
     m, k = problem.shape
     rej = np.take_along_axis(problem.rejected, cols, axis=1)  # rejected first, in UL order
@@ -37,6 +38,8 @@ def energy_aware_split(problem, powers, tolerance=0.0):
         n_dl = np.maximum(r[:, None] - n, 0)
         energy = (e_ul + powers.dl_receive_w * tau * n_dl
                   + powers.idle_w * (r[:, None] * f - t_ul - tau * n_dl))
+        if scope == "total":
+            energy = energy + np.where(n_dl > 0, problem.p_dl * tau, 0.0)
     best = f.min(axis=1, keepdims=True)
     ok = (n <= r[:, None]) & (f <= best * (1.0 + tolerance))
     energy = np.where(ok & np.isfinite(energy), energy, np.inf)
@@ -51,10 +54,11 @@ class EnergyAwareSplit(ReactivePolicy):
 
     name = "optimal-energy"
 
-    def __init__(self, powers, tolerance=0.0):
+    def __init__(self, powers, tolerance=0.0, scope="devices"):
         self.powers = powers
+        self.scope = scope
         self.tolerance = float(tolerance)
         self.tcomm_kernel = "optimal" if self.tolerance == 0 else None
 
     def decide(self, problem, rng=None):
-        return energy_aware_split(problem, self.powers, self.tolerance)
+        return energy_aware_split(problem, self.powers, self.tolerance, self.scope)

@@ -209,6 +209,10 @@ class Policy(Params):
         0.0, "With objective 'tokens-per-joule' and mode 'optimal': UL/DL splits whose T_comm "
         "is within this fraction of the optimum count as ties, and the one with the least "
         "device energy is taken (0: exact ties only, T_comm stays optimal)", check=ge(0))
+    energy_scope: str = param(
+        "devices", "Energy that 'tokens-per-joule' counts: 'devices' (the devices' batteries) "
+        "or 'total' (devices + server verification and DL transmission)",
+        choices=("devices", "total"))
 
 
 @section
