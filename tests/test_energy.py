@@ -235,6 +235,14 @@ def test_throttling_happens_and_slows_drafting(throttled_run):
     dr = throttled_run.device_rounds
     assert set(np.unique(dr["slowdown"])) <= {1.0, 2.0}
     assert (dr["slowdown"] == 2.0).any() and (dr["slowdown"] == 1.0).any()
+    # hysteresis: throttled in round r + 1 only if at least release_c at the end of round r,
+    # unthrottled only if below throttle_c (saturated workload: no idle gap between rounds)
+    c = throttled_run.scenario.compute
+    for k in np.unique(dr["device"]):
+        rows = dr["device"] == k
+        temp, slow = dr["temperature_c"][rows], dr["slowdown"][rows]
+        assert np.all(temp[:-1][slow[1:] == 2.0] >= c.release_c)
+        assert np.all(temp[:-1][slow[1:] == 1.0] < c.throttle_c)
 
 
 # ---------------------------------------------------------------------------- objective

@@ -204,10 +204,12 @@ def simulate(scenario, out=None, *, results_dir=None, progress=False, command_li
                            doppler_hz=ch.doppler_hz, coherence_s=coherence, moving=moving)
     server = EdgeServer(system, reactive_policy(scenario, population), streams.policy,
                         streams.acceptance)
+    thermal = thermal_state(scenario, population)  # None without compute.thermal
     # long runs format their CSV rows on the second core (same bytes, see WriterProcess)
     recorder = Recorder(folder, system.k, planned=channel.dynamic_csi, distance=moving,
                         writer_process=scenario.run.rounds * system.k >= WRITER_PROCESS_MIN_ROWS,
-                        energy=EnergyAccount(energy_powers(scenario, population), system.k))
+                        energy=EnergyAccount(energy_powers(scenario, population), system.k,
+                                             thermal))
     log = None
     if scenario.workload.arrivals != "saturated":
         log = RequestLog(folder / "requests.csv", system.k)
@@ -219,7 +221,7 @@ def simulate(scenario, out=None, *, results_dir=None, progress=False, command_li
                      progress=Progress(scenario.run.rounds, max_time_s=scenario.run.max_time_s)
                      if show else None,
                      tick_period_s=scenario.workload.tick_period_s, mover=mover,
-                     thermal=thermal_state(scenario, population))
+                     thermal=thermal)
     main = env.process(loop.run(env))
     try:
         with _stop_on_interrupt(loop):

@@ -2,7 +2,8 @@
 
 device_rounds.csv gains ``slowdown`` (the drafting-latency multiplier of thermal throttling,
 1 when not throttled), ``energy_draft_j``, ``energy_ul_j``, ``energy_dl_j``, ``energy_idle_j``
-and ``energy_j`` (their sum); rounds.csv gains ``device_energy_j`` (sum over the round's
+and ``energy_j`` (their sum), with thermal throttling also ``temperature_c`` (at the round's
+end); rounds.csv gains ``device_energy_j`` (sum over the round's
 devices), ``server_dl_energy_j``, ``verify_energy_j`` and ``energy_j`` (device + server).
 devices.csv gains ``energy_j`` and ``tokens_per_j``; summary.json an ``energy`` block.
 """
@@ -19,9 +20,12 @@ ROUND_ENERGY_COLUMNS = {"device_energy_j": float, "server_dl_energy_j": float,
 class EnergyAccount:
     """Per-round energy columns and run totals for ``Recorder`` (``powers``: ``model.energy.Powers``)."""
 
-    def __init__(self, powers, k):
+    def __init__(self, powers, k, thermal=None):
         self.powers = powers
         self.k = k
+        self.thermal = thermal  # model.compute.ThermalState: adds temperature_c (round end)
+        self.device_columns_spec = dict(DEVICE_ENERGY_COLUMNS) | (
+            {"temperature_c": float} if thermal is not None else {})
         self.device_j = np.zeros(k)
         self.phase_j = np.zeros(4)       # draft, ul, dl, idle (devices)
         self.server_dl_j = 0.0
@@ -44,6 +48,8 @@ class EnergyAccount:
         slow = self._ones if slowdown is None else slowdown
         columns = {"slowdown": slow[sel], "energy_draft_j": e_draft, "energy_ul_j": e_ul,
                    "energy_dl_j": e_dl, "energy_idle_j": e_idle, "energy_j": e}
+        if self.thermal is not None:
+            columns["temperature_c"] = self.thermal.temperature[sel]
         return columns, (dev_total, e_tx, e_ver, dev_total + e_tx + e_ver)
 
     def summary(self, tokens):

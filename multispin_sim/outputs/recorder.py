@@ -11,7 +11,7 @@ Energy columns (slowdown and joules per phase): ``outputs.energy``.
 """
 import numpy as np
 
-from .energy import DEVICE_ENERGY_COLUMNS, ROUND_ENERGY_COLUMNS
+from .energy import ROUND_ENERGY_COLUMNS
 from .records import ChunkedCsv, CsvStream, WriterProcess
 from .statistics import RunStatistics
 
@@ -46,7 +46,7 @@ class Recorder:
                                      writer=self.writer)
         columns = dict(DEVICE_ROUND_COLUMNS)
         if energy is not None:
-            columns |= DEVICE_ENERGY_COLUMNS
+            columns |= energy.device_columns_spec
         if planned:
             columns["planned_delay_s"] = float
         if distance:
