@@ -9,7 +9,7 @@ devices.csv gains ``energy_j`` and ``tokens_per_j``; summary.json an ``energy`` 
 """
 import numpy as np
 
-from ..model.energy import device_round_energy, server_round_energy, tokens_per_joule
+from ..model.energy import tokens_per_joule
 
 DEVICE_ENERGY_COLUMNS = {"slowdown": float, "energy_draft_j": float, "energy_ul_j": float,
                          "energy_dl_j": float, "energy_idle_j": float, "energy_j": float}
@@ -31,23 +31,46 @@ class EnergyAccount:
         self.server_dl_j = 0.0
         self.verify_j = 0.0
         self._ones = np.ones(k)
+        self._draft_w = np.asarray(powers.draft_w, dtype=float)
 
     def round(self, sel, draft_s, mode, power, delay, duration, verify, slowdown):
-        """Columns for the device rows ``sel`` (a slice or mask) and the round row's values."""
+        """Columns for the device rows ``sel`` (a slice or mask) and the round row's values.
+
+        The same arithmetic as ``model.energy.device_round_energy`` and
+        ``server_round_energy`` (tests check the identities), written for one small round.
+        """
         p = self.powers
-        draft_w = p.draft_w if isinstance(sel, slice) else p.draft_w[sel]
-        sub = type(p)(draft_w, p.idle_w, p.ul_circuit_w, p.dl_receive_w, p.server_w)
-        e_draft, e_ul, e_dl, e_idle, e = device_round_energy(
-            sub, draft_s[sel], mode, power, delay, duration)
-        e_tx, e_ver = server_round_energy(p, mode, power, delay, verify)
-        self.device_j[sel] += e
-        self.phase_j += (e_draft.sum(), e_ul.sum(), e_dl.sum(), e_idle.sum())
+        full = isinstance(sel, slice)
+        draft = draft_s if full else draft_s[sel]
+        draft_w = self._draft_w if full else self._draft_w[sel]
+        ul = mode == 1
+        dl = mode == 2
+        e_draft = draft_w * draft
+        e_ul = np.where(ul, (power + p.ul_circuit_w) * delay, 0.0)
+        e_dl = np.where(dl, p.dl_receive_w * delay, 0.0)
+        wait = duration - draft - np.where(ul | dl, delay, 0.0)
+        e_idle = p.idle_w * np.maximum(wait, 0.0, out=wait)
+        e = e_draft + e_ul + e_dl + e_idle
+        if full:
+            self.device_j += e
+        else:
+            self.device_j[sel] += e
+        phases = self.phase_j
+        s_draft, s_ul, s_dl, s_idle = float(e_draft.sum()), float(e_ul.sum()), float(e_dl.sum()), \
+            float(e_idle.sum())
+        phases[0] += s_draft
+        phases[1] += s_ul
+        phases[2] += s_dl
+        phases[3] += s_idle
+        e_tx = float(np.where(dl, power * delay, 0.0).sum()) if s_dl or dl.any() else 0.0
+        e_ver = p.server_w * verify
         self.server_dl_j += e_tx
         self.verify_j += e_ver
         dev_total = float(e.sum())
         slow = self._ones if slowdown is None else slowdown
-        columns = {"slowdown": slow[sel], "energy_draft_j": e_draft, "energy_ul_j": e_ul,
-                   "energy_dl_j": e_dl, "energy_idle_j": e_idle, "energy_j": e}
+        columns = {"slowdown": slow if full else slow[sel], "energy_draft_j": e_draft,
+                   "energy_ul_j": e_ul, "energy_dl_j": e_dl, "energy_idle_j": e_idle,
+                   "energy_j": e}
         if self.thermal is not None:
             columns["temperature_c"] = self.thermal.temperature[sel]
         return columns, (dev_total, e_tx, e_ver, dev_total + e_tx + e_ver)
