@@ -125,6 +125,9 @@ def build_population(scenario, rng, topology_rng=None, shadowing_rng=None, graph
     return population
 
 
+DEFAULT_CALIBRATION_DRAFT = 4  # server.verify_per_token_ms default: T_ver1 / (4 + 1)
+
+
 def verification_cost(scenario):
     """The verification cost component of ``server.verify_model`` (None for 'linear': the
     engine's inline formula, the paper's model)."""
@@ -132,9 +135,8 @@ def verification_cost(scenario):
     if server.verify_model == "linear":
         return None
     per_token = server.verify_per_token_ms
-    if per_token is None:
-        gamma = np.mean(np.asarray(scenario.policy.draft_length, dtype=float))
-        per_token = server.verify_per_device_ms / (gamma + 1.0)
+    if per_token is None:  # calibrated at the paper's default gamma = 4: 5 tokens per device
+        per_token = server.verify_per_device_ms / (DEFAULT_CALIBRATION_DRAFT + 1)
     return make_verification_cost(server.verify_model, server.verify_fixed_ms * 1e-3,
                                   server.verify_per_device_ms * 1e-3, per_token * 1e-3,
                                   server.verify_table)

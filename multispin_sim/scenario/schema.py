@@ -128,9 +128,9 @@ class Server(Params):
         choices=("linear", "tokens", "table"))
     verify_per_token_ms: Optional[float] = param(
         None, "Time T1 per token in the batch for verify_model 'tokens' (null: "
-        "verify_per_device_ms / (policy.draft_length + 1), equal to 'linear' when every device "
-        "drafts policy.draft_length)", unit="ms/token", check=ge(0),
-        default_text="verify_per_device_ms / (draft_length + 1)")
+        "verify_per_device_ms / 5, equal to 'linear' when every device drafts 4 tokens, the "
+        "paper's default)", unit="ms/token", check=ge(0),
+        default_text="verify_per_device_ms / 5")
     verify_table: str = param(
         "vidur-a100-codellama34b", "Profile for verify_model 'table': a shipped table "
         "('vidur-a100-codellama34b': A100, CodeLlama-34B, linear layers only; "
