@@ -4,6 +4,8 @@ The pure parts live in ``model.compute`` (power modes, thermal RC model), ``mode
 (accounting, tokens-per-joule objective) and ``model.verification`` (batch cost); this module
 turns scenario sections into those objects.
 """
+import numpy as np
+
 from ..model.compute import ThermalState
 from ..model.energy import Powers
 from ..model.verification import VerifyTableError, read_verify_table
@@ -35,8 +37,12 @@ def thermal_state(scenario, population):
     c = scenario.compute
     if not c.thermal:
         return None
-    return ThermalState(population.draft_power_w, c.ambient_c, c.thermal_resistance_c_per_w,
-                        c.time_constant_s, c.throttle_c, c.release_c, c.throttle_factor)
+    r_th = np.array([c.thermal_resistance_c_per_w if m is None
+                     or c.power_modes[m].thermal_resistance_c_per_w is None
+                     else c.power_modes[m].thermal_resistance_c_per_w
+                     for m in population.power_mode], dtype=float)
+    return ThermalState(population.draft_power_w, c.ambient_c, r_th, c.time_constant_s,
+                        c.throttle_c, c.release_c, c.throttle_factor)
 
 
 def objective_options(scenario, population):

@@ -318,6 +318,10 @@ class PowerMode(Params):
                                     check=gt(0))
     draft_power_w: float = param(4.0, "Device power while drafting in this mode", unit="W",
                                  check=ge(0))
+    thermal_resistance_c_per_w: Optional[float] = param(
+        None, "Thermal resistance R_th of a device in this mode (a phone's is larger than a "
+        "heatsinked board's; null: compute.thermal_resistance_c_per_w)", unit="degC/W",
+        check=ge(0))
 
 
 @section
@@ -325,7 +329,8 @@ class Compute(Params):
     """Device compute profiles: named power modes and thermal throttling (model/compute.py)."""
 
     power_modes: Mapping[str, PowerMode] = param(
-        FrozenMap(), "Named power modes: name -> draft_latency_ms, draft_power_w",
+        FrozenMap(), "Named power modes: name -> draft_latency_ms, draft_power_w, "
+        "thermal_resistance_c_per_w",
         key_allowed="a mode name", default_text="{}")
     power_mode: Optional[str] = param(
         None, "Power mode of every device (a name of power_modes; null: no mode, drafting at "
