@@ -393,3 +393,19 @@ def test_bad_compute_keys_exit_2(tmp_path, capsys, setting, key):
     err = capsys.readouterr().err.strip()
     assert code == 2 and len(err.splitlines()) == 1 and key in err, err
     assert not out.exists()
+
+
+def test_compute_timeseries_from_files(throttled_run, tmp_path):
+    from multispin_sim.plots import compute_timeseries
+    rd, dr = throttled_run.rounds, throttled_run.device_rounds
+    window = 2.0
+    ts = compute_timeseries(throttled_run.folder, window_s=window)
+    # the windows' tokens and times add up to the run's goodput
+    edges = np.append(ts["t_s"], np.inf)
+    b = np.searchsorted(edges, rd["start_s"], side="right") - 1
+    time = np.bincount(b, weights=rd["duration_s"])
+    np.testing.assert_allclose((ts["goodput_tps"][:time.size] * time).sum(), rd["tokens"].sum())
+    (series,) = ts["modes"].values()
+    share = series["throttled"]
+    assert np.nanmin(share) >= 0 and np.nanmax(share) <= 1
+    assert np.nansum(share * np.bincount(b[dr["round"]])) == pytest.approx((dr["slowdown"] > 1).sum())
