@@ -33,8 +33,8 @@ def compute_timeseries(run_dir, window_s=30.0):
     start = np.asarray(rd["start_s"], float)
     end = float(start[-1] + rd["duration_s"][-1]) if start.size else 0.0
     edges = np.arange(0.0, end + window_s, window_s)
-    nb = max(len(edges) - 1, 1)
-    rbin = np.minimum(np.searchsorted(edges, start, side="right") - 1, nb - 1)
+    rbin = np.searchsorted(edges, start, side="right") - 1
+    nb = int(rbin.max(initial=0)) + 1  # up to the window of the last round's start
     tokens = np.bincount(rbin, weights=rd["tokens"], minlength=nb)
     time = np.bincount(rbin, weights=rd["duration_s"], minlength=nb)
     modes = np.asarray(dv.get("power_mode", np.full(len(dv["device"]), "")), dtype=str)
