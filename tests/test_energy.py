@@ -21,7 +21,7 @@ import multispin_sim as ms
 from multispin_sim.cli import main
 from multispin_sim.model import reactive as R
 from multispin_sim.model.compute import ThermalState, relax
-from multispin_sim.model.energy import Powers, TokensPerJoule
+from multispin_sim.model.energy import Powers
 from multispin_sim.model.pathloss import pathloss_gain
 from multispin_sim.model.system import System
 from multispin_sim.model.verification import (SHIPPED_TABLES, LinearVerification,

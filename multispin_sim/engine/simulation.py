@@ -16,7 +16,7 @@ from ..outputs.metadata import output_folder, run_metadata
 from ..outputs.records import read_table
 from ..outputs.recorder import Recorder
 from ..outputs.requests import RequestLog
-from ..policies import make_draft_controller, make_reactive_policy
+from ..policies import make_draft_controller
 from ..scenario import dump_scenario_yaml, load_scenario
 from ..outputs.energy import EnergyAccount
 from .channel import OFDMAChannel
