@@ -409,3 +409,12 @@ def test_compute_timeseries_from_files(throttled_run, tmp_path):
     share = series["throttled"]
     assert np.nanmin(share) >= 0 and np.nanmax(share) <= 1
     assert np.nansum(share * np.bincount(b[dr["round"]])) == pytest.approx((dr["slowdown"] > 1).sum())
+
+
+def test_shipped_table_names_agree_and_missing_file_is_refused(tmp_path, capsys):
+    from multispin_sim.scenario.schema import SHIPPED_VERIFY_TABLES
+    assert SHIPPED_VERIFY_TABLES == SHIPPED_TABLES
+    code = main(["validate", "--set", "server.verify_model=table", "--set",
+                 f"server.verify_table={tmp_path / 'nope.csv'}"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1 and "server.verify_table" in err

@@ -39,6 +39,8 @@ LENGTH_MODELS: tuple[str, ...] = ("fixed", "geometric", "lognormal", "empirical"
 TOPOLOGY_LAYOUTS: tuple[str, ...] = ("annulus", "coordinates", "graphml")
 MOBILITY_MODELS: tuple[str, ...] = ("none", "random-waypoint")
 MAX_DRAFT_LIMIT = 64            # upper bound of policy.max_draft
+# verification tables shipped in multispin_sim/data/verify_tables (= model.verification)
+SHIPPED_VERIFY_TABLES: tuple[str, ...] = ("vidur-a100-codellama34b", "paper-linear-qwen2.5")
 EXHAUSTIVE_MAX_DEVICES = 16     # mode "exhaustive" tries 2^K UL/DL assignments
 DEFAULT_DL_POWER_RATIO = 4.0    # P_dl = 4 x P_ul (10 mW) = 40 mW = 16.02 dBm when no DL key given
 
@@ -509,3 +511,15 @@ def _check_compute(sc: Scenario) -> None:
     if c.release_c is not None and c.release_c > c.throttle_c:
         raise ScenarioError("compute.release_c", f"{c.release_c} is above compute.throttle_c "
                             f"({c.throttle_c})", "expected a temperature <= compute.throttle_c")
+
+
+@cross_check
+def _check_verify_table(sc: Scenario) -> None:
+    # the file's contents are checked when a run starts (engine.compute.check_verify_table)
+    s = sc.server
+    if (s.verify_model == "table" and s.verify_table not in SHIPPED_VERIFY_TABLES
+            and not os.path.isfile(s.verify_table)):
+        raise ScenarioError("server.verify_table", f"{s.verify_table!r} is neither a shipped "
+                            "table nor a readable file", "expected one of "
+                            f"{', '.join(SHIPPED_VERIFY_TABLES)} or the path of a CSV "
+                            "(batched tokens, milliseconds)")
