@@ -209,7 +209,7 @@ def simulate(scenario, out=None, *, results_dir=None, progress=False, command_li
     recorder = Recorder(folder, system.k, planned=channel.dynamic_csi, distance=moving,
                         writer_process=scenario.run.rounds * system.k >= WRITER_PROCESS_MIN_ROWS,
                         energy=EnergyAccount(energy_powers(scenario, population), system.k,
-                                             thermal))
+                                             thermal) if scenario.energy.record else None)
     log = None
     if scenario.workload.arrivals != "saturated":
         log = RequestLog(folder / "requests.csv", system.k)
@@ -242,7 +242,8 @@ def simulate(scenario, out=None, *, results_dir=None, progress=False, command_li
     recorder.write_devices(population)
     write_topology(folder / "topology.graphml", population)
     summary = recorder.stats.summary()
-    summary["energy"] = recorder.energy.summary(recorder.stats.tokens)
+    if recorder.energy is not None:
+        summary["energy"] = recorder.energy.summary(recorder.stats.tokens)
     warnings = []
     if requests is not None:
         stats = recorder.stats
