@@ -42,6 +42,10 @@ def cmd_run(args):
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     s = result.summary
+    if args.explain:
+        from .teaching.narrator import explain
+
+        print(explain(result, args.explain))
     if not args.quiet:
         lo, hi = s["goodput_ci95"]
         print(f"{s['rounds']} rounds, {s['sim_time_s']:.3f} s simulated in {s['wall_time_s']:.2f} s "
@@ -166,6 +170,9 @@ def build_parser():
     sp.add_argument("--rounds", type=int, help="override run.rounds")
     sp.add_argument("--out", help="output folder (default: a new folder under results/)")
     sp.add_argument("--quiet", action="store_true", help="no progress and no report")
+    sp.add_argument("--explain", type=_positive_int, metavar="N",
+                    help="print the first N rounds as a story (drafts, acceptance, CSI, UL/DL "
+                    "split and why, powers, delays, times)")
     sp.set_defaults(func=cmd_run)
 
     sp = sub.add_parser("sweep", help="run a sweep file: cells x replications, resumable; "

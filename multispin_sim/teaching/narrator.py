@@ -49,7 +49,8 @@ def explain(result, rounds=3):
     system = result.population.system
     mode_name = getattr(getattr(result.scenario, "policy", None), "mode", "optimal")
     n = min(int(rounds), len(rt["round"]))
-    head = (f"The first {n} round{'s' if n != 1 else ''} of this run ({system.k} devices, "
+    first = "The first round" if n == 1 else f"The first {n} rounds"
+    head = (f"{first} of this run ({system.k} devices, "
             f"B = {_mhz(system.bandwidth_hz)}, DL budget {_mw(system.p_dl_w)}, "
             f"one distribution = {system.payload_bits:,.0f} bits, policy.mode = {mode_name}).\n"
             "A rejected device needs a correction: by UL the device sends its draft distribution "
