@@ -4,8 +4,9 @@ on its solution (so no check is vacuous).
 
 Executing the notebooks needs the ``tutorials`` extra (nbclient, ipykernel, matplotlib, ...):
 ``pip install -e '.[tutorials]'``; without it those tests skip with that message. Notebooks
-run two at a time (one kernel each); starters run with ipywidgets sliders, solutions with the
-static fallback (``MULTISPIN_TUTORIALS_STATIC=1``), so both paths are exercised.
+run two at a time (one kernel each) with the static fallback of the sliders
+(``MULTISPIN_TUTORIALS_STATIC=1``): inside an ipywidgets ``interact`` an exception would only be
+shown in the widget, so a broken figure could pass unnoticed.
 """
 import concurrent.futures
 import json
@@ -112,19 +113,27 @@ def test_static_fallback_calls_the_function_once_with_the_defaults(monkeypatch):
     assert teaching.static_mode()      # plain Python (no Jupyter kernel): static too
 
 
+def test_slider_controls():
+    pytest.importorskip("ipywidgets", reason="needs the 'tutorials' extra: pip install -e '.[tutorials]'")
+    from multispin_sim.teaching.widgets import controls
+
+    c = controls({"k": (1, 20, 1, 8), "p": (0.0, 40.0, 0.5, 16.0), "m": ["optimal", "all-ul"]})
+    assert type(c["k"]).__name__ == "IntSlider" and (c["k"].min, c["k"].max, c["k"].value) == (1, 20, 8)
+    assert type(c["p"]).__name__ == "FloatSlider" and c["p"].value == 16.0 and c["p"].step == 0.5
+    assert type(c["m"]).__name__ == "Dropdown" and c["m"].value == "optimal"
+
+
 # ---------------------------------------------------------------------------- execution
 
 
-def _execute(path, tmp, static):
+def _execute(path, tmp):
     import nbformat
     from nbclient import NotebookClient
 
     nb = nbformat.read(path, as_version=4)
     t0 = time.perf_counter()
     error = None
-    env = {k: v for k, v in os.environ.items() if k != "MULTISPIN_TUTORIALS_STATIC"}
-    if static:
-        env["MULTISPIN_TUTORIALS_STATIC"] = "1"
+    env = dict(os.environ, MULTISPIN_TUTORIALS_STATIC="1")
     try:
         NotebookClient(nb, timeout=600, kernel_name="python3",
                        resources={"metadata": {"path": str(tmp)}}).execute(env=env)
@@ -142,8 +151,7 @@ def executed(tmp_path_factory):
     pytest.importorskip("matplotlib", reason="running the tutorials needs the 'tutorials' extra")
     results = {}
     with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
-        futures = {path: pool.submit(_execute, path, tmp_path_factory.mktemp(path.stem),
-                                     path.parent.name == "solutions")  # solutions: static
+        futures = {path: pool.submit(_execute, path, tmp_path_factory.mktemp(path.stem))
                    for path in ALL}
         for path, fut in futures.items():
             results[path] = fut.result()

@@ -464,7 +464,7 @@ def show_doppler(doppler_hz=10.0):
     dt = 1e-3
     rho = float(jakes_correlation(doppler_hz, dt))
     rng = np.random.default_rng(1)
-    h = gauss_markov_series(complex_gaussian(rng, 1)[0], rho, complex_gaussian(rng, (2000, 1)))[:, 0]
+    h = gauss_markov_series(complex_gaussian(rng, 1), rho, complex_gaussian(rng, (2000, 1)))[:, 0]
     lags = np.arange(0, 200)
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 3.2))
     a1.plot(np.arange(2000) * dt, 10 * np.log10(power(h)))

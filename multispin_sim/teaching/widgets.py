@@ -34,6 +34,13 @@ def explore(func, **sliders):
         return None
     import ipywidgets as w
 
+    return w.interact(func, **controls(sliders))
+
+
+def controls(sliders):
+    """The ipywidgets controls of ``explore``'s slider specifications."""
+    import ipywidgets as w
+
     controls = {}
     for name, spec in sliders.items():
         if isinstance(spec, list):
@@ -43,4 +50,4 @@ def explore(func, **sliders):
         kind = w.IntSlider if all(isinstance(x, int) for x in spec) else w.FloatSlider
         controls[name] = kind(min=lo, max=hi, step=step, value=value, description=name,
                               continuous_update=False)
-    return w.interact(func, **controls)
+    return controls
