@@ -314,9 +314,9 @@ def _sweep_figures(cells, keys):
     a2.set_title("median communication time")
     a1.legend(fontsize=7)
     figs.append(_img(_png(fig), "goodput against the first swept key",
-                     f"Each point is a cell: the mean over its replications and a 95% Student-t "
-                     f"interval. Replications share seeds across cells (common random numbers), so "
-                     f"differences between curves are tighter than the bars suggest."))
+                     "Each point is a cell: the mean over its replications and a 95% Student-t "
+                     "interval. Replications share seeds across cells (common random numbers), so "
+                     "differences between curves are tighter than the bars suggest."))
     fig = Figure(figsize=(10, 3.8), layout="constrained")
     a1, a2 = fig.subplots(1, 2)
     panel(a1, "share_ul", "share of device-rounds corrected by UL")

@@ -4,8 +4,11 @@
 The tutorials live in ``tutorials/`` at the top of the repository
 (``pip install -e '.[tutorials]'`` then ``jupyter lab tutorials/``).
 """
-from .checks import *  # noqa: F401,F403
-from .checks import EXERCISES, __all__ as _checks
+from .checks import (EXERCISES, check_best_split, check_best_uniform_gamma, check_dl_delay,
+                     check_expected_tokens, check_full_acceptance, check_goodput,
+                     check_mean_sojourn, check_median_delay, check_pk_wait,
+                     check_power_correlation, check_round_time, check_ul_delay)
+from .checks import __all__ as _checks
 from .narrator import explain
 from .widgets import explore, static_mode
 
