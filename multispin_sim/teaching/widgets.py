@@ -18,7 +18,7 @@ def static_mode():
     if os.environ.get("MULTISPIN_TUTORIALS_STATIC", "") not in ("", "0"):
         return True
     try:
-        import ipywidgets  # noqa: F401
+        import ipywidgets  # noqa: F401  (installed?)
         from IPython import get_ipython
     except ImportError:
         return True
