@@ -49,10 +49,13 @@ def explain(result, rounds=3):
     system = result.population.system
     mode_name = getattr(getattr(result.scenario, "policy", None), "mode", "optimal")
     n = min(int(rounds), len(rt["round"]))
+    draft = getattr(getattr(result.scenario, "policy", None), "draft", "fixed")
+    draft_note = "" if draft == "fixed" else f", draft lengths chosen by policy.draft = {draft}"
     first = "The first round" if n == 1 else f"The first {n} rounds"
     head = (f"{first} of this run ({system.k} devices, "
             f"B = {_mhz(system.bandwidth_hz)}, DL budget {_mw(system.p_dl_w)}, "
-            f"one distribution = {system.payload_bits:,.0f} bits, policy.mode = {mode_name}).\n"
+            f"one distribution = {system.payload_bits:,.0f} bits, policy.mode = {mode_name}"
+            f"{draft_note}).\n"
             "A rejected device needs a correction: by UL the device sends its draft distribution "
             "up at full power; by DL the server sends the target distribution down, sharing its "
             "DL budget so that all DL delays are equal.")
@@ -153,20 +156,29 @@ def _corrections(dr, rej, modes, rows, system, p_ul, mode_name, n_rej):
             why += (f" The records show UL for {sorted(chosen_ul) or 'nobody'} (a tie: another "
                     "assignment with the same T_comm).")
     else:
-        why = (f"    Chosen by policy '{mode_name}': {len(chosen_ul)} on UL; the optimal split would "
+        why = (f"    Chosen by policy '{mode_name}': {len(chosen_ul) or 'nobody'} on UL; the optimal split would "
                f"put n = {best} on UL for T_comm = {_ms(float(f[best]))}.")
+    realised = max(float(dr["delay_s"][j]) for j in rej)
+    if mode_name == "optimal" and not math.isclose(realised, float(f[best]), rel_tol=1e-6, abs_tol=1e-12):
+        why += (f" The realised T_comm is {_ms(realised)}: the run's components (fading blocks "
+                "shorter than the correction, a link model, ...) differ from this Shannon-rate "
+                "calculation on the recorded CSI.")
     out.append(why)
+    planned = dr.get("planned_delay_s")
     for j in rej:
         k = int(dr["device"][j])
         m = modes[list(rows).index(j)]
         p, d = float(dr["power_w"][j]), float(dr["delay_s"][j])
+        note = ""
+        if planned is not None and not math.isclose(float(planned[j]), d, rel_tol=1e-9):
+            note = f" (planned {_ms(float(planned[j]))} on the CSI at the decision)"
         if m == "ul":
-            out.append(f"      device {k}: UL at {_mw(p)} (its full budget) -> {_ms(d)}")
+            out.append(f"      device {k}: UL at {_mw(p)} (its full budget) -> {_ms(d)}{note}")
         elif m == "dl":
             share = p / system.p_dl_w if system.p_dl_w > 0 else float("nan")
-            out.append(f"      device {k}: DL at {_mw(p)} ({share:.0%} of the DL budget) -> {_ms(d)}")
+            out.append(f"      device {k}: DL at {_mw(p)} ({share:.0%} of the DL budget) -> {_ms(d)}{note}")
         else:
-            out.append(f"      device {k}: mode {m or '?'} -> {_ms(d)}")
+            out.append(f"      device {k}: mode {m or '?'} -> {_ms(d)}{note}")
     return out
 
 
