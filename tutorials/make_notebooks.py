@@ -34,7 +34,8 @@ import matplotlib.pyplot as plt
 import multispin_sim as ms
 from multispin_sim import teaching
 
-plt.rcParams["figure.figsize"] = (7, 3.5)"""
+plt.rcParams["figure.figsize"] = (7, 3.5)
+plt.rcParams["figure.constrained_layout.use"] = True"""
 
 
 def md(text):
@@ -530,17 +531,17 @@ NB5 = [
 ## One device, a fixed round time
 
 To get an M/G/1 queue, one device drafts 4 tokens (alpha = 0.8) in rounds of exactly tau = 50 ms (no fading,
-a tiny payload so corrections take nanoseconds). A request of L = 64 tokens needs R_L rounds, a random
+a tiny payload so corrections take nanoseconds). A request of L = 16 tokens needs R_L rounds, a random
 number: its service time is S = tau R_L, with moments from a renewal recursion."""),
     code("""\
 from multispin_sim.model.queueing import round_count_moments, pollaczek_khinchine
 
-ALPHA, GAMMA, L, TAU = 0.8, 4, 64, 0.05
+ALPHA, GAMMA, L, TAU = 0.8, 4, 16, 0.05
 r1, r2 = round_count_moments(ALPHA, GAMMA, L)
 ES, ES2 = TAU * r1, TAU**2 * r2
 print(f"E[R_L] = {r1:.4f} rounds, E[S] = {ES:.3f} s, E[S^2] = {ES2:.3f} s^2")
 
-def one_device(rate, seconds=600, seed=1):
+def one_device(rate, seconds=800, seed=1):
     return teaching.run({
         "seed": seed, "devices.count": 1, "devices.draft_latency_ms": 5.0, "devices.draft_latency_spread": [1, 1],
         "devices.overrides": {0: {"alpha": ALPHA}}, "policy.draft_length": GAMMA,
@@ -550,17 +551,23 @@ def one_device(rate, seconds=600, seed=1):
         "workload.arrivals": "poisson", "workload.rate_per_s": rate, "workload.length_tokens": L,
         "workload.cap_draft_to_remaining": False, "run.rounds": 10_000_000, "run.max_time_s": seconds})"""),
     code("""\
+from scipy import stats
+
 rhos = [0.3, 0.5, 0.7]
-sim, theory = [], []
+sim, half, theory = [], [], []
 for rho in rhos:
     r = one_device(rho / ES)
     req = r.requests
     done = np.isfinite(req["completion_s"])
-    sim.append(np.mean(req["completion_s"][done] - req["arrival_s"][done]))
+    sojourn = req["completion_s"][done] - req["arrival_s"][done]
+    batches = np.array([b.mean() for b in np.array_split(sojourn, 10)])  # batch means: successive
+    sim.append(sojourn.mean())                                             # sojourns are correlated
+    half.append(stats.t.ppf(0.975, 9) * batches.std(ddof=1) / np.sqrt(10))
     theory.append(pollaczek_khinchine(rho / ES, ES, ES2)[1])
 fig, ax = plt.subplots()
-ax.plot(rhos, theory, "-", label="Pollaczek-Khinchine W = W_q + E[S]")
-ax.plot(rhos, sim, "o", label="simulator (600 s each: a few hundred requests)")
+grid = np.linspace(0.05, 0.8, 50)
+ax.plot(grid, [pollaczek_khinchine(g / ES, ES, ES2)[1] for g in grid], "-", label="Pollaczek-Khinchine W = W_q + E[S]")
+ax.errorbar(rhos, sim, yerr=half, fmt="o", capsize=4, label="simulator, 800 s each (95% CI, batch means)")
 ax.set(xlabel="utilisation rho = lambda E[S]", ylabel="mean time in system (s)", title="M/G/1: theory vs simulation")
 ax.legend(); plt.show()"""),
     md("""\
@@ -654,8 +661,10 @@ for k in range(6):
     sel = dr["device"] == k
     a1.plot(dr["round"][sel], dr["distance_m"][sel], label=f"device {k}")
 a1.set(xlabel="round", ylabel="distance to the server (m)", title="random waypoint, 15 m/s"); a1.legend(fontsize=7)
-a2.bar(["fixed", "moving"], [still.summary["goodput_tps"], moving.summary["goodput_tps"]])
-a2.set(ylabel="goodput (tokens/s)", title="same seed, same fading stream"); plt.show()"""),
+values = [still.summary["goodput_tps"], moving.summary["goodput_tps"]]
+ci = np.array([still.summary["goodput_ci95"], moving.summary["goodput_ci95"]]).T
+a2.bar(["fixed", "moving"], values, yerr=np.abs(ci - values), capsize=6)
+a2.set(ylabel="goodput (tokens/s), 95% CI", title="same seed, same fading stream"); plt.show()"""),
     md("""\
 **What to look at.** The distance traces, and whether goodput moved: with the optimal split and devices
 spread over the same annulus, mobility mostly reshuffles who is far, so goodput changes little.
