@@ -144,8 +144,11 @@ def _run_figures(folder, summary):
         a1.axvline(g, color="#DD8452", label=f"run goodput {g:.1f} tokens/s")
         a1.legend(fontsize=8)
     a1.set(xlabel="tokens / round length (tokens/s)", ylabel="rounds", title="goodput of each round")
+    from matplotlib.ticker import MaxNLocator
+
     a2.bar(dev["device"], dev["goodput_tps"], color="#55A868")
     a2.set(xlabel="device", ylabel="tokens/s", title="goodput per device")
+    a2.xaxis.set_major_locator(MaxNLocator(integer=True))
     figs.append(_img(_png(fig), "goodput distribution",
                      "Left: tokens of each round divided by its length (the run's goodput is the "
                      "ratio of sums, not the mean of this histogram). Right: per-device goodput."))
@@ -191,6 +194,7 @@ def _run_figures(folder, summary):
         a2.bar(devices, v, bottom=bottom, color=colours[name])
         bottom += v
     a2.set(xlabel="device", ylim=(0, 1), title="per device")
+    a2.xaxis.set_major_locator(MaxNLocator(integer=True))
     figs.append(_img(_png(fig), "UL and DL shares",
                      f"How the {n:,} device-rounds ended: no correction, a UL correction (the device "
                      "uploads its draft distribution) or a DL correction (the server sends the "
