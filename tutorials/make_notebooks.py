@@ -193,7 +193,8 @@ NB2 = [
 
 All eight share B = 10 MHz equally (b = B / 8). A device's full-power UL delay is
 S / (b log2(1 + P_ul g / (N0 b))). The DL devices get delay-equalising powers: with a DL set D, the common
-delay is tau(D) = S / (b log2(1 + P_dl / (N0 b sum_{k in D} 1/g_k))) -- every extra DL device makes it slower."""),
+delay is tau(D) = S / (b log2(1 + P_dl / (N0 b sum_{k in D} 1/g_k))) -- every extra DL device makes it slower.
+The sliders set the DL power budget and move device 0 nearer or further."""),
     code("""\
 from multispin_sim.model.reactive import ReactiveProblem, optimal_split, prefix_split_delays
 from multispin_sim.model.pathloss import pathloss_gain
@@ -203,15 +204,19 @@ from multispin_sim.model.units import dbm_to_watt
 rng = np.random.default_rng(4)
 K = 8
 distance = rng.uniform(100, 500, K)
-gain = pathloss_gain(distance) * rng.exponential(size=K)      # reciprocal UL = DL gains
+fading = rng.exponential(size=K)                               # |h|^2 of this round
 n0 = noise_psd_watt_per_hz(-174.0)
 S, B, P_UL = 34_816, 10e6, 0.01
 
-def problem(p_dl_dbm):
+def problem(p_dl_dbm, distance_0_m=None):
+    d = distance.copy()
+    if distance_0_m is not None:
+        d[0] = distance_0_m                                    # move device 0
+    gain = pathloss_gain(d) * fading                           # reciprocal: UL gain = DL gain
     return ReactiveProblem(np.ones((1, K), bool), gain, gain, P_UL, float(dbm_to_watt(p_dl_dbm)), S, B, n0)
 
-def show_split(p_dl_dbm=16.0):
-    pb = problem(p_dl_dbm)
+def show_split(p_dl_dbm=16.0, distance_0_m=float(round(distance[0]))):
+    pb = problem(p_dl_dbm, distance_0_m)
     f, cols = prefix_split_delays(pb)
     f, cols = f[0], cols[0]
     d_ul = pb.ul_delays()[0][cols]
@@ -227,7 +232,8 @@ def show_split(p_dl_dbm=16.0):
            title=f"P_dl = {p_dl_dbm:.0f} dBm: T_comm = {f[best] * 1e3:.2f} ms")
     plt.show()
 
-teaching.explore(show_split, p_dl_dbm=(0.0, 40.0, 1.0, 16.0))"""),
+teaching.explore(show_split, p_dl_dbm=(0.0, 40.0, 1.0, 16.0),
+                 distance_0_m=(50.0, 800.0, 10.0, float(round(distance[0]))))"""),
     md("""\
 f(n) is the larger of two sequences: the slowest UL delay among the first n (non-decreasing in n) and the
 shared DL delay of the rest (non-increasing). Their crossing gives the optimum. Checking the lemma against
