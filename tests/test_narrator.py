@@ -53,7 +53,7 @@ def expected_round0(accepted, start_s=0.0):
         db = 10 * math.log10(gain[k])
         lines.append(f"    CSI: UL gain {db:.1f} dB = DL gain (path loss {db:.1f} dB, fading 0.0 dB).")
     lines.append("  Corrections: 3 rejected devices share B equally: 3.33 MHz each.")
-    lines.append("    UL-delay order (the equivalent-load order of the prefix lemma: full-power UL delay, "
+    lines.append("    Minimum-UL-delay order (the sort of the prefix lemma: full-power UL delay, "
                  "shortest first): " + ", ".join(f"device {k} ({ms_(d_ul[k])})" for k in order) + ".")
     lines.append("    Prefix split: the first n go UL, the rest DL; f(n) = max(slowest UL, shared DL delay):")
     for n in range(4):

@@ -3,7 +3,7 @@
 Built only from a run's records (``rounds.csv``, ``device_rounds.csv``, ``devices.csv``), the
 system's static parameters and the pure model functions of ``model/reactive.py``: for each round,
 every device's draft length, acceptance and tokens, its CSI, then -- for the rejected devices --
-the UL-delay order of the prefix lemma, the value f(n) of every split point n (first n devices on
+the minimum-UL-delay order of the prefix lemma, the value f(n) of every split point n (first n devices on
 UL, the rest share the DL power), the split chosen and why, each device's power and delay, and the
 round's drafting, verification and communication times.
 
@@ -136,7 +136,7 @@ def _corrections(dr, rej, modes, rows, system, p_ul, mode_name, n_rej):
              else f"1 rejected device gets all of B ({_mhz(b)})")
     out = [f"  Corrections: {share}."]
     order = ", ".join(f"device {devs[c]} ({_ms(d_ul[c])})" for c in cols)
-    out.append(f"    UL-delay order (the equivalent-load order of the prefix lemma: full-power UL "
+    out.append(f"    Minimum-UL-delay order (the sort of the prefix lemma: full-power UL "
                f"delay, shortest first): {order}.")
     out.append("    Prefix split: the first n go UL, the rest DL; f(n) = max(slowest UL, shared DL delay):")
     for m in range(len(rej) + 1):
