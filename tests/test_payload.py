@@ -160,7 +160,7 @@ def make_system(alpha, k, bits=1000.0):
 
 
 def run_server(model, policy, rounds, gamma, seed=5):
-    k = len(model.group)
+    k = len(model.row0)
     system = make_system(model.alpha_effective, k)
     server = TokenServer(system, make_reactive_policy(policy), np.random.default_rng(1),
                          np.random.default_rng(2), model, np.random.default_rng(seed), gamma)

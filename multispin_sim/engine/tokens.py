@@ -34,7 +34,11 @@ class TokenServer(EdgeServer):
         self.rng = token_rng
         self.g = max(int(max_draft), 1)
         self.channel = channel
-        self.members = [np.flatnonzero(model.group == i) for i in range(len(model.tables))]
+        self.index = np.arange(system.k)
+        self.single_row = bool(np.all(model.nrows == 1))
+        self.row0_col = np.repeat(model.row0[:, None], self.g + 1, axis=1)
+        self._tables = None
+        self._zero_choice = np.zeros(system.k, dtype=np.int64)
         self.names = np.array([f.describe() for f in model.dl_formats], dtype=object)
         self.ul_name = model.ul_format.describe()
         self.csv = None if folder is None else CsvStream(folder / "corrections.csv",
@@ -50,6 +54,7 @@ class TokenServer(EdgeServer):
         self.lossy = 0
         self.bits_sum = 0.0
         self.first_tokens = np.zeros(system.k, dtype=np.int64)  # output of each device's 1st position
+        self._first_rejected = np.zeros(system.k, dtype=bool)
         bind = getattr(reactive_policy, "bind_payload", None)
         if bind is not None:
             bind(model)
@@ -57,60 +62,50 @@ class TokenServer(EdgeServer):
     # -- verification ----------------------------------------------------------------------
     def outcomes(self, gamma):
         k, g = self.system.k, self.g
+        model, table = self.model, self.model.table
         u = self.rng.random((3, k, g + 1))
         u_last = self.rng.random(k)
         gamma = np.asarray(gamma)
-        rows = np.zeros((k, g + 1), dtype=np.int64)
-        drafts = np.zeros((k, g), dtype=np.int64)
-        acc = np.zeros((k, g), dtype=bool)
-        for table, idx in zip(self.model.tables, self.members):
-            if table.n > 1:
-                rows[idx] = np.minimum((u[2, idx] * table.n).astype(np.int64), table.n - 1)
-            r = rows[idx, :g]
-            x = table.draw(table.q_cdf, r, u[0, idx, :g])
-            drafts[idx] = x
-            acc[idx] = u[1, idx, :g] * table.q_d[r, x] < table.p[r, x]
+        if self.single_row:
+            rows = self.row0_col
+        else:
+            rows = model.row0[:, None] + np.minimum((u[2] * model.nrows[:, None]).astype(np.int64),
+                                                    model.nrows[:, None] - 1)
+        r = rows[:, :g]
+        x = table.draw(table.q_cdf, r, u[0, :, :g])
+        acc = u[1, :, :g] * table.q_d[r, x] < table.p[r, x]
         lead = np.cumprod(acc, axis=1).sum(axis=1)
         accepted = np.minimum(lead, gamma).astype(np.int64)
         rejected = accepted < gamma
         self.round_index += 1
-        self._rows = rows[np.arange(k), accepted]
-        self._u_last = u_last
-        self._rejected = rejected
+        last = rows[self.index, accepted]
+        self._rows, self._u_last = last, u_last
         examined = np.minimum(accepted + 1, gamma)
         self.positions += int(examined.sum())
         self.accepted_total += int(accepted.sum())
-        first = drafts[:, 0].copy()
-        # beta of every examined position (synthetic pairs: one row, beta per device)
-        for table, idx in zip(self.model.tables, self.members):
-            e = examined[idx]
-            if table.n == 1:
-                self.beta_sum += float(table.beta[0]) * int(e.sum())
-            else:
-                mask = np.arange(g)[None, :] < e[:, None]
-                self.beta_sum += float(table.beta[rows[idx, :g]][mask].sum())
-            # bonus token (all accepted, or no draft) from p of its position's row
-            done = idx[~rejected[idx]]
-            if done.size:
-                table.draw(table.p_cdf, self._rows[done], u_last[done])
+        if self.single_row:
+            self.beta_sum += float(table.beta[last] @ examined)
+        else:
+            self.beta_sum += float(table.beta[r][np.arange(g)[None, :] < examined[:, None]].sum())
+        done = np.flatnonzero(~rejected)
+        if done.size:  # the bonus token (all accepted, or no draft), from p
+            table.draw(table.p_cdf, last[done], u_last[done])
         self.tokens_total += int(accepted.sum()) + k
-        self._first = self.first_tokens = first
+        self.first_tokens = x[:, 0].copy()
         self._first_rejected = rejected & (accepted == 0)
         return accepted, accepted + 1, rejected
 
     # -- reaction and corrections ----------------------------------------------------------
     def _round_tables(self):
         """Per device, at this round's rejected position: UL bits (K,), DL bits and TV (K, F)."""
-        k, f = self.system.k, len(self.model.dl_formats)
-        ul = np.zeros(k)
-        dl_bits, dl_tv = np.zeros((k, f)), np.zeros((k, f))
-        for table, idx in zip(self.model.tables, self.members):
-            r = self._rows[idx]
-            ul[idx] = table.ul_bits[r]
-            for j in range(f):
-                dl_bits[idx, j] = table.dl_bits[j][r]
-                dl_tv[idx, j] = table.dl_tv[j][r]
-        return ul, dl_bits, dl_tv
+        table, r = self.model.table, self._rows
+        if self.single_row and self._tables is not None:
+            return self._tables
+        tables = (table.ul_bits[r].astype(float), np.stack([b[r] for b in table.dl_bits], 1),
+                  np.stack([t[r] for t in table.dl_tv], 1))
+        if self.single_row:
+            self._tables = tables
+        return tables
 
     def decide(self, rejected, g_ul, g_dl):
         problem = self.system.reactive_problem(rejected, g_ul, g_dl)
@@ -122,46 +117,45 @@ class TokenServer(EdgeServer):
             decision = self.policy.decide(problem, self.policy_rng)
         mode = decision.mode[0]
         choice = getattr(decision, "dl_choice", None)
-        choice = np.zeros(self.system.k, dtype=np.int64) if choice is None else choice[0]
-        idx = np.flatnonzero(mode > 0)
-        bits = np.where(mode == UL, ul_bits, dl_bits[np.arange(self.system.k), choice])
+        choice = self._zero_choice if choice is None else choice[0]
+        bits = np.where(mode == UL, ul_bits, dl_bits[self.index, choice])
         if self.channel is not None:
             self.channel.round_bits = bits  # multi-block transmissions deliver these bits
-        self._corrections(idx, mode, choice, bits)
+        self._corrections(np.flatnonzero(mode > 0), mode, choice, bits)
         return decision
 
     def _corrections(self, idx, mode, choice, bits):
-        accept, tv, rtv = np.zeros(idx.size), np.zeros(idx.size), np.zeros(idx.size)
-        for table, members in zip(self.model.tables, self.members):
-            sel = np.isin(idx, members)
-            if not sel.any():
-                continue
-            devs = idx[sel]
-            rows = self._rows[devs]
-            accept[sel] = table.beta[rows]
-            for j, (dev, row) in enumerate(zip(devs.tolist(), rows.tolist())):
-                if mode[dev] == UL:
-                    token = table.draw(table.ul_cdf, row, self._u_last[dev])
-                else:
-                    c = int(choice[dev])
-                    token = table.draw(table.dl_cdf[c], row, self._u_last[dev])
-                    tv[np.flatnonzero(sel)[j]] = table.dl_tv[c][row]
-                    rtv[np.flatnonzero(sel)[j]] = table.dl_residual_tv[c][row]
-                if self._first_rejected[dev]:
-                    self._first[dev] = token
-        is_dl = mode[idx] == DL
-        self.n_ul += int(np.count_nonzero(~is_dl))
-        self.n_dl += int(np.count_nonzero(is_dl))
-        for value in tv[is_dl].tolist():
-            self.tv.add(value)
-        self.tv_sum += float(tv.sum())
-        self.lossy += int(np.count_nonzero(tv > 0))
+        table = self.model.table
+        rows = self._rows[idx]
+        u = self._u_last[idx]
+        m, c = mode[idx], choice[idx]
+        is_dl = m == DL
+        tokens = np.empty(idx.size, dtype=np.int64)
+        tv, rtv = np.zeros(idx.size), np.zeros(idx.size)
+        ul = ~is_dl
+        if ul.any():
+            tokens[ul] = table.draw(table.ul_cdf, rows[ul], u[ul])
+        for j in np.unique(c[is_dl]).tolist():
+            sel = is_dl & (c == j)
+            tokens[sel] = table.draw(table.dl_cdf[j], rows[sel], u[sel])
+            tv[sel] = table.dl_tv[j][rows[sel]]
+            rtv[sel] = table.dl_residual_tv[j][rows[sel]]
+        first = self._first_rejected[idx]
+        self.first_tokens[idx[first]] = tokens[first]
+        n_dl = int(np.count_nonzero(is_dl))
+        self.n_ul += idx.size - n_dl
+        self.n_dl += n_dl
+        if n_dl:
+            for value in tv[is_dl].tolist():
+                self.tv.add(value)
+            self.tv_sum += float(tv.sum())
+            self.lossy += int(np.count_nonzero(tv > 0))
         self.bits_sum += float(bits[idx].sum())
         if self.csv is not None and idx.size:
-            fmt = np.where(is_dl, self.names[choice[idx]], self.ul_name)
+            fmt = np.where(is_dl, self.names[c], self.ul_name)
             self.csv.append(round=np.full(idx.size, self.round_index), device=idx,
-                            mode=_MODE[mode[idx]], format=fmt, bits=bits[idx].astype(np.int64),
-                            accept_prob=accept, dl_tv=tv, residual_tv=rtv)
+                            mode=_MODE[m], format=fmt, bits=bits[idx].astype(np.int64),
+                            accept_prob=table.beta[rows], dl_tv=tv, residual_tv=rtv)
 
     # -- outputs ---------------------------------------------------------------------------
     def close(self):

@@ -253,32 +253,42 @@ def _row_bits(fmt, x):
 
 
 class PayloadModel:
-    """The token-level payload component: one ``PairTable`` per group of devices.
+    """The token-level payload component: one ``PairTable`` whose rows are all the pairs.
 
-    ``group`` (K,) maps each device to its table; ``alpha_effective`` (K,) = mean beta of its
-    table (the acceptance rate the outcomes have); ``ul_bits`` (K,), ``dl_bits`` and ``dl_tv``
-    (K, F) are per-device expectations over the rows (exact for synthetic pairs: one row).
+    Device k draws each position's pair uniformly from rows ``row0[k] .. row0[k] + nrows[k] - 1``
+    (synthetic pairs: one row per distinct alpha; a pairs file: all its rows for every device).
+    ``alpha_effective`` (K,) = mean beta of its rows (the acceptance rate the outcomes have);
+    ``ul_bits`` (K,), ``dl_bits`` and ``dl_tv`` (K, F) are per-device means over its rows (exact
+    for synthetic pairs: one row).
     """
 
-    def __init__(self, tables, group, ul_format, dl_formats):
-        self.tables = tables
-        self.group = np.asarray(group, dtype=np.int64)
+    def __init__(self, table, row0, nrows, ul_format, dl_formats):
+        self.table = table
+        self.row0 = np.asarray(row0, dtype=np.int64)
+        self.nrows = np.asarray(nrows, dtype=np.int64)
         self.ul_format = ul_format
         self.dl_formats = list(dl_formats)
-        g = self.group
-        self.alpha_effective = np.array([tables[i].beta.mean() for i in g])
-        self.ul_bits = np.array([tables[i].ul_bits.mean() for i in g])
-        self.dl_bits = np.array([[b.mean() for b in tables[i].dl_bits] for i in g])
-        self.dl_tv = np.array([[t.mean() for t in tables[i].dl_tv] for i in g])
+        t = table
+
+        def mean(a):
+            return np.array([a[r:r + n].mean() for r, n in zip(self.row0, self.nrows)])
+
+        self.alpha_effective = mean(t.beta)
+        self.ul_bits = mean(t.ul_bits)
+        self.dl_bits = np.stack([mean(b) for b in t.dl_bits], axis=1)
+        self.dl_tv = np.stack([mean(x) for x in t.dl_tv], axis=1)
 
     @classmethod
     def synthetic(cls, alpha, ul_format, dl_formats, vocab, exponent=1.5):
         gen = ZipfPairs(vocab, exponent)
         levels, group = np.unique(np.asarray(alpha, float), return_inverse=True)
-        tables = [PairTable.build(*gen.pair(a), ul_format, dl_formats) for a in levels]
-        return cls(tables, group, ul_format, dl_formats)
+        q = np.stack([gen.draft(gen.calibrate(a)) for a in levels])
+        p = np.broadcast_to(gen.p, q.shape)
+        table = PairTable.build(p, q, ul_format, dl_formats)
+        return cls(table, group, np.ones(len(group), dtype=np.int64), ul_format, dl_formats)
 
     @classmethod
     def from_pairs(cls, p, q, k, ul_format, dl_formats):
         table = PairTable.build(p, q, ul_format, dl_formats)
-        return cls([table], np.zeros(k, dtype=np.int64), ul_format, dl_formats)
+        return cls(table, np.zeros(k, dtype=np.int64), np.full(k, table.n), ul_format,
+                   dl_formats)
