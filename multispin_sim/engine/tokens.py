@@ -197,7 +197,7 @@ def dl_menu_formats(payload):
             for k in payload.menu]
 
 
-def build_payload_model(scenario, alpha, pairs=None):
+def build_payload_model(scenario, alpha, pairs=None, rng=None):
     """The token-level ``PayloadModel`` of a scenario (synthetic pairs calibrated to ``alpha``,
     or the ``pairs`` (p, q) read from ``payload.pairs_file``)."""
     from ..model.payload import format_from_scenario
@@ -209,7 +209,7 @@ def build_payload_model(scenario, alpha, pairs=None):
     if pairs is not None:
         model = PayloadModel.from_pairs(pairs[0], pairs[1], len(alpha), ul, dl)
     else:
-        model = PayloadModel.synthetic(alpha, ul, dl, pl.vocab, pl.zipf_exponent)
+        model = PayloadModel.synthetic(alpha, ul, dl, pl.vocab, pl.zipf_exponent, rng)
     model.tv_budget = pl.tv_budget
     return model
 
@@ -225,7 +225,7 @@ def payload_server(scenario, server, population, streams, folder, channel, input
     if scenario.payload.model != "token":
         return server, population
     system = population.system
-    model = build_payload_model(scenario, system.alpha, (inputs or {}).get("pairs"))
+    model = build_payload_model(scenario, system.alpha, (inputs or {}).get("pairs"), streams.tokens)
     system = dataclasses.replace(system, alpha=model.alpha_effective,
                                  payload_bits=float(model.ul_bits.max()))
     population = dataclasses.replace(population, system=system)

@@ -27,17 +27,19 @@ outcomes can be drawn at verification as in the bits model, and the draft-length
 the UL acceptance cost through alpha_eff = beta (``PayloadModel.alpha_effective``).
 
 Synthetic pairs (``ZipfPairs``). Target: Zipf over ranks, p_r = r^(-s) / sum_j j^(-s), r = 1..V
-(s = ``payload.zipf_exponent``), put on the token ids by a random ranking. Draft: the same
-ranking at a temperature tau, q_r = r^(-s tau) / sum_j j^(-s tau), 0 < tau <= 1 (a small model
-is less confident than the large one). tau is the one knob: it is calibrated (``brentq``) so that
-sum_r min(p_r, q_r) equals the device's alpha. The exact scheme at V = 151,665: every position of
-a device uses the same pair up to the random relabelling of token ids, and no quantity the
-simulator reports (acceptance, residuals, formats' bits, TV) depends on the labels. So each
-pair is built once, in rank order, as full length-V vectors (their cumulative sums make every
-draw one ``searchsorted``), and per position only the tokens are drawn: exact for any V, and
-O(log V) per draw. Token ids are reported as ranks (id = the position's random ranking of the
-rank; the ranking is not materialised). With this generator the acceptance process is exactly
-the i.i.d. model with alpha_eff per device.
+(s = ``payload.zipf_exponent``), put on the token ids by a random ranking. Draft: the target's
+logits plus Gaussian noise, q = softmax(-s ln r + sigma z_r), z_r ~ N(0, 1) drawn once per rank
+(from the ``tokens`` stream, so each seed has its own draft): the draft ranks tokens differently
+from the target, as a small model does. sigma is the one knob: it is calibrated (``brentq``) so
+that sum_r min(p_r, q_r) equals the device's alpha (sigma = 0: q = p, alpha = 1).
+The exact scheme at V = 151,665: every position of a device uses the same pair up to the random
+relabelling of token ids, and no quantity the simulator reports (acceptance, residuals,
+formats' bits, TV) depends on the labels. So each pair is built once as full length-V vectors
+in the target's rank order (one row per distinct alpha; their cumulative sums make every draw
+one ``searchsorted``), and per position only the tokens are drawn: exact for any V, O(log V) per
+draw, no truncated tail. Tokens are reported as ranks (the relabelling is not materialised).
+With this generator the acceptance process is exactly the i.i.d. model with alpha_eff per
+device; UL top-k drafting lowers alpha_eff (the draft's top k miss tokens the target likes).
 
 Pairs from a file (``payload.pairs_file``, ``load_pairs``): an npz with arrays ``p`` and ``q``
 (or ``p_logits`` and ``q_logits``), shape (N, V), one pair per row; each drafted position uses a
@@ -108,41 +110,41 @@ def speculative_step(rng, p, q_d, p_tilde=None, n=1):
 
 
 class ZipfPairs:
-    """Zipf target over V ranks and a tempered draft; ``calibrate(alpha)`` finds tau."""
+    """Zipf target over V ranks and a noisy draft; ``calibrate(alpha)`` finds the noise scale.
 
-    def __init__(self, vocab, exponent=1.5):
+    Target logits -s ln r; draft logits -s ln r + sigma z_r with z_r ~ N(0, 1), one fixed draw
+    per rank (from ``rng``). sigma = 0 gives q = p (alpha = 1); the acceptance falls as sigma
+    grows, and the draft ranks tokens differently from the target (what top-k drafting loses).
+    """
+
+    def __init__(self, vocab, exponent=1.5, rng=None):
         self.vocab = int(vocab)
         self.exponent = float(exponent)
-        self.log_rank = np.log(np.arange(1, self.vocab + 1, dtype=float))
-        self.p = self._zipf(1.0)
+        rng = np.random.default_rng(0) if rng is None else rng
+        self.z = rng.standard_normal(self.vocab)
+        self.logits = -self.exponent * np.log(np.arange(1, self.vocab + 1, dtype=float))
+        self.p = softmax(self.logits)
 
-    def _zipf(self, tau):
-        w = np.exp(-self.exponent * tau * self.log_rank)
-        return w / w.sum()
+    def draft(self, sigma):
+        return softmax(self.logits + sigma * self.z)
 
-    def draft(self, tau):
-        return self._zipf(tau)
-
-    def beta(self, tau):
-        return float(acceptance_probability(self.p, self.draft(tau)))
-
-    @property
-    def min_alpha(self):
-        """The smallest reachable alpha (tau -> 0: a uniform draft)."""
-        return float(np.minimum(self.p, 1.0 / self.vocab).sum())
+    def beta(self, sigma):
+        return float(acceptance_probability(self.p, self.draft(sigma)))
 
     def calibrate(self, alpha):
-        """tau in (0, 1] with sum min(p, q(tau)) = alpha (1 for alpha = 1)."""
+        """sigma >= 0 with sum min(p, q(sigma)) = alpha (0 for alpha = 1)."""
         alpha = float(alpha)
         if alpha >= 1.0:
-            return 1.0
-        if alpha <= self.min_alpha:
-            raise ValueError(f"alpha {alpha} is below the generator's reach "
-                             f"({self.min_alpha:.4g}: a uniform draft)")
-        return brentq(lambda t: self.beta(t) - alpha, 1e-9, 1.0, xtol=1e-14, rtol=1e-13)
+            return 0.0
+        hi = 1.0
+        while self.beta(hi) > alpha:
+            hi *= 2.0
+            if hi > 1e4:
+                raise ValueError(f"alpha {alpha} is below the generator's reach")
+        return brentq(lambda t: self.beta(t) - alpha, 0.0, hi, xtol=1e-14, rtol=1e-13)
 
     def pair(self, alpha):
-        """(p, q) in rank order for acceptance rate alpha."""
+        """(p, q) in rank order of p for acceptance rate alpha."""
         return self.p, self.draft(self.calibrate(alpha))
 
 
@@ -279,8 +281,8 @@ class PayloadModel:
         self.dl_tv = np.stack([mean(x) for x in t.dl_tv], axis=1)
 
     @classmethod
-    def synthetic(cls, alpha, ul_format, dl_formats, vocab, exponent=1.5):
-        gen = ZipfPairs(vocab, exponent)
+    def synthetic(cls, alpha, ul_format, dl_formats, vocab, exponent=1.5, rng=None):
+        gen = ZipfPairs(vocab, exponent, rng)
         levels, group = np.unique(np.asarray(alpha, float), return_inverse=True)
         q = np.stack([gen.draft(gen.calibrate(a)) for a in levels])
         p = np.broadcast_to(gen.p, q.shape)

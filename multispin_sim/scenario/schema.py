@@ -186,8 +186,9 @@ class Payload(Params):
                        "corrections with a lossy p~ bias the output, recorded as TV in "
                        "corrections.csv)", choices=PAYLOAD_MODELS)
     zipf_exponent: float = param(1.5, "Token model, synthetic pairs: target p_r ~ r^-s over "
-                                 "ranks (assumed), the draft tempered (exponent s tau) with tau "
-                                 "calibrated to each device's alpha", check=gt(0))
+                                 "ranks (assumed); the draft adds Gaussian noise sigma z to the "
+                                 "target's logits, sigma calibrated so that sum min(p, q) is "
+                                 "each device's alpha", check=gt(0))
     pairs_file: Optional[str] = param(
         None, "Token model: npz with arrays p and q (or p_logits and q_logits) of shape (N, "
         "vocab), rows summing to 1; each drafted position uses a random row (null: synthetic "
