@@ -53,6 +53,7 @@ class TokenServer(EdgeServer):
         self.tokens_total = 0
         self.lossy = 0
         self.bits_sum = 0.0
+        self.dl_counts = np.zeros(len(model.dl_formats), dtype=np.int64)
         self.first_tokens = np.zeros(system.k, dtype=np.int64)  # output of each device's 1st position
         self._first_rejected = np.zeros(system.k, dtype=bool)
         bind = getattr(reactive_policy, "bind_payload", None)
@@ -138,6 +139,7 @@ class TokenServer(EdgeServer):
         for j in np.unique(c[is_dl]).tolist():
             sel = is_dl & (c == j)
             tokens[sel] = table.draw(table.dl_cdf[j], rows[sel], u[sel])
+            self.dl_counts[j] += int(np.count_nonzero(sel))
             tv[sel] = table.dl_tv[j][rows[sel]]
             rtv[sel] = table.dl_residual_tv[j][rows[sel]]
         first = self._first_rejected[idx]
@@ -172,6 +174,7 @@ class TokenServer(EdgeServer):
             "ul_format": self.ul_name,
             "dl_formats": [str(x) for x in self.names],
             "alpha_effective_mean": float(self.model.alpha_effective.mean()),
+            "acceptance_loss": float(self.model.acceptance_loss.mean()),
             "acceptance_rate": self.accepted_total / self.positions if self.positions else 0.0,
             "acceptance_expected": self.beta_sum / self.positions if self.positions else 0.0,
             "positions": int(self.positions),
@@ -182,6 +185,7 @@ class TokenServer(EdgeServer):
             "tv_per_token": self.tv_sum / tokens if tokens else 0.0,
             "lossy_corrections": int(self.lossy),
             "exact": self.lossy == 0,
+            "dl_by_format": {str(n): int(c) for n, c in zip(self.names, self.dl_counts)},
         }
 
 

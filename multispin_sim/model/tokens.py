@@ -206,7 +206,7 @@ def _flat_cdf(x):
 class PairTable:
     """Everything one group of devices needs, precomputed over its N pairs (rows).
 
-    p, q_d: (N, V); beta: (N,) acceptance per row; ul_bits: (N,); ul_cdf: flat CDFs of the exact
+    p, q_d: (N, V); beta: (N,) acceptance per row (beta_uncompressed: with q instead of q_d); ul_bits: (N,); ul_cdf: flat CDFs of the exact
     residual; dl_*: one entry per DL format (lists): bits (N,), tv (N,) = TV(o, p), cdf.
     """
 
@@ -232,6 +232,7 @@ class PairTable:
         ul_bits = _row_bits(ul_format, q_d)
         beta = acceptance_probability(p, q_d)
         table = cls(p, q_d, beta, ul_bits)
+        table.beta_uncompressed = acceptance_probability(p, q)
         r = residual(p, q_d)
         for fmt in dl_formats:
             p_t = fmt.compress(p)
@@ -276,6 +277,7 @@ class PayloadModel:
             return np.array([a[r:r + n].mean() for r, n in zip(self.row0, self.nrows)])
 
         self.alpha_effective = mean(t.beta)
+        self.acceptance_loss = mean(t.beta_uncompressed) - self.alpha_effective
         self.ul_bits = mean(t.ul_bits)
         self.dl_bits = np.stack([mean(b) for b in t.dl_bits], axis=1)
         self.dl_tv = np.stack([mean(x) for x in t.dl_tv], axis=1)
