@@ -313,3 +313,33 @@ def test_bad_input_one_line_exit_2_nothing_written(tmp_path, monkeypatch, capsys
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error: payload."), err
     assert not (tmp_path / "out").exists() and not (tmp_path / "results").exists()
+
+
+def test_fidelity_with_one_lossless_entry_is_the_optimal_split():
+    from multispin_sim.model.reactive import optimal_split
+
+    rng = np.random.default_rng(7)
+    k = 8
+    for _ in range(20):
+        g = 1e-11 * rng.exponential(size=k)
+        rej = rng.random(k) < 0.6
+        problem = ReactiveProblem(rej, g, g, 0.01, 0.04, 34_816.0, 1e7, 4e-21)
+        d = FidelitySplit(tv_budget=0.0).decide_with(
+            problem, np.full(k, 34_816.0), np.full((k, 1), 34_816.0), np.zeros((k, 1)))
+        assert d.t_comm[0] == pytest.approx(optimal_split(problem).t_comm[0], rel=1e-12)
+
+
+def test_pairs_file_rows_logits_and_acceptance(tmp_path):
+    from multispin_sim.model.tokens import load_pairs
+
+    rng = np.random.default_rng(8)
+    lp, lq = 2 * rng.normal(size=(6, V_SMALL)), 2 * rng.normal(size=(6, V_SMALL))
+    np.savez(tmp_path / "l.npz", p_logits=lp, q_logits=lq)
+    p, q = load_pairs(tmp_path / "l.npz", V_SMALL)
+    np.testing.assert_allclose(p, np.exp(lp) / np.exp(lp).sum(axis=1, keepdims=True))
+    dense = pf.make_format("dense", vocab=V_SMALL)
+    model = PayloadModel.from_pairs(p, q, 8, dense, [dense])
+    beta = np.minimum(p, q).sum(axis=1).mean()  # every position draws its row uniformly
+    server, _, _ = run_server(model, "optimal", 1500, 3)
+    s = server.summary()
+    assert abs(s["acceptance_rate"] - beta) < 4 * math.sqrt(beta * (1 - beta) / s["positions"])
