@@ -35,10 +35,14 @@ class TokenServer(EdgeServer):
         self.g = max(int(max_draft), 1)
         self.channel = channel
         self.index = np.arange(system.k)
+        self.positions_index = np.arange(self.g)[None, :]
         self.single_row = bool(np.all(model.nrows == 1))
         self.row0_col = np.repeat(model.row0[:, None], self.g + 1, axis=1)
         self._tables = None
         self._zero_choice = np.zeros(system.k, dtype=np.int64)
+        self._no_tv = np.zeros(system.k)
+        self._no_tv.flags.writeable = False
+        self.several_dl = len(model.dl_formats) > 1
         self.names = np.array([f.describe() for f in model.dl_formats], dtype=object)
         self.ul_name = model.ul_format.describe()
         self.csv = None if folder is None else CsvStream(folder / "corrections.csv",
@@ -73,8 +77,15 @@ class TokenServer(EdgeServer):
             rows = model.row0[:, None] + np.minimum((u[2] * model.nrows[:, None]).astype(np.int64),
                                                     model.nrows[:, None] - 1)
         r = rows[:, :g]
-        x = table.draw(table.q_cdf, r, u[0, :, :g])
-        acc = u[1, :, :g] * table.q_d[r, x] < table.p[r, x]
+        # only the positions drafted this round (j < gamma_k) are drawn; the uniforms of the
+        # others are skipped (the stream advances the same way whatever gamma)
+        live = self.positions_index < gamma[:, None]
+        rl = r[live]
+        xl = table.draw(table.q_cdf, rl, u[0, :, :g][live])
+        x = np.zeros((k, g), dtype=np.int64)
+        x[live] = xl
+        acc = np.zeros((k, g), dtype=bool)
+        acc[live] = u[1, :, :g][live] * table.q_d[rl, xl] < table.p[rl, xl]
         lead = np.cumprod(acc, axis=1).sum(axis=1)
         accepted = np.minimum(lead, gamma).astype(np.int64)
         rejected = accepted < gamma
@@ -131,32 +142,38 @@ class TokenServer(EdgeServer):
         u = self._u_last[idx]
         m, c = mode[idx], choice[idx]
         is_dl = m == DL
-        tokens = np.empty(idx.size, dtype=np.int64)
-        tv, rtv = np.zeros(idx.size), np.zeros(idx.size)
-        ul = ~is_dl
-        if ul.any():
-            tokens[ul] = table.draw(table.ul_cdf, rows[ul], u[ul])
-        for j in np.unique(c[is_dl]).tolist():
-            sel = is_dl & (c == j)
-            tokens[sel] = table.draw(table.dl_cdf[j], rows[sel], u[sel])
-            self.dl_counts[j] += int(np.count_nonzero(sel))
-            tv[sel] = table.dl_tv[j][rows[sel]]
-            rtv[sel] = table.dl_residual_tv[j][rows[sel]]
-        first = self._first_rejected[idx]
-        self.first_tokens[idx[first]] = tokens[first]
         n_dl = int(np.count_nonzero(is_dl))
+        tokens = np.empty(idx.size, dtype=np.int64)
+        tv = rtv = self._no_tv[:idx.size]
+        if n_dl < idx.size:
+            ul = ~is_dl if n_dl else slice(None)
+            tokens[ul] = table.draw(table.ul_cdf, rows[ul], u[ul])
+        if n_dl:
+            tv, rtv = np.zeros(idx.size), np.zeros(idx.size)
+            for j in (np.unique(c[is_dl]).tolist() if self.several_dl else (0,)):
+                sel = is_dl & (c == j) if self.several_dl else is_dl
+                rs = rows[sel]
+                tokens[sel] = table.draw(table.dl_cdf[j], rs, u[sel])
+                self.dl_counts[j] += int(np.count_nonzero(sel))
+                tv[sel] = table.dl_tv[j][rs]
+                rtv[sel] = table.dl_residual_tv[j][rs]
+            t = tv[is_dl]
+            for value in t.tolist():
+                self.tv.add(value)
+            self.tv_sum += float(t.sum())
+            self.lossy += int(np.count_nonzero(t > 0))
+        first = self._first_rejected[idx]
+        if first.any():
+            self.first_tokens[idx[first]] = tokens[first]
         self.n_ul += idx.size - n_dl
         self.n_dl += n_dl
-        if n_dl:
-            for value in tv[is_dl].tolist():
-                self.tv.add(value)
-            self.tv_sum += float(tv.sum())
-            self.lossy += int(np.count_nonzero(tv > 0))
-        self.bits_sum += float(bits[idx].sum())
+        b = bits[idx]
+        self.bits_sum += float(b.sum())
         if self.csv is not None and idx.size:
-            fmt = np.where(is_dl, self.names[c], self.ul_name)
+            fmt = (np.where(is_dl, self.names[c], self.ul_name) if n_dl
+                   else np.full(idx.size, self.ul_name, dtype=object))
             self.csv.append(round=np.full(idx.size, self.round_index), device=idx,
-                            mode=_MODE[m], format=fmt, bits=bits[idx].astype(np.int64),
+                            mode=_MODE[m], format=fmt, bits=b.astype(np.int64),
                             accept_prob=table.beta[rows], dl_tv=tv, residual_tv=rtv)
 
     # -- outputs ---------------------------------------------------------------------------
