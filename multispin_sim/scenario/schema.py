@@ -192,7 +192,7 @@ class Payload(Params):
     pairs_file: Optional[str] = param(
         None, "Token model: npz with arrays p and q (or p_logits and q_logits) of shape (N, "
         "vocab), rows summing to 1; each drafted position uses a random row (null: synthetic "
-        "Zipf pairs)")
+        "Zipf pairs); a relative path is relative to the working directory")
     menu: tuple[Union[int, str], ...] = param(
         (64, 256, 1024, "dense"), "DL payload sizes (top-k entries, or 'dense') the 'fidelity' "
         "policy chooses from per rejected device", check=_MENU)
