@@ -343,3 +343,22 @@ def test_pairs_file_rows_logits_and_acceptance(tmp_path):
     server, _, _ = run_server(model, "optimal", 1500, 3)
     s = server.summary()
     assert abs(s["acceptance_rate"] - beta) < 4 * math.sqrt(beta * (1 - beta) / s["positions"])
+
+
+def test_draft_objective_sees_the_ul_acceptance_cost(tmp_path):
+    """Token mode: the system's alpha is sum min(p, topk(q)) of the calibrated pair."""
+    from multispin_sim.engine.simulation import simulate
+    from multispin_sim.engine.streams import RandomStreams
+    from multispin_sim.scenario import load_scenario
+
+    sc = load_scenario({"payload": {"model": "token", "effective_vocab": 64},
+                        "devices": {"count": 3}, "run": {"rounds": 5}})
+    res = simulate(sc, out=tmp_path / "run")
+    configured = np.array([sc.devices.acceptance[t] for t in res.population.tasks])
+    gen = ZipfPairs(151_665, 1.5, RandomStreams(sc.seed).tokens)
+    top = pf.make_format("topk", vocab=151_665, effective_vocab=64)
+    for a, got in zip(configured, res.population.system.alpha):
+        p, q = gen.pair(a)
+        assert got == pytest.approx(np.minimum(p, top.compress(q)).sum(), abs=1e-12)
+        assert got < a  # top-64 drafting costs acceptance with this generator
+    assert np.allclose(res.devices["alpha"], res.population.system.alpha)
