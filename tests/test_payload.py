@@ -299,7 +299,7 @@ def test_bad_input_one_line_exit_2_nothing_written(tmp_path, monkeypatch, capsys
         "p0": ["payload.top_p=0"],
         "p15": ["payload.top_p=1.5"],
         "bits0": ["payload.quant_bits=0"],
-        "menu": ["payload.menu=[64,200000]"],
+        "menu": ["payload.model=token", "policy.mode=fidelity", "payload.menu=[64,200000]"],
         "shape": ["payload.model=token", "payload.vocab=12", "payload.pairs_file="
                   + _write_npz(tmp_path / "a.npz", p=p[None, :6], q=q[None, :6])],
         "norm": ["payload.model=token", "payload.vocab=12", "payload.pairs_file="

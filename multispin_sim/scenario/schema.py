@@ -386,7 +386,7 @@ def _check_payload(sc: Scenario) -> None:
 @cross_check
 def _check_payload_model(sc: Scenario) -> None:
     p = sc.payload
-    for i, k in enumerate(p.menu):
+    for i, k in enumerate(p.menu if sc.policy.mode == "fidelity" else ()):
         if not isinstance(k, str) and k > p.vocab:
             raise ScenarioError(f"payload.menu.{i}", f"{k} is larger than payload.vocab "
                                 f"({p.vocab})", f"expected an integer 1..{p.vocab} or 'dense'")
