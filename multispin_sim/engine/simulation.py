@@ -26,6 +26,7 @@ from .population import build_population
 from .round import RoundLoop
 from .server import EdgeServer
 from .streams import RandomStreams
+from .tokens import payload_server, read_pairs
 from .topology import Mover, read_graphml_positions
 from .workload import PoissonArrivals, Saturated, TraceArrivals, read_trace
 
@@ -150,6 +151,8 @@ def read_inputs(scenario):
     if scenario.topology.layout == "graphml":
         inputs["graphml"] = read_graphml_positions(scenario.topology.graphml_file,
                                                    scenario.devices.count)
+    if scenario.payload.pairs_file is not None:
+        inputs["pairs"] = read_pairs(scenario.payload)
     return inputs
 
 
@@ -205,6 +208,9 @@ def simulate(scenario, out=None, *, results_dir=None, progress=False, command_li
     server = EdgeServer(system, reactive_policy(scenario, population), streams.policy,
                         streams.acceptance)
     thermal = thermal_state(scenario, population)  # None without compute.thermal
+    server, population = payload_server(scenario, server, population, streams, folder, channel,
+                                        inputs)
+    system = population.system
     # long runs format their CSV rows on the second core (same bytes, see WriterProcess)
     recorder = Recorder(folder, system.k, planned=channel.dynamic_csi, distance=moving,
                         writer_process=scenario.run.rounds * system.k >= WRITER_PROCESS_MIN_ROWS,
@@ -234,6 +240,8 @@ def simulate(scenario, out=None, *, results_dir=None, progress=False, command_li
         raise
     finally:
         recorder.close()
+        if hasattr(server, "close"):
+            server.close()
     complete = not loop.stop_requested
     requests = workload.finish(env.now)
     if log is not None:
@@ -243,6 +251,8 @@ def simulate(scenario, out=None, *, results_dir=None, progress=False, command_li
     write_topology(folder / "topology.graphml", population)
     summary = recorder.stats.summary()
     summary["energy"] = recorder.energy.summary(recorder.stats.tokens)
+    if hasattr(server, "summary"):
+        summary["payload"] = server.summary(summary["tokens"])
     warnings = []
     if requests is not None:
         stats = recorder.stats

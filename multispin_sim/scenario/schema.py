@@ -24,20 +24,23 @@ __all__ = [
     "Workload", "Topology", "Mobility", "Compute", "Energy", "PowerMode",
     "FADING_MODELS", "DEVICE_TASKS", "POLICY_MODES", "DRAFT_POLICIES", "DRAFT_UPDATES",
     "ARRIVAL_MODELS", "LENGTH_MODELS", "TOPOLOGY_LAYOUTS", "MOBILITY_MODELS",
-    "MAX_DRAFT_LIMIT", "EXHAUSTIVE_MAX_DEVICES", "DEFAULT_DL_POWER_RATIO", "CROSS_CHECKS",
+    "PAYLOAD_FORMATS", "PAYLOAD_MODELS", "MAX_DRAFT_LIMIT", "EXHAUSTIVE_MAX_DEVICES", "DEFAULT_DL_POWER_RATIO", "CROSS_CHECKS",
     "cross_check",
 ]
 
 # Allowed values (module-level so later issues extend them in one place).
 FADING_MODELS: tuple[str, ...] = ("rayleigh", "none", "gauss-markov")
 DEVICE_TASKS: tuple[str, ...] = ("uniform",) + TASKS
-POLICY_MODES: tuple[str, ...] = ("optimal", "all-ul", "all-dl", "random", "exhaustive")
+POLICY_MODES: tuple[str, ...] = ("optimal", "all-ul", "all-dl", "random", "exhaustive",
+                                 "fidelity")
 DRAFT_POLICIES: tuple[str, ...] = ("fixed", "greedy", "uniform", "computation-only", "budget")
 DRAFT_UPDATES: tuple[str, ...] = ("every-round", "once")
 ARRIVAL_MODELS: tuple[str, ...] = ("saturated", "poisson", "trace")
 LENGTH_MODELS: tuple[str, ...] = ("fixed", "geometric", "lognormal", "empirical", "per-task")
 TOPOLOGY_LAYOUTS: tuple[str, ...] = ("annulus", "coordinates", "graphml")
 MOBILITY_MODELS: tuple[str, ...] = ("none", "random-waypoint")
+PAYLOAD_FORMATS: tuple[str, ...] = ("dense", "topk", "topp", "quantized")
+PAYLOAD_MODELS: tuple[str, ...] = ("bits", "token")
 MAX_DRAFT_LIMIT = 64            # upper bound of policy.max_draft
 # verification tables shipped in multispin_sim/data/verify_tables (= model.verification)
 SHIPPED_VERIFY_TABLES: tuple[str, ...] = ("vidur-a100-codellama34b", "paper-linear-qwen2.5")
@@ -175,6 +178,11 @@ class Channel(Params):
         "exp(-moved / this))", unit="m", check=gt(0))
 
 
+_MENU = Check(lambda v: len(v) >= 1 and all(x == "dense" if isinstance(x, str) else x >= 1
+                                              for x in v),
+              "a non-empty list of integers >= 1 (top-k sizes) or 'dense'", standalone=True)
+
+
 @section
 class Payload(Params):
     """Size of one transmitted distribution: S = V_eff (ceil(log2 V) + Q) bits, dense V Q."""
@@ -184,6 +192,34 @@ class Payload(Params):
         "distribution)", check=int_or_choice(1, ("dense",), "(<= vocab)"))
     vocab: int = param(151665, "Vocabulary size V (token ids)", check=ge(2))
     prob_bits: int = param(16, "Bits per probability Q", unit="bit", check=ge(1))
+    format: str = param("topk", "Payload format of one distribution: 'dense' (V Q bits), 'topk' "
+                        "(k = effective_vocab entries, k (ceil(log2 V) + Q) bits), 'topp' (the "
+                        "fewest entries with mass >= top_p, plus a ceil(log2(V+1))-bit count; "
+                        "token model only) or 'quantized' (top-k, or all V if effective_vocab is "
+                        "'dense', with quant_bits per probability and a 32-bit scale); "
+                        "model/payload.py", choices=PAYLOAD_FORMATS)
+    top_p: float = param(0.95, "Probability mass p kept by format 'topp'",
+                         check=in_interval(0, 1, low_open=True))
+    quant_bits: int = param(8, "Bits per probability b of format 'quantized'", unit="bit",
+                            check=ge(1))
+    model: str = param("bits", "'bits': payloads count only as bits, outcomes from alpha (the "
+                       "paper); 'token': token-level speculative sampling on explicit p and q "
+                       "per drafted position (the device drafts from the UL format of q; DL "
+                       "corrections with a lossy p~ bias the output, recorded as TV in "
+                       "corrections.csv)", choices=PAYLOAD_MODELS)
+    zipf_exponent: float = param(1.5, "Token model, synthetic pairs: target p_r ~ r^-s over "
+                                 "ranks (assumed); the draft adds Gaussian noise sigma z to the "
+                                 "target's logits, sigma calibrated so that sum min(p, q) is "
+                                 "each device's alpha", check=gt(0))
+    pairs_file: Optional[str] = param(
+        None, "Token model: npz with arrays p and q (or p_logits and q_logits) of shape (N, "
+        "vocab), rows summing to 1; each drafted position uses a random row (null: synthetic "
+        "Zipf pairs); a relative path is relative to the working directory")
+    menu: tuple[Union[int, str], ...] = param(
+        (64, 256, 1024, "dense"), "DL payload sizes (top-k entries, or 'dense') the 'fidelity' "
+        "policy chooses from per rejected device", check=_MENU)
+    tv_budget: float = param(0.01, "Policy 'fidelity': largest TV distance of a DL-corrected "
+                             "token's distribution to p (0: lossless DL only)", check=ge(0))
 
 
 @section
@@ -443,6 +479,32 @@ def _check_payload(sc: Scenario) -> None:
         raise ScenarioError("payload.effective_vocab", f"{p.effective_vocab} is larger than "
                             f"payload.vocab ({p.vocab})",
                             f"expected an integer 1..{p.vocab} or 'dense'")
+
+
+@cross_check
+def _check_payload_model(sc: Scenario) -> None:
+    p = sc.payload
+    for i, k in enumerate(p.menu if sc.policy.mode == "fidelity" else ()):
+        if not isinstance(k, str) and k > p.vocab:
+            raise ScenarioError(f"payload.menu.{i}", f"{k} is larger than payload.vocab "
+                                f"({p.vocab})", f"expected an integer 1..{p.vocab} or 'dense'")
+    if p.model == "bits":
+        if p.format == "topp":
+            raise ScenarioError("payload.format", "'topp' sizes depend on the distributions",
+                                "expected payload.model 'token' for format 'topp'")
+        if sc.policy.mode == "fidelity":
+            raise ScenarioError("policy.mode", "'fidelity' needs the distributions",
+                                "expected payload.model 'token' for policy.mode 'fidelity'")
+        if p.pairs_file is not None:
+            raise ScenarioError("payload.pairs_file", "a distributions file needs the token "
+                                "model", "expected payload.model 'token' (or no pairs_file)")
+    elif p.format == "topp" and sc.policy.mode != "fidelity":
+        raise ScenarioError("payload.format", "'topp' gives every device and direction its own "
+                            f"payload size, which policy.mode {sc.policy.mode!r} cannot use",
+                            "expected policy.mode 'fidelity' with format 'topp'")
+    if p.pairs_file is not None and not os.path.isfile(p.pairs_file):
+        raise ScenarioError("payload.pairs_file", f"{p.pairs_file!r} is not a readable file",
+                            "expected the path of an npz with arrays p and q")
 
 
 @cross_check
