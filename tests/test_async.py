@@ -296,3 +296,85 @@ def test_goodput_argmax_equals_brute_force():
 def test_bad_serving_keys(setting, key):
     with pytest.raises(ScenarioError, match=key.replace(".", r"\.")):
         ms.load_scenario(None, overrides=[setting])
+
+
+# ------------------------------------------------------------------------------ capacity
+
+def md1_scenario_file(tmp_path):
+    import yaml
+
+    sc = {"devices": {"count": 1, "overrides": {0: {"alpha": 1.0, "draft_latency_ms": 5.0}}},
+          "policy": {"draft_length": 4},
+          "server": {"verify_fixed_ms": 22.4, "verify_per_device_ms": 7.6},
+          "channel": {"fading": "none"},
+          "workload": {"arrivals": "poisson", "rate_per_s": 5.0, "length_tokens": 5},
+          "serving": {"protocol": "asynchronous"}}
+    path = tmp_path / "md1.yaml"
+    path.write_text(yaml.safe_dump(sc), encoding="utf-8")
+    return path
+
+
+def test_capacity_interval_contains_the_md1_closed_form(tmp_path):
+    from scipy.optimize import brentq
+
+    from multispin_sim.experiments.capacity import CapacitySearch, write_capacity
+
+    # TTFT = W_q + D; SLO TTFT <= 0.1 s in 90% of requests: P(W_q <= 0.05) = 0.9 (Erlang)
+    truth = brentq(lambda lam: md1_wait_cdf(0.1 - D, lam, D) - 0.9, 0.1, 19.9)  # 7.83/s
+    search = CapacitySearch(md1_scenario_file(tmp_path), 0.1, None, 0.9, duration_s=50,
+                            reps_min=3, reps_max=6, rel_tol=0.1)
+    res = search.run()
+    lo, hi = res["interval"]
+    assert lo <= truth <= hi
+    assert hi / lo < 2.5  # the search narrowed the bracket
+    curve, meta = write_capacity(tmp_path / "out", search)
+    from multispin_sim.outputs.records import read_table
+
+    table = read_table(curve)
+    assert table["rate_per_s"].size == len(search.points)
+    assert np.all(table["ci95_lo"] <= table["attainment_mean"])
+
+
+class _Done:
+    def __init__(self, returncode, stderr):
+        self.returncode, self.stderr = returncode, stderr
+
+
+@pytest.fixture
+def cli(capsys):
+    """The CLI in-process (``main``): exit status and stderr."""
+    from multispin_sim.cli import main
+
+    def call(*args):
+        capsys.readouterr()
+        code = main(list(args))
+        return _Done(code, capsys.readouterr().err)
+    return call
+
+
+@pytest.mark.parametrize("args", [
+    ["--slo", "ttft=abc"], ["--slo", "ttft=0.1,ttft=0.2"], ["--slo", "latency=1"],
+    ["--slo", "ttft=-1"], ["--slo", "ttft=0.1", "--target", "1.5"],
+])
+def test_capacity_bad_input_one_line_exit_2_nothing_written(tmp_path, args, cli):
+    out = tmp_path / "cap"
+    p = cli("capacity", str(md1_scenario_file(tmp_path)), *args, "--out", str(out))
+    assert p.returncode == 2
+    assert len(p.stderr.strip().splitlines()) == 1 and p.stderr.startswith("error: ")
+    assert not out.exists()
+
+
+def test_capacity_on_a_saturated_workload_is_refused(tmp_path, cli):
+    out = tmp_path / "cap"
+    p = cli("capacity", "--slo", "ttft=1", "--out", str(out))
+    assert p.returncode == 2 and "workload.arrivals" in p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("setting", ["serving.window_ms=-1", "serving.max_batch=0"])
+def test_bad_batching_keys_exit_2_nothing_written(tmp_path, setting, cli):
+    out = tmp_path / "run"
+    p = cli("run", "--set", setting, "--set", "serving.protocol=asynchronous", "--out", str(out))
+    assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1
+    assert not out.exists()

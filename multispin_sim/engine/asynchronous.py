@@ -72,7 +72,7 @@ class _Draft:
 class _Batch:
     __slots__ = ("index", "drafts", "pending", "verify", "active", "gamma", "accepted", "tokens",
                  "rejected", "mode", "power", "bandwidth", "delay", "g_ul", "g_dl", "corrections",
-                 "queued_at")
+                 "queued_at", "planned")
 
 
 class AsyncLoop:
@@ -256,6 +256,7 @@ class AsyncLoop:
             b.mode, b.power, b.bandwidth = self._no_mode, self._zeros, 0.0
             b.g_ul, b.g_dl = channel.csi(env.now)
             b.delay = np.zeros(k)
+            b.planned = self._zeros
             b.corrections = int(np.count_nonzero(rejected))
             b.queued_at = env.now
             if b.corrections:
@@ -287,6 +288,7 @@ class AsyncLoop:
         decision = self.server.decide(b.rejected, b.g_ul, b.g_dl)
         b.mode, b.power = decision.mode[0], decision.power_w[0]
         b.bandwidth = float(decision.bandwidth_hz[0])
+        b.planned = decision.delay_s[0]
         mode_l, power_l = b.mode.tolist(), b.power.tolist()
         delay_l, acc_l, tok_l = decision.delay_s[0].tolist(), b.accepted.tolist(), b.tokens.tolist()
         for d in b.drafts:
@@ -316,7 +318,7 @@ class AsyncLoop:
             duration=now - start, active=b.active, gamma=b.gamma, accepted=b.accepted,
             tokens=b.tokens, rejected=b.rejected, mode=b.mode, power=b.power,
             bandwidth=b.bandwidth, delay=b.delay, g_ul=b.g_ul, g_dl=b.g_dl,
-            advance=now - self._last_end)
+            planned=b.planned if self.channel.dynamic_csi else None, advance=now - self._last_end)
         self._last_end = now
         self.rounds_done += 1
         self._in_progress -= 1
