@@ -12,8 +12,9 @@ contains the target). The rate *meets* the target when the interval lies above i
 replication is at 1), *fails* when it lies below, and is *undecided* otherwise.
 
 Search:
-1. bracketing: from the start rate, double while it meets (until a rate fails) or halve while
-   it fails (until a rate meets; none in ``max_halvings``: an error, the SLO is out of reach);
+1. bracketing: from the start rate, double until a rate fails and halve until a rate meets
+   (only upwards from a start that meets, only downwards from one that fails; none meeting in
+   ``max_halvings`` halvings: an error, the SLO is out of reach);
 2. bisection (geometric midpoints) of [lo, hi] = [highest rate that met, lowest that failed].
 
 Stopping rule: stop when hi / lo - 1 <= ``rel_tol``, or when a midpoint m stays undecided after
@@ -153,32 +154,35 @@ class CapacitySearch:
         rate = self.start_rate
         lo = hi = None
         v = self.verdict(rate)
-        if v == "fails" or v == "undecided":
-            hi = rate
-            for _ in range(self.max_halvings):
-                rate /= 2
-                v = self.verdict(rate)
-                if v == "meets":
-                    lo = rate
-                    break
-                if v == "fails":
-                    hi = rate
-            if lo is None:
-                raise ScenarioError(
-                    "--slo", f"no arrival rate down to {rate:.3g}/s per device meets the SLO "
-                    f"in {self.target:.0%} of requests", "expected a looser SLO or a lower --target")
-        else:
+        if v == "meets":
             lo = rate
-            for _ in range(60):
-                rate *= 2
-                v = self.verdict(rate)
-                if v == "fails":
-                    hi = rate
-                    break
-                if v == "meets":
-                    lo = rate
-            if hi is None:
-                raise RuntimeError("no failing rate found")  # unreachable for a finite server
+        elif v == "fails":
+            hi = rate
+        up = down = rate  # an undecided start: search both ways
+        for _ in range(60):
+            if hi is not None:
+                break
+            up *= 2
+            w = self.verdict(up)
+            if w == "meets":
+                lo = up
+            elif w == "fails":
+                hi = up
+        for _ in range(self.max_halvings):
+            if lo is not None:
+                break
+            down /= 2
+            w = self.verdict(down)
+            if w == "fails":
+                hi = min(hi, down)
+            elif w == "meets":
+                lo = down
+        if lo is None:
+            raise ScenarioError(
+                "--slo", f"no arrival rate down to {down:.3g}/s per device meets the SLO in "
+                f"{self.target:.0%} of requests", "expected a looser SLO or a lower --target")
+        if hi is None:
+            raise RuntimeError("no failing rate found")  # unreachable for a finite server
         stop = "tolerance"
         for _ in range(self.max_steps):
             if hi / lo - 1 <= self.rel_tol:
