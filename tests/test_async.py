@@ -378,3 +378,17 @@ def test_bad_batching_keys_exit_2_nothing_written(tmp_path, setting, cli):
     p = cli("run", "--set", setting, "--set", "serving.protocol=asynchronous", "--out", str(out))
     assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1
     assert not out.exists()
+
+
+def test_pre_drafting_hides_drafting_behind_verification_and_counts_waste():
+    # alpha = 1: every draft fully accepted; a 20 ms draft pre-drafted during a 40 ms pass is
+    # ready when the pass ends: cycles of 40 ms after the first 20 ms draft
+    r = run(deterministic([10.0], extra=["run.rounds=10", "serving.pre_draft=true"]))
+    assert r.summary["sim_time_s"] == pytest.approx(0.02 + 10 * 0.04, abs=1e-12)
+    assert r.summary["asynchronous"]["wasted_drafts"] == 0
+    # with rejections, every rejected draft discards the pre-draft made meanwhile
+    r = run(["devices.count=1", "run.rounds=200", "serving.protocol=asynchronous",
+             "serving.pre_draft=true"])
+    a = r.summary["asynchronous"]
+    assert a["wasted_drafts"] == r.summary["rejections"] > 0
+    assert 0 < a["wasted_draft_tokens"] <= 4 * a["wasted_drafts"]
