@@ -59,6 +59,11 @@ def cmd_run(args):
                   f"{lat['median']:.3f} s, p95 {lat['p95']:.3f} s, mean {lat['mean']:.3f} s; time to "
                   f"first token median {ttft['median']:.3f} s; server utilisation "
                   f"{req['server_utilisation']:.2f}")
+            slo = req.get("slo", {})
+            if "attainment" in slo:
+                print(f"SLO: {slo['attainment']:.1%} of requests met it ({slo['goodput_rps']:.3g} "
+                      f"requests/s); p99 TTFT {slo['ttft_s']['p99']:.3f} s, p99 TPOT "
+                      f"{slo['tpot_s']['p99'] * 1e3:.1f} ms")
         print(f"output: {result.folder}")
     for warning in s.get("warnings", []):
         print(f"warning: {warning}", file=sys.stderr)
