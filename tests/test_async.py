@@ -392,3 +392,13 @@ def test_pre_drafting_hides_drafting_behind_verification_and_counts_waste():
     a = r.summary["asynchronous"]
     assert a["wasted_drafts"] == r.summary["rejections"] > 0
     assert 0 < a["wasted_draft_tokens"] <= 4 * a["wasted_drafts"]
+
+
+def test_async_trace_replayed_to_its_end_stops(tmp_path):
+    trace = tmp_path / "trace.csv"
+    trace.write_text("time_s,device\n0.1,0\n0.2,1\n0.25,0\n1.0,2\n", encoding="utf-8")
+    r = run(["workload.arrivals=trace", f"workload.trace_file={trace}", "devices.count=3",
+             "channel.fading=none", "serving.protocol=asynchronous"])
+    assert r.summary["requests"]["completed"] == 4
+    t = r.requests
+    assert r.summary["sim_time_s"] == pytest.approx(np.nanmax(t["completion_s"]))

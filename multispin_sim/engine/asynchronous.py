@@ -203,6 +203,9 @@ class AsyncLoop:
             self.busy -= 1
             workload.device_tokens(k, env.now, tokens)
             self._device_done(draft.batch, k, delay)
+            if workload.exhausted() and not workload.has_work():  # a trace replayed to its end
+                event, self._arrival = self._arrival, env.event()
+                event.succeed()
 
     # -- the server ---------------------------------------------------------------------------
     def _wait_arrival(self, env, until=None):
