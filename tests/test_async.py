@@ -402,3 +402,25 @@ def test_async_trace_replayed_to_its_end_stops(tmp_path):
     assert r.summary["requests"]["completed"] == 4
     t = r.requests
     assert r.summary["sim_time_s"] == pytest.approx(np.nanmax(t["completion_s"]))
+
+
+def test_in_phase_batches_with_deterministic_corrections():
+    # alpha ~ 0: every draft is rejected at its first token, a deterministic correction follows
+    # (no fading, all-UL at full power, both devices at 200 m): each batch's two corrections
+    # share the band (B / 2 each), so a cycle is 2 t + (T0 + 2 T1) + d(B / 2), by hand:
+    over = {i: {"alpha": 1e-12, "draft_latency_ms": 10.0, "distance_m": 200.0} for i in range(2)}
+    r = run(["devices.count=2", f"devices.overrides={over}", "policy.draft_length=2",
+             "server.verify_fixed_ms=30", "server.verify_per_device_ms=10",
+             "channel.fading=none", "policy.mode=all-ul", "serving.protocol=asynchronous",
+             "run.rounds=6"])
+    bits = 1024 * (18 + 16)
+    b = 10e6 / 2
+    gain = 10 ** (-3.0) * 200.0 ** -3.5
+    n0 = 10 ** (-17.4) * 1e-3
+    d = bits / (b * math.log2(1 + 0.01 * gain / (n0 * b)))
+    cycle = 0.02 + 0.05 + d
+    rounds = r.rounds
+    assert rounds["batch_size"].tolist() == [2] * 6 and rounds["n_ul"].tolist() == [2] * 6
+    assert rounds["comm_s"] == pytest.approx(np.full(6, d), rel=1e-9)
+    assert r.summary["sim_time_s"] == pytest.approx(6 * cycle, rel=1e-12)
+    assert r.device_rounds["tokens"].tolist() == [1] * 12
