@@ -424,3 +424,15 @@ def test_in_phase_batches_with_deterministic_corrections():
     assert rounds["comm_s"] == pytest.approx(np.full(6, d), rel=1e-9)
     assert r.summary["sim_time_s"] == pytest.approx(6 * cycle, rel=1e-12)
     assert r.device_rounds["tokens"].tolist() == [1] * 12
+
+
+def test_serving_scenario_and_sweep_files_load():
+    from pathlib import Path
+
+    from multispin_sim.experiments import load_sweep
+
+    root = Path(__file__).resolve().parents[1] / "scenarios" / "serving"
+    base = ms.load_scenario(root / "base.yaml")
+    assert base.workload.arrivals == "poisson" and base.serving.slo_ttft_s == 2.0
+    sweep = load_sweep(root / "slo_load.yaml")
+    assert len(sweep.cells) == 3 * 10 * 2 * 3
