@@ -248,7 +248,6 @@ def test_off_under_load_never_drafts_above_its_threshold_sync():
 
 
 def test_off_under_load_async_load_log():
-    import simpy  # noqa: F401
     from multispin_sim.engine import asynchronous
 
     seen = []

@@ -43,8 +43,6 @@ correction ends: ``start_s`` = the earliest draft start of its drafts, ``draft_s
 drafting time, ``duration_s`` = end - start); the run statistics advance by the time between
 successive batch ends, so the goodput is tokens / run time as in the synchronous protocol.
 """
-import dataclasses
-import math
 from collections import deque
 from typing import Optional
 
@@ -54,11 +52,12 @@ from ..policies.batching import make_batching_policy
 from ..policies.draft import DraftContext
 
 
-@dataclasses.dataclass
 class AsyncDraftContext(DraftContext):
     """A ``DraftContext`` with the load (devices with work) the draft is decided under."""
 
-    load: Optional[int] = None
+    def __init__(self, *args, load: Optional[int] = None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.load = load
 
 
 class _Draft:
