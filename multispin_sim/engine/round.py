@@ -50,6 +50,7 @@ class RoundLoop:
         self.tick = tick_period_s
         self.mover = mover
         self.thermal = thermal  # model.compute.ThermalState (throttling), or None
+        self.observe = getattr(controller, "observe", None)  # controllers that learn outcomes
         k = self.system.k
         self.k = k
         self.devices = [Device(i, t, self, channel) for i, t in enumerate(self.system.draft_latency_s)]
@@ -175,6 +176,8 @@ class RoundLoop:
             if n_active < k:
                 tokens = np.where(active, tokens, 0)
                 rejected &= active
+            if self.observe is not None:
+                self.observe(gamma, accepted, active)
             n_rej = int(np.count_nonzero(rejected))
 
             # reactive decision (on the CSI of this moment) and corrections

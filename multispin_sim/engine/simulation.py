@@ -23,7 +23,7 @@ from .channel import OFDMAChannel
 from .compute import (check_verify_table, energy_powers, objective_options, reactive_policy,
                       thermal_state)
 from .population import build_population
-from .round import RoundLoop
+from .protocols import make_loop
 from .server import EdgeServer
 from .streams import RandomStreams
 from .tokens import payload_server, read_pairs
@@ -200,6 +200,7 @@ def simulate(scenario, out=None, *, results_dir=None, progress=False, command_li
         policy.draft, draft_length=population.draft_length, max_draft=policy.max_draft,
         update=policy.draft_update, saa_samples=policy.saa_samples, mode=policy.mode,
         **objective_options(scenario, population),
+        adaptive=scenario.adaptive,
     )
     env = simpy.Environment()
     coherence = None if ch.coherence_time_ms is None else ch.coherence_time_ms * 1e-3
@@ -218,16 +219,17 @@ def simulate(scenario, out=None, *, results_dir=None, progress=False, command_li
                                              thermal))
     log = None
     if scenario.workload.arrivals != "saturated":
-        log = RequestLog(folder / "requests.csv", system.k)
+        log = RequestLog(folder / "requests.csv", system.k, slo_ttft_s=scenario.serving.slo_ttft_s,
+                         slo_tpot_s=scenario.serving.slo_tpot_s)
     workload = build_workload(scenario, population, streams, env, log, inputs)
     mover = Mover(scenario, population, streams.mobility, streams.shadowing) if moving else None
     show = progress and sys.stderr.isatty()
-    loop = RoundLoop(env, population, channel, server, controller, workload, streams, recorder,
-                     scenario.run.rounds, scenario.run.max_time_s,
+    loop = make_loop(scenario.serving.protocol, env, population, channel, server, controller,
+                     workload, streams, recorder, scenario.run.rounds, scenario.run.max_time_s,
                      progress=Progress(scenario.run.rounds, max_time_s=scenario.run.max_time_s)
                      if show else None,
                      tick_period_s=scenario.workload.tick_period_s, mover=mover,
-                     thermal=thermal)
+                     thermal=thermal, serving=scenario.serving)
     main = env.process(loop.run(env))
     try:
         with _stop_on_interrupt(loop):
@@ -253,11 +255,14 @@ def simulate(scenario, out=None, *, results_dir=None, progress=False, command_li
     summary["energy"] = recorder.energy.summary(recorder.stats.tokens)
     if hasattr(server, "summary"):
         summary["payload"] = server.summary(summary["tokens"])
+    if hasattr(loop, "summary"):  # the protocol's own block (asynchronous)
+        block = loop.summary(env.now)
+        summary[block["protocol"]] = block
     warnings = []
     if requests is not None:
         stats = recorder.stats
-        requests["server_utilisation"] = ((stats.sim_time - stats.idle_time) / stats.sim_time
-                                          if stats.sim_time > 0 else 0.0)
+        busy = getattr(loop, "server_busy_s", stats.sim_time - stats.idle_time)
+        requests["server_utilisation"] = busy / stats.sim_time if stats.sim_time > 0 else 0.0
         summary["requests"] = requests
         if requests["warnings"]:
             devices = ", ".join(w.split(":")[0].split()[1] for w in requests["warnings"])

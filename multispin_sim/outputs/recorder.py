@@ -62,13 +62,15 @@ class Recorder:
 
     def round(self, *, round, start, draft, verify, comm, duration, active, gamma, accepted,
               tokens, rejected, mode, power, bandwidth, delay, g_ul, g_dl, planned=None,
-              distance=None, draft_each=None, slowdown=None):
+              distance=None, draft_each=None, slowdown=None, advance=None):
+        """``advance``: the run time this record accounts for in the statistics (asynchronous
+        batches overlap: the time since the previous record; default ``duration``)."""
         n_ul = int(np.count_nonzero(mode == 1))
         n_dl = int(np.count_nonzero(mode == 2))
         n_active = int(np.count_nonzero(active))
         n_rej = int(np.count_nonzero(rejected))
         total = int(tokens.sum())
-        self.stats.add_round(duration, comm, tokens, total, gamma, active, n_active, n_rej, n_ul, n_dl)
+        self.stats.add_round(duration if advance is None else advance, comm, tokens, total, gamma, active, n_active, n_rej, n_ul, n_dl)
         # in ROUND_COLUMNS order
         row = (round, start, draft, verify, comm, duration, n_active, n_rej, n_ul, n_dl, total)
         if self._planned:

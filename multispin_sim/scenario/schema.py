@@ -21,7 +21,8 @@ from .presets import DEFAULT_MODEL_PAIR, MODEL_PAIRS, TASKS
 
 __all__ = [
     "Scenario", "Devices", "DeviceOverride", "Server", "Channel", "Payload", "Policy", "Run",
-    "Workload", "Topology", "Mobility", "Compute", "Energy", "PowerMode",
+    "Workload", "Topology", "Mobility", "Compute", "Energy", "PowerMode", "Serving", "Adaptive",
+    "PROTOCOLS", "BATCHING_POLICIES",
     "FADING_MODELS", "DEVICE_TASKS", "POLICY_MODES", "DRAFT_POLICIES", "DRAFT_UPDATES",
     "ARRIVAL_MODELS", "LENGTH_MODELS", "TOPOLOGY_LAYOUTS", "MOBILITY_MODELS",
     "PAYLOAD_FORMATS", "PAYLOAD_MODELS", "MAX_DRAFT_LIMIT", "EXHAUSTIVE_MAX_DEVICES", "DEFAULT_DL_POWER_RATIO", "CROSS_CHECKS",
@@ -33,7 +34,10 @@ FADING_MODELS: tuple[str, ...] = ("rayleigh", "none", "gauss-markov")
 DEVICE_TASKS: tuple[str, ...] = ("uniform",) + TASKS
 POLICY_MODES: tuple[str, ...] = ("optimal", "all-ul", "all-dl", "random", "exhaustive",
                                  "fidelity")
-DRAFT_POLICIES: tuple[str, ...] = ("fixed", "greedy", "uniform", "computation-only", "budget")
+DRAFT_POLICIES: tuple[str, ...] = ("fixed", "greedy", "uniform", "computation-only", "budget",
+                                   "threshold", "backoff", "goodput-argmax", "off-under-load")
+PROTOCOLS: tuple[str, ...] = ("synchronous", "asynchronous")
+BATCHING_POLICIES: tuple[str, ...] = ("immediate", "window", "max-batch")
 DRAFT_UPDATES: tuple[str, ...] = ("every-round", "once")
 ARRIVAL_MODELS: tuple[str, ...] = ("saturated", "poisson", "trace")
 LENGTH_MODELS: tuple[str, ...] = ("fixed", "geometric", "lognormal", "empirical", "per-task")
@@ -409,6 +413,53 @@ class Energy(Params):
 
 
 @section
+class Serving(Params):
+    """Serving protocol (synchronous rounds or asynchronous continuous batching) and SLOs."""
+
+    protocol: str = param(
+        "synchronous", "'synchronous': the paper's lock-step rounds; 'asynchronous': every "
+        "device drafts, waits for its own verification and corrects on its own, the server "
+        "verifies batches of the drafts waiting in its queue (continuous batching)",
+        choices=PROTOCOLS)
+    batching: str = param(
+        "immediate", "Asynchronous batch formation when the server is free: 'immediate' (all "
+        "drafts waiting), 'window' (wait until window_ms after the oldest waiting draft arrived "
+        "or until max_batch drafts wait), 'max-batch' (at most max_batch of the waiting drafts)",
+        choices=BATCHING_POLICIES)
+    window_ms: float = param(5.0, "Batching window W of 'window'", unit="ms", check=ge(0))
+    max_batch: Optional[int] = param(
+        None, "Largest batch B of 'window' and 'max-batch' (null: no limit)", check=ge(1))
+    pre_draft: bool = param(
+        False, "Asynchronous: a device drafts its next draft while it waits for verification "
+        "(kept when its draft is fully accepted, discarded and counted as wasted otherwise)")
+    slo_ttft_s: Optional[float] = param(
+        None, "SLO on the time to first token of a request (null: none)", unit="s", check=gt(0))
+    slo_tpot_s: Optional[float] = param(
+        None, "SLO on the time per output token after the first (null: none)", unit="s",
+        check=gt(0))
+
+
+@section
+class Adaptive(Params):
+    """Parameters of the adaptive draft-length policies (policy.draft threshold, backoff,
+    goodput-argmax, off-under-load)."""
+
+    threshold: float = param(
+        0.5, "'threshold': draft while the probability that every token drafted so far is "
+        "accepted (product of the per-position agreement probabilities) stays >= this",
+        check=in_interval(0, 1, low_open=True, high_open=True))
+    backoff_initial: int = param(5, "'backoff': initial draft length", check=ge(1))
+    backoff_increase: int = param(2, "'backoff': added after a fully accepted draft",
+                                  check=ge(0))
+    backoff_decrease: int = param(1, "'backoff': removed after a rejection", check=ge(0))
+    backoff_min: int = param(1, "'backoff': smallest draft length", check=ge(0))
+    load_threshold: int = param(
+        8, "'off-under-load': no speculation (gamma = 0) while more than this many devices "
+        "have work (the server's running batch, as vLLM's disable-by-batch-size); otherwise "
+        "policy.draft_length", check=ge(0))
+
+
+@section
 class Scenario(Params):
     """A complete, validated scenario (load it with ``load_scenario``)."""
 
@@ -429,6 +480,8 @@ class Scenario(Params):
     mobility: Mobility = param(Mobility(), "Device movement")
     compute: Compute = param(Compute(), "Device power modes and thermal throttling")
     energy: Energy = param(Energy(), "Powers for the energy accounting")
+    serving: Serving = param(Serving(), "Serving protocol, batching and SLOs")
+    adaptive: Adaptive = param(Adaptive(), "Adaptive draft-length policies")
 
 
 # --------------------------------------------------------------------------------------------
@@ -585,3 +638,15 @@ def _check_verify_table(sc: Scenario) -> None:
                             "table nor a readable file", "expected one of "
                             f"{', '.join(SHIPPED_VERIFY_TABLES)} or the path of a CSV "
                             "(batched tokens, milliseconds)")
+
+
+@cross_check
+def _check_serving(sc: Scenario) -> None:
+    if sc.serving.protocol != "asynchronous":
+        return
+    if sc.workload.tick_period_s is not None:
+        raise ScenarioError("workload.tick_period_s", "a round clock is not allowed with "
+                            "serving.protocol 'asynchronous'", "expected null (no rounds)")
+    if sc.mobility.model != "none":
+        raise ScenarioError("mobility.model", f"{sc.mobility.model!r} is not supported with "
+                            "serving.protocol 'asynchronous'", "expected 'none'")
