@@ -1,5 +1,6 @@
 """``simulate(scenario)``: build the system from a scenario, run the SimPy rounds, write the outputs."""
 import contextlib
+import dataclasses
 import json
 import signal
 import sys
@@ -18,6 +19,7 @@ from ..outputs.recorder import Recorder
 from ..outputs.requests import RequestLog
 from ..policies import make_draft_controller, make_reactive_policy
 from ..scenario import dump_scenario_yaml, load_scenario
+from .acceptance import acceptance_summary, build_acceptance, read_acceptance_trace
 from .channel import OFDMAChannel
 from .population import build_population
 from .round import RoundLoop
@@ -142,6 +144,8 @@ def read_inputs(scenario):
     inputs = {}
     if scenario.workload.arrivals == "trace":
         inputs["trace"] = read_trace(scenario.workload.trace_file, scenario.devices.count)
+    if scenario.acceptance.model == "trace":
+        inputs["acceptance_trace"] = read_acceptance_trace(scenario)
     if scenario.topology.layout == "graphml":
         inputs["graphml"] = read_graphml_positions(scenario.topology.graphml_file,
                                                    scenario.devices.count)
@@ -184,6 +188,11 @@ def simulate(scenario, out=None, *, results_dir=None, progress=False, command_li
     streams = RandomStreams(scenario.seed)
     population = build_population(scenario, streams.devices, streams.topology, streams.shadowing,
                                    inputs.get("graphml"))
+    acceptance, belief = build_acceptance(scenario, population, streams.acceptance,
+                                          inputs.get("acceptance_trace"))
+    if acceptance.nominal is not population.system.alpha:   # the model's mean rates
+        population = dataclasses.replace(population, system=dataclasses.replace(
+            population.system, alpha=acceptance.nominal))
     system = population.system
     policy = scenario.policy
     ch = scenario.channel
@@ -196,7 +205,8 @@ def simulate(scenario, out=None, *, results_dir=None, progress=False, command_li
     coherence = None if ch.coherence_time_ms is None else ch.coherence_time_ms * 1e-3
     channel = OFDMAChannel(system, streams.fading, ch.fading, ch.reciprocal,
                            doppler_hz=ch.doppler_hz, coherence_s=coherence, moving=moving)
-    server = EdgeServer(system, make_reactive_policy(policy.mode), streams.policy, streams.acceptance)
+    server = EdgeServer(system, make_reactive_policy(policy.mode), streams.policy, streams.acceptance,
+                        acceptance=acceptance, belief=belief)
     # long runs format their CSV rows on the second core (same bytes, see WriterProcess)
     recorder = Recorder(folder, system.k, planned=channel.dynamic_csi, distance=moving,
                         writer_process=scenario.run.rounds * system.k >= WRITER_PROCESS_MIN_ROWS)
@@ -228,9 +238,12 @@ def simulate(scenario, out=None, *, results_dir=None, progress=False, command_li
     if log is not None:
         log.close()
     wall = time.perf_counter() - wall0
-    recorder.write_devices(population)
+    recorder.write_devices(population, extra={
+        "agreed_positions": server.tally.agreed, "verified_positions": server.tally.verified,
+        "agreement_rate": server.tally.rate()})
     write_topology(folder / "topology.graphml", population)
     summary = recorder.stats.summary()
+    summary["acceptance"] = acceptance_summary(scenario, acceptance, belief, server.tally)
     warnings = []
     if requests is not None:
         stats = recorder.stats

@@ -92,16 +92,18 @@ class Recorder:
         if self.writer is not None:
             self.writer.close()
 
-    def write_devices(self, population):
+    def write_devices(self, population, extra=None):
+        """devices.csv; ``extra``: more columns (name -> (K,) values) after the standard ones."""
         system = population.system
         stats = self.stats
         time = stats.sim_time
         goodput = stats.device_tokens / time if time > 0 else np.zeros(self.k)
-        devices = CsvStream(self.folder / "devices.csv", DEVICE_COLUMNS)
+        extra = extra or {}
+        devices = CsvStream(self.folder / "devices.csv", DEVICE_COLUMNS + tuple(extra))
         devices.append(
             device=self._index, task=np.array(population.tasks, dtype=object), alpha=system.alpha,
             draft_latency_s=system.draft_latency_s, distance_m=population.distance_m,
             pathloss_gain=system.pathloss, ul_power_w=system.p_ul_w, tokens=stats.device_tokens,
-            goodput_tps=goodput,
+            goodput_tps=goodput, **extra,
         )
         devices.close()

@@ -21,7 +21,7 @@ from .presets import DEFAULT_MODEL_PAIR, MODEL_PAIRS, TASKS
 
 __all__ = [
     "Scenario", "Devices", "DeviceOverride", "Server", "Channel", "Payload", "Policy", "Run",
-    "Workload", "Topology", "Mobility",
+    "Workload", "Topology", "Mobility", "Acceptance", "ACCEPTANCE_MODELS", "ACCEPTANCE_BELIEFS",
     "FADING_MODELS", "DEVICE_TASKS", "POLICY_MODES", "DRAFT_POLICIES", "DRAFT_UPDATES",
     "ARRIVAL_MODELS", "LENGTH_MODELS", "TOPOLOGY_LAYOUTS", "MOBILITY_MODELS",
     "MAX_DRAFT_LIMIT", "EXHAUSTIVE_MAX_DEVICES", "DEFAULT_DL_POWER_RATIO", "CROSS_CHECKS",
@@ -38,6 +38,10 @@ ARRIVAL_MODELS: tuple[str, ...] = ("saturated", "poisson", "trace")
 LENGTH_MODELS: tuple[str, ...] = ("fixed", "geometric", "lognormal", "empirical", "per-task")
 TOPOLOGY_LAYOUTS: tuple[str, ...] = ("annulus", "coordinates", "graphml")
 MOBILITY_MODELS: tuple[str, ...] = ("none", "random-waypoint")
+ACCEPTANCE_MODELS: tuple[str, ...] = ("iid", "beta", "markov", "trace")
+ACCEPTANCE_BELIEFS: tuple[str, ...] = ("oracle", "learned")
+TRACE_ASSIGN: tuple[str, ...] = ("uniform", "task")
+TRACE_NEXT: tuple[str, ...] = ("draw", "cycle", "repeat")
 MAX_DRAFT_LIMIT = 64            # upper bound of policy.max_draft
 EXHAUSTIVE_MAX_DEVICES = 16     # mode "exhaustive" tries 2^K UL/DL assignments
 DEFAULT_DL_POWER_RATIO = 4.0    # P_dl = 4 x P_ul (10 mW) = 40 mW = 16.02 dBm when no DL key given
@@ -276,6 +280,63 @@ class Mobility(Params):
         check=_REGION)
 
 
+_PROB = in_interval(0, 1)
+
+
+@section
+class Acceptance(Params):
+    """How many drafts are accepted: the acceptance model and the controllers' belief of alpha
+    (model/acceptance.py; ``multispin-sim acceptance fit`` fits these keys to a trace)."""
+
+    model: str = param("iid", "'iid': i.i.d. per-token acceptance alpha (the paper); 'beta': "
+                       "every session of session_tokens positions draws alpha ~ Beta around the "
+                       "device's mean; 'markov': Gilbert-Elliott easy/hard chain per device; "
+                       "'trace': replay of measured agreement sequences (trace_file)",
+                       choices=ACCEPTANCE_MODELS)
+    mean: Optional[float] = param(None, "Mean agreement rate of every device for 'iid' and "
+                                  "'beta' (null: devices.acceptance of the device's task)",
+                                  check=_ALPHA)
+    concentration: float = param(10.0, "'beta': concentration kappa (alpha ~ Beta(m kappa, "
+                                 "(1 - m) kappa), variance m (1 - m) / (kappa + 1))", check=gt(0))
+    session_tokens: int = param(64, "'beta': token positions per session (one alpha each)",
+                                unit="tokens", check=ge(1))
+    easy_rate: float = param(0.9, "'markov': agreement rate in the easy state", check=_PROB)
+    hard_rate: float = param(0.3, "'markov': agreement rate in the hard state", check=_PROB)
+    easy_to_hard: float = param(0.05, "'markov': probability per token position of switching "
+                                "easy -> hard", check=_PROB)
+    hard_to_easy: float = param(0.1, "'markov': probability per token position of switching "
+                                "hard -> easy", check=_PROB)
+    trace_file: Optional[str] = param(
+        None, "'trace': Spec-Bench JSONL (.jsonl[.gz]) or 0/1 CSV (.csv[.gz], column agree, "
+        "optional answer, category, benchmark, model) of agreement sequences (null: the shipped "
+        "Spec-Bench trace, multispin_sim/data); a relative path is relative to the working "
+        "directory", default_text="shipped Spec-Bench trace")
+    trace_benchmark: Optional[str] = param(
+        None, "'trace': use only answers of this benchmark (shipped trace: spec_bench = vicuna "
+        "68m -> 7b; sentiment_analysis, test_bench = Qwen2.5-7B) (null: all)")
+    trace_model: Optional[str] = param(None, "'trace': use only answers whose model id contains "
+                                       "this text (null: all)")
+    trace_categories: tuple[str, ...] = param((), "'trace': use only answers of these "
+                                              "categories (empty: all)")
+    trace_assign: str = param("uniform", "'trace': 'uniform': every device draws from all "
+                              "selected answers; 'task': from the categories of its task "
+                              "(humaneval: coding; gsm8k: math; ifeval: writing-like; mt-bench: "
+                              "the MT-Bench categories)", choices=TRACE_ASSIGN)
+    trace_next: str = param("draw", "'trace': when an answer ends: 'draw' a new one at random, "
+                            "'cycle' through the pool in file order, or 'repeat' it",
+                            choices=TRACE_NEXT)
+    belief: str = param("oracle", "What the draft controllers use as alpha: 'oracle' (the "
+                        "model's true current rate) or 'learned' (per-device Beta posterior of "
+                        "the agreements verified so far)", choices=ACCEPTANCE_BELIEFS)
+    belief_prior_mean: Optional[float] = param(
+        None, "'learned': prior mean (null: the device's declared mean rate)", check=_PROB)
+    belief_prior_weight: float = param(10.0, "'learned': weight of the prior in token positions",
+                                       unit="tokens", check=gt(0))
+    belief_half_life: Optional[float] = param(
+        None, "'learned': evidence is discounted by half every this many verified positions "
+        "(null: never, the plain posterior)", unit="tokens", check=gt(0))
+
+
 @section
 class Scenario(Params):
     """A complete, validated scenario (load it with ``load_scenario``)."""
@@ -295,6 +356,7 @@ class Scenario(Params):
     workload: Workload = param(Workload(), "The requests (arrivals, lengths, queues)")
     topology: Topology = param(Topology(), "Server and device positions")
     mobility: Mobility = param(Mobility(), "Device movement")
+    acceptance: Acceptance = param(Acceptance(), "Acceptance model and belief")
 
 
 # --------------------------------------------------------------------------------------------
@@ -396,3 +458,15 @@ def _check_topology(sc: Scenario) -> None:
         if not os.path.isfile(t.graphml_file):
             raise ScenarioError("topology.graphml_file", f"{t.graphml_file!r} is not a "
                                 "readable file", "expected the path of a GraphML file")
+
+
+@cross_check
+def _check_acceptance(sc: Scenario) -> None:
+    a = sc.acceptance
+    if a.model == "markov" and a.easy_to_hard + a.hard_to_easy <= 0:
+        raise ScenarioError("acceptance.easy_to_hard", "both switching probabilities are 0 "
+                            "(the chain never moves, its stationary state is undefined)",
+                            "expected easy_to_hard + hard_to_easy > 0")
+    if a.model == "trace" and a.trace_file and not os.path.isfile(a.trace_file):
+        raise ScenarioError("acceptance.trace_file", f"{a.trace_file!r} is not a readable file",
+                            "expected the path of a Spec-Bench JSONL or a 0/1 CSV trace")

@@ -1,0 +1,449 @@
+"""Acceptance models: how many drafted tokens each device gets accepted in a round (no SimPy).
+
+One interface, one small class per setting, registered by name (``acceptance.model``):
+
+- ``iid`` (the paper's model, the default): per-token acceptance alpha_k, i.i.d. One uniform U
+  per device and round from the acceptance stream, drawn ``block`` rounds at a time (the same
+  numbers as round by round); accepted = min(floor(ln U / ln alpha_k), gamma_k).
+- ``beta``: per-session heterogeneity. Every session of ``session_tokens`` token positions of a
+  device draws its own alpha ~ Beta(m kappa, (1 - m) kappa) around the device's mean m
+  (concentration kappa); within a session agreements are i.i.d. Bernoulli(alpha).
+- ``markov``: Gilbert-Elliott agreement. One easy/hard two-state Markov chain per device, one
+  step per token position (easy -> hard with ``easy_to_hard``, hard -> easy with
+  ``hard_to_easy``), agreement with ``easy_rate`` or ``hard_rate`` in the current state.
+  Stationary: pi_easy = h2e / (e2h + h2e); mean m = pi_e a_e + pi_h a_h; lag-1 autocorrelation
+  of the agreement sequence pi_e pi_h (a_e - a_h)^2 (1 - e2h - h2e) / (m (1 - m)).
+- ``trace``: replay of measured agreement sequences (``model.acceptance_trace``): each device
+  walks through answers of a trace one after another.
+
+The non-i.i.d. models share one mechanism (:class:`AgreementWalk`): each device walks along its
+own sequence of per-position agreements; in a round with draft length gamma the accepted count
+is the run of agreements at the device's position, capped at gamma, and the position then
+advances by accepted + 1 (the correction or bonus token is the target's, its agreement is not
+tested). A device's sequence is a function of the seed and its index only (each device has its
+own child generator of the acceptance stream), so two policies under the same seed see the same
+agreements (common random numbers), whatever draft lengths they choose.
+
+Beliefs (``acceptance.belief``) are what the draft controllers are told about alpha:
+``oracle`` (the model's true current rate: alpha_k for iid, the session's alpha for beta, the
+current state's rate for markov, the current answer's agreement rate for trace) or ``learned``
+(a per-device Beta posterior of the agreements verified so far, see :class:`LearnedBelief`).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .acceptance_trace import UNKNOWN, mean_agreement
+from .speculative import acceptance_uniforms, run_length
+
+ACCEPTANCE_MODELS: dict[str, type] = {}
+BELIEFS: dict[str, type] = {}
+
+# devices' tasks -> Spec-Bench categories, for ``trace_assign: task``
+TASK_CATEGORIES = {
+    "humaneval": ("coding",),
+    "gsm8k": ("math", "math_reasoning"),
+    "ifeval": ("writing", "extraction", "roleplay", "summarization", "translation"),
+    "mt-bench": ("writing", "roleplay", "reasoning", "math", "coding", "extraction", "stem",
+                 "humanities"),
+}
+
+
+def register(table, name):
+    def deco(cls):
+        cls.name = name
+        table[name] = cls
+        return cls
+    return deco
+
+
+class AcceptanceModel:
+    """Interface: ``accepted(gamma, active)`` -> accepted drafts per device (int64, (K,)).
+
+    ``nominal``: each device's long-run agreement rate (K,); ``true_rate()``: the rate the oracle
+    belief reports this round; ``parameters()``: what ``summary.json`` records.
+    """
+
+    name = "?"
+
+    def __init__(self, alpha, rng, **_):
+        self.alpha = np.asarray(alpha, dtype=float)
+        self.k = int(self.alpha.shape[0])
+        self.rng = rng
+        self.nominal = self.alpha
+
+    def accepted(self, gamma, active=None):
+        raise NotImplementedError
+
+    def true_rate(self):
+        return self.nominal
+
+    def parameters(self):
+        return {}
+
+
+@register(ACCEPTANCE_MODELS, "iid")
+class IIDAcceptance(AcceptanceModel):
+    """The paper's i.i.d. model (see the module docstring); exactly the original draws."""
+
+    def __init__(self, alpha, rng, block=1024, mean=None, **_):
+        if mean is not None:
+            alpha = np.full(np.shape(alpha), float(mean))
+        super().__init__(alpha, rng)
+        self.block = block
+        self._runs = np.empty((0, self.k))
+        self._next = 0
+
+    def _run_lengths(self):
+        if self._next == len(self._runs):
+            u = acceptance_uniforms(self.rng, (self.block, self.k))
+            self._runs = run_length(u, self.alpha)
+            self._next = 0
+        row = self._runs[self._next]
+        self._next += 1
+        return row
+
+    def accepted(self, gamma, active=None):
+        return np.minimum(self._run_lengths(), gamma).astype(np.int64)
+
+    def parameters(self):
+        return {"alpha": self.alpha.tolist()}
+
+
+def runs_of_agreement(cont):
+    """For each position of each row of ``cont`` (bool (K, L)): the number of consecutive True
+    from that position on (truncated at the row's end)."""
+    cont = np.asarray(cont, dtype=bool)
+    k, n = cont.shape
+    idx = np.where(cont, n, np.arange(n))                       # a stop at its own index
+    next_stop = np.minimum.accumulate(idx[:, ::-1], axis=1)[:, ::-1]
+    return next_stop - np.arange(n)
+
+
+class AgreementWalk(AcceptanceModel):
+    """Devices walking along per-position agreement sequences (see the module docstring).
+
+    Subclasses produce a device's sequence piece by piece: ``segment(i, rng)`` returns
+    (bits int8 with 0/1 and possibly UNKNOWN, rate: the per-position true rate (scalar or array),
+    stop: whether a run may not continue past the segment's end). UNKNOWN positions are drawn
+    with ``unknown_rate`` from the device's generator. A window of ``window`` positions per
+    device is kept in (K, window) arrays; it is refilled before any device comes within
+    ``margin`` (> the largest draft length + 1) of its end, so runs capped at gamma are exact.
+    """
+
+    window = 4096
+    margin = 80
+    unknown_rate = 0.5
+
+    def __init__(self, alpha, rng, **kwargs):
+        super().__init__(alpha, rng)
+        self.device_rngs = rng.spawn(self.k)
+        self._rows = np.arange(self.k)
+        self._pending = [[] for _ in range(self.k)]   # (bits, cont, rate) beyond the window
+        self.pos = np.zeros(self.k, dtype=np.int64)
+        self._bits = np.zeros((self.k, 0), dtype=np.int8)
+        self._cont = np.zeros((self.k, 0), dtype=bool)
+        self._rate = np.zeros((self.k, 0))
+        self.positions_walked = np.zeros(self.k, dtype=np.int64)
+
+    def segment(self, i, rng):
+        raise NotImplementedError
+
+    def _piece(self, i):
+        rng = self.device_rngs[i]
+        bits, rate, stop = self.segment(i, rng)
+        bits = np.array(bits, dtype=np.int8)
+        unknown = bits == UNKNOWN
+        if unknown.any():
+            bits[unknown] = (rng.random(int(unknown.sum())) < self.unknown_rate).astype(np.int8)
+        cont = bits == 1
+        if stop and len(cont):
+            cont[-1] = False
+        return bits, cont, np.broadcast_to(np.asarray(rate, dtype=float), bits.shape)
+
+    def _refill(self):
+        n = self.window
+        bits = np.empty((self.k, n), dtype=np.int8)
+        cont = np.empty((self.k, n), dtype=bool)
+        rate = np.empty((self.k, n))
+        for i in range(self.k):
+            p = int(self.pos[i])
+            parts = [(self._bits[i, p:], self._cont[i, p:], self._rate[i, p:])] + self._pending[i]
+            have = sum(len(b) for b, _, _ in parts)
+            while have < n:
+                piece = self._piece(i)
+                parts.append(piece)
+                have += len(piece[0])
+            b = np.concatenate([x[0] for x in parts])
+            c = np.concatenate([x[1] for x in parts])
+            r = np.concatenate([x[2] for x in parts])
+            bits[i], cont[i], rate[i] = b[:n], c[:n], r[:n]
+            self._pending[i] = [(b[n:], c[n:], r[n:])] if len(b) > n else []
+        self._bits, self._cont, self._rate = bits, cont, rate
+        self._runs = runs_of_agreement(cont)
+        self.pos[:] = 0
+        self._limit = n - self.margin
+
+    def accepted(self, gamma, active=None):
+        if not self._bits.shape[1]:
+            self._refill()
+        pos = self.pos
+        accepted = np.minimum(self._runs[self._rows, pos], gamma).astype(np.int64)
+        step = accepted + 1
+        if active is not None:
+            step = np.where(active, step, 0)
+        pos += step
+        self.positions_walked += step
+        if pos.max() >= self._limit:
+            self._refill()
+        return accepted
+
+    def true_rate(self):
+        if not self._bits.shape[1]:
+            self._refill()
+        return self._rate[self._rows, self.pos]
+
+
+@register(ACCEPTANCE_MODELS, "beta")
+class BetaAcceptance(AgreementWalk):
+    """Per-session alpha ~ Beta(m kappa, (1 - m) kappa), i.i.d. agreements within a session."""
+
+    def __init__(self, alpha, rng, mean=None, concentration=10.0, session_tokens=64, **kwargs):
+        super().__init__(alpha, rng)
+        if mean is not None:
+            self.alpha = np.full(self.k, float(mean))
+        self.nominal = self.alpha
+        self.concentration = float(concentration)
+        self.session_tokens = int(session_tokens)
+
+    def segment(self, i, rng):
+        m, kappa = self.alpha[i], self.concentration
+        if m >= 1.0:
+            a = 1.0
+        else:
+            a = rng.beta(m * kappa, (1.0 - m) * kappa)
+        bits = rng.random(self.session_tokens) < a
+        return bits, a, False
+
+    def parameters(self):
+        return {"mean": self.alpha.tolist(), "concentration": self.concentration,
+                "session_tokens": self.session_tokens}
+
+
+def markov_stationary(easy_to_hard, hard_to_easy):
+    """Stationary probability of the easy state, pi_e = h2e / (e2h + h2e)."""
+    return hard_to_easy / (easy_to_hard + hard_to_easy)
+
+
+def markov_moments(easy_rate, hard_rate, easy_to_hard, hard_to_easy):
+    """(mean agreement rate, lag-1 autocorrelation) of the Gilbert-Elliott agreement sequence."""
+    pe = markov_stationary(easy_to_hard, hard_to_easy)
+    m = pe * easy_rate + (1 - pe) * hard_rate
+    lam = 1.0 - easy_to_hard - hard_to_easy
+    var = m * (1 - m)
+    rho = pe * (1 - pe) * (easy_rate - hard_rate) ** 2 * lam / var if var > 0 else 0.0
+    return m, rho
+
+
+@register(ACCEPTANCE_MODELS, "markov")
+class MarkovAcceptance(AgreementWalk):
+    """Gilbert-Elliott: an easy/hard chain per device, one transition per token position."""
+
+    chunk = 2048
+
+    def __init__(self, alpha, rng, easy_rate=0.9, hard_rate=0.3, easy_to_hard=0.05,
+                 hard_to_easy=0.1, **kwargs):
+        super().__init__(alpha, rng)
+        self.rates = np.array([float(easy_rate), float(hard_rate)])
+        self.switch = np.array([float(easy_to_hard), float(hard_to_easy)])
+        pe = markov_stationary(*self.switch)
+        self.nominal = np.full(self.k, pe * self.rates[0] + (1 - pe) * self.rates[1])
+        self._state = [None] * self.k
+
+    def segment(self, i, rng):
+        n = self.chunk
+        state = self._state[i]
+        if state is None:    # start in the stationary distribution
+            state = 0 if rng.random() < markov_stationary(*self.switch) else 1
+        elif rng.random() < self.switch[state]:
+            state = 1 - state
+        states = np.empty(n, dtype=np.int8)
+        t = 0
+        while t < n:       # sojourns are geometric (memoryless: a cut sojourn continues alike)
+            p = self.switch[state]
+            stay = n if p <= 0 else int(min(rng.geometric(p), n))
+            states[t:t + stay] = state
+            t += stay
+            if t < n:
+                state = 1 - state
+        self._state[i] = int(states[-1])
+        rate = self.rates[states]
+        bits = rng.random(n) < rate
+        return bits, rate, False
+
+    def parameters(self):
+        return {"easy_rate": float(self.rates[0]), "hard_rate": float(self.rates[1]),
+                "easy_to_hard": float(self.switch[0]), "hard_to_easy": float(self.switch[1])}
+
+
+@register(ACCEPTANCE_MODELS, "trace")
+class TraceAcceptance(AgreementWalk):
+    """Replay of measured agreement sequences (``answers``: list of ``acceptance_trace.Answer``).
+
+    ``assign``: 'uniform' (every device uses all answers) or 'task' (a device uses the answers
+    of its task's categories, ``TASK_CATEGORIES``); ``next``: 'draw' (a new answer drawn
+    uniformly from the device's pool when one ends), 'cycle' (the pool in file order from a
+    random start, wrapping around) or 'repeat' (the same answer again). An answer's last position
+    ends the run (the request ends there); UNKNOWN (bonus) positions are drawn with the mean
+    agreement rate of the selected answers.
+    """
+
+    def __init__(self, alpha, rng, answers=(), tasks=None, assign="uniform", next="draw",
+                 source="trace", **kwargs):
+        super().__init__(alpha, rng)
+        self.answers = list(answers)
+        self.unknown_rate = mean_agreement(self.answers)
+        self.assign = assign
+        self.next = next
+        self.source = source
+        self._answer_rate = np.array([a.agreements / a.known for a in self.answers])
+        pools = []
+        for i in range(self.k):
+            if assign == "task" and tasks is not None:
+                cats = set(TASK_CATEGORIES.get(tasks[i], (tasks[i],)))
+                pool = [j for j, a in enumerate(self.answers) if a.category in cats]
+                if not pool:
+                    raise ValueError(f"no answers of the categories of task {tasks[i]!r} "
+                                     f"({', '.join(sorted(cats))}) in the selected trace")
+            else:
+                pool = list(range(len(self.answers)))
+            pools.append(np.array(pool))
+        self.pools = pools
+        self._cursor = [None] * self.k
+        self.nominal = np.array([mean_agreement([self.answers[j] for j in p]) for p in pools])
+        self.answers_started = np.zeros(self.k, dtype=np.int64)
+
+    def next_answer(self, i, rng):
+        pool = self.pools[i]
+        c = self._cursor[i]
+        if c is None:
+            c = int(rng.integers(len(pool)))
+        elif self.next == "draw":
+            c = int(rng.integers(len(pool)))
+        elif self.next == "cycle":
+            c = (c + 1) % len(pool)
+        self._cursor[i] = c
+        return int(pool[c])
+
+    def segment(self, i, rng):
+        j = self.next_answer(i, rng)
+        self.answers_started[i] += 1
+        return self.answers[j].bits, self._answer_rate[j], True
+
+    def parameters(self):
+        return {"source": self.source, "answers": len(self.answers), "assign": self.assign,
+                "next": self.next, "mean_agreement": float(self.unknown_rate)}
+
+
+def make_acceptance_model(name, alpha, rng, **kwargs):
+    """The acceptance model registered under ``name`` (``acceptance.model``)."""
+    try:
+        cls = ACCEPTANCE_MODELS[name]
+    except KeyError:
+        raise ValueError(f"unknown acceptance model {name!r}; allowed: "
+                         f"{', '.join(sorted(ACCEPTANCE_MODELS))}") from None
+    return cls(alpha, rng, **kwargs)
+
+
+# --- beliefs ---------------------------------------------------------------------------------
+
+class Belief:
+    """Interface: ``alpha()`` -> (K,) rates for the draft controllers, or None (use the system's
+    own alpha); ``observe(accepted, rejected)`` after each round."""
+
+    name = "?"
+
+    def __init__(self, model, prior_mean=None, **_):
+        self.model = model
+
+    def alpha(self):
+        return None
+
+    def observe(self, accepted, rejected):
+        pass
+
+    def parameters(self):
+        return {}
+
+
+@register(BELIEFS, "oracle")
+class OracleBelief(Belief):
+    """The acceptance model's true current rate (None for i.i.d.: the system's alpha itself)."""
+
+    def alpha(self):
+        rate = self.model.true_rate()
+        return None if rate is self.model.alpha else rate
+
+
+@register(BELIEFS, "learned")
+class LearnedBelief(Belief):
+    """Per-device Beta posterior of the agreement rate from the verified positions.
+
+    Prior Beta(w m0, w (1 - m0)): mean m0 (``prior_mean``, default the devices' declared alpha)
+    worth w = ``prior_weight`` positions. A round with A accepted drafts and a rejection adds A
+    agreements and 1 disagreement (A agreements only when the whole draft was accepted: the
+    bonus position is not tested). With ``half_life`` (positions) past evidence is discounted by
+    0.5^(n / half_life) for every n newly verified positions (an exponentially weighted
+    estimate that follows drifting acceptance); the estimate is the posterior mean.
+    """
+
+    def __init__(self, model, prior_mean=None, prior_weight=10.0, half_life=None, **_):
+        super().__init__(model)
+        m0 = model.nominal if prior_mean is None else np.full(model.k, float(prior_mean))
+        self.prior_mean = np.asarray(m0, dtype=float)
+        self.prior_weight = float(prior_weight)
+        self.half_life = None if half_life is None else float(half_life)
+        self.agree = np.zeros(model.k)
+        self.disagree = np.zeros(model.k)
+
+    def observe(self, accepted, rejected):
+        if self.half_life is not None:
+            decay = 0.5 ** ((accepted + rejected) / self.half_life)
+            self.agree *= decay
+            self.disagree *= decay
+        self.agree += accepted
+        self.disagree += rejected
+
+    def alpha(self):
+        w = self.prior_weight
+        return (w * self.prior_mean + self.agree) / (w + self.agree + self.disagree)
+
+    def parameters(self):
+        return {"prior_mean": self.prior_mean.tolist(), "prior_weight": self.prior_weight,
+                "half_life": self.half_life}
+
+
+def make_belief(name, model, **kwargs):
+    try:
+        cls = BELIEFS[name]
+    except KeyError:
+        raise ValueError(f"unknown acceptance belief {name!r}; allowed: "
+                         f"{', '.join(sorted(BELIEFS))}") from None
+    return cls(model, **kwargs)
+
+
+class AgreementTally:
+    """Realised agreements per device: agreed and verified (tested) positions."""
+
+    def __init__(self, k):
+        self.agreed = np.zeros(k, dtype=np.int64)
+        self.verified = np.zeros(k, dtype=np.int64)
+
+    def add(self, accepted, rejected):
+        self.agreed += accepted
+        self.verified += accepted
+        self.verified += rejected
+
+    def rate(self):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(self.verified > 0, self.agreed / np.maximum(self.verified, 1), np.nan)
