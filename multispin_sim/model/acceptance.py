@@ -245,6 +245,30 @@ def markov_moments(easy_rate, hard_rate, easy_to_hard, hard_to_easy):
     return m, rho
 
 
+def markov_chain(rng, n, rates, switch, state=None):
+    """n positions of the Gilbert-Elliott chain: (agreement bits, per-position rate, last state).
+
+    ``rates``: agreement rate (easy, hard); ``switch``: (easy -> hard, hard -> easy) per
+    position; ``state``: the state at the position before (None: start in the stationary law).
+    """
+    if state is None:
+        state = 0 if rng.random() < markov_stationary(*switch) else 1
+    elif rng.random() < switch[state]:
+        state = 1 - state
+    states = np.empty(n, dtype=np.int8)
+    t = 0
+    while t < n:       # sojourns are geometric (memoryless: a cut sojourn continues alike)
+        p = switch[state]
+        stay = n if p <= 0 else int(min(rng.geometric(p), n))
+        states[t:t + stay] = state
+        t += stay
+        if t < n:
+            state = 1 - state
+    rate = np.asarray(rates)[states]
+    bits = rng.random(n) < rate
+    return bits, rate, int(states[-1])
+
+
 @register(ACCEPTANCE_MODELS, "markov")
 class MarkovAcceptance(AgreementWalk):
     """Gilbert-Elliott: an easy/hard chain per device, one transition per token position."""
@@ -261,24 +285,8 @@ class MarkovAcceptance(AgreementWalk):
         self._state = [None] * self.k
 
     def segment(self, i, rng):
-        n = self.chunk
-        state = self._state[i]
-        if state is None:    # start in the stationary distribution
-            state = 0 if rng.random() < markov_stationary(*self.switch) else 1
-        elif rng.random() < self.switch[state]:
-            state = 1 - state
-        states = np.empty(n, dtype=np.int8)
-        t = 0
-        while t < n:       # sojourns are geometric (memoryless: a cut sojourn continues alike)
-            p = self.switch[state]
-            stay = n if p <= 0 else int(min(rng.geometric(p), n))
-            states[t:t + stay] = state
-            t += stay
-            if t < n:
-                state = 1 - state
-        self._state[i] = int(states[-1])
-        rate = self.rates[states]
-        bits = rng.random(n) < rate
+        bits, rate, self._state[i] = markov_chain(rng, self.chunk, self.rates, self.switch,
+                                                  self._state[i])
         return bits, rate, False
 
     def parameters(self):
