@@ -121,7 +121,8 @@ def test_beta_mean_and_overdispersion_of_session_rates():
     m, kappa, n = 0.8, 5.0, 40
     model = acc.BetaAcceptance(np.array([m]), np.random.default_rng(5), concentration=kappa,
                                session_tokens=n)
-    rates = np.array([model.segment(0, model.device_rngs[0])[0].mean() for _ in range(6000)])
+    blocks = [model.segment(0, model.device_rngs[0])[0] for _ in range(60)]
+    rates = np.concatenate([b.reshape(-1, n).mean(1) for b in blocks])[:6000]
     var = m * (1 - m) * (1 / (kappa + 1) + kappa / ((kappa + 1) * n))
     assert abs(rates.mean() - m) < Z * math.sqrt(var / len(rates))
     bv = [b.var(ddof=1) for b in _batches(rates, 60)]

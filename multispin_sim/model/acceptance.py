@@ -112,96 +112,127 @@ class IIDAcceptance(AcceptanceModel):
 
 def runs_of_agreement(cont):
     """For each position of each row of ``cont`` (bool (K, L)): the number of consecutive True
-    from that position on (truncated at the row's end)."""
-    cont = np.asarray(cont, dtype=bool)
-    k, n = cont.shape
-    idx = np.where(cont, n, np.arange(n))                       # a stop at its own index
-    next_stop = np.minimum.accumulate(idx[:, ::-1], axis=1)[:, ::-1]
-    return next_stop - np.arange(n)
+    from that position on (truncated at the row's end). Returned flat (K * L,), int64."""
+    cont = np.array(cont, dtype=bool)
+    cont[:, -1] = False                          # a row's end stops every run
+    flat = cont.ravel()
+    stops = np.flatnonzero(~flat)
+    next_stop = np.repeat(stops, np.diff(stops, prepend=-1))
+    return next_stop - np.arange(flat.size)
 
 
 class AgreementWalk(AcceptanceModel):
     """Devices walking along per-position agreement sequences (see the module docstring).
 
-    Subclasses produce a device's sequence piece by piece: ``segment(i, rng)`` returns
-    (bits int8 with 0/1 and possibly UNKNOWN, rate: the per-position true rate (scalar or array),
-    stop: whether a run may not continue past the segment's end). UNKNOWN positions are drawn
-    with ``unknown_rate`` from the device's generator. A window of ``window`` positions per
+    Subclasses produce a device's sequence block by block: ``segment(i, rng)`` returns the next
+    block (bits int8 with 0/1 and possibly UNKNOWN, rate: the per-position true rate (scalar or
+    array), stops: indices where a run may not continue past, or None). Blocks have a fixed
+    make-up (not the number of positions a refill needs), so a device's sequence is the same
+    whenever its blocks are made. UNKNOWN positions are drawn
+    with ``unknown_rate`` from a second generator of the device, in position order (so a
+    device's sequence does not depend on when its pieces are made). A window of ``window`` positions per
     device is kept in (K, window) arrays; it is refilled before any device comes within
     ``margin`` (> the largest draft length + 1) of its end, so runs capped at gamma are exact.
     """
 
-    window = 4096
+    window = 16384
     margin = 80
+    MAX_STEP = 66        # the largest advance of one round: max draft length (64) + 1
     unknown_rate = 0.5
 
     def __init__(self, alpha, rng, **kwargs):
         super().__init__(alpha, rng)
-        self.device_rngs = rng.spawn(self.k)
-        self._rows = np.arange(self.k)
-        self._pending = [[] for _ in range(self.k)]   # (bits, cont, rate) beyond the window
-        self.pos = np.zeros(self.k, dtype=np.int64)
-        self._bits = np.zeros((self.k, 0), dtype=np.int8)
-        self._cont = np.zeros((self.k, 0), dtype=bool)
-        self._rate = np.zeros((self.k, 0))
-        self.positions_walked = np.zeros(self.k, dtype=np.int64)
+        self.device_rngs = rng.spawn(self.k)     # the pieces of each device's sequence
+        self.unknown_rngs = rng.spawn(self.k)    # its UNKNOWN positions, in position order
+        self._offsets = np.arange(self.k) * self.window
+        self._carry = [(np.zeros(0, dtype=bool), np.zeros(0)) for _ in range(self.k)]
+        self._flat = self._offsets.copy()        # offsets + each device's position
+        self._limits = self._offsets + self.window - self.margin
+        self._countdown = 0
+        self._walked = np.zeros(self.k, dtype=np.int64)
+        self._runs = None
+        self._rate = None
+
+    @property
+    def pos(self):
+        """Each device's position in its current window."""
+        return self._flat - self._offsets
+
+    @property
+    def positions_walked(self):
+        """Token positions each device has moved along its sequence so far."""
+        return self._walked + self.pos
 
     def segment(self, i, rng):
         raise NotImplementedError
 
-    def _piece(self, i):
+    def _extend(self, i, need):
+        """At least ``need`` more positions of device i: (continue-run flags, rates)."""
         rng = self.device_rngs[i]
-        bits, rate, stop = self.segment(i, rng)
-        bits = np.array(bits, dtype=np.int8)
-        unknown = bits == UNKNOWN
-        if unknown.any():
-            bits[unknown] = (rng.random(int(unknown.sum())) < self.unknown_rate).astype(np.int8)
-        cont = bits == 1
-        if stop and len(cont):
-            cont[-1] = False
-        return bits, cont, np.broadcast_to(np.asarray(rate, dtype=float), bits.shape)
+        conts, rates, have = [], [], 0
+        while have < need:
+            bits, rate, stops = self.segment(i, rng)
+            bits = np.array(bits, dtype=np.int8)
+            unknown = bits == UNKNOWN
+            if unknown.any():   # one draw per UNKNOWN position, in position order
+                u = self.unknown_rngs[i].random(int(unknown.sum()))
+                bits[unknown] = u < self.unknown_rate
+            cont = bits == 1
+            if stops is not None:
+                cont[stops] = False
+            conts.append(cont)
+            rates.append(np.broadcast_to(np.asarray(rate, dtype=float), cont.shape))
+            have += len(cont)
+        return np.concatenate(conts), np.concatenate(rates)
 
     def _refill(self):
         n = self.window
-        bits = np.empty((self.k, n), dtype=np.int8)
         cont = np.empty((self.k, n), dtype=bool)
         rate = np.empty((self.k, n))
+        pos = self.pos
         for i in range(self.k):
-            p = int(self.pos[i])
-            parts = [(self._bits[i, p:], self._cont[i, p:], self._rate[i, p:])] + self._pending[i]
-            have = sum(len(b) for b, _, _ in parts)
-            while have < n:
-                piece = self._piece(i)
-                parts.append(piece)
-                have += len(piece[0])
-            b = np.concatenate([x[0] for x in parts])
-            c = np.concatenate([x[1] for x in parts])
-            r = np.concatenate([x[2] for x in parts])
-            bits[i], cont[i], rate[i] = b[:n], c[:n], r[:n]
-            self._pending[i] = [(b[n:], c[n:], r[n:])] if len(b) > n else []
-        self._bits, self._cont, self._rate = bits, cont, rate
+            p = int(pos[i])
+            c0, r0 = self._carry[i]
+            if self._runs is not None:
+                c0 = np.concatenate([self._cont[i, p:], c0])
+                r0 = np.concatenate([self._rate[i, p:], r0])
+            if len(c0) < n:
+                c1, r1 = self._extend(i, n - len(c0))
+                c0, r0 = np.concatenate([c0, c1]), np.concatenate([r0, r1])
+            cont[i], rate[i] = c0[:n], r0[:n]
+            self._carry[i] = (c0[n:], r0[n:])
+        self._cont, self._rate = cont, rate
         self._runs = runs_of_agreement(cont)
-        self.pos[:] = 0
-        self._limit = n - self.margin
+        self._walked += self.pos
+        self._flat[:] = self._offsets
+        self._countdown = (n - self.margin) // self.MAX_STEP
 
     def accepted(self, gamma, active=None):
-        if not self._bits.shape[1]:
+        if self._runs is None:
             self._refill()
-        pos = self.pos
-        accepted = np.minimum(self._runs[self._rows, pos], gamma).astype(np.int64)
-        step = accepted + 1
-        if active is not None:
-            step = np.where(active, step, 0)
-        pos += step
-        self.positions_walked += step
-        if pos.max() >= self._limit:
-            self._refill()
+        flat = self._flat
+        accepted = np.minimum(self._runs.take(flat), gamma)
+        flat += accepted                  # + 1 for the active devices (inactive: gamma 0)
+        flat += 1 if active is None else active
+        self._countdown -= 1
+        if self._countdown <= 0:
+            self._check()
         return accepted
 
-    def true_rate(self):
-        if not self._bits.shape[1]:
+    def _check(self):
+        """Refill when a device may come within ``margin`` of its window's end: a round
+        advances a device by at most ``MAX_STEP`` positions, so checking every
+        (room left) // MAX_STEP rounds is enough."""
+        room = int((self._limits - self._flat).min())
+        if room < self.MAX_STEP:
             self._refill()
-        return self._rate[self._rows, self.pos]
+            room = int((self._limits - self._flat).min())
+        self._countdown = room // self.MAX_STEP
+
+    def true_rate(self):
+        if self._runs is None:
+            self._refill()
+        return self._rate.ravel().take(self._flat)
 
 
 @register(ACCEPTANCE_MODELS, "beta")
@@ -217,13 +248,12 @@ class BetaAcceptance(AgreementWalk):
         self.session_tokens = int(session_tokens)
 
     def segment(self, i, rng):
+        t = self.session_tokens
+        n = max(1, 4096 // t)        # sessions per block
         m, kappa = self.alpha[i], self.concentration
-        if m >= 1.0:
-            a = 1.0
-        else:
-            a = rng.beta(m * kappa, (1.0 - m) * kappa)
-        bits = rng.random(self.session_tokens) < a
-        return bits, a, False
+        a = np.ones(n) if m >= 1.0 else rng.beta(m * kappa, (1.0 - m) * kappa, size=n)
+        rate = np.repeat(a, t)
+        return rng.random(n * t) < rate, rate, None
 
     def parameters(self):
         return {"mean": self.alpha.tolist(), "concentration": self.concentration,
@@ -255,15 +285,25 @@ def markov_chain(rng, n, rates, switch, state=None):
         state = 0 if rng.random() < markov_stationary(*switch) else 1
     elif rng.random() < switch[state]:
         state = 1 - state
-    states = np.empty(n, dtype=np.int8)
-    t = 0
-    while t < n:       # sojourns are geometric (memoryless: a cut sojourn continues alike)
-        p = switch[state]
-        stay = n if p <= 0 else int(min(rng.geometric(p), n))
-        states[t:t + stay] = state
-        t += stay
-        if t < n:
-            state = 1 - state
+    # sojourns are geometric (memoryless: a sojourn cut at the block's end continues alike);
+    # drawn in batches of alternating states, as many batches as the block needs
+    p = np.asarray(switch, dtype=float)
+    if p[state] <= 0:
+        states = np.full(n, state, dtype=np.int8)
+    else:
+        order = np.array([state, 1 - state])
+        pairs = int(n * max(p.sum(), 1e-3) / 2 * 1.5) + 8
+        lengths, total = [], 0
+        while total < n:
+            q = p[order]
+            stay = [rng.geometric(x, size=pairs) if x > 0 else np.full(pairs, n) for x in q]
+            batch = np.column_stack(stay).ravel()
+            lengths.append(batch)
+            total += int(batch.sum())
+        lengths = np.concatenate(lengths)
+        lengths = lengths[:int(np.searchsorted(np.cumsum(lengths), n)) + 1]
+        labels = np.resize(order, len(lengths)).astype(np.int8)
+        states = np.repeat(labels, lengths)[:n]
     rate = np.asarray(rates)[states]
     bits = rng.random(n) < rate
     return bits, rate, int(states[-1])
@@ -273,7 +313,7 @@ def markov_chain(rng, n, rates, switch, state=None):
 class MarkovAcceptance(AgreementWalk):
     """Gilbert-Elliott: an easy/hard chain per device, one transition per token position."""
 
-    chunk = 2048
+    chunk = 16384
 
     def __init__(self, alpha, rng, easy_rate=0.9, hard_rate=0.3, easy_to_hard=0.05,
                  hard_to_easy=0.1, **kwargs):
@@ -287,7 +327,7 @@ class MarkovAcceptance(AgreementWalk):
     def segment(self, i, rng):
         bits, rate, self._state[i] = markov_chain(rng, self.chunk, self.rates, self.switch,
                                                   self._state[i])
-        return bits, rate, False
+        return bits, rate, None
 
     def parameters(self):
         return {"easy_rate": float(self.rates[0]), "hard_rate": float(self.rates[1]),
@@ -301,7 +341,7 @@ class TraceAcceptance(AgreementWalk):
     ``assign``: 'uniform' (every device uses all answers) or 'task' (a device uses the answers
     of its task's categories, ``TASK_CATEGORIES``); ``next``: 'draw' (a new answer drawn
     uniformly from the device's pool when one ends), 'cycle' (the pool in file order from a
-    random start, wrapping around) or 'repeat' (the same answer again). An answer's last position
+    random start, wrapping around) or 'repeat' (the answer drawn first, again and again). An answer's last position
     ends the run (the request ends there); UNKNOWN (bonus) positions are drawn with the mean
     agreement rate of the selected answers.
     """
@@ -327,26 +367,37 @@ class TraceAcceptance(AgreementWalk):
                 pool = list(range(len(self.answers)))
             pools.append(np.array(pool))
         self.pools = pools
-        self._cursor = [None] * self.k
+        self._cursor = np.zeros(self.k, dtype=np.int64)
+        self._started = np.zeros(self.k, dtype=bool)
+        self._lengths = np.array([len(a.bits) for a in self.answers])
         self.nominal = np.array([mean_agreement([self.answers[j] for j in p]) for p in pools])
-        self.answers_started = np.zeros(self.k, dtype=np.int64)
 
-    def next_answer(self, i, rng):
+    block = 64   # answers per block
+
+    def next_answers(self, i, rng):
+        """The device's next ``block`` answers (indices into ``answers``)."""
         pool = self.pools[i]
-        c = self._cursor[i]
-        if c is None:
-            c = int(rng.integers(len(pool)))
-        elif self.next == "draw":
-            c = int(rng.integers(len(pool)))
-        elif self.next == "cycle":
-            c = (c + 1) % len(pool)
-        self._cursor[i] = c
-        return int(pool[c])
+        if self.next == "draw":
+            pick = np.minimum((rng.random(self.block) * len(pool)).astype(np.int64),
+                              len(pool) - 1)
+        else:
+            first = self._start(i, rng)
+            step = 1 if self.next == "cycle" else 0
+            pick = (first + step * np.arange(self.block)) % len(pool)
+            self._cursor[i] = first + step * self.block
+        return pool[pick]
+
+    def _start(self, i, rng):
+        if not self._started[i]:
+            self._started[i] = True
+            self._cursor[i] = int(min(rng.random() * len(self.pools[i]), len(self.pools[i]) - 1))
+        return int(self._cursor[i])
 
     def segment(self, i, rng):
-        j = self.next_answer(i, rng)
-        self.answers_started[i] += 1
-        return self.answers[j].bits, self._answer_rate[j], True
+        idx = self.next_answers(i, rng)
+        lengths = self._lengths[idx]
+        bits = np.concatenate([self.answers[j].bits for j in idx])
+        return bits, np.repeat(self._answer_rate[idx], lengths), np.cumsum(lengths) - 1
 
     def parameters(self):
         return {"source": self.source, "answers": len(self.answers), "assign": self.assign,

@@ -31,6 +31,7 @@ import gzip
 import io
 import json
 from dataclasses import dataclass
+from functools import cached_property
 from importlib import resources
 from pathlib import Path
 
@@ -59,11 +60,11 @@ class Answer:
     question: str = ""
     steps: np.ndarray | None = None
 
-    @property
+    @cached_property
     def known(self):
         return int(np.count_nonzero(self.bits >= 0))
 
-    @property
+    @cached_property
     def agreements(self):
         return int(np.count_nonzero(self.bits == 1))
 
