@@ -305,3 +305,23 @@ def test_bad_trace_files(tmp_path, capsys):
     assert main(["acceptance", "fit", str(bad), "--out", str(yaml_out)]) == 2
     assert len(capsys.readouterr().err.strip().splitlines()) == 1
     assert not yaml_out.exists()
+
+
+def test_trace_assignment_by_task_and_oracle_rates():
+    answers = select_answers(read_trace(shipped_trace_path()), benchmark="spec_bench")
+    tasks = ("humaneval", "gsm8k", "mt-bench")
+    model = acc.TraceAcceptance(np.full(3, 0.5), np.random.default_rng(2), answers=answers,
+                                tasks=tasks, assign="task")
+    for i, task in enumerate(tasks):
+        cats = {answers[j].category for j in model.pools[i]}
+        assert cats == set(acc.TASK_CATEGORIES[task]) & {a.category for a in answers}
+        # the nominal rate is the pooled agreement rate of the pool's answers
+        pool = [answers[j] for j in model.pools[i]]
+        assert model.nominal[i] == pytest.approx(sum(a.agreements for a in pool)
+                                                 / sum(a.known for a in pool))
+    # the oracle reports the current answer's own agreement rate
+    belief = acc.OracleBelief(model)
+    rates = {a.agreements / a.known for a in answers}
+    for _ in range(50):
+        assert all(any(abs(r - x) < 1e-12 for x in rates) for r in belief.alpha())
+        model.accepted(np.full(3, 4))

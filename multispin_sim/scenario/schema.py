@@ -317,13 +317,14 @@ class Acceptance(Params):
     trace_model: Optional[str] = param(None, "'trace': use only answers whose model id contains "
                                        "this text (null: all)")
     trace_categories: tuple[str, ...] = param((), "'trace': use only answers of these "
-                                              "categories (empty: all)")
+                                              "categories (empty: all)",
+                                              allowed="a list of category names")
     trace_assign: str = param("uniform", "'trace': 'uniform': every device draws from all "
                               "selected answers; 'task': from the categories of its task "
                               "(humaneval: coding; gsm8k: math; ifeval: writing-like; mt-bench: "
                               "the MT-Bench categories)", choices=TRACE_ASSIGN)
     trace_next: str = param("draw", "'trace': when an answer ends: 'draw' a new one at random, "
-                            "'cycle' through the pool in file order, or 'repeat' it",
+                            "'cycle' through the pool in file order, or 'repeat' the first one drawn",
                             choices=TRACE_NEXT)
     belief: str = param("oracle", "What the draft controllers use as alpha: 'oracle' (the "
                         "model's true current rate) or 'learned' (per-device Beta posterior of "
