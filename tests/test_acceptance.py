@@ -325,3 +325,30 @@ def test_trace_assignment_by_task_and_oracle_rates():
     for _ in range(50):
         assert all(any(abs(r - x) < 1e-12 for x in rates) for r in belief.alpha())
         model.accepted(np.full(3, 4))
+
+
+def test_filtered_belief_is_calibrated_under_its_markov_chain():
+    """The forward filter's prediction is the conditional probability that the next drafted
+    position agrees: within bins of the prediction, the observed first-position agreement
+    matches the mean prediction (outcome - prediction is a martingale difference)."""
+    k, chain = 40, (0.9, 0.3, 0.05, 0.1)
+    model = acc.MarkovAcceptance(np.full(k, 0.5), np.random.default_rng(31), easy_rate=chain[0],
+                                 hard_rate=chain[1], easy_to_hard=chain[2],
+                                 hard_to_easy=chain[3])
+    belief = acc.FilteredBelief(model, markov=chain, max_draft=8)
+    gamma = np.full(k, 4)
+    pred, seen = [], []
+    for _ in range(1500):
+        b = belief.alpha()
+        a = model.accepted(gamma)
+        rejected = a < gamma
+        pred.append(b)
+        seen.append(a >= 1)
+        belief.observe(a, rejected)
+    pred, seen = np.concatenate(pred), np.concatenate(seen).astype(float)
+    assert pred.std() > 0.1          # it does tell the states apart
+    edges = np.quantile(pred, np.linspace(0, 1, 6))
+    for lo, hi in zip(edges[:-1], edges[1:]):
+        sel = (pred >= lo) & (pred <= hi)
+        half = Z * math.sqrt(np.sum(pred[sel] * (1 - pred[sel]))) / sel.sum()
+        assert abs(seen[sel].mean() - pred[sel].mean()) < half

@@ -45,7 +45,9 @@ def build_acceptance(scenario, population, rng, answers=None, block=1024):
     except ValueError as exc:
         raise ScenarioError("acceptance.trace_assign", str(exc)) from None
     belief = make_belief(a.belief, model, prior_mean=a.belief_prior_mean,
-                         prior_weight=a.belief_prior_weight, half_life=a.belief_half_life)
+                         prior_weight=a.belief_prior_weight, half_life=a.belief_half_life,
+                         markov=(a.easy_rate, a.hard_rate, a.easy_to_hard, a.hard_to_easy),
+                         max_draft=scenario.policy.max_draft)
     return model, belief
 
 

@@ -43,7 +43,7 @@ class EdgeServer:
         accepted = self.acceptance.accepted(gamma, active)
         rejected = accepted < gamma
         self.tally.add(accepted, rejected)
-        self.belief.observe(accepted, rejected)
+        self.belief.observe(accepted, rejected, active)
         return accepted, accepted + 1, rejected
 
     def controller_system(self, system):

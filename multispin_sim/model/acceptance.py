@@ -26,8 +26,11 @@ agreements (common random numbers), whatever draft lengths they choose.
 
 Beliefs (``acceptance.belief``) are what the draft controllers are told about alpha:
 ``oracle`` (the model's true current rate: alpha_k for iid, the session's alpha for beta, the
-current state's rate for markov, the current answer's agreement rate for trace) or ``learned``
-(a per-device Beta posterior of the agreements verified so far, see :class:`LearnedBelief`).
+current state's rate for markov, the current answer's agreement rate for trace), ``nominal``
+(the model's long-run mean rate, never updated: what a controller knows without feedback),
+``learned``
+(a per-device Beta posterior of the agreements verified so far, see :class:`LearnedBelief`) or
+``filtered`` (Markov-aware: the forward filter of an easy/hard chain, :class:`FilteredBelief`).
 """
 from __future__ import annotations
 
@@ -428,11 +431,16 @@ class Belief:
     def alpha(self):
         return None
 
-    def observe(self, accepted, rejected):
+    def observe(self, accepted, rejected, active=None):
         pass
 
     def parameters(self):
         return {}
+
+
+@register(BELIEFS, "nominal")
+class NominalBelief(Belief):
+    """The model's long-run mean rate per device (the System's alpha), never updated."""
 
 
 @register(BELIEFS, "oracle")
@@ -465,7 +473,7 @@ class LearnedBelief(Belief):
         self.agree = np.zeros(model.k)
         self.disagree = np.zeros(model.k)
 
-    def observe(self, accepted, rejected):
+    def observe(self, accepted, rejected, active=None):
         if self.half_life is not None:
             decay = 0.5 ** ((accepted + rejected) / self.half_life)
             self.agree *= decay
@@ -489,6 +497,49 @@ def make_belief(name, model, **kwargs):
         raise ValueError(f"unknown acceptance belief {name!r}; allowed: "
                          f"{', '.join(sorted(BELIEFS))}") from None
     return cls(model, **kwargs)
+
+
+@register(BELIEFS, "filtered")
+class FilteredBelief(Belief):
+    """Markov-aware: the forward filter of a Gilbert-Elliott chain on each device's verified
+    positions; alpha = the predicted agreement probability of its next drafted position.
+
+    ``markov`` = (easy_rate, hard_rate, easy_to_hard, hard_to_easy): the chain assumed (the
+    ``acceptance`` markov keys, whatever the acceptance model). A round of a device moves its
+    filter over accepted + 1 positions: the accepted agreements, then a disagreement if a draft
+    was rejected, else an unobserved position (bonus token, or the target's token at gamma = 0).
+    It starts in the stationary law.
+    """
+
+    def __init__(self, model, markov=(0.9, 0.3, 0.05, 0.1), max_draft=64, **_):
+        super().__init__(model)
+        e, h, p, q = (float(x) for x in markov)
+        self.rates = np.array([e, h])
+        self.trans = np.array([[1 - p, p], [q, 1 - q]])
+        agree = self.trans * self.rates            # state before -> (state, agreement)
+        pw = [np.eye(2)]
+        for _ in range(max_draft + 1):
+            pw.append(pw[-1] @ agree)
+        self._agree_pow = np.array(pw)
+        self._last = np.array([self.trans, self.trans * (1 - self.rates)])  # unobserved, 0
+        pe = markov_stationary(p, q) if p + q > 0 else 0.5
+        self.f = np.tile([pe, 1 - pe], (model.k, 1))   # state law at the last position
+
+    def observe(self, accepted, rejected, active=None):
+        f = np.einsum("ki,kij->kj", self.f, self._agree_pow[accepted])
+        f = np.einsum("ki,kij->kj", f, self._last[rejected.astype(np.int64)])
+        f /= f.sum(axis=1, keepdims=True)
+        if active is None:
+            self.f = f
+        else:
+            self.f = np.where(active[:, None], f, self.f)
+
+    def alpha(self):
+        return (self.f @ self.trans) @ self.rates
+
+    def parameters(self):
+        return {"easy_rate": float(self.rates[0]), "hard_rate": float(self.rates[1]),
+                "easy_to_hard": float(self.trans[0, 1]), "hard_to_easy": float(self.trans[1, 0])}
 
 
 class AgreementTally:

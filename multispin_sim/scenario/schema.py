@@ -39,7 +39,7 @@ LENGTH_MODELS: tuple[str, ...] = ("fixed", "geometric", "lognormal", "empirical"
 TOPOLOGY_LAYOUTS: tuple[str, ...] = ("annulus", "coordinates", "graphml")
 MOBILITY_MODELS: tuple[str, ...] = ("none", "random-waypoint")
 ACCEPTANCE_MODELS: tuple[str, ...] = ("iid", "beta", "markov", "trace")
-ACCEPTANCE_BELIEFS: tuple[str, ...] = ("oracle", "learned")
+ACCEPTANCE_BELIEFS: tuple[str, ...] = ("oracle", "nominal", "learned", "filtered")
 TRACE_ASSIGN: tuple[str, ...] = ("uniform", "task")
 TRACE_NEXT: tuple[str, ...] = ("draw", "cycle", "repeat")
 MAX_DRAFT_LIMIT = 64            # upper bound of policy.max_draft
@@ -327,8 +327,11 @@ class Acceptance(Params):
                             "'cycle' through the pool in file order, or 'repeat' the first one drawn",
                             choices=TRACE_NEXT)
     belief: str = param("oracle", "What the draft controllers use as alpha: 'oracle' (the "
-                        "model's true current rate) or 'learned' (per-device Beta posterior of "
-                        "the agreements verified so far)", choices=ACCEPTANCE_BELIEFS)
+                        "model's true current rate), 'nominal' (its long-run mean rate, never "
+                        "updated), 'learned' (per-device Beta posterior of "
+                        "the agreements verified so far) or 'filtered' (Markov-aware: the "
+                        "forward filter of the easy/hard chain of the markov keys, predicting "
+                        "the next position)", choices=ACCEPTANCE_BELIEFS)
     belief_prior_mean: Optional[float] = param(
         None, "'learned': prior mean (null: the device's declared mean rate)", check=_PROB)
     belief_prior_weight: float = param(10.0, "'learned': weight of the prior in token positions",
@@ -464,7 +467,7 @@ def _check_topology(sc: Scenario) -> None:
 @cross_check
 def _check_acceptance(sc: Scenario) -> None:
     a = sc.acceptance
-    if a.model == "markov" and a.easy_to_hard + a.hard_to_easy <= 0:
+    if (a.model == "markov" or a.belief == "filtered") and a.easy_to_hard + a.hard_to_easy <= 0:
         raise ScenarioError("acceptance.easy_to_hard", "both switching probabilities are 0 "
                             "(the chain never moves, its stationary state is undefined)",
                             "expected easy_to_hard + hard_to_easy > 0")
