@@ -297,6 +297,9 @@ def test_bad_trace_files(tmp_path, capsys):
     assert "no usable steps" in err
     err = _run(tmp_path, capsys, t, "acceptance.trace_categories=[poetry]")
     assert "unknown category 'poetry'" in err
+    err = _run(tmp_path, capsys, t, "acceptance.trace_categories=[translation]",
+               "acceptance.trace_assign=task")
+    assert "acceptance.trace_assign" in err and "gsm8k" in err
     err = _run(tmp_path, capsys, "acceptance.model=beta", "acceptance.concentration=0")
     assert "acceptance.concentration" in err
     err = _run(tmp_path, capsys, "acceptance.model=markov", "acceptance.hard_to_easy=1.2")

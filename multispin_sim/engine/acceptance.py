@@ -4,9 +4,9 @@
 ``ScenarioError`` naming ``acceptance.trace_file`` and the file's line); ``build_acceptance``
 makes the ``model.acceptance`` component and the belief the server uses.
 """
-from ..model.acceptance import make_acceptance_model, make_belief
+from ..model.acceptance import TASK_CATEGORIES, make_acceptance_model, make_belief
 from ..model.acceptance_trace import TraceError, read_trace, select_answers, shipped_trace_path
-from ..scenario import ScenarioError
+from ..scenario import TASKS, ScenarioError
 
 
 def trace_path(acceptance):
@@ -19,10 +19,23 @@ def read_acceptance_trace(scenario):
     path = trace_path(a)
     try:
         answers = read_trace(path)
-        return select_answers(answers, path=str(path), benchmark=a.trace_benchmark,
-                              model=a.trace_model, categories=a.trace_categories)
+        answers = select_answers(answers, path=str(path), benchmark=a.trace_benchmark,
+                                 model=a.trace_model, categories=a.trace_categories)
     except TraceError as exc:
         raise ScenarioError("acceptance.trace_file", str(exc)) from None
+    if a.trace_assign == "task":
+        dev = scenario.devices
+        tasks = set(TASKS) if dev.task == "uniform" else {dev.task}
+        tasks |= {o.task for o in dev.overrides.values() if o.task is not None}
+        have = {x.category for x in answers}
+        for task in sorted(tasks):
+            cats = TASK_CATEGORIES.get(task, (task,))
+            if not have & set(cats):
+                raise ScenarioError("acceptance.trace_assign", f"'task': no selected answers of "
+                                    f"the categories of task {task!r} ({', '.join(cats)})",
+                                    f"the selection has {', '.join(sorted(have))}; use "
+                                    "'uniform' or select those categories")
+    return answers
 
 
 def build_acceptance(scenario, population, rng, answers=None, block=1024):
