@@ -150,7 +150,8 @@ class RoundLoop:
                 system = dataclasses.replace(system, draft_latency_s=(
                     self.system.draft_latency_s * slowdown))
             g_ul, g_dl = channel.new_block(start)
-            ctx = DraftContext(r, system, g_ul, g_dl, active, workload.remaining(),
+            ctx = DraftContext(r, self.server.controller_system(system), g_ul, g_dl, active,
+                               workload.remaining(),
                                self.server.policy, self.streams.controller,
                                self.channel.fading, self.channel.reciprocal)
             gamma = self.controller.lengths(ctx)
@@ -172,7 +173,7 @@ class RoundLoop:
 
             # batched verification and outcomes
             t_ver = yield from self.server.verify(env, n_active, gamma, active)
-            accepted, tokens, rejected = self.server.outcomes(gamma)
+            accepted, tokens, rejected = self.server.outcomes(gamma, active)
             if n_active < k:
                 tokens = np.where(active, tokens, 0)
                 rejected &= active

@@ -1,5 +1,6 @@
 """``simulate(scenario)``: build the system from a scenario, run the SimPy rounds, write the outputs."""
 import contextlib
+import dataclasses
 import json
 import signal
 import sys
@@ -19,6 +20,7 @@ from ..outputs.requests import RequestLog
 from ..policies import make_draft_controller
 from ..scenario import dump_scenario_yaml, load_scenario
 from ..outputs.energy import EnergyAccount
+from .acceptance import acceptance_summary, build_acceptance, read_acceptance_trace
 from .channel import OFDMAChannel
 from .compute import (check_verify_table, energy_powers, objective_options, reactive_policy,
                       thermal_state)
@@ -148,6 +150,8 @@ def read_inputs(scenario):
     check_verify_table(scenario)
     if scenario.workload.arrivals == "trace":
         inputs["trace"] = read_trace(scenario.workload.trace_file, scenario.devices.count)
+    if scenario.acceptance.model == "trace":
+        inputs["acceptance_trace"] = read_acceptance_trace(scenario)
     if scenario.topology.layout == "graphml":
         inputs["graphml"] = read_graphml_positions(scenario.topology.graphml_file,
                                                    scenario.devices.count)
@@ -192,6 +196,11 @@ def simulate(scenario, out=None, *, results_dir=None, progress=False, command_li
     streams = RandomStreams(scenario.seed)
     population = build_population(scenario, streams.devices, streams.topology, streams.shadowing,
                                    inputs.get("graphml"))
+    acceptance, belief = build_acceptance(scenario, population, streams.acceptance,
+                                          inputs.get("acceptance_trace"))
+    if acceptance.nominal is not population.system.alpha:   # the model's mean rates
+        population = dataclasses.replace(population, system=dataclasses.replace(
+            population.system, alpha=acceptance.nominal))
     system = population.system
     policy = scenario.policy
     ch = scenario.channel
@@ -207,7 +216,7 @@ def simulate(scenario, out=None, *, results_dir=None, progress=False, command_li
     channel = OFDMAChannel(system, streams.fading, ch.fading, ch.reciprocal,
                            doppler_hz=ch.doppler_hz, coherence_s=coherence, moving=moving)
     server = EdgeServer(system, reactive_policy(scenario, population), streams.policy,
-                        streams.acceptance)
+                        streams.acceptance, acceptance=acceptance, belief=belief)
     thermal = thermal_state(scenario, population)  # None without compute.thermal
     server, population = payload_server(scenario, server, population, streams, folder, channel,
                                         inputs)
@@ -249,7 +258,9 @@ def simulate(scenario, out=None, *, results_dir=None, progress=False, command_li
     if log is not None:
         log.close()
     wall = time.perf_counter() - wall0
-    recorder.write_devices(population)
+    recorder.write_devices(population, extra={
+        "agreed_positions": server.tally.agreed, "verified_positions": server.tally.verified,
+        "agreement_rate": server.tally.rate()})
     write_topology(folder / "topology.graphml", population)
     summary = recorder.stats.summary()
     summary["energy"] = recorder.energy.summary(recorder.stats.tokens)
@@ -258,6 +269,7 @@ def simulate(scenario, out=None, *, results_dir=None, progress=False, command_li
     if hasattr(loop, "summary"):  # the protocol's own block (asynchronous)
         block = loop.summary(env.now)
         summary[block["protocol"]] = block
+    summary["acceptance"] = acceptance_summary(scenario, acceptance, belief, server.tally)
     warnings = []
     if requests is not None:
         stats = recorder.stats

@@ -106,17 +106,18 @@ class Recorder:
         if self.writer is not None:
             self.writer.close()
 
-    def write_devices(self, population):
+    def write_devices(self, population, extra=None):
+        """devices.csv; ``extra``: more columns (name -> (K,) values) after the standard ones."""
         system = population.system
         stats = self.stats
         time = stats.sim_time
         goodput = stats.device_tokens / time if time > 0 else np.zeros(self.k)
-        extra = {}
+        extra = dict(extra or {})
         if self.energy is not None:
             modes = population.power_mode or (None,) * self.k
-            extra = {"power_mode": np.array([m or "" for m in modes], dtype=object),
-                     "draft_power_w": self.energy.powers.draft_w,
-                     **self.energy.device_columns(stats.device_tokens)}
+            extra.update({"power_mode": np.array([m or "" for m in modes], dtype=object),
+                          "draft_power_w": self.energy.powers.draft_w,
+                          **self.energy.device_columns(stats.device_tokens)})
         devices = CsvStream(self.folder / "devices.csv", DEVICE_COLUMNS + tuple(extra))
         devices.append(
             device=self._index, task=np.array(population.tasks, dtype=object), alpha=system.alpha,

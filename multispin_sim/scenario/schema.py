@@ -22,7 +22,7 @@ from .presets import DEFAULT_MODEL_PAIR, MODEL_PAIRS, TASKS
 __all__ = [
     "Scenario", "Devices", "DeviceOverride", "Server", "Channel", "Payload", "Policy", "Run",
     "Workload", "Topology", "Mobility", "Compute", "Energy", "PowerMode", "Serving", "Adaptive",
-    "PROTOCOLS", "BATCHING_POLICIES",
+    "PROTOCOLS", "BATCHING_POLICIES", "Acceptance", "ACCEPTANCE_MODELS", "ACCEPTANCE_BELIEFS",
     "FADING_MODELS", "DEVICE_TASKS", "POLICY_MODES", "DRAFT_POLICIES", "DRAFT_UPDATES",
     "ARRIVAL_MODELS", "LENGTH_MODELS", "TOPOLOGY_LAYOUTS", "MOBILITY_MODELS",
     "PAYLOAD_FORMATS", "PAYLOAD_MODELS", "MAX_DRAFT_LIMIT", "EXHAUSTIVE_MAX_DEVICES", "DEFAULT_DL_POWER_RATIO", "CROSS_CHECKS",
@@ -45,6 +45,10 @@ TOPOLOGY_LAYOUTS: tuple[str, ...] = ("annulus", "coordinates", "graphml")
 MOBILITY_MODELS: tuple[str, ...] = ("none", "random-waypoint")
 PAYLOAD_FORMATS: tuple[str, ...] = ("dense", "topk", "topp", "quantized")
 PAYLOAD_MODELS: tuple[str, ...] = ("bits", "token")
+ACCEPTANCE_MODELS: tuple[str, ...] = ("iid", "beta", "markov", "trace")
+ACCEPTANCE_BELIEFS: tuple[str, ...] = ("oracle", "nominal", "learned", "filtered")
+TRACE_ASSIGN: tuple[str, ...] = ("uniform", "task")
+TRACE_NEXT: tuple[str, ...] = ("draw", "cycle", "repeat")
 MAX_DRAFT_LIMIT = 64            # upper bound of policy.max_draft
 # verification tables shipped in multispin_sim/data/verify_tables (= model.verification)
 SHIPPED_VERIFY_TABLES: tuple[str, ...] = ("vidur-a100-codellama34b", "paper-linear-qwen2.5")
@@ -351,6 +355,67 @@ class Mobility(Params):
         check=_REGION)
 
 
+_PROB = in_interval(0, 1)
+
+
+@section
+class Acceptance(Params):
+    """How many drafts are accepted: the acceptance model and the controllers' belief of alpha
+    (model/acceptance.py; ``multispin-sim acceptance fit`` fits these keys to a trace)."""
+
+    model: str = param("iid", "'iid': i.i.d. per-token acceptance alpha (the paper); 'beta': "
+                       "every session of session_tokens positions draws alpha ~ Beta around the "
+                       "device's mean; 'markov': Gilbert-Elliott easy/hard chain per device; "
+                       "'trace': replay of measured agreement sequences (trace_file)",
+                       choices=ACCEPTANCE_MODELS)
+    mean: Optional[float] = param(None, "Mean agreement rate of every device for 'iid' and "
+                                  "'beta' (null: devices.acceptance of the device's task)",
+                                  check=_ALPHA)
+    concentration: float = param(10.0, "'beta': concentration kappa (alpha ~ Beta(m kappa, "
+                                 "(1 - m) kappa), variance m (1 - m) / (kappa + 1))", check=gt(0))
+    session_tokens: int = param(64, "'beta': token positions per session (one alpha each)",
+                                unit="tokens", check=ge(1))
+    easy_rate: float = param(0.9, "'markov': agreement rate in the easy state", check=_PROB)
+    hard_rate: float = param(0.3, "'markov': agreement rate in the hard state", check=_PROB)
+    easy_to_hard: float = param(0.05, "'markov': probability per token position of switching "
+                                "easy -> hard", check=_PROB)
+    hard_to_easy: float = param(0.1, "'markov': probability per token position of switching "
+                                "hard -> easy", check=_PROB)
+    trace_file: Optional[str] = param(
+        None, "'trace': Spec-Bench JSONL (.jsonl[.gz]) or 0/1 CSV (.csv[.gz], column agree, "
+        "optional answer, category, benchmark, model) of agreement sequences (null: the shipped "
+        "Spec-Bench trace, multispin_sim/data); a relative path is relative to the working "
+        "directory", default_text="shipped Spec-Bench trace")
+    trace_benchmark: Optional[str] = param(
+        None, "'trace': use only answers of this benchmark (shipped trace: spec_bench = vicuna "
+        "68m -> 7b; sentiment_analysis, test_bench = Qwen2.5-7B) (null: all)")
+    trace_model: Optional[str] = param(None, "'trace': use only answers whose model id contains "
+                                       "this text (null: all)")
+    trace_categories: tuple[str, ...] = param((), "'trace': use only answers of these "
+                                              "categories (empty: all)",
+                                              allowed="a list of category names")
+    trace_assign: str = param("uniform", "'trace': 'uniform': every device draws from all "
+                              "selected answers; 'task': from the categories of its task "
+                              "(humaneval: coding; gsm8k: math; ifeval: writing-like; mt-bench: "
+                              "the MT-Bench categories)", choices=TRACE_ASSIGN)
+    trace_next: str = param("draw", "'trace': when an answer ends: 'draw' a new one at random, "
+                            "'cycle' through the pool in file order, or 'repeat' the first one drawn",
+                            choices=TRACE_NEXT)
+    belief: str = param("oracle", "What the draft controllers use as alpha: 'oracle' (the "
+                        "model's true current rate), 'nominal' (its long-run mean rate, never "
+                        "updated), 'learned' (per-device Beta posterior of "
+                        "the agreements verified so far) or 'filtered' (Markov-aware: the "
+                        "forward filter of the easy/hard chain of the markov keys, predicting "
+                        "the next position)", choices=ACCEPTANCE_BELIEFS)
+    belief_prior_mean: Optional[float] = param(
+        None, "'learned': prior mean (null: the device's declared mean rate)", check=_PROB)
+    belief_prior_weight: float = param(10.0, "'learned': weight of the prior in token positions",
+                                       unit="tokens", check=gt(0))
+    belief_half_life: Optional[float] = param(
+        None, "'learned': evidence is discounted by half every this many verified positions "
+        "(null: never, the plain posterior)", unit="tokens", check=gt(0))
+
+
 @section
 class PowerMode(Params):
     """One named power mode of a device (a row of compute.power_modes)."""
@@ -482,6 +547,7 @@ class Scenario(Params):
     energy: Energy = param(Energy(), "Powers for the energy accounting")
     serving: Serving = param(Serving(), "Serving protocol, batching and SLOs")
     adaptive: Adaptive = param(Adaptive(), "Adaptive draft-length policies")
+    acceptance: Acceptance = param(Acceptance(), "Acceptance model and belief")
 
 
 # --------------------------------------------------------------------------------------------
@@ -650,3 +716,15 @@ def _check_serving(sc: Scenario) -> None:
     if sc.mobility.model != "none":
         raise ScenarioError("mobility.model", f"{sc.mobility.model!r} is not supported with "
                             "serving.protocol 'asynchronous'", "expected 'none'")
+
+
+@cross_check
+def _check_acceptance(sc: Scenario) -> None:
+    a = sc.acceptance
+    if (a.model == "markov" or a.belief == "filtered") and a.easy_to_hard + a.hard_to_easy <= 0:
+        raise ScenarioError("acceptance.easy_to_hard", "both switching probabilities are 0 "
+                            "(the chain never moves, its stationary state is undefined)",
+                            "expected easy_to_hard + hard_to_easy > 0")
+    if a.model == "trace" and a.trace_file and not os.path.isfile(a.trace_file):
+        raise ScenarioError("acceptance.trace_file", f"{a.trace_file!r} is not a readable file",
+                            "expected the path of a Spec-Bench JSONL or a 0/1 CSV trace")
