@@ -109,7 +109,7 @@ def build_population(scenario, rng, topology_rng=None, shadowing_rng=None, graph
         p_dl_w=dl_power_w(scenario),
         payload_bits=float(payload_bits(pl.effective_vocab, pl.vocab, pl.prob_bits)),
         bandwidth_hz=ch.bandwidth_mhz * 1e6,
-        n0=noise_psd_watt_per_hz(ch.noise_psd_dbm_hz),
+        n0=noise_psd_watt_per_hz(ch.noise_psd_dbm_hz + ch.noise_figure_db),
         verify_fixed_s=scenario.server.verify_fixed_ms * 1e-3,
         verify_per_device_s=scenario.server.verify_per_device_ms * 1e-3,
     )

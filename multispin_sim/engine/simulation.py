@@ -19,6 +19,7 @@ from ..outputs.requests import RequestLog
 from ..policies import make_draft_controller, make_reactive_policy
 from ..scenario import dump_scenario_yaml, load_scenario
 from .channel import OFDMAChannel
+from .link import build_channel, check_link, link_policy
 from .population import build_population
 from .round import RoundLoop
 from .server import EdgeServer
@@ -140,6 +141,7 @@ def write_topology(path, population):
 def read_inputs(scenario):
     """Files a scenario refers to (trace, GraphML), read and checked before anything is written."""
     inputs = {}
+    check_link(scenario)
     if scenario.workload.arrivals == "trace":
         inputs["trace"] = read_trace(scenario.workload.trace_file, scenario.devices.count)
     if scenario.topology.layout == "graphml":
@@ -194,9 +196,9 @@ def simulate(scenario, out=None, *, results_dir=None, progress=False, command_li
     )
     env = simpy.Environment()
     coherence = None if ch.coherence_time_ms is None else ch.coherence_time_ms * 1e-3
-    channel = OFDMAChannel(system, streams.fading, ch.fading, ch.reciprocal,
-                           doppler_hz=ch.doppler_hz, coherence_s=coherence, moving=moving)
-    server = EdgeServer(system, make_reactive_policy(policy.mode), streams.policy, streams.acceptance)
+    channel = build_channel(scenario, system, streams, coherence, moving)
+    server = EdgeServer(system, link_policy(scenario, channel, make_reactive_policy(policy.mode)),
+                        streams.policy, streams.acceptance)
     # long runs format their CSV rows on the second core (same bytes, see WriterProcess)
     recorder = Recorder(folder, system.k, planned=channel.dynamic_csi, distance=moving,
                         writer_process=scenario.run.rounds * system.k >= WRITER_PROCESS_MIN_ROWS)
@@ -255,6 +257,8 @@ def simulate(scenario, out=None, *, results_dir=None, progress=False, command_li
             transmissions=channel.transmissions, over_several_blocks=channel.multi_block,
             blocks_per_transmission=(channel.blocks_used / channel.transmissions
                                      if channel.transmissions else 0.0))
+    if hasattr(channel, "link_summary"):
+        summary["link"] = channel.link_summary()
     if warnings:
         summary["warnings"] = warnings  # the CLI prints them; sweeps collect them
     summary.update(complete=complete, wall_time_s=wall,

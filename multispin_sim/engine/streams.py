@@ -17,6 +17,8 @@ STREAMS = (
     "mobility",    # device movement
     "topology",    # device bearings of the annulus layout
     "shadowing",   # log-normal shadowing: initial values and their changes as devices move
+    "link",        # link layer: HARQ/BLER draws and retry fading blocks (link.model: mcs)
+    "csi",         # CSI estimation errors at decision time (csi.*)
 )
 
 

@@ -21,7 +21,7 @@ from .presets import DEFAULT_MODEL_PAIR, MODEL_PAIRS, TASKS
 
 __all__ = [
     "Scenario", "Devices", "DeviceOverride", "Server", "Channel", "Payload", "Policy", "Run",
-    "Workload", "Topology", "Mobility",
+    "Workload", "Topology", "Mobility", "Link", "Csi",
     "FADING_MODELS", "DEVICE_TASKS", "POLICY_MODES", "DRAFT_POLICIES", "DRAFT_UPDATES",
     "ARRIVAL_MODELS", "LENGTH_MODELS", "TOPOLOGY_LAYOUTS", "MOBILITY_MODELS",
     "MAX_DRAFT_LIMIT", "EXHAUSTIVE_MAX_DEVICES", "DEFAULT_DL_POWER_RATIO", "CROSS_CHECKS",
@@ -151,6 +151,9 @@ class Channel(Params):
     shadowing_decorrelation_m: float = param(
         50.0, "Decorrelation distance of shadowing for moving devices (Gudmundson: correlation "
         "exp(-moved / this))", unit="m", check=gt(0))
+    noise_figure_db: float = param(0.0, "Receiver noise figure, added to noise_psd_dbm_hz for "
+                                   "both link models (N0 = noise_psd_dbm_hz + noise_figure_db)",
+                                   unit="dB", check=ge(0))
 
 
 @section
@@ -276,6 +279,60 @@ class Mobility(Params):
         check=_REGION)
 
 
+LINK_MODELS: tuple[str, ...] = ("shannon", "mcs")
+CQI_TABLES: tuple[str, ...] = ("64qam", "256qam", "64qam-low-se", "continuous")
+HARQ_COMBINING: tuple[str, ...] = ("chase", "repetition")
+SUBCARRIER_SPACINGS_KHZ: tuple[int, ...] = (15, 30, 60, 120)
+
+
+@section
+class Link(Params):
+    """The link layer (README 'Link layer'): Shannon rate (the paper) or NR MCS/BLER/HARQ."""
+
+    model: str = param("shannon", "'shannon': b log2(1 + SNR) on B / |R| (the paper); 'mcs': "
+                       "3GPP NR link: whole PRBs, CQI-table MCS chosen at the reported SNR, "
+                       "TS 38.214 transport blocks per slot, BLER, HARQ, outages",
+                       choices=LINK_MODELS)
+    cqi_table: str = param("64qam", "CQI table of 'mcs': '64qam' (TS 38.214 Table 5.2.2.1-2), "
+                           "'256qam' (5.2.2.1-3), '64qam-low-se' (5.2.2.1-4), 'continuous' "
+                           "(ideal rate log2(1 + SNR / gap), no TBS rounding)",
+                           choices=CQI_TABLES)
+    bler_target: float = param(0.1, "Link adaptation: the highest MCS whose BLER at the reported "
+                               "SNR is <= this", check=in_interval(0, 1, low_open=True,
+                                                                  high_open=True))
+    implementation_gap_db: float = param(1.5, "SNR gap of each MCS's 10%-BLER threshold to the "
+                                         "Shannon bound: thr = gap (2^eff - 1)", unit="dB",
+                                         check=ge(0))
+    bler_waterfall_db: float = param(1.0, "Width of the logistic BLER curve: SNR span from BLER "
+                                     "0.9 to 0.1", unit="dB", check=gt(0))
+    subcarrier_spacing_khz: int = param(30, "Subcarrier spacing 15 * 2^mu (PRB = 12 "
+                                        "subcarriers, slot = 1 ms / 2^mu)", unit="kHz",
+                                        choices=SUBCARRIER_SPACINGS_KHZ)
+    harq_max_transmissions: int = param(4, "HARQ: transmissions of one transport block before it "
+                                        "is dropped and retried on the next fading block",
+                                        check=ge(1))
+    harq_combining: str = param("chase", "'chase': the m-th attempt decodes at the summed SNR "
+                                "m SNR; 'repetition': independent attempts", choices=HARQ_COMBINING)
+    retry_block_ms: float = param(10.0, "With one fading block per round "
+                                  "(channel.coherence_time_ms null): how long an outage or a "
+                                  "dropped block waits for a new fading draw", unit="ms",
+                                  check=gt(0))
+
+
+@section
+class Csi(Params):
+    """CSI at decision time (draft controller and reactive policy); transmissions meet the truth."""
+
+    delay_ms: float = param(0.0, "Age of the CSI at the decision, aged with rho = J0(2 pi "
+                            "channel.doppler_hz delay)", unit="ms", check=ge(0))
+    cqi_quantisation: bool = param(False, "Decisions see a 4-bit CQI of the reference SNR "
+                                   "P_ul g / (N0 B) (lower edge of its bin on the link's CQI "
+                                   "grid) instead of the exact gain")
+    estimation_error_variance: float = param(
+        0.0, "MMSE channel estimation error variance s2 (h = h_hat + e, e ~ CN(0, s2)); the "
+        "decision uses |h_hat|^2", check=in_interval(0, 1, high_open=True))
+
+
 @section
 class Scenario(Params):
     """A complete, validated scenario (load it with ``load_scenario``)."""
@@ -295,6 +352,8 @@ class Scenario(Params):
     workload: Workload = param(Workload(), "The requests (arrivals, lengths, queues)")
     topology: Topology = param(Topology(), "Server and device positions")
     mobility: Mobility = param(Mobility(), "Device movement")
+    link: Link = param(Link(), "The link layer (Shannon or NR MCS/HARQ)")
+    csi: Csi = param(Csi(), "CSI at decision time")
 
 
 # --------------------------------------------------------------------------------------------
@@ -396,3 +455,13 @@ def _check_topology(sc: Scenario) -> None:
         if not os.path.isfile(t.graphml_file):
             raise ScenarioError("topology.graphml_file", f"{t.graphml_file!r} is not a "
                                 "readable file", "expected the path of a GraphML file")
+
+
+@cross_check
+def _check_link(sc: Scenario) -> None:
+    # the PRB count check needs the NR tables (model): engine.link.check_link, before a run
+    # writes anything
+    if sc.csi.cqi_quantisation and sc.link.cqi_table == "continuous":
+        raise ScenarioError("csi.cqi_quantisation", "CQI quantisation with link.cqi_table "
+                            "'continuous' (no CQI grid)", "expected a CQI table other than "
+                            "'continuous', or cqi_quantisation: false")

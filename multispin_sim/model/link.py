@@ -1,0 +1,333 @@
+"""The link component: how long a correction of ``bits`` takes on a subband (pure numpy).
+
+Two settings (``link.model``):
+
+- ``shannon`` (the paper's): rate b log2(1 + SNR) on a continuous equal split b = B / |R|.
+  The engine keeps its own code path for it (``ShannonLink`` only answers planned delays).
+- ``mcs``: 3GPP NR link abstraction.
+
+  * Resource blocks: the carrier has N_PRB usable PRBs (``nr_tables.usable_prbs``: TS 38.101
+    tables); each of the |R| transmitting devices gets floor(N_PRB / |R|) whole PRBs; the
+    N_PRB mod |R| remaining PRBs stay idle, so every device has the same bandwidth and the
+    reactive decision keeps its structure (the prefix lemma, see below). The noise bandwidth of
+    a device is n_PRB 12 delta_f, its SNR = P g / (N0 n_PRB 12 delta_f).
+  * Link adaptation: the highest CQI whose BLER at the *reported* SNR is <= the BLER target
+    (CQI 0: out of range, an outage). The MCS is the CQI table's (Q_m, R); the transport
+    block size is TS 38.214 5.1.3.2 for n_PRB PRBs (``nr_tables.transport_block_size``); one
+    transport block per slot (1 ms / 2^mu); a correction needs ceil(bits / TBS) blocks.
+  * BLER: a logistic curve in dB around each MCS's 10%-BLER SNR threshold
+        BLER(snr) = 1 / (1 + 9 exp(a (snr_dB - thr_dB))),   a = ln(81) / w,
+    so BLER(thr) = 0.1 and the SNR span from BLER 0.9 to 0.1 is w dB (``bler_waterfall_db``).
+    The thresholds are derived from the Shannon bound with an implementation gap Gamma
+    (``implementation_gap_db``): thr = Gamma (2^eff - 1), eff = Q_m R the MCS's bits per
+    resource element (link-level curves of LDPC codes in AWGN sit about 1-2 dB from the bound
+    at 10% BLER; e.g. Mogensen et al., "LTE capacity compared to the Shannon bound", 2007).
+  * HARQ: each transport block is sent up to ``harq_max`` times; with chase combining the
+    m-th attempt decodes at the summed SNR m snr (conditional failure BLER(m snr) given the
+    earlier failures), with repetition each attempt is an independent try at snr. Every
+    attempt takes one slot (enough parallel HARQ processes keep the pipe full; the HARQ
+    round-trip of the last block is not added). After ``harq_max`` failures the block is
+    dropped from the HARQ buffer and the device waits for the next fading block, where it
+    adapts again (on that block's true SNR: a fresh CQI report) and continues with the bits
+    not yet delivered (blocks already delivered stay delivered, as RLC would keep them).
+  * Outage: a reported SNR below CQI 1's switching point waits for the next fading block.
+    Delays therefore stay finite under Rayleigh fading (a geometric number of blocks).
+  * Fading blocks during a correction: a transport block whose first attempt starts in a
+    fading block keeps that block's SNR for all its attempts (a simplification at block
+    boundaries); the MCS chosen at the start is kept until a retry or an outage.
+  * ``cqi_table: continuous``: an ideal grid, eff = log2(1 + snr_eff / Gamma) where snr_eff is
+    the reported SNR lowered so that the BLER target is met, TBS = N_RE eff with no rounding
+    (for checks against the Shannon bound; no outage). Its delay is within
+        S / (rho b log2(1 + snr / Gamma)) <= d < that + one slot,  rho = 156 / 180
+    (the 156 data REs of the 14 x 12 per PRB and slot, over the 12 x 15 kHz x 2^mu bandwidth x
+    slot product 180): ``continuous_delay_bounds``.
+
+Random numbers: the BLER draws come from the ``link`` stream only (``engine.streams``).
+"""
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import nr_tables as nr
+
+LINK_MODELS = ("shannon", "mcs")
+HARQ_COMBINING = ("chase", "repetition")
+_LN2 = math.log(2.0)
+_MAX_BLOCKS = 1_000_000  # blocks waited by one correction before giving up (a bug or no fading)
+
+
+@dataclass
+class LinkOutcome:
+    """One correction: realised delay (s), HARQ transmissions (slots used), transport blocks that
+    failed every attempt, fading blocks waited in outage, transport blocks delivered."""
+
+    delay_s: float
+    transmissions: int = 0
+    failures: int = 0
+    outages: int = 0
+    blocks: int = 0
+
+
+class ShannonLink:
+    """The paper's link: b log2(1 + SNR) on b = B / |R| (the engine's own code path)."""
+
+    name = "shannon"
+    fast_path_eligible = True
+
+    def planned_delay(self, bits, bandwidth_hz, snr):
+        with np.errstate(divide="ignore"):
+            return np.asarray(bits, float) / (bandwidth_hz * np.log2(1.0 + np.asarray(snr, float)))
+
+
+class BlerCurve:
+    """Logistic BLER around 10%-BLER thresholds thr_dB = 10 log10(Gamma (2^eff - 1))."""
+
+    def __init__(self, gap_db=1.5, waterfall_db=1.0, enabled=True):
+        self.gap = 10.0 ** (gap_db / 10.0)
+        self.slope = math.log(81.0) / waterfall_db   # per dB
+        self.enabled = enabled
+
+    def threshold_db(self, eff):
+        return 10.0 * np.log10(self.gap * np.expm1(np.asarray(eff, float) * _LN2))
+
+    def bler(self, thr_db, snr):
+        """BLER of an MCS with threshold ``thr_db`` at linear SNR ``snr`` (arrays broadcast)."""
+        if not self.enabled:
+            return np.zeros(np.broadcast_shapes(np.shape(thr_db), np.shape(snr)))
+        with np.errstate(divide="ignore", over="ignore"):
+            x = self.slope * (10.0 * np.log10(snr) - thr_db)
+            return 1.0 / (1.0 + 9.0 * np.exp(x))
+
+    def shift_db(self, target):
+        """BLER <= target  <=>  snr_dB >= thr_dB + shift (0 at target 0.1)."""
+        if not self.enabled:
+            return -np.inf
+        return math.log((1.0 - target) / (9.0 * target)) / self.slope
+
+
+class McsLink:
+    """NR link abstraction (module docstring). Scalars throughout (one correction at a time).
+
+    ``bandwidth_hz``: carrier bandwidth B; ``n0``: noise PSD in W/Hz (noise figure included).
+    """
+
+    name = "mcs"
+    fast_path_eligible = False  # per-correction HARQ draws: no vectorised engine fast path
+
+    def __init__(self, bandwidth_hz, n0, scs_khz=30, table="64qam", bler_target=0.1,
+                 gap_db=1.5, waterfall_db=1.0, harq_max=4, combining="chase", bler=True):
+        if table not in nr.CQI_TABLE_NAMES:
+            raise ValueError(f"unknown CQI table {table!r}; allowed: {', '.join(nr.CQI_TABLE_NAMES)}")
+        if not 0.0 < bler_target < 1.0:
+            raise ValueError(f"BLER target {bler_target} is not in (0, 1)")
+        if int(harq_max) < 1:
+            raise ValueError(f"HARQ maximum transmissions {harq_max} is < 1")
+        if combining not in HARQ_COMBINING:
+            raise ValueError(f"unknown HARQ combining {combining!r}; allowed: chase, repetition")
+        self.bandwidth_hz = float(bandwidth_hz)
+        self.n0 = float(n0)
+        self.scs_khz = int(scs_khz)
+        self.n_prb = nr.usable_prbs(self.bandwidth_hz, self.scs_khz)
+        self.prb_hz = nr.SUBCARRIERS_PER_PRB * self.scs_khz * 1e3
+        self.slot_s = nr.slot_seconds(self.scs_khz)
+        self.table = table
+        self.curve = BlerCurve(gap_db, waterfall_db, enabled=bler)
+        self.bler_target = float(bler_target)
+        self.harq_max = int(harq_max)
+        self.chase = combining == "chase"
+        self.shift_db = self.curve.shift_db(self.bler_target)
+        self.re_per_prb = nr.data_re_per_prb()
+        if table == "continuous":
+            self.eff = self.thr_db = self.switch_db = self.tbs = None
+        else:
+            _, _, eff = nr.cqi_table(table)
+            self.eff = eff
+            self.thr_db = self.curve.threshold_db(eff)
+            self.switch_db = self.thr_db + self.shift_db  # lowest reported SNR for each CQI
+            self.tbs = nr.tbs_table(table, self.n_prb)
+        # statistics of the corrections delivered so far
+        self.transmissions = self.failures = self.outages = self.corrections = 0
+
+    # -- resources ---------------------------------------------------------------------------
+    def prbs(self, n_devices):
+        """Whole PRBs of each of ``n_devices`` transmitting devices (equal split, remainder idle)."""
+        return self.n_prb // max(int(n_devices), 1)
+
+    def noise_w(self, n_prb):
+        return self.n0 * n_prb * self.prb_hz
+
+    def snr(self, power_w, gain, n_prb):
+        return power_w * gain / self.noise_w(n_prb)
+
+    # -- link adaptation ---------------------------------------------------------------------
+    def cqi(self, snr):
+        """CQI index 0..15 chosen at (reported) linear SNR ``snr`` (array ok); 0 = outage."""
+        with np.errstate(divide="ignore"):
+            snr_db = 10.0 * np.log10(np.asarray(snr, float))
+        return np.searchsorted(self.switch_db, snr_db, side="right")
+
+    def choose(self, snr_reported, n_prb):
+        """(TBS bits, threshold dB) of the MCS chosen at the reported SNR; None in outage."""
+        if self.table == "continuous":
+            if not snr_reported > 0:
+                return None
+            snr_eff = snr_reported * 10.0 ** (-self.shift_db / 10.0) if self.curve.enabled \
+                else snr_reported
+            eff = math.log2(1.0 + snr_eff / self.curve.gap)
+            return self.re_per_prb * n_prb * eff, float(self.curve.threshold_db(eff))
+        c = int(self.cqi(snr_reported))
+        if c == 0:
+            return None
+        return int(self.tbs[c - 1, n_prb]), float(self.thr_db[c - 1])
+
+    def planned_delay(self, bits, n_prb, snr_reported):
+        """Error-free schedule at the reported SNR: ceil(bits / TBS) slots (inf in outage)."""
+        got = self.choose(snr_reported, n_prb)
+        if got is None or got[0] <= 0:
+            return math.inf
+        return math.ceil(bits / got[0] - 1e-12) * self.slot_s
+
+    def planned_delays(self, bits, snr, n_prb, outage_wait_s=0.0):
+        """Vectorised error-free schedule: ceil(bits / TBS) slots at the CQI of ``snr`` (any
+        shape), ``n_prb`` broadcasting against it (ints >= 1), ``bits`` scalar or per device.
+        An outage plans ``outage_wait_s`` (one fading block) plus the CQI-1 schedule."""
+        snr = np.asarray(snr, float)
+        n_prb = np.broadcast_to(np.asarray(n_prb, dtype=np.int64), snr.shape)
+        bits = np.broadcast_to(np.asarray(bits, float), snr.shape)
+        if self.table == "continuous":
+            with np.errstate(divide="ignore", invalid="ignore"):
+                snr_eff = snr * 10.0 ** (-self.shift_db / 10.0) if self.curve.enabled else snr
+                tbs = self.re_per_prb * n_prb * np.log2(1.0 + snr_eff / self.curve.gap)
+                return np.ceil(bits / tbs - 1e-12) * self.slot_s
+        c = self.cqi(snr)
+        tbs = self.tbs[np.maximum(c, 1) - 1, n_prb]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            slots = np.ceil(bits / tbs - 1e-12)
+        return np.where(c > 0, slots * self.slot_s, outage_wait_s + slots * self.slot_s)
+
+    def attempt_pmf(self, thr_db, snr):
+        """P(a transport block needs exactly m attempts), m = 1..M, then P(all M fail)."""
+        m = np.arange(1, self.harq_max + 1)
+        if self.chase:
+            fail = self.curve.bler(thr_db, m * snr)
+        else:
+            fail = np.full(self.harq_max, float(self.curve.bler(thr_db, snr)))
+        survive = np.concatenate([[1.0], np.cumprod(fail)])  # P(first m attempts all fail)
+        return np.append(survive[:-1] - survive[1:], survive[-1])
+
+    # -- one correction ----------------------------------------------------------------------
+    def deliver(self, bits, n_prb, power_w, snr_reported, blocks, rng):
+        """Realised delivery of ``bits`` on ``n_prb`` PRBs at ``power_w`` (a ``LinkOutcome``).
+
+        ``blocks``: the fading the correction meets, an object with ``current(t) -> (gain,
+        t_end)`` (the true gain of the block containing time t after the start, and when that
+        block ends, inf if it holds until a retry) and ``next(t) -> t'`` (the start of the next
+        fading block after t). ``snr_reported``: the SNR the decision adapts to at the start.
+        """
+        slot = self.slot_s
+        remaining = float(bits)
+        t = 0.0
+        out = LinkOutcome(0.0)
+        reported = snr_reported
+        m_max = self.harq_max
+        waited = 0
+        while remaining > 0:
+            gain, t_end = blocks.current(t)
+            snr = self.snr(power_w, gain, n_prb)
+            rep = snr if reported is None else reported
+            reported = None  # later blocks: a fresh report of their true SNR
+            got = self.choose(rep, n_prb)
+            if got is None or got[0] <= 0:
+                out.outages += 1
+                waited += 1
+                if waited > _MAX_BLOCKS:
+                    raise RuntimeError(f"no transmission possible after {_MAX_BLOCKS} fading "
+                                       f"blocks (SNR {10 * math.log10(max(snr, 1e-300)):.1f} dB "
+                                       "below the lowest CQI and no fading to change it)")
+                t = blocks.next(t)
+                continue
+            tbs, thr = got
+            n_tb = math.ceil(remaining / tbs - 1e-12)
+            pmf = self.attempt_pmf(thr, snr)
+            avail = (t_end - t) / slot  # attempts that can start in this fading block
+            done, used, failed = self._harq(n_tb, pmf, avail, rng)
+            out.transmissions += used
+            out.blocks += done
+            remaining = max(0.0, remaining - done * tbs)
+            t += used * slot
+            if failed:
+                out.failures += 1
+                waited += 1
+                t = blocks.next(t)
+        out.delay_s = t
+        self.transmissions += out.transmissions
+        self.failures += out.failures
+        self.outages += out.outages
+        self.corrections += 1
+        return out
+
+    def _harq(self, n_tb, pmf, avail, rng):
+        """Send up to ``n_tb`` transport blocks in sequence: stop at the first block that fails
+        all attempts, or when the next block would start after ``avail`` slots.
+
+        Returns (blocks delivered, slots used, whether a block failed every attempt).
+        """
+        m_max = self.harq_max
+        p_fail = pmf[-1]
+        if pmf[0] == 1.0:  # error-free at this SNR: one attempt per block, no draws
+            n = n_tb if avail == math.inf else min(n_tb, max(0, math.ceil(avail - 1e-9)))
+            return n, n, False
+        if avail == math.inf:
+            # blocks before the first total failure: geometric; their attempts: multinomial
+            n_ok = n_tb if p_fail <= 0 else min(n_tb, int(rng.geometric(p_fail)) - 1)
+            counts = rng.multinomial(n_ok, pmf[:-1] / (1.0 - p_fail)) if n_ok else np.zeros(m_max)
+            used = int(np.dot(counts, np.arange(1, m_max + 1)))
+            if n_ok < n_tb:
+                return n_ok, used + m_max, True
+            return n_ok, used, False
+        # a fading block ends: block by block
+        u = rng.random(n_tb)
+        attempts = np.searchsorted(np.cumsum(pmf), u, side="right") + 1  # M + 1 = failed
+        attempts = np.minimum(attempts, m_max + 1)
+        slots = np.minimum(attempts, m_max)
+        end = np.cumsum(slots)
+        start = end - slots
+        stop_fail = attempts > m_max
+        stop_time = start >= avail - 1e-9
+        stop = np.flatnonzero(stop_fail | stop_time)
+        if stop.size == 0:
+            return n_tb, int(end[-1]), False
+        j = int(stop[0])
+        if stop_time[j]:
+            return j, int(start[j]), False
+        return j, int(end[j]), True
+
+
+class IidBlocks:
+    """Fading blocks for a correction when the channel has one block per round: the round's
+    gain holds until a retry is needed; each retry waits ``block_s`` and meets a new gain
+    ``draw(previous_gain)`` (i.i.d. or Gauss-Markov aged, see the engine)."""
+
+    def __init__(self, gain, draw, block_s):
+        self.gain = float(gain)
+        self.draw = draw
+        self.block_s = float(block_s)
+        self.t0 = 0.0
+
+    def current(self, t):
+        return self.gain, math.inf
+
+    def next(self, t):
+        self.gain = float(self.draw(self.gain))
+        return t + self.block_s
+
+
+def continuous_delay_bounds(bits, n_prb, scs_khz, snr, gap_db):
+    """Bounds of the ``continuous`` mcs delay without errors (module docstring)."""
+    b = n_prb * nr.SUBCARRIERS_PER_PRB * scs_khz * 1e3
+    rho = nr.data_re_per_prb() / (nr.SUBCARRIERS_PER_PRB * nr.SYMBOLS_PER_SLOT
+                                  * 15.0 / 14.0 * 1.0)  # 156 / 180
+    gap = 10.0 ** (gap_db / 10.0)
+    low = bits / (rho * b * math.log2(1.0 + snr / gap))
+    return low, low + nr.slot_seconds(scs_khz)

@@ -1,0 +1,57 @@
+"""Reactive decisions on a non-Shannon link: the policy's split, the link's planned delays.
+
+With a common bandwidth per outcome (the mcs link gives every transmitting device the same
+whole number of PRBs) any link whose delay is a non-increasing function D(SNR) of the SNR alone
+keeps the structure of the reactive problem (MODEL.md section 6): a UL device at full power has
+delay D(P g / (N0 b)); the DL devices' equalising powers are proportional to 1/g (they sum to
+P_dl) and give every DL device the same SNR P_dl / (N0 b sum 1/g); and max(D(x), D(y)) =
+D(min(x, y)). So the split that maximises the slowest Shannon SNR -- the split the Shannon
+policies choose -- also minimises the slowest D-delay: the modes and powers of any registered
+policy stay right, only the delays change. ``LinkAwarePolicy`` wraps a policy and replaces its
+delays (and T_comm) by the link's planned delays at the decision's SNRs (the CSI the decision
+sees). Its ``decide`` is not a registered one, so the draft objective evaluates it through the
+generic policy kernel (``draft_search.make_kernel``): the controller optimises the link the
+engine uses.
+"""
+import numpy as np
+
+from ..model.reactive import DL, UL
+
+
+class LinkAwarePolicy:
+    """``inner``'s modes and powers with ``link.planned_delays`` as delays.
+
+    ``outage_wait_s``: what an outage (reported SNR below CQI 1) plans for the wait of the next
+    fading block.
+    """
+
+    def __init__(self, inner, link, outage_wait_s):
+        self.inner = inner
+        self.name = getattr(inner, "name", "?")
+        self.link = link
+        self.outage_wait_s = float(outage_wait_s)
+
+    def __getattr__(self, item):
+        return getattr(self.inner, item)
+
+    def decide(self, problem, rng=None):
+        decision = self.inner.decide(problem, rng)
+        return self.replan(problem, decision)
+
+    def replan(self, problem, decision):
+        link = self.link
+        mode = decision.mode
+        n_prb = link.n_prb // np.maximum(problem.n_rejected, 1)
+        g = np.where(mode == DL, np.broadcast_to(problem.g_dl, mode.shape),
+                     np.broadcast_to(problem.g_ul, mode.shape))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            snr = decision.power_w * g / (link.n0 * n_prb[:, None] * link.prb_hz)
+        planned = link.planned_delays(problem.payload_bits, snr, n_prb[:, None],
+                                      self.outage_wait_s)
+        active = (mode == UL) | (mode == DL)
+        delay = np.where(active, planned, 0.0)
+        decision.delay_s = delay
+        decision.t_comm = delay.max(axis=1, initial=0.0)
+        decision.bandwidth_hz = np.where(problem.n_rejected > 0,
+                                         n_prb * link.prb_hz, 0.0).astype(float)
+        return decision
