@@ -200,7 +200,7 @@ def build_link(scenario, system):
 def build_csi(scenario, system, link):
     """The scenario's CSI model (``PerfectCsi`` when every imperfection is off)."""
     c, ch = scenario.csi, scenario.channel
-    if c.delay_ms == 0 and c.estimation_error_variance == 0 and not c.cqi_quantisation:
+    if csi_is_perfect(scenario):
         return PerfectCsi()
     grid = link
     if c.cqi_quantisation and grid is None:  # Shannon link: the CQI grid of the link keys
@@ -219,11 +219,17 @@ def build_csi(scenario, system, link):
                         c.cqi_quantisation, switch, ref)
 
 
+def csi_is_perfect(scenario):
+    """No CSI imperfection, or only a delay over which the channel cannot change (no fading or
+    no Doppler: rho = J0(0) = 1)."""
+    c, ch = scenario.csi, scenario.channel
+    still = c.delay_ms == 0 or ch.doppler_hz == 0 or ch.fading == "none"
+    return still and c.estimation_error_variance == 0 and not c.cqi_quantisation
+
+
 def needs_link_channel(scenario):
     """True when the scenario leaves the paper's link or perfect CSI."""
-    c = scenario.csi
-    return (scenario.link.model != "shannon" or c.delay_ms > 0
-            or c.estimation_error_variance > 0 or c.cqi_quantisation)
+    return scenario.link.model != "shannon" or not csi_is_perfect(scenario)
 
 
 def outage_wait_s(scenario):

@@ -307,7 +307,8 @@ class Link(Params):
                                      "0.9 to 0.1", unit="dB", check=gt(0))
     subcarrier_spacing_khz: int = param(30, "Subcarrier spacing 15 * 2^mu (PRB = 12 "
                                         "subcarriers, slot = 1 ms / 2^mu)", unit="kHz",
-                                        choices=SUBCARRIER_SPACINGS_KHZ)
+                                        check=Check(lambda v: v in SUBCARRIER_SPACINGS_KHZ,
+                                                    "one of 15, 30, 60, 120", standalone=True))
     harq_max_transmissions: int = param(4, "HARQ: transmissions of one transport block before it "
                                         "is dropped and retried on the next fading block",
                                         check=ge(1))
