@@ -197,7 +197,8 @@ def simulate(scenario, out=None, *, results_dir=None, progress=False, command_li
     env = simpy.Environment()
     coherence = None if ch.coherence_time_ms is None else ch.coherence_time_ms * 1e-3
     channel = build_channel(scenario, system, streams, coherence, moving)
-    server = EdgeServer(system, link_policy(scenario, channel, make_reactive_policy(policy.mode)),
+    server = EdgeServer(system, link_policy(scenario, channel,
+                                                   make_reactive_policy(policy.mode, scenario)),
                         streams.policy, streams.acceptance)
     # long runs format their CSV rows on the second core (same bytes, see WriterProcess)
     recorder = Recorder(folder, system.k, planned=channel.dynamic_csi, distance=moving,
@@ -259,6 +260,10 @@ def simulate(scenario, out=None, *, results_dir=None, progress=False, command_li
                                      if channel.transmissions else 0.0))
     if hasattr(channel, "link_summary"):
         summary["link"] = channel.link_summary()
+    if getattr(server.policy, "defers", False):
+        summary["deferred"] = {"corrections": loop.deferred_total,
+                               "pending_at_end": int(np.count_nonzero(loop._deferred))
+                               if loop._deferred is not None else 0}
     if warnings:
         summary["warnings"] = warnings  # the CLI prints them; sweeps collect them
     summary.update(complete=complete, wall_time_s=wall,

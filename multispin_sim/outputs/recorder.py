@@ -66,7 +66,8 @@ class Recorder:
         self.rounds_csv.put_row((round, start, draft, verify, comm, duration, n_active, n_rej,
                                  n_ul, n_dl, total))
         if self._planned:
-            self.stats.add_delays(planned, delay, rejected, comm)
+            # corrections sent this round (= the rejected ones, unless a policy deferred some)
+            self.stats.add_delays(planned, delay, mode > 0, comm)
         if n_active == self.k:
             sel = slice(None)
         else:

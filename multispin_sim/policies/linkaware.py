@@ -38,20 +38,23 @@ class LinkAwarePolicy:
         decision = self.inner.decide(problem, rng)
         return self.replan(problem, decision)
 
+    def carry(self, problem):
+        return self.replan(problem, self.inner.carry(problem))
+
     def replan(self, problem, decision):
         link = self.link
         mode = decision.mode
-        n_prb = link.n_prb // np.maximum(problem.n_rejected, 1)
+        sending = (mode == UL) | (mode == DL)
+        n_prb = link.n_prb // np.maximum(sending.sum(axis=1), 1)
         g = np.where(mode == DL, np.broadcast_to(problem.g_dl, mode.shape),
                      np.broadcast_to(problem.g_ul, mode.shape))
         with np.errstate(divide="ignore", invalid="ignore"):
             snr = decision.power_w * g / (link.n0 * n_prb[:, None] * link.prb_hz)
         planned = link.planned_delays(problem.payload_bits, snr, n_prb[:, None],
                                       self.outage_wait_s)
-        active = (mode == UL) | (mode == DL)
-        delay = np.where(active, planned, 0.0)
+        delay = np.where(sending, planned, 0.0)
         decision.delay_s = delay
         decision.t_comm = delay.max(axis=1, initial=0.0)
-        decision.bandwidth_hz = np.where(problem.n_rejected > 0,
+        decision.bandwidth_hz = np.where(sending.any(axis=1),
                                          n_prb * link.prb_hz, 0.0).astype(float)
         return decision

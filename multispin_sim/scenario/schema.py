@@ -21,7 +21,7 @@ from .presets import DEFAULT_MODEL_PAIR, MODEL_PAIRS, TASKS
 
 __all__ = [
     "Scenario", "Devices", "DeviceOverride", "Server", "Channel", "Payload", "Policy", "Run",
-    "Workload", "Topology", "Mobility", "Link", "Csi",
+    "Workload", "Topology", "Mobility", "Link", "Csi", "Straggler",
     "FADING_MODELS", "DEVICE_TASKS", "POLICY_MODES", "DRAFT_POLICIES", "DRAFT_UPDATES",
     "ARRIVAL_MODELS", "LENGTH_MODELS", "TOPOLOGY_LAYOUTS", "MOBILITY_MODELS",
     "MAX_DRAFT_LIMIT", "EXHAUSTIVE_MAX_DEVICES", "DEFAULT_DL_POWER_RATIO", "CROSS_CHECKS",
@@ -31,7 +31,8 @@ __all__ = [
 # Allowed values (module-level so later issues extend them in one place).
 FADING_MODELS: tuple[str, ...] = ("rayleigh", "none", "gauss-markov")
 DEVICE_TASKS: tuple[str, ...] = ("uniform",) + TASKS
-POLICY_MODES: tuple[str, ...] = ("optimal", "all-ul", "all-dl", "random", "exhaustive")
+POLICY_MODES: tuple[str, ...] = ("optimal", "all-ul", "all-dl", "random", "exhaustive",
+                                 "deadline", "robust")
 DRAFT_POLICIES: tuple[str, ...] = ("fixed", "greedy", "uniform", "computation-only", "budget")
 DRAFT_UPDATES: tuple[str, ...] = ("every-round", "once")
 ARRIVAL_MODELS: tuple[str, ...] = ("saturated", "poisson", "trace")
@@ -335,6 +336,25 @@ class Csi(Params):
 
 
 @section
+class Straggler(Params):
+    """Settings of the straggler-aware reactive policies (policy.mode 'deadline', 'robust')."""
+
+    deadline_ms: Optional[float] = param(
+        None, "'deadline': corrections planned slower than this are deferred to the next round "
+        "start (null: deadline_median_multiple x the round's median planned delay)", unit="ms",
+        check=gt(0))
+    deadline_median_multiple: float = param(
+        2.0, "'deadline' without deadline_ms: the deadline as a multiple of the median planned "
+        "correction delay of the round", check=ge(1))
+    robust_quantile: float = param(0.9, "'robust': the quantile of T_comm (under the CSI error "
+                                   "model) the split minimises", check=in_interval(0, 1,
+                                                                                  low_open=True,
+                                                                                  high_open=True))
+    robust_samples: int = param(64, "'robust': samples of the true channel per decision",
+                                check=ge(1))
+
+
+@section
 class Scenario(Params):
     """A complete, validated scenario (load it with ``load_scenario``)."""
 
@@ -355,6 +375,7 @@ class Scenario(Params):
     mobility: Mobility = param(Mobility(), "Device movement")
     link: Link = param(Link(), "The link layer (Shannon or NR MCS/HARQ)")
     csi: Csi = param(Csi(), "CSI at decision time")
+    straggler: Straggler = param(Straggler(), "Straggler-aware reactive policies")
 
 
 # --------------------------------------------------------------------------------------------
