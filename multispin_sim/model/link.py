@@ -44,6 +44,8 @@ Two settings (``link.model``):
 
 Random numbers: the BLER draws come from the ``link`` stream only (``engine.streams``).
 """
+import bisect
+import itertools
 import math
 from dataclasses import dataclass
 
@@ -146,6 +148,9 @@ class McsLink:
             self.thr_db = self.curve.threshold_db(eff)
             self.switch_db = self.thr_db + self.shift_db  # lowest reported SNR for each CQI
             self.tbs = nr.tbs_table(table, self.n_prb)
+            self._switch = self.switch_db.tolist()
+            self._thr = self.thr_db.tolist()
+            self._tbs = self.tbs.tolist()
         # statistics of the corrections delivered so far
         self.transmissions = self.failures = self.outages = self.corrections = 0
 
@@ -169,17 +174,17 @@ class McsLink:
 
     def choose(self, snr_reported, n_prb):
         """(TBS bits, threshold dB) of the MCS chosen at the reported SNR; None in outage."""
+        if not snr_reported > 0:
+            return None
         if self.table == "continuous":
-            if not snr_reported > 0:
-                return None
             snr_eff = snr_reported * 10.0 ** (-self.shift_db / 10.0) if self.curve.enabled \
                 else snr_reported
             eff = math.log2(1.0 + snr_eff / self.curve.gap)
             return self.re_per_prb * n_prb * eff, float(self.curve.threshold_db(eff))
-        c = int(self.cqi(snr_reported))
+        c = bisect.bisect_right(self._switch, 10.0 * math.log10(snr_reported))
         if c == 0:
             return None
-        return int(self.tbs[c - 1, n_prb]), float(self.thr_db[c - 1])
+        return self._tbs[c - 1][n_prb], self._thr[c - 1]
 
     def planned_delay(self, bits, n_prb, snr_reported):
         """Error-free schedule at the reported SNR: ceil(bits / TBS) slots (inf in outage)."""
@@ -206,15 +211,26 @@ class McsLink:
             slots = np.ceil(bits / tbs - 1e-12)
         return np.where(c > 0, slots * self.slot_s, outage_wait_s + slots * self.slot_s)
 
+    def _bler(self, thr_db, snr):
+        """``BlerCurve.bler`` for scalars (the per-correction hot path)."""
+        if not self.curve.enabled:
+            return 0.0
+        if not snr > 0:
+            return 1.0
+        x = self.curve.slope * (10.0 * math.log10(snr) - thr_db)
+        return 0.0 if x > 700.0 else 1.0 / (1.0 + 9.0 * math.exp(x))
+
     def attempt_pmf(self, thr_db, snr):
-        """P(a transport block needs exactly m attempts), m = 1..M, then P(all M fail)."""
-        m = np.arange(1, self.harq_max + 1)
-        if self.chase:
-            fail = self.curve.bler(thr_db, m * snr)
-        else:
-            fail = np.full(self.harq_max, float(self.curve.bler(thr_db, snr)))
-        survive = np.concatenate([[1.0], np.cumprod(fail)])  # P(first m attempts all fail)
-        return np.append(survive[:-1] - survive[1:], survive[-1])
+        """P(a transport block needs exactly m attempts), m = 1..M, then P(all M fail): chase
+        combining fails attempt m with BLER(m snr) given the earlier failures, repetition with
+        BLER(snr). A list of M + 1 floats."""
+        survive, pmf = 1.0, []
+        for m in range(1, self.harq_max + 1):
+            fail = self._bler(thr_db, m * snr if self.chase else snr)
+            pmf.append(survive * (1.0 - fail))
+            survive *= fail
+        pmf.append(survive)
+        return pmf
 
     # -- one correction ----------------------------------------------------------------------
     def deliver(self, bits, n_prb, power_w, snr_reported, blocks, rng):
@@ -280,28 +296,27 @@ class McsLink:
             return n, n, False
         if avail == math.inf:
             # blocks before the first total failure: geometric; their attempts: multinomial
-            n_ok = n_tb if p_fail <= 0 else min(n_tb, int(rng.geometric(p_fail)) - 1)
-            counts = rng.multinomial(n_ok, pmf[:-1] / (1.0 - p_fail)) if n_ok else np.zeros(m_max)
-            used = int(np.dot(counts, np.arange(1, m_max + 1)))
+            n_ok = n_tb if p_fail <= 0.0 else min(n_tb, int(rng.geometric(p_fail)) - 1)
+            used = 0
+            if n_ok:
+                ok = 1.0 - p_fail
+                counts = rng.multinomial(n_ok, [x / ok for x in pmf[:-1]])
+                used = sum((m + 1) * int(c) for m, c in enumerate(counts.tolist()))
             if n_ok < n_tb:
                 return n_ok, used + m_max, True
             return n_ok, used, False
-        # a fading block ends: block by block
-        u = rng.random(n_tb)
-        attempts = np.searchsorted(np.cumsum(pmf), u, side="right") + 1  # M + 1 = failed
-        attempts = np.minimum(attempts, m_max + 1)
-        slots = np.minimum(attempts, m_max)
-        end = np.cumsum(slots)
-        start = end - slots
-        stop_fail = attempts > m_max
-        stop_time = start >= avail - 1e-9
-        stop = np.flatnonzero(stop_fail | stop_time)
-        if stop.size == 0:
-            return n_tb, int(end[-1]), False
-        j = int(stop[0])
-        if stop_time[j]:
-            return j, int(start[j]), False
-        return j, int(end[j]), True
+        # the fading block ends: transport block by transport block
+        cum = list(itertools.accumulate(pmf[:-1]))
+        used = done = 0
+        while done < n_tb:
+            if used >= avail - 1e-9:
+                return done, used, False
+            m = bisect.bisect_right(cum, rng.random()) + 1
+            if m > m_max:
+                return done, used + m_max, True
+            used += m
+            done += 1
+        return done, used, False
 
 
 class IidBlocks:
