@@ -128,3 +128,25 @@ def test_too_few_prbs_refused_up_front_with_the_numbers(tmp_path, monkeypatch, c
     assert code == 2 and len(err) == 1
     assert "11 usable PRBs" in err[0] and "20" in err[0]
     assert not (tmp_path / "results").exists()
+
+
+@pytest.mark.parametrize("mode", ["optimal", "all-ul", "all-dl"])
+def test_draft_kernel_on_the_nr_link_equals_the_policy(mode):
+    """The closed-form T_comm kernel with the link's delay = the link-aware policy's T_comm."""
+    from multispin_sim.model.goodput import PolicyKernel
+    from multispin_sim.policies import make_reactive_policy
+    from multispin_sim.policies.linkaware import LinkAwarePolicy, LinkTcommKernel
+    from multispin_sim.scenario import load_scenario
+    from multispin_sim.engine.population import build_population
+
+    sc = load_scenario({"devices": {"count": 12}})
+    system = build_population(sc, np.random.default_rng(0)).system
+    link = McsLink(system.bandwidth_hz, system.n0)
+    policy = LinkAwarePolicy(make_reactive_policy(mode), link, 0.01)
+    rng = np.random.default_rng(1)
+    g = system.pathloss * rng.standard_exponential((300, 12))
+    rej = rng.random((300, 12)) < 0.5
+    fast = policy.tcomm_kernel(system, g, g, None)
+    assert isinstance(fast, LinkTcommKernel)
+    slow = PolicyKernel(system, g, g, policy)
+    np.testing.assert_allclose(fast(rej), slow(rej), rtol=1e-12)

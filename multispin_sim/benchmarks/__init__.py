@@ -4,7 +4,7 @@ Each module ``<what>.py`` has ``run(quick=False) -> dict`` that prints its figur
 """
 import importlib
 
-BENCHMARKS = ("reactive", "engine", "draft", "dynamics")
+BENCHMARKS = ("reactive", "engine", "draft", "dynamics", "link")
 
 
 def run(what="all", quick=False):

@@ -246,7 +246,6 @@ class McsLink:
         t = 0.0
         out = LinkOutcome(0.0)
         reported = snr_reported
-        m_max = self.harq_max
         waited = 0
         while remaining > 0:
             gain, t_end = blocks.current(t)

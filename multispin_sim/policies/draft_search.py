@@ -66,7 +66,11 @@ def fast_mode(policy):
 
 
 def make_kernel(system, g_ul, g_dl, policy, coin_uniforms, seed=0):
-    """T_comm kernel for ``policy``: closed forms when known, else the policy itself."""
+    """T_comm kernel for ``policy``: closed forms when known, else the policy itself (a policy
+    may bring its own kernel: ``tcomm_kernel``, e.g. ``linkaware.LinkAwarePolicy``)."""
+    own = getattr(policy, "tcomm_kernel", None)
+    if own is not None:
+        return own(system, g_ul, g_dl, coin_uniforms, seed)
     mode = fast_mode(policy)
     if mode is not None:
         coin = None if coin_uniforms is None else coin_uniforms < 0.5

@@ -15,7 +15,27 @@ engine uses.
 """
 import numpy as np
 
+from ..model.goodput import PolicyKernel, TcommKernel
 from ..model.reactive import DL, UL
+
+
+class LinkTcommKernel(TcommKernel):
+    """The closed-form T_comm kernel with the link's planned delay in place of Shannon's: the
+    kernel finds the slowest (or best-split) SNR by comparing loads, which is link-free; only
+    the final delay of a row changes: D(z / (N0 n_PRB 12 delta_f)), n_PRB = N_PRB // |R|."""
+
+    def __init__(self, system, g_ul, g_dl, mode, coin, link, outage_wait_s):
+        super().__init__(system, g_ul, g_dl, mode, coin=coin)
+        self.link = link
+        self.outage_wait_s = outage_wait_s
+
+    def _delay(self, r, z):
+        link = self.link
+        n_prb = link.n_prb // np.maximum(r, 1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            snr = z / (link.n0 * np.maximum(n_prb, 1) * link.prb_hz)
+            t = link.planned_delays(self.bits, snr, np.maximum(n_prb, 1), self.outage_wait_s)
+        return np.where(r > 0, t, 0.0)
 
 
 class LinkAwarePolicy:
@@ -37,6 +57,17 @@ class LinkAwarePolicy:
     def decide(self, problem, rng=None):
         decision = self.inner.decide(problem, rng)
         return self.replan(problem, decision)
+
+    def tcomm_kernel(self, system, g_ul, g_dl, coin_uniforms, seed=0):
+        """The draft objective's T_comm kernel: closed forms on the link when the inner policy
+        has one, else this policy called as is."""
+        from .draft_search import fast_mode
+
+        mode = fast_mode(self.inner)
+        if mode is None:
+            return PolicyKernel(system, g_ul, g_dl, self, coin_uniforms, seed)
+        coin = None if coin_uniforms is None else coin_uniforms < 0.5
+        return LinkTcommKernel(system, g_ul, g_dl, mode, coin, self.link, self.outage_wait_s)
 
     def carry(self, problem):
         return self.replan(problem, self.inner.carry(problem))
