@@ -74,7 +74,7 @@ class LinkChannel(OFDMAChannel):
         self.link_rng = link_rng
         self.csi_rng = csi_rng
         self.retry_block_s = float(retry_block_s)
-        self._truth = None     # (g_ul, g_dl) the last estimate was made from
+        self._key = None       # the fading block the last estimate was made in
         self._estimate = None
         self.retry_rho = (float(j0(2 * math.pi * self.doppler_hz * self.retry_block_s))
                           if self.fading == "gauss-markov" else 0.0)
@@ -82,31 +82,36 @@ class LinkChannel(OFDMAChannel):
         self.harq_failures = 0
         self.outages = 0
 
+    fast_path_eligible = False  # per-correction link draws: no vectorised round fast path
+
     @property
     def dynamic_csi(self):
         return True
 
     # -- CSI -----------------------------------------------------------------------------------
-    def _estimated(self, g_ul, g_dl):
+    def _estimated(self, g_ul, g_dl, key):
+        """The decision's CSI: one measurement per fading block (``key``: the grid block, or
+        the round start), so the draft controller and the reactive decision of one block see
+        the same estimate."""
         if self.csi_model.perfect:
             return g_ul, g_dl
-        if (self._truth is not None and np.array_equal(self._truth[0], g_ul)
-                and np.array_equal(self._truth[1], g_dl)):
-            return self._estimate   # the same block: the same measurement
+        if self._estimate is not None and key == self._key:
+            return self._estimate
         pl = self.pathloss
         h_ul, h_dl = self.csi_model.estimate(g_ul / pl, g_dl / pl, self.reciprocal, self.csi_rng,
                                              pl)
-        est = (pl * h_ul, pl * h_dl)
-        self._truth, self._estimate = (g_ul.copy(), g_dl.copy()), est
-        return est
+        self._key, self._estimate = key, (pl * h_ul, pl * h_dl)
+        return self._estimate
 
     def new_block(self, now=0.0):
         g_ul, g_dl = super().new_block(now)
-        return self._estimated(g_ul, g_dl)
+        key = ("round", now) if self.grid is None else self.block_index(now)
+        return self._estimated(g_ul, g_dl, key)
 
     def csi(self, now):
         g_ul, g_dl = super().csi(now)
-        return self._estimated(g_ul, g_dl)
+        key = self._key if self.grid is None else self.block_index(now)
+        return self._estimated(g_ul, g_dl, key)
 
     # -- transmissions -------------------------------------------------------------------------
     def transmit(self, env, device, mode, power_w, bandwidth_hz, planned_s):
@@ -145,7 +150,11 @@ class LinkChannel(OFDMAChannel):
             blocks = IidBlocks(self._true_gain(device, mode), self._retry_draw(device),
                                self.retry_block_s)
             blocks.static = self.fading == "none"
-        out = link.deliver(self.bits, n_prb, power_w, snr_reported, blocks, self.link_rng)
+        retry = (self.system.p_dl_w * n_prb / link.n_prb if mode == DL
+                 else float(self.system.p_ul_w[device]))
+        bits = self.bits if np.ndim(self.bits) == 0 else float(self.bits[device])
+        out = link.deliver(bits, n_prb, power_w, snr_reported, blocks, self.link_rng,
+                           retry_power_w=retry)
         self.harq_transmissions += out.transmissions
         self.harq_failures += out.failures
         self.outages += out.outages

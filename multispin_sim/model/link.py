@@ -31,10 +31,17 @@ Two settings (``link.model``):
     adapts again (on that block's true SNR: a fresh CQI report) and continues with the bits
     not yet delivered (blocks already delivered stay delivered, as RLC would keep them).
   * Outage: a reported SNR below CQI 1's switching point waits for the next fading block.
+    A retry (after an outage or a dropped block) is a new scheduling decision: the engine
+    sends it at full power on UL and at a flat DL power spectral density, P_dl n_PRB / N_PRB,
+    on DL (the decided DL powers equalise SNRs, so one deep fade can leave every DL device of
+    the round with a tiny power; a flat PSD is feasible for any set of retries, though with
+    first attempts still running the DL total can exceed P_dl for a while).
     Delays therefore stay finite under Rayleigh fading (a geometric number of blocks).
   * Fading blocks during a correction: a transport block whose first attempt starts in a
     fading block keeps that block's SNR for all its attempts (a simplification at block
-    boundaries); the MCS chosen at the start is kept until a retry or an outage.
+    boundaries). The first block is adapted on the reported SNR (the CSI the decision saw);
+    every later block (a continuation, a retry or after an outage) on its true SNR, as from a
+    fresh CQI report.
   * ``cqi_table: continuous``: an ideal grid, eff = log2(1 + snr_eff / Gamma) where snr_eff is
     the reported SNR lowered so that the BLER target is met, TBS = N_RE eff with no rounding
     (for checks against the Shannon bound; no outage). Its delay is within
@@ -56,7 +63,7 @@ from . import nr_tables as nr
 LINK_MODELS = ("shannon", "mcs")
 HARQ_COMBINING = ("chase", "repetition")
 _LN2 = math.log(2.0)
-_MAX_BLOCKS = 1_000_000  # blocks waited by one correction before giving up (a bug or no fading)
+_MAX_BLOCKS = 100_000  # blocks waited by one correction before giving up (a bug or no fading)
 
 
 @dataclass
@@ -233,7 +240,7 @@ class McsLink:
         return pmf
 
     # -- one correction ----------------------------------------------------------------------
-    def deliver(self, bits, n_prb, power_w, snr_reported, blocks, rng):
+    def deliver(self, bits, n_prb, power_w, snr_reported, blocks, rng, retry_power_w=None):
         """Realised delivery of ``bits`` on ``n_prb`` PRBs at ``power_w`` (a ``LinkOutcome``).
 
         ``blocks``: the fading the correction meets, an object with ``current(t) -> (gain,
@@ -256,11 +263,15 @@ class McsLink:
             if got is None or got[0] <= 0:
                 out.outages += 1
                 waited += 1
-                if waited > _MAX_BLOCKS:
-                    raise RuntimeError(f"no transmission possible after {_MAX_BLOCKS} fading "
-                                       f"blocks (SNR {10 * math.log10(max(snr, 1e-300)):.1f} dB "
-                                       "below the lowest CQI and no fading to change it)")
+                if waited > _MAX_BLOCKS or (getattr(blocks, "static", False) and waited > 2):
+                    raise RuntimeError(
+                        f"a correction is in outage for good: SNR "
+                        f"{10 * math.log10(max(snr, 1e-300)):.1f} dB is below CQI 1's "
+                        f"{self.switch_db[0] if self.switch_db is not None else 0:.1f} dB and the "
+                        "channel does not change (no fading): raise the power, lower the noise "
+                        "or use cqi_table 64qam-low-se")
                 t = blocks.next(t)
+                power_w = power_w if retry_power_w is None else retry_power_w
                 continue
             tbs, thr = got
             n_tb = math.ceil(remaining / tbs - 1e-12)
@@ -275,6 +286,7 @@ class McsLink:
                 out.failures += 1
                 waited += 1
                 t = blocks.next(t)
+                power_w = power_w if retry_power_w is None else retry_power_w
         out.delay_s = t
         self.transmissions += out.transmissions
         self.failures += out.failures
