@@ -51,6 +51,9 @@ def test_stale_csi_with_doppler_changes_decisions_and_records_planned_vs_realise
     rej = dr["rejected"] == 1
     assert np.any(dr["planned_delay_s"][rej] != dr["delay_s"][rej])
     assert r.summary["link"]["harq_transmissions"] >= r.summary["link"]["corrections"]
+    for col in ("harq_transmissions", "harq_failures", "outages"):
+        assert int(dr[col].sum()) == r.summary["link"][col]
+    assert np.all(dr["harq_transmissions"][~rej] == 0) and np.all(dr["harq_transmissions"][rej] > 0)
 
 
 def test_stale_csi_law():

@@ -81,6 +81,22 @@ class LinkChannel(OFDMAChannel):
         self.harq_transmissions = 0
         self.harq_failures = 0
         self.outages = 0
+        k = self.system.k
+        self._columns = {name: np.zeros(k, dtype=np.int64) for name in self.extra_columns}
+
+    @property
+    def extra_columns(self):
+        """Per-device-round columns of ``device_rounds.csv`` (the NR link's HARQ records)."""
+        if self.link is None:
+            return {}
+        return {"harq_transmissions": np.int64, "harq_failures": np.int64, "outages": np.int64}
+
+    def round_columns(self):
+        """This round's per-device HARQ records (then zeroed for the next round)."""
+        out = {name: col.copy() for name, col in self._columns.items()}
+        for col in self._columns.values():
+            col[:] = 0
+        return out
 
     fast_path_eligible = False  # per-correction link draws: no vectorised round fast path
 
@@ -158,6 +174,10 @@ class LinkChannel(OFDMAChannel):
         self.harq_transmissions += out.transmissions
         self.harq_failures += out.failures
         self.outages += out.outages
+        cols = self._columns
+        cols["harq_transmissions"][device] += out.transmissions
+        cols["harq_failures"][device] += out.failures
+        cols["outages"][device] += out.outages
         return out.delay_s
 
     def _estimate_now(self):

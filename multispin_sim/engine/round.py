@@ -148,6 +148,7 @@ class RoundLoop:
         dynamic_csi = channel.dynamic_csi
         mover = self.mover
         distance = None
+        link_columns = bool(getattr(channel, "extra_columns", None))
         for r in range(self.rounds):
             if env.now >= self.max_time_s or self.stop_requested:
                 break
@@ -243,6 +244,7 @@ class RoundLoop:
                 tokens=tokens, rejected=rejected, mode=self.mode, power=power,
                 bandwidth=bandwidth, delay=delay, g_ul=g_ul, g_dl=g_dl,
                 planned=planned if dynamic_csi else None, distance=distance,
+                extra=channel.round_columns() if link_columns else None,
             )
             self.rounds_done = r + 1
             if self.progress is not None:

@@ -202,6 +202,7 @@ def simulate(scenario, out=None, *, results_dir=None, progress=False, command_li
                         streams.policy, streams.acceptance)
     # long runs format their CSV rows on the second core (same bytes, see WriterProcess)
     recorder = Recorder(folder, system.k, planned=channel.dynamic_csi, distance=moving,
+                        extra=getattr(channel, "extra_columns", None),
                         writer_process=scenario.run.rounds * system.k >= WRITER_PROCESS_MIN_ROWS)
     log = None
     if scenario.workload.arrivals != "saturated":

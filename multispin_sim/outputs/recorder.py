@@ -6,7 +6,9 @@ round) stream to disk in chunks while the run goes; ``RunStatistics`` keeps the 
 
 Optional ``device_rounds.csv`` columns: ``planned_delay_s`` (when fading blocks are shorter than
 rounds: the delay the decision planned on the CSI at its start, beside the realised
-``delay_s``) and ``distance_m`` (moving devices: the distance at the round start).
+``delay_s``), ``distance_m`` (moving devices: the distance at the round start), and the
+per-device columns a component declares (``extra``: e.g. the NR link's ``harq_transmissions``,
+``harq_failures``, ``outages``).
 """
 import numpy as np
 
@@ -32,7 +34,7 @@ class Recorder:
     """Receives each finished round from the engine and writes it out."""
 
     def __init__(self, folder, k, chunk_rounds=1024, planned=False, distance=False,
-                 writer_process=False):
+                 writer_process=False, extra=None):
         self.folder = folder
         self.k = k
         self.stats = RunStatistics(k)
@@ -44,6 +46,8 @@ class Recorder:
             columns["planned_delay_s"] = float
         if distance:
             columns["distance_m"] = float
+        self._extra = dict(extra or {})  # name -> dtype: per-device columns a component adds
+        columns.update(self._extra)
         self._planned = planned
         self._distance = distance
         self.device_csv = ChunkedCsv(folder / "device_rounds.csv", columns,
@@ -55,7 +59,7 @@ class Recorder:
 
     def round(self, *, round, start, draft, verify, comm, duration, active, gamma, accepted,
               tokens, rejected, mode, power, bandwidth, delay, g_ul, g_dl, planned=None,
-              distance=None):
+              distance=None, extra=None):
         n_ul = int(np.count_nonzero(mode == 1))
         n_dl = int(np.count_nonzero(mode == 2))
         n_active = int(np.count_nonzero(active))
@@ -84,6 +88,9 @@ class Recorder:
             values["planned_delay_s"] = planned[sel]
         if self._distance:
             values["distance_m"] = distance[sel]
+        if extra is not None:
+            for name, column in extra.items():
+                values[name] = column[sel]
         self.device_csv.put(n_active, values)
 
     def close(self):
