@@ -243,7 +243,9 @@ def build_csi(scenario, system, link):
         raise ValueError("csi.cqi_quantisation needs a CQI table (link.cqi_table 'continuous' "
                          "has none)")
     doppler = 0.0 if ch.fading == "none" else ch.doppler_hz
-    ref = system.p_ul_w / (system.n0 * system.bandwidth_hz)
+    # the CQI's reference SNR: full UL power on an equal 1/K share of the carrier (the
+    # operating point of a full round; per unit gain)
+    ref = system.p_ul_w * system.k / (system.n0 * system.bandwidth_hz)
     return ImperfectCsi(c.delay_ms * 1e-3, doppler, c.estimation_error_variance,
                         c.cqi_quantisation, switch, ref)
 

@@ -12,7 +12,8 @@ power |h|^2 of every device (UL and DL), built in three optional steps:
    h = h_hat + e with h_hat ~ CN(0, 1 - s2) and e ~ CN(0, s2) independent (orthogonality
    principle); given h, h_hat = (1 - s2) h + sqrt((1 - s2) s2) w. The decision uses |h_hat|^2.
 3. CQI quantisation (``csi.cqi_quantisation``): the device reports a 4-bit CQI of its reference
-   SNR P_ul G |h|^2 / (N0 B) (full power over the whole carrier) on the link's CQI grid (the
+   SNR P_ul G |h|^2 K / (N0 B) (full power on an equal 1/K share of the carrier, the operating
+   point of a full round; set by the engine) on the link's CQI grid (the
    highest CQI whose switching SNR it reaches, ``McsLink.switch_db``); the decision takes the
    lower edge of the reported bin (CQI 0: one bin width below CQI 1's edge).
 
@@ -35,7 +36,7 @@ class PerfectCsi:
 class ImperfectCsi:
     """Delayed, noisy and/or quantised CSI (module docstring).
 
-    ``ref_snr``: (K,) linear reference SNR per unit gain, P_ul / (N0 B), used by the quantiser
+    ``ref_snr``: (K,) linear reference SNR per unit gain, P_ul K / (N0 B), used by the quantiser
     on the gain G |h|^2 (needs ``switch_db``, the CQI switching SNRs in dB, ascending).
     """
 

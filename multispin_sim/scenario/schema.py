@@ -328,8 +328,9 @@ class Csi(Params):
     delay_ms: float = param(0.0, "Age of the CSI at the decision, aged with rho = J0(2 pi "
                             "channel.doppler_hz delay)", unit="ms", check=ge(0))
     cqi_quantisation: bool = param(False, "Decisions see a 4-bit CQI of the reference SNR "
-                                   "P_ul g / (N0 B) (lower edge of its bin on the link's CQI "
-                                   "grid) instead of the exact gain")
+                                   "P_ul g K / (N0 B) (full power on a 1/K share of the band; "
+                                   "lower edge of its bin on the link's CQI grid) instead of the "
+                                   "exact gain")
     estimation_error_variance: float = param(
         0.0, "MMSE channel estimation error variance s2 (h = h_hat + e, e ~ CN(0, s2)); the "
         "decision uses |h_hat|^2", check=in_interval(0, 1, high_open=True))
