@@ -153,3 +153,18 @@ def test_draft_kernel_on_the_nr_link_equals_the_policy(mode):
     assert isinstance(fast, LinkTcommKernel)
     slow = PolicyKernel(system, g, g, policy)
     np.testing.assert_allclose(fast(rej), slow(rej), rtol=1e-12)
+
+
+def test_link_scenario_files_load_and_the_sweep_validates():
+    from pathlib import Path
+
+    from multispin_sim.experiments.sweepfile import load_sweep
+    from multispin_sim.scenario import load_scenario
+
+    root = Path(__file__).resolve().parents[1] / "scenarios" / "link"
+    names = {load_scenario(f).name for f in root.glob("*.yaml") if not f.name.startswith("fig")}
+    assert names == {"link-mcs", "link-mcs-harq-stale-pedestrian", "link-mcs-harq-stale-vehicular",
+                     "link-deadline"}
+    sw = load_sweep(root / "fig9_10_link.yaml")
+    assert {c.values["link.model"] for c in sw.cells} == {"shannon", "mcs"}
+    assert {c.values["server.dl_power_ratio"] for c in sw.cells} == {4, 16}
