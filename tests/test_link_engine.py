@@ -168,3 +168,50 @@ def test_link_scenario_files_load_and_the_sweep_validates():
     sw = load_sweep(root / "fig9_10_link.yaml")
     assert {c.values["link.model"] for c in sw.cells} == {"shannon", "mcs"}
     assert {c.values["server.dl_power_ratio"] for c in sw.cells} == {4, 16}
+
+
+def test_scalar_replan_equals_the_vectorised_one():
+    from multispin_sim.model.reactive import ReactiveProblem
+    from multispin_sim.policies import make_reactive_policy
+    from multispin_sim.policies.linkaware import LinkAwarePolicy
+
+    n0 = 1e-3 * 10 ** (-17.4)
+    link = McsLink(10e6, n0)
+    policy = LinkAwarePolicy(make_reactive_policy("optimal"), link, 0.01)
+    rng = np.random.default_rng(8)
+    for _ in range(30):
+        g = 1e-3 * rng.uniform(100, 500, 20) ** -3.5 * rng.standard_exponential(20)
+        rej = rng.random(20) < 0.5
+        one = policy.decide(ReactiveProblem(rej, g, g, 0.01, 0.04, 34816.0, 10e6, n0))
+        two = policy.decide(ReactiveProblem(np.stack([rej, rej]), g, g, 0.01, 0.04, 34816.0,
+                                            10e6, n0))
+        np.testing.assert_allclose(one.delay_s[0], two.delay_s[0], rtol=1e-12)
+        assert one.bandwidth_hz[0] == two.bandwidth_hz[0]
+
+
+def test_many_transport_blocks_repetition_total_is_negative_binomial():
+    """n blocks, repetition at BLER q, no total failure possible within the horizon (M large):
+    total attempts = sum of n Geometric(1 - q): mean n / (1 - q), variance n q / (1 - q)^2."""
+    link = McsLink(10e6, 1e-3 * 10 ** (-17.4), harq_max=60, combining="repetition",
+                   bler_target=0.5)
+    snr = 10 ** (link.switch_db[6] / 10) * (1 + 1e-9)
+    q = float(link.curve.bler(link.thr_db[6], snr))
+    n_prb = 4
+    tbs = int(link.tbs[6, n_prb])
+    n_tb = 40
+
+    class Static:
+        static = True
+
+        def current(self, t):
+            return snr * link.noise_w(n_prb), math.inf
+
+        def next(self, t):
+            return t + 0.01
+
+    rng = np.random.default_rng(9)
+    tx = np.array([link.deliver(n_tb * tbs, n_prb, 1.0, snr, Static(),
+                                rng).transmissions for _ in range(3000)])
+    mean, var = n_tb / (1 - q), n_tb * q / (1 - q) ** 2
+    assert abs(tx.mean() - mean) < 4 * math.sqrt(var / tx.size)
+    assert 0.85 < tx.var(ddof=1) / var < 1.15

@@ -158,6 +158,7 @@ class McsLink:
             self._switch = self.switch_db.tolist()
             self._thr = self.thr_db.tolist()
             self._tbs = self.tbs.tolist()
+        self._uniforms = None
         # statistics of the corrections delivered so far
         self.transmissions = self.failures = self.outages = self.corrections = 0
 
@@ -199,6 +200,22 @@ class McsLink:
         if got is None or got[0] <= 0:
             return math.inf
         return math.ceil(bits / got[0] - 1e-12) * self.slot_s
+
+    def planned_one(self, bits, snr, n_prb, outage_wait_s=0.0):
+        """``planned_delays`` for one scalar correction (the engine's per-round path)."""
+        got = self.choose(snr, n_prb)
+        if got is None:
+            got = self.choose_lowest(n_prb)
+            wait = outage_wait_s
+        else:
+            wait = 0.0
+        return wait + math.ceil(bits / got[0] - 1e-12) * self.slot_s
+
+    def choose_lowest(self, n_prb):
+        """(TBS, threshold) of CQI 1 (what an outage plans after its wait)."""
+        if self.table == "continuous":
+            return self.re_per_prb * n_prb * 1e-9, 0.0
+        return self._tbs[0][n_prb], self._thr[0]
 
     def planned_delays(self, bits, snr, n_prb, outage_wait_s=0.0):
         """Vectorised error-free schedule: ceil(bits / TBS) slots at the CQI of ``snr`` (any
@@ -248,6 +265,10 @@ class McsLink:
         block ends, inf if it holds until a retry) and ``next(t) -> t'`` (the start of the next
         fading block after t). ``snr_reported``: the SNR the decision adapts to at the start.
         """
+        if not isinstance(rng, Uniforms):
+            if self._uniforms is None or self._uniforms.rng is not rng:
+                self._uniforms = Uniforms(rng) if rng is not None else None
+            rng = self._uniforms
         slot = self.slot_s
         remaining = float(bits)
         t = 0.0
@@ -298,7 +319,8 @@ class McsLink:
         """Send up to ``n_tb`` transport blocks in sequence: stop at the first block that fails
         all attempts, or when the next block would start after ``avail`` slots.
 
-        Returns (blocks delivered, slots used, whether a block failed every attempt).
+        ``rng``: a ``Uniforms``. Returns (blocks delivered, slots used, whether a block failed
+        every attempt).
         """
         m_max = self.harq_max
         p_fail = pmf[-1]
@@ -306,13 +328,27 @@ class McsLink:
             n = n_tb if avail == math.inf else min(n_tb, max(0, math.ceil(avail - 1e-9)))
             return n, n, False
         if avail == math.inf:
-            # blocks before the first total failure: geometric; their attempts: multinomial
-            n_ok = n_tb if p_fail <= 0.0 else min(n_tb, int(rng.geometric(p_fail)) - 1)
-            used = 0
+            # blocks before the first total failure: geometric (inversion); attempts of those
+            # that succeed: how many need >= m attempts, m = 2..M, binomial one after another
+            if p_fail <= 0.0:
+                n_ok = n_tb
+            elif p_fail >= 1.0:
+                n_ok = 0
+            else:  # P(n_ok >= j) = (1 - p_fail)^j
+                u = 1.0 - rng.random()  # (0, 1]
+                n_ok = min(n_tb, int(math.log(u) / math.log1p(-p_fail)))
+            used = n_ok
             if n_ok:
                 ok = 1.0 - p_fail
-                counts = rng.multinomial(n_ok, [x / ok for x in pmf[:-1]])
-                used = sum((m + 1) * int(c) for m, c in enumerate(counts.tolist()))
+                tail = ok - pmf[0]  # P(success needs >= 2 attempts)
+                count = n_ok
+                for m in range(1, m_max):
+                    if count == 0 or tail <= 0.0:
+                        break
+                    prev = tail + pmf[m - 1] if m > 1 else ok
+                    count = _binomial(count, tail / prev, rng)
+                    used += count
+                    tail -= pmf[m]
             if n_ok < n_tb:
                 return n_ok, used + m_max, True
             return n_ok, used, False
@@ -328,6 +364,43 @@ class McsLink:
             used += m
             done += 1
         return done, used, False
+
+
+class Uniforms:
+    """Uniforms of a numpy Generator drawn ``size`` at a time: the link's scalar draws cost a
+    list index, not a numpy call (the stream's numbers are the same either way)."""
+
+    def __init__(self, rng, size=1024):
+        self.rng = rng
+        self.size = size
+        self._buf = []
+        self._i = 0
+
+    def random(self):
+        if self._i == len(self._buf):
+            self._buf = self.rng.random(self.size).tolist()
+            self._i = 0
+        u = self._buf[self._i]
+        self._i += 1
+        return u
+
+
+def _binomial(n, q, rng):
+    """Binomial(n, q) by inversion of one uniform (numpy's sampler for large n q)."""
+    if n <= 0 or q <= 0.0:
+        return 0
+    if q >= 1.0:
+        return n
+    if n * q > 20.0 or n > 2000:
+        return int(rng.rng.binomial(n, q))
+    u = rng.random()
+    p = (1.0 - q) ** n
+    c, k, r = p, 0, q / (1.0 - q)
+    while u > c and k < n:
+        p *= r * (n - k) / (k + 1)
+        k += 1
+        c += p
+    return k
 
 
 class IidBlocks:

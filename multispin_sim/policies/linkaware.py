@@ -69,10 +69,37 @@ class LinkAwarePolicy:
         coin = None if coin_uniforms is None else coin_uniforms < 0.5
         return LinkTcommKernel(system, g_ul, g_dl, mode, coin, self.link, self.outage_wait_s)
 
+    def _replan_one(self, problem, decision):
+        """``replan`` for one outcome in scalar arithmetic (called by the engine every round)."""
+        link = self.link
+        mode = decision.mode[0]
+        idx = np.flatnonzero(mode).tolist()
+        delay = np.zeros(mode.shape[0])
+        if not idx:
+            decision.delay_s, decision.t_comm = delay[None, :], np.zeros(1)
+            decision.bandwidth_hz = np.zeros(1)
+            return decision
+        n_prb = link.n_prb // len(idx)
+        noise = link.n0 * n_prb * link.prb_hz
+        g_ul = problem.g_ul[0] if problem.g_ul.ndim == 2 else problem.g_ul
+        g_dl = problem.g_dl[0] if problem.g_dl.ndim == 2 else problem.g_dl
+        power = decision.power_w[0]
+        bits, wait = float(problem.payload_bits), self.outage_wait_s
+        modes = mode.tolist()
+        for i in idx:
+            g = g_dl[i] if modes[i] == DL else g_ul[i]
+            delay[i] = link.planned_one(bits, float(power[i] * g) / noise, n_prb, wait)
+        decision.delay_s = delay[None, :]
+        decision.t_comm = np.array([delay.max()])
+        decision.bandwidth_hz = np.array([n_prb * link.prb_hz])
+        return decision
+
     def carry(self, problem):
         return self.replan(problem, self.inner.carry(problem))
 
     def replan(self, problem, decision):
+        if decision.mode.shape[0] == 1 and np.ndim(problem.payload_bits) == 0:
+            return self._replan_one(problem, decision)
         link = self.link
         mode = decision.mode
         sending = (mode == UL) | (mode == DL)
