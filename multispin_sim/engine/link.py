@@ -14,6 +14,7 @@ default runs are unchanged. It overrides four things:
 - ``dynamic_csi`` is True, so the round asks ``csi`` at the decision and records planned beside
   realised delays.
 """
+import functools
 import math
 
 import numpy as np
@@ -82,6 +83,8 @@ class LinkChannel(OFDMAChannel):
         self.harq_failures = 0
         self.outages = 0
         k = self.system.k
+        self._bits = float(self.bits) if np.ndim(self.bits) == 0 else None
+        self._p_ul = np.broadcast_to(np.asarray(self.system.p_ul_w, float), (k,)).tolist()
         self._columns = {name: np.zeros(k, dtype=np.int64) for name in self.extra_columns}
 
     @property
@@ -157,18 +160,18 @@ class LinkChannel(OFDMAChannel):
 
     def mcs_delay(self, device, mode, power_w, bandwidth_hz, t0):
         link = self.link
-        n_prb = max(1, int(round(bandwidth_hz / link.prb_hz)))
-        gain_reported = float((self._estimate_now()[1 if mode == DL else 0])[device])
-        snr_reported = link.snr(power_w, gain_reported, n_prb)
+        n_prb = max(1, int(bandwidth_hz / link.prb_hz + 0.5))
+        dl = mode == DL
+        est = self._estimate_now()
+        snr_reported = power_w * float(est[1 if dl else 0][device]) / link.noise_w(n_prb)
         if self.grid is not None:
             blocks = GridBlocks(self, device, mode, t0)
         else:
-            blocks = IidBlocks(self._true_gain(device, mode), self._retry_draw(device),
-                               self.retry_block_s)
+            blocks = IidBlocks(self._true_gain(device, mode),
+                               functools.partial(self._retry_gain, device), self.retry_block_s)
             blocks.static = self.fading == "none"
-        retry = (self.system.p_dl_w * n_prb / link.n_prb if mode == DL
-                 else float(self.system.p_ul_w[device]))
-        bits = self.bits if np.ndim(self.bits) == 0 else float(self.bits[device])
+        retry = self.system.p_dl_w * n_prb / link.n_prb if dl else self._p_ul[device]
+        bits = self._bits if self._bits is not None else float(self.bits[device])
         out = link.deliver(bits, n_prb, power_w, snr_reported, blocks, self.link_rng,
                            retry_power_w=retry)
         self.harq_transmissions += out.transmissions
@@ -182,8 +185,10 @@ class LinkChannel(OFDMAChannel):
         self.multi_block += used > 1
         cols = self._columns
         cols["harq_transmissions"][device] += out.transmissions
-        cols["harq_failures"][device] += out.failures
-        cols["outages"][device] += out.outages
+        if out.failures:
+            cols["harq_failures"][device] += out.failures
+        if out.outages:
+            cols["outages"][device] += out.outages
         return out.delay_s
 
     def _estimate_now(self):
@@ -191,22 +196,19 @@ class LinkChannel(OFDMAChannel):
             return self.g_ul, self.g_dl
         return self._estimate
 
-    def _retry_draw(self, device):
-        """A new fading block's gain for a retry (one block per round: fresh i.i.d. draws, or
+    def _retry_gain(self, device, g):
+        """A new fading block's gain for a retry (one block per round: a fresh i.i.d. draw, or
         the Gauss-Markov step over ``retry_block_s``); no fading: the same gain."""
+        if self.fading == "none":
+            return g
         pl = float(self.pathloss[device])
         rng = self.link_rng
-        if self.fading == "none":
-            return lambda g: g
         if self.fading in IID_FADING:
-            return lambda g: pl * rng.standard_exponential()
+            return pl * rng.standard_exponential()
         rho = self.retry_rho
-
-        def step(g):
-            w = (rng.standard_normal() + 1j * rng.standard_normal()) / math.sqrt(2.0)
-            h = rho * math.sqrt(g / pl) + math.sqrt(1.0 - rho * rho) * w
-            return pl * abs(h) ** 2
-        return step
+        w = (rng.standard_normal() + 1j * rng.standard_normal()) / math.sqrt(2.0)
+        h = rho * math.sqrt(g / pl) + math.sqrt(1.0 - rho * rho) * w
+        return pl * abs(h) ** 2
 
     def link_summary(self):
         """Totals for summary.json."""

@@ -146,6 +146,9 @@ class McsLink:
         self.harq_max = int(harq_max)
         self.chase = combining == "chase"
         self.shift_db = self.curve.shift_db(self.bler_target)
+        # chase combining: attempt m decodes at m snr, x shifts by slope * 10 log10(m)
+        self._chase_db = [self.curve.slope * 10.0 * math.log10(m)
+                          for m in range(1, self.harq_max + 1)]
         self.re_per_prb = nr.data_re_per_prb()
         if table == "continuous":
             self.eff = self.thr_db = self.switch_db = self.tbs = None
@@ -248,11 +251,21 @@ class McsLink:
         """P(a transport block needs exactly m attempts), m = 1..M, then P(all M fail): chase
         combining fails attempt m with BLER(m snr) given the earlier failures, repetition with
         BLER(snr). A list of M + 1 floats."""
+        m_max = self.harq_max
+        if not self.curve.enabled:
+            return [1.0] + [0.0] * m_max
+        if not snr > 0:
+            return [0.0] * m_max + [1.0]
+        x0 = self.curve.slope * (10.0 * math.log10(snr) - thr_db)
         survive, pmf = 1.0, []
-        for m in range(1, self.harq_max + 1):
-            fail = self._bler(thr_db, m * snr if self.chase else snr)
+        for m in range(m_max):
+            x = x0 + self._chase_db[m] if self.chase else x0
+            fail = 0.0 if x > 700.0 else 1.0 / (1.0 + 9.0 * math.exp(x))
             pmf.append(survive * (1.0 - fail))
             survive *= fail
+            if survive == 0.0:
+                pmf.extend([0.0] * (m_max - m - 1))
+                break
         pmf.append(survive)
         return pmf
 
