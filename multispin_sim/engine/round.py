@@ -5,7 +5,9 @@
 0. wait: until some device has work (queueing workloads: the server idles until an arrival),
    and, with ``tick_period_s``, until the next tick of the round clock;
 1. start: the devices with work join (``workload.start_round``); moving devices get their new
-   large-scale gains; the round's fading (CSI) is read; the draft controller chooses gamma;
+   large-scale gains; the round's fading (CSI) is read; corrections a deferring policy
+   ('deadline') carried over from the last round start now, their devices skip this draft;
+   the draft controller chooses gamma;
 2. drafting: every active device drafts gamma_k tokens (``Device.run``) -- wait for all;
 3. verification: the server's batched pass over the active devices (``EdgeServer.verify``),
    then the outcomes;

@@ -238,15 +238,6 @@ class McsLink:
             slots = np.ceil(bits / tbs - 1e-12)
         return np.where(c > 0, slots * self.slot_s, outage_wait_s + slots * self.slot_s)
 
-    def _bler(self, thr_db, snr):
-        """``BlerCurve.bler`` for scalars (the per-correction hot path)."""
-        if not self.curve.enabled:
-            return 0.0
-        if not snr > 0:
-            return 1.0
-        x = self.curve.slope * (10.0 * math.log10(snr) - thr_db)
-        return 0.0 if x > 700.0 else 1.0 / (1.0 + 9.0 * math.exp(x))
-
     def attempt_pmf(self, thr_db, snr):
         """P(a transport block needs exactly m attempts), m = 1..M, then P(all M fail): chase
         combining fails attempt m with BLER(m snr) given the earlier failures, repetition with
