@@ -4,7 +4,8 @@ Each module ``<what>.py`` has ``run(quick=False) -> dict`` that prints its figur
 """
 import importlib
 
-BENCHMARKS = ("reactive", "engine", "draft", "dynamics", "payload", "serving", "acceptance")
+BENCHMARKS = ("reactive", "engine", "draft", "dynamics", "payload", "serving", "acceptance",
+              "link")
 
 
 def run(what="all", quick=False):

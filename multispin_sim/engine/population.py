@@ -119,7 +119,7 @@ def build_population(scenario, rng, topology_rng=None, shadowing_rng=None, graph
         p_dl_w=dl_power_w(scenario),
         payload_bits=float(_fixed_bits(format_from_scenario(pl))),
         bandwidth_hz=ch.bandwidth_mhz * 1e6,
-        n0=noise_psd_watt_per_hz(ch.noise_psd_dbm_hz),
+        n0=noise_psd_watt_per_hz(ch.noise_psd_dbm_hz + ch.noise_figure_db),
         verify_fixed_s=scenario.server.verify_fixed_ms * 1e-3,
         verify_per_device_s=scenario.server.verify_per_device_ms * 1e-3,
         verify_cost=verification_cost(scenario),

@@ -62,3 +62,8 @@ class EdgeServer:
         """The reactive policy's decision for this outcome and this round's channel state."""
         problem = self.system.reactive_problem(rejected, g_ul, g_dl)
         return self.policy.decide(problem, self.policy_rng)
+
+    def decide_carry(self, deferred, g_ul, g_dl):
+        """Modes and powers of the corrections a deferring policy carried to this round start."""
+        problem = self.system.reactive_problem(deferred, g_ul, g_dl)
+        return self.policy.carry(problem)

@@ -24,6 +24,7 @@ from .acceptance import acceptance_summary, build_acceptance, read_acceptance_tr
 from .channel import OFDMAChannel
 from .compute import (check_verify_table, energy_powers, objective_options, reactive_policy,
                       thermal_state)
+from .link import build_channel, check_link, link_policy
 from .population import build_population
 from .protocols import make_loop
 from .server import EdgeServer
@@ -148,6 +149,7 @@ def read_inputs(scenario):
     anything is written."""
     inputs = {}
     check_verify_table(scenario)
+    check_link(scenario)
     if scenario.workload.arrivals == "trace":
         inputs["trace"] = read_trace(scenario.workload.trace_file, scenario.devices.count)
     if scenario.acceptance.model == "trace":
@@ -213,10 +215,9 @@ def simulate(scenario, out=None, *, results_dir=None, progress=False, command_li
     )
     env = simpy.Environment()
     coherence = None if ch.coherence_time_ms is None else ch.coherence_time_ms * 1e-3
-    channel = OFDMAChannel(system, streams.fading, ch.fading, ch.reciprocal,
-                           doppler_hz=ch.doppler_hz, coherence_s=coherence, moving=moving)
-    server = EdgeServer(system, reactive_policy(scenario, population), streams.policy,
-                        streams.acceptance, acceptance=acceptance, belief=belief)
+    channel = build_channel(scenario, system, streams, coherence, moving)
+    server = EdgeServer(system, link_policy(scenario, channel, reactive_policy(scenario, population)),
+                        streams.policy, streams.acceptance, acceptance=acceptance, belief=belief)
     thermal = thermal_state(scenario, population)  # None without compute.thermal
     server, population = payload_server(scenario, server, population, streams, folder, channel,
                                         inputs)
@@ -225,7 +226,8 @@ def simulate(scenario, out=None, *, results_dir=None, progress=False, command_li
     recorder = Recorder(folder, system.k, planned=channel.dynamic_csi, distance=moving,
                         writer_process=scenario.run.rounds * system.k >= WRITER_PROCESS_MIN_ROWS,
                         energy=EnergyAccount(energy_powers(scenario, population), system.k,
-                                             thermal))
+                                             thermal),
+                        extra=getattr(channel, "extra_columns", None))
     log = None
     if scenario.workload.arrivals != "saturated":
         log = RequestLog(folder / "requests.csv", system.k, slo_ttft_s=scenario.serving.slo_ttft_s,
@@ -294,6 +296,12 @@ def simulate(scenario, out=None, *, results_dir=None, progress=False, command_li
             transmissions=channel.transmissions, over_several_blocks=channel.multi_block,
             blocks_per_transmission=(channel.blocks_used / channel.transmissions
                                      if channel.transmissions else 0.0))
+    if hasattr(channel, "link_summary"):
+        summary["link"] = channel.link_summary()
+    if getattr(server.policy, "defers", False):
+        summary["deferred"] = {"corrections": loop.deferred_total,
+                               "pending_at_end": int(np.count_nonzero(loop._deferred))
+                               if loop._deferred is not None else 0}
     if warnings:
         summary["warnings"] = warnings  # the CLI prints them; sweeps collect them
     summary.update(complete=complete, wall_time_s=wall,

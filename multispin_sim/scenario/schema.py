@@ -23,6 +23,7 @@ __all__ = [
     "Scenario", "Devices", "DeviceOverride", "Server", "Channel", "Payload", "Policy", "Run",
     "Workload", "Topology", "Mobility", "Compute", "Energy", "PowerMode", "Serving", "Adaptive",
     "PROTOCOLS", "BATCHING_POLICIES", "Acceptance", "ACCEPTANCE_MODELS", "ACCEPTANCE_BELIEFS",
+    "Link", "Csi", "Straggler",
     "FADING_MODELS", "DEVICE_TASKS", "POLICY_MODES", "DRAFT_POLICIES", "DRAFT_UPDATES",
     "ARRIVAL_MODELS", "LENGTH_MODELS", "TOPOLOGY_LAYOUTS", "MOBILITY_MODELS",
     "PAYLOAD_FORMATS", "PAYLOAD_MODELS", "MAX_DRAFT_LIMIT", "EXHAUSTIVE_MAX_DEVICES", "DEFAULT_DL_POWER_RATIO", "CROSS_CHECKS",
@@ -33,7 +34,7 @@ __all__ = [
 FADING_MODELS: tuple[str, ...] = ("rayleigh", "none", "gauss-markov")
 DEVICE_TASKS: tuple[str, ...] = ("uniform",) + TASKS
 POLICY_MODES: tuple[str, ...] = ("optimal", "all-ul", "all-dl", "random", "exhaustive",
-                                 "fidelity")
+                                 "fidelity", "deadline", "robust")
 DRAFT_POLICIES: tuple[str, ...] = ("fixed", "greedy", "uniform", "computation-only", "budget",
                                    "threshold", "backoff", "goodput-argmax", "off-under-load")
 PROTOCOLS: tuple[str, ...] = ("synchronous", "asynchronous")
@@ -184,6 +185,9 @@ class Channel(Params):
     shadowing_decorrelation_m: float = param(
         50.0, "Decorrelation distance of shadowing for moving devices (Gudmundson: correlation "
         "exp(-moved / this))", unit="m", check=gt(0))
+    noise_figure_db: float = param(0.0, "Receiver noise figure, added to noise_psd_dbm_hz for "
+                                   "both link models (N0 = noise_psd_dbm_hz + noise_figure_db)",
+                                   unit="dB", check=ge(0))
 
 
 _MENU = Check(lambda v: len(v) >= 1 and all(x == "dense" if isinstance(x, str) else x >= 1
@@ -524,6 +528,81 @@ class Adaptive(Params):
         "policy.draft_length", check=ge(0))
 
 
+LINK_MODELS: tuple[str, ...] = ("shannon", "mcs")
+CQI_TABLES: tuple[str, ...] = ("64qam", "256qam", "64qam-low-se", "continuous")
+HARQ_COMBINING: tuple[str, ...] = ("chase", "repetition")
+SUBCARRIER_SPACINGS_KHZ: tuple[int, ...] = (15, 30, 60, 120)
+
+
+@section
+class Link(Params):
+    """The link layer (README 'Link layer'): Shannon rate (the paper) or NR MCS/BLER/HARQ."""
+
+    model: str = param("shannon", "'shannon': b log2(1 + SNR) on B / |R| (the paper); 'mcs': "
+                       "3GPP NR link: whole PRBs, CQI-table MCS chosen at the reported SNR, "
+                       "TS 38.214 transport blocks per slot, BLER, HARQ, outages",
+                       choices=LINK_MODELS)
+    cqi_table: str = param("64qam", "CQI table of 'mcs': '64qam' (TS 38.214 Table 5.2.2.1-2), "
+                           "'256qam' (5.2.2.1-3), '64qam-low-se' (5.2.2.1-4), 'continuous' "
+                           "(ideal rate log2(1 + SNR / gap), no TBS rounding)",
+                           choices=CQI_TABLES)
+    bler_target: float = param(0.1, "Link adaptation: the highest MCS whose BLER at the reported "
+                               "SNR is <= this", check=in_interval(0, 1, low_open=True,
+                                                                  high_open=True))
+    implementation_gap_db: float = param(1.5, "SNR gap of each MCS's 10%-BLER threshold to the "
+                                         "Shannon bound: thr = gap (2^eff - 1)", unit="dB",
+                                         check=ge(0))
+    bler_waterfall_db: float = param(1.0, "Width of the logistic BLER curve: SNR span from BLER "
+                                     "0.9 to 0.1", unit="dB", check=gt(0))
+    subcarrier_spacing_khz: int = param(30, "Subcarrier spacing 15 * 2^mu (PRB = 12 "
+                                        "subcarriers, slot = 1 ms / 2^mu)", unit="kHz",
+                                        check=Check(lambda v: v in SUBCARRIER_SPACINGS_KHZ,
+                                                    "one of 15, 30, 60, 120", standalone=True))
+    harq_max_transmissions: int = param(4, "HARQ: transmissions of one transport block before it "
+                                        "is dropped and retried on the next fading block",
+                                        check=ge(1))
+    harq_combining: str = param("chase", "'chase': the m-th attempt decodes at the summed SNR "
+                                "m SNR; 'repetition': independent attempts", choices=HARQ_COMBINING)
+    retry_block_ms: float = param(10.0, "With one fading block per round "
+                                  "(channel.coherence_time_ms null): how long an outage or a "
+                                  "dropped block waits for a new fading draw", unit="ms",
+                                  check=gt(0))
+
+
+@section
+class Csi(Params):
+    """CSI at decision time (draft controller and reactive policy); transmissions meet the truth."""
+
+    delay_ms: float = param(0.0, "Age of the CSI at the decision, aged with rho = J0(2 pi "
+                            "channel.doppler_hz delay)", unit="ms", check=ge(0))
+    cqi_quantisation: bool = param(False, "Decisions see a 4-bit CQI of the reference SNR "
+                                   "P_ul g K / (N0 B) (full power on a 1/K share of the band; "
+                                   "lower edge of its bin on the link's CQI grid) instead of the "
+                                   "exact gain")
+    estimation_error_variance: float = param(
+        0.0, "MMSE channel estimation error variance s2 (h = h_hat + e, e ~ CN(0, s2)); the "
+        "decision uses |h_hat|^2", check=in_interval(0, 1, high_open=True))
+
+
+@section
+class Straggler(Params):
+    """Settings of the straggler-aware reactive policies (policy.mode 'deadline', 'robust')."""
+
+    deadline_ms: Optional[float] = param(
+        None, "'deadline': corrections planned slower than this are deferred to the next round "
+        "start (null: deadline_median_multiple x the round's median planned delay)", unit="ms",
+        check=gt(0))
+    deadline_median_multiple: float = param(
+        2.0, "'deadline' without deadline_ms: the deadline as a multiple of the median planned "
+        "correction delay of the round", check=ge(1))
+    robust_quantile: float = param(0.9, "'robust': the quantile of T_comm (under the CSI error "
+                                   "model) the split minimises", check=in_interval(0, 1,
+                                                                                  low_open=True,
+                                                                                  high_open=True))
+    robust_samples: int = param(64, "'robust': samples of the true channel per decision",
+                                check=ge(1))
+
+
 @section
 class Scenario(Params):
     """A complete, validated scenario (load it with ``load_scenario``)."""
@@ -548,6 +627,9 @@ class Scenario(Params):
     serving: Serving = param(Serving(), "Serving protocol, batching and SLOs")
     adaptive: Adaptive = param(Adaptive(), "Adaptive draft-length policies")
     acceptance: Acceptance = param(Acceptance(), "Acceptance model and belief")
+    link: Link = param(Link(), "The link layer (Shannon or NR MCS/HARQ)")
+    csi: Csi = param(Csi(), "CSI at decision time")
+    straggler: Straggler = param(Straggler(), "Straggler-aware reactive policies")
 
 
 # --------------------------------------------------------------------------------------------
@@ -728,3 +810,13 @@ def _check_acceptance(sc: Scenario) -> None:
     if a.model == "trace" and a.trace_file and not os.path.isfile(a.trace_file):
         raise ScenarioError("acceptance.trace_file", f"{a.trace_file!r} is not a readable file",
                             "expected the path of a Spec-Bench JSONL or a 0/1 CSV trace")
+
+
+@cross_check
+def _check_link(sc: Scenario) -> None:
+    # the PRB count check needs the NR tables (model): engine.link.check_link, before a run
+    # writes anything
+    if sc.csi.cqi_quantisation and sc.link.cqi_table == "continuous":
+        raise ScenarioError("csi.cqi_quantisation", "CQI quantisation with link.cqi_table "
+                            "'continuous' (no CQI grid)", "expected a CQI table other than "
+                            "'continuous', or cqi_quantisation: false")
