@@ -16,10 +16,10 @@ system, where requests still in the system count up to the end of the run (an id
 import math
 
 import numpy as np
-from scipy import stats
 
 from .records import CsvStream
 from .statistics import GrowingArray, describe
+from .tquantile import t_quantile
 
 REQUEST_COLUMNS = ("request", "device", "arrival_s", "start_s", "first_token_s", "completion_s",
                    "tokens", "rounds")
@@ -32,7 +32,7 @@ def batch_means_interval(values, n_batches=20, level=0.95):
     if size < 1:
         return float("nan"), float("nan")
     means = v[: size * n_batches].reshape(n_batches, size).mean(axis=1)
-    half = stats.t.ppf(0.5 + level / 2, n_batches - 1) * means.std(ddof=1) / math.sqrt(n_batches)
+    half = t_quantile(0.5 + level / 2, n_batches - 1) * means.std(ddof=1) / math.sqrt(n_batches)
     centre = float(v.mean())
     return centre - float(half), centre + float(half)
 
