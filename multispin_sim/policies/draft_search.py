@@ -28,6 +28,7 @@ import numpy as np
 from ..model.goodput import (FAST_MODES, DraftObjective, ExactTcomm, PolicyKernel, SAATcomm,
                              TcommKernel, ZeroTcomm, acceptance_runs)
 from ..model.speculative import acceptance_uniforms
+from . import greedy_fast
 from .reactive import REACTIVE_POLICIES, make_reactive_policy
 
 _REL = 1e-12  # a move must improve G by more than this relative amount (rounding noise)
@@ -143,8 +144,15 @@ def _phase1_stop(values):
     return c
 
 
-def greedy_search(obj, path_values=None):
-    """The paper's greedy (Algorithm 1). ``path_values``: G along ``uniform_path`` if known."""
+def greedy_search(obj, path_values=None, compiled=True):
+    """The paper's greedy (Algorithm 1). ``path_values``: G along ``uniform_path`` if known.
+
+    ``compiled``: use ``greedy_fast`` (numba; the same answer) when it applies.
+    """
+    if compiled and path_values is None:
+        fast = greedy_fast.search(obj)
+        if fast is not None:
+            return fast
     ev0 = obj.evaluations
     path = uniform_path(obj.caps)
     if path_values is None:
