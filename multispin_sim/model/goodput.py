@@ -50,6 +50,21 @@ def goodput(tokens, drafting_s, verify_s, t_comm):
         return np.where(den > 0, np.asarray(tokens, float) / den, 0.0)
 
 
+def verification_time(verify, gammas):
+    """T_ver of each candidate: the ONE place the draft objective computes it.
+
+    ``verify``: the batch's T_ver in seconds (T_ver0 + K_b T_ver1, the paper: the same for every
+    candidate, returned as is) or a callable ``gammas (n, K) int -> (n,) seconds`` (a
+    verification-cost model in which T_ver depends on the draft lengths). ``gammas``: candidate
+    rows (n, K) or one row (K,).
+    """
+    if callable(verify):
+        g = np.asarray(gammas)
+        t = np.asarray(verify(np.atleast_2d(g)), dtype=float)
+        return t if g.ndim == 2 else float(t[0])
+    return verify
+
+
 def acceptance_runs(uniforms, alpha):
     """Untruncated acceptance runs floor(ln U / ln alpha) (M, K), clipped to ``RUN_CAP``.
 
@@ -549,7 +564,8 @@ class DraftObjective:
     """G(gamma) for one decision: closed-form tokens and drafting time, estimated E[T_comm].
 
     alpha, draft_s: (K,) acceptance rates and per-token drafting latencies; verify_s: T_ver of
-    the batch; caps: (K,) largest allowed gamma per device (0 for inactive devices); active: (K,)
+    the batch, or a callable of the candidates (``verification_time``); caps: (K,) largest
+    allowed gamma per device (0 for inactive devices); active: (K,)
     bool (inactive devices count no token); tcomm: an estimator (``SAATcomm``, ``ExactTcomm``,
     ``ZeroTcomm``).
 
@@ -561,7 +577,8 @@ class DraftObjective:
     def __init__(self, alpha, draft_s, verify_s, caps, active, tcomm):
         self.alpha = np.asarray(alpha, dtype=float)
         self.draft_s = np.asarray(draft_s, dtype=float)
-        self.verify_s = float(verify_s)
+        self.verify_s = verify_s if callable(verify_s) else float(verify_s)
+        self.precomputable = not callable(verify_s)  # compiled searches need a constant T_ver
         self.active = np.asarray(active, dtype=bool)
         self.caps = np.where(self.active, np.asarray(caps, dtype=np.int64), 0)
         self.k = self.alpha.size
@@ -581,7 +598,8 @@ class DraftObjective:
     def _g(self, gammas, t_comm):
         gammas = np.atleast_2d(np.asarray(gammas))
         self.evaluations += gammas.shape[0]
-        return goodput(self.tokens(gammas), self.drafting(gammas), self.verify_s, t_comm)
+        return goodput(self.tokens(gammas), self.drafting(gammas),
+                       verification_time(self.verify_s, gammas), t_comm)
 
     # -- stateless -------------------------------------------------------------------------
     def values(self, gammas):
@@ -609,7 +627,7 @@ class DraftObjective:
         if rest.size:
             rest[self._i1] = 0.0
         self._d2 = float(rest.max(initial=0.0))
-        self.value = float(goodput(self._tok, self._d1, self.verify_s, t_comm))
+        self.value = float(goodput(self._tok, self._d1, verification_time(self.verify_s, g), t_comm))
         return self.value
 
     def reset(self, gamma):
@@ -630,6 +648,10 @@ class DraftObjective:
         tok = self._tok - self._en[dev] + expected_tokens(self.alpha[dev], new) * self._w[dev]
         base = np.where(dev == self._i1, self._d2, self._d1)
         draft = np.maximum(base, new * self.draft_s[dev])
+        if callable(self.verify_s):
+            cand = np.repeat(self.gamma[None, :], dev.size, axis=0)
+            cand[np.arange(dev.size), dev] = new
+            return goodput(tok, draft, verification_time(self.verify_s, cand), t_comm)
         return goodput(tok, draft, self.verify_s, t_comm)
 
     def move_values(self, dev, new, screen=None):

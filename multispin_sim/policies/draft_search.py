@@ -26,7 +26,7 @@ from itertools import product
 import numpy as np
 
 from ..model.goodput import (FAST_MODES, DraftObjective, ExactTcomm, PolicyKernel, SAATcomm,
-                             TcommKernel, ZeroTcomm, acceptance_runs)
+                             TcommKernel, ZeroTcomm, acceptance_runs, verification_time)
 from ..model.speculative import acceptance_uniforms
 from . import greedy_fast
 from .reactive import REACTIVE_POLICIES, make_reactive_policy
@@ -278,7 +278,7 @@ def budget_search(obj, max_excluded=None):
     cands = {"uniform": uni, "greedy": gre}
 
     # the budget a communication-free round would use: where exclusions are judged
-    g_free = obj.tokens(path) / (obj.drafting(path) + obj.verify_s)
+    g_free = obj.tokens(path) / (obj.drafting(path) + verification_time(obj.verify_s, path))
     d_free = float(obj.drafting(path[int(np.argmax(g_free))]))
     include = caps > 0
     max_excluded = int(include.sum()) if max_excluded is None else max_excluded
