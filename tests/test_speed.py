@@ -152,3 +152,35 @@ def test_verification_time_as_a_function_of_gamma():
     t_comm = tok / ref - dr - t0
     expect = tok / (dr + t0 + t1 * (gam + 1).sum(axis=1) + t_comm)
     assert np.allclose(v, expect, rtol=1e-12)
+
+
+@pytest.mark.parametrize("name,mode,decisions", [("uniform", "optimal", 40), ("budget", "optimal", 12),
+                                                 ("budget", "random", 6)])
+def test_compiled_paths_in_uniform_and_budget_give_the_same_answers(name, mode, decisions,
+                                                                     monkeypatch):
+    """uniform and budget evaluate their nondecreasing paths with the compiled path_mean: the
+    same lengths, values and evaluation counts as the numpy estimator alone."""
+    pytest.importorskip("numba")
+    from multispin_sim.model.fading import channel_gains
+    from multispin_sim.policies import draft_search, greedy_fast, make_reactive_policy
+
+    if not greedy_fast.available():
+        pytest.skip("compiled path disabled")
+    search = {"uniform": draft_search.uniform_search, "budget": draft_search.budget_search}[name]
+    k = 10
+    system = _system(k, seed=7)
+    rng = np.random.default_rng(11)
+    policy = make_reactive_policy(mode)
+    real = greedy_fast._kernels
+    for r in range(decisions):
+        g_ul, g_dl = channel_gains(rng, system.pathloss)
+        caps = np.full(k, 20) if r % 2 else rng.integers(0, 21, k)
+        out = []
+        for kernels in (real, False):
+            monkeypatch.setattr(greedy_fast, "_kernels", kernels)
+            obj = draft_search.make_objective(system, g_ul, g_dl, np.ones(k, bool), caps, policy,
+                                              np.random.default_rng([7, r]), 600)
+            out.append(search(obj))
+        fast, ref = out
+        assert np.array_equal(fast.gamma, ref.gamma) and fast.value == ref.value, r
+        assert fast.evaluations == ref.evaluations, r

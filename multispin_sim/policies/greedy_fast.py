@@ -47,12 +47,13 @@ def _load():
     return _kernels
 
 
-def eligible(obj):
-    """The compiled search can replace the numpy one for this ``DraftObjective``."""
+def eligible(obj, fresh=True):
+    """The compiled search can replace the numpy one for this ``DraftObjective`` (``fresh``:
+    and its estimator holds no state yet)."""
     from ..model.goodput import SAATcomm, TcommKernel
 
     tc = obj.tcomm
-    if not isinstance(tc, SAATcomm) or tc.gamma is not None or tc._path is not None:
+    if not isinstance(tc, SAATcomm) or (fresh and (tc.gamma is not None or tc._path is not None)):
         return False
     kern = tc.kernel
     if type(kern) is not TcommKernel or kern.per_sample or kern.mode not in _MODES:
@@ -78,20 +79,15 @@ def _times(kern, mode, r, a, b):
     return np.maximum(kern._delay(r, a), kern._dl_delay(r, b))
 
 
-def search(obj, chunk=8):
-    """``draft_search.greedy_search(obj)`` compiled; None when not applicable (see module)."""
+def _setup(obj):
+    """The numba kernels and the arrays of this objective's closed-form kernel."""
     nb = _load()
-    if nb is False or not eligible(obj):
-        return None
-    from ..model.speculative import expected_tokens
-    from .draft_search import SearchResult, _phase1_stop, uniform_path
-
     tc = obj.tcomm
     kern = tc.kernel
     mode = _mode_of(kern)
     code = _MODES[mode]
     runs = np.ascontiguousarray(tc.runs, dtype=np.int32)
-    m, k = runs.shape
+    k = runs.shape[1]
     if code == 0:
         order = np.ascontiguousarray(kern.order_rev, dtype=np.int64)
         ua = np.ascontiguousarray(kern.u_rev, dtype=float)
@@ -102,21 +98,56 @@ def search(obj, chunk=8):
         va = np.ascontiguousarray(np.broadcast_to(kern.v, (k,)), dtype=float)
     coin = (np.ascontiguousarray(kern.coin, dtype=np.bool_) if code == 3
             else np.zeros((1, 1), dtype=np.bool_))
+    return nb, kern, mode, code, runs, order, ua, va, coin
 
+
+def _path_values(obj, setup, seg, start):
+    """``obj.path_values(seg)`` (``SAATcomm.path_mean``), and the per-sample T_comm at every
+    point of ``seg`` (n, M); ``start``: T_comm at seg[0] when known (a later chunk)."""
+    nb, kern, mode, code, runs, order, ua, va, coin = setup
+    m = runs.shape[0]
+    seg = np.ascontiguousarray(seg, dtype=np.int64)
+    has = start is not None
+    st = start if has else np.zeros(0)
+    ev_m, ev_s, need, r, a, b = nb.path_events(runs, seg, code, order, ua, va, coin, has)
+    t = np.zeros(ev_m.size)
+    if need.any():
+        t[need] = _times(kern, mode, r[need], a[need], b[need])
+    total, table = nb.path_accumulate(ev_m, ev_s, t, need, st, has, seg.shape[0], m)
+    return obj._g(seg, total / m), table
+
+
+def path_values(obj, path):
+    """``obj.path_values(path)`` for a nondecreasing path from gamma = 0 (or any path of a fresh
+    objective), compiled (the same values); None when not applicable. The estimator keeps no
+    path cache: a later ``reset`` evaluates its point by the kernel (the same numbers)."""
+    if _load() is False:
+        return None
+    path = np.asarray(path)
+    if not eligible(obj, fresh=bool(path[0].any())):
+        return None
+    if path.shape[0] > 1 and np.any(np.diff(path, axis=0) < 0):
+        return None
+    return _path_values(obj, _setup(obj), path, None)[0]
+
+
+def search(obj, chunk=8):
+    """``draft_search.greedy_search(obj)`` compiled; None when not applicable (see module)."""
+    nb = _load()
+    if nb is False or not eligible(obj):
+        return None
+    from ..model.speculative import expected_tokens
+    from .draft_search import SearchResult, _phase1_stop, uniform_path
+
+    setup = _setup(obj)
+    nb, kern, mode, code, runs, order, ua, va, coin = setup
+    m, k = runs.shape
     ev0 = obj.evaluations
     path = uniform_path(obj.caps)
 
     # -- phase 1: the lazy chunks of ``_lazy_phase1``, each a ``SAATcomm.path_mean``
     def path_values(seg, start):
-        seg = np.ascontiguousarray(seg, dtype=np.int64)
-        has = start is not None
-        st = start if has else np.zeros(0)
-        ev_m, ev_s, need, r, a, b = nb.path_events(runs, seg, code, order, ua, va, coin, has)
-        t = np.zeros(ev_m.size)
-        if need.any():
-            t[need] = _times(kern, mode, r[need], a[need], b[need])
-        total, table = nb.path_accumulate(ev_m, ev_s, t, need, st, has, seg.shape[0], m)
-        return obj._g(seg, total / m), table
+        return _path_values(obj, setup, seg, start)
 
     vals, table = path_values(path[:chunk + 1], None)
     vals, offset = list(vals), 0
