@@ -149,8 +149,8 @@ def greedy_search(obj, path_values=None, compiled=True):
 
     ``compiled``: use ``greedy_fast`` (numba; the same answer) when it applies.
     """
-    if compiled and path_values is None:
-        fast = greedy_fast.search(obj)
+    if compiled:
+        fast = greedy_fast.search(obj, path_values=path_values)
         if fast is not None:
             return fast
     ev0 = obj.evaluations

@@ -131,37 +131,54 @@ def path_values(obj, path):
     return _path_values(obj, _setup(obj), path, None)[0]
 
 
-def search(obj, chunk=8):
-    """``draft_search.greedy_search(obj)`` compiled; None when not applicable (see module)."""
+def search(obj, chunk=8, path_values=None):
+    """``draft_search.greedy_search(obj, path_values)`` compiled; None when not applicable.
+
+    Without ``path_values`` phase 1 replays the lazy chunks of ``_lazy_phase1`` (the objective
+    must be fresh); with them (``budget`` passes the whole uniform path's values) phase 2 starts
+    from their stop point, whose per-sample T_comm the kernel gives (as ``reset`` does).
+    """
     nb = _load()
-    if nb is False or not eligible(obj):
+    if nb is False or not eligible(obj, fresh=path_values is None):
         return None
-    from ..model.speculative import expected_tokens
     from .draft_search import SearchResult, _phase1_stop, uniform_path
 
     setup = _setup(obj)
-    nb, kern, mode, code, runs, order, ua, va, coin = setup
-    m, k = runs.shape
+    runs = setup[4]
     ev0 = obj.evaluations
     path = uniform_path(obj.caps)
+    if path_values is not None:
+        c = _phase1_stop(np.asarray(path_values))
+        gamma = path[c].astype(np.int64).copy()
+        t = np.asarray(obj.tcomm.kernel(runs < gamma[None, :], np.arange(runs.shape[0])),
+                       dtype=float).copy()
+    else:
+        # phase 1: the lazy chunks of ``_lazy_phase1``, each a ``SAATcomm.path_mean``
+        vals, table = _path_values(obj, setup, path[:chunk + 1], None)
+        vals, offset = list(vals), 0
+        while len(vals) < len(path) and all(vals[i + 1] > vals[i] for i in range(len(vals) - 1)):
+            first = len(vals) - 1
+            seg = path[first:len(vals) + chunk // 2 + 1]
+            v, table = _path_values(obj, setup, seg, table[first - offset])   # T at its start
+            offset = first
+            vals.extend(v[1:])
+        c = _phase1_stop(np.array(vals))
+        gamma = path[c].astype(np.int64).copy()
+        t = table[c - offset].copy()
+    value, evals, steps = _phase2(obj, setup, gamma, t)
+    obj.evaluations += evals
+    obj.gamma, obj.value = gamma.copy(), value
+    return SearchResult(gamma.copy(), value, obj.evaluations - ev0,
+                        {"phase1": int(c), "phase2_steps": steps})
 
-    # -- phase 1: the lazy chunks of ``_lazy_phase1``, each a ``SAATcomm.path_mean``
-    def path_values(seg, start):
-        return _path_values(obj, setup, seg, start)
 
-    vals, table = path_values(path[:chunk + 1], None)
-    vals, offset = list(vals), 0
-    while len(vals) < len(path) and all(vals[i + 1] > vals[i] for i in range(len(vals) - 1)):
-        first = len(vals) - 1
-        seg = path[first:len(vals) + chunk // 2 + 1]
-        v, table = path_values(seg, table[first - offset])   # T_comm at the segment's start
-        offset = first
-        vals.extend(v[1:])
-    c = _phase1_stop(np.array(vals))
-    gamma = path[c].astype(np.int64).copy()
-    t = table[c - offset].copy()
+def _phase2(obj, setup, gamma, t):
+    """Phase 2 from ``gamma`` (updated in place) with per-sample T_comm ``t``: +1 moves with
+    the +1 cache (``plus_one_values`` / ``_apply_plus``). Returns (G, evaluations, steps)."""
+    from ..model.speculative import expected_tokens
 
-    # -- phase 2: +1 moves with the +1 cache (``plus_one_values`` / ``_apply_plus``)
+    nb, kern, mode, code, runs, order, ua, va, coin = setup
+    m, k = runs.shape
     caps = obj.caps.astype(np.int64)
     top = int(caps.max(initial=0)) + 2
     en = expected_tokens(obj.alpha[:, None], np.arange(top + 1)[None, :])   # (K, top + 1)
@@ -181,8 +198,4 @@ def search(obj, chunk=8):
         if state[2] > 0:
             break
         steps += 1
-    obj.evaluations += evals
-    value = float(state[0])
-    obj.gamma, obj.value = gamma.copy(), value
-    return SearchResult(gamma.copy(), value, obj.evaluations - ev0,
-                        {"phase1": int(c), "phase2_steps": steps})
+    return float(state[0]), evals, steps
