@@ -798,6 +798,13 @@ def _check_serving(sc: Scenario) -> None:
     if sc.mobility.model != "none":
         raise ScenarioError("mobility.model", f"{sc.mobility.model!r} is not supported with "
                             "serving.protocol 'asynchronous'", "expected 'none'")
+    if sc.compute.thermal:
+        raise ScenarioError("compute.thermal", "thermal throttling is not supported with "
+                            "serving.protocol 'asynchronous'", "expected false")
+    if sc.policy.mode == "deadline":
+        raise ScenarioError("policy.mode", "'deadline' defers corrections to the next round, "
+                            "which the asynchronous protocol does not have",
+                            "expected another policy.mode with serving.protocol 'asynchronous'")
 
 
 @cross_check
