@@ -18,10 +18,9 @@ import functools
 import math
 
 import numpy as np
-from scipy.special import j0
 
 from ..model.csi import ImperfectCsi, PerfectCsi
-from ..model.fading import IID_FADING
+from ..model.fading import IID_FADING, jakes_correlation
 from ..model.link import IidBlocks, McsLink
 from ..model.rates import shannon_rate
 from ..model.nr_tables import usable_prbs
@@ -77,7 +76,7 @@ class LinkChannel(OFDMAChannel):
         self.retry_block_s = float(retry_block_s)
         self._key = None       # the fading block the last estimate was made in
         self._estimate = None
-        self.retry_rho = (float(j0(2 * math.pi * self.doppler_hz * self.retry_block_s))
+        self.retry_rho = (float(jakes_correlation(self.doppler_hz, self.retry_block_s))
                           if self.fading == "gauss-markov" else 0.0)
         self.harq_transmissions = 0
         self.harq_failures = 0

@@ -21,7 +21,8 @@ Perfect CSI (all three off) returns the very same arrays: decisions are exactly 
 Draws come from the ``csi`` random stream.
 """
 import numpy as np
-from scipy.special import j0
+
+from .fading import jakes_correlation
 
 
 class PerfectCsi:
@@ -44,7 +45,7 @@ class ImperfectCsi:
 
     def __init__(self, delay_s=0.0, doppler_hz=0.0, error_variance=0.0, quantise=False,
                  switch_db=None, ref_snr=None):
-        self.rho = float(j0(2.0 * np.pi * doppler_hz * delay_s)) if delay_s > 0 else 1.0
+        self.rho = float(jakes_correlation(doppler_hz, delay_s)) if delay_s > 0 else 1.0
         self.s2 = float(error_variance)
         self.quantise = bool(quantise)
         self.switch_db = None if switch_db is None else np.asarray(switch_db, float)
