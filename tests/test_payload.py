@@ -12,7 +12,6 @@ import math
 import numpy as np
 import pytest
 from scipy import stats
-from scipy.optimize import brentq
 
 from multispin_sim.cli import main
 from multispin_sim.engine.tokens import TokenServer
