@@ -228,7 +228,8 @@ def build_parser():
     sp.set_defaults(func=cmd_keys)
 
     sp = sub.add_parser("bench", help="print speed and memory figures")
-    sp.add_argument("what", nargs="?", default="all", help="reactive, engine, draft, dynamics, acceptance or all")
+    sp.add_argument("what", nargs="?", default="all",
+                    help="reactive, engine, draft, dynamics, acceptance or all")
     sp.add_argument("--quick", action="store_true", help="smaller sizes (a smoke test)")
     sp.add_argument("--json", action="store_true", help="also print the figures as JSON")
     sp.set_defaults(func=cmd_bench)

@@ -260,7 +260,7 @@ def test_hf_observe_hides_exactly_the_bonus_positions():
     assert seen.tolist() == [1, 1, 1, 1, 1, UNKNOWN, 0, 1, 1, 0]
 
 
-# --- bad input -------------------------------------------------------------------------------------
+# --- bad input ----------------------------------------------------------------------------
 
 def _run(tmp_path, capsys, *sets):
     out = tmp_path / "out"

@@ -131,11 +131,11 @@ class AgreementWalk(AcceptanceModel):
     block (bits int8 with 0/1 and possibly UNKNOWN, rate: the per-position true rate (scalar or
     array), stops: indices where a run may not continue past, or None). Blocks have a fixed
     make-up (not the number of positions a refill needs), so a device's sequence is the same
-    whenever its blocks are made. UNKNOWN positions are drawn
-    with ``unknown_rate`` from a second generator of the device, in position order (so a
-    device's sequence does not depend on when its pieces are made). A window of ``window`` positions per
-    device is kept in (K, window) arrays; it is refilled before any device comes within
-    ``margin`` (> the largest draft length + 1) of its end, so runs capped at gamma are exact.
+    whenever its blocks are made. UNKNOWN positions are drawn with ``unknown_rate`` from a
+    second generator of the device, in position order (so a device's sequence does not depend
+    on when its pieces are made). A window of ``window`` positions per device is kept in
+    (K, window) arrays; it is refilled before any device comes within ``margin`` (> the largest
+    draft length + 1) of its end, so runs capped at gamma are exact.
     """
 
     window = 16384
@@ -344,9 +344,9 @@ class TraceAcceptance(AgreementWalk):
     ``assign``: 'uniform' (every device uses all answers) or 'task' (a device uses the answers
     of its task's categories, ``TASK_CATEGORIES``); ``next``: 'draw' (a new answer drawn
     uniformly from the device's pool when one ends), 'cycle' (the pool in file order from a
-    random start, wrapping around) or 'repeat' (the answer drawn first, again and again). An answer's last position
-    ends the run (the request ends there); UNKNOWN (bonus) positions are drawn with the mean
-    agreement rate of the selected answers.
+    random start, wrapping around) or 'repeat' (the answer drawn first, again and again). An
+    answer's last position ends the run (the request ends there); UNKNOWN (bonus) positions are
+    drawn with the mean agreement rate of the selected answers.
     """
 
     def __init__(self, alpha, rng, answers=(), tasks=None, assign="uniform", next="draw",

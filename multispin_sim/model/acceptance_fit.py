@@ -13,8 +13,8 @@
 
 ``validate(answers, fits)`` compares the trace with synthetic traces of each fitted model of the
 same answer lengths, observed as the trace was (decoded with HF's adaptive draft length, bonus
-positions hidden: ``hf_observe``), on: mean tokens per step E[A + 1] at gamma = 4 and 8 (replayed exactly as
-the engine does), P(A = 0) at gamma = 4, the lag-1 autocorrelation of the agreement sequence
+positions hidden: ``hf_observe``), on: mean tokens per step E[A + 1] at gamma = 4 and 8
+(replayed exactly as the engine does), P(A = 0) at gamma = 4, the lag-1 autocorrelation of the agreement sequence
 (pairs of known positions within an answer), the variance of per-answer agreement rates, and
 the Kolmogorov-Smirnov distance between the run-length distributions (agreements before each
 disagreement) of the model and the trace.
@@ -81,7 +81,8 @@ def fit_markov(answers, iterations=100, tol=1e-7, start=None):
     r = np.array(start[:2], dtype=float)
     a = np.array([[1 - start[2], start[2]], [start[3], 1 - start[3]]])
     pi = np.array([0.5, 0.5])
-    live = [int(np.searchsorted(-lengths, -t, side="right")) for t in range(t_max)]  # seqs with len > t
+    # number of sequences longer than t (they come first)
+    live = [int(np.searchsorted(-lengths, -t, side="right")) for t in range(t_max)]
     known = obs >= 0
     ones = obs == 1
     prev_ll = -np.inf
