@@ -15,7 +15,7 @@ class EdgeServer:
     """
 
     def __init__(self, system, reactive_policy, policy_rng, acceptance_rng, block=1024,
-                 acceptance=None, belief=None):
+                 acceptance=None, belief=None, per_request=False):
         self.system = system
         self.policy = reactive_policy
         self.policy_rng = policy_rng
@@ -26,6 +26,7 @@ class EdgeServer:
         self.acceptance = acceptance
         self.belief = OracleBelief(acceptance) if belief is None else belief
         self.tally = AgreementTally(system.k)
+        self.per_request = per_request
 
     def verify(self, env, batch_size):
         """SimPy: the batched forward pass, T_ver0 + K_b T_ver1."""
@@ -37,10 +38,17 @@ class EdgeServer:
         yield env.timeout(duration)
         return duration
 
-    def outcomes(self, gamma, active=None):
+    def outcomes(self, gamma, active=None, remaining=None):
         """(accepted, tokens, rejected) per device for this round's draft lengths ``gamma``
-        (``active``: the devices in the batch; the others have gamma 0 and do not move)."""
+        (``active``: the devices in the batch; the others have gamma 0 and do not move;
+        ``remaining``: tokens each request still needs, for acceptance sessions per request)."""
         accepted = self.acceptance.accepted(gamma, active)
+        if remaining is not None and self.per_request:
+            done = accepted + 1 >= remaining
+            if active is not None:
+                done &= active
+            if done.any():
+                self.acceptance.new_request(done)
         rejected = accepted < gamma
         self.tally.add(accepted, rejected)
         self.belief.observe(accepted, rejected, active)

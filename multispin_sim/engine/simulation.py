@@ -206,7 +206,8 @@ def simulate(scenario, out=None, *, results_dir=None, progress=False, command_li
     channel = OFDMAChannel(system, streams.fading, ch.fading, ch.reciprocal,
                            doppler_hz=ch.doppler_hz, coherence_s=coherence, moving=moving)
     server = EdgeServer(system, make_reactive_policy(policy.mode), streams.policy, streams.acceptance,
-                        acceptance=acceptance, belief=belief)
+                        acceptance=acceptance, belief=belief,
+                        per_request=scenario.acceptance.session == "request")
     # long runs format their CSV rows on the second core (same bytes, see WriterProcess)
     recorder = Recorder(folder, system.k, planned=channel.dynamic_csi, distance=moving,
                         writer_process=scenario.run.rounds * system.k >= WRITER_PROCESS_MIN_ROWS)

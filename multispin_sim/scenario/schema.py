@@ -42,6 +42,7 @@ ACCEPTANCE_MODELS: tuple[str, ...] = ("iid", "beta", "markov", "trace")
 ACCEPTANCE_BELIEFS: tuple[str, ...] = ("oracle", "nominal", "learned", "filtered")
 TRACE_ASSIGN: tuple[str, ...] = ("uniform", "task")
 TRACE_NEXT: tuple[str, ...] = ("draw", "cycle", "repeat")
+ACCEPTANCE_SESSIONS: tuple[str, ...] = ("tokens", "request")
 MAX_DRAFT_LIMIT = 64            # upper bound of policy.max_draft
 EXHAUSTIVE_MAX_DEVICES = 16     # mode "exhaustive" tries 2^K UL/DL assignments
 DEFAULT_DL_POWER_RATIO = 4.0    # P_dl = 4 x P_ul (10 mW) = 40 mW = 16.02 dBm when no DL key given
@@ -300,6 +301,10 @@ class Acceptance(Params):
                                  "(1 - m) kappa), variance m (1 - m) / (kappa + 1))", check=gt(0))
     session_tokens: int = param(64, "'beta': token positions per session (one alpha each)",
                                 unit="tokens", check=ge(1))
+    session: str = param("tokens", "'beta' and 'trace': when a device moves on to a new "
+                         "alpha / answer: 'tokens' (after session_tokens positions / at the "
+                         "answer's end) or 'request' (also at the start of each request of a "
+                         "queueing workload)", choices=ACCEPTANCE_SESSIONS)
     easy_rate: float = param(0.9, "'markov': agreement rate in the easy state", check=_PROB)
     hard_rate: float = param(0.3, "'markov': agreement rate in the hard state", check=_PROB)
     easy_to_hard: float = param(0.05, "'markov': probability per token position of switching "
