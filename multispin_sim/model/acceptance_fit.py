@@ -9,7 +9,10 @@
   of known positions), one alpha per answer; the session length is the mean answer length.
 - ``markov``: a two-state hidden Markov model with Bernoulli emissions (Gilbert-Elliott) by
   Baum-Welch (EM) over all answers at once, unknown positions as missing observations; the
-  state with the higher agreement rate is "easy".
+  state with the higher agreement rate is "easy". The trace's chains restart at every answer,
+  the simulator's never: the switching probabilities keep EM's total switching rate (at least
+  one switch per answer length) split so that the stationary law is the trace's posterior
+  state occupancy (EM's own values are reported as ``em_*``).
 
 ``validate(answers, fits)`` compares the trace with synthetic traces of each fitted model of the
 same answer lengths, observed as the trace was (decoded with HF's adaptive draft length, bonus
@@ -123,8 +126,15 @@ def fit_markov(answers, iterations=100, tol=1e-7, start=None):
         prev_ll = ll
     easy = int(np.argmax(r))
     hard = 1 - easy
+    # the simulator's chain never restarts, the trace's restarts at every answer: keep EM's
+    # switching rate (at least one switch per answer) and split it so that the stationary
+    # law is the posterior state occupancy of the trace
+    occupancy = (post * inside[..., None]).sum((0, 1)) / inside.sum()
+    pe = float(occupancy[easy])
+    s = max(float(a[easy, hard] + a[hard, easy]), 1.0 / float(np.mean(lengths)))
     return {"easy_rate": float(r[easy]), "hard_rate": float(r[hard]),
-            "easy_to_hard": float(a[easy, hard]), "hard_to_easy": float(a[hard, easy]),
+            "easy_to_hard": s * (1 - pe), "hard_to_easy": s * pe,
+            "em_easy_to_hard": float(a[easy, hard]), "em_hard_to_easy": float(a[hard, easy]),
             "log_likelihood": ll, "iterations": it}
 
 
