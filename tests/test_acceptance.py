@@ -260,7 +260,7 @@ def test_hf_observe_hides_exactly_the_bonus_positions():
     assert seen.tolist() == [1, 1, 1, 1, 1, UNKNOWN, 0, 1, 1, 0]
 
 
-# --- bad input -------------------------------------------------------------------------------------
+# --- bad input ----------------------------------------------------------------------------
 
 def _run(tmp_path, capsys, *sets):
     out = tmp_path / "out"
@@ -355,3 +355,31 @@ def test_filtered_belief_is_calibrated_under_its_markov_chain():
         sel = (pred >= lo) & (pred <= hi)
         half = Z * math.sqrt(np.sum(pred[sel] * (1 - pred[sel]))) / sel.sum()
         assert abs(seen[sel].mean() - pred[sel].mean()) < half
+
+
+def test_a_new_request_moves_the_device_to_its_next_segment(tmp_path):
+    a = Answer(bits=np.array([1, 1, 0, 1, 1, 1, 1, 0], dtype=np.int8))
+    b = Answer(bits=np.array([0, 1, 1], dtype=np.int8))
+    model = acc.TraceAcceptance(np.array([0.5]), np.random.default_rng(0), answers=[a, b],
+                                next="cycle")
+    first = walk(model, [1])[0]               # starts in a or b (random start of the cycle)
+    pos0 = int(model.positions_walked[0])
+    model.new_request(np.array([True]))
+    jumped = int(model.positions_walked[0]) - pos0
+    # a: after 2 positions (1 accepted + bonus) 6 are left; b: after 1 position 2 are left
+    assert (first, jumped) in {(1, 6), (0, 2)}
+    # at a segment start already: no move
+    pos1 = int(model.positions_walked[0])
+    model.new_request(np.array([True]))
+    assert int(model.positions_walked[0]) == pos1
+    # beta sessions: a new request starts a new session (its position is a multiple of T)
+    beta = acc.BetaAcceptance(np.array([0.7]), np.random.default_rng(1), session_tokens=16)
+    walk(beta, [3, 3])
+    beta.new_request(np.array([True]))
+    assert int(beta.positions_walked[0]) % 16 == 0
+    # in the engine: a queueing run with per-request sessions runs and keeps its totals
+    sc = ms.load_scenario("scenarios/light-load.yaml", overrides={
+        "run.max_time_s": 100, "acceptance.model": "beta", "acceptance.session": "request",
+        "acceptance.mean": 0.7})
+    res = ms.simulate(sc, out=tmp_path / "q")
+    assert res.summary["acceptance"]["verified_positions"] > 0

@@ -20,8 +20,8 @@ MODELS = ("beta", "markov", "trace")
 FITTED = {  # multispin-sim acceptance fit --benchmark spec_bench
     "acceptance.mean": 0.642532, "acceptance.concentration": 12.7911,
     "acceptance.session_tokens": 165, "acceptance.easy_rate": 0.880647,
-    "acceptance.hard_rate": 0.555158, "acceptance.easy_to_hard": 0.015688,
-    "acceptance.hard_to_easy": 0.006162, "acceptance.trace_benchmark": "spec_bench",
+    "acceptance.hard_rate": 0.555158, "acceptance.easy_to_hard": 0.016226,
+    "acceptance.hard_to_easy": 0.005624, "acceptance.trace_benchmark": "spec_bench",
 }
 
 

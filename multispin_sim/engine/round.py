@@ -207,7 +207,7 @@ class RoundLoop:
 
             # batched verification and outcomes
             t_ver = yield from self.server.verify(env, n_active, gamma, active)
-            accepted, tokens, rejected = self.server.outcomes(gamma, active)
+            accepted, tokens, rejected = self.server.outcomes(gamma, active, ctx.remaining)
             if n_active < k:
                 tokens = np.where(active, tokens, 0)
                 rejected &= active

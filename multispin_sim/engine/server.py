@@ -15,19 +15,20 @@ class EdgeServer:
     """
 
     def __init__(self, system, reactive_policy, policy_rng, acceptance_rng, block=1024,
-                 acceptance=None, belief=None):
+                 acceptance=None, belief=None, per_request=False):
         self.system = system
         self.policy = reactive_policy
         self.policy_rng = policy_rng
         self.acceptance_rng = acceptance_rng
         self.block = block
-        cost = system.verify_cost  # model.verification; None or linear: the inline formula below
-        self.verify_cost = cost if cost is not None and cost.depends_on_draft else None
         if acceptance is None:
             acceptance = IIDAcceptance(system.alpha, acceptance_rng, block)
         self.acceptance = acceptance
         self.belief = OracleBelief(acceptance) if belief is None else belief
         self.tally = AgreementTally(system.k)
+        self.per_request = per_request
+        cost = system.verify_cost  # model.verification; None or linear: the inline formula below
+        self.verify_cost = cost if cost is not None and cost.depends_on_draft else None
 
     def verify(self, env, batch_size, gamma=None, active=None):
         """SimPy: the batched forward pass: T_ver0 + K_b T_ver1, or the scenario's verification
@@ -44,10 +45,17 @@ class EdgeServer:
         yield env.timeout(duration)
         return duration
 
-    def outcomes(self, gamma, active=None):
+    def outcomes(self, gamma, active=None, remaining=None):
         """(accepted, tokens, rejected) per device for this round's draft lengths ``gamma``
-        (``active``: the devices in the batch; the others have gamma 0 and do not move)."""
+        (``active``: the devices in the batch; the others have gamma 0 and do not move;
+        ``remaining``: tokens each request still needs, for acceptance sessions per request)."""
         accepted = self.acceptance.accepted(gamma, active)
+        if remaining is not None and self.per_request:
+            done = accepted + 1 >= remaining
+            if active is not None:
+                done &= active
+            if done.any():
+                self.acceptance.new_request(done)
         rejected = accepted < gamma
         self.tally.add(accepted, rejected)
         self.belief.observe(accepted, rejected, active)

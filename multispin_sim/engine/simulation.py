@@ -217,7 +217,8 @@ def simulate(scenario, out=None, *, results_dir=None, progress=False, command_li
     coherence = None if ch.coherence_time_ms is None else ch.coherence_time_ms * 1e-3
     channel = build_channel(scenario, system, streams, coherence, moving)
     server = EdgeServer(system, link_policy(scenario, channel, reactive_policy(scenario, population)),
-                        streams.policy, streams.acceptance, acceptance=acceptance, belief=belief)
+                        streams.policy, streams.acceptance, acceptance=acceptance, belief=belief,
+                        per_request=scenario.acceptance.session == "request")
     thermal = thermal_state(scenario, population)  # None without compute.thermal
     server, population = payload_server(scenario, server, population, streams, folder, channel,
                                         inputs)

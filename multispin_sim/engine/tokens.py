@@ -65,7 +65,7 @@ class TokenServer(EdgeServer):
             bind(model)
 
     # -- verification ----------------------------------------------------------------------
-    def outcomes(self, gamma, active=None):
+    def outcomes(self, gamma, active=None, remaining=None):
         k, g = self.system.k, self.g
         model, table = self.model, self.model.table
         u = self.rng.random((3, k, g + 1))

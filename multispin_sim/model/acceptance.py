@@ -81,6 +81,9 @@ class AcceptanceModel:
     def true_rate(self):
         return self.nominal
 
+    def new_request(self, mask):
+        """Devices in ``mask`` start a new request (models with sessions may start a new one)."""
+
     def parameters(self):
         return {}
 
@@ -131,11 +134,11 @@ class AgreementWalk(AcceptanceModel):
     block (bits int8 with 0/1 and possibly UNKNOWN, rate: the per-position true rate (scalar or
     array), stops: indices where a run may not continue past, or None). Blocks have a fixed
     make-up (not the number of positions a refill needs), so a device's sequence is the same
-    whenever its blocks are made. UNKNOWN positions are drawn
-    with ``unknown_rate`` from a second generator of the device, in position order (so a
-    device's sequence does not depend on when its pieces are made). A window of ``window`` positions per
-    device is kept in (K, window) arrays; it is refilled before any device comes within
-    ``margin`` (> the largest draft length + 1) of its end, so runs capped at gamma are exact.
+    whenever its blocks are made. UNKNOWN positions are drawn with ``unknown_rate`` from a
+    second generator of the device, in position order (so a device's sequence does not depend
+    on when its pieces are made). A window of ``window`` positions per device is kept in
+    (K, window) arrays; it is refilled before any device comes within ``margin`` (> the largest
+    draft length + 1) of its end, so runs capped at gamma are exact.
     """
 
     window = 16384
@@ -148,7 +151,9 @@ class AgreementWalk(AcceptanceModel):
         self.device_rngs = rng.spawn(self.k)     # the pieces of each device's sequence
         self.unknown_rngs = rng.spawn(self.k)    # its UNKNOWN positions, in position order
         self._offsets = np.arange(self.k) * self.window
-        self._carry = [(np.zeros(0, dtype=bool), np.zeros(0)) for _ in range(self.k)]
+        self._carry = [(np.zeros(0, dtype=bool), np.zeros(0), np.zeros(0, dtype=bool))
+                       for _ in range(self.k)]
+        self._prev_end = np.ones(self.k, dtype=bool)   # the walk starts at a segment start
         self._flat = self._offsets.copy()        # offsets + each device's position
         self._limits = self._offsets + self.window - self.margin
         self._countdown = 0
@@ -172,9 +177,10 @@ class AgreementWalk(AcceptanceModel):
     def _extend(self, i, need):
         """At least ``need`` more positions of device i: (continue-run flags, rates)."""
         rng = self.device_rngs[i]
-        conts, rates, have = [], [], 0
+        conts, rates, ends, have = [], [], [], 0
         while have < need:
-            bits, rate, stops = self.segment(i, rng)
+            bits, rate, stops, *seg = self.segment(i, rng)
+            seg = seg[0] if seg else stops
             bits = np.array(bits, dtype=np.int8)
             unknown = bits == UNKNOWN
             if unknown.any():   # one draw per UNKNOWN position, in position order
@@ -183,28 +189,37 @@ class AgreementWalk(AcceptanceModel):
             cont = bits == 1
             if stops is not None:
                 cont[stops] = False
+            end = np.zeros(cont.shape, dtype=bool)
+            if seg is not None:
+                end[seg] = True
             conts.append(cont)
+            ends.append(end)
             rates.append(np.broadcast_to(np.asarray(rate, dtype=float), cont.shape))
             have += len(cont)
-        return np.concatenate(conts), np.concatenate(rates)
+        return np.concatenate(conts), np.concatenate(rates), np.concatenate(ends)
 
     def _refill(self):
         n = self.window
         cont = np.empty((self.k, n), dtype=bool)
         rate = np.empty((self.k, n))
+        end = np.empty((self.k, n), dtype=bool)
         pos = self.pos
         for i in range(self.k):
             p = int(pos[i])
-            c0, r0 = self._carry[i]
+            c0, r0, e0 = self._carry[i]
             if self._runs is not None:
+                if p > 0:
+                    self._prev_end[i] = self._end[i, min(p, n) - 1]
                 c0 = np.concatenate([self._cont[i, p:], c0])
                 r0 = np.concatenate([self._rate[i, p:], r0])
+                e0 = np.concatenate([self._end[i, p:], e0])
             if len(c0) < n:
-                c1, r1 = self._extend(i, n - len(c0))
-                c0, r0 = np.concatenate([c0, c1]), np.concatenate([r0, r1])
-            cont[i], rate[i] = c0[:n], r0[:n]
-            self._carry[i] = (c0[n:], r0[n:])
-        self._cont, self._rate = cont, rate
+                c1, r1, e1 = self._extend(i, n - len(c0))
+                c0, r0, e0 = (np.concatenate([c0, c1]), np.concatenate([r0, r1]),
+                              np.concatenate([e0, e1]))
+            cont[i], rate[i], end[i] = c0[:n], r0[:n], e0[:n]
+            self._carry[i] = (c0[n:], r0[n:], e0[n:])
+        self._cont, self._rate, self._end = cont, rate, end
         self._runs = runs_of_agreement(cont)
         self._walked += self.pos
         self._flat[:] = self._offsets
@@ -222,12 +237,33 @@ class AgreementWalk(AcceptanceModel):
             self._check()
         return accepted
 
+    def new_request(self, mask):
+        """Devices in ``mask`` start a new request: each moves on to the start of its next
+        segment (beta: session; trace: answer) unless it is at one already."""
+        if self._runs is None:
+            self._refill()
+        n = self.window
+        for i in np.flatnonzero(mask):
+            while True:
+                p = int(self._flat[i] - self._offsets[i])
+                at_start = self._end[i, p - 1] if p > 0 else self._prev_end[i]
+                if at_start:
+                    break
+                nz = np.flatnonzero(self._end[i, p:])
+                target = p + int(nz[0]) + 1 if nz.size else n
+                self._flat[i] = self._offsets[i] + target
+                if target >= n - self.margin:
+                    self._refill()
+                if nz.size:
+                    break
+        self._check()
+
     def _check(self):
         """Refill when a device may come within ``margin`` of its window's end: a round
         advances a device by at most ``MAX_STEP`` positions, so checking every
         (room left) // MAX_STEP rounds is enough."""
         room = int((self._limits - self._flat).min())
-        if room < self.MAX_STEP:
+        if room <= self.MAX_STEP:
             self._refill()
             room = int((self._limits - self._flat).min())
         self._countdown = room // self.MAX_STEP
@@ -256,7 +292,7 @@ class BetaAcceptance(AgreementWalk):
         m, kappa = self.alpha[i], self.concentration
         a = np.ones(n) if m >= 1.0 else rng.beta(m * kappa, (1.0 - m) * kappa, size=n)
         rate = np.repeat(a, t)
-        return rng.random(n * t) < rate, rate, None
+        return rng.random(n * t) < rate, rate, None, np.arange(t - 1, n * t, t)
 
     def parameters(self):
         return {"mean": self.alpha.tolist(), "concentration": self.concentration,
@@ -344,9 +380,9 @@ class TraceAcceptance(AgreementWalk):
     ``assign``: 'uniform' (every device uses all answers) or 'task' (a device uses the answers
     of its task's categories, ``TASK_CATEGORIES``); ``next``: 'draw' (a new answer drawn
     uniformly from the device's pool when one ends), 'cycle' (the pool in file order from a
-    random start, wrapping around) or 'repeat' (the answer drawn first, again and again). An answer's last position
-    ends the run (the request ends there); UNKNOWN (bonus) positions are drawn with the mean
-    agreement rate of the selected answers.
+    random start, wrapping around) or 'repeat' (the answer drawn first, again and again). An
+    answer's last position ends the run (the request ends there); UNKNOWN (bonus) positions are
+    drawn with the mean agreement rate of the selected answers.
     """
 
     def __init__(self, alpha, rng, answers=(), tasks=None, assign="uniform", next="draw",

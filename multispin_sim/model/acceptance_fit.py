@@ -9,12 +9,15 @@
   of known positions), one alpha per answer; the session length is the mean answer length.
 - ``markov``: a two-state hidden Markov model with Bernoulli emissions (Gilbert-Elliott) by
   Baum-Welch (EM) over all answers at once, unknown positions as missing observations; the
-  state with the higher agreement rate is "easy".
+  state with the higher agreement rate is "easy". The trace's chains restart at every answer,
+  the simulator's never: the switching probabilities keep EM's total switching rate (at least
+  one switch per answer length) split so that the stationary law is the trace's posterior
+  state occupancy (EM's own values are reported as ``em_*``).
 
 ``validate(answers, fits)`` compares the trace with synthetic traces of each fitted model of the
 same answer lengths, observed as the trace was (decoded with HF's adaptive draft length, bonus
-positions hidden: ``hf_observe``), on: mean tokens per step E[A + 1] at gamma = 4 and 8 (replayed exactly as
-the engine does), P(A = 0) at gamma = 4, the lag-1 autocorrelation of the agreement sequence
+positions hidden: ``hf_observe``), on: mean tokens per step E[A + 1] at gamma = 4 and 8
+(replayed exactly as the engine does), P(A = 0) at gamma = 4, the lag-1 autocorrelation of the agreement sequence
 (pairs of known positions within an answer), the variance of per-answer agreement rates, and
 the Kolmogorov-Smirnov distance between the run-length distributions (agreements before each
 disagreement) of the model and the trace.
@@ -81,7 +84,8 @@ def fit_markov(answers, iterations=100, tol=1e-7, start=None):
     r = np.array(start[:2], dtype=float)
     a = np.array([[1 - start[2], start[2]], [start[3], 1 - start[3]]])
     pi = np.array([0.5, 0.5])
-    live = [int(np.searchsorted(-lengths, -t, side="right")) for t in range(t_max)]  # seqs with len > t
+    # number of sequences longer than t (they come first)
+    live = [int(np.searchsorted(-lengths, -t, side="right")) for t in range(t_max)]
     known = obs >= 0
     ones = obs == 1
     prev_ll = -np.inf
@@ -122,8 +126,15 @@ def fit_markov(answers, iterations=100, tol=1e-7, start=None):
         prev_ll = ll
     easy = int(np.argmax(r))
     hard = 1 - easy
+    # the simulator's chain never restarts, the trace's restarts at every answer: keep EM's
+    # switching rate (at least one switch per answer) and split it so that the stationary
+    # law is the posterior state occupancy of the trace
+    occupancy = (post * inside[..., None]).sum((0, 1)) / inside.sum()
+    pe = float(occupancy[easy])
+    s = max(float(a[easy, hard] + a[hard, easy]), 1.0 / float(np.mean(lengths)))
     return {"easy_rate": float(r[easy]), "hard_rate": float(r[hard]),
-            "easy_to_hard": float(a[easy, hard]), "hard_to_easy": float(a[hard, easy]),
+            "easy_to_hard": s * (1 - pe), "hard_to_easy": s * pe,
+            "em_easy_to_hard": float(a[easy, hard]), "em_hard_to_easy": float(a[hard, easy]),
             "log_likelihood": ll, "iterations": it}
 
 

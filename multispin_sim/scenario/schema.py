@@ -50,6 +50,7 @@ ACCEPTANCE_MODELS: tuple[str, ...] = ("iid", "beta", "markov", "trace")
 ACCEPTANCE_BELIEFS: tuple[str, ...] = ("oracle", "nominal", "learned", "filtered")
 TRACE_ASSIGN: tuple[str, ...] = ("uniform", "task")
 TRACE_NEXT: tuple[str, ...] = ("draw", "cycle", "repeat")
+ACCEPTANCE_SESSIONS: tuple[str, ...] = ("tokens", "request")
 MAX_DRAFT_LIMIT = 64            # upper bound of policy.max_draft
 # verification tables shipped in multispin_sim/data/verify_tables (= model.verification)
 SHIPPED_VERIFY_TABLES: tuple[str, ...] = ("vidur-a100-codellama34b", "paper-linear-qwen2.5")
@@ -379,6 +380,10 @@ class Acceptance(Params):
                                  "(1 - m) kappa), variance m (1 - m) / (kappa + 1))", check=gt(0))
     session_tokens: int = param(64, "'beta': token positions per session (one alpha each)",
                                 unit="tokens", check=ge(1))
+    session: str = param("tokens", "'beta' and 'trace': when a device moves on to a new "
+                         "alpha / answer: 'tokens' (after session_tokens positions / at the "
+                         "answer's end) or 'request' (also at the start of each request of a "
+                         "queueing workload)", choices=ACCEPTANCE_SESSIONS)
     easy_rate: float = param(0.9, "'markov': agreement rate in the easy state", check=_PROB)
     hard_rate: float = param(0.3, "'markov': agreement rate in the hard state", check=_PROB)
     easy_to_hard: float = param(0.05, "'markov': probability per token position of switching "
