@@ -16,10 +16,12 @@ from ..outputs.metadata import output_folder, run_metadata
 from ..outputs.records import read_table
 from ..outputs.recorder import Recorder
 from ..outputs.requests import RequestLog
-from ..policies import make_draft_controller, make_reactive_policy
+from ..policies import make_draft_controller
 from ..scenario import dump_scenario_yaml, load_scenario
-from .channel import OFDMAChannel
+from ..outputs.energy import EnergyAccount
 from .link import build_channel, check_link, link_policy
+from .compute import (check_verify_table, energy_powers, objective_options, reactive_policy,
+                      thermal_state)
 from .population import build_population
 from .round import RoundLoop
 from .server import EdgeServer
@@ -139,9 +141,11 @@ def write_topology(path, population):
 
 
 def read_inputs(scenario):
-    """Files a scenario refers to (trace, GraphML), read and checked before anything is written."""
+    """Files a scenario refers to (trace, GraphML, verification table), read and checked before
+    anything is written."""
     inputs = {}
     check_link(scenario)
+    check_verify_table(scenario)
     if scenario.workload.arrivals == "trace":
         inputs["trace"] = read_trace(scenario.workload.trace_file, scenario.devices.count)
     if scenario.topology.layout == "graphml":
@@ -193,17 +197,21 @@ def simulate(scenario, out=None, *, results_dir=None, progress=False, command_li
     controller = make_draft_controller(
         policy.draft, draft_length=population.draft_length, max_draft=policy.max_draft,
         update=policy.draft_update, saa_samples=policy.saa_samples, mode=policy.mode,
+        **objective_options(scenario, population),
     )
     env = simpy.Environment()
     coherence = None if ch.coherence_time_ms is None else ch.coherence_time_ms * 1e-3
     channel = build_channel(scenario, system, streams, coherence, moving)
-    server = EdgeServer(system, link_policy(scenario, channel,
-                                                   make_reactive_policy(policy.mode, scenario)),
+    server = EdgeServer(system,
+                        link_policy(scenario, channel, reactive_policy(scenario, population)),
                         streams.policy, streams.acceptance)
+    thermal = thermal_state(scenario, population)  # None without compute.thermal
     # long runs format their CSV rows on the second core (same bytes, see WriterProcess)
     recorder = Recorder(folder, system.k, planned=channel.dynamic_csi, distance=moving,
-                        extra=getattr(channel, "extra_columns", None),
-                        writer_process=scenario.run.rounds * system.k >= WRITER_PROCESS_MIN_ROWS)
+                        writer_process=scenario.run.rounds * system.k >= WRITER_PROCESS_MIN_ROWS,
+                        energy=EnergyAccount(energy_powers(scenario, population), system.k,
+                                             thermal),
+                        extra=getattr(channel, "extra_columns", None))
     log = None
     if scenario.workload.arrivals != "saturated":
         log = RequestLog(folder / "requests.csv", system.k)
@@ -214,7 +222,8 @@ def simulate(scenario, out=None, *, results_dir=None, progress=False, command_li
                      scenario.run.rounds, scenario.run.max_time_s,
                      progress=Progress(scenario.run.rounds, max_time_s=scenario.run.max_time_s)
                      if show else None,
-                     tick_period_s=scenario.workload.tick_period_s, mover=mover)
+                     tick_period_s=scenario.workload.tick_period_s, mover=mover,
+                     thermal=thermal)
     main = env.process(loop.run(env))
     try:
         with _stop_on_interrupt(loop):
@@ -235,6 +244,7 @@ def simulate(scenario, out=None, *, results_dir=None, progress=False, command_li
     recorder.write_devices(population)
     write_topology(folder / "topology.graphml", population)
     summary = recorder.stats.summary()
+    summary["energy"] = recorder.energy.summary(recorder.stats.tokens)
     warnings = []
     if requests is not None:
         stats = recorder.stats
