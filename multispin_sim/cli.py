@@ -27,7 +27,10 @@ def _load(args):
 
 
 def cmd_validate(args):
+    from .engine.simulation import read_inputs
+
     scenario = _load(args)
+    read_inputs(scenario)  # files it refers to, and checks needing the model (PRBs per device)
     sys.stdout.write(dump_scenario_yaml(scenario))
     return 0
 

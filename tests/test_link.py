@@ -85,7 +85,8 @@ def test_bler_curve_and_link_adaptation():
         c = link.cqi(10 ** (snr_db / 10))
         ok = c > 0
         # the chosen MCS meets the target, the next one does not
-        assert np.all(link.curve.bler(link.thr_db[c[ok] - 1], 10 ** (snr_db[ok] / 10)) <= target + 1e-12)
+        chosen = link.curve.bler(link.thr_db[c[ok] - 1], 10 ** (snr_db[ok] / 10))
+        assert np.all(chosen <= target + 1e-12)
         nxt = ok & (c < 15)
         assert np.all(link.curve.bler(link.thr_db[c[nxt]], 10 ** (snr_db[nxt] / 10)) > target)
         assert np.all(link.curve.bler(link.thr_db[0], 10 ** (snr_db[~ok] / 10)) > target)

@@ -127,7 +127,8 @@ class McsLink:
     def __init__(self, bandwidth_hz, n0, scs_khz=30, table="64qam", bler_target=0.1,
                  gap_db=1.5, waterfall_db=1.0, harq_max=4, combining="chase", bler=True):
         if table not in nr.CQI_TABLE_NAMES:
-            raise ValueError(f"unknown CQI table {table!r}; allowed: {', '.join(nr.CQI_TABLE_NAMES)}")
+            raise ValueError(f"unknown CQI table {table!r}; allowed: "
+                             f"{', '.join(nr.CQI_TABLE_NAMES)}")
         if not 0.0 < bler_target < 1.0:
             raise ValueError(f"BLER target {bler_target} is not in (0, 1)")
         if int(harq_max) < 1:
@@ -167,7 +168,8 @@ class McsLink:
 
     # -- resources ---------------------------------------------------------------------------
     def prbs(self, n_devices):
-        """Whole PRBs of each of ``n_devices`` transmitting devices (equal split, remainder idle)."""
+        """Whole PRBs of each of ``n_devices`` transmitting devices (equal split; the remainder
+        stays idle)."""
         return self.n_prb // max(int(n_devices), 1)
 
     def noise_w(self, n_prb):

@@ -21,7 +21,7 @@ import numpy as np
 
 SUBCARRIERS_PER_PRB = 12
 SYMBOLS_PER_SLOT = 14
-DMRS_RE_PER_PRB = 12    # one front-loaded DM-RS symbol per slot, no data on it (type 1, 2 CDM groups)
+DMRS_RE_PER_PRB = 12    # one front-loaded DM-RS symbol per slot without data (type 1, 2 CDM groups)
 OVERHEAD_RE_PER_PRB = 0  # xOverhead (higher-layer parameter) = 0
 NUMEROLOGY = {15: 0, 30: 1, 60: 2, 120: 3}  # subcarrier spacing kHz -> mu
 

@@ -52,6 +52,8 @@ class LinkAwarePolicy:
         self.outage_wait_s = float(outage_wait_s)
 
     def __getattr__(self, item):
+        if item == "inner":  # not set yet (copy, unpickling): no delegation loop
+            raise AttributeError(item)
         return getattr(self.inner, item)
 
     def decide(self, problem, rng=None):

@@ -191,7 +191,8 @@ class RobustSplit(ReactivePolicy):
         load = np.concatenate([np.cumsum(inv[::-1])[::-1], [0.0]])      # L_n: DL set = n..r-1
         ratio = true_dl / g_dl[order]                                    # realised / planned gain
         suffix_min = np.concatenate(
-            [np.minimum.accumulate(ratio[:, ::-1], axis=1)[:, ::-1], np.full((self.samples, 1), np.inf)], axis=1)
+            [np.minimum.accumulate(ratio[:, ::-1], axis=1)[:, ::-1],
+             np.full((self.samples, 1), np.inf)], axis=1)
         prefix_min = np.concatenate(
             [np.full((self.samples, 1), np.inf), np.minimum.accumulate(snr_ul, axis=1)], axis=1)
         with np.errstate(divide="ignore", invalid="ignore"):
