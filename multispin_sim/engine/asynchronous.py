@@ -71,7 +71,7 @@ class _Draft:
 class _Batch:
     __slots__ = ("index", "drafts", "pending", "verify", "active", "gamma", "accepted", "tokens",
                  "rejected", "mode", "power", "bandwidth", "delay", "g_ul", "g_dl", "corrections",
-                 "queued_at", "planned")
+                 "queued_at", "planned", "draft_each")
 
 
 class AsyncLoop:
@@ -80,9 +80,10 @@ class AsyncLoop:
 
     def __init__(self, env, population, channel, server, controller, workload, streams,
                  recorder, rounds, max_time_s=None, progress=None, tick_period_s=None,
-                 mover=None, serving=None):
-        if tick_period_s is not None or mover is not None:
-            raise ValueError("the asynchronous protocol has no round clock and no mobility")
+                 mover=None, thermal=None, serving=None):
+        if tick_period_s is not None or mover is not None or thermal is not None:
+            raise ValueError("the asynchronous protocol has no round clock, no mobility and no "
+                             "thermal throttling")
         self.env = env
         self.population = population
         self.system = population.system
@@ -241,12 +242,15 @@ class AsyncLoop:
             b.drafts, b.pending = drafts, n
             gamma = np.zeros(k, dtype=np.int64)
             active = np.zeros(k, dtype=bool)
+            draft_each = np.zeros(k)
             for d in drafts:
                 gamma[d.device] = d.gamma
                 active[d.device] = True
+                draft_each[d.device] = d.draft_s
                 d.batch = b
+            b.draft_each = draft_each
             self._in_progress += 1
-            t_ver = yield from server.verify(env, n)
+            t_ver = yield from server.verify(env, n, gamma, active)
             self.server_busy_s += t_ver
             accepted, tokens, rejected = server.outcomes(gamma)
             tokens = np.where(active, tokens, 0)
@@ -320,7 +324,8 @@ class AsyncLoop:
             duration=now - start, active=b.active, gamma=b.gamma, accepted=b.accepted,
             tokens=b.tokens, rejected=b.rejected, mode=b.mode, power=b.power,
             bandwidth=b.bandwidth, delay=b.delay, g_ul=b.g_ul, g_dl=b.g_dl,
-            planned=b.planned if self.channel.dynamic_csi else None, advance=now - self._last_end)
+            planned=b.planned if self.channel.dynamic_csi else None, advance=now - self._last_end,
+            draft_each=b.draft_each)
         self._last_end = now
         self.rounds_done += 1
         self._in_progress -= 1
