@@ -1,4 +1,5 @@
-"""The ``multispin-sim`` command: validate, run, sweep, capacity, plot, report, bench, keys.
+"""The ``multispin-sim`` command: validate, run, sweep, capacity, plot, report, bench, keys,
+acceptance fit.
 
 Exit status: 0 success, 1 some runs of a sweep failed (the others completed; rerun to retry),
 2 bad input (scenario, sweep file, option or output folder; nothing written),
@@ -26,7 +27,10 @@ def _load(args):
 
 
 def cmd_validate(args):
+    from .engine.simulation import read_inputs
+
     scenario = _load(args)
+    read_inputs(scenario)  # files it refers to, and checks needing the model (PRBs per device)
     sys.stdout.write(dump_scenario_yaml(scenario))
     return 0
 
@@ -147,6 +151,18 @@ def cmd_plot(args):
     return 0
 
 
+def cmd_report(args):
+    from .report import ReportError, write_report
+
+    try:
+        path = write_report(args.results_dir, out=args.out)
+    except ReportError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    print(path)
+    return 0
+
+
 def cmd_capacity(args):
     from pathlib import Path
 
@@ -182,15 +198,16 @@ def cmd_capacity(args):
     return 0
 
 
-def cmd_report(args):
-    from .report import ReportError, write_report
+def cmd_acceptance(args):
+    from .acceptance_fit import run
+    from .model.acceptance_trace import TraceError
 
     try:
-        path = write_report(args.results_dir, out=args.out)
-    except ReportError as exc:
+        run(args.trace, by=args.by, benchmark=args.benchmark, model=args.model,
+            categories=args.category or (), out_yaml=args.out, seed=args.seed)
+    except TraceError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    print(path)
     return 0
 
 
@@ -260,6 +277,11 @@ def build_parser():
                     "or the PNG file of the timeline (default RUN_DIR/timeline.png)")
     sp.set_defaults(func=cmd_plot)
 
+    sp = sub.add_parser("report", help="write one self-contained report.html for a run or a sweep folder")
+    sp.add_argument("results_dir", metavar="RESULTS_DIR",
+                    help="output folder of 'multispin-sim run' or 'multispin-sim sweep'")
+    sp.add_argument("--out", help="the HTML file to write (default RESULTS_DIR/report.html)")
+    sp.set_defaults(func=cmd_report)
     sp = sub.add_parser("capacity", help="the highest per-device Poisson arrival rate whose SLO "
                         "attainment stays >= the target (bracketing search with replications)")
     scenario_args(sp)
@@ -280,19 +302,28 @@ def build_parser():
     sp.add_argument("--out", help="output folder (default results/capacity-<name>)")
     sp.add_argument("--quiet", action="store_true", help="no progress lines")
     sp.set_defaults(func=cmd_capacity)
-
-    sp = sub.add_parser("report", help="write one self-contained report.html for a run or a sweep folder")
-    sp.add_argument("results_dir", metavar="RESULTS_DIR",
-                    help="output folder of 'multispin-sim run' or 'multispin-sim sweep'")
-    sp.add_argument("--out", help="the HTML file to write (default RESULTS_DIR/report.html)")
-    sp.set_defaults(func=cmd_report)
+    sp = sub.add_parser("acceptance", help="acceptance models: 'fit TRACE' fits iid, beta and "
+                        "markov to an agreement trace and prints the validation table")
+    acc = sp.add_subparsers(dest="action", required=True)
+    sp = acc.add_parser("fit", help="fit the acceptance models to a trace (Spec-Bench JSONL or "
+                        "0/1 CSV), print the validation table and the fitted keys as YAML")
+    sp.add_argument("trace", nargs="?", default=None,
+                    help="trace file (default: the shipped Spec-Bench trace)")
+    sp.add_argument("--by", choices=("category",), help="also fit each category on its own")
+    sp.add_argument("--benchmark", help="use only this benchmark's answers (e.g. spec_bench)")
+    sp.add_argument("--model", help="use only answers whose model id contains this text")
+    sp.add_argument("--category", action="append", help="use only this category (repeatable)")
+    sp.add_argument("--out", help="write the YAML to this file instead of printing it")
+    sp.add_argument("--seed", type=int, default=0, help="seed of the synthetic traces (default 0)")
+    sp.set_defaults(func=cmd_acceptance)
 
     sp = sub.add_parser("keys", help="print the reference of every scenario key (markdown)")
     sp.set_defaults(func=cmd_keys)
 
     sp = sub.add_parser("bench", help="print speed and memory figures")
-    sp.add_argument("what", nargs="?", default="all", help="reactive, engine, draft, dynamics, serving or all")
-    sp.add_argument("--quick", action="store_true", help="smaller sizes (a smoke test)")
+    sp.add_argument("what", nargs="?", default="all", help="startup, reactive, engine, draft, dynamics, payload, serving, acceptance, link or all")
+    sp.add_argument("--quick", action="store_true",
+                    help="smaller sizes: a minute or two instead of about 15 (figures less precise)")
     sp.add_argument("--json", action="store_true", help="also print the figures as JSON")
     sp.set_defaults(func=cmd_bench)
     return p

@@ -71,7 +71,7 @@ class _Draft:
 class _Batch:
     __slots__ = ("index", "drafts", "pending", "verify", "active", "gamma", "accepted", "tokens",
                  "rejected", "mode", "power", "bandwidth", "delay", "g_ul", "g_dl", "corrections",
-                 "queued_at", "planned", "draft_each")
+                 "queued_at", "planned")
 
 
 class AsyncLoop:
@@ -80,7 +80,7 @@ class AsyncLoop:
 
     def __init__(self, env, population, channel, server, controller, workload, streams,
                  recorder, rounds, max_time_s=None, progress=None, tick_period_s=None,
-                 mover=None, thermal=None, serving=None):
+                 mover=None, serving=None, thermal=None):
         if tick_period_s is not None or mover is not None or thermal is not None:
             raise ValueError("the asynchronous protocol has no round clock, no mobility and no "
                              "thermal throttling")
@@ -166,7 +166,8 @@ class AsyncLoop:
             start = env.now
             self.busy += 1
             g_ul, g_dl = channel.csi(start)
-            ctx = AsyncDraftContext(self.drafts_started[k], self.system, g_ul, g_dl, mask,
+            ctx = AsyncDraftContext(self.drafts_started[k],
+                                    self.server.controller_system(self.system), g_ul, g_dl, mask,
                                     workload.remaining(), self.server.policy,
                                     self.streams.controller, channel.fading, channel.reciprocal,
                                     load=self.busy)
@@ -242,17 +243,14 @@ class AsyncLoop:
             b.drafts, b.pending = drafts, n
             gamma = np.zeros(k, dtype=np.int64)
             active = np.zeros(k, dtype=bool)
-            draft_each = np.zeros(k)
             for d in drafts:
                 gamma[d.device] = d.gamma
                 active[d.device] = True
-                draft_each[d.device] = d.draft_s
                 d.batch = b
-            b.draft_each = draft_each
             self._in_progress += 1
             t_ver = yield from server.verify(env, n, gamma, active)
             self.server_busy_s += t_ver
-            accepted, tokens, rejected = server.outcomes(gamma)
+            accepted, tokens, rejected = server.outcomes(gamma, active)
             tokens = np.where(active, tokens, 0)
             rejected &= active
             if observe is not None:
@@ -319,13 +317,18 @@ class AsyncLoop:
         start = min(d.start for d in b.drafts)
         t_draft = max(d.draft_s for d in b.drafts)
         comm = float(b.delay.max(initial=0.0))
+        draft_each = np.zeros(self.k)
+        for d in b.drafts:
+            draft_each[d.device] = d.draft_s
+        channel = self.channel
         self.recorder.round(
             round=b.index, start=start, draft=t_draft, verify=b.verify, comm=comm,
             duration=now - start, active=b.active, gamma=b.gamma, accepted=b.accepted,
             tokens=b.tokens, rejected=b.rejected, mode=b.mode, power=b.power,
             bandwidth=b.bandwidth, delay=b.delay, g_ul=b.g_ul, g_dl=b.g_dl,
-            planned=b.planned if self.channel.dynamic_csi else None, advance=now - self._last_end,
-            draft_each=b.draft_each)
+            planned=b.planned if channel.dynamic_csi else None, advance=now - self._last_end,
+            draft_each=draft_each,
+            extra=channel.round_columns() if getattr(channel, "extra_columns", None) else None)
         self._last_end = now
         self.rounds_done += 1
         self._in_progress -= 1

@@ -21,11 +21,11 @@ and the SLO goodput (requests/s meeting the SLO).
 import math
 
 import numpy as np
-from scipy import stats
 
 from .records import CsvStream
 from .slo import slo_summary
 from .statistics import GrowingArray, describe
+from .tquantile import t_quantile
 
 REQUEST_COLUMNS = ("request", "device", "arrival_s", "start_s", "first_token_s", "completion_s",
                    "tokens", "rounds")
@@ -38,7 +38,7 @@ def batch_means_interval(values, n_batches=20, level=0.95):
     if size < 1:
         return float("nan"), float("nan")
     means = v[: size * n_batches].reshape(n_batches, size).mean(axis=1)
-    half = stats.t.ppf(0.5 + level / 2, n_batches - 1) * means.std(ddof=1) / math.sqrt(n_batches)
+    half = t_quantile(0.5 + level / 2, n_batches - 1) * means.std(ddof=1) / math.sqrt(n_batches)
     centre = float(v.mean())
     return centre - float(half), centre + float(half)
 
