@@ -110,10 +110,8 @@ def _path_values(obj, setup, seg, start):
     has = start is not None
     st = start if has else np.zeros(0)
     ev_m, ev_s, need, r, a, b = nb.path_events(runs, seg, code, order, ua, va, coin, has)
-    t = np.zeros(ev_m.size)
-    if need.any():
-        t[need] = _times(kern, mode, r[need], a[need], b[need])
-    total, table = nb.path_accumulate(ev_m, ev_s, t, need, st, has, seg.shape[0], m)
+    tk = _times(kern, mode, r, a, b) if r.size else np.zeros(0)
+    total, table = nb.path_accumulate(ev_m, ev_s, tk, need, st, has, seg.shape[0], m)
     return obj._g(seg, total / m), table
 
 
