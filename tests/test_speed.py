@@ -101,6 +101,10 @@ def test_compiled_greedy_not_used_where_it_does_not_apply():
                          np.random.default_rng(1), 500)
     obj.precomputable = False
     assert not greedy_fast.eligible(obj)
+    obj.precomputable = True
+    assert greedy_fast.eligible(obj)
+    obj.tcomm.kernel.equivalent_loads = False     # e.g. a link model with MCS tables
+    assert not greedy_fast.eligible(obj)
 
 
 def test_run_with_compiled_greedy_writes_the_same_bytes(tmp_path, monkeypatch):

@@ -90,6 +90,10 @@ class TcommKernel:
     per-sample gains and the coins) -> (n,) seconds.
     """
 
+    # compiled searches (policies.greedy_fast) replay this kernel's load-space closed forms;
+    # a kernel whose T_comm is not "the delay of an equivalent load" must set this False
+    equivalent_loads = True
+
     def __init__(self, system, g_ul, g_dl, mode="optimal", coin=None):
         if mode not in FAST_MODES:
             raise ValueError(f"no closed-form kernel for reactive mode {mode!r}; "
