@@ -1,4 +1,4 @@
-"""The ``multispin-sim`` command: validate, run, sweep, plot, bench, keys.
+"""The ``multispin-sim`` command: validate, run, sweep, plot, report, bench, keys.
 
 Exit status: 0 success, 1 some runs of a sweep failed (the others completed; rerun to retry),
 2 bad input (scenario, sweep file, option or output folder; nothing written),
@@ -42,6 +42,10 @@ def cmd_run(args):
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     s = result.summary
+    if args.explain:
+        from .teaching.narrator import explain
+
+        print(explain(result, args.explain))
     if not args.quiet:
         lo, hi = s["goodput_ci95"]
         print(f"{s['rounds']} rounds, {s['sim_time_s']:.3f} s simulated in {s['wall_time_s']:.2f} s "
@@ -133,6 +137,18 @@ def cmd_plot(args):
     return 0
 
 
+def cmd_report(args):
+    from .report import ReportError, write_report
+
+    try:
+        path = write_report(args.results_dir, out=args.out)
+    except ReportError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    print(path)
+    return 0
+
+
 def _positive_int(text):
     try:
         value = int(text)
@@ -166,6 +182,9 @@ def build_parser():
     sp.add_argument("--rounds", type=int, help="override run.rounds")
     sp.add_argument("--out", help="output folder (default: a new folder under results/)")
     sp.add_argument("--quiet", action="store_true", help="no progress and no report")
+    sp.add_argument("--explain", type=_positive_int, metavar="N",
+                    help="print the first N rounds as a story (drafts, acceptance, CSI, UL/DL "
+                    "split and why, powers, delays, times)")
     sp.set_defaults(func=cmd_run)
 
     sp = sub.add_parser("sweep", help="run a sweep file: cells x replications, resumable; "
@@ -195,6 +214,12 @@ def build_parser():
     sp.add_argument("--out", help="output folder for the figures (default RESULTS_DIR/figures), "
                     "or the PNG file of the timeline (default RUN_DIR/timeline.png)")
     sp.set_defaults(func=cmd_plot)
+
+    sp = sub.add_parser("report", help="write one self-contained report.html for a run or a sweep folder")
+    sp.add_argument("results_dir", metavar="RESULTS_DIR",
+                    help="output folder of 'multispin-sim run' or 'multispin-sim sweep'")
+    sp.add_argument("--out", help="the HTML file to write (default RESULTS_DIR/report.html)")
+    sp.set_defaults(func=cmd_report)
 
     sp = sub.add_parser("keys", help="print the reference of every scenario key (markdown)")
     sp.set_defaults(func=cmd_keys)

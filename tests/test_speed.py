@@ -126,7 +126,7 @@ def test_run_with_compiled_greedy_writes_the_same_bytes(tmp_path, monkeypatch):
 
 
 def test_verification_time_as_a_function_of_gamma():
-    """A callable T_ver (a verification-cost model) goes through ``verification_time``: a
+    """A callable T_ver (a verification-cost model) goes through ``DraftObjective.t_ver``: a
     constant callable gives the scalar's G; T0 + T1 sum(gamma + 1) changes G as its closed form
     says; the compiled greedy steps aside for it."""
     from multispin_sim.model.fading import channel_gains
