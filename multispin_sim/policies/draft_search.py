@@ -73,12 +73,16 @@ def fast_mode(policy):
 
 def make_kernel(system, g_ul, g_dl, policy, coin_uniforms, seed=0, energy=None, n_active=0,
                 energy_scope="devices"):
-    """T_comm kernel for ``policy``: closed forms when known, else the policy itself.
+    """T_comm kernel for ``policy``: closed forms when known, else the policy itself (a policy
+    may bring its own kernel: ``tcomm_kernel``, e.g. ``linkaware.LinkAwarePolicy``).
     With ``energy`` (``model.energy.Powers``): the correction-phase device energy Z instead
     (``model.energy.EnergyKernel``, the tokens-per-joule objective)."""
     if energy is not None:
         return EnergyKernel(system, g_ul, g_dl, policy, energy, n_active, coin_uniforms, seed,
                             scope=energy_scope)
+    own = getattr(policy, "tcomm_kernel", None)
+    if own is not None:
+        return own(system, g_ul, g_dl, coin_uniforms, seed)
     mode = fast_mode(policy)
     if mode is not None:
         coin = None if coin_uniforms is None else coin_uniforms < 0.5
