@@ -101,6 +101,10 @@ def test_compiled_greedy_not_used_where_it_does_not_apply():
                          np.random.default_rng(1), 500)
     obj.precomputable = False
     assert not greedy_fast.eligible(obj)
+    obj.precomputable = True
+    assert greedy_fast.eligible(obj)
+    obj.tcomm.kernel.equivalent_loads = False     # e.g. a link model with MCS tables
+    assert not greedy_fast.eligible(obj)
 
 
 def test_run_with_compiled_greedy_writes_the_same_bytes(tmp_path, monkeypatch):
@@ -122,7 +126,7 @@ def test_run_with_compiled_greedy_writes_the_same_bytes(tmp_path, monkeypatch):
 
 
 def test_verification_time_as_a_function_of_gamma():
-    """A callable T_ver (a verification-cost model) goes through ``verification_time``: a
+    """A callable T_ver (a verification-cost model) goes through ``DraftObjective.t_ver``: a
     constant callable gives the scalar's G; T0 + T1 sum(gamma + 1) changes G as its closed form
     says; the compiled greedy steps aside for it."""
     from multispin_sim.model.fading import channel_gains

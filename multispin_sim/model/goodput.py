@@ -50,21 +50,6 @@ def goodput(tokens, drafting_s, verify_s, t_comm):
         return np.where(den > 0, np.asarray(tokens, float) / den, 0.0)
 
 
-def verification_time(verify, gammas):
-    """T_ver of each candidate: the ONE place the draft objective computes it.
-
-    ``verify``: the batch's T_ver in seconds (T_ver0 + K_b T_ver1, the paper: the same for every
-    candidate, returned as is) or a callable ``gammas (n, K) int -> (n,) seconds`` (a
-    verification-cost model in which T_ver depends on the draft lengths). ``gammas``: candidate
-    rows (n, K) or one row (K,).
-    """
-    if callable(verify):
-        g = np.asarray(gammas)
-        t = np.asarray(verify(np.atleast_2d(g)), dtype=float)
-        return t if g.ndim == 2 else float(t[0])
-    return verify
-
-
 def acceptance_runs(uniforms, alpha):
     """Untruncated acceptance runs floor(ln U / ln alpha) (M, K), clipped to ``RUN_CAP``.
 
@@ -89,6 +74,10 @@ class TcommKernel:
     ``kernel(rejected, rows)``: rejected (n, K) bool, rows (n,) sample indices (needed for
     per-sample gains and the coins) -> (n,) seconds.
     """
+
+    # compiled searches (policies.greedy_fast) replay this kernel's load-space closed forms;
+    # a kernel whose T_comm is not "the delay of an equivalent load" must set this False
+    equivalent_loads = True
 
     def __init__(self, system, g_ul, g_dl, mode="optimal", coin=None):
         if mode not in FAST_MODES:

@@ -169,7 +169,8 @@ def _loads(rk, code, order, ua, va, coin_row, tmp):
 @njit(cache=_CACHE)
 def path_events(runs, seg, code, order, ua, va, coin, has_start):
     """The events of ``SAATcomm.path_mean`` along the nondecreasing path ``seg`` (n, K):
-    (sample, step, needs the kernel, r, a, b) in sample-major, step-ascending order."""
+    (sample, step, needs the kernel) in sample-major, step-ascending order, and the kernel
+    inputs (r, a, b) of the events that need it, in the same order."""
     m, k = runs.shape
     n = seg.shape[0]
     top = 0
@@ -255,25 +256,37 @@ def path_events(runs, seg, code, order, ua, va, coin, has_start):
                     rr[q] = r
                     aa[q] = a
                     bb[q] = b
-    return ev_m[:e], ev_s[:e], need[:e], rr[:e], aa[:e], bb[:e]
+    # the kernel inputs of the events that need it, compacted in event order
+    nn = 0
+    for q in range(e):
+        if need[q]:
+            rr[nn] = rr[q]
+            aa[nn] = aa[q]
+            bb[nn] = bb[q]
+            nn += 1
+    return ev_m[:e], ev_s[:e], need[:e], rr[:nn], aa[:nn], bb[:nn]
 
 
 @njit(cache=_CACHE)
-def path_accumulate(ev_m, ev_s, t, need, start, has_start, n, m):
+def path_accumulate(ev_m, ev_s, tk, need, start, has_start, n, m):
     """Sum of T_comm per step (the bincount + cumsum of ``path_mean``) and the per-sample
     T_comm at every point of the path (n, M) (what ``_from_path`` looks up)."""
     bins = np.zeros(n)
     table = np.zeros((n, m))
     ne = ev_m.size
     prev = 0.0
+    p = 0
     for e in range(ne):
         mm = ev_m[e]
         first = e == 0 or ev_m[e - 1] != mm
+        tv = 0.0
+        if need[e]:
+            tv = tk[p]
+            p += 1
         if first:
             prev = 0.0
-            tv = start[mm] if has_start else (t[e] if need[e] else 0.0)
-        else:
-            tv = t[e] if need[e] else 0.0
+            if has_start:
+                tv = start[mm]
         bins[ev_s[e]] += tv - prev
         prev = tv
         last = n if (e + 1 == ne or ev_m[e + 1] != mm) else ev_s[e + 1]

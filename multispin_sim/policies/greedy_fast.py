@@ -11,10 +11,11 @@ rejected sets to evaluate and their equivalent loads (sums, minima and maxima, e
 order we replicate). tests/test_speed.py checks both paths give identical lengths and values.
 
 It applies when the objective is the SAA estimator with a closed-form kernel on this round's
-gains (``draft_update: every-round``), a constant verification time (a number, not a function
-of gamma), at most 8,192 samples, and the objective is fresh (no cached state). Anything else
-(another verification-cost or acceptance component that declares itself not precomputable, a
-policy without a closed form, sampled fading) runs the numpy search unchanged.
+gains (``draft_update: every-round``) that declares ``equivalent_loads`` (a link model whose
+T_comm is not the delay of an equivalent load sets it False), a constant verification time (a
+number, not a function of gamma: ``DraftObjective.precomputable``), at most 8,192 samples, and
+(for the whole greedy) a fresh objective. Anything else (a policy without a closed form, sampled
+fading, a component that declares itself not precomputable) runs the numpy search unchanged.
 """
 import os
 
@@ -56,7 +57,8 @@ def eligible(obj, fresh=True):
     if not isinstance(tc, SAATcomm) or (fresh and (tc.gamma is not None or tc._path is not None)):
         return False
     kern = tc.kernel
-    if type(kern) is not TcommKernel or kern.per_sample or kern.mode not in _MODES:
+    if (type(kern) is not TcommKernel or not getattr(kern, "equivalent_loads", False)
+            or kern.per_sample or kern.mode not in _MODES):
         return False
     if not getattr(obj, "precomputable", True) or not isinstance(obj.verify_s, float):
         return False
@@ -110,10 +112,8 @@ def _path_values(obj, setup, seg, start):
     has = start is not None
     st = start if has else np.zeros(0)
     ev_m, ev_s, need, r, a, b = nb.path_events(runs, seg, code, order, ua, va, coin, has)
-    t = np.zeros(ev_m.size)
-    if need.any():
-        t[need] = _times(kern, mode, r[need], a[need], b[need])
-    total, table = nb.path_accumulate(ev_m, ev_s, t, need, st, has, seg.shape[0], m)
+    tk = _times(kern, mode, r, a, b) if r.size else np.zeros(0)
+    total, table = nb.path_accumulate(ev_m, ev_s, tk, need, st, has, seg.shape[0], m)
     return obj._g(seg, total / m), table
 
 
