@@ -637,25 +637,160 @@ print(f"{my_mean_sojourn(r.requests):.3f} s in this run")""",
 ]
 
 # ============================================================================ notebook 6
-NB6 = [
-    md("""\
+# One section per realism extension, written ahead; a section goes into the notebook when its key
+# is listed in INCLUDED (its extension has landed and the section has been run). Listing them by
+# hand keeps the committed notebook equal to this file whatever is installed; running this script
+# prints a hint when an extension's key exists but its section is not included yet.
+INCLUDED = ()
+EXTENSIONS = [
+    ("acceptance.model", "Acceptance beyond i.i.d.", [
+        md("""\
+## Acceptance beyond i.i.d.
+
+**What changes.** The paper accepts every drafted token independently with probability alpha. Real drafts
+agree with the target in bursts: easy stretches, then hard ones. `acceptance.model` replays agreement
+sequences measured on real models (`trace`, a Spec-Bench trace shipped with the package), or draws them
+from a two-state Markov (`markov`, easy/hard) or a per-session Beta (`beta`) model.
+
+**Switch it on.** `acceptance.model: trace` (or `markov`, `beta`); same seed, same devices and fading."""),
+        code("""\
+base = {"devices.count": 8, "run.rounds": 300, "seed": 2, "policy.draft_length": 6}
+fig, ax = plt.subplots()
+for model in ("iid", "markov", "trace"):
+    r = teaching.run({**base, "acceptance.model": model})
+    acc = r.device_rounds["accepted"]
+    ax.plot(np.arange(7), [np.mean(acc == j) for j in range(7)], "o-",
+            label=f"{model}: goodput {r.summary['goodput_tps']:.0f} tokens/s")
+ax.set(xlabel="accepted drafts A (gamma = 6)", ylabel="share of device-rounds",
+       title="how many drafts are accepted"); ax.legend(); plt.show()"""),
+        md("""\
+**What to look at.** Bursty acceptance piles the outcomes at the ends (none or all accepted) where the
+i.i.d. model spreads them geometrically; the goodput moves with the mean agreement rate of each model."""),
+    ]),
+    ("link.model", "The link layer: 3GPP NR", [
+        md("""\
+## The link layer: 3GPP NR
+
+**What changes.** The paper sends at the Shannon rate on a continuous share of the band. A base station
+allocates whole PRBs, picks an MCS from a CQI table at the reported SNR and retransmits failed transport
+blocks (HARQ).
+
+**Switch it on.** `link.model: mcs` (`link.cqi_table`, `link.bler_target`, `link.harq_max_transmissions`)."""),
+        code("""\
+base = {"devices.count": 8, "run.rounds": 300, "seed": 2}
+fig, ax = plt.subplots()
+for name, extra in (("Shannon (the paper)", {}), ("NR: PRBs, MCS, HARQ", {"link.model": "mcs"})):
+    r = teaching.run({**base, **extra})
+    c = np.sort(r.rounds["comm_s"][r.rounds["comm_s"] > 0]) * 1e3
+    ax.loglog(c, 1 - np.arange(c.size) / c.size,
+              label=f"{name}: median {np.median(c):.1f} ms, goodput {r.summary['goodput_tps']:.0f} tokens/s")
+ax.set(xlabel="comm time per round (ms)", ylabel="P(comm > x)", title="correction phase, Shannon vs NR")
+ax.legend(fontsize=8); plt.show()"""),
+        md("""\
+**What to look at.** The NR curve sits to the right of Shannon (discrete MCS, an implementation gap,
+retransmissions), and its tail is cut: a failed block waits for the next fading block instead of
+trickling at a tiny rate."""),
+    ]),
+    ("energy.record", "Energy", [
+        md("""\
+## Energy
+
+**What changes.** The paper counts time only. Each device spends energy drafting, transmitting UL
+corrections, receiving DL corrections and idling while it waits.
+
+**Switch it on.** Energy columns are recorded in every run (`energy.*` keys set the powers):
+`device_rounds.csv` gains `energy_draft_j`, `energy_ul_j`, `energy_dl_j`, `energy_idle_j`."""),
+        code("""\
+r = teaching.run({"devices.count": 8, "run.rounds": 300, "seed": 2})
+dr = r.device_rounds
+parts = ("energy_draft_j", "energy_ul_j", "energy_dl_j", "energy_idle_j")
+devices = np.unique(dr["device"])
+fig, ax = plt.subplots()
+bottom = np.zeros(devices.size)
+for part in parts:
+    v = np.array([dr[part][dr["device"] == k].sum() for k in devices])
+    ax.bar(devices, v, bottom=bottom, label=part.replace("energy_", "").replace("_j", ""))
+    bottom += v
+per_token = bottom / np.array([dr["tokens"][dr["device"] == k].sum() for k in devices])
+ax.set(xlabel="device", ylabel="energy over the run (J)",
+       title=f"energy per token: {per_token.min() * 1e3:.0f} to {per_token.max() * 1e3:.0f} mJ")
+ax.legend(fontsize=8); plt.show()"""),
+        md("""\
+**What to look at.** Which phase dominates each device's energy, and how far devices that correct by UL
+(at their own transmit power) differ from those served by DL."""),
+    ]),
+    ("serving.protocol", "Asynchronous serving", [
+        md("""\
+## Asynchronous serving
+
+**What changes.** In the paper's synchronous rounds every device waits for the slowest draft and the
+slowest correction. Asynchronously, each device drafts, waits for its own verification and correction
+and goes on; the server batches whatever drafts are waiting (continuous batching).
+
+**Switch it on.** `serving.protocol: asynchronous` (`serving.batching`, `serving.max_batch`)."""),
+        code("""\
+load = {"devices.count": 8, "seed": 2, "workload.arrivals": "poisson", "workload.rate_per_s": 0.1,
+        "channel.coherence_time_ms": 42.3, "run.rounds": 100_000, "run.max_time_s": 200.0}
+fig, ax = plt.subplots()
+for name in ("synchronous", "asynchronous"):
+    r = teaching.run({**load, "serving.protocol": name})
+    lat = r.requests["completion_s"] - r.requests["arrival_s"]
+    lat = np.sort(lat[np.isfinite(lat)])
+    ax.plot(lat, np.arange(1, lat.size + 1) / lat.size, label=f"{name}: median {np.median(lat):.2f} s")
+ax.set(xlabel="request latency (s)", ylabel="share of requests", title="latency of 64-token requests, 8 devices")
+ax.legend(); plt.show()"""),
+        md("""\
+**What to look at.** Whether removing the lock-step (nobody waits for the slowest device) shortens the
+latency distribution, and by how much at this load."""),
+    ]),
+]
+
+
+def _has_key(path):
+    """True when the installed multispin_sim knows the scenario key ``path``."""
+    try:
+        import multispin_sim as ms
+
+        ms.load_scenario(None, overrides={path: _DEFAULTS.get(path)})
+    except Exception:
+        return False
+    return True
+
+
+_DEFAULTS = {"acceptance.model": "iid", "link.model": "shannon", "energy.record": True,
+             "serving.protocol": "synchronous"}
+
+
+def _notebook6():
+    landed = [(title, cells) for key, title, cells in EXTENSIONS if key in INCLUDED]
+    listed = "".join(f"\n- {title}" for title, _ in landed)
+    cells = [
+        md("""\
 # 6. Beyond the paper
 
 The paper's model is one setting of each of several **components** (acceptance, link, CSI, payload,
-verification cost, device compute, energy, protocol; see `ARCHITECTURE` in the project notes). Every realism
-extension is another setting of one component, chosen by a scenario key whose default is the paper's.
-This notebook gets **one section per extension**, each with the same shape:
+verification cost, device compute, energy, protocol). Every realism extension is another setting of one
+component, chosen by a scenario key whose default is the paper's. This notebook has **one section per
+extension**, each with the same shape:
 
 1. *What changes* -- the paper's assumption and the more realistic one, in two sentences;
 2. *Switch it on* -- the scenario keys, one run against the paper's setting (same seed: common random
    numbers make the comparison row by row);
 3. *What to look at* -- one figure and the number that moved.
 
-Sections are added as the extensions land. This version has the dimensions the simulator has today
-beyond the paper: topology and mobility (below), plus queueing (notebook 5) and time-correlated
-fading (notebook 4). Acceptance traces, the link layer, energy and asynchronous serving will get their
-sections here when they are part of the simulator."""),
-    code(SETUP),
+Sections are added as the extensions land in the simulator (`INCLUDED` in `tutorials/make_notebooks.py`).
+Queueing and time-correlated fading are in notebooks 5 and 4.
+Sections in this version:
+- Topology and mobility""" + listed),
+        code(SETUP),
+    ] + NB6_MOBILITY
+    for _, section in landed:
+        cells += section
+    cells.append(md(NB6_TEMPLATE))
+    return cells
+
+
+NB6_MOBILITY = [
     md("""\
 ## Topology and mobility
 
@@ -680,24 +815,23 @@ a2.bar(["fixed", "moving"], values, yerr=np.abs(ci - values), capsize=6)
 a2.set(ylabel="goodput (tokens/s), 95% CI", title="same seed, same fading stream"); plt.show()"""),
     md("""\
 **What to look at.** The distance traces, and whether goodput moved: with the optimal split and devices
-spread over the same annulus, mobility mostly reshuffles who is far, so goodput changes little.
+spread over the same annulus, mobility mostly reshuffles who is far, so goodput changes little."""),
+]
 
-<!-- Template for a new section (copy, fill in, keep it under a few seconds of compute):
+NB6_TEMPLATE = """\
+## Adding a section
 
-## <Extension name>
-
-**What changes.** ...
-
-**Switch it on.** `<section>.<key>: <value>` ...
+Copy this shape into `EXTENSIONS` in `tutorials/make_notebooks.py` (keep it to a few seconds of compute),
+then run `python tutorials/make_notebooks.py`:
 
 ```python
-base = {...}
-paper = teaching.run(base)
-ext = teaching.run({**base, "<section>.<key>": ...})
-# one figure, one number
-```
--->"""),
-]
+("<section>.<key>", "<Extension name>", [
+    md("## <Extension name>\\n\\n**What changes.** ...\\n\\n**Switch it on.** `<section>.<key>: <value>`"),
+    code("base = {...}\\npaper = teaching.run(base)\\next = teaching.run({**base, '<section>.<key>': ...})\\n# one figure"),
+    md("**What to look at.** ..."),
+]),
+```"""
+
 
 NOTEBOOKS = {
     "01_one_round": NB1,
@@ -705,7 +839,7 @@ NOTEBOOKS = {
     "03_draft_length": NB3,
     "04_fading": NB4,
     "05_queueing": NB5,
-    "06_beyond_the_paper": NB6,
+    "06_beyond_the_paper": None,  # built by _notebook6() from the extensions present
 }
 
 
@@ -735,14 +869,24 @@ def targets():
     """{path: notebook} of every notebook and solution this file generates."""
     files = {}
     for name, cells in NOTEBOOKS.items():
+        cells = _notebook6() if cells is None else cells
         files[HERE / f"{name}.ipynb"] = build(cells, solution=False)
         if any(isinstance(c, Exercise) for c in cells):
             files[HERE / "solutions" / f"{name}.ipynb"] = build(cells, solution=True)
     return files
 
 
+def pending_sections():
+    """Titles of extension sections whose key exists in the installed package but not in INCLUDED."""
+    return [title for key, title, _ in EXTENSIONS if key not in INCLUDED and _has_key(key)]
+
+
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
+    if "--check" not in argv:
+        for title in pending_sections():
+            print(f"hint: '{title}' has landed: run its section and add its key to INCLUDED",
+                  file=sys.stderr)
     stale = []
     for path, nb in targets().items():
         text = nbformat.writes(nb) + "\n"
