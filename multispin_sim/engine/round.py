@@ -34,7 +34,7 @@ class RoundLoop:
 
     def __init__(self, env, population, channel, server, controller, workload, streams,
                  recorder, rounds, max_time_s=None, progress=None, tick_period_s=None,
-                 mover=None):
+                 mover=None, thermal=None):
         self.env = env
         self.population = population
         self.system = population.system
@@ -49,6 +49,7 @@ class RoundLoop:
         self.progress = progress
         self.tick = tick_period_s
         self.mover = mover
+        self.thermal = thermal  # model.compute.ThermalState (throttling), or None
         k = self.system.k
         self.k = k
         self.devices = [Device(i, t, self, channel) for i, t in enumerate(self.system.draft_latency_s)]
@@ -142,6 +143,11 @@ class RoundLoop:
                 channel.set_pathloss(gains)
                 system = dataclasses.replace(self.system, pathloss=gains)
                 distance = mover.distance
+            slowdown = None
+            if self.thermal is not None:  # throttled devices draft slower this round
+                slowdown = self.thermal.slowdown(start)
+                system = dataclasses.replace(system, draft_latency_s=(
+                    self.system.draft_latency_s * slowdown))
             g_ul, g_dl = channel.new_block(start)
             ctx = DraftContext(r, system, g_ul, g_dl, active, workload.remaining(),
                                self.server.policy, self.streams.controller,
@@ -164,7 +170,7 @@ class RoundLoop:
             t_draft = float(draft_s.max(initial=0.0))
 
             # batched verification and outcomes
-            t_ver = yield from self.server.verify(env, n_active)
+            t_ver = yield from self.server.verify(env, n_active, gamma, active)
             accepted, tokens, rejected = self.server.outcomes(gamma)
             if n_active < k:
                 tokens = np.where(active, tokens, 0)
@@ -190,12 +196,15 @@ class RoundLoop:
             t_comm = float(self.realised_delay.max(initial=0.0))
 
             workload.tokens_delivered(env.now, tokens)
+            if self.thermal is not None:
+                self.thermal.advance(draft_s, env.now - start)
             recorder.round(
                 round=r, start=start, draft=t_draft, verify=t_ver, comm=t_comm,
                 duration=env.now - start, active=active, gamma=gamma, accepted=accepted,
                 tokens=tokens, rejected=rejected, mode=self.mode, power=power,
                 bandwidth=bandwidth, delay=self.realised_delay, g_ul=g_ul, g_dl=g_dl,
                 planned=self.delay if dynamic_csi else None, distance=distance,
+                draft_each=draft_s, slowdown=slowdown,
             )
             self.rounds_done = r + 1
             if self.progress is not None:

@@ -21,10 +21,17 @@ class EdgeServer:
         self.block = block
         self._runs = np.empty((0, system.k))
         self._next = 0
+        cost = system.verify_cost  # model.verification; None or linear: the inline formula below
+        self.verify_cost = cost if cost is not None and cost.depends_on_draft else None
 
-    def verify(self, env, batch_size):
-        """SimPy: the batched forward pass, T_ver0 + K_b T_ver1."""
+    def verify(self, env, batch_size, gamma=None, active=None):
+        """SimPy: the batched forward pass: T_ver0 + K_b T_ver1, or the scenario's verification
+        cost component (``server.verify_model``) on the draft lengths of the batch."""
         system = self.system
+        if self.verify_cost is not None:
+            duration = self.verify_cost.batch_s(gamma[active])
+            yield env.timeout(duration)
+            return duration
         # System.verification_s in Python floats (the same IEEE operations, without numpy's
         # per-call cost): T_ver0 + K_b T_ver1, 0 for an empty batch
         duration = (system.verify_fixed_s + float(batch_size) * system.verify_per_device_s

@@ -21,7 +21,7 @@ from .presets import DEFAULT_MODEL_PAIR, MODEL_PAIRS, TASKS
 
 __all__ = [
     "Scenario", "Devices", "DeviceOverride", "Server", "Channel", "Payload", "Policy", "Run",
-    "Workload", "Topology", "Mobility",
+    "Workload", "Topology", "Mobility", "Compute", "Energy", "PowerMode",
     "FADING_MODELS", "DEVICE_TASKS", "POLICY_MODES", "DRAFT_POLICIES", "DRAFT_UPDATES",
     "ARRIVAL_MODELS", "LENGTH_MODELS", "TOPOLOGY_LAYOUTS", "MOBILITY_MODELS",
     "MAX_DRAFT_LIMIT", "EXHAUSTIVE_MAX_DEVICES", "DEFAULT_DL_POWER_RATIO", "CROSS_CHECKS",
@@ -39,6 +39,8 @@ LENGTH_MODELS: tuple[str, ...] = ("fixed", "geometric", "lognormal", "empirical"
 TOPOLOGY_LAYOUTS: tuple[str, ...] = ("annulus", "coordinates", "graphml")
 MOBILITY_MODELS: tuple[str, ...] = ("none", "random-waypoint")
 MAX_DRAFT_LIMIT = 64            # upper bound of policy.max_draft
+# verification tables shipped in multispin_sim/data/verify_tables (= model.verification)
+SHIPPED_VERIFY_TABLES: tuple[str, ...] = ("vidur-a100-codellama34b", "paper-linear-qwen2.5")
 EXHAUSTIVE_MAX_DEVICES = 16     # mode "exhaustive" tries 2^K UL/DL assignments
 DEFAULT_DL_POWER_RATIO = 4.0    # P_dl = 4 x P_ul (10 mW) = 40 mW = 16.02 dBm when no DL key given
 
@@ -71,6 +73,8 @@ class DeviceOverride(Params):
     draft_length: Optional[int] = param(None, "Draft length of this device (wins over "
                                         "policy.draft_length)", check=between(0, MAX_DRAFT_LIMIT),
                                         allowed="an integer 0..policy.max_draft")
+    power_mode: Optional[str] = param(None, "Power mode of this device: a name of "
+                                      "compute.power_modes (wins over compute.power_mode)")
 
 
 @section
@@ -118,6 +122,24 @@ class Server(Params):
     verify_per_device_ms: Optional[float] = param(
         None, "Verification time T_ver1 added per device in the batch", unit="ms", check=ge(0),
         preset="verify_per_device_ms")
+    verify_model: str = param(
+        "linear", "Verification cost of a batch: 'linear' (T_ver0 + K_b T_ver1, the paper), "
+        "'tokens' (T_ver0 + verify_per_token_ms x tokens in the batch, tokens = sum over the "
+        "batch of gamma_k + 1) or 'table' (piecewise-linear in the batch's tokens through "
+        "verify_table; flat below its first row, last slope above its last)",
+        choices=("linear", "tokens", "table"))
+    verify_per_token_ms: Optional[float] = param(
+        None, "Time T1 per token in the batch for verify_model 'tokens' (null: "
+        "verify_per_device_ms / 5, equal to 'linear' when every device drafts 4 tokens, the "
+        "paper's default)", unit="ms/token", check=ge(0),
+        default_text="verify_per_device_ms / 5")
+    verify_table: str = param(
+        "vidur-a100-codellama34b", "Profile for verify_model 'table': a shipped table "
+        "('vidur-a100-codellama34b': A100, CodeLlama-34B, linear layers only; "
+        "'paper-linear-qwen2.5') or the path of a CSV with a header and rows 'batched tokens, "
+        "milliseconds' sorted by tokens (relative to the working directory)")
+    power_w: float = param(300.0, "Server power while verifying (energy = power_w x T_ver; "
+                           "assumed: A100 board power under load)", unit="W", check=ge(0))
 
 
 @section
@@ -180,6 +202,19 @@ class Policy(Params):
     draft_update: Union[int, str] = param(
         "every-round", "When draft lengths are re-optimised: every round, once, or every N "
         "rounds", check=int_or_choice(1, DRAFT_UPDATES, "(every N rounds)"))
+    objective: str = param(
+        "goodput", "What the draft controllers maximise: 'goodput' (tokens/s, the paper) or "
+        "'tokens-per-joule' (expected tokens / expected device energy of the round); with "
+        "'tokens-per-joule' the optimal UL/DL split breaks ties by energy",
+        choices=("goodput", "tokens-per-joule"))
+    energy_tie_tolerance: float = param(
+        0.0, "With objective 'tokens-per-joule' and mode 'optimal': UL/DL splits whose T_comm "
+        "is within this fraction of the optimum count as ties, and the one with the least "
+        "device energy is taken (0: exact ties only, T_comm stays optimal)", check=ge(0))
+    energy_scope: str = param(
+        "devices", "Energy that 'tokens-per-joule' counts: 'devices' (the devices' batteries) "
+        "or 'total' (devices + server verification and DL transmission)",
+        choices=("devices", "total"))
 
 
 @section
@@ -277,6 +312,67 @@ class Mobility(Params):
 
 
 @section
+class PowerMode(Params):
+    """One named power mode of a device (a row of compute.power_modes)."""
+
+    draft_latency_ms: float = param(15.2, "Reference per-token drafting latency in this mode "
+                                    "(t_k = this x s_k, the device's spread)", unit="ms/token",
+                                    check=gt(0))
+    draft_power_w: float = param(4.0, "Device power while drafting in this mode", unit="W",
+                                 check=ge(0))
+    thermal_resistance_c_per_w: Optional[float] = param(
+        None, "Thermal resistance R_th of a device in this mode (a phone's is larger than a "
+        "heatsinked board's; null: compute.thermal_resistance_c_per_w)", unit="degC/W",
+        check=ge(0))
+
+
+@section
+class Compute(Params):
+    """Device compute profiles: named power modes and thermal throttling (model/compute.py)."""
+
+    power_modes: Mapping[str, PowerMode] = param(
+        FrozenMap(), "Named power modes: name -> draft_latency_ms, draft_power_w, "
+        "thermal_resistance_c_per_w",
+        key_allowed="a mode name", default_text="{}")
+    power_mode: Optional[str] = param(
+        None, "Power mode of every device (a name of power_modes; null: no mode, drafting at "
+        "devices.draft_latency_ms with energy.draft_power_w)")
+    thermal: bool = param(False, "Thermal throttling: first-order RC model dT/dt = (P R_th - "
+                          "(T - T_amb)) / tau with P the drafting power while drafting, 0 "
+                          "otherwise; above throttle_c the drafting latency is multiplied by "
+                          "throttle_factor")
+    ambient_c: float = param(25.0, "Ambient temperature T_amb (and the start temperature)",
+                             unit="degC")
+    thermal_resistance_c_per_w: float = param(
+        15.0, "Thermal resistance R_th (steady-state rise per watt)", unit="degC/W", check=ge(0))
+    time_constant_s: float = param(120.0, "Thermal time constant tau = R_th C_th", unit="s",
+                                   check=gt(0))
+    throttle_c: float = param(60.0, "Temperature at which drafting is throttled", unit="degC")
+    release_c: Optional[float] = param(
+        None, "Temperature below which throttling stops (hysteresis; null: throttle_c)",
+        unit="degC")
+    throttle_factor: float = param(2.0, "Drafting-latency multiplier while throttled (2: half "
+                                   "the drafting speed)", check=ge(1))
+
+
+@section
+class Energy(Params):
+    """Power of each phase for the energy accounting (model/energy.py)."""
+
+    draft_power_w: float = param(4.0, "Device power while drafting (devices without a power "
+                                 "mode; assumed: phone/Jetson SoC under load)", unit="W",
+                                 check=ge(0))
+    idle_power_w: float = param(0.5, "Device power while waiting in a round (for the others' "
+                                "drafts, the verification, the corrections)", unit="W",
+                                check=ge(0))
+    ul_circuit_power_w: float = param(0.1, "Device transmit-chain circuit power added to its "
+                                      "UL transmit power while sending a correction", unit="W",
+                                      check=ge(0))
+    dl_receive_power_w: float = param(0.2, "Device power while receiving a DL correction",
+                                      unit="W", check=ge(0))
+
+
+@section
 class Scenario(Params):
     """A complete, validated scenario (load it with ``load_scenario``)."""
 
@@ -295,6 +391,8 @@ class Scenario(Params):
     workload: Workload = param(Workload(), "The requests (arrivals, lengths, queues)")
     topology: Topology = param(Topology(), "Server and device positions")
     mobility: Mobility = param(Mobility(), "Device movement")
+    compute: Compute = param(Compute(), "Device power modes and thermal throttling")
+    energy: Energy = param(Energy(), "Powers for the energy accounting")
 
 
 # --------------------------------------------------------------------------------------------
@@ -396,3 +494,32 @@ def _check_topology(sc: Scenario) -> None:
         if not os.path.isfile(t.graphml_file):
             raise ScenarioError("topology.graphml_file", f"{t.graphml_file!r} is not a "
                                 "readable file", "expected the path of a GraphML file")
+
+
+@cross_check
+def _check_compute(sc: Scenario) -> None:
+    c = sc.compute
+    modes = sorted(c.power_modes)
+    allowed = (f"expected one of {', '.join(repr(m) for m in modes)} (compute.power_modes)"
+               if modes else "expected a name defined in compute.power_modes (none defined)")
+    if c.power_mode is not None and c.power_mode not in c.power_modes:
+        raise ScenarioError("compute.power_mode", f"unknown power mode {c.power_mode!r}", allowed)
+    for index, ov in sc.devices.overrides.items():
+        if ov.power_mode is not None and ov.power_mode not in c.power_modes:
+            raise ScenarioError(f"devices.overrides.{index}.power_mode",
+                                f"unknown power mode {ov.power_mode!r}", allowed)
+    if c.release_c is not None and c.release_c > c.throttle_c:
+        raise ScenarioError("compute.release_c", f"{c.release_c} is above compute.throttle_c "
+                            f"({c.throttle_c})", "expected a temperature <= compute.throttle_c")
+
+
+@cross_check
+def _check_verify_table(sc: Scenario) -> None:
+    # the file's contents are checked when a run starts (engine.compute.check_verify_table)
+    s = sc.server
+    if (s.verify_model == "table" and s.verify_table not in SHIPPED_VERIFY_TABLES
+            and not os.path.isfile(s.verify_table)):
+        raise ScenarioError("server.verify_table", f"{s.verify_table!r} is neither a shipped "
+                            "table nor a readable file", "expected one of "
+                            f"{', '.join(SHIPPED_VERIFY_TABLES)} or the path of a CSV "
+                            "(batched tokens, milliseconds)")
