@@ -641,7 +641,7 @@ print(f"{my_mean_sojourn(r.requests):.3f} s in this run")""",
 # is listed in INCLUDED (its extension has landed and the section has been run). Listing them by
 # hand keeps the committed notebook equal to this file whatever is installed; running this script
 # prints a hint when an extension's key exists but its section is not included yet.
-INCLUDED = ()
+INCLUDED = ("energy.draft_power_w",)
 EXTENSIONS = [
     ("acceptance.model", "Acceptance beyond i.i.d.", [
         md("""\
@@ -692,15 +692,16 @@ ax.legend(fontsize=8); plt.show()"""),
 retransmissions), and its tail is cut: a failed block waits for the next fading block instead of
 trickling at a tiny rate."""),
     ]),
-    ("energy.record", "Energy", [
+    ("energy.draft_power_w", "Energy", [
         md("""\
 ## Energy
 
 **What changes.** The paper counts time only. Each device spends energy drafting, transmitting UL
 corrections, receiving DL corrections and idling while it waits.
 
-**Switch it on.** Energy columns are recorded in every run (`energy.*` keys set the powers):
-`device_rounds.csv` gains `energy_draft_j`, `energy_ul_j`, `energy_dl_j`, `energy_idle_j`."""),
+**Switch it on.** Energy is accounted in every run (the `energy.*` keys set the powers, `compute.*` adds
+power modes and thermal throttling): `device_rounds.csv` has `energy_draft_j`, `energy_ul_j`,
+`energy_dl_j`, `energy_idle_j` and `energy_j`."""),
         code("""\
 r = teaching.run({"devices.count": 8, "run.rounds": 300, "seed": 2})
 dr = r.device_rounds
@@ -760,7 +761,7 @@ def _has_key(path):
     return True
 
 
-_DEFAULTS = {"acceptance.model": "iid", "link.model": "shannon", "energy.record": True,
+_DEFAULTS = {"acceptance.model": "iid", "link.model": "shannon", "energy.draft_power_w": 4.0,
              "serving.protocol": "synchronous"}
 
 
