@@ -143,6 +143,7 @@ class OFDMAChannel:
         self.coherence_s = None if coherence_s is None else float(coherence_s)
         self.pathloss = system.pathloss
         self.bits = float(system.payload_bits)
+        self.round_bits = None  # per-device bits of this round's corrections (token model)
         self.n0 = float(system.n0)
         self._ul = self._dl = np.empty((0, system.k))
         self._next = 0
@@ -252,17 +253,18 @@ class OFDMAChannel:
         n0 = self.block_index(t0)
         first = (n0 + 1) * self.coherence_s - t0
         m = 16
+        bits = self.bits if self.round_bits is None else float(self.round_bits[device])
         while True:
             h_ul, h_dl = self.grid.powers(n0, n0 + m)
             h = (h_ul if mode == UL else h_dl)[:, device]
             rates = shannon_rate(bandwidth_hz, power_w, self.pathloss[device] * h, self.n0)
             durations = np.full(m, self.coherence_s)
             durations[0] = first
-            delay, used = time_to_deliver(self.bits, rates, durations)
+            delay, used = time_to_deliver(bits, rates, durations)
             if delay < math.inf:
                 break
             if m >= _MAX_BLOCKS:
-                raise RuntimeError(f"device {device}: no rate to deliver {self.bits} bits")
+                raise RuntimeError(f"device {device}: no rate to deliver {bits} bits")
             m *= 8
         self.blocks_used += used
         self.multi_block += used > 1

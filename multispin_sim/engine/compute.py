@@ -60,4 +60,4 @@ def reactive_policy(scenario, population):
     if policy.objective == "tokens-per-joule" and policy.mode == "optimal":
         return EnergyAwareSplit(energy_powers(scenario, population), policy.energy_tie_tolerance,
                                 policy.energy_scope)
-    return make_reactive_policy(policy.mode)
+    return make_reactive_policy(policy.mode, scenario)

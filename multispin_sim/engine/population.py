@@ -6,7 +6,7 @@ import numpy as np
 
 from ..model.pathloss import pathloss_gain
 from ..model.shadowing import shadowing_gain
-from ..model.payload import payload_bits
+from ..model.payload import format_from_scenario
 from ..model.rates import noise_psd_watt_per_hz
 from ..model.system import System
 from ..model.topology import rescale_to_distance
@@ -50,6 +50,11 @@ def dl_power_w(scenario):
     if server.dl_power_dbm is not None:
         return float(dbm_to_watt(server.dl_power_dbm))
     return float(server.dl_power_ratio * dbm_to_watt(scenario.devices.ul_power_dbm))
+
+
+def _fixed_bits(fmt):
+    """Bits of a fixed-size format; 0 for 'topp' (its sizes are per position: token model)."""
+    return fmt.bits() if fmt.fixed_size else 0
 
 
 def build_population(scenario, rng, topology_rng=None, shadowing_rng=None, graphml=None):
@@ -112,9 +117,9 @@ def build_population(scenario, rng, topology_rng=None, shadowing_rng=None, graph
         p_ul_w=p_ul,
         pathloss=large_scale,
         p_dl_w=dl_power_w(scenario),
-        payload_bits=float(payload_bits(pl.effective_vocab, pl.vocab, pl.prob_bits)),
+        payload_bits=float(_fixed_bits(format_from_scenario(pl))),
         bandwidth_hz=ch.bandwidth_mhz * 1e6,
-        n0=noise_psd_watt_per_hz(ch.noise_psd_dbm_hz),
+        n0=noise_psd_watt_per_hz(ch.noise_psd_dbm_hz + ch.noise_figure_db),
         verify_fixed_s=scenario.server.verify_fixed_ms * 1e-3,
         verify_per_device_s=scenario.server.verify_per_device_ms * 1e-3,
         verify_cost=verification_cost(scenario),

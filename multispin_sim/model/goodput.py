@@ -50,6 +50,21 @@ def goodput(tokens, drafting_s, verify_s, t_comm):
         return np.where(den > 0, np.asarray(tokens, float) / den, 0.0)
 
 
+def verification_time(verify, gammas):
+    """T_ver of each candidate: the ONE place the draft objective computes it.
+
+    ``verify``: the batch's T_ver in seconds (T_ver0 + K_b T_ver1, the paper: the same for every
+    candidate, returned as is) or a callable ``gammas (n, K) int -> (n,) seconds`` (a
+    verification-cost model in which T_ver depends on the draft lengths). ``gammas``: candidate
+    rows (n, K) or one row (K,).
+    """
+    if callable(verify):
+        g = np.asarray(gammas)
+        t = np.asarray(verify(np.atleast_2d(g)), dtype=float)
+        return t if g.ndim == 2 else float(t[0])
+    return verify
+
+
 def acceptance_runs(uniforms, alpha):
     """Untruncated acceptance runs floor(ln U / ln alpha) (M, K), clipped to ``RUN_CAP``.
 
@@ -569,6 +584,8 @@ class DraftObjective:
         # score(tokens, gammas, drafting, t_ver, t_comm) -> values: None = goodput; else e.g.
         # tokens per joule (``model.energy.TokensPerJoule``)
         self.score = score
+        # compiled/vectorised searches (policies.greedy_fast) need a constant T_ver and goodput
+        self.precomputable = self.verify_fn is None and score is None
         self.active = np.asarray(active, dtype=bool)
         self.caps = np.where(self.active, np.asarray(caps, dtype=np.int64), 0)
         self.k = self.alpha.size

@@ -6,8 +6,9 @@ round) stream to disk in chunks while the run goes; ``RunStatistics`` keeps the 
 
 Optional ``device_rounds.csv`` columns: ``planned_delay_s`` (when fading blocks are shorter than
 rounds: the delay the decision planned on the CSI at its start, beside the realised
-``delay_s``) and ``distance_m`` (moving devices: the distance at the round start).
-Energy columns (slowdown and joules per phase): ``outputs.energy``.
+``delay_s``), ``distance_m`` (moving devices: the distance at the round start), and the
+per-device columns a component declares (``extra``: e.g. the NR link's ``harq_transmissions``,
+``harq_failures``, ``outages``). Energy columns (slowdown and joules per phase): ``outputs.energy``.
 """
 import numpy as np
 
@@ -34,7 +35,7 @@ class Recorder:
     """Receives each finished round from the engine and writes it out."""
 
     def __init__(self, folder, k, chunk_rounds=1024, planned=False, distance=False,
-                 writer_process=False, energy=None):
+                 writer_process=False, energy=None, extra=None):
         self.folder = folder
         self.k = k
         self.stats = RunStatistics(k)
@@ -51,6 +52,8 @@ class Recorder:
             columns["planned_delay_s"] = float
         if distance:
             columns["distance_m"] = float
+        self._extra = dict(extra or {})  # name -> dtype: per-device columns a component adds
+        columns.update(self._extra)
         self._planned = planned
         self._distance = distance
         self.device_csv = ChunkedCsv(folder / "device_rounds.csv", columns,
@@ -62,17 +65,20 @@ class Recorder:
 
     def round(self, *, round, start, draft, verify, comm, duration, active, gamma, accepted,
               tokens, rejected, mode, power, bandwidth, delay, g_ul, g_dl, planned=None,
-              distance=None, draft_each=None, slowdown=None):
+              distance=None, draft_each=None, slowdown=None, advance=None, extra=None):
+        """``advance``: the run time this record accounts for in the statistics (asynchronous
+        batches overlap: the time since the previous record; default ``duration``)."""
         n_ul = int(np.count_nonzero(mode == 1))
         n_dl = int(np.count_nonzero(mode == 2))
         n_active = int(np.count_nonzero(active))
         n_rej = int(np.count_nonzero(rejected))
         total = int(tokens.sum())
-        self.stats.add_round(duration, comm, tokens, total, gamma, active, n_active, n_rej, n_ul, n_dl)
+        self.stats.add_round(duration if advance is None else advance, comm, tokens, total, gamma, active, n_active, n_rej, n_ul, n_dl)
         # in ROUND_COLUMNS order
         row = (round, start, draft, verify, comm, duration, n_active, n_rej, n_ul, n_dl, total)
         if self._planned:
-            self.stats.add_delays(planned, delay, rejected, comm)
+            # corrections sent this round (= the rejected ones, unless a policy deferred some)
+            self.stats.add_delays(planned, delay, mode > 0, comm)
         if n_active == self.k:
             sel = slice(None)
         else:
@@ -95,6 +101,9 @@ class Recorder:
             values["planned_delay_s"] = planned[sel]
         if self._distance:
             values["distance_m"] = distance[sel]
+        if extra is not None:
+            for name, column in extra.items():
+                values[name] = column[sel]
         self.device_csv.put(n_active, values)
 
     def close(self):
@@ -104,17 +113,18 @@ class Recorder:
         if self.writer is not None:
             self.writer.close()
 
-    def write_devices(self, population):
+    def write_devices(self, population, extra=None):
+        """devices.csv; ``extra``: more columns (name -> (K,) values) after the standard ones."""
         system = population.system
         stats = self.stats
         time = stats.sim_time
         goodput = stats.device_tokens / time if time > 0 else np.zeros(self.k)
-        extra = {}
+        extra = dict(extra or {})
         if self.energy is not None:
             modes = population.power_mode or (None,) * self.k
-            extra = {"power_mode": np.array([m or "" for m in modes], dtype=object),
-                     "draft_power_w": self.energy.powers.draft_w,
-                     **self.energy.device_columns(stats.device_tokens)}
+            extra.update({"power_mode": np.array([m or "" for m in modes], dtype=object),
+                          "draft_power_w": self.energy.powers.draft_w,
+                          **self.energy.device_columns(stats.device_tokens)})
         devices = CsvStream(self.folder / "devices.csv", DEVICE_COLUMNS + tuple(extra))
         devices.append(
             device=self._index, task=np.array(population.tasks, dtype=object), alpha=system.alpha,

@@ -30,6 +30,7 @@ from ..model.goodput import (FAST_MODES, DraftObjective, ExactTcomm, PolicyKerne
 from ..model.energy import EnergyKernel, TokensPerJoule
 from ..model.speculative import acceptance_uniforms
 from ..model.verification import objective_verification
+from . import greedy_fast
 from .reactive import REACTIVE_POLICIES, make_reactive_policy
 
 _REL = 1e-12  # a move must improve G by more than this relative amount (rounding noise)
@@ -72,12 +73,16 @@ def fast_mode(policy):
 
 def make_kernel(system, g_ul, g_dl, policy, coin_uniforms, seed=0, energy=None, n_active=0,
                 energy_scope="devices"):
-    """T_comm kernel for ``policy``: closed forms when known, else the policy itself.
+    """T_comm kernel for ``policy``: closed forms when known, else the policy itself (a policy
+    may bring its own kernel: ``tcomm_kernel``, e.g. ``linkaware.LinkAwarePolicy``).
     With ``energy`` (``model.energy.Powers``): the correction-phase device energy Z instead
     (``model.energy.EnergyKernel``, the tokens-per-joule objective)."""
     if energy is not None:
         return EnergyKernel(system, g_ul, g_dl, policy, energy, n_active, coin_uniforms, seed,
                             scope=energy_scope)
+    own = getattr(policy, "tcomm_kernel", None)
+    if own is not None:
+        return own(system, g_ul, g_dl, coin_uniforms, seed)
     mode = fast_mode(policy)
     if mode is not None:
         coin = None if coin_uniforms is None else coin_uniforms < 0.5
@@ -168,8 +173,15 @@ def _phase1_stop(values):
     return c
 
 
-def greedy_search(obj, path_values=None):
-    """The paper's greedy (Algorithm 1). ``path_values``: G along ``uniform_path`` if known."""
+def greedy_search(obj, path_values=None, compiled=True):
+    """The paper's greedy (Algorithm 1). ``path_values``: G along ``uniform_path`` if known.
+
+    ``compiled``: use ``greedy_fast`` (numba; the same answer) when it applies.
+    """
+    if compiled:
+        fast = greedy_fast.search(obj, path_values=path_values)
+        if fast is not None:
+            return fast
     ev0 = obj.evaluations
     path = uniform_path(obj.caps)
     if path_values is None:
@@ -198,12 +210,18 @@ def _lazy_phase1(obj, path, chunk=8):
     return np.array(vals)
 
 
+def _path_values(obj, path):
+    """``obj.path_values(path)``, compiled when ``greedy_fast`` applies (the same values)."""
+    values = greedy_fast.path_values(obj, path)
+    return obj.path_values(path) if values is None else values
+
+
 def uniform_search(obj, path_values=None):
     """The best common draft length (capped per device); ties go to the shortest."""
     ev0 = obj.evaluations
     path = uniform_path(obj.caps)
     if path_values is None:
-        path_values = obj.path_values(path)
+        path_values = _path_values(obj, path)
     c = int(np.argmax(path_values))
     return SearchResult(path[c].copy(), float(path_values[c]), obj.evaluations - ev0, {"c": c})
 
@@ -289,7 +307,7 @@ def budget_search(obj, max_excluded=None):
     ev0 = obj.evaluations
     caps = obj.caps
     path = uniform_path(caps)
-    pv = obj.path_values(path)
+    pv = _path_values(obj, path)
     uni = uniform_search(obj, pv)
     gre = greedy_search(obj, pv)
     cands = {"uniform": uni, "greedy": gre}
@@ -304,7 +322,7 @@ def budget_search(obj, max_excluded=None):
     stale = 0
     for _ in range(max_excluded + 1):
         bpath = budget_path(caps, obj.draft_s, include)
-        bv = obj.path_values(bpath)
+        bv = _path_values(obj, bpath)
         s = int(np.argmax(bv))
         if best_scan is None or _better(bv[s], best_scan.value):
             best_scan = SearchResult(bpath[s].copy(), float(bv[s]))
