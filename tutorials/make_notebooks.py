@@ -641,7 +641,7 @@ print(f"{my_mean_sojourn(r.requests):.3f} s in this run")""",
 # is listed in INCLUDED (its extension has landed and the section has been run). Listing them by
 # hand keeps the committed notebook equal to this file whatever is installed; running this script
 # prints a hint when an extension's key exists but its section is not included yet.
-INCLUDED = ("energy.draft_power_w",)
+INCLUDED = ("acceptance.model", "link.model", "energy.draft_power_w", "serving.protocol")
 EXTENSIONS = [
     ("acceptance.model", "Acceptance beyond i.i.d.", [
         md("""\
