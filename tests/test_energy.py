@@ -418,3 +418,10 @@ def test_shipped_table_names_agree_and_missing_file_is_refused(tmp_path, capsys)
                  f"server.verify_table={tmp_path / 'nope.csv'}"])
     err = capsys.readouterr().err.strip()
     assert code == 2 and len(err.splitlines()) == 1 and "server.verify_table" in err
+
+
+def test_energy_record_off_writes_the_plain_columns(tmp_path):
+    sc = ms.load_scenario(overrides=["devices.count=3", "run.rounds=5", "energy.record=false"])
+    res = ms.simulate(sc, out=tmp_path / "o")
+    assert "energy_j" not in res.device_rounds and "energy_j" not in res.rounds
+    assert "energy" not in res.summary and "tokens_per_j" not in res.devices

@@ -134,11 +134,8 @@ DEFAULT_CALIBRATION_DRAFT = 4  # server.verify_per_token_ms default: T_ver1 / (4
 
 
 def verification_cost(scenario):
-    """The verification cost component of ``server.verify_model`` (None for 'linear': the
-    engine's inline formula, the paper's model)."""
+    """The verification cost component of ``server.verify_model`` (``model.verification``)."""
     server = scenario.server
-    if server.verify_model == "linear":
-        return None
     per_token = server.verify_per_token_ms
     if per_token is None:  # calibrated at the paper's default gamma = 4: 5 tokens per device
         per_token = server.verify_per_device_ms / (DEFAULT_CALIBRATION_DRAFT + 1)

@@ -227,7 +227,7 @@ def simulate(scenario, out=None, *, results_dir=None, progress=False, command_li
     recorder = Recorder(folder, system.k, planned=channel.dynamic_csi, distance=moving,
                         writer_process=scenario.run.rounds * system.k >= WRITER_PROCESS_MIN_ROWS,
                         energy=EnergyAccount(energy_powers(scenario, population), system.k,
-                                             thermal),
+                                             thermal) if scenario.energy.record else None,
                         extra=getattr(channel, "extra_columns", None))
     log = None
     if scenario.workload.arrivals != "saturated":
@@ -266,7 +266,8 @@ def simulate(scenario, out=None, *, results_dir=None, progress=False, command_li
         "agreement_rate": server.tally.rate()})
     write_topology(folder / "topology.graphml", population)
     summary = recorder.stats.summary()
-    summary["energy"] = recorder.energy.summary(recorder.stats.tokens)
+    if recorder.energy is not None:
+        summary["energy"] = recorder.energy.summary(recorder.stats.tokens)
     if hasattr(server, "summary"):
         summary["payload"] = server.summary(summary["tokens"])
     if hasattr(loop, "summary"):  # the protocol's own block (asynchronous)

@@ -564,10 +564,11 @@ class DraftObjective:
     """G(gamma) for one decision: closed-form tokens and drafting time, estimated E[T_comm].
 
     alpha, draft_s: (K,) acceptance rates and per-token drafting latencies; verify_s: T_ver of
-    the batch, or a function of the draft lengths (n, K) -> (n,) from the verification cost
-    component (``model.verification``); score: None (goodput) or another ratio objective; caps: (K,) largest allowed gamma per device (0 for inactive devices); active: (K,)
+    the batch; caps: (K,) largest allowed gamma per device (0 for inactive devices); active: (K,)
     bool (inactive devices count no token); tcomm: an estimator (``SAATcomm``, ``ExactTcomm``,
-    ``ZeroTcomm``).
+    ``ZeroTcomm``). verify_s may also be a function of the draft lengths (n, K) -> (n,) from
+    the verification cost component (``model.verification``); score: None (goodput) or another
+    ratio objective (``model.energy.TokensPerJoule``).
 
     Stateless: ``values(gammas)``, ``path_values(gammas)``. Stateful (for local search):
     ``reset(gamma)``, ``move_values(dev, new)``, ``plus_one_values()``, ``apply(gamma)``,

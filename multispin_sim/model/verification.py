@@ -189,22 +189,36 @@ def read_verify_table(spec):
     return arr[:, 0], arr[:, 1]
 
 
+def _table_cost(fixed_s, per_device_s, per_token_s, table):
+    if isinstance(table, (str, Path)):
+        source = str(table)
+        table = read_verify_table(table)
+    else:
+        source = ""
+    tokens, ms = table
+    return TableVerification(tokens, np.asarray(ms, dtype=float) * 1e-3, source)
+
+
+# name -> builder(fixed_s, per_device_s, per_token_s, table): one per setting
+VERIFY_BUILDERS = {
+    "linear": lambda fixed_s, per_device_s, per_token_s, table:
+        LinearVerification(fixed_s, per_device_s),
+    "tokens": lambda fixed_s, per_device_s, per_token_s, table:
+        TokenVerification(fixed_s, per_token_s),
+    "table": _table_cost,
+}
+
+
 def make_verification_cost(model="linear", fixed_s=0.0, per_device_s=0.0, per_token_s=None,
                            table=None):
-    """The component for ``server.verify_model``. ``table``: (tokens, ms) arrays, or a spec."""
-    if model == "linear":
-        return LinearVerification(fixed_s, per_device_s)
-    if model == "tokens":
-        return TokenVerification(fixed_s, per_token_s)
-    if model == "table":
-        if isinstance(table, (str, Path)):
-            source = str(table)
-            table = read_verify_table(table)
-        else:
-            source = ""
-        tokens, ms = table
-        return TableVerification(tokens, np.asarray(ms, dtype=float) * 1e-3, source)
-    raise ValueError(f"unknown verification model {model!r}; allowed: {', '.join(VERIFY_MODELS)}")
+    """The component for ``server.verify_model``. ``table``: (tokens, ms) arrays, or a spec
+    (shipped name or path)."""
+    try:
+        build = VERIFY_BUILDERS[model]
+    except KeyError:
+        raise ValueError(f"unknown verification model {model!r}; allowed: "
+                         f"{', '.join(VERIFY_MODELS)}") from None
+    return build(fixed_s, per_device_s, per_token_s, table)
 
 
 def objective_verification(cost, active):

@@ -16,8 +16,9 @@ with only the drafting device active. Parameters come from the scenario's ``adap
 - ``goodput-argmax``: per device, gamma_k maximising expected tokens per unit time
   E[N](alpha_k, g) / (g t_k + T_ver(b) + (1 - alpha_k^g) c_k), g = 0..max_draft, with alpha_k
   from ``system.alpha`` (the scenario's, or a learned belief passed in its place), b = the load
-  (devices with work, at least 1) and c_k the correction delay of device k alone under the
-  scenario's reactive policy on the CSI of this moment.
+  (devices with work, at least 1), T_ver the scenario's verification cost (a cost depending on
+  the batch's tokens is evaluated as if all b devices drafted g) and c_k the correction delay
+  of device k alone under the scenario's reactive policy on the CSI of this moment.
 - ``off-under-load``: ``policy.draft_length`` while the load (devices with work: the round's
   batch in the synchronous protocol, devices in a draft-verify-correct cycle in the asynchronous
   one) is <= ``load_threshold``; no speculation (gamma = 0) above it.
@@ -102,7 +103,12 @@ class GoodputArgmaxDraft(AdaptiveDraft):
             correction[idx] = np.asarray(decision.delay_s)[np.arange(idx.size), idx]
         g = np.arange(self.max_draft + 1, dtype=float)
         alpha = np.asarray(system.alpha, dtype=float)[idx, None]
-        t_ver = system.verification_s(max(load_of(ctx), 1))
+        b = max(load_of(ctx), 1)
+        cost = system.verification_cost() if hasattr(system, "verification_cost") else None
+        if cost is not None and cost.depends_on_draft:  # as if every device of the batch drafted g
+            t_ver = np.asarray(cost.batch_time_s(b, b * (g + 1.0)), dtype=float)[None, :]
+        else:
+            t_ver = system.verification_s(b)
         time = (g * system.draft_latency_s[idx, None] + t_ver
                 + (1.0 - alpha ** g) * correction[idx, None])
         rate = expected_tokens(alpha, g) / time
