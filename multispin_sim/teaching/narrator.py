@@ -59,6 +59,11 @@ def explain(result, rounds=3):
             "A rejected device needs a correction: by UL the device sends its draft distribution "
             "up at full power; by DL the server sends the target distribution down, sharing its "
             "DL budget so that all DL delays are equal.")
+    protocol = getattr(getattr(result.scenario, "serving", None), "protocol", "synchronous")
+    if protocol != "synchronous":
+        head += (f"\nserving.protocol = {protocol}: each 'round' below is one batch of the server; "
+                 "batches overlap in time, and a batch's length is counted from the previous "
+                 "batch's end.")
     parts = [head]
     for i in range(n):
         parts.append(explain_round(rt, dr, dev, system, i, mode_name))
