@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import time
 import traceback
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -100,12 +101,30 @@ def serial_runs(tasks, jobs=1, runner=None, **_):
         yield task, execute_run(task, runner)
 
 
+def _worker_init(parent_pid):
+    from ..engine.guards import die_with_parent
+
+    die_with_parent(parent_pid)
+
+
+def _stop_workers(pool):
+    """Ask the pool's workers to stop their runs at a round boundary (as a Ctrl-C would)."""
+    for process in list(getattr(pool, "_processes", {}).values()):
+        try:
+            os.kill(process.pid, signal.SIGINT)
+        except (OSError, AttributeError):
+            pass
+
+
 def local_runs(tasks, jobs=None, runner=None, **_):
     tasks = list(tasks)
     if not tasks:
         return
     workers = max(1, min(jobs or cpu_count(), len(tasks)))
-    pool = ProcessPoolExecutor(max_workers=workers)
+    # workers die with this process (even on SIGKILL) and leave stop signals to it
+    pool = ProcessPoolExecutor(max_workers=workers, initializer=_worker_init,
+                               initargs=(os.getpid(),))
+    finished = False
     try:
         futures = {pool.submit(execute_run, t, runner): t for t in tasks}
         for fut in as_completed(futures):
@@ -114,7 +133,10 @@ def local_runs(tasks, jobs=None, runner=None, **_):
             except Exception as exc:  # a worker process died (BrokenProcessPool, ...)
                 outcome = _crashed(exc)
             yield futures[fut], outcome
+        finished = True
     finally:
+        if not finished:
+            _stop_workers(pool)
         pool.shutdown(wait=True, cancel_futures=True)
 
 
@@ -136,6 +158,8 @@ def dask_runs(tasks, jobs=None, runner=None, scheduler=None, processes=True, **_
             cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=processes,
                                    dashboard_address=None)
             client = Client(cluster)
+            if processes:  # local worker processes die with this process
+                client.run(_worker_init, os.getpid())
     except (OSError, TimeoutError) as exc:
         if cluster is not None:
             cluster.close()

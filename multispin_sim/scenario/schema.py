@@ -21,7 +21,7 @@ from .presets import DEFAULT_MODEL_PAIR, MODEL_PAIRS, TASKS
 
 __all__ = [
     "Scenario", "Devices", "DeviceOverride", "Server", "Channel", "Payload", "Policy", "Run",
-    "Workload", "Topology", "Mobility",
+    "Workload", "Topology", "Mobility", "Limits",
     "FADING_MODELS", "DEVICE_TASKS", "POLICY_MODES", "DRAFT_POLICIES", "DRAFT_UPDATES",
     "ARRIVAL_MODELS", "LENGTH_MODELS", "TOPOLOGY_LAYOUTS", "MOBILITY_MODELS",
     "MAX_DRAFT_LIMIT", "EXHAUSTIVE_MAX_DEVICES", "DEFAULT_DL_POWER_RATIO", "CROSS_CHECKS",
@@ -277,6 +277,23 @@ class Mobility(Params):
 
 
 @section
+class Limits(Params):
+    """Bounds that keep a run's memory and time finite (docs/model.md section 12); raise them
+    when you mean it."""
+
+    max_backlog_requests: int = param(
+        1_000_000, "Queueing workloads: the run stops (summary complete: false, with the reason) "
+        "when more requests than this wait in all queues together (an unstable queue grows "
+        "without bound)", unit="requests", check=ge(1))
+    max_memory_mb: float = param(
+        4096.0, "Refuse a scenario whose estimated memory (devices.count, run.rounds) exceeds "
+        "this", unit="MB", check=gt(0))
+    max_blocks_per_transmission: int = param(
+        1_000_000, "With channel.coherence_time_ms: the run stops (complete: false) when one "
+        "correction would need more fading blocks than this", check=ge(1))
+
+
+@section
 class Scenario(Params):
     """A complete, validated scenario (load it with ``load_scenario``)."""
 
@@ -295,6 +312,7 @@ class Scenario(Params):
     workload: Workload = param(Workload(), "The requests (arrivals, lengths, queues)")
     topology: Topology = param(Topology(), "Server and device positions")
     mobility: Mobility = param(Mobility(), "Device movement")
+    limits: Limits = param(Limits(), "Memory and time bounds of a run")
 
 
 # --------------------------------------------------------------------------------------------
