@@ -11,6 +11,7 @@ import argparse
 import json
 import signal
 import sys
+import threading
 
 from . import __version__
 from .errors import CliError, debug_enabled, report
@@ -91,6 +92,9 @@ def cmd_keys(args):
 def cmd_bench(args):
     from . import benchmarks
 
+    if not args.quick and args.what == "all":
+        print("bench: the full benchmark takes about 9 minutes on 2 cores (--quick: under a "
+              "minute)", file=sys.stderr)
     figures = benchmarks.run(args.what, quick=args.quick)
     if args.json:
         print(json.dumps(figures, indent=2))
@@ -107,15 +111,6 @@ def cmd_sweep(args):
         return EXIT_BAD_INPUT
     sweep = load_sweep(args.file, overrides=list(args.set or []))  # validates every cell first
     out = args.out or default_output(sweep)
-    received = []
-
-    def stop(signum, frame):  # SIGTERM, SIGHUP (and Ctrl-C): stop like a first Ctrl-C
-        first = not received
-        received.append(signum)
-        if first:
-            raise KeyboardInterrupt
-
-    previous = {sig: signal.signal(sig, stop) for sig in _STOP_SIGNALS}
     try:
         result = run_sweep(sweep, out, executor=executor, jobs=args.jobs, scheduler=args.scheduler)
     except (OutputConflictError, ExecutorError) as exc:
@@ -124,10 +119,7 @@ def cmd_sweep(args):
     except KeyboardInterrupt:
         print(f"interrupted: finished runs are kept in {out}; rerun the same command to resume",
               file=sys.stderr)
-        return 128 + (received[0] if received else signal.SIGINT)
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+        return 128 + (_RECEIVED[0] if _RECEIVED else signal.SIGINT)
     print(f"{sweep.name}: {len(sweep.cells)} cells x {sweep.replications} replications: "
           f"{result.ran} runs now, {result.reused} reused, {len(result.failures)} failed, "
           f"{result.wall_time_s:.1f} s ({executor})")
@@ -187,6 +179,17 @@ def _positive_int(text):
 
 _STOP_SIGNALS = tuple(s for s in (getattr(signal, "SIGTERM", None), getattr(signal, "SIGHUP", None))
                       if s is not None)
+
+
+_RECEIVED = []
+
+
+def _stop(signum, frame):
+    """SIGTERM and SIGHUP outside a run stop like a Ctrl-C (a run has its own handlers)."""
+    first = not _RECEIVED
+    _RECEIVED.append(signum)
+    if first:
+        raise KeyboardInterrupt
 
 
 class _Parser(argparse.ArgumentParser):
@@ -266,10 +269,17 @@ def main(argv=None):
     parser = build_parser()
     args = parser.parse_args(argv)
     debug = debug_enabled(args.debug)
+    _RECEIVED.clear()
+    previous = {}
+    if threading.current_thread() is threading.main_thread():
+        previous = {sig: signal.signal(sig, _stop) for sig in _STOP_SIGNALS}
     try:
         return args.func(args)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
+        return 128 + (_RECEIVED[0] if _RECEIVED else signal.SIGINT)
     except Exception as exc:  # noqa: BLE001 -- the one error path: one line, no traceback
         return report(exc, debug=debug)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)

@@ -162,6 +162,9 @@ def simulate(scenario, out=None, *, results_dir=None, progress=False, command_li
             shutil.rmtree(folder, ignore_errors=True)
             raise RunFailed(f"writing {exc.filename or folder}", os_reason(exc),
                             f"{os_advice(exc)}; the partial output {folder} was removed") from exc
+        except Exception:  # any other failure after the start: no partial folder either
+            shutil.rmtree(folder, ignore_errors=True)
+            raise
 
 
 def _simulate(scenario, folder, inputs, tmp, signals, progress, command_line):

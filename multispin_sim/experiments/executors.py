@@ -42,6 +42,8 @@ def simulate_run(scenario, out):
 
     result = simulate(load_scenario(scenario), out=out)
     if not result.complete:
+        if getattr(result, "stop_signal", None) is None:  # a limit: this cell fails, others go on
+            raise RuntimeError(f"run stopped early: {result.summary.get('stop_reason')}")
         raise RunInterrupted("the run was interrupted (summary complete: false)")
     return result.summary
 

@@ -82,7 +82,7 @@ class Devices(Params):
                       "tasks uniformly at random", choices=DEVICE_TASKS)
     acceptance: Mapping[str, float] = param(
         FrozenMap(), "Per-token acceptance rate alpha per task; keys given merge over the "
-        "model pair's table (assumed values, MODEL.md section 3)", check=_ALPHA, keys=TASKS,
+        "model pair's table (assumed values, docs/model.md section 3)", check=_ALPHA, keys=TASKS,
         key_allowed="task", preset="acceptance", default_text="model_pair's table")
     draft_latency_ms: Optional[float] = param(
         None, "Reference per-token drafting latency t_ref (t_k = t_ref * s_k)", unit="ms/token",
@@ -109,7 +109,7 @@ class Server(Params):
         "or dl_power_ratio, not both)", unit="dBm", exclusive_with="dl_power_ratio")
     dl_power_ratio: Optional[float] = param(
         None, "DL-to-UL power-budget ratio rho: P_dl = rho * P_ul in linear units (assumed "
-        "reading, MODEL.md section 5); used when dl_power_dbm is not given, default 4 "
+        "reading, docs/model.md section 5); used when dl_power_dbm is not given, default 4 "
         "(4 x 10 mW = 16.02 dBm)", check=gt(0), default_text="4 (if dl_power_dbm is not given)",
         exclusive_with="dl_power_dbm")
     verify_fixed_ms: Optional[float] = param(
@@ -206,7 +206,7 @@ _REGION = Check(lambda v: 0 <= v[0] <= v[1], "a range [low, high] with 0 <= low 
 
 @section
 class Workload(Params):
-    """Requests: arrivals per device, lengths, FIFO queues (MODEL.md section 9)."""
+    """Requests: arrivals per device, lengths, FIFO queues (docs/model.md section 9)."""
 
     arrivals: str = param("saturated", "'saturated': every device always has work (the paper); "
                           "'poisson': requests arrive per device at rate_per_s; 'trace': arrival "
