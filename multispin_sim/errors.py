@@ -75,8 +75,6 @@ def report(exc, debug=False, stream=None):
         line, status = exc.line(), exc.status
     elif isinstance(exc, ScenarioError):
         text = str(exc)
-        if exc.source and not text.startswith(str(exc.source)):
-            text = f"{exc.source}: {text}"
         if "; " not in text:
             text += "; fix the value and try again"
         line, status = one_line(f"error: {text}"), EXIT_BAD_INPUT

@@ -144,8 +144,10 @@ def die_with_parent(parent_pid=None):
             signal.signal(s, signal.SIG_IGN)
         except (ValueError, OSError):
             pass
+    if os.getppid() != parent_pid:  # the parent died before this worker got here
+        os._exit(1)
     armed = False
-    if sys.platform.startswith("linux") and parent_pid == os.getppid():
+    if sys.platform.startswith("linux"):
         try:
             import ctypes
 
@@ -159,20 +161,11 @@ def die_with_parent(parent_pid=None):
         watch_parent(parent_pid)
 
 
-def _pid_alive(pid):
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def watch_parent(pid, period_s=1.0):
-    """A daemon thread that ends this process when process ``pid`` is gone."""
+    """A daemon thread that ends this process when its parent ``pid`` is gone (this process is
+    then re-parented, so ``getppid`` changes; a dead but unreaped parent counts as gone)."""
     def watch():
-        while _pid_alive(pid):
+        while os.getppid() == pid:
             time.sleep(period_s)
         os._exit(1)
 

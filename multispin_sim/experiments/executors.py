@@ -161,7 +161,7 @@ def dask_runs(tasks, jobs=None, runner=None, scheduler=None, processes=True, **_
                                    dashboard_address=None)
             client = Client(cluster)
             if processes:  # local worker processes die with this process
-                client.run(_worker_init, os.getpid())
+                client.run(_worker_init, None)
     except (OSError, TimeoutError) as exc:
         if cluster is not None:
             cluster.close()
