@@ -13,11 +13,21 @@ __version__ = "0.1.0"
 from .scenario import Scenario, ScenarioError, load_scenario  # noqa: E402
 
 
-def simulate(scenario, out=None, **kwargs):
-    """Run a scenario; see ``multispin_sim.engine.simulation.simulate``."""
+def simulate(scenario, out=None, *, explain=None, **kwargs):
+    """Run a scenario; see ``multispin_sim.engine.simulation.simulate``.
+
+    ``explain=N``: also print the first N rounds as a story for a student (the round narrator,
+    ``multispin_sim.teaching.explain``); the text is kept in ``result.explanation``.
+    """
     from .engine.simulation import simulate as _simulate
 
-    return _simulate(scenario, out, **kwargs)
+    result = _simulate(scenario, out, **kwargs)
+    if explain:
+        from .teaching.narrator import explain as _explain
+
+        result.explanation = _explain(result, explain)
+        print(result.explanation, end="")
+    return result
 
 
 __all__ = ["Scenario", "ScenarioError", "load_scenario", "simulate", "__version__"]

@@ -1,4 +1,5 @@
-"""The ``multispin-sim`` command: validate, run, sweep, plot, bench, keys.
+"""The ``multispin-sim`` command: validate, run, sweep, capacity, plot, report, bench, keys,
+acceptance fit.
 
 Exit status: 0 success; 1 failure during the run (a run stopped by a limit, a full disk: one
 ``error:`` line) or some runs of a sweep failed (the others completed; rerun to retry); 2 bad
@@ -10,6 +11,7 @@ adds the traceback.
 import argparse
 import json
 import signal
+import os
 import sys
 import threading
 
@@ -31,7 +33,10 @@ def _load(args):
 
 
 def cmd_validate(args):
+    from .engine.simulation import read_inputs
+
     scenario = _load(args)
+    read_inputs(scenario)  # files it refers to, and checks needing the model (PRBs per device)
     sys.stdout.write(dump_scenario_yaml(scenario))
     return 0
 
@@ -48,6 +53,10 @@ def cmd_run(args):
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     s = result.summary
+    if args.explain:
+        from .teaching.narrator import explain
+
+        print(explain(result, args.explain))
     if s["rounds"] == 0 and not result.complete:
         args.quiet = True  # stopped before its first round: nothing to report
     if not args.quiet:
@@ -66,6 +75,11 @@ def cmd_run(args):
                   f"{lat['median']:.3f} s, p95 {lat['p95']:.3f} s, mean {lat['mean']:.3f} s; time to "
                   f"first token median {ttft['median']:.3f} s; server utilisation "
                   f"{req['server_utilisation']:.2f}")
+            slo = req.get("slo", {})
+            if "attainment" in slo:
+                print(f"SLO: {slo['attainment']:.1%} of requests met it ({slo['goodput_rps']:.3g} "
+                      f"requests/s); p99 TTFT {slo['ttft_s']['p99']:.3f} s, p99 TPOT "
+                      f"{slo['tpot_s']['p99'] * 1e3:.1f} ms")
         print(f"output: {result.folder}")
     for warning in s.get("warnings", []):
         print(f"warning: {warning}", file=sys.stderr)
@@ -92,9 +106,6 @@ def cmd_keys(args):
 def cmd_bench(args):
     from . import benchmarks
 
-    if not args.quick and args.what == "all":
-        print("bench: the full benchmark takes about 9 minutes on 2 cores (--quick: under a "
-              "minute)", file=sys.stderr)
     figures = benchmarks.run(args.what, quick=args.quick)
     if args.json:
         print(json.dumps(figures, indent=2))
@@ -157,6 +168,10 @@ def cmd_plot(args):
     try:
         if args.timeline is not None:
             paths = plot_timeline(args.timeline, rounds=args.rounds, first=args.first, out=args.out)
+        elif os.path.isfile(os.path.join(args.results_dir, "capacity.json")):
+            from .plots.capacity import plot_capacity
+
+            paths = plot_capacity(args.results_dir, out=args.out)
         else:
             paths = plot_sweep(args.results_dir, out=args.out)
     except PlotError as exc:
@@ -164,6 +179,66 @@ def cmd_plot(args):
         return EXIT_BAD_INPUT
     for path in paths:
         print(path)
+    return 0
+
+
+def cmd_report(args):
+    from .report import ReportError, write_report
+
+    try:
+        path = write_report(args.results_dir, out=args.out)
+    except ReportError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    print(path)
+    return 0
+
+
+def cmd_capacity(args):
+    from pathlib import Path
+
+    from .experiments.capacity import CapacitySearch, parse_slo, write_capacity
+
+    ttft, tpot = parse_slo(args.slo)
+    overrides = list(args.set or [])
+    if args.seed is not None:
+        overrides.append(f"seed={args.seed}")
+    out = Path(args.out) if args.out else None
+    if out is not None and out.exists() and any(out.iterdir()):
+        print(f"error: output folder {out} is not empty", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    progress = None if args.quiet else (lambda line: print(line, file=sys.stderr))
+    search = CapacitySearch(args.scenario, ttft, tpot, args.target, overrides=overrides,
+                            duration_s=args.duration, reps_min=args.reps_min,
+                            reps_max=args.reps_max, rel_tol=args.tol, start_rate=args.rate,
+                            progress=progress)
+    res = search.run()
+    if out is None:
+        out = Path("results") / f"capacity-{search.base.name}"
+        n = 1
+        while out.exists():
+            n += 1
+            out = Path("results") / f"capacity-{search.base.name}-{n}"
+    csv_path, _ = write_capacity(out, search)
+    lo, hi = res["interval"]
+    print(f"capacity {res['capacity_per_device_rps']:.4g} requests/s per device "
+          f"(interval {lo:.4g} to {hi:.4g}; {res['target']:.0%} SLO attainment, "
+          f"{res['protocol']}, draft {res['draft']}; {res['runs']} runs, stopped by "
+          f"{res['stopped_by']})")
+    print(f"curve: {csv_path}")
+    return 0
+
+
+def cmd_acceptance(args):
+    from .acceptance_fit import run
+    from .model.acceptance_trace import TraceError
+
+    try:
+        run(args.trace, by=args.by, benchmark=args.benchmark, model=args.model,
+            categories=args.category or (), out_yaml=args.out, seed=args.seed)
+    except TraceError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     return 0
 
 
@@ -224,6 +299,9 @@ def build_parser():
     sp.add_argument("--rounds", type=int, help="override run.rounds")
     sp.add_argument("--out", help="output folder (default: a new folder under results/)")
     sp.add_argument("--quiet", action="store_true", help="no progress and no report")
+    sp.add_argument("--explain", type=_positive_int, metavar="N",
+                    help="print the first N rounds as a story (drafts, acceptance, CSI, UL/DL "
+                    "split and why, powers, delays, times)")
     sp.set_defaults(func=cmd_run)
 
     sp = sub.add_parser("sweep", help="run a sweep file: cells x replications, resumable; "
@@ -254,12 +332,53 @@ def build_parser():
                     "or the PNG file of the timeline (default RUN_DIR/timeline.png)")
     sp.set_defaults(func=cmd_plot)
 
+    sp = sub.add_parser("report", help="write one self-contained report.html for a run or a sweep folder")
+    sp.add_argument("results_dir", metavar="RESULTS_DIR",
+                    help="output folder of 'multispin-sim run' or 'multispin-sim sweep'")
+    sp.add_argument("--out", help="the HTML file to write (default RESULTS_DIR/report.html)")
+    sp.set_defaults(func=cmd_report)
+    sp = sub.add_parser("capacity", help="the highest per-device Poisson arrival rate whose SLO "
+                        "attainment stays >= the target (bracketing search with replications)")
+    scenario_args(sp)
+    sp.add_argument("--slo", required=True, metavar="ttft=S,tpot=S",
+                    help="SLO limits in seconds (or with an ms suffix), e.g. ttft=0.5,tpot=50ms")
+    sp.add_argument("--target", type=float, default=0.9,
+                    help="required fraction of requests meeting the SLO (default 0.9)")
+    sp.add_argument("--duration", type=float, default=300.0,
+                    help="simulated seconds per run (default 300)")
+    sp.add_argument("--reps-min", type=_positive_int, default=3,
+                    help="replications per rate at least (default 3)")
+    sp.add_argument("--reps-max", type=_positive_int, default=10,
+                    help="replications per rate at most (default 10)")
+    sp.add_argument("--tol", type=float, default=0.05,
+                    help="stop when the bracket's hi/lo - 1 is below this (default 0.05)")
+    sp.add_argument("--rate", type=float, help="start rate (default workload.rate_per_s)")
+    sp.add_argument("--seed", type=int, help="first replication's seed")
+    sp.add_argument("--out", help="output folder (default results/capacity-<name>)")
+    sp.add_argument("--quiet", action="store_true", help="no progress lines")
+    sp.set_defaults(func=cmd_capacity)
+    sp = sub.add_parser("acceptance", help="acceptance models: 'fit TRACE' fits iid, beta and "
+                        "markov to an agreement trace and prints the validation table")
+    acc = sp.add_subparsers(dest="action", required=True)
+    sp = acc.add_parser("fit", help="fit the acceptance models to a trace (Spec-Bench JSONL or "
+                        "0/1 CSV), print the validation table and the fitted keys as YAML")
+    sp.add_argument("trace", nargs="?", default=None,
+                    help="trace file (default: the shipped Spec-Bench trace)")
+    sp.add_argument("--by", choices=("category",), help="also fit each category on its own")
+    sp.add_argument("--benchmark", help="use only this benchmark's answers (e.g. spec_bench)")
+    sp.add_argument("--model", help="use only answers whose model id contains this text")
+    sp.add_argument("--category", action="append", help="use only this category (repeatable)")
+    sp.add_argument("--out", help="write the YAML to this file instead of printing it")
+    sp.add_argument("--seed", type=int, default=0, help="seed of the synthetic traces (default 0)")
+    sp.set_defaults(func=cmd_acceptance)
+
     sp = sub.add_parser("keys", help="print the reference of every scenario key (markdown)")
     sp.set_defaults(func=cmd_keys)
 
     sp = sub.add_parser("bench", help="print speed and memory figures")
-    sp.add_argument("what", nargs="?", default="all", help="reactive, engine, draft, dynamics or all")
-    sp.add_argument("--quick", action="store_true", help="smaller sizes (a smoke test)")
+    sp.add_argument("what", nargs="?", default="all", help="startup, reactive, engine, draft, dynamics, payload, serving, acceptance, link or all")
+    sp.add_argument("--quick", action="store_true",
+                    help="smaller sizes: a minute or two instead of about 15 (figures less precise)")
     sp.add_argument("--json", action="store_true", help="also print the figures as JSON")
     sp.set_defaults(func=cmd_bench)
     return p

@@ -222,11 +222,11 @@ def test_hard_interrupt_mid_round_still_writes_a_valid_summary(tmp_path, monkeyp
     calls = {"n": 0}
     real = EdgeServer.outcomes
 
-    def outcomes(self, gamma):
+    def outcomes(self, gamma, *args, **kwargs):
         calls["n"] += 1
         if calls["n"] == 700:
             raise KeyboardInterrupt
-        return real(self, gamma)
+        return real(self, gamma, *args, **kwargs)
 
     monkeypatch.setattr(EdgeServer, "outcomes", outcomes)
     r = run({**SMALL, "run.rounds": 5000}, out=tmp_path / "x")

@@ -295,7 +295,9 @@ def test_dict_is_complete():
     plain = scenario_to_dict(load_scenario(None))
     assert plain["devices"]["distance_m"] == [100.0, 500.0]
     assert plain["server"] == {"dl_power_dbm": None, "dl_power_ratio": 4.0,
-                               "verify_fixed_ms": 42.8, "verify_per_device_ms": 7.6}
+                               "verify_fixed_ms": 42.8, "verify_per_device_ms": 7.6,
+                               "verify_model": "linear", "verify_per_token_ms": None,
+                               "verify_table": "vidur-a100-codellama34b", "power_w": 300.0}
     assert isinstance(load_scenario(None), Scenario)
 
 

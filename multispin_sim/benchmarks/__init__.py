@@ -4,11 +4,22 @@ Each module ``<what>.py`` has ``run(quick=False) -> dict`` that prints its figur
 """
 import importlib
 
-BENCHMARKS = ("reactive", "engine", "draft", "dynamics")
+BENCHMARKS = ("startup", "reactive", "engine", "draft", "dynamics", "payload", "serving",
+              "acceptance", "link")
+# rough minutes on the 2-core reference machine when idle (full, --quick): said up front
+DURATION_MIN = {"startup": (0.1, 0.1), "reactive": (0.2, 0.1), "engine": (4, 0.3),
+                "draft": (6, 0.5), "dynamics": (3, 0.5)}
 
 
 def run(what="all", quick=False):
     names = BENCHMARKS if what == "all" else (what,)
+    known = [n for n in names if n in DURATION_MIN]
+    if known:
+        full = sum(DURATION_MIN[n][0] for n in known)
+        fast = sum(DURATION_MIN[n][1] for n in known)
+        print(f"bench {what}: about {full:.0f} min on an idle 2-core machine"
+              + (f" (--quick: about {max(fast, 0.5):.0f} min)" if not quick else " (--quick)")
+              + "; ratios are medians of interleaved A/B pairs, CPU time beside wall time")
     figures = {}
     for name in names:
         if name not in BENCHMARKS:

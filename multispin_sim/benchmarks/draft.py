@@ -1,10 +1,15 @@
-"""Time of one draft-length decision (K = 20, 1,000 SAA samples) and of a run that decides
-every round.
+"""Draft control every round: the time of one decision, and runs that decide every round.
 
 Each decision is a full ``controller.lengths(ctx)`` for a fresh round: the SAA draws (M x K
 acceptance and coin uniforms), the search, on the paper's default system (K = 20, qwen2.5,
 P_dl = 4 P_ul, reactive mode 'optimal') with a new Rayleigh fading block each time.
+
+Runs (``simulate``, default scenario, draft control every round, 1,000 SAA samples) are timed
+interleaved against the numpy reference search (``greedy_search(..., compiled=False)``: what
+runs without numba), A B B A ..., with the median of the pairwise ratios.
 """
+import contextlib
+import io
 import time
 
 import numpy as np
@@ -12,8 +17,9 @@ import numpy as np
 from ..engine.population import build_population
 from ..engine.streams import RandomStreams
 from ..model.fading import channel_gains
-from ..policies import DraftContext, make_draft_controller, make_reactive_policy
+from ..policies import DraftContext, greedy_fast, make_draft_controller, make_reactive_policy
 from ..scenario import load_scenario
+from .abtest import describe, interleaved
 
 
 def _report(label, t):
@@ -43,22 +49,47 @@ def decision_times(name, repeat, k=20, samples=1000, mode="optimal", seed=0):
     return out, lengths
 
 
-def run_time(rounds, draft="greedy", samples=1000):
-    """Wall time of ``simulate`` for the default scenario with draft control every round."""
+@contextlib.contextmanager
+def _numpy_search():
+    """The numpy reference search (the compiled one switched off)."""
+    saved = greedy_fast._kernels
+    greedy_fast._kernels = False
+    try:
+        yield
+    finally:
+        greedy_fast._kernels = saved
+
+
+def run_rates(rounds, draft="greedy", samples=1000, pairs=3):
+    """Rounds/s of ``simulate`` with draft control every round: compiled vs numpy, interleaved."""
     from ..engine import simulate
 
     sc = load_scenario(None, overrides={"policy.draft": draft, "policy.draft_update": "every-round",
                                         "policy.saa_samples": samples, "run.rounds": rounds,
                                         "name": "bench-draft"})
-    t0 = time.perf_counter()
-    result = simulate(sc)
-    wall = time.perf_counter() - t0
-    s = result.summary
-    print(f"simulate, {rounds:,} rounds, draft {draft} every round ({samples} SAA samples): "
-          f"{wall:.1f} s wall ({rounds / wall:,.0f} rounds/s), goodput {s['goodput_tps']:.1f} "
-          f"tokens/s, mean draft length {s['mean_draft_len']:.2f}")
-    return {"rounds": rounds, "wall_s": wall, "rounds_per_s": rounds / wall,
-            "goodput_tps": s["goodput_tps"], "mean_draft_len": s["mean_draft_len"]}
+    results = {}
+
+    def compiled():
+        with contextlib.redirect_stderr(io.StringIO()):
+            results["compiled"] = simulate(sc).summary
+
+    def numpy():
+        with _numpy_search(), contextlib.redirect_stderr(io.StringIO()):
+            results["numpy"] = simulate(sc).summary
+
+    compiled()   # warm-up (numba compiles or loads its cache once per process)
+    res = interleaved(compiled, numpy, pairs)
+    same = results["compiled"]["goodput_tps"] == results["numpy"]["goodput_tps"]
+    print(f"simulate, {rounds:,} rounds, draft {draft} every round ({samples} SAA samples), "
+          f"compiled search {'on' if greedy_fast.available() else 'NOT AVAILABLE (numpy both)'}; "
+          f"same goodput: {same}")
+    describe("compiled", "numpy", res, units=rounds)
+    return {"rounds": rounds, "compiled_rounds_per_s_wall": rounds / np.median(res["a_wall_s"]),
+            "compiled_rounds_per_s_cpu": rounds / np.median(res["a_cpu_s"]),
+            "numpy_rounds_per_s_wall": rounds / np.median(res["b_wall_s"]),
+            "numpy_rounds_per_s_cpu": rounds / np.median(res["b_cpu_s"]),
+            "speedup_wall": res["ratio_wall"], "speedup_cpu": res["ratio_cpu"],
+            "same_goodput": same, "pairs": res}
 
 
 def run(quick=False):
@@ -69,8 +100,8 @@ def run(quick=False):
         t, _ = decision_times(name, reps)
         figures[f"{name}_decision_K20_M1000"] = _report(
             f"{name} decision, K = 20, 1,000 SAA samples", t)
-    figures["run_greedy_every_round"] = run_time(500 if quick else 10_000, "greedy")
-    figures["run_budget_every_round"] = run_time(100 if quick else 1_000, "budget")
+    figures["run_greedy_every_round"] = run_rates(200 if quick else 2_000, "greedy")
+    figures["run_budget_every_round"] = run_rates(40 if quick else 400, "budget")
     return figures
 
 

@@ -112,42 +112,51 @@ def peak_memory_mb(rounds):
 
 
 def run(quick=False):
-    rounds = 2_000 if quick else 20_000
+    """engine/bare, both on this core with CSV formatting in-process, interleaved (A B B A ...)."""
+    from ..engine import simulation
+    from .abtest import describe, interleaved
+
+    rounds = 2_000 if quick else 10_000
+    pairs = 3 if quick else 5
     k = 20
-    events, rejected = _events_per_round_engine(min(rounds, 5_000))
-    with tempfile.TemporaryDirectory() as tmp:
-        _engine_rate(200, f"{tmp}/warm")
-        t0 = time.perf_counter()
-        summary = _engine_rate(rounds, f"{tmp}/run")
-        engine_rate = rounds / (time.perf_counter() - t0)
+    events, rejected = _events_per_round_engine(min(rounds, 2_000))
     n_rej = int(round(rejected))
     env = _CountingEnvironment()
     bare_loop(env, k, 1000, n_rej)
     env.run()
     bare_events = env.scheduled / 1000
-    env = simpy.Environment()
-    main = bare_loop(env, k, rounds, n_rej)
-    t0 = time.perf_counter()
-    env.run(until=main)
-    bare_rate = rounds / (time.perf_counter() - t0)
-    from ..engine.simulation import WRITER_PROCESS_MIN_ROWS
-    from ..outputs.records import WriterProcess
 
-    writer = rounds * k >= WRITER_PROCESS_MIN_ROWS and WriterProcess.available()
-    print(f"engine: {engine_rate:,.0f} rounds/s end to end ({summary['rounds_per_s']:,.0f} in the run loop), "
-          f"default scenario K={k}, gamma=4, optimal policy, full records, {rounds:,} rounds "
-          f"(CSV formatting {'in a writer process' if writer else 'in-process'})")
-    print(f"        {events:.1f} events/round, {rejected:.2f} rejected devices/round")
-    print(f"bare SimPy loop, same pattern ({bare_events:.1f} events/round): {bare_rate:,.0f} rounds/s; "
-          f"engine/bare = {engine_rate / bare_rate:.2f}")
-    mem_rounds = 20_000 if quick else 1_000_000
-    t0 = time.perf_counter()
-    mem, rate, writer_mem = peak_memory_mb(mem_rounds)
-    print(f"peak memory of a {mem_rounds:,}-round run: {mem:.0f} MB "
-          f"(its forked CSV writer: {writer_mem:.0f} MB resident, pages shared with the parent "
-          f"counted in both; {time.perf_counter() - t0:.0f} s, "
-          f"{rate:,.0f} rounds/s)")
-    return {"engine_rounds_per_s": engine_rate, "bare_rounds_per_s": bare_rate,
-            "events_per_round": events, "bare_events_per_round": bare_events,
-            "ratio": engine_rate / bare_rate, "peak_memory_mb": mem, "writer_memory_mb": writer_mem,
-            "memory_rounds": mem_rounds}
+    def bare():
+        env = simpy.Environment()
+        env.run(until=bare_loop(env, k, rounds, n_rej))
+
+    with tempfile.TemporaryDirectory() as tmp:
+        _engine_rate(200, f"{tmp}/warm")
+        count = iter(range(1_000_000))
+
+        def engine():
+            _engine_rate(rounds, f"{tmp}/run{next(count)}")
+
+        limit = simulation.WRITER_PROCESS_MIN_ROWS
+        simulation.WRITER_PROCESS_MIN_ROWS = float("inf")   # format in-process: one core
+        try:
+            res = interleaved(bare, engine, pairs)
+        finally:
+            simulation.WRITER_PROCESS_MIN_ROWS = limit
+    print(f"engine: default scenario K={k}, gamma=4, optimal policy, full records formatted "
+          f"in-process, {rounds:,} rounds; {events:.1f} events/round, {rejected:.2f} rejected "
+          f"devices/round; bare SimPy loop with the same pattern: {bare_events:.1f} events/round")
+    describe("bare", "engine", res, units=rounds)
+    ratio_wall, ratio_cpu = 1.0 / res["ratio_wall"], 1.0 / res["ratio_cpu"]
+    print(f"  engine/bare = {ratio_wall:.2f} (wall), {ratio_cpu:.2f} (CPU)")
+    figures = {"rounds": rounds, "events_per_round": events, "bare_events_per_round": bare_events,
+               "ratio": ratio_wall, "ratio_cpu": ratio_cpu, "pairs": res}
+    if not quick:
+        mem_rounds = 1_000_000
+        t0 = time.perf_counter()
+        mem, rate, writer_mem = peak_memory_mb(mem_rounds)
+        print(f"peak memory of a {mem_rounds:,}-round run: {mem:.0f} MB "
+              f"(its forked CSV writer: {writer_mem:.0f} MB resident, pages shared with the "
+              f"parent counted in both; {time.perf_counter() - t0:.0f} s, {rate:,.0f} rounds/s)")
+        figures.update(peak_memory_mb=mem, writer_memory_mb=writer_mem, memory_rounds=mem_rounds)
+    return figures

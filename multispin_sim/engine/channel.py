@@ -144,6 +144,7 @@ class OFDMAChannel:
         self.coherence_s = None if coherence_s is None else float(coherence_s)
         self.pathloss = system.pathloss
         self.bits = float(system.payload_bits)
+        self.round_bits = None  # per-device bits of this round's corrections (token model)
         self.n0 = float(system.n0)
         self._ul = self._dl = np.empty((0, system.k))
         self._next = 0
@@ -254,19 +255,21 @@ class OFDMAChannel:
         n0 = self.block_index(t0)
         first = (n0 + 1) * self.coherence_s - t0
         m = 16
+        bits = self.bits if self.round_bits is None else float(self.round_bits[device])
         while True:
             h_ul, h_dl = self.grid.powers(n0, n0 + m)
             h = (h_ul if mode == UL else h_dl)[:, device]
             rates = shannon_rate(bandwidth_hz, power_w, self.pathloss[device] * h, self.n0)
             durations = np.full(m, self.coherence_s)
             durations[0] = first
-            delay, used = time_to_deliver(self.bits, rates, durations)
+            delay, used = time_to_deliver(bits, rates, durations)
             if delay < math.inf:
                 break
             if m >= self.max_blocks:
                 raise LimitReached(
                     f"a correction of device {device} needs more than {self.max_blocks:,} fading "
-                    f"blocks of {self.coherence_s * 1e3:g} ms (limits.max_blocks_per_transmission)")
+                    f"blocks of {self.coherence_s * 1e3:g} ms to deliver {bits:.0f} bits "
+                    "(limits.max_blocks_per_transmission)")
             m = min(m * 8, self.max_blocks)
         self.blocks_used += used
         self.multi_block += used > 1

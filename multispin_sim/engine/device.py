@@ -20,6 +20,13 @@ class Device:
         loop, k = self.loop, self.index
         while True:
             yield loop.round_started
+            if loop.carry_list is not None and loop.carry_list[k]:
+                # a correction deferred last round (policy 'deadline'): sent now, no draft
+                loop.carry_delay[k] = yield from self.channel.transmit(
+                    env, k, loop.carry_mode[k], float(loop.carry_power[k]), loop.carry_bandwidth,
+                    float(loop.carry_planned[k]))
+                loop.carry_finished(k)
+                continue
             if not loop.active_list[k]:
                 continue
             yield env.timeout(loop.draft_list[k])  # gamma_k t_k

@@ -6,11 +6,13 @@ import numpy as np
 
 from ..model.pathloss import pathloss_gain
 from ..model.shadowing import shadowing_gain
-from ..model.payload import payload_bits
+from ..model.payload import format_from_scenario
 from ..model.rates import noise_psd_watt_per_hz
 from ..model.system import System
 from ..model.topology import rescale_to_distance
 from ..model.units import dbm_to_watt
+from ..model.compute import apply_power_modes
+from ..model.verification import make_verification_cost
 from ..scenario import TASKS
 from .topology import build_layout
 
@@ -32,6 +34,8 @@ class Population:
     server_position: Optional[np.ndarray] = None
     shadowing_db: Optional[np.ndarray] = None
     graph: object = None
+    power_mode: Optional[tuple] = None          # each device's compute.power_modes name or None
+    draft_power_w: Optional[np.ndarray] = None  # drafting power per device (W)
 
 
 def _as_range(value):
@@ -46,6 +50,11 @@ def dl_power_w(scenario):
     if server.dl_power_dbm is not None:
         return float(dbm_to_watt(server.dl_power_dbm))
     return float(server.dl_power_ratio * dbm_to_watt(scenario.devices.ul_power_dbm))
+
+
+def _fixed_bits(fmt):
+    """Bits of a fixed-size format; 0 for 'topp' (its sizes are per position: token model)."""
+    return fmt.bits() if fmt.fixed_size else 0
 
 
 def build_population(scenario, rng, topology_rng=None, shadowing_rng=None, graphml=None):
@@ -91,6 +100,7 @@ def build_population(scenario, rng, topology_rng=None, shadowing_rng=None, graph
         if o.draft_length is not None:
             gamma[i] = o.draft_length
     alpha = np.array([alpha_override.get(i, dev.acceptance[t]) for i, t in enumerate(tasks)])
+    modes, draft_power = device_power_modes(scenario, spread, t_draft)
 
     ch = scenario.channel
     pl = scenario.payload
@@ -107,12 +117,49 @@ def build_population(scenario, rng, topology_rng=None, shadowing_rng=None, graph
         p_ul_w=p_ul,
         pathloss=large_scale,
         p_dl_w=dl_power_w(scenario),
-        payload_bits=float(payload_bits(pl.effective_vocab, pl.vocab, pl.prob_bits)),
+        payload_bits=float(_fixed_bits(format_from_scenario(pl))),
         bandwidth_hz=ch.bandwidth_mhz * 1e6,
-        n0=noise_psd_watt_per_hz(ch.noise_psd_dbm_hz),
+        n0=noise_psd_watt_per_hz(ch.noise_psd_dbm_hz + ch.noise_figure_db),
         verify_fixed_s=scenario.server.verify_fixed_ms * 1e-3,
         verify_per_device_s=scenario.server.verify_per_device_ms * 1e-3,
+        verify_cost=verification_cost(scenario),
     )
-    population = Population(tuple(tasks), distance, gamma, system, positions, server_xy, shadow_db)
+    population = Population(tuple(tasks), distance, gamma, system, positions, server_xy, shadow_db,
+                            power_mode=modes, draft_power_w=draft_power)
     object.__setattr__(population, "graph", topology_graph(population))
     return population
+
+
+DEFAULT_CALIBRATION_DRAFT = 4  # server.verify_per_token_ms default: T_ver1 / (4 + 1)
+
+
+def verification_cost(scenario):
+    """The verification cost component of ``server.verify_model`` (None for 'linear': the
+    engine's inline formula, the paper's model)."""
+    server = scenario.server
+    if server.verify_model == "linear":
+        return None
+    per_token = server.verify_per_token_ms
+    if per_token is None:  # calibrated at the paper's default gamma = 4: 5 tokens per device
+        per_token = server.verify_per_device_ms / (DEFAULT_CALIBRATION_DRAFT + 1)
+    return make_verification_cost(server.verify_model, server.verify_fixed_ms * 1e-3,
+                                  server.verify_per_device_ms * 1e-3, per_token * 1e-3,
+                                  server.verify_table)
+
+
+def device_power_modes(scenario, spread, t_draft):
+    """Apply ``compute.power_mode`` and per-device ``power_mode`` overrides to the drafting
+    latencies ``t_draft`` (in place: mode latency x spread, unless the override gives an exact
+    ``draft_latency_ms``); returns (mode names, drafting powers in W)."""
+    c = scenario.compute
+    k = len(t_draft)
+    names = [c.power_mode] * k
+    exact = np.zeros(k, dtype=bool)
+    for index, o in scenario.devices.overrides.items():
+        if o.power_mode is not None:
+            names[int(index)] = o.power_mode
+        if o.draft_latency_ms is not None:
+            exact[int(index)] = True
+    table = {name: (m.draft_latency_ms * 1e-3, m.draft_power_w) for name, m in c.power_modes.items()}
+    power = apply_power_modes(names, table, spread, t_draft, exact, scenario.energy.draft_power_w)
+    return tuple(names), power

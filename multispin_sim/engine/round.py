@@ -5,7 +5,9 @@
 0. wait: until some device has work (queueing workloads: the server idles until an arrival),
    and, with ``tick_period_s``, until the next tick of the round clock;
 1. start: the devices with work join (``workload.start_round``); moving devices get their new
-   large-scale gains; the round's fading (CSI) is read; the draft controller chooses gamma;
+   large-scale gains; the round's fading (CSI) is read; corrections a deferring policy
+   ('deadline') carried over from the last round start now, their devices skip this draft;
+   the draft controller chooses gamma;
 2. drafting: every active device drafts gamma_k tokens (``Device.run``) -- wait for all;
 3. verification: the server's batched pass over the active devices (``EdgeServer.verify``),
    then the outcomes;
@@ -34,7 +36,7 @@ class RoundLoop:
 
     def __init__(self, env, population, channel, server, controller, workload, streams,
                  recorder, rounds, max_time_s=None, progress=None, tick_period_s=None,
-                 mover=None):
+                 mover=None, thermal=None):
         self.env = env
         self.population = population
         self.system = population.system
@@ -49,6 +51,8 @@ class RoundLoop:
         self.progress = progress
         self.tick = tick_period_s
         self.mover = mover
+        self.thermal = thermal  # model.compute.ThermalState (throttling), or None
+        self.observe = getattr(controller, "observe", None)  # controllers that learn outcomes
         k = self.system.k
         self.k = k
         self.devices = [Device(i, t, self, channel) for i, t in enumerate(self.system.draft_latency_s)]
@@ -66,6 +70,11 @@ class RoundLoop:
         self._no_mode = np.zeros(k, dtype=np.int8)
         self._zeros = np.zeros(k)
         self._zeros.flags.writeable = False
+        # deferred corrections (a policy with ``defers``, e.g. 'deadline'): sent at the next
+        # round start instead of that round's draft (``_start_carry``)
+        self.carry_list = None
+        self._deferred = None
+        self.deferred_total = 0
         for device in self.devices:
             env.process(device.run(env))
 
@@ -74,6 +83,26 @@ class RoundLoop:
         self._pending_drafts -= 1
         if self._pending_drafts == 0:
             self._drafts_done.succeed()
+
+    def carry_finished(self, k):
+        """Device k's carried correction is delivered."""
+        self._carry_pending -= 1
+        if self._carry_pending == 0:
+            self._carry_done.succeed()
+
+    def _start_carry(self, env, carry, g_ul, g_dl):
+        """Modes and powers of the corrections deferred last round, sent from this round start
+        over the whole band (nobody else transmits while the others draft)."""
+        decision = self.server.decide_carry(carry, g_ul, g_dl)
+        self.carry_list = carry.tolist()
+        self.carry_mode = decision.mode[0].tolist()
+        self.carry_power = decision.power_w[0]
+        self.carry_bandwidth = float(decision.bandwidth_hz[0])
+        self.carry_planned = decision.delay_s[0]
+        self.carry_delay = np.zeros(self.k)
+        self._carry_pending = int(np.count_nonzero(carry))
+        self._carry_done = env.event()
+        return decision
 
     def device_finished(self, k):
         """Device k is done with this round (its correction delivered, or none needed)."""
@@ -123,6 +152,7 @@ class RoundLoop:
         dynamic_csi = channel.dynamic_csi
         mover = self.mover
         distance = None
+        link_columns = bool(getattr(channel, "extra_columns", None))
         for r in range(self.rounds):
             if env.now >= self.max_time_s or self.stop_requested:
                 break
@@ -142,8 +172,19 @@ class RoundLoop:
                 channel.set_pathloss(gains)
                 system = dataclasses.replace(self.system, pathloss=gains)
                 distance = mover.distance
+            slowdown = None
+            if self.thermal is not None:  # throttled devices draft slower this round
+                slowdown = self.thermal.slowdown(start)
+                system = dataclasses.replace(system, draft_latency_s=(
+                    self.system.draft_latency_s * slowdown))
             g_ul, g_dl = channel.new_block(start)
-            ctx = DraftContext(r, system, g_ul, g_dl, active, workload.remaining(),
+            carry, self._deferred = self._deferred, None
+            self.carry_list = None
+            if carry is not None:
+                active &= ~carry
+                carried = self._start_carry(env, carry, g_ul, g_dl)
+            ctx = DraftContext(r, self.server.controller_system(system), g_ul, g_dl, active,
+                               workload.remaining(),
                                self.server.policy, self.streams.controller,
                                self.channel.fading, self.channel.reciprocal)
             gamma = self.controller.lengths(ctx)
@@ -157,18 +198,21 @@ class RoundLoop:
             self._drafts_done = env.event()
             self._pending_drafts = n_active
             self._fire(self, "round_started", env)
-            yield self._drafts_done
+            if n_active:
+                yield self._drafts_done
             # phase durations are recorded exactly as the processes used them; duration_s is
             # the simulated clock's difference, so the identity draft + verify + comm = duration
             # checks the event timing
             t_draft = float(draft_s.max(initial=0.0))
 
             # batched verification and outcomes
-            t_ver = yield from self.server.verify(env, n_active)
-            accepted, tokens, rejected = self.server.outcomes(gamma)
+            t_ver = yield from self.server.verify(env, n_active, gamma, active)
+            accepted, tokens, rejected = self.server.outcomes(gamma, active, ctx.remaining)
             if n_active < k:
                 tokens = np.where(active, tokens, 0)
                 rejected &= active
+            if self.observe is not None:
+                self.observe(gamma, accepted, active)
             n_rej = int(np.count_nonzero(rejected))
 
             # reactive decision (on the CSI of this moment) and corrections
@@ -186,16 +230,36 @@ class RoundLoop:
             self._round_done = env.event()
             self._pending_done = n_active
             self._fire(self, "verified", env)
-            yield self._round_done
+            if n_active:
+                yield self._round_done
             t_comm = float(self.realised_delay.max(initial=0.0))
+            deferred = getattr(decision, "deferred", None) if n_rej else None
+            if deferred is not None and deferred.any():
+                self._deferred = deferred[0].copy()
+                self.deferred_total += int(np.count_nonzero(self._deferred))
+                tokens = tokens - self._deferred  # the correction token comes next round
+            rec_active, delay, planned = active, self.realised_delay, self.delay
+            if carry is not None:
+                if self._carry_pending:
+                    yield self._carry_done
+                tokens = tokens + carry
+                rec_active = active | carry
+                self.mode = np.where(carry, carried.mode[0], self.mode)
+                power = np.where(carry, carried.power_w[0], power)
+                delay = np.where(carry, self.carry_delay, delay)
+                planned = np.where(carry, self.carry_planned, planned)
 
             workload.tokens_delivered(env.now, tokens)
+            if self.thermal is not None:
+                self.thermal.advance(draft_s, env.now - start)
             recorder.round(
                 round=r, start=start, draft=t_draft, verify=t_ver, comm=t_comm,
-                duration=env.now - start, active=active, gamma=gamma, accepted=accepted,
+                duration=env.now - start, active=rec_active, gamma=gamma, accepted=accepted,
                 tokens=tokens, rejected=rejected, mode=self.mode, power=power,
-                bandwidth=bandwidth, delay=self.realised_delay, g_ul=g_ul, g_dl=g_dl,
-                planned=self.delay if dynamic_csi else None, distance=distance,
+                bandwidth=bandwidth, delay=delay, g_ul=g_ul, g_dl=g_dl,
+                planned=planned if dynamic_csi else None, distance=distance,
+                draft_each=draft_s, slowdown=slowdown,
+                extra=channel.round_columns() if link_columns else None,
             )
             self.rounds_done = r + 1
             if self.progress is not None:

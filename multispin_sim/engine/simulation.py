@@ -1,4 +1,5 @@
 """``simulate(scenario)``: build the system from a scenario, run the SimPy rounds, write the outputs."""
+import dataclasses
 import shutil
 import sys
 import tempfile
@@ -15,14 +16,20 @@ from ..outputs.metadata import output_folder, run_metadata
 from ..outputs.records import read_table
 from ..outputs.recorder import Recorder
 from ..outputs.requests import RequestLog
-from ..policies import make_draft_controller, make_reactive_policy
+from ..policies import make_draft_controller
 from ..scenario import dump_scenario_yaml, load_scenario
+from ..outputs.energy import EnergyAccount
+from .acceptance import acceptance_summary, build_acceptance, read_acceptance_trace
 from .channel import OFDMAChannel
+from .compute import (check_verify_table, energy_powers, objective_options, reactive_policy,
+                      thermal_state)
+from .link import build_channel, check_link, link_policy
 from .guards import LIMIT_TODO, LimitReached, StopSignals, guard_backlog
 from .population import build_population
-from .round import RoundLoop
+from .protocols import make_loop
 from .server import EdgeServer
 from .streams import RandomStreams
+from .tokens import payload_server, read_pairs
 from .topology import Mover, read_graphml_positions
 from .workload import PoissonArrivals, Saturated, TraceArrivals, read_trace
 
@@ -115,13 +122,20 @@ def write_topology(path, population):
 
 
 def read_inputs(scenario):
-    """Files a scenario refers to (trace, GraphML), read and checked before anything is written."""
+    """Files a scenario refers to (trace, GraphML, verification table), read and checked before
+    anything is written."""
     inputs = {}
+    check_verify_table(scenario)
+    check_link(scenario)
     if scenario.workload.arrivals == "trace":
         inputs["trace"] = read_trace(scenario.workload.trace_file, scenario.devices.count)
+    if scenario.acceptance.model == "trace":
+        inputs["acceptance_trace"] = read_acceptance_trace(scenario)
     if scenario.topology.layout == "graphml":
         inputs["graphml"] = read_graphml_positions(scenario.topology.graphml_file,
                                                    scenario.devices.count)
+    if scenario.payload.pairs_file is not None:
+        inputs["pairs"] = read_pairs(scenario.payload)
     return inputs
 
 
@@ -174,6 +188,11 @@ def _simulate(scenario, folder, inputs, tmp, signals, progress, command_line):
     streams = RandomStreams(scenario.seed)
     population = build_population(scenario, streams.devices, streams.topology, streams.shadowing,
                                    inputs.get("graphml"))
+    acceptance, belief = build_acceptance(scenario, population, streams.acceptance,
+                                          inputs.get("acceptance_trace"))
+    if acceptance.nominal is not population.system.alpha:   # the model's mean rates
+        population = dataclasses.replace(population, system=dataclasses.replace(
+            population.system, alpha=acceptance.nominal))
     system = population.system
     policy = scenario.policy
     ch = scenario.channel
@@ -181,30 +200,41 @@ def _simulate(scenario, folder, inputs, tmp, signals, progress, command_line):
     controller = make_draft_controller(
         policy.draft, draft_length=population.draft_length, max_draft=policy.max_draft,
         update=policy.draft_update, saa_samples=policy.saa_samples, mode=policy.mode,
+        **objective_options(scenario, population),
+        adaptive=scenario.adaptive,
     )
     env = simpy.Environment()
     coherence = None if ch.coherence_time_ms is None else ch.coherence_time_ms * 1e-3
-    # many devices: fewer rounds per block of draws and records (same numbers, bounded memory)
-    rounds_per_block = max(16, min(1024, (1 << 22) // system.k))
-    channel = OFDMAChannel(system, streams.fading, ch.fading, ch.reciprocal,
-                           doppler_hz=ch.doppler_hz, coherence_s=coherence, moving=moving,
-                           **({} if coherence is not None else {"block": rounds_per_block}))
-    server = EdgeServer(system, make_reactive_policy(policy.mode), streams.policy, streams.acceptance)
+    channel = build_channel(scenario, system, streams, coherence, moving)
+    server = EdgeServer(system, link_policy(scenario, channel, reactive_policy(scenario, population)),
+                        streams.policy, streams.acceptance, acceptance=acceptance, belief=belief,
+                        per_request=scenario.acceptance.session == "request")
+    thermal = thermal_state(scenario, population)  # None without compute.thermal
+    server, population = payload_server(scenario, server, population, streams, folder, channel,
+                                        inputs)
+    system = population.system
     # long runs format their CSV rows on the second core (same bytes, see WriterProcess)
+    # many devices: fewer rounds per chunk of records (same bytes, bounded memory)
+    rounds_per_block = max(16, min(1024, (1 << 22) // system.k))
     recorder = Recorder(folder, system.k, rounds_per_block, planned=channel.dynamic_csi,
                         distance=moving,
-                        writer_process=scenario.run.rounds * system.k >= WRITER_PROCESS_MIN_ROWS)
+                        writer_process=scenario.run.rounds * system.k >= WRITER_PROCESS_MIN_ROWS,
+                        energy=EnergyAccount(energy_powers(scenario, population), system.k,
+                                             thermal),
+                        extra=getattr(channel, "extra_columns", None))
     log = None
     if scenario.workload.arrivals != "saturated":
-        log = RequestLog(folder / "requests.csv", system.k)
+        log = RequestLog(folder / "requests.csv", system.k, slo_ttft_s=scenario.serving.slo_ttft_s,
+                         slo_tpot_s=scenario.serving.slo_tpot_s)
     workload = build_workload(scenario, population, streams, env, log, inputs)
     mover = Mover(scenario, population, streams.mobility, streams.shadowing) if moving else None
     show = progress and sys.stderr.isatty()
-    loop = RoundLoop(env, population, channel, server, controller, workload, streams, recorder,
-                     scenario.run.rounds, scenario.run.max_time_s,
+    loop = make_loop(scenario.serving.protocol, env, population, channel, server, controller,
+                     workload, streams, recorder, scenario.run.rounds, scenario.run.max_time_s,
                      progress=Progress(scenario.run.rounds, max_time_s=scenario.run.max_time_s)
                      if show else None,
-                     tick_period_s=scenario.workload.tick_period_s, mover=mover)
+                     tick_period_s=scenario.workload.tick_period_s, mover=mover,
+                     thermal=thermal, serving=scenario.serving)
     channel.max_blocks = scenario.limits.max_blocks_per_transmission
     loop.stop_reason = None
     if log is not None:
@@ -223,23 +253,36 @@ def _simulate(scenario, folder, inputs, tmp, signals, progress, command_line):
         if log is not None:
             log.close()  # what was written stays a valid CSV
         recorder.close()
+        if hasattr(server, "close"):
+            server.close()
         raise
     signals.shutdown = True  # from here on, signals wait for the outputs to be written
     recorder.close()
+    if hasattr(server, "close"):
+        server.close()
     complete = not loop.stop_requested
     stop_reason = signals.reason or loop.stop_reason
     requests = workload.finish(env.now)
     if log is not None:
         log.close()
     wall = time.perf_counter() - wall0
-    recorder.write_devices(population)
+    recorder.write_devices(population, extra={
+        "agreed_positions": server.tally.agreed, "verified_positions": server.tally.verified,
+        "agreement_rate": server.tally.rate()})
     write_topology(folder / "topology.graphml", population)
     summary = recorder.stats.summary()
+    summary["energy"] = recorder.energy.summary(recorder.stats.tokens)
+    if hasattr(server, "summary"):
+        summary["payload"] = server.summary(summary["tokens"])
+    if hasattr(loop, "summary"):  # the protocol's own block (asynchronous)
+        block = loop.summary(env.now)
+        summary[block["protocol"]] = block
+    summary["acceptance"] = acceptance_summary(scenario, acceptance, belief, server.tally)
     warnings = []
     if requests is not None:
         stats = recorder.stats
-        requests["server_utilisation"] = ((stats.sim_time - stats.idle_time) / stats.sim_time
-                                          if stats.sim_time > 0 else 0.0)
+        busy = getattr(loop, "server_busy_s", stats.sim_time - stats.idle_time)
+        requests["server_utilisation"] = busy / stats.sim_time if stats.sim_time > 0 else 0.0
         summary["requests"] = requests
         if requests["warnings"]:
             devices = ", ".join(w.split(":")[0].split()[1] for w in requests["warnings"])
@@ -259,6 +302,12 @@ def _simulate(scenario, folder, inputs, tmp, signals, progress, command_line):
             transmissions=channel.transmissions, over_several_blocks=channel.multi_block,
             blocks_per_transmission=(channel.blocks_used / channel.transmissions
                                      if channel.transmissions else 0.0))
+    if hasattr(channel, "link_summary"):
+        summary["link"] = channel.link_summary()
+    if getattr(server.policy, "defers", False):
+        summary["deferred"] = {"corrections": loop.deferred_total,
+                               "pending_at_end": int(np.count_nonzero(loop._deferred))
+                               if loop._deferred is not None else 0}
     if warnings:
         summary["warnings"] = warnings  # the CLI prints them; sweeps collect them
     summary.update(complete=complete, wall_time_s=wall,

@@ -17,6 +17,9 @@ STREAMS = (
     "mobility",    # device movement
     "topology",    # device bearings of the annulus layout
     "shadowing",   # log-normal shadowing: initial values and their changes as devices move
+    "tokens",      # token-level payload model: draft tokens, acceptance tests, corrections
+    "link",        # link layer: HARQ/BLER draws and retry fading blocks (link.model: mcs)
+    "csi",         # CSI estimation errors at decision time (csi.*)
 )
 
 

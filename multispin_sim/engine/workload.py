@@ -50,6 +50,16 @@ class Saturated:
     def finish(self, now):
         return None
 
+    # -- the asynchronous protocol's per-device interface (engine/asynchronous.py) ------------
+    def start_device(self, k, now):
+        return True
+
+    def device_work_event(self, env, k):
+        raise RuntimeError("a saturated device always has work")
+
+    def device_tokens(self, k, now, got):
+        """Account the ``got`` tokens device ``k`` received at ``now``."""
+
 
 class Request:
     """One request: ``length`` tokens wanted by ``device``; times in simulated seconds."""
@@ -137,6 +147,7 @@ class QueueingWorkload:
         self._snap_count = 0
         self._snap_max = snapshots
         self.snapshots = []  # (time, in system per device, arrived per device)
+        self._device_waiters = {}  # asynchronous protocol: device -> event of its next arrival
 
     # -- bookkeeping ---------------------------------------------------------------------------
     def _account(self, k, now):
@@ -156,6 +167,8 @@ class QueueingWorkload:
         self.arrived[k] += 1
         self.in_system += 1
         self._active[k] = True
+        if self._device_waiters and k in self._device_waiters:
+            self._device_waiters.pop(k).succeed()
         if self._waiter is not None:
             waiter, self._waiter = self._waiter, None
             waiter.succeed()
@@ -223,6 +236,53 @@ class QueueingWorkload:
             if self.log is not None:
                 self.log.write(req.id, k, req.arrival, req.start, req.first, now, req.length,
                                req.rounds)
+
+    # -- the asynchronous protocol's per-device interface (engine/asynchronous.py) ------------
+    def start_device(self, k, now):
+        """Device ``k`` starts a draft at ``now`` if it has a request (its head-of-line request
+        enters service if it was waiting); returns whether it has work."""
+        if not self.n[k]:
+            return False
+        if self.serving[k] is None:
+            req = self.queues[k][0]
+            req.start = now
+            self.serving[k] = req
+            self._account(k, now)
+            self.n_wait[k] -= 1
+            self._remaining[k] = req.remaining
+        self._snapshot(now)
+        return True
+
+    def device_work_event(self, env, k):
+        """An event that fires at device ``k``'s next arrival."""
+        event = self._device_waiters.get(k)
+        if event is None:
+            event = self._device_waiters[k] = env.event()
+        return event
+
+    def device_tokens(self, k, now, got):
+        """Device ``k``'s draft-verify-correct cycle ended at ``now`` with ``got`` tokens."""
+        req = self.serving[k]
+        if req.rounds == 0:
+            req.first = now
+        req.rounds += 1
+        self.useful_tokens += min(got, req.remaining)
+        req.remaining -= got
+        if req.remaining > 0:
+            self._remaining[k] = req.remaining
+            return
+        self._account(k, now)
+        self.queues[k].popleft()
+        self.serving[k] = None
+        self.n[k] -= 1
+        self.completed[k] += 1
+        self.in_system -= 1
+        self._remaining[k] = 0
+        if not self.n[k]:
+            self._active[k] = False
+        if self.log is not None:
+            self.log.write(req.id, k, req.arrival, req.start, req.first, now, req.length,
+                           req.rounds)
 
     def _snapshot(self, now):
         self._snap_count += 1

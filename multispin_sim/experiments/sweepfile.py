@@ -76,7 +76,7 @@ METRICS = (
 
 # Nested sections of the summary some scenarios add (queueing requests, fading-block delays):
 # their flattened metrics (``requests_latency_s_median``, ...) are accepted as plot y too.
-NESTED_METRIC_PREFIXES = ("requests_", "delays_")
+NESTED_METRIC_PREFIXES = ("requests_", "delays_", "energy_", "payload_")
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..outputs.tquantile import t_quantile
 from .sweepfile import METRICS
 
 WALL_CLOCK = ("wall_time_s", "rounds_per_s")
@@ -133,8 +134,6 @@ def write_parquet(path, columns, rows):
 
 def mean_ci(values, level=0.95):
     """(mean, lo, hi) of a sample; Student t interval, NaN bounds when fewer than 2 values."""
-    from scipy import stats
-
     x = np.asarray([v for v in values if v is not None], dtype=float)
     x = x[np.isfinite(x)]
     n = x.size
@@ -143,7 +142,7 @@ def mean_ci(values, level=0.95):
     mean = float(x.mean())
     if n < 2:
         return mean, math.nan, math.nan
-    half = float(stats.t.ppf(0.5 + level / 2, n - 1) * x.std(ddof=1) / math.sqrt(n))
+    half = float(t_quantile(0.5 + level / 2, n - 1) * x.std(ddof=1) / math.sqrt(n))
     return mean, mean - half, mean + half
 
 

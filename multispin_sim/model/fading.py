@@ -14,7 +14,6 @@ Blocks in time: a transmission that outlasts its fading block continues over the
 bits accumulating at each block's rate (``time_to_deliver``).
 """
 import numpy as np
-from scipy.special import j0
 
 IID_FADING = ("rayleigh", "none")
 FADING_MODELS = IID_FADING + ("gauss-markov",)
@@ -58,6 +57,8 @@ def channel_gains(rng, pathloss, fading="rayleigh", reciprocal=True):
 
 def jakes_correlation(doppler_hz, dt_s):
     """rho = J0(2 pi f_D dt): the Jakes (Clarke) autocorrelation of h after ``dt_s`` seconds."""
+    from scipy.special import j0  # imported here: scipy.special costs ~0.4 s to load
+
     return j0(2.0 * np.pi * np.asarray(doppler_hz, dtype=float) * np.asarray(dt_s, dtype=float))
 
 

@@ -50,6 +50,21 @@ def goodput(tokens, drafting_s, verify_s, t_comm):
         return np.where(den > 0, np.asarray(tokens, float) / den, 0.0)
 
 
+def verification_time(verify, gammas):
+    """T_ver of each candidate: the ONE place the draft objective computes it.
+
+    ``verify``: the batch's T_ver in seconds (T_ver0 + K_b T_ver1, the paper: the same for every
+    candidate, returned as is) or a callable ``gammas (n, K) int -> (n,) seconds`` (a
+    verification-cost model in which T_ver depends on the draft lengths). ``gammas``: candidate
+    rows (n, K) or one row (K,).
+    """
+    if callable(verify):
+        g = np.asarray(gammas)
+        t = np.asarray(verify(np.atleast_2d(g)), dtype=float)
+        return t if g.ndim == 2 else float(t[0])
+    return verify
+
+
 def acceptance_runs(uniforms, alpha):
     """Untruncated acceptance runs floor(ln U / ln alpha) (M, K), clipped to ``RUN_CAP``.
 
@@ -549,7 +564,8 @@ class DraftObjective:
     """G(gamma) for one decision: closed-form tokens and drafting time, estimated E[T_comm].
 
     alpha, draft_s: (K,) acceptance rates and per-token drafting latencies; verify_s: T_ver of
-    the batch; caps: (K,) largest allowed gamma per device (0 for inactive devices); active: (K,)
+    the batch, or a function of the draft lengths (n, K) -> (n,) from the verification cost
+    component (``model.verification``); score: None (goodput) or another ratio objective; caps: (K,) largest allowed gamma per device (0 for inactive devices); active: (K,)
     bool (inactive devices count no token); tcomm: an estimator (``SAATcomm``, ``ExactTcomm``,
     ``ZeroTcomm``).
 
@@ -558,10 +574,18 @@ class DraftObjective:
     ``apply_move(j, new)``; the current point is ``gamma`` with goodput ``value``.
     """
 
-    def __init__(self, alpha, draft_s, verify_s, caps, active, tcomm):
+    def __init__(self, alpha, draft_s, verify_s, caps, active, tcomm, score=None):
         self.alpha = np.asarray(alpha, dtype=float)
         self.draft_s = np.asarray(draft_s, dtype=float)
-        self.verify_s = float(verify_s)
+        # T_ver: a number, or the verification cost component's function of the draft lengths
+        # gammas (n, K) -> (n,) (``verification.objective_verification``); see ``t_ver``
+        self.verify_fn = verify_s if callable(verify_s) else None
+        self.verify_s = 0.0 if callable(verify_s) else float(verify_s)
+        # score(tokens, gammas, drafting, t_ver, t_comm) -> values: None = goodput; else e.g.
+        # tokens per joule (``model.energy.TokensPerJoule``)
+        self.score = score
+        # compiled/vectorised searches (policies.greedy_fast) need a constant T_ver and goodput
+        self.precomputable = self.verify_fn is None and score is None
         self.active = np.asarray(active, dtype=bool)
         self.caps = np.where(self.active, np.asarray(caps, dtype=np.int64), 0)
         self.k = self.alpha.size
@@ -578,10 +602,21 @@ class DraftObjective:
     def drafting(self, gammas):
         return (np.asarray(gammas) * self.draft_s).max(axis=-1, initial=0.0)
 
+    def t_ver(self, gammas):
+        """T_ver of candidate draft lengths (n, K) -> (n,), or the constant T_ver."""
+        if self.verify_fn is None:
+            return self.verify_s
+        return self.verify_fn(np.atleast_2d(gammas))
+
+    def _score(self, tokens, gammas, drafting, t_comm):
+        if self.score is None:
+            return goodput(tokens, drafting, self.t_ver(gammas), t_comm)
+        return self.score(tokens, np.atleast_2d(gammas), drafting, self.t_ver(gammas), t_comm)
+
     def _g(self, gammas, t_comm):
         gammas = np.atleast_2d(np.asarray(gammas))
         self.evaluations += gammas.shape[0]
-        return goodput(self.tokens(gammas), self.drafting(gammas), self.verify_s, t_comm)
+        return self._score(self.tokens(gammas), gammas, self.drafting(gammas), t_comm)
 
     # -- stateless -------------------------------------------------------------------------
     def values(self, gammas):
@@ -609,7 +644,10 @@ class DraftObjective:
         if rest.size:
             rest[self._i1] = 0.0
         self._d2 = float(rest.max(initial=0.0))
-        self.value = float(goodput(self._tok, self._d1, self.verify_s, t_comm))
+        if self.verify_fn is None and self.score is None:
+            self.value = float(goodput(self._tok, self._d1, self.verify_s, t_comm))
+        else:
+            self.value = float(self._score(self._tok, g[None, :], self._d1, t_comm)[0])
         return self.value
 
     def reset(self, gamma):
@@ -630,7 +668,11 @@ class DraftObjective:
         tok = self._tok - self._en[dev] + expected_tokens(self.alpha[dev], new) * self._w[dev]
         base = np.where(dev == self._i1, self._d2, self._d1)
         draft = np.maximum(base, new * self.draft_s[dev])
-        return goodput(tok, draft, self.verify_s, t_comm)
+        if self.verify_fn is None and self.score is None:
+            return goodput(tok, draft, self.verify_s, t_comm)
+        cand = np.repeat(self.gamma[None, :], dev.size, axis=0)  # the moved draft lengths
+        cand[np.arange(dev.size), dev] = new
+        return self._score(tok, cand, draft, t_comm)
 
     def move_values(self, dev, new, screen=None):
         """G after moving device dev[i] to new[i] alone, for every i (from the current point).

@@ -58,3 +58,25 @@ def draw_lengths(rng, n, model, mean=64, sigma=1.0, values=()):
         values = np.asarray(values, dtype=np.int64)
         return values[rng.integers(0, values.size, size=n)]
     raise ValueError(f"unknown length model {model!r}; allowed: {LENGTH_MODELS}")
+
+
+def md1_wait_cdf(t, arrival_rate, service_s):
+    """M/D/1 waiting-time CDF P(W_q <= t) (Erlang 1909; Crommelin 1932):
+    (1 - rho) sum_{j=0}^{floor(t/D)} [lambda (j D - t)]^j / j! e^{-lambda (j D - t)}.
+
+    The alternating sum loses precision for t >> D (keep t / D below ~20); 0 for t < 0.
+    """
+    lam, d = float(arrival_rate), float(service_s)
+    rho = lam * d
+    if t < 0:
+        return 0.0
+    if rho >= 1.0:
+        return 0.0
+    total = 0.0
+    fact = 1.0
+    for j in range(int(np.floor(t / d)) + 1):
+        if j:
+            fact *= j
+        x = lam * (j * d - t)
+        total += x**j / fact * np.exp(-x)
+    return float((1.0 - rho) * total)

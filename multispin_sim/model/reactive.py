@@ -21,7 +21,6 @@ import math
 from itertools import product
 
 import numpy as np
-from scipy.optimize import brentq
 
 NONE, UL, DL = 0, 1, 2
 _LN2 = np.log(2.0)
@@ -156,6 +155,8 @@ def dl_delay_equalising(bits, bandwidth_hz, g_dl, p_dl, n0, xtol=1e-15, rtol=1e-
     if hi <= lo * (1 + rtol):
         tau = hi
     else:
+        from scipy.optimize import brentq  # imported here: scipy.optimize costs ~0.5 s to load
+
         tau = brentq(lambda t: np.sum(dl_power_for_delay(t, bits, b, g, n0)) - p_dl, lo, hi,
                      xtol=xtol, rtol=rtol)
     return tau, dl_power_for_delay(tau, bits, b, g, n0)

@@ -12,7 +12,8 @@ class System:
 
     alpha: per-token acceptance rates; draft_latency_s: t_k; p_ul_w: UL power budgets;
     pathloss: large-scale gains G_k; p_dl_w: the server's total DL budget; payload_bits: S;
-    bandwidth_hz: B; n0: noise PSD in W/Hz; verify_fixed_s / verify_per_device_s: T_ver0, T_ver1.
+    bandwidth_hz: B; n0: noise PSD in W/Hz; verify_fixed_s / verify_per_device_s: T_ver0, T_ver1;
+    verify_cost: the verification cost component (``model.verification``; None = linear).
     """
 
     alpha: np.ndarray
@@ -25,6 +26,7 @@ class System:
     n0: float
     verify_fixed_s: float
     verify_per_device_s: float
+    verify_cost: object = None  # model.verification component; None: linear from the two above
 
     @property
     def k(self):
@@ -34,6 +36,13 @@ class System:
         """The reactive problem(s) for rejected mask(s) (K,) or (M, K) under gains g_ul, g_dl."""
         return ReactiveProblem(rejected, g_ul, g_dl, self.p_ul_w, self.p_dl_w,
                                self.payload_bits, self.bandwidth_hz, self.n0)
+
+    def verification_cost(self):
+        """The verification cost component (``model.verification``)."""
+        if self.verify_cost is not None:
+            return self.verify_cost
+        from .verification import LinearVerification
+        return LinearVerification(self.verify_fixed_s, self.verify_per_device_s)
 
     def verification_s(self, batch_size):
         """``latency.verification_latency`` for one batch, in scalar arithmetic (called every round)."""

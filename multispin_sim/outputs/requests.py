@@ -12,14 +12,20 @@ requests; time-average number of requests in the system (waiting or in service) 
 device and in total; server utilisation (time in rounds / run time); throughput; and Little's
 law on the run's own sample path: time-average number in system = arrival rate x mean time in
 system, where requests still in the system count up to the end of the run (an identity).
+
+SLO metrics (``outputs.slo``): per request TTFT (first token - arrival), TPOT ((completion -
+first token) / (tokens - 1), requests of one token have none) and end-to-end latency, each with
+p50/p90/p99 (``slo`` block); with ``serving.slo_ttft_s`` / ``slo_tpot_s`` the SLO attainment
+and the SLO goodput (requests/s meeting the SLO).
 """
 import math
 
 import numpy as np
-from scipy import stats
 
 from .records import CsvStream
+from .slo import slo_summary
 from .statistics import GrowingArray, describe
+from .tquantile import t_quantile
 
 REQUEST_COLUMNS = ("request", "device", "arrival_s", "start_s", "first_token_s", "completion_s",
                    "tokens", "rounds")
@@ -32,7 +38,7 @@ def batch_means_interval(values, n_batches=20, level=0.95):
     if size < 1:
         return float("nan"), float("nan")
     means = v[: size * n_batches].reshape(n_batches, size).mean(axis=1)
-    half = stats.t.ppf(0.5 + level / 2, n_batches - 1) * means.std(ddof=1) / math.sqrt(n_batches)
+    half = t_quantile(0.5 + level / 2, n_batches - 1) * means.std(ddof=1) / math.sqrt(n_batches)
     centre = float(v.mean())
     return centre - float(half), centre + float(half)
 
@@ -40,8 +46,12 @@ def batch_means_interval(values, n_batches=20, level=0.95):
 class RequestLog:
     """Writes ``requests.csv`` row by row (buffered) and keeps the completed requests' times."""
 
-    def __init__(self, path, k, chunk=4096):
+    def __init__(self, path, k, chunk=4096, slo_ttft_s=None, slo_tpot_s=None):
         self.k = k
+        self.slo_ttft_s, self.slo_tpot_s = slo_ttft_s, slo_tpot_s
+        self.tpot = GrowingArray(float)
+        self._late_unfinished = 0  # unfinished requests already past the TTFT SLO
+        self._unfinished_arrival, self._unfinished_first = [], []
         self.csv = CsvStream(path, REQUEST_COLUMNS, chunk=chunk)
         self.chunk = chunk
         self._rows = []
@@ -58,9 +68,12 @@ class RequestLog:
             self.latency.add(completion - arrival)
             self.wait.add(start - arrival)
             self.ttft.add(first - arrival)
+            self.tpot.add((completion - first) / (tokens - 1) if tokens > 1 else math.nan)
         else:
             self._unfinished += 1
             self._unfinished_arrivals += arrival
+            self._unfinished_arrival.append(arrival)
+            self._unfinished_first.append(first)
         if len(self._rows) >= self.chunk:
             self.flush()
 
@@ -92,6 +105,10 @@ class RequestLog:
         sojourn = float(lat.sum()) + self._unfinished * t - self._unfinished_arrivals
         lo, hi = batch_means_interval(lat)
         latency = {**describe(lat), "ci95": [lo, hi]}
+        if self.slo_ttft_s is not None:  # unfinished requests that have already missed the SLO
+            first = np.asarray([f if f == f else t for f in self._unfinished_first], dtype=float)
+            late = first - np.asarray(self._unfinished_arrival, dtype=float) > self.slo_ttft_s
+            self._late_unfinished = int(np.count_nonzero(late))
         out = {
             "arrivals": n_arr,
             "completed": int(sum(completed)),
@@ -111,6 +128,8 @@ class RequestLog:
                 "mean_time_in_system_s": sojourn / n_arr if n_arr else 0.0,
                 "arrival_rate_x_mean_time_in_system": sojourn / t if t > 0 else 0.0,
             },
+            "slo": slo_summary(lat, self.ttft.values(), self.tpot.values(), t,
+                               self.slo_ttft_s, self.slo_tpot_s, self._late_unfinished),
             "stable": not warnings,
             "warnings": list(warnings),
         }

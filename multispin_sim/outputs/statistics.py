@@ -11,7 +11,8 @@ quantiles beside the means. Quantiles are computed from the values kept as float
 round: the same numbers as in rounds.csv).
 """
 import numpy as np
-from scipy import stats
+
+from .tquantile import t_quantile
 
 
 def ratio_confidence_interval(numerators, denominators, level=0.95):
@@ -24,7 +25,7 @@ def ratio_confidence_interval(numerators, denominators, level=0.95):
     r = x.sum() / y.sum()
     resid = x - r * y
     se = np.sqrt(resid.var(ddof=1) / n) / y.mean()
-    half = stats.t.ppf(0.5 + level / 2, n - 1) * se
+    half = t_quantile(0.5 + level / 2, n - 1) * se
     return float(r - half), float(r + half)
 
 

@@ -53,6 +53,12 @@ METRIC_LABELS = {
 for _base, _what in (("duration_s", "round duration"), ("comm_s", "communication time per round")):
     for _stat in ("mean", "median", "p95", "max"):
         METRIC_LABELS[f"{_base}_{_stat}"] = (f"{_what}, {_stat}", "s")
+METRIC_LABELS.update({  # serving (outputs.slo)
+    "requests_slo_attainment": ("SLO attainment", "share of requests"),
+    "requests_slo_goodput_rps": ("SLO goodput", "requests/s"),
+    "requests_slo_ttft_s_p99": ("p99 time to first token", "s"),
+    "requests_slo_tpot_s_p99": ("p99 time per output token", "s"),
+})
 
 KEY_LABELS = {
     "server.dl_power_dbm": "DL power budget P_dl",

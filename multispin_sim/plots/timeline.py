@@ -49,6 +49,10 @@ def timeline_segments(run_dir, rounds=3, first=0):
                             "(or a runs/... folder of a sweep)")
         tables[name] = read_table(path)
     rt, dr, dev = tables["rounds"], tables["device_rounds"], tables["devices"]
+    summary = run_dir / "summary.json"
+    if summary.is_file() and '"asynchronous"' in summary.read_text(encoding="utf-8"):
+        raise PlotError(f"{run_dir}: an asynchronous run has batches, not rounds: the timeline "
+                        "draws synchronous rounds only")
     if len(rt["round"]) == 0:
         raise PlotError(f"{run_dir}: the run has no rounds")
     t_draft = dict(zip(dev["device"].tolist(), dev["draft_latency_s"].tolist()))

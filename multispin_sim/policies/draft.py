@@ -116,8 +116,12 @@ class SearchDraft(DraftController):
     ignore_comm = False
 
     def __init__(self, max_draft=20, update="every-round", saa_samples=1000, mode="optimal",
-                 estimator="saa", **kwargs):
+                 estimator="saa", objective="goodput", powers=None, energy_scope="devices",
+                 **kwargs):
         super().__init__(max_draft=max_draft, update=update, **kwargs)
+        # objective 'tokens-per-joule': E[tokens] / E[device energy] (model.energy, powers)
+        self.energy = powers if objective == "tokens-per-joule" else None
+        self.energy_scope = energy_scope
         self.saa_samples = int(saa_samples)
         self.mode = mode
         self.estimator = estimator
@@ -145,7 +149,8 @@ class SearchDraft(DraftController):
         return draft_search.make_objective(
             system, ctx.g_ul, ctx.g_dl, active, caps, policy, ctx.rng, self.saa_samples,
             estimator=self.estimator, sampled_fading=sampled, ignore_comm=self.ignore_comm,
-            reciprocal=ctx.reciprocal)
+            reciprocal=ctx.reciprocal, energy=self.energy,
+            energy_scope=self.energy_scope)
 
     def search(self, objective):
         raise NotImplementedError

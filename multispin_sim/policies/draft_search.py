@@ -27,7 +27,10 @@ import numpy as np
 
 from ..model.goodput import (FAST_MODES, DraftObjective, ExactTcomm, PolicyKernel, SAATcomm,
                              TcommKernel, ZeroTcomm, acceptance_runs)
+from ..model.energy import EnergyKernel, TokensPerJoule
 from ..model.speculative import acceptance_uniforms
+from ..model.verification import objective_verification
+from . import greedy_fast
 from .reactive import REACTIVE_POLICIES, make_reactive_policy
 
 _REL = 1e-12  # a move must improve G by more than this relative amount (rounding noise)
@@ -58,6 +61,9 @@ def _screen(obj, keep=3):
 def fast_mode(policy):
     """The closed-form kernel name for a registered reactive policy whose ``decide`` is the
     registered one; None for any other policy (it is then called as is)."""
+    kernel = getattr(policy, "tcomm_kernel", None)  # a policy whose T_comm is a known kernel's
+    if kernel in FAST_MODES:
+        return kernel
     name = getattr(type(policy), "name", None)
     cls = REACTIVE_POLICIES.get(name)
     if name in FAST_MODES and cls is not None and type(policy).decide is cls.decide:
@@ -65,8 +71,18 @@ def fast_mode(policy):
     return None
 
 
-def make_kernel(system, g_ul, g_dl, policy, coin_uniforms, seed=0):
-    """T_comm kernel for ``policy``: closed forms when known, else the policy itself."""
+def make_kernel(system, g_ul, g_dl, policy, coin_uniforms, seed=0, energy=None, n_active=0,
+                energy_scope="devices"):
+    """T_comm kernel for ``policy``: closed forms when known, else the policy itself (a policy
+    may bring its own kernel: ``tcomm_kernel``, e.g. ``linkaware.LinkAwarePolicy``).
+    With ``energy`` (``model.energy.Powers``): the correction-phase device energy Z instead
+    (``model.energy.EnergyKernel``, the tokens-per-joule objective)."""
+    if energy is not None:
+        return EnergyKernel(system, g_ul, g_dl, policy, energy, n_active, coin_uniforms, seed,
+                            scope=energy_scope)
+    own = getattr(policy, "tcomm_kernel", None)
+    if own is not None:
+        return own(system, g_ul, g_dl, coin_uniforms, seed)
     mode = fast_mode(policy)
     if mode is not None:
         coin = None if coin_uniforms is None else coin_uniforms < 0.5
@@ -75,7 +91,8 @@ def make_kernel(system, g_ul, g_dl, policy, coin_uniforms, seed=0):
 
 
 def make_objective(system, g_ul, g_dl, active, caps, policy=None, rng=None, samples=1000,
-                   estimator="saa", sampled_fading=False, ignore_comm=False, reciprocal=None):
+                   estimator="saa", sampled_fading=False, ignore_comm=False, reciprocal=None,
+                   energy=None, energy_scope="devices"):
     """The objective G of one draft-length decision.
 
     system: the ``System``; g_ul, g_dl: this round's gains (K,) (ignored with
@@ -84,27 +101,36 @@ def make_objective(system, g_ul, g_dl, active, caps, policy=None, rng=None, samp
     estimator: 'saa' or 'exact'; sampled_fading: draw Rayleigh fading per sample (path loss of
     the system; reciprocal as ``reciprocal`` says, or when g_ul == g_dl if it is None) instead
     of using the given gains (SAA only);
-    ignore_comm: T_comm left out (computation-only).
+    ignore_comm: T_comm left out (computation-only); energy: ``model.energy.Powers`` to
+    maximise tokens per joule instead of goodput (``model.energy.TokensPerJoule``), of the
+    devices' energy or, with ``energy_scope='total'``, of devices and server.
 
     Draws (SAA): M x K acceptance uniforms, M x K coin uniforms, one seed, then (sampled fading)
     2 x M x K exponentials, always in this order and these amounts.
     """
     k = system.k
     active = np.asarray(active, dtype=bool)
-    verify = system.verification_s(int(active.sum()))
+    # T_ver from the scenario's verification cost component (a number for 'linear', else a
+    # function of the candidate draft lengths): the objective uses the engine's cost model
+    verify = objective_verification(system.verification_cost(), active)
     if policy is None or isinstance(policy, str):
         policy = make_reactive_policy(policy or "optimal")
+    n_active = int(active.sum())
     if ignore_comm:
         tcomm = ZeroTcomm()
     elif estimator == "exact":
         mode = fast_mode(policy)
         if mode == "random":
             def kernel_for(coin):
+                if energy is not None:
+                    return EnergyKernel(system, g_ul, g_dl, policy, energy, n_active, coin=coin,
+                                        scope=energy_scope)
                 return TcommKernel(system, g_ul, g_dl, "random", coin=coin)
             tcomm = ExactTcomm(system.alpha, active, random_split=True, make_kernel=kernel_for)
         else:
             kernel = make_kernel(system, g_ul, g_dl, policy, None,
-                                 seed=0 if rng is None else int(rng.integers(2**63)))
+                                 seed=0 if rng is None else int(rng.integers(2**63)),
+                                 energy=energy, n_active=n_active, energy_scope=energy_scope)
             tcomm = ExactTcomm(system.alpha, active, kernel)
     elif estimator == "saa":
         if rng is None:
@@ -119,11 +145,15 @@ def make_objective(system, g_ul, g_dl, active, caps, policy=None, rng=None, samp
             h = rng.standard_exponential((2, m, k))
             g_ul = system.pathloss * h[0]
             g_dl = g_ul if reciprocal else system.pathloss * h[1]
-        kernel = make_kernel(system, g_ul, g_dl, policy, coin_u, seed)
+        kernel = make_kernel(system, g_ul, g_dl, policy, coin_u, seed, energy=energy,
+                             n_active=n_active, energy_scope=energy_scope)
         tcomm = SAATcomm(acceptance_runs(uniforms, system.alpha), kernel)
     else:
         raise ValueError(f"unknown estimator {estimator!r}; allowed: saa, exact")
-    return DraftObjective(system.alpha, system.draft_latency_s, verify, caps, active, tcomm)
+    score = None if energy is None else TokensPerJoule(energy, system.draft_latency_s, active,
+                                                       energy_scope)
+    return DraftObjective(system.alpha, system.draft_latency_s, verify, caps, active, tcomm,
+                          score=score)
 
 
 # ---------------------------------------------------------------------------- searches
@@ -143,8 +173,15 @@ def _phase1_stop(values):
     return c
 
 
-def greedy_search(obj, path_values=None):
-    """The paper's greedy (Algorithm 1). ``path_values``: G along ``uniform_path`` if known."""
+def greedy_search(obj, path_values=None, compiled=True):
+    """The paper's greedy (Algorithm 1). ``path_values``: G along ``uniform_path`` if known.
+
+    ``compiled``: use ``greedy_fast`` (numba; the same answer) when it applies.
+    """
+    if compiled:
+        fast = greedy_fast.search(obj, path_values=path_values)
+        if fast is not None:
+            return fast
     ev0 = obj.evaluations
     path = uniform_path(obj.caps)
     if path_values is None:
@@ -173,12 +210,18 @@ def _lazy_phase1(obj, path, chunk=8):
     return np.array(vals)
 
 
+def _path_values(obj, path):
+    """``obj.path_values(path)``, compiled when ``greedy_fast`` applies (the same values)."""
+    values = greedy_fast.path_values(obj, path)
+    return obj.path_values(path) if values is None else values
+
+
 def uniform_search(obj, path_values=None):
     """The best common draft length (capped per device); ties go to the shortest."""
     ev0 = obj.evaluations
     path = uniform_path(obj.caps)
     if path_values is None:
-        path_values = obj.path_values(path)
+        path_values = _path_values(obj, path)
     c = int(np.argmax(path_values))
     return SearchResult(path[c].copy(), float(path_values[c]), obj.evaluations - ev0, {"c": c})
 
@@ -264,13 +307,13 @@ def budget_search(obj, max_excluded=None):
     ev0 = obj.evaluations
     caps = obj.caps
     path = uniform_path(caps)
-    pv = obj.path_values(path)
+    pv = _path_values(obj, path)
     uni = uniform_search(obj, pv)
     gre = greedy_search(obj, pv)
     cands = {"uniform": uni, "greedy": gre}
 
     # the budget a communication-free round would use: where exclusions are judged
-    g_free = obj.tokens(path) / (obj.drafting(path) + obj.verify_s)
+    g_free = obj.tokens(path) / (obj.drafting(path) + obj.t_ver(path))
     d_free = float(obj.drafting(path[int(np.argmax(g_free))]))
     include = caps > 0
     max_excluded = int(include.sum()) if max_excluded is None else max_excluded
@@ -279,7 +322,7 @@ def budget_search(obj, max_excluded=None):
     stale = 0
     for _ in range(max_excluded + 1):
         bpath = budget_path(caps, obj.draft_s, include)
-        bv = obj.path_values(bpath)
+        bv = _path_values(obj, bpath)
         s = int(np.argmax(bv))
         if best_scan is None or _better(bv[s], best_scan.value):
             best_scan = SearchResult(bpath[s].copy(), float(bv[s]))

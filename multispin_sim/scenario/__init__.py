@@ -19,6 +19,7 @@ from .schema import (Channel, DeviceOverride, Devices, Mobility, Payload, Policy
                      Server, Topology, Workload, ARRIVAL_MODELS, DEVICE_TASKS, DRAFT_POLICIES,
                      DRAFT_UPDATES, FADING_MODELS, LENGTH_MODELS, MOBILITY_MODELS, POLICY_MODES,
                      TOPOLOGY_LAYOUTS)
+from .schema import Compute, Energy, PowerMode
 
 __all__ = [
     "Scenario", "ScenarioError", "load_scenario", "scenario_to_dict", "dump_scenario_yaml",
@@ -27,4 +28,5 @@ __all__ = [
     "Devices", "DeviceOverride", "Server", "Channel", "Payload", "Policy", "Run", "Workload",
     "Topology", "Mobility", "DEVICE_TASKS", "FADING_MODELS", "POLICY_MODES", "DRAFT_POLICIES",
     "DRAFT_UPDATES", "ARRIVAL_MODELS", "LENGTH_MODELS", "TOPOLOGY_LAYOUTS", "MOBILITY_MODELS",
+    "Compute", "Energy", "PowerMode",
 ]

@@ -21,24 +21,39 @@ from .presets import DEFAULT_MODEL_PAIR, MODEL_PAIRS, TASKS
 
 __all__ = [
     "Scenario", "Devices", "DeviceOverride", "Server", "Channel", "Payload", "Policy", "Run",
-    "Workload", "Topology", "Mobility", "Limits",
+    "Workload", "Topology", "Mobility", "Limits", "Compute", "Energy", "PowerMode", "Serving", "Adaptive",
+    "PROTOCOLS", "BATCHING_POLICIES", "Acceptance", "ACCEPTANCE_MODELS", "ACCEPTANCE_BELIEFS",
+    "Link", "Csi", "Straggler",
     "FADING_MODELS", "DEVICE_TASKS", "POLICY_MODES", "DRAFT_POLICIES", "DRAFT_UPDATES",
     "ARRIVAL_MODELS", "LENGTH_MODELS", "TOPOLOGY_LAYOUTS", "MOBILITY_MODELS",
-    "MAX_DRAFT_LIMIT", "EXHAUSTIVE_MAX_DEVICES", "DEFAULT_DL_POWER_RATIO", "CROSS_CHECKS",
+    "PAYLOAD_FORMATS", "PAYLOAD_MODELS", "MAX_DRAFT_LIMIT", "EXHAUSTIVE_MAX_DEVICES", "DEFAULT_DL_POWER_RATIO", "CROSS_CHECKS",
     "cross_check",
 ]
 
 # Allowed values (module-level so later issues extend them in one place).
 FADING_MODELS: tuple[str, ...] = ("rayleigh", "none", "gauss-markov")
 DEVICE_TASKS: tuple[str, ...] = ("uniform",) + TASKS
-POLICY_MODES: tuple[str, ...] = ("optimal", "all-ul", "all-dl", "random", "exhaustive")
-DRAFT_POLICIES: tuple[str, ...] = ("fixed", "greedy", "uniform", "computation-only", "budget")
+POLICY_MODES: tuple[str, ...] = ("optimal", "all-ul", "all-dl", "random", "exhaustive",
+                                 "fidelity", "deadline", "robust")
+DRAFT_POLICIES: tuple[str, ...] = ("fixed", "greedy", "uniform", "computation-only", "budget",
+                                   "threshold", "backoff", "goodput-argmax", "off-under-load")
+PROTOCOLS: tuple[str, ...] = ("synchronous", "asynchronous")
+BATCHING_POLICIES: tuple[str, ...] = ("immediate", "window", "max-batch")
 DRAFT_UPDATES: tuple[str, ...] = ("every-round", "once")
 ARRIVAL_MODELS: tuple[str, ...] = ("saturated", "poisson", "trace")
 LENGTH_MODELS: tuple[str, ...] = ("fixed", "geometric", "lognormal", "empirical", "per-task")
 TOPOLOGY_LAYOUTS: tuple[str, ...] = ("annulus", "coordinates", "graphml")
 MOBILITY_MODELS: tuple[str, ...] = ("none", "random-waypoint")
+PAYLOAD_FORMATS: tuple[str, ...] = ("dense", "topk", "topp", "quantized")
+PAYLOAD_MODELS: tuple[str, ...] = ("bits", "token")
+ACCEPTANCE_MODELS: tuple[str, ...] = ("iid", "beta", "markov", "trace")
+ACCEPTANCE_BELIEFS: tuple[str, ...] = ("oracle", "nominal", "learned", "filtered")
+TRACE_ASSIGN: tuple[str, ...] = ("uniform", "task")
+TRACE_NEXT: tuple[str, ...] = ("draw", "cycle", "repeat")
+ACCEPTANCE_SESSIONS: tuple[str, ...] = ("tokens", "request")
 MAX_DRAFT_LIMIT = 64            # upper bound of policy.max_draft
+# verification tables shipped in multispin_sim/data/verify_tables (= model.verification)
+SHIPPED_VERIFY_TABLES: tuple[str, ...] = ("vidur-a100-codellama34b", "paper-linear-qwen2.5")
 EXHAUSTIVE_MAX_DEVICES = 16     # mode "exhaustive" tries 2^K UL/DL assignments
 DEFAULT_DL_POWER_RATIO = 4.0    # P_dl = 4 x P_ul (10 mW) = 40 mW = 16.02 dBm when no DL key given
 
@@ -71,6 +86,8 @@ class DeviceOverride(Params):
     draft_length: Optional[int] = param(None, "Draft length of this device (wins over "
                                         "policy.draft_length)", check=between(0, MAX_DRAFT_LIMIT),
                                         allowed="an integer 0..policy.max_draft")
+    power_mode: Optional[str] = param(None, "Power mode of this device: a name of "
+                                      "compute.power_modes (wins over compute.power_mode)")
 
 
 @section
@@ -118,6 +135,24 @@ class Server(Params):
     verify_per_device_ms: Optional[float] = param(
         None, "Verification time T_ver1 added per device in the batch", unit="ms", check=ge(0),
         preset="verify_per_device_ms")
+    verify_model: str = param(
+        "linear", "Verification cost of a batch: 'linear' (T_ver0 + K_b T_ver1, the paper), "
+        "'tokens' (T_ver0 + verify_per_token_ms x tokens in the batch, tokens = sum over the "
+        "batch of gamma_k + 1) or 'table' (piecewise-linear in the batch's tokens through "
+        "verify_table; flat below its first row, last slope above its last)",
+        choices=("linear", "tokens", "table"))
+    verify_per_token_ms: Optional[float] = param(
+        None, "Time T1 per token in the batch for verify_model 'tokens' (null: "
+        "verify_per_device_ms / 5, equal to 'linear' when every device drafts 4 tokens, the "
+        "paper's default)", unit="ms/token", check=ge(0),
+        default_text="verify_per_device_ms / 5")
+    verify_table: str = param(
+        "vidur-a100-codellama34b", "Profile for verify_model 'table': a shipped table "
+        "('vidur-a100-codellama34b': A100, CodeLlama-34B, linear layers only; "
+        "'paper-linear-qwen2.5') or the path of a CSV with a header and rows 'batched tokens, "
+        "milliseconds' sorted by tokens (relative to the working directory)")
+    power_w: float = param(300.0, "Server power while verifying (energy = power_w x T_ver; "
+                           "assumed: A100 board power under load)", unit="W", check=ge(0))
 
 
 @section
@@ -151,6 +186,14 @@ class Channel(Params):
     shadowing_decorrelation_m: float = param(
         50.0, "Decorrelation distance of shadowing for moving devices (Gudmundson: correlation "
         "exp(-moved / this))", unit="m", check=gt(0))
+    noise_figure_db: float = param(0.0, "Receiver noise figure, added to noise_psd_dbm_hz for "
+                                   "both link models (N0 = noise_psd_dbm_hz + noise_figure_db)",
+                                   unit="dB", check=ge(0))
+
+
+_MENU = Check(lambda v: len(v) >= 1 and all(x == "dense" if isinstance(x, str) else x >= 1
+                                              for x in v),
+              "a non-empty list of integers >= 1 (top-k sizes) or 'dense'", standalone=True)
 
 
 @section
@@ -162,6 +205,34 @@ class Payload(Params):
         "distribution)", check=int_or_choice(1, ("dense",), "(<= vocab)"))
     vocab: int = param(151665, "Vocabulary size V (token ids)", check=ge(2))
     prob_bits: int = param(16, "Bits per probability Q", unit="bit", check=ge(1))
+    format: str = param("topk", "Payload format of one distribution: 'dense' (V Q bits), 'topk' "
+                        "(k = effective_vocab entries, k (ceil(log2 V) + Q) bits), 'topp' (the "
+                        "fewest entries with mass >= top_p, plus a ceil(log2(V+1))-bit count; "
+                        "token model only) or 'quantized' (top-k, or all V if effective_vocab is "
+                        "'dense', with quant_bits per probability and a 32-bit scale); "
+                        "model/payload.py", choices=PAYLOAD_FORMATS)
+    top_p: float = param(0.95, "Probability mass p kept by format 'topp'",
+                         check=in_interval(0, 1, low_open=True))
+    quant_bits: int = param(8, "Bits per probability b of format 'quantized'", unit="bit",
+                            check=ge(1))
+    model: str = param("bits", "'bits': payloads count only as bits, outcomes from alpha (the "
+                       "paper); 'token': token-level speculative sampling on explicit p and q "
+                       "per drafted position (the device drafts from the UL format of q; DL "
+                       "corrections with a lossy p~ bias the output, recorded as TV in "
+                       "corrections.csv)", choices=PAYLOAD_MODELS)
+    zipf_exponent: float = param(1.5, "Token model, synthetic pairs: target p_r ~ r^-s over "
+                                 "ranks (assumed); the draft adds Gaussian noise sigma z to the "
+                                 "target's logits, sigma calibrated so that sum min(p, q) is "
+                                 "each device's alpha", check=gt(0))
+    pairs_file: Optional[str] = param(
+        None, "Token model: npz with arrays p and q (or p_logits and q_logits) of shape (N, "
+        "vocab), rows summing to 1; each drafted position uses a random row (null: synthetic "
+        "Zipf pairs); a relative path is relative to the working directory")
+    menu: tuple[Union[int, str], ...] = param(
+        (64, 256, 1024, "dense"), "DL payload sizes (top-k entries, or 'dense') the 'fidelity' "
+        "policy chooses from per rejected device", check=_MENU)
+    tv_budget: float = param(0.01, "Policy 'fidelity': largest TV distance of a DL-corrected "
+                             "token's distribution to p (0: lossless DL only)", check=ge(0))
 
 
 @section
@@ -180,6 +251,19 @@ class Policy(Params):
     draft_update: Union[int, str] = param(
         "every-round", "When draft lengths are re-optimised: every round, once, or every N "
         "rounds", check=int_or_choice(1, DRAFT_UPDATES, "(every N rounds)"))
+    objective: str = param(
+        "goodput", "What the draft controllers maximise: 'goodput' (tokens/s, the paper) or "
+        "'tokens-per-joule' (expected tokens / expected device energy of the round); with "
+        "'tokens-per-joule' the optimal UL/DL split breaks ties by energy",
+        choices=("goodput", "tokens-per-joule"))
+    energy_tie_tolerance: float = param(
+        0.0, "With objective 'tokens-per-joule' and mode 'optimal': UL/DL splits whose T_comm "
+        "is within this fraction of the optimum count as ties, and the one with the least "
+        "device energy is taken (0: exact ties only, T_comm stays optimal)", check=ge(0))
+    energy_scope: str = param(
+        "devices", "Energy that 'tokens-per-joule' counts: 'devices' (the devices' batteries) "
+        "or 'total' (devices + server verification and DL transmission)",
+        choices=("devices", "total"))
 
 
 @section
@@ -276,6 +360,254 @@ class Mobility(Params):
         check=_REGION)
 
 
+_PROB = in_interval(0, 1)
+
+
+@section
+class Acceptance(Params):
+    """How many drafts are accepted: the acceptance model and the controllers' belief of alpha
+    (model/acceptance.py; ``multispin-sim acceptance fit`` fits these keys to a trace)."""
+
+    model: str = param("iid", "'iid': i.i.d. per-token acceptance alpha (the paper); 'beta': "
+                       "every session of session_tokens positions draws alpha ~ Beta around the "
+                       "device's mean; 'markov': Gilbert-Elliott easy/hard chain per device; "
+                       "'trace': replay of measured agreement sequences (trace_file)",
+                       choices=ACCEPTANCE_MODELS)
+    mean: Optional[float] = param(None, "Mean agreement rate of every device for 'iid' and "
+                                  "'beta' (null: devices.acceptance of the device's task)",
+                                  check=_ALPHA)
+    concentration: float = param(10.0, "'beta': concentration kappa (alpha ~ Beta(m kappa, "
+                                 "(1 - m) kappa), variance m (1 - m) / (kappa + 1))", check=gt(0))
+    session_tokens: int = param(64, "'beta': token positions per session (one alpha each)",
+                                unit="tokens", check=ge(1))
+    session: str = param("tokens", "'beta' and 'trace': when a device moves on to a new "
+                         "alpha / answer: 'tokens' (after session_tokens positions / at the "
+                         "answer's end) or 'request' (also at the start of each request of a "
+                         "queueing workload)", choices=ACCEPTANCE_SESSIONS)
+    easy_rate: float = param(0.9, "'markov': agreement rate in the easy state", check=_PROB)
+    hard_rate: float = param(0.3, "'markov': agreement rate in the hard state", check=_PROB)
+    easy_to_hard: float = param(0.05, "'markov': probability per token position of switching "
+                                "easy -> hard", check=_PROB)
+    hard_to_easy: float = param(0.1, "'markov': probability per token position of switching "
+                                "hard -> easy", check=_PROB)
+    trace_file: Optional[str] = param(
+        None, "'trace': Spec-Bench JSONL (.jsonl[.gz]) or 0/1 CSV (.csv[.gz], column agree, "
+        "optional answer, category, benchmark, model) of agreement sequences (null: the shipped "
+        "Spec-Bench trace, multispin_sim/data); a relative path is relative to the working "
+        "directory", default_text="shipped Spec-Bench trace")
+    trace_benchmark: Optional[str] = param(
+        None, "'trace': use only answers of this benchmark (shipped trace: spec_bench = vicuna "
+        "68m -> 7b; sentiment_analysis, test_bench = Qwen2.5-7B) (null: all)")
+    trace_model: Optional[str] = param(None, "'trace': use only answers whose model id contains "
+                                       "this text (null: all)")
+    trace_categories: tuple[str, ...] = param((), "'trace': use only answers of these "
+                                              "categories (empty: all)",
+                                              allowed="a list of category names")
+    trace_assign: str = param("uniform", "'trace': 'uniform': every device draws from all "
+                              "selected answers; 'task': from the categories of its task "
+                              "(humaneval: coding; gsm8k: math; ifeval: writing-like; mt-bench: "
+                              "the MT-Bench categories)", choices=TRACE_ASSIGN)
+    trace_next: str = param("draw", "'trace': when an answer ends: 'draw' a new one at random, "
+                            "'cycle' through the pool in file order, or 'repeat' the first one drawn",
+                            choices=TRACE_NEXT)
+    belief: str = param("oracle", "What the draft controllers use as alpha: 'oracle' (the "
+                        "model's true current rate), 'nominal' (its long-run mean rate, never "
+                        "updated), 'learned' (per-device Beta posterior of "
+                        "the agreements verified so far) or 'filtered' (Markov-aware: the "
+                        "forward filter of the easy/hard chain of the markov keys, predicting "
+                        "the next position)", choices=ACCEPTANCE_BELIEFS)
+    belief_prior_mean: Optional[float] = param(
+        None, "'learned': prior mean (null: the device's declared mean rate)", check=_PROB)
+    belief_prior_weight: float = param(10.0, "'learned': weight of the prior in token positions",
+                                       unit="tokens", check=gt(0))
+    belief_half_life: Optional[float] = param(
+        None, "'learned': evidence is discounted by half every this many verified positions "
+        "(null: never, the plain posterior)", unit="tokens", check=gt(0))
+
+
+@section
+class PowerMode(Params):
+    """One named power mode of a device (a row of compute.power_modes)."""
+
+    draft_latency_ms: float = param(15.2, "Reference per-token drafting latency in this mode "
+                                    "(t_k = this x s_k, the device's spread)", unit="ms/token",
+                                    check=gt(0))
+    draft_power_w: float = param(4.0, "Device power while drafting in this mode", unit="W",
+                                 check=ge(0))
+    thermal_resistance_c_per_w: Optional[float] = param(
+        None, "Thermal resistance R_th of a device in this mode (a phone's is larger than a "
+        "heatsinked board's; null: compute.thermal_resistance_c_per_w)", unit="degC/W",
+        check=ge(0))
+
+
+@section
+class Compute(Params):
+    """Device compute profiles: named power modes and thermal throttling (model/compute.py)."""
+
+    power_modes: Mapping[str, PowerMode] = param(
+        FrozenMap(), "Named power modes: name -> draft_latency_ms, draft_power_w, "
+        "thermal_resistance_c_per_w",
+        key_allowed="a mode name", default_text="{}")
+    power_mode: Optional[str] = param(
+        None, "Power mode of every device (a name of power_modes; null: no mode, drafting at "
+        "devices.draft_latency_ms with energy.draft_power_w)")
+    thermal: bool = param(False, "Thermal throttling: first-order RC model dT/dt = (P R_th - "
+                          "(T - T_amb)) / tau with P the drafting power while drafting, 0 "
+                          "otherwise; above throttle_c the drafting latency is multiplied by "
+                          "throttle_factor")
+    ambient_c: float = param(25.0, "Ambient temperature T_amb (and the start temperature)",
+                             unit="degC")
+    thermal_resistance_c_per_w: float = param(
+        15.0, "Thermal resistance R_th (steady-state rise per watt)", unit="degC/W", check=ge(0))
+    time_constant_s: float = param(120.0, "Thermal time constant tau = R_th C_th", unit="s",
+                                   check=gt(0))
+    throttle_c: float = param(60.0, "Temperature at which drafting is throttled", unit="degC")
+    release_c: Optional[float] = param(
+        None, "Temperature below which throttling stops (hysteresis; null: throttle_c)",
+        unit="degC")
+    throttle_factor: float = param(2.0, "Drafting-latency multiplier while throttled (2: half "
+                                   "the drafting speed)", check=ge(1))
+
+
+@section
+class Energy(Params):
+    """Power of each phase for the energy accounting (model/energy.py)."""
+
+    draft_power_w: float = param(4.0, "Device power while drafting (devices without a power "
+                                 "mode; assumed: phone/Jetson SoC under load)", unit="W",
+                                 check=ge(0))
+    idle_power_w: float = param(0.5, "Device power while waiting in a round (for the others' "
+                                "drafts, the verification, the corrections)", unit="W",
+                                check=ge(0))
+    ul_circuit_power_w: float = param(0.1, "Device transmit-chain circuit power added to its "
+                                      "UL transmit power while sending a correction", unit="W",
+                                      check=ge(0))
+    dl_receive_power_w: float = param(0.2, "Device power while receiving a DL correction",
+                                      unit="W", check=ge(0))
+
+
+@section
+class Serving(Params):
+    """Serving protocol (synchronous rounds or asynchronous continuous batching) and SLOs."""
+
+    protocol: str = param(
+        "synchronous", "'synchronous': the paper's lock-step rounds; 'asynchronous': every "
+        "device drafts, waits for its own verification and corrects on its own, the server "
+        "verifies batches of the drafts waiting in its queue (continuous batching)",
+        choices=PROTOCOLS)
+    batching: str = param(
+        "immediate", "Asynchronous batch formation when the server is free: 'immediate' (all "
+        "drafts waiting), 'window' (wait until window_ms after the oldest waiting draft arrived "
+        "or until max_batch drafts wait), 'max-batch' (at most max_batch of the waiting drafts)",
+        choices=BATCHING_POLICIES)
+    window_ms: float = param(5.0, "Batching window W of 'window'", unit="ms", check=ge(0))
+    max_batch: Optional[int] = param(
+        None, "Largest batch B of 'window' and 'max-batch' (null: no limit)", check=ge(1))
+    pre_draft: bool = param(
+        False, "Asynchronous: a device drafts its next draft while it waits for verification "
+        "(kept when its draft is fully accepted, discarded and counted as wasted otherwise)")
+    slo_ttft_s: Optional[float] = param(
+        None, "SLO on the time to first token of a request (null: none)", unit="s", check=gt(0))
+    slo_tpot_s: Optional[float] = param(
+        None, "SLO on the time per output token after the first (null: none)", unit="s",
+        check=gt(0))
+
+
+@section
+class Adaptive(Params):
+    """Parameters of the adaptive draft-length policies (policy.draft threshold, backoff,
+    goodput-argmax, off-under-load)."""
+
+    threshold: float = param(
+        0.5, "'threshold': draft while the probability that every token drafted so far is "
+        "accepted (product of the per-position agreement probabilities) stays >= this",
+        check=in_interval(0, 1, low_open=True, high_open=True))
+    backoff_initial: int = param(5, "'backoff': initial draft length", check=ge(1))
+    backoff_increase: int = param(2, "'backoff': added after a fully accepted draft",
+                                  check=ge(0))
+    backoff_decrease: int = param(1, "'backoff': removed after a rejection", check=ge(0))
+    backoff_min: int = param(1, "'backoff': smallest draft length", check=ge(0))
+    load_threshold: int = param(
+        8, "'off-under-load': no speculation (gamma = 0) while more than this many devices "
+        "have work (the server's running batch, as vLLM's disable-by-batch-size); otherwise "
+        "policy.draft_length", check=ge(0))
+
+
+LINK_MODELS: tuple[str, ...] = ("shannon", "mcs")
+CQI_TABLES: tuple[str, ...] = ("64qam", "256qam", "64qam-low-se", "continuous")
+HARQ_COMBINING: tuple[str, ...] = ("chase", "repetition")
+SUBCARRIER_SPACINGS_KHZ: tuple[int, ...] = (15, 30, 60, 120)
+
+
+@section
+class Link(Params):
+    """The link layer (README 'Link layer'): Shannon rate (the paper) or NR MCS/BLER/HARQ."""
+
+    model: str = param("shannon", "'shannon': b log2(1 + SNR) on B / |R| (the paper); 'mcs': "
+                       "3GPP NR link: whole PRBs, CQI-table MCS chosen at the reported SNR, "
+                       "TS 38.214 transport blocks per slot, BLER, HARQ, outages",
+                       choices=LINK_MODELS)
+    cqi_table: str = param("64qam", "CQI table of 'mcs': '64qam' (TS 38.214 Table 5.2.2.1-2), "
+                           "'256qam' (5.2.2.1-3), '64qam-low-se' (5.2.2.1-4), 'continuous' "
+                           "(ideal rate log2(1 + SNR / gap), no TBS rounding)",
+                           choices=CQI_TABLES)
+    bler_target: float = param(0.1, "Link adaptation: the highest MCS whose BLER at the reported "
+                               "SNR is <= this", check=in_interval(0, 1, low_open=True,
+                                                                  high_open=True))
+    implementation_gap_db: float = param(1.5, "SNR gap of each MCS's 10%-BLER threshold to the "
+                                         "Shannon bound: thr = gap (2^eff - 1)", unit="dB",
+                                         check=ge(0))
+    bler_waterfall_db: float = param(1.0, "Width of the logistic BLER curve: SNR span from BLER "
+                                     "0.9 to 0.1", unit="dB", check=gt(0))
+    subcarrier_spacing_khz: int = param(30, "Subcarrier spacing 15 * 2^mu (PRB = 12 "
+                                        "subcarriers, slot = 1 ms / 2^mu)", unit="kHz",
+                                        check=Check(lambda v: v in SUBCARRIER_SPACINGS_KHZ,
+                                                    "one of 15, 30, 60, 120", standalone=True))
+    harq_max_transmissions: int = param(4, "HARQ: transmissions of one transport block before it "
+                                        "is dropped and retried on the next fading block",
+                                        check=ge(1))
+    harq_combining: str = param("chase", "'chase': the m-th attempt decodes at the summed SNR "
+                                "m SNR; 'repetition': independent attempts", choices=HARQ_COMBINING)
+    retry_block_ms: float = param(10.0, "With one fading block per round "
+                                  "(channel.coherence_time_ms null): how long an outage or a "
+                                  "dropped block waits for a new fading draw", unit="ms",
+                                  check=gt(0))
+
+
+@section
+class Csi(Params):
+    """CSI at decision time (draft controller and reactive policy); transmissions meet the truth."""
+
+    delay_ms: float = param(0.0, "Age of the CSI at the decision, aged with rho = J0(2 pi "
+                            "channel.doppler_hz delay)", unit="ms", check=ge(0))
+    cqi_quantisation: bool = param(False, "Decisions see a 4-bit CQI of the reference SNR "
+                                   "P_ul g K / (N0 B) (full power on a 1/K share of the band; "
+                                   "lower edge of its bin on the link's CQI grid) instead of the "
+                                   "exact gain")
+    estimation_error_variance: float = param(
+        0.0, "MMSE channel estimation error variance s2 (h = h_hat + e, e ~ CN(0, s2)); the "
+        "decision uses |h_hat|^2", check=in_interval(0, 1, high_open=True))
+
+
+@section
+class Straggler(Params):
+    """Settings of the straggler-aware reactive policies (policy.mode 'deadline', 'robust')."""
+
+    deadline_ms: Optional[float] = param(
+        None, "'deadline': corrections planned slower than this are deferred to the next round "
+        "start (null: deadline_median_multiple x the round's median planned delay)", unit="ms",
+        check=gt(0))
+    deadline_median_multiple: float = param(
+        2.0, "'deadline' without deadline_ms: the deadline as a multiple of the median planned "
+        "correction delay of the round", check=ge(1))
+    robust_quantile: float = param(0.9, "'robust': the quantile of T_comm (under the CSI error "
+                                   "model) the split minimises", check=in_interval(0, 1,
+                                                                                  low_open=True,
+                                                                                  high_open=True))
+    robust_samples: int = param(64, "'robust': samples of the true channel per decision",
+                                check=ge(1))
+
+
 @section
 class Limits(Params):
     """Bounds that keep a run's memory and time finite (docs/model.md section 12); raise them
@@ -312,6 +644,14 @@ class Scenario(Params):
     workload: Workload = param(Workload(), "The requests (arrivals, lengths, queues)")
     topology: Topology = param(Topology(), "Server and device positions")
     mobility: Mobility = param(Mobility(), "Device movement")
+    compute: Compute = param(Compute(), "Device power modes and thermal throttling")
+    energy: Energy = param(Energy(), "Powers for the energy accounting")
+    serving: Serving = param(Serving(), "Serving protocol, batching and SLOs")
+    adaptive: Adaptive = param(Adaptive(), "Adaptive draft-length policies")
+    acceptance: Acceptance = param(Acceptance(), "Acceptance model and belief")
+    link: Link = param(Link(), "The link layer (Shannon or NR MCS/HARQ)")
+    csi: Csi = param(Csi(), "CSI at decision time")
+    straggler: Straggler = param(Straggler(), "Straggler-aware reactive policies")
     limits: Limits = param(Limits(), "Memory and time bounds of a run")
 
 
@@ -366,6 +706,32 @@ def _check_payload(sc: Scenario) -> None:
 
 
 @cross_check
+def _check_payload_model(sc: Scenario) -> None:
+    p = sc.payload
+    for i, k in enumerate(p.menu if sc.policy.mode == "fidelity" else ()):
+        if not isinstance(k, str) and k > p.vocab:
+            raise ScenarioError(f"payload.menu.{i}", f"{k} is larger than payload.vocab "
+                                f"({p.vocab})", f"expected an integer 1..{p.vocab} or 'dense'")
+    if p.model == "bits":
+        if p.format == "topp":
+            raise ScenarioError("payload.format", "'topp' sizes depend on the distributions",
+                                "expected payload.model 'token' for format 'topp'")
+        if sc.policy.mode == "fidelity":
+            raise ScenarioError("policy.mode", "'fidelity' needs the distributions",
+                                "expected payload.model 'token' for policy.mode 'fidelity'")
+        if p.pairs_file is not None:
+            raise ScenarioError("payload.pairs_file", "a distributions file needs the token "
+                                "model", "expected payload.model 'token' (or no pairs_file)")
+    elif p.format == "topp" and sc.policy.mode != "fidelity":
+        raise ScenarioError("payload.format", "'topp' gives every device and direction its own "
+                            f"payload size, which policy.mode {sc.policy.mode!r} cannot use",
+                            "expected policy.mode 'fidelity' with format 'topp'")
+    if p.pairs_file is not None and not os.path.isfile(p.pairs_file):
+        raise ScenarioError("payload.pairs_file", f"{p.pairs_file!r} is not a readable file",
+                            "expected the path of an npz with arrays p and q")
+
+
+@cross_check
 def _check_exhaustive(sc: Scenario) -> None:
     if sc.policy.mode == "exhaustive" and sc.devices.count > EXHAUSTIVE_MAX_DEVICES:
         raise ScenarioError("policy.mode", f"'exhaustive' with devices.count = "
@@ -414,3 +780,73 @@ def _check_topology(sc: Scenario) -> None:
         if not os.path.isfile(t.graphml_file):
             raise ScenarioError("topology.graphml_file", f"{t.graphml_file!r} is not a "
                                 "readable file", "expected the path of a GraphML file")
+
+
+@cross_check
+def _check_compute(sc: Scenario) -> None:
+    c = sc.compute
+    modes = sorted(c.power_modes)
+    allowed = (f"expected one of {', '.join(repr(m) for m in modes)} (compute.power_modes)"
+               if modes else "expected a name defined in compute.power_modes (none defined)")
+    if c.power_mode is not None and c.power_mode not in c.power_modes:
+        raise ScenarioError("compute.power_mode", f"unknown power mode {c.power_mode!r}", allowed)
+    for index, ov in sc.devices.overrides.items():
+        if ov.power_mode is not None and ov.power_mode not in c.power_modes:
+            raise ScenarioError(f"devices.overrides.{index}.power_mode",
+                                f"unknown power mode {ov.power_mode!r}", allowed)
+    if c.release_c is not None and c.release_c > c.throttle_c:
+        raise ScenarioError("compute.release_c", f"{c.release_c} is above compute.throttle_c "
+                            f"({c.throttle_c})", "expected a temperature <= compute.throttle_c")
+
+
+@cross_check
+def _check_verify_table(sc: Scenario) -> None:
+    # the file's contents are checked when a run starts (engine.compute.check_verify_table)
+    s = sc.server
+    if (s.verify_model == "table" and s.verify_table not in SHIPPED_VERIFY_TABLES
+            and not os.path.isfile(s.verify_table)):
+        raise ScenarioError("server.verify_table", f"{s.verify_table!r} is neither a shipped "
+                            "table nor a readable file", "expected one of "
+                            f"{', '.join(SHIPPED_VERIFY_TABLES)} or the path of a CSV "
+                            "(batched tokens, milliseconds)")
+
+
+@cross_check
+def _check_serving(sc: Scenario) -> None:
+    if sc.serving.protocol != "asynchronous":
+        return
+    if sc.workload.tick_period_s is not None:
+        raise ScenarioError("workload.tick_period_s", "a round clock is not allowed with "
+                            "serving.protocol 'asynchronous'", "expected null (no rounds)")
+    if sc.mobility.model != "none":
+        raise ScenarioError("mobility.model", f"{sc.mobility.model!r} is not supported with "
+                            "serving.protocol 'asynchronous'", "expected 'none'")
+    if sc.compute.thermal:
+        raise ScenarioError("compute.thermal", "thermal throttling is not supported with "
+                            "serving.protocol 'asynchronous'", "expected false")
+    if sc.policy.mode == "deadline":
+        raise ScenarioError("policy.mode", "'deadline' defers corrections to the next round, "
+                            "which the asynchronous protocol does not have",
+                            "expected another policy.mode with serving.protocol 'asynchronous'")
+
+
+@cross_check
+def _check_acceptance(sc: Scenario) -> None:
+    a = sc.acceptance
+    if (a.model == "markov" or a.belief == "filtered") and a.easy_to_hard + a.hard_to_easy <= 0:
+        raise ScenarioError("acceptance.easy_to_hard", "both switching probabilities are 0 "
+                            "(the chain never moves, its stationary state is undefined)",
+                            "expected easy_to_hard + hard_to_easy > 0")
+    if a.model == "trace" and a.trace_file and not os.path.isfile(a.trace_file):
+        raise ScenarioError("acceptance.trace_file", f"{a.trace_file!r} is not a readable file",
+                            "expected the path of a Spec-Bench JSONL or a 0/1 CSV trace")
+
+
+@cross_check
+def _check_link(sc: Scenario) -> None:
+    # the PRB count check needs the NR tables (model): engine.link.check_link, before a run
+    # writes anything
+    if sc.csi.cqi_quantisation and sc.link.cqi_table == "continuous":
+        raise ScenarioError("csi.cqi_quantisation", "CQI quantisation with link.cqi_table "
+                            "'continuous' (no CQI grid)", "expected a CQI table other than "
+                            "'continuous', or cqi_quantisation: false")

@@ -1,0 +1,87 @@
+"""``multispin-sim acceptance fit``: fit the acceptance models to a trace, print the validation
+table, write the fitted ``acceptance`` keys as YAML (the numbers: ``model.acceptance_fit``)."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import yaml
+
+from .model import acceptance_fit as fit
+from .model.acceptance_trace import read_trace, select_answers, shipped_trace_path
+
+COLUMNS = (("tokens_g4", "E[A+1] g=4", "{:.3f}"), ("tokens_g8", "E[A+1] g=8", "{:.3f}"),
+           ("p_none_g4", "P(A=0) g=4", "{:.3f}"), ("lag1", "lag-1 corr", "{:+.3f}"),
+           ("var_rate", "var(rate/answer)", "{:.4f}"), ("ks_runs", "KS(run lengths)", "{:.3f}"))
+
+
+def table(rows):
+    """The validation table (markdown)."""
+    head = "| model | " + " | ".join(c[1] for c in COLUMNS) + " |"
+    lines = [head, "|" + "---|" * (len(COLUMNS) + 1)]
+    for name, row in rows.items():
+        cells = [fmt.format(row[key]) for key, _, fmt in COLUMNS]
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def parameters_line(fits):
+    b, m = fits["beta"], fits["markov"]
+    pe = fit.markov_stationary(m["easy_to_hard"], m["hard_to_easy"])
+    return (f"iid alpha = {fits['iid']['mean']:.4f}; beta kappa = {b['concentration']:.2f} "
+            f"(session {b['session_tokens']} tokens); markov easy {m['easy_rate']:.3f} / hard "
+            f"{m['hard_rate']:.3f}, switch e->h {m['easy_to_hard']:.4f} h->e "
+            f"{m['hard_to_easy']:.4f} (pi_easy {pe:.3f}, {m['iterations']} EM iterations)")
+
+
+def fit_and_report(answers, label, trace_keys, out, start=None, seed=0):
+    fits = {"iid": fit.fit_iid(answers), "beta": fit.fit_beta(answers),
+            "markov": fit.fit_markov(answers, start=start)}
+    rows = fit.validate(answers, fits, seed=seed)
+    known = sum(a.known for a in answers)
+    out.write(f"\n## {label}: {len(answers)} answers, {known:,} known positions\n\n")
+    out.write(table(rows) + "\n\n")
+    out.write(parameters_line(fits) + "\n")
+    return fits, fit.scenario_snippet(fits, trace_keys)
+
+
+def run(trace=None, by=None, benchmark=None, model=None, categories=(), out_yaml=None, seed=0,
+        out=sys.stdout):
+    """Fit and report; returns the YAML document (dict). Raises TraceError on bad input (before
+    anything is written)."""
+    path = Path(trace) if trace else shipped_trace_path()
+    answers = select_answers(read_trace(path), path=str(path), benchmark=benchmark, model=model,
+                             categories=tuple(categories))
+    trace_keys = {}
+    if trace:
+        trace_keys["trace_file"] = str(trace)
+    if benchmark:
+        trace_keys["trace_benchmark"] = benchmark
+    if model:
+        trace_keys["trace_model"] = model
+    if categories:
+        trace_keys["trace_categories"] = list(categories)
+    out.write(f"# acceptance fit: {path}\n")
+    out.write("Trace vs synthetic traces of each fitted model (same answer lengths, observed as "
+              "the trace was: HF adaptive draft length, bonus positions hidden). E[A+1]: tokens "
+              "per step replayed at draft length g; lag-1 corr: agreement sequence; KS: run "
+              "lengths before a disagreement.\n")
+    fits, doc = fit_and_report(answers, "all selected answers", trace_keys, out, seed=seed)
+    if by == "category":
+        doc = {"all": doc, "by_category": {}}
+        m = fits["markov"]
+        start = (m["easy_rate"], m["hard_rate"], m["easy_to_hard"], m["hard_to_easy"])
+        for cat in sorted({a.category for a in answers}):
+            sub = [a for a in answers if a.category == cat]
+            keys = dict(trace_keys, trace_categories=[cat])
+            _, snippet = fit_and_report(sub, f"category {cat}", keys, out, start=start, seed=seed)
+            doc["by_category"][cat] = snippet
+    text = ("# fitted by multispin-sim acceptance fit; each entry is a scenario fragment "
+            "(merge the one you want into a scenario)\n"
+            + yaml.safe_dump(doc, sort_keys=False))
+    if out_yaml:
+        Path(out_yaml).write_text(text, encoding="utf-8")
+        out.write(f"\nYAML: {out_yaml}\n")
+    else:
+        out.write("\n" + text)
+    return doc

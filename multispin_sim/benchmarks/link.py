@@ -1,0 +1,103 @@
+"""Link layer (issue 12): engine speed of the NR link against the Shannon link, and the study
+table of the closing note.
+
+``run``: engine rounds/s of the default scenario with ``link.model: mcs`` (+ HARQ, stale
+quantised CSI) against the Shannon link, measured as interleaved A/B pairs (A B A B ...; the
+median of the pairwise ratios), each run end to end with full records.
+
+``study(rounds, jobs)``: goodput (95% CI) and the median and p99 of the per-correction delay for
+shannon, mcs and mcs + HARQ + stale CSI, at DL/UL power ratios 4 and 16, for the optimal split,
+all-UL, all-DL and deadline (python -m multispin_sim.benchmarks.link [rounds] [jobs]).
+"""
+import contextlib
+import io
+import statistics
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+from ..scenario import load_scenario
+
+LINKS = {
+    "shannon": {},
+    "mcs": {"link.model": "mcs"},
+    "mcs+HARQ+stale CSI": {"link.model": "mcs", "link.harq_max_transmissions": 4,
+                           "csi.delay_ms": 5.0, "csi.cqi_quantisation": True,
+                           "channel.doppler_hz": 30.0},
+}
+MODES = ("optimal", "all-ul", "all-dl", "deadline")
+
+
+def _time(overrides, rounds, tmp, tag):
+    from ..engine.simulation import simulate
+
+    sc = load_scenario(None, overrides={**overrides, "run.rounds": rounds, "name": "bench"})
+    t0 = time.perf_counter()
+    simulate(sc, out=f"{tmp}/{tag}")
+    return rounds / (time.perf_counter() - t0)
+
+
+def run(quick=False):
+    rounds = 1_000 if quick else 5_000
+    pairs = 2 if quick else 4
+    cases = {"mcs": LINKS["mcs"], "mcs+HARQ+stale CSI": LINKS["mcs+HARQ+stale CSI"]}
+    figures = {}
+    with tempfile.TemporaryDirectory() as tmp, contextlib.redirect_stderr(io.StringIO()):
+        _time({}, 200, tmp, "warm")
+        for name, overrides in cases.items():
+            ratios, rates_a, rates_b = [], [], []
+            for i in range(pairs):
+                a = _time({}, rounds, tmp, f"a{name}{i}")
+                b = _time(overrides, rounds, tmp, f"b{name}{i}")
+                rates_a.append(a)
+                rates_b.append(b)
+                ratios.append(b / a)
+            r = statistics.median(ratios)
+            figures[name] = {"shannon_rounds_per_s": statistics.median(rates_a),
+                             "rounds_per_s": statistics.median(rates_b), "ratio": r}
+            print(f"{name:22s} {statistics.median(rates_b):8,.0f} rounds/s vs shannon "
+                  f"{statistics.median(rates_a):8,.0f}: ratio {r:.2f} (median of {pairs} "
+                  "interleaved pairs)")
+    print(f"({rounds:,} rounds per run, end to end, full records; K = 20, gamma = 4)")
+    return figures
+
+
+def _one(args):
+    from ..engine.simulation import simulate
+
+    link, ratio, mode, rounds, seed = args
+    sc = load_scenario(None, overrides={**LINKS[link], "server.dl_power_ratio": ratio,
+                                        "policy.mode": mode, "run.rounds": rounds, "seed": seed,
+                                        "name": "study"})
+    with contextlib.redirect_stderr(io.StringIO()):
+        r = simulate(sc)
+    d = r.device_rounds
+    sent = d["mode"] != ""
+    delays = d["delay_s"][sent]
+    s = r.summary
+    lo, hi = s["goodput_ci95"]
+    return (link, ratio, mode, s["goodput_tps"], lo, hi, float(np.median(delays)),
+            float(np.quantile(delays, 0.99)), s.get("link", {}).get("harq_failures", 0),
+            s.get("link", {}).get("outages", 0))
+
+
+def study(rounds=2000, jobs=2, seed=1):
+    from multiprocessing import Pool
+
+    tasks = [(link, ratio, mode, rounds, seed) for ratio in (4, 16) for link in LINKS
+             for mode in MODES]
+    with Pool(jobs) as pool:
+        rows = pool.map(_one, tasks)
+    print("| ratio | link | mode | goodput tok/s (95% CI) | median delay ms | p99 delay ms |")
+    print("|---|---|---|---|---|---|")
+    for link, ratio, mode, g, lo, hi, med, p99, _, _ in rows:
+        print(f"| {ratio} | {link} | {mode} | {g:.1f} ({lo:.1f}-{hi:.1f}) | {med * 1e3:.1f} | "
+              f"{p99 * 1e3:.1f} |")
+    return rows
+
+
+if __name__ == "__main__":
+    study(int(sys.argv[1]) if len(sys.argv) > 1 else 2000,
+          int(sys.argv[2]) if len(sys.argv) > 2 else 2)

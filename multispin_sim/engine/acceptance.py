@@ -1,0 +1,78 @@
+"""The scenario's acceptance model and belief (``acceptance`` section), built for the engine.
+
+``read_acceptance_trace`` reads and checks a trace before anything is written (a bad file is a
+``ScenarioError`` naming ``acceptance.trace_file`` and the file's line); ``build_acceptance``
+makes the ``model.acceptance`` component and the belief the server uses.
+"""
+from ..model.acceptance import TASK_CATEGORIES, make_acceptance_model, make_belief
+from ..model.acceptance_trace import TraceError, read_trace, select_answers, shipped_trace_path
+from ..scenario import TASKS, ScenarioError
+
+
+def trace_path(acceptance):
+    return acceptance.trace_file or shipped_trace_path()
+
+
+def read_acceptance_trace(scenario):
+    """The selected answers of ``acceptance.trace_file`` (a list of ``Answer``)."""
+    a = scenario.acceptance
+    path = trace_path(a)
+    try:
+        answers = read_trace(path)
+        answers = select_answers(answers, path=str(path), benchmark=a.trace_benchmark,
+                                 model=a.trace_model, categories=a.trace_categories)
+    except TraceError as exc:
+        raise ScenarioError("acceptance.trace_file", str(exc)) from None
+    if a.trace_assign == "task":
+        dev = scenario.devices
+        tasks = set(TASKS) if dev.task == "uniform" else {dev.task}
+        tasks |= {o.task for o in dev.overrides.values() if o.task is not None}
+        have = {x.category for x in answers}
+        for task in sorted(tasks):
+            cats = TASK_CATEGORIES.get(task, (task,))
+            if not have & set(cats):
+                raise ScenarioError("acceptance.trace_assign", f"'task': no selected answers of "
+                                    f"the categories of task {task!r} ({', '.join(cats)})",
+                                    f"the selection has {', '.join(sorted(have))}; use "
+                                    "'uniform' or select those categories")
+    return answers
+
+
+def build_acceptance(scenario, population, rng, answers=None, block=1024):
+    """(model, belief) for a run: the acceptance component on the ``acceptance`` stream ``rng``."""
+    a = scenario.acceptance
+    system = population.system
+    kwargs = dict(block=block, mean=a.mean)
+    if a.model == "beta":
+        kwargs.update(concentration=a.concentration, session_tokens=a.session_tokens)
+    elif a.model == "markov":
+        kwargs.update(easy_rate=a.easy_rate, hard_rate=a.hard_rate, easy_to_hard=a.easy_to_hard,
+                      hard_to_easy=a.hard_to_easy)
+    elif a.model == "trace":
+        if answers is None:
+            answers = read_acceptance_trace(scenario)
+        kwargs.update(answers=answers, tasks=population.tasks, assign=a.trace_assign,
+                      next=a.trace_next, source=str(trace_path(a)))
+    try:
+        model = make_acceptance_model(a.model, system.alpha, rng, **kwargs)
+    except ValueError as exc:
+        raise ScenarioError("acceptance.trace_assign", str(exc)) from None
+    belief = make_belief(a.belief, model, prior_mean=a.belief_prior_mean,
+                         prior_weight=a.belief_prior_weight, half_life=a.belief_half_life,
+                         markov=(a.easy_rate, a.hard_rate, a.easy_to_hard, a.hard_to_easy),
+                         max_draft=scenario.policy.max_draft)
+    return model, belief
+
+
+def acceptance_summary(scenario, model, belief, tally):
+    """What summary.json records under ``acceptance``."""
+    import numpy as np
+
+    verified = int(tally.verified.sum())
+    return {
+        "model": model.name, "parameters": model.parameters(), "belief": belief.name,
+        "belief_parameters": belief.parameters(),
+        "nominal_rate": float(np.mean(model.nominal)),
+        "realised_agreement_rate": (float(tally.agreed.sum()) / verified if verified else None),
+        "verified_positions": verified,
+    }

@@ -1,0 +1,365 @@
+"""The asynchronous protocol: continuous batching at the server, no lock-step rounds.
+
+``AsyncLoop.run(env)`` is the server's SimPy process; every device runs its own process:
+
+  device k:  wait for work -> gamma_k from the draft controller (CSI of this moment) ->
+             draft gamma_k t_k -> send the draft (the server's FIFO queue) -> wait for its
+             verification -> correction if rejected (``channel.transmit``) -> tokens -> again
+
+  server:    when free and drafts wait, the batching policy (``serving.batching``,
+             ``policies.batching``) says how many of the oldest waiting drafts form the batch;
+             ``EdgeServer.verify`` takes the batched pass, ``EdgeServer.outcomes`` the outcomes
+             (one acceptance row per batch, like one round), ``EdgeServer.decide`` the reactive
+             decision for the batch's rejected devices (see the sharing rule). The server is
+             free again as soon as the pass ends (corrections are communication only).
+
+Sharing rule for corrections (exact; the synchronous round's rule for every batch): the channel
+serves the correction phases of batches one at a time, first come first served. A batch's
+rejected devices R share the whole band (b = B / |R| each) and the whole DL budget P_dl, with
+modes and powers from the reactive policy on the CSI at the start of their phase, exactly as in
+a synchronous round; the phase starts when the batch's verification ends if the channel is free,
+else when the previous batch's last correction ends. The channel is never over-subscribed, and
+the wait for the channel (``asynchronous.channel_wait_mean_s``) is part of a device's cycle.
+(Corrections last milliseconds, verification passes tens of milliseconds: phases rarely queue,
+except behind a correction in a deep fade.)
+
+Fading: with one fading block per round (no ``channel.coherence_time_ms``), a block lasts from
+one batch's verification end to the next: a device's controller sees the block in force when it
+starts drafting, a correction phase the block in force when it starts, and a new block is drawn
+right after each batch's verification (and its phase's decision, when the channel was free).
+With a coherence time the grid's block at each moment is used (``channel.csi``).
+
+Draft controllers see a ``DraftContext`` with only the drafting device active and ``load`` = the
+number of devices with work (in a draft-verify-correct cycle) at that moment; controllers with
+an ``observe(gamma, accepted, active)`` method are told every batch's outcomes.
+
+Pre-drafting (``serving.pre_draft``): while a device waits for its verification it drafts its
+next draft (same length as the one sent, capped by what its request will still need if fully
+accepted); on full acceptance the time already spent on it counts, on a rejection it is
+discarded and counted as wasted (``asynchronous.wasted_drafts``, ``wasted_draft_tokens``).
+
+Records: one ``rounds.csv`` row per batch (``round`` = batch index, written when the batch's last
+correction ends: ``start_s`` = the earliest draft start of its drafts, ``draft_s`` their longest
+drafting time, ``duration_s`` = end - start); the run statistics advance by the time between
+successive batch ends, so the goodput is tokens / run time as in the synchronous protocol.
+"""
+from collections import deque
+from typing import Optional
+
+import numpy as np
+
+from ..policies.batching import make_batching_policy
+from ..policies.draft import DraftContext
+
+
+class AsyncDraftContext(DraftContext):
+    """A ``DraftContext`` with the load (devices with work) the draft is decided under."""
+
+    def __init__(self, *args, load: Optional[int] = None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.load = load
+
+
+class _Draft:
+    __slots__ = ("device", "gamma", "start", "draft_s", "sent", "done", "batch")
+
+    def __init__(self, device, gamma, start, draft_s, sent, done):
+        self.device, self.gamma, self.start, self.draft_s = device, gamma, start, draft_s
+        self.sent, self.done, self.batch = sent, done, None
+
+
+class _Batch:
+    __slots__ = ("index", "drafts", "pending", "verify", "active", "gamma", "accepted", "tokens",
+                 "rejected", "mode", "power", "bandwidth", "delay", "g_ul", "g_dl", "corrections",
+                 "queued_at", "planned")
+
+
+class AsyncLoop:
+    """Same constructor as ``round.RoundLoop`` plus ``serving`` (the scenario's section);
+    ``rounds`` counts batches."""
+
+    def __init__(self, env, population, channel, server, controller, workload, streams,
+                 recorder, rounds, max_time_s=None, progress=None, tick_period_s=None,
+                 mover=None, serving=None, thermal=None):
+        if tick_period_s is not None or mover is not None or thermal is not None:
+            raise ValueError("the asynchronous protocol has no round clock, no mobility and no "
+                             "thermal throttling")
+        self.env = env
+        self.population = population
+        self.system = population.system
+        self.channel = channel
+        self.server = server
+        self.controller = controller
+        self.workload = workload
+        self.streams = streams
+        self.recorder = recorder
+        self.rounds = rounds
+        self.max_time_s = np.inf if max_time_s is None else max_time_s
+        self.progress = progress
+        self.k = k = self.system.k
+        window_ms = getattr(serving, "window_ms", 0.0)
+        self.batching = make_batching_policy(
+            getattr(serving, "batching", "immediate"), window_s=window_ms * 1e-3,
+            max_batch=getattr(serving, "max_batch", None))
+        self.pre_draft = bool(getattr(serving, "pre_draft", False))
+        self.observe = getattr(controller, "observe", None)
+        self.t = self.system.draft_latency_s.tolist()
+        self.queue = deque()
+        self.stop_requested = False
+        self.rounds_done = 0  # batches whose records are written
+        self.batches_started = 0
+        self.busy = 0  # devices in a draft-verify-correct cycle
+        self.drafts_started = [0] * k
+        self._arrival = env.event()
+        self._masks = np.eye(k, dtype=bool)
+        for m in self._masks:
+            m.flags.writeable = False
+        # correction phases: the batch holding the channel, the batches waiting for it
+        self._phase = None
+        self._phases = deque()
+        self.channel_wait_sum = 0.0
+        self.phases = 0
+        self._no_mode = np.zeros(k, dtype=np.int8)
+        self._zeros = np.zeros(k)
+        self._stopping = False
+        self._in_progress = 0  # batches verified whose corrections are not all over
+        self._all_done = None
+        self._last_end = 0.0
+        # statistics
+        self.server_busy_s = 0.0
+        self.drafts = 0
+        self.queue_area = 0.0
+        self._queue_last = 0.0
+        self.draft_wait_sum = 0.0
+        self.batched = 0
+        self.wasted_drafts = 0
+        self.wasted_tokens = 0
+        self.load_log = None  # optional list of (device, load, gamma) for tests
+        self._pre = [None] * k  # pre-draft (start time, length) per device
+        channel.new_block(0.0)  # the first fading block, before any device decides
+        self._procs = [env.process(self._device(env, i)) for i in range(k)]
+
+    # -- the server's queue ------------------------------------------------------------------
+    def _queue_account(self, now):
+        self.queue_area += len(self.queue) * (now - self._queue_last)
+        self._queue_last = now
+
+    def _send(self, draft):
+        now = self.env.now
+        self._queue_account(now)
+        self.queue.append(draft)
+        self.drafts += 1
+        event, self._arrival = self._arrival, self.env.event()
+        event.succeed()
+
+    # -- a device -----------------------------------------------------------------------------
+    def _device(self, env, k):
+        workload, channel, controller = self.workload, self.channel, self.controller
+        t_k = self.t[k]
+        mask = self._masks[k]
+        while True:
+            if self._stopping:
+                return
+            if not workload.start_device(k, env.now):
+                yield workload.device_work_event(env, k)
+                continue
+            start = env.now
+            self.busy += 1
+            g_ul, g_dl = channel.csi(start)
+            ctx = AsyncDraftContext(self.drafts_started[k],
+                                    self.server.controller_system(self.system), g_ul, g_dl, mask,
+                                    workload.remaining(), self.server.policy,
+                                    self.streams.controller, channel.fading, channel.reciprocal,
+                                    load=self.busy)
+            self.drafts_started[k] += 1
+            gamma = int(controller.lengths(ctx)[k])
+            if self.load_log is not None:
+                self.load_log.append((k, self.busy, gamma))
+            draft_s = gamma * t_k
+            pre = self._pre[k]
+            if pre is not None:  # a pre-draft kept after a full acceptance
+                self._pre[k] = None
+                done_s = min(env.now - pre[0], pre[1] * t_k)
+                draft_s = max(gamma * t_k - done_s, 0.0)
+            if draft_s > 0:
+                yield env.timeout(draft_s)
+            draft = _Draft(k, gamma, start, draft_s, env.now, env.event())
+            self._send(draft)
+            if self.pre_draft:
+                remaining = workload.remaining()
+                room = gamma if remaining is None else min(gamma, max(int(remaining[k]) - gamma - 2, 0))
+                pre_start = env.now
+            outcome = yield draft.done
+            accepted, tokens, mode, power, bandwidth, planned = outcome
+            if self.pre_draft and room > 0:
+                if accepted == gamma:
+                    self._pre[k] = (pre_start, room)
+                else:
+                    self.wasted_drafts += 1
+                    self.wasted_tokens += min(room, int((env.now - pre_start) / t_k)) if t_k else room
+            delay = 0.0
+            if mode:
+                delay = yield from channel.transmit(env, k, mode, power, bandwidth, planned)
+                self._correction_ended(draft.batch)
+            self.busy -= 1
+            workload.device_tokens(k, env.now, tokens)
+            self._device_done(draft.batch, k, delay)
+            if workload.exhausted() and not workload.has_work():  # a trace replayed to its end
+                event, self._arrival = self._arrival, env.event()
+                event.succeed()
+
+    # -- the server ---------------------------------------------------------------------------
+    def _wait_arrival(self, env, until=None):
+        limit = self.max_time_s if until is None else min(until, self.max_time_s)
+        if limit < np.inf:
+            yield self._arrival | env.timeout(max(limit - env.now, 0.0))
+        else:
+            yield self._arrival
+
+    def run(self, env):
+        server, channel, k = self.server, self.channel, self.k
+        observe = self.observe
+        while self.batches_started < self.rounds and not self.stop_requested:
+            if env.now >= self.max_time_s:
+                break
+            if not self.queue:
+                if self.workload.exhausted() and not self.workload.has_work():
+                    break
+                yield from self._wait_arrival(env)
+                continue
+            n, wake = self.batching.take(env.now, len(self.queue), self.queue[0].sent)
+            if n == 0:
+                yield from self._wait_arrival(env, wake)
+                continue
+            now = env.now
+            self._queue_account(now)
+            drafts = [self.queue.popleft() for _ in range(n)]
+            for d in drafts:
+                self.draft_wait_sum += now - d.sent
+            self.batched += n
+            b = _Batch()
+            b.index = self.batches_started
+            self.batches_started += 1
+            b.drafts, b.pending = drafts, n
+            gamma = np.zeros(k, dtype=np.int64)
+            active = np.zeros(k, dtype=bool)
+            for d in drafts:
+                gamma[d.device] = d.gamma
+                active[d.device] = True
+                d.batch = b
+            self._in_progress += 1
+            t_ver = yield from server.verify(env, n, gamma, active)
+            self.server_busy_s += t_ver
+            accepted, tokens, rejected = server.outcomes(gamma, active)
+            tokens = np.where(active, tokens, 0)
+            rejected &= active
+            if observe is not None:
+                observe(gamma, accepted, active)
+            b.verify, b.active, b.gamma, b.accepted, b.tokens, b.rejected = (
+                t_ver, active, gamma, accepted, tokens, rejected)
+            b.mode, b.power, b.bandwidth = self._no_mode, self._zeros, 0.0
+            b.g_ul, b.g_dl = channel.csi(env.now)
+            b.delay = np.zeros(k)
+            b.planned = self._zeros
+            b.corrections = int(np.count_nonzero(rejected))
+            b.queued_at = env.now
+            if b.corrections:
+                if self._phase is None:
+                    self._start_phase(b)
+                else:
+                    self._phases.append(b)
+            acc_l, tok_l, rej_l = accepted.tolist(), tokens.tolist(), rejected.tolist()
+            for d in drafts:
+                i = d.device
+                if not rej_l[i]:
+                    d.done.succeed((acc_l[i], tok_l[i], 0, 0.0, 0.0, 0.0))
+            channel.new_block(env.now)  # one block per batch (a grid lookup with T_c)
+        # stop: no new batches; let the batches already verified finish their corrections
+        self._stopping = True
+        if self._in_progress:
+            self._all_done = env.event()
+            yield self._all_done
+        if env.now > self._last_end:
+            self.recorder.idle(env.now - self._last_end)
+
+    def _start_phase(self, b):
+        """The correction phase of batch ``b`` starts now: decide and tell its rejected devices."""
+        now = self.env.now
+        self._phase = b
+        self.channel_wait_sum += now - b.queued_at
+        self.phases += 1
+        b.g_ul, b.g_dl = self.channel.csi(now)
+        decision = self.server.decide(b.rejected, b.g_ul, b.g_dl)
+        b.mode, b.power = decision.mode[0], decision.power_w[0]
+        b.bandwidth = float(decision.bandwidth_hz[0])
+        b.planned = decision.delay_s[0]
+        mode_l, power_l = b.mode.tolist(), b.power.tolist()
+        delay_l, acc_l, tok_l = decision.delay_s[0].tolist(), b.accepted.tolist(), b.tokens.tolist()
+        for d in b.drafts:
+            i = d.device
+            if mode_l[i]:
+                d.done.succeed((acc_l[i], tok_l[i], mode_l[i], power_l[i], b.bandwidth, delay_l[i]))
+
+    def _correction_ended(self, b):
+        b.corrections -= 1
+        if b.corrections:
+            return
+        self._phase = None
+        if self._phases:
+            self._start_phase(self._phases.popleft())
+
+    def _device_done(self, b, k, delay):
+        b.delay[k] = delay
+        b.pending -= 1
+        if b.pending:
+            return
+        now = self.env.now
+        start = min(d.start for d in b.drafts)
+        t_draft = max(d.draft_s for d in b.drafts)
+        comm = float(b.delay.max(initial=0.0))
+        draft_each = np.zeros(self.k)
+        for d in b.drafts:
+            draft_each[d.device] = d.draft_s
+        channel = self.channel
+        self.recorder.round(
+            round=b.index, start=start, draft=t_draft, verify=b.verify, comm=comm,
+            duration=now - start, active=b.active, gamma=b.gamma, accepted=b.accepted,
+            tokens=b.tokens, rejected=b.rejected, mode=b.mode, power=b.power,
+            bandwidth=b.bandwidth, delay=b.delay, g_ul=b.g_ul, g_dl=b.g_dl,
+            planned=b.planned if channel.dynamic_csi else None, advance=now - self._last_end,
+            draft_each=draft_each,
+            extra=channel.round_columns() if getattr(channel, "extra_columns", None) else None)
+        self._last_end = now
+        self.rounds_done += 1
+        self._in_progress -= 1
+        if self.progress is not None:
+            self.progress(self.rounds_done, now)
+        if self._in_progress == 0 and self._all_done is not None:
+            self._all_done.succeed()
+
+    # -- summary ------------------------------------------------------------------------------
+    def summary(self, end):
+        """The ``asynchronous`` block of summary.json: batches, the server queue (Little's law
+        on its own sample path), server utilisation (busy verifying / time), wasted pre-drafts."""
+        self._queue_account(end)
+        waiting = len(self.queue)
+        # drafts still waiting at the end count up to the end (Little's law is then an identity)
+        wait_sum = self.draft_wait_sum + sum(end - d.sent for d in self.queue)
+        t = float(end)
+        return {
+            "protocol": "asynchronous",
+            "batching": self.batching.name,
+            "batches": self.rounds_done,
+            "drafts": self.drafts,
+            "mean_batch_size": self.batched / self.batches_started if self.batches_started else 0.0,
+            "server_busy_s": self.server_busy_s,
+            "server_utilisation": self.server_busy_s / t if t > 0 else 0.0,
+            "server_queue_mean": self.queue_area / t if t > 0 else 0.0,
+            "draft_rate_per_s": self.drafts / t if t > 0 else 0.0,
+            "draft_wait_mean_s": wait_sum / self.drafts if self.drafts else 0.0,
+            "drafts_waiting_at_end": waiting,
+            "correction_phases": self.phases,
+            "channel_wait_mean_s": self.channel_wait_sum / self.phases if self.phases else 0.0,
+            "wasted_drafts": self.wasted_drafts,
+            "wasted_draft_tokens": self.wasted_tokens,
+        }

@@ -1,0 +1,63 @@
+"""Builders of the compute, energy and verification components of a scenario (engine side).
+
+The pure parts live in ``model.compute`` (power modes, thermal RC model), ``model.energy``
+(accounting, tokens-per-joule objective) and ``model.verification`` (batch cost); this module
+turns scenario sections into those objects.
+"""
+import numpy as np
+
+from ..model.compute import ThermalState
+from ..model.energy import Powers
+from ..model.verification import VerifyTableError, read_verify_table
+from ..policies import make_reactive_policy
+from ..policies.energy import EnergyAwareSplit
+from ..scenario import ScenarioError
+
+
+def check_verify_table(scenario):
+    """Read the verification table now (before anything is written): one-line error naming
+    the file and line, under the key ``server.verify_table``."""
+    if scenario.server.verify_model != "table":
+        return
+    try:
+        read_verify_table(scenario.server.verify_table)
+    except VerifyTableError as exc:
+        raise ScenarioError("server.verify_table", str(exc)) from None
+
+
+def energy_powers(scenario, population):
+    """``model.energy.Powers`` of the scenario (drafting power per device from its mode)."""
+    e = scenario.energy
+    return Powers(population.draft_power_w, e.idle_power_w, e.ul_circuit_power_w,
+                  e.dl_receive_power_w, scenario.server.power_w)
+
+
+def thermal_state(scenario, population):
+    """The devices' ``ThermalState`` when ``compute.thermal`` is on, else None."""
+    c = scenario.compute
+    if not c.thermal:
+        return None
+    r_th = np.array([c.thermal_resistance_c_per_w if m is None
+                     or c.power_modes[m].thermal_resistance_c_per_w is None
+                     else c.power_modes[m].thermal_resistance_c_per_w
+                     for m in population.power_mode], dtype=float)
+    return ThermalState(population.draft_power_w, c.ambient_c, r_th, c.time_constant_s,
+                        c.throttle_c, c.release_c, c.throttle_factor)
+
+
+def objective_options(scenario, population):
+    """Extra draft-controller options for ``policy.objective`` (none for goodput)."""
+    if scenario.policy.objective == "goodput":
+        return {}
+    return {"objective": scenario.policy.objective,
+            "powers": energy_powers(scenario, population),
+            "energy_scope": scenario.policy.energy_scope}
+
+
+def reactive_policy(scenario, population):
+    """The reactive policy; 'optimal' breaks ties by energy under tokens-per-joule."""
+    policy = scenario.policy
+    if policy.objective == "tokens-per-joule" and policy.mode == "optimal":
+        return EnergyAwareSplit(energy_powers(scenario, population), policy.energy_tie_tolerance,
+                                policy.energy_scope)
+    return make_reactive_policy(policy.mode, scenario)

@@ -1,0 +1,320 @@
+"""The SimPy side of the link and CSI components: a channel whose decisions see an estimate and
+whose transmissions meet the truth through the scenario's link model.
+
+``LinkChannel`` extends ``OFDMAChannel`` and is used only when the scenario leaves the paper's
+setting (``link.model`` not shannon, or imperfect CSI); otherwise the plain channel runs, so
+default runs are unchanged. It overrides four things:
+
+- ``new_block`` / ``csi``: the true gains are drawn as before; the caller gets the CSI estimate
+  (``model.csi``), made once per fading block (the round start's, or the grid block's);
+- ``transmit``: the realised delay of a correction from the true channel: the Shannon delay on
+  the true gains (through the fading grid when the correction outlasts its block), or
+  ``McsLink.deliver`` (link adaptation on the reported SNR, HARQ with the ``link`` stream,
+  outages, retries on later fading blocks);
+- ``dynamic_csi`` is True, so the round asks ``csi`` at the decision and records planned beside
+  realised delays.
+"""
+import functools
+import math
+
+import numpy as np
+
+from ..model.csi import ImperfectCsi, PerfectCsi
+from ..model.fading import IID_FADING, jakes_correlation
+from ..model.link import IidBlocks, McsLink
+from ..model.rates import shannon_rate
+from ..model.nr_tables import usable_prbs
+from ..model.reactive import DL
+from ..scenario import ScenarioError
+from .channel import OFDMAChannel
+
+
+class GridBlocks:
+    """The fading grid's blocks as seen by one correction of ``device`` in ``mode`` from ``t0``."""
+
+    static = False
+
+    def __init__(self, channel, device, mode, t0):
+        self.channel = channel
+        self.device = device
+        self.dl = mode == DL
+        self.t0 = t0
+        self.tc = channel.coherence_s
+
+    def _index(self, t):
+        x = (self.t0 + t) / self.tc
+        n = math.floor(x)
+        if (n + 1) - x <= 1e-9:
+            n += 1
+        return n
+
+    def current(self, t):
+        n = self._index(t)
+        h_ul, h_dl = self.channel.grid.at(n)
+        h = (h_dl if self.dl else h_ul)[self.device]
+        return float(self.channel.pathloss[self.device] * h), (n + 1) * self.tc - self.t0
+
+    def next(self, t):
+        return (self._index(t) + 1) * self.tc - self.t0
+
+
+class LinkChannel(OFDMAChannel):
+    """``OFDMAChannel`` with a CSI model and a link model (module docstring).
+
+    ``link``: ``McsLink`` or None (Shannon); ``csi_model``: ``PerfectCsi`` or ``ImperfectCsi``;
+    ``link_rng`` / ``csi_rng``: their streams; ``retry_block_s``: the wait for a new fading
+    block when the channel has one block per round.
+    """
+
+    def __init__(self, *args, link=None, csi_model=None, link_rng=None, csi_rng=None,
+                 retry_block_s=0.01, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.link = link
+        self.csi_model = csi_model or PerfectCsi()
+        self.link_rng = link_rng
+        self.csi_rng = csi_rng
+        self.retry_block_s = float(retry_block_s)
+        self._key = None       # the fading block the last estimate was made in
+        self._estimate = None
+        self.retry_rho = (float(jakes_correlation(self.doppler_hz, self.retry_block_s))
+                          if self.fading == "gauss-markov" else 0.0)
+        self.harq_transmissions = 0
+        self.harq_failures = 0
+        self.outages = 0
+        k = self.system.k
+        self._bits = float(self.bits) if np.ndim(self.bits) == 0 else None
+        self._p_ul = np.broadcast_to(np.asarray(self.system.p_ul_w, float), (k,)).tolist()
+        self._columns = {name: np.zeros(k, dtype=np.int64) for name in self.extra_columns}
+
+    @property
+    def extra_columns(self):
+        """Per-device-round columns of ``device_rounds.csv`` (the NR link's HARQ records)."""
+        if self.link is None:
+            return {}
+        return {"harq_transmissions": np.int64, "harq_failures": np.int64, "outages": np.int64}
+
+    def round_columns(self):
+        """This round's per-device HARQ records (then zeroed for the next round)."""
+        out = {name: col.copy() for name, col in self._columns.items()}
+        for col in self._columns.values():
+            col[:] = 0
+        return out
+
+    fast_path_eligible = False  # per-correction link draws: no vectorised round fast path
+
+    @property
+    def dynamic_csi(self):
+        return True
+
+    # -- CSI -----------------------------------------------------------------------------------
+    def _estimated(self, g_ul, g_dl, key):
+        """The decision's CSI: one measurement per fading block (``key``: the grid block, or
+        the round start), so the draft controller and the reactive decision of one block see
+        the same estimate."""
+        if self.csi_model.perfect:
+            return g_ul, g_dl
+        if self._estimate is not None and key == self._key:
+            return self._estimate
+        pl = self.pathloss
+        h_ul, h_dl = self.csi_model.estimate(g_ul / pl, g_dl / pl, self.reciprocal, self.csi_rng,
+                                             pl)
+        self._key, self._estimate = key, (pl * h_ul, pl * h_dl)
+        return self._estimate
+
+    def new_block(self, now=0.0):
+        g_ul, g_dl = super().new_block(now)
+        key = ("round", now) if self.grid is None else self.block_index(now)
+        return self._estimated(g_ul, g_dl, key)
+
+    def csi(self, now):
+        g_ul, g_dl = super().csi(now)
+        key = self._key if self.grid is None else self.block_index(now)
+        return self._estimated(g_ul, g_dl, key)
+
+    # -- transmissions -------------------------------------------------------------------------
+    def transmit(self, env, device, mode, power_w, bandwidth_hz, planned_s):
+        t0 = env.now
+        self.transmissions += 1
+        if self.link is None:
+            delay = self.shannon_delay(device, mode, power_w, bandwidth_hz, t0)
+        else:
+            delay = self.mcs_delay(device, mode, power_w, bandwidth_hz, t0)
+        yield env.timeout(delay)
+        return delay
+
+    def _true_gain(self, device, mode):
+        return float((self.g_dl if mode == DL else self.g_ul)[device])
+
+    def shannon_delay(self, device, mode, power_w, bandwidth_hz, t0):
+        """The paper's link on the true channel."""
+        rate = float(shannon_rate(bandwidth_hz, power_w, self._true_gain(device, mode), self.n0))
+        first = self.bits / rate if rate > 0 else math.inf
+        if self.grid is None:
+            return first
+        end = (self.block_index(t0) + 1) * self.coherence_s - t0
+        if first <= end:
+            self.blocks_used += 1
+            return first
+        return self.delivery_time(device, mode, power_w, bandwidth_hz, t0)
+
+    def mcs_delay(self, device, mode, power_w, bandwidth_hz, t0):
+        link = self.link
+        n_prb = max(1, int(bandwidth_hz / link.prb_hz + 0.5))
+        dl = mode == DL
+        est = self._estimate_now()
+        snr_reported = power_w * float(est[1 if dl else 0][device]) / link.noise_w(n_prb)
+        if self.grid is not None:
+            blocks = GridBlocks(self, device, mode, t0)
+        else:
+            blocks = IidBlocks(self._true_gain(device, mode),
+                               functools.partial(self._retry_gain, device), self.retry_block_s)
+            blocks.static = self.fading == "none"
+        retry = self.system.p_dl_w * n_prb / link.n_prb if dl else self._p_ul[device]
+        bits = self._bits if self._bits is not None else float(self.bits[device])
+        out = link.deliver(bits, n_prb, power_w, snr_reported, blocks, self.link_rng,
+                           retry_power_w=retry)
+        self.harq_transmissions += out.transmissions
+        self.harq_failures += out.failures
+        self.outages += out.outages
+        if self.grid is not None:
+            used = self.block_index(t0 + out.delay_s * (1 - 1e-12)) - self.block_index(t0) + 1
+        else:
+            used = 1 + out.outages + out.failures  # each wait meets a new block
+        self.blocks_used += used
+        self.multi_block += used > 1
+        cols = self._columns
+        cols["harq_transmissions"][device] += out.transmissions
+        if out.failures:
+            cols["harq_failures"][device] += out.failures
+        if out.outages:
+            cols["outages"][device] += out.outages
+        return out.delay_s
+
+    def _estimate_now(self):
+        if self.csi_model.perfect or self._estimate is None:
+            return self.g_ul, self.g_dl
+        return self._estimate
+
+    def _retry_gain(self, device, g):
+        """A new fading block's gain for a retry (one block per round: a fresh i.i.d. draw, or
+        the Gauss-Markov step over ``retry_block_s``); no fading: the same gain."""
+        if self.fading == "none":
+            return g
+        pl = float(self.pathloss[device])
+        rng = self.link_rng
+        if self.fading in IID_FADING:
+            return pl * rng.standard_exponential()
+        rho = self.retry_rho
+        w = (rng.standard_normal() + 1j * rng.standard_normal()) / math.sqrt(2.0)
+        h = rho * math.sqrt(g / pl) + math.sqrt(1.0 - rho * rho) * w
+        return pl * abs(h) ** 2
+
+    def link_summary(self):
+        """Totals for summary.json."""
+        out = {"model": "shannon" if self.link is None else self.link.name,
+               "corrections": self.transmissions}
+        if self.link is not None:
+            n = max(self.transmissions, 1)
+            out.update(harq_transmissions=self.harq_transmissions,
+                       harq_failures=self.harq_failures, outages=self.outages,
+                       usable_prbs=self.link.n_prb, slot_s=self.link.slot_s,
+                       transmissions_per_correction=self.harq_transmissions / n)
+        return out
+
+
+def build_link(scenario, system):
+    """The scenario's ``McsLink`` (None for the paper's Shannon link)."""
+    lk = scenario.link
+    if lk.model == "shannon":
+        return None
+    return McsLink(system.bandwidth_hz, system.n0, scs_khz=lk.subcarrier_spacing_khz,
+                   table=lk.cqi_table, bler_target=lk.bler_target,
+                   gap_db=lk.implementation_gap_db, waterfall_db=lk.bler_waterfall_db,
+                   harq_max=lk.harq_max_transmissions, combining=lk.harq_combining)
+
+
+def build_csi(scenario, system, link):
+    """The scenario's CSI model (``PerfectCsi`` when every imperfection is off)."""
+    c, ch = scenario.csi, scenario.channel
+    if csi_is_perfect(scenario):
+        return PerfectCsi()
+    grid = link
+    if c.cqi_quantisation and grid is None:  # Shannon link: the CQI grid of the link keys
+        lk = scenario.link
+        grid = McsLink(system.bandwidth_hz, system.n0, scs_khz=lk.subcarrier_spacing_khz,
+                       table=lk.cqi_table if lk.cqi_table != "continuous" else "64qam",
+                       bler_target=lk.bler_target, gap_db=lk.implementation_gap_db,
+                       waterfall_db=lk.bler_waterfall_db)
+    switch = None if grid is None or grid.switch_db is None else grid.switch_db
+    if c.cqi_quantisation and switch is None:
+        raise ValueError("csi.cqi_quantisation needs a CQI table (link.cqi_table 'continuous' "
+                         "has none)")
+    doppler = 0.0 if ch.fading == "none" else ch.doppler_hz
+    # the CQI's reference SNR: full UL power on an equal 1/K share of the carrier (the
+    # operating point of a full round; per unit gain)
+    ref = system.p_ul_w * system.k / (system.n0 * system.bandwidth_hz)
+    return ImperfectCsi(c.delay_ms * 1e-3, doppler, c.estimation_error_variance,
+                        c.cqi_quantisation, switch, ref)
+
+
+def csi_is_perfect(scenario):
+    """No CSI imperfection, or only a delay over which the channel cannot change (no fading or
+    no Doppler: rho = J0(0) = 1)."""
+    c, ch = scenario.csi, scenario.channel
+    still = c.delay_ms == 0 or ch.doppler_hz == 0 or ch.fading == "none"
+    return still and c.estimation_error_variance == 0 and not c.cqi_quantisation
+
+
+def needs_link_channel(scenario):
+    """True when the scenario leaves the paper's link or perfect CSI."""
+    return scenario.link.model != "shannon" or not csi_is_perfect(scenario)
+
+
+def outage_wait_s(scenario):
+    """The wait an outage plans: one fading block."""
+    ch = scenario.channel
+    if ch.coherence_time_ms is not None:
+        return ch.coherence_time_ms * 1e-3
+    return scenario.link.retry_block_ms * 1e-3
+
+
+def check_link(scenario):
+    """Refuse up front (ScenarioError) a carrier with fewer PRBs than devices for 'mcs'."""
+    lk = scenario.link
+    if lk.model != "mcs":
+        return
+    b = scenario.channel.bandwidth_mhz
+    n = usable_prbs(b * 1e6, lk.subcarrier_spacing_khz)
+    k = scenario.devices.count
+    if n < k:
+        raise ScenarioError(
+            "link.subcarrier_spacing_khz", f"{b:g} MHz at {lk.subcarrier_spacing_khz} kHz has "
+            f"{n} usable PRBs for devices.count = {k} (every transmitting device needs a whole "
+            "PRB)", f"expected a bandwidth and spacing with at least {k} PRBs (e.g. a smaller "
+            "subcarrier spacing or a wider channel.bandwidth_mhz)")
+
+
+def build_channel(scenario, system, streams, coherence_s, moving):
+    """The run's channel: the paper's ``OFDMAChannel`` unless the link or the CSI leave it."""
+    ch = scenario.channel
+    args = (system, streams.fading, ch.fading, ch.reciprocal)
+    kwargs = dict(doppler_hz=ch.doppler_hz, coherence_s=coherence_s, moving=moving)
+    if not needs_link_channel(scenario):
+        return OFDMAChannel(*args, **kwargs)
+    link = build_link(scenario, system)
+    return LinkChannel(*args, link=link, csi_model=build_csi(scenario, system, link),
+                       link_rng=streams.link, csi_rng=streams.csi,
+                       retry_block_s=scenario.link.retry_block_ms * 1e-3, **kwargs)
+
+
+def link_policy(scenario, channel, policy):
+    """The reactive policy as the engine uses it: on a non-Shannon link its delays are the
+    link's planned delays (``policies.linkaware``)."""
+    if hasattr(policy, "pathloss"):  # 'robust': the scale of the estimated gains
+        policy.pathloss = lambda: channel.pathloss
+    link = getattr(channel, "link", None)
+    if link is None:
+        return policy
+    from ..policies.linkaware import LinkAwarePolicy
+
+    return LinkAwarePolicy(policy, link, outage_wait_s(scenario))

@@ -1,0 +1,267 @@
+"""The token-level server (``payload.model: token``): real speculative sampling per position.
+
+``TokenServer`` is the ``EdgeServer`` of the token mode, behind the same two calls the round
+makes: ``outcomes(gamma)`` (verification) and ``decide(rejected, g_ul, g_dl)`` (the reactive
+decision, then the corrections). It draws, every round, from its own stream (``tokens``):
+3 x K x max_draft uniforms (draft token, acceptance test, pair row of each position) and K
+uniforms (the correction or bonus token), whatever the outcome: the same tokens for every policy
+(common random numbers). The pure part lives in ``model.tokens`` and ``model.payload``.
+
+Records: ``corrections.csv`` (one row per correction: round, device, mode, the payload format
+and its bits, the acceptance probability of the rejected position, the DL TV of the output token
+to p and the TV of the residual), and a ``payload`` section in the summary (realised acceptance
+rate, mean and p99 DL TV, TV per token, ``exact``).
+"""
+import numpy as np
+
+from ..model.reactive import DL, UL
+from ..outputs.records import CsvStream
+from ..outputs.statistics import GrowingArray
+from .server import EdgeServer
+
+CORRECTION_COLUMNS = ("round", "device", "mode", "format", "bits", "accept_prob", "dl_tv",
+                      "residual_tv")
+_MODE = np.array(["", "ul", "dl"], dtype=object)
+
+
+class TokenServer(EdgeServer):
+    """Verification by token-level speculative sampling on a ``model.tokens.PayloadModel``."""
+
+    def __init__(self, system, reactive_policy, policy_rng, acceptance_rng, model, token_rng,
+                 max_draft, folder=None, channel=None):
+        super().__init__(system, reactive_policy, policy_rng, acceptance_rng)
+        self.model = model
+        self.rng = token_rng
+        self.g = max(int(max_draft), 1)
+        self.channel = channel
+        self.index = np.arange(system.k)
+        self.positions_index = np.arange(self.g)[None, :]
+        self.single_row = bool(np.all(model.nrows == 1))
+        self.row0_col = np.repeat(model.row0[:, None], self.g + 1, axis=1)
+        self._tables = None
+        self._zero_choice = np.zeros(system.k, dtype=np.int64)
+        self._no_tv = np.zeros(system.k)
+        self._no_tv.flags.writeable = False
+        self.several_dl = len(model.dl_formats) > 1
+        self.names = np.array([f.describe() for f in model.dl_formats], dtype=object)
+        self.ul_name = model.ul_format.describe()
+        self.csv = None if folder is None else CsvStream(folder / "corrections.csv",
+                                                         CORRECTION_COLUMNS, chunk=4096)
+        self.round_index = -1
+        self.positions = 0
+        self.accepted_total = 0
+        self.beta_sum = 0.0
+        self.n_ul = self.n_dl = 0
+        self.tv = GrowingArray(np.float64)
+        self.tv_sum = 0.0
+        self.tokens_total = 0
+        self.lossy = 0
+        self.bits_sum = 0.0
+        self.dl_counts = np.zeros(len(model.dl_formats), dtype=np.int64)
+        self.first_tokens = np.zeros(system.k, dtype=np.int64)  # output of each device's 1st position
+        self._first_rejected = np.zeros(system.k, dtype=bool)
+        bind = getattr(reactive_policy, "bind_payload", None)
+        if bind is not None:
+            bind(model)
+
+    # -- verification ----------------------------------------------------------------------
+    def outcomes(self, gamma, active=None, remaining=None):
+        k, g = self.system.k, self.g
+        model, table = self.model, self.model.table
+        u = self.rng.random((3, k, g + 1))
+        u_last = self.rng.random(k)
+        gamma = np.asarray(gamma)
+        if self.single_row:
+            rows = self.row0_col
+        else:
+            rows = model.row0[:, None] + np.minimum((u[2] * model.nrows[:, None]).astype(np.int64),
+                                                    model.nrows[:, None] - 1)
+        r = rows[:, :g]
+        # only the positions drafted this round (j < gamma_k) are drawn; the uniforms of the
+        # others are skipped (the stream advances the same way whatever gamma)
+        live = self.positions_index < gamma[:, None]
+        rl = r[live]
+        xl = table.draw(table.q_cdf, rl, u[0, :, :g][live])
+        x = np.zeros((k, g), dtype=np.int64)
+        x[live] = xl
+        acc = np.zeros((k, g), dtype=bool)
+        acc[live] = u[1, :, :g][live] * table.q_d[rl, xl] < table.p[rl, xl]
+        lead = np.cumprod(acc, axis=1).sum(axis=1)
+        accepted = np.minimum(lead, gamma).astype(np.int64)
+        rejected = accepted < gamma
+        self.round_index += 1
+        last = rows[self.index, accepted]
+        self._rows, self._u_last = last, u_last
+        examined = np.minimum(accepted + 1, gamma)
+        self.positions += int(examined.sum())
+        self.accepted_total += int(accepted.sum())
+        if self.single_row:
+            self.beta_sum += float(table.beta[last] @ examined)
+        else:
+            self.beta_sum += float(table.beta[r][np.arange(g)[None, :] < examined[:, None]].sum())
+        done = np.flatnonzero(~rejected)
+        if done.size:  # the bonus token (all accepted, or no draft), from p
+            table.draw(table.p_cdf, last[done], u_last[done])
+        self.tokens_total += int(accepted.sum()) + k
+        self.first_tokens = x[:, 0].copy()
+        self._first_rejected = rejected & (accepted == 0)
+        return accepted, accepted + 1, rejected
+
+    # -- reaction and corrections ----------------------------------------------------------
+    def _round_tables(self):
+        """Per device, at this round's rejected position: UL bits (K,), DL bits and TV (K, F)."""
+        table, r = self.model.table, self._rows
+        if self.single_row and self._tables is not None:
+            return self._tables
+        tables = (table.ul_bits[r].astype(float), np.stack([b[r] for b in table.dl_bits], 1),
+                  np.stack([t[r] for t in table.dl_tv], 1))
+        if self.single_row:
+            self._tables = tables
+        return tables
+
+    def decide(self, rejected, g_ul, g_dl):
+        problem = self.system.reactive_problem(rejected, g_ul, g_dl)
+        ul_bits, dl_bits, dl_tv = self._round_tables()
+        decide_with = getattr(self.policy, "decide_with", None)
+        if decide_with is not None:
+            decision = decide_with(problem, ul_bits, dl_bits, dl_tv, self.policy_rng)
+        else:
+            decision = self.policy.decide(problem, self.policy_rng)
+        mode = decision.mode[0]
+        choice = getattr(decision, "dl_choice", None)
+        choice = self._zero_choice if choice is None else choice[0]
+        bits = np.where(mode == UL, ul_bits, dl_bits[self.index, choice])
+        if self.channel is not None:
+            self.channel.round_bits = bits  # multi-block transmissions deliver these bits
+        self._corrections(np.flatnonzero(mode > 0), mode, choice, bits)
+        return decision
+
+    def _corrections(self, idx, mode, choice, bits):
+        table = self.model.table
+        rows = self._rows[idx]
+        u = self._u_last[idx]
+        m, c = mode[idx], choice[idx]
+        is_dl = m == DL
+        n_dl = int(np.count_nonzero(is_dl))
+        tokens = np.empty(idx.size, dtype=np.int64)
+        tv = rtv = self._no_tv[:idx.size]
+        if n_dl < idx.size:
+            ul = ~is_dl if n_dl else slice(None)
+            tokens[ul] = table.draw(table.ul_cdf, rows[ul], u[ul])
+        if n_dl:
+            tv, rtv = np.zeros(idx.size), np.zeros(idx.size)
+            for j in (np.unique(c[is_dl]).tolist() if self.several_dl else (0,)):
+                sel = is_dl & (c == j) if self.several_dl else is_dl
+                rs = rows[sel]
+                tokens[sel] = table.draw(table.dl_cdf[j], rs, u[sel])
+                self.dl_counts[j] += int(np.count_nonzero(sel))
+                tv[sel] = table.dl_tv[j][rs]
+                rtv[sel] = table.dl_residual_tv[j][rs]
+            t = tv[is_dl]
+            for value in t.tolist():
+                self.tv.add(value)
+            self.tv_sum += float(t.sum())
+            self.lossy += int(np.count_nonzero(t > 0))
+        first = self._first_rejected[idx]
+        if first.any():
+            self.first_tokens[idx[first]] = tokens[first]
+        self.n_ul += idx.size - n_dl
+        self.n_dl += n_dl
+        b = bits[idx]
+        self.bits_sum += float(b.sum())
+        if self.csv is not None and idx.size:
+            fmt = (np.where(is_dl, self.names[c], self.ul_name) if n_dl
+                   else np.full(idx.size, self.ul_name, dtype=object))
+            self.csv.append(round=np.full(idx.size, self.round_index), device=idx,
+                            mode=_MODE[m], format=fmt, bits=b.astype(np.int64),
+                            accept_prob=table.beta[rows], dl_tv=tv, residual_tv=rtv)
+
+    # -- outputs ---------------------------------------------------------------------------
+    def close(self):
+        if self.csv is not None:
+            self.csv.close()
+
+    def summary(self, tokens=None):
+        """The ``payload`` section of summary.json; ``tokens``: the run's delivered tokens."""
+        tokens = self.tokens_total if tokens is None else tokens
+        tv = self.tv.values()
+        n = self.n_ul + self.n_dl
+        return {
+            "model": "token",
+            "ul_format": self.ul_name,
+            "dl_formats": [str(x) for x in self.names],
+            "alpha_effective_mean": float(self.model.alpha_effective.mean()),
+            "acceptance_loss": float(self.model.acceptance_loss.mean()),
+            "acceptance_rate": self.accepted_total / self.positions if self.positions else 0.0,
+            "acceptance_expected": self.beta_sum / self.positions if self.positions else 0.0,
+            "positions": int(self.positions),
+            "corrections": int(n),
+            "mean_bits": self.bits_sum / n if n else 0.0,
+            "dl_tv_mean": float(tv.mean()) if tv.size else 0.0,
+            "dl_tv_p99": float(np.quantile(tv, 0.99)) if tv.size else 0.0,
+            "tv_per_token": self.tv_sum / tokens if tokens else 0.0,
+            "lossy_corrections": int(self.lossy),
+            "exact": self.lossy == 0,
+            "dl_by_format": {str(n): int(c) for n, c in zip(self.names, self.dl_counts)},
+        }
+
+
+# ---------------------------------------------------------------------------- wiring
+
+
+def dl_menu_formats(payload):
+    """The DL formats of the 'fidelity' policy's menu (top-k sizes at prob_bits, or dense)."""
+    from ..model.payload import format_from_scenario
+
+    return [format_from_scenario(payload, format="dense") if k == "dense"
+            else format_from_scenario(payload, format="topk", effective_vocab=int(k))
+            for k in payload.menu]
+
+
+def build_payload_model(scenario, alpha, pairs=None, rng=None):
+    """The token-level ``PayloadModel`` of a scenario (synthetic pairs calibrated to ``alpha``,
+    or the ``pairs`` (p, q) read from ``payload.pairs_file``)."""
+    from ..model.payload import format_from_scenario
+    from ..model.tokens import PayloadModel
+
+    pl = scenario.payload
+    ul = format_from_scenario(pl)
+    dl = dl_menu_formats(pl) if scenario.policy.mode == "fidelity" else [ul]
+    if pairs is not None:
+        model = PayloadModel.from_pairs(pairs[0], pairs[1], len(alpha), ul, dl)
+    else:
+        model = PayloadModel.synthetic(alpha, ul, dl, pl.vocab, pl.zipf_exponent, rng)
+    model.tv_budget = pl.tv_budget
+    return model
+
+
+def payload_server(scenario, server, population, streams, folder, channel, inputs=None):
+    """The server of ``payload.model``: ``server`` itself for 'bits'; for 'token' a
+    ``TokenServer`` with the same policy and streams, and the population whose system has the
+    effective acceptance rates alpha_eff = sum min(p, q_d) and the UL payload's bits.
+
+    Returns (server, population)."""
+    import dataclasses
+
+    if scenario.payload.model != "token":
+        return server, population
+    system = population.system
+    model = build_payload_model(scenario, system.alpha, (inputs or {}).get("pairs"), streams.tokens)
+    system = dataclasses.replace(system, alpha=model.alpha_effective,
+                                 payload_bits=float(model.ul_bits.max()))
+    population = dataclasses.replace(population, system=system)
+    channel.system, channel.bits = system, float(system.payload_bits)
+    token = TokenServer(system, server.policy, server.policy_rng, server.acceptance_rng, model,
+                        streams.tokens, scenario.policy.max_draft, folder, channel)
+    return token, population
+
+
+def read_pairs(payload):
+    """(p, q) from ``payload.pairs_file``, or a ``ScenarioError`` naming the key (one line)."""
+    from ..model.tokens import PairsFileError, load_pairs
+    from ..scenario import ScenarioError
+
+    try:
+        return load_pairs(payload.pairs_file, payload.vocab)
+    except PairsFileError as exc:
+        raise ScenarioError("payload.pairs_file", f"{payload.pairs_file!r} {exc}") from None

@@ -1,0 +1,595 @@
+"""Acceptance models: how many drafted tokens each device gets accepted in a round (no SimPy).
+
+One interface, one small class per setting, registered by name (``acceptance.model``):
+
+- ``iid`` (the paper's model, the default): per-token acceptance alpha_k, i.i.d. One uniform U
+  per device and round from the acceptance stream, drawn ``block`` rounds at a time (the same
+  numbers as round by round); accepted = min(floor(ln U / ln alpha_k), gamma_k).
+- ``beta``: per-session heterogeneity. Every session of ``session_tokens`` token positions of a
+  device draws its own alpha ~ Beta(m kappa, (1 - m) kappa) around the device's mean m
+  (concentration kappa); within a session agreements are i.i.d. Bernoulli(alpha).
+- ``markov``: Gilbert-Elliott agreement. One easy/hard two-state Markov chain per device, one
+  step per token position (easy -> hard with ``easy_to_hard``, hard -> easy with
+  ``hard_to_easy``), agreement with ``easy_rate`` or ``hard_rate`` in the current state.
+  Stationary: pi_easy = h2e / (e2h + h2e); mean m = pi_e a_e + pi_h a_h; lag-1 autocorrelation
+  of the agreement sequence pi_e pi_h (a_e - a_h)^2 (1 - e2h - h2e) / (m (1 - m)).
+- ``trace``: replay of measured agreement sequences (``model.acceptance_trace``): each device
+  walks through answers of a trace one after another.
+
+The non-i.i.d. models share one mechanism (:class:`AgreementWalk`): each device walks along its
+own sequence of per-position agreements; in a round with draft length gamma the accepted count
+is the run of agreements at the device's position, capped at gamma, and the position then
+advances by accepted + 1 (the correction or bonus token is the target's, its agreement is not
+tested). A device's sequence is a function of the seed and its index only (each device has its
+own child generator of the acceptance stream), so two policies under the same seed see the same
+agreements (common random numbers), whatever draft lengths they choose.
+
+Beliefs (``acceptance.belief``) are what the draft controllers are told about alpha:
+``oracle`` (the model's true current rate: alpha_k for iid, the session's alpha for beta, the
+current state's rate for markov, the current answer's agreement rate for trace), ``nominal``
+(the model's long-run mean rate, never updated: what a controller knows without feedback),
+``learned``
+(a per-device Beta posterior of the agreements verified so far, see :class:`LearnedBelief`) or
+``filtered`` (Markov-aware: the forward filter of an easy/hard chain, :class:`FilteredBelief`).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .acceptance_trace import UNKNOWN, mean_agreement
+from .speculative import acceptance_uniforms, run_length
+
+ACCEPTANCE_MODELS: dict[str, type] = {}
+BELIEFS: dict[str, type] = {}
+
+# devices' tasks -> Spec-Bench categories, for ``trace_assign: task``
+TASK_CATEGORIES = {
+    "humaneval": ("coding",),
+    "gsm8k": ("math", "math_reasoning"),
+    "ifeval": ("writing", "extraction", "roleplay", "summarization", "translation"),
+    "mt-bench": ("writing", "roleplay", "reasoning", "math", "coding", "extraction", "stem",
+                 "humanities"),
+}
+
+
+def register(table, name):
+    def deco(cls):
+        cls.name = name
+        table[name] = cls
+        return cls
+    return deco
+
+
+class AcceptanceModel:
+    """Interface: ``accepted(gamma, active)`` -> accepted drafts per device (int64, (K,)).
+
+    ``nominal``: each device's long-run agreement rate (K,); ``true_rate()``: the rate the oracle
+    belief reports this round; ``parameters()``: what ``summary.json`` records.
+    """
+
+    name = "?"
+
+    def __init__(self, alpha, rng, **_):
+        self.alpha = np.asarray(alpha, dtype=float)
+        self.k = int(self.alpha.shape[0])
+        self.rng = rng
+        self.nominal = self.alpha
+
+    def accepted(self, gamma, active=None):
+        raise NotImplementedError
+
+    def true_rate(self):
+        return self.nominal
+
+    def new_request(self, mask):
+        """Devices in ``mask`` start a new request (models with sessions may start a new one)."""
+
+    def parameters(self):
+        return {}
+
+
+@register(ACCEPTANCE_MODELS, "iid")
+class IIDAcceptance(AcceptanceModel):
+    """The paper's i.i.d. model (see the module docstring); exactly the original draws."""
+
+    def __init__(self, alpha, rng, block=1024, mean=None, **_):
+        if mean is not None:
+            alpha = np.full(np.shape(alpha), float(mean))
+        super().__init__(alpha, rng)
+        self.block = block
+        self._runs = np.empty((0, self.k))
+        self._next = 0
+
+    def _run_lengths(self):
+        if self._next == len(self._runs):
+            u = acceptance_uniforms(self.rng, (self.block, self.k))
+            self._runs = run_length(u, self.alpha)
+            self._next = 0
+        row = self._runs[self._next]
+        self._next += 1
+        return row
+
+    def accepted(self, gamma, active=None):
+        return np.minimum(self._run_lengths(), gamma).astype(np.int64)
+
+    def parameters(self):
+        return {"alpha": self.alpha.tolist()}
+
+
+def runs_of_agreement(cont):
+    """For each position of each row of ``cont`` (bool (K, L)): the number of consecutive True
+    from that position on (truncated at the row's end). Returned flat (K * L,), int64."""
+    cont = np.array(cont, dtype=bool)
+    cont[:, -1] = False                          # a row's end stops every run
+    flat = cont.ravel()
+    stops = np.flatnonzero(~flat)
+    next_stop = np.repeat(stops, np.diff(stops, prepend=-1))
+    return next_stop - np.arange(flat.size)
+
+
+class AgreementWalk(AcceptanceModel):
+    """Devices walking along per-position agreement sequences (see the module docstring).
+
+    Subclasses produce a device's sequence block by block: ``segment(i, rng)`` returns the next
+    block (bits int8 with 0/1 and possibly UNKNOWN, rate: the per-position true rate (scalar or
+    array), stops: indices where a run may not continue past, or None). Blocks have a fixed
+    make-up (not the number of positions a refill needs), so a device's sequence is the same
+    whenever its blocks are made. UNKNOWN positions are drawn with ``unknown_rate`` from a
+    second generator of the device, in position order (so a device's sequence does not depend
+    on when its pieces are made). A window of ``window`` positions per device is kept in
+    (K, window) arrays; it is refilled before any device comes within ``margin`` (> the largest
+    draft length + 1) of its end, so runs capped at gamma are exact.
+    """
+
+    window = 16384
+    margin = 80
+    MAX_STEP = 66        # the largest advance of one round: max draft length (64) + 1
+    unknown_rate = 0.5
+
+    def __init__(self, alpha, rng, **kwargs):
+        super().__init__(alpha, rng)
+        self.device_rngs = rng.spawn(self.k)     # the pieces of each device's sequence
+        self.unknown_rngs = rng.spawn(self.k)    # its UNKNOWN positions, in position order
+        self._offsets = np.arange(self.k) * self.window
+        self._carry = [(np.zeros(0, dtype=bool), np.zeros(0), np.zeros(0, dtype=bool))
+                       for _ in range(self.k)]
+        self._prev_end = np.ones(self.k, dtype=bool)   # the walk starts at a segment start
+        self._flat = self._offsets.copy()        # offsets + each device's position
+        self._limits = self._offsets + self.window - self.margin
+        self._countdown = 0
+        self._walked = np.zeros(self.k, dtype=np.int64)
+        self._runs = None
+        self._rate = None
+
+    @property
+    def pos(self):
+        """Each device's position in its current window."""
+        return self._flat - self._offsets
+
+    @property
+    def positions_walked(self):
+        """Token positions each device has moved along its sequence so far."""
+        return self._walked + self.pos
+
+    def segment(self, i, rng):
+        raise NotImplementedError
+
+    def _extend(self, i, need):
+        """At least ``need`` more positions of device i: (continue-run flags, rates)."""
+        rng = self.device_rngs[i]
+        conts, rates, ends, have = [], [], [], 0
+        while have < need:
+            bits, rate, stops, *seg = self.segment(i, rng)
+            seg = seg[0] if seg else stops
+            bits = np.array(bits, dtype=np.int8)
+            unknown = bits == UNKNOWN
+            if unknown.any():   # one draw per UNKNOWN position, in position order
+                u = self.unknown_rngs[i].random(int(unknown.sum()))
+                bits[unknown] = u < self.unknown_rate
+            cont = bits == 1
+            if stops is not None:
+                cont[stops] = False
+            end = np.zeros(cont.shape, dtype=bool)
+            if seg is not None:
+                end[seg] = True
+            conts.append(cont)
+            ends.append(end)
+            rates.append(np.broadcast_to(np.asarray(rate, dtype=float), cont.shape))
+            have += len(cont)
+        return np.concatenate(conts), np.concatenate(rates), np.concatenate(ends)
+
+    def _refill(self):
+        n = self.window
+        cont = np.empty((self.k, n), dtype=bool)
+        rate = np.empty((self.k, n))
+        end = np.empty((self.k, n), dtype=bool)
+        pos = self.pos
+        for i in range(self.k):
+            p = int(pos[i])
+            c0, r0, e0 = self._carry[i]
+            if self._runs is not None:
+                if p > 0:
+                    self._prev_end[i] = self._end[i, min(p, n) - 1]
+                c0 = np.concatenate([self._cont[i, p:], c0])
+                r0 = np.concatenate([self._rate[i, p:], r0])
+                e0 = np.concatenate([self._end[i, p:], e0])
+            if len(c0) < n:
+                c1, r1, e1 = self._extend(i, n - len(c0))
+                c0, r0, e0 = (np.concatenate([c0, c1]), np.concatenate([r0, r1]),
+                              np.concatenate([e0, e1]))
+            cont[i], rate[i], end[i] = c0[:n], r0[:n], e0[:n]
+            self._carry[i] = (c0[n:], r0[n:], e0[n:])
+        self._cont, self._rate, self._end = cont, rate, end
+        self._runs = runs_of_agreement(cont)
+        self._walked += self.pos
+        self._flat[:] = self._offsets
+        self._countdown = (n - self.margin) // self.MAX_STEP
+
+    def accepted(self, gamma, active=None):
+        if self._runs is None:
+            self._refill()
+        flat = self._flat
+        accepted = np.minimum(self._runs.take(flat), gamma)
+        flat += accepted                  # + 1 for the active devices (inactive: gamma 0)
+        flat += 1 if active is None else active
+        self._countdown -= 1
+        if self._countdown <= 0:
+            self._check()
+        return accepted
+
+    def new_request(self, mask):
+        """Devices in ``mask`` start a new request: each moves on to the start of its next
+        segment (beta: session; trace: answer) unless it is at one already."""
+        if self._runs is None:
+            self._refill()
+        n = self.window
+        for i in np.flatnonzero(mask):
+            while True:
+                p = int(self._flat[i] - self._offsets[i])
+                at_start = self._end[i, p - 1] if p > 0 else self._prev_end[i]
+                if at_start:
+                    break
+                nz = np.flatnonzero(self._end[i, p:])
+                target = p + int(nz[0]) + 1 if nz.size else n
+                self._flat[i] = self._offsets[i] + target
+                if target >= n - self.margin:
+                    self._refill()
+                if nz.size:
+                    break
+        self._check()
+
+    def _check(self):
+        """Refill when a device may come within ``margin`` of its window's end: a round
+        advances a device by at most ``MAX_STEP`` positions, so checking every
+        (room left) // MAX_STEP rounds is enough."""
+        room = int((self._limits - self._flat).min())
+        if room <= self.MAX_STEP:
+            self._refill()
+            room = int((self._limits - self._flat).min())
+        self._countdown = room // self.MAX_STEP
+
+    def true_rate(self):
+        if self._runs is None:
+            self._refill()
+        return self._rate.ravel().take(self._flat)
+
+
+@register(ACCEPTANCE_MODELS, "beta")
+class BetaAcceptance(AgreementWalk):
+    """Per-session alpha ~ Beta(m kappa, (1 - m) kappa), i.i.d. agreements within a session."""
+
+    def __init__(self, alpha, rng, mean=None, concentration=10.0, session_tokens=64, **kwargs):
+        super().__init__(alpha, rng)
+        if mean is not None:
+            self.alpha = np.full(self.k, float(mean))
+        self.nominal = self.alpha
+        self.concentration = float(concentration)
+        self.session_tokens = int(session_tokens)
+
+    def segment(self, i, rng):
+        t = self.session_tokens
+        n = max(1, 4096 // t)        # sessions per block
+        m, kappa = self.alpha[i], self.concentration
+        a = np.ones(n) if m >= 1.0 else rng.beta(m * kappa, (1.0 - m) * kappa, size=n)
+        rate = np.repeat(a, t)
+        return rng.random(n * t) < rate, rate, None, np.arange(t - 1, n * t, t)
+
+    def parameters(self):
+        return {"mean": self.alpha.tolist(), "concentration": self.concentration,
+                "session_tokens": self.session_tokens}
+
+
+def markov_stationary(easy_to_hard, hard_to_easy):
+    """Stationary probability of the easy state, pi_e = h2e / (e2h + h2e)."""
+    return hard_to_easy / (easy_to_hard + hard_to_easy)
+
+
+def markov_moments(easy_rate, hard_rate, easy_to_hard, hard_to_easy):
+    """(mean agreement rate, lag-1 autocorrelation) of the Gilbert-Elliott agreement sequence."""
+    pe = markov_stationary(easy_to_hard, hard_to_easy)
+    m = pe * easy_rate + (1 - pe) * hard_rate
+    lam = 1.0 - easy_to_hard - hard_to_easy
+    var = m * (1 - m)
+    rho = pe * (1 - pe) * (easy_rate - hard_rate) ** 2 * lam / var if var > 0 else 0.0
+    return m, rho
+
+
+def markov_chain(rng, n, rates, switch, state=None):
+    """n positions of the Gilbert-Elliott chain: (agreement bits, per-position rate, last state).
+
+    ``rates``: agreement rate (easy, hard); ``switch``: (easy -> hard, hard -> easy) per
+    position; ``state``: the state at the position before (None: start in the stationary law).
+    """
+    if state is None:
+        state = 0 if rng.random() < markov_stationary(*switch) else 1
+    elif rng.random() < switch[state]:
+        state = 1 - state
+    # sojourns are geometric (memoryless: a sojourn cut at the block's end continues alike);
+    # drawn in batches of alternating states, as many batches as the block needs
+    p = np.asarray(switch, dtype=float)
+    if p[state] <= 0:
+        states = np.full(n, state, dtype=np.int8)
+    else:
+        order = np.array([state, 1 - state])
+        pairs = int(n * max(p.sum(), 1e-3) / 2 * 1.5) + 8
+        lengths, total = [], 0
+        while total < n:
+            q = p[order]
+            stay = [rng.geometric(x, size=pairs) if x > 0 else np.full(pairs, n) for x in q]
+            batch = np.column_stack(stay).ravel()
+            lengths.append(batch)
+            total += int(batch.sum())
+        lengths = np.concatenate(lengths)
+        lengths = lengths[:int(np.searchsorted(np.cumsum(lengths), n)) + 1]
+        labels = np.resize(order, len(lengths)).astype(np.int8)
+        states = np.repeat(labels, lengths)[:n]
+    rate = np.asarray(rates)[states]
+    bits = rng.random(n) < rate
+    return bits, rate, int(states[-1])
+
+
+@register(ACCEPTANCE_MODELS, "markov")
+class MarkovAcceptance(AgreementWalk):
+    """Gilbert-Elliott: an easy/hard chain per device, one transition per token position."""
+
+    chunk = 16384
+
+    def __init__(self, alpha, rng, easy_rate=0.9, hard_rate=0.3, easy_to_hard=0.05,
+                 hard_to_easy=0.1, **kwargs):
+        super().__init__(alpha, rng)
+        self.rates = np.array([float(easy_rate), float(hard_rate)])
+        self.switch = np.array([float(easy_to_hard), float(hard_to_easy)])
+        pe = markov_stationary(*self.switch)
+        self.nominal = np.full(self.k, pe * self.rates[0] + (1 - pe) * self.rates[1])
+        self._state = [None] * self.k
+
+    def segment(self, i, rng):
+        bits, rate, self._state[i] = markov_chain(rng, self.chunk, self.rates, self.switch,
+                                                  self._state[i])
+        return bits, rate, None
+
+    def parameters(self):
+        return {"easy_rate": float(self.rates[0]), "hard_rate": float(self.rates[1]),
+                "easy_to_hard": float(self.switch[0]), "hard_to_easy": float(self.switch[1])}
+
+
+@register(ACCEPTANCE_MODELS, "trace")
+class TraceAcceptance(AgreementWalk):
+    """Replay of measured agreement sequences (``answers``: list of ``acceptance_trace.Answer``).
+
+    ``assign``: 'uniform' (every device uses all answers) or 'task' (a device uses the answers
+    of its task's categories, ``TASK_CATEGORIES``); ``next``: 'draw' (a new answer drawn
+    uniformly from the device's pool when one ends), 'cycle' (the pool in file order from a
+    random start, wrapping around) or 'repeat' (the answer drawn first, again and again). An
+    answer's last position ends the run (the request ends there); UNKNOWN (bonus) positions are
+    drawn with the mean agreement rate of the selected answers.
+    """
+
+    def __init__(self, alpha, rng, answers=(), tasks=None, assign="uniform", next="draw",
+                 source="trace", **kwargs):
+        super().__init__(alpha, rng)
+        self.answers = list(answers)
+        self.unknown_rate = mean_agreement(self.answers)
+        self.assign = assign
+        self.next = next
+        self.source = source
+        self._answer_rate = np.array([a.agreements / a.known for a in self.answers])
+        pools = []
+        for i in range(self.k):
+            if assign == "task" and tasks is not None:
+                cats = set(TASK_CATEGORIES.get(tasks[i], (tasks[i],)))
+                pool = [j for j, a in enumerate(self.answers) if a.category in cats]
+                if not pool:
+                    raise ValueError(f"no answers of the categories of task {tasks[i]!r} "
+                                     f"({', '.join(sorted(cats))}) in the selected trace")
+            else:
+                pool = list(range(len(self.answers)))
+            pools.append(np.array(pool))
+        self.pools = pools
+        self._cursor = np.zeros(self.k, dtype=np.int64)
+        self._started = np.zeros(self.k, dtype=bool)
+        self._lengths = np.array([len(a.bits) for a in self.answers])
+        self.nominal = np.array([mean_agreement([self.answers[j] for j in p]) for p in pools])
+
+    block = 64   # answers per block
+
+    def next_answers(self, i, rng):
+        """The device's next ``block`` answers (indices into ``answers``)."""
+        pool = self.pools[i]
+        if self.next == "draw":
+            pick = np.minimum((rng.random(self.block) * len(pool)).astype(np.int64),
+                              len(pool) - 1)
+        else:
+            first = self._start(i, rng)
+            step = 1 if self.next == "cycle" else 0
+            pick = (first + step * np.arange(self.block)) % len(pool)
+            self._cursor[i] = first + step * self.block
+        return pool[pick]
+
+    def _start(self, i, rng):
+        if not self._started[i]:
+            self._started[i] = True
+            self._cursor[i] = int(min(rng.random() * len(self.pools[i]), len(self.pools[i]) - 1))
+        return int(self._cursor[i])
+
+    def segment(self, i, rng):
+        idx = self.next_answers(i, rng)
+        lengths = self._lengths[idx]
+        bits = np.concatenate([self.answers[j].bits for j in idx])
+        return bits, np.repeat(self._answer_rate[idx], lengths), np.cumsum(lengths) - 1
+
+    def parameters(self):
+        return {"source": self.source, "answers": len(self.answers), "assign": self.assign,
+                "next": self.next, "mean_agreement": float(self.unknown_rate)}
+
+
+def make_acceptance_model(name, alpha, rng, **kwargs):
+    """The acceptance model registered under ``name`` (``acceptance.model``)."""
+    try:
+        cls = ACCEPTANCE_MODELS[name]
+    except KeyError:
+        raise ValueError(f"unknown acceptance model {name!r}; allowed: "
+                         f"{', '.join(sorted(ACCEPTANCE_MODELS))}") from None
+    return cls(alpha, rng, **kwargs)
+
+
+# --- beliefs ---------------------------------------------------------------------------------
+
+class Belief:
+    """Interface: ``alpha()`` -> (K,) rates for the draft controllers, or None (use the system's
+    own alpha); ``observe(accepted, rejected)`` after each round."""
+
+    name = "?"
+
+    def __init__(self, model, prior_mean=None, **_):
+        self.model = model
+
+    def alpha(self):
+        return None
+
+    def observe(self, accepted, rejected, active=None):
+        pass
+
+    def parameters(self):
+        return {}
+
+
+@register(BELIEFS, "nominal")
+class NominalBelief(Belief):
+    """The model's long-run mean rate per device (the System's alpha), never updated."""
+
+
+@register(BELIEFS, "oracle")
+class OracleBelief(Belief):
+    """The acceptance model's true current rate (None for i.i.d.: the system's alpha itself)."""
+
+    def alpha(self):
+        rate = self.model.true_rate()
+        return None if rate is self.model.alpha else rate
+
+
+@register(BELIEFS, "learned")
+class LearnedBelief(Belief):
+    """Per-device Beta posterior of the agreement rate from the verified positions.
+
+    Prior Beta(w m0, w (1 - m0)): mean m0 (``prior_mean``, default the devices' declared alpha)
+    worth w = ``prior_weight`` positions. A round with A accepted drafts and a rejection adds A
+    agreements and 1 disagreement (A agreements only when the whole draft was accepted: the
+    bonus position is not tested). With ``half_life`` (positions) past evidence is discounted by
+    0.5^(n / half_life) for every n newly verified positions (an exponentially weighted
+    estimate that follows drifting acceptance); the estimate is the posterior mean.
+    """
+
+    def __init__(self, model, prior_mean=None, prior_weight=10.0, half_life=None, **_):
+        super().__init__(model)
+        m0 = model.nominal if prior_mean is None else np.full(model.k, float(prior_mean))
+        self.prior_mean = np.asarray(m0, dtype=float)
+        self.prior_weight = float(prior_weight)
+        self.half_life = None if half_life is None else float(half_life)
+        self.agree = np.zeros(model.k)
+        self.disagree = np.zeros(model.k)
+
+    def observe(self, accepted, rejected, active=None):
+        if self.half_life is not None:
+            decay = 0.5 ** ((accepted + rejected) / self.half_life)
+            self.agree *= decay
+            self.disagree *= decay
+        self.agree += accepted
+        self.disagree += rejected
+
+    def alpha(self):
+        w = self.prior_weight
+        return (w * self.prior_mean + self.agree) / (w + self.agree + self.disagree)
+
+    def parameters(self):
+        return {"prior_mean": self.prior_mean.tolist(), "prior_weight": self.prior_weight,
+                "half_life": self.half_life}
+
+
+def make_belief(name, model, **kwargs):
+    try:
+        cls = BELIEFS[name]
+    except KeyError:
+        raise ValueError(f"unknown acceptance belief {name!r}; allowed: "
+                         f"{', '.join(sorted(BELIEFS))}") from None
+    return cls(model, **kwargs)
+
+
+@register(BELIEFS, "filtered")
+class FilteredBelief(Belief):
+    """Markov-aware: the forward filter of a Gilbert-Elliott chain on each device's verified
+    positions; alpha = the predicted agreement probability of its next drafted position.
+
+    ``markov`` = (easy_rate, hard_rate, easy_to_hard, hard_to_easy): the chain assumed (the
+    ``acceptance`` markov keys, whatever the acceptance model). A round of a device moves its
+    filter over accepted + 1 positions: the accepted agreements, then a disagreement if a draft
+    was rejected, else an unobserved position (bonus token, or the target's token at gamma = 0).
+    It starts in the stationary law.
+    """
+
+    def __init__(self, model, markov=(0.9, 0.3, 0.05, 0.1), max_draft=64, **_):
+        super().__init__(model)
+        e, h, p, q = (float(x) for x in markov)
+        self.rates = np.array([e, h])
+        self.trans = np.array([[1 - p, p], [q, 1 - q]])
+        agree = self.trans * self.rates            # state before -> (state, agreement)
+        pw = [np.eye(2)]
+        for _ in range(max_draft + 1):
+            pw.append(pw[-1] @ agree)
+        self._agree_pow = np.array(pw)
+        self._last = np.array([self.trans, self.trans * (1 - self.rates)])  # unobserved, 0
+        pe = markov_stationary(p, q) if p + q > 0 else 0.5
+        self.f = np.tile([pe, 1 - pe], (model.k, 1))   # state law at the last position
+
+    def observe(self, accepted, rejected, active=None):
+        f = np.einsum("ki,kij->kj", self.f, self._agree_pow[accepted])
+        f = np.einsum("ki,kij->kj", f, self._last[rejected.astype(np.int64)])
+        f /= f.sum(axis=1, keepdims=True)
+        if active is None:
+            self.f = f
+        else:
+            self.f = np.where(active[:, None], f, self.f)
+
+    def alpha(self):
+        return (self.f @ self.trans) @ self.rates
+
+    def parameters(self):
+        return {"easy_rate": float(self.rates[0]), "hard_rate": float(self.rates[1]),
+                "easy_to_hard": float(self.trans[0, 1]), "hard_to_easy": float(self.trans[1, 0])}
+
+
+class AgreementTally:
+    """Realised agreements per device: agreed and verified (tested) positions."""
+
+    def __init__(self, k):
+        self.agreed = np.zeros(k, dtype=np.int64)
+        self.verified = np.zeros(k, dtype=np.int64)
+
+    def add(self, accepted, rejected):
+        self.agreed += accepted
+        self.verified += accepted
+        self.verified += rejected
+
+    def rate(self):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(self.verified > 0, self.agreed / np.maximum(self.verified, 1), np.nan)

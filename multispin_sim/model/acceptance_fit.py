@@ -1,0 +1,318 @@
+"""Fitting the acceptance models to an agreement trace, and validating the fits (numpy/scipy).
+
+``fit_all(answers)`` fits:
+
+- ``iid``: alpha = agreements / known positions (the maximum-likelihood estimate; unknown bonus
+  positions are left out as missing).
+- ``beta``: mean m = the pooled rate (as ``iid``, so all fits share one mean rate) and the
+  beta-binomial maximum-likelihood concentration kappa of the per-answer counts (agreements out
+  of known positions), one alpha per answer; the session length is the mean answer length.
+- ``markov``: a two-state hidden Markov model with Bernoulli emissions (Gilbert-Elliott) by
+  Baum-Welch (EM) over all answers at once, unknown positions as missing observations; the
+  state with the higher agreement rate is "easy". The trace's chains restart at every answer,
+  the simulator's never: the switching probabilities keep EM's total switching rate (at least
+  one switch per answer length) split so that the stationary law is the trace's posterior
+  state occupancy (EM's own values are reported as ``em_*``).
+
+``validate(answers, fits)`` compares the trace with synthetic traces of each fitted model of the
+same answer lengths, observed as the trace was (decoded with HF's adaptive draft length, bonus
+positions hidden: ``hf_observe``), on: mean tokens per step E[A + 1] at gamma = 4 and 8
+(replayed exactly as the engine does), P(A = 0) at gamma = 4, the lag-1 autocorrelation of the agreement sequence
+(pairs of known positions within an answer), the variance of per-answer agreement rates, and
+the Kolmogorov-Smirnov distance between the run-length distributions (agreements before each
+disagreement) of the model and the trace.
+"""
+from __future__ import annotations
+
+import numpy as np
+from scipy import optimize, stats
+
+from .acceptance import markov_chain, markov_moments, markov_stationary
+from .acceptance_trace import UNKNOWN, mean_agreement
+
+GAMMAS = (4, 8)
+
+
+def answer_counts(answers):
+    """(agreements, known positions) per answer."""
+    s = np.array([a.agreements for a in answers], dtype=float)
+    n = np.array([a.known for a in answers], dtype=float)
+    return s, n
+
+
+def fit_iid(answers):
+    return {"mean": mean_agreement(answers)}
+
+
+def fit_beta(answers):
+    """Beta-binomial fit of the per-answer counts: the mean is the pooled agreement rate (the
+    i.i.d. MLE, so that every fitted model has the same mean rate), the concentration kappa its
+    maximum-likelihood estimate given that mean."""
+    s, n = answer_counts(answers)
+    keep = n > 0
+    s, n = s[keep], n[keep]
+    m = float(s.sum() / n.sum())
+
+    def nll(log_kappa):
+        kappa = np.exp(log_kappa)
+        return -stats.betabinom.logpmf(s, n, m * kappa, (1 - m) * kappa).sum()
+
+    res = optimize.minimize_scalar(nll, bounds=(np.log(1e-2), np.log(1e5)), method="bounded",
+                                   options={"xatol": 1e-6})
+    return {"mean": m, "concentration": float(np.exp(res.x)),
+            "session_tokens": int(round(float(np.mean([len(a.bits) for a in answers]))))}
+
+
+def _padded(answers):
+    n = max(len(a.bits) for a in answers)
+    obs = np.full((len(answers), n), UNKNOWN, dtype=np.int8)
+    lengths = np.array([len(a.bits) for a in answers])
+    for i, a in enumerate(answers):
+        obs[i, :len(a.bits)] = a.bits
+    return obs, lengths
+
+
+def fit_markov(answers, iterations=100, tol=1e-7, start=None):
+    """Baum-Welch for the Gilbert-Elliott model; returns the scenario keys and the fit's
+    log-likelihood and iterations."""
+    answers = sorted(answers, key=lambda a: -len(a.bits))   # active sequences first at each t
+    obs, lengths = _padded(answers)
+    n_seq, t_max = obs.shape
+    m = mean_agreement(answers)
+    if start is None:
+        start = (min(0.95, m + 0.25), max(0.05, m - 0.35), 0.1, 0.1)
+    r = np.array(start[:2], dtype=float)
+    a = np.array([[1 - start[2], start[2]], [start[3], 1 - start[3]]])
+    pi = np.array([0.5, 0.5])
+    # number of sequences longer than t (they come first)
+    live = [int(np.searchsorted(-lengths, -t, side="right")) for t in range(t_max)]
+    known = obs >= 0
+    ones = obs == 1
+    prev_ll = -np.inf
+    it = 0
+    for it in range(1, iterations + 1):
+        # emissions (N, T, 2); unknown / padding: 1
+        e = np.where(known[..., None], np.where(ones[..., None], r, 1 - r), 1.0)
+        fwd = np.full((n_seq, t_max, 2), 0.5)
+        scale = np.ones((n_seq, t_max))
+        f = pi * e[:, 0]
+        c = f.sum(1)
+        fwd[:, 0] = f / c[:, None]
+        scale[:, 0] = c
+        for t in range(1, t_max):
+            q = live[t]
+            f = (fwd[:q, t - 1] @ a) * e[:q, t]
+            c = f.sum(1)
+            fwd[:q, t] = f / c[:, None]
+            scale[:q, t] = c
+        ll = float(np.log(scale).sum())
+        bwd = np.ones((n_seq, t_max, 2))
+        xi = np.zeros((2, 2))
+        for t in range(t_max - 2, -1, -1):
+            q = live[t + 1]
+            nb = e[:q, t + 1] * bwd[:q, t + 1] / scale[:q, t + 1, None]
+            bwd[:q, t] = nb @ a.T
+            xi += a * np.einsum("ni,nj->ij", fwd[:q, t], nb)
+        post = fwd * bwd
+        post /= post.sum(2, keepdims=True)
+        inside = np.arange(t_max)[None, :] < lengths[:, None]
+        w = post * (known & inside)[..., None]
+        r = np.clip((w * ones[..., None]).sum((0, 1)) / np.maximum(w.sum((0, 1)), 1e-300),
+                    1e-9, 1 - 1e-9)
+        a = xi / xi.sum(1, keepdims=True)
+        pi = post[:, 0].mean(0)
+        if ll - prev_ll < tol * abs(ll):
+            break   # the log-likelihood is non-decreasing in EM; stop when it stalls
+        prev_ll = ll
+    easy = int(np.argmax(r))
+    hard = 1 - easy
+    # the simulator's chain never restarts, the trace's restarts at every answer: keep EM's
+    # switching rate (at least one switch per answer) and split it so that the stationary
+    # law is the posterior state occupancy of the trace
+    occupancy = (post * inside[..., None]).sum((0, 1)) / inside.sum()
+    pe = float(occupancy[easy])
+    s = max(float(a[easy, hard] + a[hard, easy]), 1.0 / float(np.mean(lengths)))
+    return {"easy_rate": float(r[easy]), "hard_rate": float(r[hard]),
+            "easy_to_hard": s * (1 - pe), "hard_to_easy": s * pe,
+            "em_easy_to_hard": float(a[easy, hard]), "em_hard_to_easy": float(a[hard, easy]),
+            "log_likelihood": ll, "iterations": it}
+
+
+def fit_all(answers):
+    return {"iid": fit_iid(answers), "beta": fit_beta(answers), "markov": fit_markov(answers)}
+
+
+# --- synthetic traces and validation metrics ---------------------------------------------------
+
+def synthetic(model, params, lengths, rng):
+    """Agreement sequences (list of int8 arrays) of a fitted model with the given lengths."""
+    out = []
+    for n in lengths:
+        if model == "iid":
+            bits = rng.random(n) < params["mean"]
+        elif model == "beta":
+            mu, kappa = params["mean"], params["concentration"]
+            bits = rng.random(n) < rng.beta(mu * kappa, (1 - mu) * kappa)
+        elif model == "markov":
+            bits, _, _ = markov_chain(rng, n, (params["easy_rate"], params["hard_rate"]),
+                                      (params["easy_to_hard"], params["hard_to_easy"]))
+        else:
+            raise ValueError(model)
+        out.append(np.asarray(bits, dtype=np.int8))
+    return out
+
+
+def hf_observe(bits, initial=5):
+    """What a Spec-Bench-like trace records of a full agreement sequence: decode it with HF's
+    adaptive draft length (``initial``, +2 after a fully accepted draft, else -1, at least 1) and
+    hide the agreement of every bonus position (UNKNOWN), as in the shipped trace."""
+    bits = np.array(bits, dtype=np.int8)
+    n = len(bits)
+    cont = bits == 1
+    if n:
+        cont[-1] = False
+    stops = np.flatnonzero(~cont)
+    out = bits.copy()
+    pos, d = 0, initial
+    while pos < n:
+        run = int(stops[np.searchsorted(stops, pos)] - pos)
+        if run >= d:
+            out[pos + d] = UNKNOWN
+            pos += d + 1
+            d += 2
+        else:
+            pos += run + 1
+            d = max(1, d - 1)
+    return out
+
+
+def resolve_unknown(seqs, rate, rng):
+    """Copies of ``seqs`` with UNKNOWN positions drawn as agreements with probability ``rate``."""
+    out = []
+    for b in seqs:
+        b = np.array(b, dtype=np.int8)
+        u = b == UNKNOWN
+        if u.any():
+            b[u] = rng.random(int(u.sum())) < rate
+        out.append(b)
+    return out
+
+
+def replay(bits, gamma):
+    """Accepted counts of the steps that walk one answer's agreement sequence (0/1, no
+    UNKNOWN) with draft length ``gamma`` (None: unlimited); the answer's last position ends a
+    step. The tokens of the steps (accepted + 1) add up to the answer's length."""
+    bits = np.asarray(bits)
+    n = len(bits)
+    cont = bits == 1
+    if n:
+        cont[-1] = False
+    stops = np.flatnonzero(~cont)
+    out = []
+    pos = 0
+    g = np.inf if gamma is None else gamma
+    while pos < n:
+        run = int(stops[np.searchsorted(stops, pos)] - pos)
+        acc = int(min(run, g))
+        out.append(acc)
+        pos += acc + 1
+    return np.array(out, dtype=np.int64)
+
+
+def _lag1(seqs):
+    x, y = [], []
+    for b in seqs:
+        b = np.asarray(b)
+        ok = (b[:-1] >= 0) & (b[1:] >= 0)
+        x.append(b[:-1][ok])
+        y.append(b[1:][ok])
+    x, y = np.concatenate(x).astype(float), np.concatenate(y).astype(float)
+    return float(np.corrcoef(x, y)[0, 1]) if x.std() > 0 and y.std() > 0 else 0.0
+
+
+def run_lengths(seqs):
+    """Number of agreements before each known disagreement (runs through UNKNOWN are dropped)."""
+    out = []
+    for b in seqs:
+        b = np.asarray(b)
+        run, clean = 0, True
+        for x in b.tolist():
+            if x == 1:
+                run += 1
+            elif x == 0:
+                if clean:
+                    out.append(run)
+                run, clean = 0, True
+            else:
+                run, clean = 0, False
+    return np.array(out, dtype=np.int64)
+
+
+def metrics(seqs, rng, reference_runs=None, unknown_rate=None):
+    """The validation metrics of agreement sequences ``seqs`` (see the module docstring)."""
+    resolved = resolve_unknown(seqs, unknown_rate if unknown_rate is not None
+                               else mean_agreement_bits(seqs), rng)
+    row = {}
+    for g in GAMMAS:
+        acc = np.concatenate([replay(b, g) for b in resolved])
+        row[f"tokens_g{g}"] = float(acc.mean() + 1)
+        if g == GAMMAS[0]:
+            row[f"p_none_g{g}"] = float(np.mean(acc == 0))
+    row["lag1"] = _lag1(seqs)
+    rates = [np.mean(b[b >= 0]) for b in map(np.asarray, seqs) if np.any(b >= 0)]
+    row["var_rate"] = float(np.var(rates))
+    runs = run_lengths(seqs)
+    row["mean_run"] = float(runs.mean()) if len(runs) else float("nan")
+    row["ks_runs"] = (float(stats.ks_2samp(runs, reference_runs).statistic)
+                      if reference_runs is not None else 0.0)
+    return row
+
+
+def mean_agreement_bits(seqs):
+    known = sum(int(np.count_nonzero(np.asarray(b) >= 0)) for b in seqs)
+    ones = sum(int(np.count_nonzero(np.asarray(b) == 1)) for b in seqs)
+    return ones / known if known else float("nan")
+
+
+def validate(answers, fits, seed=0):
+    """Rows {'trace': metrics, 'iid': ..., 'beta': ..., 'markov': ...} (see module docstring)."""
+    rng = np.random.default_rng(seed)
+    seqs = [a.bits for a in answers]
+    lengths = [len(b) for b in seqs]
+    ref_runs = run_lengths(seqs)
+    rows = {"trace": metrics(seqs, rng, ref_runs, mean_agreement(answers))}
+    for model, params in fits.items():
+        seen = [hf_observe(b) for b in synthetic(model, params, lengths, rng)]
+        rows[model] = metrics(seen, rng, ref_runs)
+    return rows
+
+
+def closed_forms(fits):
+    """Model-side closed forms printed beside the table: mean rate and lag-1 autocorrelation."""
+    out = {"iid": (fits["iid"]["mean"], 0.0)}
+    b = fits["beta"]
+    out["beta"] = (b["mean"], None)
+    mk = fits["markov"]
+    out["markov"] = markov_moments(mk["easy_rate"], mk["hard_rate"], mk["easy_to_hard"],
+                                   mk["hard_to_easy"])
+    return out
+
+
+def scenario_snippet(fits, trace=None):
+    """The ``acceptance`` keys of each fitted model (a dict per model, for YAML)."""
+    mk = fits["markov"]
+    out = {
+        "iid": {"acceptance": {"model": "iid", "mean": round(fits["iid"]["mean"], 6)}},
+        "beta": {"acceptance": {"model": "beta", "mean": round(fits["beta"]["mean"], 6),
+                                "concentration": round(fits["beta"]["concentration"], 4),
+                                "session_tokens": fits["beta"]["session_tokens"]}},
+        "markov": {"acceptance": {"model": "markov", **{k: round(mk[k], 6) for k in (
+            "easy_rate", "hard_rate", "easy_to_hard", "hard_to_easy")}}},
+    }
+    if trace is not None:
+        out["trace"] = {"acceptance": {"model": "trace", **trace}}
+    return out
+
+
+__all__ = ["fit_iid", "fit_beta", "fit_markov", "fit_all", "validate", "replay", "run_lengths",
+           "synthetic", "metrics", "scenario_snippet", "closed_forms", "markov_stationary"]

@@ -1,0 +1,254 @@
+"""Agreement traces: per-position draft/target agreement sequences read from files (pure numpy).
+
+A trace is a list of :class:`Answer`: one generated answer each, with its agreement sequence
+``bits`` along the text: 1 = the draft model agreed with the target model at that position, 0 =
+it disagreed (a correction), ``UNKNOWN`` (-1) = not observed (a bonus token after a fully accepted
+draft). Under greedy decoding this sequence does not depend on the draft lengths used, so it can
+be replayed under any draft length (``model.acceptance.TraceAcceptance``).
+
+Two file formats:
+
+- Spec-Bench JSONL (``.jsonl`` or ``.jsonl.gz``), one answer per line with ``accept_lengths``
+  (tokens per verification step = accepted + 1) and optionally ``benchmark``, ``model_id``,
+  ``category``, ``question_id``, ``turn``. A step of length a is a - 1 agreements followed by one
+  disagreement, unless the whole draft was accepted; then its last position is a bonus token
+  whose agreement is UNKNOWN. The draft lengths are not in the file: they are reconstructed with
+  Hugging Face assisted generation's default schedule (``reconstruct_draft_lengths``: 5 at the
+  start, +2 after a fully accepted draft, -1 otherwise, at least 1), which is consistent with
+  every one of the 44,495 steps of the shipped trace (no step accepts more than its
+  reconstructed draft length).
+- CSV (``.csv`` or ``.csv.gz``): one row per position, a header with column ``agree`` (1, 0, or
+  empty / ``?`` / -1 for unknown) and optionally ``answer`` (rows of one answer are consecutive;
+  without it the whole file is one answer), ``category``, ``benchmark``, ``model``.
+
+Errors (missing, empty or malformed file; a selection without answers) raise :class:`TraceError`
+with a one-line message naming the file and line.
+"""
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+import json
+from dataclasses import dataclass
+from functools import cached_property
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+
+UNKNOWN = -1
+HF_INITIAL_DRAFT = 5   # transformers' default num_assistant_tokens (schedule "heuristic")
+SHIPPED_TRACE = "specbench-sps.jsonl.gz"
+
+
+class TraceError(ValueError):
+    """A trace file cannot be used; ``str(error)`` is one line naming the file (and line)."""
+
+
+@dataclass(frozen=True)
+class Answer:
+    """One answer's agreement sequence ``bits`` (int8: 1, 0, UNKNOWN) and where it comes from.
+
+    ``steps``: the recorded tokens per verification step (JSONL traces), else None.
+    """
+
+    bits: np.ndarray
+    category: str = ""
+    benchmark: str = ""
+    model: str = ""
+    question: str = ""
+    steps: np.ndarray | None = None
+
+    @cached_property
+    def known(self):
+        return int(np.count_nonzero(self.bits >= 0))
+
+    @cached_property
+    def agreements(self):
+        return int(np.count_nonzero(self.bits == 1))
+
+
+def shipped_trace_path():
+    """Path of the trace shipped with the package (Spec-Bench, see multispin_sim/data/README.md)."""
+    return Path(str(resources.files("multispin_sim") / "data" / SHIPPED_TRACE))
+
+
+def reconstruct_draft_lengths(accept_lengths, initial=HF_INITIAL_DRAFT):
+    """Draft length of each step under HF's heuristic schedule (+2 after a full accept, else -1).
+
+    Returns (drafts, consistent): ``consistent`` is False when some step accepted more than its
+    reconstructed draft length (the schedule then restarts from that step's accepted count).
+    """
+    d = int(initial)
+    drafts = np.empty(len(accept_lengths), dtype=np.int64)
+    consistent = True
+    for i, a in enumerate(accept_lengths):
+        acc = int(a) - 1
+        if acc > d:
+            consistent = False
+            d = acc
+        drafts[i] = d
+        d = d + 2 if acc == d else max(1, d - 1)
+    return drafts, consistent
+
+
+def steps_to_bits(accept_lengths, drafts=None):
+    """Agreement sequence of a list of step lengths: a - 1 ones, then 0 (or UNKNOWN when the
+    step accepted its whole draft ``drafts[i]``; None: every step ends with a disagreement)."""
+    a = np.asarray(accept_lengths, dtype=np.int64)
+    if drafts is None:
+        full = np.zeros(a.shape, dtype=bool)
+    else:
+        full = (a - 1) >= np.asarray(drafts)
+    bits = np.ones(int(a.sum()), dtype=np.int8)
+    ends = np.cumsum(a) - 1
+    bits[ends] = np.where(full, UNKNOWN, 0).astype(np.int8)
+    return bits
+
+
+def _open_text(path):
+    path = Path(path)
+    if not path.is_file():
+        raise TraceError(f"{path}: no such file (expected a Spec-Bench JSONL or a 0/1 CSV trace)")
+    raw = path.read_bytes()
+    if path.suffix == ".gz":
+        try:
+            raw = gzip.decompress(raw)
+        except (OSError, EOFError) as exc:
+            raise TraceError(f"{path}: not a readable gzip file ({exc})") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise TraceError(f"{path}: not UTF-8 text") from None
+    if not text.strip():
+        raise TraceError(f"{path}: the file is empty (expected a Spec-Bench JSONL or a 0/1 CSV "
+                         "trace)")
+    return text
+
+
+def _read_jsonl(path, text):
+    answers = []
+    for n, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise TraceError(f"{path}:{n}: not valid JSON ({exc.msg})") from None
+        if not isinstance(row, dict) or "accept_lengths" not in row:
+            raise TraceError(f"{path}:{n}: expected an object with 'accept_lengths' (a list of "
+                             "integers >= 1)")
+        steps = row["accept_lengths"]
+        if (not isinstance(steps, list)
+                or not all(isinstance(s, int) and not isinstance(s, bool) and s >= 1
+                           for s in steps)):
+            raise TraceError(f"{path}:{n}: 'accept_lengths' must be a list of integers >= 1")
+        if not steps:
+            continue  # an answer without steps: nothing to replay
+        drafts, _ = reconstruct_draft_lengths(steps)
+        answers.append(Answer(
+            bits=steps_to_bits(steps, drafts), category=str(row.get("category", "")),
+            benchmark=str(row.get("benchmark", "")), model=str(row.get("model_id", "")),
+            question=f"{row.get('question_id', n)}/{row.get('turn', 0)}",
+            steps=np.asarray(steps, dtype=np.int64)))
+    return answers
+
+
+_UNKNOWN_TEXT = {"", "?", "-1", "nan", "na"}
+
+
+def _read_csv(path, text):
+    reader = csv.reader(io.StringIO(text))
+    header = [h.strip() for h in next(reader)]
+    if "agree" not in header:
+        raise TraceError(f"{path}:1: the header needs a column 'agree' (1, 0, or empty/?/-1 for "
+                         f"unknown); found {', '.join(header)}")
+    col = {name: header.index(name) for name in ("agree", "answer", "category", "benchmark",
+                                                  "model") if name in header}
+    answers, bits, meta, current = [], [], None, None
+
+    def close():
+        if bits:
+            answers.append(Answer(bits=np.array(bits, dtype=np.int8), question=str(current),
+                                  **meta))
+
+    for n, row in enumerate(reader, start=2):
+        if not row or all(not c.strip() for c in row):
+            continue
+        if len(row) < len(header):
+            raise TraceError(f"{path}:{n}: {len(row)} fields, expected {len(header)}")
+        value = row[col["agree"]].strip().lower()
+        if value in ("1", "1.0", "true"):
+            bit = 1
+        elif value in ("0", "0.0", "false"):
+            bit = 0
+        elif value in _UNKNOWN_TEXT:
+            bit = UNKNOWN
+        else:
+            raise TraceError(f"{path}:{n}: agree = {row[col['agree']]!r}; expected 1, 0, or "
+                             "empty/?/-1 for unknown")
+        key = row[col["answer"]].strip() if "answer" in col else ""
+        if key != current or meta is None:
+            close()
+            bits, current = [], key
+            meta = {name: row[col[name]].strip() if name in col else ""
+                    for name in ("category", "benchmark", "model")}
+        bits.append(bit)
+    close()
+    return answers
+
+
+def read_trace(path):
+    """All answers of a trace file (format from the name: .jsonl[.gz] or .csv[.gz])."""
+    path = Path(path)
+    text = _open_text(path)
+    name = path.name[:-3] if path.name.endswith(".gz") else path.name
+    if name.endswith(".csv"):
+        answers = _read_csv(path, text)
+    elif name.endswith(".jsonl") or name.endswith(".json"):
+        answers = _read_jsonl(path, text)
+    else:
+        raise TraceError(f"{path}: unknown trace format; expected a name ending in .jsonl, "
+                         ".jsonl.gz, .csv or .csv.gz")
+    if not answers:
+        raise TraceError(f"{path}: no answer with any verification step")
+    return answers
+
+
+def select_answers(answers, path="trace", benchmark=None, model=None, categories=()):
+    """The answers of one benchmark, model (substring of the model id) and categories.
+
+    Raises TraceError naming the unknown value, or when nothing usable is left (an answer is
+    usable when it has at least one known position).
+    """
+    chosen = answers
+    if benchmark:
+        have = sorted({a.benchmark for a in answers})
+        chosen = [a for a in chosen if a.benchmark == benchmark]
+        if not chosen:
+            raise TraceError(f"{path}: no answers of benchmark {benchmark!r}; the file has "
+                             f"{', '.join(have) or 'no benchmark names'}")
+    if model:
+        chosen = [a for a in chosen if model in a.model]
+        if not chosen:
+            raise TraceError(f"{path}: no answers of a model matching {model!r}; the file has "
+                             f"{', '.join(sorted({a.model for a in answers})) or 'no model ids'}")
+    if categories:
+        have = {a.category for a in chosen}
+        for c in categories:
+            if c not in have:
+                raise TraceError(f"{path}: unknown category {c!r}; the selection has "
+                                 f"{', '.join(sorted(have)) or 'no categories'}")
+        chosen = [a for a in chosen if a.category in set(categories)]
+    chosen = [a for a in chosen if a.known > 0]
+    if not chosen:
+        raise TraceError(f"{path}: no usable steps (every selected answer has only unknown "
+                         "positions)")
+    return chosen
+
+
+def mean_agreement(answers):
+    """Per-token agreement rate of the known positions of all ``answers`` (the i.i.d. MLE)."""
+    known = sum(a.known for a in answers)
+    return sum(a.agreements for a in answers) / known if known else float("nan")

@@ -1,0 +1,88 @@
+"""CSI at decision time: what the draft controller and the reactive policy see (pure numpy).
+
+The transmissions always meet the true channel; the decisions see an estimate of the small-scale
+power |h|^2 of every device (UL and DL), built in three optional steps:
+
+1. delay (``csi.delay_ms`` = tau): the CSI was measured tau before the decision. With a
+   Gauss-Markov (Jakes) channel the measured h_old and the true h are jointly Gaussian with
+   correlation rho = J0(2 pi f_D tau) (``channel.doppler_hz``), so given h (any phase: the law
+   is rotation invariant) h_old = rho h + sqrt(1 - rho^2) w, w ~ CN(0, 1). rho = 1 (f_D = 0 or
+   tau = 0) returns h exactly.
+2. estimation noise (``csi.estimation_error_variance`` = s2): the MMSE estimate of h from pilots,
+   h = h_hat + e with h_hat ~ CN(0, 1 - s2) and e ~ CN(0, s2) independent (orthogonality
+   principle); given h, h_hat = (1 - s2) h + sqrt((1 - s2) s2) w. The decision uses |h_hat|^2.
+3. CQI quantisation (``csi.cqi_quantisation``): the device reports a 4-bit CQI of its reference
+   SNR P_ul G |h|^2 K / (N0 B) (full power on an equal 1/K share of the carrier, the operating
+   point of a full round; set by the engine) on the link's CQI grid (the
+   highest CQI whose switching SNR it reaches, ``McsLink.switch_db``); the decision takes the
+   lower edge of the reported bin (CQI 0: one bin width below CQI 1's edge).
+
+Perfect CSI (all three off) returns the very same arrays: decisions are exactly today's.
+Draws come from the ``csi`` random stream.
+"""
+import numpy as np
+
+from .fading import jakes_correlation
+
+
+class PerfectCsi:
+    """The decision sees the truth."""
+
+    perfect = True
+
+    def estimate(self, h_ul, h_dl, reciprocal, rng=None, pathloss=1.0):
+        return h_ul, h_dl
+
+
+class ImperfectCsi:
+    """Delayed, noisy and/or quantised CSI (module docstring).
+
+    ``ref_snr``: (K,) linear reference SNR per unit gain, P_ul K / (N0 B), used by the quantiser
+    on the gain G |h|^2 (needs ``switch_db``, the CQI switching SNRs in dB, ascending).
+    """
+
+    perfect = False
+
+    def __init__(self, delay_s=0.0, doppler_hz=0.0, error_variance=0.0, quantise=False,
+                 switch_db=None, ref_snr=None):
+        self.rho = float(jakes_correlation(doppler_hz, delay_s)) if delay_s > 0 else 1.0
+        self.s2 = float(error_variance)
+        self.quantise = bool(quantise)
+        self.switch_db = None if switch_db is None else np.asarray(switch_db, float)
+        self.ref_snr = None if ref_snr is None else np.asarray(ref_snr, float)
+        if self.quantise and (self.switch_db is None or self.ref_snr is None):
+            raise ValueError("CQI quantisation needs the CQI grid and the reference SNRs")
+
+    def _one(self, power, rng, pathloss):
+        p = np.asarray(power, float)
+        if self.rho == 1.0 and self.s2 == 0.0:
+            est = p
+        else:
+            h = np.sqrt(p).astype(complex)
+            if self.rho != 1.0:
+                w = (rng.standard_normal(p.shape) + 1j * rng.standard_normal(p.shape)) / np.sqrt(2)
+                h = self.rho * h + np.sqrt(1.0 - self.rho ** 2) * w
+            if self.s2 > 0.0:
+                w = (rng.standard_normal(p.shape) + 1j * rng.standard_normal(p.shape)) / np.sqrt(2)
+                h = (1.0 - self.s2) * h + np.sqrt((1.0 - self.s2) * self.s2) * w
+            est = np.abs(h) ** 2
+        if self.quantise:
+            est = self.quantised(est * pathloss) / pathloss
+        return est
+
+    def quantised(self, power):
+        """A gain on the lower edge of its reported CQI bin (4 bits: CQI 0..15)."""
+        edges = self.switch_db
+        with np.errstate(divide="ignore"):
+            snr_db = 10.0 * np.log10(power * self.ref_snr)
+        cqi = np.searchsorted(edges, snr_db, side="right")
+        below = edges[0] - (edges[1] - edges[0])
+        lower_db = np.where(cqi > 0, edges[np.maximum(cqi - 1, 0)], below)
+        return 10.0 ** (lower_db / 10.0) / self.ref_snr
+
+    def estimate(self, h_ul, h_dl, reciprocal, rng, pathloss=1.0):
+        """Estimated small-scale powers (UL, DL) from the true ones (K,); ``pathloss``: the
+        large-scale gains (K,), for the quantiser."""
+        est_ul = self._one(h_ul, rng, pathloss)
+        est_dl = est_ul if reciprocal else self._one(h_dl, rng, pathloss)
+        return est_ul, est_dl

@@ -1,0 +1,185 @@
+"""The energy component: pure accounting of joules per phase, per device and per round.
+
+Per device-round (device k active in the round, all in joules = W x s):
+
+- drafting:   E_draft = P_draft,k x gamma_k t_k'            (t_k' the throttled latency)
+- UL:         E_ul    = (p_k + P_circuit) x d_k              (UL correction, p_k its transmit power)
+- DL:         E_dl    = P_rx x d_k                           (DL correction, receiving)
+- idle:       E_idle  = P_idle x (T_round - gamma_k t_k' - d_k)   (waiting in the round)
+- total:      E_k     = E_draft + E_ul + E_dl + E_idle
+
+(d_k is the realised correction delay, 0 when not rejected; the token uploads and bonus tokens
+are negligible payloads, docs/model.md section 2.) A device without work in a round sleeps (0 W):
+it has no device-round row and no energy.
+
+Per round, at the server: E_dl_tx = sum over DL corrections of p_k d_k (the DL power the
+server allotted to each), E_ver = P_server x T_ver.
+
+Tokens per joule = tokens / joules (device energy unless said otherwise).
+
+``TokensPerJoule`` is the draft controllers' energy-aware objective: expected tokens over the
+expected device energy of the round, E[N] / E[E], with (the accounting above, summed over the
+K_a active devices, D = max_k gamma_k t_k, T = D + T_ver + T_comm)
+
+    E[E] = sum_k (P_draft,k - P_idle) gamma_k t_k + K_a P_idle (D + T_ver) + E[Z],
+    Z    = K_a P_idle T_comm + sum over UL corrections (p_k + P_circuit - P_idle) d_k
+                             + sum over DL corrections (P_rx - P_idle) d_k,
+
+Z being the device energy of the correction phase of one outcome. With ``scope='total'`` the
+server's energy is added: P_server T_ver, and in Z the DL transmit energy sum_DL p_k d_k. ``EnergyKernel`` computes Z
+per outcome from the reactive policy's decision, so the T_comm estimators of ``goodput``
+(exact enumeration, sample average) give E[Z] unchanged: the objective and the accounting are
+the same model (with planned = realised delays, i.e. without fading blocks shorter than rounds).
+"""
+from dataclasses import dataclass
+
+import numpy as np
+
+UL, DL = 1, 2
+
+
+@dataclass(frozen=True)
+class Powers:
+    """draft_w: (K,) drafting power per device; the rest shared scalars (W)."""
+
+    draft_w: np.ndarray
+    idle_w: float = 0.5
+    ul_circuit_w: float = 0.1
+    dl_receive_w: float = 0.2
+    server_w: float = 300.0
+
+
+def device_round_energy(powers, draft_s, mode, power_w, delay_s, duration_s):
+    """Per-device energies of one round (arrays over the given devices).
+
+    draft_s: drafting times; mode: 0/1(UL)/2(DL); power_w: transmit power (device for UL);
+    delay_s: realised correction delays; duration_s: the round's duration.
+    Returns (draft, ul, dl, idle, total) joules.
+    """
+    draft_s = np.asarray(draft_s, dtype=float)
+    mode = np.asarray(mode)
+    delay = np.asarray(delay_s, dtype=float)
+    ul = mode == UL
+    dl = mode == DL
+    e_draft = np.asarray(powers.draft_w, dtype=float) * draft_s
+    e_ul = np.where(ul, (np.asarray(power_w, dtype=float) + powers.ul_circuit_w) * delay, 0.0)
+    e_dl = np.where(dl, powers.dl_receive_w * delay, 0.0)
+    wait = np.maximum(duration_s - draft_s - np.where(ul | dl, delay, 0.0), 0.0)
+    e_idle = powers.idle_w * wait
+    return e_draft, e_ul, e_dl, e_idle, e_draft + e_ul + e_dl + e_idle
+
+
+def server_round_energy(powers, mode, power_w, delay_s, verify_s):
+    """(DL transmit, verification) joules of one round at the server."""
+    dl = np.asarray(mode) == DL
+    e_tx = float(np.where(dl, np.asarray(power_w, float) * np.asarray(delay_s, float), 0.0).sum())
+    return e_tx, powers.server_w * float(verify_s)
+
+
+def tokens_per_joule(tokens, joules):
+    """tokens / joules (0 where no energy was spent)."""
+    tokens = np.asarray(tokens, dtype=float)
+    joules = np.asarray(joules, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(joules > 0, tokens / joules, 0.0)
+
+
+class TokensPerJoule:
+    """Score for ``goodput.DraftObjective``: E[tokens] / E[device energy] of the round.
+
+    powers: ``Powers``; draft_s: (K,) per-token drafting latencies; active: (K,) bool.
+    Called as score(tokens, gammas (n, K), drafting D (n,), t_ver, z) -> (n,), z = E[Z] in
+    joules from an ``EnergyKernel`` (with a plain T_comm kernel, pass ``comm_is_energy=False``:
+    the corrections are then charged at P_idle).
+    """
+
+    comm_is_energy = True
+
+    def __init__(self, powers, draft_s, active, scope="devices"):
+        active = np.asarray(active, dtype=bool)
+        self.idle = float(powers.idle_w)
+        self.server_w = float(powers.server_w) if scope == "total" else 0.0
+        self.n_active = float(active.sum())
+        # per-token excess of drafting over idle, per device (0 for inactive devices)
+        self.excess = np.where(active, (np.asarray(powers.draft_w, float) - self.idle)
+                               * np.asarray(draft_s, float), 0.0)
+
+    def energy(self, gammas, drafting, t_ver, z):
+        gammas = np.atleast_2d(gammas)
+        span = np.asarray(drafting, float) + t_ver
+        server = self.server_w * np.asarray(t_ver, float)
+        if not self.comm_is_energy:  # z is E[T_comm]
+            return (gammas @ self.excess + self.n_active * self.idle * (span + np.asarray(z, float))
+                    + server)
+        return gammas @ self.excess + self.n_active * self.idle * span + np.asarray(z, float) + server
+
+    def __call__(self, tokens, gammas, drafting, t_ver, t_comm):
+        return tokens_per_joule(tokens, self.energy(gammas, drafting, t_ver, t_comm))
+
+
+def split_energy(ul_delay, ul_power, tau_dl, n_ul, n_rejected, powers):
+    """Device energy of the correction phase for each prefix split n (arrays over n):
+    UL devices (p + P_circuit) d, DL devices P_rx tau, and P_idle for every rejected device
+    while it waits for the slowest (T = max over the split). Inputs in UL order for one outcome:
+    ul_delay, ul_power (|R|,), tau_dl (|R| + 1,) DL delay of the suffix from n."""
+    r = int(n_rejected)
+    n = np.arange(r + 1)
+    d = np.asarray(ul_delay, float)
+    p = np.asarray(ul_power, float)
+    tau = np.asarray(tau_dl, float)
+    ul_e = np.concatenate([[0.0], np.cumsum((p + powers.ul_circuit_w) * d)])
+    ul_t = np.concatenate([[0.0], np.cumsum(d)])
+    d_max = np.concatenate([[0.0], np.maximum.accumulate(d)]) if r else np.zeros(1)
+    t = np.maximum(d_max, tau)
+    dl_e = powers.dl_receive_w * tau * (r - n)
+    busy = ul_t + tau * (r - n)
+    return ul_e + dl_e + powers.idle_w * (r * t - busy)
+
+
+def correction_energy(decision, powers, n_active, scope="devices"):
+    """Z of each outcome (M,): device energy of the correction phase (see the module
+    docstring); ``scope='total'`` adds the server's DL transmit energy."""
+    mode, d, p = decision.mode, decision.delay_s, decision.power_w
+    ul = mode == UL
+    dl = mode == DL
+    rx = powers.dl_receive_w - powers.idle_w + (p if scope == "total" else 0.0)
+    extra = (np.where(ul, (p + powers.ul_circuit_w - powers.idle_w) * d, 0.0)
+             + np.where(dl, rx * d, 0.0)).sum(axis=1)
+    return n_active * powers.idle_w * np.asarray(decision.t_comm, float) + extra
+
+
+class EnergyKernel:
+    """Kernel for the T_comm estimators returning Z (joules) per outcome row instead of T_comm.
+
+    ``policy``: the reactive policy object (its ``decide`` is called on the rows);
+    ``uniforms``: (M, K) per-sample uniforms for randomised policies (common random numbers);
+    ``coin``: (M, K) bool fixed UL coins (the random split under exact enumeration).
+    """
+
+    def __init__(self, system, g_ul, g_dl, policy, powers, n_active, uniforms=None, seed=0,
+                 coin=None, scope="devices"):
+        self.scope = scope
+        self.system = system
+        self.g_ul = np.asarray(g_ul, dtype=float)
+        self.g_dl = np.asarray(g_dl, dtype=float)
+        self.policy = policy
+        self.powers = powers
+        self.n_active = float(n_active)
+        self.uniforms = uniforms
+        self.seed = seed
+        self.coin = None if coin is None else np.asarray(coin, dtype=bool)
+
+    def __call__(self, rejected, rows=None):
+        from .goodput import _RowStream
+        from .reactive import evaluate_assignment
+        rej = np.atleast_2d(np.asarray(rejected, dtype=bool))
+        rows = np.arange(rej.shape[0]) if rows is None else np.asarray(rows)
+        g_ul = self.g_ul[rows] if self.g_ul.ndim == 2 else self.g_ul
+        g_dl = self.g_dl[rows] if self.g_dl.ndim == 2 else self.g_dl
+        problem = self.system.reactive_problem(rej, g_ul, g_dl)
+        if self.coin is not None:
+            decision = evaluate_assignment(problem, self.coin[rows] & rej)
+        else:
+            stream = _RowStream(self.uniforms, rows, np.random.default_rng(self.seed))
+            decision = self.policy.decide(problem, stream)
+        return correction_energy(decision, self.powers, self.n_active, self.scope)

@@ -1,0 +1,438 @@
+"""The link component: how long a correction of ``bits`` takes on a subband (pure numpy).
+
+Two settings (``link.model``):
+
+- ``shannon`` (the paper's): rate b log2(1 + SNR) on a continuous equal split b = B / |R|.
+  The engine keeps its own code path for it (``ShannonLink`` only answers planned delays).
+- ``mcs``: 3GPP NR link abstraction.
+
+  * Resource blocks: the carrier has N_PRB usable PRBs (``nr_tables.usable_prbs``: TS 38.101
+    tables); each of the |R| transmitting devices gets floor(N_PRB / |R|) whole PRBs; the
+    N_PRB mod |R| remaining PRBs stay idle, so every device has the same bandwidth and the
+    reactive decision keeps its structure (the prefix lemma, see below). The noise bandwidth of
+    a device is n_PRB 12 delta_f, its SNR = P g / (N0 n_PRB 12 delta_f).
+  * Link adaptation: the highest CQI whose BLER at the *reported* SNR is <= the BLER target
+    (CQI 0: out of range, an outage). The MCS is the CQI table's (Q_m, R); the transport
+    block size is TS 38.214 5.1.3.2 for n_PRB PRBs (``nr_tables.transport_block_size``); one
+    transport block per slot (1 ms / 2^mu); a correction needs ceil(bits / TBS) blocks.
+  * BLER: a logistic curve in dB around each MCS's 10%-BLER SNR threshold
+        BLER(snr) = 1 / (1 + 9 exp(a (snr_dB - thr_dB))),   a = ln(81) / w,
+    so BLER(thr) = 0.1 and the SNR span from BLER 0.9 to 0.1 is w dB (``bler_waterfall_db``).
+    The thresholds are derived from the Shannon bound with an implementation gap Gamma
+    (``implementation_gap_db``): thr = Gamma (2^eff - 1), eff = Q_m R the MCS's bits per
+    resource element (link-level curves of LDPC codes in AWGN sit about 1-2 dB from the bound
+    at 10% BLER; e.g. Mogensen et al., "LTE capacity compared to the Shannon bound", 2007).
+  * HARQ: each transport block is sent up to ``harq_max`` times; with chase combining the
+    m-th attempt decodes at the summed SNR m snr (conditional failure BLER(m snr) given the
+    earlier failures), with repetition each attempt is an independent try at snr. Every
+    attempt takes one slot (enough parallel HARQ processes keep the pipe full; the HARQ
+    round-trip of the last block is not added). After ``harq_max`` failures the block is
+    dropped from the HARQ buffer and the device waits for the next fading block, where it
+    adapts again (on that block's true SNR: a fresh CQI report) and continues with the bits
+    not yet delivered (blocks already delivered stay delivered, as RLC would keep them).
+  * Outage: a reported SNR below CQI 1's switching point waits for the next fading block.
+    A retry (after an outage or a dropped block) is a new scheduling decision: the engine
+    sends it at full power on UL and at a flat DL power spectral density, P_dl n_PRB / N_PRB,
+    on DL (the decided DL powers equalise SNRs, so one deep fade can leave every DL device of
+    the round with a tiny power; a flat PSD is feasible for any set of retries, though with
+    first attempts still running the DL total can exceed P_dl for a while).
+    Delays therefore stay finite under Rayleigh fading (a geometric number of blocks).
+  * Fading blocks during a correction: a transport block whose first attempt starts in a
+    fading block keeps that block's SNR for all its attempts (a simplification at block
+    boundaries). The first block is adapted on the reported SNR (the CSI the decision saw);
+    every later block (a continuation, a retry or after an outage) on its true SNR, as from a
+    fresh CQI report.
+  * ``cqi_table: continuous``: an ideal grid, eff = log2(1 + snr_eff / Gamma) where snr_eff is
+    the reported SNR lowered so that the BLER target is met, TBS = N_RE eff with no rounding
+    (for checks against the Shannon bound; no outage). Its delay is within
+        S / (rho b log2(1 + snr / Gamma)) <= d < that + one slot,  rho = 156 / 180
+    (the 156 data REs of the 14 x 12 per PRB and slot, over the 12 x 15 kHz x 2^mu bandwidth x
+    slot product 180): ``continuous_delay_bounds``.
+
+Random numbers: the BLER draws come from the ``link`` stream only (``engine.streams``).
+"""
+import bisect
+import itertools
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import nr_tables as nr
+
+LINK_MODELS = ("shannon", "mcs")
+HARQ_COMBINING = ("chase", "repetition")
+_LN2 = math.log(2.0)
+_MAX_BLOCKS = 100_000  # blocks waited by one correction before giving up (a bug or no fading)
+
+
+@dataclass
+class LinkOutcome:
+    """One correction: realised delay (s), HARQ transmissions (slots used), transport blocks that
+    failed every attempt, fading blocks waited in outage, transport blocks delivered."""
+
+    delay_s: float
+    transmissions: int = 0
+    failures: int = 0
+    outages: int = 0
+    blocks: int = 0
+
+
+class ShannonLink:
+    """The paper's link: b log2(1 + SNR) on b = B / |R| (the engine's own code path)."""
+
+    name = "shannon"
+    fast_path_eligible = True
+
+    def planned_delay(self, bits, bandwidth_hz, snr):
+        with np.errstate(divide="ignore"):
+            return np.asarray(bits, float) / (bandwidth_hz * np.log2(1.0 + np.asarray(snr, float)))
+
+
+class BlerCurve:
+    """Logistic BLER around 10%-BLER thresholds thr_dB = 10 log10(Gamma (2^eff - 1))."""
+
+    def __init__(self, gap_db=1.5, waterfall_db=1.0, enabled=True):
+        self.gap = 10.0 ** (gap_db / 10.0)
+        self.slope = math.log(81.0) / waterfall_db   # per dB
+        self.enabled = enabled
+
+    def threshold_db(self, eff):
+        return 10.0 * np.log10(self.gap * np.expm1(np.asarray(eff, float) * _LN2))
+
+    def bler(self, thr_db, snr):
+        """BLER of an MCS with threshold ``thr_db`` at linear SNR ``snr`` (arrays broadcast)."""
+        if not self.enabled:
+            return np.zeros(np.broadcast_shapes(np.shape(thr_db), np.shape(snr)))
+        with np.errstate(divide="ignore", over="ignore"):
+            x = self.slope * (10.0 * np.log10(snr) - thr_db)
+            return 1.0 / (1.0 + 9.0 * np.exp(x))
+
+    def shift_db(self, target):
+        """BLER <= target  <=>  snr_dB >= thr_dB + shift (0 at target 0.1)."""
+        if not self.enabled:
+            return -np.inf
+        return math.log((1.0 - target) / (9.0 * target)) / self.slope
+
+
+class McsLink:
+    """NR link abstraction (module docstring). Scalars throughout (one correction at a time).
+
+    ``bandwidth_hz``: carrier bandwidth B; ``n0``: noise PSD in W/Hz (noise figure included).
+    """
+
+    name = "mcs"
+    fast_path_eligible = False  # per-correction HARQ draws: no vectorised engine fast path
+
+    def __init__(self, bandwidth_hz, n0, scs_khz=30, table="64qam", bler_target=0.1,
+                 gap_db=1.5, waterfall_db=1.0, harq_max=4, combining="chase", bler=True):
+        if table not in nr.CQI_TABLE_NAMES:
+            raise ValueError(f"unknown CQI table {table!r}; allowed: "
+                             f"{', '.join(nr.CQI_TABLE_NAMES)}")
+        if not 0.0 < bler_target < 1.0:
+            raise ValueError(f"BLER target {bler_target} is not in (0, 1)")
+        if int(harq_max) < 1:
+            raise ValueError(f"HARQ maximum transmissions {harq_max} is < 1")
+        if combining not in HARQ_COMBINING:
+            raise ValueError(f"unknown HARQ combining {combining!r}; allowed: chase, repetition")
+        self.bandwidth_hz = float(bandwidth_hz)
+        self.n0 = float(n0)
+        self.scs_khz = int(scs_khz)
+        self.n_prb = nr.usable_prbs(self.bandwidth_hz, self.scs_khz)
+        self.prb_hz = nr.SUBCARRIERS_PER_PRB * self.scs_khz * 1e3
+        self.slot_s = nr.slot_seconds(self.scs_khz)
+        self.table = table
+        self.curve = BlerCurve(gap_db, waterfall_db, enabled=bler)
+        self.bler_target = float(bler_target)
+        self.harq_max = int(harq_max)
+        self.chase = combining == "chase"
+        self.shift_db = self.curve.shift_db(self.bler_target)
+        # chase combining: attempt m decodes at m snr, x shifts by slope * 10 log10(m)
+        self._chase_db = [self.curve.slope * 10.0 * math.log10(m)
+                          for m in range(1, self.harq_max + 1)]
+        self.re_per_prb = nr.data_re_per_prb()
+        if table == "continuous":
+            self.eff = self.thr_db = self.switch_db = self.tbs = None
+        else:
+            _, _, eff = nr.cqi_table(table)
+            self.eff = eff
+            self.thr_db = self.curve.threshold_db(eff)
+            self.switch_db = self.thr_db + self.shift_db  # lowest reported SNR for each CQI
+            self.tbs = nr.tbs_table(table, self.n_prb)
+            self._switch = self.switch_db.tolist()
+            self._thr = self.thr_db.tolist()
+            self._tbs = self.tbs.tolist()
+        self._uniforms = None
+        # statistics of the corrections delivered so far
+        self.transmissions = self.failures = self.outages = self.corrections = 0
+
+    # -- resources ---------------------------------------------------------------------------
+    def prbs(self, n_devices):
+        """Whole PRBs of each of ``n_devices`` transmitting devices (equal split; the remainder
+        stays idle)."""
+        return self.n_prb // max(int(n_devices), 1)
+
+    def noise_w(self, n_prb):
+        return self.n0 * n_prb * self.prb_hz
+
+    def snr(self, power_w, gain, n_prb):
+        return power_w * gain / self.noise_w(n_prb)
+
+    # -- link adaptation ---------------------------------------------------------------------
+    def cqi(self, snr):
+        """CQI index 0..15 chosen at (reported) linear SNR ``snr`` (array ok); 0 = outage."""
+        with np.errstate(divide="ignore"):
+            snr_db = 10.0 * np.log10(np.asarray(snr, float))
+        return np.searchsorted(self.switch_db, snr_db, side="right")
+
+    def choose(self, snr_reported, n_prb):
+        """(TBS bits, threshold dB) of the MCS chosen at the reported SNR; None in outage."""
+        if not snr_reported > 0:
+            return None
+        if self.table == "continuous":
+            snr_eff = snr_reported * 10.0 ** (-self.shift_db / 10.0) if self.curve.enabled \
+                else snr_reported
+            eff = math.log2(1.0 + snr_eff / self.curve.gap)
+            return self.re_per_prb * n_prb * eff, float(self.curve.threshold_db(eff))
+        c = bisect.bisect_right(self._switch, 10.0 * math.log10(snr_reported))
+        if c == 0:
+            return None
+        return self._tbs[c - 1][n_prb], self._thr[c - 1]
+
+    def planned_delay(self, bits, n_prb, snr_reported):
+        """Error-free schedule at the reported SNR: ceil(bits / TBS) slots (inf in outage)."""
+        got = self.choose(snr_reported, n_prb)
+        if got is None or got[0] <= 0:
+            return math.inf
+        return math.ceil(bits / got[0] - 1e-12) * self.slot_s
+
+    def planned_one(self, bits, snr, n_prb, outage_wait_s=0.0):
+        """``planned_delays`` for one scalar correction (the engine's per-round path)."""
+        got = self.choose(snr, n_prb)
+        if got is None:
+            got = self.choose_lowest(n_prb)
+            wait = outage_wait_s
+        else:
+            wait = 0.0
+        return wait + math.ceil(bits / got[0] - 1e-12) * self.slot_s
+
+    def choose_lowest(self, n_prb):
+        """(TBS, threshold) of CQI 1 (what an outage plans after its wait)."""
+        if self.table == "continuous":
+            return self.re_per_prb * n_prb * 1e-9, 0.0
+        return self._tbs[0][n_prb], self._thr[0]
+
+    def planned_delays(self, bits, snr, n_prb, outage_wait_s=0.0):
+        """Vectorised error-free schedule: ceil(bits / TBS) slots at the CQI of ``snr`` (any
+        shape), ``n_prb`` broadcasting against it (ints >= 1), ``bits`` scalar or per device.
+        An outage plans ``outage_wait_s`` (one fading block) plus the CQI-1 schedule."""
+        snr = np.asarray(snr, float)
+        n_prb = np.broadcast_to(np.asarray(n_prb, dtype=np.int64), snr.shape)
+        bits = np.broadcast_to(np.asarray(bits, float), snr.shape)
+        if self.table == "continuous":
+            with np.errstate(divide="ignore", invalid="ignore"):
+                snr_eff = snr * 10.0 ** (-self.shift_db / 10.0) if self.curve.enabled else snr
+                tbs = self.re_per_prb * n_prb * np.log2(1.0 + snr_eff / self.curve.gap)
+                return np.ceil(bits / tbs - 1e-12) * self.slot_s
+        c = self.cqi(snr)
+        tbs = self.tbs[np.maximum(c, 1) - 1, n_prb]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            slots = np.ceil(bits / tbs - 1e-12)
+        return np.where(c > 0, slots * self.slot_s, outage_wait_s + slots * self.slot_s)
+
+    def attempt_pmf(self, thr_db, snr):
+        """P(a transport block needs exactly m attempts), m = 1..M, then P(all M fail): chase
+        combining fails attempt m with BLER(m snr) given the earlier failures, repetition with
+        BLER(snr). A list of M + 1 floats."""
+        m_max = self.harq_max
+        if not self.curve.enabled:
+            return [1.0] + [0.0] * m_max
+        if not snr > 0:
+            return [0.0] * m_max + [1.0]
+        x0 = self.curve.slope * (10.0 * math.log10(snr) - thr_db)
+        survive, pmf = 1.0, []
+        for m in range(m_max):
+            x = x0 + self._chase_db[m] if self.chase else x0
+            fail = 0.0 if x > 700.0 else 1.0 / (1.0 + 9.0 * math.exp(x))
+            pmf.append(survive * (1.0 - fail))
+            survive *= fail
+            if survive == 0.0:
+                pmf.extend([0.0] * (m_max - m - 1))
+                break
+        pmf.append(survive)
+        return pmf
+
+    # -- one correction ----------------------------------------------------------------------
+    def deliver(self, bits, n_prb, power_w, snr_reported, blocks, rng, retry_power_w=None):
+        """Realised delivery of ``bits`` on ``n_prb`` PRBs at ``power_w`` (a ``LinkOutcome``).
+
+        ``blocks``: the fading the correction meets, an object with ``current(t) -> (gain,
+        t_end)`` (the true gain of the block containing time t after the start, and when that
+        block ends, inf if it holds until a retry) and ``next(t) -> t'`` (the start of the next
+        fading block after t). ``snr_reported``: the SNR the decision adapts to at the start.
+        """
+        if not isinstance(rng, Uniforms):
+            if self._uniforms is None or self._uniforms.rng is not rng:
+                self._uniforms = Uniforms(rng) if rng is not None else None
+            rng = self._uniforms
+        slot = self.slot_s
+        remaining = float(bits)
+        t = 0.0
+        out = LinkOutcome(0.0)
+        reported = snr_reported
+        waited = 0
+        while remaining > 0:
+            gain, t_end = blocks.current(t)
+            snr = self.snr(power_w, gain, n_prb)
+            rep = snr if reported is None else reported
+            reported = None  # later blocks: a fresh report of their true SNR
+            got = self.choose(rep, n_prb)
+            if got is None or got[0] <= 0:
+                out.outages += 1
+                waited += 1
+                if waited > _MAX_BLOCKS or (getattr(blocks, "static", False) and waited > 2):
+                    raise RuntimeError(
+                        f"a correction is in outage for good: SNR "
+                        f"{10 * math.log10(max(snr, 1e-300)):.1f} dB is below CQI 1's "
+                        f"{self.switch_db[0] if self.switch_db is not None else 0:.1f} dB and the "
+                        "channel does not change (no fading): raise the power, lower the noise "
+                        "or use cqi_table 64qam-low-se")
+                t = blocks.next(t)
+                power_w = power_w if retry_power_w is None else retry_power_w
+                continue
+            tbs, thr = got
+            n_tb = math.ceil(remaining / tbs - 1e-12)
+            pmf = self.attempt_pmf(thr, snr)
+            avail = (t_end - t) / slot  # attempts that can start in this fading block
+            done, used, failed = self._harq(n_tb, pmf, avail, rng)
+            out.transmissions += used
+            out.blocks += done
+            remaining = max(0.0, remaining - done * tbs)
+            t += used * slot
+            if failed:
+                out.failures += 1
+                waited += 1
+                t = blocks.next(t)
+                power_w = power_w if retry_power_w is None else retry_power_w
+        out.delay_s = t
+        self.transmissions += out.transmissions
+        self.failures += out.failures
+        self.outages += out.outages
+        self.corrections += 1
+        return out
+
+    def _harq(self, n_tb, pmf, avail, rng):
+        """Send up to ``n_tb`` transport blocks in sequence: stop at the first block that fails
+        all attempts, or when the next block would start after ``avail`` slots.
+
+        ``rng``: a ``Uniforms``. Returns (blocks delivered, slots used, whether a block failed
+        every attempt).
+        """
+        m_max = self.harq_max
+        p_fail = pmf[-1]
+        if pmf[0] == 1.0:  # error-free at this SNR: one attempt per block, no draws
+            n = n_tb if avail == math.inf else min(n_tb, max(0, math.ceil(avail - 1e-9)))
+            return n, n, False
+        if avail == math.inf:
+            # blocks before the first total failure: geometric (inversion); attempts of those
+            # that succeed: how many need >= m attempts, m = 2..M, binomial one after another
+            if p_fail <= 0.0:
+                n_ok = n_tb
+            elif p_fail >= 1.0:
+                n_ok = 0
+            else:  # P(n_ok >= j) = (1 - p_fail)^j
+                u = 1.0 - rng.random()  # (0, 1]
+                n_ok = min(n_tb, int(math.log(u) / math.log1p(-p_fail)))
+            used = n_ok
+            if n_ok:
+                ok = 1.0 - p_fail
+                tail = ok - pmf[0]  # P(success needs >= 2 attempts)
+                count = n_ok
+                for m in range(1, m_max):
+                    if count == 0 or tail <= 0.0:
+                        break
+                    prev = tail + pmf[m - 1] if m > 1 else ok
+                    count = _binomial(count, tail / prev, rng)
+                    used += count
+                    tail -= pmf[m]
+            if n_ok < n_tb:
+                return n_ok, used + m_max, True
+            return n_ok, used, False
+        # the fading block ends: transport block by transport block
+        cum = list(itertools.accumulate(pmf[:-1]))
+        used = done = 0
+        while done < n_tb:
+            if used >= avail - 1e-9:
+                return done, used, False
+            m = bisect.bisect_right(cum, rng.random()) + 1
+            if m > m_max:
+                return done, used + m_max, True
+            used += m
+            done += 1
+        return done, used, False
+
+
+class Uniforms:
+    """Uniforms of a numpy Generator drawn ``size`` at a time: the link's scalar draws cost a
+    list index, not a numpy call (the stream's numbers are the same either way)."""
+
+    def __init__(self, rng, size=1024):
+        self.rng = rng
+        self.size = size
+        self._buf = []
+        self._i = 0
+
+    def random(self):
+        if self._i == len(self._buf):
+            self._buf = self.rng.random(self.size).tolist()
+            self._i = 0
+        u = self._buf[self._i]
+        self._i += 1
+        return u
+
+
+def _binomial(n, q, rng):
+    """Binomial(n, q) by inversion of one uniform (numpy's sampler for large n q)."""
+    if n <= 0 or q <= 0.0:
+        return 0
+    if q >= 1.0:
+        return n
+    if n * q > 20.0 or n > 2000:
+        return int(rng.rng.binomial(n, q))
+    u = rng.random()
+    p = (1.0 - q) ** n
+    c, k, r = p, 0, q / (1.0 - q)
+    while u > c and k < n:
+        p *= r * (n - k) / (k + 1)
+        k += 1
+        c += p
+    return k
+
+
+class IidBlocks:
+    """Fading blocks for a correction when the channel has one block per round: the round's
+    gain holds until a retry is needed; each retry waits ``block_s`` and meets a new gain
+    ``draw(previous_gain)`` (i.i.d. or Gauss-Markov aged, see the engine)."""
+
+    def __init__(self, gain, draw, block_s):
+        self.gain = float(gain)
+        self.draw = draw
+        self.block_s = float(block_s)
+        self.t0 = 0.0
+
+    def current(self, t):
+        return self.gain, math.inf
+
+    def next(self, t):
+        self.gain = float(self.draw(self.gain))
+        return t + self.block_s
+
+
+def continuous_delay_bounds(bits, n_prb, scs_khz, snr, gap_db):
+    """Bounds of the ``continuous`` mcs delay without errors (module docstring)."""
+    b = n_prb * nr.SUBCARRIERS_PER_PRB * scs_khz * 1e3
+    rho = nr.data_re_per_prb() / (nr.SUBCARRIERS_PER_PRB * nr.SYMBOLS_PER_SLOT
+                                  * 15.0 / 14.0 * 1.0)  # 156 / 180
+    gap = 10.0 ** (gap_db / 10.0)
+    low = bits / (rho * b * math.log2(1.0 + snr / gap))
+    return low, low + nr.slot_seconds(scs_khz)

@@ -1,0 +1,219 @@
+"""The verification cost component: how long the server's batched forward pass takes.
+
+Three settings (``server.verify_model``), one interface:
+
+- ``linear`` (the paper): T_ver = T0 + K_b T1, K_b = devices in the batch, whatever they drafted.
+- ``tokens``: T_ver = T0 + T1 n, n = tokens in the batch = sum over the batch of (gamma_k + 1)
+  (gamma_k drafts plus the position after them).
+- ``table``: T_ver = f(n), f piecewise linear through a measured profile (batched tokens,
+  milliseconds), read from a CSV (``read_verify_table``). Below the first row f is the first
+  row's time (a pass costs at least that); above the last row f continues the last segment's
+  slope (linear extrapolation: in the compute-bound regime a pass grows linearly with tokens).
+
+An empty batch takes no time in every setting.
+
+Interface (``VerificationCost``):
+
+- ``batch_s(draft_lengths)``: T_ver of one batch from the draft lengths of the devices in it
+  (a 1-D array; its length is K_b). Python float; the engine and any protocol (synchronous
+  rounds, continuous batching) call this.
+- ``time_s(gammas, active)``: vectorised: gammas (..., K), active (K,) bool -> (...,) seconds,
+  the batch being the active devices. The draft controllers' objective calls this on candidate
+  draft-length arrays, so controllers optimise the cost model the engine uses.
+- ``depends_on_draft``: False when T_ver does not change with the draft lengths of a fixed
+  batch (``linear``): the objective can then keep one number.
+
+Shipped tables live in ``multispin_sim/data/verify_tables/`` (``SHIPPED_TABLES``), each CSV
+with its provenance in ``#`` comment lines.
+"""
+import csv
+import math
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+
+VERIFY_MODELS = ("linear", "tokens", "table")
+SHIPPED_TABLES = ("vidur-a100-codellama34b", "paper-linear-qwen2.5")
+
+
+class VerifyTableError(ValueError):
+    """A verification table file is malformed: ``str(error)`` is one line naming file and line."""
+
+
+class VerificationCost:
+    """Interface of the verification cost component (see the module docstring)."""
+
+    name = "?"
+    depends_on_draft = True
+
+    def batch_time_s(self, n_devices, n_tokens):
+        """T_ver for batches of ``n_devices`` devices holding ``n_tokens`` tokens (arrays)."""
+        raise NotImplementedError
+
+    def batch_s(self, draft_lengths):
+        gamma = np.asarray(draft_lengths)
+        n = gamma.size
+        if n == 0:
+            return 0.0
+        return float(self.batch_time_s(n, int(gamma.sum()) + n))
+
+    def time_s(self, gammas, active):
+        gammas = np.asarray(gammas)
+        active = np.asarray(active, dtype=bool)
+        n = int(active.sum())
+        tokens = np.where(active, gammas + 1, 0).sum(axis=-1)
+        return np.asarray(self.batch_time_s(n, tokens), dtype=float)
+
+
+class LinearVerification(VerificationCost):
+    """T0 + K_b T1 (seconds); the draft lengths do not matter."""
+
+    name = "linear"
+    depends_on_draft = False
+
+    def __init__(self, fixed_s, per_device_s):
+        self.fixed_s = float(fixed_s)
+        self.per_device_s = float(per_device_s)
+
+    def batch_time_s(self, n_devices, n_tokens):
+        n = np.broadcast_to(np.asarray(n_devices, dtype=float), np.shape(n_tokens))
+        return np.where(n > 0, self.fixed_s + n * self.per_device_s, 0.0)
+
+    def batch_s(self, draft_lengths):
+        n = len(draft_lengths)
+        # the same IEEE operations as System.verification_s (Python floats)
+        return self.fixed_s + float(n) * self.per_device_s if n > 0 else 0.0
+
+
+class TokenVerification(VerificationCost):
+    """T0 + T1 n, n = tokens in the batch (seconds)."""
+
+    name = "tokens"
+
+    def __init__(self, fixed_s, per_token_s):
+        self.fixed_s = float(fixed_s)
+        self.per_token_s = float(per_token_s)
+
+    def batch_time_s(self, n_devices, n_tokens):
+        n_tokens = np.asarray(n_tokens, dtype=float)
+        return np.where(np.asarray(n_devices) > 0, self.fixed_s + n_tokens * self.per_token_s, 0.0)
+
+
+class TableVerification(VerificationCost):
+    """Piecewise-linear profile through (tokens, seconds) points; flat below the first point,
+    the last segment's slope above the last one."""
+
+    name = "table"
+
+    def __init__(self, tokens, seconds, source=""):
+        self.tokens = np.asarray(tokens, dtype=float)
+        self.seconds = np.asarray(seconds, dtype=float)
+        self.source = source
+        if self.tokens.size < 2:
+            raise ValueError("a verification table needs at least two rows")
+        self.slope = ((self.seconds[-1] - self.seconds[-2])
+                      / (self.tokens[-1] - self.tokens[-2]))
+
+    def interpolate(self, n_tokens):
+        x = np.asarray(n_tokens, dtype=float)
+        t = np.interp(x, self.tokens, self.seconds)  # flat below the first point
+        return np.where(x > self.tokens[-1],
+                        self.seconds[-1] + (x - self.tokens[-1]) * self.slope, t)
+
+    def batch_time_s(self, n_devices, n_tokens):
+        return np.where(np.asarray(n_devices) > 0, self.interpolate(n_tokens), 0.0)
+
+
+# ---------------------------------------------------------------------------- tables
+
+
+def shipped_table_path(name):
+    """Path of a shipped table (``SHIPPED_TABLES``)."""
+    return resources.files("multispin_sim") / "data" / "verify_tables" / f"{name}.csv"
+
+
+def resolve_table(spec):
+    """A shipped table name or a file path -> the path to read."""
+    if spec in SHIPPED_TABLES:
+        return shipped_table_path(spec)
+    return Path(spec)
+
+
+def read_verify_table(spec):
+    """(tokens, milliseconds) arrays from a CSV: a header ``tokens,ms`` (names free), then rows
+    of two numbers; ``#`` lines are comments. Checks: numeric cells, at least two rows, tokens
+    strictly increasing and >= 1, times >= 0. Errors name the file and line (one line)."""
+    path = resolve_table(spec)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise VerifyTableError(f"{spec}: cannot read the verification table ({exc.strerror or exc})")
+    rows = []
+    header_seen = False
+    for lineno, row in enumerate(csv.reader(text.splitlines()), start=1):
+        if not row or not "".join(row).strip() or row[0].lstrip().startswith("#"):
+            continue
+        if not header_seen:
+            header_seen = True
+            try:
+                [float(c) for c in row]
+            except ValueError:
+                continue  # the header line
+        where = f"{spec}, line {lineno}"
+        if len(row) != 2:
+            raise VerifyTableError(f"{where}: {len(row)} cells; expected two numbers: "
+                                   "batched tokens, milliseconds")
+        try:
+            n, ms = float(row[0]), float(row[1])
+        except ValueError:
+            raise VerifyTableError(f"{where}: {','.join(row)!r} is not numeric; expected two "
+                                   "numbers: batched tokens, milliseconds") from None
+        if not (math.isfinite(n) and math.isfinite(ms)):
+            raise VerifyTableError(f"{where}: non-finite value; expected finite numbers")
+        if n < 1:
+            raise VerifyTableError(f"{where}: batched tokens {row[0].strip()} < 1; expected "
+                                   "an integer >= 1")
+        if ms < 0:
+            raise VerifyTableError(f"{where}: negative time {row[1].strip()} ms; expected "
+                                   "milliseconds >= 0")
+        if rows and n <= rows[-1][0]:
+            raise VerifyTableError(f"{where}: batched tokens {row[0].strip()} not above the "
+                                   f"previous row's {rows[-1][0]:g}; expected rows sorted by "
+                                   "strictly increasing tokens")
+        rows.append((n, ms))
+    if len(rows) < 2:
+        raise VerifyTableError(f"{spec}: {len(rows)} data row(s); expected at least two rows "
+                               "(batched tokens, milliseconds)")
+    arr = np.array(rows)
+    return arr[:, 0], arr[:, 1]
+
+
+def make_verification_cost(model="linear", fixed_s=0.0, per_device_s=0.0, per_token_s=None,
+                           table=None):
+    """The component for ``server.verify_model``. ``table``: (tokens, ms) arrays, or a spec."""
+    if model == "linear":
+        return LinearVerification(fixed_s, per_device_s)
+    if model == "tokens":
+        return TokenVerification(fixed_s, per_token_s)
+    if model == "table":
+        if isinstance(table, (str, Path)):
+            source = str(table)
+            table = read_verify_table(table)
+        else:
+            source = ""
+        tokens, ms = table
+        return TableVerification(tokens, np.asarray(ms, dtype=float) * 1e-3, source)
+    raise ValueError(f"unknown verification model {model!r}; allowed: {', '.join(VERIFY_MODELS)}")
+
+
+def objective_verification(cost, active):
+    """What the draft objective takes as T_ver: a number when the cost does not depend on the
+    draft lengths (``linear``: byte-identical to before), else a function gammas (n, K) -> (n,)."""
+    active = np.asarray(active, dtype=bool)
+    if not cost.depends_on_draft:
+        return cost.batch_s(np.zeros(int(active.sum())))
+
+    def t_ver(gammas):
+        return cost.time_s(gammas, active)
+    return t_ver

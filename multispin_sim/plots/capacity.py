@@ -1,0 +1,55 @@
+"""The capacity curve of ``multispin-sim capacity``: SLO attainment against the arrival rate.
+
+Reads ``capacity.csv`` and ``capacity.json`` of a capacity folder; draws the mean attainment with
+its 95% interval at every rate tried (colour by verdict), the target, and the capacity with its
+interval (shaded). Writes ``capacity.png`` (beside the CSV, or ``out``).
+"""
+import json
+from pathlib import Path
+
+from ..outputs.records import read_table
+from .figures import PlotError, _require_matplotlib
+
+_COLOURS = {"meets": "tab:green", "fails": "tab:red", "undecided": "tab:orange", "": "grey"}
+
+
+def plot_capacity(folder, out=None):
+    folder = Path(folder)
+    try:
+        res = json.loads((folder / "capacity.json").read_text(encoding="utf-8"))
+        curve = read_table(folder / "capacity.csv")
+    except (OSError, ValueError) as exc:
+        raise PlotError(f"cannot read the capacity output in {folder}: {exc}") from None
+    Figure = _require_matplotlib()
+    fig = Figure(figsize=(6.4, 4.2), layout="constrained")
+    ax = fig.subplots()
+    rate, mean = curve["rate_per_s"], curve["attainment_mean"]
+    lo, hi = curve["ci95_lo"], curve["ci95_hi"]
+    order = rate.argsort()
+    ax.plot(rate[order], mean[order], color="black", linewidth=0.8, zorder=1)
+    for verdict, colour in _COLOURS.items():
+        sel = curve["verdict"] == verdict
+        if sel.any():
+            ax.errorbar(rate[sel], mean[sel], yerr=[mean[sel] - lo[sel], hi[sel] - mean[sel]],
+                        fmt="o", color=colour, capsize=3, label=verdict or "?", zorder=2)
+    ax.axhline(res["target"], color="grey", linestyle="--", linewidth=0.8,
+               label=f"target {res['target']:.0%}")
+    a, b = res["interval"]
+    ax.axvspan(a, b, color="tab:blue", alpha=0.12, label="capacity interval")
+    ax.axvline(res["capacity_per_device_rps"], color="tab:blue", linewidth=1.2,
+               label=f"capacity {res['capacity_per_device_rps']:.3g}/s")
+    slo = ", ".join(f"{k.split('_')[0].upper()} <= {v:g} s" for k, v in res["slo"].items()
+                    if v is not None)
+    ax.set_title(f"{res['scenario']} ({res['protocol']}, draft {res['draft']}): {slo}",
+                 fontsize=9)
+    ax.set_xlabel("arrival rate per device (requests/s)")
+    ax.set_ylabel("SLO attainment (share of requests)")
+    ax.set_ylim(-0.02, 1.02)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8)
+    png = Path(out) if out else folder / "capacity.png"
+    if png.suffix != ".png":
+        png = png / "capacity.png"
+    png.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(png, dpi=120)
+    return [png]

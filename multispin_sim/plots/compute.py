@@ -1,0 +1,90 @@
+"""Goodput, throttling and draft lengths over simulated time (compute and energy runs).
+
+Reads only a run folder: ``rounds.csv`` (start, duration, tokens), ``device_rounds.csv``
+(draft_len, slowdown, temperature_c when thermal throttling is on) and ``devices.csv``
+(power_mode). ``compute_timeseries`` bins them into windows of ``window_s`` seconds of simulated
+time; ``plot_compute_timeseries`` draws three panels: goodput (tokens / time within the window),
+share of device-rounds throttled and mean draft length per power mode, and mean temperature per
+power mode (when recorded). The series are also written as CSV beside the PNG.
+"""
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import numpy as np
+
+from ..outputs.records import read_table
+from .figures import PlotError, _require_matplotlib
+
+
+def compute_timeseries(run_dir, window_s=30.0):
+    """dict: ``t_s`` (window starts), ``goodput_tps``, and per power mode (``''`` = none)
+    ``draft_len``, ``throttled`` (share), ``temperature_c`` (nan if not recorded)."""
+    run = Path(run_dir)
+    for name in ("rounds.csv", "device_rounds.csv", "devices.csv"):
+        if not (run / name).exists():
+            raise PlotError(f"{run}: no {name} (is this a run folder?)")
+    rd = read_table(run / "rounds.csv")
+    dr = read_table(run / "device_rounds.csv")
+    dv = read_table(run / "devices.csv")
+    if "slowdown" not in dr:
+        raise PlotError(f"{run}: device_rounds.csv has no slowdown column (an older run?)")
+    start = np.asarray(rd["start_s"], float)
+    end = float(start[-1] + rd["duration_s"][-1]) if start.size else 0.0
+    edges = np.arange(0.0, end + window_s, window_s)
+    rbin = np.searchsorted(edges, start, side="right") - 1
+    nb = int(rbin.max(initial=0)) + 1  # up to the window of the last round's start
+    tokens = np.bincount(rbin, weights=rd["tokens"], minlength=nb)
+    time = np.bincount(rbin, weights=rd["duration_s"], minlength=nb)
+    modes = np.asarray(dv.get("power_mode", np.full(len(dv["device"]), "")), dtype=str)
+    dmode = modes[dr["device"]]
+    dbin = rbin[dr["round"]]
+    out = {"t_s": edges[:nb], "goodput_tps": np.divide(tokens, time, out=np.zeros(nb),
+                                                        where=time > 0), "modes": {}}
+    for m in np.unique(modes):
+        sel = dmode == m
+        n = np.bincount(dbin[sel], minlength=nb).astype(float)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            series = {
+                "draft_len": np.bincount(dbin[sel], weights=dr["draft_len"][sel], minlength=nb) / n,
+                "throttled": np.bincount(dbin[sel], weights=dr["slowdown"][sel] > 1, minlength=nb) / n,
+                "temperature_c": (np.bincount(dbin[sel], weights=dr["temperature_c"][sel],
+                                              minlength=nb) / n if "temperature_c" in dr
+                                  else np.full(nb, np.nan)),
+            }
+        out["modes"][str(m)] = series
+    return out
+
+
+def plot_compute_timeseries(run_dir, out=None, window_s=30.0):
+    """PNG (default RUN_DIR/compute_timeseries.png) and CSV of ``compute_timeseries``."""
+    ts = compute_timeseries(run_dir, window_s)
+    out = Path(out) if out else Path(run_dir) / "compute_timeseries.png"
+    with open(out.with_suffix(".csv"), "w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f)
+        names = [f"{k}[{m or 'none'}]" for m in ts["modes"] for k in ts["modes"][m]]
+        w.writerow(["t_s", "goodput_tps"] + names)
+        for i, t in enumerate(ts["t_s"]):
+            w.writerow([t, ts["goodput_tps"][i]] + [ts["modes"][m][k][i] for m in ts["modes"]
+                                                    for k in ts["modes"][m]])
+    Figure = _require_matplotlib()
+    fig = Figure(figsize=(8, 8))
+    axes = fig.subplots(4, 1, sharex=True)
+    t = ts["t_s"] + window_s / 2
+    axes[0].plot(t, ts["goodput_tps"], "k-")
+    axes[0].set_ylabel("goodput (tokens/s)")
+    for m, s in ts["modes"].items():
+        label = m or "no mode"
+        axes[1].plot(t, s["throttled"], label=label)
+        axes[2].plot(t, s["draft_len"], label=label)
+        axes[3].plot(t, s["temperature_c"], label=label)
+    axes[1].set_ylabel("share throttled")
+    axes[2].set_ylabel("mean draft length")
+    axes[3].set_ylabel("temperature (degC)")
+    axes[3].set_xlabel("simulated time (s)")
+    axes[1].legend(fontsize="small")
+    fig.suptitle(f"{Path(run_dir).name}: {window_s:g} s windows")
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
+    return out

@@ -1,0 +1,346 @@
+"""Checks for the tutorial exercises: each prints PASS or FAIL (with a hint) and returns a bool.
+
+A check never raises on a wrong answer (the notebook keeps running): an unanswered exercise
+(``None``, or a function that returns ``None``), an exception inside the student's function, a
+wrong shape or a wrong value all print ``FAIL`` with a hint. The reference values are computed
+here from independent forms where one exists (a sum instead of the closed form, a root finder
+instead of the closed form, an exhaustive search instead of the prefix lemma).
+"""
+from __future__ import annotations
+
+import math
+from itertools import product
+
+import numpy as np
+
+__all__ = [
+    "check_expected_tokens", "check_round_time", "check_full_acceptance",
+    "check_ul_delay", "check_dl_delay", "check_best_split",
+    "check_goodput", "check_best_uniform_gamma",
+    "check_median_delay", "check_power_correlation",
+    "check_pk_wait", "check_mean_sojourn",
+    "EXERCISES",
+]
+
+#: exercise id -> (notebook, title); the tests walk this list.
+EXERCISES = {
+    "1.1": ("01_one_round", "E[N] as a sum of P(A >= j)"),
+    "1.2": ("01_one_round", "the length of one round"),
+    "1.3": ("01_one_round", "how often the bonus token is sent"),
+    "2.1": ("02_uplink_or_downlink", "full-power UL delay"),
+    "2.2": ("02_uplink_or_downlink", "the shared DL delay"),
+    "2.3": ("02_uplink_or_downlink", "the best split by the prefix lemma"),
+    "3.1": ("03_draft_length", "the goodput objective G(gamma)"),
+    "3.2": ("03_draft_length", "the best common draft length"),
+    "4.1": ("04_fading", "the median delay under Rayleigh fading"),
+    "4.2": ("04_fading", "the correlation of |h|^2 over time"),
+    "5.1": ("05_queueing", "the Pollaczek-Khinchine waiting time"),
+    "5.2": ("05_queueing", "mean sojourn time from requests.csv"),
+}
+
+
+def _report(ex, ok, message, hint=""):
+    title = EXERCISES[ex][1]
+    if ok:
+        print(f"PASS  exercise {ex} ({title}): {message}")
+    else:
+        print(f"FAIL  exercise {ex} ({title}): {message}" + (f"\n      hint: {hint}" if hint else ""))
+    return bool(ok)
+
+
+def _call(ex, func, args, hint):
+    """(ok, value): call the student's function, turning None and exceptions into a FAIL."""
+    if func is None or not callable(func):
+        return False, _report(ex, False, "no function given yet (the TODO is still there)", hint)
+    try:
+        value = func(*args)
+    except Exception as exc:  # the student's code failed: say how, do not stop the notebook
+        return False, _report(ex, False, f"your function raised {type(exc).__name__}: {exc}", hint)
+    if value is None:
+        return False, _report(ex, False, "your function returned None (the TODO is still there)", hint)
+    return True, value
+
+
+def _close(a, b, rtol=1e-6, atol=0.0):
+    try:
+        return bool(np.all(np.isclose(np.asarray(a, float), np.asarray(b, float), rtol=rtol, atol=atol)))
+    except (TypeError, ValueError):
+        return False
+
+
+# ---------------------------------------------------------------------------- notebook 1
+
+
+def check_expected_tokens(func):
+    """Exercise 1.1: ``func(alpha, gamma)`` returns E[N], the tokens one round gives a device."""
+    hint = ("N = A + 1 and P(A >= j) = alpha^j for j = 1..gamma, so E[N] = 1 + sum_j alpha^j; "
+            "mind alpha = 1 and gamma = 0")
+    cases = [(0.8, 4), (0.6, 3), (0.9, 7), (0.95, 0), (1.0, 5), (0.5, 20)]
+    for alpha, gamma in cases:
+        ok, value = _call("1.1", func, (alpha, gamma), hint)
+        if not ok:
+            return value
+        want = sum(alpha**j for j in range(gamma + 1))
+        if not _close(value, want, rtol=1e-9):
+            return _report("1.1", False, f"E[N] at alpha={alpha}, gamma={gamma}: you give "
+                           f"{value!r}, expected {want:.6f}", hint)
+    return _report("1.1", True, f"E[N] right on {len(cases)} cases, e.g. alpha=0.8, gamma=4 -> 3.3616")
+
+
+def check_round_time(func):
+    """Exercise 1.2: ``func(gamma, t_draft_s, verify_fixed_s, verify_per_device_s, t_comm_s)``
+    returns the round length in seconds (every device is in the batch)."""
+    hint = ("the batch waits for the slowest draft: max_k gamma_k t_k; then one verification "
+            "T_ver0 + K T_ver1 for the K devices; then the slowest correction T_comm")
+    cases = [
+        (np.array([4, 4, 2]), np.array([0.0152, 0.0160, 0.0170]), 0.0428, 0.0076, 0.010),
+        (np.array([0, 0]), np.array([0.0152, 0.0152]), 0.0428, 0.0076, 0.0),
+        (np.array([1, 9, 3, 3]), np.array([0.02, 0.0152, 0.03, 0.0152]), 0.0693, 0.0091, 0.123),
+    ]
+    for gamma, t, v0, v1, tc in cases:
+        ok, value = _call("1.2", func, (gamma, t, v0, v1, tc), hint)
+        if not ok:
+            return value
+        want = max(int(g) * float(x) for g, x in zip(gamma, t)) + v0 + len(gamma) * v1 + tc
+        if not _close(value, want, rtol=1e-9):
+            return _report("1.2", False, f"gamma={gamma.tolist()}: you give {value!r} s, "
+                           f"expected {want:.6f} s", hint)
+    return _report("1.2", True, "round lengths right on 3 cases")
+
+
+def check_full_acceptance(value):
+    """Exercise 1.3: the share of device-rounds of the prepared run (alpha = 0.9, gamma = 5)
+    in which every draft was accepted, and its theoretical value, as (simulated, theory)."""
+    hint = ("P(A = gamma) = alpha^gamma; in device_rounds, compare 'accepted' with 'draft_len' "
+            "(numpy: (dr['accepted'] == dr['draft_len']).mean())")
+    if value is None:
+        return _report("1.3", False, "no answer yet (the TODO is still there)", hint)
+    try:
+        simulated, theory = (float(v) for v in value)
+    except (TypeError, ValueError):
+        return _report("1.3", False, f"expected a pair (simulated, theory), got {value!r}", hint)
+    want = 0.9**5
+    if not _close(theory, want, rtol=1e-9):
+        return _report("1.3", False, f"theory {theory!r}, expected alpha^gamma = {want:.5f}", hint)
+    # 4,000 device-rounds: a binomial 5-sigma band around the theory
+    sigma = math.sqrt(want * (1 - want) / 4000)
+    if not abs(simulated - want) < 5 * sigma:
+        return _report("1.3", False, f"simulated share {simulated:.4f} is far from {want:.4f} "
+                       f"(more than 5 standard errors, {5 * sigma:.4f})", hint)
+    return _report("1.3", True, f"simulated {simulated:.4f} vs alpha^gamma = {want:.5f}")
+
+
+# ---------------------------------------------------------------------------- notebook 2
+
+
+def check_ul_delay(func):
+    """Exercise 2.1: ``func(bits, bandwidth_hz, power_w, gain, n0)`` returns S / rate in s."""
+    hint = "rate = b log2(1 + P g / (N0 b)) bit/s; the delay is S / rate"
+    n0 = 10 ** (-174 / 10) * 1e-3
+    cases = [(34816, 5e5, 0.01, 1e-12, n0), (34816, 1e7, 0.01, 3e-11, n0), (2433024, 2e6, 0.04, 1e-13, n0)]
+    for bits, b, p, g, n in cases:
+        ok, value = _call("2.1", func, (bits, b, p, g, n), hint)
+        if not ok:
+            return value
+        want = bits / (b * math.log2(1 + p * g / (n * b)))
+        if not _close(value, want, rtol=1e-9):
+            return _report("2.1", False, f"b={b:g} Hz, g={g:g}: you give {value!r} s, expected "
+                           f"{want:.6g} s", hint)
+    return _report("2.1", True, "UL delays right on 3 cases")
+
+
+def check_dl_delay(func):
+    """Exercise 2.2: ``func(bits, bandwidth_hz, p_dl_w, gains, n0)``: the common delay of the DL
+    set ``gains`` when the server shares p_dl so that every DL delay is equal."""
+    from scipy.optimize import brentq
+
+    hint = ("equal delays tau need p_k = (N0 b / g_k)(2^(S/(b tau)) - 1); sum_k p_k = P_dl gives "
+            "tau = S / (b log2(1 + P_dl / (N0 b sum_k 1/g_k)))")
+    n0 = 10 ** (-174 / 10) * 1e-3
+    rng = np.random.default_rng(2)
+    cases = [(34816, 2.5e6, 0.04, np.array([1e-12, 3e-12, 5e-13, 2e-11]), n0),
+             (34816, 1e7, 0.0398, np.array([7e-12]), n0),
+             (34816, 1e6, 1.0, 10 ** rng.uniform(-13, -10, 10), n0)]
+    for bits, b, p, g, n in cases:
+        ok, value = _call("2.2", func, (bits, b, p, g, n), hint)
+        if not ok:
+            return value
+
+        def excess(tau):  # total power needed for delay tau minus the budget (a root finder's view)
+            return float(np.sum(n * b / g * (2.0 ** (bits / (b * tau)) - 1.0))) - p
+
+        lo = bits / (b * math.log2(1 + p * g.max() / (n * b))) * 0.999
+        hi = bits / (b * math.log2(1 + p / len(g) * g.min() / (n * b))) * 1.001
+        want = brentq(excess, lo, hi, rtol=1e-13)
+        if not _close(value, want, rtol=1e-7):
+            return _report("2.2", False, f"{len(g)} DL devices: you give {value!r} s, expected "
+                           f"{want:.6g} s (the delay at which their powers add up to P_dl)", hint)
+    return _report("2.2", True, "the DL delays match a root finder on 3 cases")
+
+
+def check_best_split(func):
+    """Exercise 2.3: ``func(d_ul, g_dl, bits, bandwidth_hz, p_dl_w, n0)`` returns T_comm of the
+    best UL/DL assignment of the rejected devices (arrays d_ul: full-power UL delays, g_dl: DL
+    gains, same order), using the prefix lemma."""
+    hint = ("sort the devices by d_ul; for n = 0..|R| put the first n on UL and the rest on DL, "
+            "f(n) = max(largest UL delay among the first n, the shared DL delay of the rest); "
+            "T_comm = min_n f(n)")
+    n0 = 10 ** (-174 / 10) * 1e-3
+    rng = np.random.default_rng(7)
+    bits = 34816
+    for trial in range(6):
+        r = int(rng.integers(1, 8))
+        b = 1e7 / r
+        g_ul = 10 ** rng.uniform(-13, -10, r)
+        g_dl = g_ul if trial % 2 == 0 else 10 ** rng.uniform(-13, -10, r)
+        p_dl = float(10 ** rng.uniform(-2, 0))
+        d_ul = bits / (b * np.log2(1 + 0.01 * g_ul / (n0 * b)))
+        ok, value = _call("2.3", func, (d_ul, g_dl, bits, b, p_dl, n0), hint)
+        if not ok:
+            return value
+        best = math.inf  # exhaustive over all 2^|R| assignments
+        for mask in product((False, True), repeat=r):
+            ul = np.array(mask)
+            t_ul = d_ul[ul].max() if ul.any() else 0.0
+            inv = np.sum(1.0 / g_dl[~ul])
+            t_dl = bits / (b * math.log2(1 + p_dl / (n0 * b * inv))) if inv > 0 else 0.0
+            best = min(best, max(t_ul, t_dl))
+        if not _close(value, best, rtol=1e-9):
+            return _report("2.3", False, f"|R| = {r}: you give T_comm = {value!r} s, the best of "
+                           f"all 2^{r} assignments is {best:.6g} s", hint)
+    return _report("2.3", True, "your split equals the exhaustive optimum on 6 random outcomes")
+
+
+# ---------------------------------------------------------------------------- notebook 3
+
+
+def _goodput_reference(gamma, alpha, t, v0, v1, t_comm):
+    gamma = np.asarray(gamma)
+    tokens = sum(sum(a**j for j in range(int(g) + 1)) for a, g in zip(alpha, gamma))
+    return tokens / (max(int(g) * x for g, x in zip(gamma, t)) + v0 + len(gamma) * v1 + t_comm)
+
+
+def check_goodput(func):
+    """Exercise 3.1: ``func(gamma, alpha, t_draft_s, verify_fixed_s, verify_per_device_s,
+    t_comm_s)`` returns G = sum_k E[N_k] / (max_k gamma_k t_k + T_ver + T_comm), tokens/s."""
+    hint = "numerator: sum of (1 - alpha^(gamma+1)) / (1 - alpha); denominator: the round length"
+    cases = [(np.array([4, 4, 4]), np.array([0.93, 0.86, 0.83]), np.array([0.0152, 0.016, 0.017]),
+              0.0428, 0.0076, 0.02),
+             (np.array([0, 0]), np.array([0.9, 0.9]), np.array([0.0152, 0.0152]), 0.0428, 0.0076, 0.0),
+             (np.array([9, 2, 0, 12]), np.array([0.91, 0.83, 0.86, 0.93]),
+              np.array([0.0152, 0.0175, 0.016, 0.0155]), 0.0693, 0.0091, 0.051)]
+    for case in cases:
+        ok, value = _call("3.1", func, case, hint)
+        if not ok:
+            return value
+        want = _goodput_reference(*case)
+        if not _close(value, want, rtol=1e-9):
+            return _report("3.1", False, f"gamma={case[0].tolist()}: you give {value!r}, expected "
+                           f"{want:.4f} tokens/s", hint)
+    return _report("3.1", True, "G(gamma) right on 3 cases")
+
+
+def check_best_uniform_gamma(value, alpha, t_draft_s, verify_fixed_s, verify_per_device_s,
+                             t_comm_s, max_draft=20):
+    """Exercise 3.2: the common gamma in 0..max_draft that maximises G with a fixed T_comm."""
+    hint = "evaluate G(gamma, ..., gamma) for every gamma in 0..20 and keep the argmax"
+    if value is None:
+        return _report("3.2", False, "no answer yet (the TODO is still there)", hint)
+    k = len(alpha)
+    g = [_goodput_reference([c] * k, alpha, t_draft_s, verify_fixed_s, verify_per_device_s,
+                            t_comm_s) for c in range(max_draft + 1)]
+    best = int(np.argmax(g))
+    try:
+        value = int(value)
+    except (TypeError, ValueError):
+        return _report("3.2", False, f"expected an integer, got {value!r}", hint)
+    if not 0 <= value <= max_draft or not g[value] >= g[best] * (1 - 1e-12):
+        shown = f"{g[value]:.2f}" if 0 <= value <= max_draft else "out of range"
+        return _report("3.2", False, f"gamma = {value} gives G = {shown}; gamma = {best} gives "
+                       f"{g[best]:.2f} tokens/s", hint)
+    return _report("3.2", True, f"gamma = {value} (G = {g[value]:.2f} tokens/s)")
+
+
+# ---------------------------------------------------------------------------- notebook 4
+
+
+def check_median_delay(func):
+    """Exercise 4.1: ``func(bits, bandwidth_hz, mean_snr)``: the median of the delay
+    S / (b log2(1 + snr |h|^2)) when |h|^2 ~ Exp(1) (Rayleigh)."""
+    from scipy.optimize import brentq
+
+    hint = ("the delay is a decreasing function of |h|^2, so its median is the delay at the "
+            "median of |h|^2, which is ln 2 for Exp(1)")
+    for bits, b, snr in [(34816, 5e5, 100.0), (34816, 1e7, 3.0), (2433024, 1e6, 1000.0)]:
+        ok, value = _call("4.1", func, (bits, b, snr), hint)
+        if not ok:
+            return value
+        # P(T <= t) = exp(-(2^(S/(b t)) - 1) / snr): solve CDF = 1/2 numerically
+        cdf = lambda t: math.exp(-(2.0 ** (bits / (b * t)) - 1.0) / snr) - 0.5  # noqa: E731
+        want = brentq(cdf, bits / (b * math.log2(1 + 100 * snr)), bits / (b * math.log2(1 + 1e-6 * snr)),
+                      rtol=1e-13)
+        if not _close(value, want, rtol=1e-7):
+            return _report("4.1", False, f"snr={snr:g}: you give {value!r} s, expected {want:.6g} s", hint)
+    return _report("4.1", True, "medians match the Rayleigh delay CDF on 3 cases")
+
+
+def check_power_correlation(func):
+    """Exercise 4.2: ``func(doppler_hz, dt_s)``: the correlation coefficient of |h|^2 at lag dt
+    under Jakes' model (Gauss-Markov fading in the simulator)."""
+    from scipy.special import jv
+
+    hint = ("h is correlated by J0(2 pi f_D dt) (scipy.special.j0); for a complex Gaussian pair "
+            "the correlation of the powers |h|^2 is the square of that")
+    for fd, dt in [(10.0, 0.0), (10.0, 0.01), (10.0, 0.0423), (200.0, 0.001), (50.0, 0.05)]:
+        ok, value = _call("4.2", func, (fd, dt), hint)
+        if not ok:
+            return value
+        want = float(jv(0, 2 * math.pi * fd * dt)) ** 2
+        if not _close(value, want, rtol=1e-9, atol=1e-12):
+            return _report("4.2", False, f"f_D={fd:g} Hz, dt={dt:g} s: you give {value!r}, "
+                           f"expected {want:.6f}", hint)
+    return _report("4.2", True, "the |h|^2 correlation is right on 5 lags")
+
+
+# ---------------------------------------------------------------------------- notebook 5
+
+
+def check_pk_wait(func):
+    """Exercise 5.1: ``func(arrival_rate, mean_service, second_moment_service)``: the M/G/1 mean
+    waiting time in queue (Pollaczek-Khinchine); inf when the queue is unstable."""
+    hint = "rho = lambda E[S]; W_q = lambda E[S^2] / (2 (1 - rho)); unstable (inf) when rho >= 1"
+    tau = 0.05
+    es, es2 = tau * 19.503530, tau * tau * 384.845743  # docs/model.md section 10: alpha 0.8, gamma 4, L 64
+    lam = 0.5 / es
+    cases = [((lam, es, es2), 0.4933027), ((1.0, 0.5, 0.5), 0.5), ((2.0, 0.5, 0.3), math.inf),
+             ((3.0, 0.5, 0.3), math.inf)]
+    for args, want in cases:
+        ok, value = _call("5.1", func, args, hint)
+        if not ok:
+            return value
+        good = (math.isinf(want) and value == math.inf) or (
+            not math.isinf(want) and _close(value, want, rtol=1e-6))
+        if not good:
+            return _report("5.1", False, f"lambda={args[0]:g}, E[S]={args[1]:g}, E[S^2]={args[2]:g}: "
+                           f"you give {value!r}, expected {want}", hint)
+    return _report("5.1", True, "W_q right, including the docs/model.md example 0.4933 s and rho >= 1")
+
+
+def check_mean_sojourn(func):
+    """Exercise 5.2: ``func(requests)``: the mean time in system (completion - arrival) of the
+    requests that completed; ``requests`` is a dict of numpy arrays like ``result.requests``."""
+    hint = ("unfinished requests have completion_s = nan: keep only np.isfinite(completion_s) "
+            "before averaging completion_s - arrival_s")
+    arrival = np.array([0.0, 1.0, 2.5, 3.0, 7.0])
+    completion = np.array([2.0, 2.0, 6.0, np.nan, np.nan])
+    table = {"request": np.arange(5), "device": np.zeros(5, int), "arrival_s": arrival,
+             "start_s": arrival, "first_token_s": arrival, "completion_s": completion,
+             "tokens": np.full(5, 64), "rounds": np.full(5, 10)}
+    ok, value = _call("5.2", func, ({k: v.copy() for k, v in table.items()},), hint)
+    if not ok:
+        return value
+    want = (2.0 + 1.0 + 3.5) / 3
+    if not _close(value, want, rtol=1e-12):
+        return _report("5.2", False, f"on a 5-request table (2 unfinished) you give {value!r}, "
+                       f"expected {want:.4f} s", hint)
+    return _report("5.2", True, "the mean sojourn time skips unfinished requests")

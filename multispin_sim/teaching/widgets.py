@@ -1,0 +1,53 @@
+"""Sliders for the tutorials, with a static fallback.
+
+``explore(func, alpha=(0.5, 0.99, 0.01, 0.8), gamma=(0, 20, 1, 4))`` shows ipywidgets sliders
+calling ``func(alpha=..., gamma=...)`` when ipywidgets is installed and the code runs in a
+Jupyter kernel; otherwise (plain Python, ipywidgets missing, or the environment variable
+``MULTISPIN_TUTORIALS_STATIC=1``) it calls ``func`` once with the default values, so the
+notebook still runs headless and its figure is still drawn.
+"""
+from __future__ import annotations
+
+import os
+
+__all__ = ["explore", "static_mode"]
+
+
+def static_mode():
+    """True when sliders cannot (or should not) be shown."""
+    if os.environ.get("MULTISPIN_TUTORIALS_STATIC", "") not in ("", "0"):
+        return True
+    try:
+        import ipywidgets  # noqa: F401  (installed?)
+        from IPython import get_ipython
+    except ImportError:
+        return True
+    shell = get_ipython()
+    return shell is None or not hasattr(shell, "kernel")
+
+
+def explore(func, **sliders):
+    """Sliders for ``func``'s keyword arguments: name=(min, max, step, value) or name=[choices]."""
+    defaults = {name: (spec[0] if isinstance(spec, list) else spec[3]) for name, spec in sliders.items()}
+    if static_mode():
+        func(**defaults)
+        return None
+    import ipywidgets as w
+
+    return w.interact(func, **controls(sliders))
+
+
+def controls(sliders):
+    """The ipywidgets controls of ``explore``'s slider specifications."""
+    import ipywidgets as w
+
+    controls = {}
+    for name, spec in sliders.items():
+        if isinstance(spec, list):
+            controls[name] = w.Dropdown(options=spec, value=spec[0], description=name)
+            continue
+        lo, hi, step, value = spec
+        kind = w.IntSlider if all(isinstance(x, int) for x in spec) else w.FloatSlider
+        controls[name] = kind(min=lo, max=hi, step=step, value=value, description=name,
+                              continuous_update=False)
+    return controls

@@ -1,0 +1,420 @@
+"""Compute and energy (issue 13): verification cost models, power modes, thermal throttling,
+energy accounting, the tokens-per-joule objective and the energy-aware split.
+
+Oracles, independent of the code under test:
+- the verification models' formulas written out by hand (linear T0 + K T1, tokens T0 + T1 n,
+  a table's straight line through two points);
+- energy identities recomputed from the recorded durations and the scenario's powers;
+- the RC thermal model's closed form T_ss + (T0 - T_ss) exp(-t / tau);
+- exhaustive search over draft lengths on small instances with the exact (2^K) estimator;
+- the energy-aware split against the plain optimal split and brute-force evaluation of every
+  prefix split.
+"""
+import math
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import multispin_sim as ms
+from multispin_sim.cli import main
+from multispin_sim.model import reactive as R
+from multispin_sim.model.compute import ThermalState, relax
+from multispin_sim.model.energy import Powers
+from multispin_sim.model.pathloss import pathloss_gain
+from multispin_sim.model.system import System
+from multispin_sim.model.verification import (SHIPPED_TABLES, LinearVerification,
+                                              TableVerification, TokenVerification,
+                                              make_verification_cost, read_verify_table)
+from multispin_sim.policies.draft_search import exhaustive_search, make_objective
+from multispin_sim.policies.energy import energy_aware_split
+
+ROOT = Path(__file__).resolve().parents[1]
+N0 = 10 ** (-174 / 10) * 1e-3
+
+
+def small_system(k=3, seed=0, cost=None):
+    rng = np.random.default_rng(seed)
+    return System(alpha=np.array([0.9, 0.85, 0.8][:k]), draft_latency_s=np.full(k, 15.2e-3),
+                  p_ul_w=np.full(k, 0.01), pathloss=pathloss_gain(rng.uniform(100, 300, k)),
+                  p_dl_w=0.04, payload_bits=34_816.0, bandwidth_hz=10e6, n0=N0,
+                  verify_fixed_s=42.8e-3, verify_per_device_s=7.6e-3, verify_cost=cost)
+
+
+# ---------------------------------------------------------------------------- verification
+
+
+def test_tokens_with_matching_t1_reproduces_linear():
+    t0, t1_dev = 42.8e-3, 7.6e-3
+    lin = LinearVerification(t0, t1_dev)
+    for gamma in range(0, 9):
+        tok = TokenVerification(t0, t1_dev / (gamma + 1))
+        for k in range(0, 25):
+            g = np.full(k, gamma)
+            want = t0 + k * t1_dev if k else 0.0
+            assert lin.batch_s(g) == want
+            assert tok.batch_s(g) == pytest.approx(want, rel=1e-13, abs=0)
+
+
+def test_tokens_engine_run_equals_linear_at_the_fixed_draft_length(tmp_path):
+    # default T1 = T_ver1 / 5: every round's verify_s and every other column agree with the
+    # paper's linear model when every device drafts 4 tokens (the default fixed draft length)
+    runs = {}
+    for model in ("linear", "tokens"):
+        sc = ms.load_scenario(overrides=[f"server.verify_model={model}", "run.rounds=40",
+                                         "devices.count=6"])
+        runs[model] = ms.simulate(sc, out=tmp_path / model).rounds
+    a, b = runs["linear"], runs["tokens"]
+    np.testing.assert_allclose(b["verify_s"], a["verify_s"], rtol=1e-13)
+    np.testing.assert_array_equal(b["tokens"], a["tokens"])
+    np.testing.assert_array_equal(b["n_rejected"], a["n_rejected"])
+
+
+def test_two_point_table_equals_tokens():
+    t0, t1 = 42.8e-3, 0.3e-3
+    tok = TokenVerification(t0, t1)
+    table = TableVerification([1, 100], [t0 + t1, t0 + 100 * t1])
+    n = np.arange(1, 2000)
+    np.testing.assert_allclose(table.batch_time_s(1, n), tok.batch_time_s(1, n), rtol=1e-12)
+    gam = np.random.default_rng(1).integers(0, 20, (50, 7))
+    act = np.array([1, 1, 0, 1, 1, 0, 1], bool)
+    np.testing.assert_allclose(table.time_s(gam, act), tok.time_s(gam, act), rtol=1e-12)
+    assert table.time_s(gam, np.zeros(7, bool)).max() == 0.0  # empty batch
+
+
+def test_shipped_vidur_table_values_and_extrapolation():
+    cost = make_verification_cost("table", table="vidur-a100-codellama34b")
+    f = lambda n: float(cost.batch_time_s(1, n)) * 1e3  # noqa: E731
+    for n, ms_ in ((1, 44.1), (32, 46.2), (64, 46.2), (128, 51.7), (256, 86.2), (512, 161.6)):
+        assert f(n) == pytest.approx(ms_, rel=1e-12)
+    assert f(96) == pytest.approx((46.2 + 51.7) / 2, rel=1e-12)
+    slope = (161.6 - 86.2) / 256
+    assert f(1024) == pytest.approx(161.6 + 512 * slope, rel=1e-12)
+    assert f(0.5) == pytest.approx(44.1)
+    for name in SHIPPED_TABLES:
+        tokens, ms_ = read_verify_table(name)
+        assert tokens.size >= 2 and np.all(np.diff(tokens) > 0) and np.all(ms_ >= 0)
+
+
+def test_objective_uses_the_engine_cost_model():
+    cost = make_verification_cost("table", table="vidur-a100-codellama34b")
+    s = small_system(cost=cost)
+    obj = make_objective(s, s.pathloss, s.pathloss, np.ones(3, bool), np.full(3, 6),
+                         estimator="exact")
+    gam = np.array([[0, 0, 0], [3, 5, 6], [6, 6, 6]])
+    want = [cost.batch_s(g) for g in gam]
+    np.testing.assert_allclose(obj.t_ver(gam), want, rtol=1e-15)
+    # stateful moves agree with stateless evaluation (T_ver changes with the moved device)
+    obj.reset(np.array([2, 2, 2]))
+    moved = obj.move_values(np.array([0, 1, 2]), np.array([5, 0, 3]))
+    cand = np.array([[5, 2, 2], [2, 0, 2], [2, 2, 3]])
+    np.testing.assert_allclose(moved, obj.values(cand), rtol=1e-12)
+
+
+def test_best_draft_length_moves_up_under_the_flat_table():
+    # exhaustive search over 0..8 per device, exact E[T_comm]: the steep 'tokens' model
+    # (T1 = 7.6 ms / 5 per token) versus the flat Vidur profile
+    caps = np.full(3, 10)
+    best = {}
+    for name, cost in (("tokens", TokenVerification(42.8e-3, 7.6e-3 / 5)),
+                       ("table", make_verification_cost("table", table="vidur-a100-codellama34b"))):
+        s = replace(small_system(cost=cost), alpha=np.array([0.95, 0.93, 0.9]))
+        obj = make_objective(s, s.pathloss, s.pathloss, np.ones(3, bool), caps, estimator="exact")
+        best[name] = exhaustive_search(obj).gamma
+    assert best["table"].sum() > best["tokens"].sum(), best
+    assert np.all(best["table"] >= best["tokens"]), best
+
+
+# ---------------------------------------------------------------------------- thermal
+
+
+def test_thermal_closed_form_and_steady_state():
+    p, r_th, tau, amb = np.array([0.0, 2.0, 5.0]), np.array([15.0, 15.0, 12.0]), 120.0, 25.0
+    th = ThermalState(p, amb, r_th, tau, throttle_c=60.0, factor=2.0)
+    dt = 0.5
+    for i in range(1, 2001):  # always drafting: constant load
+        th.advance(np.full(3, dt), dt)
+        if i in (10, 240, 2000):
+            t = i * dt
+            want = amb + p * r_th * (1 - np.exp(-t / tau))  # T(0) = T_amb
+            np.testing.assert_allclose(th.temperature, want, rtol=1e-10)
+    np.testing.assert_allclose(th.temperature, amb + p * r_th, rtol=2e-3)  # after ~8 tau
+    slow = th.slowdown(th.time)
+    assert slow[0] == 1.0  # drafting power 0 never throttles
+    assert slow[1] == 1.0 and amb + 2.0 * r_th[1] < 60  # steady state below the threshold
+    assert slow[2] == 2.0  # 25 + 60 degC > 60
+    # cooling when idle follows the same closed form with P = 0
+    t_before = th.temperature.copy()
+    th.slowdown(th.time + 60.0)
+    np.testing.assert_allclose(th.temperature, amb + (t_before - amb) * math.exp(-0.5), rtol=1e-12)
+
+
+def test_thermal_hysteresis():
+    th = ThermalState(np.array([5.0]), 25.0, 15.0, 100.0, throttle_c=60.0, release_c=50.0)
+    th.temperature[:] = 61.0
+    assert th.slowdown(0.0)[0] == 2.0
+    th.temperature[:] = 55.0
+    th._update_flags()
+    assert th.throttled[0]  # still above release_c
+    th.temperature[:] = 49.0
+    th._update_flags()
+    assert not th.throttled[0]
+    assert relax(30.0, 0.0, 0.0, 25.0, 15.0, 100.0) == 30.0
+
+
+def test_power_modes_set_latency_and_power(tmp_path):
+    sc = ms.load_scenario(overrides=[
+        "devices.count=4", "run.rounds=5", "devices.draft_latency_spread=[1,1]",
+        "compute.power_modes={fast: {draft_latency_ms: 10, draft_power_w: 6}, "
+        "slow: {draft_latency_ms: 20, draft_power_w: 3}}",
+        "compute.power_mode=fast", "devices.overrides={2: {power_mode: slow}}"])
+    res = ms.simulate(sc, out=tmp_path / "o")
+    d = res.devices
+    np.testing.assert_allclose(d["draft_latency_s"], [0.01, 0.01, 0.02, 0.01])
+    np.testing.assert_allclose(d["draft_power_w"], [6, 6, 3, 6])
+    assert list(d["power_mode"]) == ["fast", "fast", "slow", "fast"]
+
+
+# ---------------------------------------------------------------------------- energy
+
+
+@pytest.fixture(scope="module")
+def throttled_run(tmp_path_factory):
+    sc = ms.load_scenario(overrides=[
+        "devices.count=6", "run.rounds=300", "policy.draft=greedy", "policy.saa_samples=200",
+        "compute.thermal=true", "compute.time_constant_s=2", "compute.throttle_c=40",
+        "compute.release_c=35", "server.verify_model=table", "energy.idle_power_w=0.3",
+        "energy.ul_circuit_power_w=0.7", "energy.dl_receive_power_w=0.4"])
+    return ms.simulate(sc, out=tmp_path_factory.mktemp("thr") / "o")
+
+
+def test_energy_identities(throttled_run):
+    res = throttled_run
+    sc, dr, rd, dv = res.scenario, res.device_rounds, res.rounds, res.devices
+    e = sc.energy
+    t_k = dv["draft_latency_s"][dr["device"]]
+    p_draft = dv["draft_power_w"][dr["device"]]
+    draft = dr["draft_len"] * t_k * dr["slowdown"]
+    ul = dr["mode"] == "ul"
+    dl = dr["mode"] == "dl"
+    duration = rd["duration_s"][dr["round"]]
+    np.testing.assert_allclose(dr["energy_draft_j"], p_draft * draft, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(dr["energy_ul_j"],
+                               np.where(ul, (dr["power_w"] + e.ul_circuit_power_w) * dr["delay_s"], 0),
+                               rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(dr["energy_dl_j"],
+                               np.where(dl, e.dl_receive_power_w * dr["delay_s"], 0), rtol=1e-12,
+                               atol=1e-15)
+    idle = duration - draft - np.where(ul | dl, dr["delay_s"], 0)
+    np.testing.assert_allclose(dr["energy_idle_j"], e.idle_power_w * idle, rtol=1e-9, atol=1e-12)
+    parts = dr["energy_draft_j"] + dr["energy_ul_j"] + dr["energy_dl_j"] + dr["energy_idle_j"]
+    np.testing.assert_allclose(dr["energy_j"], parts, rtol=1e-12)
+    for col in ("energy_draft_j", "energy_ul_j", "energy_dl_j", "energy_idle_j", "energy_j"):
+        assert dr[col].min() >= 0
+    per_round = np.bincount(dr["round"], weights=dr["energy_j"], minlength=len(rd["round"]))
+    np.testing.assert_allclose(rd["device_energy_j"], per_round, rtol=1e-12)
+    server_dl = np.bincount(dr["round"], weights=np.where(dl, dr["power_w"] * dr["delay_s"], 0),
+                            minlength=len(rd["round"]))
+    np.testing.assert_allclose(rd["server_dl_energy_j"], server_dl, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(rd["verify_energy_j"], sc.server.power_w * rd["verify_s"], rtol=1e-12)
+    np.testing.assert_allclose(rd["energy_j"], rd["device_energy_j"] + rd["server_dl_energy_j"]
+                               + rd["verify_energy_j"], rtol=1e-12)
+    # per device and totals; tokens per joule = tokens / joules
+    per_dev = np.bincount(dr["device"], weights=dr["energy_j"], minlength=len(dv["device"]))
+    np.testing.assert_allclose(dv["energy_j"], per_dev, rtol=1e-9)
+    np.testing.assert_allclose(dv["tokens_per_j"], dv["tokens"] / dv["energy_j"], rtol=1e-12)
+    s = res.summary["energy"]
+    assert s["device_j"] == pytest.approx(rd["device_energy_j"].sum(), rel=1e-9)
+    assert s["total_j"] == pytest.approx(rd["energy_j"].sum(), rel=1e-9)
+    assert s["tokens_per_j_device"] == pytest.approx(res.summary["tokens"] / s["device_j"], rel=1e-12)
+    assert s["tokens_per_j_total"] == pytest.approx(res.summary["tokens"] / s["total_j"], rel=1e-12)
+
+
+def test_throttling_happens_and_slows_drafting(throttled_run):
+    dr = throttled_run.device_rounds
+    assert set(np.unique(dr["slowdown"])) <= {1.0, 2.0}
+    assert (dr["slowdown"] == 2.0).any() and (dr["slowdown"] == 1.0).any()
+    # hysteresis: throttled in round r + 1 only if at least release_c at the end of round r,
+    # unthrottled only if below throttle_c (saturated workload: no idle gap between rounds)
+    c = throttled_run.scenario.compute
+    for k in np.unique(dr["device"]):
+        rows = dr["device"] == k
+        temp, slow = dr["temperature_c"][rows], dr["slowdown"][rows]
+        assert np.all(temp[:-1][slow[1:] == 2.0] >= c.release_c)
+        assert np.all(temp[:-1][slow[1:] == 1.0] < c.throttle_c)
+
+
+# ---------------------------------------------------------------------------- objective
+
+
+def test_tokens_per_joule_equals_goodput_when_power_is_constant():
+    # every active device draws the same power whatever it does: energy = K P T, so tokens per
+    # joule is goodput / (K P) and both objectives pick the same draft lengths
+    s = small_system()
+    act = np.ones(3, bool)
+    caps = np.full(3, 6)
+    pw = Powers(np.full(3, 0.7), idle_w=0.7, ul_circuit_w=0.69, dl_receive_w=0.7)  # p_ul 0.01
+    g = make_objective(s, s.pathloss, s.pathloss, act, caps, estimator="exact")
+    e = make_objective(s, s.pathloss, s.pathloss, act, caps, estimator="exact", energy=pw)
+    gam = np.random.default_rng(0).integers(0, 7, (40, 3))
+    np.testing.assert_allclose(e.values(gam), g.values(gam) / (3 * 0.7), rtol=1e-12)
+    np.testing.assert_array_equal(exhaustive_search(e).gamma, exhaustive_search(g).gamma)
+
+
+@pytest.mark.parametrize("scope", ["devices", "total"])
+def test_tokens_per_joule_objective_is_the_accounting_in_expectation(scope):
+    # brute force: every outcome (2^K rejected sets) with its probability, the optimal split's
+    # decision, and the per-device accounting of model.energy over the round
+    from itertools import product
+    from multispin_sim.model.energy import device_round_energy, server_round_energy
+    from multispin_sim.model.speculative import expected_tokens
+    s = replace(small_system(cost=TokenVerification(42.8e-3, 1e-3)),
+                draft_latency_s=np.array([15e-3, 17e-3, 20e-3]))
+    act = np.ones(3, bool)
+    pw = Powers(np.array([4.0, 3.0, 6.0]), idle_w=0.3, ul_circuit_w=0.8, dl_receive_w=0.4)
+    obj = make_objective(s, s.pathloss, s.pathloss, act, np.full(3, 8), estimator="exact",
+                         energy=pw, energy_scope=scope)
+    for x in ([2, 3, 1], [0, 0, 0], [5, 0, 2], [8, 8, 8]):
+        x = np.array(x)
+        draft = x * s.draft_latency_s
+        t_ver = s.verify_cost.batch_s(x)
+        e_mean = 0.0
+        for rej in product((False, True), repeat=3):
+            rej = np.array(rej)
+            q = 1 - s.alpha ** x
+            prob = np.prod(np.where(rej, q, 1 - q))
+            if prob == 0:
+                continue
+            dec = R.optimal_split(s.reactive_problem(rej, s.pathloss, s.pathloss))
+            duration = draft.max() + t_ver + dec.t_comm[0]
+            e = device_round_energy(pw, draft, dec.mode[0], dec.power_w[0], dec.delay_s[0],
+                                    duration)[-1].sum()
+            if scope == "total":
+                e += sum(server_round_energy(pw, dec.mode[0], dec.power_w[0], dec.delay_s[0],
+                                             t_ver))
+            e_mean += prob * e
+        tokens = expected_tokens(s.alpha, x).sum()
+        assert obj.values(x[None])[0] == pytest.approx(tokens / e_mean, rel=1e-10)
+
+
+def test_tokens_per_joule_drafts_less_when_drafting_is_dear():
+    s = small_system()
+    act, caps = np.ones(3, bool), np.full(3, 8)
+    cheap = Powers(np.full(3, 0.5), idle_w=0.5)
+    dear = Powers(np.full(3, 20.0), idle_w=0.5)
+    g = {}
+    for name, pw in (("cheap", cheap), ("dear", dear)):
+        obj = make_objective(s, s.pathloss, s.pathloss, act, caps, estimator="exact", energy=pw)
+        g[name] = exhaustive_search(obj).gamma
+    assert g["dear"].sum() < g["cheap"].sum()
+
+
+def _problem(seed, m=300, k=6):
+    rng = np.random.default_rng(seed)
+    g = pathloss_gain(rng.uniform(100, 500, k)) * rng.exponential(size=(m, k))
+    rej = rng.random((m, k)) < 0.5
+    return R.ReactiveProblem(rej, g, g, np.full(k, 0.01), 0.04, 34_816.0, 10e6, N0)
+
+
+def _device_energy(dec, pw):
+    ul, dl = dec.mode == R.UL, dec.mode == R.DL
+    busy = np.where(ul | dl, dec.delay_s, 0.0)
+    e = (np.where(ul, (dec.power_w + pw.ul_circuit_w) * dec.delay_s, 0)
+         + np.where(dl, pw.dl_receive_w * dec.delay_s, 0)
+         + pw.idle_w * np.where(ul | dl, dec.t_comm[:, None] - busy, 0))
+    return e.sum(axis=1)
+
+
+@pytest.mark.parametrize("tol", [0.0, 0.05, 0.3])
+def test_energy_aware_split(tol):
+    pw = Powers(np.zeros(6), idle_w=0.3, ul_circuit_w=0.8, dl_receive_w=0.4)
+    prob = _problem(3)
+    opt = R.optimal_split(prob)
+    ea = energy_aware_split(prob, pw, tol)
+    assert np.all(ea.t_comm <= opt.t_comm * (1 + tol) * (1 + 1e-12))
+    if tol == 0:
+        np.testing.assert_allclose(ea.t_comm, opt.t_comm, rtol=1e-12)
+    assert np.all(_device_energy(ea, pw) <= _device_energy(opt, pw) * (1 + 1e-9) + 1e-15)
+    # brute force over every prefix split: the chosen one has the least energy among the
+    # splits within the tolerance
+    f, cols = R.prefix_split_delays(prob)
+    rank = np.argsort(cols, axis=1)
+    for i in range(0, 300, 15):
+        r = int(prob.rejected[i].sum())
+        sub = replace(prob, rejected=prob.rejected[i:i + 1], g_ul=prob.g_ul[i], g_dl=prob.g_dl[i])
+        best = np.inf
+        for n in range(r + 1):
+            if f[i, n] <= f[i].min() * (1 + tol):
+                dec = R.evaluate_assignment(sub, prob.rejected[i:i + 1] & (rank[i] < n)[None])
+                best = min(best, _device_energy(dec, pw)[0])
+        assert _device_energy(ea, pw)[i] == pytest.approx(best, rel=1e-9, abs=1e-15)
+
+
+# ---------------------------------------------------------------------------- bad input
+
+
+def _bad_table(tmp_path, text):
+    p = tmp_path / "t.csv"
+    p.write_text(text)
+    return p
+
+
+@pytest.mark.parametrize("text, words", [
+    ("tokens,ms\n1,40\n64,50\n32,60\n", ["line 4", "sorted"]),
+    ("tokens,ms\n1,40\n64,-5\n", ["line 3", "negative"]),
+    ("tokens,ms\n1,40\n", ["at least two rows"]),
+    ("tokens,ms\n1,40\n64,fast\n", ["line 3", "not numeric"]),
+])
+def test_bad_tables_exit_2_one_line_nothing_written(tmp_path, capsys, text, words):
+    table = _bad_table(tmp_path, text)
+    out = tmp_path / "out"
+    code = main(["run", "--set", "server.verify_model=table", "--set",
+                 f"server.verify_table={table}", "--rounds", "3", "--quiet", "--out", str(out)])
+    err = capsys.readouterr().err.strip()
+    assert code == 2
+    assert len(err.splitlines()) == 1 and "server.verify_table" in err and str(table) in err
+    for w in words:
+        assert w in err
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("setting, key", [
+    ("devices.overrides={1: {power_mode: turbo}}", "devices.overrides.1.power_mode"),
+    ("compute.power_mode=turbo", "compute.power_mode"),
+    ("energy.idle_power_w=-1", "energy.idle_power_w"),
+    ("compute.power_modes={a: {draft_latency_ms: 10, draft_power_w: -3}}",
+     "compute.power_modes.a.draft_power_w"),
+    ("server.power_w=-300", "server.power_w"),
+])
+def test_bad_compute_keys_exit_2(tmp_path, capsys, setting, key):
+    out = tmp_path / "out"
+    code = main(["run", "--set", setting, "--rounds", "3", "--quiet", "--out", str(out)])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1 and key in err, err
+    assert not out.exists()
+
+
+def test_compute_timeseries_from_files(throttled_run, tmp_path):
+    from multispin_sim.plots import compute_timeseries
+    rd, dr = throttled_run.rounds, throttled_run.device_rounds
+    window = 2.0
+    ts = compute_timeseries(throttled_run.folder, window_s=window)
+    # the windows' tokens and times add up to the run's goodput
+    edges = np.append(ts["t_s"], np.inf)
+    b = np.searchsorted(edges, rd["start_s"], side="right") - 1
+    time = np.bincount(b, weights=rd["duration_s"])
+    np.testing.assert_allclose((ts["goodput_tps"][:time.size] * time).sum(), rd["tokens"].sum())
+    (series,) = ts["modes"].values()
+    share = series["throttled"]
+    assert np.nanmin(share) >= 0 and np.nanmax(share) <= 1
+    assert np.nansum(share * np.bincount(b[dr["round"]])) == pytest.approx((dr["slowdown"] > 1).sum())
+
+
+def test_shipped_table_names_agree_and_missing_file_is_refused(tmp_path, capsys):
+    from multispin_sim.scenario.schema import SHIPPED_VERIFY_TABLES
+    assert SHIPPED_VERIFY_TABLES == SHIPPED_TABLES
+    code = main(["validate", "--set", "server.verify_model=table", "--set",
+                 f"server.verify_table={tmp_path / 'nope.csv'}"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1 and "server.verify_table" in err

@@ -1,0 +1,167 @@
+"""``multispin-sim report``: a self-contained report.html for a run and for a sweep, checked as
+text (no network, no script, figures as decodable PNG, headline numbers equal to sums
+recomputed from the CSVs) and in a real browser: headless Chromium renders it, every image
+loads, nothing is logged to the console as an error, and the screenshot is not blank. Without a
+browser (outside CI) the browser test skips with a message; ``.ci/run`` installs Debian's
+``chromium``."""
+import base64
+import json
+import re
+import shutil
+import struct
+import subprocess
+
+import numpy as np
+import pytest
+
+from multispin_sim.cli import main
+from multispin_sim.outputs.records import read_table
+
+pytest.importorskip("matplotlib", reason="the report draws figures with matplotlib (the 'plot' extra)")
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory):
+    out = tmp_path_factory.mktemp("report") / "run"
+    assert main(["run", "--set", "devices.count=4", "--rounds", "80", "--out", str(out), "--quiet"]) == 0
+    return out
+
+
+@pytest.fixture(scope="module")
+def sweep_dir(tmp_path_factory):
+    base = tmp_path_factory.mktemp("sweep")
+    (base / "mini.yaml").write_text(
+        "name: mini\nbase: {devices: {count: 3}, run: {rounds: 30}}\n"
+        "sweep:\n  grid:\n    policy.mode: [optimal, all-dl]\n    server.dl_power_ratio: [4, 16]\n"
+        "  replications: 2\n  seed: 3\n", encoding="utf-8")
+    out = base / "out"
+    assert main(["sweep", str(base / "mini.yaml"), "--out", str(out), "--executor", "serial"]) == 0
+    return out
+
+
+def _pngs(text):
+    images = re.findall(r'<img src="data:image/png;base64,([A-Za-z0-9+/=]+)"', text)
+    sizes = []
+    for data in images:
+        raw = base64.b64decode(data, validate=True)
+        assert raw[:8] == b"\x89PNG\r\n\x1a\n" and raw[12:16] == b"IHDR"
+        sizes.append(struct.unpack(">II", raw[16:24]))
+    return sizes
+
+
+def _self_contained(text):
+    assert "<script" not in text.lower()
+    assert not re.search(r'(src|href)="(https?:)?//', text), "the page refers to the network"
+    assert not re.search(r'src="(?!data:)', text), "the page refers to another file"
+
+
+def test_run_report(run_dir, capsys):
+    assert main(["report", str(run_dir)]) == 0
+    path = run_dir / "report.html"
+    assert capsys.readouterr().out.strip() == str(path)
+    text = path.read_text(encoding="utf-8")
+    _self_contained(text)
+    sizes = _pngs(text)
+    assert len(sizes) == 4 and all(w > 300 and h > 150 for w, h in sizes)   # goodput, comm, UL/DL, timeline
+    rt = read_table(run_dir / "rounds.csv")
+    goodput = rt["tokens"].sum() / rt["duration_s"].sum()                   # the ratio of sums
+    summary = json.loads((run_dir / "summary.json").read_text())
+    lo, hi = summary["goodput_ci95"]
+    assert f"{goodput:.2f}" in text and f"{lo:.2f} to {hi:.2f}" in text
+    budget = [rt[c].sum() / rt["duration_s"].sum() for c in ("draft_s", "verify_s", "comm_s")]
+    assert (f"drafting {budget[0]:.0%}, verification {budget[1]:.0%}, communication "
+            f"{budget[2]:.0%}") in text
+    assert f"{summary['ul_corrections']:,} / {summary['dl_corrections']:,}" in text
+    for section in ("Warnings", "Figures", "Scenario", "How it was made"):
+        assert f"<h2>{section}</h2>" in text
+    assert "name: default" in text                                          # the scenario
+
+
+def test_sweep_report_lists_cells_and_failures(sweep_dir, tmp_path):
+    path = tmp_path / "sweep.html"
+    assert main(["report", str(sweep_dir), "--out", str(path)]) == 0
+    text = path.read_text(encoding="utf-8")
+    _self_contained(text)
+    assert len(_pngs(text)) == 3                                            # goodput, shares, timeline
+    with open(sweep_dir / "cells.csv") as f:
+        cells = f.read().splitlines()[1:]
+    assert text.count("<tr><td class=l>") == len(cells) == 4
+    assert "No warnings." in text
+    # a failed run is reported as a warning
+    runs = (sweep_dir / "runs.csv").read_text().splitlines()
+    runs[1] = runs[1].replace(",ok,,", ",failed,boom: out of memory,", 1)
+    broken = tmp_path / "broken"
+    shutil.copytree(sweep_dir, broken)
+    (broken / "runs.csv").write_text("\n".join(runs) + "\n")
+    assert main(["report", str(broken), "--out", str(tmp_path / "b.html")]) == 0
+    assert "failed: boom: out of memory" in (tmp_path / "b.html").read_text()
+
+
+def test_report_of_a_wrong_folder_is_one_line_and_exit_2(tmp_path, capsys):
+    assert main(["report", str(tmp_path / "missing")]) == 2
+    assert main(["report", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 2 and all(line.startswith("error: ") for line in err)
+    assert "neither a run folder" in err[1]
+
+
+# ---------------------------------------------------------------------------- browser
+
+PROBE = """<script>
+window.__errors = [];
+window.addEventListener('error', function (e) { window.__errors.push(String(e.message || e.target.src)); }, true);
+window.addEventListener('load', function () {
+  var imgs = document.images, ok = 0;
+  for (var i = 0; i < imgs.length; i++) { if (imgs[i].complete && imgs[i].naturalWidth > 0) ok++; }
+  var d = document.createElement('div'); d.id = 'probe';
+  d.textContent = 'PROBE images=' + imgs.length + ' loaded=' + ok + ' errors=' + window.__errors.length;
+  document.body.appendChild(d);
+});
+</script>"""
+
+
+def _browser():
+    for name in ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable"):
+        path = shutil.which(name)
+        if path:
+            return path
+    return None
+
+
+def _chromium(browser, *args, timeout=120):
+    cmd = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+           "--disable-dev-shm-usage", "--no-first-run", "--hide-scrollbars", *args]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+
+
+def test_report_renders_in_headless_chromium(run_dir, tmp_path):
+    browser = _browser()
+    if browser is None:
+        pytest.skip("no headless Chromium found (CI installs it: apt-get install chromium); "
+                    "the report page is not checked in a browser here")
+    main(["report", str(run_dir)])
+    page = run_dir / "report.html"
+    text = page.read_text(encoding="utf-8")
+    # 1. every image decodes and no error event fires: a probe script reads the DOM after load
+    probe = tmp_path / "probe.html"
+    probe.write_text(text.replace("</head>", PROBE + "</head>", 1), encoding="utf-8")
+    dom = _chromium(browser, "--virtual-time-budget=10000", "--dump-dom", probe.as_uri())
+    match = re.search(r"PROBE images=(\d+) loaded=(\d+) errors=(\d+)", dom.stdout)
+    assert match, f"the page did not finish loading in Chromium: {dom.stderr[-2000:]}"
+    images, loaded, errors = map(int, match.groups())
+    assert images == 4 and loaded == 4 and errors == 0
+    # 2. the page itself (no probe): a screenshot, and nothing on the console
+    shot = tmp_path / "report.png"
+    res = _chromium(browser, "--window-size=1200,2400", "--enable-logging=stderr", "--v=0",
+                    f"--screenshot={shot}", page.as_uri())
+    console = [line for line in res.stderr.splitlines() if "CONSOLE" in line or "Uncaught" in line]
+    assert console == [], console
+    assert shot.is_file(), res.stderr[-2000:]
+    import matplotlib.image
+
+    pixels = matplotlib.image.imread(str(shot))[..., :3]
+    assert pixels.shape[0] >= 2000 and pixels.shape[1] >= 1100
+    not_white = (pixels < 0.95).any(axis=-1).mean()
+    assert not_white > 0.05, f"the screenshot is nearly blank ({not_white:.1%} of pixels drawn)"
+    # colour from the figures (blue bars, orange/green modes), not only black text
+    assert (np.ptp(pixels, axis=-1) > 0.2).mean() > 0.01
