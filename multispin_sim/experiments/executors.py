@@ -16,6 +16,7 @@ a function of its scenario (seed included) only.
 """
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import signal
@@ -104,9 +105,12 @@ def serial_runs(tasks, jobs=1, runner=None, **_):
 
 
 def _worker_init(parent_pid):
-    from ..engine.guards import die_with_parent
+    try:
+        from ..engine.guards import die_with_parent
 
-    die_with_parent(parent_pid)
+        die_with_parent(parent_pid)
+    except BaseException:  # e.g. a stop signal during start-up: end quietly (the pool reports it)
+        os._exit(1)
 
 
 def _stop_workers(pool):
@@ -157,8 +161,9 @@ def dask_runs(tasks, jobs=None, runner=None, scheduler=None, processes=True, **_
             client = Client(scheduler, timeout="15s")
         else:
             workers = max(1, min(jobs or cpu_count(), len(tasks)))
+            # silence_logs: a killed worker is reported per run, not by Dask's log tracebacks
             cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=processes,
-                                   dashboard_address=None)
+                                   dashboard_address=None, silence_logs=logging.CRITICAL)
             client = Client(cluster)
             if processes:  # local worker processes die with this process
                 client.run(_worker_init, None)
