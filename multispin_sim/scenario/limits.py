@@ -192,7 +192,17 @@ def estimated_memory_bytes(sc) -> int:
     the paper's settings; see ``PER_DEVICE_BYTES``)."""
     k = sc.devices.count
     per_device = PER_DEVICE_BYTES + 16 * sc.policy.saa_samples // 8 + 8 * (MAX_DRAFT_LIMIT + 1)
-    return BASE_BYTES + k * per_device + sc.run.rounds * PER_ROUND_BYTES
+    return BASE_BYTES + k * per_device + _max_rounds(sc) * PER_ROUND_BYTES
+
+
+def _max_rounds(sc):
+    """run.rounds, or fewer when run.max_time_s ends the run first: a round lasts at least one
+    verification pass (T_ver0 + T_ver1)."""
+    rounds = sc.run.rounds
+    t_min = ((sc.server.verify_fixed_ms or 0.0) + (sc.server.verify_per_device_ms or 0.0)) * 1e-3
+    if sc.run.max_time_s is not None and t_min > 0:
+        rounds = min(rounds, math.ceil(sc.run.max_time_s / t_min) + 1)
+    return rounds
 
 
 @cross_check
@@ -200,7 +210,7 @@ def _check_memory(sc) -> None:
     need = estimated_memory_bytes(sc)
     limit = sc.limits.max_memory_mb * (1 << 20)
     if need > limit:
-        k, rounds = sc.devices.count, sc.run.rounds
+        k, rounds = sc.devices.count, _max_rounds(sc)
         key = "devices.count" if k * PER_DEVICE_BYTES > rounds * PER_ROUND_BYTES else "run.rounds"
         raise ScenarioError(key, f"devices.count {k:,} and run.rounds {rounds:,} need about "
                             f"{need / (1 << 20):,.0f} MB", f"expected at most limits.max_memory_mb "
