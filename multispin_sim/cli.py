@@ -1,17 +1,23 @@
 """The ``multispin-sim`` command: validate, run, sweep, capacity, plot, report, bench, keys,
 acceptance fit.
 
-Exit status: 0 success, 1 some runs of a sweep failed (the others completed; rerun to retry),
-2 bad input (scenario, sweep file, option or output folder; nothing written),
-130 interrupted (partial output written, ``complete: false``).
+Exit status: 0 success; 1 failure during the run (a run stopped by a limit, a full disk: one
+``error:`` line) or some runs of a sweep failed (the others completed; rerun to retry); 2 bad
+input (scenario, sweep file, option or output location; nothing written); 128 + N stopped by
+signal N: 130 Ctrl-C, 143 SIGTERM, 129 SIGHUP (partial output written, ``complete: false``).
+Every failure prints one line ``error: <what>: <why>; <what to do>`` (``errors.py``); ``--debug``
+adds the traceback.
 """
 import argparse
 import json
+import signal
 import os
 import sys
+import threading
 
 from . import __version__
-from .scenario import ScenarioError, dump_scenario_yaml, load_scenario
+from .errors import CliError, debug_enabled, report
+from .scenario import dump_scenario_yaml, load_scenario
 
 EXIT_BAD_INPUT = 2
 EXIT_INTERRUPTED = 130
@@ -51,6 +57,8 @@ def cmd_run(args):
         from .teaching.narrator import explain
 
         print(explain(result, args.explain))
+    if s["rounds"] == 0 and not result.complete:
+        args.quiet = True  # stopped before its first round: nothing to report
     if not args.quiet:
         lo, hi = s["goodput_ci95"]
         print(f"{s['rounds']} rounds, {s['sim_time_s']:.3f} s simulated in {s['wall_time_s']:.2f} s "
@@ -76,8 +84,15 @@ def cmd_run(args):
     for warning in s.get("warnings", []):
         print(f"warning: {warning}", file=sys.stderr)
     if not result.complete:
-        print(f"interrupted: partial output in {result.folder} (complete: false)", file=sys.stderr)
-        return EXIT_INTERRUPTED
+        signum = getattr(result, "stop_signal", None)
+        if signum is None:  # a limit stopped the run: a failure during the run
+            raise CliError(f"run stopped early after {s['rounds']} rounds",
+                           s.get("stop_reason", "stopped"),
+                           f"{getattr(result, 'stop_todo', None) or 'see summary.json'}; "
+                           f"partial output in {result.folder} (complete: false)", status=1)
+        print(f"interrupted ({s.get('stop_reason')}): partial output in {result.folder} "
+              "(complete: false)", file=sys.stderr)
+        return 128 + signum
     return 0
 
 
@@ -115,7 +130,7 @@ def cmd_sweep(args):
     except KeyboardInterrupt:
         print(f"interrupted: finished runs are kept in {out}; rerun the same command to resume",
               file=sys.stderr)
-        return EXIT_INTERRUPTED
+        return 128 + (_RECEIVED[0] if _RECEIVED else signal.SIGINT)
     print(f"{sweep.name}: {len(sweep.cells)} cells x {sweep.replications} replications: "
           f"{result.ran} runs now, {result.reused} reused, {len(result.failures)} failed, "
           f"{result.wall_time_s:.1f} s ({executor})")
@@ -128,12 +143,28 @@ def cmd_sweep(args):
 
 
 def cmd_plot(args):
+    from pathlib import Path
+
+    from .outputs.atomic import check_folder
     from .plots import PlotError, plot_sweep, plot_timeline
 
     if (args.results_dir is None) == (args.timeline is None):
-        print("error: give either RESULTS_DIR (a sweep's output) or --timeline RUN_DIR",
-              file=sys.stderr)
+        print("error: plot: give either RESULTS_DIR (a sweep's output) or --timeline RUN_DIR; "
+              "see multispin-sim plot --help", file=sys.stderr)
         return EXIT_BAD_INPUT
+    source = Path(args.timeline if args.timeline is not None else args.results_dir)
+    if not source.is_dir():
+        kind = "RUN_DIR" if args.timeline is not None else "RESULTS_DIR"
+        why = "does not exist" if not source.exists() else "is not a folder"
+        raise CliError(f"{kind} {source}", why, "give the output folder of 'multispin-sim run' "
+                       "(--timeline) or of 'multispin-sim sweep'")
+    if args.timeline is not None:
+        png = Path(args.out) if args.out else source / "timeline.png"
+        if png.is_dir():
+            raise CliError(f"--out {png}", "is a folder", "give the PNG file to write")
+        check_folder(png.parent, "--out")
+    else:
+        check_folder(Path(args.out) if args.out else source / "figures", "--out")
     try:
         if args.timeline is not None:
             paths = plot_timeline(args.timeline, rounds=args.rounds, first=args.first, out=args.out)
@@ -221,11 +252,35 @@ def _positive_int(text):
     return value
 
 
+_STOP_SIGNALS = tuple(s for s in (getattr(signal, "SIGTERM", None), getattr(signal, "SIGHUP", None))
+                      if s is not None)
+
+
+_RECEIVED = []
+
+
+def _stop(signum, frame):
+    """SIGTERM and SIGHUP outside a run stop like a Ctrl-C (a run has its own handlers)."""
+    first = not _RECEIVED
+    _RECEIVED.append(signum)
+    if first:
+        raise KeyboardInterrupt
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with the CLI's one-line errors: ``error: <prog>: <why>; see <prog> --help``."""
+
+    def error(self, message):
+        self.exit(EXIT_BAD_INPUT, f"error: {self.prog}: {message}; see {self.prog} --help\n")
+
+
 def build_parser():
-    p = argparse.ArgumentParser(
+    p = _Parser(
         prog="multispin-sim",
         description="Discrete-event simulator of multi-access speculative LLM inference (Multi-SPIN).")
     p.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    p.add_argument("--debug", action="store_true",
+                   help="print the traceback of an error (also MULTISPIN_SIM_DEBUG=1)")
     sub = p.add_subparsers(dest="command", required=True)
 
     def scenario_args(sp):
@@ -332,11 +387,18 @@ def build_parser():
 def main(argv=None):
     parser = build_parser()
     args = parser.parse_args(argv)
+    debug = debug_enabled(args.debug)
+    _RECEIVED.clear()
+    previous = {}
+    if threading.current_thread() is threading.main_thread():
+        previous = {sig: signal.signal(sig, _stop) for sig in _STOP_SIGNALS}
     try:
         return args.func(args)
-    except ScenarioError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
+        return 128 + (_RECEIVED[0] if _RECEIVED else signal.SIGINT)
+    except Exception as exc:  # noqa: BLE001 -- the one error path: one line, no traceback
+        return report(exc, debug=debug)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)

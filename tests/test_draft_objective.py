@@ -1,4 +1,4 @@
-"""The draft-length objective G(gamma) (multispin_sim.model.goodput, MODEL.md sections 6, 7, 10).
+"""The draft-length objective G(gamma) (multispin_sim.model.goodput, docs/model.md sections 6, 7, 10).
 
 Oracles, independent of the module under test:
 - the reactive solvers of multispin_sim.model.reactive (optimal prefix split, all-UL, all-DL,
@@ -302,7 +302,7 @@ def test_objective_closed_forms():
     d = max(gamma * s.draft_latency_s)
     assert obj.value_of(gamma) == pytest.approx(tok / (d + 0.1), rel=1e-14)
     assert float(goodput(10.0, 0.0, 0.0, 0.0)) == 0.0
-    # MODEL.md section 10 reference values of E[N]
+    # docs/model.md section 10 reference values of E[N]
     np.testing.assert_allclose(expected_tokens([0.8, 0.6, 0.9], [4, 3, 7]),
                                [3.3616, 2.176, 5.6953279], rtol=1e-7)
 

@@ -1,4 +1,4 @@
-"""Draft-length searches (multispin_sim.policies.draft_search, MODEL.md section 7).
+"""Draft-length searches (multispin_sim.policies.draft_search, docs/model.md section 7).
 
 Oracles: exhaustive search over every gamma vector on the exact objective (2^K outcomes) for
 K <= 3, gamma <= 8; the greedy and uniform answers on the same objective (ours must never be
@@ -40,7 +40,7 @@ def default_instance(seed, round_seed, **overrides):
 
 
 def deep_fade_instance(seed=1, p_dl_dbm=10.0, below_db=25.0):
-    """MODEL.md section 7: K = 20 default-like, one device 25 dB below the median gain."""
+    """docs/model.md section 7: K = 20 default-like, one device 25 dB below the median gain."""
     system, g, _ = default_instance(seed, seed, **{"server.dl_power_dbm": p_dl_dbm})
     g = g.copy()
     g[0] = np.median(g) * 10 ** (-below_db / 10)
@@ -87,7 +87,7 @@ def test_greedy_against_exhaustive(small_results, record_property):
     assert q[0] == pytest.approx(0, abs=1e-12)
     assert np.mean(gaps < 1e-12) > 0.75       # greedy is optimal on most instances
     assert q[1] < 0.03                         # and within 3% on 90% of them
-    # its known weakness (MODEL.md section 7): a device whose corrections are very costly can
+    # its known weakness (docs/model.md section 7): a device whose corrections are very costly can
     # stop it far from the optimum, so the worst case is not small
     assert q[4] < 0.4
 
@@ -139,7 +139,7 @@ def test_budget_close_to_multistart_local_search():
 
 @pytest.mark.parametrize("p_dl_dbm", [10.0, 13.0])
 def test_deep_fade_instance_greedy_stops_at_zero(p_dl_dbm):
-    """MODEL.md section 7: greedy stops at gamma = 0 (G = K / T_ver, about 103 tokens/s) while
+    """docs/model.md section 7: greedy stops at gamma = 0 (G = K / T_ver, about 103 tokens/s) while
     leaving the faded device out and drafting long for the others gives far more."""
     s, g = deep_fade_instance(seed=1, p_dl_dbm=p_dl_dbm)
     obj = make_objective(s, g, g, np.ones(20, bool), np.full(20, 20), "optimal",

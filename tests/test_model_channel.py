@@ -1,4 +1,4 @@
-"""Oracle tests for the channel part of the model core (MODEL.md sections 5 and 10):
+"""Oracle tests for the channel part of the model core (docs/model.md sections 5 and 10):
 units, pathloss, fading, rates, payload.
 
 References are closed forms computed here (scipy.special.exp1, the Rayleigh delay CDF,

@@ -1,4 +1,4 @@
-"""Oracle tests for multispin_sim.model.reactive (MODEL.md sections 6 and 10).
+"""Oracle tests for multispin_sim.model.reactive (docs/model.md sections 6 and 10).
 
 Oracles, all independent of the module:
 - the UL delay S / (b log2(1 + P g / (N0 b))) and the DL closed form

@@ -1,4 +1,4 @@
-"""Oracle tests for multispin_sim.model.speculative (MODEL.md sections 3 and 10).
+"""Oracle tests for multispin_sim.model.speculative (docs/model.md sections 3 and 10).
 
 Every expected value is computed here from the i.i.d. acceptance model itself
 (P(A >= j) = alpha^j, A truncated at gamma), never copied from the code's output.

@@ -1,6 +1,6 @@
 """The round narrator (``run --explain N``, ``simulate(..., explain=N)``): its format is pinned on
 a 3-device deterministic scenario (no fading, fixed distances, equal drafting latencies), and
-every number in the story is recomputed here from the closed forms of MODEL.md (path loss,
+every number in the story is recomputed here from the closed forms of docs/model.md (path loss,
 Shannon-rate delays, the equalised DL delay and powers) and an exhaustive search over the 2^3
 UL/DL assignments -- not from the simulator's own functions."""
 import math

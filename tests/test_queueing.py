@@ -1,4 +1,4 @@
-"""Queueing workloads against oracles (MODEL.md sections 9-10).
+"""Queueing workloads against oracles (docs/model.md sections 9-10).
 
 - One device with a fixed round time tau is an M/G/1 queue with service S = tau R_L: the mean
   time in system matches Pollaczek-Khinchine within a t-interval from 20 replications, and the
@@ -23,7 +23,7 @@ from multispin_sim.model.queueing import draw_lengths, pollaczek_khinchine, roun
 from multispin_sim.scenario import ScenarioError
 
 ALPHA, GAMMA, LENGTH, TAU = 0.8, 4, 64, 0.05
-REF_R1, REF_R2 = 19.503530, 384.845743  # MODEL.md section 10
+REF_R1, REF_R2 = 19.503530, 384.845743  # docs/model.md section 10
 REF_WQ, REF_W = 0.4933027, 1.4684792    # at rho = 0.5
 
 

@@ -1,4 +1,4 @@
-"""Tests of multispin_sim.scenario: defaults (MODEL.md values), presets, validation errors,
+"""Tests of multispin_sim.scenario: defaults (docs/model.md values), presets, validation errors,
 --set overrides, dumping and loading files."""
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ def test_defaults_are_the_model_md_values():
     assert c.fading == "rayleigh" and c.reciprocal is True
     p = sc.payload
     assert (p.effective_vocab, p.vocab, p.prob_bits) == (1024, 151665, 16)
-    assert p.effective_vocab * (18 + p.prob_bits) == 34816  # MODEL.md section 5
+    assert p.effective_vocab * (18 + p.prob_bits) == 34816  # docs/model.md section 5
     pol = sc.policy
     assert (pol.mode, pol.draft, pol.draft_length, pol.max_draft, pol.saa_samples,
             pol.draft_update) == ("optimal", "fixed", 4, 20, 1000, "every-round")

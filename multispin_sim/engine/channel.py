@@ -23,8 +23,9 @@ from ..model.fading import (IID_FADING, complex_gaussian, gauss_markov_series, g
                             jakes_correlation, power, small_scale_powers, time_to_deliver)
 from ..model.rates import shannon_rate
 from ..model.reactive import UL
+from .guards import LimitReached
 
-_MAX_BLOCKS = 1 << 20  # a correction over more blocks than this: a zero rate (a bug)
+_MAX_BLOCKS = 1 << 20  # default bound of the fading blocks of one correction (limits.py)
 
 
 class GridFading:
@@ -159,6 +160,7 @@ class OFDMAChannel:
                                    self.doppler_hz, self.coherence_s, chunk=block)
         elif fading not in IID_FADING and fading != "gauss-markov":
             raise ValueError(f"unknown fading model {fading!r}")
+        self.max_blocks = _MAX_BLOCKS  # the scenario's limits.max_blocks_per_transmission
         self.transmissions = 0
         self.multi_block = 0
         self.blocks_used = 0
@@ -263,9 +265,12 @@ class OFDMAChannel:
             delay, used = time_to_deliver(bits, rates, durations)
             if delay < math.inf:
                 break
-            if m >= _MAX_BLOCKS:
-                raise RuntimeError(f"device {device}: no rate to deliver {bits} bits")
-            m *= 8
+            if m >= self.max_blocks:
+                raise LimitReached(
+                    f"a correction of device {device} needs more than {self.max_blocks:,} fading "
+                    f"blocks of {self.coherence_s * 1e3:g} ms to deliver {bits:.0f} bits "
+                    "(limits.max_blocks_per_transmission)")
+            m = min(m * 8, self.max_blocks)
         self.blocks_used += used
         self.multi_block += used > 1
         return delay

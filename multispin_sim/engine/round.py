@@ -1,4 +1,4 @@
-"""Where a round starts and ends: the synchronous Multi-SPIN round (MODEL.md section 2).
+"""Where a round starts and ends: the synchronous Multi-SPIN round (docs/model.md section 2).
 
 ``RoundLoop.run(env)`` is the SimPy process that drives rounds one after another:
 

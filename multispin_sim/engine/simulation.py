@@ -1,10 +1,7 @@
 """``simulate(scenario)``: build the system from a scenario, run the SimPy rounds, write the outputs."""
-import contextlib
 import dataclasses
-import json
-import signal
+import shutil
 import sys
-import threading
 import tempfile
 import time
 from pathlib import Path
@@ -13,6 +10,8 @@ import numpy as np
 import simpy
 
 from .. import __version__
+from ..errors import RunFailed, os_advice, os_reason
+from ..outputs.atomic import write_json
 from ..outputs.metadata import output_folder, run_metadata
 from ..outputs.records import read_table
 from ..outputs.recorder import Recorder
@@ -25,6 +24,7 @@ from .channel import OFDMAChannel
 from .compute import (check_verify_table, energy_powers, objective_options, reactive_policy,
                       thermal_state)
 from .link import build_channel, check_link, link_policy
+from .guards import LIMIT_TODO, LimitReached, StopSignals, guard_backlog
 from .population import build_population
 from .protocols import make_loop
 from .server import EdgeServer
@@ -114,29 +114,6 @@ class Progress:
         self.stream.flush()
 
 
-@contextlib.contextmanager
-def _stop_on_interrupt(loop):
-    """First Ctrl-C: finish the current round, then stop (outputs stay consistent).
-
-    A second Ctrl-C interrupts at once. Only the main thread can install signal handlers;
-    elsewhere (worker threads) the default behaviour stays.
-    """
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def handler(signum, frame):
-        if loop.stop_requested:
-            raise KeyboardInterrupt
-        loop.stop_requested = True
-
-    previous = signal.signal(signal.SIGINT, handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
-
-
 def write_topology(path, population):
     """The topology graph as GraphML (server and device nodes with positions at the start)."""
     import networkx as nx
@@ -192,6 +169,19 @@ def simulate(scenario, out=None, *, results_dir=None, progress=False, command_li
         tmp = tempfile.TemporaryDirectory(prefix="multispin-")
         out = tmp.name
     folder = output_folder(out, base=results_dir or "results", name=scenario.name, seed=scenario.seed)
+    with StopSignals() as signals:
+        try:
+            return _simulate(scenario, folder, inputs, tmp, signals, progress, command_line)
+        except OSError as exc:  # a full disk, a folder removed under us: leave nothing half-written
+            shutil.rmtree(folder, ignore_errors=True)
+            raise RunFailed(f"writing {exc.filename or folder}", os_reason(exc),
+                            f"{os_advice(exc)}; the partial output {folder} was removed") from exc
+        except Exception:  # any other failure after the start: no partial folder either
+            shutil.rmtree(folder, ignore_errors=True)
+            raise
+
+
+def _simulate(scenario, folder, inputs, tmp, signals, progress, command_line):
     (folder / "scenario.yaml").write_text(dump_scenario_yaml(scenario), encoding="utf-8")
 
     wall0 = time.perf_counter()
@@ -224,7 +214,10 @@ def simulate(scenario, out=None, *, results_dir=None, progress=False, command_li
                                         inputs)
     system = population.system
     # long runs format their CSV rows on the second core (same bytes, see WriterProcess)
-    recorder = Recorder(folder, system.k, planned=channel.dynamic_csi, distance=moving,
+    # many devices: fewer rounds per chunk of records (same bytes, bounded memory)
+    rounds_per_block = max(16, min(1024, (1 << 22) // system.k))
+    recorder = Recorder(folder, system.k, rounds_per_block, planned=channel.dynamic_csi,
+                        distance=moving,
                         writer_process=scenario.run.rounds * system.k >= WRITER_PROCESS_MIN_ROWS,
                         energy=EnergyAccount(energy_powers(scenario, population), system.k,
                                              thermal) if scenario.energy.record else None,
@@ -242,21 +235,33 @@ def simulate(scenario, out=None, *, results_dir=None, progress=False, command_li
                      if show else None,
                      tick_period_s=scenario.workload.tick_period_s, mover=mover,
                      thermal=thermal, serving=scenario.serving)
+    channel.max_blocks = scenario.limits.max_blocks_per_transmission
+    loop.stop_reason = None
+    if log is not None:
+        guard_backlog(workload, loop, scenario.limits.max_backlog_requests)
+    signals.attach(loop)
     main = env.process(loop.run(env))
     try:
-        with _stop_on_interrupt(loop):
-            env.run(until=main)
+        env.run(until=main)
     except KeyboardInterrupt:
-        loop.stop_requested = True  # a second Ctrl-C: stop mid-round, still write the summary
+        loop.stop_requested = True  # a second signal: stop mid-round, still write the summary
+    except LimitReached as exc:
+        loop.stop_requested = True
+        loop.stop_reason = loop.stop_reason or exc.reason
     except BaseException:
+        signals.shutdown = True
         if log is not None:
             log.close()  # what was written stays a valid CSV
-        raise
-    finally:
         recorder.close()
         if hasattr(server, "close"):
             server.close()
+        raise
+    signals.shutdown = True  # from here on, signals wait for the outputs to be written
+    recorder.close()
+    if hasattr(server, "close"):
+        server.close()
     complete = not loop.stop_requested
+    stop_reason = signals.reason or loop.stop_reason
     requests = workload.finish(env.now)
     if log is not None:
         log.close()
@@ -291,7 +296,7 @@ def simulate(scenario, out=None, *, results_dir=None, progress=False, command_li
             warnings.append(
                 f"one round took {longest:.4g} s ({longest / stats.sim_time:.0%} of the run): a "
                 "correction in a deep fade; with one fading block per round the correction delay "
-                "has an infinite mean (MODEL.md section 8), so queues and means depend on such "
+                "has an infinite mean (docs/model.md section 8), so queues and means depend on such "
                 "rounds -- channel.coherence_time_ms bounds them physically")
     if channel.dynamic_csi:
         summary.setdefault("delays", {}).update(
@@ -308,8 +313,14 @@ def simulate(scenario, out=None, *, results_dir=None, progress=False, command_li
         summary["warnings"] = warnings  # the CLI prints them; sweeps collect them
     summary.update(complete=complete, wall_time_s=wall,
                    rounds_per_s=summary["rounds"] / wall if wall > 0 else 0.0)
-    (folder / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    if not complete:
+        summary["stop_reason"] = stop_reason or "stopped"
+    write_json(folder / "summary.json", summary)  # strict JSON (null for NaN), atomic
     meta = run_metadata(__version__, scenario.seed, wall, command_line,
                         scenario=scenario.name, complete=complete)
-    (folder / "run.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
-    return Result(summary, folder, population, scenario, _tmp=tmp)
+    write_json(folder / "run.json", meta)
+    result = Result(summary, folder, population, scenario, _tmp=tmp)
+    result.stop_signal = signals.signum
+    result.stop_todo = (LIMIT_TODO["backlog"] if "max_backlog" in str(stop_reason)
+                        else LIMIT_TODO["blocks"] if "max_blocks" in str(stop_reason) else None)
+    return result

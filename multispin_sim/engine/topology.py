@@ -23,6 +23,7 @@ from ..model.mobility import RandomWaypoint, clamped_pathloss_gain
 from ..model.shadowing import shadowing_gain, shadowing_step
 from ..model.topology import annulus_positions, distances
 from ..scenario import ScenarioError
+from ..scenario.limits import MAX_DISTANCE_M
 
 GRAPHML_KEY = "topology.graphml_file"
 
@@ -64,6 +65,13 @@ def read_graphml_positions(path, count):
         raise ScenarioError(GRAPHML_KEY, f"{path!r} has {len(devices)} device nodes",
                             f"expected devices.count ({count}) device nodes")
     server, devices = np.array(server), np.array(devices, dtype=float).reshape(-1, 2)
+    if not (np.all(np.isfinite(server)) and np.all(np.isfinite(devices))):
+        raise ScenarioError(GRAPHML_KEY, f"{path!r} has a node with a coordinate that is not a "
+                            "finite number (NaN or infinite)", "expected finite x and y (metres)")
+    far = float(np.max(distances(devices, server), initial=0.0))
+    if not far <= MAX_DISTANCE_M:
+        raise ScenarioError(GRAPHML_KEY, f"{path!r} has a device {far:.4g} m from the server",
+                            f"expected distances of at most {MAX_DISTANCE_M:,.0f} m")
     if np.any(distances(devices, server) == 0):
         raise ScenarioError(GRAPHML_KEY, f"{path!r} has a device at the server position",
                             "expected every device at a distance > 0")

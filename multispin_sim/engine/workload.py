@@ -1,6 +1,6 @@
 """Workload: which devices have work in a round, and the requests behind it.
 
-- ``Saturated``: every device always has work (the paper, MODEL.md section 2).
+- ``Saturated``: every device always has work (the paper, docs/model.md section 2).
 - ``PoissonArrivals`` / ``TraceArrivals``: requests arrive per device (a SimPy process per device,
   or one replaying a trace) into a FIFO queue per device; a device joins a round only when it has
   a request, and the round serves the head of its queue; the server idles until an arrival
@@ -22,7 +22,7 @@ from ..scenario import ScenarioError
 
 
 class Saturated:
-    """Every device always has tokens to generate (MODEL.md section 2)."""
+    """Every device always has tokens to generate (docs/model.md section 2)."""
 
     name = "saturated"
     saturated = True

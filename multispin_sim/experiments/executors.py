@@ -16,8 +16,10 @@ a function of its scenario (seed included) only.
 """
 from __future__ import annotations
 
+import logging
 import os
 import shutil
+import signal
 import time
 import traceback
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -41,6 +43,8 @@ def simulate_run(scenario, out):
 
     result = simulate(load_scenario(scenario), out=out)
     if not result.complete:
+        if getattr(result, "stop_signal", None) is None:  # a limit: this cell fails, others go on
+            raise RuntimeError(f"run stopped early: {result.summary.get('stop_reason')}")
         raise RunInterrupted("the run was interrupted (summary complete: false)")
     return result.summary
 
@@ -100,12 +104,33 @@ def serial_runs(tasks, jobs=1, runner=None, **_):
         yield task, execute_run(task, runner)
 
 
+def _worker_init(parent_pid):
+    try:
+        from ..engine.guards import die_with_parent
+
+        die_with_parent(parent_pid)
+    except BaseException:  # e.g. a stop signal during start-up: end quietly (the pool reports it)
+        os._exit(1)
+
+
+def _stop_workers(pool):
+    """Ask the pool's workers to stop their runs at a round boundary (as a Ctrl-C would)."""
+    for process in list(getattr(pool, "_processes", {}).values()):
+        try:
+            os.kill(process.pid, signal.SIGINT)
+        except (OSError, AttributeError):
+            pass
+
+
 def local_runs(tasks, jobs=None, runner=None, **_):
     tasks = list(tasks)
     if not tasks:
         return
     workers = max(1, min(jobs or cpu_count(), len(tasks)))
-    pool = ProcessPoolExecutor(max_workers=workers)
+    # workers die with this process (even on SIGKILL) and leave stop signals to it
+    pool = ProcessPoolExecutor(max_workers=workers, initializer=_worker_init,
+                               initargs=(os.getpid(),))
+    finished = False
     try:
         futures = {pool.submit(execute_run, t, runner): t for t in tasks}
         for fut in as_completed(futures):
@@ -114,7 +139,10 @@ def local_runs(tasks, jobs=None, runner=None, **_):
             except Exception as exc:  # a worker process died (BrokenProcessPool, ...)
                 outcome = _crashed(exc)
             yield futures[fut], outcome
+        finished = True
     finally:
+        if not finished:
+            _stop_workers(pool)
         pool.shutdown(wait=True, cancel_futures=True)
 
 
@@ -133,9 +161,12 @@ def dask_runs(tasks, jobs=None, runner=None, scheduler=None, processes=True, **_
             client = Client(scheduler, timeout="15s")
         else:
             workers = max(1, min(jobs or cpu_count(), len(tasks)))
+            # silence_logs: a killed worker is reported per run, not by Dask's log tracebacks
             cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=processes,
-                                   dashboard_address=None)
+                                   dashboard_address=None, silence_logs=logging.CRITICAL)
             client = Client(cluster)
+            if processes:  # local worker processes die with this process
+                client.run(_worker_init, None)
     except (OSError, TimeoutError) as exc:
         if cluster is not None:
             cluster.close()

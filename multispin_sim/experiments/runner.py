@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import __version__
+from ..outputs.atomic import check_folder, write_json
 from .executors import check_executor, get_executor
 from .sweepfile import dump_sweep_yaml, run_key
 from .tables import write_tables
@@ -61,9 +62,13 @@ class SweepResult:
 class SweepProgress:
     """``cells 3/26  runs 15/130  ...`` on stderr, rewritten in place (only on a terminal)."""
 
+    LINE_PERIOD_S = 5.0  # not on a terminal (batch jobs): one line every few seconds
+
     def __init__(self, sweep, stream=sys.stderr, enabled=None):
         self.stream = stream
-        self.enabled = stream.isatty() if enabled is None else enabled
+        tty = stream.isatty()
+        self.enabled = tty if enabled is None else enabled
+        self.lines = enabled is None and not tty
         self.n_cells = len(sweep.cells)
         self.n_runs = sweep.n_runs
         self.reps = sweep.replications
@@ -87,6 +92,8 @@ class SweepProgress:
         self.show(force=self.new == self.todo)
 
     def show(self, force=False):
+        if self.lines:
+            return self.show_line(force)
         if not self.enabled:
             return
         now = time.perf_counter()
@@ -108,10 +115,30 @@ class SweepProgress:
         self.stream.flush()
 
 
+def _line(bar, force):
+    now = time.perf_counter()
+    if not force and now - bar.last < bar.LINE_PERIOD_S:
+        return
+    if bar.last == 0.0 and not force:
+        bar.last = now
+        return
+    bar.last = now
+    cells = sum(1 for n in bar.per_cell.values() if n >= bar.reps)
+    runs = sum(bar.per_cell.values())
+    elapsed = now - bar.t0
+    left = f", ~{elapsed / bar.new * (bar.todo - bar.new):,.0f} s left" \
+        if bar.new and bar.new < bar.todo else ""
+    failed = f", {bar.failed} failed" if bar.failed else ""
+    bar.stream.write(f"sweep: cells {cells}/{bar.n_cells}, runs {runs}/{bar.n_runs}{failed}, "
+                     f"{elapsed:,.0f} s{left}\n")
+    bar.stream.flush()
+
+
+SweepProgress.show_line = _line
+
+
 def _write_json(path, data):
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    write_json(path, data)  # strict JSON (null for NaN), temporary file + rename
 
 
 def scan_markers(runs_dir):
@@ -166,9 +193,46 @@ def prepare_output(folder, sweep):
         elif any(folder.iterdir()):
             raise OutputConflictError(f"{folder}: output folder exists, is not empty and holds no "
                                       "sweep.json; choose another --out")
+    check_folder(folder, "--out", must_be_empty=False)
+    lock_folder(folder)
     (folder / "runs").mkdir(parents=True, exist_ok=True)
     (folder / "sweep.yaml").write_text(dump_sweep_yaml(sweep), encoding="utf-8")
     return folder
+
+
+_LOCKS = {}
+
+
+def lock_folder(folder):
+    """Hold an exclusive lock on ``folder/.lock`` until ``unlock_folder``: a second sweep into a
+    folder in use is refused (``OutputConflictError``) instead of racing the first one."""
+    try:
+        import fcntl
+    except ImportError:  # not on POSIX: no lock
+        return
+    key = str(Path(folder).resolve())
+    if key in _LOCKS:
+        return
+    fd = os.open(Path(folder) / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        try:
+            owner = os.read(fd, 32).decode().strip() or "?"
+        except OSError:
+            owner = "?"
+        os.close(fd)
+        raise OutputConflictError(f"{folder}: in use by another sweep (process {owner}); wait "
+                                  "for it to end (then rerun to resume) or choose another --out")
+    os.ftruncate(fd, 0)
+    os.write(fd, str(os.getpid()).encode())
+    _LOCKS[key] = fd
+
+
+def unlock_folder(folder):
+    fd = _LOCKS.pop(str(Path(folder).resolve()), None)
+    if fd is not None:
+        os.close(fd)
 
 
 def default_output(sweep, results_dir="results"):
@@ -189,6 +253,15 @@ def run_sweep(sweep, out=None, *, executor="local", jobs=None, scheduler=None, r
     stream = stream or sys.stderr
     check_executor(executor)
     folder = prepare_output(out or default_output(sweep), sweep)
+    try:
+        return _run_sweep(sweep, folder, executor, jobs, scheduler, runner, progress, stream,
+                          dask_processes)
+    finally:
+        unlock_folder(folder)
+
+
+def _run_sweep(sweep, folder, executor, jobs, scheduler, runner, progress, stream,
+               dask_processes):
     runs_dir = folder / "runs"
     t0 = time.perf_counter()
     done = scan_markers(runs_dir)

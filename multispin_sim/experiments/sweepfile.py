@@ -60,6 +60,7 @@ SWEEP_KEYS = ("grid", "zip", "replications", "seed")
 RANGE_KEYS = ("start", "stop", "step", "num")
 PLOT_KEYS = ("name", "title", "x", "y", "curves", "panels", "xlabel", "ylabel", "logx", "logy")
 MAX_AXIS_VALUES = 10_000
+MAX_RUNS = 100_000  # cells x replications of one sweep (checked before the grid is expanded)
 _NAME_RE = re.compile(r"^[A-Za-z0-9._-]+$")
 
 # The per-run metrics of the tidy table (flattened summary + derived shares), in table order.
@@ -448,6 +449,11 @@ def load_sweep(source, overrides=None):
     if overrides is not None and not isinstance(overrides, Mapping):
         overrides = parse_set_options(overrides)
     overrides = dict(overrides or {})
+    for k in overrides:
+        if str(k).split(".")[0] in TOP_KEYS and str(k).split(".")[0] not in ("name", "seed"):
+            raise _err(k, "--set sets keys of the base scenario, and this is a key of the sweep "
+                       "file", f"edit {k} in the sweep file (--set applies to scenario keys, e.g. "
+                       "--set run.rounds=100)", path)
     base_raw, base = _load_base(doc, path, overrides)
 
     reps = sweep.get("replications", 1)
@@ -466,6 +472,11 @@ def load_sweep(source, overrides=None):
                        f"remove it from --set or from sweep.{_axis_of(axes, k).kind}", path)
     plot = _parse_plot(doc, keys, path)
 
+    n_cells = math.prod(len(a.values) for a in axes)
+    if n_cells * reps > MAX_RUNS:
+        raise _err("sweep", f"{n_cells:,} cells x {reps} replications = {n_cells * reps:,} runs",
+                   f"expected at most {MAX_RUNS:,} runs (each cell is validated and run): "
+                   "use fewer or coarser axes, or split the sweep into several files", path)
     cells = []
     for index, combo in enumerate(itertools.product(*[a.values for a in axes])):
         values = {}

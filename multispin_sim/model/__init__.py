@@ -14,6 +14,6 @@ Modules are named for the part of the model they compute:
 - ``payload``: size in bits of one transmitted distribution.
 - ``speculative``: draft outcomes (accepted drafts, tokens, rejection) and E[N].
 - ``latency``: drafting and batched-verification latency.
-- ``reactive``: the reactive problem of MODEL.md section 6 (UL delay, DL delay-equalising
+- ``reactive``: the reactive problem of docs/model.md section 6 (UL delay, DL delay-equalising
   power, prefix-optimal mode selection, exhaustive search), vectorised over outcomes.
 """

@@ -9,7 +9,7 @@ Per device-round (device k active in the round, all in joules = W x s):
 - total:      E_k     = E_draft + E_ul + E_dl + E_idle
 
 (d_k is the realised correction delay, 0 when not rejected; the token uploads and bonus tokens
-are negligible payloads, MODEL.md section 2.) A device without work in a round sleeps (0 W):
+are negligible payloads, docs/model.md section 2.) A device without work in a round sleeps (0 W):
 it has no device-round row and no energy.
 
 Per round, at the server: E_dl_tx = sum over DL corrections of p_k d_k (the DL power the

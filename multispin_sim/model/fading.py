@@ -4,7 +4,7 @@ Rayleigh block fading: the channel power |h|^2 ~ Exp(1) is drawn once per round 
 constant within it. UL and DL are either the same draw (reciprocal: same subband, TDD) or two
 independent draws.
 
-Gauss-Markov fading (MODEL.md section 9): the complex gain h ~ CN(0, 1) evolves as
+Gauss-Markov fading (docs/model.md section 9): the complex gain h ~ CN(0, 1) evolves as
 h(t + dt) = rho h(t) + sqrt(1 - rho^2) w, w ~ CN(0, 1) independent, with the Jakes correlation
 rho = J0(2 pi f_D dt) over the time dt elapsed (f_D: the maximum Doppler frequency). The
 marginal stays CN(0, 1), so |h|^2 stays Exp(1) (Rayleigh); the lag correlation of |h|^2 is

@@ -1,9 +1,9 @@
-"""The draft-length objective (MODEL.md section 7): goodput G(gamma) and its estimators.
+"""The draft-length objective (docs/model.md section 7): goodput G(gamma) and its estimators.
 
     G(gamma) = sum_k E[N_k] / (max_k gamma_k t_k + T_ver + E_o[T_comm(o)])
 
 over the active devices (an inactive device has gamma_k = 0 and yields no token). E[N_k] has a
-closed form (MODEL.md section 3); the expectation of T_comm over the verification outcomes o
+closed form (docs/model.md section 3); the expectation of T_comm over the verification outcomes o
 (which devices are rejected) is estimated in one of three ways:
 
 - ``ExactTcomm``: enumeration of all 2^K rejected sets (3^K (rejected set, coin) pairs for the

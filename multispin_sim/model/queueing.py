@@ -1,4 +1,4 @@
-"""Queueing oracles and request lengths (MODEL.md sections 9-10): pure numpy.
+"""Queueing oracles and request lengths (docs/model.md sections 9-10): pure numpy.
 
 - ``round_count_moments``: E[R_L] and E[R_L^2], R_L = rounds one request of L tokens needs when
   each round gives N = A + 1 tokens (A truncated geometric), by a renewal recursion on the

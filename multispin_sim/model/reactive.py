@@ -1,4 +1,4 @@
-"""The reactive problem (MODEL.md section 6): modes and powers for the rejected devices.
+"""The reactive problem (docs/model.md section 6): modes and powers for the rejected devices.
 
 For one verification outcome, every rejected device k gets bandwidth b = B/|R| and sends one
 distribution of S bits, either uplink (UL: device power p_k <= P_k^ul) or downlink (DL: the

@@ -1,4 +1,4 @@
-"""Speculative-decoding outcomes under the i.i.d. acceptance model (MODEL.md section 3).
+"""Speculative-decoding outcomes under the i.i.d. acceptance model (docs/model.md section 3).
 
 P(A >= j) = alpha^j for j <= gamma: A is a geometric count of successes truncated at gamma.
 Outcomes are drawn by inversion from one uniform U per device and round,

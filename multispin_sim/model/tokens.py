@@ -3,7 +3,7 @@
 Notation: p = target distribution, q = the draft model's distribution, q_d = the distribution the
 device actually drafts from, p~ = the target as the device receives it in a DL correction.
 
-One drafted position (MODEL.md section 3, Leviathan et al. / Chen et al.):
+One drafted position (docs/model.md section 3, Leviathan et al. / Chen et al.):
 
 1. the device samples x ~ q_d;
 2. the server accepts x with probability min(1, p(x) / q_d(x)) (it has p and the scalar q_d(x));

@@ -40,14 +40,15 @@ def output_folder(out=None, base="results", name="run", seed=0):
     With ``out`` given, that folder (it may exist only if empty). Otherwise
     ``base/<name>-seed<seed>``, with ``-2``, ``-3``, ... appended if taken.
     """
+    from .atomic import check_folder  # an unusable location: OutputLocationError, before work
+
     if out is not None:
         path = Path(out)
-        if path.exists() and any(path.iterdir()):
+        if path.is_dir() and any(path.iterdir()):
             raise OutputExistsError(f"{path}: output folder exists and is not empty; "
                                     "choose another --out (results are never overwritten)")
-        path.mkdir(parents=True, exist_ok=True)
-        return path
-    base = Path(base)
+        return check_folder(path, "--out")
+    base = check_folder(Path(base), "results folder")
     stem = f"{name}-seed{seed}"
     path = base / stem
     i = 2

@@ -4,8 +4,11 @@ Floats are written with Python's shortest round-trip repr, so a value read back 
 to the value the engine used, and two runs with one seed give byte-identical files.
 """
 import csv
+import errno
 import multiprocessing
+import os
 import signal
+import sys
 import threading
 from pathlib import Path
 
@@ -71,12 +74,17 @@ def write_rows(file, columns):
 def _writer_main(conn, parent_end):
     """The writer process: format and append the chunks it receives, in order, until told to stop.
 
-    It ignores Ctrl-C (the parent decides when to stop) and stops at the end of the pipe too, so
-    a parent that dies still leaves every chunk it sent on disk.
+    It ignores Ctrl-C, SIGTERM and SIGHUP (the parent decides when to stop) and stops at the
+    end of the pipe too, so a parent that dies still leaves every chunk it sent on disk (whole
+    rows). A write that fails (a full disk) ends it with the errno as exit status, without a
+    traceback; the parent reports it.
     """
     parent_end.close()
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    for s in (signal.SIGINT, getattr(signal, "SIGTERM", None), getattr(signal, "SIGHUP", None)):
+        if s is not None:
+            signal.signal(s, signal.SIG_IGN)
     files = {}
+    status = 0
     try:
         while True:
             try:
@@ -89,9 +97,15 @@ def _writer_main(conn, parent_end):
             if path not in files:
                 files[path] = open(path, "a", newline="", encoding="utf-8")
             write_rows(files[path], columns)
+    except OSError as exc:
+        status = exc.errno or 1
     finally:
         for f in files.values():
-            f.close()
+            try:
+                f.close()
+            except OSError as exc:
+                status = status or exc.errno or 1
+    sys.exit(status)
 
 
 class WriterProcess:
@@ -119,14 +133,30 @@ class WriterProcess:
                 and threading.current_thread() is threading.main_thread())
 
     def write(self, path, columns):
-        self._send.send((str(path), columns))
+        try:
+            self._send.send((str(path), columns))
+        except OSError:  # the writer ended (a failed write): report its reason
+            self._failed(path)
+            raise
+
+    def _failed(self, path="the CSV files"):
+        process, self._process = self._process, None
+        if process is None:
+            return
+        process.join()
+        code = process.exitcode
+        if code:
+            code = code if code > 0 else errno.EIO
+            raise OSError(code, f"the CSV writer process failed: {os.strerror(code)}", str(path))
 
     def close(self):
         if self._process is not None:
-            self._send.send(None)
+            try:
+                self._send.send(None)
+            except OSError:
+                pass
             self._send.close()
-            self._process.join()
-            self._process = None
+            self._failed()
 
 
 class ChunkedCsv:

@@ -6,8 +6,9 @@ merged (the batch size doubles), so memory stays bounded however long the run. T
 the ratio estimator's delta-method interval over batches with Student's t quantile.
 
 Round durations and communication times are heavy-tailed under Rayleigh fading (the mean
-transmission delay is infinite, MODEL.md section 8): the summary reports medians and quantiles
-beside the means. Quantiles are computed from the values kept as float32 (4 bytes per round).
+transmission delay is infinite, docs/model.md section 8): the summary reports medians and
+quantiles beside the means. Quantiles are computed from the values kept as float64 (8 bytes per
+round: the same numbers as in rounds.csv).
 """
 import numpy as np
 
@@ -29,9 +30,9 @@ def ratio_confidence_interval(numerators, denominators, level=0.95):
 
 
 class GrowingArray:
-    """An append-only array with amortised doubling (float32 by default: 4 bytes a value)."""
+    """An append-only array with amortised doubling (float64 by default: 8 bytes a value)."""
 
-    def __init__(self, dtype=np.float32):
+    def __init__(self, dtype=np.float64):
         self.data = np.empty(1024, dtype=dtype)
         self.n = 0
 

@@ -4,7 +4,7 @@ A controller sees a ``DraftContext`` (this round's channel state, who is active,
 returns an int array of draft lengths. ``DraftController.lengths`` applies the update schedule
 (``policy.draft_update``: every round, once, or every N rounds) around ``decide``.
 
-Controllers (``policy.draft``), MODEL.md section 7:
+Controllers (``policy.draft``), docs/model.md section 7:
 
 - ``fixed``: the scenario's draft lengths.
 - ``greedy``: the paper's greedy search on G(gamma) (phase 1: +1 for all; phase 2: +1 for the

@@ -3,7 +3,7 @@
 Every search works on a ``DraftObjective`` (whatever its T_comm estimator) and returns a
 ``SearchResult`` (gamma, its G on that objective, evaluations used):
 
-- ``greedy_search``: the paper's Algorithm 1 (MODEL.md section 7). Phase 1 from gamma = 0 adds
+- ``greedy_search``: the paper's Algorithm 1 (docs/model.md section 7). Phase 1 from gamma = 0 adds
   1 to every device while G improves; phase 2 adds 1 to the single device with the largest
   improvement until none improves or every device is at its cap.
 - ``uniform_search``: the best common gamma (capped per device) over 0..max.

@@ -1,6 +1,6 @@
 """Energy-aware reactive policy: the optimal UL/DL split with ties broken by device energy.
 
-``EnergyAwareSplit`` evaluates every prefix split n (MODEL.md section 6) of each outcome, keeps
+``EnergyAwareSplit`` evaluates every prefix split n (docs/model.md section 6) of each outcome, keeps
 those whose T_comm is within ``tolerance`` (relative) of the optimum, and among them takes the
 one with the least device energy of the correction phase (``model.energy`` powers: UL devices
 (p + P_circuit) d, DL devices P_rx tau, and P_idle for a rejected device while it waits for

@@ -2,7 +2,7 @@
 
 With a common bandwidth per outcome (the mcs link gives every transmitting device the same
 whole number of PRBs) any link whose delay is a non-increasing function D(SNR) of the SNR alone
-keeps the structure of the reactive problem (MODEL.md section 6): a UL device at full power has
+keeps the structure of the reactive problem (docs/model.md section 6): a UL device at full power has
 delay D(P g / (N0 b)); the DL devices' equalising powers are proportional to 1/g (they sum to
 P_dl) and give every DL device the same SNR P_dl / (N0 b sum 1/g); and max(D(x), D(y)) =
 D(min(x, y)). So the split that maximises the slowest Shannon SNR -- the split the Shannon

@@ -6,7 +6,7 @@
 (8, 42.8)
 
 Imports only the standard library and PyYAML.  The key reference (``reference_markdown()``)
-lists every key with its type, unit, default and meaning; MODEL.md sections 1-5 explain them.
+lists every key with its type, unit, default and meaning; docs/model.md sections 1-5 explain them.
 """
 
 from .errors import ScenarioError

@@ -14,6 +14,7 @@ from .errors import ScenarioError
 from .params import FrozenMap, build_section, kind_of, section_hints, to_plain
 from .presets import MODEL_PAIRS
 from .schema import CROSS_CHECKS, DEFAULT_DL_POWER_RATIO, Scenario
+from .limits import check_yaml_text  # also registers the limit checks (cross checks)
 
 __all__ = ["load_scenario", "parse_set_options", "apply_overrides", "scenario_to_dict",
            "dump_scenario_yaml", "resolve_scenario"]
@@ -55,8 +56,12 @@ def read_yaml_file(path: str) -> Any:
     except (OSError, UnicodeDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         raise ScenarioError(path, f"cannot read scenario file: {reason}", source=path) from None
+    check_yaml_text(text, path, source=path)
     try:
         return yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 (SafeLoader subclass)
+    except RecursionError:
+        raise ScenarioError(path, "YAML nested too deep", "a scenario needs at most a few "
+                            "levels of nesting", source=path) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
@@ -87,9 +92,10 @@ def parse_set_options(options: Union[str, Iterable[str]]) -> dict[str, Any]:
                                      for part in key.split(".")):
             raise ScenarioError(str(option), "malformed --set option",
                                 "expected KEY.PATH=VALUE, e.g. devices.count=8")
+        check_yaml_text(text, key)
         try:
             value = yaml.safe_load(text) if text.strip() else None
-        except yaml.YAMLError:
+        except (yaml.YAMLError, RecursionError):
             raise ScenarioError(key, f"cannot parse the value {text!r} of --set option",
                                 "expected a YAML value, e.g. 8, 0.5, true, fixed or "
                                 "[200, 300]") from None

@@ -1,7 +1,7 @@
-"""Model-pair presets and task names (MODEL.md sections 3 and 4).
+"""Model-pair presets and task names (docs/model.md sections 3 and 4).
 
 Latencies are the paper's A100 measurements; the acceptance rates are the *assumed* table of
-MODEL.md section 3 (the paper's Table I values are not available) and can be overridden per
+docs/model.md section 3 (the paper's Table I values are not available) and can be overridden per
 scenario with ``devices.acceptance``.
 """
 

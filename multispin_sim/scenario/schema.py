@@ -21,7 +21,7 @@ from .presets import DEFAULT_MODEL_PAIR, MODEL_PAIRS, TASKS
 
 __all__ = [
     "Scenario", "Devices", "DeviceOverride", "Server", "Channel", "Payload", "Policy", "Run",
-    "Workload", "Topology", "Mobility", "Compute", "Energy", "PowerMode", "Serving", "Adaptive",
+    "Workload", "Topology", "Mobility", "Limits", "Compute", "Energy", "PowerMode", "Serving", "Adaptive",
     "PROTOCOLS", "BATCHING_POLICIES", "Acceptance", "ACCEPTANCE_MODELS", "ACCEPTANCE_BELIEFS",
     "Link", "Csi", "Straggler",
     "FADING_MODELS", "DEVICE_TASKS", "POLICY_MODES", "DRAFT_POLICIES", "DRAFT_UPDATES",
@@ -99,7 +99,7 @@ class Devices(Params):
                       "tasks uniformly at random", choices=DEVICE_TASKS)
     acceptance: Mapping[str, float] = param(
         FrozenMap(), "Per-token acceptance rate alpha per task; keys given merge over the "
-        "model pair's table (assumed values, MODEL.md section 3)", check=_ALPHA, keys=TASKS,
+        "model pair's table (assumed values, docs/model.md section 3)", check=_ALPHA, keys=TASKS,
         key_allowed="task", preset="acceptance", default_text="model_pair's table")
     draft_latency_ms: Optional[float] = param(
         None, "Reference per-token drafting latency t_ref (t_k = t_ref * s_k)", unit="ms/token",
@@ -126,7 +126,7 @@ class Server(Params):
         "or dl_power_ratio, not both)", unit="dBm", exclusive_with="dl_power_ratio")
     dl_power_ratio: Optional[float] = param(
         None, "DL-to-UL power-budget ratio rho: P_dl = rho * P_ul in linear units (assumed "
-        "reading, MODEL.md section 5); used when dl_power_dbm is not given, default 4 "
+        "reading, docs/model.md section 5); used when dl_power_dbm is not given, default 4 "
         "(4 x 10 mW = 16.02 dBm)", check=gt(0), default_text="4 (if dl_power_dbm is not given)",
         exclusive_with="dl_power_dbm")
     verify_fixed_ms: Optional[float] = param(
@@ -290,7 +290,7 @@ _REGION = Check(lambda v: 0 <= v[0] <= v[1], "a range [low, high] with 0 <= low 
 
 @section
 class Workload(Params):
-    """Requests: arrivals per device, lengths, FIFO queues (MODEL.md section 9)."""
+    """Requests: arrivals per device, lengths, FIFO queues (docs/model.md section 9)."""
 
     arrivals: str = param("saturated", "'saturated': every device always has work (the paper); "
                           "'poisson': requests arrive per device at rate_per_s; 'trace': arrival "
@@ -612,6 +612,23 @@ class Straggler(Params):
 
 
 @section
+class Limits(Params):
+    """Bounds that keep a run's memory and time finite (docs/model.md section 12); raise them
+    when you mean it."""
+
+    max_backlog_requests: int = param(
+        1_000_000, "Queueing workloads: the run stops (summary complete: false, with the reason) "
+        "when more requests than this wait in all queues together (an unstable queue grows "
+        "without bound)", unit="requests", check=ge(1))
+    max_memory_mb: float = param(
+        4096.0, "Refuse a scenario whose estimated memory (devices.count, run.rounds) exceeds "
+        "this", unit="MB", check=gt(0))
+    max_blocks_per_transmission: int = param(
+        1_000_000, "With channel.coherence_time_ms: the run stops (complete: false) when one "
+        "correction would need more fading blocks than this", check=ge(1))
+
+
+@section
 class Scenario(Params):
     """A complete, validated scenario (load it with ``load_scenario``)."""
 
@@ -638,6 +655,7 @@ class Scenario(Params):
     link: Link = param(Link(), "The link layer (Shannon or NR MCS/HARQ)")
     csi: Csi = param(Csi(), "CSI at decision time")
     straggler: Straggler = param(Straggler(), "Straggler-aware reactive policies")
+    limits: Limits = param(Limits(), "Memory and time bounds of a run")
 
 
 # --------------------------------------------------------------------------------------------

@@ -310,7 +310,7 @@ def check_pk_wait(func):
     waiting time in queue (Pollaczek-Khinchine); inf when the queue is unstable."""
     hint = "rho = lambda E[S]; W_q = lambda E[S^2] / (2 (1 - rho)); unstable (inf) when rho >= 1"
     tau = 0.05
-    es, es2 = tau * 19.503530, tau * tau * 384.845743  # MODEL.md section 10: alpha 0.8, gamma 4, L 64
+    es, es2 = tau * 19.503530, tau * tau * 384.845743  # docs/model.md section 10: alpha 0.8, gamma 4, L 64
     lam = 0.5 / es
     cases = [((lam, es, es2), 0.4933027), ((1.0, 0.5, 0.5), 0.5), ((2.0, 0.5, 0.3), math.inf),
              ((3.0, 0.5, 0.3), math.inf)]
@@ -323,7 +323,7 @@ def check_pk_wait(func):
         if not good:
             return _report("5.1", False, f"lambda={args[0]:g}, E[S]={args[1]:g}, E[S^2]={args[2]:g}: "
                            f"you give {value!r}, expected {want}", hint)
-    return _report("5.1", True, "W_q right, including the MODEL.md example 0.4933 s and rho >= 1")
+    return _report("5.1", True, "W_q right, including the docs/model.md example 0.4933 s and rho >= 1")
 
 
 def check_mean_sojourn(func):

@@ -1,0 +1,172 @@
+"""What stops a run early and how it still leaves valid outputs.
+
+- ``StopSignals``: SIGINT, SIGTERM and SIGHUP. The first one asks the round loop to stop at the
+  next round boundary (the outputs stay complete up to that round, ``complete: false``). A
+  second one stops at once (``KeyboardInterrupt`` out of the SimPy loop), except while a round
+  is being recorded (it then stops at that round's end, a few microseconds later, so both CSV
+  tables keep whole rows and the same rounds) and during the shutdown (writing the CSV tails
+  and the summary, well under a second, then the process exits).
+- ``guard_backlog``: a queueing workload whose backlog passes ``limits.max_backlog_requests``
+  stops the run (``complete: false``, with the reason) instead of growing without bound.
+- ``LimitReached``: raised by engine parts when a bound of ``limits`` is reached mid-round
+  (e.g. a correction that needs more fading blocks than ``limits.max_blocks_per_transmission``);
+  the run stops there and still writes its outputs.
+- ``die_with_parent``: worker processes (sweeps) never outlive the process that started them.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+
+STOP_SIGNALS = tuple(s for s in (getattr(signal, "SIGINT", None), getattr(signal, "SIGTERM", None),
+                                 getattr(signal, "SIGHUP", None)) if s is not None)
+
+_OUTPUTS = str(Path(__file__).resolve().parent.parent / "outputs")
+
+
+class LimitReached(Exception):
+    """A bound of ``limits`` was reached during a run: ``reason`` and what to do."""
+
+    def __init__(self, reason, todo=""):
+        self.reason, self.todo = reason, todo
+        super().__init__(reason)
+
+    def __reduce__(self):
+        return (type(self), (self.reason, self.todo))
+
+
+def _recording(frame):
+    """True when the interrupted code is writing records (outputs/...): a round half-recorded."""
+    while frame is not None:
+        if frame.f_code.co_filename.startswith(_OUTPUTS):
+            return True
+        frame = frame.f_back
+    return False
+
+
+class StopSignals:
+    """Installs the stop handlers (main thread only) for the duration of a run.
+
+    ``signum``: the first signal received (None if none); ``loop``: the round loop to stop
+    (may be attached after the handlers are installed: a signal before it exists stops the run
+    before its first round).
+    """
+
+    def __init__(self):
+        self.signum = None
+        self.count = 0
+        self.loop = None
+        self.shutdown = False
+        self._previous = {}
+
+    def attach(self, loop):
+        self.loop = loop
+        if self.signum is not None:
+            loop.stop_requested = True
+
+    def _handler(self, signum, frame):
+        self.count += 1
+        if self.signum is None:
+            self.signum = signum
+            if self.loop is not None:
+                self.loop.stop_requested = True
+            return
+        if self.shutdown or self.loop is None or _recording(frame):
+            return
+        raise KeyboardInterrupt
+
+    def __enter__(self):
+        if threading.current_thread() is threading.main_thread():
+            for s in STOP_SIGNALS:
+                try:
+                    self._previous[s] = signal.signal(s, self._handler)
+                except (ValueError, OSError):
+                    pass
+        return self
+
+    def __exit__(self, *exc):
+        for s, previous in self._previous.items():
+            signal.signal(s, previous)
+        self._previous = {}
+        return False
+
+    @property
+    def reason(self):
+        if self.signum is None:
+            return None
+        name = signal.Signals(self.signum).name
+        return f"stopped by {name}" + (" (twice: stopped mid-round)" if self.count > 1 else "")
+
+
+def guard_backlog(workload, loop, limit):
+    """Stop the run when more than ``limit`` requests wait in all queues together.
+
+    At the limit the loop stops at the next round boundary; if arrivals go on within that round
+    up to 1.25 x the limit, ``LimitReached`` stops it at once.
+    """
+    arrive = workload.arrive
+    hard = limit + max(limit // 4, 1)
+    reason = (f"the queues hold more than {limit:,} requests (limits.max_backlog_requests): "
+              "requests arrive faster than they are served")
+
+    def guarded(k, now, length):
+        arrive(k, now, length)
+        n = workload.in_system
+        if n >= limit:
+            if getattr(loop, "stop_reason", None) is None:
+                loop.stop_reason = reason
+                loop.stop_requested = True
+            if n >= hard:
+                raise LimitReached(reason)
+
+    workload.arrive = guarded
+
+
+LIMIT_TODO = {
+    "backlog": "lower workload.rate_per_s below the service rate, or raise "
+               "limits.max_backlog_requests (the summary has the run up to the stop)",
+    "blocks": "raise limits.max_blocks_per_transmission, or use a longer "
+              "channel.coherence_time_ms or shorter distances",
+}
+
+
+def die_with_parent(parent_pid=None):
+    """Make this (worker) process die when its parent does (Linux: PR_SET_PDEATHSIG; elsewhere
+    a watchdog thread polling the parent pid). Stop signals are left to the parent: the worker
+    ignores SIGINT, SIGTERM and SIGHUP between runs (a run installs its own handlers)."""
+    parent_pid = os.getppid() if parent_pid is None else parent_pid
+    for s in STOP_SIGNALS:
+        try:
+            signal.signal(s, signal.SIG_IGN)
+        except (ValueError, OSError):
+            pass
+    if os.getppid() != parent_pid:  # the parent died before this worker got here
+        os._exit(1)
+    armed = False
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            armed = libc.prctl(1, signal.SIGKILL, 0, 0, 0) == 0  # PR_SET_PDEATHSIG
+        except (OSError, AttributeError):
+            armed = False
+        if armed and os.getppid() != parent_pid:  # the parent died before prctl
+            os._exit(1)
+    if not armed:
+        watch_parent(parent_pid)
+
+
+def watch_parent(pid, period_s=1.0):
+    """A daemon thread that ends this process when its parent ``pid`` is gone (this process is
+    then re-parented, so ``getppid`` changes; a dead but unreaped parent counts as gone)."""
+    def watch():
+        while os.getppid() == pid:
+            time.sleep(period_s)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="multispin-watch-parent", daemon=True).start()

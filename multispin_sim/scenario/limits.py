@@ -1,0 +1,218 @@
+"""Limits checked before any work: values the schema accepts one by one but that, together or
+at their extremes, would make a run hang, loop or exhaust memory (docs/model.md section 12).
+
+- YAML documents (scenario and sweep files, ``--set`` values): nesting depth and the size after
+  alias expansion are bounded before anything is built or formatted (``check_yaml_text``).
+- Cross checks on the resolved scenario (registered with ``@cross_check``): non-finite or
+  absurd geometry, degenerate mobility regions, absurd speeds, fading blocks shorter than any
+  physical coherence time, rounds of zero duration, and the estimated memory of the run
+  (``limits.max_memory_mb``).
+
+Runtime bounds (the backlog of an unstable queue, fading blocks per transmission) stop a run
+with ``complete: false`` and the reason: see ``engine/guards.py``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import yaml
+
+from .errors import ScenarioError
+from .schema import MAX_DRAFT_LIMIT, cross_check
+
+MAX_YAML_DEPTH = 64             # nesting levels of a YAML document
+MAX_YAML_NODES = 200_000        # nodes after alias expansion
+MAX_YAML_BYTES = 16 << 20       # size of a YAML document
+MAX_DISTANCE_M = 100_000.0      # 100 km: beyond any cell; path loss then underflows rates
+MAX_SPEED_MPS = 1_000.0         # 3,600 km/h
+MIN_REGION_M = 1.0              # the path-loss reference distance (model.mobility.MIN_DISTANCE_M)
+MIN_COHERENCE_MS = 0.01         # 10 us: far below one OFDM symbol (66.7 us at 15 kHz)
+
+# memory model of a run (bytes), fitted on measured peaks (see tests/test_faults.py)
+BASE_BYTES = 200 << 20          # interpreter, numpy, scipy, simpy
+PER_DEVICE_BYTES = 48 << 10     # record chunks, fading blocks, policy arrays per device
+PER_ROUND_BYTES = 40            # round-time quantiles (2 float64, doubling) and batch means
+
+
+# ------------------------------------------------------------------------------------------
+# YAML documents
+
+_OPEN = (yaml.BlockMappingStartToken, yaml.BlockSequenceStartToken, yaml.FlowMappingStartToken,
+         yaml.FlowSequenceStartToken)
+_CLOSE = (yaml.BlockEndToken, yaml.FlowMappingEndToken, yaml.FlowSequenceEndToken)
+
+
+def check_yaml_text(text: str, where: str, source=None) -> None:
+    """ScenarioError if ``text`` is too large, nested too deep, or expands (aliases) too far.
+
+    Runs the YAML scanner only (no recursion, no construction); syntax errors are left to the
+    loader, which reports them with their line.
+    """
+    if len(text) > MAX_YAML_BYTES:
+        raise ScenarioError(where, f"the YAML document has {len(text):,} characters",
+                            f"expected at most {MAX_YAML_BYTES:,}", source=source)
+    depth = deepest = 0
+    aliases = False
+    try:
+        for token in yaml.scan(text, Loader=yaml.SafeLoader):
+            if isinstance(token, _OPEN):
+                depth += 1
+                if depth > MAX_YAML_DEPTH:
+                    raise ScenarioError(where, f"YAML nested deeper than {MAX_YAML_DEPTH} levels",
+                                        "a scenario needs at most a few levels of nesting",
+                                        source=source)
+                deepest = max(deepest, depth)
+            elif isinstance(token, _CLOSE):
+                depth -= 1
+            elif isinstance(token, yaml.AliasToken):
+                aliases = True
+    except yaml.YAMLError:
+        return
+    if aliases:
+        _check_expansion(text, where, source)
+
+
+def _check_expansion(text, where, source):
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError:
+        return
+    sizes = {}
+
+    def size(node):  # nodes after expansion; memoised, so linear in the composed graph
+        key = id(node)
+        if key in sizes:
+            return sizes[key]
+        sizes[key] = 1  # a cycle counts once (and is refused by the constructor anyway)
+        if isinstance(node, yaml.SequenceNode):
+            n = 1 + sum(size(v) for v in node.value)
+        elif isinstance(node, yaml.MappingNode):
+            n = 1 + sum(size(k) + size(v) for k, v in node.value)
+        else:
+            n = 1
+        sizes[key] = n
+        return n
+
+    if root is not None and size(root) > MAX_YAML_NODES:
+        raise ScenarioError(where, f"YAML aliases expand to {size(root):,} values",
+                            f"expected at most {MAX_YAML_NODES:,} (write the values out, or use "
+                            "fewer nested aliases)", source=source)
+
+
+# ------------------------------------------------------------------------------------------
+# cross checks on the resolved scenario
+
+
+def _finite_xy(path, xy, limit=MAX_DISTANCE_M * 10):
+    for i, v in enumerate(xy):
+        if not math.isfinite(v) or abs(v) > limit:
+            raise ScenarioError(f"{path}.{i}" if len(xy) > 2 else path,
+                                f"{v!r} is not allowed",
+                                f"expected a finite coordinate within +-{limit:,.0f} m")
+
+
+@cross_check
+def _check_geometry(sc) -> None:
+    t, d = sc.topology, sc.devices
+    _finite_xy("topology.server_xy_m", t.server_xy_m)
+    if t.layout == "coordinates":
+        for i, (x, y) in enumerate(t.device_xy_m):
+            for v in (x, y):
+                if not math.isfinite(v) or abs(v) > MAX_DISTANCE_M * 10:
+                    raise ScenarioError(f"topology.device_xy_m.{i}", f"{v!r} is not allowed",
+                                        "expected finite coordinates within "
+                                        f"+-{MAX_DISTANCE_M * 10:,.0f} m")
+            dist = math.hypot(x - t.server_xy_m[0], y - t.server_xy_m[1])
+            if dist > MAX_DISTANCE_M:
+                raise ScenarioError(f"topology.device_xy_m.{i}", f"a device {dist:.4g} m from "
+                                    "the server", f"expected at most {MAX_DISTANCE_M:,.0f} m "
+                                    "(beyond that no rate is left to deliver a payload)")
+    dist = d.distance_m if isinstance(d.distance_m, tuple) else (d.distance_m,)
+    if max(dist) > MAX_DISTANCE_M:
+        raise ScenarioError("devices.distance_m", f"{max(dist):.4g} m is not allowed",
+                            f"expected distances of at most {MAX_DISTANCE_M:,.0f} m (beyond "
+                            "that no rate is left to deliver a payload)")
+    for index, ov in d.overrides.items():
+        if ov.distance_m is not None and ov.distance_m > MAX_DISTANCE_M:
+            raise ScenarioError(f"devices.overrides.{index}.distance_m",
+                                f"{ov.distance_m:.4g} m is not allowed",
+                                f"expected at most {MAX_DISTANCE_M:,.0f} m")
+
+
+@cross_check
+def _check_mobility(sc) -> None:
+    m = sc.mobility
+    if m.model == "none":
+        return
+    speed = m.speed_mps if isinstance(m.speed_mps, tuple) else (m.speed_mps,)
+    if max(speed) > MAX_SPEED_MPS:
+        raise ScenarioError("mobility.speed_mps", f"{max(speed):.4g} m/s is not allowed",
+                            f"expected at most {MAX_SPEED_MPS:,.0f} m/s (a device would cross "
+                            "its region many times per round)")
+    if m.region_m is not None:
+        lo, hi = m.region_m
+        if hi < MIN_REGION_M:
+            raise ScenarioError("mobility.region_m", f"a waypoint region of outer radius "
+                                f"{hi:.4g} m is degenerate", f"expected an outer radius >= "
+                                f"{MIN_REGION_M:g} m (the path-loss reference distance)")
+        if hi > MAX_DISTANCE_M:
+            raise ScenarioError("mobility.region_m", f"{hi:.4g} m is not allowed",
+                                f"expected at most {MAX_DISTANCE_M:,.0f} m")
+
+
+@cross_check
+def _check_coherence(sc) -> None:
+    tc = sc.channel.coherence_time_ms
+    if tc is not None and tc < MIN_COHERENCE_MS:
+        raise ScenarioError("channel.coherence_time_ms", f"{tc!r} ms is not allowed",
+                            f"expected at least {MIN_COHERENCE_MS} ms (10 us, shorter than one "
+                            "OFDM symbol; the run would draw millions of fading blocks per "
+                            "round), or null for one block per round")
+
+
+@cross_check
+def _check_round_duration(sc) -> None:
+    s, p = sc.server, sc.policy
+    if (s.verify_fixed_ms or 0) > 0 or (s.verify_per_device_ms or 0) > 0:
+        return
+    lengths = p.draft_length if isinstance(p.draft_length, tuple) else (p.draft_length,)
+    lengths += tuple(ov.draft_length for ov in sc.devices.overrides.values()
+                     if ov.draft_length is not None)
+    if p.draft != "fixed" or min(lengths) == 0:
+        raise ScenarioError("server.verify_fixed_ms", "verification time 0 (verify_fixed_ms and "
+                            "verify_per_device_ms) with draft lengths that may be 0 gives "
+                            "rounds of zero duration (time would never advance)",
+                            "expected a verification time > 0, or draft lengths >= 1 with "
+                            "policy.draft 'fixed'")
+
+
+def estimated_memory_bytes(sc) -> int:
+    """A run's peak memory, estimated from devices.count and run.rounds (an upper bound for
+    the paper's settings; see ``PER_DEVICE_BYTES``)."""
+    k = sc.devices.count
+    per_device = PER_DEVICE_BYTES + 16 * sc.policy.saa_samples // 8 + 8 * (MAX_DRAFT_LIMIT + 1)
+    return BASE_BYTES + k * per_device + _max_rounds(sc) * PER_ROUND_BYTES
+
+
+def _max_rounds(sc):
+    """run.rounds, or fewer when run.max_time_s ends the run first: a round lasts at least one
+    verification pass (T_ver0 + T_ver1)."""
+    rounds = sc.run.rounds
+    t_min = ((sc.server.verify_fixed_ms or 0.0) + (sc.server.verify_per_device_ms or 0.0)) * 1e-3
+    if sc.run.max_time_s is not None and t_min > 0:
+        rounds = min(rounds, math.ceil(sc.run.max_time_s / t_min) + 1)
+    return rounds
+
+
+@cross_check
+def _check_memory(sc) -> None:
+    need = estimated_memory_bytes(sc)
+    limit = sc.limits.max_memory_mb * (1 << 20)
+    if need > limit:
+        k, rounds = sc.devices.count, _max_rounds(sc)
+        key = "devices.count" if k * PER_DEVICE_BYTES > rounds * PER_ROUND_BYTES else "run.rounds"
+        raise ScenarioError(key, f"devices.count {k:,} and run.rounds {rounds:,} need about "
+                            f"{need / (1 << 20):,.0f} MB", f"expected at most limits.max_memory_mb "
+                            f"({sc.limits.max_memory_mb:,.0f} MB): use fewer devices or rounds, "
+                            "or raise limits.max_memory_mb if this machine has the memory")
