@@ -212,30 +212,9 @@ class QueueingWorkload:
         return self._remaining.copy() if self.cap else None
 
     def tokens_delivered(self, now, tokens):
-        serving = self.serving
+        """A round ended at ``now``: each device being served got ``tokens[k]`` tokens."""
         for k in self._serving_idx:
-            req = serving[k]
-            got = int(tokens[k])
-            if req.rounds == 0:
-                req.first = now
-            req.rounds += 1
-            self.useful_tokens += min(got, req.remaining)
-            req.remaining -= got
-            if req.remaining > 0:
-                self._remaining[k] = req.remaining
-                continue
-            self._account(k, now)
-            self.queues[k].popleft()
-            serving[k] = None
-            self.n[k] -= 1
-            self.completed[k] += 1
-            self.in_system -= 1
-            self._remaining[k] = 0
-            if not self.n[k]:
-                self._active[k] = False
-            if self.log is not None:
-                self.log.write(req.id, k, req.arrival, req.start, req.first, now, req.length,
-                               req.rounds)
+            self.device_tokens(k, now, int(tokens[k]))
 
     # -- the asynchronous protocol's per-device interface (engine/asynchronous.py) ------------
     def start_device(self, k, now):
