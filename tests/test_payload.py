@@ -361,3 +361,12 @@ def test_draft_objective_sees_the_ul_acceptance_cost(tmp_path):
         assert got == pytest.approx(np.minimum(p, top.compress(q)).sum(), abs=1e-12)
         assert got < a  # top-64 drafting costs acceptance with this generator
     assert np.allclose(res.devices["alpha"], res.population.system.alpha)
+
+
+def test_token_model_refuses_a_non_iid_acceptance_model():
+    """The token model's distributions decide every acceptance: another acceptance model would
+    be silently ignored, so the combination is refused up front, naming the key."""
+    from multispin_sim.scenario import ScenarioError, load_scenario
+
+    with pytest.raises(ScenarioError, match=r"^acceptance\.model"):
+        load_scenario(None, overrides={"payload.model": "token", "acceptance.model": "markov"})

@@ -843,6 +843,10 @@ def _check_acceptance(sc: Scenario) -> None:
     if a.model == "trace" and a.trace_file and not os.path.isfile(a.trace_file):
         raise ScenarioError("acceptance.trace_file", f"{a.trace_file!r} is not a readable file",
                             "expected the path of a Spec-Bench JSONL or a 0/1 CSV trace")
+    if a.model != "iid" and sc.payload.model == "token":
+        raise ScenarioError("acceptance.model", f"{a.model!r} with payload.model 'token' (the "
+                            "token model's distributions decide every acceptance)",
+                            "expected 'iid' (the token model), or payload.model 'bits'")
 
 
 @cross_check
