@@ -292,7 +292,8 @@ def _simulate(scenario, folder, inputs, tmp, signals, progress, command_line):
                 "these devices are served, so their latencies grow with the run length (see "
                 "requests.warnings in summary.json)")
         longest = summary["duration_s"]["max"]
-        if stats.sim_time > 0 and longest > 0.05 * stats.sim_time:
+        heavy_tail = (scenario.link.model == "shannon" and scenario.channel.coherence_time_ms is None)
+        if heavy_tail and stats.sim_time > 0 and longest > 0.05 * stats.sim_time:
             warnings.append(
                 f"one round took {longest:.4g} s ({longest / stats.sim_time:.0%} of the run): a "
                 "correction in a deep fade; with one fading block per round the correction delay "
