@@ -37,10 +37,11 @@ from __future__ import annotations
 import numpy as np
 
 from .acceptance_trace import UNKNOWN, mean_agreement
+from .registry import Registry
 from .speculative import acceptance_uniforms, run_length
 
-ACCEPTANCE_MODELS: dict[str, type] = {}
-BELIEFS: dict[str, type] = {}
+ACCEPTANCE_MODELS = Registry("acceptance model")
+BELIEFS = Registry("acceptance belief")
 
 # devices' tasks -> Spec-Bench categories, for ``trace_assign: task``
 TASK_CATEGORIES = {
@@ -50,14 +51,6 @@ TASK_CATEGORIES = {
     "mt-bench": ("writing", "roleplay", "reasoning", "math", "coding", "extraction", "stem",
                  "humanities"),
 }
-
-
-def register(table, name):
-    def deco(cls):
-        cls.name = name
-        table[name] = cls
-        return cls
-    return deco
 
 
 class AcceptanceModel:
@@ -88,7 +81,7 @@ class AcceptanceModel:
         return {}
 
 
-@register(ACCEPTANCE_MODELS, "iid")
+@ACCEPTANCE_MODELS.register("iid")
 class IIDAcceptance(AcceptanceModel):
     """The paper's i.i.d. model (see the module docstring); exactly the original draws."""
 
@@ -274,7 +267,7 @@ class AgreementWalk(AcceptanceModel):
         return self._rate.ravel().take(self._flat)
 
 
-@register(ACCEPTANCE_MODELS, "beta")
+@ACCEPTANCE_MODELS.register("beta")
 class BetaAcceptance(AgreementWalk):
     """Per-session alpha ~ Beta(m kappa, (1 - m) kappa), i.i.d. agreements within a session."""
 
@@ -348,7 +341,7 @@ def markov_chain(rng, n, rates, switch, state=None):
     return bits, rate, int(states[-1])
 
 
-@register(ACCEPTANCE_MODELS, "markov")
+@ACCEPTANCE_MODELS.register("markov")
 class MarkovAcceptance(AgreementWalk):
     """Gilbert-Elliott: an easy/hard chain per device, one transition per token position."""
 
@@ -373,7 +366,7 @@ class MarkovAcceptance(AgreementWalk):
                 "easy_to_hard": float(self.switch[0]), "hard_to_easy": float(self.switch[1])}
 
 
-@register(ACCEPTANCE_MODELS, "trace")
+@ACCEPTANCE_MODELS.register("trace")
 class TraceAcceptance(AgreementWalk):
     """Replay of measured agreement sequences (``answers``: list of ``acceptance_trace.Answer``).
 
@@ -445,12 +438,7 @@ class TraceAcceptance(AgreementWalk):
 
 def make_acceptance_model(name, alpha, rng, **kwargs):
     """The acceptance model registered under ``name`` (``acceptance.model``)."""
-    try:
-        cls = ACCEPTANCE_MODELS[name]
-    except KeyError:
-        raise ValueError(f"unknown acceptance model {name!r}; allowed: "
-                         f"{', '.join(sorted(ACCEPTANCE_MODELS))}") from None
-    return cls(alpha, rng, **kwargs)
+    return ACCEPTANCE_MODELS.make(name, alpha, rng, **kwargs)
 
 
 # --- beliefs ---------------------------------------------------------------------------------
@@ -474,12 +462,12 @@ class Belief:
         return {}
 
 
-@register(BELIEFS, "nominal")
+@BELIEFS.register("nominal")
 class NominalBelief(Belief):
     """The model's long-run mean rate per device (the System's alpha), never updated."""
 
 
-@register(BELIEFS, "oracle")
+@BELIEFS.register("oracle")
 class OracleBelief(Belief):
     """The acceptance model's true current rate (None for i.i.d.: the system's alpha itself)."""
 
@@ -488,7 +476,7 @@ class OracleBelief(Belief):
         return None if rate is self.model.alpha else rate
 
 
-@register(BELIEFS, "learned")
+@BELIEFS.register("learned")
 class LearnedBelief(Belief):
     """Per-device Beta posterior of the agreement rate from the verified positions.
 
@@ -527,15 +515,11 @@ class LearnedBelief(Belief):
 
 
 def make_belief(name, model, **kwargs):
-    try:
-        cls = BELIEFS[name]
-    except KeyError:
-        raise ValueError(f"unknown acceptance belief {name!r}; allowed: "
-                         f"{', '.join(sorted(BELIEFS))}") from None
-    return cls(model, **kwargs)
+    """The acceptance belief registered under ``name`` (``acceptance.belief``)."""
+    return BELIEFS.make(name, model, **kwargs)
 
 
-@register(BELIEFS, "filtered")
+@BELIEFS.register("filtered")
 class FilteredBelief(Belief):
     """Markov-aware: the forward filter of a Gilbert-Elliott chain on each device's verified
     positions; alpha = the predicted agreement probability of its next drafted position.
