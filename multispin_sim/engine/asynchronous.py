@@ -50,6 +50,7 @@ import numpy as np
 
 from ..policies.batching import make_batching_policy
 from ..policies.draft import DraftContext
+from .round import ProtocolLoop
 
 
 class AsyncDraftContext(DraftContext):
@@ -74,7 +75,7 @@ class _Batch:
                  "queued_at", "planned")
 
 
-class AsyncLoop:
+class AsyncLoop(ProtocolLoop):
     """Same constructor as ``round.RoundLoop`` plus ``serving`` (the scenario's section);
     ``rounds`` counts batches."""
 
@@ -84,25 +85,14 @@ class AsyncLoop:
         if tick_period_s is not None or mover is not None or thermal is not None:
             raise ValueError("the asynchronous protocol has no round clock, no mobility and no "
                              "thermal throttling")
-        self.env = env
-        self.population = population
-        self.system = population.system
-        self.channel = channel
-        self.server = server
-        self.controller = controller
-        self.workload = workload
-        self.streams = streams
-        self.recorder = recorder
-        self.rounds = rounds
-        self.max_time_s = np.inf if max_time_s is None else max_time_s
-        self.progress = progress
-        self.k = k = self.system.k
+        super().__init__(env, population, channel, server, controller, workload, streams,
+                         recorder, rounds, max_time_s, progress)
+        k = self.k
         window_ms = getattr(serving, "window_ms", 0.0)
         self.batching = make_batching_policy(
             getattr(serving, "batching", "immediate"), window_s=window_ms * 1e-3,
             max_batch=getattr(serving, "max_batch", None))
         self.pre_draft = bool(getattr(serving, "pre_draft", False))
-        self.observe = getattr(controller, "observe", None)
         self.t = self.system.draft_latency_s.tolist()
         self.queue = deque()
         self.stop_requested = False

@@ -27,16 +27,14 @@ from ..policies.draft import DraftContext
 from .device import Device
 
 
-class RoundLoop:
-    """Drives the rounds; devices and the server are its actors, the recorder its witness.
+class ProtocolLoop:
+    """What every protocol's loop holds: the run's actors, its limits and its witness.
 
-    ``tick_period_s``: rounds start only at multiples of it (null: as soon as possible);
-    ``mover``: ``topology.Mover`` for moving devices (None: fixed positions).
-    """
+    ``run(env)`` is the SimPy process a protocol defines; ``rounds`` counts its records
+    (rounds, or batches in the asynchronous protocol)."""
 
     def __init__(self, env, population, channel, server, controller, workload, streams,
-                 recorder, rounds, max_time_s=None, progress=None, tick_period_s=None,
-                 mover=None, thermal=None):
+                 recorder, rounds, max_time_s=None, progress=None):
         self.env = env
         self.population = population
         self.system = population.system
@@ -49,12 +47,26 @@ class RoundLoop:
         self.rounds = rounds
         self.max_time_s = np.inf if max_time_s is None else max_time_s
         self.progress = progress
+        self.k = self.system.k
+        self.observe = getattr(controller, "observe", None)  # controllers that learn outcomes
+
+
+class RoundLoop(ProtocolLoop):
+    """Drives the rounds; devices and the server are its actors, the recorder its witness.
+
+    ``tick_period_s``: rounds start only at multiples of it (null: as soon as possible);
+    ``mover``: ``topology.Mover`` for moving devices (None: fixed positions).
+    """
+
+    def __init__(self, env, population, channel, server, controller, workload, streams,
+                 recorder, rounds, max_time_s=None, progress=None, tick_period_s=None,
+                 mover=None, thermal=None):
+        super().__init__(env, population, channel, server, controller, workload, streams,
+                         recorder, rounds, max_time_s, progress)
         self.tick = tick_period_s
         self.mover = mover
         self.thermal = thermal  # model.compute.ThermalState (throttling), or None
-        self.observe = getattr(controller, "observe", None)  # controllers that learn outcomes
-        k = self.system.k
-        self.k = k
+        k = self.k
         self.devices = [Device(i, t, self, channel) for i, t in enumerate(self.system.draft_latency_s)]
         self.round_started = env.event()
         self.verified = env.event()
