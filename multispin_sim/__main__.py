@@ -1,4 +1,4 @@
 """`python -m multispin_sim` is the `multispin-sim` command."""
-from multispin_sim.cli import main
+from multispin_sim.cli import entry
 
-raise SystemExit(main())
+entry()

@@ -9,6 +9,7 @@ Every failure prints one line ``error: <what>: <why>; <what to do>`` (``errors.p
 adds the traceback.
 """
 import argparse
+import functools
 import json
 import signal
 import os
@@ -384,21 +385,51 @@ def build_parser():
     return p
 
 
-def main(argv=None):
+def main(argv=None, *, exiting=False):
+    """Run the command line ``argv``; return the exit status.
+
+    ``exiting``: the process ends right after (the ``multispin-sim`` command): a stop signal
+    arriving after the work is done (outputs written) ends the process at once with this status
+    instead of killing it with the default action (which would lose the status)."""
     parser = build_parser()
     args = parser.parse_args(argv)
     debug = debug_enabled(args.debug)
     _RECEIVED.clear()
     previous = {}
-    if threading.current_thread() is threading.main_thread():
+    main_thread = threading.current_thread() is threading.main_thread()
+    if main_thread:
         previous = {sig: signal.signal(sig, _stop) for sig in _STOP_SIGNALS}
+    code = 1
     try:
-        return args.func(args)
+        code = args.func(args)
+        return code
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
-        return 128 + (_RECEIVED[0] if _RECEIVED else signal.SIGINT)
+        code = 128 + (_RECEIVED[0] if _RECEIVED else signal.SIGINT)
+        return code
     except Exception as exc:  # noqa: BLE001 -- the one error path: one line, no traceback
-        return report(exc, debug=debug)
+        code = report(exc, debug=debug)
+        return code
     finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+        if exiting and main_thread:
+            for sig in (signal.SIGINT,) + _STOP_SIGNALS:
+                signal.signal(sig, functools.partial(_exit_now, code))
+        else:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+
+
+def _exit_now(code, signum, frame):
+    """A stop signal after the work is done: flush what was printed and exit with the status
+    (128 + the signal when the run itself ended normally)."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(code if isinstance(code, int) and code >= 128 else 128 + signum)
+
+
+def entry():
+    """The ``multispin-sim`` command (and ``python -m multispin_sim``)."""
+    raise SystemExit(main(exiting=True))

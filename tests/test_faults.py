@@ -566,6 +566,25 @@ def test_signal_double_at_random_points(tmp_path, seed):
     assert summary["complete"] is False
 
 
+@pytest.mark.parametrize("second", [signal.SIGHUP, signal.SIGTERM, signal.SIGINT])
+def test_signal_second_after_the_outputs(tmp_path, second):
+    """FAULT_CLASS signals: a second signal aimed at the process's last moments (after it has
+    printed that it was interrupted, while Python shuts down): still a 128+N status (never killed
+    by the signal's default action), a complete summary."""
+    p, out = _long_run(tmp_path)
+    _wait_started(out, p)
+    os.killpg(p.pid, signal.SIGTERM)
+    line = p.stderr.readline()          # printed once the outputs are written
+    try:
+        os.killpg(p.pid, second)
+    except ProcessLookupError:
+        pass
+    _, err = p.communicate(timeout=30)
+    assert p.returncode in (128 + signal.SIGTERM, 128 + second), line + err
+    assert "interrupted" in line
+    assert consistent_run_folder(out)["complete"] is False
+
+
 def test_signal_sigterm_sweep_then_resume(tmp_path):
     """FAULT_CLASS signals: SIGTERM to a sweep's main process: exit 143, no worker left, and
     the resumed sweep's tables equal an uninterrupted one's."""
