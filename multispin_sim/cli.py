@@ -9,7 +9,6 @@ Every failure prints one line ``error: <what>: <why>; <what to do>`` (``errors.p
 adds the traceback.
 """
 import argparse
-import functools
 import json
 import signal
 import os
@@ -388,9 +387,9 @@ def build_parser():
 def main(argv=None, *, exiting=False):
     """Run the command line ``argv``; return the exit status.
 
-    ``exiting``: the process ends right after (the ``multispin-sim`` command): a stop signal
-    arriving after the work is done (outputs written) ends the process at once with this status
-    instead of killing it with the default action (which would lose the status)."""
+    ``exiting``: the process ends right after (the ``multispin-sim`` command): stop signals
+    arriving after the work is done (outputs written) are ignored, so the process still ends
+    with this status instead of being killed by the signal's default action."""
     parser = build_parser()
     args = parser.parse_args(argv)
     debug = debug_enabled(args.debug)
@@ -399,35 +398,22 @@ def main(argv=None, *, exiting=False):
     main_thread = threading.current_thread() is threading.main_thread()
     if main_thread:
         previous = {sig: signal.signal(sig, _stop) for sig in _STOP_SIGNALS}
-    code = 1
     try:
-        code = args.func(args)
-        return code
+        return args.func(args)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
-        code = 128 + (_RECEIVED[0] if _RECEIVED else signal.SIGINT)
-        return code
+        return 128 + (_RECEIVED[0] if _RECEIVED else signal.SIGINT)
     except Exception as exc:  # noqa: BLE001 -- the one error path: one line, no traceback
-        code = report(exc, debug=debug)
-        return code
+        return report(exc, debug=debug)
     finally:
         if exiting and main_thread:
+            # Python resets its own handlers to the default action while it shuts down, so a
+            # late signal would kill the process and lose the status: ignore them from here on
             for sig in (signal.SIGINT,) + _STOP_SIGNALS:
-                signal.signal(sig, functools.partial(_exit_now, code))
+                signal.signal(sig, signal.SIG_IGN)
         else:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
-
-
-def _exit_now(code, signum, frame):
-    """A stop signal after the work is done: flush what was printed and exit with the status
-    (128 + the signal when the run itself ended normally)."""
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError):
-            pass
-    os._exit(code if isinstance(code, int) and code >= 128 else 128 + signum)
 
 
 def entry():
