@@ -1,7 +1,9 @@
 """Streaming CSV writers: rows buffered as numpy column chunks, written every ``chunk`` rows.
 
-Floats are written with Python's shortest round-trip repr, so a value read back is bit-identical
-to the value the engine used, and two runs with one seed give byte-identical files.
+Floats are written with Python's shortest round-trip repr (``repr(float)``: e.g. ``0.1``,
+``1e-05``, ``8.824886137777e-13``), so a value read back is bit-identical to the value the engine
+used, and two runs with one seed give byte-identical files. The text is produced by orjson (the
+same shortest digits, in C), with Python's own repr where orjson's layout differs.
 """
 import csv
 import errno
@@ -54,9 +56,33 @@ class CsvStream:
             self._file.close()
 
 
+try:  # a C serialiser writing the same shortest round-trip digits as Python's repr, ~20x faster
+    import orjson as _orjson
+except ImportError:  # pragma: no cover -- a core dependency; the pure-Python path gives the same bytes
+    _orjson = None
+
+# where orjson's layout differs from Python's: exponents -5..-9 ("e-7", Python "e-07"), 1e-5 <= |x|
+# < 1e-4 (positional), |x| >= 1e16 ("1e16", Python "1e+16"), and non-finite values (JSON has none):
+# the values in [1e-9, 1e-4) or >= 1e16 in size, and NaN, take Python's repr
+_FIX_FROM, _FIX_BELOW, _FIX_ABOVE = 1e-9, 1e-4, 1e16
+
+
 def format_column(values):
-    """A column as a list of strings: shortest round-trip repr for floats, str otherwise."""
-    return list(map(str, values.tolist()))
+    """A column as a list of strings: Python's ``str`` of each value (for floats the shortest
+    text that reads back to the same float), byte for byte; integer and float64 columns go
+    through orjson, with the few values where its text differs from Python's redone by repr."""
+    kind = values.dtype.kind
+    if _orjson is None or values.ndim != 1 or not len(values) or kind not in "iuf" or (
+            kind == "f" and values.dtype != np.float64):
+        return list(map(str, values.tolist()))
+    values = np.ascontiguousarray(values)
+    out = _orjson.dumps(values, option=_orjson.OPT_SERIALIZE_NUMPY).decode()[1:-1].split(",")
+    if kind == "f":
+        size = np.abs(values)
+        patch = np.flatnonzero(((size >= _FIX_FROM) & (size < _FIX_BELOW)) | ~(size < _FIX_ABOVE))
+        for i in patch.tolist():
+            out[i] = repr(float(values[i]))
+    return out
 
 
 def write_rows(file, columns):
