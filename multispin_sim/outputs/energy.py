@@ -30,50 +30,51 @@ class EnergyAccount:
         self.phase_j = np.zeros(4)       # draft, ul, dl, idle (devices)
         self.server_dl_j = 0.0
         self.verify_j = 0.0
-        self._ones = np.ones(k)
         self._draft_w = np.asarray(powers.draft_w, dtype=float)
 
-    def round(self, sel, draft_s, mode, power, delay, duration, verify, slowdown):
-        """Columns for the device rows ``sel`` (a slice or mask) and the round row's values.
+    def rounds(self, active, full, draft_s, mode, power, delay, duration, verify):
+        """Energy of a block of rounds; the totals are updated.
 
-        The same arithmetic as ``model.energy.device_round_energy`` and
-        ``server_round_energy`` (tests check the identities), written for one small round.
+        ``active``, ``draft_s``, ``mode``, ``power``, ``delay``: (n, K) over all devices (only
+        the active entries count); ``full``: (n,) every device active; ``duration``, ``verify``:
+        (n,). Returns the per-device columns as (n, K) arrays (select the active entries) and
+        the round columns (device_energy_j, server_dl_energy_j, verify_energy_j, energy_j) as
+        (n,) arrays. The same arithmetic as ``model.energy.device_round_energy`` and
+        ``server_round_energy`` (tests check the identities), element by element; each round's
+        sums are taken over its active devices in device order, as one round's array, and the
+        totals add the rounds in turn.
         """
         p = self.powers
-        full = isinstance(sel, slice)
-        draft = draft_s if full else draft_s[sel]
-        draft_w = self._draft_w if full else self._draft_w[sel]
         ul = mode == 1
         dl = mode == 2
-        e_draft = draft_w * draft
+        e_draft = self._draft_w * draft_s
         e_ul = np.where(ul, (power + p.ul_circuit_w) * delay, 0.0)
         e_dl = np.where(dl, p.dl_receive_w * delay, 0.0)
-        wait = duration - draft - np.where(ul | dl, delay, 0.0)
+        wait = duration[:, None] - draft_s - np.where(ul | dl, delay, 0.0)
         e_idle = p.idle_w * np.maximum(wait, 0.0, out=wait)
         e = e_draft + e_ul + e_dl + e_idle
-        if full:
-            self.device_j += e
-        else:
-            self.device_j[sel] += e
-        phases = self.phase_j
-        s_draft, s_ul, s_dl, s_idle = float(e_draft.sum()), float(e_ul.sum()), float(e_dl.sum()), \
-            float(e_idle.sum())
-        phases[0] += s_draft
-        phases[1] += s_ul
-        phases[2] += s_dl
-        phases[3] += s_idle
-        e_tx = float(np.where(dl, power * delay, 0.0).sum()) if s_dl or dl.any() else 0.0
+        e_tx = np.where(dl, power * delay, 0.0)
+        parts = (e_draft, e_ul, e_dl, e_idle, e_tx, e)
+        # a row's sum is the sum of that round's array (the same pairwise summation); where
+        # devices were inactive, the sum of the active entries alone (zeros would regroup it)
+        sums = [x.sum(axis=1) for x in parts]
+        for i in np.flatnonzero(~full).tolist():
+            sel = active[i]
+            for total, x in zip(sums, parts):
+                total[i] = x[i][sel].sum()
+        s_draft, s_ul, s_dl, s_idle, s_tx, dev_total = sums
         e_ver = p.server_w * verify
-        self.server_dl_j += e_tx
-        self.verify_j += e_ver
-        dev_total = float(e.sum())
-        slow = self._ones if slowdown is None else slowdown
-        columns = {"slowdown": slow if full else slow[sel], "energy_draft_j": e_draft,
-                   "energy_ul_j": e_ul, "energy_dl_j": e_dl, "energy_idle_j": e_idle,
-                   "energy_j": e}
-        if self.thermal is not None:
-            columns["temperature_c"] = self.thermal.temperature[sel]
-        return columns, (dev_total, e_tx, e_ver, dev_total + e_tx + e_ver)
+        # running totals: round after round (accumulate adds in sequence)
+        self.device_j[:] = np.add.accumulate(
+            np.concatenate([self.device_j[None], np.where(active, e, 0.0)]), axis=0)[-1]
+        self.phase_j[:] = np.add.accumulate(
+            np.concatenate([self.phase_j[None], np.stack([s_draft, s_ul, s_dl, s_idle], axis=1)]),
+            axis=0)[-1]
+        self.server_dl_j = _running(self.server_dl_j, s_tx)
+        self.verify_j = _running(self.verify_j, e_ver)
+        columns = {"energy_draft_j": e_draft, "energy_ul_j": e_ul, "energy_dl_j": e_dl,
+                   "energy_idle_j": e_idle, "energy_j": e}
+        return columns, [dev_total, s_tx, e_ver, dev_total + s_tx + e_ver]
 
     def summary(self, tokens):
         device = float(self.device_j.sum())
@@ -91,3 +92,10 @@ class EnergyAccount:
     def device_columns(self, device_tokens):
         return {"energy_j": self.device_j,
                 "tokens_per_j": tokens_per_joule(device_tokens, self.device_j)}
+
+
+def _running(total, values):
+    """``total`` plus each of ``values`` in turn (a Python float)."""
+    for v in values.tolist():
+        total += v
+    return total

@@ -9,6 +9,12 @@ rounds: the delay the decision planned on the CSI at its start, beside the reali
 ``delay_s``), ``distance_m`` (moving devices: the distance at the round start), and the
 per-device columns a component declares (``extra``: e.g. the NR link's ``harq_transmissions``,
 ``harq_failures``, ``outages``). Energy columns (slowdown and joules per phase): ``outputs.energy``.
+
+Recording a round only copies its (K,) arrays and scalars into one row of preallocated block
+buffers (one (rounds, K) array per per-device quantity). The rows of the CSVs, the statistics
+and the energy totals are computed for a whole block at once, vectorised, when the block is
+full, when ``stats`` (or ``energy``) is read, and at ``close()``: the same values, summed in the
+same order, as computing them round by round (tests/test_recorder_blocks.py).
 """
 import numpy as np
 
@@ -29,6 +35,7 @@ DEVICE_ROUND_COLUMNS = {
 DEVICE_COLUMNS = ("device", "task", "alpha", "draft_latency_s", "distance_m", "pathloss_gain",
                   "ul_power_w", "tokens", "goodput_tps")
 _MODE_STR = np.array(["", "ul", "dl"], dtype=object)
+BLOCK_VALUES = 1 << 17  # per-device values per buffer of a block (rounds x K), at most
 
 
 class Recorder:
@@ -38,10 +45,10 @@ class Recorder:
                  writer_process=False, energy=None, extra=None):
         self.folder = folder
         self.k = k
-        self.stats = RunStatistics(k)
+        self._stats = RunStatistics(k)
         self.writer = WriterProcess() if writer_process and WriterProcess.available() else None
         # energy: an outputs.energy.EnergyAccount (adds the energy columns), or None
-        self.energy = energy
+        self._energy = energy
         round_columns = dict(ROUND_COLUMNS) | (ROUND_ENERGY_COLUMNS if energy else {})
         self.rounds_csv = ChunkedCsv(folder / "rounds.csv", round_columns, capacity=chunk_rounds,
                                      writer=self.writer)
@@ -59,55 +66,166 @@ class Recorder:
         self.device_csv = ChunkedCsv(folder / "device_rounds.csv", columns,
                                      capacity=chunk_rounds * k, writer=self.writer)
         self._index = np.arange(k)
+        # the block: row i of every buffer is the i-th round since the last flush
+        self._capacity = rounds = max(1, min(chunk_rounds, BLOCK_VALUES // max(k, 1)))
+        shape = (rounds, k)
+        self._active = np.zeros(shape, dtype=bool)
+        self._gamma = np.zeros(shape, dtype=np.int64)
+        self._accepted = np.zeros(shape, dtype=np.int64)
+        self._tokens = np.zeros(shape, dtype=np.int64)
+        self._rejected = np.zeros(shape, dtype=np.int64)
+        self._mode = np.zeros(shape, dtype=np.int64)
+        self._power = np.zeros(shape)
+        self._delay = np.zeros(shape)
+        self._g_ul = np.zeros(shape)
+        self._g_dl = np.zeros(shape)
+        if energy is not None:
+            self._draft_each = np.zeros(shape)
+            self._slowdown = np.ones(shape)
+            self._thermal = energy.thermal
+            self._temperature = np.zeros(shape) if energy.thermal is not None else None
+        self._planned_delay = np.zeros(shape) if planned else None
+        self._distance_m = np.zeros(shape) if distance else None
+        self._extra_values = {name: np.zeros(shape, dtype=dt) for name, dt in self._extra.items()}
+        self._scalars = []   # per round: (round, start, draft, verify, comm, duration, advance, bw)
+        self._idle = []      # (rounds recorded before it in the block, seconds)
+        self._n = 0          # rounds in the block
+        self._done = 0       # of which already in the statistics and turned into columns
+        self._device_parts = []
+        self._round_parts = []
+
+    @property
+    def stats(self):
+        """The run's ``RunStatistics``, up to date with every round recorded so far."""
+        self._process()
+        return self._stats
+
+    @property
+    def energy(self):
+        """The ``EnergyAccount`` (None without energy records), its totals up to date."""
+        if self._energy is not None:
+            self._process()
+        return self._energy
 
     def idle(self, duration):
-        self.stats.add_idle(duration)
+        self._idle.append((self._n, duration))
 
     def round(self, *, round, start, draft, verify, comm, duration, active, gamma, accepted,
               tokens, rejected, mode, power, bandwidth, delay, g_ul, g_dl, planned=None,
               distance=None, draft_each=None, slowdown=None, advance=None, extra=None):
         """``advance``: the run time this record accounts for in the statistics (asynchronous
-        batches overlap: the time since the previous record; default ``duration``)."""
-        n_ul = int(np.count_nonzero(mode == 1))
-        n_dl = int(np.count_nonzero(mode == 2))
-        n_active = int(np.count_nonzero(active))
-        n_rej = int(np.count_nonzero(rejected))
-        total = int(tokens.sum())
-        self.stats.add_round(duration if advance is None else advance, comm, tokens, total, gamma, active, n_active, n_rej, n_ul, n_dl)
-        # in ROUND_COLUMNS order
-        row = (round, start, draft, verify, comm, duration, n_active, n_rej, n_ul, n_dl, total)
+        batches overlap: the time since the previous record; default ``duration``).
+
+        The arrays are (K,) over all devices; they are copied (the caller may reuse them)."""
+        i = self._n
+        self._active[i] = active
+        self._gamma[i] = gamma
+        self._accepted[i] = accepted
+        self._tokens[i] = tokens
+        self._rejected[i] = rejected
+        self._mode[i] = mode
+        self._power[i] = power
+        self._delay[i] = delay
+        self._g_ul[i] = g_ul
+        self._g_dl[i] = g_dl
+        self._scalars.append((round, start, draft, verify, comm, duration,
+                              duration if advance is None else advance, bandwidth))
+        if self._energy is not None:
+            self._draft_each[i] = draft_each
+            self._slowdown[i] = 1.0 if slowdown is None else slowdown
+            if self._temperature is not None:
+                self._temperature[i] = self._thermal.temperature  # at the round's end
         if self._planned:
+            self._planned_delay[i] = planned
             # corrections sent this round (= the rejected ones, unless a policy deferred some)
-            self.stats.add_delays(planned, delay, mode > 0, comm)
-        if n_active == self.k:
-            sel = slice(None)
-        else:
-            sel = active
-            mode, power, delay, g_ul, g_dl = mode[sel], power[sel], delay[sel], g_ul[sel], g_dl[sel]
-            gamma, accepted, tokens, rejected = gamma[sel], accepted[sel], tokens[sel], rejected[sel]
-        values = {
-            "round": round, "device": self._index[sel], "draft_len": gamma, "accepted": accepted,
-            "tokens": tokens, "rejected": rejected, "mode": _MODE_STR[mode], "power_w": power,
-            "bandwidth_hz": np.where(mode > 0, bandwidth, 0.0) if n_rej else 0.0,
-            "delay_s": delay, "gain_ul": g_ul, "gain_dl": g_dl,
-        }
-        if self.energy is not None:
-            energy_columns, energy_row = self.energy.round(
-                sel, draft_each, mode, power, delay, duration, verify, slowdown)
-            values.update(energy_columns)
-            row += energy_row
-        self.rounds_csv.put_row(row)
-        if self._planned:
-            values["planned_delay_s"] = planned[sel]
+            self._stats.add_delays(planned, delay, mode > 0, comm)
         if self._distance:
-            values["distance_m"] = distance[sel]
+            self._distance_m[i] = distance
         if extra is not None:
+            values = self._extra_values
             for name, column in extra.items():
-                values[name] = column[sel]
-        self.device_csv.put(n_active, values)
+                values[name][i] = column
+        self._n = i + 1
+        if self._n == self._capacity:
+            self.flush()
+
+    def _process(self):
+        """Statistics, energy totals and CSV columns of the rounds recorded since the last call."""
+        lo, hi = self._done, self._n
+        idle, self._idle = self._idle, []
+        if hi == lo:
+            for _, seconds in idle:
+                self._stats.add_idle(seconds)
+            return
+        k = self.k
+        rnd, start, draft, verify, comm, duration, advance, bandwidth = zip(*self._scalars[lo:hi])
+        active = self._active[lo:hi]
+        mode = self._mode[lo:hi]
+        tokens = self._tokens[lo:hi]
+        gamma = self._gamma[lo:hi]
+        n_active = np.count_nonzero(active, axis=1)
+        n_rej = np.count_nonzero(self._rejected[lo:hi], axis=1)
+        n_ul = np.count_nonzero(mode == 1, axis=1)
+        n_dl = np.count_nonzero(mode == 2, axis=1)
+        totals = tokens.sum(axis=1)
+        self._stats.add_rounds(
+            advance, comm, totals.tolist(), tokens.sum(axis=0),
+            int(np.where(active, gamma, 0).sum()), int(n_active.sum()), int(n_rej.sum()),
+            int(n_ul.sum()), int(n_dl.sum()), idle=[(j - lo, s) for j, s in idle])
+
+        rounds = np.array(rnd, dtype=np.int64)
+        durations = np.array(duration, dtype=float)
+        verify = np.array(verify, dtype=float)
+        rows, devices = np.nonzero(active)
+        bw = np.where(n_rej > 0, np.array(bandwidth, dtype=float), 0.0)
+        values = {
+            "round": rounds[rows], "device": devices, "draft_len": gamma[active],
+            "accepted": self._accepted[lo:hi][active], "tokens": tokens[active],
+            "rejected": self._rejected[lo:hi][active], "mode": _MODE_STR[mode[active]],
+            "power_w": self._power[lo:hi][active],
+            "bandwidth_hz": np.where(mode > 0, bw[:, None], 0.0)[active],
+            "delay_s": self._delay[lo:hi][active], "gain_ul": self._g_ul[lo:hi][active],
+            "gain_dl": self._g_dl[lo:hi][active],
+        }
+        round_columns = [rounds, np.array(start, dtype=float), np.array(draft, dtype=float),
+                         verify, np.array(comm, dtype=float), durations, n_active, n_rej, n_ul,
+                         n_dl, totals]
+        if self._energy is not None:
+            per_device, per_round = self._energy.rounds(
+                active, n_active == k, self._draft_each[lo:hi], mode, self._power[lo:hi],
+                self._delay[lo:hi], durations, verify)
+            values["slowdown"] = self._slowdown[lo:hi][active]
+            for name, column in per_device.items():
+                values[name] = column[active]
+            if self._temperature is not None:
+                values["temperature_c"] = self._temperature[lo:hi][active]
+            round_columns += per_round
+        if self._planned:
+            values["planned_delay_s"] = self._planned_delay[lo:hi][active]
+        if self._distance:
+            values["distance_m"] = self._distance_m[lo:hi][active]
+        for name, column in self._extra_values.items():
+            values[name] = column[lo:hi][active]
+        self._device_parts.append([values[name] for name in self.device_csv.names])
+        self._round_parts.append(round_columns)
+        self._done = hi
+
+    def flush(self):
+        """Write every round recorded so far (whole rows in both tables)."""
+        self._process()
+        for csv, parts in ((self.rounds_csv, self._round_parts),
+                           (self.device_csv, self._device_parts)):
+            if len(parts) == 1:
+                csv.write(parts[0])
+            elif parts:
+                csv.write([np.concatenate(column) for column in zip(*parts)])
+        self._round_parts, self._device_parts = [], []
+        self._scalars = []
+        self._n = self._done = 0
 
     def close(self):
         """Flush every record; with a writer process, wait until it has written them all."""
+        self.flush()
         self.rounds_csv.close()
         self.device_csv.close()
         if self.writer is not None:
@@ -120,11 +238,12 @@ class Recorder:
         time = stats.sim_time
         goodput = stats.device_tokens / time if time > 0 else np.zeros(self.k)
         extra = dict(extra or {})
-        if self.energy is not None:
+        energy = self.energy
+        if energy is not None:
             modes = population.power_mode or (None,) * self.k
             extra.update({"power_mode": np.array([m or "" for m in modes], dtype=object),
-                          "draft_power_w": self.energy.powers.draft_w,
-                          **self.energy.device_columns(stats.device_tokens)})
+                          "draft_power_w": energy.powers.draft_w,
+                          **energy.device_columns(stats.device_tokens)})
         devices = CsvStream(self.folder / "devices.csv", DEVICE_COLUMNS + tuple(extra))
         devices.append(
             device=self._index, task=np.array(population.tasks, dtype=object), alpha=system.alpha,

@@ -186,7 +186,8 @@ class WriterProcess:
 
 
 class ChunkedCsv:
-    """A CSV written from preallocated column arrays: ``put`` copies a block of rows in place.
+    """A CSV written from preallocated column arrays: ``put`` copies a block of rows in place,
+    ``write`` writes whole columns at once.
 
     Cheaper than ``CsvStream`` when many small blocks arrive (the engine's per-round records).
     ``columns`` maps each column name to its numpy dtype (``object`` for strings). With a
@@ -199,7 +200,7 @@ class ChunkedCsv:
         self.names = tuple(columns)
         self.capacity = capacity
         self._dtypes = tuple(columns.values())
-        self._arrays = {name: np.empty(capacity, dtype=dt) for name, dt in columns.items()}
+        self._arrays = None  # allocated by the first ``put``
         self._rows = []
         self._n = 0
         self.rows = 0
@@ -216,6 +217,9 @@ class ChunkedCsv:
             self.flush()
         lo, hi = self._n, self._n + n
         arrays = self._arrays
+        if arrays is None:
+            arrays = self._arrays = {name: np.empty(self.capacity, dtype=dt)
+                                     for name, dt in zip(self.names, self._dtypes)}
         for name, value in values.items():
             arrays[name][lo:hi] = value
         self._n = hi
@@ -240,6 +244,18 @@ class ChunkedCsv:
                 write_rows(self._file, columns)
             self.rows += self._n
             self._n = 0
+
+    def write(self, columns):
+        """Write rows given as equal-length column arrays in file order (after any buffered)."""
+        self.flush()
+        n = len(columns[0]) if columns else 0
+        if not n:
+            return
+        if self.writer is not None:
+            self.writer.write(self.path, columns)
+        else:
+            write_rows(self._file, columns)
+        self.rows += n
 
     def close(self):
         """Flush what is buffered (the writer process, if any, is closed by its owner)."""

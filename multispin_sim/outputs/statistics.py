@@ -42,6 +42,20 @@ class GrowingArray:
         self.data[self.n] = value
         self.n += 1
 
+    def extend(self, values):
+        """Append many values (the same as ``add`` for each in turn)."""
+        values = np.asarray(values, dtype=self.data.dtype)
+        end = self.n + values.size
+        if end > self.data.size:
+            size = self.data.size
+            while size < end:
+                size *= 2
+            data = np.empty(size, dtype=self.data.dtype)
+            data[: self.n] = self.data[: self.n]
+            self.data = data
+        self.data[self.n: end] = values
+        self.n = end
+
     def values(self):
         return self.data[: self.n]
 
@@ -103,6 +117,39 @@ class RunStatistics:
         self._cur_rounds += 1
         if self._cur_rounds == self.batch_size:
             self._close_batch()
+
+    def add_rounds(self, durations, comms, totals, device_tokens, draft_len_sum, n_active,
+                   n_rejected, n_ul, n_dl, idle=()):
+        """Many rounds at once, with the same results as ``add_round`` for each in turn (and
+        ``add_idle`` between them): ``durations``, ``comms``, ``totals`` (Python numbers) per
+        round; ``device_tokens`` (K,) the rounds' per-device tokens summed; the rest the
+        rounds' sums of ``add_round``'s counts (``draft_len_sum`` over active devices only);
+        ``idle``: (i, seconds) pairs in order, an idle period before round i (i = len: after
+        the last)."""
+        self.rounds += len(durations)
+        self.tokens += sum(totals)
+        self.device_tokens += device_tokens
+        self.draft_len_sum += draft_len_sum
+        self.draft_len_count += n_active
+        self.rejections += n_rejected
+        self.ul += n_ul
+        self.dl += n_dl
+        self.duration.extend(durations)
+        self.comm.extend(comms)
+        idle = list(idle)
+        q = 0
+        for i, (duration, total) in enumerate(zip(durations, totals)):
+            while q < len(idle) and idle[q][0] <= i:
+                self.add_idle(idle[q][1])
+                q += 1
+            self.sim_time += duration
+            self._cur_tokens += total
+            self._cur_time += duration
+            self._cur_rounds += 1
+            if self._cur_rounds == self.batch_size:
+                self._close_batch()
+        for _, seconds in idle[q:]:
+            self.add_idle(seconds)
 
     def add_idle(self, duration):
         """Time the server spent with no work (queueing workloads): counts in the goodput."""
