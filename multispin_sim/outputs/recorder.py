@@ -19,7 +19,7 @@ same order, as computing them round by round (tests/test_recorder_blocks.py).
 import numpy as np
 
 from .energy import ROUND_ENERGY_COLUMNS
-from .records import ChunkedCsv, CsvStream, WriterProcess
+from .records import ChunkedCsv, CsvStream, Labels, WriterProcess
 from .statistics import RunStatistics
 
 ROUND_COLUMNS = {
@@ -34,7 +34,7 @@ DEVICE_ROUND_COLUMNS = {
 }
 DEVICE_COLUMNS = ("device", "task", "alpha", "draft_latency_s", "distance_m", "pathloss_gain",
                   "ul_power_w", "tokens", "goodput_tps")
-_MODE_STR = np.array(["", "ul", "dl"], dtype=object)
+_MODE_LABELS = ("", "ul", "dl")  # mode 0 (none), 1 (UL), 2 (DL)
 BLOCK_VALUES = 1 << 17  # per-device values per buffer of a block (rounds x K), at most
 
 
@@ -181,7 +181,7 @@ class Recorder:
         values = {
             "round": rounds[rows], "device": devices, "draft_len": gamma[active],
             "accepted": self._accepted[lo:hi][active], "tokens": tokens[active],
-            "rejected": self._rejected[lo:hi][active], "mode": _MODE_STR[mode[active]],
+            "rejected": self._rejected[lo:hi][active], "mode": Labels(mode[active], _MODE_LABELS),
             "power_w": self._power[lo:hi][active],
             "bandwidth_hz": np.where(mode > 0, bw[:, None], 0.0)[active],
             "delay_s": self._delay[lo:hi][active], "gain_ul": self._g_ul[lo:hi][active],
@@ -218,7 +218,7 @@ class Recorder:
             if len(parts) == 1:
                 csv.write(parts[0])
             elif parts:
-                csv.write([np.concatenate(column) for column in zip(*parts)])
+                csv.write([_concatenate(column) for column in zip(*parts)])
         self._round_parts, self._device_parts = [], []
         self._scalars = []
         self._n = self._done = 0
@@ -252,3 +252,9 @@ class Recorder:
             goodput_tps=goodput, **extra,
         )
         devices.close()
+
+
+def _concatenate(parts):
+    if isinstance(parts[0], Labels):
+        return Labels(np.concatenate([p.codes for p in parts]), parts[0].labels)
+    return np.concatenate(parts)

@@ -12,6 +12,7 @@ import os
 import signal
 import sys
 import threading
+from itertools import chain, repeat
 from pathlib import Path
 
 import numpy as np
@@ -85,15 +86,135 @@ def format_column(values):
     return out
 
 
+def _python_floats(values):
+    """Where orjson's text of these float64 values differs from Python's (a bool mask)."""
+    size = np.abs(values)
+    return ((size >= _FIX_FROM) & (size < _FIX_BELOW)) | ~(size < _FIX_ABOVE)
+
+
+class Labels:
+    """A column of strings given as codes into a few labels (``labels[codes]``): cheaper to
+    write than an object array of the strings. ``labels``: str; ``codes``: an int array."""
+
+    __slots__ = ("codes", "labels")
+
+    def __init__(self, codes, labels):
+        self.codes = codes
+        self.labels = tuple(labels)
+
+    def __len__(self):
+        return len(self.codes)
+
+    def values(self):
+        return np.array(self.labels, dtype=object)[self.codes]
+
+    def __reduce__(self):
+        return (Labels, (self.codes, self.labels))
+
+
+_INT64, _FLOAT64 = np.dtype(np.int64), np.dtype(np.float64)
+_INT_MARK = np.iinfo(np.int64).min
+_INT_SPLIT = f"{_INT_MARK},"
+
+
+def _plan(columns, n):
+    """Consecutive int64 columns and consecutive float64 columns form groups ("i"/"f", [cols]);
+    a ``Labels`` column is ("l", col); any other column, and a float column where many values
+    need Python's text, is ("c", col), formatted alone."""
+    plan = []
+    for col in columns:
+        if isinstance(col, Labels):
+            plan.append(("l", col))
+            continue
+        dtype = col.dtype
+        if col.ndim != 1 or dtype not in (_INT64, _FLOAT64) or (
+                dtype == _FLOAT64 and np.count_nonzero(_python_floats(col)) > n // 64):
+            plan.append(("c", col))
+            continue
+        kind = "i" if dtype == _INT64 else "f"
+        if plan and plan[-1][0] == kind:
+            plan[-1][1].append(col)
+        else:
+            plan.append((kind, [col]))
+    return plan
+
+
+def _group_rows(kind, group, n, comma):
+    """The rows of a group of int64/float64 columns as texts ("a,b,c", with ``comma`` a
+    trailing ","): one orjson call over the values row by row, a marker value closing each row
+    (NaN, written "null", for floats; int64's minimum for ints) where no value is one."""
+    m = len(group)
+    block = np.empty((n, m + 1), dtype=_INT64 if kind == "i" else _FLOAT64)
+    for j, col in enumerate(group):
+        block[:, j] = col
+    values = block[:, :m]
+    if kind == "i":
+        marked = not (values == _INT_MARK).any()
+        block[:, m] = _INT_MARK
+    else:
+        fix = _python_floats(values)  # NaN and infinities included
+        marked = not (~np.isfinite(values)).any()
+        block[:, m] = np.nan
+    if marked:
+        text = _orjson.dumps(block.reshape(-1), option=_orjson.OPT_SERIALIZE_NUMPY).decode()
+        if kind == "i":  # "[a,b,M,c,d,M]"
+            rows = text[1:-len(_INT_SPLIT)].split(_INT_SPLIT)
+            if not comma:
+                rows = [r[:-1] for r in rows]
+        elif comma:      # "[a,b,null,c,d,null]"
+            rows = text[1:-5].split("null,")
+        else:
+            rows = text[1:-6].split(",null,")
+    else:
+        text = _orjson.dumps(np.ascontiguousarray(values),
+                             option=_orjson.OPT_SERIALIZE_NUMPY).decode()
+        rows = text[2:-2].split("],[")
+        if comma:
+            rows = [r + "," for r in rows]
+    if kind == "f":
+        for i in np.flatnonzero(fix.any(axis=1)).tolist():
+            rows[i] = ",".join(map(str, values[i].tolist())) + ("," if comma else "")
+    return rows
+
+
+def format_rows(columns):
+    """Equal-length columns as CSV text: one line per row, each value Python's ``str`` of it
+    (byte for byte the same as ``format_column`` of every column, joined by commas; a
+    ``Labels`` column as its strings).
+
+    Consecutive int64 columns, and consecutive float64 columns, are written together by one
+    orjson call (one string per row for the group); a row of floats where orjson's text differs
+    from Python's is redone with Python's ``str``; a float column where many values would be
+    redone, and any other column, is formatted alone by ``format_column``.
+    """
+    n = len(columns[0]) if columns else 0
+    if not n:
+        return ""
+    if _orjson is None:
+        columns = [c.values() if isinstance(c, Labels) else c for c in columns]
+        return "\n".join(map(",".join, zip(*map(format_column, columns)))) + "\n"
+    plan = _plan(columns, n)
+    pieces = []  # per step: the rows' texts, each but the last step's ending with a comma
+    for j, (kind, what) in enumerate(plan):
+        comma = j < len(plan) - 1
+        if kind == "l":
+            labels = np.array([x + "," if comma else x for x in what.labels], dtype=object)
+            pieces.append(labels[what.codes].tolist())
+        elif kind == "c":
+            texts = format_column(what)
+            pieces.append([x + "," for x in texts] if comma else texts)
+        else:
+            pieces.append(_group_rows(kind, what, n, comma))
+    if len(pieces) == 1:
+        return "\n".join(pieces[0]) + "\n"
+    return "".join(chain.from_iterable(zip(*pieces, repeat("\n", n))))
+
+
 def write_rows(file, columns):
-    """Write equal-length columns as CSV rows; a column equal to an earlier one is formatted once."""
-    formatted = []
-    for i, col in enumerate(columns):
-        same = next((formatted[j] for j in range(i) if columns[j].dtype == col.dtype
-                     and np.array_equal(columns[j], col)), None) if col.dtype.kind == "f" else None
-        formatted.append(same if same is not None else format_column(col))
-    if formatted and formatted[0]:
-        file.write("\n".join(map(",".join, zip(*formatted))) + "\n")
+    """Write equal-length columns as CSV rows (``format_rows``)."""
+    text = format_rows(columns)
+    if text:
+        file.write(text)
         file.flush()
 
 
