@@ -73,8 +73,8 @@ class Recorder:
         self._gamma = np.zeros(shape, dtype=np.int64)
         self._accepted = np.zeros(shape, dtype=np.int64)
         self._tokens = np.zeros(shape, dtype=np.int64)
-        self._rejected = np.zeros(shape, dtype=np.int64)
-        self._mode = np.zeros(shape, dtype=np.int64)
+        self._rejected = np.zeros(shape, dtype=bool)
+        self._mode = np.zeros(shape, dtype=np.int8)  # 0 (none), 1 (UL), 2 (DL)
         self._power = np.zeros(shape)
         self._delay = np.zeros(shape)
         self._g_ul = np.zeros(shape)
@@ -87,7 +87,9 @@ class Recorder:
         self._planned_delay = np.zeros(shape) if planned else None
         self._distance_m = np.zeros(shape) if distance else None
         self._extra_values = {name: np.zeros(shape, dtype=dt) for name, dt in self._extra.items()}
-        self._scalars = []   # per round: (round, start, draft, verify, comm, duration, advance, bw)
+        # per round: (round, start, draft, verify, comm, duration, advance, bandwidth,
+        #            g_dl is g_ul, no slowdown)
+        self._scalars = []
         self._idle = []      # (rounds recorded before it in the block, seconds)
         self._n = 0          # rounds in the block
         self._done = 0       # of which already in the statistics and turned into columns
@@ -127,12 +129,15 @@ class Recorder:
         self._power[i] = power
         self._delay[i] = delay
         self._g_ul[i] = g_ul
-        self._g_dl[i] = g_dl
+        if g_dl is not g_ul:  # a reciprocal channel passes one array for both
+            self._g_dl[i] = g_dl
         self._scalars.append((round, start, draft, verify, comm, duration,
-                              duration if advance is None else advance, bandwidth))
+                              duration if advance is None else advance, bandwidth,
+                              g_dl is g_ul, slowdown is None))
         if self._energy is not None:
             self._draft_each[i] = draft_each
-            self._slowdown[i] = 1.0 if slowdown is None else slowdown
+            if slowdown is not None:
+                self._slowdown[i] = slowdown
             if self._temperature is not None:
                 self._temperature[i] = self._thermal.temperature  # at the round's end
         if self._planned:
@@ -158,7 +163,8 @@ class Recorder:
                 self._stats.add_idle(seconds)
             return
         k = self.k
-        rnd, start, draft, verify, comm, duration, advance, bandwidth = zip(*self._scalars[lo:hi])
+        (rnd, start, draft, verify, comm, duration, advance, bandwidth, dl_same,
+         no_slowdown) = zip(*self._scalars[lo:hi])
         active = self._active[lo:hi]
         mode = self._mode[lo:hi]
         tokens = self._tokens[lo:hi]
@@ -181,11 +187,12 @@ class Recorder:
         values = {
             "round": rounds[rows], "device": devices, "draft_len": gamma[active],
             "accepted": self._accepted[lo:hi][active], "tokens": tokens[active],
-            "rejected": self._rejected[lo:hi][active], "mode": Labels(mode[active], _MODE_LABELS),
+            "rejected": self._rejected[lo:hi][active].astype(np.int64), "mode": Labels(mode[active], _MODE_LABELS),
             "power_w": self._power[lo:hi][active],
             "bandwidth_hz": np.where(mode > 0, bw[:, None], 0.0)[active],
             "delay_s": self._delay[lo:hi][active], "gain_ul": self._g_ul[lo:hi][active],
-            "gain_dl": self._g_dl[lo:hi][active],
+            "gain_dl": np.where(np.array(dl_same)[:, None], self._g_ul[lo:hi],
+                                self._g_dl[lo:hi])[active],
         }
         round_columns = [rounds, np.array(start, dtype=float), np.array(draft, dtype=float),
                          verify, np.array(comm, dtype=float), durations, n_active, n_rej, n_ul,
@@ -194,7 +201,8 @@ class Recorder:
             per_device, per_round = self._energy.rounds(
                 active, n_active == k, self._draft_each[lo:hi], mode, self._power[lo:hi],
                 self._delay[lo:hi], durations, verify)
-            values["slowdown"] = self._slowdown[lo:hi][active]
+            values["slowdown"] = np.where(np.array(no_slowdown)[:, None], 1.0,
+                                          self._slowdown[lo:hi])[active]
             for name, column in per_device.items():
                 values[name] = column[active]
             if self._temperature is not None:

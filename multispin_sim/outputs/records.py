@@ -117,10 +117,16 @@ _INT_MARK = np.iinfo(np.int64).min
 _INT_SPLIT = f"{_INT_MARK},"
 
 
+def _many_python_floats(col):
+    """More than 1/64 of a sample of about 256 values need Python's text (speed only)."""
+    sample = col[:: max(1, len(col) // 256)]
+    return np.count_nonzero(_python_floats(sample)) * 64 > sample.size
+
+
 def _plan(columns, n):
     """Consecutive int64 columns and consecutive float64 columns form groups ("i"/"f", [cols]);
     a ``Labels`` column is ("l", col); any other column, and a float column where many values
-    need Python's text, is ("c", col), formatted alone."""
+    need Python's text (seen on a sample), is ("c", col), formatted alone."""
     plan = []
     for col in columns:
         if isinstance(col, Labels):
@@ -128,7 +134,7 @@ def _plan(columns, n):
             continue
         dtype = col.dtype
         if col.ndim != 1 or dtype not in (_INT64, _FLOAT64) or (
-                dtype == _FLOAT64 and np.count_nonzero(_python_floats(col)) > n // 64):
+                dtype == _FLOAT64 and _many_python_floats(col)):
             plan.append(("c", col))
             continue
         kind = "i" if dtype == _INT64 else "f"
@@ -152,8 +158,8 @@ def _group_rows(kind, group, n, comma):
         marked = not (values == _INT_MARK).any()
         block[:, m] = _INT_MARK
     else:
-        fix = _python_floats(values)  # NaN and infinities included
-        marked = not (~np.isfinite(values)).any()
+        fix = np.flatnonzero(_python_floats(values).any(axis=1))  # NaN and infinities too
+        marked = not fix.size or np.isfinite(values[fix]).all()
         block[:, m] = np.nan
     if marked:
         text = _orjson.dumps(block.reshape(-1), option=_orjson.OPT_SERIALIZE_NUMPY).decode()
@@ -172,7 +178,7 @@ def _group_rows(kind, group, n, comma):
         if comma:
             rows = [r + "," for r in rows]
     if kind == "f":
-        for i in np.flatnonzero(fix.any(axis=1)).tolist():
+        for i in fix.tolist():
             rows[i] = ",".join(map(str, values[i].tolist())) + ("," if comma else "")
     return rows
 
