@@ -169,10 +169,9 @@ class Recorder:
         mode = self._mode[lo:hi]
         tokens = self._tokens[lo:hi]
         gamma = self._gamma[lo:hi]
-        n_active = np.count_nonzero(active, axis=1)
-        n_rej = np.count_nonzero(self._rejected[lo:hi], axis=1)
-        n_ul = np.count_nonzero(mode == 1, axis=1)
-        n_dl = np.count_nonzero(mode == 2, axis=1)
+        n_active, n_rej, n_ul, n_dl = (
+            np.count_nonzero(x, axis=1).astype(np.int64, copy=False)
+            for x in (active, self._rejected[lo:hi], mode == 1, mode == 2))
         totals = tokens.sum(axis=1)
         self._stats.add_rounds(
             advance, comm, totals.tolist(), tokens.sum(axis=0),
@@ -187,7 +186,8 @@ class Recorder:
         values = {
             "round": rounds[rows], "device": devices, "draft_len": gamma[active],
             "accepted": self._accepted[lo:hi][active], "tokens": tokens[active],
-            "rejected": self._rejected[lo:hi][active].astype(np.int64), "mode": Labels(mode[active], _MODE_LABELS),
+            "rejected": self._rejected[lo:hi][active].astype(np.int64),
+            "mode": Labels(mode[active], _MODE_LABELS),
             "power_w": self._power[lo:hi][active],
             "bandwidth_hz": np.where(mode > 0, bw[:, None], 0.0)[active],
             "delay_s": self._delay[lo:hi][active], "gain_ul": self._g_ul[lo:hi][active],
