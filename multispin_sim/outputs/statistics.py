@@ -171,9 +171,8 @@ class RunStatistics:
         d["n"] += p.size
         d["longer"] += int(np.count_nonzero(r > p))
         d["shorter"] += int(np.count_nonzero(r < p))
-        for a, b in zip((r / p).tolist(), (r - p).tolist()):
-            d["ratio"].add(a)
-            d["diff"].add(b)
+        d["ratio"].extend(r / p)
+        d["diff"].extend(r - p)
 
     def _close_batch(self):
         self._batch_tokens.append(self._cur_tokens)
