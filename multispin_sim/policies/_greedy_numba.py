@@ -166,47 +166,125 @@ def _loads(rk, code, order, ua, va, coin_row, tmp):
     return r, z, _pw(tmp, 0, k, 1)
 
 
-@njit(cache=_CACHE)
-def path_events(runs, seg, code, order, ua, va, coin, has_start):
-    """The events of ``SAATcomm.path_mean`` along the nondecreasing path ``seg`` (n, K):
-    (sample, step, needs the kernel) in sample-major, step-ascending order, and the kernel
-    inputs (r, a, b) of the events that need it, in the same order."""
-    m, k = runs.shape
+
+# ---------------------------------------------------------------------------- T_comm from loads
+# The numpy kernel's final step (``TcommKernel._delay`` / ``_dl_delay``) split in two around the
+# logarithm, which stays numpy's (``np.log1p`` on the arguments computed here; numba's log1p may
+# differ from numpy's in the last bit): ``_xargs`` gives the log1p arguments of one T_comm,
+# ``_tval`` the T_comm from their logarithms. The same IEEE operations in the same order as
+# numpy's: x = (z * rr) / (N0 B), t = (c1 * rr) / log1p(x), z = P_dl / s for a DL load s.
+# cst = (c1 = S ln2 / B, c2 = N0 B, P_dl, T_ver).
+
+
+@njit(cache=_CACHE, inline="always", error_model="numpy")
+def _xargs(code, r, s1, s2, cst):
+    """log1p arguments (x1, x2) of the T_comm of a set with r rejected and loads (s1, s2);
+    0.0 where the time is 0 without a logarithm (nobody rejected, an empty DL set)."""
+    if r <= 0:
+        return 0.0, 0.0
+    rr = float(r)
+    if code == 1:
+        return s1 * rr / cst[1], 0.0
+    if code == 3:
+        x2 = (cst[2] / s2) * rr / cst[1] if s2 > 0 else 0.0
+        return s1 * rr / cst[1], x2
+    return ((cst[2] / s1) * rr / cst[1] if s1 > 0 else 0.0), 0.0
+
+
+@njit(cache=_CACHE, inline="always", error_model="numpy")
+def _tval(code, r, s1, s2, l1, l2, cst):
+    """T_comm from the logarithms l1, l2 of ``_xargs``'s arguments (numpy's where / maximum)."""
+    if r <= 0:
+        return 0.0
+    num = cst[0] * float(r)
+    if code == 1:
+        return num / l1
+    if code == 3:
+        tu = num / l1
+        td = num / l2 if s2 > 0 else 0.0
+        if tu != tu or td != td:   # np.maximum: NaN propagates
+            return tu if tu != tu else td
+        return tu if tu >= td else td
+    return num / l1 if s1 > 0 else 0.0
+
+
+@njit(cache=_CACHE, error_model="numpy")
+def times_from_logs(code, r, s1, s2, l1, l2, cst, out):
+    """``_tval`` over arrays (tests compare it with the numpy kernel's final step)."""
+    for i in range(r.size):
+        out[i] = _tval(code, r[i], s1[i], s2[i], l1[i], l2[i], cst)
+
+
+@njit(cache=_CACHE, error_model="numpy")
+def xargs(code, r, s1, s2, cst, x1, x2):
+    for i in range(r.size):
+        a, b = _xargs(code, r[i], s1[i], s2[i], cst)
+        x1[i] = a
+        x2[i] = b
+
+
+# ---------------------------------------------------------------------------- acceptance runs
+
+@njit(cache=_CACHE, error_model="numpy")
+def runs_from_logs(logu, log_alpha, alpha, cap, out):
+    """``goodput.acceptance_runs`` from numpy's log of the uniforms: floor(ln U / ln alpha),
+    inf where alpha >= 1, NaN -> cap, min(run, cap), as int32 (the same operations)."""
+    m, k = logu.shape
+    for mm in range(m):
+        for j in range(k):
+            if alpha[j] >= 1.0:
+                out[mm, j] = cap
+            else:
+                x = np.floor(logu[mm, j] / log_alpha[j])
+                out[mm, j] = cap if x != x else int(min(x, float(cap)))
+
+
+# ---------------------------------------------------------------------------- paths (phase 1)
+
+@njit(cache=_CACHE, error_model="numpy")
+def _flip_table(seg, k):
+    """(K, top + 2): table[j, v] = steps of the nondecreasing path seg with seg[., j] <= v, the
+    step where a device with run v becomes rejected (n: never); and top."""
     n = seg.shape[0]
     top = 0
     for s in range(n):
         for j in range(k):
             if seg[s, j] > top:
                 top = seg[s, j]
-    table = np.zeros((k, top + 2), dtype=np.int64)
+    table = np.empty((k, top + 2), dtype=np.int64)
     for j in range(k):
+        s = 0
         for v in range(top + 1):
-            c = 0
-            for s in range(n):
-                if seg[s, j] <= v:
-                    c += 1
-            table[j, v] = c
+            while s < n and seg[s, j] <= v:
+                s += 1
+            table[j, v] = s
         table[j, top + 1] = n
-    cap = m * (k + 1)
-    ev_m = np.empty(cap, dtype=np.int64)
-    ev_s = np.empty(cap, dtype=np.int64)
-    need = np.zeros(cap, dtype=np.bool_)
-    rr = np.zeros(cap, dtype=np.int64)
-    aa = np.zeros(cap)
-    bb = np.zeros(cap)
+    return table, top
+
+
+@njit(cache=_CACHE, error_model="numpy")
+def path_loads(runs, seg, code, order, ua, va, coin, has_start, cst, ev_m, ev_s, ev_need,
+               rcnt, s1, s2, x1, x2):
+    """The events of ``SAATcomm.path_mean`` along the nondecreasing path ``seg`` (n, K):
+    (sample, step, needs the kernel) in sample-major, step-ascending order (ev_*), and for the
+    events that need the kernel, in the same order, the kernel's loads (rcnt, s1, s2) and the
+    log1p arguments (x1, x2). Returns (events, evaluations). (Branch-free where it can be: the
+    branches of such loops are unpredictable, and mispredictions cost more than the work.)"""
+    m, k = runs.shape
+    n = seg.shape[0]
+    table, top = _flip_table(seg, k)
     flip = np.empty(k, dtype=np.int64)
-    srt = np.empty(k, dtype=np.int64)
     rk = np.empty(k, dtype=np.bool_)
     tmp = np.empty(k)
-    accv = np.empty(k + 1)
+    evs = np.empty(n + 1, dtype=np.int64)
     present = np.zeros(n + 1, dtype=np.bool_)
-    splitv = np.empty(k + 1)
-    cnt = np.empty(k + 1, dtype=np.int64)
+    accv = np.empty(n + 1)
+    splitv = np.empty(n + 1)
+    cnt = np.empty(n + 1, dtype=np.int64)
     e = 0
+    nn = 0
     for mm in range(m):
         row = coin[mm] if code == 3 else coin[0]
-        for s in range(n + 1):
-            present[s] = False
         fmin = n
         for j in range(k):
             v = runs[mm, j]
@@ -214,19 +292,16 @@ def path_events(runs, seg, code, order, ua, va, coin, has_start):
             flip[j] = f
             present[f] = True
             fmin = min(fmin, f)
-        # events: step 0, then every distinct flip step below n, ascending
-        e0 = e
+        # events: step 0, then every distinct flip step below n
+        ne = 0
         for st in range(n):
-            if st == 0 or present[st]:
-                ev_m[e] = mm
-                ev_s[e] = st
-                need[e] = not (st == 0 and has_start) and fmin <= st
-                e += 1
+            evs[ne] = st
+            ne += st == 0 or present[st]
+            present[st] = False
+        present[n] = False
         if code == 0:
-            # all the events of this sample at once, in one pass over the devices in reversed
-            # UL order (the inner loop over events vectorises); the same operations per event
-            # as ``_loads``
-            ne = e - e0
+            # every event of this sample at once, in one pass over the devices in reversed UL
+            # order; the same operations per event as ``_loads``
             for q in range(ne):
                 accv[q] = 0.0
                 splitv[q] = _INF
@@ -236,52 +311,119 @@ def path_events(runs, seg, code, order, ua, va, coin, has_start):
                 u = ua[i]
                 vi = va[i]
                 for q in range(ne):
-                    x = f <= ev_s[e0 + q]
+                    x = f <= evs[q]
                     a0 = accv[q]
                     cand = u if (i == 0 or u > a0) else a0
                     splitv[q] = min(splitv[q], cand if x else _INF)
                     accv[q] = a0 + (vi if x else 0.0)
                     cnt[q] += x
-            for q in range(ne):
-                if need[e0 + q]:
-                    rr[e0 + q] = cnt[q]
-                    aa[e0 + q] = min(accv[q], splitv[q])
-        else:
-            for q in range(e0, e):
-                if need[q]:
-                    st = ev_s[q]
+        for q in range(ne):
+            st = evs[q]
+            need = not (st == 0 and has_start) and fmin <= st
+            ev_m[e] = mm
+            ev_s[e] = st
+            ev_need[e] = need
+            e += 1
+            if need:
+                if code == 0:
+                    r = cnt[q]
+                    a1 = min(accv[q], splitv[q])
+                    b1 = 0.0
+                else:
                     for j in range(k):
                         rk[j] = flip[j] <= st
-                    r, a, b = _loads(rk, code, order, ua, va, row, tmp)
-                    rr[q] = r
-                    aa[q] = a
-                    bb[q] = b
-    # the kernel inputs of the events that need it, compacted in event order
-    nn = 0
-    for q in range(e):
-        if need[q]:
-            rr[nn] = rr[q]
-            aa[nn] = aa[q]
-            bb[nn] = bb[q]
-            nn += 1
-    return ev_m[:e], ev_s[:e], need[:e], rr[:nn], aa[:nn], bb[:nn]
+                    r, a1, b1 = _loads(rk, code, order, ua, va, row, tmp)
+                rcnt[nn] = r
+                s1[nn] = a1
+                s2[nn] = b1
+                x1[nn], x2[nn] = _xargs(code, r, a1, b1, cst)
+                nn += 1
+    return e, nn
 
 
-@njit(cache=_CACHE)
-def path_accumulate(ev_m, ev_s, tk, need, start, has_start, n, m):
-    """Sum of T_comm per step (the bincount + cumsum of ``path_mean``) and the per-sample
-    T_comm at every point of the path (n, M) (what ``_from_path`` looks up)."""
+@njit(cache=_CACHE, error_model="numpy")
+def path_dense(runs, seg, order, ua, va, cst, fl, acc, spl, cnt, evf, rcnt, s1, x1):
+    """``path_loads`` for the optimal split on a short path, computed at every (step, sample)
+    (index s * M + m), vectorised over samples: the loads of each point from scratch with the
+    same operations as ``_loads``, and evf[s, m]: step s is an event of sample m (step 0 or a
+    flip step). Points that are not events have the rejected set of the step before."""
+    m, k = runs.shape
+    n = seg.shape[0]
+    table, top = _flip_table(seg, k)
+    for s in range(n + 1):
+        for mm in range(m):
+            evf[s, mm] = s == 0
+    for i in range(k):
+        j = order[i]
+        for mm in range(m):
+            v = runs[mm, j]
+            f = table[j, v if v < top + 1 else top + 1]
+            fl[i, mm] = f
+            evf[f, mm] = True
+    for s in range(n):
+        for mm in range(m):
+            acc[mm] = 0.0
+            spl[mm] = _INF
+            cnt[mm] = 0
+        for i in range(k):
+            u = ua[i]
+            vi = va[i]
+            first = i == 0
+            for mm in range(m):
+                x = fl[i, mm] <= s
+                a0 = acc[mm]
+                cand = u if (first or u > a0) else a0
+                spl[mm] = min(spl[mm], cand if x else _INF)
+                acc[mm] = a0 + (vi if x else 0.0)
+                cnt[mm] += x
+        base = s * m
+        for mm in range(m):
+            r = cnt[mm]
+            load = min(acc[mm], spl[mm])
+            rcnt[base + mm] = r
+            s1[base + mm] = load
+            x1[base + mm] = _xargs(0, r, load, 0.0, cst)[0]
+
+
+@njit(cache=_CACHE, error_model="numpy")
+def dense_finish(n, m, evf, rcnt, s1, l1, cst, start, has_start, total, table, want_table):
+    """``path_finish`` for ``path_dense``: the events' T_comm accumulated per step in
+    sample-major order (a point that is not an event adds nothing)."""
     bins = np.zeros(n)
-    table = np.zeros((n, m))
-    ne = ev_m.size
+    for mm in range(m):
+        prev = 0.0
+        for s in range(n):
+            p = s * m + mm
+            if s == 0 and has_start:
+                tv = start[mm]
+            else:
+                tv = _tval(0, rcnt[p], s1[p], 0.0, l1[p], 0.0, cst)
+            if evf[s, mm]:
+                bins[s] += tv - prev
+                prev = tv
+            if want_table:
+                table[s, mm] = prev
+    acc = 0.0
+    for s in range(n):
+        acc = bins[s] if s == 0 else acc + bins[s]
+        total[s] = acc
+
+
+@njit(cache=_CACHE, error_model="numpy")
+def path_finish(ne, ev_m, ev_s, ev_need, rcnt, s1, s2, l1, l2, code, cst, start, has_start,
+                n, total, table, want_table):
+    """Sum of T_comm per step (the bincount + cumsum of ``path_mean``) into total[:n] and, with
+    ``want_table``, the per-sample T_comm at every point of the path into table[:n] (what
+    ``_from_path`` looks up); l1, l2: numpy's log1p of ``path_loads``'s arguments."""
+    bins = np.zeros(n)
     prev = 0.0
     p = 0
     for e in range(ne):
         mm = ev_m[e]
         first = e == 0 or ev_m[e - 1] != mm
         tv = 0.0
-        if need[e]:
-            tv = tk[p]
+        if ev_need[e]:
+            tv = _tval(code, rcnt[p], s1[p], s2[p], l1[p], l2[p], cst)
             p += 1
         if first:
             prev = 0.0
@@ -289,23 +431,22 @@ def path_accumulate(ev_m, ev_s, tk, need, start, has_start, n, m):
                 tv = start[mm]
         bins[ev_s[e]] += tv - prev
         prev = tv
-        last = n if (e + 1 == ne or ev_m[e + 1] != mm) else ev_s[e + 1]
-        for s in range(ev_s[e], last):
-            table[s, mm] = tv
-    total = np.empty(n)
+        if want_table:
+            last = n if (e + 1 == ne or ev_m[e + 1] != mm) else ev_s[e + 1]
+            for s in range(ev_s[e], last):
+                table[s, mm] = tv
     acc = 0.0
     for s in range(n):
         acc = bins[s] if s == 0 else acc + bins[s]
         total[s] = acc
-    return total, table
 
 
-@njit(cache=_CACHE)
-def _pair_loads(runs, rej, rows, devs, npairs, code, order, ua, va, coin):
+# ---------------------------------------------------------------------------- phase 2
+
+@njit(cache=_CACHE, error_model="numpy")
+def _pair_loads(runs, rej, rows, devs, npairs, code, order, ua, va, coin, cst, rcnt, s1, s2,
+                x1, x2):
     k = runs.shape[1]
-    rr = np.zeros(npairs, dtype=np.int64)
-    aa = np.zeros(npairs)
-    bb = np.zeros(npairs)
     rk = np.empty(k, dtype=np.bool_)
     tmp = np.empty(k)
     for i in range(npairs):
@@ -315,44 +456,51 @@ def _pair_loads(runs, rej, rows, devs, npairs, code, order, ua, va, coin):
         rk[devs[i]] = True
         row = coin[mm] if code == 3 else coin[0]
         r, a, b = _loads(rk, code, order, ua, va, row, tmp)
-        rr[i] = r
-        aa[i] = a
-        bb[i] = b
-    return rr, aa, bb
+        rcnt[i] = r
+        s1[i] = a
+        s2[i] = b
+        x1[i], x2[i] = _xargs(code, r, a, b, cst)
 
 
-@njit(cache=_CACHE)
-def initial_pairs(runs, gamma, caps, rej, code, order, ua, va, coin):
-    """The (sample, device) pairs a +1 changes (run == gamma) and their loads."""
+@njit(cache=_CACHE, error_model="numpy")
+def p2_init(runs, gamma, caps, rej, contrib, code, order, ua, va, coin, cst, rows, devs, rcnt,
+            s1, s2, x1, x2):
+    """Phase 2's start: the rejected sets at gamma, an empty +1 cache, and the (sample, device)
+    pairs a +1 changes (run == gamma) with their loads and log1p arguments. Returns the pairs."""
     m, k = runs.shape
-    rows = np.empty(m * k, dtype=np.int64)
-    devs = np.empty(m * k, dtype=np.int64)
     n = 0
     for mm in range(m):
         for j in range(k):
-            if gamma[j] < caps[j] and runs[mm, j] == gamma[j]:
+            g = gamma[j]
+            rv = runs[mm, j]
+            rej[mm, j] = rv < g
+            contrib[j, mm] = 0.0
+            if g < caps[j] and rv == g:
                 rows[n] = mm
                 devs[n] = j
                 n += 1
-    rr, aa, bb = _pair_loads(runs, rej, rows, devs, n, code, order, ua, va, coin)
-    return rows[:n], devs[:n], rr, aa, bb
+    _pair_loads(runs, rej, rows, devs, n, code, order, ua, va, coin, cst, rcnt, s1, s2, x1, x2)
+    return n
 
 
-@njit(cache=_CACHE)
+@njit(cache=_CACHE, error_model="numpy")
 def _goodput(tok, draft, verify, tc):
     den = draft + verify + tc
     return tok / den if den > 0 else 0.0
 
 
-@njit(cache=_CACHE)
-def step(runs, gamma, caps, rej, t, contrib, rows, devs, tv, en, w, draft_s, verify, code,
-         order, ua, va, coin, state):
-    """One phase-2 iteration (``contrib`` is stored transposed, (K, M)): store the pending
-    +1 deltas, the current G, the +1 values, and
-    (when one improves) apply the best +1 and return the new pairs to evaluate."""
+@njit(cache=_CACHE, error_model="numpy")
+def p2_step(runs, gamma, caps, rej, t, contrib, npend, rows, devs, rcnt, s1, s2, l1, l2, en, w,
+            draft_s, code, order, ua, va, coin, cst, x1, x2, state):
+    """One phase-2 iteration (``contrib`` is stored transposed, (K, M)): the T_comm of the
+    pending +1 pairs (from numpy's log1p l1, l2 of their arguments) into the cache, the current
+    G, the +1 values, and (when one improves) the best +1 applied (``SAATcomm._apply_plus``) and
+    the new pairs to evaluate written over rows/devs with their loads and log1p arguments.
+    Returns the new pairs, or -1 when no +1 improves. state: (G, evaluations)."""
     m, k = runs.shape
-    for i in range(rows.size):
-        contrib[devs[i], rows[i]] = tv[i] - t[rows[i]]
+    for i in range(npend):
+        mm = rows[i]
+        contrib[devs[i], mm] = _tval(code, rcnt[i], s1[i], s2[i], l1[i], l2[i], cst) - t[mm]
     tval = _pw(t, 0, m, 1) / m
     # DraftObjective._set
     en_cur = np.empty(k)
@@ -374,6 +522,7 @@ def step(runs, gamma, caps, rej, t, contrib, rows, devs, tv, en, w, draft_s, ver
             d = gamma[j] * draft_s[j]
             if d > d2:
                 d2 = d
+    verify = cst[3]
     value = _goodput(tok, d1, verify, tval)
     # plus_one_values
     best = -_INF
@@ -392,16 +541,10 @@ def step(runs, gamma, caps, rej, t, contrib, rows, devs, tv, en, w, draft_s, ver
                 jbest = j
     state[0] = value
     state[1] = ndev
-    empty = np.zeros(0, dtype=np.int64)
     if jbest < 0 or not best > value:
-        state[2] = 1.0
-        return empty, empty, empty, np.zeros(0), np.zeros(0)
-    state[2] = 0.0
+        return -1
     j = jbest
     # SAATcomm._apply_plus
-    nrows = np.empty(m * k, dtype=np.int64)
-    ndevs = np.empty(m * k, dtype=np.int64)
-    n = 0
     g0 = gamma[j]
     for mm in range(m):
         if runs[mm, j] == g0:
@@ -409,18 +552,19 @@ def step(runs, gamma, caps, rej, t, contrib, rows, devs, tv, en, w, draft_s, ver
             rej[mm, j] = True
             contrib[j, mm] = 0.0
     gamma[j] = g0 + 1
+    n = 0
     if gamma[j] < caps[j]:
         for mm in range(m):
             if runs[mm, j] == gamma[j]:
-                nrows[n] = mm
-                ndevs[n] = j
+                rows[n] = mm
+                devs[n] = j
                 n += 1
     for mm in range(m):
         if runs[mm, j] == g0:
             for i in range(k):
                 if i != j and gamma[i] < caps[i] and runs[mm, i] == gamma[i]:
-                    nrows[n] = mm
-                    ndevs[n] = i
+                    rows[n] = mm
+                    devs[n] = i
                     n += 1
-    rr, aa, bb = _pair_loads(runs, rej, nrows, ndevs, n, code, order, ua, va, coin)
-    return nrows[:n], ndevs[:n], rr, aa, bb
+    _pair_loads(runs, rej, rows, devs, n, code, order, ua, va, coin, cst, rcnt, s1, s2, x1, x2)
+    return n

@@ -18,11 +18,13 @@ number, not a function of gamma: ``DraftObjective.precomputable``), at most 8,19
 fading, a component that declares itself not precomputable) runs the numpy search unchanged.
 """
 import os
+import threading
 
 import numpy as np
 
 _MODES = {"optimal": 0, "all-ul": 1, "all-dl": 2, "random": 3}
 _MAX_SAMPLES = 8192
+_DENSE = 32   # paths up to this many points (optimal split): every point of every sample
 _kernels = None
 
 
@@ -72,49 +74,120 @@ def _mode_of(kern):
     return mode
 
 
-def _times(kern, mode, r, a, b):
-    """T_comm from the numba loads, by the numpy kernel's own final step (same values)."""
-    if mode in ("optimal", "all-dl"):
-        return kern._dl_delay(r, a)
-    if mode == "all-ul":
-        return kern._delay(r, a)
-    return np.maximum(kern._delay(r, a), kern._dl_delay(r, b))
+class _Workspace:
+    """Buffers of the compiled search for M samples and K devices, reused across decisions
+    (one per thread): no large allocation per decision."""
+
+    def __init__(self, m, k):
+        cap = m * max(k + 1, _DENSE + 1)
+        self.ev_m = np.empty(cap, dtype=np.int64)
+        self.ev_s = np.empty(cap, dtype=np.int64)
+        self.ev_need = np.empty(cap, dtype=np.bool_)
+        self.rcnt = np.empty(cap, dtype=np.int64)
+        self.s1, self.s2 = np.empty(cap), np.empty(cap)
+        self.x1, self.x2 = np.zeros(cap), np.zeros(cap)
+        self.l1, self.l2 = np.zeros(cap), np.zeros(cap)
+        self.rows = np.empty(m * k, dtype=np.int64)
+        self.devs = np.empty(m * k, dtype=np.int64)
+        self.table = np.empty((16, m))
+        self.t = np.empty(m)
+        self.contrib = np.empty((k, m))
+        self.rej = np.empty((m, k), dtype=np.bool_)
+        self.state = np.zeros(2)
+        self.no_table = np.empty((0, m))
+        self.fl = np.empty((k, m), dtype=np.int64)
+        self.acc, self.spl = np.empty(m), np.empty(m)
+        self.cnt = np.empty(m, dtype=np.int64)
+        self.evf = np.empty((_DENSE + 1, m), dtype=np.bool_)
+
+
+_local = threading.local()
+
+
+def _workspace(m, k):
+    cache = getattr(_local, "ws", None)
+    if cache is None:
+        cache = _local.ws = {}
+    ws = cache.get((m, k))
+    if ws is None:
+        if len(cache) > 4:
+            cache.clear()
+        ws = cache[(m, k)] = _Workspace(m, k)
+    return ws
+
+
+class _Setup:
+    """The numba kernels, the arrays of this objective's closed-form kernel and a workspace."""
+
+    def __init__(self, obj):
+        from ..model.goodput import _LN2
+
+        self.nb = _load()
+        tc = obj.tcomm
+        kern = tc.kernel
+        self.mode = mode = _mode_of(kern)
+        self.code = code = _MODES[mode]
+        self.source = tc.runs
+        self.runs = runs = np.ascontiguousarray(tc.runs, dtype=np.int32)
+        self.m, self.k = m, k = runs.shape
+        if code == 0:
+            self.order = np.ascontiguousarray(kern.order_rev, dtype=np.int64)
+            self.ua = np.ascontiguousarray(kern.u_rev, dtype=float)
+            self.va = np.ascontiguousarray(kern.v_rev, dtype=float)
+        else:
+            self.order = np.arange(k, dtype=np.int64)
+            self.ua = np.ascontiguousarray(np.broadcast_to(kern.q, (k,)), dtype=float)
+            self.va = np.ascontiguousarray(np.broadcast_to(kern.v, (k,)), dtype=float)
+        self.coin = (np.ascontiguousarray(kern.coin, dtype=np.bool_) if code == 3
+                     else np.zeros((1, 1), dtype=np.bool_))
+        # the constants of ``TcommKernel._delay`` as it computes them
+        self.cst = np.array([kern.bits * _LN2 / kern.bw, kern.n0 * kern.bw, kern.p_dl,
+                             obj.verify_s], dtype=float)
+        self.ws = _workspace(m, k)
+
+    def log1p(self, n):
+        """numpy's log1p of the first n arguments (the numpy kernel's own logarithm)."""
+        ws = self.ws
+        if n:
+            np.log1p(ws.x1[:n], out=ws.l1[:n])
+            if self.code == 3:
+                np.log1p(ws.x2[:n], out=ws.l2[:n])
 
 
 def _setup(obj):
-    """The numba kernels and the arrays of this objective's closed-form kernel."""
-    nb = _load()
-    tc = obj.tcomm
-    kern = tc.kernel
-    mode = _mode_of(kern)
-    code = _MODES[mode]
-    runs = np.ascontiguousarray(tc.runs, dtype=np.int32)
-    k = runs.shape[1]
-    if code == 0:
-        order = np.ascontiguousarray(kern.order_rev, dtype=np.int64)
-        ua = np.ascontiguousarray(kern.u_rev, dtype=float)
-        va = np.ascontiguousarray(kern.v_rev, dtype=float)
-    else:
-        order = np.arange(k, dtype=np.int64)
-        ua = np.ascontiguousarray(np.broadcast_to(kern.q, (k,)), dtype=float)
-        va = np.ascontiguousarray(np.broadcast_to(kern.v, (k,)), dtype=float)
-    coin = (np.ascontiguousarray(kern.coin, dtype=np.bool_) if code == 3
-            else np.zeros((1, 1), dtype=np.bool_))
-    return nb, kern, mode, code, runs, order, ua, va, coin
+    """The objective's ``_Setup`` (kept on it: ``budget`` evaluates many paths)."""
+    su = getattr(obj, "_fast_setup", None)
+    if su is None or su.source is not obj.tcomm.runs:
+        su = _Setup(obj)
+        obj._fast_setup = su
+    return su
 
 
-def _path_values(obj, setup, seg, start):
-    """``obj.path_values(seg)`` (``SAATcomm.path_mean``), and the per-sample T_comm at every
-    point of ``seg`` (n, M); ``start``: T_comm at seg[0] when known (a later chunk)."""
-    nb, kern, mode, code, runs, order, ua, va, coin = setup
-    m = runs.shape[0]
+def _path_values(obj, su, seg, start, table=False):
+    """``obj.path_values(seg)`` (``SAATcomm.path_mean``); with ``table``, the per-sample T_comm
+    at every point of ``seg`` in ``su.ws.table[:n]``; ``start``: T_comm at seg[0] when known (a
+    later chunk)."""
+    nb, ws, m = su.nb, su.ws, su.m
     seg = np.ascontiguousarray(seg, dtype=np.int64)
+    n = seg.shape[0]
     has = start is not None
-    st = start if has else np.zeros(0)
-    ev_m, ev_s, need, r, a, b = nb.path_events(runs, seg, code, order, ua, va, coin, has)
-    tk = _times(kern, mode, r, a, b) if r.size else np.zeros(0)
-    total, table = nb.path_accumulate(ev_m, ev_s, tk, need, st, has, seg.shape[0], m)
-    return obj._g(seg, total / m), table
+    if table and ws.table.shape[0] < n:
+        ws.table = np.empty((n, m))
+    total = np.empty(n)
+    if su.code == 0 and n <= _DENSE:
+        nb.path_dense(su.runs, seg, su.order, su.ua, su.va, su.cst, ws.fl, ws.acc, ws.spl,
+                      ws.cnt, ws.evf, ws.rcnt, ws.s1, ws.x1)
+        su.log1p(n * m)
+        nb.dense_finish(n, m, ws.evf, ws.rcnt, ws.s1, ws.l1, su.cst, start if has else ws.t,
+                        has, total, ws.table if table else ws.no_table, table)
+        return obj._g(seg, total / m)
+    ne, nn = nb.path_loads(su.runs, seg, su.code, su.order, su.ua, su.va, su.coin, has, su.cst,
+                           ws.ev_m, ws.ev_s, ws.ev_need, ws.rcnt, ws.s1, ws.s2, ws.x1, ws.x2)
+    su.log1p(nn)
+    nb.path_finish(ne, ws.ev_m, ws.ev_s, ws.ev_need, ws.rcnt, ws.s1, ws.s2, ws.l1, ws.l2,
+                   su.code, su.cst, start if has else ws.t, has, n, total,
+                   ws.table if table else ws.no_table, table)
+    return obj._g(seg, total / m)
 
 
 def path_values(obj, path):
@@ -128,7 +201,7 @@ def path_values(obj, path):
         return None
     if path.shape[0] > 1 and np.any(np.diff(path, axis=0) < 0):
         return None
-    return _path_values(obj, _setup(obj), path, None)[0]
+    return _path_values(obj, _setup(obj), path, None)
 
 
 def search(obj, chunk=8, path_values=None):
@@ -143,59 +216,69 @@ def search(obj, chunk=8, path_values=None):
         return None
     from .draft_search import SearchResult, _phase1_stop, uniform_path
 
-    setup = _setup(obj)
-    runs = setup[4]
+    su = _setup(obj)
+    ws = su.ws
     ev0 = obj.evaluations
     path = uniform_path(obj.caps)
     if path_values is not None:
         c = _phase1_stop(np.asarray(path_values))
         gamma = path[c].astype(np.int64).copy()
-        t = np.asarray(obj.tcomm.kernel(runs < gamma[None, :], np.arange(runs.shape[0])),
-                       dtype=float).copy()
+        # T_comm of every sample at gamma: the path (gamma, gamma) has one event per sample
+        seg = gamma[None, :].copy()
+        ne, nn = nb.path_loads(su.runs, seg, su.code, su.order, su.ua, su.va, su.coin, False,
+                               su.cst, ws.ev_m, ws.ev_s, ws.ev_need, ws.rcnt, ws.s1, ws.s2,
+                               ws.x1, ws.x2)
+        su.log1p(nn)
+        nb.path_finish(ne, ws.ev_m, ws.ev_s, ws.ev_need, ws.rcnt, ws.s1, ws.s2, ws.l1, ws.l2,
+                       su.code, su.cst, ws.t, False, 1, np.empty(1), ws.table, True)
+        ws.t[:] = ws.table[0]
     else:
         # phase 1: the lazy chunks of ``_lazy_phase1``, each a ``SAATcomm.path_mean``
-        vals, table = _path_values(obj, setup, path[:chunk + 1], None)
-        vals, offset = list(vals), 0
+        vals = list(_path_values(obj, su, path[:chunk + 1], None, table=True))
+        offset = 0
         while len(vals) < len(path) and all(vals[i + 1] > vals[i] for i in range(len(vals) - 1)):
             first = len(vals) - 1
             seg = path[first:len(vals) + chunk // 2 + 1]
-            v, table = _path_values(obj, setup, seg, table[first - offset])   # T at its start
+            start = ws.table[first - offset].copy()   # T at its start
+            v = _path_values(obj, su, seg, start, table=True)
             offset = first
             vals.extend(v[1:])
         c = _phase1_stop(np.array(vals))
         gamma = path[c].astype(np.int64).copy()
-        t = table[c - offset].copy()
-    value, evals, steps = _phase2(obj, setup, gamma, t)
+        ws.t[:] = ws.table[c - offset]
+    value, evals, steps = _phase2(obj, su, gamma)
     obj.evaluations += evals
     obj.gamma, obj.value = gamma.copy(), value
     return SearchResult(gamma.copy(), value, obj.evaluations - ev0,
                         {"phase1": int(c), "phase2_steps": steps})
 
 
-def _phase2(obj, setup, gamma, t):
-    """Phase 2 from ``gamma`` (updated in place) with per-sample T_comm ``t``: +1 moves with
-    the +1 cache (``plus_one_values`` / ``_apply_plus``). Returns (G, evaluations, steps)."""
+def _phase2(obj, su, gamma):
+    """Phase 2 from ``gamma`` (updated in place) with per-sample T_comm ``su.ws.t``: +1 moves
+    with the +1 cache (``plus_one_values`` / ``_apply_plus``). Returns (G, evaluations, steps)."""
     from ..model.speculative import expected_tokens
 
-    nb, kern, mode, code, runs, order, ua, va, coin = setup
-    m, k = runs.shape
+    nb, ws, code = su.nb, su.ws, su.code
     caps = obj.caps.astype(np.int64)
     top = int(caps.max(initial=0)) + 2
     en = expected_tokens(obj.alpha[:, None], np.arange(top + 1)[None, :])   # (K, top + 1)
     en = np.ascontiguousarray(en, dtype=float)
     w = np.ascontiguousarray(obj._w, dtype=float)
     draft_s = np.ascontiguousarray(obj.draft_s, dtype=float)
-    rej = runs < gamma[None, :]
-    contrib = np.zeros((k, m))   # the +1 cache, transposed
-    rows, devs, r, a, b = nb.initial_pairs(runs, gamma, caps, rej, code, order, ua, va, coin)
+    runs, order, ua, va, coin, cst = su.runs, su.order, su.ua, su.va, su.coin, su.cst
+    rej, contrib, t, rows, devs, state = ws.rej, ws.contrib, ws.t, ws.rows, ws.devs, ws.state
+    rcnt, s1, s2, x1, x2, l1, l2 = ws.rcnt, ws.s1, ws.s2, ws.x1, ws.x2, ws.l1, ws.l2
+    n = nb.p2_init(runs, gamma, caps, rej, contrib, code, order, ua, va, coin, cst, rows, devs,
+                   rcnt, s1, s2, x1, x2)
     steps, evals = 0, 0
-    state = np.zeros(3)  # value, evaluations, stop flag
+    step = nb.p2_step
+    log1p = su.log1p
     while True:
-        tv = _times(kern, mode, r, a, b) if rows.size else np.zeros(0)
-        rows, devs, r, a, b = nb.step(runs, gamma, caps, rej, t, contrib, rows, devs, tv, en, w,
-                                      draft_s, obj.verify_s, code, order, ua, va, coin, state)
+        log1p(n)
+        n = step(runs, gamma, caps, rej, t, contrib, n, rows, devs, rcnt, s1, s2, l1, l2, en, w,
+                 draft_s, code, order, ua, va, coin, cst, x1, x2, state)
         evals += int(state[1])
-        if state[2] > 0:
+        if n < 0:
             break
         steps += 1
     return float(state[0]), evals, steps
