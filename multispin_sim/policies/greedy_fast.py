@@ -50,6 +50,21 @@ def _load():
     return _kernels
 
 
+def acceptance_runs(uniforms, alpha):
+    """``goodput.acceptance_runs(uniforms, alpha)`` with numpy's logarithm and the rest compiled
+    (the same values); None when the compiled path is off."""
+    nb = _load()
+    alpha = np.asarray(alpha, dtype=float)
+    if nb is False or uniforms.ndim != 2 or alpha.shape != uniforms.shape[1:]:
+        return None
+    from ..model.goodput import RUN_CAP
+
+    out = np.empty(uniforms.shape, dtype=np.int32)
+    nb.runs_from_logs(np.log(np.asarray(uniforms, dtype=float)), np.log(alpha), alpha, RUN_CAP,
+                      out)
+    return out
+
+
 def eligible(obj, fresh=True):
     """The compiled search can replace the numpy one for this ``DraftObjective`` (``fresh``:
     and its estimator holds no state yet)."""
