@@ -19,6 +19,33 @@ def _pw0(a, start, n, stride):
         for i in range(n):
             res += a[start + i * stride]
         return res
+    if n <= 128 and stride == 1:   # the same operations, contiguous (vectorises better)
+        r0 = a[start]
+        r1 = a[start + 1]
+        r2 = a[start + 2]
+        r3 = a[start + 3]
+        r4 = a[start + 4]
+        r5 = a[start + 5]
+        r6 = a[start + 6]
+        r7 = a[start + 7]
+        i = 8
+        stop = n - (n % 8)
+        while i < stop:
+            p = start + i
+            r0 += a[p]
+            r1 += a[p + 1]
+            r2 += a[p + 2]
+            r3 += a[p + 3]
+            r4 += a[p + 4]
+            r5 += a[p + 5]
+            r6 += a[p + 6]
+            r7 += a[p + 7]
+            i += 8
+        res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+        while i < n:
+            res += a[start + i]
+            i += 1
+        return res
     if n <= 128:
         r0 = a[start]
         r1 = a[start + stride]
@@ -463,23 +490,78 @@ def _pair_loads(runs, rej, rows, devs, npairs, code, order, ua, va, coin, cst, r
 
 
 @njit(cache=_CACHE, error_model="numpy")
-def p2_init(runs, gamma, caps, rej, contrib, code, order, ua, va, coin, cst, rows, devs, rcnt,
-            s1, s2, x1, x2):
-    """Phase 2's start: the rejected sets at gamma, an empty +1 cache, and the (sample, device)
-    pairs a +1 changes (run == gamma) with their loads and log1p arguments. Returns the pairs."""
+def _mask_loads(pm, npairs, ua, va, cst, acc, spl, cnt, rcnt, s1, s2, x1, x2):
+    """The optimal split's loads of the rejected sets pm[p] (bit i: the device at position i
+    of the reversed UL order), vectorised over the sets: the operations of ``_loads`` (code 0)
+    per set, in the same order."""
+    k = ua.size
+    for p in range(npairs):
+        acc[p] = 0.0
+        spl[p] = _INF
+        cnt[p] = 0
+    for i in range(k):
+        u = ua[i]
+        vi = va[i]
+        first = i == 0
+        for p in range(npairs):
+            x = ((pm[p] >> i) & 1) != 0
+            a0 = acc[p]
+            cand = u if (first or u > a0) else a0
+            spl[p] = min(spl[p], cand if x else _INF)
+            acc[p] = a0 + (vi if x else 0.0)
+            cnt[p] += x
+    for p in range(npairs):
+        r = cnt[p]
+        load = min(acc[p], spl[p])
+        rcnt[p] = r
+        s1[p] = load
+        s2[p] = 0.0
+        x1[p] = _xargs(0, r, load, 0.0, cst)[0]
+
+
+@njit(cache=_CACHE, error_model="numpy")
+def _eval_pairs(runs, rej, rmask, posbit, rows, devs, n, code, order, ua, va, coin, cst, rcnt,
+                s1, s2, x1, x2, pm, acc, spl, cnt):
+    """Loads and log1p arguments of the rejected sets (sample rows[p] + device devs[p])."""
+    if code == 0 and ua.size <= 62:
+        for p in range(n):
+            pm[p] = rmask[rows[p]] | posbit[devs[p]]
+        _mask_loads(pm, n, ua, va, cst, acc, spl, cnt, rcnt, s1, s2, x1, x2)
+    else:
+        _pair_loads(runs, rej, rows, devs, n, code, order, ua, va, coin, cst, rcnt, s1, s2, x1,
+                    x2)
+
+
+@njit(cache=_CACHE, error_model="numpy")
+def p2_init(runs, runs_t, gamma, caps, rej, rmask, posbit, contrib, code, order, ua, va, coin,
+            cst, rows, devs, rcnt, s1, s2, x1, x2, pm, acc, spl, cnt):
+    """Phase 2's start: the rejected sets at gamma (rmask: bits of ``_mask_loads``; rej for
+    the other modes), the runs transposed, an empty +1 cache, and the (sample, device) pairs a
+    +1 changes (run == gamma) with their loads and log1p arguments. Returns the pairs."""
     m, k = runs.shape
-    n = 0
+    contrib[:, :] = 0.0
     for mm in range(m):
         for j in range(k):
-            g = gamma[j]
-            rv = runs[mm, j]
-            rej[mm, j] = rv < g
-            contrib[j, mm] = 0.0
-            if g < caps[j] and rv == g:
+            runs_t[j, mm] = runs[mm, j]
+        rmask[mm] = 0
+    if code != 0:
+        for mm in range(m):
+            for j in range(k):
+                rej[mm, j] = runs[mm, j] < gamma[j]
+    n = 0
+    for j in range(k):
+        g = gamma[j]
+        b = posbit[j]
+        rj = runs_t[j]
+        for mm in range(m):
+            rmask[mm] |= b if rj[mm] < g else 0
+        if g < caps[j]:
+            for mm in range(m):
                 rows[n] = mm
                 devs[n] = j
-                n += 1
-    _pair_loads(runs, rej, rows, devs, n, code, order, ua, va, coin, cst, rcnt, s1, s2, x1, x2)
+                n += rj[mm] == g
+    _eval_pairs(runs, rej, rmask, posbit, rows, devs, n, code, order, ua, va, coin, cst, rcnt,
+                s1, s2, x1, x2, pm, acc, spl, cnt)
     return n
 
 
@@ -490,8 +572,9 @@ def _goodput(tok, draft, verify, tc):
 
 
 @njit(cache=_CACHE, error_model="numpy")
-def p2_step(runs, gamma, caps, rej, t, contrib, npend, rows, devs, rcnt, s1, s2, l1, l2, en, w,
-            draft_s, code, order, ua, va, coin, cst, x1, x2, state):
+def p2_step(runs, runs_t, gamma, caps, rej, rmask, posbit, t, contrib, npend, rows, devs, rcnt,
+            s1, s2, l1, l2, en, w, draft_s, code, order, ua, va, coin, cst, x1, x2, pm, acc, spl,
+            cnt, state):
     """One phase-2 iteration (``contrib`` is stored transposed, (K, M)): the T_comm of the
     pending +1 pairs (from numpy's log1p l1, l2 of their arguments) into the cache, the current
     G, the +1 values, and (when one improves) the best +1 applied (``SAATcomm._apply_plus``) and
@@ -531,11 +614,11 @@ def p2_step(runs, gamma, caps, rej, t, contrib, npend, rows, devs, rcnt, s1, s2,
     for j in range(k):
         if gamma[j] < caps[j]:
             ndev += 1
-            pm = tval + _pw(contrib[j], 0, m, 1) / m
+            pmean = tval + _pw(contrib[j], 0, m, 1) / m
             tokd = (tok - en_cur[j]) + en[j, gamma[j] + 1] * w[j]
             base = d2 if j == i1 else d1
             dn = (gamma[j] + 1) * draft_s[j]
-            g = _goodput(tokd, base if base > dn else dn, verify, pm)
+            g = _goodput(tokd, base if base > dn else dn, verify, pmean)
             if g > best:
                 best = g
                 jbest = j
@@ -546,25 +629,28 @@ def p2_step(runs, gamma, caps, rej, t, contrib, npend, rows, devs, rcnt, s1, s2,
     j = jbest
     # SAATcomm._apply_plus
     g0 = gamma[j]
+    rj = runs_t[j]
+    bj = posbit[j]
     for mm in range(m):
-        if runs[mm, j] == g0:
+        if rj[mm] == g0:
             t[mm] += contrib[j, mm]
             rej[mm, j] = True
+            rmask[mm] |= bj
             contrib[j, mm] = 0.0
-    gamma[j] = g0 + 1
+    g1 = g0 + 1
+    gamma[j] = g1
     n = 0
-    if gamma[j] < caps[j]:
+    if g1 < caps[j]:
         for mm in range(m):
-            if runs[mm, j] == gamma[j]:
-                rows[n] = mm
-                devs[n] = j
-                n += 1
+            rows[n] = mm
+            devs[n] = j
+            n += rj[mm] == g1
     for mm in range(m):
-        if runs[mm, j] == g0:
+        if rj[mm] == g0:
             for i in range(k):
-                if i != j and gamma[i] < caps[i] and runs[mm, i] == gamma[i]:
-                    rows[n] = mm
-                    devs[n] = i
-                    n += 1
-    _pair_loads(runs, rej, rows, devs, n, code, order, ua, va, coin, cst, rcnt, s1, s2, x1, x2)
+                rows[n] = mm
+                devs[n] = i
+                n += (i != j) & (gamma[i] < caps[i]) & (runs[mm, i] == gamma[i])
+    _eval_pairs(runs, rej, rmask, posbit, rows, devs, n, code, order, ua, va, coin, cst, rcnt,
+                s1, s2, x1, x2, pm, acc, spl, cnt)
     return n

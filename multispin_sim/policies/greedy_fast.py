@@ -103,6 +103,11 @@ class _Workspace:
         self.x1, self.x2 = np.zeros(cap), np.zeros(cap)
         self.l1, self.l2 = np.zeros(cap), np.zeros(cap)
         self.rows = np.empty(m * k, dtype=np.int64)
+        self.pm = np.empty(m * k, dtype=np.int64)
+        self.pacc, self.pspl = np.empty(m * k), np.empty(m * k)
+        self.pcnt = np.empty(m * k, dtype=np.int64)
+        self.rmask = np.empty(m, dtype=np.int64)
+        self.runs_t = np.empty((k, m), dtype=np.int32)
         self.devs = np.empty(m * k, dtype=np.int64)
         self.table = np.empty((16, m))
         self.t = np.empty(m)
@@ -149,10 +154,14 @@ class _Setup:
             self.order = np.ascontiguousarray(kern.order_rev, dtype=np.int64)
             self.ua = np.ascontiguousarray(kern.u_rev, dtype=float)
             self.va = np.ascontiguousarray(kern.v_rev, dtype=float)
+            self.posbit = np.zeros(k, dtype=np.int64)
+            if k <= 62:   # bit i: the device at position i of the reversed UL order
+                self.posbit[self.order] = np.left_shift(1, np.arange(k, dtype=np.int64))
         else:
             self.order = np.arange(k, dtype=np.int64)
             self.ua = np.ascontiguousarray(np.broadcast_to(kern.q, (k,)), dtype=float)
             self.va = np.ascontiguousarray(np.broadcast_to(kern.v, (k,)), dtype=float)
+            self.posbit = np.zeros(k, dtype=np.int64)
         self.coin = (np.ascontiguousarray(kern.coin, dtype=np.bool_) if code == 3
                      else np.zeros((1, 1), dtype=np.bool_))
         # the constants of ``TcommKernel._delay`` as it computes them
@@ -283,15 +292,18 @@ def _phase2(obj, su, gamma):
     runs, order, ua, va, coin, cst = su.runs, su.order, su.ua, su.va, su.coin, su.cst
     rej, contrib, t, rows, devs, state = ws.rej, ws.contrib, ws.t, ws.rows, ws.devs, ws.state
     rcnt, s1, s2, x1, x2, l1, l2 = ws.rcnt, ws.s1, ws.s2, ws.x1, ws.x2, ws.l1, ws.l2
-    n = nb.p2_init(runs, gamma, caps, rej, contrib, code, order, ua, va, coin, cst, rows, devs,
-                   rcnt, s1, s2, x1, x2)
+    runs_t, rmask, posbit = ws.runs_t, ws.rmask, su.posbit
+    pm, acc, spl, cnt = ws.pm, ws.pacc, ws.pspl, ws.pcnt
+    n = nb.p2_init(runs, runs_t, gamma, caps, rej, rmask, posbit, contrib, code, order, ua, va,
+                   coin, cst, rows, devs, rcnt, s1, s2, x1, x2, pm, acc, spl, cnt)
     steps, evals = 0, 0
     step = nb.p2_step
     log1p = su.log1p
     while True:
         log1p(n)
-        n = step(runs, gamma, caps, rej, t, contrib, n, rows, devs, rcnt, s1, s2, l1, l2, en, w,
-                 draft_s, code, order, ua, va, coin, cst, x1, x2, state)
+        n = step(runs, runs_t, gamma, caps, rej, rmask, posbit, t, contrib, n, rows, devs, rcnt,
+                 s1, s2, l1, l2, en, w, draft_s, code, order, ua, va, coin, cst, x1, x2, pm, acc,
+                 spl, cnt, state)
         evals += int(state[1])
         if n < 0:
             break
