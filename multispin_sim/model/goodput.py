@@ -63,6 +63,13 @@ def acceptance_runs(uniforms, alpha):
 # ---------------------------------------------------------------------------- T_comm kernels
 
 
+def _compiled_times(kernel, rej, rows):
+    """``policies.greedy_fast.kernel_times`` (None when numba is off or it does not apply)."""
+    from ..policies.greedy_fast import kernel_times
+
+    return kernel_times(kernel, rej, rows)
+
+
 class TcommKernel:
     """T_comm of many rejected sets under one channel state, by closed forms.
 
@@ -138,6 +145,10 @@ class TcommKernel:
         if rows is None:
             rows = np.arange(n)
         rows = np.asarray(rows)
+        if type(self) is TcommKernel and not self.per_sample:
+            fast = _compiled_times(self, rej, rows)   # the same values, compiled (numba)
+            if fast is not None:
+                return fast
         if n > _KERNEL_ROWS:  # cache-sized chunks are much faster than one big batch
             return np.concatenate([self._call(rej[i:i + _KERNEL_ROWS], rows[i:i + _KERNEL_ROWS])
                                    for i in range(0, n, _KERNEL_ROWS)])

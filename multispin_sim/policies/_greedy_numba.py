@@ -654,3 +654,32 @@ def p2_step(runs, runs_t, gamma, caps, rej, rmask, posbit, t, contrib, npend, ro
     _eval_pairs(runs, rej, rmask, posbit, rows, devs, n, code, order, ua, va, coin, cst, rcnt,
                 s1, s2, x1, x2, pm, acc, spl, cnt)
     return n
+
+
+# ---------------------------------------------------------------------------- any rejected rows
+
+@njit(cache=_CACHE, error_model="numpy")
+def kernel_loads(rej, rows, code, order, ua, va, coin, cst, posbit, r, s1, s2, x1, x2, pm, acc,
+                 spl):
+    """``TcommKernel._call``'s loads of the rejected rows rej (n, K) (rows: their samples, for
+    the random split's coins), and the log1p arguments of their T_comm."""
+    n, k = rej.shape
+    if code == 0 and k <= 62:
+        for p in range(n):
+            mask = 0
+            for j in range(k):
+                mask |= posbit[j] if rej[p, j] else 0
+            pm[p] = mask
+        _mask_loads(pm, n, ua, va, cst, acc, spl, r, r, s1, s2, x1, x2)
+        return
+    tmp = np.empty(k)
+    rk = np.empty(k, dtype=np.bool_)
+    for p in range(n):
+        for j in range(k):
+            rk[j] = rej[p, j]
+        row = coin[rows[p]] if code == 3 else coin[0]
+        rr, a, b = _loads(rk, code, order, ua, va, row, tmp)
+        r[p] = rr
+        s1[p] = a
+        s2[p] = b
+        x1[p], x2[p] = _xargs(code, rr, a, b, cst)

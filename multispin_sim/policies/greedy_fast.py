@@ -65,6 +65,38 @@ def acceptance_runs(uniforms, alpha):
     return out
 
 
+def kernel_times(kern, rej, rows):
+    """``TcommKernel._call(rej, rows)`` compiled (the same values: the loads and log1p
+    arguments in numba, the logarithm numpy's); None when it does not apply (numba off, gains
+    per sample, another kernel class or mode)."""
+    nb = _load()
+    if nb is False:
+        return None
+    from ..model.goodput import TcommKernel
+
+    if type(kern) is not TcommKernel or kern.per_sample or kern.mode not in _MODES:
+        return None
+    arrays = kern.__dict__.get("_fast_arrays")
+    if arrays is None:
+        arrays = kern._fast_arrays = _KernelArrays(kern, 0.0)
+    rej = np.ascontiguousarray(rej, dtype=np.bool_)
+    n = rej.shape[0]
+    rows = np.ascontiguousarray(rows, dtype=np.int64) if arrays.code == 3 else _NO_ROWS
+    r = np.empty(n, dtype=np.int64)
+    s1, s2, x1, x2 = np.empty(n), np.empty(n), np.empty(n), np.zeros(n)
+    pm, acc, spl = np.empty(n, dtype=np.int64), np.empty(n), np.empty(n)
+    nb.kernel_loads(rej, rows, arrays.code, arrays.order, arrays.ua, arrays.va, arrays.coin,
+                    arrays.cst, arrays.posbit, r, s1, s2, x1, x2, pm, acc, spl)
+    l1 = np.log1p(x1)
+    l2 = np.log1p(x2) if arrays.code == 3 else x2
+    out = np.empty(n)
+    nb.times_from_logs(arrays.code, r, s1, s2, l1, l2, arrays.cst, out)
+    return out
+
+
+_NO_ROWS = np.zeros(0, dtype=np.int64)
+
+
 def eligible(obj, fresh=True):
     """The compiled search can replace the numpy one for this ``DraftObjective`` (``fresh``:
     and its estimator holds no state yet)."""
@@ -136,37 +168,43 @@ def _workspace(m, k):
     return ws
 
 
-class _Setup:
-    """The numba kernels, the arrays of this objective's closed-form kernel and a workspace."""
+class _KernelArrays:
+    """The arrays of a closed-form ``TcommKernel`` the numba kernels read; cst = (c1 = S ln2 / B,
+    c2 = N0 B, P_dl, T_ver), the constants of ``TcommKernel._delay`` as it computes them."""
 
-    def __init__(self, obj):
+    def __init__(self, kern, verify_s):
         from ..model.goodput import _LN2
 
-        self.nb = _load()
-        tc = obj.tcomm
-        kern = tc.kernel
         self.mode = mode = _mode_of(kern)
         self.code = code = _MODES[mode]
-        self.source = tc.runs
-        self.runs = runs = np.ascontiguousarray(tc.runs, dtype=np.int32)
-        self.m, self.k = m, k = runs.shape
+        k = kern.k
         if code == 0:
             self.order = np.ascontiguousarray(kern.order_rev, dtype=np.int64)
             self.ua = np.ascontiguousarray(kern.u_rev, dtype=float)
             self.va = np.ascontiguousarray(kern.v_rev, dtype=float)
-            self.posbit = np.zeros(k, dtype=np.int64)
-            if k <= 62:   # bit i: the device at position i of the reversed UL order
-                self.posbit[self.order] = np.left_shift(1, np.arange(k, dtype=np.int64))
         else:
             self.order = np.arange(k, dtype=np.int64)
             self.ua = np.ascontiguousarray(np.broadcast_to(kern.q, (k,)), dtype=float)
             self.va = np.ascontiguousarray(np.broadcast_to(kern.v, (k,)), dtype=float)
-            self.posbit = np.zeros(k, dtype=np.int64)
+        self.posbit = np.zeros(k, dtype=np.int64)
+        if code == 0 and k <= 62:   # bit i: the device at position i of the reversed UL order
+            self.posbit[self.order] = np.left_shift(1, np.arange(k, dtype=np.int64))
         self.coin = (np.ascontiguousarray(kern.coin, dtype=np.bool_) if code == 3
                      else np.zeros((1, 1), dtype=np.bool_))
-        # the constants of ``TcommKernel._delay`` as it computes them
         self.cst = np.array([kern.bits * _LN2 / kern.bw, kern.n0 * kern.bw, kern.p_dl,
-                             obj.verify_s], dtype=float)
+                             verify_s], dtype=float)
+
+
+class _Setup(_KernelArrays):
+    """The numba kernels, the arrays of this objective's closed-form kernel and a workspace."""
+
+    def __init__(self, obj):
+        tc = obj.tcomm
+        super().__init__(tc.kernel, obj.verify_s)
+        self.nb = _load()
+        self.source = tc.runs
+        self.runs = runs = np.ascontiguousarray(tc.runs, dtype=np.int32)
+        self.m, self.k = m, k = runs.shape
         self.ws = _workspace(m, k)
 
     def log1p(self, n):
