@@ -289,6 +289,14 @@ def _flip_table(seg, k):
     return table, top
 
 
+# the index of a 64-bit word's lowest set bit by de Bruijn multiplication (exact integer ops)
+_DEBRUIJN = np.uint64(0x03F79D71B4CA8B09)
+_DEBRUIJN_INDEX = np.zeros(64, dtype=np.int64)
+for _i in range(64):
+    _DEBRUIJN_INDEX[((0x03F79D71B4CA8B09 << _i) & 0xFFFFFFFFFFFFFFFF) >> 58] = _i
+_ONE, _ZERO, _SHIFT58 = np.uint64(1), np.uint64(0), np.uint64(58)
+
+
 @njit(cache=_CACHE, error_model="numpy")
 def path_loads(runs, seg, code, order, ua, va, coin, has_start, cst, ev_m, ev_s, ev_need,
                rcnt, s1, s2, x1, x2):
@@ -303,8 +311,10 @@ def path_loads(runs, seg, code, order, ua, va, coin, has_start, cst, ev_m, ev_s,
     flip = np.empty(k, dtype=np.int64)
     rk = np.empty(k, dtype=np.bool_)
     tmp = np.empty(k)
-    evs = np.empty(n + 1, dtype=np.int64)
+    evs = np.empty(n + 2, dtype=np.int64)
     present = np.zeros(n + 1, dtype=np.bool_)
+    nw = (n >> 6) + 1
+    bits = np.zeros(nw, dtype=np.uint64)
     accv = np.empty(n + 1)
     splitv = np.empty(n + 1)
     cnt = np.empty(n + 1, dtype=np.int64)
@@ -319,13 +329,29 @@ def path_loads(runs, seg, code, order, ua, va, coin, has_start, cst, ev_m, ev_s,
             flip[j] = f
             present[f] = True
             fmin = min(fmin, f)
-        # events: step 0, then every distinct flip step below n
-        ne = 0
-        for st in range(n):
-            evs[ne] = st
-            ne += st == 0 or present[st]
-            present[st] = False
-        present[n] = False
+        # events: step 0, then every distinct flip step below n, ascending
+        if n <= 64:
+            ne = 0
+            for st in range(n):
+                evs[ne] = st
+                ne += st == 0 or present[st]
+                present[st] = False
+            present[n] = False
+        else:   # long paths: the set bits of a bitmap of the flip steps, lowest first
+            for j in range(k):
+                f = flip[j]
+                bits[f >> 6] |= _ONE << np.uint64(f & 63)
+            evs[0] = 0
+            ne = 1
+            for wi in range(nw):
+                word = bits[wi]
+                bits[wi] = _ZERO
+                while word != _ZERO:
+                    low = word ^ (word & (word - _ONE))
+                    st = (wi << 6) + _DEBRUIJN_INDEX[(low * _DEBRUIJN) >> _SHIFT58]
+                    evs[ne] = st
+                    ne += (st > 0) & (st < n)
+                    word ^= low
         if code == 0:
             # every event of this sample at once, in one pass over the devices in reversed UL
             # order; the same operations per event as ``_loads``
