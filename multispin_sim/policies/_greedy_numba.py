@@ -299,19 +299,25 @@ _ONE, _ZERO, _SHIFT58 = np.uint64(1), np.uint64(0), np.uint64(58)
 
 @njit(cache=_CACHE, error_model="numpy")
 def path_loads(runs, seg, code, order, ua, va, coin, has_start, cst, ev_m, ev_s, ev_need,
-               rcnt, s1, s2, x1, x2):
+               rcnt, s1, s2, x1, x2, posbit, pm, pacc, pspl):
     """The events of ``SAATcomm.path_mean`` along the nondecreasing path ``seg`` (n, K):
     (sample, step, needs the kernel) in sample-major, step-ascending order (ev_*), and for the
     events that need the kernel, in the same order, the kernel's loads (rcnt, s1, s2) and the
     log1p arguments (x1, x2). Returns (events, evaluations). (Branch-free where it can be: the
-    branches of such loops are unpredictable, and mispredictions cost more than the work.)"""
+    branches of such loops are unpredictable, and mispredictions cost more than the work.)
+    Optimal split with K <= 62: the rejected sets of the events as bit masks (``_mask_loads``:
+    one device more per distinct flip step, OR-ed in step order), their loads computed at the
+    end vectorised over all of them; pm, pacc, pspl: work arrays."""
     m, k = runs.shape
+    masks = code == 0 and k <= 62
+    add = np.zeros(k + 2, dtype=np.int64)
     n = seg.shape[0]
     table, top = _flip_table(seg, k)
     flip = np.empty(k, dtype=np.int64)
     rk = np.empty(k, dtype=np.bool_)
     tmp = np.empty(k)
     evs = np.empty(n + 2, dtype=np.int64)
+    evq = np.zeros(n + 1, dtype=np.int64)
     present = np.zeros(n + 1, dtype=np.bool_)
     nw = (n >> 6) + 1
     bits = np.zeros(nw, dtype=np.uint64)
@@ -352,6 +358,25 @@ def path_loads(runs, seg, code, order, ua, va, coin, has_start, cst, ev_m, ev_s,
                     evs[ne] = st
                     ne += (st > 0) & (st < n)
                     word ^= low
+        if masks:
+            for q in range(ne):
+                evq[evs[q]] = q
+                add[q] = 0
+            evq[n] = ne   # never rejected on this path: into a slot no event reads
+            for j in range(k):
+                add[evq[flip[j]]] |= posbit[j]
+            mask = 0
+            for q in range(ne):
+                mask |= add[q]
+                st = evs[q]
+                need = not (st == 0 and has_start) and fmin <= st
+                ev_m[e] = mm
+                ev_s[e] = st
+                ev_need[e] = need
+                e += 1
+                pm[nn] = mask
+                nn += need
+            continue
         if code == 0:
             # every event of this sample at once, in one pass over the devices in reversed UL
             # order; the same operations per event as ``_loads``
@@ -391,6 +416,8 @@ def path_loads(runs, seg, code, order, ua, va, coin, has_start, cst, ev_m, ev_s,
                 s2[nn] = b1
                 x1[nn], x2[nn] = _xargs(code, r, a1, b1, cst)
                 nn += 1
+    if masks:
+        _mask_loads(pm, nn, ua, va, cst, pacc, pspl, rcnt, rcnt, s1, s2, x1, x2)
     return e, nn
 
 

@@ -135,9 +135,9 @@ class _Workspace:
         self.x1, self.x2 = np.zeros(cap), np.zeros(cap)
         self.l1, self.l2 = np.zeros(cap), np.zeros(cap)
         self.rows = np.empty(m * k, dtype=np.int64)
-        self.pm = np.empty(m * k, dtype=np.int64)
-        self.pacc, self.pspl = np.empty(m * k), np.empty(m * k)
-        self.pcnt = np.empty(m * k, dtype=np.int64)
+        self.pm = np.empty(cap, dtype=np.int64)
+        self.pacc, self.pspl = np.empty(cap), np.empty(cap)
+        self.pcnt = np.empty(cap, dtype=np.int64)
         self.rmask = np.empty(m, dtype=np.int64)
         self.runs_t = np.empty((k, m), dtype=np.int32)
         self.devs = np.empty(m * k, dtype=np.int64)
@@ -244,7 +244,8 @@ def _path_values(obj, su, seg, start, table=False):
                         has, total, ws.table if table else ws.no_table, table)
         return obj._g(seg, total / m)
     ne, nn = nb.path_loads(su.runs, seg, su.code, su.order, su.ua, su.va, su.coin, has, su.cst,
-                           ws.ev_m, ws.ev_s, ws.ev_need, ws.rcnt, ws.s1, ws.s2, ws.x1, ws.x2)
+                           ws.ev_m, ws.ev_s, ws.ev_need, ws.rcnt, ws.s1, ws.s2, ws.x1, ws.x2,
+                           su.posbit, ws.pm, ws.pacc, ws.pspl)
     su.log1p(nn)
     nb.path_finish(ne, ws.ev_m, ws.ev_s, ws.ev_need, ws.rcnt, ws.s1, ws.s2, ws.l1, ws.l2,
                    su.code, su.cst, start if has else ws.t, has, n, total,
@@ -289,7 +290,7 @@ def search(obj, chunk=8, path_values=None):
         seg = gamma[None, :].copy()
         ne, nn = nb.path_loads(su.runs, seg, su.code, su.order, su.ua, su.va, su.coin, False,
                                su.cst, ws.ev_m, ws.ev_s, ws.ev_need, ws.rcnt, ws.s1, ws.s2,
-                               ws.x1, ws.x2)
+                               ws.x1, ws.x2, su.posbit, ws.pm, ws.pacc, ws.pspl)
         su.log1p(nn)
         nb.path_finish(ne, ws.ev_m, ws.ev_s, ws.ev_need, ws.rcnt, ws.s1, ws.s2, ws.l1, ws.l2,
                        su.code, su.cst, ws.t, False, 1, np.empty(1), ws.table, True)
