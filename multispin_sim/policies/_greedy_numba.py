@@ -597,7 +597,7 @@ def p2_init(runs, runs_t, gamma, caps, rej, rmask, posbit, contrib, code, order,
         for j in range(k):
             runs_t[j, mm] = runs[mm, j]
         rmask[mm] = 0
-    if code != 0:
+    if code != 0 or k > 62:   # the rejected sets as rows (no bit masks)
         for mm in range(m):
             for j in range(k):
                 rej[mm, j] = runs[mm, j] < gamma[j]

@@ -60,8 +60,12 @@ def acceptance_runs(uniforms, alpha):
     from ..model.goodput import RUN_CAP
 
     out = np.empty(uniforms.shape, dtype=np.int32)
-    nb.runs_from_logs(np.log(np.asarray(uniforms, dtype=float)), np.log(alpha), alpha, RUN_CAP,
-                      out)
+    if (alpha > 0).all():
+        logs = np.log(np.asarray(uniforms, dtype=float)), np.log(alpha)
+    else:
+        with np.errstate(divide="ignore", invalid="ignore"):   # as ``run_length``
+            logs = np.log(np.asarray(uniforms, dtype=float)), np.log(alpha)
+    nb.runs_from_logs(logs[0], logs[1], alpha, RUN_CAP, out)
     return out
 
 
