@@ -422,17 +422,19 @@ def path_loads(runs, seg, code, order, ua, va, coin, has_start, cst, ev_m, ev_s,
 
 
 @njit(cache=_CACHE, error_model="numpy")
-def path_dense(runs, seg, order, ua, va, cst, fl, acc, spl, cnt, evf, rcnt, s1, x1):
+def path_dense(runs, seg, order, ua, va, cst, fl, acc, spl, cnt, evf, rcnt, s1, x1, has_start):
     """``path_loads`` for the optimal split on a short path, computed at every (step, sample)
-    (index s * M + m), vectorised over samples: the loads of each point from scratch with the
-    same operations as ``_loads``, and evf[s, m]: step s is an event of sample m (step 0 or a
-    flip step). Points that are not events have the rejected set of the step before."""
+    (index s * M + m), vectorised over samples: the loads of each point
+    from scratch with the same operations as ``_loads``, and evf[s, m]: step s is an event of
+    sample m (step 0 or a flip step). Points that are not events have the rejected set of the
+    step before. Steps before any flip (nobody rejected) and a known start are not computed."""
     m, k = runs.shape
     n = seg.shape[0]
     table, top = _flip_table(seg, k)
     for s in range(n + 1):
         for mm in range(m):
             evf[s, mm] = s == 0
+    gmin = n
     for i in range(k):
         j = order[i]
         for mm in range(m):
@@ -440,7 +442,15 @@ def path_dense(runs, seg, order, ua, va, cst, fl, acc, spl, cnt, evf, rcnt, s1, 
             f = table[j, v if v < top + 1 else top + 1]
             fl[i, mm] = f
             evf[f, mm] = True
-    for s in range(n):
+            gmin = min(gmin, f)
+    first_s = max(gmin, 1 if has_start else 0)
+    for s in range(min(first_s, n)):
+        base = s * m
+        for mm in range(m):
+            rcnt[base + mm] = 0
+            s1[base + mm] = 0.0
+            x1[base + mm] = 0.0
+    for s in range(first_s, n):
         for mm in range(m):
             acc[mm] = 0.0
             spl[mm] = _INF

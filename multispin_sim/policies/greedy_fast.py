@@ -242,7 +242,7 @@ def _path_values(obj, su, seg, start, table=False):
     total = np.empty(n)
     if su.code == 0 and n <= _DENSE:
         nb.path_dense(su.runs, seg, su.order, su.ua, su.va, su.cst, ws.fl, ws.acc, ws.spl,
-                      ws.cnt, ws.evf, ws.rcnt, ws.s1, ws.x1)
+                      ws.cnt, ws.evf, ws.rcnt, ws.s1, ws.x1, has)
         su.log1p(n * m)
         nb.dense_finish(n, m, ws.evf, ws.rcnt, ws.s1, ws.l1, su.cst, start if has else ws.t,
                         has, total, ws.table if table else ws.no_table, table)
