@@ -178,3 +178,25 @@ def test_decisions_equal_numpy_reference(mode, k, rounds, numpy_only):
             assert fast.evaluations == ref.evaluations, (search.__name__, r)
             assert repr(fast.info) == repr(ref.info), (search.__name__, r)
             assert s1 == s2
+
+
+@pytest.mark.parametrize("m", [1, 5, 8, 9, 100, 128, 129, 300, 1000, 4097, 8192])
+def test_sparse_pairwise_sum_equals_numpy_sum(m):
+    """The +1 cache's column sums over its nonzero terms only: numpy's pairwise sum bit for
+    bit (the terms are nonnegative or negative, never -0.0)."""
+    from multispin_sim.policies import _greedy_numba as nb
+
+    lof, linfo, plan = nb.pairwise_plan(m)
+    lacc, stk = np.empty((linfo.shape[1], 9)), np.empty(plan.size + 1)
+    rng = np.random.default_rng(m)
+    for density in (0.0, 0.01, 0.05, 0.3, 1.0):
+        for _ in range(5):
+            a = np.zeros(m)
+            nz = rng.random(m) < density
+            a[nz] = rng.standard_normal(nz.sum()) * 10.0 ** rng.integers(-8, 8, nz.sum())
+            pos = np.flatnonzero(nz).astype(np.int64)
+            got = nb._sparse_pw(a, pos, pos.size, lof, linfo, plan, lacc, stk)
+            assert got == a.sum() == nb._pw(a, 0, m, 1)
+            # a superset of the nonzero positions (zeros listed too) gives the same sum
+            more = np.union1d(pos, rng.choice(m, min(m, 7), replace=False)).astype(np.int64)
+            assert nb._sparse_pw(a, more, more.size, lof, linfo, plan, lacc, stk) == a.sum()

@@ -552,6 +552,74 @@ def _pair_loads(runs, rej, rows, devs, npairs, code, order, ua, va, coin, cst, r
         x1[i], x2[i] = _xargs(code, r, a, b, cst)
 
 
+def pairwise_plan(n):
+    """The leaves and the combination order of ``_pw`` over n contiguous terms: (leaf_of (n,),
+    lane_of (n,): 0..7 the accumulator of a term of a leaf of >= 8 terms, 8 its tail (added in
+    order after the accumulators are combined) or any term of a leaf of < 8, leaf start and
+    length, plan: post-order, a leaf index or -1 = add the two values on top of the stack)."""
+    starts, lens, plan = [], [], []
+
+    def rec(start, size, level):
+        if size <= 128:
+            plan.append(len(starts))
+            starts.append(start)
+            lens.append(size)
+            return
+        if level == 0:
+            raise ValueError("more terms than _pw sums")
+        n2 = size // 2
+        n2 -= n2 % 8
+        rec(start, n2, level - 1)
+        rec(start + n2, size - n2, level - 1)
+        plan.append(-1)
+
+    rec(0, n, 8)
+    leaf_of = np.empty(n, dtype=np.int64)
+    lane_of = np.empty(n, dtype=np.int64)
+    for li, (st, ln) in enumerate(zip(starts, lens)):
+        off = np.arange(ln)
+        leaf_of[st:st + ln] = li
+        lane_of[st:st + ln] = np.where((ln >= 8) & (off < ln - ln % 8), off % 8, 8)
+    return (np.stack([leaf_of, lane_of]), np.array([starts, lens], dtype=np.int64),
+            np.array(plan, dtype=np.int64))
+
+
+@njit(cache=_CACHE, error_model="numpy", inline="always")
+def _sparse_pw(a, pos, npos, lof, linfo, plan, lacc, stk):
+    """``_pw(a, 0, n, 1)`` when every term of a outside pos[:npos] (ascending) is +0.0 (and
+    none is -0.0): adding +0.0 changes no partial sum, so each leaf accumulator is the ordered
+    sum of its nonzero terms, combined exactly as ``_pw0`` does, the leaves as ``_pw``."""
+    nleaf = linfo.shape[1]
+    for li in range(nleaf):
+        for c in range(9):
+            lacc[li, c] = 0.0
+    for t in range(npos):
+        p = pos[t]
+        li = lof[0, p]
+        c = lof[1, p]
+        if c < 8 or linfo[1, li] < 8:
+            lacc[li, c] += a[p]
+    for li in range(nleaf):
+        if linfo[1, li] >= 8:
+            lacc[li, 8] = (((lacc[li, 0] + lacc[li, 1]) + (lacc[li, 2] + lacc[li, 3]))
+                           + ((lacc[li, 4] + lacc[li, 5]) + (lacc[li, 6] + lacc[li, 7])))
+    for t in range(npos):   # the tails of the long leaves, in order, after their accumulators
+        p = pos[t]
+        li = lof[0, p]
+        if lof[1, p] == 8 and linfo[1, li] >= 8:
+            lacc[li, 8] += a[p]
+    top = 0
+    for q in range(plan.size):
+        op = plan[q]
+        if op >= 0:
+            stk[top] = lacc[op, 8]
+            top += 1
+        else:
+            top -= 1
+            stk[top - 1] = stk[top - 1] + stk[top]
+    return stk[0]
+
+
 @njit(cache=_CACHE, error_model="numpy")
 def _mask_loads(pm, npairs, ua, va, cst, acc, spl, cnt, rcnt, s1, s2, x1, x2):
     """The optimal split's loads of the rejected sets pm[p] (bit i: the device at position i
@@ -597,7 +665,7 @@ def _eval_pairs(runs, rej, rmask, posbit, rows, devs, n, code, order, ua, va, co
 
 @njit(cache=_CACHE, error_model="numpy")
 def p2_init(runs, runs_t, gamma, caps, rej, rmask, posbit, contrib, code, order, ua, va, coin,
-            cst, rows, devs, rcnt, s1, s2, x1, x2, pm, acc, spl, cnt):
+            cst, rows, devs, rcnt, s1, s2, x1, x2, pm, acc, spl, cnt, pos, npos):
     """Phase 2's start: the rejected sets at gamma (rmask: bits of ``_mask_loads``; rej for
     the other modes), the runs transposed, an empty +1 cache, and the (sample, device) pairs a
     +1 changes (run == gamma) with their loads and log1p arguments. Returns the pairs."""
@@ -618,6 +686,11 @@ def p2_init(runs, runs_t, gamma, caps, rej, rmask, posbit, contrib, code, order,
         rj = runs_t[j]
         for mm in range(m):
             rmask[mm] |= b if rj[mm] < g else 0
+        c = 0   # the samples a +1 of j changes: the only nonzero terms of contrib[j]
+        for mm in range(m):
+            pos[j, c] = mm
+            c += rj[mm] == g
+        npos[j] = c
         if g < caps[j]:
             for mm in range(m):
                 rows[n] = mm
@@ -637,7 +710,7 @@ def _goodput(tok, draft, verify, tc):
 @njit(cache=_CACHE, error_model="numpy")
 def p2_step(runs, runs_t, gamma, caps, rej, rmask, posbit, t, contrib, npend, rows, devs, rcnt,
             s1, s2, l1, l2, en, w, draft_s, code, order, ua, va, coin, cst, x1, x2, pm, acc, spl,
-            cnt, state):
+            cnt, pos, npos, lof, linfo, plan, lacc, stk, state):
     """One phase-2 iteration (``contrib`` is stored transposed, (K, M)): the T_comm of the
     pending +1 pairs (from numpy's log1p l1, l2 of their arguments) into the cache, the current
     G, the +1 values, and (when one improves) the best +1 applied (``SAATcomm._apply_plus``) and
@@ -677,7 +750,8 @@ def p2_step(runs, runs_t, gamma, caps, rej, rmask, posbit, t, contrib, npend, ro
     for j in range(k):
         if gamma[j] < caps[j]:
             ndev += 1
-            pmean = tval + _pw(contrib[j], 0, m, 1) / m
+            pmean = tval + _sparse_pw(contrib[j], pos[j], npos[j], lof, linfo, plan, lacc,
+                                      stk) / m
             tokd = (tok - en_cur[j]) + en[j, gamma[j] + 1] * w[j]
             base = d2 if j == i1 else d1
             dn = (gamma[j] + 1) * draft_s[j]
@@ -708,6 +782,9 @@ def p2_step(runs, runs_t, gamma, caps, rej, rmask, posbit, t, contrib, npend, ro
             rows[n] = mm
             devs[n] = j
             n += rj[mm] == g1
+    for q in range(n):
+        pos[j, q] = rows[q]
+    npos[j] = n
     for mm in range(m):
         if rj[mm] == g0:
             for i in range(k):

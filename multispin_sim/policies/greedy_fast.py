@@ -144,6 +144,11 @@ class _Workspace:
         self.pcnt = np.empty(cap, dtype=np.int64)
         self.rmask = np.empty(m, dtype=np.int64)
         self.runs_t = np.empty((k, m), dtype=np.int32)
+        self.pos = np.empty((k, m), dtype=np.int64)
+        self.npos = np.empty(k, dtype=np.int64)
+        self.lof, self.linfo, self.plan = _load().pairwise_plan(m)
+        self.lacc = np.empty((self.linfo.shape[1], 9))
+        self.stk = np.empty(self.plan.size + 1)
         self.devs = np.empty(m * k, dtype=np.int64)
         self.table = np.empty((16, m))
         self.t = np.empty(m)
@@ -337,8 +342,9 @@ def _phase2(obj, su, gamma):
     rcnt, s1, s2, x1, x2, l1, l2 = ws.rcnt, ws.s1, ws.s2, ws.x1, ws.x2, ws.l1, ws.l2
     runs_t, rmask, posbit = ws.runs_t, ws.rmask, su.posbit
     pm, acc, spl, cnt = ws.pm, ws.pacc, ws.pspl, ws.pcnt
+    pos, npos, lof, linfo, plan, lacc, stk = ws.pos, ws.npos, ws.lof, ws.linfo, ws.plan, ws.lacc, ws.stk
     n = nb.p2_init(runs, runs_t, gamma, caps, rej, rmask, posbit, contrib, code, order, ua, va,
-                   coin, cst, rows, devs, rcnt, s1, s2, x1, x2, pm, acc, spl, cnt)
+                   coin, cst, rows, devs, rcnt, s1, s2, x1, x2, pm, acc, spl, cnt, pos, npos)
     steps, evals = 0, 0
     step = nb.p2_step
     log1p = su.log1p
@@ -346,7 +352,7 @@ def _phase2(obj, su, gamma):
         log1p(n)
         n = step(runs, runs_t, gamma, caps, rej, rmask, posbit, t, contrib, n, rows, devs, rcnt,
                  s1, s2, l1, l2, en, w, draft_s, code, order, ua, va, coin, cst, x1, x2, pm, acc,
-                 spl, cnt, state)
+                 spl, cnt, pos, npos, lof, linfo, plan, lacc, stk, state)
         evals += int(state[1])
         if n < 0:
             break
