@@ -476,21 +476,26 @@ def path_dense(runs, seg, order, ua, va, cst, fl, acc, spl, cnt, evf, rcnt, s1, 
 
 
 @njit(cache=_CACHE, error_model="numpy")
-def dense_finish(n, m, evf, rcnt, s1, l1, cst, start, has_start, total, table, want_table):
+def dense_finish(n, m, evf, rcnt, s1, l1, cst, start, has_start, total, table, want_table, tv):
     """``path_finish`` for ``path_dense``: the events' T_comm accumulated per step in
-    sample-major order (a point that is not an event adds nothing)."""
+    sample-major order. Branch-free: a point that is not an event adds +0.0 (an exact no-op:
+    no partial sum is -0.0, no term is -0.0). tv: work (n * M)."""
+    c1 = cst[0]
+    for p in range(n * m):   # ``_tval`` of the optimal split (vectorises)
+        r = rcnt[p]
+        ld = s1[p]
+        tv[p] = c1 * float(r) / l1[p] if (r > 0 and ld > 0) else 0.0
+    if has_start:
+        for mm in range(m):
+            tv[mm] = start[mm]
     bins = np.zeros(n)
     for mm in range(m):
         prev = 0.0
         for s in range(n):
-            p = s * m + mm
-            if s == 0 and has_start:
-                tv = start[mm]
-            else:
-                tv = _tval(0, rcnt[p], s1[p], 0.0, l1[p], 0.0, cst)
-            if evf[s, mm]:
-                bins[s] += tv - prev
-                prev = tv
+            v = tv[s * m + mm]
+            e = evf[s, mm]
+            bins[s] += (v - prev) if e else 0.0
+            prev = v if e else prev
             if want_table:
                 table[s, mm] = prev
     acc = 0.0
@@ -667,10 +672,12 @@ def _eval_pairs(runs, rej, rmask, posbit, rows, devs, n, code, order, ua, va, co
 def p2_init(runs, runs_t, gamma, caps, rej, rmask, posbit, contrib, code, order, ua, va, coin,
             cst, rows, devs, rcnt, s1, s2, x1, x2, pm, acc, spl, cnt, pos, npos):
     """Phase 2's start: the rejected sets at gamma (rmask: bits of ``_mask_loads``; rej for
-    the other modes), the runs transposed, an empty +1 cache, and the (sample, device) pairs a
-    +1 changes (run == gamma) with their loads and log1p arguments. Returns the pairs."""
+    the other modes), the runs transposed, and the (sample, device) pairs a +1 changes
+    (run == gamma; pos, npos: per device) with their loads and log1p arguments. Returns the
+    pairs."""
     m, k = runs.shape
-    contrib[:, :] = 0.0
+    # (contrib needs no clearing: it is read only at pos[j], all of which are pairs evaluated
+    # and stored at the first step, and later kept up to date)
     for mm in range(m):
         for j in range(k):
             runs_t[j, mm] = runs[mm, j]
@@ -684,18 +691,17 @@ def p2_init(runs, runs_t, gamma, caps, rej, rmask, posbit, contrib, code, order,
         g = gamma[j]
         b = posbit[j]
         rj = runs_t[j]
-        for mm in range(m):
-            rmask[mm] |= b if rj[mm] < g else 0
         c = 0   # the samples a +1 of j changes: the only nonzero terms of contrib[j]
         for mm in range(m):
+            rmask[mm] |= b if rj[mm] < g else 0
             pos[j, c] = mm
             c += rj[mm] == g
         npos[j] = c
         if g < caps[j]:
-            for mm in range(m):
-                rows[n] = mm
+            for q in range(c):
+                rows[n] = pos[j, q]
                 devs[n] = j
-                n += rj[mm] == g
+                n += 1
     _eval_pairs(runs, rej, rmask, posbit, rows, devs, n, code, order, ua, va, coin, cst, rcnt,
                 s1, s2, x1, x2, pm, acc, spl, cnt)
     return n

@@ -163,6 +163,7 @@ class _Workspace:
 
 
 _local = threading.local()
+_EN_CACHE = {}
 
 
 def _workspace(m, k):
@@ -250,7 +251,7 @@ def _path_values(obj, su, seg, start, table=False):
                       ws.cnt, ws.evf, ws.rcnt, ws.s1, ws.x1, has)
         su.log1p(n * m)
         nb.dense_finish(n, m, ws.evf, ws.rcnt, ws.s1, ws.l1, su.cst, start if has else ws.t,
-                        has, total, ws.table if table else ws.no_table, table)
+                        has, total, ws.table if table else ws.no_table, table, ws.s2)
         return obj._g(seg, total / m)
     ne, nn = nb.path_loads(su.runs, seg, su.code, su.order, su.ua, su.va, su.coin, has, su.cst,
                            ws.ev_m, ws.ev_s, ws.ev_need, ws.rcnt, ws.s1, ws.s2, ws.x1, ws.x2,
@@ -333,8 +334,14 @@ def _phase2(obj, su, gamma):
     nb, ws, code = su.nb, su.ws, su.code
     caps = obj.caps.astype(np.int64)
     top = int(caps.max(initial=0)) + 2
-    en = expected_tokens(obj.alpha[:, None], np.arange(top + 1)[None, :])   # (K, top + 1)
-    en = np.ascontiguousarray(en, dtype=float)
+    key = (obj.alpha.tobytes(), top)
+    en = _EN_CACHE.get(key)
+    if en is None:   # E[N] of every device and length (K, top + 1), as ``_set`` computes them
+        en = expected_tokens(obj.alpha[:, None], np.arange(top + 1)[None, :])
+        en = np.ascontiguousarray(en, dtype=float)
+        if len(_EN_CACHE) > 64:
+            _EN_CACHE.clear()
+        _EN_CACHE[key] = en
     w = np.ascontiguousarray(obj._w, dtype=float)
     draft_s = np.ascontiguousarray(obj.draft_s, dtype=float)
     runs, order, ua, va, coin, cst = su.runs, su.order, su.ua, su.va, su.coin, su.cst
