@@ -19,8 +19,8 @@ from multispin_sim.policies import draft_search, greedy_fast, make_reactive_poli
 N0 = 10 ** (-174 / 10) * 1e-3
 MODES = ("optimal", "all-ul", "all-dl", "random", "exhaustive")
 
-pytestmark = pytest.mark.skipif(not greedy_fast.available(),
-                                reason="numba not installed or MULTISPIN_NUMBA=0")
+needs_numba = pytest.mark.skipif(not greedy_fast.available(),
+                                 reason="numba not installed or MULTISPIN_NUMBA=0")
 
 
 def make_system(k, seed=0, p_dl_dbm=16.0, alpha=None):
@@ -48,6 +48,7 @@ def numpy_only(monkeypatch):
     return run
 
 
+@needs_numba
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("k", [1, 7, 20, 70])
 def test_kernel_on_any_rows_equals_numpy(mode, k, numpy_only):
@@ -77,6 +78,7 @@ def test_kernel_on_any_rows_equals_numpy(mode, k, numpy_only):
         np.testing.assert_array_equal(kern2(rej[5], rows[5:6]), numpy_only(kern2, rej[5], rows[5:6]))
 
 
+@needs_numba
 def test_kernel_per_sample_gains_and_subclasses_stay_numpy():
     system = make_system(4)
     g = system.pathloss * np.random.default_rng(0).exponential(size=(10, 4))
@@ -90,6 +92,7 @@ def test_kernel_per_sample_gains_and_subclasses_stay_numpy():
     assert greedy_fast.kernel_times(other, np.ones((2, 4), bool), np.arange(2)) is None
 
 
+@needs_numba
 def test_acceptance_runs_compiled_equal_numpy():
     rng = np.random.default_rng(3)
     alpha = np.array([0.5, 0.8, 0.93, 0.999999, 1.0, 1.5, 1e-300, 0.0])
@@ -126,6 +129,19 @@ def test_skipped_coin_table_leaves_the_stream_where_drawing_does():
     assert a.random() == b.random()
 
 
+class _Unknown:
+    """A stream that is not a numpy Generator: every uniform is drawn."""
+
+    def __init__(self, rng):
+        self.rng = rng
+
+    def random(self, size=None):
+        return self.rng.random(size)
+
+    def integers(self, *args, **kwargs):
+        return self.rng.integers(*args, **kwargs)
+
+
 @pytest.mark.parametrize("mode", ["optimal", "all-ul", "all-dl", "exhaustive"])
 def test_objective_without_coin_draws_the_same_samples(mode, numpy_only):
     """A coin-free kernel skips the coin table: same runs, same seed, same stream state after,
@@ -138,11 +154,14 @@ def test_objective_without_coin_draws_the_same_samples(mode, numpy_only):
     b = draft_search.make_objective(*args, "random", r2, 500)
     c = numpy_only(draft_search.make_objective, *args, mode, r3, 500)
     assert a.tcomm.kernel.coin is None and b.tcomm.kernel.coin is not None
+    d = draft_search.make_objective(*args, mode, _Unknown(np.random.default_rng(5)), 500)
+    np.testing.assert_array_equal(a.tcomm.runs, d.tcomm.runs)
     np.testing.assert_array_equal(a.tcomm.runs, b.tcomm.runs)
     np.testing.assert_array_equal(a.tcomm.runs, c.tcomm.runs)
     assert r1.bit_generator.state == r2.bit_generator.state == r3.bit_generator.state
 
 
+@needs_numba
 @pytest.mark.parametrize("mode,k,rounds", [("optimal", 20, 120), ("optimal", 70, 10),
                                            ("optimal", 2, 40), ("all-dl", 9, 30),
                                            ("random", 12, 30), ("exhaustive", 5, 20)])
@@ -180,6 +199,7 @@ def test_decisions_equal_numpy_reference(mode, k, rounds, numpy_only):
             assert s1 == s2
 
 
+@needs_numba
 @pytest.mark.parametrize("m", [1, 5, 8, 9, 100, 128, 129, 300, 1000, 4097, 8192])
 def test_sparse_pairwise_sum_equals_numpy_sum(m):
     """The +1 cache's column sums over its nonzero terms only: numpy's pairwise sum bit for
