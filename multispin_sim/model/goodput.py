@@ -70,6 +70,13 @@ def _compiled_times(kernel, rej, rows):
     return kernel_times(kernel, rej, rows)
 
 
+def _compiled_moves(tcomm, dev, new, samples):
+    """``policies.greedy_fast.move_means`` (None when numba is off or it does not apply)."""
+    from ..policies.greedy_fast import move_means
+
+    return move_means(tcomm, dev, new, samples)
+
+
 class TcommKernel:
     """T_comm of many rejected sets under one channel state, by closed forms.
 
@@ -492,12 +499,15 @@ class SAATcomm:
             return np.zeros(0)
         if samples is not None and samples >= self.m:
             samples = None
-        mv, rows = self._move_rows(dev, new, samples)
-        delta = self._evaluate_moves(dev, new, mv, rows) if rows.size else np.zeros(0)
         if samples is None:
             base, m = self.value, self.m
         else:
             base, m = float(self.t[:samples].mean()), samples
+        sums = _compiled_moves(self, dev, new, samples)   # the same sums, compiled (numba)
+        if sums is not None:
+            return base + sums / m
+        mv, rows = self._move_rows(dev, new, samples)
+        delta = self._evaluate_moves(dev, new, mv, rows) if rows.size else np.zeros(0)
         return base + np.bincount(mv, weights=delta, minlength=dev.size) / m
 
     def apply_move(self, j, new):

@@ -829,3 +829,48 @@ def kernel_loads(rej, rows, code, order, ua, va, coin, cst, posbit, r, s1, s2, x
         s1[p] = a
         s2[p] = b
         x1[p], x2[p] = _xargs(code, rr, a, b, cst)
+
+
+# ---------------------------------------------------------------------------- single-device moves
+
+@njit(cache=_CACHE, error_model="numpy")
+def move_masks(runs, rej, posbit, gamma, dev, new, ms, mv, rows, pm):
+    """``SAATcomm._move_rows`` and the rejected sets of ``_evaluate_moves`` as bit masks: the
+    (move, sample) pairs among the first ms samples whose rejection of the moved device changes,
+    move-major, samples ascending (np.nonzero's order). Returns their number."""
+    k = runs.shape[1]
+    n = 0
+    for q in range(dev.size):
+        d = dev[q]
+        old = gamma[d]
+        nw = new[q]
+        lo = min(old, nw)
+        hi = max(old, nw)
+        for mm in range(ms):
+            v = runs[mm, d]
+            mv[n] = q
+            rows[n] = mm
+            n += (v >= lo) & (v < hi)
+    for p in range(n):
+        mm = rows[p]
+        mask = 0
+        for j in range(k):
+            mask |= posbit[j] if rej[mm, j] else 0
+        q = mv[p]
+        d = dev[q]
+        if new[q] > gamma[d]:
+            mask |= posbit[d]
+        else:
+            mask &= ~posbit[d]
+        pm[p] = mask
+    return n
+
+
+@njit(cache=_CACHE, error_model="numpy")
+def move_sums(n, mv, rows, rcnt, s1, l1, cst, t, nmoves, out):
+    """The deltas T_comm(moved) - T_comm(now) of the pairs summed per move in pair order (the
+    bincount of ``move_means``)."""
+    for q in range(nmoves):
+        out[q] = 0.0
+    for p in range(n):
+        out[mv[p]] += _tval(0, rcnt[p], s1[p], 0.0, l1[p], 0.0, cst) - t[rows[p]]

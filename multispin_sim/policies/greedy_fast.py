@@ -101,6 +101,47 @@ def kernel_times(kern, rej, rows):
 _NO_ROWS = np.zeros(0, dtype=np.int64)
 
 
+def move_means(tc, dev, new, samples):
+    """``SAATcomm.move_means(dev, new, samples)`` (samples < M or None) compiled for the
+    optimal split's closed form: the changed (move, sample) pairs, their loads and log1p
+    arguments in numba, numpy's log1p, the per-move sums in bincount's order; the same values.
+    None when it does not apply."""
+    nb = _load()
+    if nb is False or tc.gamma is None:
+        return None
+    from ..model.goodput import TcommKernel
+
+    kern = tc.kernel
+    if type(kern) is not TcommKernel or kern.per_sample or kern.mode not in _MODES:
+        return None
+    arrays = kern.__dict__.get("_fast_arrays")
+    if arrays is None:
+        arrays = kern._fast_arrays = _KernelArrays(kern, 0.0)
+    if arrays.code != 0 or tc.k > 62:
+        return None
+    ms = tc.m if samples is None else samples
+    cached = tc.__dict__.get("_runs_c")
+    if cached is None or cached[0] is not tc.runs:
+        cached = tc._runs_c = (tc.runs, np.ascontiguousarray(tc.runs, dtype=np.int32))
+    runs = cached[1]
+    rej = np.ascontiguousarray(tc.rej, dtype=np.bool_)
+    gamma = np.ascontiguousarray(tc.gamma, dtype=np.int64)
+    dev = np.ascontiguousarray(dev, dtype=np.int64)
+    new = np.ascontiguousarray(new, dtype=np.int64)
+    cap = ms * dev.size
+    mv, rows, pm = (np.empty(cap, dtype=np.int64) for _ in range(3))
+    n = nb.move_masks(runs, rej, arrays.posbit, gamma, dev, new, ms, mv, rows, pm)
+    r = np.empty(n, dtype=np.int64)
+    s1, s2, x1, x2 = np.empty(n), np.empty(n), np.empty(n), np.empty(n)
+    nb._mask_loads(pm, n, arrays.ua, arrays.va, arrays.cst, np.empty(n), np.empty(n), r, r, s1,
+                   s2, x1, x2)
+    l1 = np.log1p(x1)
+    sums = np.empty(dev.size)
+    nb.move_sums(n, mv, rows, r, s1, l1, arrays.cst, np.ascontiguousarray(tc.t, dtype=float),
+                 dev.size, sums)
+    return sums
+
+
 def eligible(obj, fresh=True):
     """The compiled search can replace the numpy one for this ``DraftObjective`` (``fresh``:
     and its estimator holds no state yet)."""
