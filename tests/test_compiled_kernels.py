@@ -220,3 +220,26 @@ def test_sparse_pairwise_sum_equals_numpy_sum(m):
             # a superset of the nonzero positions (zeros listed too) gives the same sum
             more = np.union1d(pos, rng.choice(m, min(m, 7), replace=False)).astype(np.int64)
             assert nb._sparse_pw(a, more, more.size, lof, linfo, plan, lacc, stk) == a.sum()
+
+
+@needs_numba
+@pytest.mark.parametrize("k", [3, 20])
+def test_move_means_equal_numpy(k, numpy_only):
+    """Single-device moves (+1, -1, to 0, long moves, screened on the first samples) from many
+    states: the compiled sums equal numpy's bincount of the kernel's deltas."""
+    rng = np.random.default_rng(k)
+    system = make_system(k, seed=4)
+    for case in range(15):
+        g_ul = system.pathloss * rng.exponential(size=k)
+        obj = draft_search.make_objective(system, g_ul, g_ul, np.ones(k, bool), np.full(k, 20),
+                                          "optimal", np.random.default_rng(case), 700)
+        tc = obj.tcomm
+        tc.reset(rng.integers(0, 12, k))
+        dev = rng.integers(0, k, 2 * k)
+        new = rng.integers(0, 21, 2 * k)
+        for samples in (None, 256, 700, 5000):
+            fast = tc.move_means(dev, new, samples)
+            assert greedy_fast.move_means(tc, dev, new, None if samples in (700, 5000) else samples) is not None
+            ref = numpy_only(tc.move_means, dev, new, samples)
+            np.testing.assert_array_equal(fast, ref)
+        np.testing.assert_array_equal(tc.move_means(dev[:1], 0), numpy_only(tc.move_means, dev[:1], 0))
