@@ -27,9 +27,11 @@ def make_system(k, seed=0, p_dl_dbm=16.0, alpha=None):
     rng = np.random.default_rng(seed)
     d = rng.uniform(100, 500, k)
     return System(
-        alpha=np.asarray(alpha, float) if alpha is not None else rng.choice([0.93, 0.91, 0.86, 0.8], k),
+        alpha=(np.asarray(alpha, float) if alpha is not None
+               else rng.choice([0.93, 0.91, 0.86, 0.8], k)),
         draft_latency_s=15.2e-3 * rng.uniform(1.0, 1.15, k), p_ul_w=np.full(k, 0.01),
-        pathloss=pathloss_gain(d), p_dl_w=10 ** (p_dl_dbm / 10) * 1e-3 if p_dl_dbm is not None else 0.0,
+        pathloss=pathloss_gain(d),
+        p_dl_w=10 ** (p_dl_dbm / 10) * 1e-3 if p_dl_dbm is not None else 0.0,
         payload_bits=34_816.0, bandwidth_hz=10e6, n0=N0, verify_fixed_s=42.8e-3,
         verify_per_device_s=7.6e-3)
 
@@ -75,7 +77,8 @@ def test_kernel_on_any_rows_equals_numpy(mode, k, numpy_only):
         assert fast[0] == 0.0
         # a fresh kernel (no cached arrays) and one row
         kern2 = TcommKernel(system, g_ul, g_dl, mode, coin=coin)
-        np.testing.assert_array_equal(kern2(rej[5], rows[5:6]), numpy_only(kern2, rej[5], rows[5:6]))
+        np.testing.assert_array_equal(kern2(rej[5], rows[5:6]),
+                                      numpy_only(kern2, rej[5], rows[5:6]))
 
 
 @needs_numba
@@ -239,7 +242,9 @@ def test_move_means_equal_numpy(k, numpy_only):
         new = rng.integers(0, 21, 2 * k)
         for samples in (None, 256, 700, 5000):
             fast = tc.move_means(dev, new, samples)
-            assert greedy_fast.move_means(tc, dev, new, None if samples in (700, 5000) else samples) is not None
+            screen = None if samples in (700, 5000) else samples
+            assert greedy_fast.move_means(tc, dev, new, screen) is not None
             ref = numpy_only(tc.move_means, dev, new, samples)
             np.testing.assert_array_equal(fast, ref)
-        np.testing.assert_array_equal(tc.move_means(dev[:1], 0), numpy_only(tc.move_means, dev[:1], 0))
+        np.testing.assert_array_equal(tc.move_means(dev[:1], 0),
+                                      numpy_only(tc.move_means, dev[:1], 0))

@@ -25,7 +25,9 @@ slowest transmission and the best prefix split are found by comparing loads, wit
 and only the final delay of each row needs one ``log1p``. Results equal ``reactive.optimal_split``
 (and the others) to rounding. Any other reactive policy is called through ``PolicyKernel``.
 
-Everything is pure numpy and vectorised over samples and candidates.
+Everything is pure numpy and vectorised over samples and candidates; with numba installed the
+closed-form kernel calls and the moves of ``SAATcomm`` go through ``policies.greedy_fast``
+(compiled, the same values bit for bit; ``MULTISPIN_NUMBA=0`` switches it off).
 """
 from itertools import product
 

@@ -1,21 +1,33 @@
-"""The greedy draft search (``draft_search.greedy_search``) compiled with numba: same answers.
+"""The draft searches' hot paths compiled with numba: same answers, bit for bit.
 
 An optional fast path (``pip install multispin_sim[fast]``): without numba, or with the
-environment variable ``MULTISPIN_NUMBA=0``, ``search`` returns None and the numpy search runs.
-It gives the SAME draft lengths as the numpy search, with the same G values bit for bit: it
-replays the numpy search's floating-point operations in the same order (numpy's pairwise sums,
-the sample-major accumulation of ``SAATcomm.path_mean``, the lazy phase-1 chunks, the +1 cache of
-``SAATcomm._apply_plus``), and every T_comm is computed by the numpy kernel's own final step
-(``TcommKernel._delay`` / ``_dl_delay``, where the logarithm is numpy's): numba only finds which
-rejected sets to evaluate and their equivalent loads (sums, minima and maxima, exact in any
-order we replicate). tests/test_speed.py checks both paths give identical lengths and values.
+environment variable ``MULTISPIN_NUMBA=0``, every function here returns None and the numpy code
+runs. It gives the SAME draft lengths as the numpy code, with the same G values bit for bit: it
+replays numpy's floating-point operations in the same order (numpy's pairwise sums, the
+sample-major accumulation of ``SAATcomm.path_mean``, the lazy phase-1 chunks, the +1 cache of
+``SAATcomm._apply_plus``, bincount's order), and every logarithm is numpy's: numba computes the
+rejected sets, their equivalent loads (sums in the kernel's order, minima and maxima) and the
+arguments of the kernel's ``log1p`` (``TcommKernel._delay``: x = (z r) / (N0 B)); numpy takes
+``np.log1p`` of them; numba finishes t = (c1 r) / log1p(x) with the kernel's own constants
+(numba's log1p may differ from numpy's in the last bit, a division does not).
 
-It applies when the objective is the SAA estimator with a closed-form kernel on this round's
-gains (``draft_update: every-round``) that declares ``equivalent_loads`` (a link model whose
-T_comm is not the delay of an equivalent load sets it False), a constant verification time (a
-number, not a function of gamma: ``DraftObjective.precomputable``), at most 8,192 samples, and
-(for the whole greedy) a fresh objective. Anything else (a policy without a closed form, sampled
-fading, a component that declares itself not precomputable) runs the numpy search unchanged.
+Pieces: ``search`` (the greedy: phase-1 chunks with every (step, sample) of a short path computed
+vectorised over samples, phase 2 with the +1 cache, its sets as bit masks, its sums over the
+nonzero terms only; one numba call and one ``np.log1p`` per phase-2 step, buffers reused across
+decisions), ``path_values`` (``uniform`` and ``budget`` scans), ``kernel_times`` (any
+``TcommKernel`` call on this round's gains: ``SAATcomm.reset``/``apply``/moves, the exact
+estimator), ``move_means`` (``budget``'s single-device moves, optimal split) and
+``acceptance_runs`` (numpy's ``log`` of the uniforms, the rest compiled).
+tests/test_speed.py and tests/test_compiled_kernels.py check every piece against numpy with
+numba switched off.
+
+The search applies when the objective is the SAA estimator with a closed-form kernel on this
+round's gains (``draft_update: every-round``) that declares ``equivalent_loads`` (a link model
+whose T_comm is not the delay of an equivalent load sets it False), a constant verification time
+(a number, not a function of gamma: ``DraftObjective.precomputable``), at most 8,192 samples,
+and (for the whole greedy) a fresh objective. Anything else (a policy without a closed form,
+sampled fading, a component that declares itself not precomputable) runs the numpy code
+unchanged.
 """
 import os
 import threading
@@ -390,7 +402,8 @@ def _phase2(obj, su, gamma):
     rcnt, s1, s2, x1, x2, l1, l2 = ws.rcnt, ws.s1, ws.s2, ws.x1, ws.x2, ws.l1, ws.l2
     runs_t, rmask, posbit = ws.runs_t, ws.rmask, su.posbit
     pm, acc, spl, cnt = ws.pm, ws.pacc, ws.pspl, ws.pcnt
-    pos, npos, lof, linfo, plan, lacc, stk = ws.pos, ws.npos, ws.lof, ws.linfo, ws.plan, ws.lacc, ws.stk
+    pos, npos, lof, linfo, plan = ws.pos, ws.npos, ws.lof, ws.linfo, ws.plan
+    lacc, stk = ws.lacc, ws.stk
     n = nb.p2_init(runs, runs_t, gamma, caps, rej, rmask, posbit, contrib, code, order, ua, va,
                    coin, cst, rows, devs, rcnt, s1, s2, x1, x2, pm, acc, spl, cnt, pos, npos)
     steps, evals = 0, 0
