@@ -451,18 +451,23 @@ def path_dense(runs, seg, order, ua, va, cst, fl, acc, spl, cnt, evf, rcnt, s1, 
             s1[base + mm] = 0.0
             x1[base + mm] = 0.0
     for s in range(first_s, n):
+        # the first device of the reversed order (cand = its u, from acc = 0.0 and spl = inf),
+        # then the others: the same operations without a test of i in the inner loop
+        u = ua[0]
+        vi = va[0]
+        u0 = min(_INF, u)
         for mm in range(m):
-            acc[mm] = 0.0
-            spl[mm] = _INF
-            cnt[mm] = 0
-        for i in range(k):
+            x = fl[0, mm] <= s
+            spl[mm] = u0 if x else _INF
+            acc[mm] = 0.0 + (vi if x else 0.0)
+            cnt[mm] = x
+        for i in range(1, k):
             u = ua[i]
             vi = va[i]
-            first = i == 0
             for mm in range(m):
                 x = fl[i, mm] <= s
                 a0 = acc[mm]
-                cand = u if (first or u > a0) else a0
+                cand = u if u > a0 else a0
                 spl[mm] = min(spl[mm], cand if x else _INF)
                 acc[mm] = a0 + (vi if x else 0.0)
                 cnt[mm] += x
