@@ -25,7 +25,9 @@ slowest transmission and the best prefix split are found by comparing loads, wit
 and only the final delay of each row needs one ``log1p``. Results equal ``reactive.optimal_split``
 (and the others) to rounding. Any other reactive policy is called through ``PolicyKernel``.
 
-Everything is pure numpy and vectorised over samples and candidates.
+Everything is pure numpy and vectorised over samples and candidates; with numba installed the
+closed-form kernel calls and the moves of ``SAATcomm`` go through ``policies.greedy_fast``
+(compiled, the same values bit for bit; ``MULTISPIN_NUMBA=0`` switches it off).
 """
 from itertools import product
 
@@ -61,6 +63,20 @@ def acceptance_runs(uniforms, alpha):
 
 
 # ---------------------------------------------------------------------------- T_comm kernels
+
+
+def _compiled_times(kernel, rej, rows):
+    """``policies.greedy_fast.kernel_times`` (None when numba is off or it does not apply)."""
+    from ..policies.greedy_fast import kernel_times
+
+    return kernel_times(kernel, rej, rows)
+
+
+def _compiled_moves(tcomm, dev, new, samples):
+    """``policies.greedy_fast.move_means`` (None when numba is off or it does not apply)."""
+    from ..policies.greedy_fast import move_means
+
+    return move_means(tcomm, dev, new, samples)
 
 
 class TcommKernel:
@@ -138,6 +154,10 @@ class TcommKernel:
         if rows is None:
             rows = np.arange(n)
         rows = np.asarray(rows)
+        if type(self) is TcommKernel and not self.per_sample:
+            fast = _compiled_times(self, rej, rows)   # the same values, compiled (numba)
+            if fast is not None:
+                return fast
         if n > _KERNEL_ROWS:  # cache-sized chunks are much faster than one big batch
             return np.concatenate([self._call(rej[i:i + _KERNEL_ROWS], rows[i:i + _KERNEL_ROWS])
                                    for i in range(0, n, _KERNEL_ROWS)])
@@ -481,12 +501,15 @@ class SAATcomm:
             return np.zeros(0)
         if samples is not None and samples >= self.m:
             samples = None
-        mv, rows = self._move_rows(dev, new, samples)
-        delta = self._evaluate_moves(dev, new, mv, rows) if rows.size else np.zeros(0)
         if samples is None:
             base, m = self.value, self.m
         else:
             base, m = float(self.t[:samples].mean()), samples
+        sums = _compiled_moves(self, dev, new, samples)   # the same sums, compiled (numba)
+        if sums is not None:
+            return base + sums / m
+        mv, rows = self._move_rows(dev, new, samples)
+        delta = self._evaluate_moves(dev, new, mv, rows) if rows.size else np.zeros(0)
         return base + np.bincount(mv, weights=delta, minlength=dev.size) / m
 
     def apply_move(self, j, new):

@@ -19,6 +19,33 @@ def _pw0(a, start, n, stride):
         for i in range(n):
             res += a[start + i * stride]
         return res
+    if n <= 128 and stride == 1:   # the same operations, contiguous (vectorises better)
+        r0 = a[start]
+        r1 = a[start + 1]
+        r2 = a[start + 2]
+        r3 = a[start + 3]
+        r4 = a[start + 4]
+        r5 = a[start + 5]
+        r6 = a[start + 6]
+        r7 = a[start + 7]
+        i = 8
+        stop = n - (n % 8)
+        while i < stop:
+            p = start + i
+            r0 += a[p]
+            r1 += a[p + 1]
+            r2 += a[p + 2]
+            r3 += a[p + 3]
+            r4 += a[p + 4]
+            r5 += a[p + 5]
+            r6 += a[p + 6]
+            r7 += a[p + 7]
+            i += 8
+        res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+        while i < n:
+            res += a[start + i]
+            i += 1
+        return res
     if n <= 128:
         r0 = a[start]
         r1 = a[start + stride]
@@ -166,47 +193,141 @@ def _loads(rk, code, order, ua, va, coin_row, tmp):
     return r, z, _pw(tmp, 0, k, 1)
 
 
-@njit(cache=_CACHE)
-def path_events(runs, seg, code, order, ua, va, coin, has_start):
-    """The events of ``SAATcomm.path_mean`` along the nondecreasing path ``seg`` (n, K):
-    (sample, step, needs the kernel) in sample-major, step-ascending order, and the kernel
-    inputs (r, a, b) of the events that need it, in the same order."""
-    m, k = runs.shape
+
+# ---------------------------------------------------------------------------- T_comm from loads
+# The numpy kernel's final step (``TcommKernel._delay`` / ``_dl_delay``) split in two around the
+# logarithm, which stays numpy's (``np.log1p`` on the arguments computed here; numba's log1p may
+# differ from numpy's in the last bit): ``_xargs`` gives the log1p arguments of one T_comm,
+# ``_tval`` the T_comm from their logarithms. The same IEEE operations in the same order as
+# numpy's: x = (z * rr) / (N0 B), t = (c1 * rr) / log1p(x), z = P_dl / s for a DL load s.
+# cst = (c1 = S ln2 / B, c2 = N0 B, P_dl, T_ver).
+
+
+@njit(cache=_CACHE, inline="always", error_model="numpy")
+def _xargs(code, r, s1, s2, cst):
+    """log1p arguments (x1, x2) of the T_comm of a set with r rejected and loads (s1, s2);
+    0.0 where the time is 0 without a logarithm (nobody rejected, an empty DL set)."""
+    if r <= 0:
+        return 0.0, 0.0
+    rr = float(r)
+    if code == 1:
+        return s1 * rr / cst[1], 0.0
+    if code == 3:
+        x2 = (cst[2] / s2) * rr / cst[1] if s2 > 0 else 0.0
+        return s1 * rr / cst[1], x2
+    return ((cst[2] / s1) * rr / cst[1] if s1 > 0 else 0.0), 0.0
+
+
+@njit(cache=_CACHE, inline="always", error_model="numpy")
+def _tval(code, r, s1, s2, l1, l2, cst):
+    """T_comm from the logarithms l1, l2 of ``_xargs``'s arguments (numpy's where / maximum)."""
+    if r <= 0:
+        return 0.0
+    num = cst[0] * float(r)
+    if code == 1:
+        return num / l1
+    if code == 3:
+        tu = num / l1
+        td = num / l2 if s2 > 0 else 0.0
+        if tu != tu or td != td:   # np.maximum: NaN propagates
+            return tu if tu != tu else td
+        return tu if tu >= td else td
+    return num / l1 if s1 > 0 else 0.0
+
+
+@njit(cache=_CACHE, error_model="numpy")
+def times_from_logs(code, r, s1, s2, l1, l2, cst, out):
+    """``_tval`` over arrays (tests compare it with the numpy kernel's final step)."""
+    for i in range(r.size):
+        out[i] = _tval(code, r[i], s1[i], s2[i], l1[i], l2[i], cst)
+
+
+@njit(cache=_CACHE, error_model="numpy")
+def xargs(code, r, s1, s2, cst, x1, x2):
+    for i in range(r.size):
+        a, b = _xargs(code, r[i], s1[i], s2[i], cst)
+        x1[i] = a
+        x2[i] = b
+
+
+# ---------------------------------------------------------------------------- acceptance runs
+
+@njit(cache=_CACHE, error_model="numpy")
+def runs_from_logs(logu, log_alpha, alpha, cap, out):
+    """``goodput.acceptance_runs`` from numpy's log of the uniforms: floor(ln U / ln alpha),
+    inf where alpha >= 1, NaN -> cap, min(run, cap), as int32 (the same operations)."""
+    m, k = logu.shape
+    for mm in range(m):
+        for j in range(k):
+            if alpha[j] >= 1.0:
+                out[mm, j] = cap
+            else:
+                x = np.floor(logu[mm, j] / log_alpha[j])
+                out[mm, j] = cap if x != x else int(min(x, float(cap)))
+
+
+# ---------------------------------------------------------------------------- paths (phase 1)
+
+@njit(cache=_CACHE, error_model="numpy")
+def _flip_table(seg, k):
+    """(K, top + 2): table[j, v] = steps of the nondecreasing path seg with seg[., j] <= v, the
+    step where a device with run v becomes rejected (n: never); and top."""
     n = seg.shape[0]
     top = 0
     for s in range(n):
         for j in range(k):
             if seg[s, j] > top:
                 top = seg[s, j]
-    table = np.zeros((k, top + 2), dtype=np.int64)
+    table = np.empty((k, top + 2), dtype=np.int64)
     for j in range(k):
+        s = 0
         for v in range(top + 1):
-            c = 0
-            for s in range(n):
-                if seg[s, j] <= v:
-                    c += 1
-            table[j, v] = c
+            while s < n and seg[s, j] <= v:
+                s += 1
+            table[j, v] = s
         table[j, top + 1] = n
-    cap = m * (k + 1)
-    ev_m = np.empty(cap, dtype=np.int64)
-    ev_s = np.empty(cap, dtype=np.int64)
-    need = np.zeros(cap, dtype=np.bool_)
-    rr = np.zeros(cap, dtype=np.int64)
-    aa = np.zeros(cap)
-    bb = np.zeros(cap)
+    return table, top
+
+
+# the index of a 64-bit word's lowest set bit by de Bruijn multiplication (exact integer ops)
+_DEBRUIJN = np.uint64(0x03F79D71B4CA8B09)
+_DEBRUIJN_INDEX = np.zeros(64, dtype=np.int64)
+for _i in range(64):
+    _DEBRUIJN_INDEX[((0x03F79D71B4CA8B09 << _i) & 0xFFFFFFFFFFFFFFFF) >> 58] = _i
+_ONE, _ZERO, _SHIFT58 = np.uint64(1), np.uint64(0), np.uint64(58)
+
+
+@njit(cache=_CACHE, error_model="numpy")
+def path_loads(runs, seg, code, order, ua, va, coin, has_start, cst, ev_m, ev_s, ev_need,
+               rcnt, s1, s2, x1, x2, posbit, pm, pacc, pspl):
+    """The events of ``SAATcomm.path_mean`` along the nondecreasing path ``seg`` (n, K):
+    (sample, step, needs the kernel) in sample-major, step-ascending order (ev_*), and for the
+    events that need the kernel, in the same order, the kernel's loads (rcnt, s1, s2) and the
+    log1p arguments (x1, x2). Returns (events, evaluations). (Branch-free where it can be: the
+    branches of such loops are unpredictable, and mispredictions cost more than the work.)
+    Optimal split with K <= 62: the rejected sets of the events as bit masks (``_mask_loads``:
+    one device more per distinct flip step, OR-ed in step order), their loads computed at the
+    end vectorised over all of them; pm, pacc, pspl: work arrays."""
+    m, k = runs.shape
+    masks = code == 0 and k <= 62
+    add = np.zeros(k + 2, dtype=np.int64)
+    n = seg.shape[0]
+    table, top = _flip_table(seg, k)
     flip = np.empty(k, dtype=np.int64)
-    srt = np.empty(k, dtype=np.int64)
     rk = np.empty(k, dtype=np.bool_)
     tmp = np.empty(k)
-    accv = np.empty(k + 1)
+    evs = np.empty(n + 2, dtype=np.int64)
+    evq = np.zeros(n + 1, dtype=np.int64)
     present = np.zeros(n + 1, dtype=np.bool_)
-    splitv = np.empty(k + 1)
-    cnt = np.empty(k + 1, dtype=np.int64)
+    nw = (n >> 6) + 1
+    bits = np.zeros(nw, dtype=np.uint64)
+    accv = np.empty(n + 1)
+    splitv = np.empty(n + 1)
+    cnt = np.empty(n + 1, dtype=np.int64)
     e = 0
+    nn = 0
     for mm in range(m):
         row = coin[mm] if code == 3 else coin[0]
-        for s in range(n + 1):
-            present[s] = False
         fmin = n
         for j in range(k):
             v = runs[mm, j]
@@ -215,18 +336,50 @@ def path_events(runs, seg, code, order, ua, va, coin, has_start):
             present[f] = True
             fmin = min(fmin, f)
         # events: step 0, then every distinct flip step below n, ascending
-        e0 = e
-        for st in range(n):
-            if st == 0 or present[st]:
+        if n <= 64:
+            ne = 0
+            for st in range(n):
+                evs[ne] = st
+                ne += st == 0 or present[st]
+                present[st] = False
+            present[n] = False
+        else:   # long paths: the set bits of a bitmap of the flip steps, lowest first
+            for j in range(k):
+                f = flip[j]
+                bits[f >> 6] |= _ONE << np.uint64(f & 63)
+            evs[0] = 0
+            ne = 1
+            for wi in range(nw):
+                word = bits[wi]
+                bits[wi] = _ZERO
+                while word != _ZERO:
+                    low = word ^ (word & (word - _ONE))
+                    st = (wi << 6) + _DEBRUIJN_INDEX[(low * _DEBRUIJN) >> _SHIFT58]
+                    evs[ne] = st
+                    ne += (st > 0) & (st < n)
+                    word ^= low
+        if masks:
+            for q in range(ne):
+                evq[evs[q]] = q
+                add[q] = 0
+            evq[n] = ne   # never rejected on this path: into a slot no event reads
+            for j in range(k):
+                add[evq[flip[j]]] |= posbit[j]
+            mask = 0
+            for q in range(ne):
+                mask |= add[q]
+                st = evs[q]
+                need = not (st == 0 and has_start) and fmin <= st
                 ev_m[e] = mm
                 ev_s[e] = st
-                need[e] = not (st == 0 and has_start) and fmin <= st
+                ev_need[e] = need
                 e += 1
+                pm[nn] = mask
+                nn += need
+            continue
         if code == 0:
-            # all the events of this sample at once, in one pass over the devices in reversed
-            # UL order (the inner loop over events vectorises); the same operations per event
-            # as ``_loads``
-            ne = e - e0
+            # every event of this sample at once, in one pass over the devices in reversed UL
+            # order; the same operations per event as ``_loads``
             for q in range(ne):
                 accv[q] = 0.0
                 splitv[q] = _INF
@@ -236,52 +389,141 @@ def path_events(runs, seg, code, order, ua, va, coin, has_start):
                 u = ua[i]
                 vi = va[i]
                 for q in range(ne):
-                    x = f <= ev_s[e0 + q]
+                    x = f <= evs[q]
                     a0 = accv[q]
                     cand = u if (i == 0 or u > a0) else a0
                     splitv[q] = min(splitv[q], cand if x else _INF)
                     accv[q] = a0 + (vi if x else 0.0)
                     cnt[q] += x
-            for q in range(ne):
-                if need[e0 + q]:
-                    rr[e0 + q] = cnt[q]
-                    aa[e0 + q] = min(accv[q], splitv[q])
-        else:
-            for q in range(e0, e):
-                if need[q]:
-                    st = ev_s[q]
+        for q in range(ne):
+            st = evs[q]
+            need = not (st == 0 and has_start) and fmin <= st
+            ev_m[e] = mm
+            ev_s[e] = st
+            ev_need[e] = need
+            e += 1
+            if need:
+                if code == 0:
+                    r = cnt[q]
+                    a1 = min(accv[q], splitv[q])
+                    b1 = 0.0
+                else:
                     for j in range(k):
                         rk[j] = flip[j] <= st
-                    r, a, b = _loads(rk, code, order, ua, va, row, tmp)
-                    rr[q] = r
-                    aa[q] = a
-                    bb[q] = b
-    # the kernel inputs of the events that need it, compacted in event order
-    nn = 0
-    for q in range(e):
-        if need[q]:
-            rr[nn] = rr[q]
-            aa[nn] = aa[q]
-            bb[nn] = bb[q]
-            nn += 1
-    return ev_m[:e], ev_s[:e], need[:e], rr[:nn], aa[:nn], bb[:nn]
+                    r, a1, b1 = _loads(rk, code, order, ua, va, row, tmp)
+                rcnt[nn] = r
+                s1[nn] = a1
+                s2[nn] = b1
+                x1[nn], x2[nn] = _xargs(code, r, a1, b1, cst)
+                nn += 1
+    if masks:
+        _mask_loads(pm, nn, ua, va, cst, pacc, pspl, rcnt, rcnt, s1, s2, x1, x2)
+    return e, nn
 
 
-@njit(cache=_CACHE)
-def path_accumulate(ev_m, ev_s, tk, need, start, has_start, n, m):
-    """Sum of T_comm per step (the bincount + cumsum of ``path_mean``) and the per-sample
-    T_comm at every point of the path (n, M) (what ``_from_path`` looks up)."""
+@njit(cache=_CACHE, error_model="numpy")
+def path_dense(runs, seg, order, ua, va, cst, fl, acc, spl, cnt, evf, rcnt, s1, x1, has_start):
+    """``path_loads`` for the optimal split on a short path, computed at every (step, sample)
+    (index s * M + m), vectorised over samples: the loads of each point
+    from scratch with the same operations as ``_loads``, and evf[s, m]: step s is an event of
+    sample m (step 0 or a flip step). Points that are not events have the rejected set of the
+    step before. Steps before any flip (nobody rejected) and a known start are not computed."""
+    m, k = runs.shape
+    n = seg.shape[0]
+    table, top = _flip_table(seg, k)
+    for s in range(n + 1):
+        for mm in range(m):
+            evf[s, mm] = s == 0
+    gmin = n
+    for i in range(k):
+        j = order[i]
+        for mm in range(m):
+            v = runs[mm, j]
+            f = table[j, v if v < top + 1 else top + 1]
+            fl[i, mm] = f
+            evf[f, mm] = True
+            gmin = min(gmin, f)
+    first_s = max(gmin, 1 if has_start else 0)
+    for s in range(min(first_s, n)):
+        base = s * m
+        for mm in range(m):
+            rcnt[base + mm] = 0
+            s1[base + mm] = 0.0
+            x1[base + mm] = 0.0
+    for s in range(first_s, n):
+        # the first device of the reversed order (cand = its u, from acc = 0.0 and spl = inf),
+        # then the others: the same operations without a test of i in the inner loop
+        u = ua[0]
+        vi = va[0]
+        u0 = min(_INF, u)
+        for mm in range(m):
+            x = fl[0, mm] <= s
+            spl[mm] = u0 if x else _INF
+            acc[mm] = 0.0 + (vi if x else 0.0)
+            cnt[mm] = x
+        for i in range(1, k):
+            u = ua[i]
+            vi = va[i]
+            for mm in range(m):
+                x = fl[i, mm] <= s
+                a0 = acc[mm]
+                cand = u if u > a0 else a0
+                spl[mm] = min(spl[mm], cand if x else _INF)
+                acc[mm] = a0 + (vi if x else 0.0)
+                cnt[mm] += x
+        base = s * m
+        for mm in range(m):
+            r = cnt[mm]
+            load = min(acc[mm], spl[mm])
+            rcnt[base + mm] = r
+            s1[base + mm] = load
+            x1[base + mm] = _xargs(0, r, load, 0.0, cst)[0]
+
+
+@njit(cache=_CACHE, error_model="numpy")
+def dense_finish(n, m, evf, rcnt, s1, l1, cst, start, has_start, total, table, want_table, tv):
+    """``path_finish`` for ``path_dense``: the events' T_comm accumulated per step in
+    sample-major order. Branch-free: a point that is not an event adds +0.0 (an exact no-op:
+    no partial sum is -0.0, no term is -0.0). tv: work (n * M)."""
+    c1 = cst[0]
+    for p in range(n * m):   # ``_tval`` of the optimal split (vectorises)
+        r = rcnt[p]
+        ld = s1[p]
+        tv[p] = c1 * float(r) / l1[p] if (r > 0 and ld > 0) else 0.0
+    if has_start:
+        for mm in range(m):
+            tv[mm] = start[mm]
     bins = np.zeros(n)
-    table = np.zeros((n, m))
-    ne = ev_m.size
+    for mm in range(m):
+        prev = 0.0
+        for s in range(n):
+            v = tv[s * m + mm]
+            e = evf[s, mm]
+            bins[s] += (v - prev) if e else 0.0
+            prev = v if e else prev
+            if want_table:
+                table[s, mm] = prev
+    acc = 0.0
+    for s in range(n):
+        acc = bins[s] if s == 0 else acc + bins[s]
+        total[s] = acc
+
+
+@njit(cache=_CACHE, error_model="numpy")
+def path_finish(ne, ev_m, ev_s, ev_need, rcnt, s1, s2, l1, l2, code, cst, start, has_start,
+                n, total, table, want_table):
+    """Sum of T_comm per step (the bincount + cumsum of ``path_mean``) into total[:n] and, with
+    ``want_table``, the per-sample T_comm at every point of the path into table[:n] (what
+    ``_from_path`` looks up); l1, l2: numpy's log1p of ``path_loads``'s arguments."""
+    bins = np.zeros(n)
     prev = 0.0
     p = 0
     for e in range(ne):
         mm = ev_m[e]
         first = e == 0 or ev_m[e - 1] != mm
         tv = 0.0
-        if need[e]:
-            tv = tk[p]
+        if ev_need[e]:
+            tv = _tval(code, rcnt[p], s1[p], s2[p], l1[p], l2[p], cst)
             p += 1
         if first:
             prev = 0.0
@@ -289,23 +531,22 @@ def path_accumulate(ev_m, ev_s, tk, need, start, has_start, n, m):
                 tv = start[mm]
         bins[ev_s[e]] += tv - prev
         prev = tv
-        last = n if (e + 1 == ne or ev_m[e + 1] != mm) else ev_s[e + 1]
-        for s in range(ev_s[e], last):
-            table[s, mm] = tv
-    total = np.empty(n)
+        if want_table:
+            last = n if (e + 1 == ne or ev_m[e + 1] != mm) else ev_s[e + 1]
+            for s in range(ev_s[e], last):
+                table[s, mm] = tv
     acc = 0.0
     for s in range(n):
         acc = bins[s] if s == 0 else acc + bins[s]
         total[s] = acc
-    return total, table
 
 
-@njit(cache=_CACHE)
-def _pair_loads(runs, rej, rows, devs, npairs, code, order, ua, va, coin):
+# ---------------------------------------------------------------------------- phase 2
+
+@njit(cache=_CACHE, error_model="numpy")
+def _pair_loads(runs, rej, rows, devs, npairs, code, order, ua, va, coin, cst, rcnt, s1, s2,
+                x1, x2):
     k = runs.shape[1]
-    rr = np.zeros(npairs, dtype=np.int64)
-    aa = np.zeros(npairs)
-    bb = np.zeros(npairs)
     rk = np.empty(k, dtype=np.bool_)
     tmp = np.empty(k)
     for i in range(npairs):
@@ -315,44 +556,181 @@ def _pair_loads(runs, rej, rows, devs, npairs, code, order, ua, va, coin):
         rk[devs[i]] = True
         row = coin[mm] if code == 3 else coin[0]
         r, a, b = _loads(rk, code, order, ua, va, row, tmp)
-        rr[i] = r
-        aa[i] = a
-        bb[i] = b
-    return rr, aa, bb
+        rcnt[i] = r
+        s1[i] = a
+        s2[i] = b
+        x1[i], x2[i] = _xargs(code, r, a, b, cst)
 
 
-@njit(cache=_CACHE)
-def initial_pairs(runs, gamma, caps, rej, code, order, ua, va, coin):
-    """The (sample, device) pairs a +1 changes (run == gamma) and their loads."""
+def pairwise_plan(n):
+    """The leaves and the combination order of ``_pw`` over n contiguous terms: (leaf_of (n,),
+    lane_of (n,): 0..7 the accumulator of a term of a leaf of >= 8 terms, 8 its tail (added in
+    order after the accumulators are combined) or any term of a leaf of < 8, leaf start and
+    length, plan: post-order, a leaf index or -1 = add the two values on top of the stack)."""
+    starts, lens, plan = [], [], []
+
+    def rec(start, size, level):
+        if size <= 128:
+            plan.append(len(starts))
+            starts.append(start)
+            lens.append(size)
+            return
+        if level == 0:
+            raise ValueError("more terms than _pw sums")
+        n2 = size // 2
+        n2 -= n2 % 8
+        rec(start, n2, level - 1)
+        rec(start + n2, size - n2, level - 1)
+        plan.append(-1)
+
+    rec(0, n, 8)
+    leaf_of = np.empty(n, dtype=np.int64)
+    lane_of = np.empty(n, dtype=np.int64)
+    for li, (st, ln) in enumerate(zip(starts, lens)):
+        off = np.arange(ln)
+        leaf_of[st:st + ln] = li
+        lane_of[st:st + ln] = np.where((ln >= 8) & (off < ln - ln % 8), off % 8, 8)
+    return (np.stack([leaf_of, lane_of]), np.array([starts, lens], dtype=np.int64),
+            np.array(plan, dtype=np.int64))
+
+
+@njit(cache=_CACHE, error_model="numpy", inline="always")
+def _sparse_pw(a, pos, npos, lof, linfo, plan, lacc, stk):
+    """``_pw(a, 0, n, 1)`` when every term of a outside pos[:npos] (ascending) is +0.0 (and
+    none is -0.0): adding +0.0 changes no partial sum, so each leaf accumulator is the ordered
+    sum of its nonzero terms, combined exactly as ``_pw0`` does, the leaves as ``_pw``."""
+    nleaf = linfo.shape[1]
+    for li in range(nleaf):
+        for c in range(9):
+            lacc[li, c] = 0.0
+    for t in range(npos):
+        p = pos[t]
+        li = lof[0, p]
+        c = lof[1, p]
+        if c < 8 or linfo[1, li] < 8:
+            lacc[li, c] += a[p]
+    for li in range(nleaf):
+        if linfo[1, li] >= 8:
+            lacc[li, 8] = (((lacc[li, 0] + lacc[li, 1]) + (lacc[li, 2] + lacc[li, 3]))
+                           + ((lacc[li, 4] + lacc[li, 5]) + (lacc[li, 6] + lacc[li, 7])))
+    for t in range(npos):   # the tails of the long leaves, in order, after their accumulators
+        p = pos[t]
+        li = lof[0, p]
+        if lof[1, p] == 8 and linfo[1, li] >= 8:
+            lacc[li, 8] += a[p]
+    top = 0
+    for q in range(plan.size):
+        op = plan[q]
+        if op >= 0:
+            stk[top] = lacc[op, 8]
+            top += 1
+        else:
+            top -= 1
+            stk[top - 1] = stk[top - 1] + stk[top]
+    return stk[0]
+
+
+@njit(cache=_CACHE, error_model="numpy")
+def _mask_loads(pm, npairs, ua, va, cst, acc, spl, cnt, rcnt, s1, s2, x1, x2):
+    """The optimal split's loads of the rejected sets pm[p] (bit i: the device at position i
+    of the reversed UL order), vectorised over the sets: the operations of ``_loads`` (code 0)
+    per set, in the same order."""
+    k = ua.size
+    for p in range(npairs):
+        acc[p] = 0.0
+        spl[p] = _INF
+        cnt[p] = 0
+    for i in range(k):
+        u = ua[i]
+        vi = va[i]
+        first = i == 0
+        for p in range(npairs):
+            x = ((pm[p] >> i) & 1) != 0
+            a0 = acc[p]
+            cand = u if (first or u > a0) else a0
+            spl[p] = min(spl[p], cand if x else _INF)
+            acc[p] = a0 + (vi if x else 0.0)
+            cnt[p] += x
+    for p in range(npairs):
+        r = cnt[p]
+        load = min(acc[p], spl[p])
+        rcnt[p] = r
+        s1[p] = load
+        s2[p] = 0.0
+        x1[p] = _xargs(0, r, load, 0.0, cst)[0]
+
+
+@njit(cache=_CACHE, error_model="numpy")
+def _eval_pairs(runs, rej, rmask, posbit, rows, devs, n, code, order, ua, va, coin, cst, rcnt,
+                s1, s2, x1, x2, pm, acc, spl, cnt):
+    """Loads and log1p arguments of the rejected sets (sample rows[p] + device devs[p])."""
+    if code == 0 and ua.size <= 62:
+        for p in range(n):
+            pm[p] = rmask[rows[p]] | posbit[devs[p]]
+        _mask_loads(pm, n, ua, va, cst, acc, spl, cnt, rcnt, s1, s2, x1, x2)
+    else:
+        _pair_loads(runs, rej, rows, devs, n, code, order, ua, va, coin, cst, rcnt, s1, s2, x1,
+                    x2)
+
+
+@njit(cache=_CACHE, error_model="numpy")
+def p2_init(runs, runs_t, gamma, caps, rej, rmask, posbit, contrib, code, order, ua, va, coin,
+            cst, rows, devs, rcnt, s1, s2, x1, x2, pm, acc, spl, cnt, pos, npos):
+    """Phase 2's start: the rejected sets at gamma (rmask: bits of ``_mask_loads``; rej for
+    the other modes), the runs transposed, and the (sample, device) pairs a +1 changes
+    (run == gamma; pos, npos: per device) with their loads and log1p arguments. Returns the
+    pairs."""
     m, k = runs.shape
-    rows = np.empty(m * k, dtype=np.int64)
-    devs = np.empty(m * k, dtype=np.int64)
-    n = 0
+    # (contrib needs no clearing: it is read only at pos[j], all of which are pairs evaluated
+    # and stored at the first step, and later kept up to date)
     for mm in range(m):
         for j in range(k):
-            if gamma[j] < caps[j] and runs[mm, j] == gamma[j]:
-                rows[n] = mm
+            runs_t[j, mm] = runs[mm, j]
+        rmask[mm] = 0
+    if code != 0 or k > 62:   # the rejected sets as rows (no bit masks)
+        for mm in range(m):
+            for j in range(k):
+                rej[mm, j] = runs[mm, j] < gamma[j]
+    n = 0
+    for j in range(k):
+        g = gamma[j]
+        b = posbit[j]
+        rj = runs_t[j]
+        c = 0   # the samples a +1 of j changes: the only nonzero terms of contrib[j]
+        for mm in range(m):
+            rmask[mm] |= b if rj[mm] < g else 0
+            pos[j, c] = mm
+            c += rj[mm] == g
+        npos[j] = c
+        if g < caps[j]:
+            for q in range(c):
+                rows[n] = pos[j, q]
                 devs[n] = j
                 n += 1
-    rr, aa, bb = _pair_loads(runs, rej, rows, devs, n, code, order, ua, va, coin)
-    return rows[:n], devs[:n], rr, aa, bb
+    _eval_pairs(runs, rej, rmask, posbit, rows, devs, n, code, order, ua, va, coin, cst, rcnt,
+                s1, s2, x1, x2, pm, acc, spl, cnt)
+    return n
 
 
-@njit(cache=_CACHE)
+@njit(cache=_CACHE, error_model="numpy")
 def _goodput(tok, draft, verify, tc):
     den = draft + verify + tc
     return tok / den if den > 0 else 0.0
 
 
-@njit(cache=_CACHE)
-def step(runs, gamma, caps, rej, t, contrib, rows, devs, tv, en, w, draft_s, verify, code,
-         order, ua, va, coin, state):
-    """One phase-2 iteration (``contrib`` is stored transposed, (K, M)): store the pending
-    +1 deltas, the current G, the +1 values, and
-    (when one improves) apply the best +1 and return the new pairs to evaluate."""
+@njit(cache=_CACHE, error_model="numpy")
+def p2_step(runs, runs_t, gamma, caps, rej, rmask, posbit, t, contrib, npend, rows, devs, rcnt,
+            s1, s2, l1, l2, en, w, draft_s, code, order, ua, va, coin, cst, x1, x2, pm, acc, spl,
+            cnt, pos, npos, lof, linfo, plan, lacc, stk, state):
+    """One phase-2 iteration (``contrib`` is stored transposed, (K, M)): the T_comm of the
+    pending +1 pairs (from numpy's log1p l1, l2 of their arguments) into the cache, the current
+    G, the +1 values, and (when one improves) the best +1 applied (``SAATcomm._apply_plus``) and
+    the new pairs to evaluate written over rows/devs with their loads and log1p arguments.
+    Returns the new pairs, or -1 when no +1 improves. state: (G, evaluations)."""
     m, k = runs.shape
-    for i in range(rows.size):
-        contrib[devs[i], rows[i]] = tv[i] - t[rows[i]]
+    for i in range(npend):
+        mm = rows[i]
+        contrib[devs[i], mm] = _tval(code, rcnt[i], s1[i], s2[i], l1[i], l2[i], cst) - t[mm]
     tval = _pw(t, 0, m, 1) / m
     # DraftObjective._set
     en_cur = np.empty(k)
@@ -374,6 +752,7 @@ def step(runs, gamma, caps, rej, t, contrib, rows, devs, tv, en, w, draft_s, ver
             d = gamma[j] * draft_s[j]
             if d > d2:
                 d2 = d
+    verify = cst[3]
     value = _goodput(tok, d1, verify, tval)
     # plus_one_values
     best = -_INF
@@ -382,45 +761,121 @@ def step(runs, gamma, caps, rej, t, contrib, rows, devs, tv, en, w, draft_s, ver
     for j in range(k):
         if gamma[j] < caps[j]:
             ndev += 1
-            pm = tval + _pw(contrib[j], 0, m, 1) / m
+            pmean = tval + _sparse_pw(contrib[j], pos[j], npos[j], lof, linfo, plan, lacc,
+                                      stk) / m
             tokd = (tok - en_cur[j]) + en[j, gamma[j] + 1] * w[j]
             base = d2 if j == i1 else d1
             dn = (gamma[j] + 1) * draft_s[j]
-            g = _goodput(tokd, base if base > dn else dn, verify, pm)
+            g = _goodput(tokd, base if base > dn else dn, verify, pmean)
             if g > best:
                 best = g
                 jbest = j
     state[0] = value
     state[1] = ndev
-    empty = np.zeros(0, dtype=np.int64)
     if jbest < 0 or not best > value:
-        state[2] = 1.0
-        return empty, empty, empty, np.zeros(0), np.zeros(0)
-    state[2] = 0.0
+        return -1
     j = jbest
     # SAATcomm._apply_plus
-    nrows = np.empty(m * k, dtype=np.int64)
-    ndevs = np.empty(m * k, dtype=np.int64)
-    n = 0
     g0 = gamma[j]
+    rj = runs_t[j]
+    bj = posbit[j]
     for mm in range(m):
-        if runs[mm, j] == g0:
+        if rj[mm] == g0:
             t[mm] += contrib[j, mm]
             rej[mm, j] = True
+            rmask[mm] |= bj
             contrib[j, mm] = 0.0
-    gamma[j] = g0 + 1
-    if gamma[j] < caps[j]:
+    g1 = g0 + 1
+    gamma[j] = g1
+    n = 0
+    if g1 < caps[j]:
         for mm in range(m):
-            if runs[mm, j] == gamma[j]:
-                nrows[n] = mm
-                ndevs[n] = j
-                n += 1
+            rows[n] = mm
+            devs[n] = j
+            n += rj[mm] == g1
+    for q in range(n):
+        pos[j, q] = rows[q]
+    npos[j] = n
     for mm in range(m):
-        if runs[mm, j] == g0:
+        if rj[mm] == g0:
             for i in range(k):
-                if i != j and gamma[i] < caps[i] and runs[mm, i] == gamma[i]:
-                    nrows[n] = mm
-                    ndevs[n] = i
-                    n += 1
-    rr, aa, bb = _pair_loads(runs, rej, nrows, ndevs, n, code, order, ua, va, coin)
-    return nrows[:n], ndevs[:n], rr, aa, bb
+                rows[n] = mm
+                devs[n] = i
+                n += (i != j) & (gamma[i] < caps[i]) & (runs[mm, i] == gamma[i])
+    _eval_pairs(runs, rej, rmask, posbit, rows, devs, n, code, order, ua, va, coin, cst, rcnt,
+                s1, s2, x1, x2, pm, acc, spl, cnt)
+    return n
+
+
+# ---------------------------------------------------------------------------- any rejected rows
+
+@njit(cache=_CACHE, error_model="numpy")
+def kernel_loads(rej, rows, code, order, ua, va, coin, cst, posbit, r, s1, s2, x1, x2, pm, acc,
+                 spl):
+    """``TcommKernel._call``'s loads of the rejected rows rej (n, K) (rows: their samples, for
+    the random split's coins), and the log1p arguments of their T_comm."""
+    n, k = rej.shape
+    if code == 0 and k <= 62:
+        for p in range(n):
+            mask = 0
+            for j in range(k):
+                mask |= posbit[j] if rej[p, j] else 0
+            pm[p] = mask
+        _mask_loads(pm, n, ua, va, cst, acc, spl, r, r, s1, s2, x1, x2)
+        return
+    tmp = np.empty(k)
+    rk = np.empty(k, dtype=np.bool_)
+    for p in range(n):
+        for j in range(k):
+            rk[j] = rej[p, j]
+        row = coin[rows[p]] if code == 3 else coin[0]
+        rr, a, b = _loads(rk, code, order, ua, va, row, tmp)
+        r[p] = rr
+        s1[p] = a
+        s2[p] = b
+        x1[p], x2[p] = _xargs(code, rr, a, b, cst)
+
+
+# ---------------------------------------------------------------------------- single-device moves
+
+@njit(cache=_CACHE, error_model="numpy")
+def move_masks(runs, rej, posbit, gamma, dev, new, ms, mv, rows, pm):
+    """``SAATcomm._move_rows`` and the rejected sets of ``_evaluate_moves`` as bit masks: the
+    (move, sample) pairs among the first ms samples whose rejection of the moved device changes,
+    move-major, samples ascending (np.nonzero's order). Returns their number."""
+    k = runs.shape[1]
+    n = 0
+    for q in range(dev.size):
+        d = dev[q]
+        old = gamma[d]
+        nw = new[q]
+        lo = min(old, nw)
+        hi = max(old, nw)
+        for mm in range(ms):
+            v = runs[mm, d]
+            mv[n] = q
+            rows[n] = mm
+            n += (v >= lo) & (v < hi)
+    for p in range(n):
+        mm = rows[p]
+        mask = 0
+        for j in range(k):
+            mask |= posbit[j] if rej[mm, j] else 0
+        q = mv[p]
+        d = dev[q]
+        if new[q] > gamma[d]:
+            mask |= posbit[d]
+        else:
+            mask &= ~posbit[d]
+        pm[p] = mask
+    return n
+
+
+@njit(cache=_CACHE, error_model="numpy")
+def move_sums(n, mv, rows, rcnt, s1, l1, cst, t, nmoves, out):
+    """The deltas T_comm(moved) - T_comm(now) of the pairs summed per move in pair order (the
+    bincount of ``move_means``)."""
+    for q in range(nmoves):
+        out[q] = 0.0
+    for p in range(n):
+        out[mv[p]] += _tval(0, rcnt[p], s1[p], 0.0, l1[p], 0.0, cst) - t[rows[p]]

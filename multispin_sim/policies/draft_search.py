@@ -90,6 +90,26 @@ def make_kernel(system, g_ul, g_dl, policy, coin_uniforms, seed=0, energy=None, 
     return PolicyKernel(system, g_ul, g_dl, policy, coin_uniforms, seed)
 
 
+def _coin_free(policy):
+    """The policy's T_comm kernel is a ``TcommKernel`` that never reads the coin table (every
+    closed form but the random split)."""
+    return (getattr(policy, "tcomm_kernel", None) is None
+            and fast_mode(policy) in ("optimal", "exhaustive", "all-ul", "all-dl"))
+
+
+def _skip_uniforms(rng, n):
+    """Move ``rng`` past ``n`` uniforms exactly as ``rng.random(n)`` does, without making them:
+    a PCG64 ``Generator`` makes one uniform from one 64-bit output, so ``advance(n)`` reaches
+    the same state (advancing also drops a buffered 32-bit half, which drawing would keep:
+    with one buffered, or another generator, the uniforms are drawn)."""
+    bg = getattr(rng, "bit_generator", None)
+    if type(bg) is np.random.PCG64 and type(rng) is np.random.Generator \
+            and not bg.state["has_uint32"]:
+        bg.advance(n)
+    else:
+        rng.random(n)
+
+
 def make_objective(system, g_ul, g_dl, active, caps, policy=None, rng=None, samples=1000,
                    estimator="saa", sampled_fading=False, ignore_comm=False, reciprocal=None,
                    energy=None, energy_scope="devices"):
@@ -137,7 +157,11 @@ def make_objective(system, g_ul, g_dl, active, caps, policy=None, rng=None, samp
             raise ValueError("the SAA estimator needs a random stream")
         m = int(samples)
         uniforms = acceptance_uniforms(rng, (m, k))
-        coin_u = rng.random((m, k))
+        if energy is None and _coin_free(policy):
+            _skip_uniforms(rng, m * k)   # the coin table: drawn, never read
+            coin_u = None
+        else:
+            coin_u = rng.random((m, k))
         seed = int(rng.integers(2**63))
         if sampled_fading:
             if reciprocal is None:
@@ -147,7 +171,8 @@ def make_objective(system, g_ul, g_dl, active, caps, policy=None, rng=None, samp
             g_dl = g_ul if reciprocal else system.pathloss * h[1]
         kernel = make_kernel(system, g_ul, g_dl, policy, coin_u, seed, energy=energy,
                              n_active=n_active, energy_scope=energy_scope)
-        tcomm = SAATcomm(acceptance_runs(uniforms, system.alpha), kernel)
+        runs = greedy_fast.acceptance_runs(uniforms, system.alpha)   # compiled, same values
+        tcomm = SAATcomm(acceptance_runs(uniforms, system.alpha) if runs is None else runs, kernel)
     else:
         raise ValueError(f"unknown estimator {estimator!r}; allowed: saa, exact")
     score = None if energy is None else TokensPerJoule(energy, system.draft_latency_s, active,

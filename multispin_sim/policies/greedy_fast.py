@@ -1,28 +1,44 @@
-"""The greedy draft search (``draft_search.greedy_search``) compiled with numba: same answers.
+"""The draft searches' hot paths compiled with numba: same answers, bit for bit.
 
 An optional fast path (``pip install multispin_sim[fast]``): without numba, or with the
-environment variable ``MULTISPIN_NUMBA=0``, ``search`` returns None and the numpy search runs.
-It gives the SAME draft lengths as the numpy search, with the same G values bit for bit: it
-replays the numpy search's floating-point operations in the same order (numpy's pairwise sums,
-the sample-major accumulation of ``SAATcomm.path_mean``, the lazy phase-1 chunks, the +1 cache of
-``SAATcomm._apply_plus``), and every T_comm is computed by the numpy kernel's own final step
-(``TcommKernel._delay`` / ``_dl_delay``, where the logarithm is numpy's): numba only finds which
-rejected sets to evaluate and their equivalent loads (sums, minima and maxima, exact in any
-order we replicate). tests/test_speed.py checks both paths give identical lengths and values.
+environment variable ``MULTISPIN_NUMBA=0``, every function here returns None and the numpy code
+runs. It gives the SAME draft lengths as the numpy code, with the same G values bit for bit: it
+replays numpy's floating-point operations in the same order (numpy's pairwise sums, the
+sample-major accumulation of ``SAATcomm.path_mean``, the lazy phase-1 chunks, the +1 cache of
+``SAATcomm._apply_plus``, bincount's order), and every logarithm is numpy's: numba computes the
+rejected sets, their equivalent loads (sums in the kernel's order, minima and maxima) and the
+arguments of the kernel's ``log1p`` (``TcommKernel._delay``: x = (z r) / (N0 B)); numpy takes
+``np.log1p`` of them; numba finishes t = (c1 r) / log1p(x) with the kernel's own constants
+(numba's log1p may differ from numpy's in the last bit, a division does not).
 
-It applies when the objective is the SAA estimator with a closed-form kernel on this round's
-gains (``draft_update: every-round``) that declares ``equivalent_loads`` (a link model whose
-T_comm is not the delay of an equivalent load sets it False), a constant verification time (a
-number, not a function of gamma: ``DraftObjective.precomputable``), at most 8,192 samples, and
-(for the whole greedy) a fresh objective. Anything else (a policy without a closed form, sampled
-fading, a component that declares itself not precomputable) runs the numpy search unchanged.
+Pieces: ``search`` (the greedy: phase-1 chunks with every (step, sample) of a short path computed
+vectorised over samples, phase 2 with the +1 cache, its sets as bit masks, its sums over the
+nonzero terms only; one numba call and one ``np.log1p`` per phase-2 step, buffers reused across
+decisions), ``path_values`` (``uniform`` and ``budget`` scans), ``kernel_times`` (any
+``TcommKernel`` call on this round's gains: ``SAATcomm.reset``/``apply``/moves, the exact
+estimator), ``move_means`` (``budget``'s single-device moves, optimal split) and
+``acceptance_runs`` (numpy's ``log`` of the uniforms, the rest compiled).
+tests/test_speed.py and tests/test_compiled_kernels.py check every piece against numpy with
+numba switched off.
+
+The search applies when the objective is the SAA estimator with a closed-form kernel on this
+round's gains (``draft_update: every-round``) that declares ``equivalent_loads`` (a link model
+whose T_comm is not the delay of an equivalent load sets it False), a constant verification time
+(a number, not a function of gamma: ``DraftObjective.precomputable``), at most 8,192 samples,
+and (for the whole greedy) a fresh objective. Anything else (a policy without a closed form,
+sampled fading, a component that declares itself not precomputable) runs the numpy code
+unchanged.
 """
 import os
+import threading
 
 import numpy as np
 
+from ..model.goodput import goodput
+
 _MODES = {"optimal": 0, "all-ul": 1, "all-dl": 2, "random": 3}
 _MAX_SAMPLES = 8192
+_DENSE = 32   # paths up to this many points (optimal split): every point of every sample
 _kernels = None
 
 
@@ -46,6 +62,98 @@ def _load():
 
                 _kernels = _greedy_numba
     return _kernels
+
+
+def acceptance_runs(uniforms, alpha):
+    """``goodput.acceptance_runs(uniforms, alpha)`` with numpy's logarithm and the rest compiled
+    (the same values); None when the compiled path is off."""
+    nb = _load()
+    alpha = np.asarray(alpha, dtype=float)
+    if nb is False or uniforms.ndim != 2 or alpha.shape != uniforms.shape[1:]:
+        return None
+    from ..model.goodput import RUN_CAP
+
+    out = np.empty(uniforms.shape, dtype=np.int32)
+    if (alpha > 0).all():
+        logs = np.log(np.asarray(uniforms, dtype=float)), np.log(alpha)
+    else:
+        with np.errstate(divide="ignore", invalid="ignore"):   # as ``run_length``
+            logs = np.log(np.asarray(uniforms, dtype=float)), np.log(alpha)
+    nb.runs_from_logs(logs[0], logs[1], alpha, RUN_CAP, out)
+    return out
+
+
+def kernel_times(kern, rej, rows):
+    """``TcommKernel._call(rej, rows)`` compiled (the same values: the loads and log1p
+    arguments in numba, the logarithm numpy's); None when it does not apply (numba off, gains
+    per sample, another kernel class or mode)."""
+    nb = _load()
+    if nb is False:
+        return None
+    from ..model.goodput import TcommKernel
+
+    if type(kern) is not TcommKernel or kern.per_sample or kern.mode not in _MODES:
+        return None
+    arrays = kern.__dict__.get("_fast_arrays")
+    if arrays is None:
+        arrays = kern._fast_arrays = _KernelArrays(kern, 0.0)
+    rej = np.ascontiguousarray(rej, dtype=np.bool_)
+    n = rej.shape[0]
+    rows = np.ascontiguousarray(rows, dtype=np.int64) if arrays.code == 3 else _NO_ROWS
+    r = np.empty(n, dtype=np.int64)
+    s1, s2, x1, x2 = np.empty(n), np.empty(n), np.empty(n), np.zeros(n)
+    pm, acc, spl = np.empty(n, dtype=np.int64), np.empty(n), np.empty(n)
+    nb.kernel_loads(rej, rows, arrays.code, arrays.order, arrays.ua, arrays.va, arrays.coin,
+                    arrays.cst, arrays.posbit, r, s1, s2, x1, x2, pm, acc, spl)
+    l1 = np.log1p(x1)
+    l2 = np.log1p(x2) if arrays.code == 3 else x2
+    out = np.empty(n)
+    nb.times_from_logs(arrays.code, r, s1, s2, l1, l2, arrays.cst, out)
+    return out
+
+
+_NO_ROWS = np.zeros(0, dtype=np.int64)
+
+
+def move_means(tc, dev, new, samples):
+    """``SAATcomm.move_means(dev, new, samples)`` (samples < M or None) compiled for the
+    optimal split's closed form: the changed (move, sample) pairs, their loads and log1p
+    arguments in numba, numpy's log1p, the per-move sums in bincount's order; the same values.
+    None when it does not apply."""
+    nb = _load()
+    if nb is False or tc.gamma is None:
+        return None
+    from ..model.goodput import TcommKernel
+
+    kern = tc.kernel
+    if type(kern) is not TcommKernel or kern.per_sample or kern.mode not in _MODES:
+        return None
+    arrays = kern.__dict__.get("_fast_arrays")
+    if arrays is None:
+        arrays = kern._fast_arrays = _KernelArrays(kern, 0.0)
+    if arrays.code != 0 or tc.k > 62:
+        return None
+    ms = tc.m if samples is None else samples
+    cached = tc.__dict__.get("_runs_c")
+    if cached is None or cached[0] is not tc.runs:
+        cached = tc._runs_c = (tc.runs, np.ascontiguousarray(tc.runs, dtype=np.int32))
+    runs = cached[1]
+    rej = np.ascontiguousarray(tc.rej, dtype=np.bool_)
+    gamma = np.ascontiguousarray(tc.gamma, dtype=np.int64)
+    dev = np.ascontiguousarray(dev, dtype=np.int64)
+    new = np.ascontiguousarray(new, dtype=np.int64)
+    cap = ms * dev.size
+    mv, rows, pm = (np.empty(cap, dtype=np.int64) for _ in range(3))
+    n = nb.move_masks(runs, rej, arrays.posbit, gamma, dev, new, ms, mv, rows, pm)
+    r = np.empty(n, dtype=np.int64)
+    s1, s2, x1, x2 = np.empty(n), np.empty(n), np.empty(n), np.empty(n)
+    nb._mask_loads(pm, n, arrays.ua, arrays.va, arrays.cst, np.empty(n), np.empty(n), r, r, s1,
+                   s2, x1, x2)
+    l1 = np.log1p(x1)
+    sums = np.empty(dev.size)
+    nb.move_sums(n, mv, rows, r, s1, l1, arrays.cst, np.ascontiguousarray(tc.t, dtype=float),
+                 dev.size, sums)
+    return sums
 
 
 def eligible(obj, fresh=True):
@@ -72,49 +180,160 @@ def _mode_of(kern):
     return mode
 
 
-def _times(kern, mode, r, a, b):
-    """T_comm from the numba loads, by the numpy kernel's own final step (same values)."""
-    if mode in ("optimal", "all-dl"):
-        return kern._dl_delay(r, a)
-    if mode == "all-ul":
-        return kern._delay(r, a)
-    return np.maximum(kern._delay(r, a), kern._dl_delay(r, b))
+class _Workspace:
+    """Buffers of the compiled search for M samples and K devices, reused across decisions
+    (one per thread): no large allocation per decision."""
+
+    def __init__(self, m, k):
+        cap = m * max(k + 1, _DENSE + 1)
+        self.ev_m = np.empty(cap, dtype=np.int64)
+        self.ev_s = np.empty(cap, dtype=np.int64)
+        self.ev_need = np.empty(cap, dtype=np.bool_)
+        self.rcnt = np.empty(cap, dtype=np.int64)
+        self.s1, self.s2 = np.empty(cap), np.empty(cap)
+        self.x1, self.x2 = np.zeros(cap), np.zeros(cap)
+        self.l1, self.l2 = np.zeros(cap), np.zeros(cap)
+        self.rows = np.empty(m * k, dtype=np.int64)
+        self.pm = np.empty(cap, dtype=np.int64)
+        self.pacc, self.pspl = np.empty(cap), np.empty(cap)
+        self.pcnt = np.empty(cap, dtype=np.int64)
+        self.rmask = np.empty(m, dtype=np.int64)
+        self.runs_t = np.empty((k, m), dtype=np.int32)
+        self.pos = np.empty((k, m), dtype=np.int64)
+        self.npos = np.empty(k, dtype=np.int64)
+        self.lof, self.linfo, self.plan = _load().pairwise_plan(m)
+        self.lacc = np.empty((self.linfo.shape[1], 9))
+        self.stk = np.empty(self.plan.size + 1)
+        self.devs = np.empty(m * k, dtype=np.int64)
+        self.table = np.empty((16, m))
+        self.t = np.empty(m)
+        self.contrib = np.empty((k, m))
+        self.rej = np.empty((m, k), dtype=np.bool_)
+        self.state = np.zeros(2)
+        self.no_table = np.empty((0, m))
+        self.fl = np.empty((k, m), dtype=np.int64)
+        self.acc, self.spl = np.empty(m), np.empty(m)
+        self.cnt = np.empty(m, dtype=np.int64)
+        self.evf = np.empty((_DENSE + 1, m), dtype=np.bool_)
+
+
+_local = threading.local()
+_EN_CACHE = {}
+
+
+def _workspace(m, k):
+    cache = getattr(_local, "ws", None)
+    if cache is None:
+        cache = _local.ws = {}
+    ws = cache.get((m, k))
+    if ws is None:
+        if len(cache) > 4:
+            cache.clear()
+        ws = cache[(m, k)] = _Workspace(m, k)
+    return ws
+
+
+class _KernelArrays:
+    """The arrays of a closed-form ``TcommKernel`` the numba kernels read; cst = (c1 = S ln2 / B,
+    c2 = N0 B, P_dl, T_ver), the constants of ``TcommKernel._delay`` as it computes them."""
+
+    def __init__(self, kern, verify_s):
+        from ..model.goodput import _LN2
+
+        self.mode = mode = _mode_of(kern)
+        self.code = code = _MODES[mode]
+        k = kern.k
+        if code == 0:
+            self.order = np.ascontiguousarray(kern.order_rev, dtype=np.int64)
+            self.ua = np.ascontiguousarray(kern.u_rev, dtype=float)
+            self.va = np.ascontiguousarray(kern.v_rev, dtype=float)
+        else:
+            self.order = np.arange(k, dtype=np.int64)
+            self.ua = np.ascontiguousarray(np.broadcast_to(kern.q, (k,)), dtype=float)
+            self.va = np.ascontiguousarray(np.broadcast_to(kern.v, (k,)), dtype=float)
+        self.posbit = np.zeros(k, dtype=np.int64)
+        if code == 0 and k <= 62:   # bit i: the device at position i of the reversed UL order
+            self.posbit[self.order] = np.left_shift(1, np.arange(k, dtype=np.int64))
+        self.coin = (np.ascontiguousarray(kern.coin, dtype=np.bool_) if code == 3
+                     else np.zeros((1, 1), dtype=np.bool_))
+        self.cst = np.array([kern.bits * _LN2 / kern.bw, kern.n0 * kern.bw, kern.p_dl,
+                             verify_s], dtype=float)
+
+
+class _Setup(_KernelArrays):
+    """The numba kernels, the arrays of this objective's closed-form kernel and a workspace."""
+
+    def __init__(self, obj):
+        tc = obj.tcomm
+        super().__init__(tc.kernel, obj.verify_s)
+        self.nb = _load()
+        self.source = tc.runs
+        self.runs = runs = np.ascontiguousarray(tc.runs, dtype=np.int32)
+        self.m, self.k = m, k = runs.shape
+        self.ws = _workspace(m, k)
+
+    def log1p(self, n):
+        """numpy's log1p of the first n arguments (the numpy kernel's own logarithm)."""
+        ws = self.ws
+        if n:
+            np.log1p(ws.x1[:n], out=ws.l1[:n])
+            if self.code == 3:
+                np.log1p(ws.x2[:n], out=ws.l2[:n])
 
 
 def _setup(obj):
-    """The numba kernels and the arrays of this objective's closed-form kernel."""
-    nb = _load()
-    tc = obj.tcomm
-    kern = tc.kernel
-    mode = _mode_of(kern)
-    code = _MODES[mode]
-    runs = np.ascontiguousarray(tc.runs, dtype=np.int32)
-    k = runs.shape[1]
-    if code == 0:
-        order = np.ascontiguousarray(kern.order_rev, dtype=np.int64)
-        ua = np.ascontiguousarray(kern.u_rev, dtype=float)
-        va = np.ascontiguousarray(kern.v_rev, dtype=float)
-    else:
-        order = np.arange(k, dtype=np.int64)
-        ua = np.ascontiguousarray(np.broadcast_to(kern.q, (k,)), dtype=float)
-        va = np.ascontiguousarray(np.broadcast_to(kern.v, (k,)), dtype=float)
-    coin = (np.ascontiguousarray(kern.coin, dtype=np.bool_) if code == 3
-            else np.zeros((1, 1), dtype=np.bool_))
-    return nb, kern, mode, code, runs, order, ua, va, coin
+    """The objective's ``_Setup`` (kept on it: ``budget`` evaluates many paths)."""
+    su = getattr(obj, "_fast_setup", None)
+    if su is None or su.source is not obj.tcomm.runs:
+        su = _Setup(obj)
+        obj._fast_setup = su
+    return su
 
 
-def _path_values(obj, setup, seg, start):
-    """``obj.path_values(seg)`` (``SAATcomm.path_mean``), and the per-sample T_comm at every
-    point of ``seg`` (n, M); ``start``: T_comm at seg[0] when known (a later chunk)."""
-    nb, kern, mode, code, runs, order, ua, va, coin = setup
-    m = runs.shape[0]
+_GC = {}
+
+
+def _g(obj, seg, t_comm):
+    """``obj._g(seg, t_comm)`` (an eligible objective: goodput with a constant T_ver), with the
+    tokens and drafting times of the path from a cache: the same numpy calls on the same
+    arrays give the same numbers, and saturated rounds repeat the same paths."""
+    key = (obj.alpha.tobytes(), obj._w.tobytes(), obj.draft_s.tobytes(), seg.shape,
+           seg.tobytes())
+    hit = _GC.get(key)
+    if hit is None:
+        if len(_GC) > 256:
+            _GC.clear()
+        hit = _GC[key] = (obj.tokens(seg), obj.drafting(seg))
+    obj.evaluations += seg.shape[0]
+    return goodput(hit[0], hit[1], obj.verify_s, t_comm)
+
+
+def _path_values(obj, su, seg, start, table=False):
+    """``obj.path_values(seg)`` (``SAATcomm.path_mean``); with ``table``, the per-sample T_comm
+    at every point of ``seg`` in ``su.ws.table[:n]``; ``start``: T_comm at seg[0] when known (a
+    later chunk)."""
+    nb, ws, m = su.nb, su.ws, su.m
     seg = np.ascontiguousarray(seg, dtype=np.int64)
+    n = seg.shape[0]
     has = start is not None
-    st = start if has else np.zeros(0)
-    ev_m, ev_s, need, r, a, b = nb.path_events(runs, seg, code, order, ua, va, coin, has)
-    tk = _times(kern, mode, r, a, b) if r.size else np.zeros(0)
-    total, table = nb.path_accumulate(ev_m, ev_s, tk, need, st, has, seg.shape[0], m)
-    return obj._g(seg, total / m), table
+    if table and ws.table.shape[0] < n:
+        ws.table = np.empty((n, m))
+    total = np.empty(n)
+    if su.code == 0 and n <= _DENSE:
+        nb.path_dense(su.runs, seg, su.order, su.ua, su.va, su.cst, ws.fl, ws.acc, ws.spl,
+                      ws.cnt, ws.evf, ws.rcnt, ws.s1, ws.x1, has)
+        su.log1p(n * m)
+        nb.dense_finish(n, m, ws.evf, ws.rcnt, ws.s1, ws.l1, su.cst, start if has else ws.t,
+                        has, total, ws.table if table else ws.no_table, table, ws.s2)
+        return _g(obj, seg, total / m)
+    ne, nn = nb.path_loads(su.runs, seg, su.code, su.order, su.ua, su.va, su.coin, has, su.cst,
+                           ws.ev_m, ws.ev_s, ws.ev_need, ws.rcnt, ws.s1, ws.s2, ws.x1, ws.x2,
+                           su.posbit, ws.pm, ws.pacc, ws.pspl)
+    su.log1p(nn)
+    nb.path_finish(ne, ws.ev_m, ws.ev_s, ws.ev_need, ws.rcnt, ws.s1, ws.s2, ws.l1, ws.l2,
+                   su.code, su.cst, start if has else ws.t, has, n, total,
+                   ws.table if table else ws.no_table, table)
+    return _g(obj, seg, total / m)
 
 
 def path_values(obj, path):
@@ -128,7 +347,7 @@ def path_values(obj, path):
         return None
     if path.shape[0] > 1 and np.any(np.diff(path, axis=0) < 0):
         return None
-    return _path_values(obj, _setup(obj), path, None)[0]
+    return _path_values(obj, _setup(obj), path, None)
 
 
 def search(obj, chunk=8, path_values=None):
@@ -143,59 +362,80 @@ def search(obj, chunk=8, path_values=None):
         return None
     from .draft_search import SearchResult, _phase1_stop, uniform_path
 
-    setup = _setup(obj)
-    runs = setup[4]
+    su = _setup(obj)
+    ws = su.ws
     ev0 = obj.evaluations
     path = uniform_path(obj.caps)
     if path_values is not None:
         c = _phase1_stop(np.asarray(path_values))
         gamma = path[c].astype(np.int64).copy()
-        t = np.asarray(obj.tcomm.kernel(runs < gamma[None, :], np.arange(runs.shape[0])),
-                       dtype=float).copy()
+        # T_comm of every sample at gamma: the path (gamma, gamma) has one event per sample
+        seg = gamma[None, :].copy()
+        ne, nn = nb.path_loads(su.runs, seg, su.code, su.order, su.ua, su.va, su.coin, False,
+                               su.cst, ws.ev_m, ws.ev_s, ws.ev_need, ws.rcnt, ws.s1, ws.s2,
+                               ws.x1, ws.x2, su.posbit, ws.pm, ws.pacc, ws.pspl)
+        su.log1p(nn)
+        nb.path_finish(ne, ws.ev_m, ws.ev_s, ws.ev_need, ws.rcnt, ws.s1, ws.s2, ws.l1, ws.l2,
+                       su.code, su.cst, ws.t, False, 1, np.empty(1), ws.table, True)
+        ws.t[:] = ws.table[0]
     else:
         # phase 1: the lazy chunks of ``_lazy_phase1``, each a ``SAATcomm.path_mean``
-        vals, table = _path_values(obj, setup, path[:chunk + 1], None)
-        vals, offset = list(vals), 0
+        vals = list(_path_values(obj, su, path[:chunk + 1], None, table=True))
+        offset = 0
         while len(vals) < len(path) and all(vals[i + 1] > vals[i] for i in range(len(vals) - 1)):
             first = len(vals) - 1
             seg = path[first:len(vals) + chunk // 2 + 1]
-            v, table = _path_values(obj, setup, seg, table[first - offset])   # T at its start
+            start = ws.table[first - offset].copy()   # T at its start
+            v = _path_values(obj, su, seg, start, table=True)
             offset = first
             vals.extend(v[1:])
         c = _phase1_stop(np.array(vals))
         gamma = path[c].astype(np.int64).copy()
-        t = table[c - offset].copy()
-    value, evals, steps = _phase2(obj, setup, gamma, t)
+        ws.t[:] = ws.table[c - offset]
+    value, evals, steps = _phase2(obj, su, gamma)
     obj.evaluations += evals
     obj.gamma, obj.value = gamma.copy(), value
     return SearchResult(gamma.copy(), value, obj.evaluations - ev0,
                         {"phase1": int(c), "phase2_steps": steps})
 
 
-def _phase2(obj, setup, gamma, t):
-    """Phase 2 from ``gamma`` (updated in place) with per-sample T_comm ``t``: +1 moves with
-    the +1 cache (``plus_one_values`` / ``_apply_plus``). Returns (G, evaluations, steps)."""
+def _phase2(obj, su, gamma):
+    """Phase 2 from ``gamma`` (updated in place) with per-sample T_comm ``su.ws.t``: +1 moves
+    with the +1 cache (``plus_one_values`` / ``_apply_plus``). Returns (G, evaluations, steps)."""
     from ..model.speculative import expected_tokens
 
-    nb, kern, mode, code, runs, order, ua, va, coin = setup
-    m, k = runs.shape
+    nb, ws, code = su.nb, su.ws, su.code
     caps = obj.caps.astype(np.int64)
     top = int(caps.max(initial=0)) + 2
-    en = expected_tokens(obj.alpha[:, None], np.arange(top + 1)[None, :])   # (K, top + 1)
-    en = np.ascontiguousarray(en, dtype=float)
+    key = (obj.alpha.tobytes(), top)
+    en = _EN_CACHE.get(key)
+    if en is None:   # E[N] of every device and length (K, top + 1), as ``_set`` computes them
+        en = expected_tokens(obj.alpha[:, None], np.arange(top + 1)[None, :])
+        en = np.ascontiguousarray(en, dtype=float)
+        if len(_EN_CACHE) > 64:
+            _EN_CACHE.clear()
+        _EN_CACHE[key] = en
     w = np.ascontiguousarray(obj._w, dtype=float)
     draft_s = np.ascontiguousarray(obj.draft_s, dtype=float)
-    rej = runs < gamma[None, :]
-    contrib = np.zeros((k, m))   # the +1 cache, transposed
-    rows, devs, r, a, b = nb.initial_pairs(runs, gamma, caps, rej, code, order, ua, va, coin)
+    runs, order, ua, va, coin, cst = su.runs, su.order, su.ua, su.va, su.coin, su.cst
+    rej, contrib, t, rows, devs, state = ws.rej, ws.contrib, ws.t, ws.rows, ws.devs, ws.state
+    rcnt, s1, s2, x1, x2, l1, l2 = ws.rcnt, ws.s1, ws.s2, ws.x1, ws.x2, ws.l1, ws.l2
+    runs_t, rmask, posbit = ws.runs_t, ws.rmask, su.posbit
+    pm, acc, spl, cnt = ws.pm, ws.pacc, ws.pspl, ws.pcnt
+    pos, npos, lof, linfo, plan = ws.pos, ws.npos, ws.lof, ws.linfo, ws.plan
+    lacc, stk = ws.lacc, ws.stk
+    n = nb.p2_init(runs, runs_t, gamma, caps, rej, rmask, posbit, contrib, code, order, ua, va,
+                   coin, cst, rows, devs, rcnt, s1, s2, x1, x2, pm, acc, spl, cnt, pos, npos)
     steps, evals = 0, 0
-    state = np.zeros(3)  # value, evaluations, stop flag
+    step = nb.p2_step
+    log1p = su.log1p
     while True:
-        tv = _times(kern, mode, r, a, b) if rows.size else np.zeros(0)
-        rows, devs, r, a, b = nb.step(runs, gamma, caps, rej, t, contrib, rows, devs, tv, en, w,
-                                      draft_s, obj.verify_s, code, order, ua, va, coin, state)
+        log1p(n)
+        n = step(runs, runs_t, gamma, caps, rej, rmask, posbit, t, contrib, n, rows, devs, rcnt,
+                 s1, s2, l1, l2, en, w, draft_s, code, order, ua, va, coin, cst, x1, x2, pm, acc,
+                 spl, cnt, pos, npos, lof, linfo, plan, lacc, stk, state)
         evals += int(state[1])
-        if state[2] > 0:
+        if n < 0:
             break
         steps += 1
     return float(state[0]), evals, steps
