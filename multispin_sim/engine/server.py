@@ -1,7 +1,10 @@
 """The edge server: batched verification, the verification outcomes and the reactive decision."""
 import dataclasses
 
+import numpy as np
+
 from ..model.acceptance import AgreementTally, IIDAcceptance, OracleBelief
+from ..model.reactive import ReactiveDecision, split_one
 
 
 class EdgeServer:
@@ -29,6 +32,7 @@ class EdgeServer:
         self.per_request = per_request
         cost = system.verify_cost  # model.verification; None or linear: the inline formula below
         self.verify_cost = cost if cost is not None and cost.depends_on_draft else None
+        self._split = self._split_for = None  # scalar_split's function and the system it is for
 
     def verify(self, env, batch_size, gamma=None, active=None):
         """SimPy: the batched forward pass: T_ver0 + K_b T_ver1, or the scenario's verification
@@ -68,8 +72,49 @@ class EdgeServer:
 
     def decide(self, rejected, g_ul, g_dl):
         """The reactive policy's decision for this outcome and this round's channel state."""
+        split = self.scalar_split()
+        if split is not None and np.ndim(rejected) == 1 and np.ndim(g_ul) == 1 \
+                and np.ndim(g_dl) == 1:
+            # one outcome under the plain optimal split: the same numbers without the problem
+            k = self.system.k
+            idx = np.flatnonzero(rejected).tolist()
+            if not idx:
+                zeros = np.zeros((1, k))
+                return ReactiveDecision(np.zeros((1, k), dtype=np.int8), zeros, zeros.copy(),
+                                        np.zeros(1), np.zeros(1))
+            mode, power, delay, b, t_comm = split(idx, np.asarray(g_ul, dtype=float).tolist(),
+                                                  np.asarray(g_dl, dtype=float).tolist())
+            return ReactiveDecision(np.array([mode], dtype=np.int8), np.array([power]),
+                                    np.array([delay]), np.array([b]), np.array([t_comm]))
         problem = self.system.reactive_problem(rejected, g_ul, g_dl)
         return self.policy.decide(problem, self.policy_rng)
+
+    def scalar_split(self):
+        """``split(idx, g_ul, g_dl) -> (mode, power, delay, bandwidth, t_comm)`` (lists of K and
+        floats) for one outcome -- ``idx`` the rejected devices ascending, non-empty; the gains
+        lists of K floats -- giving bit for bit what ``decide`` gives (``model.reactive.split_one``
+        on this system's constants, worked out once); None unless the policy is the plain optimal
+        split and ``decide`` is this class's (a payload server decides its own way)."""
+        system = self.system
+        if self._split_for is system:
+            return self._split
+        from ..policies.reactive import OptimalSplit  # engine -> policies -> model: no cycle
+
+        split = None
+        if type(self.policy) is OptimalSplit and type(self).decide is EdgeServer.decide:
+            k = system.k
+            p_ul = np.broadcast_to(np.asarray(system.p_ul_w, dtype=float), (k,)).tolist()
+            s_bits, n0 = float(system.payload_bits), float(system.n0)
+            p_dl, bandwidth = float(system.p_dl_w), float(system.bandwidth_hz)
+
+            def split(idx, g_ul, g_dl):
+                # B / |R|: one IEEE division, as ReactiveProblem.bandwidth_per_device's float64 / int64
+                b = bandwidth / len(idx)
+                mode, power, delay, t_comm = split_one(idx, k, p_ul, g_ul, g_dl, s_bits, n0,
+                                                       p_dl, b)
+                return mode, power, delay, b, t_comm
+        self._split, self._split_for = split, system
+        return split
 
     def decide_carry(self, deferred, g_ul, g_dl):
         """Modes and powers of the corrections a deferring policy carried to this round start."""
