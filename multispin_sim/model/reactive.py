@@ -280,28 +280,40 @@ def split_one(idx, k, p_ul, g_ul, g_dl, s_bits, n0, p_dl, b):
         order = sorted(range(n), key=key.__getitem__, reverse=True)  # stable: UL-delay order
         dev = [idx[j] for j in order]
         key = [key[j] for j in order]
-    # full-power UL delay of the m-th device in UL order: S / (b log2(1 + key / (N0 b)))
-    d_ul = []
-    for x in key:
-        rate = b * log1p(x / nb) / ln2
-        d_ul.append(s_bits / rate if rate > 0 else inf)
-    # tau[m]: the equalised DL delay of the devices m..n-1 (sum of 1/g_dl over them); tau[n] = 0
-    tau = [0.0] * (n + 1)
+    # suffix[m]: sum of 1/g_dl over the devices m..n-1 in UL order (summed from the end)
+    suffix = [0.0] * (n + 1)
     x = 0.0
     for j in range(n - 1, -1, -1):
         g = g_dl[dev[j]]
         x = x + (1.0 / g if g > 0 else inf)
+        suffix[j] = x
+    # f(m) = max(d_ul[m-1], tau[m]) with d_ul the full-power UL delay of the m-th device in UL
+    # order, S / (b log2(1 + key / (N0 b))), and tau[m] the equalised DL delay of the devices
+    # m..n-1 (0 when there are none); n_ul is the first minimiser, as numpy's argmin. tau[m] is
+    # worked out only when f(m) could still beat the best so far (d_ul[m-1] < best): skipping
+    # it changes no value, since then f(m) >= d_ul[m-1] >= best.
+    x = suffix[0]
+    best = 0.0  # f(0) = max(0, tau[0]) = tau[0] >= 0
+    if x > 0:
+        rate = b * log1p(p_dl / (nb * x)) / ln2
+        best = s_bits / rate if rate > 0 else inf
+    n_ul, t_dl = 0, best
+    d_ul = []
+    for m in range(1, n + 1):
+        rate = b * log1p(key[m - 1] / nb) / ln2
+        d = s_bits / rate if rate > 0 else inf
+        d_ul.append(d)
+        if d >= best:
+            continue
+        x = suffix[m]
         if x > 0:
             rate = b * log1p(p_dl / (nb * x)) / ln2
-            tau[j] = s_bits / rate if rate > 0 else inf
-    # f(m) = max(d_ul[m-1], tau[m]); the first minimiser, as numpy's argmin
-    n_ul, best = 0, tau[0]
-    for m in range(1, n + 1):
-        d, t = d_ul[m - 1], tau[m]
+            t = s_bits / rate if rate > 0 else inf
+        else:
+            t = 0.0
         f = d if d >= t else t
         if f < best:
-            n_ul, best = m, f
-    t_dl = tau[n_ul]
+            n_ul, best, t_dl = m, f, t
     grow = math.expm1(s_bits / (b * t_dl) * ln2) if 0 < t_dl < inf else 0.0
     mode, power, delay = [0] * k, [0.0] * k, [0.0] * k
     for m in range(n_ul):
