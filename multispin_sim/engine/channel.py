@@ -204,7 +204,8 @@ class OFDMAChannel:
                     self._ul, self._dl = h_ul, (h_ul if self.reciprocal else h_dl)
                 self._next = 0
             if self._static:
-                self.g_ul, self.g_dl = self._ul[self._next], self._dl[self._next]
+                self.g_ul = self._ul[self._next]
+                self.g_dl = self.g_ul if self._dl is self._ul else self._dl[self._next]
             else:
                 self.g_ul = self.pathloss * self._ul[self._next]
                 self.g_dl = self.g_ul if self.reciprocal else self.pathloss * self._dl[self._next]

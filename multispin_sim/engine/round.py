@@ -189,6 +189,9 @@ class RoundLoop(ProtocolLoop):
         steady = (saturated and mover is None and self.thermal is None
                   and getattr(self.controller, "context_free", False))
         plan = None
+        # outcomes of a steady plan from blocks of rounds (None: server.outcomes every round)
+        steady_outcomes = (server.steady_outcomes() if steady and self.observe is None
+                           else None)
         # the plain optimal split of one outcome in Python floats (None: the policy's decide)
         split = server.scalar_split()
         # plain transmissions: the devices wait their planned delays, which are the realised ones
@@ -225,7 +228,8 @@ class RoundLoop(ProtocolLoop):
             if carry is not None:
                 active = active & ~carry
                 carried = self._start_carry(env, carry, g_ul, g_dl)
-            if plan is not None and carry is None:
+            reuse = plan is not None and carry is None
+            if reuse:
                 _, gamma, draft_s, active_list, draft_list, n_active, t_draft = plan
                 remaining = None  # saturated
             else:
@@ -233,6 +237,7 @@ class RoundLoop(ProtocolLoop):
                 ctx, gamma, draft_s, active_list, draft_list, n_active, t_draft = plan_now
                 remaining = ctx.remaining
                 if steady and carry is None:
+                    gamma.flags.writeable = False  # the same array every round from now on
                     plan = plan_now
             self.active, self.gamma = active, gamma
             self.active_list, self.draft_list = active_list, draft_list
@@ -240,19 +245,25 @@ class RoundLoop(ProtocolLoop):
             # drafting
             self._drafts_done = env.event()
             self._pending_drafts = n_active
-            self._fire(self, "round_started", env)
+            event, self.round_started = self.round_started, env.event()
+            event.succeed()
             if n_active:
                 yield self._drafts_done
 
             # batched verification and outcomes
             t_ver = yield from server.verify(env, n_active, gamma, active)
-            accepted, tokens, rejected = server.outcomes(gamma, active, remaining)
-            if n_active < k:
-                tokens = np.where(active, tokens, 0)
-                rejected &= active
-            if self.observe is not None:
-                self.observe(gamma, accepted, active)
-            n_rej = int(np.count_nonzero(rejected))
+            if reuse and steady_outcomes is not None:
+                accepted, tokens, rejected, rejected_idx = steady_outcomes(gamma, active)
+                n_rej = len(rejected_idx)
+            else:
+                accepted, tokens, rejected = server.outcomes(gamma, active, remaining)
+                if n_active < k:
+                    tokens = np.where(active, tokens, 0)
+                    rejected = rejected & active
+                if self.observe is not None:
+                    self.observe(gamma, accepted, active)
+                n_rej = int(np.count_nonzero(rejected))
+                rejected_idx = None
 
             # reactive decision (on the CSI of this moment) and corrections
             if dynamic_csi:
@@ -260,8 +271,10 @@ class RoundLoop(ProtocolLoop):
             decision = None
             if n_rej and split is not None:
                 # the same numbers as server.decide, in Python floats (no problem, no arrays)
+                g_list = g_ul.tolist()
                 mode_list, power_list, delay_list, bandwidth, _ = split(
-                    np.flatnonzero(rejected).tolist(), g_ul.tolist(), g_dl.tolist())
+                    np.flatnonzero(rejected).tolist() if rejected_idx is None else rejected_idx,
+                    g_list, g_list if g_dl is g_ul else g_dl.tolist())
                 self.mode = np.array(mode_list, dtype=np.int8)
                 self.delay = np.array(delay_list)
                 power = np.array(power_list)
@@ -287,7 +300,8 @@ class RoundLoop(ProtocolLoop):
                 self.realised_delay = np.zeros(k)
             self._round_done = env.event()
             self._pending_done = n_active
-            self._fire(self, "verified", env)
+            event, self.verified = self.verified, env.event()
+            event.succeed()
             if n_active:
                 yield self._round_done
             if plain:  # every transmission took its planned delay

@@ -65,6 +65,32 @@ class EdgeServer:
         self.belief.observe(accepted, rejected, active)
         return accepted, accepted + 1, rejected
 
+    def steady_outcomes(self):
+        """``outcomes_for(gamma, active) -> (accepted, tokens, rejected, rejected devices as a
+        list)``, the same as ``outcomes(gamma, active)`` for every device active and the same
+        read-only ``gamma`` round after round (a fixed draft plan), from blocks of rounds
+        worked out at once; None unless the acceptance is the i.i.d. model and ``outcomes``
+        this class's own. The arrays returned are rows of those blocks: never modify them."""
+        if type(self).outcomes is not _OUTCOMES or type(self.acceptance) is not IIDAcceptance:
+            return None
+        acceptance, tally, belief = self.acceptance, self.tally, self.belief
+        cache = [None] * 5  # block, rejected, tokens, rejected devices (flat), row offsets
+
+        def outcomes_for(gamma, active):
+            block, i = acceptance.capped_block(gamma)
+            if cache[0] is not block:
+                rejected = block < gamma
+                cols = np.nonzero(rejected)[1]
+                offsets = np.zeros(len(block) + 1, dtype=np.int64)
+                np.cumsum(np.count_nonzero(rejected, axis=1), out=offsets[1:])
+                cache[:] = block, rejected, block + 1, cols.tolist(), offsets.tolist()
+            _, rejected, tokens, cols, offsets = cache
+            accepted, rejected = block[i], rejected[i]
+            tally.add(accepted, rejected)
+            belief.observe(accepted, rejected, active)
+            return accepted, tokens[i], rejected, cols[offsets[i]:offsets[i + 1]]
+        return outcomes_for
+
     def controller_system(self, system):
         """``system`` with alpha replaced by the belief (the same object when there is none)."""
         alpha = self.belief.alpha()
@@ -94,14 +120,14 @@ class EdgeServer:
         floats) for one outcome -- ``idx`` the rejected devices ascending, non-empty; the gains
         lists of K floats -- giving bit for bit what ``decide`` gives (``model.reactive.split_one``
         on this system's constants, worked out once); None unless the policy is the plain optimal
-        split and ``decide`` is this class's (a payload server decides its own way)."""
+        split and ``decide`` is this class's own (a payload server decides its own way)."""
         system = self.system
         if self._split_for is system:
             return self._split
         from ..policies.reactive import OptimalSplit  # engine -> policies -> model: no cycle
 
         split = None
-        if type(self.policy) is OptimalSplit and type(self).decide is EdgeServer.decide:
+        if type(self.policy) is OptimalSplit and type(self).decide is _DECIDE:
             k = system.k
             p_ul = np.broadcast_to(np.asarray(system.p_ul_w, dtype=float), (k,)).tolist()
             s_bits, n0 = float(system.payload_bits), float(system.n0)
@@ -120,3 +146,8 @@ class EdgeServer:
         """Modes and powers of the corrections a deferring policy carried to this round start."""
         problem = self.system.reactive_problem(deferred, g_ul, g_dl)
         return self.policy.carry(problem)
+
+
+# the methods as defined here: a subclass or a replacement (a test's stand-in) opts out of the
+# engine's shortcuts around them
+_OUTCOMES, _DECIDE = EdgeServer.outcomes, EdgeServer.decide

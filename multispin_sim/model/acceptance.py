@@ -92,6 +92,7 @@ class IIDAcceptance(AcceptanceModel):
         self.block = block
         self._runs = np.empty((0, self.k))
         self._next = 0
+        self._capped = self._capped_for = self._capped_gamma = None  # capped_block's cache
 
     def _run_lengths(self):
         if self._next == len(self._runs):
@@ -104,6 +105,17 @@ class IIDAcceptance(AcceptanceModel):
 
     def accepted(self, gamma, active=None):
         return np.minimum(self._run_lengths(), gamma).astype(np.int64)
+
+    def capped_block(self, gamma):
+        """``(block, i)``: this round's accepted counts are ``block[i]``, the same values as
+        ``accepted(gamma)`` (the stream advances the same way). ``block`` is the current block
+        of run lengths capped at ``gamma`` all at once, for a ``gamma`` that stays the same
+        read-only array round after round; neither is ever modified."""
+        self._run_lengths()
+        if self._capped_for is not self._runs or self._capped_gamma is not gamma:
+            self._capped = np.minimum(self._runs, gamma).astype(np.int64)
+            self._capped_for, self._capped_gamma = self._runs, gamma
+        return self._capped, self._next - 1
 
     def parameters(self):
         return {"alpha": self.alpha.tolist()}
