@@ -14,6 +14,7 @@ import pytest
 import multispin_sim as ms
 from multispin_sim.engine import server as server_module
 from multispin_sim.engine.channel import OFDMAChannel
+from multispin_sim.model.acceptance import AgreementTally
 from multispin_sim.policies.draft import FixedDraft
 
 CASES = {
@@ -32,6 +33,7 @@ CASES = {
     "asynchronous": {"serving.protocol": "asynchronous"},
     "thermal": {"compute.thermal": True},
     "energy": {"energy.record": True},
+    "verify-tokens": {"server.verify_model": "tokens"},
 }
 
 
@@ -51,10 +53,14 @@ def outputs(folder):
 
 
 def no_shortcuts(monkeypatch):
+    monkeypatch.setattr(server_module, "_VERIFY", None)
     monkeypatch.setattr(server_module, "_OUTCOMES", None)
     monkeypatch.setattr(server_module, "_DECIDE", None)
     monkeypatch.setattr(OFDMAChannel, "plain_transmit", property(lambda self: False))
     monkeypatch.setattr(FixedDraft, "context_free", False)
+    # rows of blocks counted one by one, as ``add`` does
+    monkeypatch.setattr(AgreementTally, "add_row",
+                        lambda self, accepted, rejected, i: self.add(accepted[i], rejected[i]))
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -98,3 +104,33 @@ def test_shortcuts_are_taken_in_the_default_scenario(tmp_path, monkeypatch):
     scenario = ms.load_scenario(None, overrides={"run.rounds": 50})
     r = ms.simulate(scenario, out=tmp_path / "run")
     assert r.summary["rounds"] == 50 and calls["outcomes"] == 1 and calls["split"] >= 1
+
+
+def test_tally_rows_count_like_add():
+    """Rows of blocks (``add_row``), single rounds (``add``) and reads in between, in any mix,
+    give the counts of adding every round one by one."""
+    import numpy as np
+
+    rng = np.random.default_rng(5)
+    blocks = [(rng.integers(0, 5, (8, 4)), rng.random((8, 4)) < 0.5) for _ in range(3)]
+    rows = AgreementTally(4)
+    one = AgreementTally(4)
+    for step in range(60):
+        b = step // 20
+        i = step % 20
+        accepted, rejected = blocks[b]
+        if i < 8:
+            rows.add_row(accepted, rejected, i)
+            one.add(accepted[i], rejected[i])
+        else:
+            a, r = rng.integers(0, 5, 4), rng.random(4) < 0.5
+            rows.add(a, r)
+            one.add(a, r)
+        if step % 7 == 0:
+            assert rows.agreed.tolist() == one.agreed.tolist()
+    for i in (3, 3, 5):  # a row again, a gap: counted again, as add would
+        rows.add_row(*blocks[0], i)
+        one.add(blocks[0][0][i], blocks[0][1][i])
+    assert rows.agreed.tolist() == one.agreed.tolist()
+    assert rows.verified.tolist() == one.verified.tolist()
+    assert rows.rate().tolist() == one.rate().tolist()

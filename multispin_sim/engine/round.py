@@ -192,6 +192,8 @@ class RoundLoop(ProtocolLoop):
         # outcomes of a steady plan from blocks of rounds (None: server.outcomes every round)
         steady_outcomes = (server.steady_outcomes() if steady and self.observe is None
                            else None)
+        # the verification's duration from the batch size (None: the server's verify process)
+        verify_s = server.linear_verify_s()
         # the plain optimal split of one outcome in Python floats (None: the policy's decide)
         split = server.scalar_split()
         # plain transmissions: the devices wait their planned delays, which are the realised ones
@@ -251,7 +253,11 @@ class RoundLoop(ProtocolLoop):
                 yield self._drafts_done
 
             # batched verification and outcomes
-            t_ver = yield from server.verify(env, n_active, gamma, active)
+            if verify_s is not None:  # server.verify's one timeout, waited here
+                t_ver = verify_s(n_active)
+                yield env.timeout(t_ver)
+            else:
+                t_ver = yield from server.verify(env, n_active, gamma, active)
             if reuse and steady_outcomes is not None:
                 accepted, tokens, rejected, rejected_idx = steady_outcomes(gamma, active)
                 n_rej = len(rejected_idx)

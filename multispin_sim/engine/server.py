@@ -3,7 +3,7 @@ import dataclasses
 
 import numpy as np
 
-from ..model.acceptance import AgreementTally, IIDAcceptance, OracleBelief
+from ..model.acceptance import AgreementTally, Belief, IIDAcceptance, OracleBelief
 from ..model.reactive import ReactiveDecision, split_one
 
 
@@ -49,6 +49,18 @@ class EdgeServer:
         yield env.timeout(duration)
         return duration
 
+    def linear_verify_s(self):
+        """``seconds(batch_size)``, the duration ``verify`` waits, when it depends on the batch
+        size alone (the linear cost, ``verify`` this class's own); else None."""
+        if self.verify_cost is not None or type(self).verify is not _VERIFY:
+            return None
+        system = self.system
+        fixed, per_device = system.verify_fixed_s, system.verify_per_device_s
+
+        def seconds(batch_size):
+            return fixed + float(batch_size) * per_device if batch_size > 0 else 0.0
+        return seconds
+
     def outcomes(self, gamma, active=None, remaining=None):
         """(accepted, tokens, rejected) per device for this round's draft lengths ``gamma``
         (``active``: the devices in the batch; the others have gamma 0 and do not move;
@@ -73,7 +85,9 @@ class EdgeServer:
         this class's own. The arrays returned are rows of those blocks: never modify them."""
         if type(self).outcomes is not _OUTCOMES or type(self.acceptance) is not IIDAcceptance:
             return None
-        acceptance, tally, belief = self.acceptance, self.tally, self.belief
+        acceptance, tally = self.acceptance, self.tally
+        # beliefs that learn nothing are not called
+        observe = None if type(self.belief).observe is Belief.observe else self.belief.observe
         cache = [None] * 5  # block, rejected, tokens, rejected devices (flat), row offsets
 
         def outcomes_for(gamma, active):
@@ -85,9 +99,10 @@ class EdgeServer:
                 np.cumsum(np.count_nonzero(rejected, axis=1), out=offsets[1:])
                 cache[:] = block, rejected, block + 1, cols.tolist(), offsets.tolist()
             _, rejected, tokens, cols, offsets = cache
+            tally.add_row(block, rejected, i)
             accepted, rejected = block[i], rejected[i]
-            tally.add(accepted, rejected)
-            belief.observe(accepted, rejected, active)
+            if observe is not None:
+                observe(accepted, rejected, active)
             return accepted, tokens[i], rejected, cols[offsets[i]:offsets[i + 1]]
         return outcomes_for
 
@@ -150,4 +165,4 @@ class EdgeServer:
 
 # the methods as defined here: a subclass or a replacement (a test's stand-in) opts out of the
 # engine's shortcuts around them
-_OUTCOMES, _DECIDE = EdgeServer.outcomes, EdgeServer.decide
+_VERIFY, _OUTCOMES, _DECIDE = EdgeServer.verify, EdgeServer.outcomes, EdgeServer.decide
