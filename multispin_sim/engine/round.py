@@ -282,8 +282,7 @@ class RoundLoop(ProtocolLoop):
                     np.flatnonzero(rejected).tolist() if rejected_idx is None else rejected_idx,
                     g_list, g_list if g_dl is g_ul else g_dl.tolist())
                 self.mode = np.array(mode_list, dtype=np.int8)
-                self.delay = np.array(delay_list)
-                power = np.array(power_list)
+                power, self.delay = np.array((power_list, delay_list))  # two rows, one call
             elif n_rej:
                 decision = server.decide(rejected, g_ul, g_dl)
                 self.mode, self.delay = decision.mode[0], decision.delay_s[0]
