@@ -19,6 +19,7 @@ have shape (K,) (one channel state, many outcomes: the draft-length search) or (
 from dataclasses import dataclass
 import math
 from itertools import product
+from operator import itemgetter
 
 import numpy as np
 
@@ -277,14 +278,16 @@ def split_one(idx, k, p_ul, g_ul, g_dl, s_bits, n0, p_dl, b):
         dev = idx
     else:
         key = [p_ul[i] * g_ul[i] for i in idx]
-        order = sorted(range(n), key=key.__getitem__, reverse=True)  # stable: UL-delay order
-        dev = [idx[j] for j in order]
-        key = [key[j] for j in order]
+        # stable: UL-delay order
+        pick = itemgetter(*sorted(range(n), key=key.__getitem__, reverse=True))
+        dev, key = pick(idx), pick(key)
     # suffix[m]: sum of 1/g_dl over the devices m..n-1 in UL order (summed from the end)
     suffix = [0.0] * (n + 1)
     x = 0.0
-    for j in range(n - 1, -1, -1):
-        g = g_dl[dev[j]]
+    j = n
+    for i in reversed(dev):
+        j -= 1
+        g = g_dl[i]
         x = x + (1.0 / g if g > 0 else inf)
         suffix[j] = x
     # f(m) = max(d_ul[m-1], tau[m]) with d_ul the full-power UL delay of the m-th device in UL
@@ -299,8 +302,10 @@ def split_one(idx, k, p_ul, g_ul, g_dl, s_bits, n0, p_dl, b):
         best = s_bits / rate if rate > 0 else inf
     n_ul, t_dl = 0, best
     d_ul = []
-    for m in range(1, n + 1):
-        rate = b * log1p(key[m - 1] / nb) / ln2
+    m = 0
+    for snr_key in key:
+        m += 1
+        rate = b * log1p(snr_key / nb) / ln2
         d = s_bits / rate if rate > 0 else inf
         d_ul.append(d)
         if d >= best:
@@ -316,12 +321,17 @@ def split_one(idx, k, p_ul, g_ul, g_dl, s_bits, n0, p_dl, b):
             n_ul, best, t_dl = m, f, t
     grow = math.expm1(s_bits / (b * t_dl) * ln2) if 0 < t_dl < inf else 0.0
     mode, power, delay = [0] * k, [0.0] * k, [0.0] * k
-    for m in range(n_ul):
-        i = dev[m]
-        mode[i], power[i], delay[i] = UL, p_ul[i], d_ul[m]
-    for m in range(n_ul, n):
-        i = dev[m]
-        mode[i], power[i], delay[i] = DL, nb / g_dl[i] * grow, t_dl
+    m = 0
+    for i in dev:
+        if m < n_ul:
+            mode[i] = UL
+            power[i] = p_ul[i]
+            delay[i] = d_ul[m]
+        else:
+            mode[i] = DL
+            power[i] = nb / g_dl[i] * grow
+            delay[i] = t_dl
+        m += 1
     return mode, power, delay, best
 
 
