@@ -174,6 +174,12 @@ class RoundLoop(ProtocolLoop):
         return (ctx, gamma, draft_s, active.tolist(), draft_s.tolist(), int(active.sum()),
                 float(draft_s.max(initial=0.0)))
 
+    @staticmethod
+    def _optional(actor, shortcut):
+        """``actor.shortcut()``, or None when the actor offers no such shortcut."""
+        method = getattr(actor, shortcut, None)
+        return None if method is None else method()
+
     def run(self, env):
         system, k = self.system, self.k
         channel, workload, recorder, server = self.channel, self.workload, self.recorder, self.server
@@ -190,14 +196,14 @@ class RoundLoop(ProtocolLoop):
                   and getattr(self.controller, "context_free", False))
         plan = None
         # outcomes of a steady plan from blocks of rounds (None: server.outcomes every round)
-        steady_outcomes = (server.steady_outcomes() if steady and self.observe is None
-                           else None)
+        steady_outcomes = (self._optional(server, "steady_outcomes")
+                           if steady and self.observe is None else None)
         # the verification's duration from the batch size (None: the server's verify process)
-        verify_s = server.linear_verify_s()
+        verify_s = self._optional(server, "linear_verify_s")
         # the plain optimal split of one outcome in Python floats (None: the policy's decide)
-        split = server.scalar_split()
+        split = self._optional(server, "scalar_split")
         # plain transmissions: the devices wait their planned delays, which are the realised ones
-        self.plain = plain = channel.plain_transmit
+        self.plain = plain = bool(getattr(channel, "plain_transmit", False))
         for r in range(self.rounds):
             if env.now >= self.max_time_s or self.stop_requested:
                 break
