@@ -16,6 +16,15 @@
 5. corrections: the rejected devices transmit in parallel over the channel -- wait for all;
 6. end: the tokens go to the requests (``workload.tokens_delivered``), the round's records to
    the recorder.
+
+Shortcuts that change no number (tests/test_engine_shortcuts.py runs with and without them):
+the draft plan (gamma, drafting times) is worked out once while nothing it depends on changes
+(saturated workload, a context-free controller such as 'fixed', no throttling or movement);
+the outcomes of such rounds come from blocks of rounds capped at once
+(``EdgeServer.steady_outcomes``); the plain optimal split is solved in Python floats without a
+``ReactiveProblem`` (``EdgeServer.scalar_split``); the linear verification time is waited here
+(``EdgeServer.linear_verify_s``); on a plain channel the devices wait their planned delays
+themselves (``OFDMAChannel.plain_transmit``). Every process and event stays as it was.
 """
 import dataclasses
 import math
