@@ -191,7 +191,8 @@ class RoundLoop(ProtocolLoop):
 
     def run(self, env):
         system, k = self.system, self.k
-        channel, workload, recorder, server = self.channel, self.workload, self.recorder, self.server
+        channel, workload, recorder = self.channel, self.workload, self.recorder
+        server = self.server
         saturated = workload.saturated
         must_wait = not saturated or self.tick is not None
         dynamic_csi = channel.dynamic_csi

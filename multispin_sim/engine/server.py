@@ -149,7 +149,8 @@ class EdgeServer:
             p_dl, bandwidth = float(system.p_dl_w), float(system.bandwidth_hz)
 
             def split(idx, g_ul, g_dl):
-                # B / |R|: one IEEE division, as ReactiveProblem.bandwidth_per_device's float64 / int64
+                # B / |R|: one IEEE division, as ReactiveProblem.bandwidth_per_device's
+                # float64 / int64
                 b = bandwidth / len(idx)
                 mode, power, delay, t_comm = split_one(idx, k, p_ul, g_ul, g_dl, s_bits, n0,
                                                        p_dl, b)
