@@ -170,6 +170,13 @@ class OFDMAChannel:
         """True when the reactive decision's CSI may differ from the round start's."""
         return self.grid is not None
 
+    @property
+    def plain_transmit(self):
+        """True when ``transmit`` is one timeout of the planned delay, which it returns (one
+        fading block per round with this class's ``transmit``): the devices may then wait the
+        planned delay themselves and the realised delays are the planned ones."""
+        return self.grid is None and type(self).transmit is OFDMAChannel.transmit
+
     def set_pathloss(self, gains):
         """New large-scale gains (K,) from now on (mobility, at a round start; needs ``moving``)."""
         if self._static:
@@ -197,7 +204,8 @@ class OFDMAChannel:
                     self._ul, self._dl = h_ul, (h_ul if self.reciprocal else h_dl)
                 self._next = 0
             if self._static:
-                self.g_ul, self.g_dl = self._ul[self._next], self._dl[self._next]
+                self.g_ul = self._ul[self._next]
+                self.g_dl = self.g_ul if self._dl is self._ul else self._dl[self._next]
             else:
                 self.g_ul = self.pathloss * self._ul[self._next]
                 self.g_dl = self.g_ul if self.reciprocal else self.pathloss * self._dl[self._next]

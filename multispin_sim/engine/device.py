@@ -7,7 +7,11 @@ class Device:
     Per round: wait for the round to start; if active, draft ``gamma_k`` tokens for
     ``gamma_k t_k`` seconds and hand the draft to the server; wait for the verification result;
     if rejected, transmit the correction over the channel in the mode, power and bandwidth the
-    server chose (``channel.transmit`` returns the realised delay).
+    server chose (``channel.transmit`` returns the realised delay). On a plain channel
+    (``OFDMAChannel.plain_transmit``) a transmission is one timeout of the planned delay: the
+    device waits it itself and the loop takes the planned delays as the realised ones. The
+    barriers (all drafts in, all devices done) are counted inline, as ``RoundLoop.draft_arrived``
+    and ``RoundLoop.device_finished`` do.
     """
 
     def __init__(self, index, draft_latency_s, loop, channel):
@@ -17,23 +21,35 @@ class Device:
         self.channel = channel
 
     def run(self, env):
-        loop, k = self.loop, self.index
+        loop, k, channel = self.loop, self.index, self.channel
+        timeout = env.timeout
         while True:
             yield loop.round_started
-            if loop.carry_list is not None and loop.carry_list[k]:
-                # a correction deferred last round (policy 'deadline'): sent now, no draft
-                loop.carry_delay[k] = yield from self.channel.transmit(
-                    env, k, loop.carry_mode[k], float(loop.carry_power[k]), loop.carry_bandwidth,
-                    float(loop.carry_planned[k]))
-                loop.carry_finished(k)
-                continue
             if not loop.active_list[k]:
+                if loop.carry_list is not None and loop.carry_list[k]:
+                    # a correction deferred last round (policy 'deadline'): sent now, no draft
+                    # (the loop leaves such a device out of the round's active set)
+                    loop.carry_delay[k] = yield from channel.transmit(
+                        env, k, loop.carry_mode[k], float(loop.carry_power[k]),
+                        loop.carry_bandwidth, float(loop.carry_planned[k]))
+                    loop.carry_finished(k)
                 continue
-            yield env.timeout(loop.draft_list[k])  # gamma_k t_k
-            loop.draft_arrived(k)
+            yield timeout(loop.draft_list[k])  # gamma_k t_k
+            # loop.draft_arrived(k), inline
+            loop._pending_drafts -= 1
+            if not loop._pending_drafts:
+                loop._drafts_done.succeed()
             yield loop.verified
-            mode = loop.mode_list[k]
-            if mode:
-                loop.realised_delay[k] = yield from self.channel.transmit(
-                    env, k, mode, float(loop.power[k]), loop.bandwidth, float(loop.delay[k]))
-            loop.device_finished(k)
+            if loop.mode_list[k]:
+                if loop.plain:
+                    # channel.transmit would wait exactly the planned delay: the loop takes the
+                    # planned delays as the realised ones
+                    yield timeout(loop.delay_list[k])
+                else:
+                    loop.realised_delay[k] = yield from channel.transmit(
+                        env, k, loop.mode_list[k], float(loop.power[k]), loop.bandwidth,
+                        float(loop.delay[k]))
+            # loop.device_finished(k), inline
+            loop._pending_done -= 1
+            if not loop._pending_done:
+                loop._round_done.succeed()

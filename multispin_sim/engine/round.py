@@ -16,6 +16,15 @@
 5. corrections: the rejected devices transmit in parallel over the channel -- wait for all;
 6. end: the tokens go to the requests (``workload.tokens_delivered``), the round's records to
    the recorder.
+
+Shortcuts that change no number (tests/test_engine_shortcuts.py runs with and without them):
+the draft plan (gamma, drafting times) is worked out once while nothing it depends on changes
+(saturated workload, a context-free controller such as 'fixed', no throttling or movement);
+the outcomes of such rounds come from blocks of rounds capped at once
+(``EdgeServer.steady_outcomes``); the plain optimal split is solved in Python floats without a
+``ReactiveProblem`` (``EdgeServer.scalar_split``); the linear verification time is waited here
+(``EdgeServer.linear_verify_s``); on a plain channel the devices wait their planned delays
+themselves (``OFDMAChannel.plain_transmit``). Every process and event stays as it was.
 """
 import dataclasses
 import math
@@ -157,14 +166,54 @@ class RoundLoop(ProtocolLoop):
             return True
 
     # -- the process -----------------------------------------------------------------------
+    def _plan(self, r, system, g_ul, g_dl, active):
+        """This round's draft plan: (ctx, gamma, per-device drafting times, who drafts as a
+        list, the drafting times as a list, the number drafting, the longest drafting time)."""
+        workload = self.workload
+        ctx = DraftContext(r, self.server.controller_system(system), g_ul, g_dl, active,
+                           workload.remaining(),
+                           self.server.policy, self.streams.controller,
+                           self.channel.fading, self.channel.reciprocal)
+        gamma = self.controller.lengths(ctx)
+        draft_s = drafting_latency(gamma, system.draft_latency_s)
+        # the devices read Python lists: SimPy's clock then stays a Python float;
+        # phase durations are recorded exactly as the processes used them; duration_s is the
+        # simulated clock's difference, so the identity draft + verify + comm = duration checks
+        # the event timing
+        return (ctx, gamma, draft_s, active.tolist(), draft_s.tolist(), int(active.sum()),
+                float(draft_s.max(initial=0.0)))
+
+    @staticmethod
+    def _optional(actor, shortcut):
+        """``actor.shortcut()``, or None when the actor offers no such shortcut."""
+        method = getattr(actor, shortcut, None)
+        return None if method is None else method()
+
     def run(self, env):
         system, k = self.system, self.k
         channel, workload, recorder = self.channel, self.workload, self.recorder
-        must_wait = not workload.saturated or self.tick is not None
+        server = self.server
+        saturated = workload.saturated
+        must_wait = not saturated or self.tick is not None
         dynamic_csi = channel.dynamic_csi
         mover = self.mover
         distance = None
         link_columns = bool(getattr(channel, "extra_columns", None))
+        # The draft plan is the same every round when nothing it depends on changes (every
+        # device always active, draft lengths fixed, no throttling, no movement, nothing
+        # carried over): worked out once and reused.
+        steady = (saturated and mover is None and self.thermal is None
+                  and getattr(self.controller, "context_free", False))
+        plan = None
+        # outcomes of a steady plan from blocks of rounds (None: server.outcomes every round)
+        steady_outcomes = (self._optional(server, "steady_outcomes")
+                           if steady and self.observe is None else None)
+        # the verification's duration from the batch size (None: the server's verify process)
+        verify_s = self._optional(server, "linear_verify_s")
+        # the plain optimal split of one outcome in Python floats (None: the policy's decide)
+        split = self._optional(server, "scalar_split")
+        # plain transmissions: the devices wait their planned delays, which are the realised ones
+        self.plain = plain = bool(getattr(channel, "plain_transmit", False))
         for r in range(self.rounds):
             if env.now >= self.max_time_s or self.stop_requested:
                 break
@@ -178,7 +227,9 @@ class RoundLoop(ProtocolLoop):
                 if env.now >= self.max_time_s:
                     break
             start = env.now
-            active = workload.start_round(start).copy()
+            active = workload.start_round(start)
+            if not saturated:
+                active = active.copy()  # the workload updates its mask at the round's end
             if mover is not None:
                 gains = mover.gains(start)
                 channel.set_pathloss(gains)
@@ -193,59 +244,93 @@ class RoundLoop(ProtocolLoop):
             carry, self._deferred = self._deferred, None
             self.carry_list = None
             if carry is not None:
-                active &= ~carry
+                active = active & ~carry
                 carried = self._start_carry(env, carry, g_ul, g_dl)
-            ctx = DraftContext(r, self.server.controller_system(system), g_ul, g_dl, active,
-                               workload.remaining(),
-                               self.server.policy, self.streams.controller,
-                               self.channel.fading, self.channel.reciprocal)
-            gamma = self.controller.lengths(ctx)
-            draft_s = drafting_latency(gamma, system.draft_latency_s)
+            reuse = plan is not None and carry is None
+            if reuse:
+                _, gamma, draft_s, active_list, draft_list, n_active, t_draft = plan
+                remaining = None  # saturated
+            else:
+                plan_now = self._plan(r, system, g_ul, g_dl, active)
+                ctx, gamma, draft_s, active_list, draft_list, n_active, t_draft = plan_now
+                remaining = ctx.remaining
+                if steady and carry is None:
+                    gamma.flags.writeable = False  # the same array every round from now on
+                    plan = plan_now
             self.active, self.gamma = active, gamma
-            # the devices read Python lists: SimPy's clock then stays a Python float
-            self.active_list, self.draft_list = active.tolist(), draft_s.tolist()
-            n_active = int(active.sum())
+            self.active_list, self.draft_list = active_list, draft_list
 
             # drafting
             self._drafts_done = env.event()
             self._pending_drafts = n_active
-            self._fire(self, "round_started", env)
+            event, self.round_started = self.round_started, env.event()
+            event.succeed()
             if n_active:
                 yield self._drafts_done
-            # phase durations are recorded exactly as the processes used them; duration_s is
-            # the simulated clock's difference, so the identity draft + verify + comm = duration
-            # checks the event timing
-            t_draft = float(draft_s.max(initial=0.0))
 
             # batched verification and outcomes
-            t_ver = yield from self.server.verify(env, n_active, gamma, active)
-            accepted, tokens, rejected = self.server.outcomes(gamma, active, ctx.remaining)
-            if n_active < k:
-                tokens = np.where(active, tokens, 0)
-                rejected &= active
-            if self.observe is not None:
-                self.observe(gamma, accepted, active)
-            n_rej = int(np.count_nonzero(rejected))
+            if verify_s is not None:  # server.verify's one timeout, waited here
+                t_ver = verify_s(n_active)
+                yield env.timeout(t_ver)
+            else:
+                t_ver = yield from server.verify(env, n_active, gamma, active)
+            if reuse and steady_outcomes is not None:
+                accepted, tokens, rejected, rejected_idx = steady_outcomes(gamma, active)
+                n_rej = len(rejected_idx)
+            else:
+                accepted, tokens, rejected = server.outcomes(gamma, active, remaining)
+                if n_active < k:
+                    tokens = np.where(active, tokens, 0)
+                    rejected = rejected & active
+                if self.observe is not None:
+                    self.observe(gamma, accepted, active)
+                n_rej = int(np.count_nonzero(rejected))
+                rejected_idx = None
 
             # reactive decision (on the CSI of this moment) and corrections
             if dynamic_csi:
                 g_ul, g_dl = channel.csi(env.now)
-            if n_rej:
-                decision = self.server.decide(rejected, g_ul, g_dl)
+            decision = None
+            if n_rej and split is not None:
+                # the same numbers as server.decide, in Python floats (no problem, no arrays)
+                g_list = g_ul.tolist()
+                mode_list, power_list, delay_list, bandwidth, _ = split(
+                    np.flatnonzero(rejected).tolist() if rejected_idx is None else rejected_idx,
+                    g_list, g_list if g_dl is g_ul else g_dl.tolist())
+                self.mode = np.array(mode_list, dtype=np.int8)
+                power, self.delay = np.array((power_list, delay_list))  # two rows, one call
+            elif n_rej:
+                decision = server.decide(rejected, g_ul, g_dl)
                 self.mode, self.delay = decision.mode[0], decision.delay_s[0]
                 power, bandwidth = decision.power_w[0], float(decision.bandwidth_hz[0])
+                mode_list = delay_list = None
             else:
                 self.mode, self.delay, power, bandwidth = self._no_mode, self._zeros, self._zeros, 0.0
+                mode_list = delay_list = None
             self.power, self.bandwidth = power, bandwidth
-            self.mode_list = self.mode.tolist()
-            self.realised_delay = np.zeros(k)
+            self.mode_list = self.mode.tolist() if mode_list is None else mode_list
+            if plain:
+                if delay_list is None:  # what the transmitting devices wait (0 for the others)
+                    self.realised_delay = (np.where(self.mode != 0, self.delay, 0.0) if n_rej
+                                           else self._zeros)
+                    delay_list = self.realised_delay.tolist()
+                else:
+                    self.realised_delay = self.delay
+                self.delay_list = delay_list
+            else:
+                self.realised_delay = np.zeros(k)
             self._round_done = env.event()
             self._pending_done = n_active
-            self._fire(self, "verified", env)
+            event, self.verified = self.verified, env.event()
+            event.succeed()
             if n_active:
                 yield self._round_done
-            t_comm = float(self.realised_delay.max(initial=0.0))
-            deferred = getattr(decision, "deferred", None) if n_rej else None
+            if plain:  # every transmission took its planned delay
+                t_comm = (float(self.realised_delay.max(initial=0.0)) if mode_list is None
+                          else max(delay_list))  # >= 0, no NaN: the same maximum as numpy's
+            else:
+                t_comm = float(self.realised_delay.max(initial=0.0))
+            deferred = getattr(decision, "deferred", None) if decision is not None else None
             if deferred is not None and deferred.any():
                 self._deferred = deferred[0].copy()
                 self.deferred_total += int(np.count_nonzero(self._deferred))

@@ -1,7 +1,10 @@
 """The edge server: batched verification, the verification outcomes and the reactive decision."""
 import dataclasses
 
-from ..model.acceptance import AgreementTally, IIDAcceptance, OracleBelief
+import numpy as np
+
+from ..model.acceptance import AgreementTally, Belief, IIDAcceptance, OracleBelief
+from ..model.reactive import ReactiveDecision, split_one
 
 
 class EdgeServer:
@@ -29,6 +32,7 @@ class EdgeServer:
         self.per_request = per_request
         cost = system.verify_cost  # model.verification; None or linear: the inline formula below
         self.verify_cost = cost if cost is not None and cost.depends_on_draft else None
+        self._split = self._split_for = None  # scalar_split's function and the system it is for
 
     def verify(self, env, batch_size, gamma=None, active=None):
         """SimPy: the batched forward pass: T_ver0 + K_b T_ver1, or the scenario's verification
@@ -44,6 +48,18 @@ class EdgeServer:
                     if batch_size > 0 else 0.0)
         yield env.timeout(duration)
         return duration
+
+    def linear_verify_s(self):
+        """``seconds(batch_size)``, the duration ``verify`` waits, when it depends on the batch
+        size alone (the linear cost, ``verify`` this class's own); else None."""
+        if self.verify_cost is not None or type(self).verify is not _VERIFY:
+            return None
+        system = self.system
+        fixed, per_device = system.verify_fixed_s, system.verify_per_device_s
+
+        def seconds(batch_size):
+            return fixed + float(batch_size) * per_device if batch_size > 0 else 0.0
+        return seconds
 
     def outcomes(self, gamma, active=None, remaining=None):
         """(accepted, tokens, rejected) per device for this round's draft lengths ``gamma``
@@ -61,6 +77,35 @@ class EdgeServer:
         self.belief.observe(accepted, rejected, active)
         return accepted, accepted + 1, rejected
 
+    def steady_outcomes(self):
+        """``outcomes_for(gamma, active) -> (accepted, tokens, rejected, rejected devices as a
+        list)``, the same as ``outcomes(gamma, active)`` for every device active and the same
+        read-only ``gamma`` round after round (a fixed draft plan), from blocks of rounds
+        worked out at once; None unless the acceptance is the i.i.d. model and ``outcomes``
+        this class's own. The arrays returned are rows of those blocks: never modify them."""
+        if type(self).outcomes is not _OUTCOMES or type(self.acceptance) is not IIDAcceptance:
+            return None
+        acceptance, tally = self.acceptance, self.tally
+        # beliefs that learn nothing are not called
+        observe = None if type(self.belief).observe is Belief.observe else self.belief.observe
+        cache = [None] * 5  # block, rejected, tokens, rejected devices (flat), row offsets
+
+        def outcomes_for(gamma, active):
+            block, i = acceptance.capped_block(gamma)
+            if cache[0] is not block:
+                rejected = block < gamma
+                cols = np.nonzero(rejected)[1]
+                offsets = np.zeros(len(block) + 1, dtype=np.int64)
+                np.cumsum(np.count_nonzero(rejected, axis=1), out=offsets[1:])
+                cache[:] = block, rejected, block + 1, cols.tolist(), offsets.tolist()
+            _, rejected, tokens, cols, offsets = cache
+            tally.add_row(block, rejected, i)
+            accepted, rejected = block[i], rejected[i]
+            if observe is not None:
+                observe(accepted, rejected, active)
+            return accepted, tokens[i], rejected, cols[offsets[i]:offsets[i + 1]]
+        return outcomes_for
+
     def controller_system(self, system):
         """``system`` with alpha replaced by the belief (the same object when there is none)."""
         alpha = self.belief.alpha()
@@ -68,10 +113,57 @@ class EdgeServer:
 
     def decide(self, rejected, g_ul, g_dl):
         """The reactive policy's decision for this outcome and this round's channel state."""
+        split = self.scalar_split()
+        if split is not None and np.ndim(rejected) == 1 and np.ndim(g_ul) == 1 \
+                and np.ndim(g_dl) == 1:
+            # one outcome under the plain optimal split: the same numbers without the problem
+            k = self.system.k
+            idx = np.flatnonzero(rejected).tolist()
+            if not idx:
+                zeros = np.zeros((1, k))
+                return ReactiveDecision(np.zeros((1, k), dtype=np.int8), zeros, zeros.copy(),
+                                        np.zeros(1), np.zeros(1))
+            mode, power, delay, b, t_comm = split(idx, np.asarray(g_ul, dtype=float).tolist(),
+                                                  np.asarray(g_dl, dtype=float).tolist())
+            return ReactiveDecision(np.array([mode], dtype=np.int8), np.array([power]),
+                                    np.array([delay]), np.array([b]), np.array([t_comm]))
         problem = self.system.reactive_problem(rejected, g_ul, g_dl)
         return self.policy.decide(problem, self.policy_rng)
+
+    def scalar_split(self):
+        """``split(idx, g_ul, g_dl) -> (mode, power, delay, bandwidth, t_comm)`` (lists of K and
+        floats) for one outcome -- ``idx`` the rejected devices ascending, non-empty; the gains
+        lists of K floats -- giving bit for bit what ``decide`` gives (``model.reactive.split_one``
+        on this system's constants, worked out once); None unless the policy is the plain optimal
+        split and ``decide`` is this class's own (a payload server decides its own way)."""
+        system = self.system
+        if self._split_for is system:
+            return self._split
+        from ..policies.reactive import OptimalSplit  # engine -> policies -> model: no cycle
+
+        split = None
+        if type(self.policy) is OptimalSplit and type(self).decide is _DECIDE:
+            k = system.k
+            p_ul = np.broadcast_to(np.asarray(system.p_ul_w, dtype=float), (k,)).tolist()
+            s_bits, n0 = float(system.payload_bits), float(system.n0)
+            p_dl, bandwidth = float(system.p_dl_w), float(system.bandwidth_hz)
+
+            def split(idx, g_ul, g_dl):
+                # B / |R|: one IEEE division, as ReactiveProblem.bandwidth_per_device's
+                # float64 / int64
+                b = bandwidth / len(idx)
+                mode, power, delay, t_comm = split_one(idx, k, p_ul, g_ul, g_dl, s_bits, n0,
+                                                       p_dl, b)
+                return mode, power, delay, b, t_comm
+        self._split, self._split_for = split, system
+        return split
 
     def decide_carry(self, deferred, g_ul, g_dl):
         """Modes and powers of the corrections a deferring policy carried to this round start."""
         problem = self.system.reactive_problem(deferred, g_ul, g_dl)
         return self.policy.carry(problem)
+
+
+# the methods as defined here: a subclass or a replacement (a test's stand-in) opts out of the
+# engine's shortcuts around them
+_VERIFY, _OUTCOMES, _DECIDE = EdgeServer.verify, EdgeServer.outcomes, EdgeServer.decide

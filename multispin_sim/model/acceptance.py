@@ -92,6 +92,7 @@ class IIDAcceptance(AcceptanceModel):
         self.block = block
         self._runs = np.empty((0, self.k))
         self._next = 0
+        self._capped = self._capped_for = self._capped_gamma = None  # capped_block's cache
 
     def _run_lengths(self):
         if self._next == len(self._runs):
@@ -104,6 +105,17 @@ class IIDAcceptance(AcceptanceModel):
 
     def accepted(self, gamma, active=None):
         return np.minimum(self._run_lengths(), gamma).astype(np.int64)
+
+    def capped_block(self, gamma):
+        """``(block, i)``: this round's accepted counts are ``block[i]``, the same values as
+        ``accepted(gamma)`` (the stream advances the same way). ``block`` is the current block
+        of run lengths capped at ``gamma`` all at once, for a ``gamma`` that stays the same
+        read-only array round after round; neither is ever modified."""
+        self._run_lengths()
+        if self._capped_for is not self._runs or self._capped_gamma is not gamma:
+            self._capped = np.minimum(self._runs, gamma).astype(np.int64)
+            self._capped_for, self._capped_gamma = self._runs, gamma
+        return self._capped, self._next - 1
 
     def parameters(self):
         return {"alpha": self.alpha.tolist()}
@@ -563,16 +575,50 @@ class FilteredBelief(Belief):
 
 
 class AgreementTally:
-    """Realised agreements per device: agreed and verified (tested) positions."""
+    """Realised agreements per device: agreed and verified (tested) positions.
+
+    ``add_row(accepted, rejected, i)`` counts row ``i`` of blocks of rounds worked out ahead
+    (``EdgeServer.steady_outcomes``); consecutive rows of one block are summed when the counts
+    are read (integer sums: the same counts whatever the order)."""
 
     def __init__(self, k):
-        self.agreed = np.zeros(k, dtype=np.int64)
-        self.verified = np.zeros(k, dtype=np.int64)
+        self._agreed = np.zeros(k, dtype=np.int64)
+        self._verified = np.zeros(k, dtype=np.int64)
+        self._rows = None  # [accepted block, rejected block, first row, end row] not yet added
+
+    @property
+    def agreed(self):
+        if self._rows is not None:
+            self._add_rows()
+        return self._agreed
+
+    @property
+    def verified(self):
+        if self._rows is not None:
+            self._add_rows()
+        return self._verified
 
     def add(self, accepted, rejected):
-        self.agreed += accepted
-        self.verified += accepted
-        self.verified += rejected
+        self._agreed += accepted
+        self._verified += accepted
+        self._verified += rejected
+
+    def add_row(self, accepted, rejected, i):
+        rows = self._rows
+        if rows is not None and rows[0] is accepted and rows[3] == i:
+            rows[3] = i + 1
+            return
+        if rows is not None:
+            self._add_rows()
+        self._rows = [accepted, rejected, i, i + 1]
+
+    def _add_rows(self):
+        accepted, rejected, lo, hi = self._rows
+        self._rows = None
+        agreed = accepted[lo:hi].sum(axis=0)
+        self._agreed += agreed
+        self._verified += agreed
+        self._verified += rejected[lo:hi].sum(axis=0)
 
     def rate(self):
         with np.errstate(divide="ignore", invalid="ignore"):

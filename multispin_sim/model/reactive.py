@@ -19,6 +19,7 @@ have shape (K,) (one channel state, many outcomes: the draft-length search) or (
 from dataclasses import dataclass
 import math
 from itertools import product
+from operator import itemgetter
 
 import numpy as np
 
@@ -249,38 +250,89 @@ def _optimal_split_one(problem):
         zeros = np.zeros((1, k))
         return ReactiveDecision(np.zeros((1, k), dtype=np.int8), zeros, zeros.copy(),
                                 np.zeros(1), np.zeros(1))
-    s_bits, n0, p_dl = float(problem.payload_bits), float(problem.n0), float(problem.p_dl)
     b = float(problem.bandwidth_per_device[0])
-    nb = n0 * b
-    log1p = math.log1p
-    p_ul, g_ul, g_dl = problem.p_ul.tolist(), problem.g_ul.tolist(), problem.g_dl.tolist()
-    key = [p_ul[i] * g_ul[i] for i in idx]
-    order = sorted(range(len(idx)), key=key.__getitem__, reverse=True)  # stable: UL-delay order
-    dev = [idx[j] for j in order]
-
-    def seconds(snr):
-        rate = b * log1p(snr) / _LN2
-        return s_bits / rate if rate > 0 else math.inf
-
-    d_ul = [seconds(key[j] / nb) for j in order]
-    n = len(dev)
-    suffix = [0.0] * (n + 1)
-    for j in range(n - 1, -1, -1):
-        g = g_dl[dev[j]]
-        suffix[j] = suffix[j + 1] + (1.0 / g if g > 0 else math.inf)
-    tau = [seconds(p_dl / (nb * x)) if x > 0 else 0.0 for x in suffix]
-    f = [max(0.0 if m == 0 else d_ul[m - 1], tau[m]) for m in range(n + 1)]
-    n_ul = min(range(n + 1), key=f.__getitem__)  # first minimiser, as numpy's argmin
-    t_dl = tau[n_ul]
-    grow = math.expm1(s_bits / (b * t_dl) * _LN2) if 0 < t_dl < math.inf else 0.0
-    mode, power, delay = [0] * k, [0.0] * k, [0.0] * k
-    for m, i in enumerate(dev):
-        if m < n_ul:
-            mode[i], power[i], delay[i] = UL, p_ul[i], d_ul[m]
-        else:
-            mode[i], power[i], delay[i] = DL, nb / g_dl[i] * grow, t_dl
+    mode, power, delay, t_comm = split_one(
+        idx, k, problem.p_ul.tolist(), problem.g_ul.tolist(), problem.g_dl.tolist(),
+        float(problem.payload_bits), float(problem.n0), float(problem.p_dl), b)
     return ReactiveDecision(np.array([mode], dtype=np.int8), np.array([power]),
-                            np.array([delay]), np.array([b]), np.array([f[n_ul]]))
+                            np.array([delay]), np.array([b]), np.array([t_comm]))
+
+
+_LN2_FLOAT = float(_LN2)  # the same double as _LN2, as a Python float (cheaper arithmetic)
+
+
+def split_one(idx, k, p_ul, g_ul, g_dl, s_bits, n0, p_dl, b):
+    """The optimal split of one outcome in Python floats: the core of ``_optimal_split_one``.
+
+    ``idx``: the rejected devices (ascending, non-empty); ``p_ul``, ``g_ul``, ``g_dl``: lists of
+    K floats; ``b``: the bandwidth of each rejected device, B / |R|. Returns (mode, power, delay)
+    as lists of K and the slowest delay f(n*) of the chosen split. The same IEEE operations in
+    the same order as ``prefix_split_delays`` + ``evaluate_assignment`` on one outcome, with
+    ``math.log1p``.
+    """
+    nb = n0 * b
+    log1p, inf, ln2 = math.log1p, math.inf, _LN2_FLOAT
+    n = len(idx)
+    if n == 1:
+        key = [p_ul[idx[0]] * g_ul[idx[0]]]
+        dev = idx
+    else:
+        key = [p_ul[i] * g_ul[i] for i in idx]
+        # stable: UL-delay order
+        pick = itemgetter(*sorted(range(n), key=key.__getitem__, reverse=True))
+        dev, key = pick(idx), pick(key)
+    # suffix[m]: sum of 1/g_dl over the devices m..n-1 in UL order (summed from the end)
+    suffix = [0.0] * (n + 1)
+    x = 0.0
+    j = n
+    for i in reversed(dev):
+        j -= 1
+        g = g_dl[i]
+        x = x + (1.0 / g if g > 0 else inf)
+        suffix[j] = x
+    # f(m) = max(d_ul[m-1], tau[m]) with d_ul the full-power UL delay of the m-th device in UL
+    # order, S / (b log2(1 + key / (N0 b))), and tau[m] the equalised DL delay of the devices
+    # m..n-1 (0 when there are none); n_ul is the first minimiser, as numpy's argmin. tau[m] is
+    # worked out only when f(m) could still beat the best so far (d_ul[m-1] < best): skipping
+    # it changes no value, since then f(m) >= d_ul[m-1] >= best.
+    x = suffix[0]
+    best = 0.0  # f(0) = max(0, tau[0]) = tau[0] >= 0
+    if x > 0:
+        rate = b * log1p(p_dl / (nb * x)) / ln2
+        best = s_bits / rate if rate > 0 else inf
+    n_ul, t_dl = 0, best
+    d_ul = []
+    m = 0
+    for snr_key in key:
+        m += 1
+        rate = b * log1p(snr_key / nb) / ln2
+        d = s_bits / rate if rate > 0 else inf
+        d_ul.append(d)
+        if d >= best:
+            continue
+        x = suffix[m]
+        if x > 0:
+            rate = b * log1p(p_dl / (nb * x)) / ln2
+            t = s_bits / rate if rate > 0 else inf
+        else:
+            t = 0.0
+        f = d if d >= t else t
+        if f < best:
+            n_ul, best, t_dl = m, f, t
+    grow = math.expm1(s_bits / (b * t_dl) * ln2) if 0 < t_dl < inf else 0.0
+    mode, power, delay = [0] * k, [0.0] * k, [0.0] * k
+    m = 0
+    for i in dev:
+        if m < n_ul:
+            mode[i] = UL
+            power[i] = p_ul[i]
+            delay[i] = d_ul[m]
+        else:
+            mode[i] = DL
+            power[i] = nb / g_dl[i] * grow
+            delay[i] = t_dl
+        m += 1
+    return mode, power, delay, best
 
 
 def all_ul(problem):

@@ -94,6 +94,10 @@ class DraftController:
 class FixedDraft(DraftController):
     """The same draft lengths every round: one value for all, or one per device."""
 
+    # ``lengths(ctx)`` reads only ctx.active and ctx.remaining (the engine may reuse its answer
+    # while they do not change)
+    context_free = True
+
     def __init__(self, draft_length=4, **kwargs):
         super().__init__(**kwargs)
         self.draft_length = np.asarray(draft_length, dtype=np.int64)
