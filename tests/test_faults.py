@@ -588,13 +588,14 @@ def test_signal_second_after_the_outputs(tmp_path, second):
 def test_signal_sigterm_sweep_then_resume(tmp_path):
     """FAULT_CLASS signals: SIGTERM to a sweep's main process: exit 143, no worker left, and
     the resumed sweep's tables equal an uninterrupted one's."""
-    sw = sweep_file(tmp_path, rounds=3000, counts=(2, 3, 4, 5), reps=1)
+    sw = sweep_file(tmp_path, rounds=40000, counts=(2, 3, 4, 5), reps=1)  # seconds per run
     p = start("sweep", sw, "--out", tmp_path / "a", "--jobs", "2", cwd=tmp_path)
     deadline = time.monotonic() + 30
     while len(children_of(p.pid)) < 2 and time.monotonic() < deadline:
         time.sleep(0.1)
     time.sleep(1.0)
     kids = children_of(p.pid)
+    assert p.poll() is None, "the sweep ended before the signal: make its runs longer"
     p.send_signal(signal.SIGTERM)
     _, err = p.communicate(timeout=40)
     assert p.returncode == 143, err
@@ -608,7 +609,7 @@ def test_signal_sigterm_sweep_then_resume(tmp_path):
 
 def test_signal_sigkill_sweep_main_kills_workers(tmp_path):
     """FAULT_CLASS signals: SIGKILL of a sweep's main process: its workers die too."""
-    sw = sweep_file(tmp_path, rounds=20000, counts=(2, 3, 4, 5), reps=1)
+    sw = sweep_file(tmp_path, rounds=100000, counts=(2, 3, 4, 5), reps=1)
     p = start("sweep", sw, "--out", tmp_path / "a", "--jobs", "2", cwd=tmp_path)
     deadline = time.monotonic() + 20
     kids = []
@@ -633,7 +634,7 @@ def test_signal_sigkill_sweep_main_kills_workers(tmp_path):
 def test_signal_sigkill_worker_then_resume(tmp_path):
     """FAULT_CLASS signals: SIGKILL of a worker: failed runs are reported (exit 1, one line
     each, no traceback); rerunning completes, tables equal an uninterrupted sweep's."""
-    sw = sweep_file(tmp_path, rounds=4000, counts=(2, 3, 4, 5), reps=1)
+    sw = sweep_file(tmp_path, rounds=30000, counts=(2, 3, 4, 5), reps=1)
     p = start("sweep", sw, "--out", tmp_path / "a", "--jobs", "2", cwd=tmp_path)
     deadline = time.monotonic() + 20
     kids = []
@@ -675,7 +676,7 @@ def test_signal_dask_worker_killed(tmp_path):
     """FAULT_CLASS signals: a Dask worker killed mid-sweep: the sweep finishes (retried by
     Dask) or reports the lost runs; a rerun completes with the same tables as a serial sweep."""
     pytest.importorskip("dask.distributed")
-    sw = sweep_file(tmp_path, rounds=3000, counts=(2, 3, 4), reps=1)
+    sw = sweep_file(tmp_path, rounds=20000, counts=(2, 3, 4), reps=1)
     p = start("sweep", sw, "--out", tmp_path / "a", "--executor", "dask", "--jobs", "2",
               cwd=tmp_path)
     deadline = time.monotonic() + 40
@@ -709,7 +710,7 @@ def test_signal_dask_worker_killed(tmp_path):
 def test_concurrency_two_sweeps_one_folder(tmp_path):
     """FAULT_CLASS concurrency: a second sweep into a folder in use is refused (exit 2, one
     line) and the first one completes without failures."""
-    sw = sweep_file(tmp_path, rounds=3000, counts=(2, 3), reps=2)
+    sw = sweep_file(tmp_path, rounds=30000, counts=(2, 3), reps=2)
     p = start("sweep", sw, "--out", tmp_path / "a", "--jobs", "1", cwd=tmp_path)
     deadline = time.monotonic() + 20
     while not (tmp_path / "a" / "sweep.json").exists() and time.monotonic() < deadline:
