@@ -481,6 +481,15 @@ def path_dense(runs, seg, order, ua, va, cst, fl, acc, spl, cnt, evf, rcnt, s1, 
 
 
 @njit(cache=_CACHE, error_model="numpy")
+def _running_total(bins, total, n):
+    """total[:n] = numpy's cumsum of bins[:n] (sequential, in the same order)."""
+    acc = 0.0
+    for s in range(n):
+        acc = bins[s] if s == 0 else acc + bins[s]
+        total[s] = acc
+
+
+@njit(cache=_CACHE, error_model="numpy")
 def dense_finish(n, m, evf, rcnt, s1, l1, cst, start, has_start, total, table, want_table, tv):
     """``path_finish`` for ``path_dense``: the events' T_comm accumulated per step in
     sample-major order. Branch-free: a point that is not an event adds +0.0 (an exact no-op:
@@ -503,10 +512,7 @@ def dense_finish(n, m, evf, rcnt, s1, l1, cst, start, has_start, total, table, w
             prev = v if e else prev
             if want_table:
                 table[s, mm] = prev
-    acc = 0.0
-    for s in range(n):
-        acc = bins[s] if s == 0 else acc + bins[s]
-        total[s] = acc
+    _running_total(bins, total, n)
 
 
 @njit(cache=_CACHE, error_model="numpy")
@@ -535,10 +541,7 @@ def path_finish(ne, ev_m, ev_s, ev_need, rcnt, s1, s2, l1, l2, code, cst, start,
             last = n if (e + 1 == ne or ev_m[e + 1] != mm) else ev_s[e + 1]
             for s in range(ev_s[e], last):
                 table[s, mm] = tv
-    acc = 0.0
-    for s in range(n):
-        acc = bins[s] if s == 0 else acc + bins[s]
-        total[s] = acc
+    _running_total(bins, total, n)
 
 
 # ---------------------------------------------------------------------------- phase 2
