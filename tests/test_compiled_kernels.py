@@ -167,7 +167,13 @@ def test_objective_without_coin_draws_the_same_samples(mode, numpy_only):
 @needs_numba
 @pytest.mark.parametrize("mode,k,rounds", [("optimal", 20, 120), ("optimal", 70, 10),
                                            ("optimal", 2, 40), ("all-dl", 9, 30),
-                                           ("random", 12, 30), ("exhaustive", 5, 20)])
+                                           ("random", 12, 30), ("exhaustive", 5, 20),
+                                           ("all-ul", 20, 60), ("all-dl", 20, 60),
+                                           ("random", 20, 60), ("all-ul", 3, 30),
+                                           ("all-dl", 7, 30), ("all-dl", 8, 30),
+                                           ("random", 16, 30), ("all-ul", 62, 6),
+                                           ("all-dl", 62, 6), ("random", 62, 6),
+                                           ("all-dl", 63, 4), ("random", 70, 4)])
 def test_decisions_equal_numpy_reference(mode, k, rounds, numpy_only):
     """Greedy, uniform and budget with every compiled piece against the numpy code alone: the
     same lengths, G, evaluation counts and details, and the same stream state after."""

@@ -299,7 +299,7 @@ _ONE, _ZERO, _SHIFT58 = np.uint64(1), np.uint64(0), np.uint64(58)
 
 @njit(cache=_CACHE, error_model="numpy")
 def path_loads(runs, seg, code, order, ua, va, coin, has_start, cst, ev_m, ev_s, ev_need,
-               rcnt, s1, s2, x1, x2, posbit, pm, pacc, pspl):
+               rcnt, s1, s2, x1, x2, posbit, pm, pacc, pspl, cbits, pc):
     """The events of ``SAATcomm.path_mean`` along the nondecreasing path ``seg`` (n, K):
     (sample, step, needs the kernel) in sample-major, step-ascending order (ev_*), and for the
     events that need the kernel, in the same order, the kernel's loads (rcnt, s1, s2) and the
@@ -309,7 +309,7 @@ def path_loads(runs, seg, code, order, ua, va, coin, has_start, cst, ev_m, ev_s,
     one device more per distinct flip step, OR-ed in step order), their loads computed at the
     end vectorised over all of them; pm, pacc, pspl: work arrays."""
     m, k = runs.shape
-    masks = code == 0 and k <= 62
+    masks = k <= 62
     add = np.zeros(k + 2, dtype=np.int64)
     n = seg.shape[0]
     table, top = _flip_table(seg, k)
@@ -375,6 +375,7 @@ def path_loads(runs, seg, code, order, ua, va, coin, has_start, cst, ev_m, ev_s,
                 ev_need[e] = need
                 e += 1
                 pm[nn] = mask
+                pc[nn] = cbits[mm] if code == 3 else 0
                 nn += need
             continue
         if code == 0:
@@ -417,7 +418,7 @@ def path_loads(runs, seg, code, order, ua, va, coin, has_start, cst, ev_m, ev_s,
                 x1[nn], x2[nn] = _xargs(code, r, a1, b1, cst)
                 nn += 1
     if masks:
-        _mask_loads(pm, nn, ua, va, cst, pacc, pspl, rcnt, rcnt, s1, s2, x1, x2)
+        _mask_loads_any(code, pm, pc, nn, ua, va, cst, pacc, pspl, rcnt, rcnt, s1, s2, x1, x2)
     return e, nn
 
 
@@ -664,13 +665,88 @@ def _mask_loads(pm, npairs, ua, va, cst, acc, spl, cnt, rcnt, s1, s2, x1, x2):
 
 
 @njit(cache=_CACHE, error_model="numpy")
+def _mask_loads_any(code, pm, pc, npairs, ua, va, cst, acc, spl, cnt, rcnt, s1, s2, x1, x2):
+    """``_mask_loads`` for every split (K <= 62, bit i: device i for the reactive modes):
+    the operations of ``_loads`` per set, vectorised over the sets. all-UL: the minimum of the
+    rejected UL powers (exact in any order); all-DL: ``_pw0`` of the rejected 1/g row (its 8
+    accumulators and tail, one row per set, the same additions); random: pc[p], the set's coin
+    bits (UL devices), split the set into its UL minimum and its DL pairwise sum."""
+    if code == 0:
+        _mask_loads(pm, npairs, ua, va, cst, acc, spl, cnt, rcnt, s1, s2, x1, x2)
+        return
+    k = ua.size
+    for p in range(npairs):
+        cnt[p] = 0
+        acc[p] = _INF   # the UL minimum
+    for i in range(k):
+        for p in range(npairs):
+            cnt[p] += ((pm[p] >> i) & 1) != 0
+    if code == 1 or code == 3:
+        for i in range(k):
+            u = ua[i]
+            for p in range(npairs):
+                ul = pm[p] & pc[p] if code == 3 else pm[p]
+                x = ((ul >> i) & 1) != 0
+                acc[p] = min(acc[p], u if x else _INF)
+    if code == 2 or code == 3:
+        if k < 8:
+            for p in range(npairs):
+                spl[p] = 0.0
+            for i in range(k):
+                vi = va[i]
+                for p in range(npairs):
+                    dl = pm[p] & ~pc[p] if code == 3 else pm[p]
+                    spl[p] += vi if ((dl >> i) & 1) != 0 else 0.0
+        else:
+            w = np.empty((8, npairs))
+            stop = k - (k % 8)
+            for i in range(k):
+                vi = va[i]
+                c = i % 8
+                if i < 8:
+                    for p in range(npairs):
+                        dl = pm[p] & ~pc[p] if code == 3 else pm[p]
+                        w[c, p] = vi if ((dl >> i) & 1) != 0 else 0.0
+                elif i < stop:
+                    for p in range(npairs):
+                        dl = pm[p] & ~pc[p] if code == 3 else pm[p]
+                        w[c, p] += vi if ((dl >> i) & 1) != 0 else 0.0
+                else:
+                    if i == stop:
+                        for p in range(npairs):
+                            spl[p] = (((w[0, p] + w[1, p]) + (w[2, p] + w[3, p]))
+                                      + ((w[4, p] + w[5, p]) + (w[6, p] + w[7, p])))
+                    for p in range(npairs):
+                        dl = pm[p] & ~pc[p] if code == 3 else pm[p]
+                        spl[p] += vi if ((dl >> i) & 1) != 0 else 0.0
+            if stop == k:
+                for p in range(npairs):
+                    spl[p] = (((w[0, p] + w[1, p]) + (w[2, p] + w[3, p]))
+                              + ((w[4, p] + w[5, p]) + (w[6, p] + w[7, p])))
+    for p in range(npairs):
+        r = cnt[p]
+        if code == 1:
+            a, b = acc[p], 0.0
+        elif code == 2:
+            a, b = spl[p], 0.0
+        else:
+            a, b = acc[p], spl[p]
+        rcnt[p] = r
+        s1[p] = a
+        s2[p] = b
+        x1[p], x2[p] = _xargs(code, r, a, b, cst)
+
+
+@njit(cache=_CACHE, error_model="numpy")
 def _eval_pairs(runs, rej, rmask, posbit, rows, devs, n, code, order, ua, va, coin, cst, rcnt,
-                s1, s2, x1, x2, pm, acc, spl, cnt):
-    """Loads and log1p arguments of the rejected sets (sample rows[p] + device devs[p])."""
-    if code == 0 and ua.size <= 62:
+                s1, s2, x1, x2, pm, acc, spl, cnt, cbits, pc):
+    """Loads and log1p arguments of the rejected sets (sample rows[p] + device devs[p]);
+    cbits: the coin bits per sample (random split), pc: work."""
+    if ua.size <= 62:
         for p in range(n):
             pm[p] = rmask[rows[p]] | posbit[devs[p]]
-        _mask_loads(pm, n, ua, va, cst, acc, spl, cnt, rcnt, s1, s2, x1, x2)
+            pc[p] = cbits[rows[p]] if code == 3 else 0
+        _mask_loads_any(code, pm, pc, n, ua, va, cst, acc, spl, cnt, rcnt, s1, s2, x1, x2)
     else:
         _pair_loads(runs, rej, rows, devs, n, code, order, ua, va, coin, cst, rcnt, s1, s2, x1,
                     x2)
@@ -678,7 +754,7 @@ def _eval_pairs(runs, rej, rmask, posbit, rows, devs, n, code, order, ua, va, co
 
 @njit(cache=_CACHE, error_model="numpy")
 def p2_init(runs, runs_t, gamma, caps, rej, rmask, posbit, contrib, code, order, ua, va, coin,
-            cst, rows, devs, rcnt, s1, s2, x1, x2, pm, acc, spl, cnt, pos, npos):
+            cst, rows, devs, rcnt, s1, s2, x1, x2, pm, acc, spl, cnt, pos, npos, cbits, pc):
     """Phase 2's start: the rejected sets at gamma (rmask: bits of ``_mask_loads``; rej for
     the other modes), the runs transposed, and the (sample, device) pairs a +1 changes
     (run == gamma; pos, npos: per device) with their loads and log1p arguments. Returns the
@@ -711,7 +787,7 @@ def p2_init(runs, runs_t, gamma, caps, rej, rmask, posbit, contrib, code, order,
                 devs[n] = j
                 n += 1
     _eval_pairs(runs, rej, rmask, posbit, rows, devs, n, code, order, ua, va, coin, cst, rcnt,
-                s1, s2, x1, x2, pm, acc, spl, cnt)
+                s1, s2, x1, x2, pm, acc, spl, cnt, cbits, pc)
     return n
 
 
@@ -724,7 +800,7 @@ def _goodput(tok, draft, verify, tc):
 @njit(cache=_CACHE, error_model="numpy")
 def p2_step(runs, runs_t, gamma, caps, rej, rmask, posbit, t, contrib, npend, rows, devs, rcnt,
             s1, s2, l1, l2, en, w, draft_s, code, order, ua, va, coin, cst, x1, x2, pm, acc, spl,
-            cnt, pos, npos, lof, linfo, plan, lacc, stk, state):
+            cnt, pos, npos, lof, linfo, plan, lacc, stk, state, cbits, pc):
     """One phase-2 iteration (``contrib`` is stored transposed, (K, M)): the T_comm of the
     pending +1 pairs (from numpy's log1p l1, l2 of their arguments) into the cache, the current
     G, the +1 values, and (when one improves) the best +1 applied (``SAATcomm._apply_plus``) and
@@ -806,7 +882,7 @@ def p2_step(runs, runs_t, gamma, caps, rej, rmask, posbit, t, contrib, npend, ro
                 devs[n] = i
                 n += (i != j) & (gamma[i] < caps[i]) & (runs[mm, i] == gamma[i])
     _eval_pairs(runs, rej, rmask, posbit, rows, devs, n, code, order, ua, va, coin, cst, rcnt,
-                s1, s2, x1, x2, pm, acc, spl, cnt)
+                s1, s2, x1, x2, pm, acc, spl, cnt, cbits, pc)
     return n
 
 

@@ -195,6 +195,7 @@ class _Workspace:
         self.l1, self.l2 = np.zeros(cap), np.zeros(cap)
         self.rows = np.empty(m * k, dtype=np.int64)
         self.pm = np.empty(cap, dtype=np.int64)
+        self.pc = np.empty(cap, dtype=np.int64)
         self.pacc, self.pspl = np.empty(cap), np.empty(cap)
         self.pcnt = np.empty(cap, dtype=np.int64)
         self.rmask = np.empty(m, dtype=np.int64)
@@ -252,10 +253,16 @@ class _KernelArrays:
             self.ua = np.ascontiguousarray(np.broadcast_to(kern.q, (k,)), dtype=float)
             self.va = np.ascontiguousarray(np.broadcast_to(kern.v, (k,)), dtype=float)
         self.posbit = np.zeros(k, dtype=np.int64)
-        if code == 0 and k <= 62:   # bit i: the device at position i of the reversed UL order
+        if k <= 62:   # bit i: the device at position i of the reversed UL order (optimal
+            # split), device i (the reactive modes: order is the identity)
             self.posbit[self.order] = np.left_shift(1, np.arange(k, dtype=np.int64))
         self.coin = (np.ascontiguousarray(kern.coin, dtype=np.bool_) if code == 3
                      else np.zeros((1, 1), dtype=np.bool_))
+        # the random split's coin bits per sample (bit j: device j is UL), for the bit masks
+        self.cbits = np.zeros(1, dtype=np.int64)
+        if code == 3 and k <= 62:
+            self.cbits = np.ascontiguousarray(
+                np.where(self.coin, self.posbit[None, :], 0).sum(axis=1), dtype=np.int64)
         self.cst = np.array([kern.bits * _LN2 / kern.bw, kern.n0 * kern.bw, kern.p_dl,
                              verify_s], dtype=float)
 
@@ -328,7 +335,8 @@ def _path_values(obj, su, seg, start, table=False):
         return _g(obj, seg, total / m)
     ne, nn = nb.path_loads(su.runs, seg, su.code, su.order, su.ua, su.va, su.coin, has, su.cst,
                            ws.ev_m, ws.ev_s, ws.ev_need, ws.rcnt, ws.s1, ws.s2, ws.x1, ws.x2,
-                           su.posbit, ws.pm, ws.pacc, ws.pspl)
+                           su.posbit, ws.pm, ws.pacc, ws.pspl, su.cbits,
+                           ws.pc)
     su.log1p(nn)
     nb.path_finish(ne, ws.ev_m, ws.ev_s, ws.ev_need, ws.rcnt, ws.s1, ws.s2, ws.l1, ws.l2,
                    su.code, su.cst, start if has else ws.t, has, n, total,
@@ -373,7 +381,8 @@ def search(obj, chunk=8, path_values=None):
         seg = gamma[None, :].copy()
         ne, nn = nb.path_loads(su.runs, seg, su.code, su.order, su.ua, su.va, su.coin, False,
                                su.cst, ws.ev_m, ws.ev_s, ws.ev_need, ws.rcnt, ws.s1, ws.s2,
-                               ws.x1, ws.x2, su.posbit, ws.pm, ws.pacc, ws.pspl)
+                               ws.x1, ws.x2, su.posbit, ws.pm, ws.pacc, ws.pspl, su.cbits,
+                               ws.pc)
         su.log1p(nn)
         nb.path_finish(ne, ws.ev_m, ws.ev_s, ws.ev_need, ws.rcnt, ws.s1, ws.s2, ws.l1, ws.l2,
                        su.code, su.cst, ws.t, False, 1, np.empty(1), ws.table, True)
@@ -424,8 +433,10 @@ def _phase2(obj, su, gamma):
     pm, acc, spl, cnt = ws.pm, ws.pacc, ws.pspl, ws.pcnt
     pos, npos, lof, linfo, plan = ws.pos, ws.npos, ws.lof, ws.linfo, ws.plan
     lacc, stk = ws.lacc, ws.stk
+    cbits, pc = su.cbits, ws.pc
     n = nb.p2_init(runs, runs_t, gamma, caps, rej, rmask, posbit, contrib, code, order, ua, va,
-                   coin, cst, rows, devs, rcnt, s1, s2, x1, x2, pm, acc, spl, cnt, pos, npos)
+                   coin, cst, rows, devs, rcnt, s1, s2, x1, x2, pm, acc, spl, cnt, pos, npos,
+                   su.cbits, ws.pc)
     steps, evals = 0, 0
     step = nb.p2_step
     log1p = su.log1p
@@ -433,7 +444,7 @@ def _phase2(obj, su, gamma):
         log1p(n)
         n = step(runs, runs_t, gamma, caps, rej, rmask, posbit, t, contrib, n, rows, devs, rcnt,
                  s1, s2, l1, l2, en, w, draft_s, code, order, ua, va, coin, cst, x1, x2, pm, acc,
-                 spl, cnt, pos, npos, lof, linfo, plan, lacc, stk, state)
+                 spl, cnt, pos, npos, lof, linfo, plan, lacc, stk, state, cbits, pc)
         evals += int(state[1])
         if n < 0:
             break
