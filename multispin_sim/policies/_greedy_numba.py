@@ -664,65 +664,99 @@ def _mask_loads(pm, npairs, ua, va, cst, acc, spl, cnt, rcnt, s1, s2, x1, x2):
         x1[p] = _xargs(0, r, load, 0.0, cst)[0]
 
 
+
+@njit(cache=_CACHE)
+def coin_bits(coin, posbit, out):
+    """out[m] = the bits posbit[j] of the devices j with coin[m, j] (UL), OR-ed."""
+    m, k = coin.shape
+    for mm in range(m):
+        b = 0
+        for j in range(k):
+            b |= posbit[j] if coin[mm, j] else 0
+        out[mm] = b
+
+@njit(cache=_CACHE, error_model="numpy")
+def _dl_pw0(dm, npairs, va, w, out, cnt):
+    """out[p] = ``_pw0`` of the row (va[i] if bit i of dm[p] else 0.0), i < K <= 62, for every
+    set at once (its 8 accumulators, their combination and the tail: the same additions);
+    cnt[p] += the set's size."""
+    k = va.size
+    if k < 8:
+        for p in range(npairs):
+            out[p] = 0.0
+        for i in range(k):
+            vi = va[i]
+            for p in range(npairs):
+                x = ((dm[p] >> i) & 1) != 0
+                out[p] += vi if x else 0.0
+                cnt[p] += x
+        return
+    stop = k - (k % 8)
+    for i in range(8):
+        vi = va[i]
+        for p in range(npairs):
+            x = ((dm[p] >> i) & 1) != 0
+            w[i, p] = vi if x else 0.0
+            cnt[p] += x
+    for i in range(8, stop):
+        vi = va[i]
+        c = i % 8
+        for p in range(npairs):
+            x = ((dm[p] >> i) & 1) != 0
+            w[c, p] += vi if x else 0.0
+            cnt[p] += x
+    for p in range(npairs):
+        out[p] = (((w[0, p] + w[1, p]) + (w[2, p] + w[3, p]))
+                  + ((w[4, p] + w[5, p]) + (w[6, p] + w[7, p])))
+    for i in range(stop, k):
+        vi = va[i]
+        for p in range(npairs):
+            x = ((dm[p] >> i) & 1) != 0
+            out[p] += vi if x else 0.0
+            cnt[p] += x
+
+
+@njit(cache=_CACHE, error_model="numpy")
+def _ul_min(um, npairs, ua, out, cnt):
+    """out[p] = the smallest ua[i] over the bits i of um[p] (inf when none), with the
+    comparison of ``_loads`` (take ua[i] when ua[i] < the minimum so far); cnt[p] += the set's
+    size."""
+    k = ua.size
+    for p in range(npairs):
+        out[p] = _INF
+    for i in range(k):
+        u = ua[i]
+        for p in range(npairs):
+            x = ((um[p] >> i) & 1) != 0
+            z = out[p]
+            out[p] = u if (x and u < z) else z
+            cnt[p] += x
+
+
 @njit(cache=_CACHE, error_model="numpy")
 def _mask_loads_any(code, pm, pc, npairs, ua, va, cst, acc, spl, cnt, rcnt, s1, s2, x1, x2):
     """``_mask_loads`` for every split (K <= 62, bit i: device i for the reactive modes):
     the operations of ``_loads`` per set, vectorised over the sets. all-UL: the minimum of the
-    rejected UL powers (exact in any order); all-DL: ``_pw0`` of the rejected 1/g row (its 8
-    accumulators and tail, one row per set, the same additions); random: pc[p], the set's coin
-    bits (UL devices), split the set into its UL minimum and its DL pairwise sum."""
+    rejected UL powers; all-DL: ``_pw0`` of the rejected 1/g row; random: pc[p], the set's
+    coin bits (UL devices), split the set into its UL minimum and its DL pairwise sum (the
+    count: the sizes of the two disjoint parts)."""
     if code == 0:
         _mask_loads(pm, npairs, ua, va, cst, acc, spl, cnt, rcnt, s1, s2, x1, x2)
         return
-    k = ua.size
     for p in range(npairs):
         cnt[p] = 0
-        acc[p] = _INF   # the UL minimum
-    for i in range(k):
+    if code == 1:
+        _ul_min(pm, npairs, ua, acc, cnt)
+    elif code == 2:
+        _dl_pw0(pm, npairs, va, np.empty((8, npairs)), spl, cnt)
+    else:
+        um = np.empty(npairs, dtype=np.int64)
+        dm = np.empty(npairs, dtype=np.int64)
         for p in range(npairs):
-            cnt[p] += ((pm[p] >> i) & 1) != 0
-    if code == 1 or code == 3:
-        for i in range(k):
-            u = ua[i]
-            for p in range(npairs):
-                ul = pm[p] & pc[p] if code == 3 else pm[p]
-                x = ((ul >> i) & 1) != 0
-                acc[p] = min(acc[p], u if x else _INF)
-    if code == 2 or code == 3:
-        if k < 8:
-            for p in range(npairs):
-                spl[p] = 0.0
-            for i in range(k):
-                vi = va[i]
-                for p in range(npairs):
-                    dl = pm[p] & ~pc[p] if code == 3 else pm[p]
-                    spl[p] += vi if ((dl >> i) & 1) != 0 else 0.0
-        else:
-            w = np.empty((8, npairs))
-            stop = k - (k % 8)
-            for i in range(k):
-                vi = va[i]
-                c = i % 8
-                if i < 8:
-                    for p in range(npairs):
-                        dl = pm[p] & ~pc[p] if code == 3 else pm[p]
-                        w[c, p] = vi if ((dl >> i) & 1) != 0 else 0.0
-                elif i < stop:
-                    for p in range(npairs):
-                        dl = pm[p] & ~pc[p] if code == 3 else pm[p]
-                        w[c, p] += vi if ((dl >> i) & 1) != 0 else 0.0
-                else:
-                    if i == stop:
-                        for p in range(npairs):
-                            spl[p] = (((w[0, p] + w[1, p]) + (w[2, p] + w[3, p]))
-                                      + ((w[4, p] + w[5, p]) + (w[6, p] + w[7, p])))
-                    for p in range(npairs):
-                        dl = pm[p] & ~pc[p] if code == 3 else pm[p]
-                        spl[p] += vi if ((dl >> i) & 1) != 0 else 0.0
-            if stop == k:
-                for p in range(npairs):
-                    spl[p] = (((w[0, p] + w[1, p]) + (w[2, p] + w[3, p]))
-                              + ((w[4, p] + w[5, p]) + (w[6, p] + w[7, p])))
+            um[p] = pm[p] & pc[p]
+            dm[p] = pm[p] & ~pc[p]
+        _ul_min(um, npairs, ua, acc, cnt)
+        _dl_pw0(dm, npairs, va, np.empty((8, npairs)), spl, cnt)
     for p in range(npairs):
         r = cnt[p]
         if code == 1:

@@ -261,8 +261,8 @@ class _KernelArrays:
         # the random split's coin bits per sample (bit j: device j is UL), for the bit masks
         self.cbits = np.zeros(1, dtype=np.int64)
         if code == 3 and k <= 62:
-            self.cbits = np.ascontiguousarray(
-                np.where(self.coin, self.posbit[None, :], 0).sum(axis=1), dtype=np.int64)
+            self.cbits = np.empty(self.coin.shape[0], dtype=np.int64)
+            _load().coin_bits(self.coin, self.posbit, self.cbits)
         self.cst = np.array([kern.bits * _LN2 / kern.bw, kern.n0 * kern.bw, kern.p_dl,
                              verify_s], dtype=float)
 
