@@ -789,8 +789,8 @@ def _eval_pairs(runs, rej, rmask, posbit, rows, devs, n, code, order, ua, va, co
 @njit(cache=_CACHE, error_model="numpy")
 def p2_init(runs, runs_t, gamma, caps, rej, rmask, posbit, contrib, code, order, ua, va, coin,
             cst, rows, devs, rcnt, s1, s2, x1, x2, pm, acc, spl, cnt, pos, npos, cbits, pc):
-    """Phase 2's start: the rejected sets at gamma (rmask: bits of ``_mask_loads``; rej for
-    the other modes), the runs transposed, and the (sample, device) pairs a +1 changes
+    """Phase 2's start: the rejected sets at gamma (rmask: bits of ``_mask_loads_any``; rej
+    when K > 62), the runs transposed, and the (sample, device) pairs a +1 changes
     (run == gamma; pos, npos: per device) with their loads and log1p arguments. Returns the
     pairs."""
     m, k = runs.shape
@@ -800,7 +800,7 @@ def p2_init(runs, runs_t, gamma, caps, rej, rmask, posbit, contrib, code, order,
         for j in range(k):
             runs_t[j, mm] = runs[mm, j]
         rmask[mm] = 0
-    if code != 0 or k > 62:   # the rejected sets as rows (no bit masks)
+    if k > 62:   # the rejected sets as rows (no bit masks; with them rej is not read)
         for mm in range(m):
             for j in range(k):
                 rej[mm, j] = runs[mm, j] < gamma[j]
