@@ -247,8 +247,13 @@ def test_limit_many_devices_bounded_memory(tmp_path):
     from multispin_sim.scenario.limits import estimated_memory_bytes
 
     path = scenario(tmp_path, devices={"count": 4000}, run={"rounds": 3})
+    # the peak of this process's own memory (VmHWM): getrusage's ru_maxrss would also count the
+    # pytest process this child was forked from (Linux keeps the maximum across execve)
     code = ("import resource, sys; from multispin_sim.cli import main; s = main(sys.argv[1:]); "
-            "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024); sys.exit(s)")
+            "hwm = [int(l.split()[1]) * 1024 for l in open('/proc/self/status') "
+            "if l.startswith('VmHWM:')] if sys.platform.startswith('linux') else []; "
+            "print(hwm[0] if hwm else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024); "
+            "sys.exit(s)")
     p = subprocess.run([sys.executable, "-c", code, "run", str(path), "--out",
                         str(tmp_path / "out"), "--quiet"], cwd=tmp_path, env=_env(),
                        capture_output=True, text=True, timeout=TIMEOUT_S,
