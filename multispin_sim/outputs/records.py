@@ -79,9 +79,7 @@ def format_column(values):
     values = np.ascontiguousarray(values)
     out = _orjson.dumps(values, option=_orjson.OPT_SERIALIZE_NUMPY).decode()[1:-1].split(",")
     if kind == "f":
-        size = np.abs(values)
-        patch = np.flatnonzero(((size >= _FIX_FROM) & (size < _FIX_BELOW)) | ~(size < _FIX_ABOVE))
-        for i in patch.tolist():
+        for i in np.flatnonzero(_python_floats(values)).tolist():
             out[i] = repr(float(values[i]))
     return out
 
