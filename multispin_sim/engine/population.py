@@ -57,6 +57,25 @@ def _fixed_bits(fmt):
     return fmt.bits() if fmt.fixed_size else 0
 
 
+def _stratified_draws(rng, k, n_tasks, spread_range, distance_range):
+    """``devices.draw: stratified``: the per-device draws spread evenly over the K devices.
+
+    Distances and drafting-speed factors are Latin hypercube samples: the K uniforms are
+    (pi(i) + v_i) / K, pi a random permutation, v_i ~ U[0, 1). Tasks are balanced against
+    distance: walking the distance strata from near to far, each block of ``n_tasks``
+    consecutive strata gets every task once, in random order (the last block a random subset).
+    Every device keeps the i.i.d. law of its task, speed factor and distance; the K values
+    together cover their ranges evenly, so drops differ much less.
+    """
+    strata = rng.permutation(k)                      # device i is in distance stratum strata[i]
+    (lo, hi), (dlo, dhi) = spread_range, distance_range
+    distance = dlo + (dhi - dlo) * (strata + rng.random(k)) / k
+    spread = lo + (hi - lo) * (rng.permutation(k) + rng.random(k)) / k
+    blocks = -(-k // n_tasks)
+    by_stratum = np.argsort(rng.random((blocks, n_tasks)), axis=1).ravel()[:k]
+    return by_stratum[strata], spread, distance
+
+
 def build_population(scenario, rng, topology_rng=None, shadowing_rng=None, graphml=None):
     """Draw every device once (task, drafting-speed factor, distance), then apply overrides.
 
@@ -69,11 +88,14 @@ def build_population(scenario, rng, topology_rng=None, shadowing_rng=None, graph
 
     dev = scenario.devices
     k = dev.count
-    task_idx = rng.integers(0, len(TASKS), size=k)
     lo, hi = _as_range(dev.draft_latency_spread)
-    spread = rng.uniform(lo, hi, size=k)
     dlo, dhi = _as_range(dev.distance_m)
-    distance = rng.uniform(dlo, dhi, size=k)
+    if dev.draw == "stratified":
+        task_idx, spread, distance = _stratified_draws(rng, k, len(TASKS), (lo, hi), (dlo, dhi))
+    else:
+        task_idx = rng.integers(0, len(TASKS), size=k)
+        spread = rng.uniform(lo, hi, size=k)
+        distance = rng.uniform(dlo, dhi, size=k)
     if topology_rng is None:
         topology_rng = np.random.default_rng(0)
     server_xy, positions, distance = build_layout(scenario, distance, topology_rng, graphml)

@@ -111,6 +111,11 @@ class Devices(Params):
         (100.0, 500.0), "Distance to the server: d_k ~ U[low, high], or one fixed distance",
         unit="m", check=number_or_range(0))
     ul_power_dbm: float = param(10.0, "UL power budget P_ul of each device", unit="dBm")
+    draw: str = param("iid", "How the devices' tasks, speed factors and distances are drawn: "
+                      "'iid' (independently, the paper's); 'stratified' (each device keeps the "
+                      "same law, but the K draws cover their ranges evenly and tasks are balanced "
+                      "across distances: drops differ much less; for sweeps over drops)",
+                      choices=("iid", "stratified"))
     overrides: Mapping[int, DeviceOverride] = param(
         FrozenMap(), "Per-device settings: device index (0-based) -> task, alpha, "
         "draft_latency_ms, distance_m, ul_power_dbm, draft_length",
