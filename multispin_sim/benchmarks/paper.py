@@ -1,0 +1,112 @@
+"""The paper's figures at publication quality: every sweep file in ``scenarios/paper/`` (2,000
+rounds x 10 replications per point), then its plots, timed; and the precision they reach.
+
+For each figure: runs, wall time and CPU time (this process and its workers) of ``sweep`` then
+``plot`` (all cores, the local executor: what ``multispin-sim sweep`` does by default), and the
+95% CI half-width of the goodput points relative to their mean, for the headline points (K = 20:
+every point of Figs 7/8 and 11, the K = 20 points of Figs 9/10) and for all points. Outputs go to
+a new folder under the system's temporary directory (printed; figures included).
+
+``--quick``: 100 rounds x 2 replications per point (a few minutes; the precision figures then
+mean little).
+"""
+import csv
+import dataclasses
+import os
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+HEADLINE_K = 20
+QUICK = {"rounds": 100, "replications": 2}
+
+
+def paper_dir():
+    """``scenarios/paper`` of the working directory, else of the source checkout."""
+    for base in (Path.cwd(), Path(__file__).resolve().parents[2]):
+        d = base / "scenarios" / "paper"
+        if d.is_dir():
+            return d
+    raise SystemExit("error: bench paper: scenarios/paper/ not found; run it from the "
+                     "project's folder (the sweep files are not installed with the package)")
+
+
+def _cpu():
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
+def precision(cells_csv, k_default=HEADLINE_K):
+    """(headline half-widths, all half-widths): 95% CI half-width / mean of goodput per cell."""
+    with open(cells_csv, newline="") as f:
+        rows = list(csv.DictReader(f))
+    hw, head = [], []
+    for row in rows:
+        mean = float(row["goodput_tps_mean"])
+        lo, hi = float(row["goodput_tps_ci95_lo"]), float(row["goodput_tps_ci95_hi"])
+        rel = (hi - lo) / 2 / mean
+        hw.append(rel)
+        if int(float(row.get("devices.count", k_default))) == HEADLINE_K:
+            head.append(rel)
+    return np.array(head), np.array(hw)
+
+
+def run_figure(path, out, quick=False):
+    """Sweep then plot one paper sweep file into ``out``; prints and returns its figures."""
+    from ..experiments import load_sweep, run_sweep
+
+    overrides = [f"run.rounds={QUICK['rounds']}"] if quick else []
+    sweep = load_sweep(str(path), overrides=overrides)
+    if quick:
+        n = QUICK["replications"]
+        sweep = dataclasses.replace(sweep, replications=n, seeds=sweep.seeds[:n])
+    w0, c0 = time.perf_counter(), _cpu()
+    result = run_sweep(sweep, out, executor="local", progress=False)
+    w1, c1 = time.perf_counter(), _cpu()
+    try:
+        from ..plots import plot_sweep
+
+        plot_sweep(out)
+        plotted = "sweep + plot"
+    except ImportError:
+        plotted = "sweep only (plot needs the 'plot' extra)"
+    w2, c2 = time.perf_counter(), _cpu()
+    head, every = precision(Path(out) / "cells.csv")
+    fig = {"file": path.name, "runs": sweep.n_runs, "failed": len(result.failures),
+           "rounds": int(sweep.cells[0].scenario["run"]["rounds"]),
+           "replications": sweep.replications, "sweep_wall_s": w1 - w0, "sweep_cpu_s": c1 - c0,
+           "plot_wall_s": w2 - w1, "wall_s": w2 - w0, "cpu_s": c2 - c0,
+           "headline_halfwidth_max": float(head.max()) if head.size else None,
+           "headline_halfwidth_median": float(np.median(head)) if head.size else None,
+           "halfwidth_max": float(every.max())}
+    text = (f"{path.name}: {fig['runs']} runs of {fig['rounds']:,} rounds ({fig['failed']} failed),"
+            f" {plotted}: {fig['wall_s']:.0f} s wall, {fig['cpu_s']:.0f} s CPU")
+    if head.size:
+        text += (f"; goodput 95% CI half-width, headline (K = {HEADLINE_K}) points: median "
+                 f"{100 * np.median(head):.2f}%, max {100 * head.max():.2f}% of the mean")
+    text += f"; all points: max {100 * every.max():.2f}%"
+    print(text, flush=True)
+    return fig
+
+
+def run(quick=False):
+    files = sorted(paper_dir().glob("*.yaml"))
+    root = Path(tempfile.mkdtemp(prefix="bench-paper-"))
+    print(f"outputs in {root}; {os.cpu_count()} cores"
+          + (f" (--quick: {QUICK['rounds']} rounds x {QUICK['replications']} replications)"
+             if quick else ""), flush=True)
+    figures = {}
+    w0, c0 = time.perf_counter(), _cpu()
+    for path in files:
+        figures[path.stem] = run_figure(path, root / path.stem, quick=quick)
+    total = {"wall_s": time.perf_counter() - w0, "cpu_s": _cpu() - c0}
+    print(f"all {len(files)} figures: {total['wall_s'] / 60:.1f} min wall, "
+          f"{total['cpu_s'] / 60:.1f} min CPU", flush=True)
+    figures["total"] = total
+    return figures
+
+
+if __name__ == "__main__":  # pragma: no cover
+    run()

@@ -1,0 +1,30 @@
+"""The paper's figure sweeps (scenarios/paper/) are at publication quality, and the bench that
+times them reads their precision right."""
+from pathlib import Path
+
+import pytest
+
+from multispin_sim.benchmarks.paper import precision
+from multispin_sim.experiments import load_sweep
+
+PAPER = sorted((Path(__file__).resolve().parents[1] / "scenarios" / "paper").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("path", PAPER, ids=lambda p: p.stem)
+def test_paper_sweeps_run_2000_rounds_x_10_stratified_drops(path):
+    sweep = load_sweep(str(path))
+    assert sweep.replications >= 10
+    for cell in sweep.cells:
+        assert cell.scenario["run"]["rounds"] >= 2000
+        assert cell.scenario["devices"]["draw"] == "stratified"
+
+
+def test_precision_is_the_relative_half_width(tmp_path):
+    p = tmp_path / "cells.csv"
+    p.write_text("cell,devices.count,goodput_tps_mean,goodput_tps_ci95_lo,goodput_tps_ci95_hi\n"
+                 "0,20,200.0,198.0,202.0\n1,10,100.0,90.0,110.0\n")
+    head, every = precision(p)
+    assert head.tolist() == [0.01] and every.tolist() == [0.01, 0.1]
+    q = tmp_path / "nok.csv"   # no devices.count column: every point is at the default K = 20
+    q.write_text("cell,goodput_tps_mean,goodput_tps_ci95_lo,goodput_tps_ci95_hi\n0,50.0,49.0,51.0\n")
+    assert precision(q)[0].tolist() == [0.02]
