@@ -1,4 +1,5 @@
 """Run metadata (``run.json``) and the choice of a fresh output folder."""
+import functools
 import importlib.metadata
 import platform
 import sys
@@ -8,6 +9,13 @@ PACKAGES = ("numpy", "scipy", "simpy", "networkx", "pyyaml")
 
 
 def package_versions():
+    """Versions of Python and the core packages (a copy of what this process found first: a
+    sweep worker looks them up once, not once per run)."""
+    return dict(_versions())
+
+
+@functools.lru_cache(maxsize=1)
+def _versions():
     versions = {"python": platform.python_version()}
     for name in PACKAGES:
         try:
@@ -25,9 +33,14 @@ def run_metadata(version, seed, wall_time_s, command_line=None, **extra):
         "wall_time_s": wall_time_s,
         "command_line": list(sys.argv if command_line is None else command_line),
         "packages": package_versions(),
-        "platform": platform.platform(),
+        "platform": _platform(),
         **extra,
     }
+
+
+@functools.lru_cache(maxsize=1)
+def _platform():
+    return platform.platform()
 
 
 class OutputExistsError(FileExistsError):
