@@ -427,14 +427,12 @@ def path_dense(runs, seg, order, ua, va, cst, fl, acc, spl, cnt, evf, rcnt, s1, 
     """``path_loads`` for the optimal split on a short path, computed at every (step, sample)
     (index s * M + m), vectorised over samples: the loads of each point
     from scratch with the same operations as ``_loads``, and evf[s, m]: step s is an event of
-    sample m (step 0 or a flip step). Points that are not events have the rejected set of the
-    step before. Steps before any flip (nobody rejected) and a known start are not computed."""
+    sample m (step 0 or a flip step: flips only add devices, so a step is a flip step iff the
+    rejected count grows there). Points that are not events have the rejected set of the step
+    before. Steps before any flip (nobody rejected) and a known start are not computed."""
     m, k = runs.shape
     n = seg.shape[0]
     table, top = _flip_table(seg, k)
-    for s in range(n + 1):
-        for mm in range(m):
-            evf[s, mm] = s == 0
     gmin = n
     for i in range(k):
         j = order[i]
@@ -442,15 +440,21 @@ def path_dense(runs, seg, order, ua, va, cst, fl, acc, spl, cnt, evf, rcnt, s1, 
             v = runs[mm, j]
             f = table[j, v if v < top + 1 else top + 1]
             fl[i, mm] = f
-            evf[f, mm] = True
             gmin = min(gmin, f)
     first_s = max(gmin, 1 if has_start else 0)
     for s in range(min(first_s, n)):
         base = s * m
         for mm in range(m):
+            evf[s, mm] = s == 0
             rcnt[base + mm] = 0
             s1[base + mm] = 0.0
             x1[base + mm] = 0.0
+    # the rejected count at the step before first_s (nonzero only for flips at a known start)
+    prev = np.zeros(m, dtype=np.int64)
+    if first_s > gmin:
+        for i in range(k):
+            for mm in range(m):
+                prev[mm] += fl[i, mm] < first_s
     for s in range(first_s, n):
         # the first device of the reversed order (cand = its u, from acc = 0.0 and spl = inf),
         # then the others: the same operations without a test of i in the inner loop
@@ -479,6 +483,8 @@ def path_dense(runs, seg, order, ua, va, cst, fl, acc, spl, cnt, evf, rcnt, s1, 
             rcnt[base + mm] = r
             s1[base + mm] = load
             x1[base + mm] = _xargs(0, r, load, 0.0, cst)[0]
+            evf[s, mm] = (s == 0) | (r != prev[mm])
+            prev[mm] = r
 
 
 @njit(cache=_CACHE, error_model="numpy")
