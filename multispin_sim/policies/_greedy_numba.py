@@ -815,11 +815,13 @@ def p2_init(runs, runs_t, gamma, caps, rej, rmask, posbit, contrib, code, order,
         g = gamma[j]
         b = posbit[j]
         rj = runs_t[j]
-        c = 0   # the samples a +1 of j changes: the only nonzero terms of contrib[j]
         for mm in range(m):
             rmask[mm] |= b if rj[mm] < g else 0
-            pos[j, c] = mm
-            c += rj[mm] == g
+        c = 0   # the samples a +1 of j changes: the only nonzero terms of contrib[j] (few: a
+        for mm in range(m):   # branch predicts better than a store per sample)
+            if rj[mm] == g:
+                pos[j, c] = mm
+                c += 1
         npos[j] = c
         if g < caps[j]:
             for q in range(c):
@@ -909,9 +911,10 @@ def p2_step(runs, runs_t, gamma, caps, rej, rmask, posbit, t, contrib, npend, ro
     n = 0
     if g1 < caps[j]:
         for mm in range(m):
-            rows[n] = mm
-            devs[n] = j
-            n += rj[mm] == g1
+            if rj[mm] == g1:
+                rows[n] = mm
+                devs[n] = j
+                n += 1
     for q in range(n):
         pos[j, q] = rows[q]
     npos[j] = n
