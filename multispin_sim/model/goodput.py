@@ -48,6 +48,8 @@ _KERNEL_ROWS = 2048  # rows per closed-form kernel pass (keeps the work arrays i
 def goodput(tokens, drafting_s, verify_s, t_comm):
     """G = tokens / (drafting + verification + communication); 0 when nothing takes time."""
     den = np.asarray(drafting_s, float) + verify_s + np.asarray(t_comm, float)
+    if den.ndim and (den > 0).all():   # the usual case: the same quotients, no error state
+        return np.asarray(tokens, float) / den
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(den > 0, np.asarray(tokens, float) / den, 0.0)
 
