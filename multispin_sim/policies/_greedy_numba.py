@@ -423,13 +423,106 @@ def path_loads(runs, seg, code, order, ua, va, coin, has_start, cst, ev_m, ev_s,
 
 
 @njit(cache=_CACHE, error_model="numpy")
-def path_dense(runs, seg, order, ua, va, cst, fl, acc, spl, cnt, evf, rcnt, s1, x1, has_start):
-    """``path_loads`` for the optimal split on a short path, computed at every (step, sample)
-    (index s * M + m), vectorised over samples: the loads of each point
-    from scratch with the same operations as ``_loads``, and evf[s, m]: step s is an event of
-    sample m (step 0 or a flip step: flips only add devices, so a step is a flip step iff the
-    rejected count grows there). Points that are not events have the rejected set of the step
-    before. Steps before any flip (nobody rejected) and a known start are not computed."""
+def _dense_optimal(fl, s, ua, va, acc, spl, cnt):
+    """The optimal split's load (acc) and rejected count of every sample at step s: the
+    operations of ``_loads`` (code 0) per sample, vectorised over samples. The first device of
+    the reversed order (cand = its u, from acc = 0.0 and spl = inf), then the others: the same
+    operations without a test of i in the inner loop."""
+    k, m = ua.size, acc.size
+    u = ua[0]
+    vi = va[0]
+    u0 = min(_INF, u)
+    for mm in range(m):
+        x = fl[0, mm] <= s
+        spl[mm] = u0 if x else _INF
+        acc[mm] = 0.0 + (vi if x else 0.0)
+        cnt[mm] = x
+    for i in range(1, k):
+        u = ua[i]
+        vi = va[i]
+        for mm in range(m):
+            x = fl[i, mm] <= s
+            a0 = acc[mm]
+            cand = u if u > a0 else a0
+            spl[mm] = min(spl[mm], cand if x else _INF)
+            acc[mm] = a0 + (vi if x else 0.0)
+            cnt[mm] += x
+    for mm in range(m):
+        acc[mm] = min(acc[mm], spl[mm])
+
+
+@njit(cache=_CACHE, error_model="numpy")
+def _dense_ul(fl, s, ua, acc, cnt):
+    """All-UL: the smallest rejected UL power of every sample at step s, with ``_loads``'
+    comparison (take ua[i] when it is < the minimum so far), and the rejected count."""
+    k, m = ua.size, acc.size
+    for mm in range(m):
+        acc[mm] = _INF
+        cnt[mm] = 0
+    for i in range(k):
+        u = ua[i]
+        for mm in range(m):
+            x = fl[i, mm] <= s
+            z = acc[mm]
+            acc[mm] = u if (x and u < z) else z
+            cnt[mm] += x
+
+
+@njit(cache=_CACHE, error_model="numpy")
+def _dense_dl(fl, s, va, w, acc, cnt):
+    """All-DL: ``_pw0`` (K <= 128) of the row (va[i] if device i is rejected else 0.0) of every
+    sample at step s (its 8 accumulators w, their combination, the tail: the same additions),
+    and the rejected count."""
+    k, m = va.size, acc.size
+    for mm in range(m):
+        cnt[mm] = 0
+    if k < 8:
+        for mm in range(m):
+            acc[mm] = 0.0
+        for i in range(k):
+            vi = va[i]
+            for mm in range(m):
+                x = fl[i, mm] <= s
+                acc[mm] += vi if x else 0.0
+                cnt[mm] += x
+        return
+    stop = k - (k % 8)
+    for i in range(8):
+        vi = va[i]
+        for mm in range(m):
+            x = fl[i, mm] <= s
+            w[i, mm] = vi if x else 0.0
+            cnt[mm] += x
+    for i in range(8, stop):
+        vi = va[i]
+        c = i % 8
+        for mm in range(m):
+            x = fl[i, mm] <= s
+            w[c, mm] += vi if x else 0.0
+            cnt[mm] += x
+    for mm in range(m):
+        acc[mm] = (((w[0, mm] + w[1, mm]) + (w[2, mm] + w[3, mm]))
+                   + ((w[4, mm] + w[5, mm]) + (w[6, mm] + w[7, mm])))
+    for i in range(stop, k):
+        vi = va[i]
+        for mm in range(m):
+            x = fl[i, mm] <= s
+            acc[mm] += vi if x else 0.0
+            cnt[mm] += x
+
+
+@njit(cache=_CACHE, error_model="numpy")
+def path_dense(runs, seg, code, order, ua, va, coin, cst, fl, acc, spl, cnt, evf, rcnt, s1,
+               s2, x1, x2, has_start):
+    """``path_loads`` on a short path for the optimal split (code 0), all-UL (1), all-DL (2)
+    and the random split (3) (K <= 128 for the last two), computed at every (step, sample)
+    (index s * M + m), vectorised over samples: the loads of each point from scratch with the
+    same operations as ``_loads`` (the random split: the UL minimum over the rejected devices
+    whose coin says UL, the DL sum over the others), and
+    evf[s, m]: step s is an event of sample m (step 0 or a flip step: flips only add devices,
+    so a step is a flip step iff the rejected count grows there). Points that are not events
+    have the rejected set of the step before. Steps before any flip (nobody rejected) and a
+    known start are not computed."""
     m, k = runs.shape
     n = seg.shape[0]
     table, top = _flip_table(seg, k)
@@ -441,6 +534,16 @@ def path_dense(runs, seg, order, ua, va, cst, fl, acc, spl, cnt, evf, rcnt, s1, 
             f = table[j, v if v < top + 1 else top + 1]
             fl[i, mm] = f
             gmin = min(gmin, f)
+    if code == 3:   # the flip steps of the UL devices in fl, of the DL devices in fd (n + 1:
+        fd = np.empty((k, m), dtype=np.int64)   # never on that side)
+        for mm in range(m):
+            for i in range(k):
+                f = fl[i, mm]
+                ul = coin[mm, i]
+                fl[i, mm] = f if ul else n + 1
+                fd[i, mm] = n + 1 if ul else f
+    else:
+        fd = fl
     first_s = max(gmin, 1 if has_start else 0)
     for s in range(min(first_s, n)):
         base = s * m
@@ -448,41 +551,35 @@ def path_dense(runs, seg, order, ua, va, cst, fl, acc, spl, cnt, evf, rcnt, s1, 
             evf[s, mm] = s == 0
             rcnt[base + mm] = 0
             s1[base + mm] = 0.0
+            s2[base + mm] = 0.0
             x1[base + mm] = 0.0
+            x2[base + mm] = 0.0
     # the rejected count at the step before first_s (nonzero only for flips at a known start)
     prev = np.zeros(m, dtype=np.int64)
     if first_s > gmin:
         for i in range(k):
             for mm in range(m):
-                prev[mm] += fl[i, mm] < first_s
+                prev[mm] += (fl[i, mm] < first_s) | (fd[i, mm] < first_s)
+    w = np.empty((8, m)) if code >= 2 else np.empty((0, 0))
+    dl = np.zeros(m)   # the DL load of the random split (0.0: none for the other codes)
+    cd = np.zeros(m, dtype=np.int64)
     for s in range(first_s, n):
-        # the first device of the reversed order (cand = its u, from acc = 0.0 and spl = inf),
-        # then the others: the same operations without a test of i in the inner loop
-        u = ua[0]
-        vi = va[0]
-        u0 = min(_INF, u)
-        for mm in range(m):
-            x = fl[0, mm] <= s
-            spl[mm] = u0 if x else _INF
-            acc[mm] = 0.0 + (vi if x else 0.0)
-            cnt[mm] = x
-        for i in range(1, k):
-            u = ua[i]
-            vi = va[i]
-            for mm in range(m):
-                x = fl[i, mm] <= s
-                a0 = acc[mm]
-                cand = u if u > a0 else a0
-                spl[mm] = min(spl[mm], cand if x else _INF)
-                acc[mm] = a0 + (vi if x else 0.0)
-                cnt[mm] += x
+        if code == 0:
+            _dense_optimal(fl, s, ua, va, acc, spl, cnt)
+        elif code == 2:
+            _dense_dl(fd, s, va, w, acc, cnt)
+        else:
+            _dense_ul(fl, s, ua, acc, cnt)
+            if code == 3:
+                _dense_dl(fd, s, va, w, dl, cd)
         base = s * m
         for mm in range(m):
-            r = cnt[mm]
-            load = min(acc[mm], spl[mm])
+            r = cnt[mm] + cd[mm]
+            a, b = acc[mm], dl[mm]
             rcnt[base + mm] = r
-            s1[base + mm] = load
-            x1[base + mm] = _xargs(0, r, load, 0.0, cst)[0]
+            s1[base + mm] = a
+            s2[base + mm] = b
+            x1[base + mm], x2[base + mm] = _xargs(code, r, a, b, cst)
             evf[s, mm] = (s == 0) | (r != prev[mm])
             prev[mm] = r
 
@@ -497,15 +594,21 @@ def _running_total(bins, total, n):
 
 
 @njit(cache=_CACHE, error_model="numpy")
-def dense_finish(n, m, evf, rcnt, s1, l1, cst, start, has_start, total, table, want_table, tv):
+def dense_finish(n, m, evf, rcnt, s1, s2, l1, l2, code, cst, start, has_start, total, table,
+                 want_table, tv):
     """``path_finish`` for ``path_dense``: the events' T_comm accumulated per step in
     sample-major order. Branch-free: a point that is not an event adds +0.0 (an exact no-op:
     no partial sum is -0.0, no term is -0.0). tv: work (n * M)."""
     c1 = cst[0]
-    for p in range(n * m):   # ``_tval`` of the optimal split (vectorises)
-        r = rcnt[p]
-        ld = s1[p]
-        tv[p] = c1 * float(r) / l1[p] if (r > 0 and ld > 0) else 0.0
+    ul = code == 1
+    if code == 3:
+        for p in range(n * m):
+            tv[p] = _tval(code, rcnt[p], s1[p], s2[p], l1[p], l2[p], cst)
+    else:
+        for p in range(n * m):   # ``_tval`` of codes 0-2 (vectorises)
+            r = rcnt[p]
+            ld = s1[p]
+            tv[p] = c1 * float(r) / l1[p] if (r > 0 and (ul or ld > 0)) else 0.0
     if has_start:
         for mm in range(m):
             tv[mm] = start[mm]

@@ -38,7 +38,7 @@ from ..model.goodput import goodput
 
 _MODES = {"optimal": 0, "all-ul": 1, "all-dl": 2, "random": 3}
 _MAX_SAMPLES = 8192
-_DENSE = 32   # paths up to this many points (optimal split): every point of every sample
+_DENSE = 32   # paths up to this many points (every split): every point computed
 _kernels = None
 
 
@@ -326,12 +326,13 @@ def _path_values(obj, su, seg, start, table=False):
     if table and ws.table.shape[0] < n:
         ws.table = np.empty((n, m))
     total = np.empty(n)
-    if su.code == 0 and n <= _DENSE:
-        nb.path_dense(su.runs, seg, su.order, su.ua, su.va, su.cst, ws.fl, ws.acc, ws.spl,
-                      ws.cnt, ws.evf, ws.rcnt, ws.s1, ws.x1, has)
+    if n <= _DENSE and (su.code <= 1 or su.k <= 128):
+        nb.path_dense(su.runs, seg, su.code, su.order, su.ua, su.va, su.coin, su.cst, ws.fl,
+                      ws.acc, ws.spl, ws.cnt, ws.evf, ws.rcnt, ws.s1, ws.s2, ws.x1, ws.x2, has)
         su.log1p(n * m)
-        nb.dense_finish(n, m, ws.evf, ws.rcnt, ws.s1, ws.l1, su.cst, start if has else ws.t,
-                        has, total, ws.table if table else ws.no_table, table, ws.s2)
+        nb.dense_finish(n, m, ws.evf, ws.rcnt, ws.s1, ws.s2, ws.l1, ws.l2, su.code, su.cst,
+                        start if has else ws.t, has, total, ws.table if table else ws.no_table,
+                        table, ws.pacc)
         return _g(obj, seg, total / m)
     ne, nn = nb.path_loads(su.runs, seg, su.code, su.order, su.ua, su.va, su.coin, has, su.cst,
                            ws.ev_m, ws.ev_s, ws.ev_need, ws.rcnt, ws.s1, ws.s2, ws.x1, ws.x2,
