@@ -422,7 +422,7 @@ def path_loads(runs, seg, code, order, ua, va, coin, has_start, cst, ev_m, ev_s,
     return e, nn
 
 
-@njit(cache=_CACHE, error_model="numpy")
+@njit(cache=_CACHE, error_model="numpy", inline="always")
 def _dense_optimal(fl, s, ua, va, acc, spl, cnt):
     """The optimal split's load (acc) and rejected count of every sample at step s: the
     operations of ``_loads`` (code 0) per sample, vectorised over samples. The first device of
@@ -451,7 +451,7 @@ def _dense_optimal(fl, s, ua, va, acc, spl, cnt):
         acc[mm] = min(acc[mm], spl[mm])
 
 
-@njit(cache=_CACHE, error_model="numpy")
+@njit(cache=_CACHE, error_model="numpy", inline="always")
 def _dense_ul(fl, s, ua, acc, cnt):
     """All-UL: the smallest rejected UL power of every sample at step s, with ``_loads``'
     comparison (take ua[i] when it is < the minimum so far), and the rejected count."""
@@ -468,7 +468,7 @@ def _dense_ul(fl, s, ua, acc, cnt):
             cnt[mm] += x
 
 
-@njit(cache=_CACHE, error_model="numpy")
+@njit(cache=_CACHE, error_model="numpy", inline="always")
 def _dense_dl(fl, s, va, w, acc, cnt):
     """All-DL: ``_pw0`` (K <= 128) of the row (va[i] if device i is rejected else 0.0) of every
     sample at step s (its 8 accumulators w, their combination, the tail: the same additions),
@@ -509,6 +509,21 @@ def _dense_dl(fl, s, va, w, acc, cnt):
             x = fl[i, mm] <= s
             acc[mm] += vi if x else 0.0
             cnt[mm] += x
+
+
+@njit(cache=_CACHE, error_model="numpy", inline="always")
+def _dense_points(code, s, base, cnt, acc, prev, evf, rcnt, s1, x1, cst):
+    """Step s of ``path_dense`` with one load per sample (codes 0-2): the count, the load, the
+    log1p argument and the event flag of every sample (called with a constant code: compiled
+    for it)."""
+    for mm in range(acc.size):
+        r = cnt[mm]
+        a = acc[mm]
+        rcnt[base + mm] = r
+        s1[base + mm] = a
+        x1[base + mm] = _xargs(code, r, a, 0.0, cst)[0]
+        evf[s, mm] = (s == 0) | (r != prev[mm])
+        prev[mm] = r
 
 
 @njit(cache=_CACHE, error_model="numpy")
@@ -561,8 +576,8 @@ def path_dense(runs, seg, code, order, ua, va, coin, cst, fl, acc, spl, cnt, evf
             for mm in range(m):
                 prev[mm] += (fl[i, mm] < first_s) | (fd[i, mm] < first_s)
     w = np.empty((8, m)) if code >= 2 else np.empty((0, 0))
-    dl = np.zeros(m)   # the DL load of the random split (0.0: none for the other codes)
-    cd = np.zeros(m, dtype=np.int64)
+    dl = np.empty(m)   # the random split's DL load and count
+    cd = np.empty(m, dtype=np.int64)
     for s in range(first_s, n):
         if code == 0:
             _dense_optimal(fl, s, ua, va, acc, spl, cnt)
@@ -573,15 +588,22 @@ def path_dense(runs, seg, code, order, ua, va, coin, cst, fl, acc, spl, cnt, evf
             if code == 3:
                 _dense_dl(fd, s, va, w, dl, cd)
         base = s * m
-        for mm in range(m):
-            r = cnt[mm] + cd[mm]
-            a, b = acc[mm], dl[mm]
-            rcnt[base + mm] = r
-            s1[base + mm] = a
-            s2[base + mm] = b
-            x1[base + mm], x2[base + mm] = _xargs(code, r, a, b, cst)
-            evf[s, mm] = (s == 0) | (r != prev[mm])
-            prev[mm] = r
+        if code == 3:
+            for mm in range(m):
+                r = cnt[mm] + cd[mm]
+                a, b = acc[mm], dl[mm]
+                rcnt[base + mm] = r
+                s1[base + mm] = a
+                s2[base + mm] = b
+                x1[base + mm], x2[base + mm] = _xargs(code, r, a, b, cst)
+                evf[s, mm] = (s == 0) | (r != prev[mm])
+                prev[mm] = r
+            continue
+        # one load (s2, x2 are read for the random split only); DL and optimal share _xargs
+        if code == 1:
+            _dense_points(1, s, base, cnt, acc, prev, evf, rcnt, s1, x1, cst)
+        else:
+            _dense_points(0, s, base, cnt, acc, prev, evf, rcnt, s1, x1, cst)
 
 
 @njit(cache=_CACHE, error_model="numpy")
