@@ -34,7 +34,8 @@ import threading
 
 import numpy as np
 
-from ..model.goodput import goodput
+from ..model.goodput import _LN2, RUN_CAP, SAATcomm, TcommKernel, goodput
+from ..model.speculative import expected_tokens
 
 _MODES = {"optimal": 0, "all-ul": 1, "all-dl": 2, "random": 3}
 _MAX_SAMPLES = 8192
@@ -71,8 +72,6 @@ def acceptance_runs(uniforms, alpha):
     alpha = np.asarray(alpha, dtype=float)
     if nb is False or uniforms.ndim != 2 or alpha.shape != uniforms.shape[1:]:
         return None
-    from ..model.goodput import RUN_CAP
-
     out = np.empty(uniforms.shape, dtype=np.int32)
     if (alpha > 0).all():
         logs = np.log(np.asarray(uniforms, dtype=float)), np.log(alpha)
@@ -159,8 +158,6 @@ def move_means(tc, dev, new, samples):
 def eligible(obj, fresh=True):
     """The compiled search can replace the numpy one for this ``DraftObjective`` (``fresh``:
     and its estimator holds no state yet)."""
-    from ..model.goodput import SAATcomm, TcommKernel
-
     tc = obj.tcomm
     if not isinstance(tc, SAATcomm) or (fresh and (tc.gamma is not None or tc._path is not None)):
         return False
@@ -239,8 +236,6 @@ class _KernelArrays:
     c2 = N0 B, P_dl, T_ver), the constants of ``TcommKernel._delay`` as it computes them."""
 
     def __init__(self, kern, verify_s):
-        from ..model.goodput import _LN2
-
         self.mode = mode = _mode_of(kern)
         self.code = code = _MODES[mode]
         k = kern.k
@@ -359,6 +354,20 @@ def path_values(obj, path):
     return _path_values(obj, _setup(obj), path, None)
 
 
+_DS = []
+_PATHS = {}
+
+
+def _draft_search():
+    """(SearchResult, _phase1_stop, uniform_path) of ``draft_search`` (which imports this
+    module: imported at the first search, then kept)."""
+    if not _DS:
+        from .draft_search import SearchResult, _phase1_stop, uniform_path
+
+        _DS.extend((SearchResult, _phase1_stop, uniform_path))
+    return _DS
+
+
 def search(obj, chunk=8, path_values=None):
     """``draft_search.greedy_search(obj, path_values)`` compiled; None when not applicable.
 
@@ -369,12 +378,17 @@ def search(obj, chunk=8, path_values=None):
     nb = _load()
     if nb is False or not eligible(obj, fresh=path_values is None):
         return None
-    from .draft_search import SearchResult, _phase1_stop, uniform_path
+    SearchResult, _phase1_stop, uniform_path = _draft_search()
 
     su = _setup(obj)
     ws = su.ws
     ev0 = obj.evaluations
-    path = uniform_path(obj.caps)
+    key = obj.caps.tobytes()
+    path = _PATHS.get(key)
+    if path is None:   # the uniform path of these caps (saturated rounds repeat them; nothing
+        if len(_PATHS) > 64:   # here writes into it)
+            _PATHS.clear()
+        path = _PATHS[key] = uniform_path(obj.caps)
     if path_values is not None:
         c = _phase1_stop(np.asarray(path_values))
         gamma = path[c].astype(np.int64).copy()
@@ -412,8 +426,6 @@ def search(obj, chunk=8, path_values=None):
 def _phase2(obj, su, gamma):
     """Phase 2 from ``gamma`` (updated in place) with per-sample T_comm ``su.ws.t``: +1 moves
     with the +1 cache (``plus_one_values`` / ``_apply_plus``). Returns (G, evaluations, steps)."""
-    from ..model.speculative import expected_tokens
-
     nb, ws, code = su.nb, su.ws, su.code
     caps = obj.caps.astype(np.int64)
     top = int(caps.max(initial=0)) + 2
