@@ -181,6 +181,17 @@ def test_decisions_equal_numpy_reference(mode, k, rounds, numpy_only):
     policy = make_reactive_policy(mode)
     rng = np.random.default_rng(100 + k)
     searches = [draft_search.greedy_search, draft_search.uniform_search]
+    for r, g_ul, g_dl, active, caps in random_rounds(system, rng, rounds):
+        run = searches + ([draft_search.budget_search] if r % 5 == 0 else [])
+        for search in run:
+            assert_same_decision(search, (system, g_ul, g_dl, active, caps, policy), [k, r],
+                                 800, numpy_only, (search.__name__, r))
+
+
+def random_rounds(system, rng, rounds):
+    """(r, g_ul, g_dl, active, caps) of ``rounds`` random rounds: fading gains, reciprocal
+    every other round, every fourth round with devices left out and random caps."""
+    k = system.k
     for r in range(rounds):
         g_ul = system.pathloss * rng.exponential(size=k)
         g_dl = g_ul if r % 2 else system.pathloss * rng.exponential(size=k)
@@ -188,24 +199,28 @@ def test_decisions_equal_numpy_reference(mode, k, rounds, numpy_only):
         if r % 4 == 3:
             active = rng.random(k) < 0.7
             caps = rng.integers(0, 21, k)
-        run = searches + ([draft_search.budget_search] if r % 5 == 0 else [])
-        for search in run:
-            out = []
-            for compiled in (True, False):
-                stream = np.random.default_rng([k, r])
+        yield r, g_ul, g_dl, active, caps
 
-                def decide():
-                    obj = draft_search.make_objective(system, g_ul, g_dl, active, caps, policy,
-                                                      stream, 800)
-                    return search(obj), stream.bit_generator.state
 
-                out.append(decide() if compiled else numpy_only(decide))
-            (fast, s1), (ref, s2) = out
-            assert np.array_equal(fast.gamma, ref.gamma), (search.__name__, r)
-            assert fast.value == ref.value, (search.__name__, r)
-            assert fast.evaluations == ref.evaluations, (search.__name__, r)
-            assert repr(fast.info) == repr(ref.info), (search.__name__, r)
-            assert s1 == s2
+def assert_same_decision(search, args, seed, samples, numpy_only, where):
+    """``search`` on the objective of ``args`` (make_objective's first six) drawn from a stream
+    seeded ``seed``, compiled and with numpy alone: the same lengths, G, evaluation counts and
+    details, and the same stream state after."""
+    out = []
+    for compiled in (True, False):
+        stream = np.random.default_rng(seed)
+
+        def decide():
+            obj = draft_search.make_objective(*args, stream, samples)
+            return search(obj), stream.bit_generator.state
+
+        out.append(decide() if compiled else numpy_only(decide))
+    (fast, s1), (ref, s2) = out
+    assert np.array_equal(fast.gamma, ref.gamma), where
+    assert fast.value == ref.value, where
+    assert fast.evaluations == ref.evaluations, where
+    assert repr(fast.info) == repr(ref.info), where
+    assert s1 == s2, where
 
 
 @needs_numba
@@ -315,26 +330,7 @@ def test_greedy_decisions_equal_numpy_over_many_rounds(mode, k, rounds, numpy_on
     system = make_system(k, seed=5 + k, p_dl_dbm=8.0 + k % 20)
     policy = make_reactive_policy(mode)
     rng = np.random.default_rng(11 + k)
-    for r in range(rounds):
-        g_ul = system.pathloss * rng.exponential(size=k)
-        g_dl = g_ul if r % 3 else system.pathloss * rng.exponential(size=k)
-        active, caps = np.ones(k, bool), np.full(k, 20)
-        if r % 5 == 4:
-            active = rng.random(k) < 0.6
-            caps = rng.integers(0, 21, k)
-        out = []
-        for compiled in (True, False):
-            stream = np.random.default_rng([k, r, 2])
-
-            def decide():
-                obj = draft_search.make_objective(system, g_ul, g_dl, active, caps, policy,
-                                                  stream, 500)
-                return draft_search.greedy_search(obj), stream.bit_generator.state
-
-            out.append(decide() if compiled else numpy_only(decide))
-        (fast, s1), (ref, s2) = out
-        assert np.array_equal(fast.gamma, ref.gamma), r
-        assert fast.value == ref.value, r
-        assert fast.evaluations == ref.evaluations, r
-        assert repr(fast.info) == repr(ref.info), r
-        assert s1 == s2
+    for r, g_ul, g_dl, active, caps in random_rounds(system, rng, rounds):
+        assert_same_decision(draft_search.greedy_search,
+                             (system, g_ul, g_dl, active, caps, policy), [k, r, 2], 500,
+                             numpy_only, r)

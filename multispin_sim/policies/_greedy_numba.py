@@ -452,92 +452,32 @@ def _dense_optimal(fl, s, ua, va, acc, spl, cnt):
 
 
 @njit(cache=_CACHE, error_model="numpy", inline="always")
-def _dense_ul(fl, s, ua, acc, cnt):
-    """All-UL: the smallest rejected UL power of every sample at step s, with ``_loads``'
-    comparison (take ua[i] when it is < the minimum so far), and the rejected count."""
-    k, m = ua.size, acc.size
-    for mm in range(m):
-        acc[mm] = _INF
-        cnt[mm] = 0
-    for i in range(k):
-        u = ua[i]
-        for mm in range(m):
-            x = fl[i, mm] <= s
-            z = acc[mm]
-            acc[mm] = u if (x and u < z) else z
-            cnt[mm] += x
-
-
-@njit(cache=_CACHE, error_model="numpy", inline="always")
-def _dense_dl(fl, s, va, w, acc, cnt):
-    """All-DL: ``_pw0`` (K <= 128) of the row (va[i] if device i is rejected else 0.0) of every
-    sample at step s (its 8 accumulators w, their combination, the tail: the same additions),
-    and the rejected count."""
-    k, m = va.size, acc.size
-    for mm in range(m):
-        cnt[mm] = 0
-    if k < 8:
-        for mm in range(m):
-            acc[mm] = 0.0
-        for i in range(k):
-            vi = va[i]
-            for mm in range(m):
-                x = fl[i, mm] <= s
-                acc[mm] += vi if x else 0.0
-                cnt[mm] += x
-        return
-    stop = k - (k % 8)
-    for i in range(8):
-        vi = va[i]
-        for mm in range(m):
-            x = fl[i, mm] <= s
-            w[i, mm] = vi if x else 0.0
-            cnt[mm] += x
-    for i in range(8, stop):
-        vi = va[i]
-        c = i % 8
-        for mm in range(m):
-            x = fl[i, mm] <= s
-            w[c, mm] += vi if x else 0.0
-            cnt[mm] += x
-    for mm in range(m):
-        acc[mm] = (((w[0, mm] + w[1, mm]) + (w[2, mm] + w[3, mm]))
-                   + ((w[4, mm] + w[5, mm]) + (w[6, mm] + w[7, mm])))
-    for i in range(stop, k):
-        vi = va[i]
-        for mm in range(m):
-            x = fl[i, mm] <= s
-            acc[mm] += vi if x else 0.0
-            cnt[mm] += x
-
-
-@njit(cache=_CACHE, error_model="numpy", inline="always")
-def _dense_points(code, s, base, cnt, acc, prev, evf, rcnt, s1, x1, cst):
-    """Step s of ``path_dense`` with one load per sample (codes 0-2): the count, the load, the
-    log1p argument and the event flag of every sample (called with a constant code: compiled
-    for it)."""
+def _dense_points(s, base, cnt, acc, prev, evf, rcnt, s1, x1, cst, store):
+    """Step s of ``path_dense``: the event flag of every sample from its rejected count cnt
+    and, with ``store`` (the optimal split, a constant at each call), its count, load and
+    log1p argument."""
     for mm in range(acc.size):
         r = cnt[mm]
-        a = acc[mm]
-        rcnt[base + mm] = r
-        s1[base + mm] = a
-        x1[base + mm] = _xargs(code, r, a, 0.0, cst)[0]
+        if store:
+            a = acc[mm]
+            rcnt[base + mm] = r
+            s1[base + mm] = a
+            x1[base + mm] = _xargs(0, r, a, 0.0, cst)[0]
         evf[s, mm] = (s == 0) | (r != prev[mm])
         prev[mm] = r
 
 
 @njit(cache=_CACHE, error_model="numpy")
-def path_dense(runs, seg, code, order, ua, va, coin, cst, fl, acc, spl, cnt, evf, rcnt, s1,
-               s2, x1, x2, has_start):
-    """``path_loads`` on a short path for the optimal split (code 0), all-UL (1), all-DL (2)
-    and the random split (3) (K <= 128 for the last two), computed at every (step, sample)
-    (index s * M + m), vectorised over samples: the loads of each point from scratch with the
-    same operations as ``_loads`` (the random split: the UL minimum over the rejected devices
-    whose coin says UL, the DL sum over the others), and
-    evf[s, m]: step s is an event of sample m (step 0 or a flip step: flips only add devices,
-    so a step is a flip step iff the rejected count grows there). Points that are not events
-    have the rejected set of the step before. Steps before any flip (nobody rejected) and a
-    known start are not computed."""
+def path_dense(runs, seg, code, order, ua, va, cbits, posbit, cst, fl, acc, spl, cnt, evf, rcnt,
+               s1, s2, x1, x2, pm, pc, has_start):
+    """``path_loads`` on a short path, computed at every (step, sample) (index s * M + m),
+    vectorised over samples: the loads of each point from scratch with the same operations as
+    ``_loads`` (the optimal split fused here; all-UL, all-DL and the random split, K <= 62, by
+    ``_mask_loads_any`` on the step's rejected sets as bit masks, pm, pc: work), and evf[s, m]:
+    step s is an event of sample m (step 0 or a flip step: flips only add devices, so a step is
+    a flip step iff the rejected count grows there). Points that are not events have the
+    rejected set of the step before. Steps before any flip (nobody rejected) and a known start
+    are not computed."""
     m, k = runs.shape
     n = seg.shape[0]
     table, top = _flip_table(seg, k)
@@ -549,16 +489,6 @@ def path_dense(runs, seg, code, order, ua, va, coin, cst, fl, acc, spl, cnt, evf
             f = table[j, v if v < top + 1 else top + 1]
             fl[i, mm] = f
             gmin = min(gmin, f)
-    if code == 3:   # the flip steps of the UL devices in fl, of the DL devices in fd (n + 1:
-        fd = np.empty((k, m), dtype=np.int64)   # never on that side)
-        for mm in range(m):
-            for i in range(k):
-                f = fl[i, mm]
-                ul = coin[mm, i]
-                fl[i, mm] = f if ul else n + 1
-                fd[i, mm] = n + 1 if ul else f
-    else:
-        fd = fl
     first_s = max(gmin, 1 if has_start else 0)
     for s in range(min(first_s, n)):
         base = s * m
@@ -574,36 +504,24 @@ def path_dense(runs, seg, code, order, ua, va, coin, cst, fl, acc, spl, cnt, evf
     if first_s > gmin:
         for i in range(k):
             for mm in range(m):
-                prev[mm] += (fl[i, mm] < first_s) | (fd[i, mm] < first_s)
-    w = np.empty((8, m)) if code >= 2 else np.empty((0, 0))
-    dl = np.empty(m)   # the random split's DL load and count
-    cd = np.empty(m, dtype=np.int64)
+                prev[mm] += fl[i, mm] < first_s
     for s in range(first_s, n):
-        if code == 0:
-            _dense_optimal(fl, s, ua, va, acc, spl, cnt)
-        elif code == 2:
-            _dense_dl(fd, s, va, w, acc, cnt)
-        else:
-            _dense_ul(fl, s, ua, acc, cnt)
-            if code == 3:
-                _dense_dl(fd, s, va, w, dl, cd)
         base = s * m
-        if code == 3:
-            for mm in range(m):
-                r = cnt[mm] + cd[mm]
-                a, b = acc[mm], dl[mm]
-                rcnt[base + mm] = r
-                s1[base + mm] = a
-                s2[base + mm] = b
-                x1[base + mm], x2[base + mm] = _xargs(code, r, a, b, cst)
-                evf[s, mm] = (s == 0) | (r != prev[mm])
-                prev[mm] = r
+        if code == 0:   # one load per point (s2 and x2 are read for the random split only)
+            _dense_optimal(fl, s, ua, va, acc, spl, cnt)
+            _dense_points(s, base, cnt, acc, prev, evf, rcnt, s1, x1, cst, True)
             continue
-        # one load (s2, x2 are read for the random split only); DL and optimal share _xargs
-        if code == 1:
-            _dense_points(1, s, base, cnt, acc, prev, evf, rcnt, s1, x1, cst)
-        else:
-            _dense_points(0, s, base, cnt, acc, prev, evf, rcnt, s1, x1, cst)
+        for mm in range(m):
+            pm[mm] = 0
+            pc[mm] = cbits[mm] if code == 3 else 0
+        for i in range(k):
+            b = posbit[order[i]]
+            for mm in range(m):
+                pm[mm] |= b if fl[i, mm] <= s else 0
+        stop = base + m
+        _mask_loads_any(code, pm, pc, m, ua, va, cst, acc, spl, cnt, rcnt[base:stop],
+                        s1[base:stop], s2[base:stop], x1[base:stop], x2[base:stop])
+        _dense_points(s, base, cnt, acc, prev, evf, rcnt, s1, x1, cst, False)
 
 
 @njit(cache=_CACHE, error_model="numpy")

@@ -321,9 +321,10 @@ def _path_values(obj, su, seg, start, table=False):
     if table and ws.table.shape[0] < n:
         ws.table = np.empty((n, m))
     total = np.empty(n)
-    if n <= _DENSE and (su.code <= 1 or su.k <= 128):
-        nb.path_dense(su.runs, seg, su.code, su.order, su.ua, su.va, su.coin, su.cst, ws.fl,
-                      ws.acc, ws.spl, ws.cnt, ws.evf, ws.rcnt, ws.s1, ws.s2, ws.x1, ws.x2, has)
+    if n <= _DENSE and (su.code == 0 or su.k <= 62):
+        nb.path_dense(su.runs, seg, su.code, su.order, su.ua, su.va, su.cbits, su.posbit,
+                      su.cst, ws.fl, ws.acc, ws.spl, ws.cnt, ws.evf, ws.rcnt, ws.s1, ws.s2,
+                      ws.x1, ws.x2, ws.pm, ws.pc, has)
         su.log1p(n * m)
         nb.dense_finish(n, m, ws.evf, ws.rcnt, ws.s1, ws.s2, ws.l1, ws.l2, su.code, su.cst,
                         start if has else ws.t, has, total, ws.table if table else ws.no_table,
