@@ -181,6 +181,17 @@ def test_decisions_equal_numpy_reference(mode, k, rounds, numpy_only):
     policy = make_reactive_policy(mode)
     rng = np.random.default_rng(100 + k)
     searches = [draft_search.greedy_search, draft_search.uniform_search]
+    for r, g_ul, g_dl, active, caps in random_rounds(system, rng, rounds):
+        run = searches + ([draft_search.budget_search] if r % 5 == 0 else [])
+        for search in run:
+            assert_same_decision(search, (system, g_ul, g_dl, active, caps, policy), [k, r],
+                                 800, numpy_only, (search.__name__, r))
+
+
+def random_rounds(system, rng, rounds):
+    """(r, g_ul, g_dl, active, caps) of ``rounds`` random rounds: fading gains, reciprocal
+    every other round, every fourth round with devices left out and random caps."""
+    k = system.k
     for r in range(rounds):
         g_ul = system.pathloss * rng.exponential(size=k)
         g_dl = g_ul if r % 2 else system.pathloss * rng.exponential(size=k)
@@ -188,24 +199,28 @@ def test_decisions_equal_numpy_reference(mode, k, rounds, numpy_only):
         if r % 4 == 3:
             active = rng.random(k) < 0.7
             caps = rng.integers(0, 21, k)
-        run = searches + ([draft_search.budget_search] if r % 5 == 0 else [])
-        for search in run:
-            out = []
-            for compiled in (True, False):
-                stream = np.random.default_rng([k, r])
+        yield r, g_ul, g_dl, active, caps
 
-                def decide():
-                    obj = draft_search.make_objective(system, g_ul, g_dl, active, caps, policy,
-                                                      stream, 800)
-                    return search(obj), stream.bit_generator.state
 
-                out.append(decide() if compiled else numpy_only(decide))
-            (fast, s1), (ref, s2) = out
-            assert np.array_equal(fast.gamma, ref.gamma), (search.__name__, r)
-            assert fast.value == ref.value, (search.__name__, r)
-            assert fast.evaluations == ref.evaluations, (search.__name__, r)
-            assert repr(fast.info) == repr(ref.info), (search.__name__, r)
-            assert s1 == s2
+def assert_same_decision(search, args, seed, samples, numpy_only, where):
+    """``search`` on the objective of ``args`` (make_objective's first six) drawn from a stream
+    seeded ``seed``, compiled and with numpy alone: the same lengths, G, evaluation counts and
+    details, and the same stream state after."""
+    out = []
+    for compiled in (True, False):
+        stream = np.random.default_rng(seed)
+
+        def decide():
+            obj = draft_search.make_objective(*args, stream, samples)
+            return search(obj), stream.bit_generator.state
+
+        out.append(decide() if compiled else numpy_only(decide))
+    (fast, s1), (ref, s2) = out
+    assert np.array_equal(fast.gamma, ref.gamma), where
+    assert fast.value == ref.value, where
+    assert fast.evaluations == ref.evaluations, where
+    assert repr(fast.info) == repr(ref.info), where
+    assert s1 == s2, where
 
 
 @needs_numba
@@ -254,3 +269,68 @@ def test_move_means_equal_numpy(k, numpy_only):
             np.testing.assert_array_equal(fast, ref)
         np.testing.assert_array_equal(tc.move_means(dev[:1], 0),
                                       numpy_only(tc.move_means, dev[:1], 0))
+
+
+@needs_numba
+@pytest.mark.parametrize("mode", ["optimal", "all-ul", "all-dl", "random"])
+@pytest.mark.parametrize("k", [2, 3, 8, 20, 64, 130])
+def test_dense_paths_equal_sparse_paths_and_numpy(mode, k, numpy_only, monkeypatch):
+    """Phase 1's dense path (every point of every sample, each split) against the event path
+    (``path_loads``) and the numpy ``path_mean``: the same G along the uniform path, chunk by
+    chunk as the lazy phase 1 evaluates it (a later chunk from a known start), the same
+    per-sample T_comm table, on random gains, activity, caps and edge gains (zero, infinite)."""
+    system = make_system(k, seed=3 * k, p_dl_dbm=10.0 + k % 20)
+    policy = make_reactive_policy(mode)
+    rng = np.random.default_rng(7 + k)
+    for r in range(12 if k > 60 else 30):
+        g_ul = system.pathloss * rng.exponential(size=k)
+        g_dl = g_ul if r % 2 else system.pathloss * rng.exponential(size=k)
+        if r % 7 == 5:
+            g_ul, g_dl = g_ul.copy(), g_dl.copy()
+            g_ul[0], g_dl[-1] = 0.0, np.inf
+        active, caps = np.ones(k, bool), np.full(k, 20)
+        if r % 4 == 3:
+            active = rng.random(k) < 0.7
+            caps = rng.integers(0, 21, k)
+        seed = [k, r, 1]
+        objs = [draft_search.make_objective(system, g_ul, g_dl, active, caps, policy,
+                                            np.random.default_rng(seed), 300) for _ in range(2)]
+        ref = numpy_only(draft_search.make_objective, system, g_ul, g_dl, active, caps, policy,
+                         np.random.default_rng(seed), 300)
+        path = draft_search.uniform_path(objs[0].caps)
+        chunks = [(path[:9], None)] + ([(path[8:14], 8)] if len(path) > 9 else [])
+        out = []
+        for obj, dense in zip(objs, (32, 0)):   # dense, then events only
+            monkeypatch.setattr(greedy_fast, "_DENSE", dense)
+            su = greedy_fast._setup(obj)
+            vals, tables = [], []
+            for seg, first in chunks:
+                start = None if first is None else tables[0][first].copy()
+                vals.append(greedy_fast._path_values(obj, su, seg, start, table=True))
+                tables.append(su.ws.table[:len(seg)].copy())
+            out.append((vals, tables, obj.evaluations))
+        monkeypatch.undo()
+        ref_vals = [numpy_only(ref.path_values, seg) for seg, _ in chunks]
+        for (vals, tables, ev) in out:
+            for v, w in zip(vals, ref_vals):
+                assert np.array_equal(v, w), (mode, k, r)
+            for t, u in zip(tables, out[1][1]):
+                assert np.array_equal(t, u), (mode, k, r)
+            assert ev == ref.evaluations
+        last = chunks[-1][0][-1]
+        np.testing.assert_array_equal(out[0][1][-1][-1], ref.tcomm.per_sample(last))
+
+
+@needs_numba
+@pytest.mark.parametrize("mode", ["optimal", "all-ul", "all-dl", "random"])
+@pytest.mark.parametrize("k,rounds", [(2, 150), (3, 150), (20, 60), (64, 12)])
+def test_greedy_decisions_equal_numpy_over_many_rounds(mode, k, rounds, numpy_only):
+    """The whole compiled greedy (objective, dense phase 1, phase 2) against the numpy code
+    alone over many rounds: the same lengths, G, evaluation counts, details and stream state."""
+    system = make_system(k, seed=5 + k, p_dl_dbm=8.0 + k % 20)
+    policy = make_reactive_policy(mode)
+    rng = np.random.default_rng(11 + k)
+    for r, g_ul, g_dl, active, caps in random_rounds(system, rng, rounds):
+        assert_same_decision(draft_search.greedy_search,
+                             (system, g_ul, g_dl, active, caps, policy), [k, r, 2], 500,
+                             numpy_only, r)

@@ -48,6 +48,8 @@ _KERNEL_ROWS = 2048  # rows per closed-form kernel pass (keeps the work arrays i
 def goodput(tokens, drafting_s, verify_s, t_comm):
     """G = tokens / (drafting + verification + communication); 0 when nothing takes time."""
     den = np.asarray(drafting_s, float) + verify_s + np.asarray(t_comm, float)
+    if den.ndim and (den > 0).all():   # the usual case: the same quotients, no error state
+        return np.asarray(tokens, float) / den
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(den > 0, np.asarray(tokens, float) / den, 0.0)
 
@@ -114,18 +116,21 @@ class TcommKernel:
         self.bits = float(system.payload_bits)
         self.bw = float(system.bandwidth_hz)
         self.n0 = float(system.n0)
+        optimal = self.mode == "optimal"
         with np.errstate(divide="ignore"):
             q = p_ul * g_ul          # UL "SNR power" P_k g_k: larger is faster
             v = 1.0 / g_dl           # DL load of one device
+            u = self.p_dl / q if optimal else None   # the UL device's equivalent DL load
         self.q, self.v = q, v
         self.coin = None if coin is None else np.asarray(coin, dtype=bool)
-        if self.mode == "optimal":
+        if optimal:
             order = np.argsort(-q, axis=-1, kind="stable")
-            with np.errstate(divide="ignore"):
-                u = self.p_dl / q    # the UL device's equivalent DL load
             self.order_rev = np.ascontiguousarray(order[..., ::-1])
-            self.u_rev = np.take_along_axis(u, self.order_rev, axis=-1)
-            self.v_rev = np.take_along_axis(v, self.order_rev, axis=-1)
+            if q.ndim == 1 and v.ndim == 1:   # one row: plain indexing, the same elements
+                self.u_rev, self.v_rev = u[self.order_rev], v[self.order_rev]
+            else:
+                self.u_rev = np.take_along_axis(u, self.order_rev, axis=-1)
+                self.v_rev = np.take_along_axis(v, self.order_rev, axis=-1)
 
     # -- helpers ---------------------------------------------------------------------------
     def _delay(self, r, z):

@@ -422,19 +422,65 @@ def path_loads(runs, seg, code, order, ua, va, coin, has_start, cst, ev_m, ev_s,
     return e, nn
 
 
+@njit(cache=_CACHE, error_model="numpy", inline="always")
+def _dense_optimal(fl, s, ua, va, acc, spl, cnt):
+    """The optimal split's load (acc) and rejected count of every sample at step s: the
+    operations of ``_loads`` (code 0) per sample, vectorised over samples. The first device of
+    the reversed order (cand = its u, from acc = 0.0 and spl = inf), then the others: the same
+    operations without a test of i in the inner loop."""
+    k, m = ua.size, acc.size
+    u = ua[0]
+    vi = va[0]
+    u0 = min(_INF, u)
+    for mm in range(m):
+        x = fl[0, mm] <= s
+        spl[mm] = u0 if x else _INF
+        acc[mm] = 0.0 + (vi if x else 0.0)
+        cnt[mm] = x
+    for i in range(1, k):
+        u = ua[i]
+        vi = va[i]
+        for mm in range(m):
+            x = fl[i, mm] <= s
+            a0 = acc[mm]
+            cand = u if u > a0 else a0
+            spl[mm] = min(spl[mm], cand if x else _INF)
+            acc[mm] = a0 + (vi if x else 0.0)
+            cnt[mm] += x
+    for mm in range(m):
+        acc[mm] = min(acc[mm], spl[mm])
+
+
+@njit(cache=_CACHE, error_model="numpy", inline="always")
+def _dense_points(s, base, cnt, acc, prev, evf, rcnt, s1, x1, cst, store):
+    """Step s of ``path_dense``: the event flag of every sample from its rejected count cnt
+    and, with ``store`` (the optimal split, a constant at each call), its count, load and
+    log1p argument."""
+    for mm in range(acc.size):
+        r = cnt[mm]
+        if store:
+            a = acc[mm]
+            rcnt[base + mm] = r
+            s1[base + mm] = a
+            x1[base + mm] = _xargs(0, r, a, 0.0, cst)[0]
+        evf[s, mm] = (s == 0) | (r != prev[mm])
+        prev[mm] = r
+
+
 @njit(cache=_CACHE, error_model="numpy")
-def path_dense(runs, seg, order, ua, va, cst, fl, acc, spl, cnt, evf, rcnt, s1, x1, has_start):
-    """``path_loads`` for the optimal split on a short path, computed at every (step, sample)
-    (index s * M + m), vectorised over samples: the loads of each point
-    from scratch with the same operations as ``_loads``, and evf[s, m]: step s is an event of
-    sample m (step 0 or a flip step). Points that are not events have the rejected set of the
-    step before. Steps before any flip (nobody rejected) and a known start are not computed."""
+def path_dense(runs, seg, code, order, ua, va, cbits, posbit, cst, fl, acc, spl, cnt, evf, rcnt,
+               s1, s2, x1, x2, pm, pc, has_start):
+    """``path_loads`` on a short path, computed at every (step, sample) (index s * M + m),
+    vectorised over samples: the loads of each point from scratch with the same operations as
+    ``_loads`` (the optimal split fused here; all-UL, all-DL and the random split, K <= 62, by
+    ``_mask_loads_any`` on the step's rejected sets as bit masks, pm, pc: work), and evf[s, m]:
+    step s is an event of sample m (step 0 or a flip step: flips only add devices, so a step is
+    a flip step iff the rejected count grows there). Points that are not events have the
+    rejected set of the step before. Steps before any flip (nobody rejected) and a known start
+    are not computed."""
     m, k = runs.shape
     n = seg.shape[0]
     table, top = _flip_table(seg, k)
-    for s in range(n + 1):
-        for mm in range(m):
-            evf[s, mm] = s == 0
     gmin = n
     for i in range(k):
         j = order[i]
@@ -442,43 +488,40 @@ def path_dense(runs, seg, order, ua, va, cst, fl, acc, spl, cnt, evf, rcnt, s1, 
             v = runs[mm, j]
             f = table[j, v if v < top + 1 else top + 1]
             fl[i, mm] = f
-            evf[f, mm] = True
             gmin = min(gmin, f)
     first_s = max(gmin, 1 if has_start else 0)
     for s in range(min(first_s, n)):
         base = s * m
         for mm in range(m):
+            evf[s, mm] = s == 0
             rcnt[base + mm] = 0
             s1[base + mm] = 0.0
+            s2[base + mm] = 0.0
             x1[base + mm] = 0.0
-    for s in range(first_s, n):
-        # the first device of the reversed order (cand = its u, from acc = 0.0 and spl = inf),
-        # then the others: the same operations without a test of i in the inner loop
-        u = ua[0]
-        vi = va[0]
-        u0 = min(_INF, u)
-        for mm in range(m):
-            x = fl[0, mm] <= s
-            spl[mm] = u0 if x else _INF
-            acc[mm] = 0.0 + (vi if x else 0.0)
-            cnt[mm] = x
-        for i in range(1, k):
-            u = ua[i]
-            vi = va[i]
+            x2[base + mm] = 0.0
+    # the rejected count at the step before first_s (nonzero only for flips at a known start)
+    prev = np.zeros(m, dtype=np.int64)
+    if first_s > gmin:
+        for i in range(k):
             for mm in range(m):
-                x = fl[i, mm] <= s
-                a0 = acc[mm]
-                cand = u if u > a0 else a0
-                spl[mm] = min(spl[mm], cand if x else _INF)
-                acc[mm] = a0 + (vi if x else 0.0)
-                cnt[mm] += x
+                prev[mm] += fl[i, mm] < first_s
+    for s in range(first_s, n):
         base = s * m
+        if code == 0:   # one load per point (s2 and x2 are read for the random split only)
+            _dense_optimal(fl, s, ua, va, acc, spl, cnt)
+            _dense_points(s, base, cnt, acc, prev, evf, rcnt, s1, x1, cst, True)
+            continue
         for mm in range(m):
-            r = cnt[mm]
-            load = min(acc[mm], spl[mm])
-            rcnt[base + mm] = r
-            s1[base + mm] = load
-            x1[base + mm] = _xargs(0, r, load, 0.0, cst)[0]
+            pm[mm] = 0
+            pc[mm] = cbits[mm] if code == 3 else 0
+        for i in range(k):
+            b = posbit[order[i]]
+            for mm in range(m):
+                pm[mm] |= b if fl[i, mm] <= s else 0
+        stop = base + m
+        _mask_loads_any(code, pm, pc, m, ua, va, cst, acc, spl, cnt, rcnt[base:stop],
+                        s1[base:stop], s2[base:stop], x1[base:stop], x2[base:stop])
+        _dense_points(s, base, cnt, acc, prev, evf, rcnt, s1, x1, cst, False)
 
 
 @njit(cache=_CACHE, error_model="numpy")
@@ -491,15 +534,21 @@ def _running_total(bins, total, n):
 
 
 @njit(cache=_CACHE, error_model="numpy")
-def dense_finish(n, m, evf, rcnt, s1, l1, cst, start, has_start, total, table, want_table, tv):
+def dense_finish(n, m, evf, rcnt, s1, s2, l1, l2, code, cst, start, has_start, total, table,
+                 want_table, tv):
     """``path_finish`` for ``path_dense``: the events' T_comm accumulated per step in
     sample-major order. Branch-free: a point that is not an event adds +0.0 (an exact no-op:
     no partial sum is -0.0, no term is -0.0). tv: work (n * M)."""
     c1 = cst[0]
-    for p in range(n * m):   # ``_tval`` of the optimal split (vectorises)
-        r = rcnt[p]
-        ld = s1[p]
-        tv[p] = c1 * float(r) / l1[p] if (r > 0 and ld > 0) else 0.0
+    ul = code == 1
+    if code == 3:
+        for p in range(n * m):
+            tv[p] = _tval(code, rcnt[p], s1[p], s2[p], l1[p], l2[p], cst)
+    else:
+        for p in range(n * m):   # ``_tval`` of codes 0-2 (vectorises)
+            r = rcnt[p]
+            ld = s1[p]
+            tv[p] = c1 * float(r) / l1[p] if (r > 0 and (ul or ld > 0)) else 0.0
     if has_start:
         for mm in range(m):
             tv[mm] = start[mm]
@@ -809,11 +858,13 @@ def p2_init(runs, runs_t, gamma, caps, rej, rmask, posbit, contrib, code, order,
         g = gamma[j]
         b = posbit[j]
         rj = runs_t[j]
-        c = 0   # the samples a +1 of j changes: the only nonzero terms of contrib[j]
         for mm in range(m):
             rmask[mm] |= b if rj[mm] < g else 0
-            pos[j, c] = mm
-            c += rj[mm] == g
+        c = 0   # the samples a +1 of j changes: the only nonzero terms of contrib[j] (few: a
+        for mm in range(m):   # branch predicts better than a store per sample)
+            if rj[mm] == g:
+                pos[j, c] = mm
+                c += 1
         npos[j] = c
         if g < caps[j]:
             for q in range(c):
@@ -903,9 +954,10 @@ def p2_step(runs, runs_t, gamma, caps, rej, rmask, posbit, t, contrib, npend, ro
     n = 0
     if g1 < caps[j]:
         for mm in range(m):
-            rows[n] = mm
-            devs[n] = j
-            n += rj[mm] == g1
+            if rj[mm] == g1:
+                rows[n] = mm
+                devs[n] = j
+                n += 1
     for q in range(n):
         pos[j, q] = rows[q]
     npos[j] = n

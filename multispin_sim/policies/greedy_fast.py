@@ -34,11 +34,12 @@ import threading
 
 import numpy as np
 
-from ..model.goodput import goodput
+from ..model.goodput import _LN2, RUN_CAP, SAATcomm, TcommKernel, goodput
+from ..model.speculative import expected_tokens
 
 _MODES = {"optimal": 0, "all-ul": 1, "all-dl": 2, "random": 3}
 _MAX_SAMPLES = 8192
-_DENSE = 32   # paths up to this many points (optimal split): every point of every sample
+_DENSE = 32   # paths up to this many points (every split): every point computed
 _kernels = None
 
 
@@ -71,8 +72,6 @@ def acceptance_runs(uniforms, alpha):
     alpha = np.asarray(alpha, dtype=float)
     if nb is False or uniforms.ndim != 2 or alpha.shape != uniforms.shape[1:]:
         return None
-    from ..model.goodput import RUN_CAP
-
     out = np.empty(uniforms.shape, dtype=np.int32)
     if (alpha > 0).all():
         logs = np.log(np.asarray(uniforms, dtype=float)), np.log(alpha)
@@ -159,8 +158,6 @@ def move_means(tc, dev, new, samples):
 def eligible(obj, fresh=True):
     """The compiled search can replace the numpy one for this ``DraftObjective`` (``fresh``:
     and its estimator holds no state yet)."""
-    from ..model.goodput import SAATcomm, TcommKernel
-
     tc = obj.tcomm
     if not isinstance(tc, SAATcomm) or (fresh and (tc.gamma is not None or tc._path is not None)):
         return False
@@ -239,8 +236,6 @@ class _KernelArrays:
     c2 = N0 B, P_dl, T_ver), the constants of ``TcommKernel._delay`` as it computes them."""
 
     def __init__(self, kern, verify_s):
-        from ..model.goodput import _LN2
-
         self.mode = mode = _mode_of(kern)
         self.code = code = _MODES[mode]
         k = kern.k
@@ -326,12 +321,14 @@ def _path_values(obj, su, seg, start, table=False):
     if table and ws.table.shape[0] < n:
         ws.table = np.empty((n, m))
     total = np.empty(n)
-    if su.code == 0 and n <= _DENSE:
-        nb.path_dense(su.runs, seg, su.order, su.ua, su.va, su.cst, ws.fl, ws.acc, ws.spl,
-                      ws.cnt, ws.evf, ws.rcnt, ws.s1, ws.x1, has)
+    if n <= _DENSE and (su.code == 0 or su.k <= 62):
+        nb.path_dense(su.runs, seg, su.code, su.order, su.ua, su.va, su.cbits, su.posbit,
+                      su.cst, ws.fl, ws.acc, ws.spl, ws.cnt, ws.evf, ws.rcnt, ws.s1, ws.s2,
+                      ws.x1, ws.x2, ws.pm, ws.pc, has)
         su.log1p(n * m)
-        nb.dense_finish(n, m, ws.evf, ws.rcnt, ws.s1, ws.l1, su.cst, start if has else ws.t,
-                        has, total, ws.table if table else ws.no_table, table, ws.s2)
+        nb.dense_finish(n, m, ws.evf, ws.rcnt, ws.s1, ws.s2, ws.l1, ws.l2, su.code, su.cst,
+                        start if has else ws.t, has, total, ws.table if table else ws.no_table,
+                        table, ws.pacc)
         return _g(obj, seg, total / m)
     ne, nn = nb.path_loads(su.runs, seg, su.code, su.order, su.ua, su.va, su.coin, has, su.cst,
                            ws.ev_m, ws.ev_s, ws.ev_need, ws.rcnt, ws.s1, ws.s2, ws.x1, ws.x2,
@@ -358,6 +355,20 @@ def path_values(obj, path):
     return _path_values(obj, _setup(obj), path, None)
 
 
+_DS = []
+_PATHS = {}
+
+
+def _draft_search():
+    """(SearchResult, _phase1_stop, uniform_path) of ``draft_search`` (which imports this
+    module: imported at the first search, then kept)."""
+    if not _DS:
+        from .draft_search import SearchResult, _phase1_stop, uniform_path
+
+        _DS.extend((SearchResult, _phase1_stop, uniform_path))
+    return _DS
+
+
 def search(obj, chunk=8, path_values=None):
     """``draft_search.greedy_search(obj, path_values)`` compiled; None when not applicable.
 
@@ -368,12 +379,17 @@ def search(obj, chunk=8, path_values=None):
     nb = _load()
     if nb is False or not eligible(obj, fresh=path_values is None):
         return None
-    from .draft_search import SearchResult, _phase1_stop, uniform_path
+    SearchResult, _phase1_stop, uniform_path = _draft_search()
 
     su = _setup(obj)
     ws = su.ws
     ev0 = obj.evaluations
-    path = uniform_path(obj.caps)
+    key = obj.caps.tobytes()
+    path = _PATHS.get(key)
+    if path is None:   # the uniform path of these caps (saturated rounds repeat them; nothing
+        if len(_PATHS) > 64:   # here writes into it)
+            _PATHS.clear()
+        path = _PATHS[key] = uniform_path(obj.caps)
     if path_values is not None:
         c = _phase1_stop(np.asarray(path_values))
         gamma = path[c].astype(np.int64).copy()
@@ -411,8 +427,6 @@ def search(obj, chunk=8, path_values=None):
 def _phase2(obj, su, gamma):
     """Phase 2 from ``gamma`` (updated in place) with per-sample T_comm ``su.ws.t``: +1 moves
     with the +1 cache (``plus_one_values`` / ``_apply_plus``). Returns (G, evaluations, steps)."""
-    from ..model.speculative import expected_tokens
-
     nb, ws, code = su.nb, su.ws, su.code
     caps = obj.caps.astype(np.int64)
     top = int(caps.max(initial=0)) + 2
