@@ -456,10 +456,13 @@ class SAATcomm:
         return t[last]
 
     # -- stateful --------------------------------------------------------------------------
-    def reset(self, gamma):
+    def reset(self, gamma, t=None):
+        """Move to ``gamma``; ``t``: its per-sample T_comm when the caller has the kernel's
+        values already (a point of a compiled path scan)."""
         self.gamma = np.array(gamma, dtype=np.int64)
         self.rej = self.runs < self.gamma[None, :]
-        t = self._from_path(self.gamma)
+        if t is None:
+            t = self._from_path(self.gamma)
         self.t = self.kernel(self.rej, np.arange(self.m)) if t is None else t
         self._plus = None
         self.value = float(self.t.mean())
@@ -663,8 +666,11 @@ class DraftObjective:
             self.value = float(self._score(self._tok, g[None, :], self._d1, t_comm)[0])
         return self.value
 
-    def reset(self, gamma):
+    def reset(self, gamma, t_comm=None):
+        """Move to ``gamma`` (``t_comm``: its per-sample T_comm if known, ``SAATcomm`` only)."""
         self.gamma = np.array(gamma, dtype=np.int64)
+        if t_comm is not None:
+            return self._set(self.tcomm.reset(self.gamma, t_comm))
         return self._set(self.tcomm.reset(self.gamma))
 
     def apply(self, gamma):

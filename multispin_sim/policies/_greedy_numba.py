@@ -992,3 +992,105 @@ def move_sums(n, mv, rows, rcnt, s1, l1, cst, t, nmoves, out):
         out[q] = 0.0
     for p in range(n):
         out[mv[p]] += _tval(0, rcnt[p], s1[p], 0.0, l1[p], 0.0, cst) - t[rows[p]]
+
+
+# ---------------------------------------------------------------------------- budget scans
+# ``draft_search.budget_search`` scans budget paths: each step adds one level of one device, in
+# one fixed order of all (device, level) entries, and leaving devices out takes a subsequence
+# of it. Along such a path device j of a sample becomes rejected at the step of its entry
+# (j, run + 1); the devices' order of rejection per sample is fixed once per decision, and a
+# re-scan with fewer devices keeps each sample's sets (bit masks) up to the first left-out
+# device: their T_comm is reused (the same set gives the same T_comm, bit for bit).
+
+@njit(cache=_CACHE)
+def budget_flips(runs, entry_of, caps, fl_dev, fl_ent, nfl):
+    """Per sample, the devices in the order they become rejected along the full budget path
+    (fl_dev[m, :nfl[m]]) and their entries (fl_ent: entry_of[j, run + 1], ascending; distinct);
+    devices whose run reaches their cap never are. Placed by rank (branch-free)."""
+    m, k = runs.shape
+    big = np.iinfo(np.int64).max
+    ent = np.empty(k, dtype=np.int64)
+    for mm in range(m):
+        c = 0
+        for j in range(k):
+            r = runs[mm, j]
+            ok = r < caps[j]
+            e = entry_of[j, r + 1 if ok else 0]
+            ent[j] = e if ok else big
+            c += ok
+        for j in range(k):
+            e = ent[j]
+            rank = 0
+            for i in range(k):
+                rank += ent[i] < e
+            if e != big:
+                fl_dev[mm, rank] = j
+                fl_ent[mm, rank] = e
+        nfl[mm] = c
+
+
+@njit(cache=_CACHE, error_model="numpy")
+def budget_scan_loads(fl_dev, fl_ent, nfl, step_of, incl, posbit, cbits, code, ua, va, cst,
+                      ev_mask, ev_step, nev, pm, pc, pidx, acc, spl, cnt, rcnt, s1, s2, x1, x2):
+    """The events of a budget path with the devices ``incl`` (sample-major, steps ascending:
+    ``path_loads``'s, without step 0 where nobody is rejected): per sample m its sets
+    ev_mask[m * w + q] and steps ev_step (w = K + 1 slots per sample), nev[m] of them. A set
+    that differs from the one in its slot (the last scan's) is pending: its slot in pidx, its
+    loads and log1p arguments (``_mask_loads_any``). Returns the pending sets."""
+    m = nfl.size
+    w = ev_mask.size // m
+    npend = 0
+    for mm in range(m):
+        mask = 0
+        q = mm * w
+        cb = cbits[mm] if code == 3 else 0
+        for c in range(nfl[mm]):   # branch-free: a left-out device changes no slot
+            d = fl_dev[mm, c]
+            inc = incl[d]
+            mask |= posbit[d] if inc else 0
+            old = ev_mask[q]
+            pm[npend] = mask
+            pc[npend] = cb
+            pidx[npend] = q
+            npend += inc & (old != mask)
+            ev_mask[q] = mask if inc else old
+            ev_step[q] = step_of[fl_ent[mm, c]] if inc else ev_step[q]
+            q += inc
+        nev[mm] = q - mm * w
+    _mask_loads_any(code, pm, pc, npend, ua, va, cst, acc, spl, cnt, rcnt, s1, s2, x1, x2)
+    return npend
+
+
+@njit(cache=_CACHE, error_model="numpy")
+def budget_scan_finish(npend, pidx, code, rcnt, s1, s2, l1, l2, cst, ev_t, ev_step, nev, n,
+                       total):
+    """The pending sets' T_comm (from numpy's log1p l1, l2) into their slots, then the sum of
+    T_comm per step as ``path_finish`` adds it (each event's change, sample-major; step 0 adds
+    only +0.0, an exact no-op) and its running total into total[:n]."""
+    for p in range(npend):
+        ev_t[pidx[p]] = _tval(code, rcnt[p], s1[p], s2[p], l1[p], l2[p], cst)
+    m = nev.size
+    w = ev_t.size // m
+    bins = np.zeros(n)
+    for mm in range(m):
+        prev = 0.0
+        for q in range(mm * w, mm * w + nev[mm]):
+            v = ev_t[q]
+            bins[ev_step[q]] += v - prev
+            prev = v
+    _running_total(bins, total, n)
+
+
+@njit(cache=_CACHE)
+def budget_point(ref, ev_t, ev_step, nev, t):
+    """t[m]: each sample's T_comm at step ref of the last scan (its last event at or before
+    ref; 0 when none)."""
+    m = nev.size
+    w = ev_t.size // m
+    for mm in range(m):
+        v = 0.0
+        for q in range(mm * w, mm * w + nev[mm]):
+            if ev_step[q] > ref:
+                break
+            v = ev_t[q]
+        t[mm] = v

@@ -251,26 +251,49 @@ def uniform_search(obj, path_values=None):
     return SearchResult(path[c].copy(), float(path_values[c]), obj.evaluations - ev0, {"c": c})
 
 
+def budget_order(caps, draft_s, include):
+    """The device of each step of the budget path: every level g t_k (g = 1..cap_k) of the
+    included devices in order of g t_k (ties by device). Leaving devices out keeps the order
+    of the others (a subsequence)."""
+    caps = np.asarray(caps, dtype=np.int64)
+    dev = np.flatnonzero(include & (caps > 0))
+    if dev.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    reps = caps[dev]
+    who = np.repeat(dev, reps)
+    level = np.concatenate([np.arange(1, c + 1) for c in reps])
+    return who[np.lexsort((who, level * draft_s[who]))]
+
+
 def budget_path(caps, draft_s, include):
     """Nondecreasing path over the drafting budget D: every level g t_k (g = 1..cap_k) in order.
 
     Row 0 is all zeros; row s has gamma_k = #{g <= cap_k : g t_k <= D_s} for included devices.
     """
-    caps = np.asarray(caps, dtype=np.int64)
-    k = caps.size
-    dev = np.flatnonzero(include & (caps > 0))
-    if dev.size == 0:
-        return np.zeros((1, k), dtype=np.int64)
-    reps = caps[dev]
-    who = np.repeat(dev, reps)
-    level = np.concatenate([np.arange(1, c + 1) for c in reps])
-    order = np.lexsort((who, level * draft_s[who]))
-    who = who[order]
+    k = np.asarray(caps).size
+    who = budget_order(caps, draft_s, include)
     path = np.zeros((who.size + 1, k), dtype=np.int64)
-    inc = np.zeros((who.size, k), dtype=np.int64)
-    inc[np.arange(who.size), who] = 1
-    path[1:] = np.cumsum(inc, axis=0)
+    if who.size:
+        inc = np.zeros((who.size, k), dtype=np.int64)
+        inc[np.arange(who.size), who] = 1
+        path[1:] = np.cumsum(inc, axis=0)
     return path
+
+
+class _BudgetScans:
+    """The budget scans of ``budget_search`` with the numpy estimator (or the compiled path
+    scan): ``scan(include)`` -> (path, G along it); ``times(ref)``: the per-sample T_comm at
+    step ref of the last scan if known without the kernel (None: ``reset`` computes it)."""
+
+    def __init__(self, obj):
+        self.obj = obj
+
+    def scan(self, include):
+        bpath = budget_path(self.obj.caps, self.obj.draft_s, include)
+        return bpath, _path_values(self.obj, bpath)
+
+    def times(self, ref):
+        return None
 
 
 def _moves(obj, kinds):
@@ -345,9 +368,10 @@ def budget_search(obj, max_excluded=None):
     best_scan = None
     excluded = []
     stale = 0
+    scans = greedy_fast.budget_scans(obj, budget_order(caps, obj.draft_s, include))
+    scans = _BudgetScans(obj) if scans is None else scans
     for _ in range(max_excluded + 1):
-        bpath = budget_path(caps, obj.draft_s, include)
-        bv = _path_values(obj, bpath)
+        bpath, bv = scans.scan(include)
         s = int(np.argmax(bv))
         if best_scan is None or _better(bv[s], best_scan.value):
             best_scan = SearchResult(bpath[s].copy(), float(bv[s]))
@@ -361,7 +385,7 @@ def budget_search(obj, max_excluded=None):
         # there, even when the best budget so far is short because of that very device)
         d = obj.drafting(bpath)
         ref = int(np.searchsorted(d, max(d[s], d_free), side="right")) - 1
-        obj.reset(bpath[ref])
+        obj.reset(bpath[ref], scans.times(ref))
         dev = np.flatnonzero(obj.gamma > 0)
         if dev.size == 0:
             break

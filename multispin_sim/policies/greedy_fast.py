@@ -450,3 +450,60 @@ def _phase2(obj, su, gamma):
             break
         steps += 1
     return float(state[0]), evals, steps
+
+
+def budget_scans(obj, who):
+    """The budget scans of ``draft_search.budget_search`` compiled (``_BudgetScans``' interface;
+    the same paths and values), or None when they do not apply (the same objectives as
+    ``path_values``, with K <= 62: bit masks). ``who``: the device of each step of the budget
+    path with every device included (``draft_search.budget_order``)."""
+    if _load() is False or obj.k > 62 or not eligible(obj, fresh=False):
+        return None
+    return _BudgetScans(obj, _setup(obj), who)
+
+
+class _BudgetScans:
+    """Budget paths are subsequences of one order of (device, level) entries: each sample's
+    devices in their order of rejection along it are found once (``budget_flips``), and a
+    scan walks them (``budget_scan_loads``), computing T_comm only for the sets that the last
+    scan did not have in the same slot (``budget_scan_finish``). ``times(ref)``: T_comm per
+    sample at a point of the last scan (what the kernel gives at its gamma)."""
+
+    def __init__(self, obj, su, who):
+        nb, m, k = su.nb, su.m, su.k
+        self.obj, self.su, self.who = obj, su, np.asarray(who, dtype=np.int64)
+        n = self.who.size
+        self.full = np.zeros((n + 1, k), dtype=np.int64)
+        self.full[np.arange(1, n + 1), self.who] = 1
+        np.cumsum(self.full, axis=0, out=self.full)
+        caps = np.ascontiguousarray(obj.caps, dtype=np.int64)
+        entry_of = np.zeros((k, int(caps.max(initial=0)) + 1), dtype=np.int64)
+        entry_of[self.who, self.full[np.arange(1, n + 1), self.who]] = np.arange(n)
+        self.fl_dev, self.fl_ent = np.empty((m, k), np.int64), np.empty((m, k), np.int64)
+        self.nfl, self.nev = np.empty(m, np.int64), np.empty(m, np.int64)
+        nb.budget_flips(su.runs, entry_of, caps, self.fl_dev, self.fl_ent, self.nfl)
+        self.ev_mask = np.full(m * k, -1, dtype=np.int64)
+        self.ev_step, self.ev_t = np.empty(m * k, np.int64), np.empty(m * k)
+        self.pidx = np.empty(m * k, np.int64)
+
+    def scan(self, include):
+        obj, su, ws = self.obj, self.su, self.su.ws
+        incl = np.ascontiguousarray(include & (obj.caps > 0), dtype=np.bool_)
+        sel = incl[self.who]
+        step_of = np.cumsum(sel)   # an included entry's step: 1 + the included ones before
+        bpath = self.full[np.concatenate(([0], np.flatnonzero(sel) + 1))]
+        bpath[:, ~incl] = 0
+        npend = su.nb.budget_scan_loads(
+            self.fl_dev, self.fl_ent, self.nfl, step_of, incl, su.posbit, su.cbits, su.code,
+            su.ua, su.va, su.cst, self.ev_mask, self.ev_step, self.nev, ws.pm, ws.pc, self.pidx,
+            ws.pacc, ws.pspl, ws.pcnt, ws.rcnt, ws.s1, ws.s2, ws.x1, ws.x2)
+        su.log1p(npend)
+        total = np.empty(bpath.shape[0])
+        su.nb.budget_scan_finish(npend, self.pidx, su.code, ws.rcnt, ws.s1, ws.s2, ws.l1, ws.l2,
+                                 su.cst, self.ev_t, self.ev_step, self.nev, bpath.shape[0], total)
+        return bpath, _g(obj, bpath, total / su.m)
+
+    def times(self, ref):
+        t = np.empty(self.su.m)
+        self.su.nb.budget_point(ref, self.ev_t, self.ev_step, self.nev, t)
+        return t
