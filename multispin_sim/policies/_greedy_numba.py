@@ -951,12 +951,25 @@ def kernel_loads(rej, rows, code, order, ua, va, coin, cst, posbit, r, s1, s2, x
 
 # ---------------------------------------------------------------------------- single-device moves
 
+@njit(cache=_CACHE)
+def row_masks(rej, posbit, out):
+    """out[m]: row m of the rejected sets rej (M, K <= 62) as a bit mask (bits posbit)."""
+    m, k = rej.shape
+    for mm in range(m):
+        mask = 0
+        for j in range(k):
+            mask |= posbit[j] if rej[mm, j] else 0
+        out[mm] = mask
+
+
 @njit(cache=_CACHE, error_model="numpy")
-def move_masks(runs, rej, posbit, gamma, dev, new, ms, mv, rows, pm):
-    """``SAATcomm._move_rows`` and the rejected sets of ``_evaluate_moves`` as bit masks: the
-    (move, sample) pairs among the first ms samples whose rejection of the moved device changes,
-    move-major, samples ascending (np.nonzero's order). Returns their number."""
-    k = runs.shape[1]
+def move_masks(runs_t, rmask, posbit, gamma, dev, new, ms, mv, rows, pm, ua, va, cst, acc, spl,
+               rcnt, s1, s2, x1, x2):
+    """``SAATcomm._move_rows`` and the rejected sets of ``_evaluate_moves`` as bit masks (from
+    the current sets rmask, one bit changed): the (move, sample) pairs among the first ms
+    samples whose rejection of the moved device changes, move-major, samples ascending
+    (np.nonzero's order), with their loads and log1p arguments (``_mask_loads``). runs_t: the
+    runs transposed (K, M). Returns their number."""
     n = 0
     for q in range(dev.size):
         d = dev[q]
@@ -964,23 +977,16 @@ def move_masks(runs, rej, posbit, gamma, dev, new, ms, mv, rows, pm):
         nw = new[q]
         lo = min(old, nw)
         hi = max(old, nw)
+        b = posbit[d]
+        up = nw > old
+        rd = runs_t[d]
         for mm in range(ms):
-            v = runs[mm, d]
+            v = rd[mm]
             mv[n] = q
             rows[n] = mm
+            pm[n] = (rmask[mm] | b) if up else (rmask[mm] & ~b)
             n += (v >= lo) & (v < hi)
-    for p in range(n):
-        mm = rows[p]
-        mask = 0
-        for j in range(k):
-            mask |= posbit[j] if rej[mm, j] else 0
-        q = mv[p]
-        d = dev[q]
-        if new[q] > gamma[d]:
-            mask |= posbit[d]
-        else:
-            mask &= ~posbit[d]
-        pm[p] = mask
+    _mask_loads(pm, n, ua, va, cst, acc, spl, rcnt, rcnt, s1, s2, x1, x2)
     return n
 
 

@@ -136,24 +136,33 @@ def move_means(tc, dev, new, samples):
     ms = tc.m if samples is None else samples
     cached = tc.__dict__.get("_runs_c")
     if cached is None or cached[0] is not tc.runs:
-        cached = tc._runs_c = (tc.runs, np.ascontiguousarray(tc.runs, dtype=np.int32))
-    runs = cached[1]
-    rej = np.ascontiguousarray(tc.rej, dtype=np.bool_)
+        cached = tc._runs_c = (tc.runs, np.ascontiguousarray(tc.runs.T, dtype=np.int64))
+    rmask = _row_masks(tc, nb, arrays.posbit)
     gamma = np.ascontiguousarray(tc.gamma, dtype=np.int64)
     dev = np.ascontiguousarray(dev, dtype=np.int64)
     new = np.ascontiguousarray(new, dtype=np.int64)
     cap = ms * dev.size
-    mv, rows, pm = (np.empty(cap, dtype=np.int64) for _ in range(3))
-    n = nb.move_masks(runs, rej, arrays.posbit, gamma, dev, new, ms, mv, rows, pm)
-    r = np.empty(n, dtype=np.int64)
-    s1, s2, x1, x2 = np.empty(n), np.empty(n), np.empty(n), np.empty(n)
-    nb._mask_loads(pm, n, arrays.ua, arrays.va, arrays.cst, np.empty(n), np.empty(n), r, r, s1,
-                   s2, x1, x2)
-    l1 = np.log1p(x1)
+    mv, rows, pm, r = (np.empty(cap, dtype=np.int64) for _ in range(4))
+    acc, spl, s1, s2, x1, x2 = (np.empty(cap) for _ in range(6))
+    n = nb.move_masks(cached[1], rmask, arrays.posbit, gamma, dev, new, ms, mv, rows, pm,
+                      arrays.ua, arrays.va, arrays.cst, acc, spl, r, s1, s2, x1, x2)
+    l1 = np.log1p(x1[:n])
     sums = np.empty(dev.size)
     nb.move_sums(n, mv, rows, r, s1, l1, arrays.cst, np.ascontiguousarray(tc.t, dtype=float),
                  dev.size, sums)
     return sums
+
+
+def _row_masks(tc, nb, posbit):
+    """The estimator's current rejected sets as bit masks, kept while its rejected rows and
+    gamma are the same (``apply_move`` changes both in place, ``reset`` replaces the rows)."""
+    key = tc.gamma.tobytes()
+    cached = tc.__dict__.get("_rmask")
+    if cached is None or cached[0] is not tc.rej or cached[1] != key:
+        out = np.empty(tc.m, dtype=np.int64)
+        nb.row_masks(np.ascontiguousarray(tc.rej, dtype=np.bool_), posbit, out)
+        cached = tc._rmask = (tc.rej, key, out)
+    return cached[2]
 
 
 def eligible(obj, fresh=True):
