@@ -8,6 +8,7 @@ import numpy as np
 from numba import njit
 
 _INF = np.inf
+_BLOCK = 1024   # sets per block of ``_mask_loads`` (their work arrays stay in cache: 8 B x 8 x 1024)
 _CACHE = True
 
 
@@ -638,7 +639,17 @@ def _sparse_pw(a, pos, npos, lof, linfo, plan, lacc, stk):
 def _mask_loads(pm, npairs, ua, va, cst, acc, spl, cnt, rcnt, s1, s2, x1, x2):
     """The optimal split's loads of the rejected sets pm[p] (bit i: the device at position i
     of the reversed UL order), vectorised over the sets: the operations of ``_loads`` (code 0)
-    per set, in the same order."""
+    per set, in the same order; in blocks of sets whose work arrays stay in cache."""
+    for b0 in range(0, npairs, _BLOCK):
+        nb = min(_BLOCK, npairs - b0)
+        _mask_loads_block(pm[b0:b0 + nb], nb, ua, va, cst, acc[b0:b0 + nb], spl[b0:b0 + nb],
+                          cnt[b0:b0 + nb], rcnt[b0:b0 + nb], s1[b0:b0 + nb], s2[b0:b0 + nb],
+                          x1[b0:b0 + nb], x2[b0:b0 + nb])
+
+
+@njit(cache=_CACHE, error_model="numpy")
+def _mask_loads_block(pm, npairs, ua, va, cst, acc, spl, cnt, rcnt, s1, s2, x1, x2):
+    """``_mask_loads`` of one block of sets."""
     k = ua.size
     for p in range(npairs):
         acc[p] = 0.0
@@ -1004,99 +1015,105 @@ def move_sums(n, mv, rows, rcnt, s1, l1, cst, t, nmoves, out):
 # ``draft_search.budget_search`` scans budget paths: each step adds one level of one device, in
 # one fixed order of all (device, level) entries, and leaving devices out takes a subsequence
 # of it. Along such a path device j of a sample becomes rejected at the step of its entry
-# (j, run + 1); the devices' order of rejection per sample is fixed once per decision, and a
-# re-scan with fewer devices keeps each sample's sets (bit masks) up to the first left-out
-# device: their T_comm is reused (the same set gives the same T_comm, bit for bit).
+# (j, run + 1): the samples are bucketed by that entry once per decision, and a scan walks the
+# entries in order, each sample's rejected set growing by one device at each of its events.
+# Each (sample, device) event has a slot that keeps its set (a bit mask) and T_comm: a re-scan
+# with fewer devices recomputes only the sets that changed (the same set gives the same T_comm,
+# bit for bit).
 
 @njit(cache=_CACHE)
-def budget_flips(runs, entry_of, caps, fl_dev, fl_ent, nfl):
-    """Per sample, the devices in the order they become rejected along the full budget path
-    (fl_dev[m, :nfl[m]]) and their entries (fl_ent: entry_of[j, run + 1], ascending; distinct);
-    devices whose run reaches their cap never are. Placed by rank (branch-free)."""
+def budget_buckets(runs, entry_of, caps, bstart, samp):
+    """The samples bucketed by the entry at which each of their devices becomes rejected along
+    the full budget path: samp[bstart[e]:bstart[e + 1]] (ascending) for entry e = entry_of[j,
+    run + 1]; devices whose run reaches their cap never are. Returns the events (slots)."""
     m, k = runs.shape
-    big = np.iinfo(np.int64).max
-    ent = np.empty(k, dtype=np.int64)
+    for e in range(bstart.size):
+        bstart[e] = 0
     for mm in range(m):
-        c = 0
         for j in range(k):
             r = runs[mm, j]
-            ok = r < caps[j]
-            e = entry_of[j, r + 1 if ok else 0]
-            ent[j] = e if ok else big
-            c += ok
+            if r < caps[j]:
+                bstart[entry_of[j, r + 1] + 1] += 1
+    for e in range(bstart.size - 1):
+        bstart[e + 1] += bstart[e]
+    fill = bstart[:-1].copy()
+    for mm in range(m):
         for j in range(k):
-            e = ent[j]
-            rank = 0
-            for i in range(k):
-                rank += ent[i] < e
-            if e != big:
-                fl_dev[mm, rank] = j
-                fl_ent[mm, rank] = e
-        nfl[mm] = c
+            r = runs[mm, j]
+            if r < caps[j]:
+                e = entry_of[j, r + 1]
+                samp[fill[e]] = mm
+                fill[e] += 1
+    return bstart[-1]
 
 
 @njit(cache=_CACHE, error_model="numpy")
-def budget_scan_loads(fl_dev, fl_ent, nfl, step_of, incl, posbit, cbits, code, ua, va, cst,
-                      ev_mask, ev_step, nev, pm, pc, pidx, acc, spl, cnt, rcnt, s1, s2, x1, x2):
-    """The events of a budget path with the devices ``incl`` (sample-major, steps ascending:
-    ``path_loads``'s, without step 0 where nobody is rejected): per sample m its sets
-    ev_mask[m * w + q] and steps ev_step (w = K + 1 slots per sample), nev[m] of them. A set
-    that differs from the one in its slot (the last scan's) is pending: its slot in pidx, its
-    loads and log1p arguments (``_mask_loads_any``). Returns the pending sets."""
-    m = nfl.size
-    w = ev_mask.size // m
+def budget_scan_loads(who, bstart, samp, incl, posbit, cbits, code, ua, va, cst, cur, ev_mask,
+                      pm, pc, pidx, acc, spl, cnt, rcnt, s1, s2, x1, x2):
+    """The rejected sets of the events of a budget path with the devices ``incl`` (entries in
+    order, each sample's set growing by the entry's device): a set that differs from the one
+    in its slot (a former scan's) is pending: its slot in pidx, its loads and log1p arguments
+    (``_mask_loads_any``). cur: work (M,). Returns the pending sets."""
+    for mm in range(cur.size):
+        cur[mm] = 0
     npend = 0
-    for mm in range(m):
-        mask = 0
-        q = mm * w
-        cb = cbits[mm] if code == 3 else 0
-        for c in range(nfl[mm]):   # branch-free: a left-out device changes no slot
-            d = fl_dev[mm, c]
-            inc = incl[d]
-            mask |= posbit[d] if inc else 0
-            old = ev_mask[q]
+    for e in range(who.size):
+        d = who[e]
+        if not incl[d]:
+            continue
+        b = posbit[d]
+        for i in range(bstart[e], bstart[e + 1]):
+            mm = samp[i]
+            mask = cur[mm] | b
+            cur[mm] = mask
             pm[npend] = mask
-            pc[npend] = cb
-            pidx[npend] = q
-            npend += inc & (old != mask)
-            ev_mask[q] = mask if inc else old
-            ev_step[q] = step_of[fl_ent[mm, c]] if inc else ev_step[q]
-            q += inc
-        nev[mm] = q - mm * w
+            pc[npend] = cbits[mm] if code == 3 else 0
+            pidx[npend] = i
+            npend += ev_mask[i] != mask
+            ev_mask[i] = mask
     _mask_loads_any(code, pm, pc, npend, ua, va, cst, acc, spl, cnt, rcnt, s1, s2, x1, x2)
     return npend
 
 
 @njit(cache=_CACHE, error_model="numpy")
-def budget_scan_finish(npend, pidx, code, rcnt, s1, s2, l1, l2, cst, ev_t, ev_step, nev, n,
-                       total):
+def budget_scan_finish(npend, pidx, code, rcnt, s1, s2, l1, l2, cst, who, bstart, samp, incl,
+                       ev_t, prev, n, total):
     """The pending sets' T_comm (from numpy's log1p l1, l2) into their slots, then the sum of
-    T_comm per step as ``path_finish`` adds it (each event's change, sample-major; step 0 adds
-    only +0.0, an exact no-op) and its running total into total[:n]."""
+    T_comm per step as ``path_finish`` adds it (each event's change; a step's events are one
+    entry's, in sample order as there; step 0 adds only +0.0, an exact no-op) and its running
+    total into total[:n]. prev: work (M,)."""
     for p in range(npend):
         ev_t[pidx[p]] = _tval(code, rcnt[p], s1[p], s2[p], l1[p], l2[p], cst)
-    m = nev.size
-    w = ev_t.size // m
+    for mm in range(prev.size):
+        prev[mm] = 0.0
     bins = np.zeros(n)
-    for mm in range(m):
-        prev = 0.0
-        for q in range(mm * w, mm * w + nev[mm]):
-            v = ev_t[q]
-            bins[ev_step[q]] += v - prev
-            prev = v
+    s = 0
+    for e in range(who.size):
+        if not incl[who[e]]:
+            continue
+        s += 1
+        acc = 0.0
+        for i in range(bstart[e], bstart[e + 1]):
+            mm = samp[i]
+            v = ev_t[i]
+            acc += v - prev[mm]
+            prev[mm] = v
+        bins[s] = acc
     _running_total(bins, total, n)
 
 
 @njit(cache=_CACHE)
-def budget_point(ref, ev_t, ev_step, nev, t):
+def budget_point(ref, who, bstart, samp, incl, ev_t, t):
     """t[m]: each sample's T_comm at step ref of the last scan (its last event at or before
     ref; 0 when none)."""
-    m = nev.size
-    w = ev_t.size // m
-    for mm in range(m):
-        v = 0.0
-        for q in range(mm * w, mm * w + nev[mm]):
-            if ev_step[q] > ref:
-                break
-            v = ev_t[q]
-        t[mm] = v
+    for mm in range(t.size):
+        t[mm] = 0.0
+    s = 0
+    for e in range(who.size):
+        if not incl[who[e]]:
+            continue
+        s += 1
+        if s > ref:
+            break
+        for i in range(bstart[e], bstart[e + 1]):
+            t[samp[i]] = ev_t[i]

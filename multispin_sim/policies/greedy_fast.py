@@ -31,6 +31,7 @@ unchanged.
 """
 import os
 import threading
+import weakref
 
 import numpy as np
 
@@ -141,16 +142,25 @@ def move_means(tc, dev, new, samples):
     gamma = np.ascontiguousarray(tc.gamma, dtype=np.int64)
     dev = np.ascontiguousarray(dev, dtype=np.int64)
     new = np.ascontiguousarray(new, dtype=np.int64)
-    cap = ms * dev.size
-    mv, rows, pm, r = (np.empty(cap, dtype=np.int64) for _ in range(4))
-    acc, spl, s1, s2, x1, x2 = (np.empty(cap) for _ in range(6))
+    mv, rows, pm, r, acc, spl, s1, s2, x1, x2, l1 = _scratch(ms * dev.size)
     n = nb.move_masks(cached[1], rmask, arrays.posbit, gamma, dev, new, ms, mv, rows, pm,
                       arrays.ua, arrays.va, arrays.cst, acc, spl, r, s1, s2, x1, x2)
-    l1 = np.log1p(x1[:n])
+    np.log1p(x1[:n], out=l1[:n])
     sums = np.empty(dev.size)
     nb.move_sums(n, mv, rows, r, s1, l1, arrays.cst, np.ascontiguousarray(tc.t, dtype=float),
                  dev.size, sums)
     return sums
+
+
+def _scratch(n):
+    """Work arrays of ``move_means`` for n pairs (4 int64, 7 float64), kept per thread and
+    grown as needed: a fresh large array costs a page fault per 4 kB on first touch."""
+    held = getattr(_local, "scratch", None)
+    if held is None or held[0].size < n:
+        size = max(n, 1 << 15)
+        held = _local.scratch = tuple(np.empty(size, dtype=np.int64) for _ in range(4)) + tuple(
+            np.empty(size) for _ in range(7))
+    return held
 
 
 def _row_masks(tc, nb, posbit):
@@ -472,15 +482,16 @@ def budget_scans(obj, who):
 
 
 class _BudgetScans:
-    """Budget paths are subsequences of one order of (device, level) entries: each sample's
-    devices in their order of rejection along it are found once (``budget_flips``), and a
-    scan walks them (``budget_scan_loads``), computing T_comm only for the sets that the last
-    scan did not have in the same slot (``budget_scan_finish``). ``times(ref)``: T_comm per
-    sample at a point of the last scan (what the kernel gives at its gamma)."""
+    """Budget paths are subsequences of one order of (device, level) entries: the samples are
+    bucketed by the entries at which their devices become rejected once (``budget_buckets``),
+    and a scan walks the entries (``budget_scan_loads``), computing T_comm only for the events
+    whose set the last scans did not have in the same slot (``budget_scan_finish``).
+    ``times(ref)``: T_comm per sample at a point of the last scan (what the kernel gives at its
+    gamma)."""
 
     def __init__(self, obj, su, who):
         nb, m, k = su.nb, su.m, su.k
-        self.obj, self.su, self.who = obj, su, np.asarray(who, dtype=np.int64)
+        self.obj, self.su, self.who = obj, su, np.ascontiguousarray(who, dtype=np.int64)
         n = self.who.size
         self.full = np.zeros((n + 1, k), dtype=np.int64)
         self.full[np.arange(1, n + 1), self.who] = 1
@@ -488,31 +499,42 @@ class _BudgetScans:
         caps = np.ascontiguousarray(obj.caps, dtype=np.int64)
         entry_of = np.zeros((k, int(caps.max(initial=0)) + 1), dtype=np.int64)
         entry_of[self.who, self.full[np.arange(1, n + 1), self.who]] = np.arange(n)
-        self.fl_dev, self.fl_ent = np.empty((m, k), np.int64), np.empty((m, k), np.int64)
-        self.nfl, self.nev = np.empty(m, np.int64), np.empty(m, np.int64)
-        nb.budget_flips(su.runs, entry_of, caps, self.fl_dev, self.fl_ent, self.nfl)
-        self.ev_mask = np.full(m * k, -1, dtype=np.int64)
-        self.ev_step, self.ev_t = np.empty(m * k, np.int64), np.empty(m * k)
-        self.pidx = np.empty(m * k, np.int64)
+        self.bstart = np.empty(n + 1, dtype=np.int64)
+        self.samp, self.ev_mask, self.ev_t, self.pidx, self.cur, self.prev = self._arrays(m, k)
+        nb.budget_buckets(su.runs, entry_of, caps, self.bstart, self.samp)
+        self.ev_mask.fill(-1)   # no set in any slot yet
+        self.incl = None
+
+    def _arrays(self, m, k):
+        """Its work arrays: those of the last scans of this thread once they are gone (fresh
+        large arrays cost a page fault per 4 kB on first touch)."""
+        held = getattr(_local, "budget", None)
+        if held is not None and held[0]() is None and held[1] == (m, k):
+            arrays = held[2]
+        else:
+            arrays = (np.empty(m * k, np.int64), np.empty(m * k, np.int64), np.empty(m * k),
+                      np.empty(m * k, np.int64), np.empty(m, np.int64), np.empty(m))
+        _local.budget = (weakref.ref(self), (m, k), arrays)
+        return arrays
 
     def scan(self, include):
         obj, su, ws = self.obj, self.su, self.su.ws
-        incl = np.ascontiguousarray(include & (obj.caps > 0), dtype=np.bool_)
+        self.incl = incl = np.ascontiguousarray(include & (obj.caps > 0), dtype=np.bool_)
         sel = incl[self.who]
-        step_of = np.cumsum(sel)   # an included entry's step: 1 + the included ones before
         bpath = self.full[np.concatenate(([0], np.flatnonzero(sel) + 1))]
         bpath[:, ~incl] = 0
         npend = su.nb.budget_scan_loads(
-            self.fl_dev, self.fl_ent, self.nfl, step_of, incl, su.posbit, su.cbits, su.code,
-            su.ua, su.va, su.cst, self.ev_mask, self.ev_step, self.nev, ws.pm, ws.pc, self.pidx,
-            ws.pacc, ws.pspl, ws.pcnt, ws.rcnt, ws.s1, ws.s2, ws.x1, ws.x2)
+            self.who, self.bstart, self.samp, incl, su.posbit, su.cbits, su.code, su.ua, su.va,
+            su.cst, self.cur, self.ev_mask, ws.pm, ws.pc, self.pidx, ws.pacc, ws.pspl, ws.pcnt,
+            ws.rcnt, ws.s1, ws.s2, ws.x1, ws.x2)
         su.log1p(npend)
         total = np.empty(bpath.shape[0])
         su.nb.budget_scan_finish(npend, self.pidx, su.code, ws.rcnt, ws.s1, ws.s2, ws.l1, ws.l2,
-                                 su.cst, self.ev_t, self.ev_step, self.nev, bpath.shape[0], total)
+                                 su.cst, self.who, self.bstart, self.samp, incl, self.ev_t,
+                                 self.prev, bpath.shape[0], total)
         return bpath, _g(obj, bpath, total / su.m)
 
     def times(self, ref):
         t = np.empty(self.su.m)
-        self.su.nb.budget_point(ref, self.ev_t, self.ev_step, self.nev, t)
+        self.su.nb.budget_point(ref, self.who, self.bstart, self.samp, self.incl, self.ev_t, t)
         return t
