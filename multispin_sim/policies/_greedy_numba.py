@@ -1066,11 +1066,12 @@ def budget_scan_loads(who, bstart, samp, incl, posbit, cbits, code, ua, va, cst,
             mm = samp[i]
             mask = cur[mm] | b
             cur[mm] = mask
-            pm[npend] = mask
-            pc[npend] = cbits[mm] if code == 3 else 0
-            pidx[npend] = i
-            npend += ev_mask[i] != mask
-            ev_mask[i] = mask
+            if ev_mask[i] != mask:
+                ev_mask[i] = mask
+                pm[npend] = mask
+                pc[npend] = cbits[mm] if code == 3 else 0
+                pidx[npend] = i
+                npend += 1
     _mask_loads_any(code, pm, pc, npend, ua, va, cst, acc, spl, cnt, rcnt, s1, s2, x1, x2)
     return npend
 
