@@ -272,8 +272,7 @@ def test_budget_scans_equal_numpy_paths(mode, k, numpy_only):
         ref_obj = numpy_only(draft_search.make_objective, system, g_ul, g_ul, np.ones(k, bool),
                              caps, mode, np.random.default_rng([k, case]), 500)
         include = obj.caps > 0
-        scans = greedy_fast.budget_scans(obj, draft_search.budget_order(obj.caps, obj.draft_s,
-                                                                          include))
+        scans = greedy_fast.budget_scans(obj)
         assert scans is not None
         for step in range(8):
             bpath, values = scans.scan(include)

@@ -320,15 +320,16 @@ def _moves(obj, kinds):
     return np.concatenate(out_dev), np.concatenate(out_new)
 
 
-def local_search(obj, gamma, max_steps=None):
+def local_search(obj, gamma, max_steps=None, t_comm=None):
     """Best-improvement local search from ``gamma``.
 
     Cheap moves first (+1 or -1 on one device: they change a few samples each); at a local
     optimum of those, the long moves (one device to 0, or up to the fill of the current drafting
-    budget, floor(D / t_k)); stop when no move improves G.
+    budget, floor(D / t_k)); stop when no move improves G. ``t_comm``: the per-sample T_comm
+    at ``gamma`` if known (``DraftObjective.reset``).
     """
     ev0 = obj.evaluations
-    obj.reset(gamma)
+    obj.reset(gamma, t_comm)
     max_steps = 8 * obj.k * max(1, int(obj.caps.max(initial=0))) if max_steps is None else max_steps
     steps = 0
     kinds = ("+1", "-1")
@@ -368,13 +369,14 @@ def budget_search(obj, max_excluded=None):
     best_scan = None
     excluded = []
     stale = 0
-    scans = greedy_fast.budget_scans(obj, budget_order(caps, obj.draft_s, include))
+    scans = greedy_fast.budget_scans(obj)
     scans = _BudgetScans(obj) if scans is None else scans
     for _ in range(max_excluded + 1):
         bpath, bv = scans.scan(include)
         s = int(np.argmax(bv))
         if best_scan is None or _better(bv[s], best_scan.value):
             best_scan = SearchResult(bpath[s].copy(), float(bv[s]))
+            best_t = scans.times(s)   # for the local search from it (None: computed there)
             stale = 0
         else:
             stale += 1
@@ -398,7 +400,8 @@ def budget_search(obj, max_excluded=None):
     cands["budget-scan"] = best_scan
 
     start_name = max(cands, key=lambda n: cands[n].value)
-    loc = local_search(obj, cands[start_name].gamma)
+    loc = local_search(obj, cands[start_name].gamma,
+                       t_comm=best_t if start_name == "budget-scan" else None)
     cands["local"] = loc
     name = max(("local", "greedy", "uniform"), key=lambda n: cands[n].value)
     best = cands[name]

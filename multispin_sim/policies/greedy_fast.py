@@ -471,14 +471,42 @@ def _phase2(obj, su, gamma):
     return float(state[0]), evals, steps
 
 
-def budget_scans(obj, who):
+def budget_scans(obj):
     """The budget scans of ``draft_search.budget_search`` compiled (``_BudgetScans``' interface;
     the same paths and values), or None when they do not apply (the same objectives as
-    ``path_values``, with K <= 62: bit masks). ``who``: the device of each step of the budget
-    path with every device included (``draft_search.budget_order``)."""
+    ``path_values``, with K <= 62: bit masks)."""
     if _load() is False or obj.k > 62 or not eligible(obj, fresh=False):
         return None
-    return _BudgetScans(obj, _setup(obj), who)
+    return _BudgetScans(obj, _setup(obj), *_budget_entries(obj.caps, obj.draft_s))
+
+
+_ENTRIES = {}
+
+
+def _budget_entries(caps, draft_s):
+    """The budget path with every device included (``draft_search.budget_order``): the device
+    of each step, the path (steps + 1, K) and entry_of[j, g]: the step index - 1 of (j, g).
+    Cached (read-only): rounds with the same caps and drafting latencies share them."""
+    key = (np.asarray(caps, dtype=np.int64).tobytes(),
+           np.asarray(draft_s, dtype=float).tobytes())
+    hit = _ENTRIES.get(key)
+    if hit is None:
+        from .draft_search import budget_order
+
+        caps = np.ascontiguousarray(caps, dtype=np.int64)
+        who = np.ascontiguousarray(budget_order(caps, draft_s, caps > 0), dtype=np.int64)
+        n, k = who.size, caps.size
+        full = np.zeros((n + 1, k), dtype=np.int64)
+        full[np.arange(1, n + 1), who] = 1
+        np.cumsum(full, axis=0, out=full)
+        entry_of = np.zeros((k, int(caps.max(initial=0)) + 1), dtype=np.int64)
+        entry_of[who, full[np.arange(1, n + 1), who]] = np.arange(n)
+        for a in (caps, who, full, entry_of):
+            a.flags.writeable = False
+        if len(_ENTRIES) > 64:
+            _ENTRIES.clear()
+        hit = _ENTRIES[key] = (caps, who, full, entry_of)
+    return hit
 
 
 class _BudgetScans:
@@ -489,17 +517,10 @@ class _BudgetScans:
     ``times(ref)``: T_comm per sample at a point of the last scan (what the kernel gives at its
     gamma)."""
 
-    def __init__(self, obj, su, who):
+    def __init__(self, obj, su, caps, who, full, entry_of):
         nb, m, k = su.nb, su.m, su.k
-        self.obj, self.su, self.who = obj, su, np.ascontiguousarray(who, dtype=np.int64)
-        n = self.who.size
-        self.full = np.zeros((n + 1, k), dtype=np.int64)
-        self.full[np.arange(1, n + 1), self.who] = 1
-        np.cumsum(self.full, axis=0, out=self.full)
-        caps = np.ascontiguousarray(obj.caps, dtype=np.int64)
-        entry_of = np.zeros((k, int(caps.max(initial=0)) + 1), dtype=np.int64)
-        entry_of[self.who, self.full[np.arange(1, n + 1), self.who]] = np.arange(n)
-        self.bstart = np.empty(n + 1, dtype=np.int64)
+        self.obj, self.su, self.who, self.full = obj, su, who, full
+        self.bstart = np.empty(who.size + 1, dtype=np.int64)
         self.samp, self.ev_mask, self.ev_t, self.pidx, self.cur, self.prev = self._arrays(m, k)
         nb.budget_buckets(su.runs, entry_of, caps, self.bstart, self.samp)
         self.ev_mask.fill(-1)   # no set in any slot yet
