@@ -499,7 +499,9 @@ class SAATcomm:
         """Mean T_comm after each single-device move. ``samples``: estimate it on the first
         ``samples`` samples only (a cheaper screening estimate)."""
         dev = np.asarray(dev, dtype=np.int64)
-        new = np.broadcast_to(np.asarray(new, dtype=np.int64), dev.shape)
+        new = np.asarray(new, dtype=np.int64)
+        if new.shape != dev.shape:
+            new = np.broadcast_to(new, dev.shape)
         if dev.size == 0:
             return np.zeros(0)
         if samples is not None and samples >= self.m:

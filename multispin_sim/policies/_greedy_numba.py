@@ -993,10 +993,11 @@ def move_masks(runs_t, rmask, posbit, gamma, dev, new, ms, mv, rows, pm, ua, va,
         rd = runs_t[d]
         for mm in range(ms):
             v = rd[mm]
-            mv[n] = q
-            rows[n] = mm
-            pm[n] = (rmask[mm] | b) if up else (rmask[mm] & ~b)
-            n += (v >= lo) & (v < hi)
+            if v >= lo and v < hi:
+                mv[n] = q
+                rows[n] = mm
+                pm[n] = (rmask[mm] | b) if up else (rmask[mm] & ~b)
+                n += 1
     _mask_loads(pm, n, ua, va, cst, acc, spl, rcnt, rcnt, s1, s2, x1, x2)
     return n
 
