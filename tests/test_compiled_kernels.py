@@ -164,6 +164,20 @@ def test_objective_without_coin_draws_the_same_samples(mode, numpy_only):
     assert r1.bit_generator.state == r2.bit_generator.state == r3.bit_generator.state
 
 
+def _rounds(system, rng, rounds):
+    """(g_ul, g_dl, active, caps) of random rounds: reciprocal gains every other round, some
+    devices idle and some near the end of their request every fourth."""
+    k = system.k
+    for r in range(rounds):
+        g_ul = system.pathloss * rng.exponential(size=k)
+        g_dl = g_ul if r % 2 else system.pathloss * rng.exponential(size=k)
+        active, caps = np.ones(k, bool), np.full(k, 20)
+        if r % 4 == 3:
+            active = rng.random(k) < 0.7
+            caps = rng.integers(0, 21, k)
+        yield g_ul, g_dl, active, caps
+
+
 @needs_numba
 @pytest.mark.parametrize("mode,k,rounds", [("optimal", 20, 120), ("optimal", 70, 10),
                                            ("optimal", 2, 40), ("all-dl", 9, 30),
@@ -181,13 +195,7 @@ def test_decisions_equal_numpy_reference(mode, k, rounds, numpy_only):
     policy = make_reactive_policy(mode)
     rng = np.random.default_rng(100 + k)
     searches = [draft_search.greedy_search, draft_search.uniform_search]
-    for r in range(rounds):
-        g_ul = system.pathloss * rng.exponential(size=k)
-        g_dl = g_ul if r % 2 else system.pathloss * rng.exponential(size=k)
-        active, caps = np.ones(k, bool), np.full(k, 20)
-        if r % 4 == 3:
-            active = rng.random(k) < 0.7
-            caps = rng.integers(0, 21, k)
+    for r, (g_ul, g_dl, active, caps) in enumerate(_rounds(system, rng, rounds)):
         run = searches + ([draft_search.budget_search] if r % 5 == 0 else [])
         for search in run:
             out = []
@@ -303,13 +311,7 @@ def test_budget_decisions_equal_numpy_reference(mode, k, p_dl_dbm, rounds, numpy
     system = make_system(k, seed=3 * k + 1, p_dl_dbm=p_dl_dbm)
     policy = make_reactive_policy(mode)
     rng = np.random.default_rng(int(p_dl_dbm) + k)
-    for r in range(rounds):
-        g_ul = system.pathloss * rng.exponential(size=k)
-        g_dl = g_ul if r % 2 else system.pathloss * rng.exponential(size=k)
-        active, caps = np.ones(k, bool), np.full(k, 20)
-        if r % 4 == 3:
-            active = rng.random(k) < 0.7
-            caps = rng.integers(0, 21, k)
+    for r, (g_ul, g_dl, active, caps) in enumerate(_rounds(system, rng, rounds)):
         out = []
         for compiled in (True, False):
             stream = np.random.default_rng([k, r, 7])

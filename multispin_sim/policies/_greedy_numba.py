@@ -962,17 +962,6 @@ def kernel_loads(rej, rows, code, order, ua, va, coin, cst, posbit, r, s1, s2, x
 
 # ---------------------------------------------------------------------------- single-device moves
 
-@njit(cache=_CACHE)
-def row_masks(rej, posbit, out):
-    """out[m]: row m of the rejected sets rej (M, K <= 62) as a bit mask (bits posbit)."""
-    m, k = rej.shape
-    for mm in range(m):
-        mask = 0
-        for j in range(k):
-            mask |= posbit[j] if rej[mm, j] else 0
-        out[mm] = mask
-
-
 @njit(cache=_CACHE, error_model="numpy")
 def move_masks(runs_t, rmask, posbit, gamma, dev, new, ms, mv, rows, pm, ua, va, cst, acc, spl,
                rcnt, s1, s2, x1, x2):

@@ -170,7 +170,7 @@ def _row_masks(tc, nb, posbit):
     cached = tc.__dict__.get("_rmask")
     if cached is None or cached[0] is not tc.rej or cached[1] != key:
         out = np.empty(tc.m, dtype=np.int64)
-        nb.row_masks(np.ascontiguousarray(tc.rej, dtype=np.bool_), posbit, out)
+        nb.coin_bits(np.ascontiguousarray(tc.rej, dtype=np.bool_), posbit, out)   # the same OR
         cached = tc._rmask = (tc.rej, key, out)
     return cached[2]
 
