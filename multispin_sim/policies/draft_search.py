@@ -283,7 +283,8 @@ def budget_path(caps, draft_s, include):
 class _BudgetScans:
     """The budget scans of ``budget_search`` with the numpy estimator (or the compiled path
     scan): ``scan(include)`` -> (path, G along it); ``times(ref)``: the per-sample T_comm at
-    step ref of the last scan if known without the kernel (None: ``reset`` computes it)."""
+    step ref of the last scan if known without the kernel (None: ``reset`` computes it);
+    ``drafting(path)``: the drafting times along the last scan's path."""
 
     def __init__(self, obj):
         self.obj = obj
@@ -294,6 +295,9 @@ class _BudgetScans:
 
     def times(self, ref):
         return None
+
+    def drafting(self, bpath):
+        return self.obj.drafting(bpath)
 
 
 def _moves(obj, kinds):
@@ -385,7 +389,7 @@ def budget_search(obj, max_excluded=None):
         # judge leaving each drafting device out at the larger of this scan's best budget and
         # the communication-free budget (a device whose corrections are too costly shows it
         # there, even when the best budget so far is short because of that very device)
-        d = obj.drafting(bpath)
+        d = scans.drafting(bpath)
         ref = int(np.searchsorted(d, max(d[s], d_free), side="right")) - 1
         obj.reset(bpath[ref], scans.times(ref))
         dev = np.flatnonzero(obj.gamma > 0)

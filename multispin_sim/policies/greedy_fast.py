@@ -481,11 +481,13 @@ def budget_scans(obj):
 
 
 _ENTRIES = {}
+_PATHS = {}
 
 
 def _budget_entries(caps, draft_s):
-    """The budget path with every device included (``draft_search.budget_order``): the device
-    of each step, the path (steps + 1, K) and entry_of[j, g]: the step index - 1 of (j, g).
+    """The budget path with every device included (``draft_search.budget_order``): its key,
+    the caps, the device of each step, the path (steps + 1, K) and entry_of[j, g]: the step
+    index - 1 of (j, g).
     Cached (read-only): rounds with the same caps and drafting latencies share them."""
     key = (np.asarray(caps, dtype=np.int64).tobytes(),
            np.asarray(draft_s, dtype=float).tobytes())
@@ -505,7 +507,7 @@ def _budget_entries(caps, draft_s):
             a.flags.writeable = False
         if len(_ENTRIES) > 64:
             _ENTRIES.clear()
-        hit = _ENTRIES[key] = (caps, who, full, entry_of)
+        hit = _ENTRIES[key] = (key, caps, who, full, entry_of)
     return hit
 
 
@@ -517,9 +519,9 @@ class _BudgetScans:
     ``times(ref)``: T_comm per sample at a point of the last scan (what the kernel gives at its
     gamma)."""
 
-    def __init__(self, obj, su, caps, who, full, entry_of):
+    def __init__(self, obj, su, key, caps, who, full, entry_of):
         nb, m, k = su.nb, su.m, su.k
-        self.obj, self.su, self.who, self.full = obj, su, who, full
+        self.obj, self.su, self.key, self.who, self.full = obj, su, key, who, full
         self.bstart = np.empty(who.size + 1, dtype=np.int64)
         self.samp, self.ev_mask, self.ev_t, self.pidx, self.cur, self.prev = self._arrays(m, k)
         nb.budget_buckets(su.runs, entry_of, caps, self.bstart, self.samp)
@@ -541,9 +543,7 @@ class _BudgetScans:
     def scan(self, include):
         obj, su, ws = self.obj, self.su, self.su.ws
         self.incl = incl = np.ascontiguousarray(include & (obj.caps > 0), dtype=np.bool_)
-        sel = incl[self.who]
-        bpath = self.full[np.concatenate(([0], np.flatnonzero(sel) + 1))]
-        bpath[:, ~incl] = 0
+        bpath, tokens, self.draft = self._path(incl)
         npend = su.nb.budget_scan_loads(
             self.who, self.bstart, self.samp, incl, su.posbit, su.cbits, su.code, su.ua, su.va,
             su.cst, self.cur, self.ev_mask, ws.pm, ws.pc, self.pidx, ws.pacc, ws.pspl, ws.pcnt,
@@ -553,7 +553,31 @@ class _BudgetScans:
         su.nb.budget_scan_finish(npend, self.pidx, su.code, ws.rcnt, ws.s1, ws.s2, ws.l1, ws.l2,
                                  su.cst, self.who, self.bstart, self.samp, incl, self.ev_t,
                                  self.prev, bpath.shape[0], total)
-        return bpath, _g(obj, bpath, total / su.m)
+        obj.evaluations += bpath.shape[0]   # as ``_g``, on the same arrays
+        return bpath, goodput(tokens, self.draft, obj.verify_s, total / su.m)
+
+    def _path(self, incl):
+        """The budget path with the devices ``incl`` (``draft_search.budget_path``: the rows of
+        the full path at the included steps, the others' columns 0), its tokens and drafting
+        times (``DraftObjective.tokens`` / ``drafting``), read-only; cached: rounds with the
+        same devices, caps and latencies scan the same paths."""
+        obj = self.obj
+        key = (self.key, incl.tobytes(), obj.alpha.tobytes(), obj._w.tobytes())
+        hit = _PATHS.get(key)
+        if hit is None:
+            bpath = self.full[np.concatenate(([0], np.flatnonzero(incl[self.who]) + 1))]
+            bpath[:, ~incl] = 0
+            hit = (bpath, obj.tokens(bpath), obj.drafting(bpath))
+            for a in hit:
+                a.flags.writeable = False
+            if len(_PATHS) > 512:
+                _PATHS.clear()
+            _PATHS[key] = hit
+        return hit
+
+    def drafting(self, bpath):
+        """The drafting times along the last scan's path (``obj.drafting(bpath)``)."""
+        return self.draft
 
     def times(self, ref):
         t = np.empty(self.su.m)
