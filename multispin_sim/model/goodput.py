@@ -460,7 +460,7 @@ class SAATcomm:
         """Move to ``gamma``; ``t``: its per-sample T_comm when the caller has the kernel's
         values already (a point of a compiled path scan)."""
         self.gamma = np.array(gamma, dtype=np.int64)
-        self.rej = self.runs < self.gamma[None, :]
+        self.rej = self._rejected(self.gamma)
         if t is None:
             t = self._from_path(self.gamma)
         self.t = self.kernel(self.rej, np.arange(self.m)) if t is None else t
@@ -472,13 +472,20 @@ class SAATcomm:
         gamma = np.array(gamma, dtype=np.int64)
         if self.gamma is None:
             return self.reset(gamma)
-        rej = self.runs < gamma[None, :]
+        rej = self._rejected(gamma)
         rows = np.flatnonzero((rej != self.rej).any(axis=1))
         if rows.size:
             self.t[rows] = self.kernel(rej[rows], rows)
         self.gamma, self.rej, self._plus = gamma, rej, None
         self.value = float(self.t.mean())
         return self.value
+
+    def _rejected(self, gamma):
+        """runs < gamma (M, K), compared in the runs' int32 when gamma fits (the same booleans
+        without an int64 copy of the runs)."""
+        if gamma.size and gamma.max() < 2**31 - 1 and gamma.min() >= 0:
+            return self.runs < gamma.astype(np.int32)[None, :]
+        return self.runs < gamma[None, :]
 
     def _move_rows(self, dev, new, samples=None):
         """(move index, sample) pairs whose rejection of the moved device changes (among the
