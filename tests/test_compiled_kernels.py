@@ -334,3 +334,69 @@ def test_greedy_decisions_equal_numpy_over_many_rounds(mode, k, rounds, numpy_on
         assert_same_decision(draft_search.greedy_search,
                              (system, g_ul, g_dl, active, caps, policy), [k, r, 2], 500,
                              numpy_only, r)
+
+
+@needs_numba
+@pytest.mark.parametrize("mode,k", [("optimal", 20), ("optimal", 2), ("random", 9),
+                                    ("all-dl", 12), ("all-ul", 5), ("optimal", 62)])
+def test_budget_scans_equal_numpy_paths(mode, k, numpy_only):
+    """The compiled budget scans (a chain of exclusions, in any order, and back) give the path
+    of ``budget_path``, numpy's G along it and the kernel's per-sample T_comm at its points."""
+    rng = np.random.default_rng(k)
+    system = make_system(k, seed=k, p_dl_dbm=8.0 + k % 13)
+    for case in range(6):
+        g_ul = system.pathloss * rng.exponential(size=k)
+        caps = np.full(k, 20) if case % 2 else rng.integers(0, 21, k)
+        obj = draft_search.make_objective(system, g_ul, g_ul, np.ones(k, bool), caps, mode,
+                                          np.random.default_rng([k, case]), 500)
+        ref_obj = numpy_only(draft_search.make_objective, system, g_ul, g_ul, np.ones(k, bool),
+                             caps, mode, np.random.default_rng([k, case]), 500)
+        include = obj.caps > 0
+        scans = greedy_fast.budget_scans(obj)
+        assert scans is not None
+        for step in range(8):
+            bpath, values = scans.scan(include)
+            ref_path = draft_search.budget_path(obj.caps, obj.draft_s, include)
+            np.testing.assert_array_equal(bpath, ref_path)
+            assert bpath.dtype == ref_path.dtype
+            ev = ref_obj.evaluations
+            np.testing.assert_array_equal(values, numpy_only(ref_obj.path_values, ref_path))
+            assert obj.evaluations == ref_obj.evaluations and ref_obj.evaluations > ev
+            for ref in {0, bpath.shape[0] // 3, bpath.shape[0] - 1}:
+                np.testing.assert_array_equal(scans.times(ref), numpy_only(
+                    ref_obj.tcomm.per_sample, bpath[ref]))
+            flip = rng.integers(0, k, 1 + step % 3)
+            include = include.copy()
+            include[flip] = ~include[flip]
+
+
+@needs_numba
+@pytest.mark.parametrize("mode,k,p_dl_dbm,rounds", [
+    ("optimal", 20, 10.0, 60), ("optimal", 20, 16.0, 40), ("optimal", 20, 25.0, 40),
+    ("optimal", 2, 16.0, 60), ("optimal", 3, 10.0, 60), ("optimal", 3, 25.0, 40),
+    ("random", 20, 16.0, 15), ("all-dl", 3, 16.0, 30), ("all-ul", 20, 16.0, 15),
+    ("exhaustive", 7, 13.0, 20)])
+def test_budget_decisions_equal_numpy_reference(mode, k, p_dl_dbm, rounds, numpy_only):
+    """budget with its compiled scans and moves against the numpy code alone, DL/UL power
+    ratios from 1 to 30 (P_ul = 10 dBm): the same lengths, G, evaluation counts and details,
+    and the same stream state after; full and partial rounds."""
+    system = make_system(k, seed=3 * k + 1, p_dl_dbm=p_dl_dbm)
+    policy = make_reactive_policy(mode)
+    rng = np.random.default_rng(int(p_dl_dbm) + k)
+    for r, g_ul, g_dl, active, caps in random_rounds(system, rng, rounds):
+        out = []
+        for compiled in (True, False):
+            stream = np.random.default_rng([k, r, 7])
+
+            def decide():
+                obj = draft_search.make_objective(system, g_ul, g_dl, active, caps, policy,
+                                                  stream, 1000)
+                return draft_search.budget_search(obj), stream.bit_generator.state
+
+            out.append(decide() if compiled else numpy_only(decide))
+        (fast, s1), (ref, s2) = out
+        assert np.array_equal(fast.gamma, ref.gamma), r
+        assert fast.value == ref.value, r
+        assert fast.evaluations == ref.evaluations, r
+        assert repr(fast.info) == repr(ref.info), r
+        assert s1 == s2

@@ -37,6 +37,14 @@ def decision_times(name, repeat, k=20, samples=1000, mode="optimal", seed=0):
     policy = make_reactive_policy(mode)
     ctl = make_draft_controller(name, saa_samples=samples, max_draft=sc.policy.max_draft, mode=mode)
     active = np.ones(k, dtype=bool)
+    # warm-up on streams of its own (the timed decisions stay the same): numba compiles or
+    # loads its cache on a process's first decisions, which must not land in the timed loop
+    warm = np.random.default_rng([seed, 99])
+    warm_ctl = make_draft_controller(name, saa_samples=samples, max_draft=sc.policy.max_draft,
+                                     mode=mode)
+    for r in range(3):
+        g_ul, g_dl = channel_gains(warm, system.pathloss)
+        warm_ctl.lengths(DraftContext(r, system, g_ul, g_dl, active, None, policy, warm))
     out = np.empty(repeat)
     lengths = np.empty(repeat)
     for r in range(repeat):

@@ -461,10 +461,13 @@ class SAATcomm:
         return t[last]
 
     # -- stateful --------------------------------------------------------------------------
-    def reset(self, gamma):
+    def reset(self, gamma, t=None):
+        """Move to ``gamma``; ``t``: its per-sample T_comm when the caller has the kernel's
+        values already (a point of a compiled path scan)."""
         self.gamma = np.array(gamma, dtype=np.int64)
-        self.rej = self.runs < self.gamma[None, :]
-        t = self._from_path(self.gamma)
+        self.rej = self._rejected(self.gamma)
+        if t is None:
+            t = self._from_path(self.gamma)
         self.t = self.kernel(self.rej, np.arange(self.m)) if t is None else t
         self._plus = None
         self.value = float(self.t.mean())
@@ -474,13 +477,20 @@ class SAATcomm:
         gamma = np.array(gamma, dtype=np.int64)
         if self.gamma is None:
             return self.reset(gamma)
-        rej = self.runs < gamma[None, :]
+        rej = self._rejected(gamma)
         rows = np.flatnonzero((rej != self.rej).any(axis=1))
         if rows.size:
             self.t[rows] = self.kernel(rej[rows], rows)
         self.gamma, self.rej, self._plus = gamma, rej, None
         self.value = float(self.t.mean())
         return self.value
+
+    def _rejected(self, gamma):
+        """runs < gamma (M, K), compared in the runs' int32 when gamma fits (the same booleans
+        without an int64 copy of the runs)."""
+        if gamma.size and gamma.max() < 2**31 - 1 and gamma.min() >= 0:
+            return self.runs < gamma.astype(np.int32)[None, :]
+        return self.runs < gamma[None, :]
 
     def _move_rows(self, dev, new, samples=None):
         """(move index, sample) pairs whose rejection of the moved device changes (among the
@@ -501,7 +511,9 @@ class SAATcomm:
         """Mean T_comm after each single-device move. ``samples``: estimate it on the first
         ``samples`` samples only (a cheaper screening estimate)."""
         dev = np.asarray(dev, dtype=np.int64)
-        new = np.broadcast_to(np.asarray(new, dtype=np.int64), dev.shape)
+        new = np.asarray(new, dtype=np.int64)
+        if new.shape != dev.shape:
+            new = np.broadcast_to(new, dev.shape)
         if dev.size == 0:
             return np.zeros(0)
         if samples is not None and samples >= self.m:
@@ -668,8 +680,11 @@ class DraftObjective:
             self.value = float(self._score(self._tok, g[None, :], self._d1, t_comm)[0])
         return self.value
 
-    def reset(self, gamma):
+    def reset(self, gamma, t_comm=None):
+        """Move to ``gamma`` (``t_comm``: its per-sample T_comm if known, ``SAATcomm`` only)."""
         self.gamma = np.array(gamma, dtype=np.int64)
+        if t_comm is not None:
+            return self._set(self.tcomm.reset(self.gamma, t_comm))
         return self._set(self.tcomm.reset(self.gamma))
 
     def apply(self, gamma):

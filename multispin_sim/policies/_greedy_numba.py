@@ -8,6 +8,7 @@ import numpy as np
 from numba import njit
 
 _INF = np.inf
+_BLOCK = 1024   # sets per block of ``_mask_loads`` (their work arrays stay in cache: 8 B x 8 x 1024)
 _CACHE = True
 
 
@@ -687,7 +688,17 @@ def _sparse_pw(a, pos, npos, lof, linfo, plan, lacc, stk):
 def _mask_loads(pm, npairs, ua, va, cst, acc, spl, cnt, rcnt, s1, s2, x1, x2):
     """The optimal split's loads of the rejected sets pm[p] (bit i: the device at position i
     of the reversed UL order), vectorised over the sets: the operations of ``_loads`` (code 0)
-    per set, in the same order."""
+    per set, in the same order; in blocks of sets whose work arrays stay in cache."""
+    for b0 in range(0, npairs, _BLOCK):
+        nb = min(_BLOCK, npairs - b0)
+        _mask_loads_block(pm[b0:b0 + nb], nb, ua, va, cst, acc[b0:b0 + nb], spl[b0:b0 + nb],
+                          cnt[b0:b0 + nb], rcnt[b0:b0 + nb], s1[b0:b0 + nb], s2[b0:b0 + nb],
+                          x1[b0:b0 + nb], x2[b0:b0 + nb])
+
+
+@njit(cache=_CACHE, error_model="numpy")
+def _mask_loads_block(pm, npairs, ua, va, cst, acc, spl, cnt, rcnt, s1, s2, x1, x2):
+    """``_mask_loads`` of one block of sets."""
     k = ua.size
     for p in range(npairs):
         acc[p] = 0.0
@@ -1004,11 +1015,13 @@ def kernel_loads(rej, rows, code, order, ua, va, coin, cst, posbit, r, s1, s2, x
 # ---------------------------------------------------------------------------- single-device moves
 
 @njit(cache=_CACHE, error_model="numpy")
-def move_masks(runs, rej, posbit, gamma, dev, new, ms, mv, rows, pm):
-    """``SAATcomm._move_rows`` and the rejected sets of ``_evaluate_moves`` as bit masks: the
-    (move, sample) pairs among the first ms samples whose rejection of the moved device changes,
-    move-major, samples ascending (np.nonzero's order). Returns their number."""
-    k = runs.shape[1]
+def move_masks(runs_t, rmask, posbit, gamma, dev, new, ms, mv, rows, pm, ua, va, cst, acc, spl,
+               rcnt, s1, s2, x1, x2):
+    """``SAATcomm._move_rows`` and the rejected sets of ``_evaluate_moves`` as bit masks (from
+    the current sets rmask, one bit changed): the (move, sample) pairs among the first ms
+    samples whose rejection of the moved device changes, move-major, samples ascending
+    (np.nonzero's order), with their loads and log1p arguments (``_mask_loads``). runs_t: the
+    runs transposed (K, M). Returns their number."""
     n = 0
     for q in range(dev.size):
         d = dev[q]
@@ -1016,23 +1029,17 @@ def move_masks(runs, rej, posbit, gamma, dev, new, ms, mv, rows, pm):
         nw = new[q]
         lo = min(old, nw)
         hi = max(old, nw)
+        b = posbit[d]
+        up = nw > old
+        rd = runs_t[d]
         for mm in range(ms):
-            v = runs[mm, d]
-            mv[n] = q
-            rows[n] = mm
-            n += (v >= lo) & (v < hi)
-    for p in range(n):
-        mm = rows[p]
-        mask = 0
-        for j in range(k):
-            mask |= posbit[j] if rej[mm, j] else 0
-        q = mv[p]
-        d = dev[q]
-        if new[q] > gamma[d]:
-            mask |= posbit[d]
-        else:
-            mask &= ~posbit[d]
-        pm[p] = mask
+            v = rd[mm]
+            if v >= lo and v < hi:
+                mv[n] = q
+                rows[n] = mm
+                pm[n] = (rmask[mm] | b) if up else (rmask[mm] & ~b)
+                n += 1
+    _mask_loads(pm, n, ua, va, cst, acc, spl, rcnt, rcnt, s1, s2, x1, x2)
     return n
 
 
@@ -1044,3 +1051,112 @@ def move_sums(n, mv, rows, rcnt, s1, l1, cst, t, nmoves, out):
         out[q] = 0.0
     for p in range(n):
         out[mv[p]] += _tval(0, rcnt[p], s1[p], 0.0, l1[p], 0.0, cst) - t[rows[p]]
+
+
+# ---------------------------------------------------------------------------- budget scans
+# ``draft_search.budget_search`` scans budget paths: each step adds one level of one device, in
+# one fixed order of all (device, level) entries, and leaving devices out takes a subsequence
+# of it. Along such a path device j of a sample becomes rejected at the step of its entry
+# (j, run + 1): the samples are bucketed by that entry once per decision, and a scan walks the
+# entries in order, each sample's rejected set growing by one device at each of its events.
+# Each (sample, device) event has a slot that keeps its set (a bit mask) and T_comm: a re-scan
+# with fewer devices recomputes only the sets that changed (the same set gives the same T_comm,
+# bit for bit).
+
+@njit(cache=_CACHE)
+def budget_buckets(runs, entry_of, caps, bstart, samp):
+    """The samples bucketed by the entry at which each of their devices becomes rejected along
+    the full budget path: samp[bstart[e]:bstart[e + 1]] (ascending) for entry e = entry_of[j,
+    run + 1]; devices whose run reaches their cap never are. Returns the events (slots)."""
+    m, k = runs.shape
+    for e in range(bstart.size):
+        bstart[e] = 0
+    for mm in range(m):
+        for j in range(k):
+            r = runs[mm, j]
+            if r < caps[j]:
+                bstart[entry_of[j, r + 1] + 1] += 1
+    for e in range(bstart.size - 1):
+        bstart[e + 1] += bstart[e]
+    fill = bstart[:-1].copy()
+    for mm in range(m):
+        for j in range(k):
+            r = runs[mm, j]
+            if r < caps[j]:
+                e = entry_of[j, r + 1]
+                samp[fill[e]] = mm
+                fill[e] += 1
+    return bstart[-1]
+
+
+@njit(cache=_CACHE, error_model="numpy")
+def budget_scan_loads(who, bstart, samp, incl, posbit, cbits, code, ua, va, cst, cur, ev_mask,
+                      pm, pc, pidx, acc, spl, cnt, rcnt, s1, s2, x1, x2):
+    """The rejected sets of the events of a budget path with the devices ``incl`` (entries in
+    order, each sample's set growing by the entry's device): a set that differs from the one
+    in its slot (a former scan's) is pending: its slot in pidx, its loads and log1p arguments
+    (``_mask_loads_any``). cur: work (M,). Returns the pending sets."""
+    for mm in range(cur.size):
+        cur[mm] = 0
+    npend = 0
+    for e in range(who.size):
+        d = who[e]
+        if not incl[d]:
+            continue
+        b = posbit[d]
+        for i in range(bstart[e], bstart[e + 1]):
+            mm = samp[i]
+            mask = cur[mm] | b
+            cur[mm] = mask
+            if ev_mask[i] != mask:
+                ev_mask[i] = mask
+                pm[npend] = mask
+                pc[npend] = cbits[mm] if code == 3 else 0
+                pidx[npend] = i
+                npend += 1
+    _mask_loads_any(code, pm, pc, npend, ua, va, cst, acc, spl, cnt, rcnt, s1, s2, x1, x2)
+    return npend
+
+
+@njit(cache=_CACHE, error_model="numpy")
+def budget_scan_finish(npend, pidx, code, rcnt, s1, s2, l1, l2, cst, who, bstart, samp, incl,
+                       ev_t, prev, n, total):
+    """The pending sets' T_comm (from numpy's log1p l1, l2) into their slots, then the sum of
+    T_comm per step as ``path_finish`` adds it (each event's change; a step's events are one
+    entry's, in sample order as there; step 0 adds only +0.0, an exact no-op) and its running
+    total into total[:n]. prev: work (M,)."""
+    for p in range(npend):
+        ev_t[pidx[p]] = _tval(code, rcnt[p], s1[p], s2[p], l1[p], l2[p], cst)
+    for mm in range(prev.size):
+        prev[mm] = 0.0
+    bins = np.zeros(n)
+    s = 0
+    for e in range(who.size):
+        if not incl[who[e]]:
+            continue
+        s += 1
+        acc = 0.0
+        for i in range(bstart[e], bstart[e + 1]):
+            mm = samp[i]
+            v = ev_t[i]
+            acc += v - prev[mm]
+            prev[mm] = v
+        bins[s] = acc
+    _running_total(bins, total, n)
+
+
+@njit(cache=_CACHE)
+def budget_point(ref, who, bstart, samp, incl, ev_t, t):
+    """t[m]: each sample's T_comm at step ref of the last scan (its last event at or before
+    ref; 0 when none)."""
+    for mm in range(t.size):
+        t[mm] = 0.0
+    s = 0
+    for e in range(who.size):
+        if not incl[who[e]]:
+            continue
+        s += 1
+        if s > ref:
+            break
+        for i in range(bstart[e], bstart[e + 1]):
+            t[samp[i]] = ev_t[i]

@@ -251,26 +251,53 @@ def uniform_search(obj, path_values=None):
     return SearchResult(path[c].copy(), float(path_values[c]), obj.evaluations - ev0, {"c": c})
 
 
+def budget_order(caps, draft_s, include):
+    """The device of each step of the budget path: every level g t_k (g = 1..cap_k) of the
+    included devices in order of g t_k (ties by device). Leaving devices out keeps the order
+    of the others (a subsequence)."""
+    caps = np.asarray(caps, dtype=np.int64)
+    dev = np.flatnonzero(include & (caps > 0))
+    if dev.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    reps = caps[dev]
+    who = np.repeat(dev, reps)
+    level = np.concatenate([np.arange(1, c + 1) for c in reps])
+    return who[np.lexsort((who, level * draft_s[who]))]
+
+
 def budget_path(caps, draft_s, include):
     """Nondecreasing path over the drafting budget D: every level g t_k (g = 1..cap_k) in order.
 
     Row 0 is all zeros; row s has gamma_k = #{g <= cap_k : g t_k <= D_s} for included devices.
     """
-    caps = np.asarray(caps, dtype=np.int64)
-    k = caps.size
-    dev = np.flatnonzero(include & (caps > 0))
-    if dev.size == 0:
-        return np.zeros((1, k), dtype=np.int64)
-    reps = caps[dev]
-    who = np.repeat(dev, reps)
-    level = np.concatenate([np.arange(1, c + 1) for c in reps])
-    order = np.lexsort((who, level * draft_s[who]))
-    who = who[order]
+    k = np.asarray(caps).size
+    who = budget_order(caps, draft_s, include)
     path = np.zeros((who.size + 1, k), dtype=np.int64)
-    inc = np.zeros((who.size, k), dtype=np.int64)
-    inc[np.arange(who.size), who] = 1
-    path[1:] = np.cumsum(inc, axis=0)
+    if who.size:
+        inc = np.zeros((who.size, k), dtype=np.int64)
+        inc[np.arange(who.size), who] = 1
+        path[1:] = np.cumsum(inc, axis=0)
     return path
+
+
+class _BudgetScans:
+    """The budget scans of ``budget_search`` with the numpy estimator (or the compiled path
+    scan): ``scan(include)`` -> (path, G along it); ``times(ref)``: the per-sample T_comm at
+    step ref of the last scan if known without the kernel (None: ``reset`` computes it);
+    ``drafting(path)``: the drafting times along the last scan's path."""
+
+    def __init__(self, obj):
+        self.obj = obj
+
+    def scan(self, include):
+        bpath = budget_path(self.obj.caps, self.obj.draft_s, include)
+        return bpath, _path_values(self.obj, bpath)
+
+    def times(self, ref):
+        return None
+
+    def drafting(self, bpath):
+        return self.obj.drafting(bpath)
 
 
 def _moves(obj, kinds):
@@ -297,15 +324,16 @@ def _moves(obj, kinds):
     return np.concatenate(out_dev), np.concatenate(out_new)
 
 
-def local_search(obj, gamma, max_steps=None):
+def local_search(obj, gamma, max_steps=None, t_comm=None):
     """Best-improvement local search from ``gamma``.
 
     Cheap moves first (+1 or -1 on one device: they change a few samples each); at a local
     optimum of those, the long moves (one device to 0, or up to the fill of the current drafting
-    budget, floor(D / t_k)); stop when no move improves G.
+    budget, floor(D / t_k)); stop when no move improves G. ``t_comm``: the per-sample T_comm
+    at ``gamma`` if known (``DraftObjective.reset``).
     """
     ev0 = obj.evaluations
-    obj.reset(gamma)
+    obj.reset(gamma, t_comm)
     max_steps = 8 * obj.k * max(1, int(obj.caps.max(initial=0))) if max_steps is None else max_steps
     steps = 0
     kinds = ("+1", "-1")
@@ -345,12 +373,14 @@ def budget_search(obj, max_excluded=None):
     best_scan = None
     excluded = []
     stale = 0
+    scans = greedy_fast.budget_scans(obj)
+    scans = _BudgetScans(obj) if scans is None else scans
     for _ in range(max_excluded + 1):
-        bpath = budget_path(caps, obj.draft_s, include)
-        bv = _path_values(obj, bpath)
+        bpath, bv = scans.scan(include)
         s = int(np.argmax(bv))
         if best_scan is None or _better(bv[s], best_scan.value):
             best_scan = SearchResult(bpath[s].copy(), float(bv[s]))
+            best_t = scans.times(s)   # for the local search from it (None: computed there)
             stale = 0
         else:
             stale += 1
@@ -359,9 +389,9 @@ def budget_search(obj, max_excluded=None):
         # judge leaving each drafting device out at the larger of this scan's best budget and
         # the communication-free budget (a device whose corrections are too costly shows it
         # there, even when the best budget so far is short because of that very device)
-        d = obj.drafting(bpath)
+        d = scans.drafting(bpath)
         ref = int(np.searchsorted(d, max(d[s], d_free), side="right")) - 1
-        obj.reset(bpath[ref])
+        obj.reset(bpath[ref], scans.times(ref))
         dev = np.flatnonzero(obj.gamma > 0)
         if dev.size == 0:
             break
@@ -374,7 +404,8 @@ def budget_search(obj, max_excluded=None):
     cands["budget-scan"] = best_scan
 
     start_name = max(cands, key=lambda n: cands[n].value)
-    loc = local_search(obj, cands[start_name].gamma)
+    loc = local_search(obj, cands[start_name].gamma,
+                       t_comm=best_t if start_name == "budget-scan" else None)
     cands["local"] = loc
     name = max(("local", "greedy", "uniform"), key=lambda n: cands[n].value)
     best = cands[name]

@@ -31,6 +31,7 @@ unchanged.
 """
 import os
 import threading
+import weakref
 
 import numpy as np
 
@@ -135,24 +136,42 @@ def move_means(tc, dev, new, samples):
     ms = tc.m if samples is None else samples
     cached = tc.__dict__.get("_runs_c")
     if cached is None or cached[0] is not tc.runs:
-        cached = tc._runs_c = (tc.runs, np.ascontiguousarray(tc.runs, dtype=np.int32))
-    runs = cached[1]
-    rej = np.ascontiguousarray(tc.rej, dtype=np.bool_)
+        cached = tc._runs_c = (tc.runs, np.ascontiguousarray(tc.runs.T, dtype=np.int64))
+    rmask = _row_masks(tc, nb, arrays.posbit)
     gamma = np.ascontiguousarray(tc.gamma, dtype=np.int64)
     dev = np.ascontiguousarray(dev, dtype=np.int64)
     new = np.ascontiguousarray(new, dtype=np.int64)
-    cap = ms * dev.size
-    mv, rows, pm = (np.empty(cap, dtype=np.int64) for _ in range(3))
-    n = nb.move_masks(runs, rej, arrays.posbit, gamma, dev, new, ms, mv, rows, pm)
-    r = np.empty(n, dtype=np.int64)
-    s1, s2, x1, x2 = np.empty(n), np.empty(n), np.empty(n), np.empty(n)
-    nb._mask_loads(pm, n, arrays.ua, arrays.va, arrays.cst, np.empty(n), np.empty(n), r, r, s1,
-                   s2, x1, x2)
-    l1 = np.log1p(x1)
+    mv, rows, pm, r, acc, spl, s1, s2, x1, x2, l1 = _scratch(ms * dev.size)
+    n = nb.move_masks(cached[1], rmask, arrays.posbit, gamma, dev, new, ms, mv, rows, pm,
+                      arrays.ua, arrays.va, arrays.cst, acc, spl, r, s1, s2, x1, x2)
+    np.log1p(x1[:n], out=l1[:n])
     sums = np.empty(dev.size)
     nb.move_sums(n, mv, rows, r, s1, l1, arrays.cst, np.ascontiguousarray(tc.t, dtype=float),
                  dev.size, sums)
     return sums
+
+
+def _scratch(n):
+    """Work arrays of ``move_means`` for n pairs (4 int64, 7 float64), kept per thread and
+    grown as needed: a fresh large array costs a page fault per 4 kB on first touch."""
+    held = getattr(_local, "scratch", None)
+    if held is None or held[0].size < n:
+        size = max(n, 1 << 15)
+        held = _local.scratch = tuple(np.empty(size, dtype=np.int64) for _ in range(4)) + tuple(
+            np.empty(size) for _ in range(7))
+    return held
+
+
+def _row_masks(tc, nb, posbit):
+    """The estimator's current rejected sets as bit masks, kept while its rejected rows and
+    gamma are the same (``apply_move`` changes both in place, ``reset`` replaces the rows)."""
+    key = tc.gamma.tobytes()
+    cached = tc.__dict__.get("_rmask")
+    if cached is None or cached[0] is not tc.rej or cached[1] != key:
+        out = np.empty(tc.m, dtype=np.int64)
+        nb.coin_bits(np.ascontiguousarray(tc.rej, dtype=np.bool_), posbit, out)   # the same OR
+        cached = tc._rmask = (tc.rej, key, out)
+    return cached[2]
 
 
 def eligible(obj, fresh=True):
@@ -464,3 +483,117 @@ def _phase2(obj, su, gamma):
             break
         steps += 1
     return float(state[0]), evals, steps
+
+
+def budget_scans(obj):
+    """The budget scans of ``draft_search.budget_search`` compiled (``_BudgetScans``' interface;
+    the same paths and values), or None when they do not apply (the same objectives as
+    ``path_values``, with K <= 62: bit masks)."""
+    if _load() is False or obj.k > 62 or not eligible(obj, fresh=False):
+        return None
+    return _BudgetScans(obj, _setup(obj), *_budget_entries(obj.caps, obj.draft_s))
+
+
+_ENTRIES = {}
+_PATHS = {}
+
+
+def _budget_entries(caps, draft_s):
+    """The budget path with every device included (``draft_search.budget_order``): its key,
+    the caps, the device of each step, the path (steps + 1, K) and entry_of[j, g]: the step
+    index - 1 of (j, g).
+    Cached (read-only): rounds with the same caps and drafting latencies share them."""
+    key = (np.asarray(caps, dtype=np.int64).tobytes(),
+           np.asarray(draft_s, dtype=float).tobytes())
+    hit = _ENTRIES.get(key)
+    if hit is None:
+        from .draft_search import budget_order
+
+        caps = np.ascontiguousarray(caps, dtype=np.int64)
+        who = np.ascontiguousarray(budget_order(caps, draft_s, caps > 0), dtype=np.int64)
+        n, k = who.size, caps.size
+        full = np.zeros((n + 1, k), dtype=np.int64)
+        full[np.arange(1, n + 1), who] = 1
+        np.cumsum(full, axis=0, out=full)
+        entry_of = np.zeros((k, int(caps.max(initial=0)) + 1), dtype=np.int64)
+        entry_of[who, full[np.arange(1, n + 1), who]] = np.arange(n)
+        for a in (caps, who, full, entry_of):
+            a.flags.writeable = False
+        if len(_ENTRIES) > 64:
+            _ENTRIES.clear()
+        hit = _ENTRIES[key] = (key, caps, who, full, entry_of)
+    return hit
+
+
+class _BudgetScans:
+    """Budget paths are subsequences of one order of (device, level) entries: the samples are
+    bucketed by the entries at which their devices become rejected once (``budget_buckets``),
+    and a scan walks the entries (``budget_scan_loads``), computing T_comm only for the events
+    whose set the last scans did not have in the same slot (``budget_scan_finish``).
+    ``times(ref)``: T_comm per sample at a point of the last scan (what the kernel gives at its
+    gamma)."""
+
+    def __init__(self, obj, su, key, caps, who, full, entry_of):
+        nb, m, k = su.nb, su.m, su.k
+        self.obj, self.su, self.key, self.who, self.full = obj, su, key, who, full
+        self.bstart = np.empty(who.size + 1, dtype=np.int64)
+        self.samp, self.ev_mask, self.ev_t, self.pidx, self.cur, self.prev = self._arrays(m, k)
+        nb.budget_buckets(su.runs, entry_of, caps, self.bstart, self.samp)
+        self.ev_mask.fill(-1)   # no set in any slot yet
+        self.incl = None
+
+    def _arrays(self, m, k):
+        """Its work arrays: those of the last scans of this thread once they are gone (fresh
+        large arrays cost a page fault per 4 kB on first touch)."""
+        held = getattr(_local, "budget", None)
+        if held is not None and held[0]() is None and held[1] == (m, k):
+            arrays = held[2]
+        else:
+            arrays = (np.empty(m * k, np.int64), np.empty(m * k, np.int64), np.empty(m * k),
+                      np.empty(m * k, np.int64), np.empty(m, np.int64), np.empty(m))
+        _local.budget = (weakref.ref(self), (m, k), arrays)
+        return arrays
+
+    def scan(self, include):
+        obj, su, ws = self.obj, self.su, self.su.ws
+        self.incl = incl = np.ascontiguousarray(include & (obj.caps > 0), dtype=np.bool_)
+        bpath, tokens, self.draft = self._path(incl)
+        npend = su.nb.budget_scan_loads(
+            self.who, self.bstart, self.samp, incl, su.posbit, su.cbits, su.code, su.ua, su.va,
+            su.cst, self.cur, self.ev_mask, ws.pm, ws.pc, self.pidx, ws.pacc, ws.pspl, ws.pcnt,
+            ws.rcnt, ws.s1, ws.s2, ws.x1, ws.x2)
+        su.log1p(npend)
+        total = np.empty(bpath.shape[0])
+        su.nb.budget_scan_finish(npend, self.pidx, su.code, ws.rcnt, ws.s1, ws.s2, ws.l1, ws.l2,
+                                 su.cst, self.who, self.bstart, self.samp, incl, self.ev_t,
+                                 self.prev, bpath.shape[0], total)
+        obj.evaluations += bpath.shape[0]   # as ``_g``, on the same arrays
+        return bpath, goodput(tokens, self.draft, obj.verify_s, total / su.m)
+
+    def _path(self, incl):
+        """The budget path with the devices ``incl`` (``draft_search.budget_path``: the rows of
+        the full path at the included steps, the others' columns 0), its tokens and drafting
+        times (``DraftObjective.tokens`` / ``drafting``), read-only; cached: rounds with the
+        same devices, caps and latencies scan the same paths."""
+        obj = self.obj
+        key = (self.key, incl.tobytes(), obj.alpha.tobytes(), obj._w.tobytes())
+        hit = _PATHS.get(key)
+        if hit is None:
+            bpath = self.full[np.concatenate(([0], np.flatnonzero(incl[self.who]) + 1))]
+            bpath[:, ~incl] = 0
+            hit = (bpath, obj.tokens(bpath), obj.drafting(bpath))
+            for a in hit:
+                a.flags.writeable = False
+            if len(_PATHS) > 512:
+                _PATHS.clear()
+            _PATHS[key] = hit
+        return hit
+
+    def drafting(self, bpath):
+        """The drafting times along the last scan's path (``obj.drafting(bpath)``)."""
+        return self.draft
+
+    def times(self, ref):
+        t = np.empty(self.su.m)
+        self.su.nb.budget_point(ref, self.who, self.bstart, self.samp, self.incl, self.ev_t, t)
+        return t
