@@ -384,19 +384,6 @@ def test_budget_decisions_equal_numpy_reference(mode, k, p_dl_dbm, rounds, numpy
     policy = make_reactive_policy(mode)
     rng = np.random.default_rng(int(p_dl_dbm) + k)
     for r, g_ul, g_dl, active, caps in random_rounds(system, rng, rounds):
-        out = []
-        for compiled in (True, False):
-            stream = np.random.default_rng([k, r, 7])
-
-            def decide():
-                obj = draft_search.make_objective(system, g_ul, g_dl, active, caps, policy,
-                                                  stream, 1000)
-                return draft_search.budget_search(obj), stream.bit_generator.state
-
-            out.append(decide() if compiled else numpy_only(decide))
-        (fast, s1), (ref, s2) = out
-        assert np.array_equal(fast.gamma, ref.gamma), r
-        assert fast.value == ref.value, r
-        assert fast.evaluations == ref.evaluations, r
-        assert repr(fast.info) == repr(ref.info), r
-        assert s1 == s2
+        assert_same_decision(draft_search.budget_search,
+                             (system, g_ul, g_dl, active, caps, policy), [k, r, 7], 1000,
+                             numpy_only, r)

@@ -19,12 +19,12 @@ def test_paper_sweeps_run_2000_rounds_x_10_stratified_drops(path):
         assert cell.scenario["devices"]["draw"] == "stratified"
 
 
-def test_precision_is_the_relative_half_width(tmp_path):
+def test_precision_is_the_relative_half_width_at_k20_per_curve(tmp_path):
     p = tmp_path / "cells.csv"
-    p.write_text("cell,devices.count,goodput_tps_mean,goodput_tps_ci95_lo,goodput_tps_ci95_hi\n"
-                 "0,20,200.0,198.0,202.0\n1,10,100.0,90.0,110.0\n")
-    head, every = precision(p)
-    assert head.tolist() == [0.01] and every.tolist() == [0.01, 0.1]
+    p.write_text("cell,devices.count,policy.mode,goodput_tps_mean,goodput_tps_ci95_lo,"
+                 "goodput_tps_ci95_hi\n0,20,optimal,200.0,198.0,202.0\n"
+                 "1,10,optimal,100.0,90.0,110.0\n2,20,all-ul,50.0,45.0,55.0\n")
+    assert precision(p, "policy.mode") == {"optimal": [0.01], "all-ul": [0.1]}
     q = tmp_path / "nok.csv"   # no devices.count column: every point is at the default K = 20
     q.write_text("cell,goodput_tps_mean,goodput_tps_ci95_lo,goodput_tps_ci95_hi\n0,50.0,49.0,51.0\n")
-    assert precision(q)[0].tolist() == [0.02]
+    assert precision(q) == {"all": [0.02]}

@@ -3,9 +3,9 @@ rounds x 10 replications per point), then its plots, timed; and the precision th
 
 For each figure: runs, wall time and CPU time (this process and its workers) of ``sweep`` then
 ``plot`` (all cores, the local executor: what ``multispin-sim sweep`` does by default), and the
-95% CI half-width of the goodput points relative to their mean, for the headline points (K = 20:
-every point of Figs 7/8 and 11, the K = 20 points of Figs 9/10) and for all points. Outputs go to
-a new folder under the system's temporary directory (printed; figures included).
+95% CI half-width of the goodput points relative to their mean at K = 20 (every point of Figs
+7/8 and 11, the K = 20 points of Figs 9/10), the largest of each curve. Outputs go to a new
+folder under the system's temporary directory (printed; figures included).
 
 ``--quick``: 100 rounds x 2 replications per point (a few minutes; the precision figures then
 mean little).
@@ -17,7 +17,6 @@ import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
 
 HEADLINE_K = 20
 QUICK = {"rounds": 100, "replications": 2}
@@ -38,19 +37,19 @@ def _cpu():
     return t.user + t.system + t.children_user + t.children_system
 
 
-def precision(cells_csv, k_default=HEADLINE_K):
-    """(headline half-widths, all half-widths): 95% CI half-width / mean of goodput per cell."""
+def precision(cells_csv, curve=None):
+    """{curve value: [95% CI half-width / mean of goodput at each K = 20 point]} from a sweep's
+    cells.csv (``curve``: the column the figure draws one curve per value of; None: one curve)."""
     with open(cells_csv, newline="") as f:
         rows = list(csv.DictReader(f))
-    hw, head = [], []
+    out = {}
     for row in rows:
+        if int(float(row.get("devices.count", HEADLINE_K))) != HEADLINE_K:
+            continue
         mean = float(row["goodput_tps_mean"])
         lo, hi = float(row["goodput_tps_ci95_lo"]), float(row["goodput_tps_ci95_hi"])
-        rel = (hi - lo) / 2 / mean
-        hw.append(rel)
-        if int(float(row.get("devices.count", k_default))) == HEADLINE_K:
-            head.append(rel)
-    return np.array(head), np.array(hw)
+        out.setdefault(row[curve] if curve else "all", []).append((hi - lo) / 2 / mean)
+    return out
 
 
 def run_figure(path, out, quick=False):
@@ -73,20 +72,17 @@ def run_figure(path, out, quick=False):
     except ImportError:
         plotted = "sweep only (plot needs the 'plot' extra)"
     w2, c2 = time.perf_counter(), _cpu()
-    head, every = precision(Path(out) / "cells.csv")
+    curve = next((p.get("curves") for p in sweep.plot if p.get("y") == "goodput_tps"), None)
+    hw = precision(Path(out) / "cells.csv", curve)
     fig = {"file": path.name, "runs": sweep.n_runs, "failed": len(result.failures),
            "rounds": int(sweep.cells[0].scenario["run"]["rounds"]),
            "replications": sweep.replications, "sweep_wall_s": w1 - w0, "sweep_cpu_s": c1 - c0,
            "plot_wall_s": w2 - w1, "wall_s": w2 - w0, "cpu_s": c2 - c0,
-           "headline_halfwidth_max": float(head.max()) if head.size else None,
-           "headline_halfwidth_median": float(np.median(head)) if head.size else None,
-           "halfwidth_max": float(every.max())}
+           "halfwidth_max_k20": {c: float(max(v)) for c, v in hw.items()}}
     text = (f"{path.name}: {fig['runs']} runs of {fig['rounds']:,} rounds ({fig['failed']} failed),"
-            f" {plotted}: {fig['wall_s']:.0f} s wall, {fig['cpu_s']:.0f} s CPU")
-    if head.size:
-        text += (f"; goodput 95% CI half-width, headline (K = {HEADLINE_K}) points: median "
-                 f"{100 * np.median(head):.2f}%, max {100 * head.max():.2f}% of the mean")
-    text += f"; all points: max {100 * every.max():.2f}%"
+            f" {plotted}: {fig['wall_s']:.0f} s wall, {fig['cpu_s']:.0f} s CPU; goodput 95% CI "
+            f"half-width at K = {HEADLINE_K}, largest per curve: "
+            + ", ".join(f"{c} {100 * max(v):.2f}%" for c, v in hw.items()) + " of the mean")
     print(text, flush=True)
     return fig
 
