@@ -90,7 +90,8 @@ def run_figure(path, out, quick=False):
 def run(quick=False):
     files = sorted(paper_dir().glob("*.yaml"))
     root = Path(tempfile.mkdtemp(prefix="bench-paper-"))
-    print(f"outputs in {root}; {os.cpu_count()} cores"
+    print(f"outputs in {root} (every run's records: about 7 GB in full, delete it after); "
+          f"{os.cpu_count()} cores"
           + (f" (--quick: {QUICK['rounds']} rounds x {QUICK['replications']} replications)"
              if quick else ""), flush=True)
     figures = {}
