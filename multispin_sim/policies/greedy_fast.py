@@ -375,7 +375,7 @@ def path_values(obj, path):
 
 
 _DS = []
-_PATHS = {}
+_UNIFORM_PATHS = {}
 
 
 def _draft_search():
@@ -404,11 +404,12 @@ def search(obj, chunk=8, path_values=None):
     ws = su.ws
     ev0 = obj.evaluations
     key = obj.caps.tobytes()
-    path = _PATHS.get(key)
-    if path is None:   # the uniform path of these caps (saturated rounds repeat them; nothing
-        if len(_PATHS) > 64:   # here writes into it)
-            _PATHS.clear()
-        path = _PATHS[key] = uniform_path(obj.caps)
+    path = _UNIFORM_PATHS.get(key)
+    if path is None:   # the uniform path of these caps, read-only (saturated rounds repeat it)
+        if len(_UNIFORM_PATHS) > 64:
+            _UNIFORM_PATHS.clear()
+        path = _UNIFORM_PATHS[key] = uniform_path(obj.caps)
+        path.flags.writeable = False
     if path_values is not None:
         c = _phase1_stop(np.asarray(path_values))
         gamma = path[c].astype(np.int64).copy()
@@ -495,7 +496,7 @@ def budget_scans(obj):
 
 
 _ENTRIES = {}
-_PATHS = {}
+_BUDGET_PATHS = {}
 
 
 def _budget_entries(caps, draft_s):
@@ -577,16 +578,16 @@ class _BudgetScans:
         same devices, caps and latencies scan the same paths."""
         obj = self.obj
         key = (self.key, incl.tobytes(), obj.alpha.tobytes(), obj._w.tobytes())
-        hit = _PATHS.get(key)
+        hit = _BUDGET_PATHS.get(key)
         if hit is None:
             bpath = self.full[np.concatenate(([0], np.flatnonzero(incl[self.who]) + 1))]
             bpath[:, ~incl] = 0
             hit = (bpath, obj.tokens(bpath), obj.drafting(bpath))
             for a in hit:
                 a.flags.writeable = False
-            if len(_PATHS) > 512:
-                _PATHS.clear()
-            _PATHS[key] = hit
+            if len(_BUDGET_PATHS) > 512:
+                _BUDGET_PATHS.clear()
+            _BUDGET_PATHS[key] = hit
         return hit
 
     def drafting(self, bpath):
