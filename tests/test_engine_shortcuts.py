@@ -2,7 +2,8 @@
 
 The round loop takes shortcuts when it can (``engine/round.py``): the fixed draft plan worked out
 once, the outcomes of blocks of rounds capped at once (``EdgeServer.steady_outcomes``), the
-optimal split in Python floats without a ``ReactiveProblem`` (``EdgeServer.scalar_split``), and
+optimal, all-UL, all-DL and random splits in Python floats without a ``ReactiveProblem``
+(``EdgeServer.scalar_split``), and
 devices that wait plain transmissions themselves (``OFDMAChannel.plain_transmit``). Each run
 here is made twice, with every shortcut and with none, and every output file must be the same
 bytes (summary.json without its wall-clock fields).
@@ -27,6 +28,9 @@ CASES = {
     "learned-belief": {"acceptance.belief": "learned"},
     "deadline": {"policy.mode": "deadline"},
     "all-dl": {"policy.mode": "all-dl"},
+    "all-ul": {"policy.mode": "all-ul"},
+    "random": {"policy.mode": "random"},
+    "random-greedy": {"policy.mode": "random", "policy.draft": "greedy", "devices.count": 6},
     "poisson": {"workload.arrivals": "poisson", "workload.rate_per_s": 2.0},
     "ticks": {"workload.tick_period_s": 0.3},
     "coherence": {"channel.coherence_time_ms": 5},

@@ -1,21 +1,26 @@
-"""The engine's scalar reactive path gives the very same numbers as the paths it replaces.
+"""The engine's scalar reactive paths give the very same numbers as the paths they replace.
 
 ``model.reactive.split_one`` (behind ``_optimal_split_one`` and ``EdgeServer.scalar_split``)
 skips work that cannot change the decision; every float it returns must be bit-identical to the
 original one-outcome solver, kept here verbatim as ``reference_split_one`` (the version the
 golden outputs were made with). Edge cases: ties in the UL order, one device, no DL budget,
 gains spanning many orders of magnitude, every device rejected.
+``model.reactive.assign_one`` (all-UL, all-DL and the random split behind
+``EdgeServer.scalar_split``) must give what ``evaluate_assignment`` gives, bit for bit, and the
+random split must take the same coins from the policy stream.
 """
 import math
 
 import numpy as np
+import pytest
 from hypothesis import given, settings, strategies as st
 
 from multispin_sim.engine.server import EdgeServer
 from multispin_sim.model import reactive as R
 from multispin_sim.model.reactive import NONE, UL, DL, ReactiveProblem
 from multispin_sim.model.system import System
-from multispin_sim.policies.reactive import AllDownlink, OptimalSplit, DeadlineSplit
+from multispin_sim.policies.reactive import (AllDownlink, AllUplink, DeadlineSplit, OptimalSplit,
+                                             RandomSplit)
 
 _LN2 = np.log(2.0)
 N0 = 10 ** (-174 / 10) * 1e-3
@@ -165,7 +170,7 @@ def test_scalar_split_only_for_the_plain_optimal_policy():
     sys_ = system(3, np.full(3, 0.01), 0.04, 34_816.0, 10e6)
     rng = np.random.default_rng(0)
     assert EdgeServer(sys_, OptimalSplit(), None, rng).scalar_split() is not None
-    assert EdgeServer(sys_, AllDownlink(), None, rng).scalar_split() is None
+    assert EdgeServer(sys_, AllDownlink(), None, rng).scalar_split() is not None
     assert EdgeServer(sys_, DeadlineSplit(), None, rng).scalar_split() is None
 
     class Other(EdgeServer):
@@ -181,3 +186,54 @@ def test_scalar_split_only_for_the_plain_optimal_policy():
     rejected, g = np.array([True, True, False]), np.array([1e-9, 3e-10, 2e-9])
     assert_same(server.decide(rejected, g, g),
                 reference_split_one(server.system.reactive_problem(rejected, g, g)))
+
+
+BASELINES = {"all-ul": AllUplink, "all-dl": AllDownlink, "random": RandomSplit}
+
+
+def check_baseline(name, k, g_ul, g_dl, p_ul, p_dl, bits, bandwidth, rejected, seed=0):
+    """``EdgeServer.decide`` and ``scalar_split`` of a baseline mode against the policy's own
+    ``decide`` on the ``ReactiveProblem`` (numpy's ``evaluate_assignment``), on equal streams."""
+    sys_ = system(k, p_ul, p_dl, bits, bandwidth)
+    want_rng, got_rng, split_rng = (np.random.default_rng(seed) for _ in range(3))
+    policy = BASELINES[name]()
+    want = policy.decide(sys_.reactive_problem(rejected, g_ul, g_dl), want_rng)
+    server = EdgeServer(sys_, policy, got_rng, np.random.default_rng(1))
+    assert_same(server.decide(rejected, g_ul, g_dl), want)
+    idx = np.flatnonzero(rejected).tolist()
+    if idx:
+        split = EdgeServer(sys_, policy, split_rng, np.random.default_rng(1)).scalar_split()
+        mode, power, delay, b, t_comm = split(idx, g_ul.tolist(), g_dl.tolist())
+        assert same_bits(np.array(mode, dtype=np.int8), want.mode[0])
+        assert same_bits(np.array(power), want.power_w[0])
+        assert same_bits(np.array(delay), want.delay_s[0])
+        assert same_bits(np.array([b]), want.bandwidth_hz)
+        assert same_bits(np.array([t_comm]), want.t_comm)
+        # the policy stream is left where the policy's own decide leaves it
+        assert split_rng.bit_generator.state == want_rng.bit_generator.state
+    assert got_rng.bit_generator.state == want_rng.bit_generator.state
+
+
+@settings(max_examples=300, deadline=None)
+@given(problems(), st.sampled_from(sorted(BASELINES)))
+def test_baseline_scalar_split_bit_identical(case, name):
+    k, g_ul, g_dl, p_ul, p_dl, bits, bandwidth, rejected = case
+    check_baseline(name, k, g_ul, g_dl, p_ul, p_dl, bits, bandwidth, rejected)
+
+
+@pytest.mark.parametrize("name", sorted(BASELINES))
+def test_baseline_engine_like_problems_bit_identical(name):
+    """Engine-sized problems (K up to 40: numpy's pairwise sum of the DL loads has blocks of
+    8), and degenerate gains (zero, infinite), which take numpy's path."""
+    rng = np.random.default_rng(11)
+    for trial in range(600):
+        k = int(rng.integers(1, 41))
+        pl = 10 ** rng.uniform(-13, -8, k)
+        g_ul = pl * rng.exponential(size=k)
+        g_dl = g_ul if rng.random() < 0.5 else pl * rng.exponential(size=k)
+        if trial % 50 == 0:
+            g_dl = g_dl.copy()
+            g_dl[0] = (0.0, np.inf)[trial // 50 % 2]
+        rejected = rng.random(k) < rng.uniform(0.05, 1.0)
+        check_baseline(name, k, g_ul, g_dl, np.full(k, 0.01), float(rng.choice([0.0, 0.04, 4.0])),
+                       34_816.0, 10e6, rejected, seed=trial)

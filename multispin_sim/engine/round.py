@@ -21,10 +21,11 @@ Shortcuts that change no number (tests/test_engine_shortcuts.py runs with and wi
 the draft plan (gamma, drafting times) is worked out once while nothing it depends on changes
 (saturated workload, a context-free controller such as 'fixed', no throttling or movement);
 the outcomes of such rounds come from blocks of rounds capped at once
-(``EdgeServer.steady_outcomes``); the plain optimal split is solved in Python floats without a
-``ReactiveProblem`` (``EdgeServer.scalar_split``); the linear verification time is waited here
-(``EdgeServer.linear_verify_s``); on a plain channel the devices wait their planned delays
-themselves (``OFDMAChannel.plain_transmit``). Every process and event stays as it was.
+(``EdgeServer.steady_outcomes``); the plain optimal, all-UL, all-DL and random splits are
+solved in Python floats without a ``ReactiveProblem`` (``EdgeServer.scalar_split``); the
+linear verification time is waited here (``EdgeServer.linear_verify_s``); on a plain channel
+the devices wait their planned delays themselves (``OFDMAChannel.plain_transmit``). Every
+process and event stays as it was.
 """
 import dataclasses
 import math
@@ -210,7 +211,7 @@ class RoundLoop(ProtocolLoop):
                            if steady and self.observe is None else None)
         # the verification's duration from the batch size (None: the server's verify process)
         verify_s = self._optional(server, "linear_verify_s")
-        # the plain optimal split of one outcome in Python floats (None: the policy's decide)
+        # a plain split of one outcome in Python floats (None: the policy's decide)
         split = self._optional(server, "scalar_split")
         # plain transmissions: the devices wait their planned delays, which are the realised ones
         self.plain = plain = bool(getattr(channel, "plain_transmit", False))

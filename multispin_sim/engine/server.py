@@ -1,10 +1,11 @@
 """The edge server: batched verification, the verification outcomes and the reactive decision."""
 import dataclasses
+import math
 
 import numpy as np
 
 from ..model.acceptance import AgreementTally, Belief, IIDAcceptance, OracleBelief
-from ..model.reactive import ReactiveDecision, split_one
+from ..model.reactive import ReactiveDecision, assign_one, evaluate_assignment, split_one
 
 
 class EdgeServer:
@@ -116,9 +117,12 @@ class EdgeServer:
         split = self.scalar_split()
         if split is not None and np.ndim(rejected) == 1 and np.ndim(g_ul) == 1 \
                 and np.ndim(g_dl) == 1:
-            # one outcome under the plain optimal split: the same numbers without the problem
+            # one outcome under a plain policy: the same numbers without the problem
             k = self.system.k
             idx = np.flatnonzero(rejected).tolist()
+            if not idx and split.draws:   # the random split draws its coins all the same
+                return self.policy.decide(self.system.reactive_problem(rejected, g_ul, g_dl),
+                                          self.policy_rng)
             if not idx:
                 zeros = np.zeros((1, k))
                 return ReactiveDecision(np.zeros((1, k), dtype=np.int8), zeros, zeros.copy(),
@@ -134,28 +138,67 @@ class EdgeServer:
         """``split(idx, g_ul, g_dl) -> (mode, power, delay, bandwidth, t_comm)`` (lists of K and
         floats) for one outcome -- ``idx`` the rejected devices ascending, non-empty; the gains
         lists of K floats -- giving bit for bit what ``decide`` gives (``model.reactive.split_one``
-        on this system's constants, worked out once); None unless the policy is the plain optimal
-        split and ``decide`` is this class's own (a payload server decides its own way)."""
+        for the optimal split, ``model.reactive.assign_one`` for all-UL, all-DL and the random
+        split, on this system's constants, worked out once; ``split.draws``: it draws from the
+        policy stream); None unless the policy is one of those four exactly and ``decide`` is
+        this class's own (a payload server decides its own way)."""
         system = self.system
         if self._split_for is system:
             return self._split
-        from ..policies.reactive import OptimalSplit  # engine -> policies -> model: no cycle
+        # engine -> policies -> model: no cycle
+        from ..policies.reactive import AllDownlink, AllUplink, OptimalSplit, RandomSplit
 
         split = None
-        if type(self.policy) is OptimalSplit and type(self).decide is _DECIDE:
+        kind = type(self.policy)
+        if kind in (OptimalSplit, AllUplink, AllDownlink, RandomSplit) \
+                and type(self).decide is _DECIDE:
             k = system.k
             p_ul = np.broadcast_to(np.asarray(system.p_ul_w, dtype=float), (k,)).tolist()
             s_bits, n0 = float(system.payload_bits), float(system.n0)
             p_dl, bandwidth = float(system.p_dl_w), float(system.bandwidth_hz)
 
-            def split(idx, g_ul, g_dl):
-                # B / |R|: one IEEE division, as ReactiveProblem.bandwidth_per_device's
-                # float64 / int64
-                b = bandwidth / len(idx)
-                mode, power, delay, t_comm = split_one(idx, k, p_ul, g_ul, g_dl, s_bits, n0,
-                                                       p_dl, b)
-                return mode, power, delay, b, t_comm
+            if kind is OptimalSplit:
+                def split(idx, g_ul, g_dl):
+                    # B / |R|: one IEEE division, as ReactiveProblem.bandwidth_per_device's
+                    # float64 / int64
+                    b = bandwidth / len(idx)
+                    mode, power, delay, t_comm = split_one(idx, k, p_ul, g_ul, g_dl, s_bits,
+                                                           n0, p_dl, b)
+                    return mode, power, delay, b, t_comm
+                split.draws = False
+            else:
+                split = self._assignment_split(kind is RandomSplit, kind is AllUplink, k, p_ul,
+                                               s_bits, n0, p_dl, bandwidth)
         self._split, self._split_for = split, system
+        return split
+
+    def _assignment_split(self, coin, all_ul, k, p_ul, s_bits, n0, p_dl, bandwidth):
+        """``scalar_split`` of the baseline modes: all-UL, all-DL, or (``coin``) the random
+        split, whose K coins come from the policy stream as ``model.reactive.random_split``
+        draws them (one uniform per device, UL below 1/2). Gains that are not finite and
+        positive go through the policy's own ``decide`` (the same numbers, numpy's way)."""
+        rng, inf = self.policy_rng, math.inf
+
+        def split(idx, g_ul, g_dl):
+            if coin:
+                u = rng.random(k).tolist()
+                ul = [u[i] < 0.5 for i in idx]
+            else:
+                ul = [all_ul] * len(idx)
+            if not all(0.0 < g_ul[i] < inf and 0.0 < g_dl[i] < inf for i in idx):
+                rejected = np.zeros(k, dtype=bool)
+                rejected[idx] = True
+                mask = np.zeros((1, k), dtype=bool)
+                mask[0, idx] = ul
+                d = evaluate_assignment(self.system.reactive_problem(
+                    rejected, np.array(g_ul), np.array(g_dl)), mask)
+                return (d.mode[0].tolist(), d.power_w[0].tolist(), d.delay_s[0].tolist(),
+                        float(d.bandwidth_hz[0]), float(d.t_comm[0]))
+            b = bandwidth / len(idx)
+            mode, power, delay, t_comm = assign_one(idx, ul, k, p_ul, g_ul, g_dl, s_bits, n0,
+                                                    p_dl, b)
+            return mode, power, delay, b, t_comm
+        split.draws = coin
         return split
 
     def decide_carry(self, deferred, g_ul, g_dl):

@@ -335,6 +335,55 @@ def split_one(idx, k, p_ul, g_ul, g_dl, s_bits, n0, p_dl, b):
     return mode, power, delay, best
 
 
+def assign_one(idx, ul, k, p_ul, g_ul, g_dl, s_bits, n0, p_dl, b):
+    """``evaluate_assignment`` of one outcome in Python floats, with numpy's own ``log1p``,
+    ``expm1`` and sum: the engine's baseline modes (all-UL, all-DL, random) once per round.
+
+    ``idx``: the rejected devices (ascending, non-empty); ``ul``: for each of them, True for
+    UL; ``p_ul``, ``g_ul``, ``g_dl``: lists of K floats, the gains finite and positive (the
+    caller checks); ``b``: B / |R|. Returns (mode, power, delay) as lists of K and T_comm.
+    The same IEEE operations in the same order as ``evaluate_assignment`` on one outcome: the
+    logarithms come from one ``np.log1p`` call (numpy's, not ``math``'s: they differ in the
+    last bit on some inputs), the DL load is numpy's sum over the K devices (zeros for the
+    others, its pairwise order).
+    """
+    nb = n0 * b
+    ln2 = _LN2_FLOAT
+    args, ul_dev, dl_dev = [], [], []
+    inv = None
+    for i, up in zip(idx, ul):
+        if up:
+            ul_dev.append(i)
+            args.append(p_ul[i] * g_ul[i] / nb)
+        else:
+            if inv is None:
+                inv = [0.0] * k
+            inv[i] = 1.0 / g_dl[i]
+            dl_dev.append(i)
+    tau = 0.0
+    if inv is not None:   # tau = S / (b log2(1 + P_dl / (N0 b sum 1/g))); the sum is > 0
+        args.append(p_dl / (nb * float(np.add.reduce(np.array(inv)))))
+    logs = np.log1p(np.array(args)).tolist()
+    mode, power, delay = [0] * k, [0.0] * k, [0.0] * k
+    t_comm = 0.0
+    for j, i in enumerate(ul_dev):
+        rate = b * (logs[j] / ln2)
+        d = s_bits / rate if rate != 0.0 else math.inf
+        mode[i], power[i], delay[i] = UL, p_ul[i], d
+        if d > t_comm:
+            t_comm = d
+    if dl_dev:
+        rate = b * (logs[-1] / ln2)
+        tau = s_bits / rate if rate != 0.0 else math.inf
+        bt = b * tau
+        grow = float(np.expm1(s_bits / bt * ln2)) if bt != 0.0 else math.inf
+        for i in dl_dev:
+            mode[i], power[i], delay[i] = DL, nb / g_dl[i] * grow, tau
+        if tau > t_comm:
+            t_comm = tau
+    return mode, power, delay, t_comm
+
+
 def all_ul(problem):
     """Every rejected device corrects uplink at full power."""
     return evaluate_assignment(problem, problem.rejected)
