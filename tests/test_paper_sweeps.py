@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from multispin_sim.benchmarks.paper import precision
+from multispin_sim.benchmarks.paper import goodput_curve, paper_dir, precision
 from multispin_sim.experiments import load_sweep
 
 PAPER = sorted((Path(__file__).resolve().parents[1] / "scenarios" / "paper").glob("*.yaml"))
@@ -28,3 +28,14 @@ def test_precision_is_the_relative_half_width_at_k20_per_curve(tmp_path):
     q = tmp_path / "nok.csv"   # no devices.count column: every point is at the default K = 20
     q.write_text("cell,goodput_tps_mean,goodput_tps_ci95_lo,goodput_tps_ci95_hi\n0,50.0,49.0,51.0\n")
     assert precision(q) == {"all": [0.02]}
+
+
+def test_goodput_curve_of_every_paper_sweep():
+    """``bench paper`` reports one half-width per curve: the curve column of each paper file's
+    goodput plot, read from the loaded sweep (whose ``y`` and ``curves`` are lists)."""
+    want = {"fig7_8_dl_power": "model_pair", "fig9_10_devices": "policy.mode",
+            "fig11_draft_control": "policy.draft"}
+    for path in sorted(paper_dir().glob("*.yaml")):
+        assert goodput_curve(load_sweep(str(path)).plot) == want[path.stem]
+    assert goodput_curve([{"y": ["goodput_tps"], "curves": []}]) is None
+    assert goodput_curve([{"y": "mean_draft_len", "curves": "x"}]) is None

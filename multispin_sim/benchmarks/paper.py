@@ -52,6 +52,19 @@ def precision(cells_csv, curve=None):
     return out
 
 
+def goodput_curve(plots):
+    """The column a sweep's goodput plot draws one curve per value of (None: one curve); a
+    loaded sweep holds ``y`` and ``curves`` as lists."""
+    for plot in plots:
+        y = plot.get("y")
+        if y == "goodput_tps" or (isinstance(y, (list, tuple)) and "goodput_tps" in y):
+            curves = plot.get("curves")
+            if isinstance(curves, (list, tuple)):
+                return curves[0] if curves else None
+            return curves
+    return None
+
+
 def run_figure(path, out, quick=False):
     """Sweep then plot one paper sweep file into ``out``; prints and returns its figures."""
     from ..experiments import load_sweep, run_sweep
@@ -72,7 +85,7 @@ def run_figure(path, out, quick=False):
     except ImportError:
         plotted = "sweep only (plot needs the 'plot' extra)"
     w2, c2 = time.perf_counter(), _cpu()
-    curve = next((p.get("curves") for p in sweep.plot if p.get("y") == "goodput_tps"), None)
+    curve = goodput_curve(sweep.plot)
     hw = precision(Path(out) / "cells.csv", curve)
     fig = {"file": path.name, "runs": sweep.n_runs, "failed": len(result.failures),
            "rounds": int(sweep.cells[0].scenario["run"]["rounds"]),
