@@ -40,6 +40,7 @@ FAST_MODES = ("optimal", "exhaustive", "all-ul", "all-dl", "random")
 RUN_CAP = 30_000  # acceptance runs are clipped here (any gamma is far below)
 _CHUNK_CELLS = 2_000_000  # rows x K per kernel call when evaluating big batches
 _KERNEL_ROWS = 2048  # rows per closed-form kernel pass (keeps the work arrays in cache)
+_EN_TABLES = {}
 
 
 # ---------------------------------------------------------------------------- the ratio
@@ -62,6 +63,25 @@ def acceptance_runs(uniforms, alpha):
     run = run_length(uniforms, alpha)
     run = np.where(np.isnan(run), RUN_CAP, np.minimum(run, RUN_CAP))
     return run.astype(np.int32)
+
+
+def en_table(alpha, top):
+    """E[N] of every device at every draft length 0..top, (top + 1, K), read-only: row g is
+    ``expected_tokens(alpha, g)``, computed by one call on a (top + 1, K) grid of lengths (the
+    same elementwise operations on the same contiguous rows as the (K,) and (n, K) calls of
+    ``DraftObjective``: the same values bit for bit, which tests/test_draft_objective.py
+    checks). Cached: rounds with the same acceptance rates share it."""
+    key = (alpha.tobytes(), top)
+    tab = _EN_TABLES.get(key)
+    if tab is None:
+        k = alpha.size
+        grid = np.repeat(np.arange(top + 1, dtype=np.int64), k).reshape(top + 1, k)
+        tab = np.ascontiguousarray(expected_tokens(alpha, grid), dtype=float)
+        tab.flags.writeable = False
+        if len(_EN_TABLES) > 64:
+            _EN_TABLES.clear()
+        _EN_TABLES[key] = tab
+    return tab
 
 
 # ---------------------------------------------------------------------------- T_comm kernels
@@ -624,10 +644,24 @@ class DraftObjective:
         self.gamma = None
         self.value = None
         self.evaluations = 0
+        self._top = int(self.caps.max(initial=0))   # lengths of the E[N] table: 0..top
+        self._en_tab = None
+        self._cols = np.arange(self.k)
 
     # -- closed forms ----------------------------------------------------------------------
+    def _expected(self, gammas, dev=None):
+        """``expected_tokens(alpha[dev], gammas)`` (dev None: every device, gammas (..., K)):
+        from the E[N] table (``en_table``, the same values) for integer lengths 0..top."""
+        if gammas.dtype.kind in "iu" and gammas.size and 0 <= gammas.min() \
+                and gammas.max() <= self._top:
+            tab = self._en_tab
+            if tab is None:
+                tab = self._en_tab = en_table(self.alpha, self._top)
+            return tab[gammas, self._cols if dev is None else dev]
+        return expected_tokens(self.alpha if dev is None else self.alpha[dev], gammas)
+
     def tokens(self, gammas):
-        return expected_tokens(self.alpha, np.asarray(gammas)) @ self._w
+        return self._expected(np.asarray(gammas)) @ self._w
 
     def drafting(self, gammas):
         return (np.asarray(gammas) * self.draft_s).max(axis=-1, initial=0.0)
@@ -665,7 +699,7 @@ class DraftObjective:
     # -- stateful --------------------------------------------------------------------------
     def _set(self, t_comm):
         g = self.gamma
-        self._en = expected_tokens(self.alpha, g) * self._w
+        self._en = self._expected(g) * self._w
         self._tok = float(self._en.sum())
         d = g * self.draft_s
         self._i1 = int(np.argmax(d)) if d.size else 0
@@ -675,7 +709,9 @@ class DraftObjective:
             rest[self._i1] = 0.0
         self._d2 = float(rest.max(initial=0.0))
         if self.verify_fn is None and self.score is None:
-            self.value = float(goodput(self._tok, self._d1, self.verify_s, t_comm))
+            # ``goodput`` of scalars: (drafting + T_ver) + T_comm, the same IEEE operations
+            den = (self._d1 + self.verify_s) + float(t_comm)
+            self.value = self._tok / den if den > 0 else 0.0
         else:
             self.value = float(self._score(self._tok, g[None, :], self._d1, t_comm)[0])
         return self.value
@@ -698,7 +734,7 @@ class DraftObjective:
 
     def _move_g(self, dev, new, t_comm):
         self.evaluations += dev.size
-        tok = self._tok - self._en[dev] + expected_tokens(self.alpha[dev], new) * self._w[dev]
+        tok = self._tok - self._en[dev] + self._expected(new, dev) * self._w[dev]
         base = np.where(dev == self._i1, self._d2, self._d1)
         draft = np.maximum(base, new * self.draft_s[dev])
         if self.verify_fn is None and self.score is None:

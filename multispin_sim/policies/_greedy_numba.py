@@ -1015,13 +1015,18 @@ def kernel_loads(rej, rows, code, order, ua, va, coin, cst, posbit, r, s1, s2, x
 # ---------------------------------------------------------------------------- single-device moves
 
 @njit(cache=_CACHE, error_model="numpy")
-def move_masks(runs_t, rmask, posbit, gamma, dev, new, ms, mv, rows, pm, ua, va, cst, acc, spl,
-               rcnt, s1, s2, x1, x2):
+def move_masks(runs_t, rmask, posbit, gamma, dev, new, ms, bstart, samp, entry_of, caps, mv, rows,
+               pm, ua, va, cst, acc, spl, rcnt, s1, s2, x1, x2):
     """``SAATcomm._move_rows`` and the rejected sets of ``_evaluate_moves`` as bit masks (from
     the current sets rmask, one bit changed): the (move, sample) pairs among the first ms
     samples whose rejection of the moved device changes, move-major, samples ascending
     (np.nonzero's order), with their loads and log1p arguments (``_mask_loads``). runs_t: the
-    runs transposed (K, M). Returns their number."""
+    runs transposed (K, M). Returns their number.
+
+    A move by one level (+1 or -1) from gamma_j changes the samples whose run of j is
+    v = min(old, new): with the budget scans' buckets (``budget_buckets``: those samples,
+    ascending, are the bucket of entry entry_of[j, v + 1] when v < caps[j]) they are read from
+    there instead of scanning all ms samples; longer moves (and caps of 0: no buckets) scan."""
     n = 0
     for q in range(dev.size):
         d = dev[q]
@@ -1031,6 +1036,17 @@ def move_masks(runs_t, rmask, posbit, gamma, dev, new, ms, mv, rows, pm, ua, va,
         hi = max(old, nw)
         b = posbit[d]
         up = nw > old
+        if hi - lo == 1 and lo >= 0 and lo < caps[d]:
+            e = entry_of[d, lo + 1]
+            for i in range(bstart[e], bstart[e + 1]):
+                mm = samp[i]
+                if mm >= ms:
+                    break
+                mv[n] = q
+                rows[n] = mm
+                pm[n] = (rmask[mm] | b) if up else (rmask[mm] & ~b)
+                n += 1
+            continue
         rd = runs_t[d]
         for mm in range(ms):
             v = rd[mm]

@@ -142,13 +142,31 @@ def move_means(tc, dev, new, samples):
     dev = np.ascontiguousarray(dev, dtype=np.int64)
     new = np.ascontiguousarray(new, dtype=np.int64)
     mv, rows, pm, r, acc, spl, s1, s2, x1, x2, l1 = _scratch(ms * dev.size)
-    n = nb.move_masks(cached[1], rmask, arrays.posbit, gamma, dev, new, ms, mv, rows, pm,
+    held = tc.__dict__.get("_buckets")   # the budget scans of this estimator, if alive
+    scans = None if held is None else held()
+    if scans is not None and scans.su.source is tc.runs:
+        bk = scans.bstart, scans.samp, scans.entry_of, scans.caps
+    else:
+        bk = _NO_BUCKETS
+    n = nb.move_masks(cached[1], rmask, arrays.posbit, gamma, dev, new, ms, *bk, mv, rows, pm,
                       arrays.ua, arrays.va, arrays.cst, acc, spl, r, s1, s2, x1, x2)
     np.log1p(x1[:n], out=l1[:n])
     sums = np.empty(dev.size)
     nb.move_sums(n, mv, rows, r, s1, l1, arrays.cst, np.ascontiguousarray(tc.t, dtype=float),
                  dev.size, sums)
     return sums
+
+
+def _read_only(a):
+    a.flags.writeable = False
+    return a
+
+
+# ``move_masks`` without buckets (caps 0: every move scans; read-only as the scans' own arrays,
+# so both calls share one compiled signature)
+_NO_BUCKETS = (np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64),
+               _read_only(np.zeros((64, 1), dtype=np.int64)),
+               _read_only(np.zeros(64, dtype=np.int64)))
 
 
 def _scratch(n):
@@ -537,9 +555,12 @@ class _BudgetScans:
     def __init__(self, obj, su, key, caps, who, full, entry_of):
         nb, m, k = su.nb, su.m, su.k
         self.obj, self.su, self.key, self.who, self.full = obj, su, key, who, full
+        self.entry_of, self.caps = entry_of, caps
         self.bstart = np.empty(who.size + 1, dtype=np.int64)
         self.samp, self.ev_mask, self.ev_t, self.pidx, self.cur, self.prev = self._arrays(m, k)
         nb.budget_buckets(su.runs, entry_of, caps, self.bstart, self.samp)
+        # ``move_means`` reads the +1 / -1 moves' samples from the buckets while these live
+        obj.tcomm._buckets = weakref.ref(self)
         self.ev_mask.fill(-1)   # no set in any slot yet
         self.incl = None
 
