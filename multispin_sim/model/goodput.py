@@ -96,9 +96,19 @@ def _compiled_times(kernel, rej, rows):
 
 def _compiled_moves(tcomm, dev, new, samples):
     """``policies.greedy_fast.move_means`` (None when numba is off or it does not apply)."""
-    from ..policies.greedy_fast import move_means
+    return _greedy_fast().move_means(tcomm, dev, new, samples)
 
-    return move_means(tcomm, dev, new, samples)
+
+_FAST = []
+
+
+def _greedy_fast():
+    """``policies.greedy_fast`` (which imports this module: imported at first use, then kept)."""
+    if not _FAST:
+        from ..policies import greedy_fast
+
+        _FAST.append(greedy_fast)
+    return _FAST[0]
 
 
 class TcommKernel:
@@ -654,11 +664,15 @@ class DraftObjective:
         from the E[N] table (``en_table``, the same values) for integer lengths 0..top."""
         if gammas.dtype.kind in "iu" and gammas.size and 0 <= gammas.min() \
                 and gammas.max() <= self._top:
-            tab = self._en_tab
-            if tab is None:
-                tab = self._en_tab = en_table(self.alpha, self._top)
-            return tab[gammas, self._cols if dev is None else dev]
+            return self.en_table()[gammas, self._cols if dev is None else dev]
         return expected_tokens(self.alpha if dev is None else self.alpha[dev], gammas)
+
+    def en_table(self):
+        """E[N] of every device at every length 0..max cap, (top + 1, K) (``en_table``)."""
+        tab = self._en_tab
+        if tab is None:
+            tab = self._en_tab = en_table(self.alpha, self._top)
+        return tab
 
     def tokens(self, gammas):
         return self._expected(np.asarray(gammas)) @ self._w
@@ -734,6 +748,10 @@ class DraftObjective:
 
     def _move_g(self, dev, new, t_comm):
         self.evaluations += dev.size
+        if self.verify_fn is None and self.score is None:
+            fast = _greedy_fast().move_goodput(self, dev, new, t_comm)   # the same values
+            if fast is not None:
+                return fast
         tok = self._tok - self._en[dev] + self._expected(new, dev) * self._w[dev]
         base = np.where(dev == self._i1, self._d2, self._d1)
         draft = np.maximum(base, new * self.draft_s[dev])

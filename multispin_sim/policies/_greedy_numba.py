@@ -1127,6 +1127,35 @@ def move_masks(runs_t, rmask, posbit, gamma, dev, new, ms, bstart, samp, entry_o
 
 
 @njit(cache=_CACHE, error_model="numpy")
+def move_goodput(dev, new, en_tab, w, en_cur, tok, i1, d1, d2, draft_s, verify, t_comm, out):
+    """``DraftObjective._move_g`` for goodput with a constant T_ver: G after moving device
+    dev[q] to new[q] from the current point (tokens tok with per-device E[N] en_cur, drafting
+    time d1 led by device i1, d2 without it), T_comm t_comm[q]; E[N] from en_tab (``en_table``).
+    The same IEEE operations in numpy's order: (tok - en_cur) + E[N] w; max(base, new t)
+    (np.maximum: NaN wins); (drafting + T_ver) + T_comm; the quotient where that is > 0, else
+    0. False (out untouched) when a length is outside the table."""
+    top = en_tab.shape[0]
+    for q in range(dev.size):
+        if new[q] < 0 or new[q] >= top:
+            return False
+    for q in range(dev.size):
+        d = dev[q]
+        g = new[q]
+        tk = (tok - en_cur[d]) + en_tab[g, d] * w[d]
+        base = d2 if d == i1 else d1
+        x = float(g) * draft_s[d]
+        if base != base:
+            dr = base
+        elif x != x:
+            dr = x
+        else:
+            dr = base if base >= x else x
+        den = (dr + verify) + t_comm[q]
+        out[q] = tk / den if den > 0 else 0.0
+    return True
+
+
+@njit(cache=_CACHE, error_model="numpy")
 def move_sums(n, mv, rows, rcnt, s1, l1, cst, t, nmoves, out):
     """The deltas T_comm(moved) - T_comm(now) of the pairs summed per move in pair order (the
     bincount of ``move_means``)."""

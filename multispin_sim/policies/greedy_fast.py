@@ -157,6 +157,22 @@ def move_means(tc, dev, new, samples):
     return sums
 
 
+def move_goodput(obj, dev, new, t_comm):
+    """``DraftObjective._move_g(dev, new, t_comm)`` (goodput, constant T_ver) compiled: the same
+    values (``_greedy_numba.move_goodput``), without counting evaluations; None when numba is
+    off or a length is outside the objective's E[N] table."""
+    nb = _load()
+    if nb is False:
+        return None
+    out = np.empty(dev.size)
+    if not nb.move_goodput(np.ascontiguousarray(dev, dtype=np.int64),
+                           np.ascontiguousarray(new, dtype=np.int64), obj.en_table(), obj._w,
+                           obj._en, obj._tok, obj._i1, obj._d1, obj._d2, obj.draft_s,
+                           obj.verify_s, np.ascontiguousarray(t_comm, dtype=float), out):
+        return None
+    return out
+
+
 def _read_only(a):
     a.flags.writeable = False
     return a
