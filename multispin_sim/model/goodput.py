@@ -543,7 +543,7 @@ class SAATcomm:
         dev = np.asarray(dev, dtype=np.int64)
         new = np.asarray(new, dtype=np.int64)
         if new.shape != dev.shape:
-            new = np.broadcast_to(new, dev.shape)
+            new = np.full(dev.shape, new) if new.ndim == 0 else np.broadcast_to(new, dev.shape)
         if dev.size == 0:
             return np.zeros(0)
         if samples is not None and samples >= self.m:
@@ -768,7 +768,9 @@ class DraftObjective:
         then evaluate only the best ``keep`` on all of them; the others get -inf.
         """
         dev = np.asarray(dev, dtype=np.int64)
-        new = np.broadcast_to(np.asarray(new, dtype=np.int64), dev.shape)
+        new = np.asarray(new, dtype=np.int64)
+        if new.shape != dev.shape:   # one length for all (np.full: cheaper than a broadcast)
+            new = np.full(dev.shape, new) if new.ndim == 0 else np.broadcast_to(new, dev.shape)
         if dev.size == 0:
             return np.zeros(0)
         if screen is not None and isinstance(self.tcomm, SAATcomm) and dev.size > screen[1] \
