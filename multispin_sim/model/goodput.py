@@ -414,6 +414,20 @@ class SAATcomm:
         self.gamma = None
         self._plus = None
         self._path = None
+        self._rej = self._rej_for = None
+
+    @property
+    def rej(self):
+        """The rejected sets (M, K) bool at the current point (runs < gamma); after a ``reset``
+        given its T_comm, made at first use (the compiled moves need only their bit masks)."""
+        rej = self._rej
+        if rej is None and self._rej_for is not None:
+            rej = self._rej = self._rejected(self._rej_for)
+        return rej
+
+    @rej.setter
+    def rej(self, value):
+        self._rej = value
 
     # -- stateless -------------------------------------------------------------------------
     def per_sample(self, gamma):
@@ -495,10 +509,14 @@ class SAATcomm:
         """Move to ``gamma``; ``t``: its per-sample T_comm when the caller has the kernel's
         values already (a point of a compiled path scan)."""
         self.gamma = np.array(gamma, dtype=np.int64)
-        self.rej = self._rejected(self.gamma)
         if t is None:
             t = self._from_path(self.gamma)
-        self.t = self.kernel(self.rej, np.arange(self.m)) if t is None else t
+        if t is None:
+            self.rej = self._rejected(self.gamma)
+            self.t = self.kernel(self.rej, np.arange(self.m))
+        else:   # the rejected sets are made when first needed (``rej``)
+            self._rej, self._rej_for = None, self.gamma.copy()
+            self.t = t
         self._plus = None
         self.value = float(self.t.mean())
         return self.value

@@ -727,6 +727,20 @@ def _mask_loads_block(pm, npairs, ua, va, cst, acc, spl, cnt, rcnt, s1, s2, x1, 
 
 
 
+@njit(cache=_CACHE)
+def row_masks(runs_t, gamma, posbit, out):
+    """out[m] = the bits posbit[j] of the devices j with runs_t[j, m] < gamma[j] (the rejected
+    set of sample m at gamma), OR-ed: ``coin_bits`` of ``SAATcomm._rejected(gamma)``."""
+    for mm in range(out.size):
+        out[mm] = 0
+    for j in range(gamma.size):
+        b = posbit[j]
+        g = gamma[j]
+        rd = runs_t[j]
+        for mm in range(out.size):
+            out[mm] |= b if rd[mm] < g else 0
+
+
 @intrinsic
 def _popcount(typingctx, src):
     """The number of set bits of an integer (LLVM's ctpop)."""

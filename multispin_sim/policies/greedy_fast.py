@@ -200,11 +200,16 @@ def _row_masks(tc, nb, posbit):
     """The estimator's current rejected sets as bit masks, kept while its rejected rows and
     gamma are the same (``apply_move`` changes both in place, ``reset`` replaces the rows)."""
     key = tc.gamma.tobytes()
+    rej = tc.__dict__.get("_rej")   # None: not made since the last ``reset``
     cached = tc.__dict__.get("_rmask")
-    if cached is None or cached[0] is not tc.rej or cached[1] != key:
+    if cached is None or cached[0] is not rej or cached[1] != key:
         out = np.empty(tc.m, dtype=np.int64)
-        nb.coin_bits(np.ascontiguousarray(tc.rej, dtype=np.bool_), posbit, out)   # the same OR
-        cached = tc._rmask = (tc.rej, key, out)
+        if rej is None:   # the same bits from runs < gamma (at that ``reset``)
+            nb.row_masks(tc._runs_c[1], np.ascontiguousarray(tc._rej_for, dtype=np.int64),
+                         posbit, out)
+        else:
+            nb.coin_bits(np.ascontiguousarray(rej, dtype=np.bool_), posbit, out)   # the same OR
+        cached = tc._rmask = (rej, key, out)
     return cached[2]
 
 
