@@ -1129,13 +1129,12 @@ def move_masks(runs_t, rmask, posbit, gamma, dev, new, ms, bstart, samp, entry_o
                 n += 1
             continue
         rd = runs_t[d]
-        for mm in range(ms):
+        for mm in range(ms):   # branch-free: every sample written, kept if it changes
             v = rd[mm]
-            if v >= lo and v < hi:
-                mv[n] = q
-                rows[n] = mm
-                pm[n] = (rmask[mm] | b) if up else (rmask[mm] & ~b)
-                n += 1
+            mv[n] = q
+            rows[n] = mm
+            pm[n] = (rmask[mm] | b) if up else (rmask[mm] & ~b)
+            n += (v >= lo) & (v < hi)
     _mask_loads_early(pm, n, ua, va, cst, acc, spl, rcnt, rcnt, s1, s2, x1, x2)
     return n
 
@@ -1230,16 +1229,16 @@ def budget_scan_loads(who, bstart, samp, incl, posbit, cbits, code, ua, va, cst,
         if not incl[d]:
             continue
         b = posbit[d]
-        for i in range(bstart[e], bstart[e + 1]):
+        for i in range(bstart[e], bstart[e + 1]):   # branch-free: written, kept if pending
             mm = samp[i]
             mask = cur[mm] | b
             cur[mm] = mask
-            if ev_mask[i] != mask:
-                ev_mask[i] = mask
-                pm[npend] = mask
-                pc[npend] = cbits[mm] if code == 3 else 0
-                pidx[npend] = i
-                npend += 1
+            pm[npend] = mask
+            if code == 3:
+                pc[npend] = cbits[mm]
+            pidx[npend] = i
+            npend += ev_mask[i] != mask
+            ev_mask[i] = mask
     if code == 0:
         _mask_loads_early(pm, npend, ua, va, cst, acc, spl, cnt, rcnt, s1, s2, x1, x2)
     else:
