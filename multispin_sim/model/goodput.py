@@ -731,15 +731,19 @@ class DraftObjective:
     # -- stateful --------------------------------------------------------------------------
     def _set(self, t_comm):
         g = self.gamma
-        self._en = self._expected(g) * self._w
-        self._tok = float(self._en.sum())
-        d = g * self.draft_s
-        self._i1 = int(np.argmax(d)) if d.size else 0
-        self._d1 = float(d.max(initial=0.0))
-        rest = d.copy()
-        if rest.size:
-            rest[self._i1] = 0.0
-        self._d2 = float(rest.max(initial=0.0))
+        fast = _greedy_fast().set_point(self, g)   # the same values, compiled (numba)
+        if fast is not None:
+            self._en, self._tok, self._i1, self._d1, self._d2 = fast
+        else:
+            self._en = self._expected(g) * self._w
+            self._tok = float(self._en.sum())
+            d = g * self.draft_s
+            self._i1 = int(np.argmax(d)) if d.size else 0
+            self._d1 = float(d.max(initial=0.0))
+            rest = d.copy()
+            if rest.size:
+                rest[self._i1] = 0.0
+            self._d2 = float(rest.max(initial=0.0))
         if self.verify_fn is None and self.score is None:
             # ``goodput`` of scalars: (drafting + T_ver) + T_comm, the same IEEE operations
             den = (self._d1 + self.verify_s) + float(t_comm)

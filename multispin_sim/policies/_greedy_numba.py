@@ -1140,6 +1140,39 @@ def move_masks(runs_t, rmask, posbit, gamma, dev, new, ms, bstart, samp, entry_o
 
 
 @njit(cache=_CACHE, error_model="numpy")
+def set_point(gamma, en_tab, w, draft_s, en):
+    """``DraftObjective._set``'s closed forms at gamma: en[j] = E[N] w (from en_tab), the tokens
+    (numpy's pairwise sum of en), and of the drafting times d = gamma t: the first argmax, the
+    largest and the largest without it (``max(initial=0.0)``). Returns (ok, tokens, i1, d1,
+    d2); not ok (the numpy code decides) when a length is outside the table or a latency is
+    not > 0 (a zero's sign or a NaN would matter there)."""
+    k = gamma.size
+    top = en_tab.shape[0]
+    for j in range(k):
+        if gamma[j] < 0 or gamma[j] >= top or not draft_s[j] > 0:
+            return False, 0.0, 0, 0.0, 0.0
+    for j in range(k):
+        en[j] = en_tab[gamma[j], j] * w[j]
+    tok = _pw(en, 0, k, 1)
+    i1 = 0
+    d1 = 0.0
+    best = -1.0
+    for j in range(k):
+        dj = float(gamma[j]) * draft_s[j]
+        if dj > best:
+            best = dj
+            i1 = j
+        if dj > d1:
+            d1 = dj
+    d2 = 0.0
+    for j in range(k):
+        dj = float(gamma[j]) * draft_s[j]
+        if j != i1 and dj > d2:
+            d2 = dj
+    return True, tok, i1, d1, d2
+
+
+@njit(cache=_CACHE, error_model="numpy")
 def move_goodput(dev, new, en_tab, w, en_cur, tok, i1, d1, d2, draft_s, verify, t_comm, out):
     """``DraftObjective._move_g`` for goodput with a constant T_ver: G after moving device
     dev[q] to new[q] from the current point (tokens tok with per-device E[N] en_cur, drafting

@@ -157,6 +157,19 @@ def move_means(tc, dev, new, samples):
     return sums
 
 
+def set_point(obj, gamma):
+    """``DraftObjective._set``'s closed forms at ``gamma`` compiled (``_greedy_numba.set_point``,
+    the same values): (E[N] w per device, tokens, i1, d1, d2), or None when numba is off or
+    it does not apply."""
+    nb = _load()
+    if nb is False:
+        return None
+    en = np.empty(obj.k)
+    ok, tok, i1, d1, d2 = nb.set_point(np.ascontiguousarray(gamma, dtype=np.int64),
+                                       obj.en_table(), obj._w, obj.draft_s, en)
+    return (en, tok, int(i1), d1, d2) if ok else None
+
+
 def move_goodput(obj, dev, new, t_comm):
     """``DraftObjective._move_g(dev, new, t_comm)`` (goodput, constant T_ver) compiled: the same
     values (``_greedy_numba.move_goodput``), without counting evaluations; None when numba is
