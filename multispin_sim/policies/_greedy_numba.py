@@ -782,24 +782,38 @@ def _mask_loads_early(pm, npairs, ua, va, cst, acc, spl, cnt, rcnt, s1, s2, x1, 
     if steps > _SERIAL_STEPS * probes:
         _mask_loads(pm, npairs, ua, va, cst, acc, spl, cnt, rcnt, s1, s2, x1, x2)
         return
+    k = ua.size
+    up = np.full(k + 1, _INF)   # position k: past the set's last position (u = inf, v = 0:
+    vp = np.zeros(k + 1)        # a step there changes nothing)
+    up[:k] = ua
+    vp[:k] = va
+    stop = np.int64(1) << np.int64(k)
     for p in range(npairs):
         m = pm[p]
         r = _popcount(m)
         a = 0.0
         s = _INF
         crossed = False
-        while m != 0:
-            i = trailing_zeros(m)
+        for _ in range(3):   # the first three steps without branches (most sets end there)
+            i = trailing_zeros(m | stop)
             m &= m - 1
-            u = ua[i]
-            if i == 0 or u > a:
-                s = min(s, u)
-            else:   # the candidate is A_i: nothing after it lowers the load
-                s = min(s, a)
-                crossed = True
-                break
-            a = a + va[i]
-        load = s if crossed else min(a, s)
+            u = up[i]
+            c = (i == 0) | (u > a)
+            s = min(s, u if c else a)   # after a crossing: candidates >= A >= s, no change
+            crossed |= not c
+            a = a + vp[i]
+        if not crossed:
+            while m != 0:
+                i = trailing_zeros(m)
+                m &= m - 1
+                u = up[i]
+                if i == 0 or u > a:
+                    s = min(s, u)
+                else:   # the candidate is A_i: nothing after it lowers the load
+                    s = min(s, a)
+                    break
+                a = a + vp[i]
+        load = min(a, s)   # crossed: a >= s (the same number either way)
         rcnt[p] = r
         s1[p] = load
         s2[p] = 0.0
