@@ -65,25 +65,6 @@ def acceptance_runs(uniforms, alpha):
     return run.astype(np.int32)
 
 
-def en_table(alpha, top):
-    """E[N] of every device at every draft length 0..top, (top + 1, K), read-only: row g is
-    ``expected_tokens(alpha, g)``, computed by one call on a (top + 1, K) grid of lengths (the
-    same elementwise operations on the same contiguous rows as the (K,) and (n, K) calls of
-    ``DraftObjective``: the same values bit for bit, which tests/test_draft_objective.py
-    checks). Cached: rounds with the same acceptance rates share it."""
-    key = (alpha.tobytes(), top)
-    tab = _EN_TABLES.get(key)
-    if tab is None:
-        k = alpha.size
-        grid = np.repeat(np.arange(top + 1, dtype=np.int64), k).reshape(top + 1, k)
-        tab = np.ascontiguousarray(expected_tokens(alpha, grid), dtype=float)
-        tab.flags.writeable = False
-        if len(_EN_TABLES) > 64:
-            _EN_TABLES.clear()
-        _EN_TABLES[key] = tab
-    return tab
-
-
 # ---------------------------------------------------------------------------- T_comm kernels
 
 
@@ -635,6 +616,25 @@ class SAATcomm:
 
 
 # ---------------------------------------------------------------------------- the objective
+
+
+def en_table(alpha, top):
+    """E[N] of every device at every draft length 0..top, (top + 1, K), read-only: row g is
+    ``expected_tokens(alpha, g)``, computed by one call on a (top + 1, K) grid of lengths (the
+    same elementwise operations on the same contiguous rows as the (K,) and (n, K) calls of
+    ``DraftObjective``: the same values bit for bit, which tests/test_draft_objective.py
+    checks). Cached: rounds with the same acceptance rates share it."""
+    key = (alpha.tobytes(), top)
+    tab = _EN_TABLES.get(key)
+    if tab is None:
+        k = alpha.size
+        grid = np.repeat(np.arange(top + 1, dtype=np.int64), k).reshape(top + 1, k)
+        tab = np.ascontiguousarray(expected_tokens(alpha, grid), dtype=float)
+        tab.flags.writeable = False
+        if len(_EN_TABLES) > 64:
+            _EN_TABLES.clear()
+        _EN_TABLES[key] = tab
+    return tab
 
 
 class DraftObjective:

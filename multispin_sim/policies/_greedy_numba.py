@@ -728,99 +728,6 @@ def _mask_loads_block(pm, npairs, ua, va, cst, acc, spl, cnt, rcnt, s1, s2, x1, 
 
 
 @njit(cache=_CACHE)
-def row_masks(runs_t, gamma, posbit, out):
-    """out[m] = the bits posbit[j] of the devices j with runs_t[j, m] < gamma[j] (the rejected
-    set of sample m at gamma), OR-ed: ``coin_bits`` of ``SAATcomm._rejected(gamma)``."""
-    for mm in range(out.size):
-        out[mm] = 0
-    for j in range(gamma.size):
-        b = posbit[j]
-        g = gamma[j]
-        rd = runs_t[j]
-        for mm in range(out.size):
-            out[mm] |= b if rd[mm] < g else 0
-
-
-@intrinsic
-def _popcount(typingctx, src):
-    """The number of set bits of an integer (LLVM's ctpop)."""
-    if not isinstance(src, types.Integer):
-        return None
-
-    def codegen(context, builder, signature, args):
-        return builder.ctpop(args[0])
-    return src(src), codegen
-
-
-_SERIAL_STEPS = 3.5   # ``_mask_loads_early`` walks sets one by one below this many steps a set
-
-
-@njit(cache=_CACHE, error_model="numpy")
-def _mask_loads_early(pm, npairs, ua, va, cst, acc, spl, cnt, rcnt, s1, s2, x1, x2):
-    """``_mask_loads`` (the same values), faster when the optimal split's best prefix ends
-    early in the reversed UL order. Walking a set's rejected positions in order, the candidate
-    of position i is max(u_i, A_i) (A_i: the DL load accumulated before i); at the first
-    rejected i > 0 with u_i <= A_i it is A_i, and every later candidate is >= its own A_j >=
-    A_i, as is the total DL load: the load is the running minimum there, and the rest of the
-    set changes nothing. Each set is walked alone up to that point (its rejected count by
-    popcount) when a probe of every (n / 256)-th set needs few steps a set on average (a
-    DL/UL power ratio near 1); else the vectorised ``_mask_loads``."""
-    stride = 1 + npairs // 256
-    steps = 0
-    probes = 0
-    for p in range(0, npairs, stride):
-        m = pm[p]
-        a = 0.0
-        probes += 1
-        while m != 0:
-            i = trailing_zeros(m)
-            m &= m - 1
-            steps += 1
-            if not (i == 0 or ua[i] > a):
-                break
-            a = a + va[i]
-    if steps > _SERIAL_STEPS * probes:
-        _mask_loads(pm, npairs, ua, va, cst, acc, spl, cnt, rcnt, s1, s2, x1, x2)
-        return
-    k = ua.size
-    up = np.full(k + 1, _INF)   # position k: past the set's last position (u = inf, v = 0:
-    vp = np.zeros(k + 1)        # a step there changes nothing)
-    up[:k] = ua
-    vp[:k] = va
-    stop = np.int64(1) << np.int64(k)
-    for p in range(npairs):
-        m = pm[p]
-        r = _popcount(m)
-        a = 0.0
-        s = _INF
-        crossed = False
-        for _ in range(3):   # the first three steps without branches (most sets end there)
-            i = trailing_zeros(m | stop)
-            m &= m - 1
-            u = up[i]
-            c = (i == 0) | (u > a)
-            s = min(s, u if c else a)   # after a crossing: candidates >= A >= s, no change
-            crossed |= not c
-            a = a + vp[i]
-        if not crossed:
-            while m != 0:
-                i = trailing_zeros(m)
-                m &= m - 1
-                u = up[i]
-                if i == 0 or u > a:
-                    s = min(s, u)
-                else:   # the candidate is A_i: nothing after it lowers the load
-                    s = min(s, a)
-                    break
-                a = a + vp[i]
-        load = min(a, s)   # crossed: a >= s (the same number either way)
-        rcnt[p] = r
-        s1[p] = load
-        s2[p] = 0.0
-        x1[p] = _xargs(0, r, load, 0.0, cst)[0]
-
-
-@njit(cache=_CACHE)
 def coin_bits(coin, posbit, out):
     """out[m] = the bits posbit[j] of the devices j with coin[m, j] (UL), OR-ed."""
     m, k = coin.shape
@@ -1335,3 +1242,98 @@ def budget_point(ref, who, bstart, samp, incl, ev_t, t):
             break
         for i in range(bstart[e], bstart[e + 1]):
             t[samp[i]] = ev_t[i]
+
+
+# ---------------------------------------------------------------------------- budget: sets' loads
+
+@njit(cache=_CACHE)
+def row_masks(runs_t, gamma, posbit, out):
+    """out[m] = the bits posbit[j] of the devices j with runs_t[j, m] < gamma[j] (the rejected
+    set of sample m at gamma), OR-ed: ``coin_bits`` of ``SAATcomm._rejected(gamma)``."""
+    for mm in range(out.size):
+        out[mm] = 0
+    for j in range(gamma.size):
+        b = posbit[j]
+        g = gamma[j]
+        rd = runs_t[j]
+        for mm in range(out.size):
+            out[mm] |= b if rd[mm] < g else 0
+
+
+@intrinsic
+def _popcount(typingctx, src):
+    """The number of set bits of an integer (LLVM's ctpop)."""
+    if not isinstance(src, types.Integer):
+        return None
+
+    def codegen(context, builder, signature, args):
+        return builder.ctpop(args[0])
+    return src(src), codegen
+
+
+_SERIAL_STEPS = 3.5   # ``_mask_loads_early`` walks sets one by one below this many steps a set
+
+
+@njit(cache=_CACHE, error_model="numpy")
+def _mask_loads_early(pm, npairs, ua, va, cst, acc, spl, cnt, rcnt, s1, s2, x1, x2):
+    """``_mask_loads`` (the same values), faster when the optimal split's best prefix ends
+    early in the reversed UL order. Walking a set's rejected positions in order, the candidate
+    of position i is max(u_i, A_i) (A_i: the DL load accumulated before i); at the first
+    rejected i > 0 with u_i <= A_i it is A_i, and every later candidate is >= its own A_j >=
+    A_i, as is the total DL load: the load is the running minimum there, and the rest of the
+    set changes nothing. Each set is walked alone up to that point (its rejected count by
+    popcount) when a probe of every (n / 256)-th set needs few steps a set on average (a
+    DL/UL power ratio near 1); else the vectorised ``_mask_loads``."""
+    stride = 1 + npairs // 256
+    steps = 0
+    probes = 0
+    for p in range(0, npairs, stride):
+        m = pm[p]
+        a = 0.0
+        probes += 1
+        while m != 0:
+            i = trailing_zeros(m)
+            m &= m - 1
+            steps += 1
+            if not (i == 0 or ua[i] > a):
+                break
+            a = a + va[i]
+    if steps > _SERIAL_STEPS * probes:
+        _mask_loads(pm, npairs, ua, va, cst, acc, spl, cnt, rcnt, s1, s2, x1, x2)
+        return
+    k = ua.size
+    up = np.full(k + 1, _INF)   # position k: past the set's last position (u = inf, v = 0:
+    vp = np.zeros(k + 1)        # a step there changes nothing)
+    up[:k] = ua
+    vp[:k] = va
+    stop = np.int64(1) << np.int64(k)
+    for p in range(npairs):
+        m = pm[p]
+        r = _popcount(m)
+        a = 0.0
+        s = _INF
+        crossed = False
+        for _ in range(3):   # the first three steps without branches (most sets end there)
+            i = trailing_zeros(m | stop)
+            m &= m - 1
+            u = up[i]
+            c = (i == 0) | (u > a)
+            s = min(s, u if c else a)   # after a crossing: candidates >= A >= s, no change
+            crossed |= not c
+            a = a + vp[i]
+        if not crossed:
+            while m != 0:
+                i = trailing_zeros(m)
+                m &= m - 1
+                u = up[i]
+                if i == 0 or u > a:
+                    s = min(s, u)
+                else:   # the candidate is A_i: nothing after it lowers the load
+                    s = min(s, a)
+                    break
+                a = a + vp[i]
+        load = min(a, s)   # crossed: a >= s (the same number either way)
+        rcnt[p] = r
+        s1[p] = load
+        s2[p] = 0.0
+        x1[p] = _xargs(0, r, load, 0.0, cst)[0]
