@@ -40,6 +40,7 @@ FAST_MODES = ("optimal", "exhaustive", "all-ul", "all-dl", "random")
 RUN_CAP = 30_000  # acceptance runs are clipped here (any gamma is far below)
 _CHUNK_CELLS = 2_000_000  # rows x K per kernel call when evaluating big batches
 _KERNEL_ROWS = 2048  # rows per closed-form kernel pass (keeps the work arrays in cache)
+_EN_TABLES = {}
 
 
 # ---------------------------------------------------------------------------- the ratio
@@ -76,9 +77,19 @@ def _compiled_times(kernel, rej, rows):
 
 def _compiled_moves(tcomm, dev, new, samples):
     """``policies.greedy_fast.move_means`` (None when numba is off or it does not apply)."""
-    from ..policies.greedy_fast import move_means
+    return _greedy_fast().move_means(tcomm, dev, new, samples)
 
-    return move_means(tcomm, dev, new, samples)
+
+_FAST = []
+
+
+def _greedy_fast():
+    """``policies.greedy_fast`` (which imports this module: imported at first use, then kept)."""
+    if not _FAST:
+        from ..policies import greedy_fast
+
+        _FAST.append(greedy_fast)
+    return _FAST[0]
 
 
 class TcommKernel:
@@ -384,6 +395,20 @@ class SAATcomm:
         self.gamma = None
         self._plus = None
         self._path = None
+        self._rej = self._rej_for = None
+
+    @property
+    def rej(self):
+        """The rejected sets (M, K) bool at the current point (runs < gamma); after a ``reset``
+        given its T_comm, made at first use (the compiled moves need only their bit masks)."""
+        rej = self._rej
+        if rej is None and self._rej_for is not None:
+            rej = self._rej = self._rejected(self._rej_for)
+        return rej
+
+    @rej.setter
+    def rej(self, value):
+        self._rej = value
 
     # -- stateless -------------------------------------------------------------------------
     def per_sample(self, gamma):
@@ -465,10 +490,14 @@ class SAATcomm:
         """Move to ``gamma``; ``t``: its per-sample T_comm when the caller has the kernel's
         values already (a point of a compiled path scan)."""
         self.gamma = np.array(gamma, dtype=np.int64)
-        self.rej = self._rejected(self.gamma)
         if t is None:
             t = self._from_path(self.gamma)
-        self.t = self.kernel(self.rej, np.arange(self.m)) if t is None else t
+        if t is None:
+            self.rej = self._rejected(self.gamma)
+            self.t = self.kernel(self.rej, np.arange(self.m))
+        else:   # the rejected sets are made when first needed (``rej``)
+            self._rej, self._rej_for = None, self.gamma.copy()
+            self.t = t
         self._plus = None
         self.value = float(self.t.mean())
         return self.value
@@ -513,7 +542,7 @@ class SAATcomm:
         dev = np.asarray(dev, dtype=np.int64)
         new = np.asarray(new, dtype=np.int64)
         if new.shape != dev.shape:
-            new = np.broadcast_to(new, dev.shape)
+            new = np.full(dev.shape, new) if new.ndim == 0 else np.broadcast_to(new, dev.shape)
         if dev.size == 0:
             return np.zeros(0)
         if samples is not None and samples >= self.m:
@@ -589,6 +618,25 @@ class SAATcomm:
 # ---------------------------------------------------------------------------- the objective
 
 
+def en_table(alpha, top):
+    """E[N] of every device at every draft length 0..top, (top + 1, K), read-only: row g is
+    ``expected_tokens(alpha, g)``, computed by one call on a (top + 1, K) grid of lengths (the
+    same elementwise operations on the same contiguous rows as the (K,) and (n, K) calls of
+    ``DraftObjective``: the same values bit for bit, which tests/test_draft_objective.py
+    checks). Cached: rounds with the same acceptance rates share it."""
+    key = (alpha.tobytes(), top)
+    tab = _EN_TABLES.get(key)
+    if tab is None:
+        k = alpha.size
+        grid = np.repeat(np.arange(top + 1, dtype=np.int64), k).reshape(top + 1, k)
+        tab = np.ascontiguousarray(expected_tokens(alpha, grid), dtype=float)
+        tab.flags.writeable = False
+        if len(_EN_TABLES) > 64:
+            _EN_TABLES.clear()
+        _EN_TABLES[key] = tab
+    return tab
+
+
 class DraftObjective:
     """G(gamma) for one decision: closed-form tokens and drafting time, estimated E[T_comm].
 
@@ -624,10 +672,28 @@ class DraftObjective:
         self.gamma = None
         self.value = None
         self.evaluations = 0
+        self._top = int(self.caps.max(initial=0))   # lengths of the E[N] table: 0..top
+        self._en_tab = None
+        self._cols = np.arange(self.k)
 
     # -- closed forms ----------------------------------------------------------------------
+    def _expected(self, gammas, dev=None):
+        """``expected_tokens(alpha[dev], gammas)`` (dev None: every device, gammas (..., K)):
+        from the E[N] table (``en_table``, the same values) for integer lengths 0..top."""
+        if gammas.dtype.kind in "iu" and gammas.size and 0 <= gammas.min() \
+                and gammas.max() <= self._top:
+            return self.en_table()[gammas, self._cols if dev is None else dev]
+        return expected_tokens(self.alpha if dev is None else self.alpha[dev], gammas)
+
+    def en_table(self):
+        """E[N] of every device at every length 0..max cap, (top + 1, K) (``en_table``)."""
+        tab = self._en_tab
+        if tab is None:
+            tab = self._en_tab = en_table(self.alpha, self._top)
+        return tab
+
     def tokens(self, gammas):
-        return expected_tokens(self.alpha, np.asarray(gammas)) @ self._w
+        return self._expected(np.asarray(gammas)) @ self._w
 
     def drafting(self, gammas):
         return (np.asarray(gammas) * self.draft_s).max(axis=-1, initial=0.0)
@@ -665,17 +731,23 @@ class DraftObjective:
     # -- stateful --------------------------------------------------------------------------
     def _set(self, t_comm):
         g = self.gamma
-        self._en = expected_tokens(self.alpha, g) * self._w
-        self._tok = float(self._en.sum())
-        d = g * self.draft_s
-        self._i1 = int(np.argmax(d)) if d.size else 0
-        self._d1 = float(d.max(initial=0.0))
-        rest = d.copy()
-        if rest.size:
-            rest[self._i1] = 0.0
-        self._d2 = float(rest.max(initial=0.0))
+        fast = _greedy_fast().set_point(self, g)   # the same values, compiled (numba)
+        if fast is not None:
+            self._en, self._tok, self._i1, self._d1, self._d2 = fast
+        else:
+            self._en = self._expected(g) * self._w
+            self._tok = float(self._en.sum())
+            d = g * self.draft_s
+            self._i1 = int(np.argmax(d)) if d.size else 0
+            self._d1 = float(d.max(initial=0.0))
+            rest = d.copy()
+            if rest.size:
+                rest[self._i1] = 0.0
+            self._d2 = float(rest.max(initial=0.0))
         if self.verify_fn is None and self.score is None:
-            self.value = float(goodput(self._tok, self._d1, self.verify_s, t_comm))
+            # ``goodput`` of scalars: (drafting + T_ver) + T_comm, the same IEEE operations
+            den = (self._d1 + self.verify_s) + float(t_comm)
+            self.value = self._tok / den if den > 0 else 0.0
         else:
             self.value = float(self._score(self._tok, g[None, :], self._d1, t_comm)[0])
         return self.value
@@ -698,7 +770,11 @@ class DraftObjective:
 
     def _move_g(self, dev, new, t_comm):
         self.evaluations += dev.size
-        tok = self._tok - self._en[dev] + expected_tokens(self.alpha[dev], new) * self._w[dev]
+        if self.verify_fn is None and self.score is None:
+            fast = _greedy_fast().move_goodput(self, dev, new, t_comm)   # the same values
+            if fast is not None:
+                return fast
+        tok = self._tok - self._en[dev] + self._expected(new, dev) * self._w[dev]
         base = np.where(dev == self._i1, self._d2, self._d1)
         draft = np.maximum(base, new * self.draft_s[dev])
         if self.verify_fn is None and self.score is None:
@@ -714,7 +790,9 @@ class DraftObjective:
         then evaluate only the best ``keep`` on all of them; the others get -inf.
         """
         dev = np.asarray(dev, dtype=np.int64)
-        new = np.broadcast_to(np.asarray(new, dtype=np.int64), dev.shape)
+        new = np.asarray(new, dtype=np.int64)
+        if new.shape != dev.shape:   # one length for all (np.full: cheaper than a broadcast)
+            new = np.full(dev.shape, new) if new.ndim == 0 else np.broadcast_to(new, dev.shape)
         if dev.size == 0:
             return np.zeros(0)
         if screen is not None and isinstance(self.tcomm, SAATcomm) and dev.size > screen[1] \

@@ -5,7 +5,9 @@ Every floating-point operation here replays one of the numpy search's (see ``gre
 sums that numpy does sequentially are sequential, and minima/maxima are exact in any order.
 """
 import numpy as np
-from numba import njit
+from numba import njit, types
+from numba.core.extending import intrinsic
+from numba.cpython.unsafe.numbers import trailing_zeros
 
 _INF = np.inf
 _BLOCK = 1024   # sets per block of ``_mask_loads`` (their work arrays stay in cache: 8 B x 8 x 1024)
@@ -1015,13 +1017,18 @@ def kernel_loads(rej, rows, code, order, ua, va, coin, cst, posbit, r, s1, s2, x
 # ---------------------------------------------------------------------------- single-device moves
 
 @njit(cache=_CACHE, error_model="numpy")
-def move_masks(runs_t, rmask, posbit, gamma, dev, new, ms, mv, rows, pm, ua, va, cst, acc, spl,
-               rcnt, s1, s2, x1, x2):
+def move_masks(runs_t, rmask, posbit, gamma, dev, new, ms, bstart, samp, entry_of, caps, mv, rows,
+               pm, ua, va, cst, acc, spl, rcnt, s1, s2, x1, x2):
     """``SAATcomm._move_rows`` and the rejected sets of ``_evaluate_moves`` as bit masks (from
     the current sets rmask, one bit changed): the (move, sample) pairs among the first ms
     samples whose rejection of the moved device changes, move-major, samples ascending
     (np.nonzero's order), with their loads and log1p arguments (``_mask_loads``). runs_t: the
-    runs transposed (K, M). Returns their number."""
+    runs transposed (K, M). Returns their number.
+
+    A move by one level (+1 or -1) from gamma_j changes the samples whose run of j is
+    v = min(old, new): with the budget scans' buckets (``budget_buckets``: those samples,
+    ascending, are the bucket of entry entry_of[j, v + 1] when v < caps[j]) they are read from
+    there instead of scanning all ms samples; longer moves (and caps of 0: no buckets) scan."""
     n = 0
     for q in range(dev.size):
         d = dev[q]
@@ -1031,16 +1038,88 @@ def move_masks(runs_t, rmask, posbit, gamma, dev, new, ms, mv, rows, pm, ua, va,
         hi = max(old, nw)
         b = posbit[d]
         up = nw > old
-        rd = runs_t[d]
-        for mm in range(ms):
-            v = rd[mm]
-            if v >= lo and v < hi:
+        if hi - lo == 1 and lo >= 0 and lo < caps[d]:
+            e = entry_of[d, lo + 1]
+            for i in range(bstart[e], bstart[e + 1]):
+                mm = samp[i]
+                if mm >= ms:
+                    break
                 mv[n] = q
                 rows[n] = mm
                 pm[n] = (rmask[mm] | b) if up else (rmask[mm] & ~b)
                 n += 1
-    _mask_loads(pm, n, ua, va, cst, acc, spl, rcnt, rcnt, s1, s2, x1, x2)
+            continue
+        rd = runs_t[d]
+        for mm in range(ms):   # branch-free: every sample written, kept if it changes
+            v = rd[mm]
+            mv[n] = q
+            rows[n] = mm
+            pm[n] = (rmask[mm] | b) if up else (rmask[mm] & ~b)
+            n += (v >= lo) & (v < hi)
+    _mask_loads_early(pm, n, ua, va, cst, acc, spl, rcnt, rcnt, s1, s2, x1, x2)
     return n
+
+
+@njit(cache=_CACHE, error_model="numpy")
+def set_point(gamma, en_tab, w, draft_s, en):
+    """``DraftObjective._set``'s closed forms at gamma: en[j] = E[N] w (from en_tab), the tokens
+    (numpy's pairwise sum of en), and of the drafting times d = gamma t: the first argmax, the
+    largest and the largest without it (``max(initial=0.0)``). Returns (ok, tokens, i1, d1,
+    d2); not ok (the numpy code decides) when a length is outside the table or a latency is
+    not > 0 (a zero's sign or a NaN would matter there)."""
+    k = gamma.size
+    top = en_tab.shape[0]
+    for j in range(k):
+        if gamma[j] < 0 or gamma[j] >= top or not draft_s[j] > 0:
+            return False, 0.0, 0, 0.0, 0.0
+    for j in range(k):
+        en[j] = en_tab[gamma[j], j] * w[j]
+    tok = _pw(en, 0, k, 1)
+    i1 = 0
+    d1 = 0.0
+    best = -1.0
+    for j in range(k):
+        dj = float(gamma[j]) * draft_s[j]
+        if dj > best:
+            best = dj
+            i1 = j
+        if dj > d1:
+            d1 = dj
+    d2 = 0.0
+    for j in range(k):
+        dj = float(gamma[j]) * draft_s[j]
+        if j != i1 and dj > d2:
+            d2 = dj
+    return True, tok, i1, d1, d2
+
+
+@njit(cache=_CACHE, error_model="numpy")
+def move_goodput(dev, new, en_tab, w, en_cur, tok, i1, d1, d2, draft_s, verify, t_comm, out):
+    """``DraftObjective._move_g`` for goodput with a constant T_ver: G after moving device
+    dev[q] to new[q] from the current point (tokens tok with per-device E[N] en_cur, drafting
+    time d1 led by device i1, d2 without it), T_comm t_comm[q]; E[N] from en_tab (``en_table``).
+    The same IEEE operations in numpy's order: (tok - en_cur) + E[N] w; max(base, new t)
+    (np.maximum: NaN wins); (drafting + T_ver) + T_comm; the quotient where that is > 0, else
+    0. False (out untouched) when a length is outside the table."""
+    top = en_tab.shape[0]
+    for q in range(dev.size):
+        if new[q] < 0 or new[q] >= top:
+            return False
+    for q in range(dev.size):
+        d = dev[q]
+        g = new[q]
+        tk = (tok - en_cur[d]) + en_tab[g, d] * w[d]
+        base = d2 if d == i1 else d1
+        x = float(g) * draft_s[d]
+        if base != base:
+            dr = base
+        elif x != x:
+            dr = x
+        else:
+            dr = base if base >= x else x
+        den = (dr + verify) + t_comm[q]
+        out[q] = tk / den if den > 0 else 0.0
+    return True
 
 
 @njit(cache=_CACHE, error_model="numpy")
@@ -1104,17 +1183,20 @@ def budget_scan_loads(who, bstart, samp, incl, posbit, cbits, code, ua, va, cst,
         if not incl[d]:
             continue
         b = posbit[d]
-        for i in range(bstart[e], bstart[e + 1]):
+        for i in range(bstart[e], bstart[e + 1]):   # branch-free: written, kept if pending
             mm = samp[i]
             mask = cur[mm] | b
             cur[mm] = mask
-            if ev_mask[i] != mask:
-                ev_mask[i] = mask
-                pm[npend] = mask
-                pc[npend] = cbits[mm] if code == 3 else 0
-                pidx[npend] = i
-                npend += 1
-    _mask_loads_any(code, pm, pc, npend, ua, va, cst, acc, spl, cnt, rcnt, s1, s2, x1, x2)
+            pm[npend] = mask
+            if code == 3:
+                pc[npend] = cbits[mm]
+            pidx[npend] = i
+            npend += ev_mask[i] != mask
+            ev_mask[i] = mask
+    if code == 0:
+        _mask_loads_early(pm, npend, ua, va, cst, acc, spl, cnt, rcnt, s1, s2, x1, x2)
+    else:
+        _mask_loads_any(code, pm, pc, npend, ua, va, cst, acc, spl, cnt, rcnt, s1, s2, x1, x2)
     return npend
 
 
@@ -1160,3 +1242,98 @@ def budget_point(ref, who, bstart, samp, incl, ev_t, t):
             break
         for i in range(bstart[e], bstart[e + 1]):
             t[samp[i]] = ev_t[i]
+
+
+# ---------------------------------------------------------------------------- budget: sets' loads
+
+@njit(cache=_CACHE)
+def row_masks(runs_t, gamma, posbit, out):
+    """out[m] = the bits posbit[j] of the devices j with runs_t[j, m] < gamma[j] (the rejected
+    set of sample m at gamma), OR-ed: ``coin_bits`` of ``SAATcomm._rejected(gamma)``."""
+    for mm in range(out.size):
+        out[mm] = 0
+    for j in range(gamma.size):
+        b = posbit[j]
+        g = gamma[j]
+        rd = runs_t[j]
+        for mm in range(out.size):
+            out[mm] |= b if rd[mm] < g else 0
+
+
+@intrinsic
+def _popcount(typingctx, src):
+    """The number of set bits of an integer (LLVM's ctpop)."""
+    if not isinstance(src, types.Integer):
+        return None
+
+    def codegen(context, builder, signature, args):
+        return builder.ctpop(args[0])
+    return src(src), codegen
+
+
+_SERIAL_STEPS = 3.5   # ``_mask_loads_early`` walks sets one by one below this many steps a set
+
+
+@njit(cache=_CACHE, error_model="numpy")
+def _mask_loads_early(pm, npairs, ua, va, cst, acc, spl, cnt, rcnt, s1, s2, x1, x2):
+    """``_mask_loads`` (the same values), faster when the optimal split's best prefix ends
+    early in the reversed UL order. Walking a set's rejected positions in order, the candidate
+    of position i is max(u_i, A_i) (A_i: the DL load accumulated before i); at the first
+    rejected i > 0 with u_i <= A_i it is A_i, and every later candidate is >= its own A_j >=
+    A_i, as is the total DL load: the load is the running minimum there, and the rest of the
+    set changes nothing. Each set is walked alone up to that point (its rejected count by
+    popcount) when a probe of every (n / 256)-th set needs few steps a set on average (a
+    DL/UL power ratio near 1); else the vectorised ``_mask_loads``."""
+    stride = 1 + npairs // 256
+    steps = 0
+    probes = 0
+    for p in range(0, npairs, stride):
+        m = pm[p]
+        a = 0.0
+        probes += 1
+        while m != 0:
+            i = trailing_zeros(m)
+            m &= m - 1
+            steps += 1
+            if not (i == 0 or ua[i] > a):
+                break
+            a = a + va[i]
+    if steps > _SERIAL_STEPS * probes:
+        _mask_loads(pm, npairs, ua, va, cst, acc, spl, cnt, rcnt, s1, s2, x1, x2)
+        return
+    k = ua.size
+    up = np.full(k + 1, _INF)   # position k: past the set's last position (u = inf, v = 0:
+    vp = np.zeros(k + 1)        # a step there changes nothing)
+    up[:k] = ua
+    vp[:k] = va
+    stop = np.int64(1) << np.int64(k)
+    for p in range(npairs):
+        m = pm[p]
+        r = _popcount(m)
+        a = 0.0
+        s = _INF
+        crossed = False
+        for _ in range(3):   # the first three steps without branches (most sets end there)
+            i = trailing_zeros(m | stop)
+            m &= m - 1
+            u = up[i]
+            c = (i == 0) | (u > a)
+            s = min(s, u if c else a)   # after a crossing: candidates >= A >= s, no change
+            crossed |= not c
+            a = a + vp[i]
+        if not crossed:
+            while m != 0:
+                i = trailing_zeros(m)
+                m &= m - 1
+                u = up[i]
+                if i == 0 or u > a:
+                    s = min(s, u)
+                else:   # the candidate is A_i: nothing after it lowers the load
+                    s = min(s, a)
+                    break
+                a = a + vp[i]
+        load = min(a, s)   # crossed: a >= s (the same number either way)
+        rcnt[p] = r
+        s1[p] = load
+        s2[p] = 0.0
+        x1[p] = _xargs(0, r, load, 0.0, cst)[0]

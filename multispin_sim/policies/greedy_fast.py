@@ -142,13 +142,60 @@ def move_means(tc, dev, new, samples):
     dev = np.ascontiguousarray(dev, dtype=np.int64)
     new = np.ascontiguousarray(new, dtype=np.int64)
     mv, rows, pm, r, acc, spl, s1, s2, x1, x2, l1 = _scratch(ms * dev.size)
-    n = nb.move_masks(cached[1], rmask, arrays.posbit, gamma, dev, new, ms, mv, rows, pm,
+    held = tc.__dict__.get("_buckets")   # the budget scans of this estimator, if alive
+    scans = None if held is None else held()
+    if scans is not None and scans.su.source is tc.runs:
+        bk = scans.bstart, scans.samp, scans.entry_of, scans.caps
+    else:
+        bk = _NO_BUCKETS
+    n = nb.move_masks(cached[1], rmask, arrays.posbit, gamma, dev, new, ms, *bk, mv, rows, pm,
                       arrays.ua, arrays.va, arrays.cst, acc, spl, r, s1, s2, x1, x2)
     np.log1p(x1[:n], out=l1[:n])
     sums = np.empty(dev.size)
     nb.move_sums(n, mv, rows, r, s1, l1, arrays.cst, np.ascontiguousarray(tc.t, dtype=float),
                  dev.size, sums)
     return sums
+
+
+def set_point(obj, gamma):
+    """``DraftObjective._set``'s closed forms at ``gamma`` compiled (``_greedy_numba.set_point``,
+    the same values): (E[N] w per device, tokens, i1, d1, d2), or None when numba is off or
+    it does not apply."""
+    nb = _load()
+    if nb is False:
+        return None
+    en = np.empty(obj.k)
+    ok, tok, i1, d1, d2 = nb.set_point(np.ascontiguousarray(gamma, dtype=np.int64),
+                                       obj.en_table(), obj._w, obj.draft_s, en)
+    return (en, tok, int(i1), d1, d2) if ok else None
+
+
+def move_goodput(obj, dev, new, t_comm):
+    """``DraftObjective._move_g(dev, new, t_comm)`` (goodput, constant T_ver) compiled: the same
+    values (``_greedy_numba.move_goodput``), without counting evaluations; None when numba is
+    off or a length is outside the objective's E[N] table."""
+    nb = _load()
+    if nb is False:
+        return None
+    out = np.empty(dev.size)
+    if not nb.move_goodput(np.ascontiguousarray(dev, dtype=np.int64),
+                           np.ascontiguousarray(new, dtype=np.int64), obj.en_table(), obj._w,
+                           obj._en, obj._tok, obj._i1, obj._d1, obj._d2, obj.draft_s,
+                           obj.verify_s, np.ascontiguousarray(t_comm, dtype=float), out):
+        return None
+    return out
+
+
+def _read_only(a):
+    a.flags.writeable = False
+    return a
+
+
+# ``move_masks`` without buckets (caps 0: every move scans; read-only as the scans' own arrays,
+# so both calls share one compiled signature)
+_NO_BUCKETS = (np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64),
+               _read_only(np.zeros((64, 1), dtype=np.int64)),
+               _read_only(np.zeros(64, dtype=np.int64)))
 
 
 def _scratch(n):
@@ -166,11 +213,16 @@ def _row_masks(tc, nb, posbit):
     """The estimator's current rejected sets as bit masks, kept while its rejected rows and
     gamma are the same (``apply_move`` changes both in place, ``reset`` replaces the rows)."""
     key = tc.gamma.tobytes()
+    rej = tc.__dict__.get("_rej")   # None: not made since the last ``reset``
     cached = tc.__dict__.get("_rmask")
-    if cached is None or cached[0] is not tc.rej or cached[1] != key:
+    if cached is None or cached[0] is not rej or cached[1] != key:
         out = np.empty(tc.m, dtype=np.int64)
-        nb.coin_bits(np.ascontiguousarray(tc.rej, dtype=np.bool_), posbit, out)   # the same OR
-        cached = tc._rmask = (tc.rej, key, out)
+        if rej is None:   # the same bits from runs < gamma (at that ``reset``)
+            nb.row_masks(tc._runs_c[1], np.ascontiguousarray(tc._rej_for, dtype=np.int64),
+                         posbit, out)
+        else:
+            nb.coin_bits(np.ascontiguousarray(rej, dtype=np.bool_), posbit, out)   # the same OR
+        cached = tc._rmask = (rej, key, out)
     return cached[2]
 
 
@@ -537,11 +589,15 @@ class _BudgetScans:
     def __init__(self, obj, su, key, caps, who, full, entry_of):
         nb, m, k = su.nb, su.m, su.k
         self.obj, self.su, self.key, self.who, self.full = obj, su, key, who, full
+        self.entry_of, self.caps = entry_of, caps
         self.bstart = np.empty(who.size + 1, dtype=np.int64)
         self.samp, self.ev_mask, self.ev_t, self.pidx, self.cur, self.prev = self._arrays(m, k)
         nb.budget_buckets(su.runs, entry_of, caps, self.bstart, self.samp)
+        # ``move_means`` reads the +1 / -1 moves' samples from the buckets while these live
+        obj.tcomm._buckets = weakref.ref(self)
         self.ev_mask.fill(-1)   # no set in any slot yet
         self.incl = None
+        self._last = None
 
     def _arrays(self, m, k):
         """Its work arrays: those of the last scans of this thread once they are gone (fresh
@@ -557,6 +613,7 @@ class _BudgetScans:
 
     def scan(self, include):
         obj, su, ws = self.obj, self.su, self.su.ws
+        self._last = None   # (ref, T_comm per sample at ref) of this scan
         self.incl = incl = np.ascontiguousarray(include & (obj.caps > 0), dtype=np.bool_)
         bpath, tokens, self.draft = self._path(incl)
         npend = su.nb.budget_scan_loads(
@@ -595,6 +652,10 @@ class _BudgetScans:
         return self.draft
 
     def times(self, ref):
+        last = self._last
+        if last is not None and last[0] == ref:   # the same point of the same scan: a copy
+            return last[1].copy()
         t = np.empty(self.su.m)
         self.su.nb.budget_point(ref, self.who, self.bstart, self.samp, self.incl, self.ev_t, t)
+        self._last = (ref, t.copy())
         return t
