@@ -267,6 +267,21 @@ def runs_from_logs(logu, log_alpha, alpha, cap, out):
                 out[mm, j] = cap if x != x else int(min(x, float(cap)))
 
 
+@njit(cache=_CACHE, error_model="numpy")
+def runs_from_logs_t(logu, log_alpha, alpha, cap, out, out_t):
+    """``runs_from_logs``, and the runs transposed into out_t (K, M)."""
+    m, k = logu.shape
+    for mm in range(m):
+        for j in range(k):
+            if alpha[j] >= 1.0:
+                v = cap
+            else:
+                x = np.floor(logu[mm, j] / log_alpha[j])
+                v = cap if x != x else int(min(x, float(cap)))
+            out[mm, j] = v
+            out_t[j, mm] = v
+
+
 # ---------------------------------------------------------------------------- paths (phase 1)
 
 @njit(cache=_CACHE, error_model="numpy")
@@ -427,8 +442,8 @@ def path_loads(runs, seg, code, order, ua, va, coin, has_start, cst, ev_m, ev_s,
 def _dense_optimal(fl, s, ua, va, acc, spl, cnt):
     """The optimal split's load (acc) and rejected count of every sample at step s: the
     operations of ``_loads`` (code 0) per sample, vectorised over samples. The first device of
-    the reversed order (cand = its u, from acc = 0.0 and spl = inf), then the others: the same
-    operations without a test of i in the inner loop."""
+    the reversed order (cand = its u, from acc = 0.0 and spl = inf), then the others four per
+    pass over the samples (``_fl_step``: the same operations without a test of i)."""
     k, m = ua.size, acc.size
     u = ua[0]
     vi = va[0]
@@ -438,18 +453,39 @@ def _dense_optimal(fl, s, ua, va, acc, spl, cnt):
         spl[mm] = u0 if x else _INF
         acc[mm] = 0.0 + (vi if x else 0.0)
         cnt[mm] = x
-    for i in range(1, k):
+    i = 1
+    while i + 3 < k:
+        ua0, va0, ua1, va1 = ua[i], va[i], ua[i + 1], va[i + 1]
+        ua2, va2, ua3, va3 = ua[i + 2], va[i + 2], ua[i + 3], va[i + 3]
+        f0, f1, f2, f3 = fl[i], fl[i + 1], fl[i + 2], fl[i + 3]
+        for mm in range(m):
+            a, sp, c = _fl_step(f0[mm] <= s, ua0, va0, acc[mm], spl[mm], cnt[mm])
+            a, sp, c = _fl_step(f1[mm] <= s, ua1, va1, a, sp, c)
+            a, sp, c = _fl_step(f2[mm] <= s, ua2, va2, a, sp, c)
+            a, sp, c = _fl_step(f3[mm] <= s, ua3, va3, a, sp, c)
+            acc[mm] = a
+            spl[mm] = sp
+            cnt[mm] = c
+        i += 4
+    while i < k:
         u = ua[i]
         vi = va[i]
+        fi = fl[i]
         for mm in range(m):
-            x = fl[i, mm] <= s
-            a0 = acc[mm]
-            cand = u if u > a0 else a0
-            spl[mm] = min(spl[mm], cand if x else _INF)
-            acc[mm] = a0 + (vi if x else 0.0)
-            cnt[mm] += x
+            a, sp, c = _fl_step(fi[mm] <= s, u, vi, acc[mm], spl[mm], cnt[mm])
+            acc[mm] = a
+            spl[mm] = sp
+            cnt[mm] = c
+        i += 1
     for mm in range(m):
         acc[mm] = min(acc[mm], spl[mm])
+
+
+@njit(cache=_CACHE, error_model="numpy", inline="always")
+def _fl_step(x, u, vi, a0, sp, c):
+    """``_dev_step`` with the rejection x given, and the count."""
+    cand = u if u > a0 else a0
+    return a0 + (vi if x else 0.0), min(sp, cand if x else _INF), c + x
 
 
 @njit(cache=_CACHE, error_model="numpy", inline="always")
@@ -469,8 +505,8 @@ def _dense_points(s, base, cnt, acc, prev, evf, rcnt, s1, x1, cst, store):
 
 
 @njit(cache=_CACHE, error_model="numpy")
-def path_dense(runs, seg, code, order, ua, va, cbits, posbit, cst, fl, acc, spl, cnt, evf, rcnt,
-               s1, s2, x1, x2, pm, pc, has_start):
+def path_dense(runs_t, seg, code, order, ua, va, cbits, posbit, cst, fl, acc, spl, cnt, evf,
+               rcnt, s1, s2, x1, x2, pm, pc, has_start):
     """``path_loads`` on a short path, computed at every (step, sample) (index s * M + m),
     vectorised over samples: the loads of each point from scratch with the same operations as
     ``_loads`` (the optimal split fused here; all-UL, all-DL and the random split, K <= 62, by
@@ -478,17 +514,20 @@ def path_dense(runs, seg, code, order, ua, va, cbits, posbit, cst, fl, acc, spl,
     step s is an event of sample m (step 0 or a flip step: flips only add devices, so a step is
     a flip step iff the rejected count grows there). Points that are not events have the
     rejected set of the step before. Steps before any flip (nobody rejected) and a known start
-    are not computed."""
-    m, k = runs.shape
+    are not computed. runs_t: the runs transposed (K, M)."""
+    k, m = runs_t.shape
     n = seg.shape[0]
     table, top = _flip_table(seg, k)
     gmin = n
-    for i in range(k):
+    for i in range(k):   # the devices' rows of the transposed runs (contiguous)
         j = order[i]
+        rj = runs_t[j]
+        tj = table[j]
+        fi = fl[i]
         for mm in range(m):
-            v = runs[mm, j]
-            f = table[j, v if v < top + 1 else top + 1]
-            fl[i, mm] = f
+            v = rj[mm]
+            f = tj[v if v < top + 1 else top + 1]
+            fi[mm] = f
             gmin = min(gmin, f)
     first_s = max(gmin, 1 if has_start else 0)
     for s in range(min(first_s, n)):
@@ -525,31 +564,27 @@ def path_dense(runs, seg, code, order, ua, va, cbits, posbit, cst, fl, acc, spl,
         _dense_points(s, base, cnt, acc, prev, evf, rcnt, s1, x1, cst, False)
 
 
-@njit(cache=_CACHE, error_model="numpy")
-def _running_total(bins, total, n):
-    """total[:n] = numpy's cumsum of bins[:n] (sequential, in the same order)."""
-    acc = 0.0
-    for s in range(n):
-        acc = bins[s] if s == 0 else acc + bins[s]
-        total[s] = acc
-
-
-@njit(cache=_CACHE, error_model="numpy")
-def dense_finish(n, m, evf, rcnt, s1, s2, l1, l2, code, cst, start, has_start, total, table,
-                 want_table, tv):
-    """``path_finish`` for ``path_dense``: the events' T_comm accumulated per step in
-    sample-major order. Branch-free: a point that is not an event adds +0.0 (an exact no-op:
-    no partial sum is -0.0, no term is -0.0). tv: work (n * M)."""
+@njit(cache=_CACHE, error_model="numpy", inline="always")
+def _tvals(code, n, rcnt, s1, s2, l1, l2, cst, out):
+    """out[:n] = ``_tval`` of each (the codes 0-2 written to vectorise)."""
     c1 = cst[0]
     ul = code == 1
     if code == 3:
-        for p in range(n * m):
-            tv[p] = _tval(code, rcnt[p], s1[p], s2[p], l1[p], l2[p], cst)
+        for p in range(n):
+            out[p] = _tval(code, rcnt[p], s1[p], s2[p], l1[p], l2[p], cst)
     else:
-        for p in range(n * m):   # ``_tval`` of codes 0-2 (vectorises)
+        for p in range(n):
             r = rcnt[p]
             ld = s1[p]
-            tv[p] = c1 * float(r) / l1[p] if (r > 0 and (ul or ld > 0)) else 0.0
+            out[p] = c1 * float(r) / l1[p] if (r > 0 and (ul or ld > 0)) else 0.0
+
+
+@njit(cache=_CACHE, error_model="numpy", inline="always")
+def _dense_bins(n, m, evf, tv, start, has_start, total, table, want_table):
+    """The events' T_comm tv (index s * M + m) accumulated per step in sample-major order
+    (``path_finish``'s bincount, then the running total); with ``has_start``, step 0 is
+    start. Branch-free: a point that is not an event adds +0.0 (an exact no-op: no partial
+    sum is -0.0, no term is -0.0)."""
     if has_start:
         for mm in range(m):
             tv[mm] = start[mm]
@@ -564,6 +599,24 @@ def dense_finish(n, m, evf, rcnt, s1, s2, l1, l2, code, cst, start, has_start, t
             if want_table:
                 table[s, mm] = prev
     _running_total(bins, total, n)
+
+
+@njit(cache=_CACHE, error_model="numpy")
+def _running_total(bins, total, n):
+    """total[:n] = numpy's cumsum of bins[:n] (sequential, in the same order)."""
+    acc = 0.0
+    for s in range(n):
+        acc = bins[s] if s == 0 else acc + bins[s]
+        total[s] = acc
+
+
+@njit(cache=_CACHE, error_model="numpy")
+def dense_finish(n, m, evf, rcnt, s1, s2, l1, l2, code, cst, start, has_start, total, table,
+                 want_table, tv):
+    """``path_finish`` for ``path_dense``: the events' T_comm accumulated per step in
+    sample-major order (``_dense_bins``). tv: work (n * M)."""
+    _tvals(code, n * m, rcnt, s1, s2, l1, l2, cst, tv)
+    _dense_bins(n, m, evf, tv, start, has_start, total, table, want_table)
 
 
 @njit(cache=_CACHE, error_model="numpy")
@@ -698,31 +751,77 @@ def _mask_loads(pm, npairs, ua, va, cst, acc, spl, cnt, rcnt, s1, s2, x1, x2):
 
 @njit(cache=_CACHE, error_model="numpy")
 def _mask_loads_block(pm, npairs, ua, va, cst, acc, spl, cnt, rcnt, s1, s2, x1, x2):
-    """``_mask_loads`` of one block of sets."""
+    """``_mask_loads`` of one block of sets: per set, the operations of ``_loads`` (code 0) in
+    the same order, the first device (from acc = 0.0 and spl = inf: cand = its u) peeled, then
+    four devices per pass over the sets (acc and spl stay in registers), the count by
+    popcount (the same integer)."""
     k = ua.size
-    for p in range(npairs):
-        acc[p] = 0.0
-        spl[p] = _INF
-        cnt[p] = 0
-    for i in range(k):
+    if k == 0:
+        for p in range(npairs):
+            acc[p] = 0.0
+            spl[p] = _INF
+    else:
+        u = ua[0]
+        vi = va[0]
+        u0 = min(_INF, u)
+        for p in range(npairs):
+            x = (pm[p] & 1) != 0
+            spl[p] = u0 if x else _INF
+            acc[p] = 0.0 + (vi if x else 0.0)
+    i = 1
+    while i + 3 < k:
+        ua0, va0, ua1, va1 = ua[i], va[i], ua[i + 1], va[i + 1]
+        ua2, va2, ua3, va3 = ua[i + 2], va[i + 2], ua[i + 3], va[i + 3]
+        for p in range(npairs):
+            msk = pm[p]
+            a, sp = _dev_step(msk, i, ua0, va0, acc[p], spl[p])
+            a, sp = _dev_step(msk, i + 1, ua1, va1, a, sp)
+            a, sp = _dev_step(msk, i + 2, ua2, va2, a, sp)
+            a, sp = _dev_step(msk, i + 3, ua3, va3, a, sp)
+            acc[p] = a
+            spl[p] = sp
+        i += 4
+    while i < k:
         u = ua[i]
         vi = va[i]
-        first = i == 0
         for p in range(npairs):
-            x = ((pm[p] >> i) & 1) != 0
-            a0 = acc[p]
-            cand = u if (first or u > a0) else a0
-            spl[p] = min(spl[p], cand if x else _INF)
-            acc[p] = a0 + (vi if x else 0.0)
-            cnt[p] += x
+            a, sp = _dev_step(pm[p], i, u, vi, acc[p], spl[p])
+            acc[p] = a
+            spl[p] = sp
+        i += 1
     for p in range(npairs):
-        r = cnt[p]
+        r = _popcount(pm[p])
+        cnt[p] = r
         load = min(acc[p], spl[p])
         rcnt[p] = r
         s1[p] = load
         s2[p] = 0.0
         x1[p] = _xargs(0, r, load, 0.0, cst)[0]
 
+
+@njit(cache=_CACHE, error_model="numpy", inline="always")
+def _dev_step(msk, i, u, vi, a0, sp):
+    """One device (position i > 0 of the reversed UL order) of ``_loads``' optimal split:
+    (acc, split) after it, from (a0, sp)."""
+    x = ((msk >> i) & 1) != 0
+    cand = u if u > a0 else a0
+    return a0 + (vi if x else 0.0), min(sp, cand if x else _INF)
+
+
+_M1 = np.uint64(0x5555555555555555)
+_M2 = np.uint64(0x3333333333333333)
+_M4 = np.uint64(0x0F0F0F0F0F0F0F0F)
+_H01 = np.uint64(0x0101010101010101)
+
+
+@njit(cache=_CACHE, inline="always")
+def _popcount(v):
+    """The set bits of v >= 0 (the same count as adding them one by one)."""
+    x = np.uint64(v)
+    x = x - ((x >> np.uint64(1)) & _M1)
+    x = (x & _M2) + ((x >> np.uint64(2)) & _M2)
+    x = (x + (x >> np.uint64(4))) & _M4
+    return np.int64((x * _H01) >> np.uint64(56))
 
 
 @njit(cache=_CACHE)
@@ -850,15 +949,13 @@ def _eval_pairs(runs, rej, rmask, posbit, rows, devs, n, code, order, ua, va, co
 def p2_init(runs, runs_t, gamma, caps, rej, rmask, posbit, contrib, code, order, ua, va, coin,
             cst, rows, devs, rcnt, s1, s2, x1, x2, pm, acc, spl, cnt, pos, npos, cbits, pc):
     """Phase 2's start: the rejected sets at gamma (rmask: bits of ``_mask_loads_any``; rej
-    when K > 62), the runs transposed, and the (sample, device) pairs a +1 changes
+    when K > 62; runs_t: the runs transposed, given), and the (sample, device) pairs a +1 changes
     (run == gamma; pos, npos: per device) with their loads and log1p arguments. Returns the
     pairs."""
     m, k = runs.shape
     # (contrib needs no clearing: it is read only at pos[j], all of which are pairs evaluated
     # and stored at the first step, and later kept up to date)
     for mm in range(m):
-        for j in range(k):
-            runs_t[j, mm] = runs[mm, j]
         rmask[mm] = 0
     if k > 62:   # the rejected sets as rows (no bit masks; with them rej is not read)
         for mm in range(m):
