@@ -305,6 +305,23 @@ def _flip_table(seg, k):
     return table, top
 
 
+@njit(cache=_CACHE)
+def _unit_steps(table, seg):
+    """True when every column of the path seg rises by one a step until it stops (the
+    uniform path and its chunks): then table[j, v] (``_flip_table``) is n for v >= seg[n - 1,
+    j] and max(v - seg[0, j] + 1, 0) below; checked here on every entry of the table."""
+    k, width = table.shape
+    n = seg.shape[0]
+    for j in range(k):
+        off = seg[0, j] - 1
+        last = seg[n - 1, j]
+        for v in range(width):
+            want = n if v >= last else max(v - off, 0)
+            if table[j, v] != want:
+                return False
+    return True
+
+
 # the index of a 64-bit word's lowest set bit by de Bruijn multiplication (exact integer ops)
 _DEBRUIJN = np.uint64(0x03F79D71B4CA8B09)
 _DEBRUIJN_INDEX = np.zeros(64, dtype=np.int64)
@@ -518,12 +535,22 @@ def path_dense(runs_t, seg, code, order, ua, va, cbits, posbit, cst, fl, acc, sp
     k, m = runs_t.shape
     n = seg.shape[0]
     table, top = _flip_table(seg, k)
+    lin = _unit_steps(table, seg)
     gmin = n
     for i in range(k):   # the devices' rows of the transposed runs (contiguous)
         j = order[i]
         rj = runs_t[j]
-        tj = table[j]
         fi = fl[i]
+        if lin:   # the table's values by arithmetic (no gather)
+            off = seg[0, j] - 1
+            last = seg[n - 1, j]
+            for mm in range(m):
+                v = np.int64(rj[mm])
+                f = n if v >= last else max(v - off, 0)
+                fi[mm] = f
+                gmin = min(gmin, f)
+            continue
+        tj = table[j]
         for mm in range(m):
             v = rj[mm]
             f = tj[v if v < top + 1 else top + 1]
@@ -840,6 +867,9 @@ def _dl_pw0(dm, npairs, va, w, out, cnt):
     set at once (its 8 accumulators, their combination and the tail: the same additions);
     cnt[p] += the set's size."""
     k = va.size
+    if 8 <= k < 24:
+        _dl_pw0_one_pass(dm, npairs, va, out, cnt)
+        return
     if k < 8:
         for p in range(npairs):
             out[p] = 0.0
@@ -881,6 +911,9 @@ def _ul_min(um, npairs, ua, out, cnt):
     comparison of ``_loads`` (take ua[i] when ua[i] < the minimum so far); cnt[p] += the set's
     size."""
     k = ua.size
+    if k >= 4:
+        _ul_min_by4(um, npairs, ua, out, cnt)
+        return
     for p in range(npairs):
         out[p] = _INF
     for i in range(k):
@@ -890,6 +923,98 @@ def _ul_min(um, npairs, ua, out, cnt):
             z = out[p]
             out[p] = u if (x and u < z) else z
             cnt[p] += x
+
+
+@njit(cache=_CACHE, error_model="numpy", inline="always")
+def _sel(d, i, v):
+    return v if ((d >> i) & 1) != 0 else 0.0
+
+
+@njit(cache=_CACHE, error_model="numpy")
+def _dl_pw0_one_pass(dm, npairs, va, out, cnt):
+    """``_dl_pw0`` for 8 <= K < 24 in one pass over the sets, the 8 accumulators in
+    registers: lane c is va[c] (or 0.0), plus va[8 + c] (or 0.0) when K >= 16, then their
+    combination and the tail in order; the same additions. The count by popcount."""
+    k = va.size
+    stop = k - (k % 8)
+    two = stop == 16
+    v0, v1, v2, v3, v4, v5, v6, v7 = va[0], va[1], va[2], va[3], va[4], va[5], va[6], va[7]
+    w0 = w1 = w2 = w3 = w4 = w5 = w6 = w7 = 0.0
+    if two:
+        w0, w1, w2, w3, w4, w5, w6, w7 = (va[8], va[9], va[10], va[11], va[12], va[13],
+                                          va[14], va[15])
+    nt = k - stop
+    t0 = va[stop] if nt > 0 else 0.0
+    t1 = va[stop + 1] if nt > 1 else 0.0
+    t2 = va[stop + 2] if nt > 2 else 0.0
+    t3 = va[stop + 3] if nt > 3 else 0.0
+    t4 = va[stop + 4] if nt > 4 else 0.0
+    t5 = va[stop + 5] if nt > 5 else 0.0
+    t6 = va[stop + 6] if nt > 6 else 0.0
+    for p in range(npairs):
+        d = dm[p]
+        r0 = _sel(d, 0, v0)
+        r1 = _sel(d, 1, v1)
+        r2 = _sel(d, 2, v2)
+        r3 = _sel(d, 3, v3)
+        r4 = _sel(d, 4, v4)
+        r5 = _sel(d, 5, v5)
+        r6 = _sel(d, 6, v6)
+        r7 = _sel(d, 7, v7)
+        if two:
+            r0 += _sel(d, 8, w0)
+            r1 += _sel(d, 9, w1)
+            r2 += _sel(d, 10, w2)
+            r3 += _sel(d, 11, w3)
+            r4 += _sel(d, 12, w4)
+            r5 += _sel(d, 13, w5)
+            r6 += _sel(d, 14, w6)
+            r7 += _sel(d, 15, w7)
+        res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+        if nt > 0:
+            res += _sel(d, stop, t0)
+        if nt > 1:
+            res += _sel(d, stop + 1, t1)
+        if nt > 2:
+            res += _sel(d, stop + 2, t2)
+        if nt > 3:
+            res += _sel(d, stop + 3, t3)
+        if nt > 4:
+            res += _sel(d, stop + 4, t4)
+        if nt > 5:
+            res += _sel(d, stop + 5, t5)
+        if nt > 6:
+            res += _sel(d, stop + 6, t6)
+        out[p] = res
+        cnt[p] += _popcount(d)
+
+
+@njit(cache=_CACHE, error_model="numpy")
+def _ul_min_by4(um, npairs, ua, out, cnt):
+    """``_ul_min`` with four devices per pass over the sets (the same comparisons in the same
+    order) and the count by popcount."""
+    k = ua.size
+    for p in range(npairs):
+        out[p] = _INF
+        cnt[p] += _popcount(um[p])
+    i = 0
+    while i + 3 < k:
+        u0, u1, u2, u3 = ua[i], ua[i + 1], ua[i + 2], ua[i + 3]
+        for p in range(npairs):
+            d = um[p]
+            z = out[p]
+            z = u0 if (((d >> i) & 1) != 0 and u0 < z) else z
+            z = u1 if (((d >> (i + 1)) & 1) != 0 and u1 < z) else z
+            z = u2 if (((d >> (i + 2)) & 1) != 0 and u2 < z) else z
+            z = u3 if (((d >> (i + 3)) & 1) != 0 and u3 < z) else z
+            out[p] = z
+        i += 4
+    while i < k:
+        u = ua[i]
+        for p in range(npairs):
+            z = out[p]
+            out[p] = u if (((um[p] >> i) & 1) != 0 and u < z) else z
+        i += 1
 
 
 @njit(cache=_CACHE, error_model="numpy")
