@@ -1070,6 +1070,25 @@ def _eval_pairs(runs, rej, rmask, posbit, rows, devs, n, code, order, ua, va, co
                     x2)
 
 
+@njit(cache=_CACHE, inline="always")
+def _find_eq(rj, g, out, off):
+    """The indices mm with rj[mm] == g, ascending, into out[off:]; returns their number.
+    Blocks of 64 compared into a bit mask (vectorises), its set bits read lowest first."""
+    m = rj.size
+    c = off
+    for b0 in range(0, m, 64):
+        nb = min(64, m - b0)
+        word = _ZERO
+        for b in range(nb):
+            word |= (_ONE if rj[b0 + b] == g else _ZERO) << np.uint64(b)
+        while word != _ZERO:
+            low = word ^ (word & (word - _ONE))
+            out[c] = b0 + _DEBRUIJN_INDEX[(low * _DEBRUIJN) >> _SHIFT58]
+            c += 1
+            word ^= low
+    return c - off
+
+
 @njit(cache=_CACHE, error_model="numpy")
 def p2_init(runs, runs_t, gamma, caps, rej, rmask, posbit, contrib, code, order, ua, va, coin,
             cst, rows, devs, rcnt, s1, s2, x1, x2, pm, acc, spl, cnt, pos, npos, cbits, pc):
@@ -1093,11 +1112,8 @@ def p2_init(runs, runs_t, gamma, caps, rej, rmask, posbit, contrib, code, order,
         rj = runs_t[j]
         for mm in range(m):
             rmask[mm] |= b if rj[mm] < g else 0
-        c = 0   # the samples a +1 of j changes: the only nonzero terms of contrib[j] (few: a
-        for mm in range(m):   # branch predicts better than a store per sample)
-            if rj[mm] == g:
-                pos[j, c] = mm
-                c += 1
+        # the samples a +1 of j changes: the only nonzero terms of contrib[j] (few)
+        c = _find_eq(rj, g, pos[j], 0)
         npos[j] = c
         if g < caps[j]:
             for q in range(c):
@@ -1118,16 +1134,20 @@ def _goodput(tok, draft, verify, tc):
 @njit(cache=_CACHE, error_model="numpy")
 def p2_step(runs, runs_t, gamma, caps, rej, rmask, posbit, t, contrib, npend, rows, devs, rcnt,
             s1, s2, l1, l2, en, w, draft_s, code, order, ua, va, coin, cst, x1, x2, pm, acc, spl,
-            cnt, pos, npos, lof, linfo, plan, lacc, stk, state, cbits, pc):
+            cnt, pos, npos, lof, linfo, plan, lacc, stk, state, cbits, pc, psum, dirty):
     """One phase-2 iteration (``contrib`` is stored transposed, (K, M)): the T_comm of the
     pending +1 pairs (from numpy's log1p l1, l2 of their arguments) into the cache, the current
     G, the +1 values, and (when one improves) the best +1 applied (``SAATcomm._apply_plus``) and
     the new pairs to evaluate written over rows/devs with their loads and log1p arguments.
-    Returns the new pairs, or -1 when no +1 improves. state: (G, evaluations)."""
+    Returns the new pairs, or -1 when no +1 improves. state: (G, evaluations). psum[j]: the
+    sparse sum of contrib[j] when dirty[j] is False (kept across steps: a device's sum is
+    recomputed only after its contrib or pos changed; the same function of the same values).
+    """
     m, k = runs.shape
     for i in range(npend):
         mm = rows[i]
         contrib[devs[i], mm] = _tval(code, rcnt[i], s1[i], s2[i], l1[i], l2[i], cst) - t[mm]
+        dirty[devs[i]] = True
     tval = _pw(t, 0, m, 1) / m
     # DraftObjective._set
     en_cur = np.empty(k)
@@ -1158,8 +1178,10 @@ def p2_step(runs, runs_t, gamma, caps, rej, rmask, posbit, t, contrib, npend, ro
     for j in range(k):
         if gamma[j] < caps[j]:
             ndev += 1
-            pmean = tval + _sparse_pw(contrib[j], pos[j], npos[j], lof, linfo, plan, lacc,
-                                      stk) / m
+            if dirty[j]:
+                psum[j] = _sparse_pw(contrib[j], pos[j], npos[j], lof, linfo, plan, lacc, stk)
+                dirty[j] = False
+            pmean = tval + psum[j] / m
             tokd = (tok - en_cur[j]) + en[j, gamma[j] + 1] * w[j]
             base = d2 if j == i1 else d1
             dn = (gamma[j] + 1) * draft_s[j]
@@ -1173,33 +1195,34 @@ def p2_step(runs, runs_t, gamma, caps, rej, rmask, posbit, t, contrib, npend, ro
         return -1
     j = jbest
     # SAATcomm._apply_plus
+    # (the samples with run == gamma[j], ascending: pos[j][:npos[j]], j being below its cap)
     g0 = gamma[j]
     rj = runs_t[j]
     bj = posbit[j]
-    for mm in range(m):
-        if rj[mm] == g0:
-            t[mm] += contrib[j, mm]
-            rej[mm, j] = True
-            rmask[mm] |= bj
-            contrib[j, mm] = 0.0
+    pj = pos[j]
+    nold = npos[j]
+    for q in range(nold):
+        mm = pj[q]
+        t[mm] += contrib[j, mm]
+        rej[mm, j] = True
+        rmask[mm] |= bj
+        contrib[j, mm] = 0.0
     g1 = g0 + 1
     gamma[j] = g1
-    n = 0
-    if g1 < caps[j]:
-        for mm in range(m):
-            if rj[mm] == g1:
-                rows[n] = mm
-                devs[n] = j
-                n += 1
+    dirty[j] = True
+    n = _find_eq(rj, g1, rows, 0) if g1 < caps[j] else 0
     for q in range(n):
-        pos[j, q] = rows[q]
-    npos[j] = n
-    for mm in range(m):
-        if rj[mm] == g0:
-            for i in range(k):
-                rows[n] = mm
-                devs[n] = i
-                n += (i != j) & (gamma[i] < caps[i]) & (runs[mm, i] == gamma[i])
+        devs[q] = j
+    n1 = n
+    for q in range(nold):
+        mm = pj[q]
+        for i in range(k):
+            rows[n] = mm
+            devs[n] = i
+            n += (i != j) & (gamma[i] < caps[i]) & (runs[mm, i] == gamma[i])
+    for q in range(n1):
+        pj[q] = rows[q]
+    npos[j] = n1
     _eval_pairs(runs, rej, rmask, posbit, rows, devs, n, code, order, ua, va, coin, cst, rcnt,
                 s1, s2, x1, x2, pm, acc, spl, cnt, cbits, pc)
     return n

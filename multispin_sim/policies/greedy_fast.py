@@ -228,6 +228,7 @@ class _Workspace:
         self.contrib = np.empty((k, m))
         self.rej = np.empty((m, k), dtype=np.bool_)
         self.state = np.zeros(2)
+        self.psum, self.dirty = np.zeros(k), np.ones(k, dtype=np.bool_)
         self.no_table = np.empty((0, m))
         self.fl = np.empty((k, m), dtype=np.int64)
         self.acc, self.spl = np.empty(m), np.empty(m)
@@ -482,6 +483,8 @@ def _phase2(obj, su, gamma):
     n = nb.p2_init(runs, runs_t, gamma, caps, rej, rmask, posbit, contrib, code, order, ua, va,
                    coin, cst, rows, devs, rcnt, s1, s2, x1, x2, pm, acc, spl, cnt, pos, npos,
                    su.cbits, ws.pc)
+    psum, dirty = ws.psum, ws.dirty
+    dirty.fill(True)   # no sparse sum kept yet
     steps, evals = 0, 0
     step = nb.p2_step
     log1p = su.log1p
@@ -489,7 +492,7 @@ def _phase2(obj, su, gamma):
         log1p(n)
         n = step(runs, runs_t, gamma, caps, rej, rmask, posbit, t, contrib, n, rows, devs, rcnt,
                  s1, s2, l1, l2, en, w, draft_s, code, order, ua, va, coin, cst, x1, x2, pm, acc,
-                 spl, cnt, pos, npos, lof, linfo, plan, lacc, stk, state, cbits, pc)
+                 spl, cnt, pos, npos, lof, linfo, plan, lacc, stk, state, cbits, pc, psum, dirty)
         evals += int(state[1])
         if n < 0:
             break
