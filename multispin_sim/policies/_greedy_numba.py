@@ -521,6 +521,30 @@ def _dense_points(s, base, cnt, acc, prev, evf, rcnt, s1, x1, cst, store):
         prev[mm] = r
 
 
+@njit(cache=_CACHE, inline="always")
+def _step_masks(fl, s, posbit, order, pm):
+    """pm[m] = the bits of the devices with fl[i, m] <= s (row i: device order[i]), OR-ed,
+    four devices per pass over the samples."""
+    k, m = fl.shape
+    for mm in range(m):
+        pm[mm] = 0
+    i = 0
+    while i + 3 < k:
+        b0, b1 = posbit[order[i]], posbit[order[i + 1]]
+        b2, b3 = posbit[order[i + 2]], posbit[order[i + 3]]
+        f0, f1, f2, f3 = fl[i], fl[i + 1], fl[i + 2], fl[i + 3]
+        for mm in range(m):
+            pm[mm] |= (((b0 if f0[mm] <= s else 0) | (b1 if f1[mm] <= s else 0))
+                       | ((b2 if f2[mm] <= s else 0) | (b3 if f3[mm] <= s else 0)))
+        i += 4
+    while i < k:
+        b = posbit[order[i]]
+        fi = fl[i]
+        for mm in range(m):
+            pm[mm] |= b if fi[mm] <= s else 0
+        i += 1
+
+
 @njit(cache=_CACHE, error_model="numpy")
 def path_dense(runs_t, seg, code, order, ua, va, cbits, posbit, cst, fl, acc, spl, cnt, evf,
                rcnt, s1, s2, x1, x2, pm, pc, has_start):
@@ -578,13 +602,10 @@ def path_dense(runs_t, seg, code, order, ua, va, cbits, posbit, cst, fl, acc, sp
             _dense_optimal(fl, s, ua, va, acc, spl, cnt)
             _dense_points(s, base, cnt, acc, prev, evf, rcnt, s1, x1, cst, True)
             continue
-        for mm in range(m):
-            pm[mm] = 0
-            pc[mm] = cbits[mm] if code == 3 else 0
-        for i in range(k):
-            b = posbit[order[i]]
+        if s == first_s:
             for mm in range(m):
-                pm[mm] |= b if fl[i, mm] <= s else 0
+                pc[mm] = cbits[mm] if code == 3 else 0
+        _step_masks(fl, s, posbit, order, pm)
         stop = base + m
         _mask_loads_any(code, pm, pc, m, ua, va, cst, acc, spl, cnt, rcnt[base:stop],
                         s1[base:stop], s2[base:stop], x1[base:stop], x2[base:stop])
