@@ -955,7 +955,7 @@ def _sel(d, i, v):
 def _dl_pw0_one_pass(dm, npairs, va, out, cnt):
     """``_dl_pw0`` for 8 <= K < 24 in one pass over the sets, the 8 accumulators in
     registers: lane c is va[c] (or 0.0), plus va[8 + c] (or 0.0) when K >= 16, then their
-    combination and the tail in order; the same additions. The count by popcount."""
+    combination; the tail added in order after; the same additions. The count by popcount."""
     k = va.size
     stop = k - (k % 8)
     two = stop == 16
@@ -964,14 +964,6 @@ def _dl_pw0_one_pass(dm, npairs, va, out, cnt):
     if two:
         w0, w1, w2, w3, w4, w5, w6, w7 = (va[8], va[9], va[10], va[11], va[12], va[13],
                                           va[14], va[15])
-    nt = k - stop
-    t0 = va[stop] if nt > 0 else 0.0
-    t1 = va[stop + 1] if nt > 1 else 0.0
-    t2 = va[stop + 2] if nt > 2 else 0.0
-    t3 = va[stop + 3] if nt > 3 else 0.0
-    t4 = va[stop + 4] if nt > 4 else 0.0
-    t5 = va[stop + 5] if nt > 5 else 0.0
-    t6 = va[stop + 6] if nt > 6 else 0.0
     for p in range(npairs):
         d = dm[p]
         r0 = _sel(d, 0, v0)
@@ -991,23 +983,12 @@ def _dl_pw0_one_pass(dm, npairs, va, out, cnt):
             r5 += _sel(d, 13, w5)
             r6 += _sel(d, 14, w6)
             r7 += _sel(d, 15, w7)
-        res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
-        if nt > 0:
-            res += _sel(d, stop, t0)
-        if nt > 1:
-            res += _sel(d, stop + 1, t1)
-        if nt > 2:
-            res += _sel(d, stop + 2, t2)
-        if nt > 3:
-            res += _sel(d, stop + 3, t3)
-        if nt > 4:
-            res += _sel(d, stop + 4, t4)
-        if nt > 5:
-            res += _sel(d, stop + 5, t5)
-        if nt > 6:
-            res += _sel(d, stop + 6, t6)
-        out[p] = res
+        out[p] = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
         cnt[p] += _popcount(d)
+    for i in range(stop, k):   # the tail, in order
+        vi = va[i]
+        for p in range(npairs):
+            out[p] += _sel(dm[p], i, vi)
 
 
 @njit(cache=_CACHE, error_model="numpy")
