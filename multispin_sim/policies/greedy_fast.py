@@ -13,8 +13,9 @@ arguments of the kernel's ``log1p`` (``TcommKernel._delay``: x = (z r) / (N0 B))
 
 Pieces: ``search`` (the greedy: phase-1 chunks with every (step, sample) of a short path computed
 vectorised over samples, phase 2 with the +1 cache, its sets as bit masks, its sums over the
-nonzero terms only; one numba call and one ``np.log1p`` per phase-2 step, buffers reused across
-decisions), ``path_values`` (``uniform`` and ``budget`` scans), ``kernel_times`` (any
+nonzero terms only, each device's kept until its terms change; one numba call and one
+``np.log1p`` per phase-2 step, buffers reused across decisions; the runs transposed (K, M) as
+``acceptance_runs`` wrote them), ``path_values`` (``uniform`` and ``budget`` scans), ``kernel_times`` (any
 ``TcommKernel`` call on this round's gains: ``SAATcomm.reset``/``apply``/moves, the exact
 estimator), ``move_means`` (``budget``'s single-device moves, optimal split) and
 ``acceptance_runs`` (numpy's ``log`` of the uniforms, the rest compiled).
