@@ -1,5 +1,5 @@
 """The compiled greedy's building blocks against plain numpy (or the module's own scalar
-reference, ``_loads``), bit for bit: the popcount of the rejected counts, the sample search of
+reference, ``_loads``), bit for bit: the bit count of the rejected counts, the sample search of
 phase 2 (``_find_eq``), the one-pass all-DL sums and four-device all-UL minima, the optimal
 split's loads four devices per pass, the transposed runs kept by ``acceptance_runs``, and
 ``path_dense`` on paths whose flip steps need the table (not unit steps).
@@ -31,11 +31,11 @@ def _bits(pm, k):
 
 
 @needs_numba
-def test_popcount_counts_bits():
+def test_bitcount_counts_bits():
     nb = _nb()
     rng = np.random.default_rng(0)
     for v in list(rng.integers(0, 1 << 62, 500)) + [0, 1, (1 << 62) - 1, 1 << 61]:
-        assert nb._popcount(np.int64(v)) == bin(int(v)).count("1")
+        assert nb._bitcount(np.int64(v)) == bin(int(v)).count("1")
 
 
 @needs_numba

@@ -785,6 +785,31 @@ def _sparse_pw(a, pos, npos, lof, linfo, plan, lacc, stk):
     return stk[0]
 
 
+@njit(cache=_CACHE, error_model="numpy", inline="always")
+def _dev_step(msk, i, u, vi, a0, sp):
+    """One device (position i > 0 of the reversed UL order) of ``_loads``' optimal split:
+    (acc, split) after it, from (a0, sp)."""
+    x = ((msk >> i) & 1) != 0
+    cand = u if u > a0 else a0
+    return a0 + (vi if x else 0.0), min(sp, cand if x else _INF)
+
+
+_M1 = np.uint64(0x5555555555555555)
+_M2 = np.uint64(0x3333333333333333)
+_M4 = np.uint64(0x0F0F0F0F0F0F0F0F)
+_H01 = np.uint64(0x0101010101010101)
+
+
+@njit(cache=_CACHE, inline="always")
+def _bitcount(v):
+    """The set bits of v >= 0 (the same count as adding them one by one)."""
+    x = np.uint64(v)
+    x = x - ((x >> np.uint64(1)) & _M1)
+    x = (x & _M2) + ((x >> np.uint64(2)) & _M2)
+    x = (x + (x >> np.uint64(4))) & _M4
+    return np.int64((x * _H01) >> np.uint64(56))
+
+
 @njit(cache=_CACHE, error_model="numpy")
 def _mask_loads(pm, npairs, ua, va, cst, acc, spl, cnt, rcnt, s1, s2, x1, x2):
     """The optimal split's loads of the rejected sets pm[p] (bit i: the device at position i
@@ -838,7 +863,7 @@ def _mask_loads_block(pm, npairs, ua, va, cst, acc, spl, cnt, rcnt, s1, s2, x1, 
             spl[p] = sp
         i += 1
     for p in range(npairs):
-        r = _popcount(pm[p])
+        r = _bitcount(pm[p])
         cnt[p] = r
         load = min(acc[p], spl[p])
         rcnt[p] = r
@@ -846,30 +871,6 @@ def _mask_loads_block(pm, npairs, ua, va, cst, acc, spl, cnt, rcnt, s1, s2, x1, 
         s2[p] = 0.0
         x1[p] = _xargs(0, r, load, 0.0, cst)[0]
 
-
-@njit(cache=_CACHE, error_model="numpy", inline="always")
-def _dev_step(msk, i, u, vi, a0, sp):
-    """One device (position i > 0 of the reversed UL order) of ``_loads``' optimal split:
-    (acc, split) after it, from (a0, sp)."""
-    x = ((msk >> i) & 1) != 0
-    cand = u if u > a0 else a0
-    return a0 + (vi if x else 0.0), min(sp, cand if x else _INF)
-
-
-_M1 = np.uint64(0x5555555555555555)
-_M2 = np.uint64(0x3333333333333333)
-_M4 = np.uint64(0x0F0F0F0F0F0F0F0F)
-_H01 = np.uint64(0x0101010101010101)
-
-
-@njit(cache=_CACHE, inline="always")
-def _popcount(v):
-    """The set bits of v >= 0 (the same count as adding them one by one)."""
-    x = np.uint64(v)
-    x = x - ((x >> np.uint64(1)) & _M1)
-    x = (x & _M2) + ((x >> np.uint64(2)) & _M2)
-    x = (x + (x >> np.uint64(4))) & _M4
-    return np.int64((x * _H01) >> np.uint64(56))
 
 
 @njit(cache=_CACHE)
@@ -984,7 +985,7 @@ def _dl_pw0_one_pass(dm, npairs, va, out, cnt):
             r6 += _sel(d, 14, w6)
             r7 += _sel(d, 15, w7)
         out[p] = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
-        cnt[p] += _popcount(d)
+        cnt[p] += _bitcount(d)
     for i in range(stop, k):   # the tail, in order
         vi = va[i]
         for p in range(npairs):
@@ -998,7 +999,7 @@ def _ul_min_by4(um, npairs, ua, out, cnt):
     k = ua.size
     for p in range(npairs):
         out[p] = _INF
-        cnt[p] += _popcount(um[p])
+        cnt[p] += _bitcount(um[p])
     i = 0
     while i + 3 < k:
         u0, u1, u2, u3 = ua[i], ua[i + 1], ua[i + 2], ua[i + 3]
