@@ -269,6 +269,21 @@ def runs_from_logs(logu, log_alpha, alpha, cap, out):
                 out[mm, j] = cap if x != x else int(min(x, float(cap)))
 
 
+@njit(cache=_CACHE, error_model="numpy")
+def runs_from_logs_t(logu, log_alpha, alpha, cap, out, out_t):
+    """``runs_from_logs``, and the runs transposed into out_t (K, M)."""
+    m, k = logu.shape
+    for mm in range(m):
+        for j in range(k):
+            if alpha[j] >= 1.0:
+                v = cap
+            else:
+                x = np.floor(logu[mm, j] / log_alpha[j])
+                v = cap if x != x else int(min(x, float(cap)))
+            out[mm, j] = v
+            out_t[j, mm] = v
+
+
 # ---------------------------------------------------------------------------- paths (phase 1)
 
 @njit(cache=_CACHE, error_model="numpy")
@@ -290,6 +305,23 @@ def _flip_table(seg, k):
             table[j, v] = s
         table[j, top + 1] = n
     return table, top
+
+
+@njit(cache=_CACHE)
+def _unit_steps(table, seg):
+    """True when every column of the path seg rises by one a step until it stops (the
+    uniform path and its chunks): then table[j, v] (``_flip_table``) is n for v >= seg[n - 1,
+    j] and max(v - seg[0, j] + 1, 0) below; checked here on every entry of the table."""
+    k, width = table.shape
+    n = seg.shape[0]
+    for j in range(k):
+        off = seg[0, j] - 1
+        last = seg[n - 1, j]
+        for v in range(width):
+            want = n if v >= last else max(v - off, 0)
+            if table[j, v] != want:
+                return False
+    return True
 
 
 # the index of a 64-bit word's lowest set bit by de Bruijn multiplication (exact integer ops)
@@ -429,8 +461,8 @@ def path_loads(runs, seg, code, order, ua, va, coin, has_start, cst, ev_m, ev_s,
 def _dense_optimal(fl, s, ua, va, acc, spl, cnt):
     """The optimal split's load (acc) and rejected count of every sample at step s: the
     operations of ``_loads`` (code 0) per sample, vectorised over samples. The first device of
-    the reversed order (cand = its u, from acc = 0.0 and spl = inf), then the others: the same
-    operations without a test of i in the inner loop."""
+    the reversed order (cand = its u, from acc = 0.0 and spl = inf), then the others four per
+    pass over the samples (``_fl_step``: the same operations without a test of i)."""
     k, m = ua.size, acc.size
     u = ua[0]
     vi = va[0]
@@ -440,18 +472,39 @@ def _dense_optimal(fl, s, ua, va, acc, spl, cnt):
         spl[mm] = u0 if x else _INF
         acc[mm] = 0.0 + (vi if x else 0.0)
         cnt[mm] = x
-    for i in range(1, k):
+    i = 1
+    while i + 3 < k:
+        ua0, va0, ua1, va1 = ua[i], va[i], ua[i + 1], va[i + 1]
+        ua2, va2, ua3, va3 = ua[i + 2], va[i + 2], ua[i + 3], va[i + 3]
+        f0, f1, f2, f3 = fl[i], fl[i + 1], fl[i + 2], fl[i + 3]
+        for mm in range(m):
+            a, sp, c = _fl_step(f0[mm] <= s, ua0, va0, acc[mm], spl[mm], cnt[mm])
+            a, sp, c = _fl_step(f1[mm] <= s, ua1, va1, a, sp, c)
+            a, sp, c = _fl_step(f2[mm] <= s, ua2, va2, a, sp, c)
+            a, sp, c = _fl_step(f3[mm] <= s, ua3, va3, a, sp, c)
+            acc[mm] = a
+            spl[mm] = sp
+            cnt[mm] = c
+        i += 4
+    while i < k:
         u = ua[i]
         vi = va[i]
+        fi = fl[i]
         for mm in range(m):
-            x = fl[i, mm] <= s
-            a0 = acc[mm]
-            cand = u if u > a0 else a0
-            spl[mm] = min(spl[mm], cand if x else _INF)
-            acc[mm] = a0 + (vi if x else 0.0)
-            cnt[mm] += x
+            a, sp, c = _fl_step(fi[mm] <= s, u, vi, acc[mm], spl[mm], cnt[mm])
+            acc[mm] = a
+            spl[mm] = sp
+            cnt[mm] = c
+        i += 1
     for mm in range(m):
         acc[mm] = min(acc[mm], spl[mm])
+
+
+@njit(cache=_CACHE, error_model="numpy", inline="always")
+def _fl_step(x, u, vi, a0, sp, c):
+    """``_dev_step`` with the rejection x given, and the count."""
+    cand = u if u > a0 else a0
+    return a0 + (vi if x else 0.0), min(sp, cand if x else _INF), c + x
 
 
 @njit(cache=_CACHE, error_model="numpy", inline="always")
@@ -470,9 +523,33 @@ def _dense_points(s, base, cnt, acc, prev, evf, rcnt, s1, x1, cst, store):
         prev[mm] = r
 
 
+@njit(cache=_CACHE, inline="always")
+def _step_masks(fl, s, posbit, order, pm):
+    """pm[m] = the bits of the devices with fl[i, m] <= s (row i: device order[i]), OR-ed,
+    four devices per pass over the samples."""
+    k, m = fl.shape
+    for mm in range(m):
+        pm[mm] = 0
+    i = 0
+    while i + 3 < k:
+        b0, b1 = posbit[order[i]], posbit[order[i + 1]]
+        b2, b3 = posbit[order[i + 2]], posbit[order[i + 3]]
+        f0, f1, f2, f3 = fl[i], fl[i + 1], fl[i + 2], fl[i + 3]
+        for mm in range(m):
+            pm[mm] |= (((b0 if f0[mm] <= s else 0) | (b1 if f1[mm] <= s else 0))
+                       | ((b2 if f2[mm] <= s else 0) | (b3 if f3[mm] <= s else 0)))
+        i += 4
+    while i < k:
+        b = posbit[order[i]]
+        fi = fl[i]
+        for mm in range(m):
+            pm[mm] |= b if fi[mm] <= s else 0
+        i += 1
+
+
 @njit(cache=_CACHE, error_model="numpy")
-def path_dense(runs, seg, code, order, ua, va, cbits, posbit, cst, fl, acc, spl, cnt, evf, rcnt,
-               s1, s2, x1, x2, pm, pc, has_start):
+def path_dense(runs_t, seg, code, order, ua, va, cbits, posbit, cst, fl, acc, spl, cnt, evf,
+               rcnt, s1, s2, x1, x2, pm, pc, has_start):
     """``path_loads`` on a short path, computed at every (step, sample) (index s * M + m),
     vectorised over samples: the loads of each point from scratch with the same operations as
     ``_loads`` (the optimal split fused here; all-UL, all-DL and the random split, K <= 62, by
@@ -480,17 +557,30 @@ def path_dense(runs, seg, code, order, ua, va, cbits, posbit, cst, fl, acc, spl,
     step s is an event of sample m (step 0 or a flip step: flips only add devices, so a step is
     a flip step iff the rejected count grows there). Points that are not events have the
     rejected set of the step before. Steps before any flip (nobody rejected) and a known start
-    are not computed."""
-    m, k = runs.shape
+    are not computed. runs_t: the runs transposed (K, M)."""
+    k, m = runs_t.shape
     n = seg.shape[0]
     table, top = _flip_table(seg, k)
+    lin = _unit_steps(table, seg)
     gmin = n
-    for i in range(k):
+    for i in range(k):   # the devices' rows of the transposed runs (contiguous)
         j = order[i]
+        rj = runs_t[j]
+        fi = fl[i]
+        if lin:   # the table's values by arithmetic (no gather)
+            off = seg[0, j] - 1
+            last = seg[n - 1, j]
+            for mm in range(m):
+                v = np.int64(rj[mm])
+                f = n if v >= last else max(v - off, 0)
+                fi[mm] = f
+                gmin = min(gmin, f)
+            continue
+        tj = table[j]
         for mm in range(m):
-            v = runs[mm, j]
-            f = table[j, v if v < top + 1 else top + 1]
-            fl[i, mm] = f
+            v = rj[mm]
+            f = tj[v if v < top + 1 else top + 1]
+            fi[mm] = f
             gmin = min(gmin, f)
     first_s = max(gmin, 1 if has_start else 0)
     for s in range(min(first_s, n)):
@@ -514,17 +604,51 @@ def path_dense(runs, seg, code, order, ua, va, cbits, posbit, cst, fl, acc, spl,
             _dense_optimal(fl, s, ua, va, acc, spl, cnt)
             _dense_points(s, base, cnt, acc, prev, evf, rcnt, s1, x1, cst, True)
             continue
-        for mm in range(m):
-            pm[mm] = 0
-            pc[mm] = cbits[mm] if code == 3 else 0
-        for i in range(k):
-            b = posbit[order[i]]
+        if s == first_s:
             for mm in range(m):
-                pm[mm] |= b if fl[i, mm] <= s else 0
+                pc[mm] = cbits[mm] if code == 3 else 0
+        _step_masks(fl, s, posbit, order, pm)
         stop = base + m
         _mask_loads_any(code, pm, pc, m, ua, va, cst, acc, spl, cnt, rcnt[base:stop],
                         s1[base:stop], s2[base:stop], x1[base:stop], x2[base:stop])
         _dense_points(s, base, cnt, acc, prev, evf, rcnt, s1, x1, cst, False)
+
+
+@njit(cache=_CACHE, error_model="numpy", inline="always")
+def _tvals(code, n, rcnt, s1, s2, l1, l2, cst, out):
+    """out[:n] = ``_tval`` of each (the codes 0-2 written to vectorise)."""
+    c1 = cst[0]
+    ul = code == 1
+    if code == 3:
+        for p in range(n):
+            out[p] = _tval(code, rcnt[p], s1[p], s2[p], l1[p], l2[p], cst)
+    else:
+        for p in range(n):
+            r = rcnt[p]
+            ld = s1[p]
+            out[p] = c1 * float(r) / l1[p] if (r > 0 and (ul or ld > 0)) else 0.0
+
+
+@njit(cache=_CACHE, error_model="numpy", inline="always")
+def _dense_bins(n, m, evf, tv, start, has_start, total, table, want_table):
+    """The events' T_comm tv (index s * M + m) accumulated per step in sample-major order
+    (``path_finish``'s bincount, then the running total); with ``has_start``, step 0 is
+    start. Branch-free: a point that is not an event adds +0.0 (an exact no-op: no partial
+    sum is -0.0, no term is -0.0)."""
+    if has_start:
+        for mm in range(m):
+            tv[mm] = start[mm]
+    bins = np.zeros(n)
+    for mm in range(m):
+        prev = 0.0
+        for s in range(n):
+            v = tv[s * m + mm]
+            e = evf[s, mm]
+            bins[s] += (v - prev) if e else 0.0
+            prev = v if e else prev
+            if want_table:
+                table[s, mm] = prev
+    _running_total(bins, total, n)
 
 
 @njit(cache=_CACHE, error_model="numpy")
@@ -540,32 +664,9 @@ def _running_total(bins, total, n):
 def dense_finish(n, m, evf, rcnt, s1, s2, l1, l2, code, cst, start, has_start, total, table,
                  want_table, tv):
     """``path_finish`` for ``path_dense``: the events' T_comm accumulated per step in
-    sample-major order. Branch-free: a point that is not an event adds +0.0 (an exact no-op:
-    no partial sum is -0.0, no term is -0.0). tv: work (n * M)."""
-    c1 = cst[0]
-    ul = code == 1
-    if code == 3:
-        for p in range(n * m):
-            tv[p] = _tval(code, rcnt[p], s1[p], s2[p], l1[p], l2[p], cst)
-    else:
-        for p in range(n * m):   # ``_tval`` of codes 0-2 (vectorises)
-            r = rcnt[p]
-            ld = s1[p]
-            tv[p] = c1 * float(r) / l1[p] if (r > 0 and (ul or ld > 0)) else 0.0
-    if has_start:
-        for mm in range(m):
-            tv[mm] = start[mm]
-    bins = np.zeros(n)
-    for mm in range(m):
-        prev = 0.0
-        for s in range(n):
-            v = tv[s * m + mm]
-            e = evf[s, mm]
-            bins[s] += (v - prev) if e else 0.0
-            prev = v if e else prev
-            if want_table:
-                table[s, mm] = prev
-    _running_total(bins, total, n)
+    sample-major order (``_dense_bins``). tv: work (n * M)."""
+    _tvals(code, n * m, rcnt, s1, s2, l1, l2, cst, tv)
+    _dense_bins(n, m, evf, tv, start, has_start, total, table, want_table)
 
 
 @njit(cache=_CACHE, error_model="numpy")
@@ -686,6 +787,31 @@ def _sparse_pw(a, pos, npos, lof, linfo, plan, lacc, stk):
     return stk[0]
 
 
+@njit(cache=_CACHE, error_model="numpy", inline="always")
+def _dev_step(msk, i, u, vi, a0, sp):
+    """One device (position i > 0 of the reversed UL order) of ``_loads``' optimal split:
+    (acc, split) after it, from (a0, sp)."""
+    x = ((msk >> i) & 1) != 0
+    cand = u if u > a0 else a0
+    return a0 + (vi if x else 0.0), min(sp, cand if x else _INF)
+
+
+_M1 = np.uint64(0x5555555555555555)
+_M2 = np.uint64(0x3333333333333333)
+_M4 = np.uint64(0x0F0F0F0F0F0F0F0F)
+_H01 = np.uint64(0x0101010101010101)
+
+
+@njit(cache=_CACHE, inline="always")
+def _bitcount(v):
+    """The set bits of v >= 0 (the same count as adding them one by one)."""
+    x = np.uint64(v)
+    x = x - ((x >> np.uint64(1)) & _M1)
+    x = (x & _M2) + ((x >> np.uint64(2)) & _M2)
+    x = (x + (x >> np.uint64(4))) & _M4
+    return np.int64((x * _H01) >> np.uint64(56))
+
+
 @njit(cache=_CACHE, error_model="numpy")
 def _mask_loads(pm, npairs, ua, va, cst, acc, spl, cnt, rcnt, s1, s2, x1, x2):
     """The optimal split's loads of the rejected sets pm[p] (bit i: the device at position i
@@ -700,25 +826,47 @@ def _mask_loads(pm, npairs, ua, va, cst, acc, spl, cnt, rcnt, s1, s2, x1, x2):
 
 @njit(cache=_CACHE, error_model="numpy")
 def _mask_loads_block(pm, npairs, ua, va, cst, acc, spl, cnt, rcnt, s1, s2, x1, x2):
-    """``_mask_loads`` of one block of sets."""
+    """``_mask_loads`` of one block of sets: per set, the operations of ``_loads`` (code 0) in
+    the same order, the first device (from acc = 0.0 and spl = inf: cand = its u) peeled, then
+    four devices per pass over the sets (acc and spl stay in registers), the count by
+    popcount (the same integer)."""
     k = ua.size
-    for p in range(npairs):
-        acc[p] = 0.0
-        spl[p] = _INF
-        cnt[p] = 0
-    for i in range(k):
+    if k == 0:
+        for p in range(npairs):
+            acc[p] = 0.0
+            spl[p] = _INF
+    else:
+        u = ua[0]
+        vi = va[0]
+        u0 = min(_INF, u)
+        for p in range(npairs):
+            x = (pm[p] & 1) != 0
+            spl[p] = u0 if x else _INF
+            acc[p] = 0.0 + (vi if x else 0.0)
+    i = 1
+    while i + 3 < k:
+        ua0, va0, ua1, va1 = ua[i], va[i], ua[i + 1], va[i + 1]
+        ua2, va2, ua3, va3 = ua[i + 2], va[i + 2], ua[i + 3], va[i + 3]
+        for p in range(npairs):
+            msk = pm[p]
+            a, sp = _dev_step(msk, i, ua0, va0, acc[p], spl[p])
+            a, sp = _dev_step(msk, i + 1, ua1, va1, a, sp)
+            a, sp = _dev_step(msk, i + 2, ua2, va2, a, sp)
+            a, sp = _dev_step(msk, i + 3, ua3, va3, a, sp)
+            acc[p] = a
+            spl[p] = sp
+        i += 4
+    while i < k:
         u = ua[i]
         vi = va[i]
-        first = i == 0
         for p in range(npairs):
-            x = ((pm[p] >> i) & 1) != 0
-            a0 = acc[p]
-            cand = u if (first or u > a0) else a0
-            spl[p] = min(spl[p], cand if x else _INF)
-            acc[p] = a0 + (vi if x else 0.0)
-            cnt[p] += x
+            a, sp = _dev_step(pm[p], i, u, vi, acc[p], spl[p])
+            acc[p] = a
+            spl[p] = sp
+        i += 1
     for p in range(npairs):
-        r = cnt[p]
+        r = _bitcount(pm[p])
+        cnt[p] = r
         load = min(acc[p], spl[p])
         rcnt[p] = r
         s1[p] = load
@@ -743,6 +891,9 @@ def _dl_pw0(dm, npairs, va, w, out, cnt):
     set at once (its 8 accumulators, their combination and the tail: the same additions);
     cnt[p] += the set's size."""
     k = va.size
+    if 8 <= k < 24:
+        _dl_pw0_one_pass(dm, npairs, va, out, cnt)
+        return
     if k < 8:
         for p in range(npairs):
             out[p] = 0.0
@@ -784,6 +935,9 @@ def _ul_min(um, npairs, ua, out, cnt):
     comparison of ``_loads`` (take ua[i] when ua[i] < the minimum so far); cnt[p] += the set's
     size."""
     k = ua.size
+    if k >= 4:
+        _ul_min_by4(um, npairs, ua, out, cnt)
+        return
     for p in range(npairs):
         out[p] = _INF
     for i in range(k):
@@ -793,6 +947,79 @@ def _ul_min(um, npairs, ua, out, cnt):
             z = out[p]
             out[p] = u if (x and u < z) else z
             cnt[p] += x
+
+
+@njit(cache=_CACHE, error_model="numpy", inline="always")
+def _sel(d, i, v):
+    return v if ((d >> i) & 1) != 0 else 0.0
+
+
+@njit(cache=_CACHE, error_model="numpy")
+def _dl_pw0_one_pass(dm, npairs, va, out, cnt):
+    """``_dl_pw0`` for 8 <= K < 24 in one pass over the sets, the 8 accumulators in
+    registers: lane c is va[c] (or 0.0), plus va[8 + c] (or 0.0) when K >= 16, then their
+    combination; the tail added in order after; the same additions. The count by popcount."""
+    k = va.size
+    stop = k - (k % 8)
+    two = stop == 16
+    v0, v1, v2, v3, v4, v5, v6, v7 = va[0], va[1], va[2], va[3], va[4], va[5], va[6], va[7]
+    w0 = w1 = w2 = w3 = w4 = w5 = w6 = w7 = 0.0
+    if two:
+        w0, w1, w2, w3, w4, w5, w6, w7 = (va[8], va[9], va[10], va[11], va[12], va[13],
+                                          va[14], va[15])
+    for p in range(npairs):
+        d = dm[p]
+        r0 = _sel(d, 0, v0)
+        r1 = _sel(d, 1, v1)
+        r2 = _sel(d, 2, v2)
+        r3 = _sel(d, 3, v3)
+        r4 = _sel(d, 4, v4)
+        r5 = _sel(d, 5, v5)
+        r6 = _sel(d, 6, v6)
+        r7 = _sel(d, 7, v7)
+        if two:
+            r0 += _sel(d, 8, w0)
+            r1 += _sel(d, 9, w1)
+            r2 += _sel(d, 10, w2)
+            r3 += _sel(d, 11, w3)
+            r4 += _sel(d, 12, w4)
+            r5 += _sel(d, 13, w5)
+            r6 += _sel(d, 14, w6)
+            r7 += _sel(d, 15, w7)
+        out[p] = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+        cnt[p] += _bitcount(d)
+    for i in range(stop, k):   # the tail, in order
+        vi = va[i]
+        for p in range(npairs):
+            out[p] += _sel(dm[p], i, vi)
+
+
+@njit(cache=_CACHE, error_model="numpy")
+def _ul_min_by4(um, npairs, ua, out, cnt):
+    """``_ul_min`` with four devices per pass over the sets (the same comparisons in the same
+    order) and the count by popcount."""
+    k = ua.size
+    for p in range(npairs):
+        out[p] = _INF
+        cnt[p] += _bitcount(um[p])
+    i = 0
+    while i + 3 < k:
+        u0, u1, u2, u3 = ua[i], ua[i + 1], ua[i + 2], ua[i + 3]
+        for p in range(npairs):
+            d = um[p]
+            z = out[p]
+            z = u0 if (((d >> i) & 1) != 0 and u0 < z) else z
+            z = u1 if (((d >> (i + 1)) & 1) != 0 and u1 < z) else z
+            z = u2 if (((d >> (i + 2)) & 1) != 0 and u2 < z) else z
+            z = u3 if (((d >> (i + 3)) & 1) != 0 and u3 < z) else z
+            out[p] = z
+        i += 4
+    while i < k:
+        u = ua[i]
+        for p in range(npairs):
+            z = out[p]
+            out[p] = u if (((um[p] >> i) & 1) != 0 and u < z) else z
+        i += 1
 
 
 @njit(cache=_CACHE, error_model="numpy")
@@ -848,19 +1075,36 @@ def _eval_pairs(runs, rej, rmask, posbit, rows, devs, n, code, order, ua, va, co
                     x2)
 
 
+@njit(cache=_CACHE, inline="always")
+def _find_eq(rj, g, out, off):
+    """The indices mm with rj[mm] == g, ascending, into out[off:]; returns their number.
+    Blocks of 64 compared into a bit mask (vectorises), its set bits read lowest first."""
+    m = rj.size
+    c = off
+    for b0 in range(0, m, 64):
+        nb = min(64, m - b0)
+        word = _ZERO
+        for b in range(nb):
+            word |= (_ONE if rj[b0 + b] == g else _ZERO) << np.uint64(b)
+        while word != _ZERO:
+            low = word ^ (word & (word - _ONE))
+            out[c] = b0 + _DEBRUIJN_INDEX[(low * _DEBRUIJN) >> _SHIFT58]
+            c += 1
+            word ^= low
+    return c - off
+
+
 @njit(cache=_CACHE, error_model="numpy")
 def p2_init(runs, runs_t, gamma, caps, rej, rmask, posbit, contrib, code, order, ua, va, coin,
             cst, rows, devs, rcnt, s1, s2, x1, x2, pm, acc, spl, cnt, pos, npos, cbits, pc):
     """Phase 2's start: the rejected sets at gamma (rmask: bits of ``_mask_loads_any``; rej
-    when K > 62), the runs transposed, and the (sample, device) pairs a +1 changes
+    when K > 62; runs_t: the runs transposed, given), and the (sample, device) pairs a +1 changes
     (run == gamma; pos, npos: per device) with their loads and log1p arguments. Returns the
     pairs."""
     m, k = runs.shape
     # (contrib needs no clearing: it is read only at pos[j], all of which are pairs evaluated
     # and stored at the first step, and later kept up to date)
     for mm in range(m):
-        for j in range(k):
-            runs_t[j, mm] = runs[mm, j]
         rmask[mm] = 0
     if k > 62:   # the rejected sets as rows (no bit masks; with them rej is not read)
         for mm in range(m):
@@ -873,11 +1117,8 @@ def p2_init(runs, runs_t, gamma, caps, rej, rmask, posbit, contrib, code, order,
         rj = runs_t[j]
         for mm in range(m):
             rmask[mm] |= b if rj[mm] < g else 0
-        c = 0   # the samples a +1 of j changes: the only nonzero terms of contrib[j] (few: a
-        for mm in range(m):   # branch predicts better than a store per sample)
-            if rj[mm] == g:
-                pos[j, c] = mm
-                c += 1
+        # the samples a +1 of j changes: the only nonzero terms of contrib[j] (few)
+        c = _find_eq(rj, g, pos[j], 0)
         npos[j] = c
         if g < caps[j]:
             for q in range(c):
@@ -898,16 +1139,20 @@ def _goodput(tok, draft, verify, tc):
 @njit(cache=_CACHE, error_model="numpy")
 def p2_step(runs, runs_t, gamma, caps, rej, rmask, posbit, t, contrib, npend, rows, devs, rcnt,
             s1, s2, l1, l2, en, w, draft_s, code, order, ua, va, coin, cst, x1, x2, pm, acc, spl,
-            cnt, pos, npos, lof, linfo, plan, lacc, stk, state, cbits, pc):
+            cnt, pos, npos, lof, linfo, plan, lacc, stk, state, cbits, pc, psum, dirty):
     """One phase-2 iteration (``contrib`` is stored transposed, (K, M)): the T_comm of the
     pending +1 pairs (from numpy's log1p l1, l2 of their arguments) into the cache, the current
     G, the +1 values, and (when one improves) the best +1 applied (``SAATcomm._apply_plus``) and
     the new pairs to evaluate written over rows/devs with their loads and log1p arguments.
-    Returns the new pairs, or -1 when no +1 improves. state: (G, evaluations)."""
+    Returns the new pairs, or -1 when no +1 improves. state: (G, evaluations). psum[j]: the
+    sparse sum of contrib[j] when dirty[j] is False (kept across steps: a device's sum is
+    recomputed only after its contrib or pos changed; the same function of the same values).
+    """
     m, k = runs.shape
     for i in range(npend):
         mm = rows[i]
         contrib[devs[i], mm] = _tval(code, rcnt[i], s1[i], s2[i], l1[i], l2[i], cst) - t[mm]
+        dirty[devs[i]] = True
     tval = _pw(t, 0, m, 1) / m
     # DraftObjective._set
     en_cur = np.empty(k)
@@ -938,8 +1183,10 @@ def p2_step(runs, runs_t, gamma, caps, rej, rmask, posbit, t, contrib, npend, ro
     for j in range(k):
         if gamma[j] < caps[j]:
             ndev += 1
-            pmean = tval + _sparse_pw(contrib[j], pos[j], npos[j], lof, linfo, plan, lacc,
-                                      stk) / m
+            if dirty[j]:
+                psum[j] = _sparse_pw(contrib[j], pos[j], npos[j], lof, linfo, plan, lacc, stk)
+                dirty[j] = False
+            pmean = tval + psum[j] / m
             tokd = (tok - en_cur[j]) + en[j, gamma[j] + 1] * w[j]
             base = d2 if j == i1 else d1
             dn = (gamma[j] + 1) * draft_s[j]
@@ -953,33 +1200,34 @@ def p2_step(runs, runs_t, gamma, caps, rej, rmask, posbit, t, contrib, npend, ro
         return -1
     j = jbest
     # SAATcomm._apply_plus
+    # (the samples with run == gamma[j], ascending: pos[j][:npos[j]], j being below its cap)
     g0 = gamma[j]
     rj = runs_t[j]
     bj = posbit[j]
-    for mm in range(m):
-        if rj[mm] == g0:
-            t[mm] += contrib[j, mm]
-            rej[mm, j] = True
-            rmask[mm] |= bj
-            contrib[j, mm] = 0.0
+    pj = pos[j]
+    nold = npos[j]
+    for q in range(nold):
+        mm = pj[q]
+        t[mm] += contrib[j, mm]
+        rej[mm, j] = True
+        rmask[mm] |= bj
+        contrib[j, mm] = 0.0
     g1 = g0 + 1
     gamma[j] = g1
-    n = 0
-    if g1 < caps[j]:
-        for mm in range(m):
-            if rj[mm] == g1:
-                rows[n] = mm
-                devs[n] = j
-                n += 1
+    dirty[j] = True
+    n = _find_eq(rj, g1, rows, 0) if g1 < caps[j] else 0
     for q in range(n):
-        pos[j, q] = rows[q]
-    npos[j] = n
-    for mm in range(m):
-        if rj[mm] == g0:
-            for i in range(k):
-                rows[n] = mm
-                devs[n] = i
-                n += (i != j) & (gamma[i] < caps[i]) & (runs[mm, i] == gamma[i])
+        devs[q] = j
+    n1 = n
+    for q in range(nold):
+        mm = pj[q]
+        for i in range(k):
+            rows[n] = mm
+            devs[n] = i
+            n += (i != j) & (gamma[i] < caps[i]) & (runs[mm, i] == gamma[i])
+    for q in range(n1):
+        pj[q] = rows[q]
+    npos[j] = n1
     _eval_pairs(runs, rej, rmask, posbit, rows, devs, n, code, order, ua, va, coin, cst, rcnt,
                 s1, s2, x1, x2, pm, acc, spl, cnt, cbits, pc)
     return n

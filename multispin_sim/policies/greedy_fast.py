@@ -13,8 +13,9 @@ arguments of the kernel's ``log1p`` (``TcommKernel._delay``: x = (z r) / (N0 B))
 
 Pieces: ``search`` (the greedy: phase-1 chunks with every (step, sample) of a short path computed
 vectorised over samples, phase 2 with the +1 cache, its sets as bit masks, its sums over the
-nonzero terms only; one numba call and one ``np.log1p`` per phase-2 step, buffers reused across
-decisions), ``path_values`` (``uniform`` and ``budget`` scans), ``kernel_times`` (any
+nonzero terms only, each device's kept until its terms change; one numba call and one
+``np.log1p`` per phase-2 step, buffers reused across decisions; the runs transposed (K, M) as
+``acceptance_runs`` wrote them), ``path_values`` (``uniform`` and ``budget`` scans), ``kernel_times`` (any
 ``TcommKernel`` call on this round's gains: ``SAATcomm.reset``/``apply``/moves, the exact
 estimator), ``move_means`` (``budget``'s single-device moves, optimal split) and
 ``acceptance_runs`` (numpy's ``log`` of the uniforms, the rest compiled).
@@ -79,7 +80,9 @@ def acceptance_runs(uniforms, alpha):
     else:
         with np.errstate(divide="ignore", invalid="ignore"):   # as ``run_length``
             logs = np.log(np.asarray(uniforms, dtype=float)), np.log(alpha)
-    nb.runs_from_logs(logs[0], logs[1], alpha, RUN_CAP, out)
+    out_t = np.empty(uniforms.shape[::-1], dtype=np.int32)
+    nb.runs_from_logs_t(logs[0], logs[1], alpha, RUN_CAP, out, out_t)
+    _local.runs_t = (out, out_t)   # for ``_Setup`` (the objective made with these runs)
     return out
 
 
@@ -267,7 +270,6 @@ class _Workspace:
         self.pacc, self.pspl = np.empty(cap), np.empty(cap)
         self.pcnt = np.empty(cap, dtype=np.int64)
         self.rmask = np.empty(m, dtype=np.int64)
-        self.runs_t = np.empty((k, m), dtype=np.int32)
         self.pos = np.empty((k, m), dtype=np.int64)
         self.npos = np.empty(k, dtype=np.int64)
         self.lof, self.linfo, self.plan = _load().pairwise_plan(m)
@@ -279,6 +281,7 @@ class _Workspace:
         self.contrib = np.empty((k, m))
         self.rej = np.empty((m, k), dtype=np.bool_)
         self.state = np.zeros(2)
+        self.psum, self.dirty = np.zeros(k), np.ones(k, dtype=np.bool_)
         self.no_table = np.empty((0, m))
         self.fl = np.empty((k, m), dtype=np.int64)
         self.acc, self.spl = np.empty(m), np.empty(m)
@@ -344,6 +347,7 @@ class _Setup(_KernelArrays):
         self.runs = runs = np.ascontiguousarray(tc.runs, dtype=np.int32)
         self.m, self.k = m, k = runs.shape
         self.ws = _workspace(m, k)
+        self.runs_t = _runs_t(runs)
 
     def log1p(self, n):
         """numpy's log1p of the first n arguments (the numpy kernel's own logarithm)."""
@@ -352,6 +356,15 @@ class _Setup(_KernelArrays):
             np.log1p(ws.x1[:n], out=ws.l1[:n])
             if self.code == 3:
                 np.log1p(ws.x2[:n], out=ws.l2[:n])
+
+
+def _runs_t(runs):
+    """The runs transposed (K, M), contiguous: the one ``acceptance_runs`` made with them when
+    it made these runs."""
+    held = getattr(_local, "runs_t", None)
+    if held is not None and held[0] is runs:
+        return held[1]
+    return np.ascontiguousarray(runs.T)
 
 
 def _setup(obj):
@@ -393,7 +406,7 @@ def _path_values(obj, su, seg, start, table=False):
         ws.table = np.empty((n, m))
     total = np.empty(n)
     if n <= _DENSE and (su.code == 0 or su.k <= 62):
-        nb.path_dense(su.runs, seg, su.code, su.order, su.ua, su.va, su.cbits, su.posbit,
+        nb.path_dense(su.runs_t, seg, su.code, su.order, su.ua, su.va, su.cbits, su.posbit,
                       su.cst, ws.fl, ws.acc, ws.spl, ws.cnt, ws.evf, ws.rcnt, ws.s1, ws.s2,
                       ws.x1, ws.x2, ws.pm, ws.pc, has)
         su.log1p(n * m)
@@ -515,7 +528,7 @@ def _phase2(obj, su, gamma):
     runs, order, ua, va, coin, cst = su.runs, su.order, su.ua, su.va, su.coin, su.cst
     rej, contrib, t, rows, devs, state = ws.rej, ws.contrib, ws.t, ws.rows, ws.devs, ws.state
     rcnt, s1, s2, x1, x2, l1, l2 = ws.rcnt, ws.s1, ws.s2, ws.x1, ws.x2, ws.l1, ws.l2
-    runs_t, rmask, posbit = ws.runs_t, ws.rmask, su.posbit
+    runs_t, rmask, posbit = su.runs_t, ws.rmask, su.posbit
     pm, acc, spl, cnt = ws.pm, ws.pacc, ws.pspl, ws.pcnt
     pos, npos, lof, linfo, plan = ws.pos, ws.npos, ws.lof, ws.linfo, ws.plan
     lacc, stk = ws.lacc, ws.stk
@@ -523,6 +536,8 @@ def _phase2(obj, su, gamma):
     n = nb.p2_init(runs, runs_t, gamma, caps, rej, rmask, posbit, contrib, code, order, ua, va,
                    coin, cst, rows, devs, rcnt, s1, s2, x1, x2, pm, acc, spl, cnt, pos, npos,
                    su.cbits, ws.pc)
+    psum, dirty = ws.psum, ws.dirty
+    dirty.fill(True)   # no sparse sum kept yet
     steps, evals = 0, 0
     step = nb.p2_step
     log1p = su.log1p
@@ -530,7 +545,7 @@ def _phase2(obj, su, gamma):
         log1p(n)
         n = step(runs, runs_t, gamma, caps, rej, rmask, posbit, t, contrib, n, rows, devs, rcnt,
                  s1, s2, l1, l2, en, w, draft_s, code, order, ua, va, coin, cst, x1, x2, pm, acc,
-                 spl, cnt, pos, npos, lof, linfo, plan, lacc, stk, state, cbits, pc)
+                 spl, cnt, pos, npos, lof, linfo, plan, lacc, stk, state, cbits, pc, psum, dirty)
         evals += int(state[1])
         if n < 0:
             break
