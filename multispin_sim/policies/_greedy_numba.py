@@ -796,20 +796,21 @@ def _dev_step(msk, i, u, vi, a0, sp):
     return a0 + (vi if x else 0.0), min(sp, cand if x else _INF)
 
 
-_M1 = np.uint64(0x5555555555555555)
-_M2 = np.uint64(0x3333333333333333)
-_M4 = np.uint64(0x0F0F0F0F0F0F0F0F)
-_H01 = np.uint64(0x0101010101010101)
+@intrinsic
+def _popcount(typingctx, src):
+    """The number of set bits of an integer (LLVM's ctpop)."""
+    if not isinstance(src, types.Integer):
+        return None
+
+    def codegen(context, builder, signature, args):
+        return builder.ctpop(args[0])
+    return src(src), codegen
 
 
 @njit(cache=_CACHE, inline="always")
 def _bitcount(v):
-    """The set bits of v >= 0 (the same count as adding them one by one)."""
-    x = np.uint64(v)
-    x = x - ((x >> np.uint64(1)) & _M1)
-    x = (x & _M2) + ((x >> np.uint64(2)) & _M2)
-    x = (x + (x >> np.uint64(4))) & _M4
-    return np.int64((x * _H01) >> np.uint64(56))
+    """The set bits of v >= 0 (``_popcount``, callable from Python too)."""
+    return _popcount(v)
 
 
 @njit(cache=_CACHE, error_model="numpy")
@@ -1506,17 +1507,6 @@ def row_masks(runs_t, gamma, posbit, out):
         rd = runs_t[j]
         for mm in range(out.size):
             out[mm] |= b if rd[mm] < g else 0
-
-
-@intrinsic
-def _popcount(typingctx, src):
-    """The number of set bits of an integer (LLVM's ctpop)."""
-    if not isinstance(src, types.Integer):
-        return None
-
-    def codegen(context, builder, signature, args):
-        return builder.ctpop(args[0])
-    return src(src), codegen
 
 
 _SERIAL_STEPS = 3.5   # ``_mask_loads_early`` walks sets one by one below this many steps a set
