@@ -181,8 +181,8 @@ class RoundLoop(ProtocolLoop):
         # phase durations are recorded exactly as the processes used them; duration_s is the
         # simulated clock's difference, so the identity draft + verify + comm = duration checks
         # the event timing
-        return (ctx, gamma, draft_s, active.tolist(), draft_s.tolist(), int(active.sum()),
-                float(draft_s.max(initial=0.0)))
+        return (ctx, gamma, draft_s, active.tolist(), draft_s.tolist(),
+                int(np.count_nonzero(active)), float(draft_s.max(initial=0.0)))
 
     @staticmethod
     def _optional(actor, shortcut):

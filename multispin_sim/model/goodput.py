@@ -672,7 +672,7 @@ class DraftObjective:
         self.gamma = None
         self.value = None
         self.evaluations = 0
-        self._top = int(self.caps.max(initial=0))   # lengths of the E[N] table: 0..top
+        self._top = None   # lengths of the E[N] table: 0..top (the largest cap), when first needed
         self._en_tab = None
         self._cols = np.arange(self.k)
 
@@ -681,15 +681,22 @@ class DraftObjective:
         """``expected_tokens(alpha[dev], gammas)`` (dev None: every device, gammas (..., K)):
         from the E[N] table (``en_table``, the same values) for integer lengths 0..top."""
         if gammas.dtype.kind in "iu" and gammas.size and 0 <= gammas.min() \
-                and gammas.max() <= self._top:
+                and gammas.max() <= self.top:
             return self.en_table()[gammas, self._cols if dev is None else dev]
         return expected_tokens(self.alpha if dev is None else self.alpha[dev], gammas)
+
+    @property
+    def top(self):
+        """The largest cap: the E[N] table's lengths are 0..top."""
+        if self._top is None:
+            self._top = int(self.caps.max(initial=0))
+        return self._top
 
     def en_table(self):
         """E[N] of every device at every length 0..max cap, (top + 1, K) (``en_table``)."""
         tab = self._en_tab
         if tab is None:
-            tab = self._en_tab = en_table(self.alpha, self._top)
+            tab = self._en_tab = en_table(self.alpha, self.top)
         return tab
 
     def tokens(self, gammas):

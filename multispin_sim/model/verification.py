@@ -226,7 +226,7 @@ def objective_verification(cost, active):
     draft lengths (``linear``: byte-identical to before), else a function gammas (n, K) -> (n,)."""
     active = np.asarray(active, dtype=bool)
     if not cost.depends_on_draft:
-        return cost.batch_s(np.zeros(int(active.sum())))
+        return cost.batch_s(np.zeros(int(np.count_nonzero(active))))
 
     def t_ver(gammas):
         return cost.time_s(gammas, active)

@@ -140,7 +140,7 @@ class SearchDraft(DraftController):
             active = np.asarray(ctx.active, dtype=bool)
         else:
             active = np.ones(k, dtype=bool)
-        caps = np.full(k, self.max_draft, dtype=np.int64)
+        caps = self._caps(k)
         if every_round and ctx.remaining is not None:
             room = np.maximum(np.asarray(ctx.remaining, dtype=float) - 1, 0)   # inf: no limit
             caps = np.minimum(caps, room).astype(np.int64)
@@ -155,6 +155,14 @@ class SearchDraft(DraftController):
             estimator=self.estimator, sampled_fading=sampled, ignore_comm=self.ignore_comm,
             reciprocal=ctx.reciprocal, energy=self.energy,
             energy_scope=self.energy_scope)
+
+    def _caps(self, k):
+        """max_draft for each of k devices: one read-only array, kept (the objective copies)."""
+        caps = self.__dict__.get("_caps_k")
+        if caps is None or caps.size != k or (k and caps[0] != self.max_draft):
+            caps = self._caps_k = np.full(k, self.max_draft, dtype=np.int64)
+            caps.flags.writeable = False
+        return caps
 
     def search(self, objective):
         raise NotImplementedError

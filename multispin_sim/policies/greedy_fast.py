@@ -319,8 +319,7 @@ class _KernelArrays:
             self.va = np.ascontiguousarray(kern.v_rev, dtype=float)
         else:
             self.order = np.arange(k, dtype=np.int64)
-            self.ua = np.ascontiguousarray(np.broadcast_to(kern.q, (k,)), dtype=float)
-            self.va = np.ascontiguousarray(np.broadcast_to(kern.v, (k,)), dtype=float)
+            self.ua, self.va = _row(kern.q, k), _row(kern.v, k)
         self.posbit = np.zeros(k, dtype=np.int64)
         if k <= 62:   # bit i: the device at position i of the reversed UL order (optimal
             # split), device i (the reactive modes: order is the identity)
@@ -334,6 +333,14 @@ class _KernelArrays:
             _load().coin_bits(self.coin, self.posbit, self.cbits)
         self.cst = np.array([kern.bits * _LN2 / kern.bw, kern.n0 * kern.bw, kern.p_dl,
                              verify_s], dtype=float)
+
+
+def _row(a, k):
+    """``a`` as a contiguous float (k,) array (a broadcast when it is not one already)."""
+    if type(a) is np.ndarray and a.shape == (k,) and a.dtype == np.float64 \
+            and a.flags.c_contiguous:
+        return a
+    return np.ascontiguousarray(np.broadcast_to(a, (k,)), dtype=float)
 
 
 class _Setup(_KernelArrays):
