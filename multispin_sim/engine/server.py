@@ -176,7 +176,7 @@ class EdgeServer:
         """``scalar_split`` of the baseline modes: all-UL, all-DL, or (``coin``) the random
         split, whose K coins come from the policy stream as ``model.reactive.random_split``
         draws them (one uniform per device, UL below 1/2). Gains that are not finite and
-        positive go through the policy's own ``decide`` (the same numbers, numpy's way)."""
+        positive go through numpy's ``evaluate_assignment`` with the same modes."""
         rng, inf = self.policy_rng, math.inf
 
         def split(idx, g_ul, g_dl):

@@ -360,8 +360,7 @@ def assign_one(idx, ul, k, p_ul, g_ul, g_dl, s_bits, n0, p_dl, b):
                 inv = [0.0] * k
             inv[i] = 1.0 / g_dl[i]
             dl_dev.append(i)
-    tau = 0.0
-    if inv is not None:   # tau = S / (b log2(1 + P_dl / (N0 b sum 1/g))); the sum is > 0
+    if dl_dev:   # tau = S / (b log2(1 + P_dl / (N0 b sum 1/g))); the sum is > 0
         args.append(p_dl / (nb * float(np.add.reduce(np.array(inv)))))
     logs = np.log1p(np.array(args)).tolist()
     mode, power, delay = [0] * k, [0.0] * k, [0.0] * k

@@ -245,14 +245,6 @@ def times_from_logs(code, r, s1, s2, l1, l2, cst, out):
         out[i] = _tval(code, r[i], s1[i], s2[i], l1[i], l2[i], cst)
 
 
-@njit(cache=_CACHE, error_model="numpy")
-def xargs(code, r, s1, s2, cst, x1, x2):
-    for i in range(r.size):
-        a, b = _xargs(code, r[i], s1[i], s2[i], cst)
-        x1[i] = a
-        x2[i] = b
-
-
 # ---------------------------------------------------------------------------- acceptance runs
 
 @njit(cache=_CACHE, error_model="numpy")

@@ -15,9 +15,9 @@ Pieces: ``search`` (the greedy: phase-1 chunks with every (step, sample) of a sh
 vectorised over samples, phase 2 with the +1 cache, its sets as bit masks, its sums over the
 nonzero terms only, each device's kept until its terms change; one numba call and one
 ``np.log1p`` per phase-2 step, buffers reused across decisions; the runs transposed (K, M) as
-``acceptance_runs`` wrote them), ``path_values`` (``uniform`` and ``budget`` scans), ``kernel_times`` (any
-``TcommKernel`` call on this round's gains: ``SAATcomm.reset``/``apply``/moves, the exact
-estimator), ``move_means`` (``budget``'s single-device moves, optimal split) and
+``acceptance_runs`` wrote them), ``path_values`` (``uniform`` and ``budget`` scans),
+``kernel_times`` (any ``TcommKernel`` call on this round's gains: ``SAATcomm.reset``/``apply``/
+moves, the exact estimator), ``move_means`` (``budget``'s single-device moves, optimal split) and
 ``acceptance_runs`` (numpy's ``log`` of the uniforms, the rest compiled).
 tests/test_speed.py and tests/test_compiled_kernels.py check every piece against numpy with
 numba switched off.
