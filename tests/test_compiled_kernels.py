@@ -387,3 +387,24 @@ def test_budget_decisions_equal_numpy_reference(mode, k, p_dl_dbm, rounds, numpy
         assert_same_decision(draft_search.budget_search,
                              (system, g_ul, g_dl, active, caps, policy), [k, r, 7], 1000,
                              numpy_only, r)
+
+
+@needs_numba
+@pytest.mark.parametrize("mode,k,rounds", [("optimal", 20, 30), ("optimal", 3, 40),
+                                           ("all-ul", 8, 20), ("all-dl", 20, 20),
+                                           ("random", 12, 20), ("optimal", 70, 3)])
+def test_decisions_with_logs_from_python_equal_numpy_reference(mode, k, rounds, numpy_only,
+                                                               monkeypatch):
+    """With numpy's log1p called from Python between the kernels (what runs where
+    ``_numpy_logs.pointer`` finds no numpy log1p to call from a kernel) the decisions are the
+    numpy code's too: greedy, uniform and budget."""
+    monkeypatch.setattr(greedy_fast, "fused_logs", False)
+    system = make_system(k, seed=2 * k, p_dl_dbm=9.0 + k % 17)
+    policy = make_reactive_policy(mode)
+    rng = np.random.default_rng(200 + k)
+    searches = (draft_search.greedy_search, draft_search.uniform_search,
+                draft_search.budget_search)
+    for r, g_ul, g_dl, active, caps in random_rounds(system, rng, rounds):
+        for search in searches[:3 if r % 3 == 0 else 2]:
+            assert_same_decision(search, (system, g_ul, g_dl, active, caps, policy), [k, r, 3],
+                                 600, numpy_only, (search.__name__, r))

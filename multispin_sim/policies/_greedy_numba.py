@@ -9,6 +9,8 @@ from numba import njit, types
 from numba.core.extending import intrinsic
 from numba.cpython.unsafe.numbers import trailing_zeros
 
+from ._numpy_logs import log1p_into
+
 _INF = np.inf
 _BLOCK = 1024   # sets per block of ``_mask_loads`` (their work arrays stay in cache: 8 B x 8 x 1024)
 _CACHE = True
@@ -1567,3 +1569,88 @@ def _mask_loads_early(pm, npairs, ua, va, cst, acc, spl, cnt, rcnt, s1, s2, x1, 
         s1[p] = load
         s2[p] = 0.0
         x1[p] = _xargs(0, r, load, 0.0, cst)[0]
+
+
+# ---------------------------------------------------------------------------- numpy's log1p inside
+
+# With ``_numpy_logs.pointer("log1p")`` >= 0 (fp), a kernel computes numpy's own log1p itself: each
+# pair of calls with ``np.log1p`` from Python between them becomes one call (the same values).
+
+@njit(cache=_CACHE, error_model="numpy")
+def _logs(fp, code, n, x1, x2, l1, l2):
+    """``greedy_fast._Setup.log1p(n)``: l1[:n] = log1p(x1[:n]) (and l2 for the random split)."""
+    if n:
+        log1p_into(fp, x1, l1, n)
+        if code == 3:
+            log1p_into(fp, x2, l2, n)
+
+
+@njit(cache=_CACHE, error_model="numpy")
+def p2_run(fp, runs, runs_t, gamma, caps, rej, rmask, posbit, t, contrib, npend, rows, devs,
+           rcnt, s1, s2, l1, l2, en, w, draft_s, code, order, ua, va, coin, cst, x1, x2, pm, acc,
+           spl, cnt, pos, npos, lof, linfo, plan, lacc, stk, state, cbits, pc, psum, dirty):
+    """Phase 2 to its end (``greedy_fast._phase2``'s loop: the logarithms, then ``p2_step``,
+    until no +1 improves). Returns the steps taken; state: (G, evaluations of all steps)."""
+    n = npend
+    steps = 0
+    evals = 0
+    while True:
+        _logs(fp, code, n, x1, x2, l1, l2)
+        n = p2_step(runs, runs_t, gamma, caps, rej, rmask, posbit, t, contrib, n, rows, devs,
+                    rcnt, s1, s2, l1, l2, en, w, draft_s, code, order, ua, va, coin, cst, x1, x2,
+                    pm, acc, spl, cnt, pos, npos, lof, linfo, plan, lacc, stk, state, cbits, pc,
+                    psum, dirty)
+        evals += int(state[1])
+        if n < 0:
+            break
+        steps += 1
+    state[1] = evals
+    return steps
+
+
+@njit(cache=_CACHE, error_model="numpy")
+def path_dense_run(fp, runs_t, seg, code, order, ua, va, cbits, posbit, cst, fl, acc, spl, cnt,
+                   evf, rcnt, s1, s2, x1, x2, l1, l2, pm, pc, has_start, start, total, table,
+                   want_table, tv):
+    """``path_dense``, the logarithms, ``dense_finish``."""
+    n = seg.shape[0]
+    m = runs_t.shape[1]
+    path_dense(runs_t, seg, code, order, ua, va, cbits, posbit, cst, fl, acc, spl, cnt, evf,
+               rcnt, s1, s2, x1, x2, pm, pc, has_start)
+    _logs(fp, code, n * m, x1, x2, l1, l2)
+    dense_finish(n, m, evf, rcnt, s1, s2, l1, l2, code, cst, start, has_start, total, table,
+                 want_table, tv)
+
+
+@njit(cache=_CACHE, error_model="numpy")
+def path_run(fp, runs, seg, code, order, ua, va, coin, has_start, cst, ev_m, ev_s, ev_need,
+             rcnt, s1, s2, x1, x2, l1, l2, posbit, pm, pacc, pspl, cbits, pc, start, total,
+             table, want_table):
+    """``path_loads``, the logarithms, ``path_finish``."""
+    ne, nn = path_loads(runs, seg, code, order, ua, va, coin, has_start, cst, ev_m, ev_s,
+                        ev_need, rcnt, s1, s2, x1, x2, posbit, pm, pacc, pspl, cbits, pc)
+    _logs(fp, code, nn, x1, x2, l1, l2)
+    path_finish(ne, ev_m, ev_s, ev_need, rcnt, s1, s2, l1, l2, code, cst, start, has_start,
+                seg.shape[0], total, table, want_table)
+
+
+@njit(cache=_CACHE, error_model="numpy")
+def budget_scan_run(fp, who, bstart, samp, incl, posbit, cbits, code, ua, va, cst, cur, ev_mask,
+                    pm, pc, pidx, acc, spl, cnt, rcnt, s1, s2, x1, x2, l1, l2, ev_t, prev, n,
+                    total):
+    """``budget_scan_loads``, the logarithms, ``budget_scan_finish``."""
+    npend = budget_scan_loads(who, bstart, samp, incl, posbit, cbits, code, ua, va, cst, cur,
+                              ev_mask, pm, pc, pidx, acc, spl, cnt, rcnt, s1, s2, x1, x2)
+    _logs(fp, code, npend, x1, x2, l1, l2)
+    budget_scan_finish(npend, pidx, code, rcnt, s1, s2, l1, l2, cst, who, bstart, samp, incl,
+                       ev_t, prev, n, total)
+
+
+@njit(cache=_CACHE, error_model="numpy")
+def move_run(fp, runs_t, rmask, posbit, gamma, dev, new, ms, bstart, samp, entry_of, caps, mv,
+             rows, pm, ua, va, cst, acc, spl, rcnt, s1, s2, x1, x2, l1, t, out):
+    """``move_masks``, the logarithms, ``move_sums``."""
+    n = move_masks(runs_t, rmask, posbit, gamma, dev, new, ms, bstart, samp, entry_of, caps, mv,
+                   rows, pm, ua, va, cst, acc, spl, rcnt, s1, s2, x1, x2)
+    log1p_into(fp, x1, l1, n)
+    move_sums(n, mv, rows, rcnt, s1, l1, cst, t, dev.size, out)

@@ -43,6 +43,9 @@ _MODES = {"optimal": 0, "all-ul": 1, "all-dl": 2, "random": 3}
 _MAX_SAMPLES = 8192
 _DENSE = 32   # paths up to this many points (every split): every point computed
 _kernels = None
+# the kernels take numpy's log1p themselves when ``_numpy_logs.pointer`` finds it (set False to
+# keep the calls of ``np.log1p`` from Python between them: the same values)
+fused_logs = True
 
 
 def available():
@@ -151,12 +154,17 @@ def move_means(tc, dev, new, samples):
         bk = scans.bstart, scans.samp, scans.entry_of, scans.caps
     else:
         bk = _NO_BUCKETS
+    sums = np.empty(dev.size)
+    t = np.ascontiguousarray(tc.t, dtype=float)
+    fp = _log_pointer()
+    if fp >= 0:
+        nb.move_run(fp, cached[1], rmask, arrays.posbit, gamma, dev, new, ms, *bk, mv, rows, pm,
+                    arrays.ua, arrays.va, arrays.cst, acc, spl, r, s1, s2, x1, x2, l1, t, sums)
+        return sums
     n = nb.move_masks(cached[1], rmask, arrays.posbit, gamma, dev, new, ms, *bk, mv, rows, pm,
                       arrays.ua, arrays.va, arrays.cst, acc, spl, r, s1, s2, x1, x2)
     np.log1p(x1[:n], out=l1[:n])
-    sums = np.empty(dev.size)
-    nb.move_sums(n, mv, rows, r, s1, l1, arrays.cst, np.ascontiguousarray(tc.t, dtype=float),
-                 dev.size, sums)
+    nb.move_sums(n, mv, rows, r, s1, l1, arrays.cst, t, dev.size, sums)
     return sums
 
 
@@ -355,6 +363,7 @@ class _Setup(_KernelArrays):
         self.m, self.k = m, k = runs.shape
         self.ws = _workspace(m, k)
         self.runs_t = _runs_t(runs)
+        self.fp = _log_pointer()
 
     def log1p(self, n):
         """numpy's log1p of the first n arguments (the numpy kernel's own logarithm)."""
@@ -363,6 +372,20 @@ class _Setup(_KernelArrays):
             np.log1p(ws.x1[:n], out=ws.l1[:n])
             if self.code == 3:
                 np.log1p(ws.x2[:n], out=ws.l2[:n])
+
+
+_POINTER = []
+
+
+def _log_pointer():
+    """``_numpy_logs.pointer('log1p')`` (numpy's log1p inside the kernels), or -1: not used."""
+    if not fused_logs:
+        return -1
+    if not _POINTER:
+        from . import _numpy_logs
+
+        _POINTER.append(_numpy_logs.pointer("log1p"))
+    return _POINTER[0]
 
 
 def _runs_t(runs):
@@ -413,6 +436,13 @@ def _path_values(obj, su, seg, start, table=False):
         ws.table = np.empty((n, m))
     total = np.empty(n)
     if n <= _DENSE and (su.code == 0 or su.k <= 62):
+        if su.fp >= 0:
+            nb.path_dense_run(su.fp, su.runs_t, seg, su.code, su.order, su.ua, su.va, su.cbits,
+                              su.posbit, su.cst, ws.fl, ws.acc, ws.spl, ws.cnt, ws.evf, ws.rcnt,
+                              ws.s1, ws.s2, ws.x1, ws.x2, ws.l1, ws.l2, ws.pm, ws.pc, has,
+                              start if has else ws.t, total, ws.table if table else ws.no_table,
+                              table, ws.pacc)
+            return _g(obj, seg, total / m)
         nb.path_dense(su.runs_t, seg, su.code, su.order, su.ua, su.va, su.cbits, su.posbit,
                       su.cst, ws.fl, ws.acc, ws.spl, ws.cnt, ws.evf, ws.rcnt, ws.s1, ws.s2,
                       ws.x1, ws.x2, ws.pm, ws.pc, has)
@@ -420,6 +450,12 @@ def _path_values(obj, su, seg, start, table=False):
         nb.dense_finish(n, m, ws.evf, ws.rcnt, ws.s1, ws.s2, ws.l1, ws.l2, su.code, su.cst,
                         start if has else ws.t, has, total, ws.table if table else ws.no_table,
                         table, ws.pacc)
+        return _g(obj, seg, total / m)
+    if su.fp >= 0:
+        nb.path_run(su.fp, su.runs, seg, su.code, su.order, su.ua, su.va, su.coin, has, su.cst,
+                    ws.ev_m, ws.ev_s, ws.ev_need, ws.rcnt, ws.s1, ws.s2, ws.x1, ws.x2, ws.l1,
+                    ws.l2, su.posbit, ws.pm, ws.pacc, ws.pspl, su.cbits, ws.pc,
+                    start if has else ws.t, total, ws.table if table else ws.no_table, table)
         return _g(obj, seg, total / m)
     ne, nn = nb.path_loads(su.runs, seg, su.code, su.order, su.ua, su.va, su.coin, has, su.cst,
                            ws.ev_m, ws.ev_s, ws.ev_need, ws.rcnt, ws.s1, ws.s2, ws.x1, ws.x2,
@@ -487,13 +523,19 @@ def search(obj, chunk=8, path_values=None):
         gamma = path[c].astype(np.int64).copy()
         # T_comm of every sample at gamma: the path (gamma, gamma) has one event per sample
         seg = gamma[None, :].copy()
-        ne, nn = nb.path_loads(su.runs, seg, su.code, su.order, su.ua, su.va, su.coin, False,
-                               su.cst, ws.ev_m, ws.ev_s, ws.ev_need, ws.rcnt, ws.s1, ws.s2,
-                               ws.x1, ws.x2, su.posbit, ws.pm, ws.pacc, ws.pspl, su.cbits,
-                               ws.pc)
-        su.log1p(nn)
-        nb.path_finish(ne, ws.ev_m, ws.ev_s, ws.ev_need, ws.rcnt, ws.s1, ws.s2, ws.l1, ws.l2,
-                       su.code, su.cst, ws.t, False, 1, np.empty(1), ws.table, True)
+        if su.fp >= 0:
+            nb.path_run(su.fp, su.runs, seg, su.code, su.order, su.ua, su.va, su.coin, False,
+                        su.cst, ws.ev_m, ws.ev_s, ws.ev_need, ws.rcnt, ws.s1, ws.s2, ws.x1,
+                        ws.x2, ws.l1, ws.l2, su.posbit, ws.pm, ws.pacc, ws.pspl, su.cbits, ws.pc,
+                        ws.t, np.empty(1), ws.table, True)
+        else:
+            ne, nn = nb.path_loads(su.runs, seg, su.code, su.order, su.ua, su.va, su.coin,
+                                   False, su.cst, ws.ev_m, ws.ev_s, ws.ev_need, ws.rcnt, ws.s1,
+                                   ws.s2, ws.x1, ws.x2, su.posbit, ws.pm, ws.pacc, ws.pspl,
+                                   su.cbits, ws.pc)
+            su.log1p(nn)
+            nb.path_finish(ne, ws.ev_m, ws.ev_s, ws.ev_need, ws.rcnt, ws.s1, ws.s2, ws.l1,
+                           ws.l2, su.code, su.cst, ws.t, False, 1, np.empty(1), ws.table, True)
         ws.t[:] = ws.table[0]
     else:
         # phase 1: the lazy chunks of ``_lazy_phase1``, each a ``SAATcomm.path_mean``
@@ -546,6 +588,12 @@ def _phase2(obj, su, gamma):
     psum, dirty = ws.psum, ws.dirty
     dirty.fill(True)   # no sparse sum kept yet
     steps, evals = 0, 0
+    if su.fp >= 0:   # the loop below in one call
+        steps = nb.p2_run(su.fp, runs, runs_t, gamma, caps, rej, rmask, posbit, t, contrib, n,
+                          rows, devs, rcnt, s1, s2, l1, l2, en, w, draft_s, code, order, ua, va,
+                          coin, cst, x1, x2, pm, acc, spl, cnt, pos, npos, lof, linfo, plan,
+                          lacc, stk, state, cbits, pc, psum, dirty)
+        return float(state[0]), int(state[1]), steps
     step = nb.p2_step
     log1p = su.log1p
     while True:
@@ -638,15 +686,22 @@ class _BudgetScans:
         self._last = None   # (ref, T_comm per sample at ref) of this scan
         self.incl = incl = np.ascontiguousarray(include & (obj.caps > 0), dtype=np.bool_)
         bpath, tokens, self.draft = self._path(incl)
-        npend = su.nb.budget_scan_loads(
-            self.who, self.bstart, self.samp, incl, su.posbit, su.cbits, su.code, su.ua, su.va,
-            su.cst, self.cur, self.ev_mask, ws.pm, ws.pc, self.pidx, ws.pacc, ws.pspl, ws.pcnt,
-            ws.rcnt, ws.s1, ws.s2, ws.x1, ws.x2)
-        su.log1p(npend)
         total = np.empty(bpath.shape[0])
-        su.nb.budget_scan_finish(npend, self.pidx, su.code, ws.rcnt, ws.s1, ws.s2, ws.l1, ws.l2,
-                                 su.cst, self.who, self.bstart, self.samp, incl, self.ev_t,
-                                 self.prev, bpath.shape[0], total)
+        if su.fp >= 0:
+            su.nb.budget_scan_run(
+                su.fp, self.who, self.bstart, self.samp, incl, su.posbit, su.cbits, su.code,
+                su.ua, su.va, su.cst, self.cur, self.ev_mask, ws.pm, ws.pc, self.pidx, ws.pacc,
+                ws.pspl, ws.pcnt, ws.rcnt, ws.s1, ws.s2, ws.x1, ws.x2, ws.l1, ws.l2, self.ev_t,
+                self.prev, bpath.shape[0], total)
+        else:
+            npend = su.nb.budget_scan_loads(
+                self.who, self.bstart, self.samp, incl, su.posbit, su.cbits, su.code, su.ua,
+                su.va, su.cst, self.cur, self.ev_mask, ws.pm, ws.pc, self.pidx, ws.pacc, ws.pspl,
+                ws.pcnt, ws.rcnt, ws.s1, ws.s2, ws.x1, ws.x2)
+            su.log1p(npend)
+            su.nb.budget_scan_finish(npend, self.pidx, su.code, ws.rcnt, ws.s1, ws.s2, ws.l1,
+                                     ws.l2, su.cst, self.who, self.bstart, self.samp, incl,
+                                     self.ev_t, self.prev, bpath.shape[0], total)
         obj.evaluations += bpath.shape[0]   # as ``_g``, on the same arrays
         return bpath, goodput(tokens, self.draft, obj.verify_s, total / su.m)
 
