@@ -265,17 +265,35 @@ def runs_from_logs(logu, log_alpha, alpha, cap, out):
 
 @njit(cache=_CACHE, error_model="numpy")
 def runs_from_logs_t(logu, log_alpha, alpha, cap, out, out_t):
-    """``runs_from_logs``, and the runs transposed into out_t (K, M)."""
+    """``runs_from_logs``, and the runs transposed into out_t (K, M). With K >= 8 the rows are
+    computed without a branch (a device with alpha >= 1 divides by -1.0, then takes cap) and
+    transposed after, which vectorises; shorter rows keep one pass."""
     m, k = logu.shape
+    if k < 8:
+        for mm in range(m):
+            for j in range(k):
+                if alpha[j] >= 1.0:
+                    v = cap
+                else:
+                    x = np.floor(logu[mm, j] / log_alpha[j])
+                    v = cap if x != x else int(min(x, float(cap)))
+                out[mm, j] = v
+                out_t[j, mm] = v
+        return
+    ones = np.empty(k, dtype=np.bool_)
+    den = np.empty(k)
+    for j in range(k):
+        ones[j] = alpha[j] >= 1.0
+        den[j] = -1.0 if ones[j] else log_alpha[j]
     for mm in range(m):
         for j in range(k):
-            if alpha[j] >= 1.0:
-                v = cap
-            else:
-                x = np.floor(logu[mm, j] / log_alpha[j])
-                v = cap if x != x else int(min(x, float(cap)))
-            out[mm, j] = v
-            out_t[j, mm] = v
+            x = np.floor(logu[mm, j] / den[j])
+            v = cap if x != x else int(min(x, float(cap)))
+            out[mm, j] = cap if ones[j] else v
+    for j in range(k):
+        oj = out_t[j]
+        for mm in range(m):
+            oj[mm] = out[mm, j]
 
 
 # ---------------------------------------------------------------------------- paths (phase 1)
