@@ -128,10 +128,14 @@ class TcommKernel:
         self.bw = float(system.bandwidth_hz)
         self.n0 = float(system.n0)
         optimal = self.mode == "optimal"
-        with np.errstate(divide="ignore"):
-            q = p_ul * g_ul          # UL "SNR power" P_k g_k: larger is faster
+        q = p_ul * g_ul          # UL "SNR power" P_k g_k: larger is faster
+        if g_dl.all() and (q.all() or not optimal):   # no division by zero: no error state
             v = 1.0 / g_dl           # DL load of one device
             u = self.p_dl / q if optimal else None   # the UL device's equivalent DL load
+        else:
+            with np.errstate(divide="ignore"):
+                v = 1.0 / g_dl
+                u = self.p_dl / q if optimal else None
         self.q, self.v = q, v
         self.coin = None if coin is None else np.asarray(coin, dtype=bool)
         if optimal:
@@ -674,7 +678,7 @@ class DraftObjective:
         self.evaluations = 0
         self._top = None   # lengths of the E[N] table: 0..top (the largest cap), when first needed
         self._en_tab = None
-        self._cols = np.arange(self.k)
+        self._cols = None   # 0..K-1, for ``_expected`` (made when first needed)
 
     # -- closed forms ----------------------------------------------------------------------
     def _expected(self, gammas, dev=None):
@@ -682,7 +686,11 @@ class DraftObjective:
         from the E[N] table (``en_table``, the same values) for integer lengths 0..top."""
         if gammas.dtype.kind in "iu" and gammas.size and 0 <= gammas.min() \
                 and gammas.max() <= self.top:
-            return self.en_table()[gammas, self._cols if dev is None else dev]
+            if dev is None:
+                if self._cols is None:
+                    self._cols = np.arange(self.k)
+                dev = self._cols
+            return self.en_table()[gammas, dev]
         return expected_tokens(self.alpha if dev is None else self.alpha[dev], gammas)
 
     @property

@@ -135,7 +135,7 @@ def make_objective(system, g_ul, g_dl, active, caps, policy=None, rng=None, samp
     verify = objective_verification(system.verification_cost(), active)
     if policy is None or isinstance(policy, str):
         policy = make_reactive_policy(policy or "optimal")
-    n_active = int(active.sum())
+    n_active = int(np.count_nonzero(active))
     if ignore_comm:
         tcomm = ZeroTcomm()
     elif estimator == "exact":

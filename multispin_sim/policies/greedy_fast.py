@@ -328,10 +328,12 @@ class _KernelArrays:
         else:
             self.order = np.arange(k, dtype=np.int64)
             self.ua, self.va = _row(kern.q, k), _row(kern.v, k)
-        self.posbit = np.zeros(k, dtype=np.int64)
         if k <= 62:   # bit i: the device at position i of the reversed UL order (optimal
             # split), device i (the reactive modes: order is the identity)
-            self.posbit[self.order] = np.left_shift(1, np.arange(k, dtype=np.int64))
+            self.posbit = np.empty(k, dtype=np.int64)
+            self.posbit[self.order] = _BITS[:k]
+        else:
+            self.posbit = np.zeros(k, dtype=np.int64)
         self.coin = (np.ascontiguousarray(kern.coin, dtype=np.bool_) if code == 3
                      else np.zeros((1, 1), dtype=np.bool_))
         # the random split's coin bits per sample (bit j: device j is UL), for the bit masks
@@ -341,6 +343,9 @@ class _KernelArrays:
             _load().coin_bits(self.coin, self.posbit, self.cbits)
         self.cst = np.array([kern.bits * _LN2 / kern.bw, kern.n0 * kern.bw, kern.p_dl,
                              verify_s], dtype=float)
+
+
+_BITS = np.left_shift(1, np.arange(62, dtype=np.int64))   # 1 << i
 
 
 def _row(a, k):
@@ -539,16 +544,19 @@ def search(obj, chunk=8, path_values=None):
         ws.t[:] = ws.table[0]
     else:
         # phase 1: the lazy chunks of ``_lazy_phase1``, each a ``SAATcomm.path_mean``
-        vals = list(_path_values(obj, su, path[:chunk + 1], None, table=True))
+        # (Python floats: the same doubles, compared alike; c == len(vals) - 1 while every
+        # value so far is larger than the one before)
+        vals = _path_values(obj, su, path[:chunk + 1], None, table=True).tolist()
         offset = 0
-        while len(vals) < len(path) and all(vals[i + 1] > vals[i] for i in range(len(vals) - 1)):
+        c = _phase1_stop(vals)
+        while len(vals) < len(path) and c == len(vals) - 1:
             first = len(vals) - 1
             seg = path[first:len(vals) + chunk // 2 + 1]
             start = ws.table[first - offset].copy()   # T at its start
             v = _path_values(obj, su, seg, start, table=True)
             offset = first
-            vals.extend(v[1:])
-        c = _phase1_stop(np.array(vals))
+            vals.extend(v[1:].tolist())
+            c = _phase1_stop(vals)
         gamma = path[c].astype(np.int64).copy()
         ws.t[:] = ws.table[c - offset]
     value, evals, steps = _phase2(obj, su, gamma)
@@ -563,7 +571,7 @@ def _phase2(obj, su, gamma):
     with the +1 cache (``plus_one_values`` / ``_apply_plus``). Returns (G, evaluations, steps)."""
     nb, ws, code = su.nb, su.ws, su.code
     caps = obj.caps.astype(np.int64)
-    top = int(caps.max(initial=0)) + 2
+    top = obj.top + 2   # the largest cap + 2
     key = (obj.alpha.tobytes(), top)
     en = _EN_CACHE.get(key)
     if en is None:   # E[N] of every device and length (K, top + 1), as ``_set`` computes them
