@@ -570,6 +570,17 @@ def path_dense(runs_t, seg, code, order, ua, va, cbits, posbit, cst, fl, acc, sp
     a flip step iff the rejected count grows there). Points that are not events have the
     rejected set of the step before. Steps before any flip (nobody rejected) and a known start
     are not computed. runs_t: the runs transposed (K, M)."""
+    first_s, prev = _dense_start(runs_t, seg, order, fl, evf, rcnt, s1, s2, x1, x2, has_start)
+    for s in range(first_s, seg.shape[0]):
+        _dense_step(s, first_s, code, fl, order, ua, va, cbits, posbit, cst, acc, spl, cnt, evf,
+                    rcnt, s1, s2, x1, x2, pm, pc, prev)
+
+
+@njit(cache=_CACHE, error_model="numpy", inline="always")
+def _dense_start(runs_t, seg, order, fl, evf, rcnt, s1, s2, x1, x2, has_start):
+    """``path_dense``'s start: fl[i, m], the step at which device order[i] of sample m becomes
+    rejected (n: never), the steps before the first to compute zeroed (nobody rejected, step 0
+    an event). Returns (that first step, the rejected count of each sample before it)."""
     k, m = runs_t.shape
     n = seg.shape[0]
     table, top = _flip_table(seg, k)
@@ -610,20 +621,28 @@ def path_dense(runs_t, seg, code, order, ua, va, cbits, posbit, cst, fl, acc, sp
         for i in range(k):
             for mm in range(m):
                 prev[mm] += fl[i, mm] < first_s
-    for s in range(first_s, n):
-        base = s * m
-        if code == 0:   # one load per point (s2 and x2 are read for the random split only)
-            _dense_optimal(fl, s, ua, va, acc, spl, cnt)
-            _dense_points(s, base, cnt, acc, prev, evf, rcnt, s1, x1, cst, True)
-            continue
-        if s == first_s:
-            for mm in range(m):
-                pc[mm] = cbits[mm] if code == 3 else 0
-        _step_masks(fl, s, posbit, order, pm)
-        stop = base + m
-        _mask_loads_any(code, pm, pc, m, ua, va, cst, acc, spl, cnt, rcnt[base:stop],
-                        s1[base:stop], s2[base:stop], x1[base:stop], x2[base:stop])
-        _dense_points(s, base, cnt, acc, prev, evf, rcnt, s1, x1, cst, False)
+    return first_s, prev
+
+
+@njit(cache=_CACHE, error_model="numpy", inline="always")
+def _dense_step(s, first_s, code, fl, order, ua, va, cbits, posbit, cst, acc, spl, cnt, evf,
+                rcnt, s1, s2, x1, x2, pm, pc, prev):
+    """Step s >= first_s of ``path_dense``: every sample's loads, log1p arguments and event
+    flag."""
+    m = acc.size
+    base = s * m
+    if code == 0:   # one load per point (s2 and x2 are read for the random split only)
+        _dense_optimal(fl, s, ua, va, acc, spl, cnt)
+        _dense_points(s, base, cnt, acc, prev, evf, rcnt, s1, x1, cst, True)
+        return
+    if s == first_s:
+        for mm in range(m):
+            pc[mm] = cbits[mm] if code == 3 else 0
+    _step_masks(fl, s, posbit, order, pm)
+    stop = base + m
+    _mask_loads_any(code, pm, pc, m, ua, va, cst, acc, spl, cnt, rcnt[base:stop],
+                    s1[base:stop], s2[base:stop], x1[base:stop], x2[base:stop])
+    _dense_points(s, base, cnt, acc, prev, evf, rcnt, s1, x1, cst, False)
 
 
 @njit(cache=_CACHE, error_model="numpy", inline="always")
@@ -1672,3 +1691,82 @@ def move_run(fp, runs_t, rmask, posbit, gamma, dev, new, ms, bstart, samp, entry
                    rows, pm, ua, va, cst, acc, spl, rcnt, s1, s2, x1, x2)
     log1p_into(fp, x1, l1, n)
     move_sums(n, mv, rows, rcnt, s1, l1, cst, t, dev.size, out)
+
+
+_GROUP = 8   # phase 1's steps per group: their event sums interleaved, G checked after each
+
+
+@njit(cache=_CACHE, error_model="numpy")
+def phase1_dense(fp, runs_t, path, bounds, tok, dra, verify, code, order, ua, va, cbits,
+                 posbit, cst, fl, acc, spl, cnt, evf, rcnt, s1, s2, x1, x2, l1, l2, pm, pc,
+                 tv, table, start, t_out):
+    """Phase 1 of the greedy search (``greedy_fast.search``'s lazy chunks) in one call: chunk
+    q is the path's rows bounds[q, 0] to bounds[q, 1] (the first one from a known start, the
+    previous chunk's last point), computed as ``path_dense_run`` computes it (the same loads,
+    logarithms, event sums in sample order and running total), a group of ``_GROUP`` steps at
+    a time, with G from the chunk's tokens and drafting times tok, dra (in chunk order,
+    concatenated) and the constant T_ver. It stops after the group holding the first point
+    whose G is not larger than the one before: no later point changes the stop. Returns (c:
+    the stop, the rows of every chunk begun: the evaluations); t_out: the per-sample T_comm at
+    c."""
+    m = runs_t.shape[1]
+    base_tok = 0
+    prev_val = 0.0
+    glob = 0          # index of the next value in the chain of values
+    evals = 0
+    bins = np.empty(_GROUP)
+    last = np.empty(m)   # each sample's T at its last event (``_dense_bins``' prev)
+    n = 0
+    for q in range(bounds.shape[0]):
+        b0, b1 = bounds[q, 0], bounds[q, 1]
+        seg = path[b0:b1]
+        n = b1 - b0
+        has_start = q > 0
+        if has_start:   # T at the chunk's start: the previous chunk's last point
+            for mm in range(m):
+                start[mm] = table[bounds[q - 1, 1] - bounds[q - 1, 0] - 1, mm]
+        evals += n
+        first_s, prev = _dense_start(runs_t, seg, order, fl, evf, rcnt, s1, s2, x1, x2,
+                                     has_start)
+        for mm in range(m):
+            last[mm] = 0.0
+        total = 0.0
+        for g0 in range(0, n, _GROUP):
+            g1 = min(g0 + _GROUP, n)
+            for s in range(max(g0, first_s), g1):
+                _dense_step(s, first_s, code, fl, order, ua, va, cbits, posbit, cst, acc, spl,
+                            cnt, evf, rcnt, s1, s2, x1, x2, pm, pc, prev)
+            base = g0 * m
+            npts = (g1 - g0) * m
+            _logs(fp, code, npts, x1[base:], x2[base:], l1[base:], l2[base:])
+            _tvals(code, npts, rcnt[base:], s1[base:], s2[base:], l1[base:], l2[base:], cst,
+                   tv[base:])
+            if has_start and g0 == 0:
+                for mm in range(m):
+                    tv[mm] = start[mm]
+            for s in range(g1 - g0):
+                bins[s] = 0.0
+            for mm in range(m):   # each step's events summed in sample order (``_dense_bins``)
+                lv = last[mm]
+                for s in range(g0, g1):
+                    v = tv[s * m + mm]
+                    e = evf[s, mm]
+                    bins[s - g0] += (v - lv) if e else 0.0
+                    lv = v if e else lv
+                    table[s, mm] = lv
+                last[mm] = lv
+            for s in range(g0, g1):
+                total = bins[0] if s == 0 else total + bins[s - g0]
+                value = _goodput(tok[base_tok + s], dra[base_tok + s], verify, total / m)
+                if q > 0 and s == 0:
+                    continue   # the start point: its value is the previous chunk's
+                if glob > 0 and not value > prev_val:
+                    for mm in range(m):
+                        t_out[mm] = table[s - 1, mm]
+                    return glob - 1, evals
+                prev_val = value
+                glob += 1
+        base_tok += n
+    for mm in range(m):   # increasing to the path's end
+        t_out[mm] = table[n - 1, mm]
+    return glob - 1, evals

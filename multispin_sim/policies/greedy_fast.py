@@ -286,6 +286,7 @@ class _Workspace:
         self.devs = np.empty(m * k, dtype=np.int64)
         self.table = np.empty((16, m))
         self.t = np.empty(m)
+        self.start = np.empty(m)
         self.contrib = np.empty((k, m))
         self.rej = np.empty((m, k), dtype=np.bool_)
         self.state = np.zeros(2)
@@ -429,6 +430,35 @@ def _g(obj, seg, t_comm):
     return goodput(hit[0], hit[1], obj.verify_s, t_comm)
 
 
+_PLANS = {}
+
+
+def _phase1_plan(obj, path, chunk):
+    """The chunks of phase 1 on ``path`` (the rows [b0, b1) of each: chunk + 1 points, then
+    chunk // 2 + 1 from the last point of the one before, to the path's end) with the tokens
+    and drafting times of each chunk (``DraftObjective.tokens`` / ``drafting`` on the chunk, as
+    ``_g`` takes them), concatenated. Kept per path and devices: saturated rounds repeat them."""
+    key = (obj.alpha.tobytes(), obj._w.tobytes(), obj.draft_s.tobytes(), path.shape,
+           path.tobytes(), chunk)
+    hit = _PLANS.get(key)
+    if hit is None:
+        p = path.shape[0]
+        bounds = [(0, min(chunk + 1, p))]
+        while bounds[-1][1] < p:
+            end = bounds[-1][1]
+            bounds.append((end - 1, min(end + chunk // 2 + 1, p)))
+        segs = [np.ascontiguousarray(path[b0:b1], dtype=np.int64) for b0, b1 in bounds]
+        hit = (np.array(bounds, dtype=np.int64),
+               np.concatenate([obj.tokens(seg) for seg in segs]).astype(float, copy=False),
+               np.concatenate([obj.drafting(seg) for seg in segs]).astype(float, copy=False))
+        for a in hit:
+            a.flags.writeable = False
+        if len(_PLANS) > 64:
+            _PLANS.clear()
+        _PLANS[key] = hit
+    return hit
+
+
 def _path_values(obj, su, seg, start, table=False):
     """``obj.path_values(seg)`` (``SAATcomm.path_mean``); with ``table``, the per-sample T_comm
     at every point of ``seg`` in ``su.ws.table[:n]``; ``start``: T_comm at seg[0] when known (a
@@ -542,6 +572,16 @@ def search(obj, chunk=8, path_values=None):
             nb.path_finish(ne, ws.ev_m, ws.ev_s, ws.ev_need, ws.rcnt, ws.s1, ws.s2, ws.l1,
                            ws.l2, su.code, su.cst, ws.t, False, 1, np.empty(1), ws.table, True)
         ws.t[:] = ws.table[0]
+    elif su.fp >= 0 and (su.code == 0 or su.k <= 62):
+        # phase 1 in one call: the same chunks, stopped at the first point that does not improve
+        bounds, tok, dra = _phase1_plan(obj, path, chunk)
+        c, evals = nb.phase1_dense(su.fp, su.runs_t, path, bounds, tok, dra, obj.verify_s,
+                                   su.code, su.order, su.ua, su.va, su.cbits, su.posbit, su.cst,
+                                   ws.fl, ws.acc, ws.spl, ws.cnt, ws.evf, ws.rcnt, ws.s1, ws.s2,
+                                   ws.x1, ws.x2, ws.l1, ws.l2, ws.pm, ws.pc, ws.pacc, ws.table,
+                                   ws.start, ws.t)
+        obj.evaluations += evals
+        gamma = path[c].astype(np.int64).copy()
     else:
         # phase 1: the lazy chunks of ``_lazy_phase1``, each a ``SAATcomm.path_mean``
         # (Python floats: the same doubles, compared alike; c == len(vals) - 1 while every
