@@ -7,15 +7,18 @@ replays numpy's floating-point operations in the same order (numpy's pairwise su
 sample-major accumulation of ``SAATcomm.path_mean``, the lazy phase-1 chunks, the +1 cache of
 ``SAATcomm._apply_plus``, bincount's order), and every logarithm is numpy's: numba computes the
 rejected sets, their equivalent loads (sums in the kernel's order, minima and maxima) and the
-arguments of the kernel's ``log1p`` (``TcommKernel._delay``: x = (z r) / (N0 B)); numpy takes
-``np.log1p`` of them; numba finishes t = (c1 r) / log1p(x) with the kernel's own constants
-(numba's log1p may differ from numpy's in the last bit, a division does not).
+arguments of the kernel's ``log1p`` (``TcommKernel._delay``: x = (z r) / (N0 B)); numpy's own
+log1p takes them (called from the kernel itself where ``_numpy_logs`` finds it, else
+``np.log1p`` between two kernel calls); numba finishes t = (c1 r) / log1p(x) with the kernel's
+own constants (numba's log1p may differ from numpy's in the last bit, a division does not).
 
 Pieces: ``search`` (the greedy: phase-1 chunks with every (step, sample) of a short path computed
 vectorised over samples, phase 2 with the +1 cache, its sets as bit masks, its sums over the
-nonzero terms only, each device's kept until its terms change; one numba call and one
-``np.log1p`` per phase-2 step, buffers reused across decisions; the runs transposed (K, M) as
-``acceptance_runs`` wrote them), ``path_values`` (``uniform`` and ``budget`` scans),
+nonzero terms only, each device's kept until its terms change; buffers reused across decisions;
+the runs transposed (K, M) as ``acceptance_runs`` wrote them. Where ``_numpy_logs`` finds
+numpy's own log1p callable from a kernel, phase 1 is one call (stopping after the group of
+steps where G stops improving: no later point changes the stop) and phase 2 another; else one
+numba call and one ``np.log1p`` per chunk and per phase-2 step), ``path_values`` (``uniform`` and ``budget`` scans),
 ``kernel_times`` (any ``TcommKernel`` call on this round's gains: ``SAATcomm.reset``/``apply``/
 moves, the exact estimator), ``move_means`` (``budget``'s single-device moves, optimal split) and
 ``acceptance_runs`` (numpy's ``log`` of the uniforms, the rest compiled).
