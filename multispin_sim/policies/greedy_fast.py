@@ -205,6 +205,16 @@ def _read_only(a):
     return a
 
 
+def _keep(cache, key, arrays, limit):
+    """cache[key] = arrays, made read-only (the cache is emptied once it holds ``limit``)."""
+    for a in arrays:
+        a.flags.writeable = False
+    if len(cache) >= limit:
+        cache.clear()
+    cache[key] = arrays
+    return arrays
+
+
 # ``move_masks`` without buckets (caps 0: every move scans; read-only as the scans' own arrays,
 # so both calls share one compiled signature)
 _NO_BUCKETS = (np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64),
@@ -451,14 +461,10 @@ def _phase1_plan(obj, path, chunk):
             end = bounds[-1][1]
             bounds.append((end - 1, min(end + chunk // 2 + 1, p)))
         segs = [np.ascontiguousarray(path[b0:b1], dtype=np.int64) for b0, b1 in bounds]
-        hit = (np.array(bounds, dtype=np.int64),
-               np.concatenate([obj.tokens(seg) for seg in segs]).astype(float, copy=False),
-               np.concatenate([obj.drafting(seg) for seg in segs]).astype(float, copy=False))
-        for a in hit:
-            a.flags.writeable = False
-        if len(_PLANS) > 64:
-            _PLANS.clear()
-        _PLANS[key] = hit
+        hit = _keep(_PLANS, key, (
+            np.array(bounds, dtype=np.int64),
+            np.concatenate([obj.tokens(seg) for seg in segs]).astype(float, copy=False),
+            np.concatenate([obj.drafting(seg) for seg in segs]).astype(float, copy=False)), 65)
     return hit
 
 
@@ -767,12 +773,7 @@ class _BudgetScans:
         if hit is None:
             bpath = self.full[np.concatenate(([0], np.flatnonzero(incl[self.who]) + 1))]
             bpath[:, ~incl] = 0
-            hit = (bpath, obj.tokens(bpath), obj.drafting(bpath))
-            for a in hit:
-                a.flags.writeable = False
-            if len(_BUDGET_PATHS) > 512:
-                _BUDGET_PATHS.clear()
-            _BUDGET_PATHS[key] = hit
+            hit = _keep(_BUDGET_PATHS, key, (bpath, obj.tokens(bpath), obj.drafting(bpath)), 513)
         return hit
 
     def drafting(self, bpath):
