@@ -19,9 +19,10 @@ the runs transposed (K, M) as ``acceptance_runs`` wrote them. Where ``_numpy_log
 numpy's own log1p callable from a kernel, phase 1 is one call (stopping after the group of
 steps where G stops improving: no later point changes the stop) and phase 2 another; else one
 numba call and one ``np.log1p`` per chunk and per phase-2 step), ``path_values``
-(``uniform`` and ``budget`` scans), ``kernel_times`` (any ``TcommKernel`` call on this round's gains: ``SAATcomm.reset``/``apply``/
-moves, the exact estimator), ``move_means`` (``budget``'s single-device moves, optimal split) and
-``acceptance_runs`` (numpy's ``log`` of the uniforms, the rest compiled).
+(``uniform`` and ``budget`` scans), ``kernel_times`` (any ``TcommKernel`` call on this round's
+gains: ``SAATcomm.reset``/``apply``/moves, the exact estimator), ``move_means`` (``budget``'s
+single-device moves, optimal split) and ``acceptance_runs`` (numpy's ``log`` of the uniforms,
+the rest compiled).
 tests/test_speed.py and tests/test_compiled_kernels.py check every piece against numpy with
 numba switched off.
 
