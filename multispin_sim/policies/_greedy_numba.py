@@ -9,7 +9,7 @@ from numba import njit, types
 from numba.core.extending import intrinsic
 from numba.cpython.unsafe.numbers import trailing_zeros
 
-from ._numpy_logs import log1p_into
+from ._numpy_logs import log1p_into, pointer as log1p_pointer  # noqa: F401 (greedy_fast)
 
 _INF = np.inf
 _BLOCK = 1024   # sets per block of ``_mask_loads`` (their work arrays stay in cache: 8 B x 8 x 1024)
@@ -1610,7 +1610,7 @@ def _mask_loads_early(pm, npairs, ua, va, cst, acc, spl, cnt, rcnt, s1, s2, x1, 
 
 # ---------------------------------------------------------------------------- numpy's log1p inside
 
-# With ``_numpy_logs.pointer("log1p")`` >= 0 (fp), a kernel computes numpy's own log1p itself: each
+# With ``_numpy_logs.pointer()`` >= 0 (fp), a kernel computes numpy's own log1p itself: each
 # pair of calls with ``np.log1p`` from Python between them becomes one call (the same values).
 
 @njit(cache=_CACHE, error_model="numpy")

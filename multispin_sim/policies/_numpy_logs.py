@@ -3,11 +3,11 @@
 The compiled searches replay numpy's arithmetic, but a logarithm's last bit depends on its
 implementation: numba's is the C library's, while numpy on an AVX-512 x86-64 machine runs Intel's
 SVML (``__svml_log1p8_ha``: eight lanes per call, each lane on its own), which its extension
-module exports. ``pointer(name)`` finds numpy's function and checks it, in compiled code, against
-numpy's ufunc on a battery of arguments; ``log1p_into`` then gives numpy's values inside a
+module exports. ``pointer()`` finds numpy's function and checks it, in compiled code, against
+``np.log1p`` on a battery of arguments; ``log1p_into`` then gives numpy's values inside a
 kernel, so a search needs no round trip to Python for its logarithms.
 
-``pointer(name)`` returns the function's address (> 0), 0 when numba's scalar function already
+``pointer()`` returns the function's address (> 0), 0 when numba's scalar log1p already
 gives numpy's bits (a numpy that uses the C library), or -1 when neither does: the kernels then
 keep calling numpy from Python, as before. The address is an argument of the kernels (not a
 linked symbol), so their cached machine code does not depend on which numpy is installed.
@@ -20,8 +20,8 @@ from llvmlite import ir
 from numba import njit, types
 from numba.core.extending import intrinsic
 
-_SYMBOLS = {"log1p": "__svml_log1p8_ha"}
-_pointers = {}
+_SYMBOL = "__svml_log1p8_ha"
+_pointer = []
 
 
 @intrinsic
@@ -44,15 +44,15 @@ def _lanes8(typingctx, fp, src, dst, i):
 
 
 @njit(cache=True)
-def _blocks(fp, x, out, n, pad):
-    """out[:n] = the 8-lane function fp of x[:n]; a last partial block is padded with ``pad``,
+def _blocks(fp, x, out, n):
+    """out[:n] = the 8-lane function fp of x[:n]; a last partial block is padded with zeros,
     as numpy pads it (the lanes are independent: the padding changes no other lane)."""
     i = 0
     while i + 8 <= n:
         _lanes8(fp, x, out, i)
         i += 8
     if i < n:
-        tx = np.full(8, pad)
+        tx = np.zeros(8)
         to = np.empty(8)
         for p in range(n - i):
             tx[p] = x[i + p]
@@ -63,16 +63,13 @@ def _blocks(fp, x, out, n, pad):
 
 @njit(cache=True, error_model="numpy")
 def log1p_into(fp, x, out, n):
-    """out[:n] = np.log1p(x[:n]) (fp: ``pointer('log1p')``, > 0 numpy's 8-lane function, 0
+    """out[:n] = np.log1p(x[:n]) (fp: ``pointer()``, > 0 numpy's 8-lane function, 0
     numba's scalar log1p)."""
     if fp == 0:
         for p in range(n):
             out[p] = np.log1p(x[p])
     else:
-        _blocks(fp, x, out, n, 0.0)
-
-
-_INTO = {"log1p": (log1p_into, np.log1p)}
+        _blocks(fp, x, out, n)
 
 
 def _battery():
@@ -86,19 +83,18 @@ def _battery():
     return np.concatenate(parts)
 
 
-def _agrees(name, fp, x):
-    into, ufunc = _INTO[name]
+def _agrees(fp, x):
     for n in (x.size, 1, 7, 9, 13):   # whole blocks and padded tails
         out = np.empty(n)
-        into(fp, x[:n], out, n)
+        log1p_into(fp, x[:n], out, n)
         with np.errstate(all="ignore"):
-            ref = ufunc(x[:n])
+            ref = np.log1p(x[:n])
         if not np.array_equal(out.view(np.int64), ref.view(np.int64)):
             return False
     return True
 
 
-def _svml_address(name):
+def _svml_address():
     """The address of numpy's exported 8-lane function when numpy dispatches its float64 loop
     to the AVX-512 code on this machine, else None."""
     if platform.machine().lower() not in ("x86_64", "amd64"):
@@ -107,28 +103,24 @@ def _svml_address(name):
         from numpy._core import _multiarray_umath as umath
         from numpy.lib.introspect import opt_func_info
 
-        target = opt_func_info(func_name=f"^{name}$")[name]["dd"]["current"]
+        target = opt_func_info(func_name="^log1p$")["log1p"]["dd"]["current"]
         if not (target.startswith("AVX512") or target == "X86_V4"):
             return None
-        return ctypes.cast(getattr(ctypes.CDLL(umath.__file__), _SYMBOLS[name]),
-                           ctypes.c_void_p).value
+        return ctypes.cast(getattr(ctypes.CDLL(umath.__file__), _SYMBOL), ctypes.c_void_p).value
     except (ImportError, OSError, AttributeError, KeyError, TypeError):
         return None
 
 
-def pointer(name):
-    """numpy's ``name`` ('log1p') for ``log1p_into``: its address, 0
-    (numba's scalar function is numpy's) or -1 (neither checks out). Worked out once per
-    process."""
-    fp = _pointers.get(name)
-    if fp is None:
+def pointer():
+    """numpy's log1p for ``log1p_into``: its address, 0 (numba's scalar log1p is numpy's) or
+    -1 (neither checks out). Worked out once per process."""
+    if not _pointer:
         x = _battery()
-        addr = _svml_address(name)
-        if addr and _agrees(name, addr, x):
-            fp = addr
-        elif _agrees(name, 0, x):
-            fp = 0
+        addr = _svml_address()
+        if addr and _agrees(addr, x):
+            _pointer.append(addr)
+        elif _agrees(0, x):
+            _pointer.append(0)
         else:
-            fp = -1
-        _pointers[name] = fp
-    return fp
+            _pointer.append(-1)
+    return _pointer[0]

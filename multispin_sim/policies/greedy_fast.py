@@ -394,18 +394,9 @@ class _Setup(_KernelArrays):
                 np.log1p(ws.x2[:n], out=ws.l2[:n])
 
 
-_POINTER = []
-
-
 def _log_pointer():
-    """``_numpy_logs.pointer('log1p')`` (numpy's log1p inside the kernels), or -1: not used."""
-    if not fused_logs:
-        return -1
-    if not _POINTER:
-        from . import _numpy_logs
-
-        _POINTER.append(_numpy_logs.pointer("log1p"))
-    return _POINTER[0]
+    """``_numpy_logs.pointer()`` (numpy's log1p inside the kernels), or -1: not used."""
+    return _load().log1p_pointer() if fused_logs else -1
 
 
 def _runs_t(runs):
