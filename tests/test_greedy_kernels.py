@@ -166,3 +166,49 @@ def test_dense_paths_with_jumps_equal_numpy(mode, k, numpy_only):
         fast = greedy_fast.path_values(obj, path)
         assert fast is not None
         np.testing.assert_array_equal(fast, numpy_only(ref.path_values, path))
+
+
+@needs_numba
+@pytest.mark.parametrize("mode", ["optimal", "all-ul", "all-dl", "random"])
+@pytest.mark.parametrize("k", [2, 9, 20])
+def test_greedy_from_a_kept_path_table_equals_the_recomputed_start(mode, k, numpy_only,
+                                                                   monkeypatch):
+    """``budget``'s greedy starts phase 2 from the per-sample T_comm that ``path_values(...,
+    keep_table=True)`` kept along the uniform path, instead of computing that point again:
+    the same search (lengths, G bit for bit, evaluations, details) as without the table and as
+    numpy's; a table that another path or objective overwrote is not used."""
+    system = make_system(k, seed=5 * k + 1, p_dl_dbm=14.0)
+    policy = make_reactive_policy(mode)
+    for trial in range(6):
+        rng = np.random.default_rng([k, trial])
+        caps = rng.integers(0, 16, k) if trial % 2 else np.full(k, 20)
+        g_ul = system.pathloss * rng.exponential(size=k)
+        g_dl = system.pathloss * rng.exponential(size=k)
+
+        def fresh():
+            return draft_search.make_objective(system, g_ul, g_dl, np.ones(k, bool), caps,
+                                               policy, np.random.default_rng([trial, k]), 300)
+
+        path = draft_search.uniform_path(caps)
+        kept, plain, stale = fresh(), fresh(), fresh()
+        pv_kept = greedy_fast.path_values(kept, path, keep_table=True)
+        assert greedy_fast._setup(kept).ws.table_of is not None
+        with monkeypatch.context() as mp:   # the start point is not computed again
+            for name in ("path_run", "path_loads"):
+                mp.setattr(_nb(), name, None)
+            got = greedy_fast.search(kept, path_values=pv_kept)
+        pv_plain = greedy_fast.path_values(plain, path)
+        want = greedy_fast.search(plain, path_values=pv_plain)
+        pv_stale = greedy_fast.path_values(stale, path, keep_table=True)
+        other = fresh()   # the same workspace, another path: the kept table is gone
+        greedy_fast.path_values(other, path[: max(2, path.shape[0] // 2)], keep_table=True)
+        late = greedy_fast.search(stale, path_values=pv_stale)
+        ref_obj = numpy_only(fresh)
+        ref = numpy_only(draft_search.greedy_search, ref_obj,
+                         numpy_only(ref_obj.path_values, path))
+        np.testing.assert_array_equal(pv_kept, pv_plain)
+        for res in (got, late, ref):
+            np.testing.assert_array_equal(res.gamma, want.gamma)
+            assert res.value == want.value
+            assert res.evaluations == want.evaluations
+            assert res.info == want.info

@@ -235,9 +235,10 @@ def _lazy_phase1(obj, path, chunk=8):
     return np.array(vals)
 
 
-def _path_values(obj, path):
-    """``obj.path_values(path)``, compiled when ``greedy_fast`` applies (the same values)."""
-    values = greedy_fast.path_values(obj, path)
+def _path_values(obj, path, keep_table=False):
+    """``obj.path_values(path)``, compiled when ``greedy_fast`` applies (the same values);
+    ``keep_table``: ``greedy_fast.path_values``' (a greedy search from these values next)."""
+    values = greedy_fast.path_values(obj, path, keep_table)
     return obj.path_values(path) if values is None else values
 
 
@@ -383,7 +384,7 @@ def budget_search(obj, max_excluded=None):
     ev0 = obj.evaluations
     caps = obj.caps
     path = uniform_path(caps)
-    pv = _path_values(obj, path)
+    pv = _path_values(obj, path, keep_table=True)
     uni = uniform_search(obj, pv)
     gre = greedy_search(obj, pv)
     cands = {"uniform": uni, "greedy": gre}

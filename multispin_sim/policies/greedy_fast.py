@@ -299,6 +299,7 @@ class _Workspace:
         self.stk = np.empty(self.plan.size + 1)
         self.devs = np.empty(m * k, dtype=np.int64)
         self.table = np.empty((16, m))
+        self.table_of = None   # (values, setup, path bytes) of the path ``table`` holds, if kept
         self.t = np.empty(m)
         self.start = np.empty(m)
         self.contrib = np.empty((k, m))
@@ -465,6 +466,7 @@ def _path_values(obj, su, seg, start, table=False):
     at every point of ``seg`` in ``su.ws.table[:n]``; ``start``: T_comm at seg[0] when known (a
     later chunk)."""
     nb, ws, m = su.nb, su.ws, su.m
+    ws.table_of = None
     seg = np.ascontiguousarray(seg, dtype=np.int64)
     n = seg.shape[0]
     has = start is not None
@@ -504,10 +506,13 @@ def _path_values(obj, su, seg, start, table=False):
     return _g(obj, seg, total / m)
 
 
-def path_values(obj, path):
+def path_values(obj, path, keep_table=False):
     """``obj.path_values(path)`` for a nondecreasing path from gamma = 0 (or any path of a fresh
     objective), compiled (the same values); None when not applicable. The estimator keeps no
-    path cache: a later ``reset`` evaluates its point by the kernel (the same numbers)."""
+    path cache: a later ``reset`` evaluates its point by the kernel (the same numbers).
+    ``keep_table``: keep the per-sample T_comm along the path until the next search call, for
+    ``search(obj, path_values=<these values>)`` to start phase 2 from (the same numbers the
+    kernel gives at its point)."""
     if _load() is False:
         return None
     path = np.asarray(path)
@@ -515,7 +520,11 @@ def path_values(obj, path):
         return None
     if path.shape[0] > 1 and np.any(np.diff(path, axis=0) < 0):
         return None
-    return _path_values(obj, _setup(obj), path, None)
+    su = _setup(obj)
+    values = _path_values(obj, su, path, None, table=keep_table)
+    if keep_table:
+        su.ws.table_of = (values, su, np.ascontiguousarray(path, dtype=np.int64).tobytes())
+    return values
 
 
 _DS = []
@@ -554,9 +563,15 @@ def search(obj, chunk=8, path_values=None):
             _UNIFORM_PATHS.clear()
         path = _UNIFORM_PATHS[key] = uniform_path(obj.caps)
         path.flags.writeable = False
+    held, ws.table_of = ws.table_of, None
     if path_values is not None:
         c = _phase1_stop(np.asarray(path_values))
         gamma = path[c].astype(np.int64).copy()
+        if held is not None and held[0] is path_values and held[1] is su \
+                and held[2] == path.tobytes():
+            # kept by ``path_values``: T_comm of every sample at each point of this path
+            ws.t[:] = ws.table[c]
+            return _search_phase2(obj, su, gamma, c, ev0, SearchResult)
         # T_comm of every sample at gamma: the path (gamma, gamma) has one event per sample
         seg = gamma[None, :].copy()
         if su.fp >= 0:
@@ -600,6 +615,11 @@ def search(obj, chunk=8, path_values=None):
             c = _phase1_stop(vals)
         gamma = path[c].astype(np.int64).copy()
         ws.t[:] = ws.table[c - offset]
+    return _search_phase2(obj, su, gamma, c, ev0, SearchResult)
+
+
+def _search_phase2(obj, su, gamma, c, ev0, SearchResult):
+    """``search``'s end: phase 2 from gamma = path[c] (its per-sample T_comm in su.ws.t)."""
     value, evals, steps = _phase2(obj, su, gamma)
     obj.evaluations += evals
     obj.gamma, obj.value = gamma.copy(), value
