@@ -156,7 +156,9 @@ def make_objective(system, g_ul, g_dl, active, caps, policy=None, rng=None, samp
         if rng is None:
             raise ValueError("the SAA estimator needs a random stream")
         m = int(samples)
-        uniforms = acceptance_uniforms(rng, (m, k))
+        uniforms = greedy_fast.acceptance_uniforms(rng, (m, k))   # compiled, same values
+        if uniforms is None:
+            uniforms = acceptance_uniforms(rng, (m, k))
         if energy is None and _coin_free(policy):
             _skip_uniforms(rng, m * k)   # the coin table: drawn, never read
             coin_u = None

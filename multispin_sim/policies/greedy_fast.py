@@ -21,8 +21,9 @@ steps where G stops improving: no later point changes the stop) and phase 2 anot
 numba call and one ``np.log1p`` per chunk and per phase-2 step), ``path_values``
 (``uniform`` and ``budget`` scans), ``kernel_times`` (any ``TcommKernel`` call on this round's
 gains: ``SAATcomm.reset``/``apply``/moves, the exact estimator), ``move_means`` (``budget``'s
-single-device moves, optimal split) and ``acceptance_runs`` (numpy's ``log`` of the uniforms,
-the rest compiled).
+single-device moves, optimal split), ``acceptance_runs`` (numpy's ``log`` of the uniforms,
+the rest compiled) and ``acceptance_uniforms`` (the M x K uniforms drawn from numpy's PCG64 in
+compiled code: ``_numpy_random``).
 tests/test_speed.py and tests/test_compiled_kernels.py check every piece against numpy with
 numba switched off.
 
@@ -72,6 +73,17 @@ def _load():
 
                 _kernels = _greedy_numba
     return _kernels
+
+
+def acceptance_uniforms(rng, shape):
+    """``model.speculative.acceptance_uniforms(rng, shape)`` drawn in compiled code (the same
+    values, the stream left in the same state: ``_numpy_random``); None when the compiled path
+    is off or does not apply (the caller draws with numpy)."""
+    if _load() is False:
+        return None
+    from . import _numpy_random
+
+    return _numpy_random.one_minus_uniforms(rng, shape)
 
 
 def acceptance_runs(uniforms, alpha):
