@@ -13,6 +13,8 @@ exactly where drawing the n uniforms would.
 process; where it does not match (another numpy, another generator), ``one_minus_uniforms``
 returns None and the caller draws with numpy.
 """
+import math
+
 import numpy as np
 from llvmlite import ir
 from numba import njit, types
@@ -38,23 +40,58 @@ def _mulhi(typingctx, a, b):
     return sig, codegen
 
 
+@njit(cache=True, inline="always")
+def _mul_add(h, lo, ah, al, ch, cl):
+    """(h, lo) x (ah, al) + (ch, cl) modulo 2^128, on (high, low) uint64 halves."""
+    p = lo * al
+    hi = _mulhi(lo, al) + lo * ah + h * al
+    low = p + cl
+    return hi + ch + np.uint64(low < p), low
+
+
+@njit(cache=True, inline="always")
+def _one_minus(h, lo):
+    """1 - U from the state (h, lo): the XSL-RR output rotr64(h ^ lo, h >> 58), then numpy's
+    ``next_double`` (output >> 11) x 2^-53."""
+    x = h ^ lo
+    rot = h >> np.uint64(58)
+    r = (x >> rot) | (x << ((np.uint64(64) - rot) & np.uint64(63)))
+    return 1.0 - float(np.int64(r >> np.uint64(11))) * _SCALE
+
+
+_CHAINS = 8   # draws i, i + 8, ... come from one chain: eight independent LCG chains at a time
+
+
 @njit(cache=True)
 def fill_one_minus(sh, sl, ih, il, out):
     """out[i] = 1 - U_i for the n = out.size uniforms a PCG64 stream at state (sh, sl) with
-    increment (ih, il) gives next (each: one LCG step, then the output of the new state)."""
+    increment (ih, il) gives next (draw i: the output of the state after i + 1 LCG steps).
+    Chain j holds the state of draws j, j + 8, ...: it starts after j + 1 steps and moves 8
+    steps at a time, state x M^8 + inc (1 + M + ... + M^7), so that eight independent
+    multiplications are in flight (the same states, hence the same draws)."""
     mh = np.uint64(_MULT_HI)
     ml = np.uint64(_MULT_LO)
-    h = sh
-    lo = sl
-    for i in range(out.size):
-        p = lo * ml
-        hi = _mulhi(lo, ml) + lo * mh + h * ml
-        lo = p + il
-        h = hi + ih + np.uint64(lo < p)
-        x = h ^ lo
-        rot = h >> np.uint64(58)
-        r = (x >> rot) | (x << ((np.uint64(64) - rot) & np.uint64(63)))
-        out[i] = 1.0 - float(np.int64(r >> np.uint64(11))) * _SCALE
+    zero = np.uint64(0)
+    hs = np.empty(_CHAINS, np.uint64)
+    ls = np.empty(_CHAINS, np.uint64)
+    h, lo = sh, sl
+    ah, al = zero, np.uint64(1)   # M^8
+    ch, cl = zero, zero           # inc (1 + M + ... + M^7)
+    for j in range(_CHAINS):
+        h, lo = _mul_add(h, lo, mh, ml, ih, il)
+        hs[j] = h
+        ls[j] = lo
+        ah, al = _mul_add(ah, al, mh, ml, zero, zero)
+        ch, cl = _mul_add(ch, cl, mh, ml, ih, il)
+    n = out.size
+    i = 0
+    while i + _CHAINS <= n:
+        for j in range(_CHAINS):
+            out[i + j] = _one_minus(hs[j], ls[j])
+            hs[j], ls[j] = _mul_add(hs[j], ls[j], ah, al, ch, cl)
+        i += _CHAINS
+    for j in range(n - i):
+        out[i + j] = _one_minus(hs[j], ls[j])
 
 
 def _draw(rng, shape):
@@ -89,11 +126,19 @@ def available():
     return _checked[0]
 
 
+MIN_DRAWS = 8192   # fewer: numpy draws (reading and advancing the state costs a few us)
+
+
+def _size(shape):
+    return shape if isinstance(shape, int) else math.prod(shape)
+
+
 def one_minus_uniforms(rng, shape):
     """``1 - rng.random(shape)`` (``model.speculative.acceptance_uniforms``' values, and the
     stream left where it leaves it) for a PCG64 ``Generator``; None when not applicable (another
-    generator, a buffered 32-bit half, or a numpy whose draws differ from these)."""
+    generator, a buffered 32-bit half, fewer than ``MIN_DRAWS`` uniforms, or a numpy whose draws
+    differ from these)."""
     if type(rng) is not np.random.Generator or type(rng.bit_generator) is not np.random.PCG64 \
-            or not available():
+            or _size(shape) < MIN_DRAWS or not available():
         return None
     return _draw(rng, shape)
