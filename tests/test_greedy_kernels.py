@@ -212,3 +212,25 @@ def test_greedy_from_a_kept_path_table_equals_the_recomputed_start(mode, k, nump
             assert res.value == want.value
             assert res.evaluations == want.evaluations
             assert res.info == want.info
+
+
+@needs_numba
+def test_kernels_ask_llvm_for_512_bit_vectors():
+    """``_wide()`` puts the "prefer-vector-width"="512" attribute on the function compiled
+    around it (LLVM's choice for AVX-512 machines is 256 otherwise); what it computes is the
+    same (every equality test here runs the marked kernels)."""
+    from numba import njit
+
+    nb = _nb()
+
+    @njit
+    def double_all(a):
+        nb._wide()
+        for i in range(a.size):
+            a[i] = 2.0 * a[i]
+
+    a = np.arange(5.0)
+    double_all(a)
+    np.testing.assert_array_equal(a, 2.0 * np.arange(5.0))
+    ir = next(iter(double_all.inspect_llvm().values()))
+    assert '"prefer-vector-width"="512"' in ir

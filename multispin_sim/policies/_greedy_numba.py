@@ -16,9 +16,26 @@ _BLOCK = 1024   # sets per block of ``_mask_loads`` (their work arrays stay in c
 _CACHE = True
 
 
+@intrinsic
+def _wide(typingctx):
+    """Marks the kernel being compiled to prefer 512-bit vectors (LLVM's "prefer-vector-width"
+    function attribute; LLVM's default for AVX-512 machines is 256): its vectorised loops do
+    twice the lanes per instruction. Each kernel that is not inlined calls it first. It changes
+    no value: without fast-math LLVM vectorises no floating-point reduction (sums keep their
+    order) and element-wise operations are the same IEEE operations in any width; machines
+    without 512-bit vectors ignore it. Not used where it measured slower (recorded calls, wide
+    and not alternated in one process): the acceptance runs (1.3x) and the coin bits."""
+    def codegen(context, builder, signature, args):
+        # a string attribute: llvmlite's ``add`` knows only the enum ones
+        set.add(builder.function.attributes, '"prefer-vector-width"="512"')
+        return context.get_dummy_value()
+    return types.void(), codegen
+
+
 @njit(cache=_CACHE)
 def _pw0(a, start, n, stride):
     """numpy's pairwise sum of a[start], a[start + stride], ... (n <= 128 terms)."""
+    _wide()
     if n < 8:
         res = 0.0
         for i in range(n):
@@ -83,6 +100,7 @@ def _pw0(a, start, n, stride):
 
 @njit(cache=_CACHE)
 def _pw1(a, start, n, stride):
+    _wide()
     if n <= 128:
         return _pw0(a, start, n, stride)
     n2 = n // 2
@@ -92,6 +110,7 @@ def _pw1(a, start, n, stride):
 
 @njit(cache=_CACHE)
 def _pw2(a, start, n, stride):
+    _wide()
     if n <= 128:
         return _pw0(a, start, n, stride)
     n2 = n // 2
@@ -101,6 +120,7 @@ def _pw2(a, start, n, stride):
 
 @njit(cache=_CACHE)
 def _pw3(a, start, n, stride):
+    _wide()
     if n <= 128:
         return _pw0(a, start, n, stride)
     n2 = n // 2
@@ -110,6 +130,7 @@ def _pw3(a, start, n, stride):
 
 @njit(cache=_CACHE)
 def _pw4(a, start, n, stride):
+    _wide()
     if n <= 128:
         return _pw0(a, start, n, stride)
     n2 = n // 2
@@ -119,6 +140,7 @@ def _pw4(a, start, n, stride):
 
 @njit(cache=_CACHE)
 def _pw5(a, start, n, stride):
+    _wide()
     if n <= 128:
         return _pw0(a, start, n, stride)
     n2 = n // 2
@@ -128,6 +150,7 @@ def _pw5(a, start, n, stride):
 
 @njit(cache=_CACHE)
 def _pw6(a, start, n, stride):
+    _wide()
     if n <= 128:
         return _pw0(a, start, n, stride)
     n2 = n // 2
@@ -137,6 +160,7 @@ def _pw6(a, start, n, stride):
 
 @njit(cache=_CACHE)
 def _pw7(a, start, n, stride):
+    _wide()
     if n <= 128:
         return _pw0(a, start, n, stride)
     n2 = n // 2
@@ -146,6 +170,7 @@ def _pw7(a, start, n, stride):
 
 @njit(cache=_CACHE)
 def _pw8(a, start, n, stride):
+    _wide()
     if n <= 128:
         return _pw0(a, start, n, stride)
     n2 = n // 2
@@ -157,6 +182,7 @@ def _pw8(a, start, n, stride):
 def _pw(a, start, n, stride):
     """numpy's pairwise sum (n <= 128 * 2^8 terms; numba caches no recursive functions, so the
     recursion is unrolled into levels)."""
+    _wide()
     return _pw8(a, start, n, stride)
 
 
@@ -243,6 +269,7 @@ def _tval(code, r, s1, s2, l1, l2, cst):
 @njit(cache=_CACHE, error_model="numpy")
 def times_from_logs(code, r, s1, s2, l1, l2, cst, out):
     """``_tval`` over arrays (tests compare it with the numpy kernel's final step)."""
+    _wide()
     for i in range(r.size):
         out[i] = _tval(code, r[i], s1[i], s2[i], l1[i], l2[i], cst)
 
@@ -302,6 +329,7 @@ def runs_from_logs_t(logu, log_alpha, alpha, cap, out, out_t):
 def _flip_table(seg, k):
     """(K, top + 2): table[j, v] = steps of the nondecreasing path seg with seg[., j] <= v, the
     step where a device with run v becomes rejected (n: never); and top."""
+    _wide()
     n = seg.shape[0]
     top = 0
     for s in range(n):
@@ -324,6 +352,7 @@ def _unit_steps(table, seg):
     """True when every column of the path seg rises by one a step until it stops (the
     uniform path and its chunks): then table[j, v] (``_flip_table``) is n for v >= seg[n - 1,
     j] and max(v - seg[0, j] + 1, 0) below; checked here on every entry of the table."""
+    _wide()
     k, width = table.shape
     n = seg.shape[0]
     for j in range(k):
@@ -355,6 +384,7 @@ def path_loads(runs, seg, code, order, ua, va, coin, has_start, cst, ev_m, ev_s,
     Optimal split with K <= 62: the rejected sets of the events as bit masks (``_mask_loads``:
     one device more per distinct flip step, OR-ed in step order), their loads computed at the
     end vectorised over all of them; pm, pacc, pspl: work arrays."""
+    _wide()
     m, k = runs.shape
     masks = k <= 62
     add = np.zeros(k + 2, dtype=np.int64)
@@ -570,6 +600,7 @@ def path_dense(runs_t, seg, code, order, ua, va, cbits, posbit, cst, fl, acc, sp
     a flip step iff the rejected count grows there). Points that are not events have the
     rejected set of the step before. Steps before any flip (nobody rejected) and a known start
     are not computed. runs_t: the runs transposed (K, M)."""
+    _wide()
     first_s, prev = _dense_start(runs_t, seg, order, fl, evf, rcnt, s1, s2, x1, x2, has_start)
     for s in range(first_s, seg.shape[0]):
         _dense_step(s, first_s, code, fl, order, ua, va, cbits, posbit, cst, acc, spl, cnt, evf,
@@ -685,6 +716,7 @@ def _dense_bins(n, m, evf, tv, start, has_start, total, table, want_table):
 @njit(cache=_CACHE, error_model="numpy")
 def _running_total(bins, total, n):
     """total[:n] = numpy's cumsum of bins[:n] (sequential, in the same order)."""
+    _wide()
     acc = 0.0
     for s in range(n):
         acc = bins[s] if s == 0 else acc + bins[s]
@@ -696,6 +728,7 @@ def dense_finish(n, m, evf, rcnt, s1, s2, l1, l2, code, cst, start, has_start, t
                  want_table, tv):
     """``path_finish`` for ``path_dense``: the events' T_comm accumulated per step in
     sample-major order (``_dense_bins``). tv: work (n * M)."""
+    _wide()
     _tvals(code, n * m, rcnt, s1, s2, l1, l2, cst, tv)
     _dense_bins(n, m, evf, tv, start, has_start, total, table, want_table)
 
@@ -706,6 +739,7 @@ def path_finish(ne, ev_m, ev_s, ev_need, rcnt, s1, s2, l1, l2, code, cst, start,
     """Sum of T_comm per step (the bincount + cumsum of ``path_mean``) into total[:n] and, with
     ``want_table``, the per-sample T_comm at every point of the path into table[:n] (what
     ``_from_path`` looks up); l1, l2: numpy's log1p of ``path_loads``'s arguments."""
+    _wide()
     bins = np.zeros(n)
     prev = 0.0
     p = 0
@@ -734,6 +768,7 @@ def path_finish(ne, ev_m, ev_s, ev_need, rcnt, s1, s2, l1, l2, code, cst, start,
 @njit(cache=_CACHE, error_model="numpy")
 def _pair_loads(runs, rej, rows, devs, npairs, code, order, ua, va, coin, cst, rcnt, s1, s2,
                 x1, x2):
+    _wide()
     k = runs.shape[1]
     rk = np.empty(k, dtype=np.bool_)
     tmp = np.empty(k)
@@ -849,6 +884,7 @@ def _mask_loads(pm, npairs, ua, va, cst, acc, spl, cnt, rcnt, s1, s2, x1, x2):
     """The optimal split's loads of the rejected sets pm[p] (bit i: the device at position i
     of the reversed UL order), vectorised over the sets: the operations of ``_loads`` (code 0)
     per set, in the same order; in blocks of sets whose work arrays stay in cache."""
+    _wide()
     for b0 in range(0, npairs, _BLOCK):
         nb = min(_BLOCK, npairs - b0)
         _mask_loads_block(pm[b0:b0 + nb], nb, ua, va, cst, acc[b0:b0 + nb], spl[b0:b0 + nb],
@@ -862,6 +898,7 @@ def _mask_loads_block(pm, npairs, ua, va, cst, acc, spl, cnt, rcnt, s1, s2, x1, 
     the same order, the first device (from acc = 0.0 and spl = inf: cand = its u) peeled, then
     four devices per pass over the sets (acc and spl stay in registers), the count by
     popcount (the same integer)."""
+    _wide()
     k = ua.size
     if k == 0:
         for p in range(npairs):
@@ -922,6 +959,7 @@ def _dl_pw0(dm, npairs, va, w, out, cnt):
     """out[p] = ``_pw0`` of the row (va[i] if bit i of dm[p] else 0.0), i < K <= 62, for every
     set at once (its 8 accumulators, their combination and the tail: the same additions);
     cnt[p] += the set's size."""
+    _wide()
     k = va.size
     if 8 <= k < 24:
         _dl_pw0_one_pass(dm, npairs, va, out, cnt)
@@ -966,6 +1004,7 @@ def _ul_min(um, npairs, ua, out, cnt):
     """out[p] = the smallest ua[i] over the bits i of um[p] (inf when none), with the
     comparison of ``_loads`` (take ua[i] when ua[i] < the minimum so far); cnt[p] += the set's
     size."""
+    _wide()
     k = ua.size
     if k >= 4:
         _ul_min_by4(um, npairs, ua, out, cnt)
@@ -991,6 +1030,7 @@ def _dl_pw0_one_pass(dm, npairs, va, out, cnt):
     """``_dl_pw0`` for 8 <= K < 24 in one pass over the sets, the 8 accumulators in
     registers: lane c is va[c] (or 0.0), plus va[8 + c] (or 0.0) when K >= 16, then their
     combination; the tail added in order after; the same additions. The count by popcount."""
+    _wide()
     k = va.size
     stop = k - (k % 8)
     two = stop == 16
@@ -1030,6 +1070,7 @@ def _dl_pw0_one_pass(dm, npairs, va, out, cnt):
 def _ul_min_by4(um, npairs, ua, out, cnt):
     """``_ul_min`` with four devices per pass over the sets (the same comparisons in the same
     order) and the count by popcount."""
+    _wide()
     k = ua.size
     for p in range(npairs):
         out[p] = _INF
@@ -1061,6 +1102,7 @@ def _mask_loads_any(code, pm, pc, npairs, ua, va, cst, acc, spl, cnt, rcnt, s1, 
     rejected UL powers; all-DL: ``_pw0`` of the rejected 1/g row; random: pc[p], the set's
     coin bits (UL devices), split the set into its UL minimum and its DL pairwise sum (the
     count: the sizes of the two disjoint parts)."""
+    _wide()
     if code == 0:
         _mask_loads(pm, npairs, ua, va, cst, acc, spl, cnt, rcnt, s1, s2, x1, x2)
         return
@@ -1097,6 +1139,7 @@ def _eval_pairs(runs, rej, rmask, posbit, rows, devs, n, code, order, ua, va, co
                 s1, s2, x1, x2, pm, acc, spl, cnt, cbits, pc):
     """Loads and log1p arguments of the rejected sets (sample rows[p] + device devs[p]);
     cbits: the coin bits per sample (random split), pc: work."""
+    _wide()
     if ua.size <= 62:
         for p in range(n):
             pm[p] = rmask[rows[p]] | posbit[devs[p]]
@@ -1133,6 +1176,7 @@ def p2_init(runs, runs_t, gamma, caps, rej, rmask, posbit, contrib, code, order,
     when K > 62; runs_t: the runs transposed, given), and the (sample, device) pairs a +1 changes
     (run == gamma; pos, npos: per device) with their loads and log1p arguments. Returns the
     pairs."""
+    _wide()
     m, k = runs.shape
     # (contrib needs no clearing: it is read only at pos[j], all of which are pairs evaluated
     # and stored at the first step, and later kept up to date)
@@ -1164,6 +1208,7 @@ def p2_init(runs, runs_t, gamma, caps, rej, rmask, posbit, contrib, code, order,
 
 @njit(cache=_CACHE, error_model="numpy")
 def _goodput(tok, draft, verify, tc):
+    _wide()
     den = draft + verify + tc
     return tok / den if den > 0 else 0.0
 
@@ -1180,6 +1225,7 @@ def p2_step(runs, runs_t, gamma, caps, rej, rmask, posbit, t, contrib, npend, ro
     sparse sum of contrib[j] when dirty[j] is False (kept across steps: a device's sum is
     recomputed only after its contrib or pos changed; the same function of the same values).
     """
+    _wide()
     m, k = runs.shape
     for i in range(npend):
         mm = rows[i]
@@ -1272,6 +1318,7 @@ def kernel_loads(rej, rows, code, order, ua, va, coin, cst, posbit, r, s1, s2, x
                  spl):
     """``TcommKernel._call``'s loads of the rejected rows rej (n, K) (rows: their samples, for
     the random split's coins), and the log1p arguments of their T_comm."""
+    _wide()
     n, k = rej.shape
     if code == 0 and k <= 62:
         for p in range(n):
@@ -1309,6 +1356,7 @@ def move_masks(runs_t, rmask, posbit, gamma, dev, new, ms, bstart, samp, entry_o
     v = min(old, new): with the budget scans' buckets (``budget_buckets``: those samples,
     ascending, are the bucket of entry entry_of[j, v + 1] when v < caps[j]) they are read from
     there instead of scanning all ms samples; longer moves (and caps of 0: no buckets) scan."""
+    _wide()
     n = 0
     for q in range(dev.size):
         d = dev[q]
@@ -1347,6 +1395,7 @@ def set_point(gamma, en_tab, w, draft_s, en):
     largest and the largest without it (``max(initial=0.0)``). Returns (ok, tokens, i1, d1,
     d2); not ok (the numpy code decides) when a length is outside the table or a latency is
     not > 0 (a zero's sign or a NaN would matter there)."""
+    _wide()
     k = gamma.size
     top = en_tab.shape[0]
     for j in range(k):
@@ -1381,6 +1430,7 @@ def move_goodput(dev, new, en_tab, w, en_cur, tok, i1, d1, d2, draft_s, verify, 
     The same IEEE operations in numpy's order: (tok - en_cur) + E[N] w; max(base, new t)
     (np.maximum: NaN wins); (drafting + T_ver) + T_comm; the quotient where that is > 0, else
     0. False (out untouched) when a length is outside the table."""
+    _wide()
     top = en_tab.shape[0]
     for q in range(dev.size):
         if new[q] < 0 or new[q] >= top:
@@ -1406,6 +1456,7 @@ def move_goodput(dev, new, en_tab, w, en_cur, tok, i1, d1, d2, draft_s, verify, 
 def move_sums(n, mv, rows, rcnt, s1, l1, cst, t, nmoves, out):
     """The deltas T_comm(moved) - T_comm(now) of the pairs summed per move in pair order (the
     bincount of ``move_means``)."""
+    _wide()
     for q in range(nmoves):
         out[q] = 0.0
     for p in range(n):
@@ -1427,6 +1478,7 @@ def budget_buckets(runs, entry_of, caps, bstart, samp):
     """The samples bucketed by the entry at which each of their devices becomes rejected along
     the full budget path: samp[bstart[e]:bstart[e + 1]] (ascending) for entry e = entry_of[j,
     run + 1]; devices whose run reaches their cap never are. Returns the events (slots)."""
+    _wide()
     m, k = runs.shape
     for e in range(bstart.size):
         bstart[e] = 0
@@ -1455,6 +1507,7 @@ def budget_scan_loads(who, bstart, samp, incl, posbit, cbits, code, ua, va, cst,
     order, each sample's set growing by the entry's device): a set that differs from the one
     in its slot (a former scan's) is pending: its slot in pidx, its loads and log1p arguments
     (``_mask_loads_any``). cur: work (M,). Returns the pending sets."""
+    _wide()
     for mm in range(cur.size):
         cur[mm] = 0
     npend = 0
@@ -1487,6 +1540,7 @@ def budget_scan_finish(npend, pidx, code, rcnt, s1, s2, l1, l2, cst, who, bstart
     T_comm per step as ``path_finish`` adds it (each event's change; a step's events are one
     entry's, in sample order as there; step 0 adds only +0.0, an exact no-op) and its running
     total into total[:n]. prev: work (M,)."""
+    _wide()
     for p in range(npend):
         ev_t[pidx[p]] = _tval(code, rcnt[p], s1[p], s2[p], l1[p], l2[p], cst)
     for mm in range(prev.size):
@@ -1511,6 +1565,7 @@ def budget_scan_finish(npend, pidx, code, rcnt, s1, s2, l1, l2, cst, who, bstart
 def budget_point(ref, who, bstart, samp, incl, ev_t, t):
     """t[m]: each sample's T_comm at step ref of the last scan (its last event at or before
     ref; 0 when none)."""
+    _wide()
     for mm in range(t.size):
         t[mm] = 0.0
     s = 0
@@ -1530,6 +1585,7 @@ def budget_point(ref, who, bstart, samp, incl, ev_t, t):
 def row_masks(runs_t, gamma, posbit, out):
     """out[m] = the bits posbit[j] of the devices j with runs_t[j, m] < gamma[j] (the rejected
     set of sample m at gamma), OR-ed: ``coin_bits`` of ``SAATcomm._rejected(gamma)``."""
+    _wide()
     for mm in range(out.size):
         out[mm] = 0
     for j in range(gamma.size):
@@ -1553,6 +1609,7 @@ def _mask_loads_early(pm, npairs, ua, va, cst, acc, spl, cnt, rcnt, s1, s2, x1, 
     set changes nothing. Each set is walked alone up to that point (its rejected count by
     popcount) when a probe of every (n / 256)-th set needs few steps a set on average (a
     DL/UL power ratio near 1); else the vectorised ``_mask_loads``."""
+    _wide()
     stride = 1 + npairs // 256
     steps = 0
     probes = 0
@@ -1616,6 +1673,7 @@ def _mask_loads_early(pm, npairs, ua, va, cst, acc, spl, cnt, rcnt, s1, s2, x1, 
 @njit(cache=_CACHE, error_model="numpy")
 def _logs(fp, code, n, x1, x2, l1, l2):
     """``greedy_fast._Setup.log1p(n)``: l1[:n] = log1p(x1[:n]) (and l2 for the random split)."""
+    _wide()
     if n:
         log1p_into(fp, x1, l1, n)
         if code == 3:
@@ -1628,6 +1686,7 @@ def p2_run(fp, runs, runs_t, gamma, caps, rej, rmask, posbit, t, contrib, npend,
            spl, cnt, pos, npos, lof, linfo, plan, lacc, stk, state, cbits, pc, psum, dirty):
     """Phase 2 to its end (``greedy_fast._phase2``'s loop: the logarithms, then ``p2_step``,
     until no +1 improves). Returns the steps taken; state: (G, evaluations of all steps)."""
+    _wide()
     n = npend
     steps = 0
     evals = 0
@@ -1650,6 +1709,7 @@ def path_dense_run(fp, runs_t, seg, code, order, ua, va, cbits, posbit, cst, fl,
                    evf, rcnt, s1, s2, x1, x2, l1, l2, pm, pc, has_start, start, total, table,
                    want_table, tv):
     """``path_dense``, the logarithms, ``dense_finish``."""
+    _wide()
     n = seg.shape[0]
     m = runs_t.shape[1]
     path_dense(runs_t, seg, code, order, ua, va, cbits, posbit, cst, fl, acc, spl, cnt, evf,
@@ -1664,6 +1724,7 @@ def path_run(fp, runs, seg, code, order, ua, va, coin, has_start, cst, ev_m, ev_
              rcnt, s1, s2, x1, x2, l1, l2, posbit, pm, pacc, pspl, cbits, pc, start, total,
              table, want_table):
     """``path_loads``, the logarithms, ``path_finish``."""
+    _wide()
     ne, nn = path_loads(runs, seg, code, order, ua, va, coin, has_start, cst, ev_m, ev_s,
                         ev_need, rcnt, s1, s2, x1, x2, posbit, pm, pacc, pspl, cbits, pc)
     _logs(fp, code, nn, x1, x2, l1, l2)
@@ -1676,6 +1737,7 @@ def budget_scan_run(fp, who, bstart, samp, incl, posbit, cbits, code, ua, va, cs
                     pm, pc, pidx, acc, spl, cnt, rcnt, s1, s2, x1, x2, l1, l2, ev_t, prev, n,
                     total):
     """``budget_scan_loads``, the logarithms, ``budget_scan_finish``."""
+    _wide()
     npend = budget_scan_loads(who, bstart, samp, incl, posbit, cbits, code, ua, va, cst, cur,
                               ev_mask, pm, pc, pidx, acc, spl, cnt, rcnt, s1, s2, x1, x2)
     _logs(fp, code, npend, x1, x2, l1, l2)
@@ -1687,6 +1749,7 @@ def budget_scan_run(fp, who, bstart, samp, incl, posbit, cbits, code, ua, va, cs
 def move_run(fp, runs_t, rmask, posbit, gamma, dev, new, ms, bstart, samp, entry_of, caps, mv,
              rows, pm, ua, va, cst, acc, spl, rcnt, s1, s2, x1, x2, l1, t, out):
     """``move_masks``, the logarithms, ``move_sums``."""
+    _wide()
     n = move_masks(runs_t, rmask, posbit, gamma, dev, new, ms, bstart, samp, entry_of, caps, mv,
                    rows, pm, ua, va, cst, acc, spl, rcnt, s1, s2, x1, x2)
     log1p_into(fp, x1, l1, n)
@@ -1709,6 +1772,7 @@ def phase1_dense(fp, runs_t, path, bounds, tok, dra, verify, code, order, ua, va
     whose G is not larger than the one before: no later point changes the stop. Returns (c:
     the stop, the rows of every chunk begun: the evaluations); t_out: the per-sample T_comm at
     c."""
+    _wide()
     m = runs_t.shape[1]
     base_tok = 0
     prev_val = 0.0
