@@ -298,8 +298,13 @@ class RoundLoop(ProtocolLoop):
                 mode_list, power_list, delay_list, bandwidth, _ = split(
                     np.flatnonzero(rejected).tolist() if rejected_idx is None else rejected_idx,
                     g_list, g_list if g_dl is g_ul else g_dl.tolist())
-                self.mode = np.array(mode_list, dtype=np.int8)
-                power, self.delay = np.array((power_list, delay_list))  # two rows, one call
+                if plain and carry is None and not dynamic_csi:
+                    # kept as lists: the devices index them and the recorder copies them into
+                    # its arrays (the same values as converting them here)
+                    self.mode, power, self.delay = mode_list, power_list, delay_list
+                else:
+                    self.mode = np.array(mode_list, dtype=np.int8)
+                    power, self.delay = np.array((power_list, delay_list))  # two rows, one call
             elif n_rej:
                 decision = server.decide(rejected, g_ul, g_dl)
                 self.mode, self.delay = decision.mode[0], decision.delay_s[0]
