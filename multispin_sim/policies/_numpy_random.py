@@ -95,9 +95,11 @@ def fill_one_minus(sh, sl, ih, il, out):
 
 
 def _draw(rng, shape):
+    """``1 - rng.random(shape)`` compiled, then the stream advanced past the draws; None with a
+    buffered 32-bit half (``PCG64.advance`` drops it, drawing would keep it)."""
     bg = rng.bit_generator
     st = bg.state
-    if st["has_uint32"]:   # advancing would drop the buffered half that drawing keeps
+    if st["has_uint32"]:
         return None
     s, inc = st["state"]["state"], st["state"]["inc"]
     out = np.empty(shape)
