@@ -20,11 +20,11 @@ _CACHE = True
 def _wide(typingctx):
     """Marks the kernel being compiled to prefer 512-bit vectors (LLVM's "prefer-vector-width"
     function attribute; LLVM's default for AVX-512 machines is 256): its vectorised loops do
-    twice the lanes per instruction. Each kernel that is not inlined calls it first. It changes
-    no value: without fast-math LLVM vectorises no floating-point reduction (sums keep their
-    order) and element-wise operations are the same IEEE operations in any width; machines
-    without 512-bit vectors ignore it. Not used where it measured slower (recorded calls, wide
-    and not alternated in one process): the acceptance runs (1.3x) and the coin bits."""
+    twice the lanes per instruction. Each kernel that is not inlined calls it first, except
+    where it measured slower (recorded calls timed wide and plain, alternated in one process):
+    the acceptance runs (1.3x) and the coin bits. It changes no value: without fast-math LLVM
+    vectorises no floating-point reduction (sums keep their order) and element-wise operations
+    are the same IEEE operations in any width; machines without 512-bit vectors ignore it."""
     def codegen(context, builder, signature, args):
         # a string attribute: llvmlite's ``add`` knows only the enum ones
         set.add(builder.function.attributes, '"prefer-vector-width"="512"')
