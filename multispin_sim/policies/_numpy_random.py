@@ -20,6 +20,8 @@ from llvmlite import ir
 from numba import njit, types
 from numba.core.extending import intrinsic
 
+from ..model.speculative import acceptance_uniforms
+
 # PCG64's multiplier (numpy's PCG_DEFAULT_MULTIPLIER_HIGH, _LOW) and numpy's double scale
 _MULT_HI, _MULT_LO = 2549297995355413924, 4865540595714422341
 _SCALE = 1.0 / 9007199254740992.0
@@ -119,7 +121,7 @@ def available():
                 b = np.random.Generator(np.random.PCG64(seed))
                 a.random(skip)
                 b.random(skip)
-                want = 1.0 - a.random(shape)
+                want = acceptance_uniforms(a, shape)   # what it replaces
                 got = _draw(b, shape)
                 if got is None or not np.array_equal(got.view(np.int64), want.view(np.int64)) \
                         or a.bit_generator.state != b.bit_generator.state:
