@@ -105,9 +105,31 @@ def test_shortcuts_are_taken_in_the_default_scenario(tmp_path, monkeypatch):
     monkeypatch.setattr(EdgeServer, "scalar_split", scalar_split)
     monkeypatch.setattr(EdgeServer, "steady_outcomes", steady_outcomes)
     monkeypatch.setattr(OFDMAChannel, "transmit", fail)
+    rows, ones = [], []
+    real_rows, real_one = server_module.split_rows, reactive.split_one
+    monkeypatch.setattr(server_module, "split_rows", lambda *a: rows.append(1) or real_rows(*a))
+    monkeypatch.setattr(reactive, "split_one", lambda *a: ones.append(1) or real_one(*a))
+    monkeypatch.setattr(server_module, "split_one", reactive.split_one)
     scenario = ms.load_scenario(None, overrides={"run.rounds": 50})
     r = ms.simulate(scenario, out=tmp_path / "run")
     assert r.summary["rounds"] == 50 and calls["outcomes"] == 1 and calls["split"] >= 1
+    # the rounds after the first take their splits from blocks of rounds (split_rows)
+    assert rows and len(ones) <= 1
+
+
+@pytest.mark.parametrize("overrides", [{}, {"channel.reciprocal": False},
+                                       {"server.dl_power_ratio": 1}])
+def test_block_splits_across_block_ends(overrides, tmp_path, monkeypatch):
+    """2,100 rounds: the fading and acceptance blocks (1,024 rounds) end twice; every output
+    byte as without the shortcuts."""
+    scenario = ms.load_scenario(None, overrides={"run.rounds": 2_100, "devices.count": 5,
+                                                 "name": "blocks", **overrides})
+    ms.simulate(scenario, out=tmp_path / "fast")
+    with monkeypatch.context() as m:
+        no_shortcuts(m)
+        ms.simulate(scenario, out=tmp_path / "slow")
+    fast, slow = outputs(tmp_path / "fast"), outputs(tmp_path / "slow")
+    assert fast == slow
 
 
 def test_tally_rows_count_like_add():

@@ -237,3 +237,99 @@ def test_baseline_engine_like_problems_bit_identical(name):
         rejected = rng.random(k) < rng.uniform(0.05, 1.0)
         check_baseline(name, k, g_ul, g_dl, np.full(k, 0.01), float(rng.choice([0.0, 0.04, 4.0])),
                        34_816.0, 10e6, rejected, seed=trial)
+
+
+# -- many outcomes at once: split_rows, and the engine's blocks of rounds --------------------
+
+def check_rows(rejected, g_ul, g_dl, p_ul, p_dl, bits, bandwidth):
+    """``split_rows`` against the verbatim reference, row by row, every float bit for bit."""
+    mode, power, delay, b = R.split_rows(rejected, g_ul, g_dl, p_ul, bits, N0, p_dl, bandwidth)
+    assert mode.dtype == np.int8 and mode.shape == power.shape == delay.shape == rejected.shape
+    for r in range(len(rejected)):
+        problem = ReactiveProblem(rejected[r], g_ul[r], g_dl[r], p_ul, p_dl, bits, bandwidth, N0)
+        try:
+            want = reference_split_one(problem)
+        except ZeroDivisionError:  # the reference itself fails on this row: NaN marks it
+            assert np.isnan(b[r])
+            continue
+        assert same_bits(mode[r], want.mode[0]) and same_bits(power[r], want.power_w[0])
+        assert same_bits(delay[r], want.delay_s[0])
+        assert b[r] == (want.bandwidth_hz[0] if rejected[r].any() else 0.0)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(problems(), min_size=1, max_size=6).filter(
+    lambda cases: len({(c[0], c[3].tobytes(), c[4], c[5], c[6]) for c in cases}) == 1))
+def test_split_rows_bit_identical_to_reference(cases):
+    """Rows sharing K and the constants: ties in the UL order, zero UL budgets, no DL budget,
+    rows with no device rejected."""
+    k, _, _, p_ul, p_dl, bits, bandwidth, _ = cases[0]
+    rows = [np.array(x) for x in zip(*[(c[7], c[1], c[2]) for c in cases])]
+    check_rows(*rows, p_ul, p_dl, bits, bandwidth)
+
+
+def test_split_rows_engine_like_blocks():
+    """Blocks like the engine's (K = 20, path loss over five decades, reciprocal or not), with
+    every rejection rate, and rows with a zero, an infinite or a NaN gain (left to split_one)."""
+    rng = np.random.default_rng(11)
+    k, rows = 20, 600
+    pl = 10 ** rng.uniform(-13, -8, k)
+    for reciprocal, p_dl in ((True, 0.04), (False, 0.4), (True, 0.0)):
+        g_ul = pl * rng.exponential(size=(rows, k))
+        g_dl = g_ul if reciprocal else pl * rng.exponential(size=(rows, k))
+        rejected = rng.random((rows, k)) < rng.uniform(0.0, 1.0, (rows, 1))
+        g_ul[5, 3], g_dl[9, 4], g_ul[13, 0] = 0.0, np.inf, np.nan
+        rejected[[5, 9, 13], [3, 4, 0]] = True
+        check_rows(rejected, g_ul, g_dl, np.full(k, 0.01), p_dl, 34_816.0, 10e6)
+
+
+def test_steady_splits_follow_outcome_and_gain_blocks_of_any_size():
+    """The engine's block splits (``EdgeServer.steady_splits``) give each round what
+    ``scalar_split`` gives, when the acceptance blocks (7 rounds) and the gain blocks (5 rounds)
+    start and end at different rounds."""
+    from multispin_sim.model.acceptance import IIDAcceptance
+
+    k = 6
+    rng = np.random.default_rng(3)
+    sys_ = system(k, np.full(k, 0.01), 0.04, 34_816.0, 10e6)
+    acceptance = IIDAcceptance(np.full(k, 0.6), np.random.default_rng(1), block=7)
+    server = EdgeServer(sys_, OptimalSplit(), None, np.random.default_rng(0),
+                        acceptance=acceptance)
+    outcomes = server.steady_outcomes()
+    state = {"block": None, "j": 4}
+
+    def next_round():   # its gains: row j of a block of 5, a new block after the last row
+        if state["j"] == 4:
+            state["block"], state["j"] = 10 ** rng.uniform(-13, -9, (5, k)), 0
+        else:
+            state["j"] += 1
+        return state["block"], state["block"], state["j"]
+
+    splits = server.steady_splits(lambda: (state["block"], state["block"], state["j"]))
+    gamma = np.full(k, 4)
+    gamma.flags.writeable = False
+    checked = 0
+    for _ in range(60):
+        next_round()
+        _, _, rejected, idx = outcomes(gamma, None)
+        if not idx:
+            continue
+        g = state["block"][state["j"]].tolist()
+        want = server.scalar_split()(idx, g, g)
+        mode, power, delay, b, mode_list, delay_list = splits()
+        assert same_bits(mode, np.array(want[0], dtype=np.int8)) and mode_list == want[0]
+        assert same_bits(power, np.array(want[1])) and same_bits(delay, np.array(want[2]))
+        assert delay_list == want[2] and b == want[3]
+        checked += 1
+    assert checked > 40
+
+
+def test_steady_splits_only_for_the_optimal_split():
+    sys_ = system(3, np.full(3, 0.01), 0.04, 34_816.0, 10e6)
+    rng = np.random.default_rng(0)
+    for policy in (AllDownlink(), RandomSplit(), DeadlineSplit()):
+        server = EdgeServer(sys_, policy, rng, rng)
+        server.steady_outcomes()
+        assert server.steady_splits(lambda: None) is None
+    server = EdgeServer(sys_, OptimalSplit(), rng, rng)
+    assert server.steady_splits(lambda: None) is None   # no steady outcomes set up

@@ -215,6 +215,11 @@ class RoundLoop(ProtocolLoop):
         split = self._optional(server, "scalar_split")
         # plain transmissions: the devices wait their planned delays, which are the realised ones
         self.plain = plain = bool(getattr(channel, "plain_transmit", False))
+        # the optimal splits of a steady plan's rounds, worked out for blocks of rounds at once
+        # (None: split, or the policy's decide, every round)
+        splits = (server.steady_splits(channel.gains_at)
+                  if steady_outcomes is not None and split is not None and plain
+                  and not dynamic_csi and getattr(channel, "gains_ahead", False) else None)
         for r in range(self.rounds):
             if env.now >= self.max_time_s or self.stop_requested:
                 break
@@ -292,7 +297,11 @@ class RoundLoop(ProtocolLoop):
             if dynamic_csi:
                 g_ul, g_dl = channel.csi(env.now)
             decision = None
-            if n_rej and split is not None:
+            # this round's row of split_rows (the numbers split gives), or None
+            rows = splits() if n_rej and splits is not None and rejected_idx is not None else None
+            if rows is not None:
+                self.mode, power, self.delay, bandwidth, mode_list, delay_list = rows
+            elif n_rej and split is not None:
                 # the same numbers as server.decide, in Python floats (no problem, no arrays)
                 g_list = g_ul.tolist()
                 mode_list, power_list, delay_list, bandwidth, _ = split(

@@ -5,7 +5,8 @@ import math
 import numpy as np
 
 from ..model.acceptance import AgreementTally, Belief, IIDAcceptance, OracleBelief
-from ..model.reactive import ReactiveDecision, assign_one, evaluate_assignment, split_one
+from ..model.reactive import (ReactiveDecision, assign_one, evaluate_assignment, split_one,
+                              split_rows)
 
 
 class EdgeServer:
@@ -90,6 +91,7 @@ class EdgeServer:
         # beliefs that learn nothing are not called
         observe = None if type(self.belief).observe is Belief.observe else self.belief.observe
         cache = [None] * 5  # block, rejected, tokens, rejected devices (flat), row offsets
+        self._steady_at = at = [None, 0]  # the last outcome: (rejected block, row); steady_splits
 
         def outcomes_for(gamma, active):
             block, i = acceptance.capped_block(gamma)
@@ -100,12 +102,56 @@ class EdgeServer:
                 np.cumsum(np.count_nonzero(rejected, axis=1), out=offsets[1:])
                 cache[:] = block, rejected, block + 1, cols.tolist(), offsets.tolist()
             _, rejected, tokens, cols, offsets = cache
+            at[0], at[1] = rejected, i
             tally.add_row(block, rejected, i)
             accepted, rejected = block[i], rejected[i]
             if observe is not None:
                 observe(accepted, rejected, active)
             return accepted, tokens[i], rejected, cols[offsets[i]:offsets[i + 1]]
         return outcomes_for
+
+    def steady_splits(self, gains_at):
+        """``splits_for() -> (mode, power, delay, bandwidth, mode list, delay list)``: the optimal
+        split of this round's outcome, bit for bit what ``scalar_split`` gives (None on a round
+        where ``scalar_split`` raises: the caller calls it to fail there), worked out for
+        blocks of rounds at once (``model.reactive.split_rows``). For the rounds whose outcome is
+        the last one ``steady_outcomes``' function gave (called first, every round) and whose
+        gains are row ``j`` of blocks drawn ahead: ``gains_at() -> (g_ul rows, g_dl rows, j)``
+        (``OFDMAChannel.gains_at``). The arrays returned are rows of blocks: never modify them.
+        None unless ``scalar_split`` is the optimal split (the others draw coins, or take
+        numpy's logarithms) and ``steady_outcomes`` was set up."""
+        from ..policies.reactive import OptimalSplit  # engine -> policies -> model: no cycle
+
+        if type(self.policy) is not OptimalSplit or self.scalar_split() is None \
+                or getattr(self, "_steady_at", None) is None:
+            return None
+        system, at = self.system, self._steady_at
+        k = system.k
+        p_ul = np.broadcast_to(np.asarray(system.p_ul_w, dtype=float), (k,))
+        constants = (float(system.payload_bits), float(system.n0), float(system.p_dl_w),
+                     float(system.bandwidth_hz))
+        # the rows worked out: gains block, rejected block, the offset between their rows,
+        # the first and the end row (of the gains block), the results, the next block's size
+        seg = {"g": None, "rejected": None, "offset": 0, "lo": 0, "hi": 0, "out": None,
+               "size": 64}
+
+        def splits_for():
+            g_ul, g_dl, j = gains_at()
+            rejected, i = at
+            if not (seg["g"] is g_ul and seg["rejected"] is rejected and seg["lo"] <= j < seg["hi"]
+                    and seg["offset"] == j - i):
+                n = min(len(g_ul) - j, len(rejected) - i, seg["size"])
+                seg["size"] = min(2 * seg["size"], 1024)   # short runs work out few rows
+                mode, power, delay, b = split_rows(rejected[i:i + n], g_ul[j:j + n],
+                                                   g_dl[j:j + n], p_ul, *constants)
+                seg.update(g=g_ul, rejected=rejected, offset=j - i, lo=j, hi=j + n,
+                           out=(mode, power, delay, b.tolist(), mode.tolist(), delay.tolist()))
+            r = j - seg["lo"]
+            mode, power, delay, b, mode_lists, delay_lists = seg["out"]
+            if b[r] != b[r]:   # NaN: scalar_split fails on this round (see split_rows)
+                return None
+            return mode[r], power[r], delay[r], b[r], mode_lists[r], delay_lists[r]
+        return splits_for
 
     def controller_system(self, system):
         """``system`` with alpha replaced by the belief (the same object when there is none)."""
