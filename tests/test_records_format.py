@@ -68,3 +68,25 @@ def test_same_bytes_without_orjson(monkeypatch):
 def test_single_rows(n):
     values = np.full(n, 0.020655126265036947)
     assert format_column(values) == ["0.020655126265036947"] * n
+
+
+def python_rows(columns):
+    texts = [c.values().tolist() if isinstance(c, records.Labels) else c.tolist()
+             for c in columns]
+    return "".join(",".join(map(str, row)) + "\n" for row in zip(*texts))
+
+
+_ints = st.one_of(st.integers(-3, 3), st.integers(-2**63, 2**63 - 1),
+                  st.sampled_from([-1, -10, -11, -21, 1, 10, -2**63]))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(1, 30).flatmap(lambda n: st.lists(
+    st.one_of(hnp.arrays(np.int64, n, elements=_ints),
+              hnp.arrays(np.float64, n, elements=st.floats(width=64)),
+              st.just(records.Labels(np.arange(n) % 3, ("", "ul", "dl")))),
+    min_size=1, max_size=7)))
+def test_rows_of_groups_any_values(columns):
+    """Groups of int columns (closed by the -1 marker, or written unmarked when a value is -1),
+    float groups, labels, in any order: each value Python's str of it."""
+    assert records.format_rows(columns) == python_rows(columns)

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from hypothesis import given, settings, strategies as st
 
 from multispin_sim.scenario import (
     MODEL_PAIRS, TASKS, Scenario, ScenarioError, dump_scenario_yaml, load_scenario,
@@ -289,6 +290,58 @@ def test_round_trip(source):
     assert yaml.safe_load(yaml.safe_dump(plain)) == plain  # YAML-safe: no tuples/FrozenMaps
     assert load_scenario(sc) == sc  # re-validating a Scenario is the identity
     assert dump_scenario_yaml(sc, comment="hello\nworld").startswith("# hello\n# world\n")
+
+
+def _python_emitter_text(plain):
+    from multispin_sim.scenario.loading import _Dumper
+    return yaml.dump(plain, Dumper=_Dumper, sort_keys=False, default_flow_style=False,
+                     allow_unicode=True)
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "scenarios").rglob("*.yaml")),
+                         ids=lambda p: str(p.relative_to(ROOT / "scenarios")))
+def test_c_emitter_writes_the_python_emitters_text(path):
+    """``dump_scenario_yaml`` takes libyaml's emitter where it writes what PyYAML's own does:
+    the same text for every shipped scenario (a sweep file is checked on its base)."""
+    raw = yaml.safe_load(path.read_text())
+    try:
+        sc = load_scenario(raw.get("base", raw) if "sweep" in raw else path)
+    except ScenarioError:
+        pytest.skip("not a scenario")
+    assert dump_scenario_yaml(sc) == _python_emitter_text(scenario_to_dict(sc))
+
+
+_ascii = st.text(alphabet=[chr(c) for c in range(32, 127)], max_size=90)
+_leaf = st.one_of(_ascii, st.floats(), st.integers(), st.booleans(), st.none(),
+                  st.sampled_from(["", "yes", "~", "null", "1e3", "a: b", "#x", "- x", "'q'",
+                                   '"q"', " lead", "trail ", "a b " * 40, "[x]", "--- x"]))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(_ascii.filter(bool), st.recursive(
+    _leaf, lambda inner: st.one_of(st.lists(inner, max_size=4),
+                                   st.dictionaries(_ascii.filter(bool), inner, max_size=4)),
+    max_leaves=16), max_size=5))
+def test_c_emitter_equals_python_emitter_on_printable_ascii(plain):
+    from multispin_sim.scenario.loading import _CDumper, _plain_ascii
+
+    assert _plain_ascii(plain)
+    assert yaml.dump(plain, Dumper=_CDumper, sort_keys=False, default_flow_style=False,
+                     allow_unicode=True) == _python_emitter_text(plain)
+
+
+def test_other_text_takes_the_python_emitter(monkeypatch):
+    """Text outside printable ASCII (the emitters differ on some such characters: empty keys,
+    characters beyond the Basic Multilingual Plane) is dumped by PyYAML's own emitter."""
+    from multispin_sim.scenario import loading
+
+    assert not loading._plain_ascii({"": 1}) and not loading._plain_ascii(["a\tb"])
+    plain = dict(scenario_to_dict(load_scenario(None)), name="\U000edf11")
+    assert not loading._plain_ascii(plain)
+    monkeypatch.setattr(loading, "scenario_to_dict", lambda sc: plain)
+    assert dump_scenario_yaml(load_scenario(None)) == _python_emitter_text(plain)
+    assert yaml.dump(plain, Dumper=loading._CDumper, allow_unicode=True, sort_keys=False,
+                     default_flow_style=False) != _python_emitter_text(plain)
 
 
 def test_dict_is_complete():

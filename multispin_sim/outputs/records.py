@@ -111,7 +111,9 @@ class Labels:
 
 
 _INT64, _FLOAT64 = np.dtype(np.int64), np.dtype(np.float64)
-_INT_MARK = np.iinfo(np.int64).min
+# the value closing each row of an int group: short text, so the split is quick; "-1," occurs
+# in orjson's text of ints only where a value is -1 (a group holding -1 is written unmarked)
+_INT_MARK = -1
 _INT_SPLIT = f"{_INT_MARK},"
 
 
@@ -146,7 +148,7 @@ def _plan(columns, n):
 def _group_rows(kind, group, n, comma):
     """The rows of a group of int64/float64 columns as texts ("a,b,c", with ``comma`` a
     trailing ","): one orjson call over the values row by row, a marker value closing each row
-    (NaN, written "null", for floats; int64's minimum for ints) where no value is one."""
+    (NaN, written "null", for floats; -1 for ints) where no value is one."""
     m = len(group)
     block = np.empty((n, m + 1), dtype=_INT64 if kind == "i" else _FLOAT64)
     for j, col in enumerate(group):

@@ -249,8 +249,25 @@ class _Dumper(yaml.SafeDumper):
     """Block-style mappings, flow-style (one-line) lists."""
 
 
-_Dumper.add_representer(list, lambda d, v: d.represent_sequence(
-    "tag:yaml.org,2002:seq", v, flow_style=True))
+# the same with libyaml's emitter (in C, about 5x faster), used where the two write the same
+# text: every string printable ASCII and no key empty (they differ on empty keys and on
+# characters outside the Basic Multilingual Plane)
+_CDumper = type("_CDumper", (getattr(yaml, "CSafeDumper", _Dumper),), {})
+for _d in (_Dumper, _CDumper):
+    _d.add_representer(list, lambda d, v: d.represent_sequence(
+        "tag:yaml.org,2002:seq", v, flow_style=True))
+
+
+def _plain_ascii(value) -> bool:
+    """Every string in ``value`` (nested dicts and lists) printable ASCII, no key empty."""
+    if isinstance(value, str):
+        return value.isascii() and value.isprintable()
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and k and _plain_ascii(k) and _plain_ascii(v)
+                   for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return all(map(_plain_ascii, value))
+    return True
 
 
 def dump_scenario_yaml(sc: Scenario, comment: Optional[str] = None) -> str:
@@ -258,8 +275,9 @@ def dump_scenario_yaml(sc: Scenario, comment: Optional[str] = None) -> str:
 
     ``comment`` (optional, may be several lines) is written as a ``#`` header.
     """
-    text = yaml.dump(scenario_to_dict(sc), Dumper=_Dumper, sort_keys=False,
-                     default_flow_style=False, allow_unicode=True)
+    plain = scenario_to_dict(sc)
+    text = yaml.dump(plain, Dumper=_CDumper if _plain_ascii(plain) else _Dumper,
+                     sort_keys=False, default_flow_style=False, allow_unicode=True)
     if comment:
         header = "".join(f"# {line}".rstrip() + "\n" for line in comment.splitlines())
         text = header + text
