@@ -90,3 +90,16 @@ def test_rows_of_groups_any_values(columns):
     """Groups of int columns (closed by the -1 marker, or written unmarked when a value is -1),
     float groups, labels, in any order: each value Python's str of it."""
     assert records.format_rows(columns) == python_rows(columns)
+
+
+def test_binary_and_text_files_get_the_same_text():
+    """Rows stay UTF-8 bytes to a binary file (the run's CSVs); a text file gets the same text."""
+    rng = np.random.default_rng(4)
+    columns = [np.arange(300), records.Labels(np.arange(300) % 3, ("", "ul", "dé")),
+               rng.exponential(size=300) * 1e-6, rng.normal(size=300),
+               np.array(["tâche", "x"] * 150, dtype=object)]
+    binary, text = io.BytesIO(), io.StringIO()
+    write_rows(binary, columns)
+    write_rows(text, columns)
+    assert binary.getvalue() == text.getvalue().encode() == python_rows(columns).encode()
+    assert records.format_rows_bytes([]) == b""

@@ -3,10 +3,12 @@
 Floats are written with Python's shortest round-trip repr (``repr(float)``: e.g. ``0.1``,
 ``1e-05``, ``8.824886137777e-13``), so a value read back is bit-identical to the value the engine
 used, and two runs with one seed give byte-identical files. The text is produced by orjson (the
-same shortest digits, in C), with Python's own repr where orjson's layout differs.
+same shortest digits, in C), with Python's own repr where orjson's layout differs, and it stays
+UTF-8 bytes up to the file (opened in binary mode).
 """
 import csv
 import errno
+import io
 import multiprocessing
 import os
 import signal
@@ -25,9 +27,7 @@ class CsvStream:
         self.path = Path(path)
         self.columns = tuple(columns)
         self.chunk = chunk
-        self._file = open(self.path, "w", newline="", encoding="utf-8")
-        self._file.write(",".join(self.columns) + "\n")
-        self._file.flush()
+        self._file = open_csv(self.path, "w", self.columns)
         self._parts = {c: [] for c in self.columns}
         self._buffered = 0
         self.rows = 0
@@ -114,7 +114,7 @@ _INT64, _FLOAT64 = np.dtype(np.int64), np.dtype(np.float64)
 # the value closing each row of an int group: short text, so the split is quick; "-1," occurs
 # in orjson's text of ints only where a value is -1 (a group holding -1 is written unmarked)
 _INT_MARK = -1
-_INT_SPLIT = f"{_INT_MARK},"
+_INT_SPLIT = f"{_INT_MARK},".encode()
 
 
 def _many_python_floats(col):
@@ -146,9 +146,9 @@ def _plan(columns, n):
 
 
 def _group_rows(kind, group, n, comma):
-    """The rows of a group of int64/float64 columns as texts ("a,b,c", with ``comma`` a
-    trailing ","): one orjson call over the values row by row, a marker value closing each row
-    (NaN, written "null", for floats; -1 for ints) where no value is one."""
+    """The rows of a group of int64/float64 columns as UTF-8 texts (b"a,b,c", with ``comma``
+    a trailing b","): one orjson call over the values row by row, a marker value closing each
+    row (NaN, written "null", for floats; -1 for ints) where no value is one."""
     m = len(group)
     block = np.empty((n, m + 1), dtype=_INT64 if kind == "i" else _FLOAT64)
     for j, col in enumerate(group):
@@ -162,66 +162,84 @@ def _group_rows(kind, group, n, comma):
         marked = not fix.size or np.isfinite(values[fix]).all()
         block[:, m] = np.nan
     if marked:
-        text = _orjson.dumps(block.reshape(-1), option=_orjson.OPT_SERIALIZE_NUMPY).decode()
+        text = _orjson.dumps(block.reshape(-1), option=_orjson.OPT_SERIALIZE_NUMPY)
         if kind == "i":  # "[a,b,M,c,d,M]"
             rows = text[1:-len(_INT_SPLIT)].split(_INT_SPLIT)
             if not comma:
                 rows = [r[:-1] for r in rows]
         elif comma:      # "[a,b,null,c,d,null]"
-            rows = text[1:-5].split("null,")
+            rows = text[1:-5].split(b"null,")
         else:
-            rows = text[1:-6].split(",null,")
+            rows = text[1:-6].split(b",null,")
     else:
-        text = _orjson.dumps(np.ascontiguousarray(values),
-                             option=_orjson.OPT_SERIALIZE_NUMPY).decode()
-        rows = text[2:-2].split("],[")
+        text = _orjson.dumps(np.ascontiguousarray(values), option=_orjson.OPT_SERIALIZE_NUMPY)
+        rows = text[2:-2].split(b"],[")
         if comma:
-            rows = [r + "," for r in rows]
+            rows = [r + b"," for r in rows]
     if kind == "f":
+        end = "," if comma else ""
         for i in fix.tolist():
-            rows[i] = ",".join(map(str, values[i].tolist())) + ("," if comma else "")
+            rows[i] = (",".join(map(str, values[i].tolist())) + end).encode()
     return rows
 
 
-def format_rows(columns):
-    """Equal-length columns as CSV text: one line per row, each value Python's ``str`` of it
-    (byte for byte the same as ``format_column`` of every column, joined by commas; a
-    ``Labels`` column as its strings).
+def format_rows_bytes(columns):
+    """Equal-length columns as CSV text in UTF-8: one line per row, each value Python's
+    ``str`` of it (byte for byte the same as ``format_column`` of every column, joined by
+    commas; a ``Labels`` column as its strings).
 
     Consecutive int64 columns, and consecutive float64 columns, are written together by one
-    orjson call (one string per row for the group); a row of floats where orjson's text differs
+    orjson call (one text per row for the group); a row of floats where orjson's text differs
     from Python's is redone with Python's ``str``; a float column where many values would be
-    redone, and any other column, is formatted alone by ``format_column``.
+    redone, and any other column, is formatted alone by ``format_column``. The texts stay
+    bytes from orjson to the file (no decoding and encoding again).
     """
     n = len(columns[0]) if columns else 0
     if not n:
-        return ""
+        return b""
     if _orjson is None:
         columns = [c.values() if isinstance(c, Labels) else c for c in columns]
-        return "\n".join(map(",".join, zip(*map(format_column, columns)))) + "\n"
+        return ("\n".join(map(",".join, zip(*map(format_column, columns)))) + "\n").encode()
     plan = _plan(columns, n)
     pieces = []  # per step: the rows' texts, each but the last step's ending with a comma
     for j, (kind, what) in enumerate(plan):
         comma = j < len(plan) - 1
         if kind == "l":
-            labels = np.array([x + "," if comma else x for x in what.labels], dtype=object)
+            labels = np.array([(x + "," if comma else x).encode() for x in what.labels],
+                              dtype=object)
             pieces.append(labels[what.codes].tolist())
         elif kind == "c":
-            texts = format_column(what)
-            pieces.append([x + "," for x in texts] if comma else texts)
+            end = "," if comma else ""
+            pieces.append([(x + end).encode() for x in format_column(what)])
         else:
             pieces.append(_group_rows(kind, what, n, comma))
     if len(pieces) == 1:
-        return "\n".join(pieces[0]) + "\n"
-    return "".join(chain.from_iterable(zip(*pieces, repeat("\n", n))))
+        return b"\n".join(pieces[0]) + b"\n"
+    return b"".join(chain.from_iterable(zip(*pieces, repeat(b"\n", n))))
+
+
+def format_rows(columns):
+    """``format_rows_bytes`` as a str."""
+    return format_rows_bytes(columns).decode()
 
 
 def write_rows(file, columns):
-    """Write equal-length columns as CSV rows (``format_rows``)."""
-    text = format_rows(columns)
+    """Write equal-length columns as CSV rows (``format_rows_bytes``) to a file opened in
+    binary mode (or, slower, a text file such as ``io.StringIO``)."""
+    text = format_rows_bytes(columns)
     if text:
-        file.write(text)
+        file.write(text.decode() if isinstance(file, io.TextIOBase) else text)
         file.flush()
+
+
+def open_csv(path, mode, header=None):
+    """A CSV file opened for ``write_rows`` (binary: the rows are UTF-8 bytes), with the
+    ``header`` line (column names) written and flushed when given."""
+    file = open(path, mode + "b")
+    if header is not None:
+        file.write((",".join(header) + "\n").encode())
+        file.flush()
+    return file
 
 
 def _writer_main(conn, parent_end):
@@ -248,7 +266,7 @@ def _writer_main(conn, parent_end):
                 break
             path, columns = message
             if path not in files:
-                files[path] = open(path, "a", newline="", encoding="utf-8")
+                files[path] = open_csv(path, "a")
             write_rows(files[path], columns)
     except OSError as exc:
         status = exc.errno or 1
@@ -331,9 +349,7 @@ class ChunkedCsv:
         self._rows = []
         self._n = 0
         self.rows = 0
-        self._file = open(self.path, "w", newline="", encoding="utf-8")
-        self._file.write(",".join(self.names) + "\n")
-        self._file.flush()
+        self._file = open_csv(self.path, "w", self.names)
 
     def put(self, n, values):
         """Append ``n`` rows; ``values`` maps every column to a scalar or an array of length n.
