@@ -1,7 +1,8 @@
 """The engine's shortcuts change no output byte.
 
 The round loop takes shortcuts when it can (``engine/round.py``): the fixed draft plan worked out
-once, the outcomes of blocks of rounds capped at once (``EdgeServer.steady_outcomes``), the
+once, the outcomes of blocks of rounds capped at once (``EdgeServer.steady_outcomes``) and
+their optimal splits (``EdgeServer.steady_splits``), the
 optimal, all-UL, all-DL and random splits in Python floats without a ``ReactiveProblem``
 (``EdgeServer.scalar_split``), and
 devices that wait plain transmissions themselves (``OFDMAChannel.plain_transmit``). Each run

@@ -21,7 +21,9 @@ Shortcuts that change no number (tests/test_engine_shortcuts.py runs with and wi
 the draft plan (gamma, drafting times) is worked out once while nothing it depends on changes
 (saturated workload, a context-free controller such as 'fixed', no throttling or movement);
 the outcomes of such rounds come from blocks of rounds capped at once
-(``EdgeServer.steady_outcomes``); the plain optimal, all-UL, all-DL and random splits are
+(``EdgeServer.steady_outcomes``), and with fading drawn ahead (``OFDMAChannel.gains_ahead``)
+their optimal splits too (``EdgeServer.steady_splits``, ``model.reactive.split_rows``); the
+plain optimal, all-UL, all-DL and random splits are otherwise
 solved in Python floats without a ``ReactiveProblem`` (``EdgeServer.scalar_split``); the
 linear verification time is waited here (``EdgeServer.linear_verify_s``); on a plain channel
 the devices wait their planned delays themselves (``OFDMAChannel.plain_transmit``). Every
