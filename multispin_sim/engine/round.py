@@ -366,14 +366,14 @@ class RoundLoop(ProtocolLoop):
             workload.tokens_delivered(env.now, tokens)
             if self.thermal is not None:
                 self.thermal.advance(draft_s, env.now - start)
-            recorder.round(
-                round=r, start=start, draft=t_draft, verify=t_ver, comm=t_comm,
-                duration=env.now - start, active=rec_active, gamma=gamma, accepted=accepted,
-                tokens=tokens, rejected=rejected, mode=self.mode, power=power,
-                bandwidth=bandwidth, delay=delay, g_ul=g_ul, g_dl=g_dl,
-                planned=planned if dynamic_csi else None, distance=distance,
-                draft_each=draft_s, slowdown=slowdown,
-                extra=channel.round_columns() if link_columns else None,
+            recorder.round(  # by position (Recorder.round's order): cheaper than keywords
+                r, start, t_draft, t_ver, t_comm,                 # round, start .. comm
+                env.now - start, rec_active, gamma, accepted,     # duration .. accepted
+                tokens, rejected, self.mode, power, bandwidth,    # tokens .. bandwidth
+                delay, g_ul, g_dl,                                # delay, g_ul, g_dl
+                planned if dynamic_csi else None, distance,       # planned, distance
+                draft_s, slowdown, None,                          # draft_each, slowdown, advance
+                channel.round_columns() if link_columns else None,  # extra
             )
             self.rounds_done = r + 1
             if self.progress is not None:

@@ -112,13 +112,15 @@ class Recorder:
     def idle(self, duration):
         self._idle.append((self._n, duration))
 
-    def round(self, *, round, start, draft, verify, comm, duration, active, gamma, accepted,
+    def round(self, round, start, draft, verify, comm, duration, active, gamma, accepted,
               tokens, rejected, mode, power, bandwidth, delay, g_ul, g_dl, planned=None,
               distance=None, draft_each=None, slowdown=None, advance=None, extra=None):
         """``advance``: the run time this record accounts for in the statistics (asynchronous
         batches overlap: the time since the previous record; default ``duration``).
 
-        The arrays are (K,) over all devices; they are copied (the caller may reuse them)."""
+        The arrays are (K,) over all devices; they are copied (the caller may reuse them).
+        The engine passes the arguments by position, in this order: matching some twenty
+        keywords costs about 1 us a call, as much as copying five of the arrays."""
         i = self._n
         self._active[i] = active
         self._gamma[i] = gamma
