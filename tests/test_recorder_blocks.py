@@ -213,7 +213,8 @@ def _random_rounds(rng, k, n_rounds, options):
     """Rounds as the engines pass them: fresh arrays each round, sometimes g_dl is g_ul."""
     now = 0.0
     for r in range(n_rounds):
-        kind = rng.choice(["full", "partial", "none"], p=[0.6, 0.35, 0.05])
+        kind = ("full" if options.get("saturated")
+                else rng.choice(["full", "partial", "none"], p=[0.6, 0.35, 0.05]))
         active = (np.ones(k, bool) if kind == "full" else np.zeros(k, bool) if kind == "none"
                   else rng.random(k) < 0.6)
         gamma = np.where(active, rng.integers(1, 8, k), 0)
@@ -251,6 +252,9 @@ def _random_rounds(rng, k, n_rounds, options):
 
 CASES = {
     "plain": {},
+    "saturated": {"saturated": True},   # every device active: the rows taken whole
+    "saturated-everything": {"saturated": True, "planned": True, "distance": True,
+                             "extra": True, "slowdown": True},
     "no-energy": {"energy": False},
     "thermal": {"thermal": True},
     "everything": {"planned": True, "distance": True, "extra": True, "slowdown": True,

@@ -184,17 +184,20 @@ class Recorder:
         durations = np.array(duration, dtype=float)
         verify = np.array(verify, dtype=float)
         rows, devices = np.nonzero(active)
+        # the active entries, row by row: with every device active, the rows laid end to end
+        # (a view, no copy: the parts are written before these rows are recorded over)
+        pick = _flat if len(devices) == active.size else (lambda x: x[active])
         bw = np.where(n_rej > 0, np.array(bandwidth, dtype=float), 0.0)
         values = {
-            "round": rounds[rows], "device": devices, "draft_len": gamma[active],
-            "accepted": self._accepted[lo:hi][active], "tokens": tokens[active],
-            "rejected": self._rejected[lo:hi][active].astype(np.int64),
-            "mode": Labels(mode[active], _MODE_LABELS),
-            "power_w": self._power[lo:hi][active],
-            "bandwidth_hz": np.where(mode > 0, bw[:, None], 0.0)[active],
-            "delay_s": self._delay[lo:hi][active], "gain_ul": self._g_ul[lo:hi][active],
-            "gain_dl": np.where(np.array(dl_same)[:, None], self._g_ul[lo:hi],
-                                self._g_dl[lo:hi])[active],
+            "round": rounds[rows], "device": devices, "draft_len": pick(gamma),
+            "accepted": pick(self._accepted[lo:hi]), "tokens": pick(tokens),
+            "rejected": pick(self._rejected[lo:hi]).astype(np.int64),
+            "mode": Labels(pick(mode), _MODE_LABELS),
+            "power_w": pick(self._power[lo:hi]),
+            "bandwidth_hz": pick(np.where(mode > 0, bw[:, None], 0.0)),
+            "delay_s": pick(self._delay[lo:hi]), "gain_ul": pick(self._g_ul[lo:hi]),
+            "gain_dl": pick(np.where(np.array(dl_same)[:, None], self._g_ul[lo:hi],
+                                     self._g_dl[lo:hi])),
         }
         round_columns = [rounds, np.array(start, dtype=float), np.array(draft, dtype=float),
                          verify, np.array(comm, dtype=float), durations, n_active, n_rej, n_ul,
@@ -203,19 +206,19 @@ class Recorder:
             per_device, per_round = self._energy.rounds(
                 active, n_active == k, self._draft_each[lo:hi], mode, self._power[lo:hi],
                 self._delay[lo:hi], durations, verify)
-            values["slowdown"] = np.where(np.array(no_slowdown)[:, None], 1.0,
-                                          self._slowdown[lo:hi])[active]
+            values["slowdown"] = pick(np.where(np.array(no_slowdown)[:, None], 1.0,
+                                               self._slowdown[lo:hi]))
             for name, column in per_device.items():
-                values[name] = column[active]
+                values[name] = pick(column)
             if self._temperature is not None:
-                values["temperature_c"] = self._temperature[lo:hi][active]
+                values["temperature_c"] = pick(self._temperature[lo:hi])
             round_columns += per_round
         if self._planned:
-            values["planned_delay_s"] = self._planned_delay[lo:hi][active]
+            values["planned_delay_s"] = pick(self._planned_delay[lo:hi])
         if self._distance:
-            values["distance_m"] = self._distance_m[lo:hi][active]
+            values["distance_m"] = pick(self._distance_m[lo:hi])
         for name, column in self._extra_values.items():
-            values[name] = column[lo:hi][active]
+            values[name] = pick(column[lo:hi])
         self._device_parts.append([values[name] for name in self.device_csv.names])
         self._round_parts.append(round_columns)
         self._done = hi
@@ -262,6 +265,10 @@ class Recorder:
             goodput_tps=goodput, **extra,
         )
         devices.close()
+
+
+def _flat(x):
+    return x.reshape(-1)
 
 
 def _concatenate(parts):
