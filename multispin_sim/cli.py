@@ -376,7 +376,7 @@ def build_parser():
     sp.set_defaults(func=cmd_keys)
 
     sp = sub.add_parser("bench", help="print speed and memory figures")
-    sp.add_argument("what", nargs="?", default="all", help="startup, reactive, engine, recording, draft, dynamics, payload, serving, acceptance, link, all (these) or paper (the paper's figure sweeps timed, about 20 min)")
+    sp.add_argument("what", nargs="?", default="all", help="startup, reactive, engine, recording, draft, dynamics, payload, serving, acceptance, link, all (these) or paper (the paper's figure sweeps timed, about 15 min)")
     sp.add_argument("--quick", action="store_true",
                     help="smaller sizes: a minute or two instead of about 15 (figures less precise)")
     sp.add_argument("--json", action="store_true", help="also print the figures as JSON")

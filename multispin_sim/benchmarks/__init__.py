@@ -6,11 +6,11 @@ import importlib
 
 BENCHMARKS = ("startup", "reactive", "engine", "recording", "draft", "dynamics", "payload",
               "serving", "acceptance", "link", "paper")
-IN_ALL = BENCHMARKS[:-1]   # 'paper' (the paper's figure sweeps, about 21 min) only by name
+IN_ALL = BENCHMARKS[:-1]   # 'paper' (the paper's figure sweeps, about 15 min) only by name
 # rough minutes on the 2-core reference machine when idle (full, --quick): said up front
 DURATION_MIN = {"startup": (0.1, 0.1), "reactive": (0.2, 0.1), "engine": (4, 0.3),
                 "recording": (0.5, 0.1),
-                "draft": (6, 0.5), "dynamics": (3, 0.5), "paper": (21, 0.5)}
+                "draft": (6, 0.5), "dynamics": (3, 0.5), "paper": (15, 0.5)}
 
 
 def _minutes(m):
