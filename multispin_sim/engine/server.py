@@ -35,6 +35,7 @@ class EdgeServer:
         cost = system.verify_cost  # model.verification; None or linear: the inline formula below
         self.verify_cost = cost if cost is not None and cost.depends_on_draft else None
         self._split = self._split_for = None  # scalar_split's function and the system it is for
+        self._steady_at = None  # steady_outcomes' last outcome (rejected block, row): steady_splits
 
     def verify(self, env, batch_size, gamma=None, active=None):
         """SimPy: the batched forward pass: T_ver0 + K_b T_ver1, or the scenario's verification
@@ -91,7 +92,7 @@ class EdgeServer:
         # beliefs that learn nothing are not called
         observe = None if type(self.belief).observe is Belief.observe else self.belief.observe
         cache = [None] * 5  # block, rejected, tokens, rejected devices (flat), row offsets
-        self._steady_at = at = [None, 0]  # the last outcome: (rejected block, row); steady_splits
+        self._steady_at = at = [None, 0]
 
         def outcomes_for(gamma, active):
             block, i = acceptance.capped_block(gamma)
@@ -123,7 +124,7 @@ class EdgeServer:
         from ..policies.reactive import OptimalSplit  # engine -> policies -> model: no cycle
 
         if type(self.policy) is not OptimalSplit or self.scalar_split() is None \
-                or getattr(self, "_steady_at", None) is None:
+                or self._steady_at is None:
             return None
         system, at = self.system, self._steady_at
         k = system.k

@@ -357,7 +357,9 @@ def split_rows(rejected, g_ul, g_dl, p_ul, s_bits, n0, p_dl, bandwidth):
     and ``expm1`` are ``math``'s (numpy's differ in the last bit on some inputs), and f(m) is
     worked out for every split m, whose first minimiser is the one ``split_one`` keeps (it
     only skips the m that cannot beat the best so far). Rows where a rejected device's gain is
-    not finite and positive are left to ``split_one`` itself.
+    not finite and positive are left to ``split_one`` itself. (``prefix_split_delays`` has the
+    same structure but not these bits: numpy's log1p, divided by ln 2 before the product
+    with b.)
     """
     rejected = np.asarray(rejected, dtype=bool)
     rows, k = rejected.shape
