@@ -14,9 +14,16 @@ REACTIVE_POLICIES = Registry("reactive policy")
 
 
 class ReactivePolicy:
-    """Interface: ``decide(problem, rng) -> ReactiveDecision``. ``rng`` is the policy's own stream."""
+    """Interface: ``decide(problem, rng) -> ReactiveDecision``. ``rng`` is the policy's own stream.
+
+    ``tcomm_kernel``: how the draft objective evaluates this policy's T_comm on many outcomes:
+    the name of a closed form of ``model.goodput.TcommKernel`` ('optimal', 'all-ul', 'all-dl',
+    'random'), a callable ``(system, g_ul, g_dl, coin_uniforms, seed) -> kernel``, or None
+    (the objective calls ``decide`` on batches of outcomes).
+    """
 
     name = "?"
+    tcomm_kernel = None
 
     def decide(self, problem, rng=None):
         raise NotImplementedError
@@ -26,6 +33,8 @@ class ReactivePolicy:
 class OptimalSplit(ReactivePolicy):
     """The paper's optimum: UL prefix in UL-delay order, the split n chosen by min max delay."""
 
+    tcomm_kernel = "optimal"
+
     def decide(self, problem, rng=None):
         return solver.optimal_split(problem)
 
@@ -33,6 +42,8 @@ class OptimalSplit(ReactivePolicy):
 @REACTIVE_POLICIES.register("all-ul")
 class AllUplink(ReactivePolicy):
     """Every correction uplink at full device power (the classic server-side correction)."""
+
+    tcomm_kernel = "all-ul"
 
     def decide(self, problem, rng=None):
         return solver.all_ul(problem)
@@ -42,6 +53,8 @@ class AllUplink(ReactivePolicy):
 class AllDownlink(ReactivePolicy):
     """Every correction downlink, the DL budget shared to equalise delays."""
 
+    tcomm_kernel = "all-dl"
+
     def decide(self, problem, rng=None):
         return solver.all_dl(problem)
 
@@ -49,6 +62,8 @@ class AllDownlink(ReactivePolicy):
 @REACTIVE_POLICIES.register("random")
 class RandomSplit(ReactivePolicy):
     """A fair coin per rejected device; powers optimised for the resulting split."""
+
+    tcomm_kernel = "random"
 
     def decide(self, problem, rng=None):
         if rng is None:
@@ -59,6 +74,8 @@ class RandomSplit(ReactivePolicy):
 @REACTIVE_POLICIES.register("exhaustive")
 class ExhaustiveSplit(ReactivePolicy):
     """All 2^|R| assignments: the reference for small |R|."""
+
+    tcomm_kernel = "optimal"
 
     def decide(self, problem, rng=None):
         return solver.exhaustive_split(problem)
