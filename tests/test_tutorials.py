@@ -1,6 +1,7 @@
-"""The tutorials (tutorials/*.ipynb): stored without outputs, every notebook and solution runs
-headless top to bottom, and every exercise's check fails on its untouched starter and passes
-on its solution (so no check is vacuous).
+"""The tutorials (tutorials/*.ipynb): each notebook and its solution are what jupytext makes of
+its plain-Python source (tutorials/NN_name.py, percent format), stored without outputs; every
+notebook and solution runs headless top to bottom, and every exercise's check fails on its
+untouched starter and passes on its solution (so no check is vacuous).
 
 Executing the notebooks needs the ``tutorials`` extra (nbclient, ipykernel, matplotlib, ...):
 ``pip install -e '.[tutorials]'``; without it those tests skip with that message. Notebooks
@@ -13,7 +14,6 @@ import importlib.util
 import json
 import os
 import re
-import sys
 import time
 from pathlib import Path
 
@@ -52,7 +52,7 @@ def test_notebooks_are_listed_and_stored_without_outputs():
             if cell["cell_type"] == "code":
                 assert cell["outputs"] == [] and cell["execution_count"] is None, (
                     f"{path.relative_to(ROOT)}: stored with outputs; regenerate with "
-                    "python tutorials/make_notebooks.py")
+                    "python tutorials/make_notebooks.py (from the tutorials/NN_name.py sources)")
         if path.parent == TUT:
             assert path.name in readme, f"{path.name} is not listed in tutorials/README.md"
 
@@ -76,16 +76,18 @@ def test_every_exercise_has_a_starter_a_solution_and_a_check():
     assert found == {ex: nb for ex, (nb, _) in teaching.EXERCISES.items()}
 
 
-def test_generator_matches_the_committed_notebooks():
-    pytest.importorskip("nbformat", reason="needs the 'tutorials' extra: pip install -e '.[tutorials]'")
+def test_every_notebook_has_a_python_source():
+    sources = sorted(p.stem for p in TUT.glob("[0-9][0-9]_*.py"))
+    assert sources == [p.stem for p in STARTERS], "one tutorials/NN_name.py source per notebook"
+
+
+def test_notebooks_are_what_jupytext_makes_of_their_sources():
+    pytest.importorskip("jupytext", reason="needs the 'tutorials' extra: pip install -e '.[tutorials]'")
     spec = importlib.util.spec_from_file_location("make_notebooks", TUT / "make_notebooks.py")
     module = importlib.util.module_from_spec(spec)
-    sys.modules["make_notebooks"] = module          # its dataclasses look themselves up there
-    try:
-        spec.loader.exec_module(module)
-    finally:
-        sys.modules.pop("make_notebooks", None)
-    assert module.main(["--check"]) == 0
+    spec.loader.exec_module(module)
+    assert set(module.targets()) == set(ALL)
+    assert module.main(["--check"]) == 0, "regenerate: python tutorials/make_notebooks.py"
 
 
 def test_checks_fail_cleanly_without_raising(capsys):
