@@ -16,7 +16,7 @@ import sys
 import threading
 
 from . import __version__
-from .errors import CliError, debug_enabled, report
+from .errors import RECEIVED, CliError, debug_enabled, first_signal, report
 from .scenario import dump_scenario_yaml, load_scenario
 
 EXIT_BAD_INPUT = 2
@@ -130,7 +130,7 @@ def cmd_sweep(args):
     except KeyboardInterrupt:
         print(f"interrupted: finished runs are kept in {out}; rerun the same command to resume",
               file=sys.stderr)
-        return 128 + (_RECEIVED[0] if _RECEIVED else signal.SIGINT)
+        return 128 + first_signal()
     print(f"{sweep.name}: {len(sweep.cells)} cells x {sweep.replications} replications: "
           f"{result.ran} runs now, {result.reused} reused, {len(result.failures)} failed, "
           f"{result.wall_time_s:.1f} s ({executor})")
@@ -197,36 +197,76 @@ def cmd_report(args):
 def cmd_capacity(args):
     from pathlib import Path
 
-    from .experiments.capacity import CapacitySearch, parse_slo, write_capacity
+    from .experiments.capacity import (CapacitySearch, SearchInterrupted, check_output,
+                                       parse_slo, write_capacity)
 
     ttft, tpot = parse_slo(args.slo)
     overrides = list(args.set or [])
     if args.seed is not None:
         overrides.append(f"seed={args.seed}")
-    out = Path(args.out) if args.out else None
-    if out is not None and out.exists() and any(out.iterdir()):
-        print(f"error: output folder {out} is not empty", file=sys.stderr)
-        return EXIT_BAD_INPUT
     progress = None if args.quiet else (lambda line: print(line, file=sys.stderr))
     search = CapacitySearch(args.scenario, ttft, tpot, args.target, overrides=overrides,
                             duration_s=args.duration, reps_min=args.reps_min,
                             reps_max=args.reps_max, rel_tol=args.tol, start_rate=args.rate,
-                            progress=progress)
-    res = search.run()
-    if out is None:
+                            progress=progress)  # every option checked: nothing written yet
+    if args.out is not None:
+        out = Path(args.out)
+    else:
         out = Path("results") / f"capacity-{search.base.name}"
         n = 1
         while out.exists():
             n += 1
             out = Path("results") / f"capacity-{search.base.name}-{n}"
+    out = check_output(out, overwrite=args.overwrite)
+    try:
+        res = search.run()
+    except SearchInterrupted:
+        signum = first_signal()
+        if _write_or_stop(lambda: write_capacity(out, search)):
+            print(f"interrupted ({signal.Signals(signum).name}) after {search.runs} runs: "
+                  f"partial curve in {out} (complete: false)", file=sys.stderr)
+        else:
+            print(f"interrupted twice: stopped at once; {out} keeps whole files only",
+                  file=sys.stderr)
+        return 128 + signum
     csv_path, _ = write_capacity(out, search)
+    if res["verdict"] != "found":
+        raise CliError("capacity", res["message"],
+                       {"below": "loosen the SLO or lower --target",
+                        "above": "the SLO may never bind; check it, or start higher with --rate",
+                        "undecided": "use a longer --duration or more --reps-max"}[res["verdict"]]
+                       + f" (the curve is in {csv_path})", status=1)
     lo, hi = res["interval"]
     print(f"capacity {res['capacity_per_device_rps']:.4g} requests/s per device "
           f"(interval {lo:.4g} to {hi:.4g}; {res['target']:.0%} SLO attainment, "
           f"{res['protocol']}, draft {res['draft']}; {res['runs']} runs, stopped by "
           f"{res['stopped_by']})")
+    if res["extended"]:
+        ext = res["extended"]
+        print(f"note: runs at {len(ext)} rate(s) up to {ext[-1]['rate_per_s']:.4g}/s were extended "
+              f"(up to {ext[0]['duration_s']:.4g} s) to expect {res['min_requests']} requests "
+              "per run", file=sys.stderr)
     print(f"curve: {csv_path}")
     return 0
+
+
+def _write_or_stop(write):
+    """Write the outputs of a command a signal interrupted; a further signal stops the writing
+    at once (each file is written whole or not at all). True when written."""
+    def again(signum, frame):
+        raise KeyboardInterrupt
+
+    main_thread = threading.current_thread() is threading.main_thread()
+    previous = {sig: signal.signal(sig, again) for sig in (signal.SIGINT,) + _STOP_SIGNALS} \
+        if main_thread else {}
+    try:
+        write()
+        return True
+    except KeyboardInterrupt:
+        return False
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def cmd_acceptance(args):
@@ -256,13 +296,11 @@ _STOP_SIGNALS = tuple(s for s in (getattr(signal, "SIGTERM", None), getattr(sign
                       if s is not None)
 
 
-_RECEIVED = []
-
-
 def _stop(signum, frame):
-    """SIGTERM and SIGHUP outside a run stop like a Ctrl-C (a run has its own handlers)."""
-    first = not _RECEIVED
-    _RECEIVED.append(signum)
+    """SIGTERM and SIGHUP outside a run stop like a Ctrl-C (a run has its own handlers; both
+    record the signal in ``guards.RECEIVED``, which gives the exit status 128 + N)."""
+    first = not RECEIVED
+    RECEIVED.append(signum)
     if first:
         raise KeyboardInterrupt
 
@@ -354,7 +392,10 @@ def build_parser():
                     help="stop when the bracket's hi/lo - 1 is below this (default 0.05)")
     sp.add_argument("--rate", type=float, help="start rate (default workload.rate_per_s)")
     sp.add_argument("--seed", type=int, help="first replication's seed")
-    sp.add_argument("--out", help="output folder (default results/capacity-<name>)")
+    sp.add_argument("--out", help="output folder (default results/capacity-<name>); one search "
+                    "per folder: a folder that is not empty is refused")
+    sp.add_argument("--overwrite", action="store_true", help="replace the capacity.csv and "
+                    "capacity.json of an earlier search in --out")
     sp.add_argument("--quiet", action="store_true", help="no progress lines")
     sp.set_defaults(func=cmd_capacity)
     sp = sub.add_parser("acceptance", help="acceptance models: 'fit TRACE' fits iid, beta and "
@@ -393,7 +434,7 @@ def main(argv=None, *, exiting=False):
     parser = build_parser()
     args = parser.parse_args(argv)
     debug = debug_enabled(args.debug)
-    _RECEIVED.clear()
+    RECEIVED.clear()
     previous = {}
     main_thread = threading.current_thread() is threading.main_thread()
     if main_thread:
@@ -402,7 +443,7 @@ def main(argv=None, *, exiting=False):
         return args.func(args)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
-        return 128 + (_RECEIVED[0] if _RECEIVED else signal.SIGINT)
+        return 128 + first_signal()
     except Exception as exc:  # noqa: BLE001 -- the one error path: one line, no traceback
         return report(exc, debug=debug)
     finally:

@@ -17,6 +17,16 @@ import traceback
 EXIT_FAILED = 1
 EXIT_BAD_INPUT = 2
 
+# Every stop signal this process received, in order (a run's handlers, ``engine.guards``, and
+# the CLI's record them here): the one place a command reads the signal that stopped it (exit
+# 128 + N), whether it arrived inside a run or between runs.
+RECEIVED = []
+
+
+def first_signal(default=2):
+    """The first stop signal received (``default``, SIGINT, when none was: a plain Ctrl-C)."""
+    return RECEIVED[0] if RECEIVED else default
+
 
 class CliError(Exception):
     """An anticipated failure: ``what`` failed ``why``; ``todo`` says what to do."""
@@ -82,6 +92,10 @@ def report(exc, debug=False, stream=None):
         line = ("error: memory: the run needs more memory than this machine (or its limit) "
                 "gives; use fewer devices or rounds (see limits.max_memory_mb)")
         status = EXIT_FAILED
+    elif isinstance(exc, OSError) and exc.errno == errno.ENAMETOOLONG:
+        what = exc.filename or "a file name"  # a name the user gave (an --out, a name key)
+        line = one_line(f"error: {str(what)[:80]}...: {os_reason(exc)}; give a shorter name")
+        status = EXIT_BAD_INPUT
     elif isinstance(exc, OSError):
         what = exc.filename or "a file"
         line = one_line(f"error: {what}: {os_reason(exc)}; {os_advice(exc)}")

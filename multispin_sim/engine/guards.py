@@ -22,6 +22,8 @@ import threading
 import time
 from pathlib import Path
 
+from ..errors import RECEIVED
+
 STOP_SIGNALS = tuple(s for s in (getattr(signal, "SIGINT", None), getattr(signal, "SIGTERM", None),
                                  getattr(signal, "SIGHUP", None)) if s is not None)
 
@@ -70,6 +72,7 @@ class StopSignals:
 
     def _handler(self, signum, frame):
         self.count += 1
+        RECEIVED.append(signum)
         if self.signum is None:
             self.signum = signum
             if self.loop is not None:

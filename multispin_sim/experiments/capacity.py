@@ -1,29 +1,45 @@
 """Capacity search: the highest per-device Poisson arrival rate meeting an SLO attainment target.
 
-``capacity_search(scenario_file, ttft_s, tpot_s, target)`` runs the scenario with
+``CapacitySearch(scenario_file, ttft_s, tpot_s, target).run()`` runs the scenario with
 ``workload.arrivals: poisson`` at trial rates (every device the same rate), each for
 ``duration_s`` of simulated time and several replications (seeds ``seed``, ``seed + 1``, ...,
-the same seeds at every rate: common random numbers). A replication's SLO attainment is the
-fraction of its requests meeting TTFT <= ttft_s and TPOT <= tpot_s (``outputs.slo``).
+the same seeds at every rate: common random numbers). A replication counts its requests (the
+completed ones plus the unfinished ones already past the TTFT limit, ``outputs.slo``) and how
+many of them met TTFT <= ttft_s and TPOT <= tpot_s.
 
-Verdict at one rate: the 95% Student-t interval of the mean attainment over the replications
-(at least ``reps_min``; more are added one at a time, up to ``reps_max``, while the interval
-contains the target). The rate *meets* the target when the interval lies above it (or every
-replication is at 1), *fails* when it lies below, and is *undecided* otherwise.
+Requests, not runs: a rate's attainment is met / counted over all its replications. A run that
+counts no request adds no evidence (it is not attainment 0). So that a run can decide anything,
+a rate whose runs expect fewer than ``min_requests`` requests (rate x devices x duration) is
+*extended*: its runs last min_requests / (rate x devices) seconds, at most ``max_extension`` x
+``duration_s``; the curve's ``duration_s`` column and the result's ``extended`` list say which
+rates were extended and to how long.
 
-Search:
-1. bracketing: from the start rate, double until a rate fails and halve until a rate meets
-   (only upwards from a start that meets, only downwards from one that fails; none meeting in
-   ``max_halvings`` halvings: an error, the SLO is out of reach);
-2. bisection (geometric midpoints) of [lo, hi] = [highest rate that met, lowest that failed].
+Interval (bounded in [0, 1]): the Wilson score interval of the pooled proportion with the
+effective number of requests n / deff, where the design effect deff >= 1 is the variance of
+the ratio estimator between replications over the binomial variance (requests in one run share
+the queue, so they are not independent); the quantile is Student's t with R - 1 degrees of
+freedom for R replications with requests (normal for R = 1). No request at all: [0, 1].
 
-Stopping rule: stop when hi / lo - 1 <= ``rel_tol``, or when a midpoint m stays undecided after
-``reps_max`` replications (the target is then within the simulation's resolution at m: narrowing
-further would need longer runs or more replications; the geometric midpoints of [lo, m] and
-[m, hi] are tried once more to narrow the bracket), or after ``max_steps`` bisections. The reported interval is [lo, hi]: if attainment decreases with the rate, the
-capacity lies in it unless one of the decisions at lo or hi was wrong (each a 95% one-sided
-decision). The point estimate interpolates the mean attainment linearly between the evaluated
-rates around the target crossing.
+Verdict at one rate: *fails* when most of its replications end with a queue that grows without
+bound (``requests.stable`` false, or stopped by ``limits.max_backlog_requests``: the long-run
+attainment of an unstable queue is 0 whatever the SLO); otherwise *meets* when the interval
+lies above the target, *fails* when it lies below, *undecided* otherwise (replications are
+added one at a time, from ``reps_min`` up to ``reps_max``, while undecided).
+
+Search, bounded in rate and in the number of runs:
+1. bracketing: from the start rate, double (at most ``max_doublings`` times) until a rate fails,
+   and halve (at most ``max_halvings`` times) until a rate meets;
+2. bisection (geometric midpoints, at most ``max_steps``) of [lo, hi] = [highest rate that met,
+   lowest that failed], until hi / lo - 1 <= ``rel_tol``, or a midpoint stays undecided after
+   ``reps_max`` replications (the target is within the simulation's resolution there: the
+   midpoints of [lo, m] and [m, hi] are tried once more, then the search stops).
+
+The result's ``verdict``: ``found`` (the capacity is in ``interval`` [lo, hi] unless one of the
+95% decisions at lo or hi was wrong; the point estimate interpolates the attainment linearly
+between the rates around the target crossing), ``below`` (no rate down to the lowest tried
+meets: the capacity is below it), ``above`` (every rate up to the highest tried meets: the
+capacity is at least that), ``undecided`` (too few requests to decide at the rates left) or
+``interrupted`` (a stop signal; ``complete`` false). Only ``found`` has a capacity.
 
 Attainment is measured from the empty system at time 0 (no warm-up deletion): choose
 ``duration_s`` long against the requests' latency (many requests per device).
@@ -37,7 +53,10 @@ from scipy import stats
 from ..scenario import ScenarioError, load_scenario
 
 CURVE_COLUMNS = ("rate_per_s", "replications", "attainment_mean", "ci95_lo", "ci95_hi",
-                 "slo_goodput_rps", "verdict")
+                 "slo_goodput_rps", "verdict", "requests", "met", "duration_s", "unstable_runs")
+MAX_DURATION_S = 1e9      # simulated seconds of one run (about 32 years)
+MAX_REPLICATIONS = 1000
+VERDICTS = ("found", "below", "above", "undecided", "interrupted")
 
 _SLO_RE = re.compile(r"^\s*(ttft|tpot)\s*=\s*([0-9.eE+-]+)\s*(ms|s)?\s*$")
 
@@ -69,25 +88,96 @@ def parse_slo(text):
     return out.get("ttft"), out.get("tpot")
 
 
+def wilson_interval(p, n, z):
+    """Wilson score interval of a proportion ``p`` seen in ``n`` (effective) trials, quantile
+    ``z``; always within [0, 1]; [0, 1] when n is 0."""
+    if not n > 0:
+        return 0.0, 1.0
+    z2 = z * z
+    denom = 1.0 + z2 / n
+    centre = (p + z2 / (2.0 * n)) / denom
+    half = z * math.sqrt(max(p * (1.0 - p), 0.0) / n + z2 / (4.0 * n * n)) / denom
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def attainment_interval(met, counted, level=0.95):
+    """(pooled attainment, lo, hi) from per-replication ``met`` and ``counted`` requests (see the
+    module docstring); attainment NaN and [0, 1] when no request was counted."""
+    met = np.asarray(met, dtype=float)
+    n = np.asarray(counted, dtype=float)
+    total = float(n.sum())
+    if total <= 0:
+        return float("nan"), 0.0, 1.0
+    p = float(met.sum()) / total
+    reps = int(np.count_nonzero(n > 0))
+    deff = 1.0
+    if reps >= 2:
+        z = float(stats.t.ppf(0.5 + level / 2, reps - 1))
+        binomial = p * (1.0 - p) / total
+        ratio = reps / (reps - 1) * float(np.sum((met - p * n) ** 2)) / (total * total)
+        if binomial > 0:
+            deff = max(1.0, ratio / binomial)
+    else:
+        z = float(stats.norm.ppf(0.5 + level / 2))
+    lo, hi = wilson_interval(p, total / deff, z)
+    return p, lo, hi
+
+
 def mean_interval(values, level=0.95):
+    """(mean, lo, hi): Student-t interval of a mean, clipped to [0, 1] (for proportions)."""
     v = np.asarray(values, dtype=float)
     m = float(v.mean())
     if v.size < 2 or np.all(v == v[0]):
         return m, m, m
     half = stats.t.ppf(0.5 + level / 2, v.size - 1) * v.std(ddof=1) / math.sqrt(v.size)
-    return m, m - float(half), m + float(half)
+    return m, max(0.0, m - float(half)), min(1.0, m + float(half))
+
+
+def _number(option, value, allowed, low=0.0, high=math.inf, strict_low=True):
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        raise ScenarioError(option, f"{value!r} is not a number", allowed) from None
+    if not math.isfinite(x) or x < low or (strict_low and x == low) or x > high:
+        raise ScenarioError(option, f"{value!r} is not allowed", allowed)
+    return x
+
+
+class SearchInterrupted(KeyboardInterrupt):
+    """A stop signal ended a run of the search (that run's replication is not counted)."""
+
+    def __init__(self, signum):
+        super().__init__(signum)
+        self.signum = signum
 
 
 class CapacitySearch:
-    """See the module docstring; ``run()`` returns the result dict (also in ``self.result``)."""
+    """See the module docstring; ``run()`` returns the result dict (also in ``self.result``).
+
+    Every option is checked here, before any run: a bad one raises ScenarioError naming it."""
 
     def __init__(self, scenario_file, ttft_s, tpot_s, target=0.9, overrides=(), duration_s=300.0,
                  reps_min=3, reps_max=10, rel_tol=0.05, start_rate=None, max_steps=12,
-                 max_halvings=12, simulate=None, progress=None):
-        if not 0 < target < 1:
-            raise ScenarioError("--target", f"{target} is not allowed", "expected 0 < target < 1")
+                 max_halvings=12, simulate=None, progress=None, max_doublings=24,
+                 max_extension=100.0, min_requests=None):
+        self.target = _number("--target", target, "expected 0 < target < 1", high=1.0)
+        if self.target >= 1:
+            raise ScenarioError("--target", f"{target!r} is not allowed", "expected 0 < target < 1")
         if ttft_s is None and tpot_s is None:
             raise ScenarioError("--slo", "no SLO given", "expected ttft=SECONDS and/or tpot=SECONDS")
+        self.duration_s = _number("--duration", duration_s, "expected simulated seconds per run, "
+                                  f"> 0 and <= {MAX_DURATION_S:g}", high=MAX_DURATION_S)
+        self.reps_min, self.reps_max = int(reps_min), int(reps_max)
+        if not 1 <= self.reps_min <= MAX_REPLICATIONS or not 1 <= self.reps_max <= MAX_REPLICATIONS:
+            raise ScenarioError("--reps-min/--reps-max", f"{reps_min}/{reps_max} is not allowed",
+                                f"expected integers from 1 to {MAX_REPLICATIONS}")
+        if self.reps_min > self.reps_max:
+            raise ScenarioError("--reps-min", f"{reps_min} is more than --reps-max {reps_max}",
+                                "expected --reps-min <= --reps-max")
+        self.rel_tol = _number("--tol", rel_tol, "expected a relative bracket width > 0, e.g. 0.05",
+                               high=1e6)
+        self.max_extension = _number("max_extension", max_extension, "expected >= 1", low=1.0,
+                                     strict_low=False)
         self.file = scenario_file
         self.overrides = list(overrides)
         base = load_scenario(scenario_file, overrides=self.overrides)
@@ -97,60 +187,117 @@ class CapacitySearch:
                                 "arrival rate)", "expected 'poisson' (e.g. --set "
                                 "workload.arrivals=poisson)")
         self.base = base
-        self.ttft_s, self.tpot_s, self.target = ttft_s, tpot_s, float(target)
-        self.duration_s = float(duration_s)
-        self.reps_min, self.reps_max = int(reps_min), int(reps_max)
-        self.rel_tol = float(rel_tol)
+        self.ttft_s, self.tpot_s = ttft_s, tpot_s
+        self.devices = int(base.devices.count)
         rate = base.workload.rate_per_s
-        self.start_rate = float(start_rate if start_rate is not None else np.mean(rate))
+        self.start_rate = _number("--rate", start_rate if start_rate is not None
+                                  else float(np.mean(rate)), "expected requests/s per device "
+                                  "> 0 (finite)", high=1e12)
         self.max_steps, self.max_halvings = int(max_steps), int(max_halvings)
+        self.max_doublings = int(max_doublings)
+        if min_requests is None:  # enough that all met decides 'meets' at reps_min replications
+            z = (float(stats.t.ppf(0.975, self.reps_min - 1)) if self.reps_min >= 2
+                 else float(stats.norm.ppf(0.975)))
+            min_requests = max(10, math.ceil(2 * z * z * self.target / (1 - self.target)
+                                             / self.reps_min))
+        self.min_requests = int(min_requests)
+        self._check_duration(self.start_rate * 2.0 ** -self.max_halvings)
         if simulate is None:
             from ..engine import simulate
         self._simulate = simulate
         self.progress = progress
-        self.points = {}  # rate -> {"att": [...], "goodput": [...]}
+        self.points = {}  # rate -> {"reps": [{met, counted, goodput, unstable}], "verdict"}
         self.runs = 0
+        self.result = None
+
+    def _check_duration(self, rate):
+        """The longest run the search may make (lowest rate, extended) is one the limits allow:
+        checked before any run."""
+        over = self.overrides + [f"run.max_time_s={self.duration_for(rate)!r}",
+                                 "workload.arrivals=poisson"]
+        load_scenario(self.file, overrides=over)
+
+    def duration_for(self, rate):
+        """Simulated seconds per run at ``rate`` (extended at low rates, see the docstring)."""
+        need = self.min_requests / (rate * self.devices)
+        return float(min(max(self.duration_s, need), self.duration_s * self.max_extension,
+                         MAX_DURATION_S))
+
+    def expected_requests(self, rate):
+        """Requests one run at ``rate`` expects (all devices)."""
+        return rate * self.devices * self.duration_for(rate)
 
     def _scenario(self, rate, rep):
         over = self.overrides + [
             f"workload.rate_per_s={rate!r}", f"seed={self.base.seed + rep}",
-            f"run.max_time_s={self.duration_s!r}", "run.rounds=1000000000",
+            f"run.max_time_s={self.duration_for(rate)!r}", "run.rounds=1000000000",
             f"serving.slo_ttft_s={'null' if self.ttft_s is None else repr(self.ttft_s)}",
             f"serving.slo_tpot_s={'null' if self.tpot_s is None else repr(self.tpot_s)}"]
         return load_scenario(self.file, overrides=over)
 
     def _replicate(self, rate):
-        point = self.points.setdefault(rate, {"att": [], "goodput": []})
-        rep = len(point["att"])
-        slo = self._simulate(self._scenario(rate, rep)).summary["requests"]["slo"]
+        point = self.points.setdefault(rate, {"reps": []})
+        result = self._simulate(self._scenario(rate, len(point["reps"])))
+        signum = getattr(result, "stop_signal", None)
+        if signum is not None:
+            raise SearchInterrupted(signum)
+        s = result.summary
+        req = s.get("requests") or {}
+        slo = req.get("slo", {})
+        stopped = not s.get("complete", True)  # the backlog bound (or another limit)
+        unstable = stopped or not req.get("stable", True)
+        point["reps"].append({"met": int(slo.get("met", 0)), "counted": int(slo.get("counted", 0)),
+                              "goodput": float(slo.get("goodput_rps", 0.0)),
+                              "unstable": bool(unstable)})  # one append: a signal never halves it
         self.runs += 1
-        att = slo["attainment"]
-        point["att"].append(0.0 if att != att else att)  # no request counted: nothing met
-        point["goodput"].append(slo["goodput_rps"])
+
+    def stats_at(self, rate):
+        reps = self.points[rate]["reps"]
+        return attainment_interval([r["met"] for r in reps], [r["counted"] for r in reps])
 
     def verdict(self, rate):
         """'meets', 'fails' or 'undecided' at ``rate`` (runs replications as needed)."""
-        point = self.points.setdefault(rate, {"att": [], "goodput": []})
-        while len(point["att"]) < self.reps_min:
+        point = self.points.setdefault(rate, {"reps": []})
+        while len(point["reps"]) < self.reps_min:
             self._replicate(rate)
         while True:
-            m, lo, hi = mean_interval(point["att"])
-            if lo > self.target or (lo == hi == m and m > self.target):
+            reps = point["reps"]
+            m, lo, hi = self.stats_at(rate)
+            unstable = sum(r["unstable"] for r in reps)
+            if 2 * unstable > len(reps):
+                v = "fails"
+            elif lo > self.target:
                 v = "meets"
-            elif hi < self.target or (lo == hi == m and m < self.target):
+            elif hi < self.target:
                 v = "fails"
             else:
                 v = "undecided"
-            if v != "undecided" or len(point["att"]) >= self.reps_max:
+            if v != "undecided" or len(reps) >= self.reps_max:
                 break
             self._replicate(rate)
         point["verdict"] = v
         if self.progress:
+            n = sum(r["counted"] for r in reps)
+            ext = self.duration_for(rate)
+            note = f", runs extended to {ext:.4g} s" if ext > self.duration_s else ""
+            note += f", {unstable} unstable" if unstable else ""
             self.progress(f"rate {rate:.5g}/s: attainment {m:.3f} [{lo:.3f}, {hi:.3f}] "
-                          f"({len(point['att'])} runs): {v}")
+                          f"({len(reps)} runs, {n} requests{note}): {v}")
         return v
 
     def run(self):
+        """The search (see the module docstring); a stop signal raises SearchInterrupted with
+        ``self.result`` holding the partial result (``complete`` false)."""
+        try:
+            return self._run()
+        except KeyboardInterrupt as exc:
+            self.result = self._result(None, None, "interrupted", "signal")
+            self.result["complete"] = False
+            if isinstance(exc, SearchInterrupted):
+                raise
+            raise SearchInterrupted(None) from None
+
+    def _run(self):
         rate = self.start_rate
         lo = hi = None
         v = self.verdict(rate)
@@ -159,7 +306,7 @@ class CapacitySearch:
         elif v == "fails":
             hi = rate
         up = down = rate  # an undecided start: search both ways
-        for _ in range(60):
+        for _ in range(self.max_doublings):
             if hi is not None:
                 break
             up *= 2
@@ -168,6 +315,9 @@ class CapacitySearch:
                 lo = up
             elif w == "fails":
                 hi = up
+        if hi is None:
+            return self._result(lo, None, "above" if lo is not None else "undecided",
+                                "max_doublings")
         for _ in range(self.max_halvings):
             if lo is not None:
                 break
@@ -177,12 +327,12 @@ class CapacitySearch:
                 hi = min(hi, down)
             elif w == "meets":
                 lo = down
+            elif self.expected_requests(down) < self.min_requests:
+                break  # too few requests even in extended runs: lower rates cannot decide
         if lo is None:
-            raise ScenarioError(
-                "--slo", f"no arrival rate down to {down:.3g}/s per device meets the SLO in "
-                f"{self.target:.0%} of requests", "expected a looser SLO or a lower --target")
-        if hi is None:
-            raise RuntimeError("no failing rate found")  # unreachable for a finite server
+            failed = [r for r in self.points if self.points[r].get("verdict") == "fails"]
+            self.lowest_failing = min(failed) if failed else None
+            return self._result(None, hi, "below" if failed else "undecided", "max_halvings")
         stop = "tolerance"
         for _ in range(self.max_steps):
             if hi / lo - 1 <= self.rel_tol:
@@ -205,20 +355,49 @@ class CapacitySearch:
                 break
         else:
             stop = "max_steps"
+        return self._result(lo, hi, "found", stop)
+
+    def _result(self, lo, hi, verdict, stop):
+        extended = [{"rate_per_s": r, "duration_s": self.duration_for(r)} for r in sorted(self.points)
+                    if self.duration_for(r) > self.duration_s]
+        found = verdict == "found"
+        tried = sorted(self.points) or [self.start_rate]
         self.result = {
-            "capacity_per_device_rps": self.point_estimate(lo, hi),
-            "interval": [lo, hi], "target": self.target,
+            "verdict": verdict, "complete": verdict != "interrupted",
+            "capacity_per_device_rps": self.point_estimate(lo, hi) if found else None,
+            "interval": [lo, hi] if found else [None, None],
+            "message": self.message(verdict, lo, hi, tried),
+            "target": self.target,
             "slo": {"ttft_s": self.ttft_s, "tpot_s": self.tpot_s}, "stopped_by": stop,
-            "runs": self.runs, "duration_s": self.duration_s,
-            "reps_min": self.reps_min, "reps_max": self.reps_max, "rel_tol": self.rel_tol,
-            "devices": self.base.devices.count, "scenario": self.base.name,
+            "runs": self.runs, "duration_s": self.duration_s, "min_requests": self.min_requests,
+            "extended": extended, "reps_min": self.reps_min, "reps_max": self.reps_max,
+            "rel_tol": self.rel_tol, "devices": self.devices, "scenario": self.base.name,
             "protocol": self.base.serving.protocol, "draft": self.base.policy.draft,
+            "interval_method": "wilson, effective requests (design effect), t quantile",
         }
         return self.result
 
+    def message(self, verdict, lo, hi, tried):
+        goal = f"{self.target:.0%} of requests meeting the SLO"
+        if verdict == "found":
+            return f"capacity between {lo:.4g} and {hi:.4g} requests/s per device"
+        if verdict == "below":
+            low = getattr(self, "lowest_failing", None) or tried[0]
+            note = (f" (lower rates, down to {tried[0]:.3g}/s, had too few requests to decide)"
+                    if tried[0] < low else "")
+            return (f"no arrival rate tried reaches {goal}; the capacity is below {low:.3g}/s "
+                    f"per device{note}")
+        if verdict == "above":
+            return (f"every arrival rate up to {lo:.3g}/s per device reaches {goal} with a "
+                    "stable queue: the capacity is at least that")
+        if verdict == "undecided":
+            return (f"too few requests to decide at rates from {tried[0]:.3g} to {tried[-1]:.3g}/s "
+                    "per device")
+        return "interrupted"
+
     def point_estimate(self, lo, hi):
         rates = np.array(sorted(r for r in self.points if lo <= r <= hi))
-        att = np.array([np.mean(self.points[r]["att"]) for r in rates])
+        att = np.array([self.stats_at(r)[0] for r in rates])
         for i in range(len(rates) - 1):
             a, b = att[i] - self.target, att[i + 1] - self.target
             if a >= 0 >= b and a != b:
@@ -229,25 +408,60 @@ class CapacitySearch:
         rows = []
         for rate in sorted(self.points):
             p = self.points[rate]
-            m, lo, hi = mean_interval(p["att"])
-            rows.append((rate, len(p["att"]), m, lo, hi, float(np.mean(p["goodput"])),
-                         p.get("verdict", "")))
+            reps = p["reps"]
+            if not reps:
+                continue
+            m, lo, hi = self.stats_at(rate)
+            rows.append((rate, len(reps), m, lo, hi, float(np.mean([r["goodput"] for r in reps])),
+                         p.get("verdict", ""), sum(r["counted"] for r in reps),
+                         sum(r["met"] for r in reps), self.duration_for(rate),
+                         sum(r["unstable"] for r in reps)))
         return rows
 
 
-def write_capacity(folder, search):
-    """capacity.csv (the curve) and capacity.json (the result) in ``folder`` (created)."""
-    import csv
-    import json
+def check_output(folder, overwrite=False):
+    """Before any run: ``folder`` can take the search's files and holds no other search (nor
+    anything else) unless ``overwrite``. Returns the folder (created)."""
     from pathlib import Path
+
+    from ..errors import OutputLocationError
+    from ..outputs.atomic import check_folder
+
+    folder = Path(folder)
+    if str(folder).strip() == "":
+        raise OutputLocationError("--out ''", "is empty", "give the folder to write the "
+                                  "capacity curve into (or leave --out out)")
+    try:
+        if folder.is_dir() and any(folder.iterdir()) and not overwrite:
+            has = ("holds a capacity search" if (folder / "capacity.json").exists()
+                   else "is not empty")
+            raise OutputLocationError(f"--out {folder}", has, "give a new folder, or add "
+                                      "--overwrite to replace capacity.csv and capacity.json "
+                                      "there")
+        return check_folder(folder, "--out", must_be_empty=False)
+    except OSError as exc:  # e.g. a name longer than the file system allows
+        from ..errors import os_reason
+
+        raise OutputLocationError(f"--out {folder}", os_reason(exc), "give a shorter or "
+                                  "other folder name") from None
+
+
+def write_capacity(folder, search):
+    """capacity.csv (the curve) and capacity.json (the result) in ``folder`` (created); each
+    file is written whole or not at all (temporary file + rename)."""
+    import csv
+    import io
+    from pathlib import Path
+
+    from ..outputs.atomic import write_json, write_text
 
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    with open(folder / "capacity.csv", "w", newline="", encoding="utf-8") as f:
-        w = csv.writer(f)
-        w.writerow(CURVE_COLUMNS)
-        for row in search.curve():
-            w.writerow([repr(float(x)) if isinstance(x, float) else x for x in row])
-    (folder / "capacity.json").write_text(json.dumps(search.result, indent=2) + "\n",
-                                          encoding="utf-8")
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(CURVE_COLUMNS)
+    for row in search.curve():
+        w.writerow([repr(float(x)) if isinstance(x, float) else x for x in row])
+    write_text(folder / "capacity.csv", buf.getvalue())
+    write_json(folder / "capacity.json", search.result)
     return folder / "capacity.csv", folder / "capacity.json"

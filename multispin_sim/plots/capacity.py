@@ -18,8 +18,14 @@ def plot_capacity(folder, out=None):
     try:
         res = json.loads((folder / "capacity.json").read_text(encoding="utf-8"))
         curve = read_table(folder / "capacity.csv")
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, UnicodeDecodeError, StopIteration) as exc:
         raise PlotError(f"cannot read the capacity output in {folder}: {exc}") from None
+    need = ("rate_per_s", "attainment_mean", "ci95_lo", "ci95_hi", "verdict")
+    if (not isinstance(res, dict) or not all(k in res for k in ("target", "slo", "scenario"))
+            or not all(c in curve and curve[c].dtype.kind in "fiU" for c in need)
+            or any(curve[c].dtype.kind == "U" for c in need[:4])):
+        raise PlotError(f"{folder}: capacity.json or capacity.csv is damaged (a key, a column or a "
+                        "number is missing); rerun 'multispin-sim capacity'")
     Figure = _require_matplotlib()
     fig = Figure(figsize=(6.4, 4.2), layout="constrained")
     ax = fig.subplots()
@@ -34,10 +40,12 @@ def plot_capacity(folder, out=None):
                         fmt="o", color=colour, capsize=3, label=verdict or "?", zorder=2)
     ax.axhline(res["target"], color="grey", linestyle="--", linewidth=0.8,
                label=f"target {res['target']:.0%}")
-    a, b = res["interval"]
-    ax.axvspan(a, b, color="tab:blue", alpha=0.12, label="capacity interval")
-    ax.axvline(res["capacity_per_device_rps"], color="tab:blue", linewidth=1.2,
-               label=f"capacity {res['capacity_per_device_rps']:.3g}/s")
+    a, b = res.get("interval") or (None, None)
+    if a is not None and b is not None:  # only a search that found the capacity has one
+        ax.axvspan(a, b, color="tab:blue", alpha=0.12, label="capacity interval")
+    if res.get("capacity_per_device_rps") is not None:
+        ax.axvline(res["capacity_per_device_rps"], color="tab:blue", linewidth=1.2,
+                   label=f"capacity {res['capacity_per_device_rps']:.3g}/s")
     slo = ", ".join(f"{k.split('_')[0].upper()} <= {v:g} s" for k, v in res["slo"].items()
                     if v is not None)
     ax.set_title(f"{res['scenario']} ({res['protocol']}, draft {res['draft']}): {slo}",

@@ -1,0 +1,30 @@
+"""Fault injection: stop signals to the commands other than ``run`` (the method of
+tests/test_faults.py). A serial sweep runs in the main process, so the run's own handlers take
+the signal: the sweep must still exit 128 + N for that signal."""
+import signal
+import time
+
+import pytest
+
+from test_faults import cli, deterministic_runs, start, sweep_file
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT])
+def test_signal_serial_sweep_exit_status(tmp_path, sig):
+    """FAULT_CLASS signals: SIGTERM / SIGHUP / SIGINT to a serial sweep: 143 / 129 / 130, and the
+    resumed sweep equals an uninterrupted one."""
+    sw = sweep_file(tmp_path, rounds=40000, counts=(2, 3), reps=1)  # seconds per run
+    p = start("sweep", sw, "--out", tmp_path / "a", "--executor", "serial", cwd=tmp_path)
+    deadline = time.monotonic() + 30
+    while not list((tmp_path / "a" / "runs").glob("*/rounds.csv")):
+        assert time.monotonic() < deadline and p.poll() is None, "the first run did not start"
+        time.sleep(0.05)
+    time.sleep(0.3)
+    assert p.poll() is None, "the sweep ended before the signal: make its runs longer"
+    p.send_signal(sig)
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == 128 + sig, err
+    assert "Traceback" not in err and "rerun the same command to resume" in err
+    assert cli("sweep", sw, "--out", tmp_path / "a", "--executor", "serial", cwd=tmp_path).rc == 0
+    assert cli("sweep", sw, "--out", tmp_path / "b", "--executor", "serial", cwd=tmp_path).rc == 0
+    assert deterministic_runs(tmp_path / "a") == deterministic_runs(tmp_path / "b")
