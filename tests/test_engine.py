@@ -229,6 +229,8 @@ def test_hard_interrupt_mid_round_still_writes_a_valid_summary(tmp_path, monkeyp
         return real(self, gamma, *args, **kwargs)
 
     monkeypatch.setattr(EdgeServer, "outcomes", outcomes)
+    # a server whose outcomes do more offers no blocks of them (EdgeServer.steady_outcomes)
+    monkeypatch.setattr(EdgeServer, "steady_outcomes", lambda self: None)
     r = run({**SMALL, "run.rounds": 5000}, out=tmp_path / "x")
     assert r.summary["complete"] is False and r.summary["rounds"] == 699
     summary = json.loads((r.folder / "summary.json").read_text())

@@ -6,7 +6,7 @@ from multispin_sim.engine import simulate
 from multispin_sim.model import reactive as solver
 from multispin_sim.model.reactive import DL, UL, ReactiveProblem
 from multispin_sim.policies import make_reactive_policy
-from multispin_sim.policies.reactive import DeadlineSplit, RobustSplit
+from multispin_sim.policies.straggler import DeadlineSplit, RobustSplit
 
 N0 = 1e-3 * 10 ** (-17.4)
 S = 34816.0

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from multispin_sim.model.energy import Powers
 from multispin_sim.outputs.energy import EnergyAccount
-from multispin_sim.outputs.recorder import DEVICE_ROUND_COLUMNS, ROUND_COLUMNS, Recorder
+from multispin_sim.outputs.recorder import DEVICE_ROUND_COLUMNS, ROUND_COLUMNS, Recorder, RoundRecord
 from multispin_sim.outputs.records import Labels, format_rows
 from multispin_sim.outputs.statistics import RunStatistics
 
@@ -292,7 +292,7 @@ def test_blocks_equal_round_by_round(tmp_path, k, case, chunk):
             thermal.temperature = thermal.temperature + rng.normal(size=k)
             ref_thermal.temperature = thermal.temperature
         ref.round(**call)
-        rec.round(**call)
+        rec.round(RoundRecord(**call))
         for a in ("active", "gamma", "power", "delay", "g_ul"):  # the caller may reuse them
             call[a][...] = 0
         if rng.random() < 0.05:  # read mid-block: the statistics are up to date
@@ -325,7 +325,7 @@ def test_reading_statistics_does_not_change_the_files(tmp_path):
         powers = Powers(draft_w=np.full(k, 4.0))
         rec = Recorder(folder, k, 32, energy=EnergyAccount(powers, k))
         for call in _random_rounds(rng, k, 100, {}):
-            rec.round(**call)
+            rec.round(RoundRecord(**call))
             if read:
                 assert rec.stats.rounds == call["round"] + 1
         rec.close()

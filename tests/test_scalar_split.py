@@ -1,12 +1,12 @@
 """The engine's scalar reactive paths give the very same numbers as the paths they replace.
 
-``model.reactive.split_one`` (behind ``_optimal_split_one`` and ``EdgeServer.scalar_split``)
+``model.reactive.split_one`` (behind ``_optimal_split_one`` and ``ReactivePolicy.one_outcome``)
 skips work that cannot change the decision; every float it returns must be bit-identical to the
 original one-outcome solver, kept here verbatim as ``reference_split_one`` (the version the
 golden outputs were made with). Edge cases: ties in the UL order, one device, no DL budget,
 gains spanning many orders of magnitude, every device rejected.
 ``model.reactive.assign_one`` (all-UL, all-DL and the random split behind
-``EdgeServer.scalar_split``) must give what ``evaluate_assignment`` gives, bit for bit, and the
+``ReactivePolicy.one_outcome``) must give what ``evaluate_assignment`` gives, bit for bit, and the
 random split must take the same coins from the policy stream.
 """
 import math
@@ -19,8 +19,9 @@ from multispin_sim.engine.server import EdgeServer
 from multispin_sim.model import reactive as R
 from multispin_sim.model.reactive import NONE, UL, DL, ReactiveProblem
 from multispin_sim.model.system import System
-from multispin_sim.policies.reactive import (AllDownlink, AllUplink, DeadlineSplit, OptimalSplit,
-                                             RandomSplit)
+from multispin_sim.policies.reactive import (AllDownlink, AllUplink, ExhaustiveSplit,
+                                             OptimalSplit, RandomSplit)
+from multispin_sim.policies.straggler import DeadlineSplit
 
 _LN2 = np.log(2.0)
 N0 = 10 ** (-174 / 10) * 1e-3
@@ -116,7 +117,7 @@ def test_optimal_split_one_bit_identical_to_reference(case):
 
 @settings(max_examples=300, deadline=None)
 @given(problems())
-def test_server_decide_and_scalar_split_bit_identical(case):
+def test_server_decide_and_one_outcome_bit_identical(case):
     k, g_ul, g_dl, p_ul, p_dl, bits, bandwidth, rejected = case
     sys_ = system(k, p_ul, p_dl, bits, bandwidth)
     server = EdgeServer(sys_, OptimalSplit(), None, np.random.default_rng(0))
@@ -124,7 +125,7 @@ def test_server_decide_and_scalar_split_bit_identical(case):
     assert_same(server.decide(rejected, g_ul, g_dl), want)
     idx = np.flatnonzero(rejected).tolist()
     if idx:
-        mode, power, delay, b, t_comm = server.scalar_split()(idx, g_ul.tolist(), g_dl.tolist())
+        mode, power, delay, b, t_comm = server.one_outcome()(idx, g_ul.tolist(), g_dl.tolist())
         assert same_bits(np.array(mode, dtype=np.int8), want.mode[0])
         assert same_bits(np.array(power), want.power_w[0])
         assert same_bits(np.array(delay), want.delay_s[0])
@@ -166,24 +167,23 @@ def test_degenerate_gains():
             assert_same(server.decide(rejected, g_ul, g_dl), want)
 
 
-def test_scalar_split_only_for_the_plain_optimal_policy():
+def test_one_outcome_is_the_policys_own():
+    """The server asks the policy for its one-outcome decision; a deferring policy is read
+    whole (None); a policy without a scalar form gets the default, its own ``decide``."""
     sys_ = system(3, np.full(3, 0.01), 0.04, 34_816.0, 10e6)
     rng = np.random.default_rng(0)
-    assert EdgeServer(sys_, OptimalSplit(), None, rng).scalar_split() is not None
-    assert EdgeServer(sys_, AllDownlink(), None, rng).scalar_split() is not None
-    assert EdgeServer(sys_, DeadlineSplit(), None, rng).scalar_split() is None
-
-    class Other(EdgeServer):
-        def decide(self, rejected, g_ul, g_dl):
-            return super().decide(rejected, g_ul, g_dl)
-
-    assert Other(sys_, OptimalSplit(), None, rng).scalar_split() is None
+    assert EdgeServer(sys_, OptimalSplit(), None, rng).one_outcome() is not None
+    assert EdgeServer(sys_, AllDownlink(), None, rng).one_outcome() is not None
+    assert EdgeServer(sys_, DeadlineSplit(), None, rng).one_outcome() is None
+    rejected, g = np.array([True, True, False]), np.array([1e-9, 3e-10, 2e-9])
+    exhaustive = ExhaustiveSplit()
+    got = EdgeServer(sys_, exhaustive, None, rng).decide(rejected, g, g)
+    assert_same(got, exhaustive.decide(sys_.reactive_problem(rejected, g, g)))
     # a new system (another payload, say) gets its own constants
     server = EdgeServer(sys_, OptimalSplit(), None, rng)
-    first = server.scalar_split()
+    first = server.one_outcome()
     server.system = system(3, np.full(3, 0.01), 0.04, 1000.0, 10e6)
-    assert server.scalar_split() is not first
-    rejected, g = np.array([True, True, False]), np.array([1e-9, 3e-10, 2e-9])
+    assert server.one_outcome() is not first
     assert_same(server.decide(rejected, g, g),
                 reference_split_one(server.system.reactive_problem(rejected, g, g)))
 
@@ -192,7 +192,7 @@ BASELINES = {"all-ul": AllUplink, "all-dl": AllDownlink, "random": RandomSplit}
 
 
 def check_baseline(name, k, g_ul, g_dl, p_ul, p_dl, bits, bandwidth, rejected, seed=0):
-    """``EdgeServer.decide`` and ``scalar_split`` of a baseline mode against the policy's own
+    """``EdgeServer.decide`` and ``one_outcome`` of a baseline mode against the policy's own
     ``decide`` on the ``ReactiveProblem`` (numpy's ``evaluate_assignment``), on equal streams."""
     sys_ = system(k, p_ul, p_dl, bits, bandwidth)
     want_rng, got_rng, split_rng = (np.random.default_rng(seed) for _ in range(3))
@@ -202,7 +202,7 @@ def check_baseline(name, k, g_ul, g_dl, p_ul, p_dl, bits, bandwidth, rejected, s
     assert_same(server.decide(rejected, g_ul, g_dl), want)
     idx = np.flatnonzero(rejected).tolist()
     if idx:
-        split = EdgeServer(sys_, policy, split_rng, np.random.default_rng(1)).scalar_split()
+        split = EdgeServer(sys_, policy, split_rng, np.random.default_rng(1)).one_outcome()
         mode, power, delay, b, t_comm = split(idx, g_ul.tolist(), g_dl.tolist())
         assert same_bits(np.array(mode, dtype=np.int8), want.mode[0])
         assert same_bits(np.array(power), want.power_w[0])
@@ -216,7 +216,7 @@ def check_baseline(name, k, g_ul, g_dl, p_ul, p_dl, bits, bandwidth, rejected, s
 
 @settings(max_examples=300, deadline=None)
 @given(problems(), st.sampled_from(sorted(BASELINES)))
-def test_baseline_scalar_split_bit_identical(case, name):
+def test_baseline_one_outcome_bit_identical(case, name):
     k, g_ul, g_dl, p_ul, p_dl, bits, bandwidth, rejected = case
     check_baseline(name, k, g_ul, g_dl, p_ul, p_dl, bits, bandwidth, rejected)
 
@@ -237,99 +237,3 @@ def test_baseline_engine_like_problems_bit_identical(name):
         rejected = rng.random(k) < rng.uniform(0.05, 1.0)
         check_baseline(name, k, g_ul, g_dl, np.full(k, 0.01), float(rng.choice([0.0, 0.04, 4.0])),
                        34_816.0, 10e6, rejected, seed=trial)
-
-
-# -- many outcomes at once: split_rows, and the engine's blocks of rounds --------------------
-
-def check_rows(rejected, g_ul, g_dl, p_ul, p_dl, bits, bandwidth):
-    """``split_rows`` against the verbatim reference, row by row, every float bit for bit."""
-    mode, power, delay, b = R.split_rows(rejected, g_ul, g_dl, p_ul, bits, N0, p_dl, bandwidth)
-    assert mode.dtype == np.int8 and mode.shape == power.shape == delay.shape == rejected.shape
-    for r in range(len(rejected)):
-        problem = ReactiveProblem(rejected[r], g_ul[r], g_dl[r], p_ul, p_dl, bits, bandwidth, N0)
-        try:
-            want = reference_split_one(problem)
-        except ZeroDivisionError:  # the reference itself fails on this row: NaN marks it
-            assert np.isnan(b[r])
-            continue
-        assert same_bits(mode[r], want.mode[0]) and same_bits(power[r], want.power_w[0])
-        assert same_bits(delay[r], want.delay_s[0])
-        assert b[r] == (want.bandwidth_hz[0] if rejected[r].any() else 0.0)
-
-
-@settings(max_examples=200, deadline=None)
-@given(st.lists(problems(), min_size=1, max_size=6).filter(
-    lambda cases: len({(c[0], c[3].tobytes(), c[4], c[5], c[6]) for c in cases}) == 1))
-def test_split_rows_bit_identical_to_reference(cases):
-    """Rows sharing K and the constants: ties in the UL order, zero UL budgets, no DL budget,
-    rows with no device rejected."""
-    k, _, _, p_ul, p_dl, bits, bandwidth, _ = cases[0]
-    rows = [np.array(x) for x in zip(*[(c[7], c[1], c[2]) for c in cases])]
-    check_rows(*rows, p_ul, p_dl, bits, bandwidth)
-
-
-def test_split_rows_engine_like_blocks():
-    """Blocks like the engine's (K = 20, path loss over five decades, reciprocal or not), with
-    every rejection rate, and rows with a zero, an infinite or a NaN gain (left to split_one)."""
-    rng = np.random.default_rng(11)
-    k, rows = 20, 600
-    pl = 10 ** rng.uniform(-13, -8, k)
-    for reciprocal, p_dl in ((True, 0.04), (False, 0.4), (True, 0.0)):
-        g_ul = pl * rng.exponential(size=(rows, k))
-        g_dl = g_ul if reciprocal else pl * rng.exponential(size=(rows, k))
-        rejected = rng.random((rows, k)) < rng.uniform(0.0, 1.0, (rows, 1))
-        g_ul[5, 3], g_dl[9, 4], g_ul[13, 0] = 0.0, np.inf, np.nan
-        rejected[[5, 9, 13], [3, 4, 0]] = True
-        check_rows(rejected, g_ul, g_dl, np.full(k, 0.01), p_dl, 34_816.0, 10e6)
-
-
-def test_steady_splits_follow_outcome_and_gain_blocks_of_any_size():
-    """The engine's block splits (``EdgeServer.steady_splits``) give each round what
-    ``scalar_split`` gives, when the acceptance blocks (7 rounds) and the gain blocks (5 rounds)
-    start and end at different rounds."""
-    from multispin_sim.model.acceptance import IIDAcceptance
-
-    k = 6
-    rng = np.random.default_rng(3)
-    sys_ = system(k, np.full(k, 0.01), 0.04, 34_816.0, 10e6)
-    acceptance = IIDAcceptance(np.full(k, 0.6), np.random.default_rng(1), block=7)
-    server = EdgeServer(sys_, OptimalSplit(), None, np.random.default_rng(0),
-                        acceptance=acceptance)
-    outcomes = server.steady_outcomes()
-    state = {"block": None, "j": 4}
-
-    def next_round():   # its gains: row j of a block of 5, a new block after the last row
-        if state["j"] == 4:
-            state["block"], state["j"] = 10 ** rng.uniform(-13, -9, (5, k)), 0
-        else:
-            state["j"] += 1
-        return state["block"], state["block"], state["j"]
-
-    splits = server.steady_splits(lambda: (state["block"], state["block"], state["j"]))
-    gamma = np.full(k, 4)
-    gamma.flags.writeable = False
-    checked = 0
-    for _ in range(60):
-        next_round()
-        _, _, rejected, idx = outcomes(gamma, None)
-        if not idx:
-            continue
-        g = state["block"][state["j"]].tolist()
-        want = server.scalar_split()(idx, g, g)
-        mode, power, delay, b, mode_list, delay_list = splits()
-        assert same_bits(mode, np.array(want[0], dtype=np.int8)) and mode_list == want[0]
-        assert same_bits(power, np.array(want[1])) and same_bits(delay, np.array(want[2]))
-        assert delay_list == want[2] and b == want[3]
-        checked += 1
-    assert checked > 40
-
-
-def test_steady_splits_only_for_the_optimal_split():
-    sys_ = system(3, np.full(3, 0.01), 0.04, 34_816.0, 10e6)
-    rng = np.random.default_rng(0)
-    for policy in (AllDownlink(), RandomSplit(), DeadlineSplit()):
-        server = EdgeServer(sys_, policy, rng, rng)
-        server.steady_outcomes()
-        assert server.steady_splits(lambda: None) is None
-    server = EdgeServer(sys_, OptimalSplit(), rng, rng)
-    assert server.steady_splits(lambda: None) is None   # no steady outcomes set up

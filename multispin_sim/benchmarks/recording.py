@@ -2,11 +2,13 @@
 in-process.
 
 The rounds of a default run (K = 20, saturated, energy columns) are captured as the engine
-passes them, then replayed into a fresh ``Recorder`` (copying each round into the block
-buffers, the per-block statistics, energy and CSV columns, the CSV text, the files) and, in
-turn, into a function that does nothing with the same arguments (the call's own cost):
-interleaved, and the difference of the medians is the recording's cost per round.
+hands them over (one ``RoundRecord`` each), then replayed into a fresh ``Recorder`` (copying
+each round into the block buffers, the per-block statistics, energy and CSV columns, the CSV
+text, the files) and, in turn, into a function that does nothing with the same record (the
+call's own cost): interleaved, and the difference of the medians is the recording's cost per
+round.
 """
+import dataclasses
 import tempfile
 import time
 from pathlib import Path
@@ -17,7 +19,7 @@ from ..scenario import load_scenario
 
 
 def _capture(rounds, folder):
-    """The keyword arguments of every ``Recorder.round`` call of a default run, and the
+    """The record of every ``Recorder.round`` call of a default run (arrays copied), and the
     recorder's construction arguments."""
     from ..engine import simulation
     from ..outputs import recorder as module
@@ -29,9 +31,11 @@ def _capture(rounds, folder):
         made.update(k=k, chunk_rounds=chunk_rounds, kwargs=kwargs)
         original_init(self, folder, k, chunk_rounds, **kwargs)
 
-    def capture(self, **kwargs):
-        calls.append({n: v.copy() if isinstance(v, np.ndarray) else v for n, v in kwargs.items()})
-        original_round(self, **kwargs)
+    def capture(self, record):
+        calls.append(dataclasses.replace(record, **{
+            f.name: getattr(record, f.name).copy() for f in dataclasses.fields(record)
+            if isinstance(getattr(record, f.name), np.ndarray)}))
+        original_round(self, record)
 
     module.Recorder.__init__, module.Recorder.round = init, capture
     limit = simulation.WRITER_PROCESS_MIN_ROWS
@@ -65,17 +69,17 @@ def run(quick=False):
             recorder = Recorder(folder, made["k"], made["chunk_rounds"], **kwargs)
             t = time.process_time()
             for call in calls:
-                recorder.round(**call)
+                recorder.round(call)
             recorder.close()
             return time.process_time() - t
 
-        def nothing(**_):
+        def nothing(_):
             pass
 
         def call_only():
             t = time.process_time()
             for call in calls:
-                nothing(**call)
+                nothing(call)
             return time.process_time() - t
 
         record()  # warm

@@ -4,7 +4,7 @@
 ``ScenarioError`` naming ``acceptance.trace_file`` and the file's line); ``build_acceptance``
 makes the ``model.acceptance`` component and the belief the server uses.
 """
-from ..model.acceptance import TASK_CATEGORIES, make_acceptance_model, make_belief
+from ..model.acceptance import ACCEPTANCE_MODELS, BELIEFS, TASK_CATEGORIES
 from ..model.acceptance_trace import TraceError, read_trace, select_answers, shipped_trace_path
 from ..scenario import TASKS, ScenarioError
 
@@ -39,28 +39,23 @@ def read_acceptance_trace(scenario):
 
 
 def build_acceptance(scenario, population, rng, answers=None, block=1024):
-    """(model, belief) for a run: the acceptance component on the ``acceptance`` stream ``rng``."""
+    """(model, belief) for a run: the acceptance component on the ``acceptance`` stream ``rng``,
+    each built from the scenario by its registered class (``from_scenario``)."""
     a = scenario.acceptance
-    system = population.system
-    kwargs = dict(block=block, mean=a.mean)
-    if a.model == "beta":
-        kwargs.update(concentration=a.concentration, session_tokens=a.session_tokens)
-    elif a.model == "markov":
-        kwargs.update(easy_rate=a.easy_rate, hard_rate=a.hard_rate, easy_to_hard=a.easy_to_hard,
-                      hard_to_easy=a.hard_to_easy)
-    elif a.model == "trace":
-        if answers is None:
-            answers = read_acceptance_trace(scenario)
-        kwargs.update(answers=answers, tasks=population.tasks, assign=a.trace_assign,
-                      next=a.trace_next, source=str(trace_path(a)))
+
+    def trace():   # the selected answers, for a model that replays them
+        return answers if answers is not None else read_acceptance_trace(scenario)
+
+    cls = ACCEPTANCE_MODELS.lookup(a.model)
     try:
-        model = make_acceptance_model(a.model, system.alpha, rng, **kwargs)
+        model = cls.from_scenario(scenario, population.system.alpha, rng, block=block,
+                                  tasks=population.tasks, trace=trace,
+                                  source=str(trace_path(a)))
+    except ScenarioError:
+        raise
     except ValueError as exc:
         raise ScenarioError("acceptance.trace_assign", str(exc)) from None
-    belief = make_belief(a.belief, model, prior_mean=a.belief_prior_mean,
-                         prior_weight=a.belief_prior_weight, half_life=a.belief_half_life,
-                         markov=(a.easy_rate, a.hard_rate, a.easy_to_hard, a.hard_to_easy),
-                         max_draft=scenario.policy.max_draft)
+    belief = BELIEFS.lookup(a.belief).from_scenario(scenario, model)
     return model, belief
 
 

@@ -48,6 +48,7 @@ from typing import Optional
 
 import numpy as np
 
+from ..outputs.recorder import RoundRecord
 from ..policies.batching import make_batching_policy
 from ..policies.draft import DraftContext
 from .round import ProtocolLoop
@@ -311,14 +312,14 @@ class AsyncLoop(ProtocolLoop):
         for d in b.drafts:
             draft_each[d.device] = d.draft_s
         channel = self.channel
-        self.recorder.round(
+        self.recorder.round(RoundRecord(
             round=b.index, start=start, draft=t_draft, verify=b.verify, comm=comm,
             duration=now - start, active=b.active, gamma=b.gamma, accepted=b.accepted,
             tokens=b.tokens, rejected=b.rejected, mode=b.mode, power=b.power,
             bandwidth=b.bandwidth, delay=b.delay, g_ul=b.g_ul, g_dl=b.g_dl,
             planned=b.planned if channel.dynamic_csi else None, advance=now - self._last_end,
             draft_each=draft_each,
-            extra=channel.round_columns() if getattr(channel, "extra_columns", None) else None)
+            extra=channel.round_columns() if getattr(channel, "extra_columns", None) else None))
         self._last_end = now
         self.rounds_done += 1
         self._in_progress -= 1

@@ -173,9 +173,10 @@ class OFDMAChannel:
     @property
     def plain_transmit(self):
         """True when ``transmit`` is one timeout of the planned delay, which it returns (one
-        fading block per round with this class's ``transmit``): the devices may then wait the
-        planned delay themselves and the realised delays are the planned ones."""
-        return self.grid is None and type(self).transmit is OFDMAChannel.transmit
+        fading block per round): the devices may then wait the planned delay themselves and the
+        realised delays are the planned ones. A channel whose ``transmit`` does anything else
+        says False (``engine.link.LinkChannel``)."""
+        return self.grid is None
 
     def set_pathloss(self, gains):
         """New large-scale gains (K,) from now on (mobility, at a round start; needs ``moving``)."""
@@ -224,19 +225,6 @@ class OFDMAChannel:
         self.g_ul = self.pathloss * p[:, 0]
         self.g_dl = self.g_ul if self.reciprocal else self.pathloss * p[:, 1]
         return self.g_ul, self.g_dl
-
-    @property
-    def gains_ahead(self):
-        """True when ``new_block``'s gains are rows of blocks drawn ahead (``gains_at``): i.i.d.
-        fading, one block per round, fixed path loss, and this class's ``new_block``."""
-        return (self.grid is None and self.fading != "gauss-markov" and self._static
-                and type(self).new_block is OFDMAChannel.new_block)
-
-    def gains_at(self):
-        """``(g_ul rows, g_dl rows, j)`` with ``gains_ahead``: the gains ``new_block`` returned
-        last are row ``j`` of these blocks, and the next rounds' gains the rows after it, to the
-        blocks' end. Never modify the blocks."""
-        return self._ul, self._dl, self._next - 1
 
     def _grid_gains(self, n):
         h_ul, h_dl = self.grid.at(n)

@@ -10,8 +10,8 @@ class Device:
     server chose (``channel.transmit`` returns the realised delay). On a plain channel
     (``OFDMAChannel.plain_transmit``) a transmission is one timeout of the planned delay: the
     device waits it itself and the loop takes the planned delays as the realised ones. The
-    barriers (all drafts in, all devices done) are counted inline, as ``RoundLoop.draft_arrived``
-    and ``RoundLoop.device_finished`` do.
+    device tells the loop when its draft is in (``loop.draft_arrived``) and when it is done
+    with the round (``loop.device_finished``).
     """
 
     def __init__(self, index, draft_latency_s, loop, channel):
@@ -35,10 +35,7 @@ class Device:
                     loop.carry_finished(k)
                 continue
             yield timeout(loop.draft_list[k])  # gamma_k t_k
-            # loop.draft_arrived(k), inline
-            loop._pending_drafts -= 1
-            if not loop._pending_drafts:
-                loop._drafts_done.succeed()
+            loop.draft_arrived(k)
             yield loop.verified
             if loop.mode_list[k]:
                 if loop.plain:
@@ -49,7 +46,4 @@ class Device:
                     loop.realised_delay[k] = yield from channel.transmit(
                         env, k, loop.mode_list[k], float(loop.power[k]), loop.bandwidth,
                         float(loop.delay[k]))
-            # loop.device_finished(k), inline
-            loop._pending_done -= 1
-            if not loop._pending_done:
-                loop._round_done.succeed()
+            loop.device_finished(k)

@@ -100,7 +100,7 @@ class LinkChannel(OFDMAChannel):
             col[:] = 0
         return out
 
-    fast_path_eligible = False  # per-correction link draws: no vectorised round fast path
+    plain_transmit = False  # a transmission draws link errors and estimates: see transmit
 
     @property
     def dynamic_csi(self):

@@ -17,17 +17,16 @@
 6. end: the tokens go to the requests (``workload.tokens_delivered``), the round's records to
    the recorder.
 
-Shortcuts that change no number (tests/test_engine_shortcuts.py runs with and without them):
-the draft plan (gamma, drafting times) is worked out once while nothing it depends on changes
-(saturated workload, a context-free controller such as 'fixed', no throttling or movement);
-the outcomes of such rounds come from blocks of rounds capped at once
-(``EdgeServer.steady_outcomes``), and with fading drawn ahead (``OFDMAChannel.gains_ahead``)
-their optimal splits too (``EdgeServer.steady_splits``, ``model.reactive.split_rows``); the
-plain optimal, all-UL, all-DL and random splits are otherwise
-solved in Python floats without a ``ReactiveProblem`` (``EdgeServer.scalar_split``); the
-linear verification time is waited here (``EdgeServer.linear_verify_s``); on a plain channel
-the devices wait their planned delays themselves (``OFDMAChannel.plain_transmit``). Every
-process and event stays as it was.
+Shortcuts that change no number (tests/engine/test_shortcuts.py runs with and without them),
+each offered by the component it concerns, never chosen here by its class: the draft plan
+(gamma, drafting times) is worked out once while nothing it depends on changes (saturated
+workload, a ``context_free`` controller such as 'fixed', no throttling or movement); the
+outcomes of such rounds come from blocks of rounds capped at once when the acceptance model
+offers them (``EdgeServer.steady_outcomes``); the reactive decision of one outcome is the
+policy's own (``ReactivePolicy.one_outcome``: Python floats, no ``ReactiveProblem``, for the
+built-in splits); the linear verification time is waited here (``EdgeServer.linear_verify_s``);
+on a plain channel the devices wait their planned delays themselves
+(``OFDMAChannel.plain_transmit``). Every process and event stays as it was.
 """
 import dataclasses
 import math
@@ -35,6 +34,7 @@ import math
 import numpy as np
 
 from ..model.latency import drafting_latency
+from ..outputs.recorder import RoundRecord
 from ..policies.draft import DraftContext
 from .device import Device
 
@@ -104,6 +104,7 @@ class RoundLoop(ProtocolLoop):
 
     # -- called by the devices -------------------------------------------------------------
     def draft_arrived(self, k):
+        """Device k's draft is in (the server verifies when every active device's is)."""
         self._pending_drafts -= 1
         if self._pending_drafts == 0:
             self._drafts_done.succeed()
@@ -213,15 +214,10 @@ class RoundLoop(ProtocolLoop):
                            if steady and self.observe is None else None)
         # the verification's duration from the batch size (None: the server's verify process)
         verify_s = self._optional(server, "linear_verify_s")
-        # a plain split of one outcome in Python floats (None: the policy's decide)
-        split = self._optional(server, "scalar_split")
+        # the policy's decision of one outcome, on lists (None: the server's decide)
+        split = self._optional(server, "one_outcome")
         # plain transmissions: the devices wait their planned delays, which are the realised ones
         self.plain = plain = bool(getattr(channel, "plain_transmit", False))
-        # the optimal splits of a steady plan's rounds, worked out for blocks of rounds at once
-        # (None: split, or the policy's decide, every round)
-        splits = (server.steady_splits(channel.gains_at)
-                  if steady_outcomes is not None and split is not None and plain
-                  and not dynamic_csi and getattr(channel, "gains_ahead", False) else None)
         for r in range(self.rounds):
             if env.now >= self.max_time_s or self.stop_requested:
                 break
@@ -299,12 +295,8 @@ class RoundLoop(ProtocolLoop):
             if dynamic_csi:
                 g_ul, g_dl = channel.csi(env.now)
             decision = None
-            # this round's row of split_rows (the numbers split gives), or None
-            rows = splits() if n_rej and splits is not None and rejected_idx is not None else None
-            if rows is not None:
-                self.mode, power, self.delay, bandwidth, mode_list, delay_list = rows
-            elif n_rej and split is not None:
-                # the same numbers as server.decide, in Python floats (no problem, no arrays)
+            if n_rej and split is not None:
+                # the same numbers as server.decide, on lists (no problem, no arrays)
                 g_list = g_ul.tolist()
                 mode_list, power_list, delay_list, bandwidth, _ = split(
                     np.flatnonzero(rejected).tolist() if rejected_idx is None else rejected_idx,
@@ -366,15 +358,12 @@ class RoundLoop(ProtocolLoop):
             workload.tokens_delivered(env.now, tokens)
             if self.thermal is not None:
                 self.thermal.advance(draft_s, env.now - start)
-            recorder.round(  # by position (Recorder.round's order): cheaper than keywords
-                r, start, t_draft, t_ver, t_comm,                 # round, start .. comm
-                env.now - start, rec_active, gamma, accepted,     # duration .. accepted
-                tokens, rejected, self.mode, power, bandwidth,    # tokens .. bandwidth
-                delay, g_ul, g_dl,                                # delay, g_ul, g_dl
-                planned if dynamic_csi else None, distance,       # planned, distance
-                draft_s, slowdown, None,                          # draft_each, slowdown, advance
-                channel.round_columns() if link_columns else None,  # extra
-            )
+            recorder.round(RoundRecord(
+                r, start, t_draft, t_ver, t_comm, env.now - start, rec_active, gamma, accepted,
+                tokens, rejected, self.mode, power, bandwidth, delay, g_ul, g_dl,
+                planned=planned if dynamic_csi else None, distance=distance, draft_each=draft_s,
+                slowdown=slowdown,
+                extra=channel.round_columns() if link_columns else None))
             self.rounds_done = r + 1
             if self.progress is not None:
                 self.progress(self.rounds_done, env.now)

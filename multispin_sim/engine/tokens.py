@@ -119,6 +119,14 @@ class TokenServer(EdgeServer):
             self._tables = tables
         return tables
 
+    def steady_outcomes(self):
+        """None: every round's outcomes are the token model's (``outcomes``)."""
+        return None
+
+    def one_outcome(self):
+        """None: the decision reads this round's payload tables (``decide``)."""
+        return None
+
     def decide(self, rejected, g_ul, g_dl):
         problem = self.system.reactive_problem(rejected, g_ul, g_dl)
         ul_bits, dl_bits, dl_tv = self._round_tables()

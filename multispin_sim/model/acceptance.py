@@ -37,7 +37,7 @@ from __future__ import annotations
 import numpy as np
 
 from .acceptance_trace import UNKNOWN, mean_agreement
-from .registry import Registry
+from .registry import Registry, section_keywords
 from .speculative import acceptance_uniforms, run_length
 
 ACCEPTANCE_MODELS = Registry("acceptance model")
@@ -62,6 +62,15 @@ class AcceptanceModel:
 
     name = "?"
 
+    @classmethod
+    def from_scenario(cls, scenario, alpha, rng, **context):
+        """The model of a scenario's ``acceptance.model``: ``alpha`` the devices' rates, ``rng``
+        the acceptance stream; ``context``: what the engine supplies (``block``, the devices'
+        ``tasks``, ``trace()`` reading the selected answers, its ``source``). This default
+        passes the constructor's keywords that are keys of the ``acceptance`` section (or
+        named in ``context``)."""
+        return cls(alpha, rng, **section_keywords(cls, scenario.acceptance, context))
+
     def __init__(self, alpha, rng, **_):
         self.alpha = np.asarray(alpha, dtype=float)
         self.k = int(self.alpha.shape[0])
@@ -76,6 +85,13 @@ class AcceptanceModel:
 
     def new_request(self, mask):
         """Devices in ``mask`` start a new request (models with sessions may start a new one)."""
+
+    def steady_blocks(self):
+        """``capped_block(gamma) -> (block, i)``, this round's accepted counts as row ``i`` of
+        a block of rounds capped at once, for a ``gamma`` that stays the same read-only array
+        round after round (the engine's fast path of a fixed draft plan); None when the model
+        has no such blocks (it then answers ``accepted`` round by round)."""
+        return None
 
     def parameters(self):
         return {}
@@ -116,6 +132,9 @@ class IIDAcceptance(AcceptanceModel):
             self._capped = np.minimum(self._runs, gamma).astype(np.int64)
             self._capped_for, self._capped_gamma = self._runs, gamma
         return self._capped, self._next - 1
+
+    def steady_blocks(self):
+        return self.capped_block
 
     def parameters(self):
         return {"alpha": self.alpha.tolist()}
@@ -390,6 +409,13 @@ class TraceAcceptance(AgreementWalk):
     drawn with the mean agreement rate of the selected answers.
     """
 
+    @classmethod
+    def from_scenario(cls, scenario, alpha, rng, trace=None, tasks=None, source="trace",
+                      **_):
+        a = scenario.acceptance
+        return cls(alpha, rng, answers=trace(), tasks=tasks, assign=a.trace_assign,
+                   next=a.trace_next, source=source)
+
     def __init__(self, alpha, rng, answers=(), tasks=None, assign="uniform", next="draw",
                  source="trace", **kwargs):
         super().__init__(alpha, rng)
@@ -457,9 +483,17 @@ def make_acceptance_model(name, alpha, rng, **kwargs):
 
 class Belief:
     """Interface: ``alpha()`` -> (K,) rates for the draft controllers, or None (use the system's
-    own alpha); ``observe(accepted, rejected)`` after each round."""
+    own alpha); ``observe(accepted, rejected)`` after each round.
+
+    ``learns``: ``observe`` changes the belief (False: the engine may skip calling it)."""
 
     name = "?"
+    learns = True
+
+    @classmethod
+    def from_scenario(cls, scenario, model):
+        """The belief of a scenario's ``acceptance.belief`` about the acceptance ``model``."""
+        return cls(model)
 
     def __init__(self, model, prior_mean=None, **_):
         self.model = model
@@ -474,18 +508,22 @@ class Belief:
         return {}
 
 
-@BELIEFS.register("nominal")
-class NominalBelief(Belief):
-    """The model's long-run mean rate per device (the System's alpha), never updated."""
-
-
 @BELIEFS.register("oracle")
 class OracleBelief(Belief):
     """The acceptance model's true current rate (None for i.i.d.: the system's alpha itself)."""
 
+    learns = False
+
     def alpha(self):
         rate = self.model.true_rate()
         return None if rate is self.model.alpha else rate
+
+
+@BELIEFS.register("nominal")
+class NominalBelief(Belief):
+    """The model's long-run mean rate per device (the System's alpha), never updated."""
+
+    learns = False
 
 
 @BELIEFS.register("learned")
@@ -499,6 +537,11 @@ class LearnedBelief(Belief):
     0.5^(n / half_life) for every n newly verified positions (an exponentially weighted
     estimate that follows drifting acceptance); the estimate is the posterior mean.
     """
+
+    @classmethod
+    def from_scenario(cls, scenario, model):
+        a = scenario.acceptance
+        return cls(model, a.belief_prior_mean, a.belief_prior_weight, a.belief_half_life)
 
     def __init__(self, model, prior_mean=None, prior_weight=10.0, half_life=None, **_):
         super().__init__(model)
@@ -542,6 +585,12 @@ class FilteredBelief(Belief):
     was rejected, else an unobserved position (bonus token, or the target's token at gamma = 0).
     It starts in the stationary law.
     """
+
+    @classmethod
+    def from_scenario(cls, scenario, model):
+        a = scenario.acceptance
+        return cls(model, (a.easy_rate, a.hard_rate, a.easy_to_hard, a.hard_to_easy),
+                   scenario.policy.max_draft)
 
     def __init__(self, model, markov=(0.9, 0.3, 0.05, 0.1), max_draft=64, **_):
         super().__init__(model)

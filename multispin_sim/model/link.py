@@ -82,7 +82,6 @@ class ShannonLink:
     """The paper's link: b log2(1 + SNR) on b = B / |R| (the engine's own code path)."""
 
     name = "shannon"
-    fast_path_eligible = True
 
     def planned_delay(self, bits, bandwidth_hz, snr):
         with np.errstate(divide="ignore"):
@@ -122,7 +121,6 @@ class McsLink:
     """
 
     name = "mcs"
-    fast_path_eligible = False  # per-correction HARQ draws: no vectorised engine fast path
 
     def __init__(self, bandwidth_hz, n0, scs_khz=30, table="64qam", bler_target=0.1,
                  gap_db=1.5, waterfall_db=1.0, harq_max=4, combining="chase", bler=True):

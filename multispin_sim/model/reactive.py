@@ -335,109 +335,6 @@ def split_one(idx, k, p_ul, g_ul, g_dl, s_bits, n0, p_dl, b):
     return mode, power, delay, best
 
 
-def _math_map(function, values):
-    """``function`` (a ``math`` function: the C library's, as ``split_one`` calls it) of each
-    float64 in ``values``, as a float64 array of the same shape."""
-    return np.fromiter(map(function, values.ravel().tolist()), float,
-                       values.size).reshape(values.shape)
-
-
-def split_rows(rejected, g_ul, g_dl, p_ul, s_bits, n0, p_dl, bandwidth):
-    """``split_one`` of many outcomes at once, bit for bit: the engine's optimal split for a
-    block of rounds whose outcomes and channel states are known ahead.
-
-    ``rejected``, ``g_ul``, ``g_dl``: (L, K), one row per outcome; ``p_ul``: (K,). Returns
-    (mode int8, power, delay), each (L, K), and the bandwidth of each rejected device (L,)
-    (B / |R|; 0 for a row with none rejected, whose modes, powers and delays are 0; NaN for a
-    row where ``split_one`` raises an arithmetic error, e.g. a zero DL gain on a DL device: the
-    caller calls ``split_one`` on it when it needs that row, to fail at that moment).
-
-    The same IEEE operations as ``split_one`` row by row: the UL order is a stable sort on the
-    key descending, the DL loads are running sums from the end of that order, the logarithms
-    and ``expm1`` are ``math``'s (numpy's differ in the last bit on some inputs), and f(m) is
-    worked out for every split m, whose first minimiser is the one ``split_one`` keeps (it
-    only skips the m that cannot beat the best so far). Rows where a rejected device's gain is
-    not finite and positive are left to ``split_one`` itself. (``prefix_split_delays`` has the
-    same structure but not these bits: numpy's log1p, divided by ln 2 before the product
-    with b.)
-    """
-    rejected = np.asarray(rejected, dtype=bool)
-    rows, k = rejected.shape
-    mode = np.zeros((rows, k), dtype=np.int8)
-    power = np.zeros((rows, k))
-    delay = np.zeros((rows, k))
-    b_all = np.zeros(rows)
-    p_ul = np.broadcast_to(np.asarray(p_ul, dtype=float), (k,))
-    with np.errstate(invalid="ignore"):
-        plain = ((~rejected | ((g_ul > 0) & (g_ul < math.inf) & (g_dl > 0) & (g_dl < math.inf)))
-                 .all(axis=1))
-    count = np.count_nonzero(rejected, axis=1)
-    for r in np.flatnonzero(~plain & (count > 0)).tolist():   # left to split_one
-        idx = np.flatnonzero(rejected[r]).tolist()
-        b = bandwidth / len(idx)
-        try:
-            m, p, d, _ = split_one(idx, k, p_ul.tolist(), g_ul[r].tolist(), g_dl[r].tolist(),
-                                   s_bits, n0, p_dl, b)
-        except ArithmeticError:  # split_one fails on this row: its bandwidth is NaN
-            b = math.nan
-        else:
-            mode[r], power[r], delay[r] = m, p, d
-        b_all[r] = b
-    use = np.flatnonzero(plain & (count > 0))
-    if not use.size:
-        return mode, power, delay, b_all
-    rej, n = rejected[use], count[use]
-    b = bandwidth / n                      # as split's float / int
-    b_all[use] = b
-    nb = n0 * b
-    key = p_ul * g_ul[use]
-    # the UL order (stable, key descending) with the devices not rejected after it
-    order = np.argsort(np.where(rej, -key, math.inf), axis=1, kind="stable")
-    first = np.arange(k) < n[:, None]      # the rejected devices, in UL order
-    key = np.take_along_axis(key, order, axis=1)
-    g = np.take_along_axis(g_dl[use], order, axis=1)
-    inv = np.where(first, 1.0 / np.where(first, g, 1.0), 0.0)
-    # suffix[:, m]: the sum of 1/g_dl over the devices m..n-1, summed from the end (+0.0 for
-    # the devices after them changes no bit); suffix[:, n..K] = 0
-    suffix = np.zeros((len(use), k + 1))
-    suffix[:, :k] = np.cumsum(inv[:, ::-1], axis=1)[:, ::-1]
-    nb_, b_ = nb[:, None], b[:, None]
-    ln2 = _LN2_FLOAT
-    # tau[m] for m = 0..K (0 where suffix is 0, i.e. m >= n)
-    some = suffix > 0
-    rate = np.zeros_like(suffix)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        rate[some] = _math_map(math.log1p, (p_dl / (nb_ * suffix))[some])
-    rate = b_ * rate / ln2
-    with np.errstate(divide="ignore"):
-        tau = np.where(some, np.where(rate > 0, s_bits / rate, math.inf), 0.0)
-    # d_ul[m] of the (m+1)-th device in UL order (inf after the rejected ones)
-    rate = np.zeros((len(use), k))
-    rate[first] = _math_map(math.log1p, (key / nb_)[first])
-    rate = b_ * rate / ln2
-    with np.errstate(divide="ignore"):
-        d_ul = np.where(first & (rate > 0), s_bits / np.where(rate > 0, rate, 1.0), math.inf)
-    f = np.empty_like(suffix)
-    f[:, 0] = tau[:, 0]
-    f[:, 1:] = np.where(first, np.maximum(d_ul, tau[:, 1:]), math.inf)
-    n_ul = np.argmin(f, axis=1)
-    t_dl = tau[np.arange(len(use)), n_ul]
-    grow = np.zeros(len(use))
-    finite = (t_dl > 0) & (t_dl < math.inf)
-    grow[finite] = _math_map(math.expm1, s_bits / (b[finite] * t_dl[finite]) * ln2)
-    on_ul = np.arange(k) < n_ul[:, None]
-    on_dl = first & ~on_ul
-    m_s = np.where(on_ul, UL, np.where(on_dl, DL, NONE)).astype(np.int8)
-    p_s = np.where(on_ul, p_ul[order], np.where(on_dl, nb_ / np.where(on_dl, g, 1.0)
-                                                  * grow[:, None], 0.0))
-    d_s = np.where(on_ul, d_ul, np.where(on_dl, t_dl[:, None], 0.0))
-    for out, sorted_values in ((mode, m_s), (power, p_s), (delay, d_s)):
-        part = np.empty_like(sorted_values)
-        np.put_along_axis(part, order, sorted_values, axis=1)
-        out[use] = part
-    return mode, power, delay, b_all
-
-
 def assign_one(idx, ul, k, p_ul, g_ul, g_dl, s_bits, n0, p_dl, b):
     """``evaluate_assignment`` of one outcome in Python floats, with numpy's own ``log1p``,
     ``expm1`` and sum: the engine's baseline modes (all-UL, all-DL, random) once per round.
@@ -448,7 +345,7 @@ def assign_one(idx, ul, k, p_ul, g_ul, g_dl, s_bits, n0, p_dl, b):
     The same IEEE operations in the same order as ``evaluate_assignment`` on one outcome: the
     logarithms come from one ``np.log1p`` call (numpy's, not ``math``'s: they differ in the
     last bit on some inputs), the DL load is numpy's sum over the K devices (zeros for the
-    others, its pairwise order).
+    others).
     """
     nb = n0 * b
     ln2 = _LN2_FLOAT

@@ -1,5 +1,10 @@
 """A name -> class registry shared by the policy families and the model's components
-(acceptance models, beliefs): a setting as written in the scenario file -> its class."""
+(acceptance models, beliefs): a setting as written in the scenario file -> its class.
+
+A registry is the one list of a family's names: the scenario schema reads its choices from it
+(``scenario.choices``), the key reference and the docs test list them from it, and the engine
+builds a component by ``REGISTRY.lookup(name).from_scenario(scenario, ...)``. Names keep their
+order of registration (the order the key reference and error messages show)."""
 
 
 class Registry(dict):
@@ -16,10 +21,43 @@ class Registry(dict):
             return cls
         return deco
 
-    def make(self, name, *args, **kwargs):
+    def lookup(self, name):
+        """The class registered under ``name`` (ValueError naming the allowed ones if none)."""
         try:
-            cls = self[name]
+            return self[name]
         except KeyError:
             allowed = ", ".join(sorted(self))
             raise ValueError(f"unknown {self.kind} {name!r}; allowed: {allowed}") from None
-        return cls(*args, **kwargs)
+
+    def make(self, name, *args, **kwargs):
+        return self.lookup(name)(*args, **kwargs)
+
+
+_KEYWORDS = {}
+
+
+def constructor_keywords(cls):
+    """The names ``cls(...)`` takes by keyword (its ``__init__``'s named parameters)."""
+    names = _KEYWORDS.get(cls)
+    if names is None:
+        import inspect
+
+        kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+        names = tuple(p.name for p in inspect.signature(cls.__init__).parameters.values()
+                      if p.kind in kinds)[1:]   # without self
+        _KEYWORDS[cls] = names
+    return names
+
+
+def section_keywords(cls, section, context=None):
+    """The keyword arguments a ``from_scenario`` default passes to ``cls``: each constructor
+    keyword named in ``context`` (what the engine supplies: streams, block sizes, ...) takes
+    that value, else each one that is a key of the scenario ``section`` takes the key's value."""
+    context = context or {}
+    out = {}
+    for name in constructor_keywords(cls):
+        if name in context:
+            out[name] = context[name]
+        elif hasattr(section, name):
+            out[name] = getattr(section, name)
+    return out

@@ -16,6 +16,9 @@ and the energy totals are computed for a whole block at once, vectorised, when t
 full, when ``stats`` (or ``energy``) is read, and at ``close()``: the same values, summed in the
 same order, as computing them round by round (tests/test_recorder_blocks.py).
 """
+import dataclasses
+from typing import Any, Optional
+
 import numpy as np
 
 from .energy import ROUND_ENERGY_COLUMNS
@@ -38,8 +41,46 @@ _MODE_LABELS = ("", "ul", "dl")  # mode 0 (none), 1 (UL), 2 (DL)
 BLOCK_VALUES = 1 << 17  # per-device values per buffer of a block (rounds x K), at most
 
 
+@dataclasses.dataclass(slots=True)
+class RoundRecord:
+    """One finished round (or asynchronous batch) as the engine hands it to ``Recorder.round``.
+
+    Times in seconds: ``start`` of the round, its phases ``draft``, ``verify``, ``comm`` and its
+    ``duration``; ``advance``: the run time it accounts for in the statistics (asynchronous
+    batches overlap: the time since the previous record; None: ``duration``). The arrays are
+    (K,) over all devices (``g_dl`` may be ``g_ul`` itself on a reciprocal channel);
+    ``bandwidth``: each correction's bandwidth (Hz). Optional: ``planned`` delays (CSI that
+    changes within a round), ``distance`` (moving devices), ``draft_each`` (per-device drafting
+    time, energy records), ``slowdown`` (throttled drafting), ``extra`` (name -> (K,) column a
+    component adds)."""
+
+    round: int
+    start: float
+    draft: float
+    verify: float
+    comm: float
+    duration: float
+    active: Any
+    gamma: Any
+    accepted: Any
+    tokens: Any
+    rejected: Any
+    mode: Any
+    power: Any
+    bandwidth: float
+    delay: Any
+    g_ul: Any
+    g_dl: Any
+    planned: Any = None
+    distance: Any = None
+    draft_each: Any = None
+    slowdown: Any = None
+    advance: Optional[float] = None
+    extra: Optional[dict] = None
+
+
 class Recorder:
-    """Receives each finished round from the engine and writes it out."""
+    """Receives each finished round from the engine (a ``RoundRecord``) and writes it out."""
 
     def __init__(self, folder, k, chunk_rounds=1024, planned=False, distance=False,
                  writer_process=False, energy=None, extra=None):
@@ -112,45 +153,40 @@ class Recorder:
     def idle(self, duration):
         self._idle.append((self._n, duration))
 
-    def round(self, round, start, draft, verify, comm, duration, active, gamma, accepted,
-              tokens, rejected, mode, power, bandwidth, delay, g_ul, g_dl, planned=None,
-              distance=None, draft_each=None, slowdown=None, advance=None, extra=None):
-        """``advance``: the run time this record accounts for in the statistics (asynchronous
-        batches overlap: the time since the previous record; default ``duration``).
-
-        The arrays are (K,) over all devices; they are copied (the caller may reuse them).
-        The engine passes the arguments by position, in this order: matching some twenty
-        keywords costs about 1 us a call, as much as copying five of the arrays."""
+    def round(self, record):
+        """Record one ``RoundRecord``: its arrays are copied (the caller may reuse them)."""
+        r = record
         i = self._n
-        self._active[i] = active
-        self._gamma[i] = gamma
-        self._accepted[i] = accepted
-        self._tokens[i] = tokens
-        self._rejected[i] = rejected
-        self._mode[i] = mode
-        self._power[i] = power
-        self._delay[i] = delay
-        self._g_ul[i] = g_ul
-        if g_dl is not g_ul:  # a reciprocal channel passes one array for both
-            self._g_dl[i] = g_dl
-        self._scalars.append((round, start, draft, verify, comm, duration,
-                              duration if advance is None else advance, bandwidth,
-                              g_dl is g_ul, slowdown is None))
+        self._active[i] = r.active
+        self._gamma[i] = r.gamma
+        self._accepted[i] = r.accepted
+        self._tokens[i] = r.tokens
+        self._rejected[i] = r.rejected
+        self._mode[i] = r.mode
+        self._power[i] = r.power
+        self._delay[i] = r.delay
+        self._g_ul[i] = r.g_ul
+        same_dl = r.g_dl is r.g_ul
+        if not same_dl:  # a reciprocal channel passes one array for both
+            self._g_dl[i] = r.g_dl
+        self._scalars.append((r.round, r.start, r.draft, r.verify, r.comm, r.duration,
+                              r.duration if r.advance is None else r.advance, r.bandwidth,
+                              same_dl, r.slowdown is None))
         if self._energy is not None:
-            self._draft_each[i] = draft_each
-            if slowdown is not None:
-                self._slowdown[i] = slowdown
+            self._draft_each[i] = r.draft_each
+            if r.slowdown is not None:
+                self._slowdown[i] = r.slowdown
             if self._temperature is not None:
                 self._temperature[i] = self._thermal.temperature  # at the round's end
         if self._planned:
-            self._planned_delay[i] = planned
+            self._planned_delay[i] = r.planned
             # corrections sent this round (= the rejected ones, unless a policy deferred some)
-            self._stats.add_delays(planned, delay, mode > 0, comm)
+            self._stats.add_delays(r.planned, r.delay, np.asarray(r.mode) > 0, r.comm)
         if self._distance:
-            self._distance_m[i] = distance
-        if extra is not None:
+            self._distance_m[i] = r.distance
+        if r.extra is not None:
             values = self._extra_values
-            for name, column in extra.items():
+            for name, column in r.extra.items():
                 values[name][i] = column
         self._n = i + 1
         if self._n == self._capacity:

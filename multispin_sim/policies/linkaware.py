@@ -17,6 +17,7 @@ import numpy as np
 
 from ..model.goodput import PolicyKernel, TcommKernel
 from ..model.reactive import DL, UL
+from .reactive import ReactivePolicy
 
 
 class LinkTcommKernel(TcommKernel):
@@ -59,6 +60,9 @@ class LinkAwarePolicy:
     def decide(self, problem, rng=None):
         decision = self.inner.decide(problem, rng)
         return self.replan(problem, decision)
+
+    # one outcome through ``decide`` (the inner policy's scalar split has Shannon delays)
+    one_outcome = ReactivePolicy.one_outcome
 
     def tcomm_kernel(self, system, g_ul, g_dl, coin_uniforms, seed=0):
         """The draft objective's T_comm kernel: closed forms on the link when the inner policy

@@ -1,9 +1,11 @@
 """Reactive policies: mode (UL or DL) and power for every rejected device, given the outcome.
 
-Every policy maps a ``ReactiveProblem`` (M outcomes at once) to a ``ReactiveDecision``.
-Powers are always optimised for the chosen split (UL at full power, DL delay-equalising).
+Every policy maps a ``ReactiveProblem`` (M outcomes at once) to a ``ReactiveDecision``
+(``decide``), and answers one outcome on its own (``one_outcome``: the engine asks it once per
+round). Powers are always optimised for the chosen split (UL at full power, DL
+delay-equalising). The straggler policies ('deadline', 'robust') live in ``policies.straggler``.
 """
-import dataclasses
+import math
 
 import numpy as np
 
@@ -20,13 +22,82 @@ class ReactivePolicy:
     the name of a closed form of ``model.goodput.TcommKernel`` ('optimal', 'all-ul', 'all-dl',
     'random'), a callable ``(system, g_ul, g_dl, coin_uniforms, seed) -> kernel``, or None
     (the objective calls ``decide`` on batches of outcomes).
+
+    ``defers``: its decisions carry ``deferred`` corrections, sent at the next round start
+    (``carry``); the engine then reads every decision whole instead of ``one_outcome``.
     """
 
     name = "?"
     tcomm_kernel = None
+    defers = False
+
+    @classmethod
+    def from_scenario(cls, scenario):
+        """The policy of a scenario's ``policy.mode``; policies with settings read their keys."""
+        return cls()
 
     def decide(self, problem, rng=None):
         raise NotImplementedError
+
+    def one_outcome(self, system, rng=None):
+        """``decide_one(idx, g_ul, g_dl) -> (mode, power, delay, bandwidth, t_comm)``: the
+        decision for one outcome on ``system``'s constants (``idx``: the rejected devices
+        ascending; gains: lists of K floats; mode, power, delay: lists of K). This default asks
+        ``decide`` on a one-row problem; a policy with a cheaper scalar form overrides it."""
+        k = system.k
+
+        def decide_one(idx, g_ul, g_dl):
+            rejected = np.zeros(k, dtype=bool)
+            rejected[idx] = True
+            d = self.decide(system.reactive_problem(rejected, np.array(g_ul, dtype=float),
+                                                    np.array(g_dl, dtype=float)), rng)
+            return (d.mode[0].tolist(), d.power_w[0].tolist(), d.delay_s[0].tolist(),
+                    float(d.bandwidth_hz[0]), float(d.t_comm[0]))
+        return decide_one
+
+
+def _constants(system):
+    """(K, P_ul list, S, N0, P_dl, B) of ``system`` as Python numbers."""
+    k = system.k
+    p_ul = np.broadcast_to(np.asarray(system.p_ul_w, dtype=float), (k,)).tolist()
+    return (k, p_ul, float(system.payload_bits), float(system.n0), float(system.p_dl_w),
+            float(system.bandwidth_hz))
+
+
+def _nothing(k):
+    return [0] * k, [0.0] * k, [0.0] * k, 0.0, 0.0
+
+
+def _assignment_one(system, rng, coin, all_ul):
+    """``one_outcome`` of the baseline modes: all-UL, all-DL, or (``coin``) the random split,
+    whose K coins come from the policy stream as ``model.reactive.random_split`` draws them
+    (one uniform per device, UL below 1/2, drawn whatever the outcome). Gains that are not
+    finite and positive go through ``evaluate_assignment`` with the same modes."""
+    k, p_ul, s_bits, n0, p_dl, bandwidth = _constants(system)
+    inf = math.inf
+
+    def decide_one(idx, g_ul, g_dl):
+        if coin:
+            u = rng.random(k).tolist()
+            ul = [u[i] < 0.5 for i in idx]
+        else:
+            ul = [all_ul] * len(idx)
+        if not idx:
+            return _nothing(k)
+        if not all(0.0 < g_ul[i] < inf and 0.0 < g_dl[i] < inf for i in idx):
+            rejected = np.zeros(k, dtype=bool)
+            rejected[idx] = True
+            mask = np.zeros((1, k), dtype=bool)
+            mask[0, idx] = ul
+            d = solver.evaluate_assignment(system.reactive_problem(
+                rejected, np.array(g_ul), np.array(g_dl)), mask)
+            return (d.mode[0].tolist(), d.power_w[0].tolist(), d.delay_s[0].tolist(),
+                    float(d.bandwidth_hz[0]), float(d.t_comm[0]))
+        b = bandwidth / len(idx)
+        mode, power, delay, t_comm = solver.assign_one(idx, ul, k, p_ul, g_ul, g_dl, s_bits, n0,
+                                                       p_dl, b)
+        return mode, power, delay, b, t_comm
+    return decide_one
 
 
 @REACTIVE_POLICIES.register("optimal")
@@ -38,6 +109,19 @@ class OptimalSplit(ReactivePolicy):
     def decide(self, problem, rng=None):
         return solver.optimal_split(problem)
 
+    def one_outcome(self, system, rng=None):
+        """``model.reactive.split_one`` on the rejected devices, in Python floats."""
+        k, p_ul, s_bits, n0, p_dl, bandwidth = _constants(system)
+
+        def decide_one(idx, g_ul, g_dl):
+            if not idx:
+                return _nothing(k)
+            b = bandwidth / len(idx)
+            mode, power, delay, t_comm = solver.split_one(idx, k, p_ul, g_ul, g_dl, s_bits, n0,
+                                                          p_dl, b)
+            return mode, power, delay, b, t_comm
+        return decide_one
+
 
 @REACTIVE_POLICIES.register("all-ul")
 class AllUplink(ReactivePolicy):
@@ -48,6 +132,9 @@ class AllUplink(ReactivePolicy):
     def decide(self, problem, rng=None):
         return solver.all_ul(problem)
 
+    def one_outcome(self, system, rng=None):
+        return _assignment_one(system, rng, coin=False, all_ul=True)
+
 
 @REACTIVE_POLICIES.register("all-dl")
 class AllDownlink(ReactivePolicy):
@@ -57,6 +144,9 @@ class AllDownlink(ReactivePolicy):
 
     def decide(self, problem, rng=None):
         return solver.all_dl(problem)
+
+    def one_outcome(self, system, rng=None):
+        return _assignment_one(system, rng, coin=False, all_ul=False)
 
 
 @REACTIVE_POLICIES.register("random")
@@ -70,6 +160,11 @@ class RandomSplit(ReactivePolicy):
             raise TypeError("the random policy needs its random stream: decide(problem, rng)")
         return solver.random_split(problem, rng)
 
+    def one_outcome(self, system, rng=None):
+        if rng is None:
+            raise TypeError("the random policy needs its random stream: one_outcome(system, rng)")
+        return _assignment_one(system, rng, coin=True, all_ul=False)
+
 
 @REACTIVE_POLICIES.register("exhaustive")
 class ExhaustiveSplit(ReactivePolicy):
@@ -81,148 +176,8 @@ class ExhaustiveSplit(ReactivePolicy):
         return solver.exhaustive_split(problem)
 
 
-@REACTIVE_POLICIES.register("deadline")
-class DeadlineSplit(ReactivePolicy):
-    """Straggler deferral: the optimal split, then every correction slower than the deadline is
-    deferred -- it is sent at the start of the next round, while the others draft, instead of
-    holding up this round; the optimal split is solved again for the corrections that remain.
-
-    The deadline is ``deadline_ms`` when given, else ``median_multiple`` x the median planned
-    delay of the round's corrections (so with a multiple >= 1 at least half of them stay).
-    ``deferred`` (M, K) bool is attached to the decision; ``carry(problem)`` decides the
-    deferred corrections at the next round start (the optimal split, nothing deferred again).
-    The engine gives a deferred device no draft in that round; its pending token is delivered
-    when its correction arrives. The draft objective (generic policy kernel) sees this round's
-    T_comm after the deferral: carried corrections are taken as hidden under the next drafting.
-    """
-
-    defers = True
-
-    def __init__(self, deadline_ms=None, median_multiple=2.0):
-        self.deadline_s = None if deadline_ms is None else float(deadline_ms) * 1e-3
-        self.median_multiple = float(median_multiple)
-
-    @classmethod
-    def from_scenario(cls, scenario):
-        st = scenario.straggler
-        return cls(st.deadline_ms, st.deadline_median_multiple)
-
-    def deadline(self, decision, rejected):
-        if self.deadline_s is not None:
-            return np.full(rejected.shape[0], self.deadline_s)
-        d = np.where(rejected, decision.delay_s, np.nan)
-        with np.errstate(all="ignore"):
-            import warnings
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", RuntimeWarning)
-                med = np.nanmedian(d, axis=1)
-        return np.where(np.isnan(med), np.inf, self.median_multiple * med)
-
-    def decide(self, problem, rng=None):
-        first = solver.optimal_split(problem)
-        rejected = problem.rejected
-        defer = rejected & (first.delay_s > self.deadline(first, rejected)[:, None])
-        if not defer.any():
-            first.deferred = defer
-            return first
-        rest = dataclasses.replace(problem, rejected=rejected & ~defer)
-        decision = solver.optimal_split(rest)
-        decision.deferred = defer
-        return decision
-
-    def carry(self, problem):
-        return solver.optimal_split(problem)
-
-
-@REACTIVE_POLICIES.register("robust")
-class RobustSplit(ReactivePolicy):
-    """The prefix split that minimises the ``quantile`` of T_comm under the CSI error model,
-    instead of T_comm at the point estimate.
-
-    The decision sees estimated gains; the true small-scale gain given the estimate is
-    h ~ CN(rho h_hat, 1 - rho^2 + rho^2 s2) (``model.csi``: MMSE error s2, then aging over the
-    CSI delay with rho = J0(2 pi f_D tau); CQI quantisation is not modelled here). For each
-    prefix split in estimated UL order (UL at full power, DL powers equalised on the estimate),
-    ``samples`` draws of the true gains give the realised slowest SNR; every link delay is a
-    non-increasing function of the SNR, so the split with the largest (1 - quantile)-quantile
-    of the slowest SNR has the smallest quantile of T_comm, on either link. Perfect CSI (rho 1,
-    s2 0) gives the optimal split. Draws come from the policy stream. ``pathloss``: the
-    large-scale gains (the estimate's scale), set by the engine (``engine.link``).
-    """
-
-    def __init__(self, quantile=0.9, samples=64, rho=1.0, error_variance=0.0, seed=0,
-                 pathloss=None):
-        self.pathloss = pathloss  # (K,) large-scale gains, or a callable returning them
-        self.quantile = float(quantile)
-        self.samples = int(samples)
-        self.rho = float(rho)
-        self.s2 = float(error_variance)
-        self.seed = seed
-
-    @classmethod
-    def from_scenario(cls, scenario):
-        from scipy.special import j0
-
-        c, ch, st = scenario.csi, scenario.channel, scenario.straggler
-        still = ch.fading == "none" or c.delay_ms == 0 or ch.doppler_hz == 0
-        rho = 1.0 if still else float(j0(2 * np.pi * ch.doppler_hz * c.delay_ms * 1e-3))
-        return cls(st.robust_quantile, st.robust_samples, rho, c.estimation_error_variance)
-
-    def decide(self, problem, rng=None):
-        if self.rho == 1.0 and self.s2 == 0.0:
-            return solver.optimal_split(problem)
-        if rng is None:
-            rng = np.random.default_rng(self.seed)
-        m, k = problem.shape
-        ul_mask = np.zeros((m, k), dtype=bool)
-        g_ul = np.broadcast_to(problem.g_ul, (m, k))
-        g_dl = np.broadcast_to(problem.g_dl, (m, k))
-        reciprocal = np.array_equal(problem.g_ul, problem.g_dl)
-        for i in range(m):
-            idx = np.flatnonzero(problem.rejected[i])
-            if idx.size == 0:
-                continue
-            order = idx[np.argsort(-(problem.p_ul[idx] * g_ul[i, idx]), kind="stable")]
-            n = self._best_prefix(problem, order, g_ul[i], g_dl[i], reciprocal, rng)
-            ul_mask[i, order[:n]] = True
-        return solver.evaluate_assignment(problem, ul_mask)
-
-    def _truth(self, g, pl, shape, rng):
-        """Samples of the true gains given the estimated gains ``g`` = G |h_hat|^2 (|R|,) and
-        the path loss G: G |rho h_hat + w|^2, w ~ CN(0, 1 - rho^2 + rho^2 s2)."""
-        var = 1.0 - self.rho ** 2 + self.rho ** 2 * self.s2
-        w = (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)) * np.sqrt(var / 2)
-        return pl * np.abs(self.rho * np.sqrt(g / pl) + w) ** 2
-
-    def _best_prefix(self, problem, order, g_ul, g_dl, reciprocal, rng):
-        r = order.size
-        n0b = problem.n0 * problem.bandwidth_hz / r
-        pl = self.pathloss() if callable(self.pathloss) else self.pathloss
-        pl = np.ones(g_ul.shape) if pl is None else np.asarray(pl, float)
-        pl = pl[order]
-        shape = (self.samples, r)
-        true_ul = self._truth(g_ul[order], pl, shape, rng)
-        true_dl = true_ul if reciprocal else self._truth(g_dl[order], pl, shape, rng)
-        snr_ul = problem.p_ul[order] * true_ul / n0b                      # (N, r)
-        inv = 1.0 / g_dl[order]
-        load = np.concatenate([np.cumsum(inv[::-1])[::-1], [0.0]])      # L_n: DL set = n..r-1
-        ratio = true_dl / g_dl[order]                                    # realised / planned gain
-        suffix_min = np.concatenate(
-            [np.minimum.accumulate(ratio[:, ::-1], axis=1)[:, ::-1],
-             np.full((self.samples, 1), np.inf)], axis=1)
-        prefix_min = np.concatenate(
-            [np.full((self.samples, 1), np.inf), np.minimum.accumulate(snr_ul, axis=1)], axis=1)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            dl_snr = np.where(load > 0, problem.p_dl * suffix_min / (load * n0b), np.inf)
-        slowest = np.minimum(prefix_min, dl_snr)                          # (N, r + 1)
-        score = np.quantile(slowest, 1.0 - self.quantile, axis=0)
-        return int(np.argmax(score))
-
-
 def make_reactive_policy(name, scenario=None):
     """The reactive policy registered under ``name`` (``policy.mode`` in the scenario); with a
-    ``scenario``, policies that have settings read them from it (``from_scenario``)."""
-    cls = REACTIVE_POLICIES.get(name)
-    if scenario is not None and cls is not None and hasattr(cls, "from_scenario"):
-        return cls.from_scenario(scenario)
-    return REACTIVE_POLICIES.make(name)
+    ``scenario``, built from it (``from_scenario``: policies with settings read their keys)."""
+    cls = REACTIVE_POLICIES.lookup(name)
+    return cls() if scenario is None else cls.from_scenario(scenario)

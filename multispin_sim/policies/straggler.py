@@ -1,0 +1,147 @@
+"""Straggler policies (``straggler`` section): 'deadline' defers the slowest corrections to the
+next round start, 'robust' picks the prefix split best at a quantile of T_comm under CSI error.
+Registered after ``policies.fidelity``, so the names keep the order of the key reference."""
+import dataclasses
+import warnings
+
+import numpy as np
+
+from ..model import reactive as solver
+from .reactive import REACTIVE_POLICIES, ReactivePolicy
+
+
+@REACTIVE_POLICIES.register("deadline")
+class DeadlineSplit(ReactivePolicy):
+    """Straggler deferral: the optimal split, then every correction slower than the deadline is
+    deferred -- it is sent at the start of the next round, while the others draft, instead of
+    holding up this round; the optimal split is solved again for the corrections that remain.
+
+    The deadline is ``deadline_ms`` when given, else ``median_multiple`` x the median planned
+    delay of the round's corrections (so with a multiple >= 1 at least half of them stay).
+    ``deferred`` (M, K) bool is attached to the decision; ``carry(problem)`` decides the
+    deferred corrections at the next round start (the optimal split, nothing deferred again).
+    The engine gives a deferred device no draft in that round; its pending token is delivered
+    when its correction arrives. The draft objective (generic policy kernel) sees this round's
+    T_comm after the deferral: carried corrections are taken as hidden under the next drafting.
+    """
+
+    defers = True
+
+    def __init__(self, deadline_ms=None, median_multiple=2.0):
+        self.deadline_s = None if deadline_ms is None else float(deadline_ms) * 1e-3
+        self.median_multiple = float(median_multiple)
+
+    @classmethod
+    def from_scenario(cls, scenario):
+        st = scenario.straggler
+        return cls(st.deadline_ms, st.deadline_median_multiple)
+
+    def deadline(self, decision, rejected):
+        if self.deadline_s is not None:
+            return np.full(rejected.shape[0], self.deadline_s)
+        d = np.where(rejected, decision.delay_s, np.nan)
+        with np.errstate(all="ignore"):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)
+                med = np.nanmedian(d, axis=1)
+        return np.where(np.isnan(med), np.inf, self.median_multiple * med)
+
+    def decide(self, problem, rng=None):
+        first = solver.optimal_split(problem)
+        rejected = problem.rejected
+        defer = rejected & (first.delay_s > self.deadline(first, rejected)[:, None])
+        if not defer.any():
+            first.deferred = defer
+            return first
+        rest = dataclasses.replace(problem, rejected=rejected & ~defer)
+        decision = solver.optimal_split(rest)
+        decision.deferred = defer
+        return decision
+
+    def carry(self, problem):
+        return solver.optimal_split(problem)
+
+
+@REACTIVE_POLICIES.register("robust")
+class RobustSplit(ReactivePolicy):
+    """The prefix split that minimises the ``quantile`` of T_comm under the CSI error model,
+    instead of T_comm at the point estimate.
+
+    The decision sees estimated gains; the true small-scale gain given the estimate is
+    h ~ CN(rho h_hat, 1 - rho^2 + rho^2 s2) (``model.csi``: MMSE error s2, then aging over the
+    CSI delay with rho = J0(2 pi f_D tau); CQI quantisation is not modelled here). For each
+    prefix split in estimated UL order (UL at full power, DL powers equalised on the estimate),
+    ``samples`` draws of the true gains give the realised slowest SNR; every link delay is a
+    non-increasing function of the SNR, so the split with the largest (1 - quantile)-quantile
+    of the slowest SNR has the smallest quantile of T_comm, on either link. Perfect CSI (rho 1,
+    s2 0) gives the optimal split. Draws come from the policy stream. ``pathloss``: the
+    large-scale gains (the estimate's scale), set by the engine (``engine.link``).
+    """
+
+    def __init__(self, quantile=0.9, samples=64, rho=1.0, error_variance=0.0, seed=0,
+                 pathloss=None):
+        self.pathloss = pathloss  # (K,) large-scale gains, or a callable returning them
+        self.quantile = float(quantile)
+        self.samples = int(samples)
+        self.rho = float(rho)
+        self.s2 = float(error_variance)
+        self.seed = seed
+
+    @classmethod
+    def from_scenario(cls, scenario):
+        from scipy.special import j0
+
+        c, ch, st = scenario.csi, scenario.channel, scenario.straggler
+        still = ch.fading == "none" or c.delay_ms == 0 or ch.doppler_hz == 0
+        rho = 1.0 if still else float(j0(2 * np.pi * ch.doppler_hz * c.delay_ms * 1e-3))
+        return cls(st.robust_quantile, st.robust_samples, rho, c.estimation_error_variance)
+
+    def decide(self, problem, rng=None):
+        if self.rho == 1.0 and self.s2 == 0.0:
+            return solver.optimal_split(problem)
+        if rng is None:
+            rng = np.random.default_rng(self.seed)
+        m, k = problem.shape
+        ul_mask = np.zeros((m, k), dtype=bool)
+        g_ul = np.broadcast_to(problem.g_ul, (m, k))
+        g_dl = np.broadcast_to(problem.g_dl, (m, k))
+        reciprocal = np.array_equal(problem.g_ul, problem.g_dl)
+        for i in range(m):
+            idx = np.flatnonzero(problem.rejected[i])
+            if idx.size == 0:
+                continue
+            order = idx[np.argsort(-(problem.p_ul[idx] * g_ul[i, idx]), kind="stable")]
+            n = self._best_prefix(problem, order, g_ul[i], g_dl[i], reciprocal, rng)
+            ul_mask[i, order[:n]] = True
+        return solver.evaluate_assignment(problem, ul_mask)
+
+    def _truth(self, g, pl, shape, rng):
+        """Samples of the true gains given the estimated gains ``g`` = G |h_hat|^2 (|R|,) and
+        the path loss G: G |rho h_hat + w|^2, w ~ CN(0, 1 - rho^2 + rho^2 s2)."""
+        var = 1.0 - self.rho ** 2 + self.rho ** 2 * self.s2
+        w = (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)) * np.sqrt(var / 2)
+        return pl * np.abs(self.rho * np.sqrt(g / pl) + w) ** 2
+
+    def _best_prefix(self, problem, order, g_ul, g_dl, reciprocal, rng):
+        r = order.size
+        n0b = problem.n0 * problem.bandwidth_hz / r
+        pl = self.pathloss() if callable(self.pathloss) else self.pathloss
+        pl = np.ones(g_ul.shape) if pl is None else np.asarray(pl, float)
+        pl = pl[order]
+        shape = (self.samples, r)
+        true_ul = self._truth(g_ul[order], pl, shape, rng)
+        true_dl = true_ul if reciprocal else self._truth(g_dl[order], pl, shape, rng)
+        snr_ul = problem.p_ul[order] * true_ul / n0b                      # (N, r)
+        inv = 1.0 / g_dl[order]
+        load = np.concatenate([np.cumsum(inv[::-1])[::-1], [0.0]])      # L_n: DL set = n..r-1
+        ratio = true_dl / g_dl[order]                                    # realised / planned gain
+        suffix_min = np.concatenate(
+            [np.minimum.accumulate(ratio[:, ::-1], axis=1)[:, ::-1],
+             np.full((self.samples, 1), np.inf)], axis=1)
+        prefix_min = np.concatenate(
+            [np.full((self.samples, 1), np.inf), np.minimum.accumulate(snr_ul, axis=1)], axis=1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            dl_snr = np.where(load > 0, problem.p_dl * suffix_min / (load * n0b), np.inf)
+        slowest = np.minimum(prefix_min, dl_snr)                          # (N, r + 1)
+        score = np.quantile(slowest, 1.0 - self.quantile, axis=0)
+        return int(np.argmax(score))
