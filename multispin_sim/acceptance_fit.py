@@ -2,13 +2,14 @@
 table, write the fitted ``acceptance`` keys as YAML (the numbers: ``model.acceptance_fit``)."""
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
 import yaml
 
 from .model import acceptance_fit as fit
-from .model.acceptance_trace import read_trace, select_answers, shipped_trace_path
+from .model.acceptance_trace import TraceError, read_trace, select_answers, shipped_trace_path
 
 COLUMNS = (("tokens_g4", "E[A+1] g=4", "{:.3f}"), ("tokens_g8", "E[A+1] g=8", "{:.3f}"),
            ("p_none_g4", "P(A=0) g=4", "{:.3f}"), ("lag1", "lag-1 corr", "{:+.3f}"),
@@ -45,13 +46,62 @@ def fit_and_report(answers, label, trace_keys, out, start=None, seed=0):
     return fits, fit.scenario_snippet(fits, trace_keys)
 
 
+MIN_KNOWN = 20  # known positions a fit needs, with at least one 1 and one 0
+
+
+def check_fittable(answers, where):
+    """Before fitting: the models need agreements and disagreements (a trace of only 1s or only
+    0s has no finite beta or markov fit) and a few known positions."""
+    import numpy as np
+
+    bits = np.concatenate([np.asarray(a.bits) for a in answers]) if answers else np.zeros(0)
+    known = bits[bits >= 0]
+    if known.size < MIN_KNOWN:
+        raise TraceError(f"{where}: {known.size} known position(s); a fit needs at least "
+                         f"{MIN_KNOWN} (give a longer trace or a wider selection)")
+    ones = int(np.count_nonzero(known == 1))
+    if ones in (0, known.size):
+        kind = "agreements (1)" if ones else "disagreements (0)"
+        raise TraceError(f"{where}: every known position is one of the {kind}; a fit needs "
+                         "both 1s and 0s (the acceptance rate would be exactly "
+                         f"{1 if ones else 0}: set acceptance.model: iid with that alpha instead)")
+
+
+def check_yaml_output(path):
+    """--out is a file that can be written, checked before the (long) fit."""
+    from .errors import OutputLocationError
+
+    p = Path(path)
+    if str(path).strip() == "" or p.is_dir():
+        raise OutputLocationError(f"--out {path!r}", "is empty or a folder",
+                                  "give the YAML file to write")
+    parent = p.parent if str(p.parent) else Path(".")
+    if not parent.is_dir():
+        raise OutputLocationError(f"--out {path}", f"{parent} is not a folder",
+                                  "give a file in an existing folder")
+    if not os.access(parent, os.W_OK) or (p.exists() and not os.access(p, os.W_OK)):
+        raise OutputLocationError(f"--out {path}", "cannot write there",
+                                  "choose a file you can write to")
+    if len(p.name.encode()) > 255:
+        raise OutputLocationError(f"--out {str(path)[:60]}...", "the file name is too long",
+                                  "give a shorter name")
+
+
 def run(trace=None, by=None, benchmark=None, model=None, categories=(), out_yaml=None, seed=0,
         out=sys.stdout):
     """Fit and report; returns the YAML document (dict). Raises TraceError on bad input (before
     anything is written)."""
+    if seed is None or int(seed) < 0:
+        raise TraceError(f"--seed {seed}: a negative seed is not allowed; give an integer >= 0")
+    if out_yaml is not None:
+        check_yaml_output(out_yaml)
     path = Path(trace) if trace else shipped_trace_path()
     answers = select_answers(read_trace(path), path=str(path), benchmark=benchmark, model=model,
                              categories=tuple(categories))
+    check_fittable(answers, str(path))
+    if by == "category":
+        for cat in sorted({a.category for a in answers}):
+            check_fittable([a for a in answers if a.category == cat], f"{path} (category {cat})")
     trace_keys = {}
     if trace:
         trace_keys["trace_file"] = str(trace)

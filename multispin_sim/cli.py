@@ -277,7 +277,10 @@ def cmd_acceptance(args):
         run(args.trace, by=args.by, benchmark=args.benchmark, model=args.model,
             categories=args.category or (), out_yaml=args.out, seed=args.seed)
     except TraceError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        text = str(exc)
+        if "; " not in text:
+            text += "; fix the trace file (see multispin-sim acceptance fit --help for the formats)"
+        print(f"error: {' '.join(text.split())}", file=sys.stderr)
         return EXIT_BAD_INPUT
     return 0
 

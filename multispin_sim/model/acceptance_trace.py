@@ -30,6 +30,7 @@ import csv
 import gzip
 import io
 import json
+import zlib
 from dataclasses import dataclass
 from functools import cached_property
 from importlib import resources
@@ -40,6 +41,11 @@ import numpy as np
 UNKNOWN = -1
 HF_INITIAL_DRAFT = 5   # transformers' default num_assistant_tokens (schedule "heuristic")
 SHIPPED_TRACE = "specbench-sps.jsonl.gz"
+# bounds checked before memory is committed: a verification step longer than any draft model
+# drafts, a trace larger than any benchmark's (the shipped one: 44,495 steps, 2.6 MB of text)
+MAX_STEP_TOKENS = 4096
+MAX_POSITIONS = 50_000_000
+MAX_TEXT_BYTES = 1 << 30
 
 
 class TraceError(ValueError):
@@ -111,12 +117,20 @@ def _open_text(path):
     path = Path(path)
     if not path.is_file():
         raise TraceError(f"{path}: no such file (expected a Spec-Bench JSONL or a 0/1 CSV trace)")
+    if path.stat().st_size > MAX_TEXT_BYTES:
+        raise TraceError(f"{path}: larger than {MAX_TEXT_BYTES >> 20} MB; expected a trace of at "
+                         f"most {MAX_POSITIONS:,} positions")
     raw = path.read_bytes()
     if path.suffix == ".gz":
         try:
-            raw = gzip.decompress(raw)
-        except (OSError, EOFError) as exc:
-            raise TraceError(f"{path}: not a readable gzip file ({exc})") from None
+            with gzip.GzipFile(fileobj=io.BytesIO(raw)) as f:
+                raw = f.read(MAX_TEXT_BYTES + 1)  # bounded: a small file may inflate enormously
+        except (OSError, EOFError, zlib.error) as exc:
+            raise TraceError(f"{path}: not a readable gzip file ({exc}); expected a gzipped "
+                             "JSONL or CSV trace") from None
+        if len(raw) > MAX_TEXT_BYTES:
+            raise TraceError(f"{path}: inflates to more than {MAX_TEXT_BYTES >> 20} MB; expected "
+                             f"a trace of at most {MAX_POSITIONS:,} positions")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
@@ -129,6 +143,7 @@ def _open_text(path):
 
 def _read_jsonl(path, text):
     answers = []
+    total = 0
     for n, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
@@ -144,6 +159,13 @@ def _read_jsonl(path, text):
                 or not all(isinstance(s, int) and not isinstance(s, bool) and s >= 1
                            for s in steps)):
             raise TraceError(f"{path}:{n}: 'accept_lengths' must be a list of integers >= 1")
+        if any(a > MAX_STEP_TOKENS for a in steps):
+            raise TraceError(f"{path}:{n}: a step of {max(steps):.3g} tokens; expected at most "
+                             f"{MAX_STEP_TOKENS} tokens per verification step")
+        total += sum(steps)
+        if total > MAX_POSITIONS:
+            raise TraceError(f"{path}:{n}: more than {MAX_POSITIONS:,} positions; expected a "
+                             "smaller trace (select answers, or split the file)")
         if not steps:
             continue  # an answer without steps: nothing to replay
         drafts, _ = reconstruct_draft_lengths(steps)
@@ -159,7 +181,15 @@ _UNKNOWN_TEXT = {"", "?", "-1", "nan", "na"}
 
 
 def _read_csv(path, text):
-    reader = csv.reader(io.StringIO(text))
+    reader = csv.reader(io.StringIO(text), strict=True)
+    try:
+        return _read_csv_rows(path, reader)
+    except csv.Error as exc:  # an unterminated quote, a field over the csv module's limit
+        raise TraceError(f"{path}:{reader.line_num}: {exc}; expected one 0/1 row per position "
+                         "with balanced quotes") from None
+
+
+def _read_csv_rows(path, reader):
     header = [h.strip() for h in next(reader)]
     if "agree" not in header:
         raise TraceError(f"{path}:1: the header needs a column 'agree' (1, 0, or empty/?/-1 for "
@@ -167,6 +197,7 @@ def _read_csv(path, text):
     col = {name: header.index(name) for name in ("agree", "answer", "category", "benchmark",
                                                   "model") if name in header}
     answers, bits, meta, current = [], [], None, None
+    positions = 0
 
     def close():
         if bits:
@@ -195,6 +226,10 @@ def _read_csv(path, text):
             meta = {name: row[col[name]].strip() if name in col else ""
                     for name in ("category", "benchmark", "model")}
         bits.append(bit)
+        positions += 1
+        if positions > MAX_POSITIONS:
+            raise TraceError(f"{path}:{n}: more than {MAX_POSITIONS:,} positions; expected a "
+                             "smaller trace (select answers, or split the file)")
     close()
     return answers
 

@@ -146,12 +146,27 @@ def read_verify_table(spec):
     strictly increasing and >= 1, times >= 0. Errors name the file and line (one line)."""
     path = resolve_table(spec)
     try:
+        if path.stat().st_size > (16 << 20):
+            raise VerifyTableError(f"{spec}: larger than 16 MB; expected a small CSV of rows "
+                                   "'batched tokens, milliseconds'")
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
-        raise VerifyTableError(f"{spec}: cannot read the verification table ({exc.strerror or exc})")
+        raise VerifyTableError(f"{spec}: cannot read the verification table ({exc.strerror or exc})"
+                               "; check the path of server.verify_table") from None
+    except UnicodeDecodeError as exc:
+        raise VerifyTableError(f"{spec}, byte {exc.start}: not UTF-8 text; save the table as "
+                               "UTF-8 (plain ASCII digits and commas)") from None
+    try:
+        return _table_rows(spec, text)
+    except csv.Error as exc:
+        raise VerifyTableError(f"{spec}: {exc}; expected rows of two numbers: batched tokens, "
+                               "milliseconds") from None
+
+
+def _table_rows(spec, text):
     rows = []
     header_seen = False
-    for lineno, row in enumerate(csv.reader(text.splitlines()), start=1):
+    for lineno, row in enumerate(csv.reader(text.splitlines(), strict=True), start=1):
         if not row or not "".join(row).strip() or row[0].lstrip().startswith("#"):
             continue
         if not header_seen:
@@ -174,9 +189,9 @@ def read_verify_table(spec):
         if n < 1:
             raise VerifyTableError(f"{where}: batched tokens {row[0].strip()} < 1; expected "
                                    "an integer >= 1")
-        if ms < 0:
-            raise VerifyTableError(f"{where}: negative time {row[1].strip()} ms; expected "
-                                   "milliseconds >= 0")
+        if ms <= 0:  # a verification takes time: 0 ms would allow rounds of zero duration
+            raise VerifyTableError(f"{where}: time {row[1].strip()} ms; expected "
+                                   "milliseconds > 0")
         if rows and n <= rows[-1][0]:
             raise VerifyTableError(f"{where}: batched tokens {row[0].strip()} not above the "
                                    f"previous row's {rows[-1][0]:g}; expected rows sorted by "
@@ -186,6 +201,10 @@ def read_verify_table(spec):
         raise VerifyTableError(f"{spec}: {len(rows)} data row(s); expected at least two rows "
                                "(batched tokens, milliseconds)")
     arr = np.array(rows)
+    if arr[-1, 1] < arr[-2, 1]:  # extrapolated with the last slope: times would fall below 0
+        raise VerifyTableError(f"{spec}: the last two rows decrease ({arr[-2, 1]:g} ms, then "
+                               f"{arr[-1, 1]:g} ms); expected a last segment that does not fall "
+                               "(it is extrapolated above the last row)")
     return arr[:, 0], arr[:, 1]
 
 

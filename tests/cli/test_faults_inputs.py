@@ -1,0 +1,77 @@
+"""Fault injection: files users bring (agreement traces, verification tables) and the options of
+``acceptance fit``, through the real CLI in subprocesses (the method of tests/test_faults.py).
+Every case: exit 2, one ``error: what: why; what to do`` line naming the file (and line), no
+"internal error", nothing written."""
+import gzip
+import json
+
+import pytest
+
+from test_faults import cli, error_line, scenario
+
+
+def _corrupt_gzip(path):
+    good = gzip.compress(b'{"accept_lengths": [1, 2, 3]}\n' * 50)
+    path.write_bytes(good[:12] + b"\x00garbage-deflate-data" + good[-8:])
+
+
+TRACES = {
+    "corrupt-deflate.jsonl.gz": (_corrupt_gzip, "gzip"),
+    "step-1e30.jsonl": (lambda p: p.write_text(json.dumps({"accept_lengths": [10**30]}) + "\n"),
+                        ":1: a step of"),
+    "step-1e12.jsonl": (lambda p: p.write_text(json.dumps({"accept_lengths": [10**12]}) + "\n"),
+                        ":1: a step of"),
+    "field-140k.csv": (lambda p: p.write_text("agree,answer\n1," + "x" * 140_000 + "\n"),
+                       ":2: field larger"),
+    "unterminated.csv": (lambda p: p.write_text('agree,answer\n1,"a\n0,b\n1,c\n'),
+                         "unexpected end of data"),
+    "all-ones.csv": (lambda p: p.write_text("agree\n" + "1\n" * 50), "both 1s and 0s"),
+    "all-zeros.csv": (lambda p: p.write_text("agree\n" + "0\n" * 50), "both 1s and 0s"),
+    "one-position.csv": (lambda p: p.write_text("agree\n1\n"), "1 known position"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(TRACES))
+def test_input_acceptance_fit_trace_refused(tmp_path, name):
+    """FAULT_CLASS files users bring: a damaged or unfittable trace: the file, the line where
+    there is one, what is expected."""
+    make, expected = TRACES[name]
+    make(tmp_path / name)
+    out = tmp_path / "fit.yaml"
+    o = cli("acceptance", "fit", tmp_path / name, "--out", out, cwd=tmp_path, timeout=60)
+    line = error_line(o, 2)
+    assert name in line and expected in line and "internal error" not in line
+    assert "Warning" not in o.err and not out.exists()
+
+
+@pytest.mark.parametrize("args, key", [(["--seed", "-1"], "--seed"), (["--out", ""], "--out"),
+                                       (["--out", "missing/dir/fit.yaml"], "--out")])
+def test_input_acceptance_fit_options_refused_before_the_fit(tmp_path, args, key):
+    """FAULT_CLASS output locations: checked before the fit (exit 2, no table printed)."""
+    (tmp_path / "ok.csv").write_text("agree\n" + "1\n0\n1\n1\n0\n" * 20)
+    o = cli("acceptance", "fit", tmp_path / "ok.csv", *args, cwd=tmp_path, timeout=60)
+    assert key in error_line(o, 2)
+    assert "E[A+1]" not in o.out
+
+
+TABLES = {
+    "latin1": ("tokens,ms\n1,40\n100,5\u00e9\n".encode("latin-1"), "not UTF-8"),
+    "zero-times": (b"tokens,ms\n1,0\n100,0\n", "expected milliseconds > 0"),
+    "falling-tail": (b"tokens,ms\n1,40\n2,5\n", "last two rows decrease"),
+    "unterminated": (b'tokens,ms\n1,"40\n2,50\n', "unexpected end of data"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(TABLES))
+def test_input_verification_table_refused(tmp_path, name):
+    """FAULT_CLASS files users bring: a verification table that is not UTF-8, whose times are
+    zero (rounds of zero duration with draft length 0) or fall below zero when extrapolated."""
+    data, expected = TABLES[name]
+    (tmp_path / "t.csv").write_bytes(data)
+    sc = scenario(tmp_path, server={"verify_model": "table", "verify_table": str(tmp_path / "t.csv")},
+                  policy={"draft_length": 0})
+    out = tmp_path / "run"
+    o = cli("run", sc, "--out", out, "--quiet", cwd=tmp_path, timeout=60)
+    line = error_line(o, 2)
+    assert expected in line and "internal error" not in line
+    assert not out.exists()
