@@ -187,12 +187,30 @@ def _check_round_duration(sc) -> None:
                             "policy.draft 'fixed'")
 
 
-def estimated_memory_bytes(sc) -> int:
-    """A run's peak memory, estimated from devices.count and run.rounds (an upper bound for
-    the paper's settings; see ``PER_DEVICE_BYTES``)."""
+PER_VOCAB_BYTES = 64            # token payload model: logits, noise, p and q over the vocabulary
+PER_SESSION_TOKEN_BYTES = 24    # beta acceptance: agreements and rates of a block of sessions
+PER_HARQ_BYTES = 256            # NR link: combining thresholds per HARQ transmission
+
+
+def memory_terms(sc) -> dict:
+    """Bytes of a run's peak memory by the key that scales them (see ``estimated_memory_bytes``)."""
     k = sc.devices.count
     per_device = PER_DEVICE_BYTES + 16 * sc.policy.saa_samples // 8 + 8 * (MAX_DRAFT_LIMIT + 1)
-    return BASE_BYTES + k * per_device + _max_rounds(sc) * PER_ROUND_BYTES
+    terms = {"devices.count": k * per_device, "run.rounds": _max_rounds(sc) * PER_ROUND_BYTES}
+    if getattr(sc.payload, "model", "bits") == "token":
+        terms["payload.vocab"] = PER_VOCAB_BYTES * sc.payload.vocab
+    if sc.acceptance.model == "beta":
+        terms["acceptance.session_tokens"] = k * PER_SESSION_TOKEN_BYTES * sc.acceptance.session_tokens
+    if sc.link.model != "shannon":
+        terms["link.harq_max_transmissions"] = PER_HARQ_BYTES * sc.link.harq_max_transmissions
+    return terms
+
+
+def estimated_memory_bytes(sc) -> int:
+    """A run's peak memory, estimated from every key that scales it (devices.count, run.rounds,
+    payload.vocab in token mode, acceptance.session_tokens of 'beta', the HARQ transmissions of
+    the NR link); an upper bound for the paper's settings (see ``PER_DEVICE_BYTES``)."""
+    return BASE_BYTES + sum(memory_terms(sc).values())
 
 
 def _max_rounds(sc):
@@ -201,18 +219,38 @@ def _max_rounds(sc):
     rounds = sc.run.rounds
     t_min = ((sc.server.verify_fixed_ms or 0.0) + (sc.server.verify_per_device_ms or 0.0)) * 1e-3
     if sc.run.max_time_s is not None and t_min > 0:
-        rounds = min(rounds, math.ceil(sc.run.max_time_s / t_min) + 1)
+        bound = sc.run.max_time_s / t_min  # may overflow to inf (run.max_time_s = 1e308)
+        if math.isfinite(bound):
+            rounds = min(rounds, math.ceil(bound) + 1)
     return rounds
+
+
+_ADVICE = {
+    "devices.count": "use fewer devices",
+    "run.rounds": "use fewer rounds (or a shorter run.max_time_s)",
+    "payload.vocab": "use a smaller payload.vocab (or payload.model 'bits')",
+    "acceptance.session_tokens": "use a smaller acceptance.session_tokens",
+    "link.harq_max_transmissions": "use fewer link.harq_max_transmissions (NR allows 4 to 32)",
+}
 
 
 @cross_check
 def _check_memory(sc) -> None:
-    need = estimated_memory_bytes(sc)
+    terms = memory_terms(sc)
+    need = BASE_BYTES + sum(terms.values())
     limit = sc.limits.max_memory_mb * (1 << 20)
     if need > limit:
-        k, rounds = sc.devices.count, _max_rounds(sc)
-        key = "devices.count" if k * PER_DEVICE_BYTES > rounds * PER_ROUND_BYTES else "run.rounds"
-        raise ScenarioError(key, f"devices.count {k:,} and run.rounds {rounds:,} need about "
-                            f"{need / (1 << 20):,.0f} MB", f"expected at most limits.max_memory_mb "
-                            f"({sc.limits.max_memory_mb:,.0f} MB): use fewer devices or rounds, "
-                            "or raise limits.max_memory_mb if this machine has the memory")
+        key = max(terms, key=terms.get)
+        if key in ("devices.count", "run.rounds"):
+            what = (f"devices.count {sc.devices.count:,} and run.rounds {_max_rounds(sc):,} need "
+                    f"about {need / (1 << 20):,.0f} MB")
+            todo = "use fewer devices or rounds"
+        else:
+            value = {"payload.vocab": lambda: sc.payload.vocab,
+                     "acceptance.session_tokens": lambda: sc.acceptance.session_tokens,
+                     "link.harq_max_transmissions": lambda: sc.link.harq_max_transmissions}[key]()
+            what = f"{key} {value:,} needs about {need / (1 << 20):,.0f} MB"
+            todo = _ADVICE[key]
+        raise ScenarioError(key, what, f"expected at most limits.max_memory_mb "
+                            f"({sc.limits.max_memory_mb:,.0f} MB): {todo}, or raise "
+                            "limits.max_memory_mb if this machine has the memory")
