@@ -17,6 +17,13 @@ BATCHING_POLICIES = Registry("batching policy")
 
 
 class BatchingPolicy:
+    @classmethod
+    def from_scenario(cls, scenario):
+        """The policy of ``serving.batching``, with the section's ``window_ms`` and
+        ``max_batch``."""
+        s = scenario.serving
+        return cls(window_s=s.window_ms * 1e-3, max_batch=s.max_batch)
+
     def __init__(self, window_s=0.0, max_batch=None, **_):
         self.window_s = float(window_s)
         self.max_batch = math.inf if max_batch is None else int(max_batch)
@@ -31,12 +38,6 @@ class Immediate(BatchingPolicy):
         return waiting, None
 
 
-@BATCHING_POLICIES.register("max-batch")
-class MaxBatch(BatchingPolicy):
-    def take(self, now, waiting, oldest_arrival):
-        return int(min(waiting, self.max_batch)), None
-
-
 @BATCHING_POLICIES.register("window")
 class Window(BatchingPolicy):
     def take(self, now, waiting, oldest_arrival):
@@ -44,6 +45,12 @@ class Window(BatchingPolicy):
         if waiting >= self.max_batch or now >= deadline:
             return int(min(waiting, self.max_batch)), None
         return 0, deadline
+
+
+@BATCHING_POLICIES.register("max-batch")
+class MaxBatch(BatchingPolicy):
+    def take(self, now, waiting, oldest_arrival):
+        return int(min(waiting, self.max_batch)), None
 
 
 def make_batching_policy(name, **kwargs):

@@ -17,6 +17,7 @@ from typing import Callable, ClassVar, Optional, Union
 from .errors import ScenarioError
 from .params import (Check, FrozenMap, Params, between, ge, gt, in_interval, int_or_choice, param,
                      number_or_range, range_pair, section)
+from .choices import Registered
 from .presets import DEFAULT_MODEL_PAIR, MODEL_PAIRS, TASKS
 
 __all__ = [
@@ -31,14 +32,13 @@ __all__ = [
 ]
 
 # Allowed values (module-level so later issues extend them in one place).
-FADING_MODELS: tuple[str, ...] = ("rayleigh", "none", "gauss-markov")
+# names of plug-in families come from their registries (``scenario.choices``)
+FADING_MODELS = Registered("multispin_sim.model.fading", "FADING_MODELS")
 DEVICE_TASKS: tuple[str, ...] = ("uniform",) + TASKS
-POLICY_MODES: tuple[str, ...] = ("optimal", "all-ul", "all-dl", "random", "exhaustive",
-                                 "fidelity", "deadline", "robust")
-DRAFT_POLICIES: tuple[str, ...] = ("fixed", "greedy", "uniform", "computation-only", "budget",
-                                   "threshold", "backoff", "goodput-argmax", "off-under-load")
+POLICY_MODES = Registered("multispin_sim.policies", "REACTIVE_POLICIES")
+DRAFT_POLICIES = Registered("multispin_sim.policies", "DRAFT_CONTROLLERS")
 PROTOCOLS: tuple[str, ...] = ("synchronous", "asynchronous")
-BATCHING_POLICIES: tuple[str, ...] = ("immediate", "window", "max-batch")
+BATCHING_POLICIES = Registered("multispin_sim.policies.batching", "BATCHING_POLICIES")
 DRAFT_UPDATES: tuple[str, ...] = ("every-round", "once")
 ARRIVAL_MODELS: tuple[str, ...] = ("saturated", "poisson", "trace")
 LENGTH_MODELS: tuple[str, ...] = ("fixed", "geometric", "lognormal", "empirical", "per-task")
@@ -46,8 +46,8 @@ TOPOLOGY_LAYOUTS: tuple[str, ...] = ("annulus", "coordinates", "graphml")
 MOBILITY_MODELS: tuple[str, ...] = ("none", "random-waypoint")
 PAYLOAD_FORMATS: tuple[str, ...] = ("dense", "topk", "topp", "quantized")
 PAYLOAD_MODELS: tuple[str, ...] = ("bits", "token")
-ACCEPTANCE_MODELS: tuple[str, ...] = ("iid", "beta", "markov", "trace")
-ACCEPTANCE_BELIEFS: tuple[str, ...] = ("oracle", "nominal", "learned", "filtered")
+ACCEPTANCE_MODELS = Registered("multispin_sim.model.acceptance", "ACCEPTANCE_MODELS")
+ACCEPTANCE_BELIEFS = Registered("multispin_sim.model.acceptance", "BELIEFS")
 TRACE_ASSIGN: tuple[str, ...] = ("uniform", "task")
 TRACE_NEXT: tuple[str, ...] = ("draw", "cycle", "repeat")
 ACCEPTANCE_SESSIONS: tuple[str, ...] = ("tokens", "request")
@@ -145,7 +145,7 @@ class Server(Params):
         "'tokens' (T_ver0 + verify_per_token_ms x tokens in the batch, tokens = sum over the "
         "batch of gamma_k + 1) or 'table' (piecewise-linear in the batch's tokens through "
         "verify_table; flat below its first row, last slope above its last)",
-        choices=("linear", "tokens", "table"))
+        choices=Registered("multispin_sim.model.verification", "VERIFY_MODELS"))
     verify_per_token_ms: Optional[float] = param(
         None, "Time T1 per token in the batch for verify_model 'tokens' (null: "
         "verify_per_device_ms / 5, equal to 'linear' when every device drafts 4 tokens, the "
@@ -541,7 +541,7 @@ class Adaptive(Params):
         "policy.draft_length", check=ge(0))
 
 
-LINK_MODELS: tuple[str, ...] = ("shannon", "mcs")
+LINK_MODELS = Registered("multispin_sim.model.link", "LINK_MODELS")
 CQI_TABLES: tuple[str, ...] = ("64qam", "256qam", "64qam-low-se", "continuous")
 HARQ_COMBINING: tuple[str, ...] = ("chase", "repetition")
 SUBCARRIER_SPACINGS_KHZ: tuple[int, ...] = (15, 30, 60, 120)
