@@ -187,6 +187,27 @@ def _check_round_duration(sc) -> None:
                             "policy.draft 'fixed'")
 
 
+# absurd finite values: beyond these the models overflow or divide by zero mid-run (an infinite
+# delay, a NaN gain, a temperature that never throttles) instead of simulating to finite numbers
+VALUE_BOUNDS = (
+    ("channel", "bandwidth_mhz", 1e5, "MHz (100 GHz, beyond any carrier)"),
+    ("channel", "doppler_hz", 1e6, "Hz"),
+    ("channel", "shadowing_db", 40.0, "dB (measured spreads are 4 to 12 dB)"),
+    ("payload", "zipf_exponent", 50.0, "(language models: about 1 to 2)"),
+    ("link", "implementation_gap_db", 60.0, "dB"),
+    ("compute", "thermal_resistance_c_per_w", 1e4, "degC/W (boards: about 0.1 to 100)"),
+)
+
+
+@cross_check
+def _check_value_bounds(sc) -> None:
+    for section, key, high, unit in VALUE_BOUNDS:
+        value = getattr(getattr(sc, section, None), key, None)
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and value > high:
+            raise ScenarioError(f"{section}.{key}", f"{value!r} is not allowed",
+                                f"expected at most {high:g} {unit}")
+
+
 PER_VOCAB_BYTES = 64            # token payload model: logits, noise, p and q over the vocabulary
 PER_SESSION_TOKEN_BYTES = 24    # beta acceptance: agreements and rates of a block of sessions
 PER_HARQ_BYTES = 256            # NR link: combining thresholds per HARQ transmission

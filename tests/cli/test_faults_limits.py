@@ -27,3 +27,29 @@ def test_limit_max_time_overflow_runs(tmp_path):
     o = cli("run", scenario(tmp_path, run={"rounds": 30, "max_time_s": 1e308}), "--out", out,
             "--quiet", cwd=tmp_path)
     assert o.rc == 0, o
+
+
+@pytest.mark.parametrize("key, value", [
+    ("payload.zipf_exponent", 1e308), ("link.implementation_gap_db", 1e308),
+    ("channel.shadowing_db", 1e6), ("channel.bandwidth_mhz", 1e308),
+    ("compute.thermal_resistance_c_per_w", 1e308), ("channel.doppler_hz", 1e308),
+])
+def test_limit_absurd_finite_values_refused(tmp_path, key, value):
+    """FAULT_CLASS limits: absurd finite values that overflowed mid-run (internal error) or
+    ended 'complete' with infinite delays, NaN gains or NaN temperatures: refused with the limit."""
+    section, name = key.split(".")
+    out = tmp_path / "run"
+    o = cli("run", scenario(tmp_path, **{section: {name: value}}), "--out", out, "--quiet",
+            cwd=tmp_path)
+    line = error_line(o, 2)
+    assert line.startswith(f"error: {key}:") and "expected at most" in line
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("command", ["run", "capacity"])
+def test_output_empty_out_refused(tmp_path, command):
+    """FAULT_CLASS output locations: --out '' wrote into the current folder."""
+    extra = ["--slo", "ttft=2", "--set", "workload.arrivals=poisson"] if command == "capacity" else []
+    o = cli(command, *extra, "--out", "", cwd=tmp_path)
+    assert "--out" in error_line(o, 2)
+    assert list(tmp_path.iterdir()) == []
