@@ -170,7 +170,7 @@ class EnergyKernel:
         self.coin = None if coin is None else np.asarray(coin, dtype=bool)
 
     def __call__(self, rejected, rows=None):
-        from .goodput import _RowStream
+        from .tcomm import RowStream
         from .reactive import evaluate_assignment
         rej = np.atleast_2d(np.asarray(rejected, dtype=bool))
         rows = np.arange(rej.shape[0]) if rows is None else np.asarray(rows)
@@ -180,6 +180,6 @@ class EnergyKernel:
         if self.coin is not None:
             decision = evaluate_assignment(problem, self.coin[rows] & rej)
         else:
-            stream = _RowStream(self.uniforms, rows, np.random.default_rng(self.seed))
+            stream = RowStream(self.uniforms, rows, np.random.default_rng(self.seed))
             decision = self.policy.decide(problem, stream)
         return correction_energy(decision, self.powers, self.n_active, self.scope)

@@ -16,30 +16,21 @@ closed form (docs/model.md section 3); the expectation of T_comm over the verifi
   samples, and a +1 on device j changes only the samples whose run equals gamma_j.
 - ``ZeroTcomm``: T_comm left out (the computation-only baseline).
 
-T_comm of a rejected set is computed by ``TcommKernel``: closed forms of the reactive policies
-(optimal prefix split, all-UL, all-DL, random split), vectorised over rows. The kernel uses one
-identity: with a common bandwidth b, a UL delay S / (b log2(1 + P_k g_k / (N0 b))) and the
-equalised DL delay S / (b log2(1 + P_dl / (N0 b sum_D 1/g))) are the same increasing function
-of an "equivalent load" (P_dl / (P_k g_k) for UL device k, sum_D 1/g for the DL set), so the
-slowest transmission and the best prefix split are found by comparing loads, without logarithms,
-and only the final delay of each row needs one ``log1p``. Results equal ``reactive.optimal_split``
-(and the others) to rounding. Any other reactive policy is called through ``PolicyKernel``.
+T_comm of a rejected set comes from a kernel (``model.tcomm``).
 
-Everything is pure numpy and vectorised over samples and candidates; with numba installed the
-closed-form kernel calls and the moves of ``SAATcomm`` go through ``policies.greedy_fast``
-(compiled, the same values bit for bit; ``MULTISPIN_NUMBA=0`` switches it off).
+Everything here is pure numpy, vectorised over samples and candidates: the reference. A
+compiled implementation of the closed forms and of the searches (``policies.search_numba``)
+agrees with it within rtol 1e-12; candidates are compared by one tie rule (``model.ties``).
 """
 from itertools import product
 
 import numpy as np
 
 from .speculative import expected_tokens, run_length
+from .tcomm import FAST_MODES, PolicyKernel, RowStream, TcommKernel  # noqa: F401 (re-exported)
 
-_LN2 = np.log(2.0)
-FAST_MODES = ("optimal", "exhaustive", "all-ul", "all-dl", "random")
 RUN_CAP = 30_000  # acceptance runs are clipped here (any gamma is far below)
 _CHUNK_CELLS = 2_000_000  # rows x K per kernel call when evaluating big batches
-_KERNEL_ROWS = 2048  # rows per closed-form kernel pass (keeps the work arrays in cache)
 _EN_TABLES = {}
 
 
@@ -63,227 +54,6 @@ def acceptance_runs(uniforms, alpha):
     run = run_length(uniforms, alpha)
     run = np.where(np.isnan(run), RUN_CAP, np.minimum(run, RUN_CAP))
     return run.astype(np.int32)
-
-
-# ---------------------------------------------------------------------------- T_comm kernels
-
-
-def _compiled_times(kernel, rej, rows):
-    """``policies.greedy_fast.kernel_times`` (None when numba is off or it does not apply)."""
-    from ..policies.greedy_fast import kernel_times
-
-    return kernel_times(kernel, rej, rows)
-
-
-def _compiled_moves(tcomm, dev, new, samples):
-    """``policies.greedy_fast.move_means`` (None when numba is off or it does not apply)."""
-    return _greedy_fast().move_means(tcomm, dev, new, samples)
-
-
-_FAST = []
-
-
-def _greedy_fast():
-    """``policies.greedy_fast`` (which imports this module: imported at first use, then kept)."""
-    if not _FAST:
-        from ..policies import greedy_fast
-
-        _FAST.append(greedy_fast)
-    return _FAST[0]
-
-
-class TcommKernel:
-    """T_comm of many rejected sets under one channel state, by closed forms.
-
-    ``system``: a ``model.system.System`` (powers, payload, bandwidth, noise). ``g_ul, g_dl``:
-    gains (K,) shared by all rows, or (M, K) per sample (row ``rows[i]`` of the batch uses sample
-    ``rows[i]``'s gains). ``mode``: one of ``FAST_MODES`` ('exhaustive' has the optimal split's
-    T_comm). ``coin``: (M, K) bool, the random split's fair coins (True = UL) per sample.
-
-    ``kernel(rejected, rows)``: rejected (n, K) bool, rows (n,) sample indices (needed for
-    per-sample gains and the coins) -> (n,) seconds.
-    """
-
-    # compiled searches (policies.greedy_fast) replay this kernel's load-space closed forms;
-    # a kernel whose T_comm is not "the delay of an equivalent load" must set this False
-    equivalent_loads = True
-
-    def __init__(self, system, g_ul, g_dl, mode="optimal", coin=None):
-        if mode not in FAST_MODES:
-            raise ValueError(f"no closed-form kernel for reactive mode {mode!r}; "
-                             f"allowed: {', '.join(FAST_MODES)}")
-        if mode == "random" and coin is None:
-            raise ValueError("mode 'random' needs the coin table")
-        self.mode = "optimal" if mode == "exhaustive" else mode
-        g_ul = np.asarray(g_ul, dtype=float)
-        g_dl = np.asarray(g_dl, dtype=float)
-        p_ul = np.asarray(system.p_ul_w, dtype=float)
-        self.k = g_ul.shape[-1]
-        self.per_sample = g_ul.ndim == 2 or g_dl.ndim == 2
-        if self.per_sample:
-            shape = np.broadcast_shapes(g_ul.shape, g_dl.shape)
-            g_ul, g_dl = np.broadcast_to(g_ul, shape), np.broadcast_to(g_dl, shape)
-        self.p_dl = float(system.p_dl_w)
-        self.bits = float(system.payload_bits)
-        self.bw = float(system.bandwidth_hz)
-        self.n0 = float(system.n0)
-        optimal = self.mode == "optimal"
-        q = p_ul * g_ul          # UL "SNR power" P_k g_k: larger is faster
-        if g_dl.all() and (q.all() or not optimal):   # no division by zero: no error state
-            v = 1.0 / g_dl           # DL load of one device
-            u = self.p_dl / q if optimal else None   # the UL device's equivalent DL load
-        else:
-            with np.errstate(divide="ignore"):
-                v = 1.0 / g_dl
-                u = self.p_dl / q if optimal else None
-        self.q, self.v = q, v
-        self.coin = None if coin is None else np.asarray(coin, dtype=bool)
-        if optimal:
-            order = np.argsort(-q, axis=-1, kind="stable")
-            self.order_rev = np.ascontiguousarray(order[..., ::-1])
-            if q.ndim == 1 and v.ndim == 1:   # one row: plain indexing, the same elements
-                self.u_rev, self.v_rev = u[self.order_rev], v[self.order_rev]
-            else:
-                self.u_rev = np.take_along_axis(u, self.order_rev, axis=-1)
-                self.v_rev = np.take_along_axis(v, self.order_rev, axis=-1)
-
-    # -- helpers ---------------------------------------------------------------------------
-    def _delay(self, r, z):
-        """S / (b log2(1 + z / (N0 b))) with b = B / r (r >= 1 where anybody is rejected)."""
-        rr = np.maximum(r, 1)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            t = (self.bits * _LN2 / self.bw) * rr / np.log1p(z * rr / (self.n0 * self.bw))
-        return np.where(r > 0, t, 0.0)
-
-    def _dl_delay(self, r, s):
-        """Equalised DL delay of a set with load s = sum 1/g: the delay at z = P_dl / s."""
-        with np.errstate(divide="ignore", invalid="ignore"):
-            z = self.p_dl / s
-        t = self._delay(r, z)
-        return np.where(s > 0, t, 0.0)
-
-    def _rows(self, a, rows):
-        return a[rows] if self.per_sample else a
-
-    # -- the kernel --------------------------------------------------------------------------
-    def __call__(self, rejected, rows=None):
-        rej = np.asarray(rejected, dtype=bool)
-        if rej.ndim == 1:
-            rej = rej[None, :]
-        n = rej.shape[0]
-        if rows is None:
-            rows = np.arange(n)
-        rows = np.asarray(rows)
-        if type(self) is TcommKernel and not self.per_sample:
-            fast = _compiled_times(self, rej, rows)   # the same values, compiled (numba)
-            if fast is not None:
-                return fast
-        if n > _KERNEL_ROWS:  # cache-sized chunks are much faster than one big batch
-            return np.concatenate([self._call(rej[i:i + _KERNEL_ROWS], rows[i:i + _KERNEL_ROWS])
-                                   for i in range(0, n, _KERNEL_ROWS)])
-        return self._call(rej, rows)
-
-    def _call(self, rej, rows):
-        mode = self.mode
-        if mode == "optimal" and self.p_dl <= 0:
-            mode = "all-ul"
-        if mode == "optimal":
-            return self._optimal(rej, rows)
-        r = rej.sum(axis=1)
-        q = self._rows(self.q, rows)
-        v = self._rows(self.v, rows)
-        if mode == "all-ul":
-            return self._delay(r, np.where(rej, q, np.inf).min(axis=1))
-        if mode == "all-dl":
-            return self._dl_delay(r, np.where(rej, v, 0.0).sum(axis=1))
-        coin = self.coin[rows]
-        ul = rej & coin
-        dl = rej & ~coin
-        t_ul = self._delay(r, np.where(ul, q, np.inf).min(axis=1))
-        t_dl = self._dl_delay(r, np.where(dl, v, 0.0).sum(axis=1))
-        return np.maximum(t_ul, t_dl)
-
-    def _optimal(self, rej, rows):
-        """Prefix lemma in load space: min over splits of max(UL load, DL load).
-
-        Columns in UL order (P g descending, so the UL load P_dl / (P g) ascending). A split
-        puts a prefix of the rejected devices on UL: its UL load is that of its last device c,
-        its DL load the sum of 1/g over the rejected devices after c. Only splits ending at a
-        rejected device (and the all-DL split) need checking. Work is done transposed, (K, n),
-        in reversed UL order, so the DL sums accumulate row by row.
-        """
-        if self.per_sample:
-            rs = np.take_along_axis(rej, self.order_rev[rows], axis=1).T
-            u, v = self.u_rev[rows].T, self.v_rev[rows].T
-            u0, u1 = u[0], u[1:]
-        else:
-            rs = np.ascontiguousarray(rej.T)[self.order_rev]
-            u, v = self.u_rev[:, None], self.v_rev[:, None]
-            u0, u1 = u[0, 0], u[1:]
-        k = rs.shape[0]
-        r = rs.sum(axis=0, dtype=np.int32)
-        dl = np.where(rs, v, 0.0)               # dl[i]: DL load of rejected columns <= i
-        if dl.shape[1] < 256:
-            dl = np.add.accumulate(dl, axis=0)
-        else:                                    # row by row is faster for wide batches
-            for i in range(1, k):
-                dl[i] += dl[i - 1]
-        load = np.minimum(dl[k - 1], np.where(rs[0], u0, np.inf))
-        if k > 1:
-            split = np.where(rs[1:], np.maximum(u1, dl[:-1]), np.inf)
-            load = np.minimum(load, split.min(axis=0))
-        return self._dl_delay(r, load)
-
-
-class _RowStream:
-    """A random stream for a reactive policy evaluated on a subset of samples.
-
-    ``random(size)`` with size (len(rows), K) returns the fixed uniforms of those samples, so a
-    randomised policy that draws one (M, K) table per call (like ``random_split``) sees the same
-    numbers for a sample whichever batch it is evaluated in (common random numbers). Any other
-    draw falls back to a seeded Generator.
-    """
-
-    def __init__(self, table, rows, fallback):
-        self._table = table
-        self._rows = rows
-        self._fallback = fallback
-
-    def random(self, size=None, *args, **kwargs):
-        if (self._table is not None and size is not None and not args and not kwargs
-                and tuple(np.atleast_1d(size)) == (len(self._rows), self._table.shape[1])):
-            return self._table[self._rows].copy()
-        return self._fallback.random(size, *args, **kwargs)
-
-    def __getattr__(self, name):
-        return getattr(self._fallback, name)
-
-
-class PolicyKernel:
-    """T_comm from any reactive policy object (``decide(problem, rng) -> ReactiveDecision``).
-
-    ``uniforms``: (M, K) per-sample uniforms handed to the policy through ``_RowStream`` (common
-    random numbers for randomised policies); ``seed``: seeds the fallback Generator.
-    """
-
-    def __init__(self, system, g_ul, g_dl, policy, uniforms=None, seed=0):
-        self.system = system
-        self.g_ul = np.asarray(g_ul, dtype=float)
-        self.g_dl = np.asarray(g_dl, dtype=float)
-        self.policy = policy
-        self.uniforms = uniforms
-        self.seed = seed
-
-    def __call__(self, rejected, rows=None):
-        rej = np.atleast_2d(np.asarray(rejected, dtype=bool))
-        if rows is None:
-            rows = np.arange(rej.shape[0])
-        rows = np.asarray(rows)
-        g_ul = self.g_ul[rows] if self.g_ul.ndim == 2 else self.g_ul
-        g_dl = self.g_dl[rows] if self.g_dl.ndim == 2 else self.g_dl
-        problem = self.system.reactive_problem(rej, g_ul, g_dl)
-        stream = _RowStream(self.uniforms, rows, np.random.default_rng(self.seed))
-        return np.asarray(self.policy.decide(problem, stream).t_comm, dtype=float)
 
 
 def _chunked(kernel, rejected, rows):
@@ -399,20 +169,7 @@ class SAATcomm:
         self.gamma = None
         self._plus = None
         self._path = None
-        self._rej = self._rej_for = None
-
-    @property
-    def rej(self):
-        """The rejected sets (M, K) bool at the current point (runs < gamma); after a ``reset``
-        given its T_comm, made at first use (the compiled moves need only their bit masks)."""
-        rej = self._rej
-        if rej is None and self._rej_for is not None:
-            rej = self._rej = self._rejected(self._rej_for)
-        return rej
-
-    @rej.setter
-    def rej(self, value):
-        self._rej = value
+        self.rej = None
 
     # -- stateless -------------------------------------------------------------------------
     def per_sample(self, gamma):
@@ -443,6 +200,10 @@ class SAATcomm:
         n = gammas.shape[0]
         if n > 1 and np.any(np.diff(gammas, axis=0) < 0):
             return self.mean(gammas)
+        fast = getattr(self.kernel, "path_means", None)   # a compiled kernel's own scan
+        if fast is not None:
+            self._path = None
+            return fast(self.runs, gammas)
         # first step whose gamma_k exceeds the run = number of steps with gamma_k <= run: a
         # table over run values 0..max gamma (larger runs never flip)
         top = int(gammas.max(initial=0))
@@ -499,8 +260,8 @@ class SAATcomm:
         if t is None:
             self.rej = self._rejected(self.gamma)
             self.t = self.kernel(self.rej, np.arange(self.m))
-        else:   # the rejected sets are made when first needed (``rej``)
-            self._rej, self._rej_for = None, self.gamma.copy()
+        else:
+            self.rej = self._rejected(self.gamma)
             self.t = t
         self._plus = None
         self.value = float(self.t.mean())
@@ -555,9 +316,10 @@ class SAATcomm:
             base, m = self.value, self.m
         else:
             base, m = float(self.t[:samples].mean()), samples
-        sums = _compiled_moves(self, dev, new, samples)   # the same sums, compiled (numba)
-        if sums is not None:
-            return base + sums / m
+        fast = getattr(self.kernel, "move_sums", None)   # a compiled kernel's own moves
+        if fast is not None:
+            return base + fast(self.runs, self.rej, self.t, self.gamma, dev, new,
+                               m if samples is not None else self.m) / m
         mv, rows = self._move_rows(dev, new, samples)
         delta = self._evaluate_moves(dev, new, mv, rows) if rows.size else np.zeros(0)
         return base + np.bincount(mv, weights=delta, minlength=dev.size) / m
@@ -666,7 +428,7 @@ class DraftObjective:
         # score(tokens, gammas, drafting, t_ver, t_comm) -> values: None = goodput; else e.g.
         # tokens per joule (``model.energy.TokensPerJoule``)
         self.score = score
-        # compiled/vectorised searches (policies.greedy_fast) need a constant T_ver and goodput
+        # a compiled search needs a constant T_ver and the goodput ratio
         self.precomputable = self.verify_fn is None and score is None
         self.active = np.asarray(active, dtype=bool)
         self.caps = np.where(self.active, np.asarray(caps, dtype=np.int64), 0)
@@ -679,6 +441,7 @@ class DraftObjective:
         self._top = None   # lengths of the E[N] table: 0..top (the largest cap), when first needed
         self._en_tab = None
         self._cols = None   # 0..K-1, for ``_expected`` (made when first needed)
+        self.compiled = None   # a compiled implementation (``policies.search_numba``), if any
 
     # -- closed forms ----------------------------------------------------------------------
     def _expected(self, gammas, dev=None):
@@ -746,19 +509,15 @@ class DraftObjective:
     # -- stateful --------------------------------------------------------------------------
     def _set(self, t_comm):
         g = self.gamma
-        fast = _greedy_fast().set_point(self, g)   # the same values, compiled (numba)
-        if fast is not None:
-            self._en, self._tok, self._i1, self._d1, self._d2 = fast
-        else:
-            self._en = self._expected(g) * self._w
-            self._tok = float(self._en.sum())
-            d = g * self.draft_s
-            self._i1 = int(np.argmax(d)) if d.size else 0
-            self._d1 = float(d.max(initial=0.0))
-            rest = d.copy()
-            if rest.size:
-                rest[self._i1] = 0.0
-            self._d2 = float(rest.max(initial=0.0))
+        self._en = self._expected(g) * self._w
+        self._tok = float(self._en.sum())
+        d = g * self.draft_s
+        self._i1 = int(np.argmax(d)) if d.size else 0
+        self._d1 = float(d.max(initial=0.0))
+        rest = d.copy()
+        if rest.size:
+            rest[self._i1] = 0.0
+        self._d2 = float(rest.max(initial=0.0))
         if self.verify_fn is None and self.score is None:
             # ``goodput`` of scalars: (drafting + T_ver) + T_comm, the same IEEE operations
             den = (self._d1 + self.verify_s) + float(t_comm)
@@ -785,10 +544,6 @@ class DraftObjective:
 
     def _move_g(self, dev, new, t_comm):
         self.evaluations += dev.size
-        if self.verify_fn is None and self.score is None:
-            fast = _greedy_fast().move_goodput(self, dev, new, t_comm)   # the same values
-            if fast is not None:
-                return fast
         tok = self._tok - self._en[dev] + self._expected(new, dev) * self._w[dev]
         base = np.where(dev == self._i1, self._d2, self._d1)
         draft = np.maximum(base, new * self.draft_s[dev])

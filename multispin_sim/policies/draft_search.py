@@ -18,22 +18,26 @@ Every search works on a ``DraftObjective`` (whatever its T_comm estimator) and r
 
 ``make_objective`` builds the objective of one decision from the system, this round's gains (or
 sampled fading), the active devices and the reactive policy, with common random numbers drawn
-from the controller's stream.
+from the controller's stream. Where it applies (the SAA estimator, a closed-form kernel, the
+goodput ratio with a constant T_ver, at most 64 devices) and numba is importable, the objective
+carries a compiled implementation (``search_numba``): the greedy runs there whole, and the
+other searches' T_comm kernel calls and path scans go through it. ``MULTISPIN_NUMBA=0`` keeps
+everything in numpy. Both compare candidates by the one tie rule of ``model.ties``.
 """
 from dataclasses import dataclass, field
 from itertools import product
 
 import numpy as np
 
-from ..model.goodput import (FAST_MODES, DraftObjective, ExactTcomm, PolicyKernel, SAATcomm,
-                             TcommKernel, ZeroTcomm, acceptance_runs)
-from ..model.energy import EnergyKernel, TokensPerJoule
-from ..model.speculative import acceptance_uniforms
-from ..model.verification import objective_verification
-from . import greedy_fast
-from .reactive import REACTIVE_POLICIES, make_reactive_policy
+import os
 
-_REL = 1e-12  # a move must improve G by more than this relative amount (rounding noise)
+from ..model.energy import EnergyKernel, TokensPerJoule
+from ..model.goodput import (FAST_MODES, DraftObjective, ExactTcomm, PolicyKernel, SAATcomm,
+                             TcommKernel, ZeroTcomm, acceptance_runs, RUN_CAP)
+from ..model.speculative import acceptance_uniforms
+from ..model.ties import best_index, improves
+from ..model.verification import objective_verification
+from .reactive import make_reactive_policy
 
 
 @dataclass
@@ -42,10 +46,6 @@ class SearchResult:
     value: float
     evaluations: int = 0
     info: dict = field(default_factory=dict)
-
-
-def _better(new, old):
-    return new > old + _REL * abs(old)
 
 
 def _screen(obj, keep=3):
@@ -59,16 +59,10 @@ def _screen(obj, keep=3):
 
 
 def fast_mode(policy):
-    """The closed-form kernel name for a registered reactive policy whose ``decide`` is the
-    registered one; None for any other policy (it is then called as is)."""
-    kernel = getattr(policy, "tcomm_kernel", None)  # a policy whose T_comm is a known kernel's
-    if kernel in FAST_MODES:
-        return kernel
-    name = getattr(type(policy), "name", None)
-    cls = REACTIVE_POLICIES.get(name)
-    if name in FAST_MODES and cls is not None and type(policy).decide is cls.decide:
-        return name
-    return None
+    """The name of the policy's closed-form T_comm kernel (its ``tcomm_kernel`` when that is a
+    name of ``model.tcomm.FAST_MODES``), else None (the objective calls the policy itself)."""
+    kernel = getattr(policy, "tcomm_kernel", None)
+    return kernel if isinstance(kernel, str) and kernel in FAST_MODES else None
 
 
 def make_kernel(system, g_ul, g_dl, policy, coin_uniforms, seed=0, energy=None, n_active=0,
@@ -81,33 +75,13 @@ def make_kernel(system, g_ul, g_dl, policy, coin_uniforms, seed=0, energy=None, 
         return EnergyKernel(system, g_ul, g_dl, policy, energy, n_active, coin_uniforms, seed,
                             scope=energy_scope)
     own = getattr(policy, "tcomm_kernel", None)
-    if own is not None:
+    if callable(own):
         return own(system, g_ul, g_dl, coin_uniforms, seed)
     mode = fast_mode(policy)
     if mode is not None:
-        coin = None if coin_uniforms is None else coin_uniforms < 0.5
+        coin = None if coin_uniforms is None or mode != "random" else coin_uniforms < 0.5
         return TcommKernel(system, g_ul, g_dl, mode, coin=coin)
     return PolicyKernel(system, g_ul, g_dl, policy, coin_uniforms, seed)
-
-
-def _coin_free(policy):
-    """The policy's T_comm kernel is a ``TcommKernel`` that never reads the coin table (every
-    closed form but the random split)."""
-    return (getattr(policy, "tcomm_kernel", None) is None
-            and fast_mode(policy) in ("optimal", "exhaustive", "all-ul", "all-dl"))
-
-
-def _skip_uniforms(rng, n):
-    """Move ``rng`` past ``n`` uniforms exactly as ``rng.random(n)`` does, without making them:
-    a PCG64 ``Generator`` makes one uniform from one 64-bit output, so ``advance(n)`` reaches
-    the same state (advancing also drops a buffered 32-bit half, which drawing would keep:
-    with one buffered, or another generator, the uniforms are drawn)."""
-    bg = getattr(rng, "bit_generator", None)
-    if type(bg) is np.random.PCG64 and type(rng) is np.random.Generator \
-            and not bg.state["has_uint32"]:
-        bg.advance(n)
-    else:
-        rng.random(n)
 
 
 def make_objective(system, g_ul, g_dl, active, caps, policy=None, rng=None, samples=1000,
@@ -156,14 +130,8 @@ def make_objective(system, g_ul, g_dl, active, caps, policy=None, rng=None, samp
         if rng is None:
             raise ValueError("the SAA estimator needs a random stream")
         m = int(samples)
-        uniforms = greedy_fast.acceptance_uniforms(rng, (m, k))   # compiled, same values
-        if uniforms is None:
-            uniforms = acceptance_uniforms(rng, (m, k))
-        if energy is None and _coin_free(policy):
-            _skip_uniforms(rng, m * k)   # the coin table: drawn, never read
-            coin_u = None
-        else:
-            coin_u = rng.random((m, k))
+        uniforms = acceptance_uniforms(rng, (m, k))
+        coin_u = rng.random((m, k))   # drawn for every policy: the stream does not depend on it
         seed = int(rng.integers(2**63))
         if sampled_fading:
             if reciprocal is None:
@@ -173,14 +141,45 @@ def make_objective(system, g_ul, g_dl, active, caps, policy=None, rng=None, samp
             g_dl = g_ul if reciprocal else system.pathloss * h[1]
         kernel = make_kernel(system, g_ul, g_dl, policy, coin_u, seed, energy=energy,
                              n_active=n_active, energy_scope=energy_scope)
-        runs = greedy_fast.acceptance_runs(uniforms, system.alpha)   # compiled, same values
-        tcomm = SAATcomm(acceptance_runs(uniforms, system.alpha) if runs is None else runs, kernel)
+        tcomm = SAATcomm(_runs(uniforms, system.alpha), kernel)
     else:
         raise ValueError(f"unknown estimator {estimator!r}; allowed: saa, exact")
     score = None if energy is None else TokensPerJoule(energy, system.draft_latency_s, active,
                                                        energy_scope)
-    return DraftObjective(system.alpha, system.draft_latency_s, verify, caps, active, tcomm,
-                          score=score)
+    obj = DraftObjective(system.alpha, system.draft_latency_s, verify, caps, active, tcomm,
+                         score=score)
+    obj.compiled = _compiled(obj)
+    return obj
+
+
+def _runs(uniforms, alpha):
+    """``acceptance_runs``; compiled after numpy's logarithms where numba runs (the same runs)."""
+    if not compiled_enabled():
+        return acceptance_runs(uniforms, alpha)
+    from . import search_numba
+
+    with np.errstate(divide="ignore"):
+        return search_numba.runs_from_logs(np.log(uniforms), np.log(alpha), RUN_CAP)
+
+
+def compiled_enabled():
+    """numba importable and not switched off (``MULTISPIN_NUMBA=0``)."""
+    if os.environ.get("MULTISPIN_NUMBA", "1") == "0":
+        return False
+    try:
+        from . import search_numba  # noqa: F401  (imports numba: only when a search runs)
+    except ImportError:
+        return False
+    return True
+
+
+def _compiled(obj):
+    """The compiled implementation of ``obj`` (``search_numba.CompiledSearch``) or None."""
+    if not compiled_enabled():
+        return None
+    from . import search_numba
+
+    return search_numba.CompiledSearch.for_objective(obj)
 
 
 # ---------------------------------------------------------------------------- searches
@@ -195,7 +194,7 @@ def uniform_path(caps):
 
 def _phase1_stop(values):
     c = 0
-    while c + 1 < len(values) and values[c + 1] > values[c]:
+    while c + 1 < len(values) and improves(values[c + 1], values[c]):
         c += 1
     return c
 
@@ -203,12 +202,12 @@ def _phase1_stop(values):
 def greedy_search(obj, path_values=None, compiled=True):
     """The paper's greedy (Algorithm 1). ``path_values``: G along ``uniform_path`` if known.
 
-    ``compiled``: use ``greedy_fast`` (numba; the same answer) when it applies.
+    ``compiled``: run the objective's compiled greedy when it has one (``obj.compiled``).
     """
-    if compiled:
-        fast = greedy_fast.search(obj, path_values=path_values)
+    if compiled and obj.compiled is not None:
+        fast = obj.compiled.greedy()
         if fast is not None:
-            return fast
+            return SearchResult(*fast)
     ev0 = obj.evaluations
     path = uniform_path(obj.caps)
     if path_values is None:
@@ -218,8 +217,8 @@ def greedy_search(obj, path_values=None, compiled=True):
     steps = 0
     while True:
         g = obj.plus_one_values()
-        j = int(np.argmax(g))
-        if not g[j] > obj.value:
+        j = best_index(g)
+        if j < 0 or not improves(g[j], obj.value):
             break
         obj.apply_move(j, obj.gamma[j] + 1)
         steps += 1
@@ -231,17 +230,11 @@ def _lazy_phase1(obj, path, chunk=8):
     """G along the uniform path, evaluated in chunks until it stops improving (each chunk
     starts where the last one ended: its per-sample T_comm is known)."""
     vals = list(obj.path_values(path[:chunk + 1]))
-    while len(vals) < len(path) and all(vals[i + 1] > vals[i] for i in range(len(vals) - 1)):
+    while len(vals) < len(path) and all(improves(vals[i + 1], vals[i])
+                                        for i in range(len(vals) - 1)):
         seg = path[len(vals) - 1:len(vals) + chunk // 2 + 1]
         vals.extend(obj.path_values(seg)[1:])
     return np.array(vals)
-
-
-def _path_values(obj, path, keep_table=False):
-    """``obj.path_values(path)``, compiled when ``greedy_fast`` applies (the same values);
-    ``keep_table``: ``greedy_fast.path_values``' (a greedy search from these values next)."""
-    values = greedy_fast.path_values(obj, path, keep_table)
-    return obj.path_values(path) if values is None else values
 
 
 def uniform_search(obj, path_values=None):
@@ -249,8 +242,8 @@ def uniform_search(obj, path_values=None):
     ev0 = obj.evaluations
     path = uniform_path(obj.caps)
     if path_values is None:
-        path_values = _path_values(obj, path)
-    c = int(np.argmax(path_values))
+        path_values = obj.path_values(path)
+    c = best_index(np.asarray(path_values))
     return SearchResult(path[c].copy(), float(path_values[c]), obj.evaluations - ev0, {"c": c})
 
 
@@ -281,26 +274,6 @@ def budget_path(caps, draft_s, include):
         inc[np.arange(who.size), who] = 1
         path[1:] = np.cumsum(inc, axis=0)
     return path
-
-
-class _BudgetScans:
-    """The budget scans of ``budget_search`` with the numpy estimator (or the compiled path
-    scan): ``scan(include)`` -> (path, G along it); ``times(ref)``: the per-sample T_comm at
-    step ref of the last scan if known without the kernel (None: ``reset`` computes it);
-    ``drafting(path)``: the drafting times along the last scan's path."""
-
-    def __init__(self, obj):
-        self.obj = obj
-
-    def scan(self, include):
-        bpath = budget_path(self.obj.caps, self.obj.draft_s, include)
-        return bpath, _path_values(self.obj, bpath)
-
-    def times(self, ref):
-        return None
-
-    def drafting(self, bpath):
-        return self.obj.drafting(bpath)
 
 
 def _moves(obj, kinds):
@@ -344,8 +317,8 @@ def local_search(obj, gamma, max_steps=None, t_comm=None):
         dev, new = _moves(obj, kinds)
         if dev.size:
             vals = obj.move_values(dev, new, None if kinds == ("+1", "-1") else _screen(obj))
-            i = int(np.argmax(vals))
-        if dev.size and _better(vals[i], obj.value):
+            i = best_index(vals)
+        if dev.size and i >= 0 and improves(vals[i], obj.value):
             obj.apply_move(dev[i], new[i])
             steps += 1
             kinds = ("+1", "-1")
@@ -371,7 +344,7 @@ def _free_budget(obj, path):
         if hit is not None:
             return hit
     g_free = obj.tokens(path) / (obj.drafting(path) + obj.t_ver(path))
-    d_free = float(obj.drafting(path[int(np.argmax(g_free))]))
+    d_free = float(obj.drafting(path[best_index(g_free)]))
     if key is not None:
         if len(_D_FREE) > 256:
             _D_FREE.clear()
@@ -386,7 +359,7 @@ def budget_search(obj, max_excluded=None):
     ev0 = obj.evaluations
     caps = obj.caps
     path = uniform_path(caps)
-    pv = _path_values(obj, path, keep_table=True)
+    pv = obj.path_values(path)
     uni = uniform_search(obj, pv)
     gre = greedy_search(obj, pv)
     cands = {"uniform": uni, "greedy": gre}
@@ -398,14 +371,12 @@ def budget_search(obj, max_excluded=None):
     best_scan = None
     excluded = []
     stale = 0
-    scans = greedy_fast.budget_scans(obj)
-    scans = _BudgetScans(obj) if scans is None else scans
     for _ in range(max_excluded + 1):
-        bpath, bv = scans.scan(include)
-        s = int(np.argmax(bv))
-        if best_scan is None or _better(bv[s], best_scan.value):
+        bpath = budget_path(caps, obj.draft_s, include)
+        bv = obj.path_values(bpath)
+        s = best_index(bv)
+        if best_scan is None or improves(bv[s], best_scan.value):
             best_scan = SearchResult(bpath[s].copy(), float(bv[s]))
-            best_t = scans.times(s)   # for the local search from it (None: computed there)
             stale = 0
         else:
             stale += 1
@@ -414,25 +385,26 @@ def budget_search(obj, max_excluded=None):
         # judge leaving each drafting device out at the larger of this scan's best budget and
         # the communication-free budget (a device whose corrections are too costly shows it
         # there, even when the best budget so far is short because of that very device)
-        d = scans.drafting(bpath)
+        d = obj.drafting(bpath)
         ref = int(np.searchsorted(d, max(d[s], d_free), side="right")) - 1
-        obj.reset(bpath[ref], scans.times(ref))
+        obj.reset(bpath[ref])
         dev = np.flatnonzero(obj.gamma > 0)
         if dev.size == 0:
             break
         xv = obj.move_values(dev, 0, _screen(obj))
-        i = int(np.argmax(xv))
-        if not _better(xv[i], obj.value):
+        i = best_index(xv)
+        if i < 0 or not improves(xv[i], obj.value):
             break
         include[dev[i]] = False
         excluded.append(int(dev[i]))
     cands["budget-scan"] = best_scan
 
-    start_name = max(cands, key=lambda n: cands[n].value)
-    loc = local_search(obj, cands[start_name].gamma,
-                       t_comm=best_t if start_name == "budget-scan" else None)
+    names = list(cands)
+    start_name = names[best_index(np.array([cands[n].value for n in names]))]
+    loc = local_search(obj, cands[start_name].gamma)
     cands["local"] = loc
-    name = max(("local", "greedy", "uniform"), key=lambda n: cands[n].value)
+    names = ["local", "greedy", "uniform"]
+    name = names[best_index(np.array([cands[n].value for n in names]))]
     best = cands[name]
     info = {"from": start_name, "chosen": name, "excluded": excluded,
             "values": {n: c.value for n, c in cands.items()},
@@ -454,7 +426,7 @@ def exhaustive_search(obj, chunk=4096):
         full = np.zeros((block.shape[0], obj.k), dtype=np.int64)
         full[:, dev] = block.reshape(block.shape[0], -1)
         vals = obj.values(full)
-        i = int(np.argmax(vals))
-        if vals[i] > best_v:
+        i = best_index(vals)
+        if i >= 0 and (best_v == -np.inf or improves(vals[i], best_v)):
             best_v, best_g = float(vals[i]), full[i].copy()
     return SearchResult(best_g, best_v, obj.evaluations - ev0)

@@ -25,6 +25,8 @@ class LinkTcommKernel(TcommKernel):
     kernel finds the slowest (or best-split) SNR by comparing loads, which is link-free; only
     the final delay of a row changes: D(z / (N0 n_PRB 12 delta_f)), n_PRB = N_PRB // |R|."""
 
+    shannon = False   # its delays are the link's, not Shannon's: no compiled closed form
+
     def __init__(self, system, g_ul, g_dl, mode, coin, link, outage_wait_s):
         super().__init__(system, g_ul, g_dl, mode, coin=coin)
         self.link = link

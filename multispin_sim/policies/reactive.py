@@ -31,6 +31,16 @@ class ReactivePolicy:
     tcomm_kernel = None
     defers = False
 
+    def __init_subclass__(cls, **kwargs):
+        # a subclass with decisions of its own no longer has its parent's closed form or
+        # scalar decision unless it says so again
+        super().__init_subclass__(**kwargs)
+        if "decide" in cls.__dict__:
+            if "tcomm_kernel" not in cls.__dict__:
+                cls.tcomm_kernel = None
+            if "one_outcome" not in cls.__dict__:
+                cls.one_outcome = ReactivePolicy.one_outcome
+
     @classmethod
     def from_scenario(cls, scenario):
         """The policy of a scenario's ``policy.mode``; policies with settings read their keys."""

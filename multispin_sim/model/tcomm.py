@@ -1,0 +1,206 @@
+"""T_comm of rejected sets under one channel state: the reactive policies' closed forms.
+
+T_comm of a rejected set is computed by ``TcommKernel``: closed forms of the reactive policies
+(optimal prefix split, all-UL, all-DL, random split), vectorised over rows. The kernel uses one
+identity: with a common bandwidth b, a UL delay S / (b log2(1 + P_k g_k / (N0 b))) and the
+equalised DL delay S / (b log2(1 + P_dl / (N0 b sum_D 1/g))) are the same increasing function
+of an "equivalent load" (P_dl / (P_k g_k) for UL device k, sum_D 1/g for the DL set), so the
+slowest transmission and the best prefix split are found by comparing loads, without logarithms,
+and only the final delay of each row needs one ``log1p``. Results equal ``reactive.optimal_split``
+(and the others) to rounding. Any other reactive policy is called through ``PolicyKernel``.
+"""
+import numpy as np
+
+_LN2 = np.log(2.0)
+FAST_MODES = ("optimal", "exhaustive", "all-ul", "all-dl", "random")
+_KERNEL_ROWS = 2048  # rows per closed-form kernel pass (keeps the work arrays in cache)
+
+
+class TcommKernel:
+    """T_comm of many rejected sets under one channel state, by closed forms.
+
+    ``system``: a ``model.system.System`` (powers, payload, bandwidth, noise). ``g_ul, g_dl``:
+    gains (K,) shared by all rows, or (M, K) per sample (row ``rows[i]`` of the batch uses sample
+    ``rows[i]``'s gains). ``mode``: one of ``FAST_MODES`` ('exhaustive' has the optimal split's
+    T_comm). ``coin``: (M, K) bool, the random split's fair coins (True = UL) per sample.
+
+    ``kernel(rejected, rows)``: rejected (n, K) bool, rows (n,) sample indices (needed for
+    per-sample gains and the coins) -> (n,) seconds.
+    """
+
+    # a compiled search may evaluate this kernel's closed forms itself (``closed_form``); a
+    # subclass whose T_comm is not "the Shannon delay of an equivalent load" sets this False
+    shannon = True
+
+    def __init__(self, system, g_ul, g_dl, mode="optimal", coin=None):
+        if mode not in FAST_MODES:
+            raise ValueError(f"no closed-form kernel for reactive mode {mode!r}; "
+                             f"allowed: {', '.join(FAST_MODES)}")
+        if mode == "random" and coin is None:
+            raise ValueError("mode 'random' needs the coin table")
+        self.mode = "optimal" if mode == "exhaustive" else mode
+        g_ul = np.asarray(g_ul, dtype=float)
+        g_dl = np.asarray(g_dl, dtype=float)
+        p_ul = np.asarray(system.p_ul_w, dtype=float)
+        self.k = g_ul.shape[-1]
+        self.per_sample = g_ul.ndim == 2 or g_dl.ndim == 2
+        if self.per_sample:
+            shape = np.broadcast_shapes(g_ul.shape, g_dl.shape)
+            g_ul, g_dl = np.broadcast_to(g_ul, shape), np.broadcast_to(g_dl, shape)
+        self.p_dl = float(system.p_dl_w)
+        self.bits = float(system.payload_bits)
+        self.bw = float(system.bandwidth_hz)
+        self.n0 = float(system.n0)
+        optimal = self.mode == "optimal"
+        q = p_ul * g_ul          # UL "SNR power" P_k g_k: larger is faster
+        if g_dl.all() and (q.all() or not optimal):   # no division by zero: no error state
+            v = 1.0 / g_dl           # DL load of one device
+            u = self.p_dl / q if optimal else None   # the UL device's equivalent DL load
+        else:
+            with np.errstate(divide="ignore"):
+                v = 1.0 / g_dl
+                u = self.p_dl / q if optimal else None
+        self.q, self.v = q, v
+        self.coin = None if coin is None else np.asarray(coin, dtype=bool)
+        if optimal:
+            order = np.argsort(-q, axis=-1, kind="stable")
+            self.order_rev = np.ascontiguousarray(order[..., ::-1])
+            if q.ndim == 1 and v.ndim == 1:   # one row: plain indexing, the same elements
+                self.u_rev, self.v_rev = u[self.order_rev], v[self.order_rev]
+            else:
+                self.u_rev = np.take_along_axis(u, self.order_rev, axis=-1)
+                self.v_rev = np.take_along_axis(v, self.order_rev, axis=-1)
+
+    # -- helpers ---------------------------------------------------------------------------
+    def _delay(self, r, z):
+        """S / (b log2(1 + z / (N0 b))) with b = B / r (r >= 1 where anybody is rejected)."""
+        rr = np.maximum(r, 1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            t = (self.bits * _LN2 / self.bw) * rr / np.log1p(z * rr / (self.n0 * self.bw))
+        return np.where(r > 0, t, 0.0)
+
+    def _dl_delay(self, r, s):
+        """Equalised DL delay of a set with load s = sum 1/g: the delay at z = P_dl / s."""
+        with np.errstate(divide="ignore", invalid="ignore"):
+            z = self.p_dl / s
+        t = self._delay(r, z)
+        return np.where(s > 0, t, 0.0)
+
+    def _rows(self, a, rows):
+        return a[rows] if self.per_sample else a
+
+    # -- the kernel --------------------------------------------------------------------------
+    def __call__(self, rejected, rows=None):
+        rej = np.asarray(rejected, dtype=bool)
+        if rej.ndim == 1:
+            rej = rej[None, :]
+        n = rej.shape[0]
+        if rows is None:
+            rows = np.arange(n)
+        rows = np.asarray(rows)
+        if n > _KERNEL_ROWS:  # cache-sized chunks are much faster than one big batch
+            return np.concatenate([self._call(rej[i:i + _KERNEL_ROWS], rows[i:i + _KERNEL_ROWS])
+                                   for i in range(0, n, _KERNEL_ROWS)])
+        return self._call(rej, rows)
+
+    def _call(self, rej, rows):
+        mode = self.mode
+        if mode == "optimal" and self.p_dl <= 0:
+            mode = "all-ul"
+        if mode == "optimal":
+            return self._optimal(rej, rows)
+        r = rej.sum(axis=1)
+        q = self._rows(self.q, rows)
+        v = self._rows(self.v, rows)
+        if mode == "all-ul":
+            return self._delay(r, np.where(rej, q, np.inf).min(axis=1))
+        if mode == "all-dl":
+            return self._dl_delay(r, np.where(rej, v, 0.0).sum(axis=1))
+        coin = self.coin[rows]
+        ul = rej & coin
+        dl = rej & ~coin
+        t_ul = self._delay(r, np.where(ul, q, np.inf).min(axis=1))
+        t_dl = self._dl_delay(r, np.where(dl, v, 0.0).sum(axis=1))
+        return np.maximum(t_ul, t_dl)
+
+    def _optimal(self, rej, rows):
+        """Prefix lemma in load space: min over splits of max(UL load, DL load).
+
+        Columns in UL order (P g descending, so the UL load P_dl / (P g) ascending). A split
+        puts a prefix of the rejected devices on UL: its UL load is that of its last device c,
+        its DL load the sum of 1/g over the rejected devices after c. Only splits ending at a
+        rejected device (and the all-DL split) need checking. Work is done transposed, (K, n),
+        in reversed UL order, so the DL sums accumulate row by row.
+        """
+        if self.per_sample:
+            rs = np.take_along_axis(rej, self.order_rev[rows], axis=1).T
+            u, v = self.u_rev[rows].T, self.v_rev[rows].T
+            u0, u1 = u[0], u[1:]
+        else:
+            rs = np.ascontiguousarray(rej.T)[self.order_rev]
+            u, v = self.u_rev[:, None], self.v_rev[:, None]
+            u0, u1 = u[0, 0], u[1:]
+        k = rs.shape[0]
+        r = rs.sum(axis=0, dtype=np.int32)
+        dl = np.where(rs, v, 0.0)               # dl[i]: DL load of rejected columns <= i
+        if dl.shape[1] < 256:
+            dl = np.add.accumulate(dl, axis=0)
+        else:                                    # row by row is faster for wide batches
+            for i in range(1, k):
+                dl[i] += dl[i - 1]
+        load = np.minimum(dl[k - 1], np.where(rs[0], u0, np.inf))
+        if k > 1:
+            split = np.where(rs[1:], np.maximum(u1, dl[:-1]), np.inf)
+            load = np.minimum(load, split.min(axis=0))
+        return self._dl_delay(r, load)
+
+
+class RowStream:
+    """A random stream for a reactive policy evaluated on a subset of samples.
+
+    ``random(size)`` with size (len(rows), K) returns the fixed uniforms of those samples, so a
+    randomised policy that draws one (M, K) table per call (like ``random_split``) sees the same
+    numbers for a sample whichever batch it is evaluated in (common random numbers). Any other
+    draw falls back to a seeded Generator.
+    """
+
+    def __init__(self, table, rows, fallback):
+        self._table = table
+        self._rows = rows
+        self._fallback = fallback
+
+    def random(self, size=None, *args, **kwargs):
+        if (self._table is not None and size is not None and not args and not kwargs
+                and tuple(np.atleast_1d(size)) == (len(self._rows), self._table.shape[1])):
+            return self._table[self._rows].copy()
+        return self._fallback.random(size, *args, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self._fallback, name)
+
+
+class PolicyKernel:
+    """T_comm from any reactive policy object (``decide(problem, rng) -> ReactiveDecision``).
+
+    ``uniforms``: (M, K) per-sample uniforms handed to the policy through ``RowStream`` (common
+    random numbers for randomised policies); ``seed``: seeds the fallback Generator.
+    """
+
+    def __init__(self, system, g_ul, g_dl, policy, uniforms=None, seed=0):
+        self.system = system
+        self.g_ul = np.asarray(g_ul, dtype=float)
+        self.g_dl = np.asarray(g_dl, dtype=float)
+        self.policy = policy
+        self.uniforms = uniforms
+        self.seed = seed
+
+    def __call__(self, rejected, rows=None):
+        rej = np.atleast_2d(np.asarray(rejected, dtype=bool))
+        if rows is None:
+            rows = np.arange(rej.shape[0])
+        rows = np.asarray(rows)
+        g_ul = self.g_ul[rows] if self.g_ul.ndim == 2 else self.g_ul
+        g_dl = self.g_dl[rows] if self.g_dl.ndim == 2 else self.g_dl
+        problem = self.system.reactive_problem(rej, g_ul, g_dl)
+        stream = RowStream(self.uniforms, rows, np.random.default_rng(self.seed))
+        return np.asarray(self.policy.decide(problem, stream).t_comm, dtype=float)

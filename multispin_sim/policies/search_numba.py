@@ -1,0 +1,474 @@
+"""The draft search compiled with numba: the closed-form T_comm, the path scans and the greedy.
+
+An implementation of the same objective as the numpy reference (``model.goodput``,
+``model.tcomm``, ``policies.draft_search``), used where it applies: the SAA estimator, a
+closed-form Shannon kernel (optimal split, all-UL, all-DL, random split), the goodput ratio
+with a constant T_ver, finite positive gains and at most 64 devices (a rejected set is one
+64-bit mask). Plain sequential loops and numba's own math: values agree with numpy's within
+rtol 1e-12 (different summation order and libm), and candidates are compared by the shared
+tie rule (``model.ties``, compiled from the same source), so decisions agree except at
+near-ties. Imported only when a searching controller runs (it imports numba).
+
+What is compiled: the T_comm of rejected sets (``CompiledKernel``, in place of the numpy
+kernel for every call the searches make), G along a nondecreasing path (``path_means``: the
+uniform and budget scans) and the whole greedy (``CompiledSearch.greedy``).
+"""
+import math
+
+import numba
+import numpy as np
+
+from ..model import ties
+from ..model.goodput import SAATcomm
+
+MAX_DEVICES = 64
+_MODES = {"optimal": 0, "all-ul": 1, "all-dl": 2, "random": 3}
+_jit = numba.njit(cache=True, error_model="numpy", nogil=True)
+
+improves = _jit(ties.improves)
+best_index = _jit(ties.best_index_loop)
+
+
+LANES = 16      # rejected sets evaluated side by side (independent chains: vectorised loops)
+_BIG = 1e308    # stands for "not a candidate" in the branch-free minima
+
+
+@_jit
+def _evaluate(masks, samples, n, x1, x2, rows_r, mode, qr, vr, ur, coin, c):
+    """The loads of the rejected sets masks[:n] (bit i: the device at position i of ascending UL
+    quality) of samples ``samples[:n]`` (for the coins); read in groups of ``LANES`` (the
+    buffers have room for one more group). qr, vr, ur: P g, 1/g_dl and P_dl / (P g) in that
+    order; coin: the random split's UL coins, a mask per sample; c = (c1, N0 B, P_dl). The
+    closed forms of ``model.tcomm.TcommKernel`` in load space, one loop per mode. Writes the
+    rejected count r and the argument x of each delay c1 r / log1p(x) (x2: the random
+    split's DL delay; x = inf for no delay): ``_finish`` takes the logarithms."""
+    c1, n0b, p_dl = c[0], c[1], c[2]
+    k = qr.shape[0]
+    one = np.uint64(1)
+    mk = np.empty(LANES, dtype=np.uint64)
+    cf = np.zeros(LANES, dtype=np.uint64)
+    s = np.empty(LANES)
+    z = np.empty(LANES)
+    r = np.empty(LANES)
+    for start in range(0, n, LANES):
+        for j in range(LANES):
+            mk[j] = masks[start + j]
+            if mode == 3:
+                cf[j] = coin[samples[start + j]] if start + j < n else np.uint64(0)
+        s[:] = 0.0
+        z[:] = _BIG
+        r[:] = 0.0
+        if mode == 0:      # optimal split: min over prefixes of max(UL load, DL load)
+            for i in range(k):
+                u, v = ur[i], vr[i]
+                for j in range(LANES):
+                    bf = float(mk[j] & one)
+                    mk[j] >>= one
+                    r[j] += bf
+                    z[j] = min(z[j], max(u, s[j]) + (1.0 - bf) * _BIG)
+                    s[j] += bf * v
+        elif mode == 1:    # all-UL: the weakest UL device
+            for i in range(k):
+                q = qr[i]
+                for j in range(LANES):
+                    bf = float(mk[j] & one)
+                    mk[j] >>= one
+                    r[j] += bf
+                    z[j] = min(z[j], q + (1.0 - bf) * _BIG)
+        elif mode == 2:    # all-DL: the DL load
+            for i in range(k):
+                v = vr[i]
+                for j in range(LANES):
+                    bf = float(mk[j] & one)
+                    mk[j] >>= one
+                    r[j] += bf
+                    s[j] += bf * v
+        else:              # random split: UL where the coin says so
+            for i in range(k):
+                q, v = qr[i], vr[i]
+                for j in range(LANES):
+                    bf = float(mk[j] & one)
+                    bu = bf * float(cf[j] & one)
+                    mk[j] >>= one
+                    cf[j] >>= one
+                    r[j] += bf
+                    z[j] = min(z[j], q + (1.0 - bu) * _BIG)
+                    s[j] += (bf - bu) * v
+        for j in range(min(LANES, n - start)):
+            i, rj = start + j, r[j]
+            rows_r[i] = rj
+            if mode == 0:
+                load = min(z[j], s[j])
+                x1[i] = p_dl / load * rj / n0b if load > 0 else math.inf
+            else:
+                zx = z[j] * rj / n0b if z[j] < _BIG else math.inf
+                sx = p_dl / s[j] * rj / n0b if s[j] > 0 else math.inf
+                x1[i], x2[i] = (sx, zx) if mode == 2 else (zx, sx)
+
+
+@_jit
+def _finish(x1, x2, rows_r, n, mode, c, out):
+    """T_comm = c1 r / log1p(x) (the larger of two with the random split) for rows 0..n-1."""
+    c1 = c[0]
+    for i in range(n):
+        t = c1 * rows_r[i] / math.log1p(x1[i])
+        if mode == 3:
+            t = max(t, c1 * rows_r[i] / math.log1p(x2[i]))
+        out[i] = t
+
+
+def _finish_numpy(x1, x2, rows_r, n, mode, c):
+    """``_finish`` with numpy's vectorised log1p (one call for many rows is cheaper)."""
+    t = c[0] * rows_r[:n] / np.log1p(x1[:n])
+    return np.maximum(t, c[0] * rows_r[:n] / np.log1p(x2[:n])) if mode == 3 else t
+
+
+class _Rows:
+    """Buffers for n rejected sets (room for one more group of lanes)."""
+
+    def __init__(self, n):
+        size = n + LANES
+        self.masks = np.zeros(size, dtype=np.uint64)
+        self.samples = np.zeros(size, dtype=np.int64)
+        self.x1, self.x2, self.r = np.empty(size), np.full(size, np.inf), np.empty(size)
+
+    def times(self, n, mode, qr, vr, ur, coin, c):
+        _evaluate(self.masks, self.samples, n, self.x1, self.x2, self.r, mode, qr, vr, ur,
+                  coin, c)
+        return _finish_numpy(self.x1, self.x2, self.r, n, mode, c)
+
+
+@_jit
+def _row_masks(rej, rows, pos, masks, samples):
+    for i in range(rej.shape[0]):
+        mask = np.uint64(0)
+        for d in range(rej.shape[1]):
+            if rej[i, d]:
+                mask |= np.uint64(1) << np.uint64(pos[d])
+        masks[i], samples[i] = mask, rows[i]
+
+
+@_jit
+def _by_run(runs, top):
+    """For every device, its samples sorted by run (counting sort over runs 0..top - 1;
+    larger runs last): order[d, start[d, r]:start[d, r + 1]] are the samples with run r."""
+    m_count, k = runs.shape
+    start = np.zeros((k, top + 1), dtype=np.int64)
+    order = np.empty((k, m_count), dtype=np.int64)
+    for d in range(k):
+        count = np.zeros(top + 1, dtype=np.int64)
+        for m in range(m_count):
+            count[min(runs[m, d], top)] += 1
+        total = 0
+        for r in range(top + 1):
+            start[d, r] = total
+            total += count[r]
+        fill = start[d].copy()
+        for m in range(m_count):
+            r = min(runs[m, d], top)
+            order[d, fill[r]] = m
+            fill[r] += 1
+    return order, start
+
+
+@_jit
+def _path_events(runs, path, pos, masks, samples, at):
+    """The rejected sets of every sample at each point of a nondecreasing path (n, K) where it
+    changes, in order of the points: device d of sample m turns rejected at the first point
+    whose gamma_d exceeds its run, and stays so. Returns how many (mask, sample, point)."""
+    m_count, k = runs.shape
+    n = path.shape[0]
+    top = 0
+    for p in range(n):
+        for d in range(k):
+            top = max(top, path[p, d])
+    order, start = _by_run(runs, top)
+    mask = np.zeros(m_count, dtype=np.uint64)
+    event = np.full(m_count, -1, dtype=np.int64)   # the sample's event at this point, if any
+    e = 0
+    for p in range(n):
+        first = e
+        for d in range(k):
+            lo = path[p - 1, d] if p > 0 else 0
+            hi = path[p, d]
+            if hi <= lo:
+                continue
+            bit = np.uint64(1) << np.uint64(pos[d])
+            for i in range(start[d, lo], start[d, hi]):
+                m = order[d, i]
+                mask[m] |= bit
+                if event[m] < first:
+                    event[m] = e
+                    samples[e], at[e] = m, p
+                    e += 1
+                masks[event[m]] = mask[m]
+    return e
+
+
+@_jit
+def _move_events(runs, rej, gamma, dev, new, limit, pos, masks, samples, who):
+    """The rejected sets after each single-device move (dev[i] to new[i]) on the samples of
+    the first ``limit`` whose rejection of that device changes. Returns how many."""
+    row_mask = np.zeros(limit, dtype=np.uint64)
+    for m in range(limit):
+        for d in range(rej.shape[1]):
+            if rej[m, d]:
+                row_mask[m] |= np.uint64(1) << np.uint64(pos[d])
+    e = 0
+    for i in range(dev.shape[0]):
+        d, old = dev[i], gamma[dev[i]]
+        lo, hi = min(old, new[i]), max(old, new[i])
+        bit = np.uint64(1) << np.uint64(pos[d])
+        for m in range(limit):
+            if lo <= runs[m, d] < hi:
+                masks[e] = row_mask[m] | bit if new[i] > old else row_mask[m] & ~bit
+                samples[e], who[e] = m, i
+                e += 1
+    return e
+
+
+@_jit
+def _path_totals(t, samples, at, e, n, m_count):
+    """Mean T_comm at every point from the events' T_comm (in order of the points)."""
+    delta = np.zeros(n + 1)
+    now = np.zeros(m_count)
+    for i in range(e):
+        m = samples[i]
+        delta[at[i]] += t[i] - now[m]
+        now[m] = t[i]
+    result = np.empty(n)
+    total = 0.0
+    for p in range(n):
+        total += delta[p]
+        result[p] = total / m_count
+    return result
+
+
+@_jit
+def _goodput(tok, draft, verify, tcomm):
+    den = (draft + verify) + tcomm
+    return tok / den if den > 0 else 0.0
+
+
+@_jit
+def greedy(runs, caps, enw, draft_s, verify, mode, pos, qr, vr, ur, coin, c):
+    """The paper's greedy (``draft_search.greedy_search``) on the SAA objective, gains common
+    to every sample.
+
+    enw: (top + 1, K) E[N] at every length times the active weight. Returns (gamma, G, phase-1
+    level, phase-2 steps, evaluations).
+    """
+    m_count, k = runs.shape
+    top = caps.max()
+    one = np.uint64(1)
+    bit = np.empty(k, dtype=np.uint64)
+    for d in range(k):
+        bit[d] = one << np.uint64(pos[d])
+    size = m_count * k + LANES
+    masks, samples = np.zeros(size, dtype=np.uint64), np.zeros(size, dtype=np.int64)
+    x1, x2, rows_r, out = np.empty(size), np.full(size, np.inf), np.empty(size), np.empty(size)
+    # phase 1: gamma = min(level, caps) while G improves
+    mask = np.zeros(m_count, dtype=np.uint64)
+    t = np.zeros(m_count)
+    tok = enw[0].sum()
+    value = _goodput(tok, 0.0, verify, 0.0)
+    level, evaluations = 0, 1
+    runs_t = runs.T.copy()   # (K, M): the loops over samples run along rows
+    new_mask = np.empty(m_count, dtype=np.uint64)
+    while level < top:
+        new_mask[:] = mask
+        for d in range(k):
+            if level < caps[d]:
+                b, row = bit[d], runs_t[d]
+                for m in range(m_count):
+                    new_mask[m] |= b if row[m] == level else np.uint64(0)
+        e = 0
+        for m in range(m_count):
+            if new_mask[m] != mask[m]:
+                masks[e], samples[e] = new_mask[m], m
+                e += 1
+        _evaluate(masks, samples, e, x1, x2, rows_r, mode, qr, vr, ur, coin, c)
+        _finish(x1, x2, rows_r, e, mode, c, out)
+        total = t.sum()
+        for i in range(e):
+            total += out[i] - t[samples[i]]
+        tok_new, draft = 0.0, 0.0
+        for d in range(k):
+            gd = min(level + 1, caps[d])
+            tok_new += enw[gd, d]
+            draft = max(draft, gd * draft_s[d])
+        g_new = _goodput(tok_new, draft, verify, total / m_count)
+        evaluations += 1
+        if not improves(g_new, value):
+            break
+        for i in range(e):
+            mask[samples[i]], t[samples[i]] = masks[i], out[i]
+        value, tok = g_new, tok_new
+        level += 1
+    gamma = np.minimum(np.full(k, level, dtype=np.int64), caps)
+    phase1 = level
+    # phase 2: +1 on the best single device while G improves; contrib[m, d] is the change of
+    # sample m's T_comm if device d took +1 (non-zero only where its run equals gamma_d)
+    contrib = np.zeros((m_count, k))
+    who = np.empty(m_count * k + LANES, dtype=np.int64)
+    e = 0
+    for m in range(m_count):
+        for d in range(k):
+            if gamma[d] < caps[d] and runs[m, d] == gamma[d]:
+                masks[e], samples[e], who[e] = mask[m] | bit[d], m, d
+                e += 1
+    vals = np.empty(k)
+    col = np.zeros(k)   # column sums of contrib, kept up to date
+    steps = 0
+    while True:
+        _evaluate(masks, samples, e, x1, x2, rows_r, mode, qr, vr, ur, coin, c)
+        _finish(x1, x2, rows_r, e, mode, c, out)
+        for i in range(e):
+            m, d = samples[i], who[i]
+            x = out[i] - t[m]
+            col[d] += x - contrib[m, d]
+            contrib[m, d] = x
+        t_mean = t.sum() / m_count
+        d1, i1, d2 = 0.0, 0, 0.0
+        for d in range(k):
+            x = gamma[d] * draft_s[d]
+            if x > d1:
+                d2, d1, i1 = d1, x, d
+            elif x > d2:
+                d2 = x
+        for d in range(k):
+            if gamma[d] >= caps[d]:
+                vals[d] = -math.inf
+                continue
+            draft = max(d2 if d == i1 else d1, (gamma[d] + 1) * draft_s[d])
+            vals[d] = _goodput(tok - enw[gamma[d], d] + enw[gamma[d] + 1, d], draft, verify,
+                               t_mean + col[d] / m_count)
+            evaluations += 1
+        j = best_index(vals)
+        if j < 0 or not improves(vals[j], value):
+            break
+        e = 0
+        for m in range(m_count):
+            if runs[m, j] == gamma[j]:         # this sample now rejects j
+                t[m] += contrib[m, j]
+                mask[m] |= bit[j]
+                col[j] -= contrib[m, j]
+                contrib[m, j] = 0.0
+                for d in range(k):             # its pending +1 candidates change
+                    if d != j and gamma[d] < caps[d] and runs[m, d] == gamma[d]:
+                        masks[e], samples[e], who[e] = mask[m] | bit[d], m, d
+                        e += 1
+        tok += enw[gamma[j] + 1, j] - enw[gamma[j], j]
+        gamma[j] += 1
+        if gamma[j] < caps[j]:
+            for m in range(m_count):
+                if runs[m, j] == gamma[j]:
+                    masks[e], samples[e], who[e] = mask[m] | bit[j], m, j
+                    e += 1
+        steps += 1
+        value = vals[j]
+    return gamma, value, phase1, steps, evaluations
+
+
+@_jit
+def runs_from_logs(log_u, log_alpha, cap):
+    """floor(ln U / ln alpha) clipped to ``cap`` (``model.goodput.acceptance_runs``), the
+    logarithms numpy's (a run sits on a boundary of floor: the same logarithms, the same runs)."""
+    m_count, k = log_u.shape
+    out = np.empty((m_count, k), dtype=np.int32)
+    for m in range(m_count):
+        for d in range(k):
+            x = math.floor(log_u[m, d] / log_alpha[d]) if log_alpha[d] < 0 else math.inf
+            out[m, d] = np.int32(x) if x < cap else cap   # NaN (U = 1, alpha = 0): the cap
+    return out
+
+
+class CompiledKernel:
+    """A ``model.tcomm.TcommKernel``'s closed forms, compiled: the same call, the same values
+    within rtol 1e-12. ``path_means(runs, path)``: mean T_comm along a nondecreasing path."""
+
+    def __init__(self, kernel):
+        self.reference = kernel
+        p_dl = float(kernel.p_dl)
+        mode = "all-ul" if kernel.mode == "optimal" and p_dl <= 0 else kernel.mode
+        self.mode = _MODES[mode]
+        q = np.asarray(kernel.q, dtype=float)
+        order = np.argsort(-q, kind="stable")[::-1]   # ascending UL quality
+        self.pos = np.ascontiguousarray(np.argsort(order), dtype=np.int64)
+        self.qr = np.ascontiguousarray(q[order])
+        self.vr = np.ascontiguousarray(np.asarray(kernel.v, dtype=float)[order])
+        self.ur = p_dl / self.qr
+        self.coin = np.zeros(1, dtype=np.uint64)
+        if kernel.coin is not None:
+            ordered = np.asarray(kernel.coin, dtype=bool)[:, order].astype(np.uint64)
+            self.coin = (ordered << np.arange(q.size, dtype=np.uint64)).sum(axis=1,
+                                                                            dtype=np.uint64)
+        self.c = np.array([kernel.bits * np.log(2.0) / kernel.bw, kernel.n0 * kernel.bw, p_dl])
+
+    @property
+    def loads(self):
+        return self.mode, self.qr, self.vr, self.ur, self.coin, self.c
+
+    def args(self):
+        return (self.mode, self.pos, self.qr, self.vr, self.ur, self.coin, self.c)
+
+    def __call__(self, rejected, rows=None):
+        rej = np.atleast_2d(np.asarray(rejected, dtype=np.bool_))
+        rows = np.arange(rej.shape[0]) if rows is None else np.asarray(rows, dtype=np.int64)
+        buf = _Rows(rej.shape[0])
+        _row_masks(rej, rows, self.pos, buf.masks, buf.samples)
+        return buf.times(rej.shape[0], *self.loads)
+
+    def move_sums(self, runs, rej, t, gamma, dev, new, limit):
+        """Sum over the first ``limit`` samples of the change of T_comm after each
+        single-device move (``model.goodput.SAATcomm.move_means``)."""
+        buf = _Rows(dev.size * limit)
+        who = np.empty(buf.masks.size, dtype=np.int64)
+        e = _move_events(runs, rej, gamma, dev, new, limit, self.pos, buf.masks, buf.samples,
+                         who)
+        delta = buf.times(e, *self.loads) - t[buf.samples[:e]]
+        return np.bincount(who[:e], weights=delta, minlength=dev.size)
+
+    def path_means(self, runs, path):
+        """Mean T_comm over the samples at every point of a nondecreasing path (n, K)."""
+        m_count, k = runs.shape
+        buf = _Rows(m_count * k)
+        at = np.empty(buf.masks.size, dtype=np.int64)
+        path = np.ascontiguousarray(path, dtype=np.int64)
+        e = _path_events(runs, path, self.pos, buf.masks, buf.samples, at)
+        return _path_totals(buf.times(e, *self.loads), buf.samples, at, e, path.shape[0],
+                            m_count)
+
+
+class CompiledSearch:
+    """The compiled implementation of one ``DraftObjective`` (``for_objective``: or None)."""
+
+    def __init__(self, obj, kernel):
+        self.obj = obj
+        self.kernel = kernel
+
+    @classmethod
+    def for_objective(cls, obj):
+        tcomm = obj.tcomm
+        if not isinstance(tcomm, SAATcomm) or not obj.precomputable or obj.k > MAX_DEVICES:
+            return None
+        ref = tcomm.kernel
+        if not getattr(ref, "shannon", False) or getattr(ref, "mode", None) not in _MODES \
+                or ref.per_sample:   # sampled fading (a decision made once): numpy is enough
+            return None
+        gains = (np.asarray(ref.q), np.asarray(ref.v))
+        if not all(np.isfinite(g).all() and (g > 0).all() for g in gains):
+            return None   # zero or infinite gains: the numpy kernel's conventions apply
+        kernel = CompiledKernel(ref)
+        tcomm.kernel = kernel     # every T_comm the searches ask for, compiled
+        return cls(obj, kernel)
+
+    def greedy(self):
+        """(gamma, G, evaluations, info) of the greedy."""
+        obj = self.obj
+        enw = np.ascontiguousarray(obj.en_table() * obj._w)
+        gamma, value, phase1, steps, evaluations = greedy(
+            obj.tcomm.runs, obj.caps, enw, obj.draft_s, float(obj.verify_s), *self.kernel.args())
+        obj.evaluations += evaluations
+        return gamma, float(value), int(evaluations), {"phase1": int(phase1),
+                                                       "phase2_steps": int(steps)}

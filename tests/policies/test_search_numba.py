@@ -1,0 +1,178 @@
+"""The compiled draft search (``policies.search_numba``) against the numpy reference.
+
+Numbers within rtol 1e-12; decisions identical except at near-ties, where the numpy objective
+itself cannot tell the two answers apart (values within 1e-12 relative). Every comparison uses
+the same samples (the objective is built once per decision and evaluated both ways).
+"""
+import os
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from multispin_sim.engine.population import build_population
+from multispin_sim.engine.streams import RandomStreams
+from multispin_sim.model.fading import channel_gains
+from multispin_sim.model.goodput import RUN_CAP, acceptance_runs
+from multispin_sim.model.tcomm import TcommKernel
+from multispin_sim.policies import draft_search as ds
+from multispin_sim.policies import make_reactive_policy
+from multispin_sim.scenario import load_scenario
+
+sn = pytest.importorskip("multispin_sim.policies.search_numba",
+                         reason="numba is a core dependency; this install lacks it")
+MODES = ("optimal", "all-ul", "all-dl", "random")
+
+
+def _system(k, seed=5, **overrides):
+    sc = load_scenario(None, overrides={"devices.count": k, "seed": seed, **overrides})
+    return build_population(sc, RandomStreams(sc.seed).devices).system
+
+
+def _objective(system, mode, seed, samples=400, active=None, caps=20):
+    rng = np.random.default_rng(seed)
+    g_ul, g_dl = channel_gains(rng, system.pathloss)
+    k = system.k
+    active = np.ones(k, bool) if active is None else active
+    return ds.make_objective(system, g_ul, g_dl, active, np.full(k, caps),
+                             make_reactive_policy(mode), rng, samples)
+
+
+def _numpy_twin(obj):
+    """The same objective with the numpy kernel and no compiled implementation."""
+    twin = ds.DraftObjective(obj.alpha, obj.draft_s, obj.verify_s, obj.caps, obj.active,
+                             ds.SAATcomm(obj.tcomm.runs.copy(), obj.tcomm.kernel.reference))
+    assert twin.compiled is None
+    return twin
+
+
+def _same_decision(a, b, twin):
+    """Identical, or a near-tie: the reference objective values of both within 1e-12."""
+    if np.array_equal(a.gamma, b.gamma):
+        return True
+    va, vb = twin.values(np.stack([a.gamma, b.gamma]))
+    return abs(va - vb) <= 1e-12 * abs(vb)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("k", [1, 7, 20, 64])
+def test_kernel_equals_numpy_kernel(mode, k):
+    system = _system(k, seed=k)
+    obj = _objective(system, mode, seed=k)
+    assert obj.compiled is not None
+    ker = obj.tcomm.kernel
+    rng = np.random.default_rng(k)
+    rej = rng.random((500, k)) < rng.random((500, 1))
+    rej[0] = False
+    rej[1] = True
+    rows = rng.integers(0, 400, 500)
+    np.testing.assert_allclose(ker(rej, rows), ker.reference(rej, rows), rtol=1e-12, atol=1e-300)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_path_means_equal_numpy(mode):
+    system = _system(12, seed=3)
+    obj = _objective(system, mode, seed=4)
+    twin = _numpy_twin(obj)
+    for path in (ds.uniform_path(obj.caps),
+                 ds.budget_path(obj.caps, obj.draft_s, np.arange(12) % 3 > 0)):
+        np.testing.assert_allclose(obj.path_values(path), twin.path_values(path), rtol=1e-12)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_move_values_equal_numpy(mode):
+    system = _system(10, seed=6)
+    obj = _objective(system, mode, seed=7)
+    twin = _numpy_twin(obj)
+    gamma = np.random.default_rng(1).integers(0, 12, 10)
+    obj.reset(gamma)
+    twin.reset(gamma)
+    dev = np.repeat(np.arange(10), 3)
+    new = np.tile([0, 3, 17], 10)
+    np.testing.assert_allclose(obj.move_values(dev, new), twin.move_values(dev, new), rtol=1e-12)
+    np.testing.assert_allclose(obj.move_values(dev, new, (100, 5)),
+                               twin.move_values(dev, new, (100, 5)), rtol=1e-12)
+
+
+@pytest.mark.parametrize("mode,k,decisions", [("optimal", 20, 120), ("optimal", 3, 40),
+                                              ("all-ul", 12, 40), ("all-dl", 20, 40),
+                                              ("random", 9, 40)])
+def test_greedy_equals_numpy_greedy(mode, k, decisions):
+    system = _system(k)
+    near_ties = 0
+    for r in range(decisions):
+        active = np.random.default_rng(r).random(k) < 0.8 if r % 4 == 0 else None
+        obj = _objective(system, mode, seed=100 + r, active=active)
+        twin = _numpy_twin(obj)
+        a, b = ds.greedy_search(obj), ds.greedy_search(twin)
+        assert _same_decision(a, b, twin), (r, a.gamma, b.gamma)
+        near_ties += not np.array_equal(a.gamma, b.gamma)
+        if np.array_equal(a.gamma, b.gamma):
+            assert a.value == pytest.approx(b.value, rel=1e-12)
+    assert near_ties <= max(1, decisions // 50)
+
+
+@pytest.mark.parametrize("name", ["uniform", "budget"])
+@pytest.mark.parametrize("mode", ["optimal", "random"])
+def test_uniform_and_budget_equal_numpy(name, mode):
+    system = _system(8, seed=2)
+    search = getattr(ds, f"{name}_search")
+    for r in range(6):
+        obj = _objective(system, mode, seed=200 + r, samples=300)
+        twin = _numpy_twin(obj)
+        a, b = search(obj), search(twin)
+        assert _same_decision(a, b, twin)
+        if np.array_equal(a.gamma, b.gamma):
+            assert a.value == pytest.approx(b.value, rel=1e-12)
+
+
+def test_compiled_only_where_it_applies(monkeypatch):
+    system = _system(5)
+    assert _objective(system, "optimal", 1).compiled is not None
+    rng = np.random.default_rng(0)
+    g = channel_gains(rng, system.pathloss)
+    # a reactive policy without a closed form, sampled fading, a callable T_ver, 65 devices
+    assert ds.make_objective(system, *g, np.ones(5, bool), np.full(5, 9),
+                             make_reactive_policy("deadline"), rng, 200).compiled is None
+    assert ds.make_objective(system, *g, np.ones(5, bool), np.full(5, 9), None, rng, 200,
+                             sampled_fading=True).compiled is None
+    base = _objective(system, "optimal", 2)
+    assert sn.CompiledSearch.for_objective(ds.DraftObjective(
+        base.alpha, base.draft_s, lambda gam: np.full(len(gam), 0.1), base.caps, base.active,
+        base.tcomm)) is None
+    assert _objective(_system(65), "optimal", 3, samples=50).compiled is None
+    monkeypatch.setenv("MULTISPIN_NUMBA", "0")
+    assert _objective(system, "optimal", 1).compiled is None
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 64), st.integers(1, 200), st.floats(0.0, 1.0), st.integers(0, 2**32))
+def test_runs_from_logs_equal_acceptance_runs(k, m, alpha_one, seed):
+    rng = np.random.default_rng(seed)
+    u = 1.0 - rng.random((m, k))
+    u[0, 0] = 1.0
+    alpha = rng.random(k)
+    alpha[0] = 1.0 if alpha_one > 0.5 else 0.0
+    with np.errstate(divide="ignore"):
+        got = sn.runs_from_logs(np.log(u), np.log(alpha), RUN_CAP)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        np.testing.assert_array_equal(got, acceptance_runs(u, alpha))
+
+
+def test_a_run_with_greedy_control_is_the_same_either_way(tmp_path):
+    """One run decided compiled and one decided in numpy: the same rounds (rtol 1e-12)."""
+    import subprocess
+    import sys
+
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    outs = []
+    for flag in ("1", "0"):
+        out = tmp_path / f"run{flag}"
+        subprocess.run([sys.executable, "-m", "multispin_sim", "run", "scenarios/default.yaml",
+                        "--set", "policy.draft=greedy", "--set", "policy.saa_samples=200",
+                        "--rounds", "30", "--quiet", "--out", str(out)], check=True, cwd=root,
+                       env={**os.environ, "MULTISPIN_NUMBA": flag})
+        outs.append(np.genfromtxt(out / "rounds.csv", delimiter=",", names=True))
+    for name in outs[0].dtype.names:
+        np.testing.assert_allclose(outs[0][name], outs[1][name], rtol=1e-12, equal_nan=True)
