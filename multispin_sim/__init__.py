@@ -8,7 +8,7 @@ Python API::
     result.summary["goodput_tps"], result.rounds["comm_s"]
 """
 
-__version__ = "0.1.0"
+from .version import __version__  # noqa: E402,F401
 
 from .scenario import Scenario, ScenarioError, load_scenario  # noqa: E402
 

@@ -15,7 +15,7 @@ import os
 import sys
 import threading
 
-from . import __version__
+from .version import __version__
 from .errors import RECEIVED, CliError, debug_enabled, first_signal, report
 from .scenario import dump_scenario_yaml, load_scenario
 
@@ -108,7 +108,15 @@ def cmd_keys(args):
 def cmd_bench(args):
     from . import benchmarks
 
-    figures = benchmarks.run(args.what, quick=args.quick)
+    what, quick = args.what, args.quick
+    if what is not None and what != "all" and what not in benchmarks.BENCHMARKS:
+        raise CliError(f"bench {what}", "no such benchmark",
+                       f"give one of: all, {', '.join(benchmarks.BENCHMARKS)}")
+    if what is None:  # the full set takes about 15 min: not what a bare command should start
+        what, quick = "all", True
+        print("bench: the quick set (sizes of --quick); for the full set, about 15 min, run "
+              "multispin-sim bench all")
+    figures = benchmarks.run(what, quick=quick)
     if args.json:
         print(json.dumps(figures, indent=2))
     return 0
@@ -149,6 +157,7 @@ def cmd_plot(args):
 
     from .outputs.atomic import check_folder
     from .plots import PlotError, plot_sweep, plot_timeline
+    from .plots.timeline import MAX_TIMELINE_ROUNDS
 
     if (args.results_dir is None) == (args.timeline is None):
         print("error: plot: give either RESULTS_DIR (a sweep's output) or --timeline RUN_DIR; "
@@ -160,6 +169,13 @@ def cmd_plot(args):
         why = "does not exist" if not source.exists() else "is not a folder"
         raise CliError(f"{kind} {source}", why, "give the output folder of 'multispin-sim run' "
                        "(--timeline) or of 'multispin-sim sweep'")
+    if args.timeline is not None and args.rounds > MAX_TIMELINE_ROUNDS:
+        raise CliError(f"--rounds {args.rounds}", f"above the timeline's limit of "
+                       f"{MAX_TIMELINE_ROUNDS} rounds (a Gantt chart of more is unreadable and "
+                       "slow to draw)", f"give --rounds {MAX_TIMELINE_ROUNDS} or fewer, and "
+                       "--first to choose where they start")
+    if args.first < 0:
+        raise CliError(f"--first {args.first}", "is negative", "give a round number >= 0")
     if args.timeline is not None:
         png = Path(args.out) if args.out else source / "timeline.png"
         if png.is_dir():
@@ -321,6 +337,8 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser():
+    from .plots.timeline import MAX_TIMELINE_ROUNDS
+
     p = _Parser(
         prog="multispin-sim",
         description="Discrete-event simulator of multi-access speculative LLM inference (Multi-SPIN).")
@@ -372,7 +390,7 @@ def build_parser():
     sp.add_argument("--timeline", metavar="RUN_DIR",
                     help="draw a Gantt chart of a few rounds of one run folder instead")
     sp.add_argument("--rounds", type=_positive_int, default=3,
-                    help="rounds on the timeline (default 3)")
+                    help=f"rounds on the timeline (default 3, at most {MAX_TIMELINE_ROUNDS})")
     sp.add_argument("--first", type=int, default=0, help="first round on the timeline (default 0)")
     sp.add_argument("--out", help="output folder for the figures (default RESULTS_DIR/figures), "
                     "or the PNG file of the timeline (default RUN_DIR/timeline.png)")
@@ -425,7 +443,10 @@ def build_parser():
     sp.set_defaults(func=cmd_keys)
 
     sp = sub.add_parser("bench", help="print speed and memory figures")
-    sp.add_argument("what", nargs="?", default="all", help="startup, reactive, engine, recording, draft, dynamics, payload, serving, acceptance, link, all (these) or paper (the paper's figure sweeps timed, about 15 min)")
+    sp.add_argument("what", nargs="?", default=None,
+                    help="startup, reactive, engine, recording, draft, dynamics, payload, "
+                    "serving, acceptance, link, all (these) or paper (the paper's figure sweeps "
+                    "timed, about 15 min); without it: all of them with --quick")
     sp.add_argument("--quick", action="store_true",
                     help="smaller sizes: a minute or two instead of about 15 (figures less precise)")
     sp.add_argument("--json", action="store_true", help="also print the figures as JSON")

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import simpy
 
-from .. import __version__
+from ..version import __version__
 from ..errors import RunFailed, os_advice, os_reason
 from ..outputs.atomic import write_json
 from ..outputs.metadata import output_folder, run_metadata

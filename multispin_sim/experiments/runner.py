@@ -27,7 +27,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import __version__
+from ..version import __version__
 from ..outputs.atomic import check_folder, write_json
 from .executors import check_executor, get_executor
 from .sweepfile import dump_sweep_yaml, run_key
