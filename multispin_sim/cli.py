@@ -336,9 +336,11 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_BAD_INPUT, f"error: {self.prog}: {message}; see {self.prog} --help\n")
 
 
-def build_parser():
-    from .plots.timeline import MAX_TIMELINE_ROUNDS
+# plots.timeline.MAX_TIMELINE_ROUNDS, for --help without importing numpy (a test keeps them equal)
+TIMELINE_ROUNDS_HELP = 50
 
+
+def build_parser():
     p = _Parser(
         prog="multispin-sim",
         description="Discrete-event simulator of multi-access speculative LLM inference (Multi-SPIN).")
@@ -390,7 +392,7 @@ def build_parser():
     sp.add_argument("--timeline", metavar="RUN_DIR",
                     help="draw a Gantt chart of a few rounds of one run folder instead")
     sp.add_argument("--rounds", type=_positive_int, default=3,
-                    help=f"rounds on the timeline (default 3, at most {MAX_TIMELINE_ROUNDS})")
+                    help=f"rounds on the timeline (default 3, at most {TIMELINE_ROUNDS_HELP})")
     sp.add_argument("--first", type=int, default=0, help="first round on the timeline (default 0)")
     sp.add_argument("--out", help="output folder for the figures (default RESULTS_DIR/figures), "
                     "or the PNG file of the timeline (default RUN_DIR/timeline.png)")

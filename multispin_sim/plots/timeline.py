@@ -29,6 +29,10 @@ COLOURS = {
     "dl": "#55A868",
     "verification": "#8172B3",
 }
+# A Gantt chart of more rounds is unreadable, and drawing one bar per device per round takes
+# minutes for thousands of rounds: ``plot --timeline`` refuses more.
+MAX_TIMELINE_ROUNDS = 50
+
 LABELS = {
     "drafting": "drafting",
     "waiting": "waiting",
@@ -91,8 +95,8 @@ def timeline_segments(run_dir, rounds=3, first=0):
 def plot_timeline(run_dir, rounds=3, first=0, out=None):
     """Draw the Gantt chart; ``out``: PNG path (default ``run_dir/timeline.png``; the CSV of
     the segments is written beside it). Returns (png, csv) paths."""
-    if rounds < 1:
-        raise PlotError(f"--rounds {rounds}: expected an integer >= 1")
+    if not 1 <= rounds <= MAX_TIMELINE_ROUNDS:
+        raise PlotError(f"--rounds {rounds}: expected an integer from 1 to {MAX_TIMELINE_ROUNDS}")
     Figure = _require_matplotlib()
     from matplotlib.patches import Patch
 

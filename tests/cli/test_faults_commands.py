@@ -1,0 +1,41 @@
+"""Fault injection: the options of ``bench`` and ``plot`` (the method of tests/test_faults.py):
+a bare ``bench`` starts the quick set, and a timeline of too many rounds is refused up front."""
+import pytest
+
+from multispin_sim import benchmarks, cli as cli_module
+from multispin_sim.plots.timeline import MAX_TIMELINE_ROUNDS
+
+from test_faults import cli, error_line, scenario
+
+
+def test_bench_without_argument_runs_the_quick_set(monkeypatch, capsys):
+    """FAULT_CLASS newcomer path: ``bench`` alone started the 14-minute full set; it runs the
+    quick set and says how to run the full one."""
+    calls = []
+    monkeypatch.setattr(benchmarks, "run", lambda what, quick: calls.append((what, quick)) or {})
+    assert cli_module.main(["bench"]) == 0
+    assert calls == [("all", True)]
+    assert "multispin-sim bench all" in capsys.readouterr().out
+    assert cli_module.main(["bench", "all"]) == 0 and calls[-1] == ("all", False)
+
+
+def test_bench_unknown_name_refused(tmp_path):
+    """FAULT_CLASS messages: an unknown benchmark gets the one-line error with the names."""
+    line = error_line(cli("bench", "nosuch", cwd=tmp_path), 2)
+    assert "nosuch" in line and "engine" in line
+
+
+def test_timeline_limit_in_help_is_the_plot_limit():
+    assert cli_module.TIMELINE_ROUNDS_HELP == MAX_TIMELINE_ROUNDS
+
+
+@pytest.mark.parametrize("args, key", [(["--rounds", "100000"], "--rounds 100000"),
+                                       (["--first", "-1"], "--first -1")])
+def test_plot_timeline_bounded(tmp_path, args, key):
+    """FAULT_CLASS hangs: ``plot --timeline --rounds 100000`` drew for minutes; refused before
+    reading the run, nothing written."""
+    run = tmp_path / "run"
+    assert cli("run", scenario(tmp_path), "--out", run, "--quiet", cwd=tmp_path).rc == 0
+    line = error_line(cli("plot", "--timeline", run, *args, cwd=tmp_path), 2)
+    assert line.startswith(f"error: {key}:")
+    assert not (run / "timeline.png").exists()
