@@ -6,24 +6,24 @@
 Both take the same actors (population, channel, server, controller, workload, streams,
 recorder) and expose ``run(env)``, ``rounds_done`` and ``stop_requested``; a loop may add
 ``summary(end)`` (a summary block of its own) and ``server_busy_s`` (time the server verified).
+The names are registered in ``scenario.protocols`` (the one list the schema also reads; its
+docstring says why it lives there), pointing to the factories below.
 """
-from ..policies.registry import Registry
+from ..scenario.protocols import PROTOCOLS
 from .asynchronous import AsyncLoop
 from .round import RoundLoop
 
-PROTOCOLS = Registry("protocol")
+__all__ = ["PROTOCOLS", "make_loop", "synchronous", "asynchronous"]
 
 
-@PROTOCOLS.register("synchronous")
 def synchronous(*args, serving=None, **kwargs):
     return RoundLoop(*args, **kwargs)
 
 
-@PROTOCOLS.register("asynchronous")
 def asynchronous(*args, serving=None, **kwargs):
     return AsyncLoop(*args, serving=serving, **kwargs)
 
 
 def make_loop(protocol, *args, **kwargs):
     """The loop of ``protocol`` built with the arguments of ``RoundLoop`` (+ ``serving``)."""
-    return PROTOCOLS.make(protocol, *args, **kwargs)
+    return PROTOCOLS.lookup(protocol)(*args, **kwargs)

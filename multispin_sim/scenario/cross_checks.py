@@ -1,0 +1,214 @@
+"""Checks that involve several keys, run on the resolved scenario in order of registration.
+
+A check is a function ``check(scenario)`` that raises ``ScenarioError`` naming the key to
+change; ``@cross_check`` appends it to ``CROSS_CHECKS`` (``loading.resolve_scenario`` runs
+them). Other modules of the package register more (``limits``).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Callable
+
+from .errors import ScenarioError
+from .names import EXHAUSTIVE_MAX_DEVICES, SHIPPED_VERIFY_TABLES
+
+if TYPE_CHECKING:
+    from .schema import Scenario
+
+CROSS_CHECKS: list[Callable[[Scenario], None]] = []
+
+
+def cross_check(func: Callable[[Scenario], None]) -> Callable[[Scenario], None]:
+    CROSS_CHECKS.append(func)
+    return func
+
+
+@cross_check
+def _check_overrides(sc: Scenario) -> None:
+    count, max_draft = sc.devices.count, sc.policy.max_draft
+    for index, ov in sc.devices.overrides.items():
+        if index >= count:
+            raise ScenarioError(f"devices.overrides.{index}", f"device index {index} is out of "
+                                f"range", f"expected 0 <= index < devices.count ({count})")
+        if ov.draft_length is not None and ov.draft_length > max_draft:
+            raise ScenarioError(f"devices.overrides.{index}.draft_length",
+                                f"{ov.draft_length} is larger than policy.max_draft",
+                                f"expected an integer 0..{max_draft}")
+
+
+@cross_check
+def _check_draft_length(sc: Scenario) -> None:
+    dl, max_draft = sc.policy.draft_length, sc.policy.max_draft
+    if isinstance(dl, tuple):
+        if len(dl) != sc.devices.count:
+            raise ScenarioError("policy.draft_length", f"a list of {len(dl)} draft lengths is "
+                                "not allowed", f"expected one integer, or a list of exactly "
+                                f"devices.count ({sc.devices.count}) integers")
+        for i, x in enumerate(dl):
+            if x > max_draft:
+                raise ScenarioError(f"policy.draft_length.{i}", f"{x} is larger than "
+                                    "policy.max_draft", f"expected an integer 0..{max_draft}")
+    elif dl > max_draft:
+        raise ScenarioError("policy.draft_length", f"{dl} is larger than policy.max_draft",
+                            f"expected an integer 0..{max_draft}")
+
+
+@cross_check
+def _check_payload(sc: Scenario) -> None:
+    p = sc.payload
+    if isinstance(p.effective_vocab, int) and p.effective_vocab > p.vocab:
+        raise ScenarioError("payload.effective_vocab", f"{p.effective_vocab} is larger than "
+                            f"payload.vocab ({p.vocab})",
+                            f"expected an integer 1..{p.vocab} or 'dense'")
+
+
+@cross_check
+def _check_payload_model(sc: Scenario) -> None:
+    p = sc.payload
+    for i, k in enumerate(p.menu if sc.policy.mode == "fidelity" else ()):
+        if not isinstance(k, str) and k > p.vocab:
+            raise ScenarioError(f"payload.menu.{i}", f"{k} is larger than payload.vocab "
+                                f"({p.vocab})", f"expected an integer 1..{p.vocab} or 'dense'")
+    if p.model == "bits":
+        if p.format == "topp":
+            raise ScenarioError("payload.format", "'topp' sizes depend on the distributions",
+                                "expected payload.model 'token' for format 'topp'")
+        if sc.policy.mode == "fidelity":
+            raise ScenarioError("policy.mode", "'fidelity' needs the distributions",
+                                "expected payload.model 'token' for policy.mode 'fidelity'")
+        if p.pairs_file is not None:
+            raise ScenarioError("payload.pairs_file", "a distributions file needs the token "
+                                "model", "expected payload.model 'token' (or no pairs_file)")
+    elif p.format == "topp" and sc.policy.mode != "fidelity":
+        raise ScenarioError("payload.format", "'topp' gives every device and direction its own "
+                            f"payload size, which policy.mode {sc.policy.mode!r} cannot use",
+                            "expected policy.mode 'fidelity' with format 'topp'")
+    if p.pairs_file is not None and not os.path.isfile(p.pairs_file):
+        raise ScenarioError("payload.pairs_file", f"{p.pairs_file!r} is not a readable file",
+                            "expected the path of an npz with arrays p and q")
+
+
+@cross_check
+def _check_exhaustive(sc: Scenario) -> None:
+    if sc.policy.mode == "exhaustive" and sc.devices.count > EXHAUSTIVE_MAX_DEVICES:
+        raise ScenarioError("policy.mode", f"'exhaustive' with devices.count = "
+                            f"{sc.devices.count} would try up to 2^{sc.devices.count} UL/DL "
+                            "assignments per round", f"expected devices.count <= "
+                            f"{EXHAUSTIVE_MAX_DEVICES} for 'exhaustive' (or mode 'optimal', "
+                            "which is exact)")
+
+
+@cross_check
+def _check_workload(sc: Scenario) -> None:
+    w = sc.workload
+    count = sc.devices.count
+    if isinstance(w.rate_per_s, tuple) and len(w.rate_per_s) != count:
+        raise ScenarioError("workload.rate_per_s", f"a list of {len(w.rate_per_s)} rates is not "
+                            "allowed", f"expected one number, or a list of exactly devices.count "
+                            f"({count}) numbers")
+    if w.arrivals == "trace" and not w.trace_file:
+        raise ScenarioError("workload.trace_file", "arrivals 'trace' needs a trace file",
+                            "expected the path of a CSV with columns time_s, device[, tokens]")
+    if w.arrivals == "trace" and not os.path.isfile(w.trace_file):
+        raise ScenarioError("workload.trace_file", f"{w.trace_file!r} is not a readable file",
+                            "expected the path of a CSV with columns time_s, device[, tokens]")
+    if w.length == "empirical" and not w.length_values:
+        raise ScenarioError("workload.length_values", "length 'empirical' needs values",
+                            "expected a non-empty list of integers >= 1")
+
+
+@cross_check
+def _check_topology(sc: Scenario) -> None:
+    t = sc.topology
+    count = sc.devices.count
+    if t.layout == "coordinates":
+        if len(t.device_xy_m) != count:
+            raise ScenarioError("topology.device_xy_m", f"{len(t.device_xy_m)} positions for "
+                                f"{count} devices", f"expected exactly devices.count ({count}) "
+                                "[x, y] pairs")
+        for i, (x, y) in enumerate(t.device_xy_m):
+            if (x, y) == t.server_xy_m:
+                raise ScenarioError(f"topology.device_xy_m.{i}", "a device at the server "
+                                    "position is not allowed", "expected a distance > 0")
+    if t.layout == "graphml":
+        if not t.graphml_file:
+            raise ScenarioError("topology.graphml_file", "layout 'graphml' needs a file",
+                                "expected the path of a GraphML file")
+        if not os.path.isfile(t.graphml_file):
+            raise ScenarioError("topology.graphml_file", f"{t.graphml_file!r} is not a "
+                                "readable file", "expected the path of a GraphML file")
+
+
+@cross_check
+def _check_compute(sc: Scenario) -> None:
+    c = sc.compute
+    modes = sorted(c.power_modes)
+    allowed = (f"expected one of {', '.join(repr(m) for m in modes)} (compute.power_modes)"
+               if modes else "expected a name defined in compute.power_modes (none defined)")
+    if c.power_mode is not None and c.power_mode not in c.power_modes:
+        raise ScenarioError("compute.power_mode", f"unknown power mode {c.power_mode!r}", allowed)
+    for index, ov in sc.devices.overrides.items():
+        if ov.power_mode is not None and ov.power_mode not in c.power_modes:
+            raise ScenarioError(f"devices.overrides.{index}.power_mode",
+                                f"unknown power mode {ov.power_mode!r}", allowed)
+    if c.release_c is not None and c.release_c > c.throttle_c:
+        raise ScenarioError("compute.release_c", f"{c.release_c} is above compute.throttle_c "
+                            f"({c.throttle_c})", "expected a temperature <= compute.throttle_c")
+
+
+@cross_check
+def _check_verify_table(sc: Scenario) -> None:
+    # the file's contents are checked when a run starts (engine.compute.check_verify_table)
+    s = sc.server
+    if (s.verify_model == "table" and s.verify_table not in SHIPPED_VERIFY_TABLES
+            and not os.path.isfile(s.verify_table)):
+        raise ScenarioError("server.verify_table", f"{s.verify_table!r} is neither a shipped "
+                            "table nor a readable file", "expected one of "
+                            f"{', '.join(SHIPPED_VERIFY_TABLES)} or the path of a CSV "
+                            "(batched tokens, milliseconds)")
+
+
+@cross_check
+def _check_serving(sc: Scenario) -> None:
+    if sc.serving.protocol != "asynchronous":
+        return
+    if sc.workload.tick_period_s is not None:
+        raise ScenarioError("workload.tick_period_s", "a round clock is not allowed with "
+                            "serving.protocol 'asynchronous'", "expected null (no rounds)")
+    if sc.mobility.model != "none":
+        raise ScenarioError("mobility.model", f"{sc.mobility.model!r} is not supported with "
+                            "serving.protocol 'asynchronous'", "expected 'none'")
+    if sc.compute.thermal:
+        raise ScenarioError("compute.thermal", "thermal throttling is not supported with "
+                            "serving.protocol 'asynchronous'", "expected false")
+    if sc.policy.mode == "deadline":
+        raise ScenarioError("policy.mode", "'deadline' defers corrections to the next round, "
+                            "which the asynchronous protocol does not have",
+                            "expected another policy.mode with serving.protocol 'asynchronous'")
+
+
+@cross_check
+def _check_acceptance(sc: Scenario) -> None:
+    a = sc.acceptance
+    if (a.model == "markov" or a.belief == "filtered") and a.easy_to_hard + a.hard_to_easy <= 0:
+        raise ScenarioError("acceptance.easy_to_hard", "both switching probabilities are 0 "
+                            "(the chain never moves, its stationary state is undefined)",
+                            "expected easy_to_hard + hard_to_easy > 0")
+    if a.model == "trace" and a.trace_file and not os.path.isfile(a.trace_file):
+        raise ScenarioError("acceptance.trace_file", f"{a.trace_file!r} is not a readable file",
+                            "expected the path of a Spec-Bench JSONL or a 0/1 CSV trace")
+    if a.model != "iid" and sc.payload.model == "token":
+        raise ScenarioError("acceptance.model", f"{a.model!r} with payload.model 'token' (the "
+                            "token model's distributions decide every acceptance)",
+                            "expected 'iid' (the token model), or payload.model 'bits'")
+
+
+@cross_check
+def _check_link(sc: Scenario) -> None:
+    # the PRB count check needs the NR tables (model): engine.link.check_link, before a run
+    # writes anything
+    if sc.csi.cqi_quantisation and sc.link.cqi_table == "continuous":
+        raise ScenarioError("csi.cqi_quantisation", "CQI quantisation with link.cqi_table "
+                            "'continuous' (no CQI grid)", "expected a CQI table other than "
+                            "'continuous', or cqi_quantisation: false")

@@ -1,0 +1,44 @@
+"""Allowed values and bounds of the scenario keys: one place for every name list.
+
+A plug-in family's names come from its registry (``choices.Registered``, read lazily); the
+other lists are fixed by the schema (formats, table names, schedules).
+"""
+
+from __future__ import annotations
+
+from .choices import Registered
+from .params import in_interval
+from .presets import TASKS
+
+# names of plug-in families come from their registries (``scenario.choices``)
+FADING_MODELS = Registered("multispin_sim.model.fading", "FADING_MODELS")
+DEVICE_TASKS: tuple[str, ...] = ("uniform",) + TASKS
+POLICY_MODES = Registered("multispin_sim.policies", "REACTIVE_POLICIES")
+DRAFT_POLICIES = Registered("multispin_sim.policies", "DRAFT_CONTROLLERS")
+PROTOCOLS = Registered("multispin_sim.scenario.protocols", "PROTOCOLS")
+BATCHING_POLICIES = Registered("multispin_sim.policies.batching", "BATCHING_POLICIES")
+DRAFT_UPDATES: tuple[str, ...] = ("every-round", "once")
+ARRIVAL_MODELS: tuple[str, ...] = ("saturated", "poisson", "trace")
+LENGTH_MODELS: tuple[str, ...] = ("fixed", "geometric", "lognormal", "empirical", "per-task")
+TOPOLOGY_LAYOUTS: tuple[str, ...] = ("annulus", "coordinates", "graphml")
+MOBILITY_MODELS: tuple[str, ...] = ("none", "random-waypoint")
+PAYLOAD_FORMATS: tuple[str, ...] = ("dense", "topk", "topp", "quantized")
+PAYLOAD_MODELS: tuple[str, ...] = ("bits", "token")
+ACCEPTANCE_MODELS = Registered("multispin_sim.model.acceptance", "ACCEPTANCE_MODELS")
+ACCEPTANCE_BELIEFS = Registered("multispin_sim.model.acceptance", "BELIEFS")
+TRACE_ASSIGN: tuple[str, ...] = ("uniform", "task")
+TRACE_NEXT: tuple[str, ...] = ("draw", "cycle", "repeat")
+ACCEPTANCE_SESSIONS: tuple[str, ...] = ("tokens", "request")
+MAX_DRAFT_LIMIT = 64            # upper bound of policy.max_draft
+# verification tables shipped in multispin_sim/data/verify_tables (= model.verification)
+SHIPPED_VERIFY_TABLES: tuple[str, ...] = ("vidur-a100-codellama34b", "paper-linear-qwen2.5")
+EXHAUSTIVE_MAX_DEVICES = 16     # mode "exhaustive" tries 2^K UL/DL assignments
+DEFAULT_DL_POWER_RATIO = 4.0    # P_dl = 4 x P_ul (10 mW) = 40 mW = 16.02 dBm when no DL key given
+
+LINK_MODELS = Registered("multispin_sim.model.link", "LINK_MODELS")
+CQI_TABLES: tuple[str, ...] = ("64qam", "256qam", "64qam-low-se", "continuous")
+HARQ_COMBINING: tuple[str, ...] = ("chase", "repetition")
+SUBCARRIER_SPACINGS_KHZ: tuple[int, ...] = (15, 30, 60, 120)
+
+ALPHA = in_interval(0, 1, low_open=True)    # a per-token acceptance rate 0 < alpha <= 1
+PROB = in_interval(0, 1)                    # a probability 0 <= p <= 1

@@ -1,0 +1,234 @@
+"""Sections of the paper's system: devices, server, channel, payload, policies, run length.
+
+One frozen dataclass per section, one ``param(...)`` line per key (see ``schema``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import ClassVar, Optional, Union
+
+from .choices import Registered
+from .names import (ALPHA, DEVICE_TASKS, DRAFT_POLICIES, DRAFT_UPDATES, FADING_MODELS,
+                    MAX_DRAFT_LIMIT, PAYLOAD_FORMATS, PAYLOAD_MODELS, POLICY_MODES)
+from .params import (Check, FrozenMap, Params, between, ge, gt, in_interval, int_or_choice, param,
+                     number_or_range, range_pair, section)
+from .presets import TASKS
+
+_DRAFT_LENGTH = Check(
+    lambda v: (0 <= v <= MAX_DRAFT_LIMIT) if isinstance(v, int)
+    else all(0 <= x <= MAX_DRAFT_LIMIT for x in v),
+    "an integer 0..policy.max_draft or a list of devices.count such integers (one per device)",
+    standalone=True)
+
+
+@section
+class DeviceOverride(Params):
+    """Settings of one device that replace the population-wide ones (unset = not overridden)."""
+
+    _omit_none: ClassVar[bool] = True
+
+    task: Optional[str] = param(None, "Task of this device (its alpha then comes from "
+                                "devices.acceptance)", choices=TASKS)
+    alpha: Optional[float] = param(None, "Per-token acceptance rate of this device (wins over "
+                                   "its task's rate)", check=ALPHA)
+    draft_latency_ms: Optional[float] = param(None, "Exact drafting latency t_k of this device "
+                                              "(no spread applied)", unit="ms/token", check=gt(0))
+    distance_m: Optional[float] = param(None, "Distance of this device to the server",
+                                        unit="m", check=gt(0))
+    ul_power_dbm: Optional[float] = param(None, "UL power budget of this device", unit="dBm")
+    draft_length: Optional[int] = param(None, "Draft length of this device (wins over "
+                                        "policy.draft_length)", check=between(0, MAX_DRAFT_LIMIT),
+                                        allowed="an integer 0..policy.max_draft")
+    power_mode: Optional[str] = param(None, "Power mode of this device: a name of "
+                                      "compute.power_modes (wins over compute.power_mode)")
+
+
+@section
+class Devices(Params):
+    """The K devices."""
+
+    count: int = param(20, "Number of devices K", check=ge(1))
+    task: str = param("uniform", "Task of every device; 'uniform': each device draws one of the "
+                      "tasks uniformly at random", choices=DEVICE_TASKS)
+    acceptance: Mapping[str, float] = param(
+        FrozenMap(), "Per-token acceptance rate alpha per task; keys given merge over the "
+        "model pair's table (assumed values, docs/model.md section 3)", check=ALPHA, keys=TASKS,
+        key_allowed="task", preset="acceptance", default_text="model_pair's table")
+    draft_latency_ms: Optional[float] = param(
+        None, "Reference per-token drafting latency t_ref (t_k = t_ref * s_k)", unit="ms/token",
+        check=gt(0), preset="draft_latency_ms")
+    draft_latency_spread: tuple[float, float] = param(
+        (1.0, 1.15), "Device heterogeneity: s_k ~ U[low, high], drawn once per device",
+        check=range_pair(0))
+    distance_m: Union[float, tuple[float, float]] = param(
+        (100.0, 500.0), "Distance to the server: d_k ~ U[low, high], or one fixed distance",
+        unit="m", check=number_or_range(0))
+    ul_power_dbm: float = param(10.0, "UL power budget P_ul of each device", unit="dBm")
+    draw: str = param("iid", "How the devices' tasks, speed factors and distances are drawn: "
+                      "'iid' (independently, the paper's); 'stratified' (each device keeps the "
+                      "same law, but the K draws cover their ranges evenly and tasks are balanced "
+                      "across distances: drops differ much less; for sweeps over drops)",
+                      choices=("iid", "stratified"))
+    overrides: Mapping[int, DeviceOverride] = param(
+        FrozenMap(), "Per-device settings: device index (0-based) -> task, alpha, "
+        "draft_latency_ms, distance_m, ul_power_dbm, draft_length",
+        key_allowed="device index 0..devices.count-1", default_text="{}")
+
+
+@section
+class Server(Params):
+    """The edge server (target LLM, batched verification, DL power budget)."""
+
+    dl_power_dbm: Optional[float] = param(
+        None, "Total DL power budget P_dl shared by all DL transmissions of a round (give this "
+        "or dl_power_ratio, not both)", unit="dBm", exclusive_with="dl_power_ratio")
+    dl_power_ratio: Optional[float] = param(
+        None, "DL-to-UL power-budget ratio rho: P_dl = rho * P_ul in linear units (assumed "
+        "reading, docs/model.md section 5); used when dl_power_dbm is not given, default 4 "
+        "(4 x 10 mW = 16.02 dBm)", check=gt(0), default_text="4 (if dl_power_dbm is not given)",
+        exclusive_with="dl_power_dbm")
+    verify_fixed_ms: Optional[float] = param(
+        None, "Fixed part T_ver0 of one batched verification pass", unit="ms", check=ge(0),
+        preset="verify_fixed_ms")
+    verify_per_device_ms: Optional[float] = param(
+        None, "Verification time T_ver1 added per device in the batch", unit="ms", check=ge(0),
+        preset="verify_per_device_ms")
+    verify_model: str = param(
+        "linear", "Verification cost of a batch: 'linear' (T_ver0 + K_b T_ver1, the paper), "
+        "'tokens' (T_ver0 + verify_per_token_ms x tokens in the batch, tokens = sum over the "
+        "batch of gamma_k + 1) or 'table' (piecewise-linear in the batch's tokens through "
+        "verify_table; flat below its first row, last slope above its last)",
+        choices=Registered("multispin_sim.model.verification", "VERIFY_MODELS"))
+    verify_per_token_ms: Optional[float] = param(
+        None, "Time T1 per token in the batch for verify_model 'tokens' (null: "
+        "verify_per_device_ms / 5, equal to 'linear' when every device drafts 4 tokens, the "
+        "paper's default)", unit="ms/token", check=ge(0),
+        default_text="verify_per_device_ms / 5")
+    verify_table: str = param(
+        "vidur-a100-codellama34b", "Profile for verify_model 'table': a shipped table "
+        "('vidur-a100-codellama34b': A100, CodeLlama-34B, linear layers only; "
+        "'paper-linear-qwen2.5') or the path of a CSV with a header and rows 'batched tokens, "
+        "milliseconds' sorted by tokens (relative to the working directory)")
+    power_w: float = param(300.0, "Server power while verifying (energy = power_w x T_ver; "
+                           "assumed: A100 board power under load)", unit="W", check=ge(0))
+
+
+@section
+class Channel(Params):
+    """The OFDMA channel."""
+
+    bandwidth_mhz: float = param(10.0, "Total bandwidth B", unit="MHz", check=gt(0))
+    noise_psd_dbm_hz: float = param(-174.0, "Noise power spectral density N0 (assumed)",
+                                    unit="dBm/Hz")
+    ref_gain_db: float = param(-30.0, "Large-scale gain G_0 at 1 m", unit="dB")
+    pathloss_exponent: float = param(3.5, "Path-loss exponent eta: G = G_0 (d / 1 m)^-eta",
+                                     check=gt(0))
+    fading: str = param("rayleigh", "Small-scale fading: 'rayleigh' (|h|^2 ~ Exp(1), i.i.d. "
+                        "per block), 'none' (|h|^2 = 1) or 'gauss-markov' (h ~ CN(0,1) correlated "
+                        "over time: rho = J0(2 pi doppler_hz dt) over the time dt elapsed)",
+                        choices=FADING_MODELS)
+    reciprocal: bool = param(True, "UL and DL gains are the same draw (true) or independent "
+                             "draws (false)")
+    doppler_hz: float = param(10.0, "Maximum Doppler frequency f_D of 'gauss-markov' fading "
+                              "(f_D = v f_c / c: about 10 Hz walking, 200 Hz at 60 km/h, at "
+                              "3.5 GHz)", unit="Hz", check=ge(0))
+    coherence_time_ms: Optional[float] = param(
+        None, "Fading block length T_c: null = one block per round, drawn at its start (the "
+        "paper); a number = blocks of T_c on a fixed time grid, so a correction longer than T_c "
+        "continues over new blocks (its bits accumulate at each block's rate) and the reactive "
+        "decision uses the block at its start (rule of thumb T_c = 0.423 / f_D)", unit="ms",
+        check=gt(0))
+    shadowing_db: float = param(0.0, "Standard deviation sigma of log-normal shadowing on the "
+                                "large-scale gain (0: none); drawn once per device", unit="dB",
+                                check=ge(0))
+    shadowing_decorrelation_m: float = param(
+        50.0, "Decorrelation distance of shadowing for moving devices (Gudmundson: correlation "
+        "exp(-moved / this))", unit="m", check=gt(0))
+    noise_figure_db: float = param(0.0, "Receiver noise figure, added to noise_psd_dbm_hz for "
+                                   "both link models (N0 = noise_psd_dbm_hz + noise_figure_db)",
+                                   unit="dB", check=ge(0))
+
+
+_MENU = Check(lambda v: len(v) >= 1 and all(x == "dense" if isinstance(x, str) else x >= 1
+                                              for x in v),
+              "a non-empty list of integers >= 1 (top-k sizes) or 'dense'", standalone=True)
+
+
+@section
+class Payload(Params):
+    """Size of one transmitted distribution: S = V_eff (ceil(log2 V) + Q) bits, dense V Q."""
+
+    effective_vocab: Union[int, str] = param(
+        1024, "Kept entries V_eff (top-k 'effective vocabulary'), or 'dense' (full fp "
+        "distribution)", check=int_or_choice(1, ("dense",), "(<= vocab)"))
+    vocab: int = param(151665, "Vocabulary size V (token ids)", check=ge(2))
+    prob_bits: int = param(16, "Bits per probability Q", unit="bit", check=ge(1))
+    format: str = param("topk", "Payload format of one distribution: 'dense' (V Q bits), 'topk' "
+                        "(k = effective_vocab entries, k (ceil(log2 V) + Q) bits), 'topp' (the "
+                        "fewest entries with mass >= top_p, plus a ceil(log2(V+1))-bit count; "
+                        "token model only) or 'quantized' (top-k, or all V if effective_vocab is "
+                        "'dense', with quant_bits per probability and a 32-bit scale); "
+                        "model/payload.py", choices=PAYLOAD_FORMATS)
+    top_p: float = param(0.95, "Probability mass p kept by format 'topp'",
+                         check=in_interval(0, 1, low_open=True))
+    quant_bits: int = param(8, "Bits per probability b of format 'quantized'", unit="bit",
+                            check=ge(1))
+    model: str = param("bits", "'bits': payloads count only as bits, outcomes from alpha (the "
+                       "paper); 'token': token-level speculative sampling on explicit p and q "
+                       "per drafted position (the device drafts from the UL format of q; DL "
+                       "corrections with a lossy p~ bias the output, recorded as TV in "
+                       "corrections.csv)", choices=PAYLOAD_MODELS)
+    zipf_exponent: float = param(1.5, "Token model, synthetic pairs: target p_r ~ r^-s over "
+                                 "ranks (assumed); the draft adds Gaussian noise sigma z to the "
+                                 "target's logits, sigma calibrated so that sum min(p, q) is "
+                                 "each device's alpha", check=gt(0))
+    pairs_file: Optional[str] = param(
+        None, "Token model: npz with arrays p and q (or p_logits and q_logits) of shape (N, "
+        "vocab), rows summing to 1; each drafted position uses a random row (null: synthetic "
+        "Zipf pairs); a relative path is relative to the working directory")
+    menu: tuple[Union[int, str], ...] = param(
+        (64, 256, 1024, "dense"), "DL payload sizes (top-k entries, or 'dense') the 'fidelity' "
+        "policy chooses from per rejected device", check=_MENU)
+    tv_budget: float = param(0.01, "Policy 'fidelity': largest TV distance of a DL-corrected "
+                             "token's distribution to p (0: lossless DL only)", check=ge(0))
+
+
+@section
+class Policy(Params):
+    """Reactive mode selection and proactive draft-length control."""
+
+    mode: str = param("optimal", "UL/DL mode selection for the rejected devices",
+                      choices=POLICY_MODES)
+    draft: str = param("fixed", "Draft-length control", choices=DRAFT_POLICIES)
+    draft_length: Union[int, tuple[int, ...]] = param(
+        4, "Draft length gamma for every device, or one per device (used by draft: fixed)",
+        check=_DRAFT_LENGTH)
+    max_draft: int = param(20, "Largest draft length gamma_max", check=between(0, MAX_DRAFT_LIMIT))
+    saa_samples: int = param(1000, "Sampled outcomes N_SAA for E[T_comm] (sample average "
+                             "approximation)", check=ge(1))
+    draft_update: Union[int, str] = param(
+        "every-round", "When draft lengths are re-optimised: every round, once, or every N "
+        "rounds", check=int_or_choice(1, DRAFT_UPDATES, "(every N rounds)"))
+    objective: str = param(
+        "goodput", "What the draft controllers maximise: 'goodput' (tokens/s, the paper) or "
+        "'tokens-per-joule' (expected tokens / expected device energy of the round); with "
+        "'tokens-per-joule' the optimal UL/DL split breaks ties by energy",
+        choices=("goodput", "tokens-per-joule"))
+    energy_tie_tolerance: float = param(
+        0.0, "With objective 'tokens-per-joule' and mode 'optimal': UL/DL splits whose T_comm "
+        "is within this fraction of the optimum count as ties, and the one with the least "
+        "device energy is taken (0: exact ties only, T_comm stays optimal)", check=ge(0))
+    energy_scope: str = param(
+        "devices", "Energy that 'tokens-per-joule' counts: 'devices' (the devices' batteries) "
+        "or 'total' (devices + server verification and DL transmission)",
+        choices=("devices", "total"))
+
+
+@section
+class Run(Params):
+    """Length of a run."""
+
+    rounds: int = param(1000, "Number of rounds", check=ge(1))
+    max_time_s: Optional[float] = param(None, "Stop after this much simulated time (null: no "
+                                        "limit)", unit="s", check=gt(0))
