@@ -8,19 +8,17 @@ import numpy as np
 
 from ..model.compute import ThermalState
 from ..model.energy import Powers
-from ..model.verification import VerifyTableError, read_verify_table
+from ..model.verification import VERIFY_MODELS, VerifyTableError
 from ..policies import make_reactive_policy
 from ..policies.energy import EnergyAwareSplit
 from ..scenario import ScenarioError
 
 
 def check_verify_table(scenario):
-    """Read the verification table now (before anything is written): one-line error naming
-    the file and line, under the key ``server.verify_table``."""
-    if scenario.server.verify_model != "table":
-        return
+    """Read the verification model's files now (before anything is written): one-line error
+    naming the file and line, under the key ``server.verify_table``."""
     try:
-        read_verify_table(scenario.server.verify_table)
+        VERIFY_MODELS.lookup(scenario.server.verify_model).check_inputs(scenario)
     except VerifyTableError as exc:
         raise ScenarioError("server.verify_table", str(exc)) from None
 
@@ -43,15 +41,6 @@ def thermal_state(scenario, population):
                      for m in population.power_mode], dtype=float)
     return ThermalState(population.draft_power_w, c.ambient_c, r_th, c.time_constant_s,
                         c.throttle_c, c.release_c, c.throttle_factor)
-
-
-def objective_options(scenario, population):
-    """Extra draft-controller options for ``policy.objective`` (none for goodput)."""
-    if scenario.policy.objective == "goodput":
-        return {}
-    return {"objective": scenario.policy.objective,
-            "powers": energy_powers(scenario, population),
-            "energy_scope": scenario.policy.energy_scope}
 
 
 def reactive_policy(scenario, population):

@@ -12,7 +12,7 @@ from ..model.system import System
 from ..model.topology import rescale_to_distance
 from ..model.units import dbm_to_watt
 from ..model.compute import apply_power_modes
-from ..model.verification import make_verification_cost
+from ..model.verification import VERIFY_MODELS
 from ..scenario import TASKS
 from .topology import build_layout
 
@@ -152,18 +152,9 @@ def build_population(scenario, rng, topology_rng=None, shadowing_rng=None, graph
     return population
 
 
-DEFAULT_CALIBRATION_DRAFT = 4  # server.verify_per_token_ms default: T_ver1 / (4 + 1)
-
-
 def verification_cost(scenario):
     """The verification cost component of ``server.verify_model`` (``model.verification``)."""
-    server = scenario.server
-    per_token = server.verify_per_token_ms
-    if per_token is None:  # calibrated at the paper's default gamma = 4: 5 tokens per device
-        per_token = server.verify_per_device_ms / (DEFAULT_CALIBRATION_DRAFT + 1)
-    return make_verification_cost(server.verify_model, server.verify_fixed_ms * 1e-3,
-                                  server.verify_per_device_ms * 1e-3, per_token * 1e-3,
-                                  server.verify_table)
+    return VERIFY_MODELS.lookup(scenario.server.verify_model).from_scenario(scenario)
 
 
 def device_power_modes(scenario, spread, t_draft):

@@ -16,13 +16,12 @@ from ..outputs.metadata import output_folder, run_metadata
 from ..outputs.records import read_table
 from ..outputs.recorder import Recorder
 from ..outputs.requests import RequestLog
-from ..policies import make_draft_controller
+from ..policies import DRAFT_CONTROLLERS
 from ..scenario import dump_scenario_yaml, load_scenario
 from ..outputs.energy import EnergyAccount
 from .acceptance import acceptance_summary, build_acceptance, read_acceptance_trace
 from .channel import OFDMAChannel
-from .compute import (check_verify_table, energy_powers, objective_options, reactive_policy,
-                      thermal_state)
+from .compute import check_verify_table, energy_powers, reactive_policy, thermal_state
 from .link import build_channel, check_link, link_policy
 from .guards import LIMIT_TODO, LimitReached, StopSignals, guard_backlog
 from .population import build_population
@@ -197,12 +196,9 @@ def _simulate(scenario, folder, inputs, tmp, signals, progress, command_line):
     policy = scenario.policy
     ch = scenario.channel
     moving = scenario.mobility.model != "none"
-    controller = make_draft_controller(
-        policy.draft, draft_length=population.draft_length, max_draft=policy.max_draft,
-        update=policy.draft_update, saa_samples=policy.saa_samples, mode=policy.mode,
-        **objective_options(scenario, population),
-        adaptive=scenario.adaptive,
-    )
+    controller = DRAFT_CONTROLLERS.lookup(policy.draft).from_scenario(
+        scenario, draft_length=population.draft_length,
+        powers=energy_powers(scenario, population))
     env = simpy.Environment()
     coherence = None if ch.coherence_time_ms is None else ch.coherence_time_ms * 1e-3
     channel = build_channel(scenario, system, streams, coherence, moving)

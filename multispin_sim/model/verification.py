@@ -33,7 +33,12 @@ from pathlib import Path
 
 import numpy as np
 
-VERIFY_MODELS = ("linear", "tokens", "table")
+from .registry import Registry
+
+# server.verify_model -> class; each builds itself from the scenario (``from_scenario``) or from
+# plain settings (``from_settings``, what ``make_verification_cost`` takes)
+VERIFY_MODELS = Registry("verification model")
+DEFAULT_CALIBRATION_DRAFT = 4  # server.verify_per_token_ms default: T_ver1 / (4 + 1)
 SHIPPED_TABLES = ("vidur-a100-codellama34b", "paper-linear-qwen2.5")
 
 
@@ -65,7 +70,24 @@ class VerificationCost:
         tokens = np.where(active, gammas + 1, 0).sum(axis=-1)
         return np.asarray(self.batch_time_s(n, tokens), dtype=float)
 
+    @classmethod
+    def from_scenario(cls, scenario):
+        """The component of ``scenario.server``'s verification keys (milliseconds there,
+        seconds here)."""
+        server = scenario.server
+        per_token = server.verify_per_token_ms
+        if per_token is None:  # calibrated at the paper's default gamma = 4: 5 tokens per device
+            per_token = server.verify_per_device_ms / (DEFAULT_CALIBRATION_DRAFT + 1)
+        return cls.from_settings(server.verify_fixed_ms * 1e-3, server.verify_per_device_ms * 1e-3,
+                                 per_token * 1e-3, server.verify_table)
 
+    @classmethod
+    def check_inputs(cls, scenario):
+        """Read and check the files the component needs (``VerifyTableError``), before a run
+        writes anything; none by default."""
+
+
+@VERIFY_MODELS.register("linear")
 class LinearVerification(VerificationCost):
     """T0 + K_b T1 (seconds); the draft lengths do not matter."""
 
@@ -75,6 +97,10 @@ class LinearVerification(VerificationCost):
     def __init__(self, fixed_s, per_device_s):
         self.fixed_s = float(fixed_s)
         self.per_device_s = float(per_device_s)
+
+    @classmethod
+    def from_settings(cls, fixed_s, per_device_s, per_token_s=None, table=None):
+        return cls(fixed_s, per_device_s)
 
     def batch_time_s(self, n_devices, n_tokens):
         n = np.broadcast_to(np.asarray(n_devices, dtype=float), np.shape(n_tokens))
@@ -86,6 +112,7 @@ class LinearVerification(VerificationCost):
         return self.fixed_s + float(n) * self.per_device_s if n > 0 else 0.0
 
 
+@VERIFY_MODELS.register("tokens")
 class TokenVerification(VerificationCost):
     """T0 + T1 n, n = tokens in the batch (seconds)."""
 
@@ -95,11 +122,16 @@ class TokenVerification(VerificationCost):
         self.fixed_s = float(fixed_s)
         self.per_token_s = float(per_token_s)
 
+    @classmethod
+    def from_settings(cls, fixed_s, per_device_s, per_token_s=None, table=None):
+        return cls(fixed_s, per_token_s)
+
     def batch_time_s(self, n_devices, n_tokens):
         n_tokens = np.asarray(n_tokens, dtype=float)
         return np.where(np.asarray(n_devices) > 0, self.fixed_s + n_tokens * self.per_token_s, 0.0)
 
 
+@VERIFY_MODELS.register("table")
 class TableVerification(VerificationCost):
     """Piecewise-linear profile through (tokens, seconds) points; flat below the first point,
     the last segment's slope above the last one."""
@@ -114,6 +146,21 @@ class TableVerification(VerificationCost):
             raise ValueError("a verification table needs at least two rows")
         self.slope = ((self.seconds[-1] - self.seconds[-2])
                       / (self.tokens[-1] - self.tokens[-2]))
+
+    @classmethod
+    def from_settings(cls, fixed_s, per_device_s, per_token_s=None, table=None):
+        """``table``: (tokens, ms) arrays, or a spec (shipped name or path) read here."""
+        if isinstance(table, (str, Path)):
+            source = str(table)
+            table = read_verify_table(table)
+        else:
+            source = ""
+        tokens, ms = table
+        return cls(tokens, np.asarray(ms, dtype=float) * 1e-3, source)
+
+    @classmethod
+    def check_inputs(cls, scenario):
+        read_verify_table(scenario.server.verify_table)
 
     def interpolate(self, n_tokens):
         x = np.asarray(n_tokens, dtype=float)
@@ -208,36 +255,16 @@ def _table_rows(spec, text):
     return arr[:, 0], arr[:, 1]
 
 
-def _table_cost(fixed_s, per_device_s, per_token_s, table):
-    if isinstance(table, (str, Path)):
-        source = str(table)
-        table = read_verify_table(table)
-    else:
-        source = ""
-    tokens, ms = table
-    return TableVerification(tokens, np.asarray(ms, dtype=float) * 1e-3, source)
-
-
-# name -> builder(fixed_s, per_device_s, per_token_s, table): one per setting
-VERIFY_BUILDERS = {
-    "linear": lambda fixed_s, per_device_s, per_token_s, table:
-        LinearVerification(fixed_s, per_device_s),
-    "tokens": lambda fixed_s, per_device_s, per_token_s, table:
-        TokenVerification(fixed_s, per_token_s),
-    "table": _table_cost,
-}
-
-
 def make_verification_cost(model="linear", fixed_s=0.0, per_device_s=0.0, per_token_s=None,
                            table=None):
     """The component for ``server.verify_model``. ``table``: (tokens, ms) arrays, or a spec
     (shipped name or path)."""
     try:
-        build = VERIFY_BUILDERS[model]
+        cls = VERIFY_MODELS[model]
     except KeyError:
         raise ValueError(f"unknown verification model {model!r}; allowed: "
                          f"{', '.join(VERIFY_MODELS)}") from None
-    return build(fixed_s, per_device_s, per_token_s, table)
+    return cls.from_settings(fixed_s, per_device_s, per_token_s, table)
 
 
 def objective_verification(cost, active):

@@ -41,6 +41,11 @@ class AdaptiveDraft(DraftController):
                        for name, default in _DEFAULTS.items()}
         self.draft_length = np.asarray(draft_length, dtype=np.int64)
 
+    @classmethod
+    def scenario_options(cls, scenario, draft_length, powers):
+        return {**super().scenario_options(scenario, draft_length, powers),
+                "adaptive": scenario.adaptive, "draft_length": draft_length}
+
     def due(self, round_index):
         return True
 

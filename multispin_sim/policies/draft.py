@@ -71,6 +71,19 @@ class DraftController:
         self.update = update
         self._cached = None
 
+    @classmethod
+    def from_scenario(cls, scenario, draft_length=None, powers=None):
+        """The controller of ``scenario``'s ``policy`` keys. What the engine derives from the
+        drawn population comes as arguments: ``draft_length`` (per device, overrides applied)
+        and ``powers`` (``model.energy.Powers``, for objective 'tokens-per-joule')."""
+        return cls(**cls.scenario_options(scenario, draft_length, powers))
+
+    @classmethod
+    def scenario_options(cls, scenario, draft_length, powers):
+        """The constructor's keyword arguments read from the scenario (subclasses add theirs)."""
+        p = scenario.policy
+        return {"max_draft": p.max_draft, "update": p.draft_update}
+
     def due(self, round_index):
         if self._cached is None or self.update == "every-round":
             return True
@@ -102,6 +115,11 @@ class FixedDraft(DraftController):
         super().__init__(**kwargs)
         self.draft_length = np.asarray(draft_length, dtype=np.int64)
 
+    @classmethod
+    def scenario_options(cls, scenario, draft_length, powers):
+        return {**super().scenario_options(scenario, draft_length, powers),
+                "draft_length": draft_length}
+
     def due(self, round_index):
         return self._cached is None  # decided once: the lengths never change
 
@@ -130,6 +148,15 @@ class SearchDraft(DraftController):
         self.mode = mode
         self.estimator = estimator
         self.last = None
+
+    @classmethod
+    def scenario_options(cls, scenario, draft_length, powers):
+        p = scenario.policy
+        out = {**super().scenario_options(scenario, draft_length, powers),
+               "saa_samples": p.saa_samples, "mode": p.mode}
+        if p.objective != "goodput":
+            out.update(objective=p.objective, powers=powers, energy_scope=p.energy_scope)
+        return out
 
     def objective(self, ctx):
         """The ``DraftObjective`` of this decision (draws its samples from ``ctx.rng``)."""
@@ -229,5 +256,6 @@ class BudgetDraft(SearchDraft):
 
 
 def make_draft_controller(name, **kwargs):
-    """The draft controller registered under ``name`` (``policy.draft`` in the scenario)."""
+    """The draft controller registered under ``name`` (``policy.draft`` in the scenario), built
+    from keyword arguments (a scenario's: ``DRAFT_CONTROLLERS.lookup(name).from_scenario``)."""
     return DRAFT_CONTROLLERS.make(name, **kwargs)
