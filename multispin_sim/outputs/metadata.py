@@ -5,7 +5,7 @@ import platform
 import sys
 from pathlib import Path
 
-PACKAGES = ("numpy", "scipy", "simpy", "networkx", "pyyaml")
+PACKAGES = ("numpy", "scipy", "simpy", "networkx", "pyyaml", "numba")
 
 
 def package_versions():
@@ -34,8 +34,15 @@ def run_metadata(version, seed, wall_time_s, command_line=None, **extra):
         "command_line": list(sys.argv if command_line is None else command_line),
         "packages": package_versions(),
         "platform": _platform(),
+        "compiled_search": compiled_search(),
         **extra,
     }
+
+
+def compiled_search():
+    """Whether this process ran the compiled draft search: its module is imported only when a
+    searching controller builds an objective with numba on (``MULTISPIN_NUMBA`` not 0)."""
+    return "multispin_sim.policies.search_numba" in sys.modules
 
 
 @functools.lru_cache(maxsize=1)
