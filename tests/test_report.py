@@ -10,6 +10,7 @@ import re
 import shutil
 import struct
 import subprocess
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -82,7 +83,7 @@ def test_sweep_report_lists_cells_and_failures(sweep_dir, tmp_path):
     assert main(["report", str(sweep_dir), "--out", str(path)]) == 0
     text = path.read_text(encoding="utf-8")
     _self_contained(text)
-    assert len(_pngs(text)) == 3                                            # goodput, shares, timeline
+    assert len(_pngs(text)) == 4                                # goodput, comm, shares, timeline
     with open(sweep_dir / "cells.csv") as f:
         cells = f.read().splitlines()[1:]
     assert text.count("<tr><td class=l>") == len(cells) == 4
@@ -165,3 +166,101 @@ def test_report_renders_in_headless_chromium(run_dir, tmp_path):
     assert not_white > 0.05, f"the screenshot is nearly blank ({not_white:.1%} of pixels drawn)"
     # colour from the figures (blue bars, orange/green modes), not only black text
     assert (np.ptp(pixels, axis=-1) > 0.2).mean() > 0.01
+
+
+# ---------------------------------------------------------------------------- the paper's sweep
+
+LEGIBILITY_PROBE = """<script>
+window.addEventListener('load', function () {
+  var imgs = document.images, ok = 0, small = 0;
+  for (var i = 0; i < imgs.length; i++) {
+    if (imgs[i].complete && imgs[i].naturalWidth > 0) ok++;
+    if (imgs[i].width < 0.6 * Math.min(imgs[i].naturalWidth, 1100)) small++;
+  }
+  var d = document.createElement('div'); d.id = 'probe';
+  d.textContent = 'PROBE images=' + imgs.length + ' loaded=' + ok + ' small=' + small +
+    ' overflow=' + (document.documentElement.scrollWidth > window.innerWidth ? 1 : 0);
+  document.body.appendChild(d);
+});
+</script>"""
+
+
+@pytest.fixture(scope="module")
+def paper_sweep(tmp_path_factory):
+    """The paper's Figs 9/10 sweep (80 cells) with its own rounds and replications cut down."""
+    import yaml
+
+    root = Path(__file__).resolve().parents[1]
+    src = root / "scenarios" / "paper" / "fig9_10_devices.yaml"
+    doc = yaml.safe_load(src.read_text(encoding="utf-8"))
+    doc["base_file"] = str((src.parent / doc["base_file"]).resolve())
+    doc["base"]["run"]["rounds"] = 5
+    doc["sweep"]["replications"] = 2
+    base = tmp_path_factory.mktemp("paper")
+    (base / "fig9_10.yaml").write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
+    out = base / "out"
+    assert main(["sweep", str(base / "fig9_10.yaml"), "--out", str(out), "--jobs", "2"]) == 0
+    return out
+
+
+def test_paper_sweep_report_uses_the_plot_entries_legibly(paper_sweep):
+    """The report draws the sweep file's plot entry (as ``plot`` does): at most MAX_CURVES curves
+    a panel, legends beside the axes (over none of them), every text inside the figure."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    from multispin_sim.report.sweep import MAX_CURVES, read_sweep_folder, sweep_figures
+
+    _, meta, table, _, _ = read_sweep_folder(paper_sweep)
+    figs = sweep_figures(meta, table)
+    assert [name for _, name in figs] == ["fig9_10_goodput"]
+    fig = figs[0][0]
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    renderer = canvas.get_renderer()
+    page = fig.bbox
+    axes = [ax for ax in fig.axes if ax.get_visible()]
+    assert len(axes) == 2                                 # one panel per power ratio
+    for ax in axes:
+        assert 1 <= len(ax.get_lines()) <= MAX_CURVES * 3  # a curve is a line and its two caps
+        assert len(ax.get_legend_handles_labels()[1]) == 4 <= MAX_CURVES
+        legend = ax.get_legend().get_window_extent(renderer)
+        assert not any(legend.overlaps(other.get_window_extent(renderer)) for other in axes)
+        texts = [ax.xaxis.label, ax.yaxis.label, ax.title, *ax.get_xticklabels(),
+                 *ax.get_yticklabels(), *ax.get_legend().get_texts()]
+        for t in texts:
+            if t.get_text() and t.get_visible():
+                box = t.get_window_extent(renderer)
+                assert page.x0 - 1 <= box.x0 and box.x1 <= page.x1 + 1, t.get_text()
+                assert page.y0 - 1 <= box.y0 and box.y1 <= page.y1 + 1, t.get_text()
+
+
+def test_split_panels_for_many_curves(paper_sweep):
+    """Without panels, the 8 (ratio, mode) curves of a panel are split into panels of at most
+    MAX_CURVES, so any grid stays legible."""
+    from multispin_sim.report.sweep import MAX_CURVES, read_sweep_folder, sweep_figures
+
+    _, meta, table, _, _ = read_sweep_folder(paper_sweep)
+    meta = dict(meta, plot=[{"name": "all", "x": "devices.count", "y": "goodput_tps"}])
+    fig = sweep_figures(meta, table)[0][0]
+    counts = [len(ax.get_legend_handles_labels()[1]) for ax in fig.axes if ax.get_visible()]
+    assert sum(counts) == 8 and max(counts) <= MAX_CURVES and len(counts) == 2
+
+
+def test_paper_sweep_report_in_headless_chromium(paper_sweep, tmp_path):
+    browser = _browser()
+    if browser is None:
+        pytest.skip("no headless Chromium found (CI installs it: apt-get install chromium); "
+                    "the sweep report is not checked in a browser here")
+    page = tmp_path / "sweep.html"
+    assert main(["report", str(paper_sweep), "--out", str(page)]) == 0
+    text = page.read_text(encoding="utf-8")
+    _self_contained(text)
+    probe = tmp_path / "probe.html"
+    probe.write_text(text.replace("</head>", LEGIBILITY_PROBE + "</head>", 1), encoding="utf-8")
+    dom = _chromium(browser, "--window-size=1200,2400", "--virtual-time-budget=10000",
+                    "--dump-dom", probe.as_uri())
+    match = re.search(r"PROBE images=(\d+) loaded=(\d+) small=(\d+) overflow=(\d+)", dom.stdout)
+    assert match, f"the page did not finish loading in Chromium: {dom.stderr[-2000:]}"
+    images, loaded, small, overflow = map(int, match.groups())
+    # the plot entry and the timeline; every one shown at >= 60% of its size, no side scrolling
+    assert images == loaded == 2 and small == 0 and overflow == 0

@@ -156,6 +156,27 @@ def _label(keys, values):
 
 def draw_figure(spec, meta, cells, folder):
     """Draw one figure spec into ``folder`` (PNG + CSV); return the two paths."""
+    fig, rows = render_figure(spec, meta, cells)
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    png = folder / f"{spec['name']}.png"
+    fig.savefig(png, dpi=120)
+    csv_path = folder / f"{spec['name']}.csv"
+    with open(csv_path, "w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f, lineterminator="\n")
+        cols = ["panel", "curve", "metric", "x", "mean", "ci95_lo", "ci95_hi", "n"]
+        w.writerow(cols)
+        for r in rows:
+            w.writerow([repr(r[c]) if isinstance(r[c], float) else r[c] for c in cols])
+    return png, csv_path
+
+
+def render_figure(spec, meta, cells, max_curves=None, legend_outside=False, max_cols=3):
+    """The matplotlib Figure of one figure spec and the rows of its CSV.
+
+    ``max_curves``: at most this many curves per panel; a panel with more is split into several
+    (titled "curves i-j of n"), so any grid stays legible. ``legend_outside``: each panel's
+    legend to the right of its axes, never over the points."""
     Figure = _require_matplotlib()
     keys = meta["keys"]
     x = spec["x"]
@@ -174,18 +195,23 @@ def draw_figure(spec, meta, cells, folder):
     numeric_x = _is_numeric(xs_all)
     categories = list(dict.fromkeys(xs_all.tolist()))
 
-    n_panels = len(panel_order)
-    ncols = min(n_panels, 3)
+    per_panel = len(curve_order)
+    if max_curves and len(curve_order) * len(ys) > max_curves:
+        per_panel = max(1, max_curves // len(ys))
+    chunks = [curve_order[i:i + per_panel] for i in range(0, len(curve_order), per_panel)]
+    layout = [(pvals, ci) for pvals in panel_order for ci in range(len(chunks))]
+    n_panels = len(layout)
+    ncols = min(n_panels, max_cols)
     nrows = math.ceil(n_panels / ncols)
     fig = Figure(figsize=(5.2 * ncols, 3.9 * nrows), layout="constrained")
     axes = fig.subplots(nrows, ncols, squeeze=False)
     rows = []
     units = {metric_label(m)[1] for m in ys}
     shared_unit = next(iter(units)) if len(units) == 1 and "" not in units else "value"
-    for pi, pvals in enumerate(panel_order):
+    for pi, (pvals, chunk) in enumerate(layout):
         ax = axes[pi // ncols][pi % ncols]
         pmask = panel_masks[pvals]
-        for ci, cvals in enumerate(curve_order):
+        for ci, cvals in enumerate(chunks[chunk]):
             mask = pmask & curve_masks[cvals]
             if not mask.any():
                 continue
@@ -220,10 +246,12 @@ def draw_figure(spec, meta, cells, folder):
                                  "mean": float(mean[i]), "ci95_lo": float(lo[i]),
                                  "ci95_hi": float(hi[i]),
                                  "n": int(nn[i])})
-        if panels:
-            ax.set_title(", ".join(f"{KEY_LABELS.get(k, k)} = {_fmt(v)}"
-                                   for k, v in zip(panels, pvals)),
-                         fontsize=10)
+        titles = [", ".join(f"{KEY_LABELS.get(k, k)} = {_fmt(v)}" for k, v in zip(panels, pvals))]
+        if len(chunks) > 1:
+            first = chunk * per_panel + 1
+            titles.append(f"curves {first}-{first + len(chunks[chunk]) - 1} of {len(curve_order)}")
+        if any(titles):
+            ax.set_title("\n".join(t for t in titles if t), fontsize=10)
         ax.set_xlabel(spec.get("xlabel") or key_label(x, meta.get("key_info")))
         if spec.get("ylabel"):
             ax.set_ylabel(spec["ylabel"])
@@ -248,7 +276,11 @@ def draw_figure(spec, meta, cells, folder):
             ax.set_yscale("log")
         ax.grid(True, alpha=0.3)
         if ax.get_legend_handles_labels()[1]:
-            ax.legend(fontsize=8)
+            if legend_outside:
+                ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0),
+                          borderaxespad=0.0)
+            else:
+                ax.legend(fontsize=8)
     for j in range(n_panels, nrows * ncols):
         axes[j // ncols][j % ncols].set_visible(False)
     title = spec.get("title") or meta.get("name", "")
@@ -256,18 +288,7 @@ def draw_figure(spec, meta, cells, folder):
     if reps:
         title += f"\nmean and 95% CI over {reps} replications"
     fig.suptitle(title, fontsize=11)
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    png = folder / f"{spec['name']}.png"
-    fig.savefig(png, dpi=120)
-    csv_path = folder / f"{spec['name']}.csv"
-    with open(csv_path, "w", newline="", encoding="utf-8") as f:
-        w = csv.writer(f, lineterminator="\n")
-        cols = ["panel", "curve", "metric", "x", "mean", "ci95_lo", "ci95_hi", "n"]
-        w.writerow(cols)
-        for r in rows:
-            w.writerow([repr(r[c]) if isinstance(r[c], float) else r[c] for c in cols])
-    return png, csv_path
+    return fig, rows
 
 
 def plot_sweep(results_dir, out=None):

@@ -1,0 +1,210 @@
+"""The report page of a run folder (``multispin-sim run``): the scenario, the headline figures
+with their 95% confidence intervals, the round's time budget, distributions of per-round goodput
+and of the communication time (with its heavy tail on a log-log survival plot), the UL/DL shares
+of the corrections (overall and per device), a timeline of the first rounds, the warnings, and
+how the run was made (version, seed, command)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from .checks import ReportError, number, read_csv, read_json
+from .common import (_cards, _e, _figure_class, _fmt, _img, _page, _png, _timeline_png,
+                     _warnings, _yaml_text)
+
+ROUND_COLUMNS = ("round", "start_s", "draft_s", "verify_s", "comm_s", "duration_s", "tokens")
+DEVICE_ROUND_COLUMNS = ("round", "device", "draft_len", "mode")
+DEVICE_COLUMNS = ("device", "goodput_tps")
+SUMMARY_KEYS = ("rounds", "goodput_tps", "sim_time_s")
+
+
+def read_run(folder):
+    """summary.json and the three tables of a run folder, checked (``ReportError``)."""
+    summary = read_json(folder / "summary.json", SUMMARY_KEYS)
+    for key in ("rounds", "ul_corrections", "dl_corrections"):
+        v = summary.get(key, 0)
+        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+            raise ReportError(f"{folder / 'summary.json'}: {key} is {v!r}; expected a count "
+                              f"(an integer >= 0): rerun the command that wrote it (or restore "
+                              "the file)")
+    tables = {}
+    for name, required, finite in (("rounds", ROUND_COLUMNS, ROUND_COLUMNS),
+                                   ("device_rounds", DEVICE_ROUND_COLUMNS, ("round", "device")),
+                                   ("devices", DEVICE_COLUMNS, ("device",))):
+        path = folder / f"{name}.csv"
+        if not path.is_file():
+            raise ReportError(f"{path}: not found; expected a whole run folder of "
+                              "'multispin-sim run' (summary.json and rounds.csv, "
+                              "device_rounds.csv, devices.csv)")
+        tables[name] = read_csv(path, required, finite)
+    n = len(tables["rounds"]["round"])
+    if n == 0:
+        raise ReportError(f"{folder}: the run has no rounds (rounds.csv has none), nothing to "
+                          "report; run it again with more rounds (run.rounds) or a longer "
+                          "run.max_time_s")
+    return summary, tables
+
+
+
+
+def _run_figures(folder, summary, tables):
+    Figure = _figure_class()
+    rt, dr, dev = tables["rounds"], tables["device_rounds"], tables["devices"]
+    figs = []
+    dur = rt["duration_s"]
+    # time budget
+    parts = {"drafting": rt["draft_s"].sum(), "verification": rt["verify_s"].sum(),
+             "communication": rt["comm_s"].sum()}
+    total = sum(parts.values())
+    budget = {k: v / total if total > 0 else 0.0 for k, v in parts.items()}
+
+    fig = Figure(figsize=(10, 3.4), layout="constrained")
+    a1, a2 = fig.subplots(1, 2)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        per_round = np.where(dur > 0, rt["tokens"] / dur, np.nan)
+    per_round = per_round[np.isfinite(per_round)]
+    a1.hist(per_round, bins=40, color="#4C72B0")
+    g = number(summary.get("goodput_tps"))
+    lo, hi = _interval(summary)
+    if np.isfinite(g):
+        a1.axvspan(lo, hi, color="#DD8452", alpha=0.3, label="95% CI of the run's goodput")
+        a1.axvline(g, color="#DD8452", label=f"run goodput {g:.1f} tokens/s")
+        a1.legend(fontsize=8)
+    a1.set(xlabel="tokens / round length (tokens/s)", ylabel="rounds", title="goodput of each round")
+    from matplotlib.ticker import MaxNLocator
+
+    a2.bar(dev["device"], dev["goodput_tps"], color="#55A868")
+    a2.set(xlabel="device", ylabel="tokens/s", title="goodput per device")
+    a2.xaxis.set_major_locator(MaxNLocator(integer=True))
+    figs.append(_img(_png(fig), "goodput distribution",
+                     "Left: tokens of each round divided by its length (the run's goodput is the "
+                     "ratio of sums, not the mean of this histogram). Right: per-device goodput."))
+
+    fig = Figure(figsize=(10, 3.4), layout="constrained")
+    a1, a2 = fig.subplots(1, 2)
+    comm = rt["comm_s"][rt["comm_s"] > 0] * 1e3
+    if comm.size:
+        bins = np.logspace(np.log10(comm.min()), np.log10(max(comm.max(), comm.min() * 1.01)), 40)
+        a1.hist(comm, bins=bins, color="#8172B3")
+        a1.set_xscale("log")
+        c = np.sort(comm)
+        a2.loglog(c, 1.0 - np.arange(c.size) / c.size, ".", ms=3, color="#8172B3")
+        for q, ls in ((0.5, "--"), (0.95, ":")):
+            v = np.quantile(comm, q)
+            a1.axvline(v, color="k", ls=ls, label=f"{'median' if q == 0.5 else 'p95'} {v:.2f} ms")
+        a1.legend(fontsize=8)
+    a1.set(xlabel="communication time per round (ms)", ylabel="rounds",
+           title=f"comm time ({comm.size} rounds with a correction)")
+    a2.set(xlabel="communication time (ms)", ylabel="P(comm > x)", title="survival (log-log): the tail")
+    figs.append(_img(_png(fig), "communication delay distribution",
+                     "The correction phase of each round. Under Rayleigh fading the delay has a 1/t "
+                     "tail (infinite mean): read the median and p95 rather than the mean."))
+
+    fig = Figure(figsize=(10, 3.4), layout="constrained")
+    a1, a2 = fig.subplots(1, 2, width_ratios=(1, 3))
+    modes = np.char.lower(np.char.strip(dr["mode"].astype(str)))
+    n = max(len(modes), 1)
+    shares = {"no correction": np.mean(modes == ""), "UL": np.mean(modes == "ul"),
+              "DL": np.mean(modes == "dl")}
+    colours = {"no correction": "#D9D9D9", "UL": "#DD8452", "DL": "#55A868"}
+    bottom = 0.0
+    for name, v in shares.items():
+        a1.bar([0], [v], bottom=bottom, color=colours[name], label=f"{name} {v:.1%}")
+        bottom += v
+    a1.set_xticks([0], ["all"]); a1.set(ylabel="share of device-rounds", ylim=(0, 1))
+    a1.legend(fontsize=8, loc="lower center")
+    devices = dev["device"]
+    bottom = np.zeros(len(devices))
+    for name, code in (("no correction", ""), ("UL", "ul"), ("DL", "dl")):
+        v = np.array([np.mean(modes[dr["device"] == k] == code) if np.any(dr["device"] == k) else 0.0
+                      for k in devices])
+        a2.bar(devices, v, bottom=bottom, color=colours[name])
+        bottom += v
+    a2.set(xlabel="device", ylim=(0, 1), title="per device")
+    a2.xaxis.set_major_locator(MaxNLocator(integer=True))
+    figs.append(_img(_png(fig), "UL and DL shares",
+                     f"How the {n:,} device-rounds ended: no correction, a UL correction (the device "
+                     "uploads its draft distribution) or a DL correction (the server sends the "
+                     "target distribution)."))
+    try:
+        figs.append(_img(_timeline_png(folder, 3), "timeline of the first rounds",
+                         "The first three rounds: drafting, waiting, the batched verification and "
+                         "the UL/DL corrections of each device."))
+    except Exception as exc:  # a figure that cannot be drawn is reported, not fatal
+        figs.append(f'<div class="warn">timeline not drawn: {_e(exc)}</div>')
+    return figs, budget
+
+
+def _interval(summary):
+    ci = summary.get("goodput_ci95")
+    if isinstance(ci, list) and len(ci) == 2:
+        return number(ci[0]), number(ci[1])
+    return np.nan, np.nan
+
+
+def _f(x, spec=".2f"):
+    return format(x, spec) if np.isfinite(x) else "-"
+
+
+def _stat(summary, key, q, scale=1.0):
+    s = summary.get(key)
+    return number(s.get(q)) * scale if isinstance(s, dict) else np.nan
+
+
+def read_run_folder(folder):
+    """Everything the run page needs, read and checked before any figure is drawn."""
+    folder = Path(folder)
+    summary, tables = read_run(folder)
+    meta = read_json(folder / "run.json") if (folder / "run.json").is_file() else {}
+    return folder, summary, tables, meta
+
+
+def run_report(checked):
+    folder, summary, tables, meta = checked
+    figs, budget = _run_figures(folder, summary, tables)
+    lo, hi = _interval(summary)
+    comm_med, comm_p95 = _stat(summary, "comm_s", "median", 1e3), _stat(summary, "comm_s", "p95", 1e3)
+    cards = [
+        ("goodput (tokens/s), 95% CI", f"{_f(number(summary['goodput_tps']))}<br><small>"
+                                       f"{_f(lo)} to {_f(hi)}</small>"),
+        ("rounds / simulated time", f"{summary['rounds']:,}<br><small>"
+                                    f"{_f(number(summary['sim_time_s']))} s</small>"),
+        ("mean draft length", _f(number(summary.get("mean_draft_len")))),
+        ("corrections UL / DL", f"{summary.get('ul_corrections', 0):,} / "
+                                f"{summary.get('dl_corrections', 0):,}"),
+        ("comm time median / p95", f"{_f(comm_med)} ms<br><small>p95 {_f(comm_p95)} ms</small>"),
+    ]
+    rows = []
+    for key, label in (("duration_s", "round length"), ("comm_s", "communication time")):
+        s = summary.get(key)
+        if isinstance(s, dict):
+            rows.append(f"<tr><td class=l>{label}</td>" + "".join(
+                f"<td>{_f(number(s.get(q)) * 1e3, '.3f')}</td>" for q in ("mean", "median", "p95", "max")) + "</tr>")
+    body = [_cards(cards)]
+    if budget:
+        body.append("<p>Time budget of the run: " + ", ".join(
+            f"{k} {v:.0%}" for k, v in budget.items()) + " of the simulated time.</p>")
+    body.append("<table><tr><th class=l>per round (ms)</th><th>mean</th><th>median</th><th>p95</th>"
+                "<th>max</th></tr>" + "".join(rows) + "</table>")
+    req = summary.get("requests")
+    if isinstance(req, dict):
+        lat = req.get("latency_s", {})
+        body.append(f"<p>Requests: {req.get('completed', '?')} of {req.get('arrivals', '?')} completed; "
+                    f"latency median {_fmt(lat.get('median'))} s, p95 {_fmt(lat.get('p95'))} s; server "
+                    f"utilisation {_fmt(req.get('server_utilisation'))}.</p>")
+    warnings = [str(w) for w in summary.get("warnings") or [] if w]
+    if not summary.get("complete", True):
+        warnings.insert(0, "the run was interrupted: complete is false, the figures cover the rounds done")
+    body.append("<h2>Warnings</h2>" + _warnings(warnings))
+    body.append("<h2>Figures</h2>" + "".join(figs))
+    body.append("<h2>Scenario</h2><pre>" + _e(_yaml_text(folder / "scenario.yaml")) + "</pre>")
+    if meta:
+        keep = {k: meta[k] for k in ("version", "multispin_sim_version", "seed", "wall_time_s",
+                                     "command_line", "python", "platform", "complete") if k in meta}
+        body.append("<h2>How it was made</h2><pre>" + _e(json.dumps(keep or meta, indent=2)) + "</pre>")
+    sub = f"run folder <code>{_e(folder.resolve())}</code>"
+    return _page(f"multispin-sim run report: {folder.name}", sub, "\n".join(body))
+
+
