@@ -126,16 +126,25 @@ def cmd_sweep(args):
     from .experiments import (ExecutorError, OutputConflictError, default_output, load_sweep,
                               run_sweep)
 
+    if args.scheduler is not None and not args.scheduler.strip():
+        raise CliError("--scheduler ''", "is empty", "give the address of a running Dask "
+                       "scheduler, e.g. tcp://host:8786 (or leave --scheduler out)")
     executor = args.executor or ("dask" if args.scheduler else "local")
     if args.scheduler and executor != "dask":
-        print(f"error: --scheduler needs --executor dask (not {executor})", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        raise CliError("--scheduler", f"needs --executor dask (not {executor})",
+                       "drop --scheduler, or use --executor dask")
+    if executor == "dask":
+        try:
+            import dask.distributed  # noqa: F401 -- checked before the sweep file and the folder
+        except ImportError:
+            raise CliError("--executor dask", "needs dask.distributed, which is not installed",
+                           "pip install 'multispin_sim[dask]', or use --executor local") from None
     sweep = load_sweep(args.file, overrides=list(args.set or []))  # validates every cell first
     out = args.out or default_output(sweep)
     try:
         result = run_sweep(sweep, out, executor=executor, jobs=args.jobs, scheduler=args.scheduler)
     except (OutputConflictError, ExecutorError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {_with_todo(exc, 'see multispin-sim sweep --help')}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         print(f"interrupted: finished runs are kept in {out}; rerun the same command to resume",
@@ -193,7 +202,7 @@ def cmd_plot(args):
         else:
             paths = plot_sweep(args.results_dir, out=args.out)
     except PlotError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {_with_todo(exc, 'see multispin-sim plot --help')}", file=sys.stderr)
         return EXIT_BAD_INPUT
     for path in paths:
         print(path)
@@ -206,7 +215,7 @@ def cmd_report(args):
     try:
         path = write_report(args.results_dir, out=args.out)
     except ReportError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {_with_todo(exc, 'see multispin-sim report --help')}", file=sys.stderr)
         return EXIT_BAD_INPUT
     print(path)
     return 0
@@ -269,6 +278,14 @@ def cmd_capacity(args):
               "per run", file=sys.stderr)
     print(f"curve: {csv_path}")
     return 0
+
+
+def _with_todo(exc, todo):
+    """The one line of a command's own error, with what to do when its message lacks it."""
+    from .errors import one_line
+
+    text = one_line(exc)
+    return text if "; " in text else f"{text}; {todo}"
 
 
 def _write_or_stop(write):

@@ -153,8 +153,8 @@ def dask_runs(tasks, jobs=None, runner=None, scheduler=None, processes=True, **_
     try:
         from dask.distributed import Client, LocalCluster, as_completed as dask_completed
     except ImportError:
-        raise ExecutorError("the dask executor needs dask.distributed: "
-                            "pip install 'multispin_sim[dask]'") from None
+        raise ExecutorError("the dask executor needs dask.distributed; "
+                            "pip install 'multispin_sim[dask]' (or use --executor local)") from None
     cluster = None
     try:
         if scheduler:
@@ -171,8 +171,9 @@ def dask_runs(tasks, jobs=None, runner=None, scheduler=None, processes=True, **_
         if cluster is not None:
             cluster.close()
         where = scheduler or "a LocalCluster"
-        raise ExecutorError(f"cannot start the dask executor on {where}: "
-                            f"{_one_line(exc)}") from None
+        raise ExecutorError(f"cannot start the dask executor on {where}: {_one_line(exc)}; "
+                            "check that the scheduler runs and this machine reaches it (or use "
+                            "--executor local)") from None
     try:
         futures = {}
         for t in tasks:
@@ -204,8 +205,8 @@ def check_executor(name):
         try:
             import dask.distributed  # noqa: F401
         except ImportError:
-            raise ExecutorError("the dask executor needs dask.distributed: "
-                                "pip install 'multispin_sim[dask]'") from None
+            raise ExecutorError("the dask executor needs dask.distributed; "
+                                "pip install 'multispin_sim[dask]' (or use --executor local)") from None
 
 
 def get_executor(name):

@@ -94,7 +94,7 @@ def _require_matplotlib():
     try:
         from matplotlib.figure import Figure
     except ImportError:
-        raise PlotError("plotting needs matplotlib: pip install 'multispin_sim[plot]'") from None
+        raise PlotError("plot: plotting needs matplotlib; pip install 'multispin_sim[plot]'") from None
     return Figure
 
 

@@ -36,7 +36,7 @@ def _figure_class():
     try:
         from matplotlib.figure import Figure
     except ImportError:
-        raise ReportError("the report draws its figures with matplotlib: "
+        raise ReportError("report: the figures are drawn with matplotlib; "
                           "pip install 'multispin_sim[plot]'") from None
     return Figure
 

@@ -39,3 +39,42 @@ def test_plot_timeline_bounded(tmp_path, args, key):
     line = error_line(cli("plot", "--timeline", run, *args, cwd=tmp_path), 2)
     assert line.startswith(f"error: {key}:")
     assert not (run / "timeline.png").exists()
+
+
+@pytest.mark.parametrize("args, what", [
+    (["--scheduler", ""], "--scheduler ''"),
+    (["--executor", "local", "--scheduler", "tcp://127.0.0.1:1"], "--scheduler"),
+    (["--executor", "serial", "--scheduler", "tcp://127.0.0.1:1"], "--scheduler"),
+])
+def test_sweep_scheduler_options_refused_before_any_work(tmp_path, args, what):
+    """FAULT_CLASS messages: the scheduler options had no "what to do" ('' even ran a local
+    sweep); refused with it, exit 2, no output folder."""
+    from test_faults import sweep_file
+
+    sw = sweep_file(tmp_path, rounds=10, counts=(2,), reps=1)
+    line = error_line(cli("sweep", sw, "--out", tmp_path / "o", *args, cwd=tmp_path), 2)
+    assert line.startswith(f"error: {what}:")
+    assert not (tmp_path / "o").exists()
+
+
+def test_sweep_dask_missing_refused_before_any_work(tmp_path):
+    """FAULT_CLASS messages: --executor dask without dask.distributed: what to do, and no folder."""
+    try:
+        import dask.distributed  # noqa: F401
+        pytest.skip("dask.distributed is installed here")
+    except ImportError:
+        pass
+    from test_faults import sweep_file
+
+    sw = sweep_file(tmp_path, rounds=10, counts=(2,), reps=1)
+    line = error_line(cli("sweep", sw, "--out", tmp_path / "o", "--executor", "dask",
+                          cwd=tmp_path), 2)
+    assert "--executor local" in line and not (tmp_path / "o").exists()
+
+
+def test_plot_error_lines_say_what_to_do(tmp_path):
+    """FAULT_CLASS messages: a run folder without rounds drew no timeline with a bare line."""
+    run = tmp_path / "run"
+    assert cli("run", scenario(tmp_path), "--out", run, "--quiet", cwd=tmp_path).rc == 0
+    line = error_line(cli("plot", "--timeline", run, "--first", "100000", cwd=tmp_path), 2)
+    assert "no round in" in line
