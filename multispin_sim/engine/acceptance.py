@@ -4,6 +4,8 @@
 ``ScenarioError`` naming ``acceptance.trace_file`` and the file's line); ``build_acceptance``
 makes the ``model.acceptance`` component and the belief the server uses.
 """
+import inspect
+
 from ..model.acceptance import ACCEPTANCE_MODELS, BELIEFS, TASK_CATEGORIES
 from ..model.acceptance_trace import TraceError, read_trace, select_answers, shipped_trace_path
 from ..scenario import TASKS, ScenarioError
@@ -36,6 +38,15 @@ def read_acceptance_trace(scenario):
                                     f"the selection has {', '.join(sorted(have))}; use "
                                     "'uniform' or select those categories")
     return answers
+
+
+def acceptance_inputs(scenario):
+    """The files the acceptance model needs, read now: a model that replays answers takes the
+    engine's ``trace`` in its ``from_scenario`` (its signature says so)."""
+    cls = ACCEPTANCE_MODELS.lookup(scenario.acceptance.model)
+    if "trace" not in inspect.signature(cls.from_scenario).parameters:
+        return {}
+    return {"acceptance_trace": read_acceptance_trace(scenario)}
 
 
 def build_acceptance(scenario, population, rng, answers=None, block=1024):

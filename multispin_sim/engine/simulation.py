@@ -19,7 +19,7 @@ from ..outputs.requests import RequestLog
 from ..policies import DRAFT_CONTROLLERS
 from ..scenario import dump_scenario_yaml, load_scenario
 from ..outputs.energy import EnergyAccount
-from .acceptance import acceptance_summary, build_acceptance, read_acceptance_trace
+from .acceptance import acceptance_inputs, acceptance_summary, build_acceptance
 from .channel import OFDMAChannel
 from .compute import check_verify_table, energy_powers, reactive_policy, thermal_state
 from .link import build_channel, check_link, link_policy
@@ -29,8 +29,8 @@ from .protocols import make_loop
 from .server import EdgeServer
 from .streams import RandomStreams
 from .tokens import payload_server, read_pairs
-from .topology import Mover, read_graphml_positions
-from .workload import PoissonArrivals, Saturated, TraceArrivals, read_trace
+from .topology import LAYOUTS, Mover
+from .workload import ARRIVAL_MODELS
 
 
 WRITER_PROCESS_MIN_ROWS = 200_000  # device-round rows from which a writer process pays off
@@ -121,18 +121,14 @@ def write_topology(path, population):
 
 
 def read_inputs(scenario):
-    """Files a scenario refers to (trace, GraphML, verification table), read and checked before
-    anything is written."""
+    """Files a scenario refers to, read and checked before anything is written: each chosen
+    component reads its own (``read_inputs``), plus the verification table and the PRB check."""
     inputs = {}
     check_verify_table(scenario)
     check_link(scenario)
-    if scenario.workload.arrivals == "trace":
-        inputs["trace"] = read_trace(scenario.workload.trace_file, scenario.devices.count)
-    if scenario.acceptance.model == "trace":
-        inputs["acceptance_trace"] = read_acceptance_trace(scenario)
-    if scenario.topology.layout == "graphml":
-        inputs["graphml"] = read_graphml_positions(scenario.topology.graphml_file,
-                                                   scenario.devices.count)
+    inputs.update(ARRIVAL_MODELS.lookup(scenario.workload.arrivals).read_inputs(scenario))
+    inputs.update(acceptance_inputs(scenario))
+    inputs.update(LAYOUTS.lookup(scenario.topology.layout).read_inputs(scenario))
     if scenario.payload.pairs_file is not None:
         inputs["pairs"] = read_pairs(scenario.payload)
     return inputs
@@ -141,15 +137,8 @@ def read_inputs(scenario):
 def build_workload(scenario, population, streams, env=None, log=None, inputs=None):
     """The scenario's workload (``workload.arrivals``); queueing ones start their SimPy
     arrival processes in ``env`` and write their requests to ``log``."""
-    w = scenario.workload
-    k = population.system.k
-    if w.arrivals == "saturated":
-        return Saturated(k)
-    if w.arrivals == "poisson":
-        rates = np.broadcast_to(np.asarray(w.rate_per_s, dtype=float), (k,))
-        return PoissonArrivals(env, rates, w, population.tasks, streams.arrivals, log)
-    trace = (inputs or {}).get("trace") or read_trace(w.trace_file, k)
-    return TraceArrivals(env, trace, w, population.tasks, streams.arrivals, log)
+    return ARRIVAL_MODELS.lookup(scenario.workload.arrivals).from_scenario(
+        scenario, population.tasks, streams.arrivals, env, log, inputs)
 
 
 def simulate(scenario, out=None, *, results_dir=None, progress=False, command_line=None):
@@ -219,7 +208,7 @@ def _simulate(scenario, folder, inputs, tmp, signals, progress, command_line):
                                              thermal) if scenario.energy.record else None,
                         extra=getattr(channel, "extra_columns", None))
     log = None
-    if scenario.workload.arrivals != "saturated":
+    if not ARRIVAL_MODELS.lookup(scenario.workload.arrivals).saturated:
         log = RequestLog(folder / "requests.csv", system.k, slo_ttft_s=scenario.serving.slo_ttft_s,
                          slo_tpot_s=scenario.serving.slo_tpot_s)
     workload = build_workload(scenario, population, streams, env, log, inputs)

@@ -19,6 +19,7 @@ shadowing correlated over the distance moved).
 """
 import numpy as np
 
+from ..model.registry import Registry
 from ..model.mobility import RandomWaypoint, clamped_pathloss_gain
 from ..model.shadowing import shadowing_gain, shadowing_step
 from ..model.topology import annulus_positions, distances
@@ -78,6 +79,63 @@ def read_graphml_positions(path, count):
     return server, devices
 
 
+class Layout:
+    """Interface of a layout (``topology.layout``): where the server and the devices are."""
+
+    # the waypoint region defaults to devices.distance_m's range (the layout draws from it)
+    uses_distance_keys = False
+
+    @classmethod
+    def read_inputs(cls, scenario):
+        """The files the layout needs, read and checked before a run writes anything."""
+        return {}
+
+    @classmethod
+    def place(cls, scenario, distance, rng, inputs):
+        """(server position (2,), device positions (K, 2), distances (K,))."""
+        raise NotImplementedError
+
+
+# topology.layout -> class (the schema lists the same names: scenario.names.TOPOLOGY_LAYOUTS)
+LAYOUTS = Registry("topology layout")
+
+
+@LAYOUTS.register("annulus")
+class AnnulusLayout(Layout):
+    uses_distance_keys = True
+
+    @classmethod
+    def place(cls, scenario, distance, rng, inputs):
+        server = np.asarray(scenario.topology.server_xy_m, dtype=float)
+        angle = rng.random(distance.size) * 2.0 * np.pi
+        return server, annulus_positions(distance, angle, server), distance
+
+
+@LAYOUTS.register("coordinates")
+class CoordinatesLayout(Layout):
+    @classmethod
+    def place(cls, scenario, distance, rng, inputs):
+        topo = scenario.topology
+        server = np.asarray(topo.server_xy_m, dtype=float)
+        positions = np.asarray(topo.device_xy_m, dtype=float).reshape(-1, 2)
+        return server, positions, distances(positions, server)
+
+
+@LAYOUTS.register("graphml")
+class GraphmlLayout(Layout):
+    @classmethod
+    def read_inputs(cls, scenario):
+        return {"graphml": read_graphml_positions(scenario.topology.graphml_file,
+                                                  scenario.devices.count)}
+
+    @classmethod
+    def place(cls, scenario, distance, rng, inputs):
+        graphml = inputs.get("graphml")
+        server, positions = graphml if graphml is not None else read_graphml_positions(
+            scenario.topology.graphml_file, scenario.devices.count)
+        return server, positions, distances(positions, server)
+
+
 def build_layout(scenario, distance, rng, graphml=None):
     """(server position (2,), device positions (K, 2), distances (K,)) of ``topology.layout``.
 
@@ -85,18 +143,8 @@ def build_layout(scenario, distance, rng, graphml=None):
     stream (bearings, annulus only); ``graphml``: the parsed (server, devices) of the GraphML
     file if already read.
     """
-    topo = scenario.topology
-    if topo.layout == "annulus":
-        server = np.asarray(topo.server_xy_m, dtype=float)
-        angle = rng.random(distance.size) * 2.0 * np.pi
-        return server, annulus_positions(distance, angle, server), distance
-    if topo.layout == "coordinates":
-        server = np.asarray(topo.server_xy_m, dtype=float)
-        positions = np.asarray(topo.device_xy_m, dtype=float).reshape(-1, 2)
-    else:
-        server, positions = graphml if graphml is not None else read_graphml_positions(
-            topo.graphml_file, scenario.devices.count)
-    return server, positions, distances(positions, server)
+    return LAYOUTS.lookup(scenario.topology.layout).place(scenario, distance, rng,
+                                                          {"graphml": graphml})
 
 
 def topology_graph(population):
@@ -121,7 +169,7 @@ def mobility_region(scenario, distance):
     m = scenario.mobility
     if m.region_m is not None:
         return m.region_m
-    if scenario.topology.layout == "annulus":
+    if LAYOUTS.lookup(scenario.topology.layout).uses_distance_keys:
         d = scenario.devices.distance_m
         return (float(d[0]), float(d[1])) if isinstance(d, tuple) else (float(d), float(d))
     return float(np.min(distance)), float(np.max(distance))

@@ -18,14 +18,40 @@ from collections import deque
 import numpy as np
 
 from ..model.queueing import draw_lengths
+from ..model.registry import Registry
 from ..scenario import ScenarioError
 
+# workload.arrivals -> class. The schema lists the same names (scenario.names.ARRIVAL_MODELS:
+# the scenario cannot read an engine module); tests/engine/test_registries.py checks they agree.
+ARRIVAL_MODELS = Registry("arrival model")
 
-class Saturated:
+
+class Arrivals:
+    """Interface of a workload: ``from_scenario`` builds it, ``read_inputs`` reads its files."""
+
+    @classmethod
+    def read_inputs(cls, scenario):
+        """The files this workload needs, read and checked before a run writes anything
+        (name -> contents, handed back to ``from_scenario`` as ``inputs``)."""
+        return {}
+
+    @classmethod
+    def from_scenario(cls, scenario, tasks, rng, env=None, log=None, inputs=None):
+        """The workload of K = len(tasks) devices on the ``arrivals`` stream ``rng``; queueing
+        workloads start their SimPy processes in ``env`` and write their requests to ``log``."""
+        raise NotImplementedError
+
+
+@ARRIVAL_MODELS.register("saturated")
+class Saturated(Arrivals):
     """Every device always has tokens to generate (docs/model.md section 2)."""
 
     name = "saturated"
     saturated = True
+
+    @classmethod
+    def from_scenario(cls, scenario, tasks, rng, env=None, log=None, inputs=None):
+        return cls(len(tasks))
 
     def __init__(self, k):
         self._all = np.ones(k, dtype=bool)
@@ -310,10 +336,17 @@ class QueueingWorkload:
         return out
 
 
-class PoissonArrivals(QueueingWorkload):
+@ARRIVAL_MODELS.register("poisson")
+class PoissonArrivals(QueueingWorkload, Arrivals):
     """Poisson arrivals per device at ``rates`` (K,), one SimPy process per device."""
 
     name = "poisson"
+
+    @classmethod
+    def from_scenario(cls, scenario, tasks, rng, env=None, log=None, inputs=None):
+        w = scenario.workload
+        rates = np.broadcast_to(np.asarray(w.rate_per_s, dtype=float), (len(tasks),))
+        return cls(env, rates, w, tasks, rng, log)
 
     def __init__(self, env, rates, workload, tasks, rng, log=None):
         k = len(rates)
@@ -370,10 +403,20 @@ def read_trace(path, k):
     return times, devices, tokens
 
 
-class TraceArrivals(QueueingWorkload):
+@ARRIVAL_MODELS.register("trace")
+class TraceArrivals(QueueingWorkload, Arrivals):
     """Arrivals replayed from a trace (times, devices, tokens or None: lengths then drawn)."""
 
     name = "trace"
+
+    @classmethod
+    def read_inputs(cls, scenario):
+        return {"trace": read_trace(scenario.workload.trace_file, scenario.devices.count)}
+
+    @classmethod
+    def from_scenario(cls, scenario, tasks, rng, env=None, log=None, inputs=None):
+        trace = (inputs or {}).get("trace") or read_trace(scenario.workload.trace_file, len(tasks))
+        return cls(env, trace, scenario.workload, tasks, rng, log)
 
     def __init__(self, env, trace, workload, tasks, rng, log=None):
         k = len(tasks)
