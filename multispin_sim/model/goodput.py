@@ -209,15 +209,17 @@ class SAATcomm:
         top = int(gammas.max(initial=0))
         table = (gammas[:, :, None] <= np.arange(top + 1)[None, None, :]).sum(axis=0)
         table = np.concatenate([table, np.full((self.k, 1), n)], axis=1)     # (K, top + 2)
+        # steps in the narrowest integer type that holds them: the gathers below move less
+        table = table.astype(np.int16 if n < 2**15 else np.int64)
         flip = table[np.arange(self.k)[None, :], np.minimum(self.runs, top + 1)]
         srt = np.sort(flip, axis=1)
-        ext = np.concatenate([np.zeros((self.m, 1), np.int64), srt], axis=1)
+        ext = np.concatenate([np.zeros((self.m, 1), flip.dtype), srt], axis=1)
         keep = np.empty(ext.shape, dtype=bool)
         keep[:, 0] = True
         keep[:, 1:] = (ext[:, 1:] != ext[:, :-1]) & (ext[:, 1:] < n)
         m_idx, c_idx = np.nonzero(keep)          # sorted by sample, then by step
-        step = ext[m_idx, c_idx]
-        rej = flip[m_idx] <= step[:, None]
+        step = ext[m_idx, c_idx].astype(np.int64)
+        rej = flip[m_idx] <= ext[m_idx, c_idx][:, None]
         t = np.zeros(m_idx.size)
         some = srt[m_idx, 0] <= step             # somebody rejected (else T_comm = 0)
         start = self._from_path(gammas[0])       # the start of this path is known already
@@ -227,7 +229,9 @@ class SAATcomm:
             first = c_idx == 0
             t[first] = start[m_idx[first]]
             some &= ~first
-        if some.any():
+        if some.all():
+            t = _chunked(self.kernel, rej, m_idx)
+        elif some.any():
             t[some] = _chunked(self.kernel, rej[some], m_idx[some])
         prev = np.empty_like(t)
         prev[0] = 0.0

@@ -226,7 +226,7 @@ def greedy_search(obj, path_values=None, compiled=True):
                         {"phase1": int(c), "phase2_steps": steps})
 
 
-def _lazy_phase1(obj, path, chunk=8):
+def _lazy_phase1(obj, path, chunk=12):
     """G along the uniform path, evaluated in chunks until it stops improving (each chunk
     starts where the last one ended: its per-sample T_comm is known)."""
     vals = list(obj.path_values(path[:chunk + 1]))
