@@ -21,9 +21,8 @@ import numpy as np
 
 from ..model.csi import ImperfectCsi, PerfectCsi
 from ..model.fading import IID_FADING, jakes_correlation
-from ..model.link import IidBlocks, McsLink
+from ..model.link import LINK_MODELS, IidBlocks, McsLink
 from ..model.rates import shannon_rate
-from ..model.nr_tables import usable_prbs
 from ..model.reactive import DL
 from ..scenario import ScenarioError
 from .channel import OFDMAChannel
@@ -223,14 +222,8 @@ class LinkChannel(OFDMAChannel):
 
 
 def build_link(scenario, system):
-    """The scenario's ``McsLink`` (None for the paper's Shannon link)."""
-    lk = scenario.link
-    if lk.model == "shannon":
-        return None
-    return McsLink(system.bandwidth_hz, system.n0, scs_khz=lk.subcarrier_spacing_khz,
-                   table=lk.cqi_table, bler_target=lk.bler_target,
-                   gap_db=lk.implementation_gap_db, waterfall_db=lk.bler_waterfall_db,
-                   harq_max=lk.harq_max_transmissions, combining=lk.harq_combining)
+    """The scenario's link component (None for the paper's Shannon link: the channel's own path)."""
+    return LINK_MODELS.lookup(scenario.link.model).from_scenario(scenario, system)
 
 
 def build_csi(scenario, system, link):
@@ -267,7 +260,7 @@ def csi_is_perfect(scenario):
 
 def needs_link_channel(scenario):
     """True when the scenario leaves the paper's link or perfect CSI."""
-    return scenario.link.model != "shannon" or not csi_is_perfect(scenario)
+    return not LINK_MODELS.lookup(scenario.link.model).ideal or not csi_is_perfect(scenario)
 
 
 def outage_wait_s(scenario):
@@ -279,14 +272,13 @@ def outage_wait_s(scenario):
 
 
 def check_link(scenario):
-    """Refuse up front (ScenarioError) a carrier with fewer PRBs than devices for 'mcs'."""
+    """Refuse up front (ScenarioError) a carrier with fewer whole PRBs than devices (links
+    that allocate PRBs)."""
     lk = scenario.link
-    if lk.model != "mcs":
-        return
+    n = LINK_MODELS.lookup(lk.model).usable_prbs(scenario)
     b = scenario.channel.bandwidth_mhz
-    n = usable_prbs(b * 1e6, lk.subcarrier_spacing_khz)
     k = scenario.devices.count
-    if n < k:
+    if n is not None and n < k:
         raise ScenarioError(
             "link.subcarrier_spacing_khz", f"{b:g} MHz at {lk.subcarrier_spacing_khz} kHz has "
             f"{n} usable PRBs for devices.count = {k} (every transmitting device needs a whole "

@@ -11,6 +11,7 @@ import simpy
 
 from ..version import __version__
 from ..errors import RunFailed, os_advice, os_reason
+from ..model.link import LINK_MODELS
 from ..outputs.atomic import write_json
 from ..outputs.metadata import output_folder, run_metadata
 from ..outputs.records import read_table
@@ -277,7 +278,8 @@ def _simulate(scenario, folder, inputs, tmp, signals, progress, command_line):
                 "these devices are served, so their latencies grow with the run length (see "
                 "requests.warnings in summary.json)")
         longest = summary["duration_s"]["max"]
-        heavy_tail = (scenario.link.model == "shannon" and scenario.channel.coherence_time_ms is None)
+        heavy_tail = (LINK_MODELS.lookup(scenario.link.model).ideal
+                      and scenario.channel.coherence_time_ms is None)
         if heavy_tail and stats.sim_time > 0 and longest > 0.05 * stats.sim_time:
             warnings.append(
                 f"one round took {longest:.4g} s ({longest / stats.sim_time:.0%} of the run): a "

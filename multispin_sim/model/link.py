@@ -59,8 +59,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import nr_tables as nr
+from .registry import Registry
 
-LINK_MODELS = ("shannon", "mcs")
+# link.model -> class; ``from_scenario(scenario, system)`` builds the run's link, ``ideal`` says
+# whether the channel's closed-form Shannon path carries it, ``usable_prbs(scenario)`` the PRBs
+# a carrier offers (None: a continuous split)
+LINK_MODELS = Registry("link model")
 HARQ_COMBINING = ("chase", "repetition")
 _LN2 = math.log(2.0)
 _MAX_BLOCKS = 100_000  # blocks waited by one correction before giving up (a bug or no fading)
@@ -78,10 +82,20 @@ class LinkOutcome:
     blocks: int = 0
 
 
+@LINK_MODELS.register("shannon")
 class ShannonLink:
     """The paper's link: b log2(1 + SNR) on b = B / |R| (the engine's own code path)."""
 
     name = "shannon"
+    ideal = True
+
+    @classmethod
+    def from_scenario(cls, scenario, system):
+        return None   # the channel computes the Shannon rates itself
+
+    @classmethod
+    def usable_prbs(cls, scenario):
+        return None
 
     def planned_delay(self, bits, bandwidth_hz, snr):
         with np.errstate(divide="ignore"):
@@ -114,6 +128,7 @@ class BlerCurve:
         return math.log((1.0 - target) / (9.0 * target)) / self.slope
 
 
+@LINK_MODELS.register("mcs")
 class McsLink:
     """NR link abstraction (module docstring). Scalars throughout (one correction at a time).
 
@@ -121,6 +136,21 @@ class McsLink:
     """
 
     name = "mcs"
+    ideal = False
+
+    @classmethod
+    def from_scenario(cls, scenario, system):
+        """The link of the scenario's ``link`` keys on the system's carrier and noise."""
+        lk = scenario.link
+        return cls(system.bandwidth_hz, system.n0, scs_khz=lk.subcarrier_spacing_khz,
+                   table=lk.cqi_table, bler_target=lk.bler_target,
+                   gap_db=lk.implementation_gap_db, waterfall_db=lk.bler_waterfall_db,
+                   harq_max=lk.harq_max_transmissions, combining=lk.harq_combining)
+
+    @classmethod
+    def usable_prbs(cls, scenario):
+        return nr.usable_prbs(scenario.channel.bandwidth_mhz * 1e6,
+                              scenario.link.subcarrier_spacing_khz)
 
     def __init__(self, bandwidth_hz, n0, scs_khz=30, table="64qam", bler_target=0.1,
                  gap_db=1.5, waterfall_db=1.0, harq_max=4, combining="chase", bler=True):
