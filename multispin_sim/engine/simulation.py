@@ -30,7 +30,7 @@ from .protocols import make_loop
 from .server import EdgeServer
 from .streams import RandomStreams
 from .tokens import payload_server, read_pairs
-from .topology import LAYOUTS, Mover
+from .topology import LAYOUTS, Mover, moves
 from .workload import ARRIVAL_MODELS
 
 
@@ -185,7 +185,7 @@ def _simulate(scenario, folder, inputs, tmp, signals, progress, command_line):
     system = population.system
     policy = scenario.policy
     ch = scenario.channel
-    moving = scenario.mobility.model != "none"
+    moving = moves(scenario)
     controller = DRAFT_CONTROLLERS.lookup(policy.draft).from_scenario(
         scenario, draft_length=population.draft_length,
         powers=energy_powers(scenario, population))

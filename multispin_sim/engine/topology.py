@@ -20,7 +20,7 @@ shadowing correlated over the distance moved).
 import numpy as np
 
 from ..model.registry import Registry
-from ..model.mobility import RandomWaypoint, clamped_pathloss_gain
+from ..model.mobility import MOBILITY_MODELS, clamped_pathloss_gain
 from ..model.shadowing import shadowing_gain, shadowing_step
 from ..model.topology import annulus_positions, distances
 from ..scenario import ScenarioError
@@ -175,6 +175,11 @@ def mobility_region(scenario, distance):
     return float(np.min(distance)), float(np.max(distance))
 
 
+def moves(scenario):
+    """True when the scenario's mobility model moves the devices (a ``Mover`` is needed)."""
+    return MOBILITY_MODELS.lookup(scenario.mobility.model).moves
+
+
 class Mover:
     """Large-scale gains of moving devices, evaluated at round starts.
 
@@ -183,13 +188,11 @@ class Mover:
     """
 
     def __init__(self, scenario, population, rng, shadowing_rng):
-        m = scenario.mobility
         ch = scenario.channel
-        speed = m.speed_mps if isinstance(m.speed_mps, tuple) else (m.speed_mps, m.speed_mps)
         self.centre = population.server_position
-        self.walk = RandomWaypoint(population.positions, self.centre,
-                                   mobility_region(scenario, population.distance_m),
-                                   speed, m.pause_s, rng)
+        self.walk = MOBILITY_MODELS.lookup(scenario.mobility.model).from_scenario(
+            scenario, population.positions, self.centre,
+            mobility_region(scenario, population.distance_m), rng)
         self.ref_gain_db = ch.ref_gain_db
         self.exponent = ch.pathloss_exponent
         self.sigma_db = ch.shadowing_db

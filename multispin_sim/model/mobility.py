@@ -1,5 +1,13 @@
-"""Random-waypoint mobility (pure numpy).
+"""Device mobility (pure numpy): ``mobility.model`` names a class of ``MOBILITY_MODELS``.
 
+- ``none``: the devices stay where the topology put them (``moves`` False: the engine keeps
+  the large-scale gains of the population).
+- ``random-waypoint``: below.
+
+A model that moves builds itself with ``from_scenario(scenario, positions, centre, region_m,
+rng)`` and answers ``advance(t) -> (K, 2)`` positions and ``travelled`` (K,) metres so far.
+
+Random waypoint:
 Each device walks in a straight line at its leg's speed towards a waypoint drawn uniformly (in
 area) in an annulus around the server, pauses there ``pause_s`` seconds, draws the next waypoint
 and speed, and so on. ``advance(t)`` moves every device to where it is at time ``t`` (any number
@@ -9,7 +17,10 @@ order legs end (ties by device index), so a trajectory depends on the seed only.
 import numpy as np
 
 from .pathloss import pathloss_gain
+from .registry import Registry
 from .topology import uniform_in_annulus
+
+MOBILITY_MODELS = Registry("mobility model")
 
 MIN_DISTANCE_M = 1.0  # the path-loss reference distance: not extrapolated below it
 
@@ -20,6 +31,14 @@ def clamped_pathloss_gain(distance_m, ref_gain_db=-30.0, exponent=3.5):
                          ref_gain_db, exponent)
 
 
+@MOBILITY_MODELS.register("none")
+class Static:
+    """No movement."""
+
+    moves = False
+
+
+@MOBILITY_MODELS.register("random-waypoint")
 class RandomWaypoint:
     """Positions of K devices under the random-waypoint model.
 
@@ -27,6 +46,15 @@ class RandomWaypoint:
     the waypoint annulus; speed_mps: (low, high) speed range, one speed per leg, uniform;
     pause_s: pause at each waypoint; rng: the mobility stream.
     """
+
+    moves = True
+
+    @classmethod
+    def from_scenario(cls, scenario, positions, centre, region_m, rng):
+        """The walk of the ``mobility`` keys from ``positions`` around ``centre``."""
+        m = scenario.mobility
+        speed = m.speed_mps if isinstance(m.speed_mps, tuple) else (m.speed_mps, m.speed_mps)
+        return cls(positions, centre, region_m, speed, m.pause_s, rng)
 
     def __init__(self, positions, centre, region_m, speed_mps, pause_s, rng):
         self.pos = np.array(positions, dtype=float)
