@@ -96,7 +96,8 @@ class Layout:
         raise NotImplementedError
 
 
-# topology.layout -> class (the schema lists the same names: scenario.names.TOPOLOGY_LAYOUTS)
+# topology.layout -> class (the schema lists the same names, scenario.names.TOPOLOGY_LAYOUTS: the
+# scenario cannot read an engine module; tests/engine/test_component_registries.py checks them)
 LAYOUTS = Registry("topology layout")
 
 

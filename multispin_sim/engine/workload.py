@@ -22,7 +22,7 @@ from ..model.registry import Registry
 from ..scenario import ScenarioError
 
 # workload.arrivals -> class. The schema lists the same names (scenario.names.ARRIVAL_MODELS:
-# the scenario cannot read an engine module); tests/engine/test_registries.py checks they agree.
+# the scenario cannot read an engine module); tests/engine/test_component_registries.py checks they agree.
 ARRIVAL_MODELS = Registry("arrival model")
 
 

@@ -2,6 +2,8 @@
 registered name is documented (the key reference and the docs pages)."""
 import dataclasses
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -34,7 +36,8 @@ KEYS = registered_keys()
 def test_the_plugin_families_are_chosen_from_registries():
     keys = {k for k, _ in KEYS}
     assert {"acceptance.model", "acceptance.belief", "policy.mode", "policy.draft",
-            "serving.batching", "channel.fading", "link.model", "server.verify_model"} <= keys
+            "serving.batching", "serving.protocol", "channel.fading", "link.model",
+            "server.verify_model", "mobility.model"} <= keys
 
 
 @pytest.mark.parametrize("key,choices", KEYS, ids=[k for k, _ in KEYS])
@@ -49,3 +52,26 @@ def test_every_registered_name_is_in_the_docs_pages(key, choices):
     text = "\n".join(p.read_text(encoding="utf-8") for p in DOCS.rglob("*.md"))
     missing = [name for name in choices if f"`{name}`" not in text and f"'{name}'" not in text]
     assert not missing, f"{key}: {missing} registered but not in docs/"
+
+
+def test_validating_a_protocol_name_does_not_import_the_engine():
+    code = ("import sys; from multispin_sim.scenario import load_scenario; "
+            "load_scenario(None, overrides={'serving.protocol': 'asynchronous'}); "
+            "bad = [m for m in sys.modules if m.startswith('multispin_sim.engine')]; "
+            "assert not bad, bad")
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_a_protocol_registered_with_its_import_path_is_a_valid_choice():
+    from multispin_sim.scenario import ScenarioError, load_scenario
+    from multispin_sim.scenario.protocols import PROTOCOLS
+
+    with pytest.raises(ScenarioError):
+        load_scenario(None, overrides={"serving.protocol": "lockstep-copy"})
+    PROTOCOLS.register("lockstep-copy", "multispin_sim.engine.protocols:synchronous")
+    try:
+        assert load_scenario(None, overrides={"serving.protocol": "lockstep-copy"})
+        from multispin_sim.engine.protocols import synchronous
+        assert PROTOCOLS.lookup("lockstep-copy") is synchronous
+    finally:
+        del PROTOCOLS["lockstep-copy"]

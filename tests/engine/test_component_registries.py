@@ -1,0 +1,89 @@
+"""The engine builds every plug-in family through its registry: each class reads its own scenario
+keys (``from_scenario``), and the engine-side families list the schema's names."""
+import numpy as np
+import pytest
+
+from multispin_sim.engine.simulation import read_inputs
+from multispin_sim.engine.topology import LAYOUTS
+from multispin_sim.engine.workload import ARRIVAL_MODELS
+from multispin_sim.model import nr_tables
+from multispin_sim.model.energy import Powers
+from multispin_sim.model.link import LINK_MODELS, McsLink
+from multispin_sim.model.verification import VERIFY_MODELS, make_verification_cost
+from multispin_sim.policies import DRAFT_CONTROLLERS
+from multispin_sim.scenario import ScenarioError, load_scenario
+from multispin_sim.scenario.names import ARRIVAL_MODELS as SCHEMA_ARRIVALS
+from multispin_sim.scenario.names import TOPOLOGY_LAYOUTS as SCHEMA_LAYOUTS
+
+
+@pytest.mark.parametrize("registry,schema", [(ARRIVAL_MODELS, SCHEMA_ARRIVALS),
+                                             (LAYOUTS, SCHEMA_LAYOUTS)])
+def test_engine_registries_list_the_schema_names_in_order(registry, schema):
+    assert tuple(registry) == tuple(schema)
+
+
+@pytest.mark.parametrize("name", list(DRAFT_CONTROLLERS))
+def test_every_draft_controller_reads_the_policy_keys(name):
+    sc = load_scenario(None, overrides={"devices.count": 3, "policy.max_draft": 7,
+                                        "policy.draft_update": 3, "policy.saa_samples": 11,
+                                        "policy.objective": "tokens-per-joule"})
+    powers = Powers(np.full(3, 4.0), 0.5, 0.1, 0.2, 300.0)
+    ctl = DRAFT_CONTROLLERS.lookup(name).from_scenario(sc, draft_length=np.array([1, 2, 3]),
+                                                       powers=powers)
+    assert ctl.name == name and ctl.max_draft == 7
+    if hasattr(ctl, "saa_samples"):   # the searching controllers
+        assert ctl.saa_samples == 11 and ctl.energy is powers
+    if name == "fixed":
+        assert ctl.draft_length.tolist() == [1, 2, 3]
+
+
+def test_a_goodput_search_ignores_the_powers():
+    sc = load_scenario(None)
+    ctl = DRAFT_CONTROLLERS.lookup("greedy").from_scenario(sc, powers=object())
+    assert ctl.energy is None
+
+
+@pytest.mark.parametrize("name", list(VERIFY_MODELS))
+def test_verification_from_scenario_equals_the_settings_in_seconds(name):
+    sc = load_scenario(None, overrides={"server.verify_model": name})
+    s = sc.server
+    built = VERIFY_MODELS.lookup(name).from_scenario(sc)
+    direct = make_verification_cost(name, s.verify_fixed_ms * 1e-3, s.verify_per_device_ms * 1e-3,
+                                    s.verify_per_device_ms / 5 * 1e-3, s.verify_table)
+    gammas = np.array([[0, 4, 9], [3, 3, 3]])
+    active = np.array([True, False, True])
+    np.testing.assert_array_equal(built.time_s(gammas, active), direct.time_s(gammas, active))
+
+
+def test_a_bad_verification_table_is_refused_by_its_model_before_a_run(tmp_path):
+    bad = tmp_path / "t.csv"
+    bad.write_text("tokens,ms\n1,40\n")
+    sc = load_scenario(None, overrides={"server.verify_model": "table",
+                                        "server.verify_table": str(bad)})
+    with pytest.raises(ScenarioError, match="server.verify_table"):
+        read_inputs(sc)
+
+
+def test_link_models_say_how_many_prbs_a_carrier_offers():
+    sc = load_scenario(None, overrides={"link.model": "mcs", "channel.bandwidth_mhz": 20})
+    assert LINK_MODELS.lookup("mcs").usable_prbs(sc) == nr_tables.usable_prbs(20e6, 30)
+    assert LINK_MODELS.lookup("shannon").usable_prbs(sc) is None
+    assert LINK_MODELS.lookup("shannon").ideal and not LINK_MODELS.lookup("mcs").ideal
+
+
+def test_too_few_prbs_are_refused_under_the_spacing_key():
+    sc = load_scenario(None, overrides={"link.model": "mcs", "channel.bandwidth_mhz": 5,
+                                        "devices.count": 20})
+    with pytest.raises(ScenarioError, match="link.subcarrier_spacing_khz"):
+        read_inputs(sc)
+
+
+def test_the_mcs_link_reads_the_link_keys():
+    sc = load_scenario(None, overrides={"link.model": "mcs", "link.harq_max_transmissions": 2,
+                                        "link.cqi_table": "256qam"})
+
+    class System:
+        bandwidth_hz, n0 = 10e6, 1e-20
+    link = LINK_MODELS.lookup("mcs").from_scenario(sc, System())
+    assert isinstance(link, McsLink)
+    assert (link.n_prb, link.harq_max, link.table) == (24, 2, "256qam")
