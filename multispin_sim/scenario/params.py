@@ -160,7 +160,7 @@ def param(default: Any, doc: str, *, unit: str = "", choices: Optional[tuple] = 
           exclusive_with: Optional[str] = None) -> Any:
     """Declare one scenario key.
 
-    doc/unit: documentation (README table); choices: allowed strings; check: a :class:`Check`
+    doc/unit: documentation (the key reference); choices: allowed strings; check: a :class:`Check`
     (for ``Mapping`` fields it applies to each value); allowed: the "what is allowed" text when
     the automatic one (from the type hint, choices and check) does not fit; keys: allowed keys of
     a ``Mapping`` field; key_allowed: text for the keys; preset: name of the
@@ -266,7 +266,7 @@ def _value_allowed(meta: Mapping[str, Any], hint: Any) -> str:
 
 
 def allowed_text(field: dataclasses.Field, hint: Any) -> str:
-    """Human-readable description of what a field accepts (used in errors and the README)."""
+    """Human-readable description of what a field accepts (used in errors and the key reference)."""
     meta = field.metadata
     if dataclasses.is_dataclass(hint):
         return "a mapping (section)"

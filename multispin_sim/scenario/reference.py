@@ -1,4 +1,5 @@
-"""The key reference (README table), derived from the schema."""
+"""The key reference (the docs page docs/reference/keys.md, generated from it), derived from the
+schema."""
 
 from __future__ import annotations
 
@@ -73,7 +74,7 @@ def _cell(text: str) -> str:
 
 
 def reference_markdown() -> str:
-    """The reference as a Markdown table (for the README)."""
+    """The reference as a Markdown table (docs/reference/keys.md, ``multispin-sim keys``)."""
     lines = ["| key | type / allowed | unit | default | description |",
              "|---|---|---|---|---|"]
     for row in reference_rows():

@@ -279,7 +279,7 @@ class Adaptive(Params):
 
 @section
 class Link(Params):
-    """The link layer (README 'Link layer'): Shannon rate (the paper) or NR MCS/BLER/HARQ."""
+    """The link layer (docs/components/link.md): Shannon rate (the paper) or NR MCS/BLER/HARQ."""
 
     model: str = param("shannon", "'shannon': b log2(1 + SNR) on B / |R| (the paper); 'mcs': "
                        "3GPP NR link: whole PRBs, CQI-table MCS chosen at the reported SNR, "
