@@ -19,7 +19,7 @@ import math
 
 import numpy as np
 
-from ..model.fading import (IID_FADING, complex_gaussian, gauss_markov_series, gauss_markov_step,
+from ..model.fading import (FADING_MODELS, complex_gaussian, gauss_markov_series, gauss_markov_step,
                             jakes_correlation, power, small_scale_powers, time_to_deliver)
 from ..model.rates import shannon_rate
 from ..model.reactive import UL
@@ -46,11 +46,12 @@ class GridFading:
         self.entropy = int(entropy)
         self.k = k
         self.fading = fading
+        self.iid = FADING_MODELS.lookup(fading).iid
         self.reciprocal = reciprocal
         self.block_s = float(block_s)
         self.chunk = int(chunk)
         self.max_gap = max_gap
-        self.rho = float(jakes_correlation(doppler_hz, block_s)) if fading == "gauss-markov" else 0.0
+        self.rho = FADING_MODELS.lookup(fading).correlation(doppler_hz, block_s)
         self._chunks = {}
         self._last = -1
         self._state = None  # Gauss-Markov: complex (K, 2) gains of the last generated block
@@ -60,7 +61,7 @@ class GridFading:
 
     def _generate(self, c):
         rng = self._rng(c)
-        if self.fading in IID_FADING:
+        if self.iid:
             h_ul, h_dl = small_scale_powers(rng, (self.chunk, self.k), self.fading, self.reciprocal)
             return h_ul, h_dl
         # UL innovations first, then DL (not drawn when reciprocal: the UL draws stay the same)
@@ -81,9 +82,9 @@ class GridFading:
         got = self._chunks.get(c)
         if got is not None:
             return got
-        if self.fading not in IID_FADING and c <= self._last:
+        if not self.iid and c <= self._last:
             raise RuntimeError(f"fading chunk {c} asked after chunk {self._last} (time goes forward)")
-        if self.fading not in IID_FADING and c > self._last + 1:
+        if not self.iid and c > self._last + 1:
             gap = c - self._last - 1
             if gap > self.max_gap:
                 if self._state is not None:
@@ -158,8 +159,9 @@ class OFDMAChannel:
         if self.coherence_s is not None:
             self.grid = GridFading(rng.integers(2**63), system.k, fading, reciprocal,
                                    self.doppler_hz, self.coherence_s, chunk=block)
-        elif fading not in IID_FADING and fading != "gauss-markov":
+        elif fading not in FADING_MODELS:
             raise ValueError(f"unknown fading model {fading!r}")
+        self.fading_model = FADING_MODELS.lookup(fading)
         self.max_blocks = _MAX_BLOCKS  # the scenario's limits.max_blocks_per_transmission
         self.transmissions = 0
         self.multi_block = 0
@@ -194,7 +196,7 @@ class OFDMAChannel:
             n = self.block_index(now)
             self.grid.prune(n)
             return self._grid_gains(n)
-        if self.fading != "gauss-markov":
+        if self.fading_model.iid:
             if self._next == len(self._ul):
                 h_ul, h_dl = small_scale_powers(self.rng, (self.block, self.system.k), self.fading,
                                                 self.reciprocal)

@@ -20,7 +20,7 @@ import math
 import numpy as np
 
 from ..model.csi import ImperfectCsi, PerfectCsi
-from ..model.fading import IID_FADING, jakes_correlation
+from ..model.fading import FADING_MODELS
 from ..model.link import LINK_MODELS, IidBlocks, McsLink
 from ..model.rates import shannon_rate
 from ..model.reactive import DL
@@ -75,8 +75,7 @@ class LinkChannel(OFDMAChannel):
         self.retry_block_s = float(retry_block_s)
         self._key = None       # the fading block the last estimate was made in
         self._estimate = None
-        self.retry_rho = (float(jakes_correlation(self.doppler_hz, self.retry_block_s))
-                          if self.fading == "gauss-markov" else 0.0)
+        self.retry_rho = self.fading_model.correlation(self.doppler_hz, self.retry_block_s)
         self.harq_transmissions = 0
         self.harq_failures = 0
         self.outages = 0
@@ -167,7 +166,7 @@ class LinkChannel(OFDMAChannel):
         else:
             blocks = IidBlocks(self._true_gain(device, mode),
                                functools.partial(self._retry_gain, device), self.retry_block_s)
-            blocks.static = self.fading == "none"
+            blocks.static = self.fading_model.static
         retry = self.system.p_dl_w * n_prb / link.n_prb if dl else self._p_ul[device]
         bits = self._bits if self._bits is not None else float(self.bits[device])
         out = link.deliver(bits, n_prb, power_w, snr_reported, blocks, self.link_rng,
@@ -197,11 +196,11 @@ class LinkChannel(OFDMAChannel):
     def _retry_gain(self, device, g):
         """A new fading block's gain for a retry (one block per round: a fresh i.i.d. draw, or
         the Gauss-Markov step over ``retry_block_s``); no fading: the same gain."""
-        if self.fading == "none":
+        if self.fading_model.static:
             return g
         pl = float(self.pathloss[device])
         rng = self.link_rng
-        if self.fading in IID_FADING:
+        if self.fading_model.iid:
             return pl * rng.standard_exponential()
         rho = self.retry_rho
         w = (rng.standard_normal() + 1j * rng.standard_normal()) / math.sqrt(2.0)
@@ -242,7 +241,7 @@ def build_csi(scenario, system, link):
     if c.cqi_quantisation and switch is None:
         raise ValueError("csi.cqi_quantisation needs a CQI table (link.cqi_table 'continuous' "
                          "has none)")
-    doppler = 0.0 if ch.fading == "none" else ch.doppler_hz
+    doppler = 0.0 if FADING_MODELS.lookup(ch.fading).static else ch.doppler_hz
     # the CQI's reference SNR: full UL power on an equal 1/K share of the carrier (the
     # operating point of a full round; per unit gain)
     ref = system.p_ul_w * system.k / (system.n0 * system.bandwidth_hz)
@@ -254,7 +253,7 @@ def csi_is_perfect(scenario):
     """No CSI imperfection, or only a delay over which the channel cannot change (no fading or
     no Doppler: rho = J0(0) = 1)."""
     c, ch = scenario.csi, scenario.channel
-    still = c.delay_ms == 0 or ch.doppler_hz == 0 or ch.fading == "none"
+    still = c.delay_ms == 0 or ch.doppler_hz == 0 or FADING_MODELS.lookup(ch.fading).static
     return still and c.estimation_error_variance == 0 and not c.cqi_quantisation
 
 

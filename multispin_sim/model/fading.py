@@ -15,8 +15,50 @@ bits accumulating at each block's rate (``time_to_deliver``).
 """
 import numpy as np
 
-IID_FADING = ("rayleigh", "none")
-FADING_MODELS = IID_FADING + ("gauss-markov",)
+from .registry import Registry
+
+# channel.fading -> class: what the channel asks of a fading process (it draws the numbers with
+# the functions below)
+FADING_MODELS = Registry("fading model")
+
+
+class Fading:
+    """A fading process. ``iid``: independent per block, drawn by ``small_scale_powers``
+    (else a state that evolves in time with ``correlation``); ``static``: |h|^2 = 1 always."""
+
+    iid = True
+    static = False
+
+    @classmethod
+    def correlation(cls, doppler_hz, dt_s):
+        """Correlation of the complex gain over ``dt_s`` (0: independent blocks)."""
+        return 0.0
+
+
+@FADING_MODELS.register("rayleigh")
+class RayleighFading(Fading):
+    """|h|^2 ~ Exp(1), i.i.d. per block (the paper)."""
+
+
+@FADING_MODELS.register("none")
+class NoFading(Fading):
+    """|h|^2 = 1: the large-scale gain only."""
+
+    static = True
+
+
+@FADING_MODELS.register("gauss-markov")
+class GaussMarkovFading(Fading):
+    """h ~ CN(0, 1) with the Jakes correlation over the time elapsed (below)."""
+
+    iid = False
+
+    @classmethod
+    def correlation(cls, doppler_hz, dt_s):
+        return float(jakes_correlation(doppler_hz, dt_s))
+
+
+IID_FADING = tuple(name for name, cls in FADING_MODELS.items() if cls.iid)
 
 
 def rayleigh_power(rng, size):
