@@ -103,8 +103,13 @@ class Request:
         self.rounds = 0
 
 
-class Lengths:
-    """Request lengths of one device, drawn in blocks from its own generator."""
+# workload.length -> class (the schema lists the same names: scenario.names.LENGTH_MODELS)
+LENGTH_MODELS = Registry("length model")
+
+
+class DrawnLengths:
+    """Request lengths of one device, drawn in blocks from its own generator
+    (``model.queueing.draw_lengths`` of the model's name)."""
 
     def __init__(self, workload, rng, task, block=256):
         self.model = workload.length
@@ -113,20 +118,45 @@ class Lengths:
         self.values = workload.length_values
         self.rng = rng
         self.block = block
-        self.fixed = None
-        if self.model == "per-task":
-            self.fixed = int(workload.length_per_task.get(task, workload.length_tokens))
-        elif self.model == "fixed":
-            self.fixed = int(workload.length_tokens)
         self._buf = []
 
     def next(self):
-        if self.fixed is not None:
-            return self.fixed
         if not self._buf:
             self._buf = draw_lengths(self.rng, self.block, self.model, self.mean, self.sigma,
                                      self.values).tolist()[::-1]
         return self._buf.pop()
+
+
+class _FixedLengths:
+    """One length for every request of the device (no draws)."""
+
+    def __init__(self, workload, rng, task, block=256):
+        self.fixed = self.length(workload, task)
+
+    def next(self):
+        return self.fixed
+
+
+class FixedLengths(_FixedLengths):
+    @staticmethod
+    def length(workload, task):
+        return int(workload.length_tokens)
+
+
+class PerTaskLengths(_FixedLengths):
+    @staticmethod
+    def length(workload, task):
+        return int(workload.length_per_task.get(task, workload.length_tokens))
+
+
+LENGTH_MODELS.update({"fixed": FixedLengths, "geometric": DrawnLengths,
+                      "lognormal": DrawnLengths, "empirical": DrawnLengths,
+                      "per-task": PerTaskLengths})
+
+
+def make_lengths(workload, rng, task, block=256):
+    """The request lengths of one device under ``workload.length`` (``next()`` -> tokens)."""
+    return LENGTH_MODELS.lookup(workload.length)(workload, rng, task, block)
 
 
 def device_generators(rng, k):
@@ -354,7 +384,7 @@ class PoissonArrivals(QueueingWorkload, Arrivals):
         times, lengths = device_generators(rng, k)
         for i in range(k):
             env.process(self._arrivals(env, i, float(rates[i]), times[i],
-                                       Lengths(workload, lengths[i], tasks[i])))
+                                       make_lengths(workload, lengths[i], tasks[i])))
 
     def _arrivals(self, env, k, rate, rng, lengths, block=256):
         while True:
@@ -422,7 +452,7 @@ class TraceArrivals(QueueingWorkload, Arrivals):
         k = len(tasks)
         super().__init__(k, log, workload.cap_draft_to_remaining)
         _, gens = device_generators(rng, k)
-        self._lengths = [Lengths(workload, gens[i], tasks[i]) for i in range(k)]
+        self._lengths = [make_lengths(workload, gens[i], tasks[i]) for i in range(k)]
         self._left = len(trace[0])
         env.process(self._replay(env, *trace))
 

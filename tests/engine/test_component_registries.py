@@ -5,7 +5,7 @@ import pytest
 
 from multispin_sim.engine.simulation import read_inputs
 from multispin_sim.engine.topology import LAYOUTS
-from multispin_sim.engine.workload import ARRIVAL_MODELS
+from multispin_sim.engine.workload import ARRIVAL_MODELS, LENGTH_MODELS
 from multispin_sim.model import nr_tables
 from multispin_sim.model.energy import Powers
 from multispin_sim.model.link import LINK_MODELS, McsLink
@@ -13,11 +13,13 @@ from multispin_sim.model.verification import VERIFY_MODELS, make_verification_co
 from multispin_sim.policies import DRAFT_CONTROLLERS
 from multispin_sim.scenario import ScenarioError, load_scenario
 from multispin_sim.scenario.names import ARRIVAL_MODELS as SCHEMA_ARRIVALS
+from multispin_sim.scenario.names import LENGTH_MODELS as SCHEMA_LENGTHS
 from multispin_sim.scenario.names import TOPOLOGY_LAYOUTS as SCHEMA_LAYOUTS
 
 
 @pytest.mark.parametrize("registry,schema", [(ARRIVAL_MODELS, SCHEMA_ARRIVALS),
-                                             (LAYOUTS, SCHEMA_LAYOUTS)])
+                                             (LAYOUTS, SCHEMA_LAYOUTS),
+                                             (LENGTH_MODELS, SCHEMA_LENGTHS)])
 def test_engine_registries_list_the_schema_names_in_order(registry, schema):
     assert tuple(registry) == tuple(schema)
 
@@ -87,3 +89,13 @@ def test_the_mcs_link_reads_the_link_keys():
     link = LINK_MODELS.lookup("mcs").from_scenario(sc, System())
     assert isinstance(link, McsLink)
     assert (link.n_prb, link.harq_max, link.table) == (24, 2, "256qam")
+
+
+def test_fixed_and_per_task_lengths_draw_nothing():
+    sc = load_scenario(None, overrides={"workload.length": "per-task",
+                                        "workload.length_per_task": {"gsm8k": 9}})
+    rng = np.random.default_rng(0)
+    state = rng.bit_generator.state
+    got = [LENGTH_MODELS.lookup("per-task")(sc.workload, rng, task, 4).next()
+           for task in ("gsm8k", "humaneval")]
+    assert got == [9, sc.workload.length_tokens] and rng.bit_generator.state == state
