@@ -15,6 +15,7 @@ rate, mean and p99 DL TV, TV per token, ``exact``).
 import numpy as np
 
 from ..model.reactive import DL, UL
+from ..model.registry import Registry
 from ..outputs.records import CsvStream
 from ..outputs.statistics import GrowingArray
 from .server import EdgeServer
@@ -243,25 +244,43 @@ def build_payload_model(scenario, alpha, pairs=None, rng=None):
     return model
 
 
-def payload_server(scenario, server, population, streams, folder, channel, inputs=None):
-    """The server of ``payload.model``: ``server`` itself for 'bits'; for 'token' a
-    ``TokenServer`` with the same policy and streams, and the population whose system has the
-    effective acceptance rates alpha_eff = sum min(p, q_d) and the UL payload's bits.
+class BitsPayload:
+    """``payload.model: bits`` (the paper): payloads count only as bits; the server as it is."""
 
-    Returns (server, population)."""
-    import dataclasses
-
-    if scenario.payload.model != "token":
+    @classmethod
+    def serve(cls, scenario, server, population, streams, folder, channel, inputs):
         return server, population
-    system = population.system
-    model = build_payload_model(scenario, system.alpha, (inputs or {}).get("pairs"), streams.tokens)
-    system = dataclasses.replace(system, alpha=model.alpha_effective,
-                                 payload_bits=float(model.ul_bits.max()))
-    population = dataclasses.replace(population, system=system)
-    channel.system, channel.bits = system, float(system.payload_bits)
-    token = TokenServer(system, server.policy, server.policy_rng, server.acceptance_rng, model,
-                        streams.tokens, scenario.policy.max_draft, folder, channel)
-    return token, population
+
+
+class TokenPayload:
+    """``payload.model: token``: a ``TokenServer`` with the same policy and streams, and the
+    population whose system has the effective acceptance rates alpha_eff = sum min(p, q_d) and
+    the UL payload's bits."""
+
+    @classmethod
+    def serve(cls, scenario, server, population, streams, folder, channel, inputs):
+        import dataclasses
+
+        system = population.system
+        model = build_payload_model(scenario, system.alpha, inputs.get("pairs"), streams.tokens)
+        system = dataclasses.replace(system, alpha=model.alpha_effective,
+                                     payload_bits=float(model.ul_bits.max()))
+        population = dataclasses.replace(population, system=system)
+        channel.system, channel.bits = system, float(system.payload_bits)
+        token = TokenServer(system, server.policy, server.policy_rng, server.acceptance_rng,
+                            model, streams.tokens, scenario.policy.max_draft, folder, channel)
+        return token, population
+
+
+# payload.model -> class (the schema lists the same names: scenario.names.PAYLOAD_MODELS)
+PAYLOAD_MODELS = Registry("payload model")
+PAYLOAD_MODELS.update({"bits": BitsPayload, "token": TokenPayload})
+
+
+def payload_server(scenario, server, population, streams, folder, channel, inputs=None):
+    """The server of ``payload.model`` and the population it serves: (server, population)."""
+    return PAYLOAD_MODELS.lookup(scenario.payload.model).serve(
+        scenario, server, population, streams, folder, channel, inputs or {})
 
 
 def read_pairs(payload):

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from multispin_sim.engine.simulation import read_inputs
+from multispin_sim.engine.tokens import PAYLOAD_MODELS
 from multispin_sim.engine.topology import LAYOUTS
 from multispin_sim.engine.workload import ARRIVAL_MODELS, LENGTH_MODELS
 from multispin_sim.model import nr_tables
@@ -14,12 +15,14 @@ from multispin_sim.policies import DRAFT_CONTROLLERS
 from multispin_sim.scenario import ScenarioError, load_scenario
 from multispin_sim.scenario.names import ARRIVAL_MODELS as SCHEMA_ARRIVALS
 from multispin_sim.scenario.names import LENGTH_MODELS as SCHEMA_LENGTHS
+from multispin_sim.scenario.names import PAYLOAD_MODELS as SCHEMA_PAYLOADS
 from multispin_sim.scenario.names import TOPOLOGY_LAYOUTS as SCHEMA_LAYOUTS
 
 
 @pytest.mark.parametrize("registry,schema", [(ARRIVAL_MODELS, SCHEMA_ARRIVALS),
                                              (LAYOUTS, SCHEMA_LAYOUTS),
-                                             (LENGTH_MODELS, SCHEMA_LENGTHS)])
+                                             (LENGTH_MODELS, SCHEMA_LENGTHS),
+                                             (PAYLOAD_MODELS, SCHEMA_PAYLOADS)])
 def test_engine_registries_list_the_schema_names_in_order(registry, schema):
     assert tuple(registry) == tuple(schema)
 
