@@ -24,24 +24,22 @@ tested). A device's sequence is a function of the seed and its index only (each 
 own child generator of the acceptance stream), so two policies under the same seed see the same
 agreements (common random numbers), whatever draft lengths they choose.
 
-Beliefs (``acceptance.belief``) are what the draft controllers are told about alpha:
-``oracle`` (the model's true current rate: alpha_k for iid, the session's alpha for beta, the
-current state's rate for markov, the current answer's agreement rate for trace), ``nominal``
-(the model's long-run mean rate, never updated: what a controller knows without feedback),
-``learned``
-(a per-device Beta posterior of the agreements verified so far, see :class:`LearnedBelief`) or
-``filtered`` (Markov-aware: the forward filter of an easy/hard chain, :class:`FilteredBelief`).
+Beliefs (``acceptance.belief``, what the draft controllers are told about alpha) are in
+``model.beliefs``, the Gilbert-Elliott chain's formulas in ``model.markov``; both are
+importable from here as well.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from .acceptance_trace import UNKNOWN, mean_agreement
+from .beliefs import (BELIEFS, AgreementTally, Belief, FilteredBelief,  # noqa: F401
+                      LearnedBelief, NominalBelief, OracleBelief)      # (re-exported)
+from .markov import markov_chain, markov_moments, markov_stationary  # noqa: F401
 from .registry import Registry, section_keywords
 from .speculative import acceptance_uniforms, run_length
 
 ACCEPTANCE_MODELS = Registry("acceptance model")
-BELIEFS = Registry("acceptance belief")
 
 # devices' tasks -> Spec-Bench categories, for ``trace_assign: task``
 TASK_CATEGORIES = {
@@ -323,55 +321,6 @@ class BetaAcceptance(AgreementWalk):
                 "session_tokens": self.session_tokens}
 
 
-def markov_stationary(easy_to_hard, hard_to_easy):
-    """Stationary probability of the easy state, pi_e = h2e / (e2h + h2e)."""
-    return hard_to_easy / (easy_to_hard + hard_to_easy)
-
-
-def markov_moments(easy_rate, hard_rate, easy_to_hard, hard_to_easy):
-    """(mean agreement rate, lag-1 autocorrelation) of the Gilbert-Elliott agreement sequence."""
-    pe = markov_stationary(easy_to_hard, hard_to_easy)
-    m = pe * easy_rate + (1 - pe) * hard_rate
-    lam = 1.0 - easy_to_hard - hard_to_easy
-    var = m * (1 - m)
-    rho = pe * (1 - pe) * (easy_rate - hard_rate) ** 2 * lam / var if var > 0 else 0.0
-    return m, rho
-
-
-def markov_chain(rng, n, rates, switch, state=None):
-    """n positions of the Gilbert-Elliott chain: (agreement bits, per-position rate, last state).
-
-    ``rates``: agreement rate (easy, hard); ``switch``: (easy -> hard, hard -> easy) per
-    position; ``state``: the state at the position before (None: start in the stationary law).
-    """
-    if state is None:
-        state = 0 if rng.random() < markov_stationary(*switch) else 1
-    elif rng.random() < switch[state]:
-        state = 1 - state
-    # sojourns are geometric (memoryless: a sojourn cut at the block's end continues alike);
-    # drawn in batches of alternating states, as many batches as the block needs
-    p = np.asarray(switch, dtype=float)
-    if p[state] <= 0:
-        states = np.full(n, state, dtype=np.int8)
-    else:
-        order = np.array([state, 1 - state])
-        pairs = int(n * max(p.sum(), 1e-3) / 2 * 1.5) + 8
-        lengths, total = [], 0
-        while total < n:
-            q = p[order]
-            stay = [rng.geometric(x, size=pairs) if x > 0 else np.full(pairs, n) for x in q]
-            batch = np.column_stack(stay).ravel()
-            lengths.append(batch)
-            total += int(batch.sum())
-        lengths = np.concatenate(lengths)
-        lengths = lengths[:int(np.searchsorted(np.cumsum(lengths), n)) + 1]
-        labels = np.resize(order, len(lengths)).astype(np.int8)
-        states = np.repeat(labels, lengths)[:n]
-    rate = np.asarray(rates)[states]
-    bits = rng.random(n) < rate
-    return bits, rate, int(states[-1])
-
-
 @ACCEPTANCE_MODELS.register("markov")
 class MarkovAcceptance(AgreementWalk):
     """Gilbert-Elliott: an easy/hard chain per device, one transition per token position."""
@@ -477,198 +426,3 @@ class TraceAcceptance(AgreementWalk):
 def make_acceptance_model(name, alpha, rng, **kwargs):
     """The acceptance model registered under ``name`` (``acceptance.model``)."""
     return ACCEPTANCE_MODELS.make(name, alpha, rng, **kwargs)
-
-
-# --- beliefs ---------------------------------------------------------------------------------
-
-class Belief:
-    """Interface: ``alpha()`` -> (K,) rates for the draft controllers, or None (use the system's
-    own alpha); ``observe(accepted, rejected)`` after each round.
-
-    ``learns``: ``observe`` changes the belief (False: the engine may skip calling it)."""
-
-    name = "?"
-    learns = True
-
-    @classmethod
-    def from_scenario(cls, scenario, model):
-        """The belief of a scenario's ``acceptance.belief`` about the acceptance ``model``."""
-        return cls(model)
-
-    def __init__(self, model, prior_mean=None, **_):
-        self.model = model
-
-    def alpha(self):
-        return None
-
-    def observe(self, accepted, rejected, active=None):
-        pass
-
-    def parameters(self):
-        return {}
-
-
-@BELIEFS.register("oracle")
-class OracleBelief(Belief):
-    """The acceptance model's true current rate (None for i.i.d.: the system's alpha itself)."""
-
-    learns = False
-
-    def alpha(self):
-        rate = self.model.true_rate()
-        return None if rate is self.model.alpha else rate
-
-
-@BELIEFS.register("nominal")
-class NominalBelief(Belief):
-    """The model's long-run mean rate per device (the System's alpha), never updated."""
-
-    learns = False
-
-
-@BELIEFS.register("learned")
-class LearnedBelief(Belief):
-    """Per-device Beta posterior of the agreement rate from the verified positions.
-
-    Prior Beta(w m0, w (1 - m0)): mean m0 (``prior_mean``, default the devices' declared alpha)
-    worth w = ``prior_weight`` positions. A round with A accepted drafts and a rejection adds A
-    agreements and 1 disagreement (A agreements only when the whole draft was accepted: the
-    bonus position is not tested). With ``half_life`` (positions) past evidence is discounted by
-    0.5^(n / half_life) for every n newly verified positions (an exponentially weighted
-    estimate that follows drifting acceptance); the estimate is the posterior mean.
-    """
-
-    @classmethod
-    def from_scenario(cls, scenario, model):
-        a = scenario.acceptance
-        return cls(model, a.belief_prior_mean, a.belief_prior_weight, a.belief_half_life)
-
-    def __init__(self, model, prior_mean=None, prior_weight=10.0, half_life=None, **_):
-        super().__init__(model)
-        m0 = model.nominal if prior_mean is None else np.full(model.k, float(prior_mean))
-        self.prior_mean = np.asarray(m0, dtype=float)
-        self.prior_weight = float(prior_weight)
-        self.half_life = None if half_life is None else float(half_life)
-        self.agree = np.zeros(model.k)
-        self.disagree = np.zeros(model.k)
-
-    def observe(self, accepted, rejected, active=None):
-        if self.half_life is not None:
-            decay = 0.5 ** ((accepted + rejected) / self.half_life)
-            self.agree *= decay
-            self.disagree *= decay
-        self.agree += accepted
-        self.disagree += rejected
-
-    def alpha(self):
-        w = self.prior_weight
-        return (w * self.prior_mean + self.agree) / (w + self.agree + self.disagree)
-
-    def parameters(self):
-        return {"prior_mean": self.prior_mean.tolist(), "prior_weight": self.prior_weight,
-                "half_life": self.half_life}
-
-
-def make_belief(name, model, **kwargs):
-    """The acceptance belief registered under ``name`` (``acceptance.belief``)."""
-    return BELIEFS.make(name, model, **kwargs)
-
-
-@BELIEFS.register("filtered")
-class FilteredBelief(Belief):
-    """Markov-aware: the forward filter of a Gilbert-Elliott chain on each device's verified
-    positions; alpha = the predicted agreement probability of its next drafted position.
-
-    ``markov`` = (easy_rate, hard_rate, easy_to_hard, hard_to_easy): the chain assumed (the
-    ``acceptance`` markov keys, whatever the acceptance model). A round of a device moves its
-    filter over accepted + 1 positions: the accepted agreements, then a disagreement if a draft
-    was rejected, else an unobserved position (bonus token, or the target's token at gamma = 0).
-    It starts in the stationary law.
-    """
-
-    @classmethod
-    def from_scenario(cls, scenario, model):
-        a = scenario.acceptance
-        return cls(model, (a.easy_rate, a.hard_rate, a.easy_to_hard, a.hard_to_easy),
-                   scenario.policy.max_draft)
-
-    def __init__(self, model, markov=(0.9, 0.3, 0.05, 0.1), max_draft=64, **_):
-        super().__init__(model)
-        e, h, p, q = (float(x) for x in markov)
-        self.rates = np.array([e, h])
-        self.trans = np.array([[1 - p, p], [q, 1 - q]])
-        agree = self.trans * self.rates            # state before -> (state, agreement)
-        pw = [np.eye(2)]
-        for _ in range(max_draft + 1):
-            pw.append(pw[-1] @ agree)
-        self._agree_pow = np.array(pw)
-        self._last = np.array([self.trans, self.trans * (1 - self.rates)])  # unobserved, 0
-        pe = markov_stationary(p, q) if p + q > 0 else 0.5
-        self.f = np.tile([pe, 1 - pe], (model.k, 1))   # state law at the last position
-
-    def observe(self, accepted, rejected, active=None):
-        f = np.einsum("ki,kij->kj", self.f, self._agree_pow[accepted])
-        f = np.einsum("ki,kij->kj", f, self._last[rejected.astype(np.int64)])
-        f /= f.sum(axis=1, keepdims=True)
-        if active is None:
-            self.f = f
-        else:
-            self.f = np.where(active[:, None], f, self.f)
-
-    def alpha(self):
-        return (self.f @ self.trans) @ self.rates
-
-    def parameters(self):
-        return {"easy_rate": float(self.rates[0]), "hard_rate": float(self.rates[1]),
-                "easy_to_hard": float(self.trans[0, 1]), "hard_to_easy": float(self.trans[1, 0])}
-
-
-class AgreementTally:
-    """Realised agreements per device: agreed and verified (tested) positions.
-
-    ``add_row(accepted, rejected, i)`` counts row ``i`` of blocks of rounds worked out ahead
-    (``EdgeServer.steady_outcomes``); consecutive rows of one block are summed when the counts
-    are read (integer sums: the same counts whatever the order)."""
-
-    def __init__(self, k):
-        self._agreed = np.zeros(k, dtype=np.int64)
-        self._verified = np.zeros(k, dtype=np.int64)
-        self._rows = None  # [accepted block, rejected block, first row, end row] not yet added
-
-    @property
-    def agreed(self):
-        if self._rows is not None:
-            self._add_rows()
-        return self._agreed
-
-    @property
-    def verified(self):
-        if self._rows is not None:
-            self._add_rows()
-        return self._verified
-
-    def add(self, accepted, rejected):
-        self._agreed += accepted
-        self._verified += accepted
-        self._verified += rejected
-
-    def add_row(self, accepted, rejected, i):
-        rows = self._rows
-        if rows is not None and rows[0] is accepted and rows[3] == i:
-            rows[3] = i + 1
-            return
-        if rows is not None:
-            self._add_rows()
-        self._rows = [accepted, rejected, i, i + 1]
-
-    def _add_rows(self):
-        accepted, rejected, lo, hi = self._rows
-        self._rows = None
-        agreed = accepted[lo:hi].sum(axis=0)
-        self._agreed += agreed
-        self._verified += agreed
-        self._verified += rejected[lo:hi].sum(axis=0)
-
-    def rate(self):
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return np.where(self.verified > 0, self.agreed / np.maximum(self.verified, 1), np.nan)

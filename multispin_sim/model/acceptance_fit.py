@@ -27,8 +27,8 @@ from __future__ import annotations
 import numpy as np
 from scipy import optimize, stats
 
-from .acceptance import markov_chain, markov_moments, markov_stationary
 from .acceptance_trace import UNKNOWN, mean_agreement
+from .markov import markov_chain, markov_moments, markov_stationary
 
 GAMMAS = (4, 8)
 
