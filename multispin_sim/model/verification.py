@@ -237,7 +237,8 @@ def _table_rows(spec, text):
             raise VerifyTableError(f"{where}: batched tokens {row[0].strip()} < 1; expected "
                                    "an integer >= 1")
         if ms <= 0:  # a verification takes time: 0 ms would allow rounds of zero duration
-            raise VerifyTableError(f"{where}: time {row[1].strip()} ms; expected "
+            raise VerifyTableError(f"{where}: time {row[1].strip()} ms is "
+                                   f"{'negative' if ms < 0 else 'zero'}; expected "
                                    "milliseconds > 0")
         if rows and n <= rows[-1][0]:
             raise VerifyTableError(f"{where}: batched tokens {row[0].strip()} not above the "

@@ -329,27 +329,10 @@ def local_search(obj, gamma, max_steps=None, t_comm=None):
     return SearchResult(obj.gamma.copy(), obj.value, obj.evaluations - ev0, {"steps": steps})
 
 
-_D_FREE = {}
-
-
 def _free_budget(obj, path):
-    """The drafting time of the best communication-free point of the uniform ``path``; kept
-    for a constant T_ver (the same numpy calls on the same arrays give the same number, and
-    rounds with the same devices, caps and latencies repeat them)."""
-    key = None
-    if type(obj) is DraftObjective and obj.verify_fn is None:
-        key = (obj.alpha.tobytes(), obj._w.tobytes(), obj.draft_s.tobytes(), obj.caps.tobytes(),
-               obj.verify_s)
-        hit = _D_FREE.get(key)
-        if hit is not None:
-            return hit
+    """The drafting time of the best communication-free point of the uniform ``path``."""
     g_free = obj.tokens(path) / (obj.drafting(path) + obj.t_ver(path))
-    d_free = float(obj.drafting(path[best_index(g_free)]))
-    if key is not None:
-        if len(_D_FREE) > 256:
-            _D_FREE.clear()
-        _D_FREE[key] = d_free
-    return d_free
+    return float(obj.drafting(path[best_index(g_free)]))
 
 
 def budget_search(obj, max_excluded=None):

@@ -127,10 +127,12 @@ class _Rows:
     """Buffers for n rejected sets (room for one more group of lanes)."""
 
     def __init__(self, n):
+        # uninitialised: a group's lanes past n are read but never written out (and x2 is
+        # read only in the random split's mode, which writes it)
         size = n + LANES
-        self.masks = np.zeros(size, dtype=np.uint64)
-        self.samples = np.zeros(size, dtype=np.int64)
-        self.x1, self.x2, self.r = np.empty(size), np.full(size, np.inf), np.empty(size)
+        self.masks = np.empty(size, dtype=np.uint64)
+        self.samples = np.empty(size, dtype=np.int64)
+        self.x1, self.x2, self.r = np.empty(size), np.empty(size), np.empty(size)
 
     def times(self, n, mode, qr, vr, ur, coin, c):
         _evaluate(self.masks, self.samples, n, self.x1, self.x2, self.r, mode, qr, vr, ur,
