@@ -74,6 +74,13 @@ def make_problem(rejected, g_ul, g_dl, p_dl, p_ul=P_UL):
     return R.ReactiveProblem(rejected, g_ul, g_dl, p_ul, p_dl, S_BITS, B_HZ, N0)
 
 
+def seeded_problem(seed, k, m, p_dl, reciprocal=False, p_ul=P_UL):
+    """``random_instances`` from ``default_rng(seed)`` and their problem:
+    (rejected, g_ul, g_dl, problem)."""
+    rejected, g_ul, g_dl = random_instances(np.random.default_rng(seed), k, m, reciprocal)
+    return rejected, g_ul, g_dl, make_problem(rejected, g_ul, g_dl, p_dl, p_ul=p_ul)
+
+
 def check_decision(problem, dec, rel=REL):
     """Feasibility and internal consistency of a decision, checked with the oracle formulas."""
     m, k = problem.shape
@@ -343,9 +350,7 @@ def test_ties_identical_gains():
 
 
 def test_zero_dl_budget_all_ul():
-    rng = np.random.default_rng(5200)
-    rejected, g_ul, g_dl = random_instances(rng, 6, 30, reciprocal=False)
-    prob = make_problem(rejected, g_ul, g_dl, 0.0)
+    rejected, g_ul, g_dl, prob = seeded_problem(5200, 6, 30, 0.0)
     dec = R.optimal_split(prob)
     assert np.all(dec.n_dl == 0)
     assert np.all(np.isfinite(dec.t_comm))
@@ -362,10 +367,8 @@ def test_zero_dl_budget_all_ul():
 
 
 def test_all_ul_fields():
-    rng = np.random.default_rng(5300)
-    rejected, g_ul, g_dl = random_instances(rng, 7, 40, reciprocal=False)
     p_ul = np.linspace(5e-3, 2e-2, 7)
-    prob = make_problem(rejected, g_ul, g_dl, 0.3, p_ul=p_ul)
+    rejected, g_ul, g_dl, prob = seeded_problem(5300, 7, 40, 0.3, p_ul=p_ul)
     dec = R.all_ul(prob)
     np.testing.assert_array_equal(dec.mode, np.where(rejected, R.UL, R.NONE))
     np.testing.assert_array_equal(dec.power_w, np.where(rejected, p_ul, 0.0))
@@ -374,9 +377,7 @@ def test_all_ul_fields():
 
 
 def test_all_dl_fields():
-    rng = np.random.default_rng(5400)
-    rejected, g_ul, g_dl = random_instances(rng, 7, 40, reciprocal=False)
-    prob = make_problem(rejected, g_ul, g_dl, 0.3)
+    rejected, g_ul, g_dl, prob = seeded_problem(5400, 7, 40, 0.3)
     dec = R.all_dl(prob)
     np.testing.assert_array_equal(dec.mode, np.where(rejected, R.DL, R.NONE))
     np.testing.assert_array_equal(dec.n_ul, 0)
@@ -391,9 +392,7 @@ def test_all_dl_fields():
 
 
 def test_evaluate_assignment_ignores_non_rejected_in_mask():
-    rng = np.random.default_rng(5500)
-    rejected, g_ul, g_dl = random_instances(rng, 5, 10, reciprocal=True)
-    prob = make_problem(rejected, g_ul, g_dl, 0.1)
+    rejected, g_ul, g_dl, prob = seeded_problem(5500, 5, 10, 0.1, reciprocal=True)
     a = R.evaluate_assignment(prob, np.ones_like(rejected))
     b = R.all_ul(prob)
     np.testing.assert_array_equal(a.mode, b.mode)

@@ -9,22 +9,13 @@ import time
 
 import pytest
 
-from test_faults import cli, error_line, read_csv, start, strict_json, write_yaml
+from test_async import md1_scenario_file
+from test_faults import cli, error_line, read_csv, start, strict_json
 
-MD1 = {"devices": {"count": 1, "overrides": {0: {"alpha": 1.0, "draft_latency_ms": 5.0}}},
-       "policy": {"draft_length": 4},
-       "server": {"verify_fixed_ms": 22.4, "verify_per_device_ms": 7.6},
-       "channel": {"fading": "none"},
-       "workload": {"arrivals": "poisson", "rate_per_s": 5.0, "length_tokens": 5},
-       "serving": {"protocol": "asynchronous"}}
 D = 0.05  # seconds: one request is one round of t + t0 + t1 = 5 + 22.4 + 7.6 ms + the link
 ISSUE = ["--set", "workload.arrivals=poisson", "--set", "devices.count=2",
          "--set", "channel.coherence_time_ms=42.3", "--duration", "20", "--reps-max", "3",
          "--tol", "0.5"]
-
-
-def md1_file(tmp_path):
-    return write_yaml(tmp_path / "md1.yaml", MD1)
 
 
 @pytest.mark.parametrize("args, key", [
@@ -43,7 +34,7 @@ def md1_file(tmp_path):
 def test_capacity_options_refused_before_any_run(tmp_path, args, key):
     """FAULT_CLASS capacity options: refused at once with the option named, nothing written."""
     out = tmp_path / "cap"
-    o = cli("capacity", md1_file(tmp_path), "--slo", "ttft=0.1", *args, "--out", out,
+    o = cli("capacity", md1_scenario_file(tmp_path), "--slo", "ttft=0.1", *args, "--out", out,
             cwd=tmp_path, timeout=30)
     assert key in error_line(o, 2)
     assert not out.exists()
@@ -53,8 +44,8 @@ def test_capacity_options_refused_before_any_run(tmp_path, args, key):
 def test_capacity_bad_output_refused_before_any_run(tmp_path, out):
     """FAULT_CLASS output locations: an empty, too long, device or impossible --out: exit 2
     before the first run (no progress line), not exit 1 after the search."""
-    o = cli("capacity", md1_file(tmp_path), "--slo", "ttft=0.1", "--out", out, cwd=tmp_path,
-            timeout=30)
+    o = cli("capacity", md1_scenario_file(tmp_path), "--slo", "ttft=0.1", "--out", out,
+            cwd=tmp_path, timeout=30)
     assert "--out" in error_line(o, 2)
     assert "rate " not in o.err  # no run was made
     assert not any(tmp_path.glob("capacity*")) and not (tmp_path / "results").exists()
@@ -64,7 +55,7 @@ def test_capacity_one_search_per_folder(tmp_path):
     """FAULT_CLASS capacity output: a second search into a folder holding one is refused and
     leaves it as it was; --overwrite replaces it."""
     out = tmp_path / "cap"
-    args = ("capacity", md1_file(tmp_path), "--slo", "ttft=0.1", "--duration", "20",
+    args = ("capacity", md1_scenario_file(tmp_path), "--slo", "ttft=0.1", "--duration", "20",
             "--reps-max", "3", "--tol", "0.5", "--out", out, "--quiet")
     assert cli(*args, cwd=tmp_path).rc == 0
     before = {p.name: p.read_bytes() for p in out.iterdir()}
@@ -102,7 +93,7 @@ def test_capacity_always_met_slo_stops_at_the_service_rate(tmp_path):
     M/D/1 scenario ends at the stability limit 1/D = 20 requests/s (a rate whose queue grows
     without bound fails), not at 10^5 requests/s after minutes."""
     out = tmp_path / "cap"
-    o = cli("capacity", md1_file(tmp_path), "--slo", "ttft=1e9", "--duration", "50",
+    o = cli("capacity", md1_scenario_file(tmp_path), "--slo", "ttft=1e9", "--duration", "50",
             "--tol", "0.1", "--out", out, "--quiet", cwd=tmp_path, timeout=120)
     assert o.rc == 0, o
     lo, hi = strict_json(out / "capacity.json")["interval"]
@@ -116,7 +107,7 @@ def test_capacity_unreachable_slo_bounded_downwards(tmp_path):
     10 ms < D) fails at every rate: exit 1 with the verdict, the curve written, in bounded
     time (the runs at low rates are extended at most 100 x --duration)."""
     out = tmp_path / "cap"
-    o = cli("capacity", md1_file(tmp_path), "--slo", "ttft=10ms", "--duration", "10",
+    o = cli("capacity", md1_scenario_file(tmp_path), "--slo", "ttft=10ms", "--duration", "10",
             "--reps-max", "3", "--out", out, "--quiet", cwd=tmp_path, timeout=120)
     line = error_line(o, 1)
     assert "capacity is below" in line and "loosen the SLO" in line
@@ -127,7 +118,7 @@ def test_capacity_unreachable_slo_bounded_downwards(tmp_path):
 
 def _slow_search(tmp_path, out):
     # runs of 4000 simulated s: each takes a second or more of wall time
-    return start("capacity", md1_file(tmp_path), "--slo", "ttft=0.1", "--duration", "4000",
+    return start("capacity", md1_scenario_file(tmp_path), "--slo", "ttft=0.1", "--duration", "4000",
                  "--out", out, cwd=tmp_path)
 
 
