@@ -8,13 +8,15 @@ them). Other modules of the package register more (``limits``).
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Callable
+from typing import Callable
 
 from .errors import ScenarioError
 from .names import EXHAUSTIVE_MAX_DEVICES, SHIPPED_VERIFY_TABLES
+from .params import Params
 
-if TYPE_CHECKING:
-    from .schema import Scenario
+# a check receives the resolved ``schema.Scenario``; named by its base class here because the
+# schema imports this module
+Scenario = Params
 
 CROSS_CHECKS: list[Callable[[Scenario], None]] = []
 
