@@ -29,7 +29,7 @@ improves = _jit(ties.improves)
 best_index = _jit(ties.best_index_loop)
 
 
-LANES = 16      # rejected sets evaluated side by side (independent chains: vectorised loops)
+LANES = 32      # rejected sets evaluated side by side (independent chains: vectorised loops)
 _BIG = 1e308    # stands for "not a candidate" in the branch-free minima
 
 
