@@ -56,7 +56,6 @@ CURVE_COLUMNS = ("rate_per_s", "replications", "attainment_mean", "ci95_lo", "ci
                  "slo_goodput_rps", "verdict", "requests", "met", "duration_s", "unstable_runs")
 MAX_DURATION_S = 1e9      # simulated seconds of one run (about 32 years)
 MAX_REPLICATIONS = 1000
-VERDICTS = ("found", "below", "above", "undecided", "interrupted")
 
 _SLO_RE = re.compile(r"^\s*(ttft|tpot)\s*=\s*([0-9.eE+-]+)\s*(ms|s)?\s*$")
 
@@ -438,7 +437,7 @@ def check_output(folder, overwrite=False):
             raise OutputLocationError(f"--out {folder}", has, "give a new folder, or add "
                                       "--overwrite to replace capacity.csv and capacity.json "
                                       "there")
-        return check_folder(folder, "--out", must_be_empty=False)
+        return check_folder(folder, "--out")
     except OSError as exc:  # e.g. a name longer than the file system allows
         from ..errors import os_reason
 

@@ -193,7 +193,7 @@ def prepare_output(folder, sweep):
         elif any(folder.iterdir()):
             raise OutputConflictError(f"{folder}: output folder exists, is not empty and holds no "
                                       "sweep.json; choose another --out")
-    check_folder(folder, "--out", must_be_empty=False)
+    check_folder(folder, "--out")
     lock_folder(folder)
     (folder / "runs").mkdir(parents=True, exist_ok=True)
     (folder / "sweep.yaml").write_text(dump_sweep_yaml(sweep), encoding="utf-8")

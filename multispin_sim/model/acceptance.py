@@ -97,7 +97,7 @@ class AcceptanceModel:
 
 @ACCEPTANCE_MODELS.register("iid")
 class IIDAcceptance(AcceptanceModel):
-    """The paper's i.i.d. model (see the module docstring); exactly the original draws."""
+    """The paper's i.i.d. model (see the module docstring)."""
 
     def __init__(self, alpha, rng, block=1024, mean=None, **_):
         if mean is not None:

@@ -46,11 +46,6 @@ def relax(temperature, power_w, dt, ambient, r_th, tau):
     return steady + (np.asarray(temperature, dtype=float) - steady) * np.exp(-np.asarray(dt) / tau)
 
 
-def steady_temperature(power_w, ambient, r_th):
-    """T_ss = T_amb + P R_th."""
-    return ambient + np.asarray(power_w, dtype=float) * r_th
-
-
 class ThermalState:
     """Temperatures and throttle flags of K devices; ``slowdown()`` at a round start,
     ``advance(...)`` at its end.

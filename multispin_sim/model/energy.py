@@ -117,25 +117,6 @@ class TokensPerJoule:
         return tokens_per_joule(tokens, self.energy(gammas, drafting, t_ver, t_comm))
 
 
-def split_energy(ul_delay, ul_power, tau_dl, n_ul, n_rejected, powers):
-    """Device energy of the correction phase for each prefix split n (arrays over n):
-    UL devices (p + P_circuit) d, DL devices P_rx tau, and P_idle for every rejected device
-    while it waits for the slowest (T = max over the split). Inputs in UL order for one outcome:
-    ul_delay, ul_power (|R|,), tau_dl (|R| + 1,) DL delay of the suffix from n."""
-    r = int(n_rejected)
-    n = np.arange(r + 1)
-    d = np.asarray(ul_delay, float)
-    p = np.asarray(ul_power, float)
-    tau = np.asarray(tau_dl, float)
-    ul_e = np.concatenate([[0.0], np.cumsum((p + powers.ul_circuit_w) * d)])
-    ul_t = np.concatenate([[0.0], np.cumsum(d)])
-    d_max = np.concatenate([[0.0], np.maximum.accumulate(d)]) if r else np.zeros(1)
-    t = np.maximum(d_max, tau)
-    dl_e = powers.dl_receive_w * tau * (r - n)
-    busy = ul_t + tau * (r - n)
-    return ul_e + dl_e + powers.idle_w * (r * t - busy)
-
-
 def correction_energy(decision, powers, n_active, scope="devices"):
     """Z of each outcome (M,): device energy of the correction phase (see the module
     docstring); ``scope='total'`` adds the server's DL transmit energy."""

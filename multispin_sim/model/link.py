@@ -97,10 +97,6 @@ class ShannonLink:
     def usable_prbs(cls, scenario):
         return None
 
-    def planned_delay(self, bits, bandwidth_hz, snr):
-        with np.errstate(divide="ignore"):
-            return np.asarray(bits, float) / (bandwidth_hz * np.log2(1.0 + np.asarray(snr, float)))
-
 
 class BlerCurve:
     """Logistic BLER around 10%-BLER thresholds thr_dB = 10 log10(Gamma (2^eff - 1))."""
@@ -195,11 +191,6 @@ class McsLink:
         self.transmissions = self.failures = self.outages = self.corrections = 0
 
     # -- resources ---------------------------------------------------------------------------
-    def prbs(self, n_devices):
-        """Whole PRBs of each of ``n_devices`` transmitting devices (equal split; the remainder
-        stays idle)."""
-        return self.n_prb // max(int(n_devices), 1)
-
     def noise_w(self, n_prb):
         return self.n0 * n_prb * self.prb_hz
 
@@ -226,13 +217,6 @@ class McsLink:
         if c == 0:
             return None
         return self._tbs[c - 1][n_prb], self._thr[c - 1]
-
-    def planned_delay(self, bits, n_prb, snr_reported):
-        """Error-free schedule at the reported SNR: ceil(bits / TBS) slots (inf in outage)."""
-        got = self.choose(snr_reported, n_prb)
-        if got is None or got[0] <= 0:
-            return math.inf
-        return math.ceil(bits / got[0] - 1e-12) * self.slot_s
 
     def planned_one(self, bits, snr, n_prb, outage_wait_s=0.0):
         """``planned_delays`` for one scalar correction (the engine's per-round path)."""

@@ -79,7 +79,6 @@ class PayloadFormat:
     depends on them) and ``compress(x)`` -> x~ of the same shape, rows summing to 1."""
 
     name = "?"
-    lossless = False
     fixed_size = True
 
     def __init__(self, vocab=151_665, prob_bits=16, effective_vocab=1024, top_p=0.95,
@@ -102,7 +101,6 @@ class PayloadFormat:
 
 class Dense(PayloadFormat):
     name = "dense"
-    lossless = True
 
     def bits(self, x=None):
         return self.vocab * self.prob_bits
@@ -119,10 +117,6 @@ class TopK(PayloadFormat):
         if self.k == DENSE:
             self.k = self.vocab
         self.k = int(self.k)
-
-    @property
-    def lossless(self):
-        return self.k >= self.vocab
 
     def bits(self, x=None):
         return payload_bits(self.k, self.vocab, self.prob_bits)

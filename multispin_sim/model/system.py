@@ -45,7 +45,8 @@ class System:
         return LinearVerification(self.verify_fixed_s, self.verify_per_device_s)
 
     def verification_s(self, batch_size):
-        """``latency.verification_latency`` for one batch, in scalar arithmetic (called every round)."""
+        """Batched verification T_ver = T_ver0 + K_b T_ver1 of one batch of ``batch_size`` = K_b
+        devices (no batch takes no time), in scalar arithmetic (called every round)."""
         if batch_size <= 0:
             return 0.0
         return self.verify_fixed_s + batch_size * self.verify_per_device_s

@@ -55,13 +55,13 @@ def write_json(path, data):
     write_text(path, dumps(data))
 
 
-def check_folder(path, option="--out", must_be_empty=True):
+def check_folder(path, option="--out"):
     """Make sure ``path`` is (or can become) a writable folder, before any work starts.
 
     Raises ``OutputLocationError`` naming the option, with the reason and what to do: an
     existing file or device (``/dev/null``), a path under a file, a read-only or unwritable
-    place. Creates the folder (and its parents); with ``must_be_empty``, an existing folder
-    must be empty (checked by the caller when it has other rules, e.g. a sweep's resume).
+    place. Creates the folder (and its parents); an existing folder may hold files (callers
+    with rules about its contents, e.g. a sweep's resume, check them).
     """
     path = Path(path)
     what = f"{option} {path}"

@@ -91,8 +91,7 @@ class Recorder:
         # energy: an outputs.energy.EnergyAccount (adds the energy columns), or None
         self._energy = energy
         round_columns = dict(ROUND_COLUMNS) | (ROUND_ENERGY_COLUMNS if energy else {})
-        self.rounds_csv = ChunkedCsv(folder / "rounds.csv", round_columns, capacity=chunk_rounds,
-                                     writer=self.writer)
+        self.rounds_csv = ChunkedCsv(folder / "rounds.csv", round_columns, writer=self.writer)
         columns = dict(DEVICE_ROUND_COLUMNS)
         if energy is not None:
             columns |= energy.device_columns_spec
@@ -104,8 +103,7 @@ class Recorder:
         columns.update(self._extra)
         self._planned = planned
         self._distance = distance
-        self.device_csv = ChunkedCsv(folder / "device_rounds.csv", columns,
-                                     capacity=chunk_rounds * k, writer=self.writer)
+        self.device_csv = ChunkedCsv(folder / "device_rounds.csv", columns, writer=self.writer)
         self._index = np.arange(k)
         # the block: row i of every buffer is the i-th round since the last flush
         self._capacity = rounds = max(1, min(chunk_rounds, BLOCK_VALUES // max(k, 1)))

@@ -30,7 +30,6 @@ class CsvStream:
         self._file = open_csv(self.path, "w", self.columns)
         self._parts = {c: [] for c in self.columns}
         self._buffered = 0
-        self.rows = 0
 
     def append(self, **columns):
         """Add rows given as equal-length arrays (or scalars for a single row), one per column."""
@@ -47,7 +46,6 @@ class CsvStream:
         if not self._buffered:
             return
         write_rows(self._file, [np.concatenate(self._parts[c]) for c in self.columns])
-        self.rows += self._buffered
         self._parts = {c: [] for c in self.columns}
         self._buffered = 0
 
@@ -331,79 +329,33 @@ class WriterProcess:
 
 
 class ChunkedCsv:
-    """A CSV written from preallocated column arrays: ``put`` copies a block of rows in place,
-    ``write`` writes whole columns at once.
+    """A CSV written whole blocks of rows at a time: ``write`` takes equal-length column arrays.
 
-    Cheaper than ``CsvStream`` when many small blocks arrive (the engine's per-round records).
+    Cheaper than ``CsvStream`` for the engine's per-round records (blocks of rounds).
     ``columns`` maps each column name to its numpy dtype (``object`` for strings). With a
-    ``writer`` (``WriterProcess``), full chunks are formatted and written by it.
+    ``writer`` (``WriterProcess``), the blocks are formatted and written by it.
     """
 
-    def __init__(self, path, columns, capacity=16384, writer=None):
+    def __init__(self, path, columns, writer=None):
         self.path = Path(path)
         self.writer = writer
         self.names = tuple(columns)
-        self.capacity = capacity
         self._dtypes = tuple(columns.values())
-        self._arrays = None  # allocated by the first ``put``
-        self._rows = []
-        self._n = 0
-        self.rows = 0
         self._file = open_csv(self.path, "w", self.names)
 
-    def put(self, n, values):
-        """Append ``n`` rows; ``values`` maps every column to a scalar or an array of length n.
-
-        A file takes its rows either all by ``put`` or all by ``put_row``.
-        """
-        if self._n + n > self.capacity:
-            self.flush()
-        lo, hi = self._n, self._n + n
-        arrays = self._arrays
-        if arrays is None:
-            arrays = self._arrays = {name: np.empty(self.capacity, dtype=dt)
-                                     for name, dt in zip(self.names, self._dtypes)}
-        for name, value in values.items():
-            arrays[name][lo:hi] = value
-        self._n = hi
-
-    def put_row(self, row):
-        """Append one row given as a tuple in column order (cheaper than ``put`` for one row)."""
-        self._rows.append(row)
-        self._n += 1
-        if self._n >= self.capacity:
-            self.flush()
-
-    def flush(self):
-        if self._n:
-            if self._rows:
-                columns = [np.array(col, dtype=dt) for col, dt in zip(zip(*self._rows), self._dtypes)]
-                self._rows = []
-            else:
-                columns = [self._arrays[name][: self._n] for name in self.names]
-            if self.writer is not None:
-                self.writer.write(self.path, columns)  # pickled at once: the arrays can be reused
-            else:
-                write_rows(self._file, columns)
-            self.rows += self._n
-            self._n = 0
-
     def write(self, columns):
-        """Write rows given as equal-length column arrays in file order (after any buffered)."""
-        self.flush()
+        """Write rows given as equal-length column arrays in file order."""
         n = len(columns[0]) if columns else 0
         if not n:
             return
         if self.writer is not None:
-            self.writer.write(self.path, columns)
+            self.writer.write(self.path, columns)  # pickled at once: the arrays can be reused
         else:
             write_rows(self._file, columns)
-        self.rows += n
 
     def close(self):
-        """Flush what is buffered (the writer process, if any, is closed by its owner)."""
+        """Close the file (the writer process, if any, is closed by its owner)."""
         if not self._file.closed:
-            self.flush()
             self._file.close()
 
 

@@ -126,7 +126,7 @@ def check_output(out, folder):
         raise ReportError(f"{option} {path}: exists and is not a regular file; give the HTML "
                           "file to write")
     try:
-        check_folder(path.parent, option, must_be_empty=False)
+        check_folder(path.parent, option)
     except OutputLocationError as exc:
         raise ReportError(exc.line()[len("error: "):]) from None
     return path
