@@ -9,8 +9,7 @@ import numpy as np
 from ..model.compute import ThermalState
 from ..model.energy import Powers
 from ..model.verification import VERIFY_MODELS, VerifyTableError
-from ..policies import make_reactive_policy
-from ..policies.energy import EnergyAwareSplit
+from ..policies import REACTIVE_POLICIES
 from ..scenario import ScenarioError
 
 
@@ -44,9 +43,10 @@ def thermal_state(scenario, population):
 
 
 def reactive_policy(scenario, population):
-    """The reactive policy; 'optimal' breaks ties by energy under tokens-per-joule."""
+    """The reactive policy of ``policy.mode``; under the tokens-per-joule objective the policy
+    chooses its energy variant itself (``for_energy``: the optimal split breaks ties by energy)."""
     policy = scenario.policy
-    if policy.objective == "tokens-per-joule" and policy.mode == "optimal":
-        return EnergyAwareSplit(energy_powers(scenario, population), policy.energy_tie_tolerance,
-                                policy.energy_scope)
-    return make_reactive_policy(policy.mode, scenario)
+    cls = REACTIVE_POLICIES.lookup(policy.mode)
+    if policy.objective == "tokens-per-joule":
+        return cls.for_energy(scenario, energy_powers(scenario, population))
+    return cls.from_scenario(scenario)

@@ -18,6 +18,7 @@ from ..model.reactive import DL, UL
 from ..model.registry import Registry
 from ..outputs.records import CsvStream
 from ..outputs.statistics import GrowingArray
+from ..policies import REACTIVE_POLICIES
 from .server import EdgeServer
 
 CORRECTION_COLUMNS = ("round", "device", "mode", "format", "bits", "accept_prob", "dl_tv",
@@ -235,7 +236,9 @@ def build_payload_model(scenario, alpha, pairs=None, rng=None):
 
     pl = scenario.payload
     ul = format_from_scenario(pl)
-    dl = dl_menu_formats(pl) if scenario.policy.mode == "fidelity" else [ul]
+    # a policy that picks the DL format per correction gets the menu (``ReactivePolicy.dl_menu``)
+    menu = REACTIVE_POLICIES.lookup(scenario.policy.mode).dl_menu
+    dl = dl_menu_formats(pl) if menu else [ul]
     if pairs is not None:
         model = PayloadModel.from_pairs(pairs[0], pairs[1], len(alpha), ul, dl)
     else:

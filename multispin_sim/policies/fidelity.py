@@ -102,6 +102,8 @@ def fidelity_split_one(rejected, g_ul, g_dl, p_ul, p_dl, bandwidth_hz, n0, ul_bi
 class FidelitySplit(ReactivePolicy):
     """Direction and DL payload size per rejected device: min T_comm s.t. DL TV <= budget."""
 
+    dl_menu = True
+
     def __init__(self, tv_budget=None):
         self.tv_budget = tv_budget
         self.model = None
