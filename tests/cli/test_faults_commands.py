@@ -1,5 +1,7 @@
 """Fault injection: the options of ``bench`` and ``plot`` (the method of tests/test_faults.py):
 a bare ``bench`` starts the quick set, and a timeline of too many rounds is refused up front."""
+import os
+
 import pytest
 
 from multispin_sim import benchmarks, cli as cli_module
@@ -57,13 +59,13 @@ def test_sweep_scheduler_options_refused_before_any_work(tmp_path, args, what):
     assert not (tmp_path / "o").exists()
 
 
-def test_sweep_dask_missing_refused_before_any_work(tmp_path):
-    """FAULT_CLASS messages: --executor dask without dask.distributed: what to do, and no folder."""
-    try:
-        import dask.distributed  # noqa: F401
-        pytest.skip("dask.distributed is installed here")
-    except ImportError:
-        pass
+def test_sweep_dask_missing_refused_before_any_work(tmp_path, monkeypatch):
+    """FAULT_CLASS messages: --executor dask without dask.distributed: what to do, and no folder.
+    (A stand-in package that cannot be imported hides an installed dask from the command.)"""
+    hidden = tmp_path / "hide"
+    (hidden / "dask").mkdir(parents=True)
+    (hidden / "dask" / "__init__.py").write_text("raise ImportError('dask hidden by the test')\n")
+    monkeypatch.setenv("PYTHONPATH", f"{hidden}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
     from test_faults import sweep_file
 
     sw = sweep_file(tmp_path, rounds=10, counts=(2,), reps=1)
