@@ -174,17 +174,13 @@ def _by_run(runs, top):
 
 
 @_jit
-def _path_events(runs, path, pos, masks, samples, at):
+def _path_events(path, pos, order, start, masks, samples, at):
     """The rejected sets of every sample at each point of a nondecreasing path (n, K) where it
     changes, in order of the points: device d of sample m turns rejected at the first point
-    whose gamma_d exceeds its run, and stays so. Returns how many (mask, sample, point)."""
-    m_count, k = runs.shape
+    whose gamma_d exceeds its run, and stays so (``order``, ``start``: ``_by_run`` up to the
+    path's largest length). Returns how many (mask, sample, point)."""
+    k, m_count = order.shape
     n = path.shape[0]
-    top = 0
-    for p in range(n):
-        for d in range(k):
-            top = max(top, path[p, d])
-    order, start = _by_run(runs, top)
     mask = np.zeros(m_count, dtype=np.uint64)
     event = np.full(m_count, -1, dtype=np.int64)   # the sample's event at this point, if any
     e = 0
@@ -208,21 +204,28 @@ def _path_events(runs, path, pos, masks, samples, at):
 
 
 @_jit
-def _move_events(runs, rej, gamma, dev, new, limit, pos, masks, samples, who):
+def _move_events(rej, gamma, dev, new, limit, pos, order, start, masks, samples, who):
     """The rejected sets after each single-device move (dev[i] to new[i]) on the samples of
-    the first ``limit`` whose rejection of that device changes. Returns how many."""
+    the first ``limit`` whose rejection of that device changes (``order``, ``start``:
+    ``_by_run`` up to the largest length). Returns how many."""
+    k = rej.shape[1]
     row_mask = np.zeros(limit, dtype=np.uint64)
-    for m in range(limit):
-        for d in range(rej.shape[1]):
-            if rej[m, d]:
-                row_mask[m] |= np.uint64(1) << np.uint64(pos[d])
+    known = np.zeros(limit, dtype=np.bool_)
     e = 0
     for i in range(dev.shape[0]):
         d, old = dev[i], gamma[dev[i]]
         lo, hi = min(old, new[i]), max(old, new[i])
         bit = np.uint64(1) << np.uint64(pos[d])
-        for m in range(limit):
-            if lo <= runs[m, d] < hi:
+        for r in range(lo, hi):
+            for j in range(start[d, r], start[d, r + 1]):
+                m = order[d, j]
+                if m >= limit:    # a bucket lists its samples in ascending order
+                    break
+                if not known[m]:
+                    for c in range(k):
+                        if rej[m, c]:
+                            row_mask[m] |= np.uint64(1) << np.uint64(pos[c])
+                    known[m] = True
                 masks[e] = row_mask[m] | bit if new[i] > old else row_mask[m] & ~bit
                 samples[e], who[e] = m, i
                 e += 1
@@ -421,13 +424,24 @@ class CompiledKernel:
         _row_masks(rej, rows, self.pos, buf.masks, buf.samples)
         return buf.times(rej.shape[0], *self.loads)
 
+    def _index(self, runs, top):
+        """``_by_run(runs, top')`` for some top' >= top, kept while the runs are the same
+        array (an objective's runs never change)."""
+        held = self.__dict__.get("_held")
+        if held is None or held[0] is not runs or held[1] < top:
+            order, start = _by_run(runs, max(top, 32))
+            held = self._held = (runs, max(top, 32), order, start)
+        return held[2], held[3]
+
     def move_sums(self, runs, rej, t, gamma, dev, new, limit):
         """Sum over the first ``limit`` samples of the change of T_comm after each
         single-device move (``model.goodput.SAATcomm.move_means``)."""
         buf = _Rows(dev.size * limit)
         who = np.empty(buf.masks.size, dtype=np.int64)
-        e = _move_events(runs, rej, gamma, dev, new, limit, self.pos, buf.masks, buf.samples,
-                         who)
+        top = int(max(gamma.max(initial=0), new.max(initial=0)))
+        order, start = self._index(runs, top)
+        e = _move_events(rej, gamma, dev, new, limit, self.pos, order, start, buf.masks,
+                         buf.samples, who)
         delta = buf.times(e, *self.loads) - t[buf.samples[:e]]
         return np.bincount(who[:e], weights=delta, minlength=dev.size)
 
@@ -437,7 +451,8 @@ class CompiledKernel:
         buf = _Rows(m_count * k)
         at = np.empty(buf.masks.size, dtype=np.int64)
         path = np.ascontiguousarray(path, dtype=np.int64)
-        e = _path_events(runs, path, self.pos, buf.masks, buf.samples, at)
+        order, start = self._index(runs, int(path.max(initial=0)))
+        e = _path_events(path, self.pos, order, start, buf.masks, buf.samples, at)
         return _path_totals(buf.times(e, *self.loads), buf.samples, at, e, path.shape[0],
                             m_count)
 
