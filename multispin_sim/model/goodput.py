@@ -392,7 +392,7 @@ def en_table(alpha, top):
     """E[N] of every device at every draft length 0..top, (top + 1, K), read-only: row g is
     ``expected_tokens(alpha, g)``, computed by one call on a (top + 1, K) grid of lengths (the
     same elementwise operations on the same contiguous rows as the (K,) and (n, K) calls of
-    ``DraftObjective``: the same values bit for bit, which tests/test_draft_objective.py
+    ``DraftObjective``: the same values bit for bit, which tests/model/test_goodput.py
     checks). Cached: rounds with the same acceptance rates share it."""
     key = (alpha.tobytes(), top)
     tab = _EN_TABLES.get(key)

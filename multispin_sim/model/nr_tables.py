@@ -1,6 +1,6 @@
 """3GPP NR tables of the link layer: CQI tables, transport block size, PRB counts, numerology.
 
-Sources (values transcribed from the standards; spot-checked in tests/test_link.py):
+Sources (values transcribed from the standards; spot-checked in tests/model/test_link.py):
 
 - CQI tables: TS 38.214 Table 5.2.2.1-2 (4-bit CQI Table 1, up to 64QAM), Table 5.2.2.1-3
   (Table 2, up to 256QAM) and Table 5.2.2.1-4 (Table 3, low spectral efficiency): per index

@@ -14,7 +14,7 @@ Recording a round only copies its (K,) arrays and scalars into one row of preall
 buffers (one (rounds, K) array per per-device quantity). The rows of the CSVs, the statistics
 and the energy totals are computed for a whole block at once, vectorised, when the block is
 full, when ``stats`` (or ``energy``) is read, and at ``close()``: the same values, summed in the
-same order, as computing them round by round (tests/test_recorder_blocks.py).
+same order, as computing them round by round (tests/outputs/test_recorder.py).
 """
 import dataclasses
 from typing import Any, Optional

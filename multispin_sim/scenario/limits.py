@@ -29,7 +29,7 @@ MAX_SPEED_MPS = 1_000.0         # 3,600 km/h
 MIN_REGION_M = 1.0              # the path-loss reference distance (model.mobility.MIN_DISTANCE_M)
 MIN_COHERENCE_MS = 0.01         # 10 us: far below one OFDM symbol (66.7 us at 15 kHz)
 
-# memory model of a run (bytes), fitted on measured peaks (see tests/test_faults.py)
+# memory model of a run (bytes), fitted on measured peaks (see tests/cli/test_faults.py)
 BASE_BYTES = 200 << 20          # interpreter, numpy, scipy, simpy
 PER_DEVICE_BYTES = 48 << 10     # record chunks, fading blocks, policy arrays per device
 PER_ROUND_BYTES = 40            # round-time quantiles (2 float64, doubling) and batch means

@@ -1,4 +1,4 @@
-"""Fault injection for ``multispin-sim capacity`` (the method of tests/test_faults.py: the real
+"""Fault injection for ``multispin-sim capacity`` (the method of tests/cli/test_faults.py: the real
 CLI in subprocesses): options and output locations refused before any run, one search per
 folder, runs without requests, searches bounded upwards and downwards, stop signals.
 """
@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from test_async import md1_scenario_file
+from test_asynchronous import md1_scenario_file
 from test_faults import cli, error_line, read_csv, start, strict_json
 
 D = 0.05  # seconds: one request is one round of t + t0 + t1 = 5 + 22.4 + 7.6 ms + the link

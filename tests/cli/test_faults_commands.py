@@ -1,4 +1,4 @@
-"""Fault injection: the options of ``bench`` and ``plot`` (the method of tests/test_faults.py):
+"""Fault injection: the options of ``bench`` and ``plot`` (the method of tests/cli/test_faults.py):
 a bare ``bench`` starts the quick set, and a timeline of too many rounds is refused up front."""
 import os
 

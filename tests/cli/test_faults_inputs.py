@@ -1,5 +1,5 @@
 """Fault injection: files users bring (agreement traces, verification tables) and the options of
-``acceptance fit``, through the real CLI in subprocesses (the method of tests/test_faults.py).
+``acceptance fit``, through the real CLI in subprocesses (the method of tests/cli/test_faults.py).
 Every case: exit 2, one ``error: what: why; what to do`` line naming the file (and line), no
 "internal error", nothing written."""
 import gzip

@@ -1,5 +1,5 @@
 """Fault injection: values that scale memory or overflow, refused before any work with the key
-that scales the memory (the method of tests/test_faults.py)."""
+that scales the memory (the method of tests/cli/test_faults.py)."""
 import pytest
 
 from test_faults import cli, error_line, scenario

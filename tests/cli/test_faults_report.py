@@ -1,5 +1,5 @@
 """Fault injection: ``report`` on damaged folders and bad output locations (the method of
-tests/test_faults.py): exit 2 with one line naming the file (and line) and what is expected,
+tests/cli/test_faults.py): exit 2 with one line naming the file (and line) and what is expected,
 before any figure is drawn; nothing written."""
 import json
 import shutil

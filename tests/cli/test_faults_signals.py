@@ -1,5 +1,5 @@
 """Fault injection: stop signals to the commands other than ``run`` (the method of
-tests/test_faults.py). A serial sweep runs in the main process, so the run's own handlers take
+tests/cli/test_faults.py). A serial sweep runs in the main process, so the run's own handlers take
 the signal: the sweep must still exit 128 + N for that signal."""
 import signal
 import time

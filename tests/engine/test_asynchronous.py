@@ -430,7 +430,7 @@ def test_serving_scenario_and_sweep_files_load():
 
     from multispin_sim.experiments import load_sweep
 
-    root = Path(__file__).resolve().parents[1] / "scenarios" / "serving"
+    root = Path(__file__).resolve().parents[2] / "scenarios" / "serving"
     base = ms.load_scenario(root / "base.yaml")
     assert base.workload.arrivals == "poisson" and base.serving.slo_ttft_s == 2.0
     sweep = load_sweep(root / "slo_load.yaml")

@@ -30,7 +30,7 @@ from multispin_sim.model.verification import (SHIPPED_TABLES, LinearVerification
 from multispin_sim.policies.draft_search import exhaustive_search, make_objective
 from multispin_sim.policies.reactive import energy_aware_split
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 N0 = 10 ** (-174 / 10) * 1e-3
 
 

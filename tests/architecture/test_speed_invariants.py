@@ -22,7 +22,7 @@ def test_short_run_imports_no_heavy_scipy():
     )
     import pathlib
 
-    root = pathlib.Path(__file__).resolve().parents[1]
+    root = pathlib.Path(__file__).resolve().parents[2]
     out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
                          text=True, cwd=root).stdout.strip()
     assert out == "[]"

@@ -12,7 +12,7 @@ import pytest
 from multispin_sim.cli import main
 from multispin_sim.outputs import read_table
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def cli(*args, cwd):

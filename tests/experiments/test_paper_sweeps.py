@@ -7,7 +7,7 @@ import pytest
 from multispin_sim.benchmarks.paper import goodput_curve, paper_dir, precision
 from multispin_sim.experiments import load_sweep
 
-PAPER = sorted((Path(__file__).resolve().parents[1] / "scenarios" / "paper").glob("*.yaml"))
+PAPER = sorted((Path(__file__).resolve().parents[2] / "scenarios" / "paper").glob("*.yaml"))
 
 
 @pytest.mark.parametrize("path", PAPER, ids=lambda p: p.stem)

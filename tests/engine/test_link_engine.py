@@ -161,7 +161,7 @@ def test_link_scenario_files_load_and_the_sweep_validates():
     from multispin_sim.experiments.sweepfile import load_sweep
     from multispin_sim.scenario import load_scenario
 
-    root = Path(__file__).resolve().parents[1] / "scenarios" / "link"
+    root = Path(__file__).resolve().parents[2] / "scenarios" / "link"
     names = {load_scenario(f).name for f in root.glob("*.yaml") if not f.name.startswith("fig")}
     assert names == {"link-mcs", "link-mcs-harq-stale-pedestrian", "link-mcs-harq-stale-vehicular",
                      "link-deadline"}

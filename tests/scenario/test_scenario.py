@@ -17,7 +17,7 @@ from multispin_sim.scenario import (
 )
 from multispin_sim.scenario.reference import reference_markdown
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_YAML = ROOT / "scenarios" / "default.yaml"
 
 

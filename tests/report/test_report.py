@@ -190,7 +190,7 @@ def paper_sweep(tmp_path_factory):
     """The paper's Figs 9/10 sweep (80 cells) with its own rounds and replications cut down."""
     import yaml
 
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     src = root / "scenarios" / "paper" / "fig9_10_devices.yaml"
     doc = yaml.safe_load(src.read_text(encoding="utf-8"))
     doc["base_file"] = str((src.parent / doc["base_file"]).resolve())

@@ -21,7 +21,7 @@ import pytest
 
 from multispin_sim import teaching
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 TUT = ROOT / "tutorials"
 STARTERS = sorted(TUT.glob("[0-9][0-9]_*.ipynb"))
 SOLUTIONS = sorted((TUT / "solutions").glob("[0-9][0-9]_*.ipynb"))

@@ -15,7 +15,7 @@ from multispin_sim.experiments.tables import mean_ci
 from multispin_sim.outputs.records import read_table
 from multispin_sim.scenario import ScenarioError
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 WALL_CLOCK = ("wall_time_s", "rounds_per_s")
 
 SMALL = {

@@ -28,7 +28,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 MEMORY_LIMIT = 3 << 30          # address space of a CLI subprocess
 TIMEOUT_S = 60
 
