@@ -23,6 +23,7 @@ class Device:
     def run(self, env):
         loop, k, channel = self.loop, self.index, self.channel
         timeout = env.timeout
+        draft_arrived, device_finished = loop.draft_arrived, loop.device_finished
         while True:
             yield loop.round_started
             if not loop.active_list[k]:
@@ -35,7 +36,7 @@ class Device:
                     loop.carry_finished(k)
                 continue
             yield timeout(loop.draft_list[k])  # gamma_k t_k
-            loop.draft_arrived(k)
+            draft_arrived(k)
             yield loop.verified
             if loop.mode_list[k]:
                 if loop.plain:
@@ -46,4 +47,4 @@ class Device:
                     loop.realised_delay[k] = yield from channel.transmit(
                         env, k, loop.mode_list[k], float(loop.power[k]), loop.bandwidth,
                         float(loop.delay[k]))
-            loop.device_finished(k)
+            device_finished(k)
