@@ -30,7 +30,8 @@ from typing import Optional
 import numpy as np
 
 from ..model.system import System
-from . import draft_search
+from .draft_search import (SearchResult, budget_search, greedy_search, make_objective,
+                           uniform_search)
 from .reactive import make_reactive_policy
 from .registry import Registry
 
@@ -177,7 +178,7 @@ class SearchDraft(DraftController):
         # once: fading is sampled too (Rayleigh on the system's path loss), unless the scenario
         # has no fading
         sampled = self.update == "once" and self.estimator == "saa" and ctx.fading != "none"
-        return draft_search.make_objective(
+        return make_objective(
             system, ctx.g_ul, ctx.g_dl, active, caps, policy, ctx.rng, self.saa_samples,
             estimator=self.estimator, sampled_fading=sampled, ignore_comm=self.ignore_comm,
             reciprocal=ctx.reciprocal, energy=self.energy,
@@ -208,7 +209,7 @@ class GreedyDraft(SearchDraft):
     """The paper's greedy (Algorithm 1) on G(gamma) with the scenario's reactive policy."""
 
     def search(self, objective):
-        return draft_search.greedy_search(objective)
+        return greedy_search(objective)
 
 
 @DRAFT_CONTROLLERS.register("uniform")
@@ -216,7 +217,7 @@ class UniformDraft(SearchDraft):
     """The best common draft length over 0..max_draft."""
 
     def search(self, objective):
-        return draft_search.uniform_search(objective)
+        return uniform_search(objective)
 
 
 @DRAFT_CONTROLLERS.register("computation-only")
@@ -234,15 +235,15 @@ class ComputationOnlyDraft(SearchDraft):
         # caps and the active set (no random draw): rounds with the same devices get the same
         # answer, kept here instead of searched again (saturated runs: every round)
         if not objective.precomputable:
-            return draft_search.greedy_search(objective)
+            return greedy_search(objective)
         key = (objective.alpha.tobytes(), objective.draft_s.tobytes(), objective.verify_s,
                objective.caps.tobytes(), objective.active.tobytes())
         hit = self._memo.get(key)
         if hit is None:
             if len(self._memo) >= 256:
                 self._memo.clear()
-            hit = self._memo[key] = draft_search.greedy_search(objective)
-        return draft_search.SearchResult(hit.gamma.copy(), hit.value, hit.evaluations,
+            hit = self._memo[key] = greedy_search(objective)
+        return SearchResult(hit.gamma.copy(), hit.value, hit.evaluations,
                                          dict(hit.info))
 
 
@@ -252,7 +253,7 @@ class BudgetDraft(SearchDraft):
     greedy or uniform on the same samples)."""
 
     def search(self, objective):
-        return draft_search.budget_search(objective)
+        return budget_search(objective)
 
 
 def make_draft_controller(name, **kwargs):

@@ -156,10 +156,10 @@ def _runs(uniforms, alpha):
     """``acceptance_runs``; compiled after numpy's logarithms where numba runs (the same runs)."""
     if not compiled_enabled():
         return acceptance_runs(uniforms, alpha)
-    from . import search_numba
+    from .search_numba import runs_from_logs
 
     with np.errstate(divide="ignore"):
-        return search_numba.runs_from_logs(np.log(uniforms), np.log(alpha), RUN_CAP)
+        return runs_from_logs(np.log(uniforms), np.log(alpha), RUN_CAP)
 
 
 def compiled_enabled():
@@ -167,7 +167,7 @@ def compiled_enabled():
     if os.environ.get("MULTISPIN_NUMBA", "1") == "0":
         return False
     try:
-        from . import search_numba  # noqa: F401  (imports numba: only when a search runs)
+        from .search_numba import CompiledSearch  # noqa: F401  (imports numba)
     except ImportError:
         return False
     return True
@@ -177,9 +177,9 @@ def _compiled(obj):
     """The compiled implementation of ``obj`` (``search_numba.CompiledSearch``) or None."""
     if not compiled_enabled():
         return None
-    from . import search_numba
+    from .search_numba import CompiledSearch
 
-    return search_numba.CompiledSearch.for_objective(obj)
+    return CompiledSearch.for_objective(obj)
 
 
 # ---------------------------------------------------------------------------- searches

@@ -31,9 +31,9 @@ def _targets(node, module, is_package, files):
         prefix = node.module
     else:
         return []
-    # "from .x import y": y is a submodule of x, or a name defined in x
-    return [f"{prefix}.{a.name}" if f"{prefix}.{a.name}" in files else prefix
-            for a in node.names]
+    # "from .x import y": y is a submodule of x, or a name defined in x; either way x itself
+    # is imported first (a submodule reached through its package depends on the package)
+    return [prefix] + [f"{prefix}.{a.name}" for a in node.names if f"{prefix}.{a.name}" in files]
 
 
 def import_graph():
