@@ -110,6 +110,7 @@ def make_objective(system, g_ul, g_dl, active, caps, policy=None, rng=None, samp
     if policy is None or isinstance(policy, str):
         policy = make_reactive_policy(policy or "optimal")
     n_active = int(np.count_nonzero(active))
+    fast = False   # the compiled implementation: for the SAA estimator only
     if ignore_comm:
         tcomm = ZeroTcomm()
     elif estimator == "exact":
@@ -141,20 +142,24 @@ def make_objective(system, g_ul, g_dl, active, caps, policy=None, rng=None, samp
             g_dl = g_ul if reciprocal else system.pathloss * h[1]
         kernel = make_kernel(system, g_ul, g_dl, policy, coin_u, seed, energy=energy,
                              n_active=n_active, energy_scope=energy_scope)
-        tcomm = SAATcomm(_runs(uniforms, system.alpha), kernel)
+        fast = compiled_enabled()   # numba is imported here, only for this estimator
+        tcomm = SAATcomm(_runs(uniforms, system.alpha, fast), kernel)
     else:
         raise ValueError(f"unknown estimator {estimator!r}; allowed: saa, exact")
     score = None if energy is None else TokensPerJoule(energy, system.draft_latency_s, active,
                                                        energy_scope)
     obj = DraftObjective(system.alpha, system.draft_latency_s, verify, caps, active, tcomm,
                          score=score)
-    obj.compiled = _compiled(obj)
+    if fast:
+        from .search_numba import CompiledSearch
+
+        obj.compiled = CompiledSearch.for_objective(obj)
     return obj
 
 
-def _runs(uniforms, alpha):
+def _runs(uniforms, alpha, compiled):
     """``acceptance_runs``; compiled after numpy's logarithms where numba runs (the same runs)."""
-    if not compiled_enabled():
+    if not compiled:
         return acceptance_runs(uniforms, alpha)
     from .search_numba import runs_from_logs
 
@@ -171,15 +176,6 @@ def compiled_enabled():
     except ImportError:
         return False
     return True
-
-
-def _compiled(obj):
-    """The compiled implementation of ``obj`` (``search_numba.CompiledSearch``) or None."""
-    if not compiled_enabled():
-        return None
-    from .search_numba import CompiledSearch
-
-    return CompiledSearch.for_objective(obj)
 
 
 # ---------------------------------------------------------------------------- searches

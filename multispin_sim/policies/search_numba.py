@@ -409,6 +409,7 @@ class CompiledKernel:
             self.coin = (ordered << np.arange(q.size, dtype=np.uint64)).sum(axis=1,
                                                                             dtype=np.uint64)
         self.c = np.array([kernel.bits * np.log(2.0) / kernel.bw, kernel.n0 * kernel.bw, p_dl])
+        self._held = None   # (runs, top, order, start): the samples bucketed by run (``_index``)
 
     @property
     def loads(self):
@@ -427,7 +428,7 @@ class CompiledKernel:
     def _index(self, runs, top):
         """``_by_run(runs, top')`` for some top' >= top, kept while the runs are the same
         array (an objective's runs never change)."""
-        held = self.__dict__.get("_held")
+        held = self._held
         if held is None or held[0] is not runs or held[1] < top:
             order, start = _by_run(runs, max(top, 32))
             held = self._held = (runs, max(top, 32), order, start)
