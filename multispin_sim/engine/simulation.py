@@ -171,6 +171,130 @@ def simulate(scenario, out=None, *, results_dir=None, progress=False, command_li
 
 
 def _simulate(scenario, folder, inputs, tmp, signals, progress, command_line):
+    run = build_run(scenario, folder, inputs, progress=progress)
+    signals.attach(run.loop)
+    main = run.start()
+    try:
+        run.env.run(until=main)
+    except KeyboardInterrupt:
+        run.loop.stop_requested = True  # a second signal: stop mid-round, still write the summary
+    except LimitReached as exc:
+        run.loop.stop_requested = True
+        run.loop.stop_reason = run.loop.stop_reason or exc.reason
+    except BaseException:
+        signals.shutdown = True
+        run.abort()
+        raise
+    signals.shutdown = True  # from here on, signals wait for the outputs to be written
+    result = run.finish(tmp, command_line, stop_reason=signals.reason)
+    result.stop_signal = signals.signum
+    return result
+
+
+class Run:
+    """A system built from a scenario, its SimPy environment and round loop, before and while it
+    runs: ``start()`` starts the loop's process, ``finish(...)`` writes the summary and returns
+    the ``Result``, ``abort()`` closes the records of a run that failed. ``simulate`` runs one to
+    its end; a caller stepping the environment itself (``env.run(until=...)``) holds one too."""
+
+    def __init__(self, **parts):
+        self.__dict__.update(parts)
+
+    def start(self):
+        """The loop's SimPy process (started, not yet run)."""
+        return self.env.process(self.loop.run(self.env))
+
+    def abort(self):
+        if self.log is not None:
+            self.log.close()  # what was written stays a valid CSV
+        self.recorder.close()
+        if hasattr(self.server, "close"):
+            self.server.close()
+
+    def finish(self, tmp=None, command_line=None, stop_reason=None):
+        """Close the records, write the summary, run.json, devices and topology; the Result."""
+        scenario, folder, population, acceptance, belief = (
+            self.scenario, self.folder, self.population, self.acceptance, self.belief)
+        env, channel, server, recorder, log, workload, loop = (
+            self.env, self.channel, self.server, self.recorder, self.log, self.workload, self.loop)
+        wall0 = self.wall0
+        recorder.close()
+        if hasattr(server, "close"):
+            server.close()
+        complete = not loop.stop_requested
+        stop_reason = stop_reason or loop.stop_reason
+        requests = workload.finish(env.now)
+        if log is not None:
+            log.close()
+        wall = time.perf_counter() - wall0
+        recorder.write_devices(population, extra={
+            "agreed_positions": server.tally.agreed, "verified_positions": server.tally.verified,
+            "agreement_rate": server.tally.rate()})
+        write_topology(folder / "topology.graphml", population)
+        summary = recorder.stats.summary()
+        if recorder.energy is not None:
+            summary["energy"] = recorder.energy.summary(recorder.stats.tokens)
+        if hasattr(server, "summary"):
+            summary["payload"] = server.summary(summary["tokens"])
+        if hasattr(loop, "summary"):  # the protocol's own block (asynchronous)
+            block = loop.summary(env.now)
+            summary[block["protocol"]] = block
+        summary["acceptance"] = acceptance_summary(scenario, acceptance, belief, server.tally)
+        warnings = []
+        if requests is not None:
+            stats = recorder.stats
+            busy = getattr(loop, "server_busy_s", stats.sim_time - stats.idle_time)
+            requests["server_utilisation"] = busy / stats.sim_time if stats.sim_time > 0 else 0.0
+            summary["requests"] = requests
+            if requests["warnings"]:
+                devices = ", ".join(w.split(":")[0].split()[1] for w in requests["warnings"])
+                warnings.append(
+                    f"queues grow without bound at device(s) {devices}: requests arrive faster than "
+                    "these devices are served, so their latencies grow with the run length (see "
+                    "requests.warnings in summary.json)")
+            longest = summary["duration_s"]["max"]
+            heavy_tail = (LINK_MODELS.lookup(scenario.link.model).ideal
+                          and scenario.channel.coherence_time_ms is None)
+            if heavy_tail and stats.sim_time > 0 and longest > 0.05 * stats.sim_time:
+                warnings.append(
+                    f"one round took {longest:.4g} s ({longest / stats.sim_time:.0%} of the run): a "
+                    "correction in a deep fade; with one fading block per round the correction delay "
+                    "has an infinite mean (docs/model.md section 8), so queues and means depend on such "
+                    "rounds -- channel.coherence_time_ms bounds them physically")
+        if channel.dynamic_csi:
+            summary.setdefault("delays", {}).update(
+                transmissions=channel.transmissions, over_several_blocks=channel.multi_block,
+                blocks_per_transmission=(channel.blocks_used / channel.transmissions
+                                         if channel.transmissions else 0.0))
+        if hasattr(channel, "link_summary"):
+            summary["link"] = channel.link_summary()
+        if getattr(server.policy, "defers", False):
+            summary["deferred"] = {"corrections": loop.deferred_total,
+                                   "pending_at_end": int(np.count_nonzero(loop._deferred))
+                                   if loop._deferred is not None else 0}
+        if warnings:
+            summary["warnings"] = warnings  # the CLI prints them; sweeps collect them
+        summary.update(complete=complete, wall_time_s=wall,
+                       rounds_per_s=summary["rounds"] / wall if wall > 0 else 0.0)
+        if not complete:
+            summary["stop_reason"] = stop_reason or "stopped"
+        write_json(folder / "summary.json", summary)  # strict JSON (null for NaN), atomic
+        meta = run_metadata(__version__, scenario.seed, wall, command_line,
+                            scenario=scenario.name, complete=complete)
+        write_json(folder / "run.json", meta)
+        result = Result(summary, folder, population, scenario, _tmp=tmp)
+        result.stop_todo = (LIMIT_TODO["backlog"] if "max_backlog" in str(stop_reason)
+                            else LIMIT_TODO["blocks"] if "max_blocks" in str(stop_reason) else None)
+        return result
+
+
+def build_run(scenario, folder, inputs, *, progress=False, controller=None, reactive=None):
+    """The system of ``scenario`` (``scenario.yaml`` written to ``folder``), ready to ``start``.
+
+    ``controller``, ``reactive``: optional callables given the scenario's draft controller and
+    reactive policy, returning the objects the run asks instead (an outside decision maker, for
+    example a learning agent); None keeps the scenario's own.
+    """
     (folder / "scenario.yaml").write_text(dump_scenario_yaml(scenario), encoding="utf-8")
 
     wall0 = time.perf_counter()
@@ -186,13 +310,16 @@ def _simulate(scenario, folder, inputs, tmp, signals, progress, command_line):
     policy = scenario.policy
     ch = scenario.channel
     moving = moves(scenario)
-    controller = DRAFT_CONTROLLERS.lookup(policy.draft).from_scenario(
+    own_controller = DRAFT_CONTROLLERS.lookup(policy.draft).from_scenario(
         scenario, draft_length=population.draft_length,
         powers=energy_powers(scenario, population))
+    controller = own_controller if controller is None else controller(own_controller)
     env = simpy.Environment()
     coherence = None if ch.coherence_time_ms is None else ch.coherence_time_ms * 1e-3
     channel = build_channel(scenario, system, streams, coherence, moving)
-    server = EdgeServer(system, link_policy(scenario, channel, reactive_policy(scenario, population)),
+    own_policy = reactive_policy(scenario, population)
+    own_policy = own_policy if reactive is None else reactive(own_policy)
+    server = EdgeServer(system, link_policy(scenario, channel, own_policy),
                         streams.policy, streams.acceptance, acceptance=acceptance, belief=belief,
                         per_request=scenario.acceptance.session == "request")
     thermal = thermal_state(scenario, population)  # None without compute.thermal
@@ -225,90 +352,7 @@ def _simulate(scenario, folder, inputs, tmp, signals, progress, command_line):
     loop.stop_reason = None
     if log is not None:
         guard_backlog(workload, loop, scenario.limits.max_backlog_requests)
-    signals.attach(loop)
-    main = env.process(loop.run(env))
-    try:
-        env.run(until=main)
-    except KeyboardInterrupt:
-        loop.stop_requested = True  # a second signal: stop mid-round, still write the summary
-    except LimitReached as exc:
-        loop.stop_requested = True
-        loop.stop_reason = loop.stop_reason or exc.reason
-    except BaseException:
-        signals.shutdown = True
-        if log is not None:
-            log.close()  # what was written stays a valid CSV
-        recorder.close()
-        if hasattr(server, "close"):
-            server.close()
-        raise
-    signals.shutdown = True  # from here on, signals wait for the outputs to be written
-    recorder.close()
-    if hasattr(server, "close"):
-        server.close()
-    complete = not loop.stop_requested
-    stop_reason = signals.reason or loop.stop_reason
-    requests = workload.finish(env.now)
-    if log is not None:
-        log.close()
-    wall = time.perf_counter() - wall0
-    recorder.write_devices(population, extra={
-        "agreed_positions": server.tally.agreed, "verified_positions": server.tally.verified,
-        "agreement_rate": server.tally.rate()})
-    write_topology(folder / "topology.graphml", population)
-    summary = recorder.stats.summary()
-    if recorder.energy is not None:
-        summary["energy"] = recorder.energy.summary(recorder.stats.tokens)
-    if hasattr(server, "summary"):
-        summary["payload"] = server.summary(summary["tokens"])
-    if hasattr(loop, "summary"):  # the protocol's own block (asynchronous)
-        block = loop.summary(env.now)
-        summary[block["protocol"]] = block
-    summary["acceptance"] = acceptance_summary(scenario, acceptance, belief, server.tally)
-    warnings = []
-    if requests is not None:
-        stats = recorder.stats
-        busy = getattr(loop, "server_busy_s", stats.sim_time - stats.idle_time)
-        requests["server_utilisation"] = busy / stats.sim_time if stats.sim_time > 0 else 0.0
-        summary["requests"] = requests
-        if requests["warnings"]:
-            devices = ", ".join(w.split(":")[0].split()[1] for w in requests["warnings"])
-            warnings.append(
-                f"queues grow without bound at device(s) {devices}: requests arrive faster than "
-                "these devices are served, so their latencies grow with the run length (see "
-                "requests.warnings in summary.json)")
-        longest = summary["duration_s"]["max"]
-        heavy_tail = (LINK_MODELS.lookup(scenario.link.model).ideal
-                      and scenario.channel.coherence_time_ms is None)
-        if heavy_tail and stats.sim_time > 0 and longest > 0.05 * stats.sim_time:
-            warnings.append(
-                f"one round took {longest:.4g} s ({longest / stats.sim_time:.0%} of the run): a "
-                "correction in a deep fade; with one fading block per round the correction delay "
-                "has an infinite mean (docs/model.md section 8), so queues and means depend on such "
-                "rounds -- channel.coherence_time_ms bounds them physically")
-    if channel.dynamic_csi:
-        summary.setdefault("delays", {}).update(
-            transmissions=channel.transmissions, over_several_blocks=channel.multi_block,
-            blocks_per_transmission=(channel.blocks_used / channel.transmissions
-                                     if channel.transmissions else 0.0))
-    if hasattr(channel, "link_summary"):
-        summary["link"] = channel.link_summary()
-    if getattr(server.policy, "defers", False):
-        summary["deferred"] = {"corrections": loop.deferred_total,
-                               "pending_at_end": int(np.count_nonzero(loop._deferred))
-                               if loop._deferred is not None else 0}
-    if warnings:
-        summary["warnings"] = warnings  # the CLI prints them; sweeps collect them
-    summary.update(complete=complete, wall_time_s=wall,
-                   rounds_per_s=summary["rounds"] / wall if wall > 0 else 0.0)
-    if not complete:
-        summary["stop_reason"] = stop_reason or "stopped"
-    write_json(folder / "summary.json", summary)  # strict JSON (null for NaN), atomic
-    meta = run_metadata(__version__, scenario.seed, wall, command_line,
-                        scenario=scenario.name, complete=complete)
-    write_json(folder / "run.json", meta)
-    result = Result(summary, folder, population, scenario, _tmp=tmp)
-    result.stop_signal = signals.signum
-    result.stop_todo = (LIMIT_TODO["backlog"] if "max_backlog" in str(stop_reason)
-                        else LIMIT_TODO["blocks"] if "max_blocks" in str(stop_reason) else None)
-    return result
+    return Run(scenario=scenario, folder=folder, wall0=wall0, streams=streams,
+               population=population, acceptance=acceptance, belief=belief, controller=controller,
+               env=env, channel=channel, server=server, thermal=thermal, recorder=recorder,
+               log=log, workload=workload, loop=loop)
