@@ -1,0 +1,54 @@
+"""The built-in draft controllers as agents, and two trivial agents.
+
+``ControllerAgent(env, name)`` is the controller registered as ``policy.draft: name`` ('fixed',
+'uniform', 'computation-only', 'greedy', 'budget', 'threshold', 'backoff', 'goodput-argmax',
+'off-under-load'), built from the environment's scenario and its episode's population as the
+engine builds it, deciding on the environment's round-start context (``env.unwrapped.context``:
+the same ``DraftContext``, the same controller stream) and told the outcomes the engine would
+tell it (``observe``, from the step's info). Its actions reproduce the run of the scenario with
+that controller, round for round. ``ConstantAgent`` always plays one action.
+"""
+import numpy as np
+
+from ..engine.compute import energy_powers
+from ..policies.draft import DRAFT_CONTROLLERS
+from ..scenario import load_scenario
+
+
+class ControllerAgent:
+    """``agent(obs, info) -> gamma``: the draft controller ``name`` (None: the scenario's own)."""
+
+    def __init__(self, env, name=None, overrides=None):
+        self.env = env.unwrapped
+        self.name = name or self.env.scenario.policy.draft
+        DRAFT_CONTROLLERS.lookup(self.name)  # an unknown name fails here, listing the allowed
+        self.overrides = dict(overrides or {})
+        self._episode = None
+        self.controller = None
+
+    def _build(self):
+        u = self.env
+        sc = load_scenario(u.scenario, {"policy.draft": self.name, **self.overrides})
+        population = u.run.population
+        self.controller = DRAFT_CONTROLLERS.lookup(self.name).from_scenario(
+            sc, draft_length=population.draft_length, powers=energy_powers(sc, population))
+        self._episode = u.episode
+
+    def __call__(self, obs=None, info=None):
+        u = self.env
+        if self._episode != u.episode:
+            self._build()
+        observe = getattr(self.controller, "observe", None)
+        if observe is not None and info is not None and "gamma" in info:
+            observe(info["gamma"], info["accepted"], info["active"])
+        return np.asarray(self.controller.lengths(u.context), dtype=np.int64)
+
+
+class ConstantAgent:
+    """Always the same action (a draft length for every device, or any fixed action)."""
+
+    def __init__(self, action):
+        self.action = action
+
+    def __call__(self, obs=None, info=None):
+        return self.action

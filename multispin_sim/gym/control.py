@@ -1,0 +1,73 @@
+"""The environment's two decision points in the real round loop, as the engine's own interfaces.
+
+``AgentDraft`` is a draft controller (``policies.draft`` interface: ``lengths(ctx)``) whose
+gamma comes from outside: at each round start it hands the ``DraftContext`` to ``ask`` (the
+environment, which switches to the agent and back) and applies the agent's answer exactly as
+``DraftController.lengths`` applies a decision (0 for idle devices, capped to the request's
+remaining tokens minus one). ``ask`` returning None lets the scenario's own controller decide
+(warm-up rounds, control='mode').
+
+``AgentSplit`` is a reactive policy (``policies.reactive`` interface) whose UL/DL split comes
+from outside, powers then optimised for that split as the paper does (UL at full power, DL
+delay-equalising, ``model.reactive.evaluate_assignment``). The agent's action is either
+``n``, the number of UL devices taken in the optimal split's prefix order (rejected devices by
+UL delay, docs/model.md section 6; n larger than the rejected set means all UL), or one mode
+per device (0 UL, 1 DL; only the rejected devices transmit). With no action set it is the
+scenario's own policy.
+"""
+import numpy as np
+
+from ..model import reactive as solver
+from ..policies.reactive import ReactivePolicy
+
+
+class AgentDraft:
+    """Draft controller whose decision comes from ``ask(ctx) -> (K,) ints or None``."""
+
+    name = "agent"
+    context_free = False   # the answer depends on the agent: never reused by the round loop
+
+    def __init__(self, own, ask, forward_observe=False):
+        self.own = own
+        self.ask = ask
+        observe = getattr(own, "observe", None)
+        if forward_observe and observe is not None:
+            # the scenario's own controller still decides (control='mode'): it learns outcomes
+            self.observe = observe
+
+    def lengths(self, ctx):
+        gamma = self.ask(ctx)
+        if gamma is None:
+            return self.own.lengths(ctx)
+        gamma = np.where(ctx.active, gamma, 0)
+        if ctx.remaining is not None:
+            gamma = np.minimum(gamma, np.maximum(ctx.remaining - 1, 0))
+        return gamma
+
+
+class AgentSplit(ReactivePolicy):
+    """Reactive policy: the agent's split (``action``), powers optimised for it; without an
+    action, the scenario's own policy ``own``. ``kind``: 'prefix' (action n) or 'per-device'
+    (action: (K,) modes, 0 UL, 1 DL)."""
+
+    name = "agent"
+
+    def __init__(self, own, kind="prefix"):
+        self.own = own
+        self.kind = kind
+        self.action = None
+
+    def ul_mask(self, problem):
+        """(M, K) bool: the devices correcting by UL under the agent's action."""
+        if self.kind == "prefix":
+            _, cols = solver.prefix_split_delays(problem)  # rejected first, in UL order
+            m, k = problem.shape
+            rank = np.empty_like(cols)
+            np.put_along_axis(rank, cols, np.broadcast_to(np.arange(k), (m, k)).copy(), axis=1)
+            return problem.rejected & (rank < int(self.action))
+        return problem.rejected & (np.asarray(self.action) == 0)[None, :]
+
+    def decide(self, problem, rng=None):
+        if self.action is None:
+            return self.own.decide(problem, rng)
+        return solver.evaluate_assignment(problem, self.ul_mask(problem))

@@ -1,0 +1,313 @@
+"""``MultiSpinEnv``: one Gymnasium step = one synchronous round of the real engine.
+
+The environment builds the run exactly as ``multispin-sim run`` does (``engine.simulation.
+build_run``: the same SimPy processes, components, random streams and records) with two outside
+decision makers put in: ``control.AgentDraft`` as the draft controller and, for control 'mode'
+or 'both', ``control.AgentSplit`` around the reactive policy. The SimPy run executes in a
+greenlet; at each round start the draft controller is asked for gamma, the greenlet switches
+back to the caller with the round's ``DraftContext`` (the observation), and ``step(action)``
+switches in again with the agent's answer. Nothing in the round loop knows of the environment.
+
+Reward (``objective='goodput'``): r_t = N_t - c dt_t, the round's delivered tokens minus a
+price c (tokens/s) times the simulated time the step advanced the clock (the round's duration,
+plus any idle wait for work before the next round). The return is then N - c T over the
+episode; with c the best achievable goodput G*, maximising it maximises N / T (Dinkelbach's
+parametric form of a ratio objective), and any c ranks policies of equal length T the same.
+The default price is a reference goodput: that of the scenario's fixed draft lengths
+(``policy.draft_length``) with its reactive policy over ``price_rounds`` rounds of the same seed
+(``reference_price``). Under ``objective='tokens-per-joule'``: r_t = N_t / E_t, E_t the round's
+device energy (``model.energy.device_round_energy``). ``info`` always carries the round's
+tokens, duration, energy, modes and delays, so any other reward is one wrapper away.
+
+Episodes: ``rounds`` rounds (default ``run.rounds``) after ``warmup`` rounds decided by the
+scenario's own controllers inside ``reset``; ``reset(seed=s)`` runs the scenario with seed s
+(common random numbers: two agents with the same seed see the same devices, channels and
+acceptance draws, since the agent consumes none of the engine's streams). A run's records go to
+``out/episode-NNNN`` (default: a temporary folder holding the latest episode only).
+"""
+import itertools
+import shutil
+import tempfile
+from pathlib import Path
+
+import gymnasium
+import numpy as np
+from greenlet import GreenletExit, greenlet, getcurrent
+
+from ..engine.compute import energy_powers
+from ..engine.guards import LimitReached
+from ..engine.simulation import build_run, read_inputs, simulate
+from ..model.energy import device_round_energy
+from ..scenario import dump_scenario_yaml, load_scenario
+from .control import AgentDraft, AgentSplit
+from .spaces import Observer, action_space, check_action, observation_space
+
+CONTROLS = ("draft", "mode", "both")
+OBJECTIVES = ("goodput", "tokens-per-joule")
+_END = object()
+_PRICES = {}
+
+
+def reference_price(scenario, rounds=500):
+    """Goodput (tokens/s) of ``scenario`` with its fixed draft lengths (``policy.draft: fixed``)
+    and its reactive policy, ``rounds`` rounds, the scenario's seed: the default price."""
+    sc = load_scenario(scenario, overrides={"policy.draft": "fixed", "run.rounds": int(rounds)})
+    key = dump_scenario_yaml(sc)
+    if key not in _PRICES:
+        _PRICES[key] = float(simulate(sc).summary["goodput_tps"])
+    return _PRICES[key]
+
+
+class _Witness:
+    """The recorder as the round loop sees it, keeping the last round's record for the step."""
+
+    def __init__(self, recorder):
+        self._recorder = recorder
+        self.last = None
+
+    def round(self, record):
+        self.last = record
+        self._recorder.round(record)
+
+    def __getattr__(self, name):
+        return getattr(self._recorder, name)
+
+
+class MultiSpinEnv(gymnasium.Env):
+    """The Multi-SPIN simulator as a Gymnasium environment (see the module docstring).
+
+    ``scenario``: a YAML path, a dict, a ``Scenario`` or None (the defaults); ``overrides``:
+    ``--set``-style ``{"devices.count": 8}`` or ``["devices.count=8"]``; ``control``: 'draft',
+    'mode' or 'both'; ``mode_action``: 'prefix' or 'per-device'; ``rounds``, ``warmup``: episode
+    length and warm-up rounds; ``seed``: the first episode's seed (default the scenario's);
+    ``price``: tokens/s, or 'reference'; ``objective``: None (the scenario's
+    ``policy.objective``), 'goodput' or 'tokens-per-joule'; ``regret``: add ``info['regret']``
+    (``regret.round_regret``) with ``regret_samples`` outcome samples; ``out``: folder for the
+    episodes' records.
+    """
+
+    metadata = {"render_modes": []}
+
+    def __init__(self, scenario=None, control="draft", overrides=None, *, mode_action="prefix",
+                 rounds=None, warmup=0, seed=None, price="reference", price_rounds=500,
+                 objective=None, regret=False, regret_samples=200, out=None):
+        if control not in CONTROLS:
+            raise ValueError(f"control is {control!r}; allowed: {', '.join(CONTROLS)}")
+        self._args = dict(scenario=scenario, control=control, overrides=overrides,
+                          mode_action=mode_action, rounds=rounds, warmup=warmup, seed=seed,
+                          price=price, price_rounds=price_rounds, objective=objective,
+                          regret=regret, regret_samples=regret_samples, out=out)
+        extra = {} if rounds is None else {"run.rounds": int(rounds)}
+        if seed is not None:
+            extra["seed"] = int(seed)
+        base = load_scenario(scenario, overrides)
+        self.scenario = load_scenario(base, extra) if extra else base
+        sc = self.scenario
+        if sc.serving.protocol != "synchronous":
+            raise ValueError(f"serving.protocol is {sc.serving.protocol!r}; the environment "
+                             "steps synchronous rounds (serving.protocol: synchronous)")
+        self.control = control
+        self.mode_action = mode_action
+        self.warmup = int(warmup)
+        if not 0 <= self.warmup < sc.run.rounds:
+            raise ValueError(f"warmup is {warmup!r}; allowed: integers 0..{sc.run.rounds - 1} "
+                             "(fewer than the episode's rounds)")
+        self.objective = objective or sc.policy.objective
+        if self.objective not in OBJECTIVES:
+            raise ValueError(f"objective is {self.objective!r}; allowed: {', '.join(OBJECTIVES)}")
+        self.price = (reference_price(sc, price_rounds) if price == "reference"
+                      else float(price))
+        self.regret = bool(regret)
+        self.regret_samples = int(regret_samples)
+        self.k = k = sc.devices.count
+        self.max_draft = sc.policy.max_draft
+        self._inputs = read_inputs(sc)
+        self.queueing = bool(sc.workload.arrivals != "saturated")
+        self.observation_space = observation_space(k, self.max_draft, self.queueing,
+                                                   sc.compute.thermal)
+        self.action_space = action_space(k, self.max_draft, control, mode_action)
+        self._out = None if out is None else Path(out)
+        self._tmp = None
+        self._episodes = itertools.count()
+        self._seeded = False
+        self._sim = None
+        self.run = None
+        self.result = None
+        self.context = None
+        self.episode = -1
+
+    # pickling: a fresh environment of the same arguments (a SimPy run in progress is not
+    # picklable; vector environments build each copy in its own process anyway)
+    def __reduce__(self):
+        return (_rebuild, (self._args,))
+
+    # -- the greenlet's side -------------------------------------------------------------------
+    def _ask(self, ctx):
+        """AgentDraft's question at a round start: the agent's gamma (None: the own controller)."""
+        if self._warmup_left > 0:
+            self._warmup_left -= 1
+            if self._split is not None:
+                self._split.action = None
+            return None
+        draft, mode = self._caller.switch(ctx)
+        if self._split is not None:
+            self._split.action = mode
+        return draft
+
+    def _simulate(self, _=None):
+        run = self.run
+        try:
+            run.env.run(until=self._main)
+        except LimitReached as exc:
+            run.loop.stop_requested = True
+            run.loop.stop_reason = run.loop.stop_reason or exc.reason
+        except GreenletExit:
+            return _END
+        return _END
+
+    # -- the caller's side ---------------------------------------------------------------------
+    def _folder(self, n):
+        if self._out is not None:
+            folder = self._out / f"episode-{n:04d}"
+            if folder.exists():
+                shutil.rmtree(folder)
+            folder.mkdir(parents=True)
+            return folder
+        if self._tmp is not None:
+            self._tmp.cleanup()
+        self._tmp = tempfile.TemporaryDirectory(prefix="multispin-gym-")
+        return Path(self._tmp.name)
+
+    def _abort(self):
+        if self._sim is not None and not self._sim.dead:
+            self._sim.throw(GreenletExit)
+        if self.run is not None and self.result is None:
+            self.run.abort()
+        self._sim = None
+
+    def _switch(self, value=None):
+        self._caller = getcurrent()
+        self._sim.parent = self._caller
+        return self._sim.switch(value)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self._abort()
+        if seed is not None:
+            episode_seed = int(seed)
+        elif not self._seeded:
+            episode_seed = self.scenario.seed
+        else:
+            episode_seed = int(self.np_random.integers(2**31))
+        self._seeded = True
+        sc = self.scenario if episode_seed == self.scenario.seed else load_scenario(
+            self.scenario, {"seed": episode_seed})
+        self.episode = next(self._episodes)
+        self.result = None
+        self.episode_seed = episode_seed
+        split = []
+
+        def wrap_reactive(own):
+            split.append(AgentSplit(own, self.mode_action))
+            return split[0]
+        run = build_run(sc, self._folder(self.episode), self._inputs,
+                        controller=lambda own: AgentDraft(own, self._ask,
+                                                          forward_observe=self.control == "mode"),
+                        reactive=None if self.control == "draft" else wrap_reactive)
+        self._split = split[0] if split else None
+        self.run = run
+        self._witness = run.loop.recorder = _Witness(run.recorder)
+        self._powers = energy_powers(sc, run.population)
+        self._observe = Observer(self.k, self.observation_space, run.population.system.p_dl_w,
+                                 run.population.system.draft_latency_s)
+        self._warmup_left = self.warmup
+        self._regret_rng = np.random.default_rng([episode_seed, 27])  # no engine stream
+        self._main = run.start()
+        self._sim = greenlet(self._simulate)
+        self._t_last = 0.0
+        got = self._switch()
+        if got is _END:  # the run ended during the warm-up (its time limit, a trace's end)
+            self._sim = None
+            self.result = run.finish()
+            raise RuntimeError(f"the run ended after {run.loop.rounds_done} warm-up rounds, "
+                               f"before the first step: lower warmup (now {self.warmup})")
+        self.context = got
+        self._t_last = run.env.now
+        return self._obs(), {"round": int(got.round), "time_s": run.env.now}
+
+    def _obs(self):
+        ctx, run = self.context, self.run
+        backlog = getattr(run.workload, "n", None) if self.queueing else None
+        return self._observe(ctx, run.env.now, backlog)
+
+    def step(self, action):
+        if self._sim is None:
+            raise RuntimeError("step() before reset(), or after the episode ended: call reset()")
+        draft, mode = check_action(action, self.control, self.k, self.max_draft,
+                                   self.mode_action)
+        ctx, run = self.context, self.run
+        regret = None
+        if self.regret and draft is not None:
+            from .regret import round_regret
+
+            gamma = AgentDraft(None, lambda _: draft).lengths(ctx)
+            regret = round_regret(ctx, gamma, self._regret_rng, self.max_draft, self.regret_samples,
+                                  energy=self._powers if self.objective != "goodput" else None)
+        got = self._switch((draft, mode))
+        record = self._witness.last
+        now = run.env.now
+        elapsed = now - self._t_last
+        self._t_last = now
+        self._observe.outcome(record)
+        active = np.asarray(record.active, dtype=bool)
+        tokens = int(np.asarray(record.tokens)[active].sum())
+        _, _, _, _, each = device_round_energy(self._powers, record.draft_each, record.mode,
+                                               record.power, record.delay, record.duration)
+        energy = float(each[active].sum())
+        info = {"round": int(record.round), "tokens": tokens, "duration_s": float(record.duration),
+                "elapsed_s": elapsed, "energy_j": energy, "time_s": now,
+                "gamma": np.array(record.gamma, dtype=np.int64),
+                "accepted": np.array(record.accepted, dtype=np.int64),
+                "device_tokens": np.array(record.tokens, dtype=np.int64),
+                "rejected": np.array(record.rejected, dtype=bool),
+                "active": active.copy(),
+                "modes": np.array(record.mode, dtype=np.int8),
+                "delays_s": np.array(record.delay, dtype=float),
+                "powers_w": np.array(record.power, dtype=float)}
+        if regret is not None:
+            info["regret"] = regret
+        if self.objective == "goodput":
+            reward = tokens - self.price * elapsed
+        else:
+            reward = tokens / energy if energy > 0 else 0.0
+        terminated = truncated = False
+        if got is _END:
+            loop = run.loop
+            self._sim = None
+            self.result = run.finish()
+            limit = (loop.rounds_done >= loop.rounds or now >= loop.max_time_s
+                     or loop.stop_requested)
+            truncated, terminated = limit, not limit
+            obs = self._observe(ctx, now, getattr(run.workload, "n", None)
+                                if self.queueing else None)
+        else:
+            self.context = got
+            obs = self._obs()
+        return obs, float(reward), terminated, truncated, info
+
+    def close(self):
+        self._abort()
+        if self._tmp is not None:
+            self._tmp.cleanup()
+            self._tmp = None
+        super().close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:  # interpreter shutdown: nothing left to close
+            pass
+
+
+def _rebuild(args):
+    return MultiSpinEnv(**args)
