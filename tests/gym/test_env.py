@@ -1,0 +1,302 @@
+"""The Gymnasium environment against its oracles: Gymnasium's own checker, the engine's own run
+(rounds.csv), the run's own records (returns), seeds (determinism, common random numbers), the
+paper's power optimisation for the agent's split, and invalid actions."""
+import pickle
+import warnings
+
+import numpy as np
+import pytest
+
+gymnasium = pytest.importorskip("gymnasium")
+pytest.importorskip("pettingzoo")
+pytest.importorskip("greenlet")
+
+import multispin_sim.gym as G  # noqa: E402
+from multispin_sim.engine.simulation import simulate  # noqa: E402
+from multispin_sim.gym.baselines import ConstantAgent, ControllerAgent  # noqa: E402
+from multispin_sim.scenario import load_scenario  # noqa: E402
+
+SMALL = {"devices.count": 4}
+
+
+def small_env(control="draft", rounds=20, **kwargs):
+    return G.MultiSpinEnv("scenarios/default.yaml", control, SMALL, rounds=rounds,
+                          price_rounds=100, **kwargs)
+
+
+def play(env, agent, seed=None):
+    """(observations, rewards, infos) of one episode driven by ``agent(obs, info)``."""
+    obs, info = env.reset(seed=seed)
+    observations, rewards, infos = [obs], [], []
+    while True:
+        obs, reward, terminated, truncated, info = env.step(agent(obs, info))
+        observations.append(obs)
+        rewards.append(reward)
+        infos.append(info)
+        if terminated or truncated:
+            return observations, rewards, infos
+
+
+@pytest.mark.parametrize("control", ["draft", "mode", "both"])
+def test_check_env_passes_for_every_control(control):
+    from gymnasium.utils.env_checker import check_env
+
+    env = small_env(control)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the checker's warnings count as failures here
+        check_env(env, skip_render_check=True)
+    env.close()
+
+
+def test_make_registered_id_with_overrides():
+    env = gymnasium.make(G.ENV_ID, scenario="scenarios/default.yaml", control="draft",
+                         overrides=["devices.count=3"], rounds=5, price_rounds=50)
+    obs, _ = env.reset(seed=1)
+    assert obs["g_ul_db"].shape == (3,)
+    assert env.action_space == gymnasium.spaces.MultiDiscrete([21, 21, 21])
+    env.close()
+
+
+@pytest.mark.parametrize("name", ["greedy", "uniform", "backoff", "fixed"])
+def test_controller_actions_reproduce_the_run(name, tmp_path):
+    """An episode driven by the actions a built-in controller takes = `multispin-sim run` with
+    that controller, same seed: rounds.csv and device_rounds.csv equal within rtol 1e-12."""
+    rounds = 25
+    env = G.MultiSpinEnv("scenarios/default.yaml", "draft", {"devices.count": 5}, rounds=rounds,
+                         out=tmp_path / "env", price=1.0)
+    play(env, ControllerAgent(env, name))
+    got = env.result
+    sc = load_scenario("scenarios/default.yaml", {"devices.count": 5, "run.rounds": rounds,
+                                                  "policy.draft": name})
+    want = simulate(sc, out=tmp_path / "run")
+    for table in ("rounds", "device_rounds"):
+        a, b = got.table(table), want.table(table)
+        assert sorted(a) == sorted(b)
+        for column in a:
+            if np.asarray(a[column]).dtype.kind in "iufb":
+                np.testing.assert_allclose(a[column], b[column], rtol=1e-12, atol=0,
+                                           err_msg=f"{table}.{column}")
+            else:  # labels (the modes)
+                np.testing.assert_array_equal(a[column], b[column], err_msg=f"{table}.{column}")
+    assert got.summary["tokens"] == want.summary["tokens"]
+    env.close()
+
+
+def test_return_is_tokens_minus_price_times_time_from_the_records(tmp_path):
+    price = 150.0
+    env = small_env(rounds=40, price=price, out=tmp_path)
+    _, rewards, infos = play(env, ConstantAgent(np.full(4, 3)), seed=5)
+    rounds = env.result.rounds
+    want = rounds["tokens"] - price * rounds["duration_s"]
+    np.testing.assert_allclose(rewards, want, rtol=1e-12, atol=1e-9)
+    total = env.result.summary
+    assert sum(rewards) == pytest.approx(total["tokens"] - price * total["sim_time_s"],
+                                         rel=1e-12)
+    assert [i["tokens"] for i in infos] == rounds["tokens"].tolist()
+    env.close()
+
+
+def test_reference_price_is_the_fixed_drafts_goodput():
+    env = small_env(rounds=5)
+    sc = load_scenario("scenarios/default.yaml", {**SMALL, "run.rounds": 100})
+    assert env.price == simulate(sc).summary["goodput_tps"]
+    env.close()
+
+
+def _same(a, b):
+    assert len(a) == len(b)
+    for x, y in zip(a, b):
+        if isinstance(x, dict):
+            assert x.keys() == y.keys()
+            for key in x:
+                np.testing.assert_array_equal(x[key], y[key], err_msg=key)
+        else:
+            assert x == y
+
+
+def test_same_seed_same_actions_identical_trajectories():
+    rng_actions = np.random.default_rng(0).integers(0, 8, size=(20, 4))
+    runs = []
+    for _ in range(2):
+        env = small_env()
+        it = iter(rng_actions)
+        obs, rewards, infos = play(env, lambda o, i: next(it), seed=11)
+        runs.append((obs, rewards, [{k: v for k, v in i.items()} for i in infos]))
+        env.close()
+    _same(runs[0][0], runs[1][0])
+    assert runs[0][1] == runs[1][1]
+    _same(runs[0][2], runs[1][2])
+
+
+def test_common_random_numbers_across_agents():
+    """Two agents with different actions and the same seed see the same gains every round."""
+    gains = []
+    for gamma in (1, 7):
+        env = small_env()
+        obs, _, infos = play(env, ConstantAgent(np.full(4, gamma)), seed=3)
+        gains.append(np.array([o["g_ul_db"] for o in obs[:-1]]))
+        env.close()
+    np.testing.assert_array_equal(gains[0], gains[1])
+    env = small_env()
+    other, _, _ = play(env, ConstantAgent(np.full(4, 2)), seed=4)
+    assert not np.array_equal(gains[0][0], other[0]["g_ul_db"])
+    env.close()
+
+
+@pytest.mark.parametrize("action, words", [
+    (np.full(3, 2), ["shape (3,)", "(4,)"]),
+    (np.array([1, 2, 21, 0]), ["device 2", "0..20"]),
+    (np.array([1, -1, 2, 0]), ["device 1", "0..20"]),
+    (np.array([1.0, 2.0, np.nan, 0.0]), ["device 2", "0..20"]),
+    (np.array([1.5, 2.0, 3.0, 0.0]), ["device 0", "0..20"]),
+])
+def test_invalid_action_raises_and_changes_nothing(action, words):
+    good = ConstantAgent(np.full(4, 3))
+    env = small_env()
+    obs, info = env.reset(seed=2)
+    with pytest.raises(ValueError) as err:
+        env.step(action)
+    for word in words:
+        assert word in str(err.value)
+    after = [env.step(good())[0] for _ in range(3)]
+    ref = small_env()
+    ref.reset(seed=2)
+    _same(after, [ref.step(good())[0] for _ in range(3)])
+    env.close()
+    ref.close()
+
+
+def test_invalid_mode_action_names_the_range():
+    env = small_env("mode")
+    env.reset(seed=1)
+    with pytest.raises(ValueError, match=r"0\.\.4"):
+        env.step(5)
+    env.step(2)
+    env.close()
+
+
+def _rejected_rounds(infos):
+    return [i for i in infos if i["rejected"].any()]
+
+
+def test_prefix_mode_all_ul_and_all_dl():
+    """n = K: every rejected device corrects by UL at full power; n = 0: all by DL, the DL
+    budget shared so that their delays are equal (the paper's power optimisation)."""
+    for n, mode in ((4, 1), (0, 2)):
+        env = small_env("mode", rounds=30)
+        _, _, infos = play(env, ConstantAgent(n), seed=1)
+        rejected = _rejected_rounds(infos)
+        assert rejected
+        for info in rejected:
+            assert (info["modes"][info["rejected"]] == mode).all()
+            assert (info["modes"][~info["rejected"]] == 0).all()
+            if mode == 2:
+                d = info["delays_s"][info["rejected"]]
+                np.testing.assert_allclose(d, d[0], rtol=1e-9)
+                p_dl = env.run.population.system.p_dl_w
+                assert info["powers_w"][info["rejected"]].sum() == pytest.approx(p_dl, rel=1e-9)
+            else:
+                p_ul = np.broadcast_to(env.run.population.system.p_ul_w, (4,))
+                np.testing.assert_allclose(info["powers_w"][info["rejected"]],
+                                           p_ul[info["rejected"]], rtol=1e-12)
+        env.close()
+
+
+def test_per_device_modes_follow_the_action():
+    modes = np.array([0, 1, 0, 1])
+    env = small_env("both", rounds=30, mode_action="per-device")
+    _, _, infos = play(env, ConstantAgent({"draft": np.full(4, 5), "mode": modes}), seed=2)
+    for info in _rejected_rounds(infos):
+        r = info["rejected"]
+        np.testing.assert_array_equal(info["modes"][r], np.where(modes == 0, 1, 2)[r])
+        assert (info["gamma"] == 5).all()
+    env.close()
+
+
+def test_tokens_per_joule_reward():
+    env = small_env(objective="tokens-per-joule")
+    _, rewards, infos = play(env, ConstantAgent(np.full(4, 3)), seed=1)
+    np.testing.assert_allclose(rewards, [i["tokens"] / i["energy_j"] for i in infos], rtol=1e-12)
+    env.close()
+
+
+def test_regret_exhaustive_for_small_k_is_nonnegative_and_zero_at_the_best():
+    env = G.MultiSpinEnv("scenarios/default.yaml", "draft", {"devices.count": 2,
+                                                           "policy.max_draft": 6},
+                         rounds=8, regret=True, regret_samples=100, price=1.0)
+    obs, info = env.reset(seed=1)
+    best = None
+    for _ in range(8):
+        action = np.full(2, 1) if best is None else best
+        obs, _, term, trunc, info = env.step(action)
+        reg = info["regret"]
+        assert reg["method"] == "exhaustive"
+        assert reg["regret"] >= -1e-12
+        assert reg["best"] >= reg["agent"]
+        best = reg["best_gamma"]
+        if term or trunc:
+            break
+    env.close()
+
+
+def test_regret_greedy_for_large_k():
+    env = small_env(rounds=3, regret=True, regret_samples=50)
+    env.reset(seed=1)
+    info = env.step(np.full(4, 2))[4]
+    assert info["regret"]["method"] == "greedy"
+    assert np.isfinite(info["regret"]["regret"])
+    env.close()
+
+
+def test_queueing_observation_has_backlog():
+    env = G.MultiSpinEnv("scenarios/light-load.yaml", "draft",
+                         {"devices.count": 4, "workload.rate_per_s": 0.5}, rounds=10,
+                         price_rounds=50)
+    obs, _ = env.reset(seed=1)
+    assert {"backlog", "remaining"} <= set(obs)
+    assert (obs["backlog"] >= obs["active"]).all()
+    assert env.observation_space.contains(obs)
+    env.close()
+
+
+def test_flat_observation_and_names():
+    env = G.FlatObservation(small_env())
+    obs, _ = env.reset(seed=1)
+    names = G.flat_names(env)
+    assert obs.shape == (len(names),) == (7 * 4 + 2,)
+    assert names[0] == "active[0]" and "time_s" in names
+    env.close()
+
+
+def test_vector_envs_match_single_copies():
+    fns = [lambda: small_env(rounds=6) for _ in range(2)]
+    want = []
+    for seed in (1, 2):
+        env = small_env(rounds=6)
+        env.reset(seed=seed)
+        want.append([env.step(np.full(4, 3))[0]["g_ul_db"] for _ in range(4)])
+        env.close()
+    for cls in (gymnasium.vector.SyncVectorEnv, gymnasium.vector.AsyncVectorEnv):
+        vec = cls(fns)
+        vec.reset(seed=[1, 2])
+        got = [vec.step(np.full((2, 4), 3))[0]["g_ul_db"] for _ in range(4)]
+        for i in range(2):
+            np.testing.assert_array_equal(np.array(got)[:, i], np.array(want[i]))
+        vec.close()
+
+
+def test_pickle_gives_a_fresh_copy():
+    env = small_env()
+    env.reset(seed=1)
+    env.step(np.full(4, 3))
+    copy = pickle.loads(pickle.dumps(env))
+    a, _ = copy.reset(seed=1)
+    b, _ = small_env().reset(seed=1)
+    _same([a], [b])
+    copy.close()
+    env.close()
+
+
+def test_import_multispin_sim_imports_no_gym(modules_after):
+    loaded = modules_after("import multispin_sim, multispin_sim.engine.simulation")
+    assert not {"gymnasium", "pettingzoo", "greenlet", "multispin_sim.gym"} & set(loaded)
