@@ -1,4 +1,5 @@
-"""Engine throughput (rounds/s) against a bare SimPy loop with the same events, and peak memory.
+"""Engine throughput (rounds/s) against a bare SimPy loop with the same events, and peak memory;
+the engine with Jakes fading against i.i.d. Rayleigh (``jakes_vs_iid``).
 
 The bare loop has the same processes and the same events per round as the engine (K device
 processes; a shared round-start event; one drafting timeout each; a barrier; one verification
@@ -64,10 +65,13 @@ def bare_loop(env, k, rounds, rejected_per_round):
     return env.process(server())
 
 
-def _engine_rate(rounds, folder):
+JAKES = {"channel.fading": "jakes", "channel.doppler_hz": 10.0}  # one block per round
+
+
+def _engine_rate(rounds, folder, overrides=None):
     from ..engine.simulation import simulate
 
-    sc = load_scenario(None, overrides={"run.rounds": rounds, "name": "bench"})
+    sc = load_scenario(None, overrides={**(overrides or {}), "run.rounds": rounds, "name": "bench"})
     result = simulate(sc, out=folder)
     return result.summary
 
@@ -111,6 +115,36 @@ def peak_memory_mb(rounds):
     return float(out[0]), float(out[1]), float(out[2])
 
 
+def jakes_vs_iid(rounds, pairs):
+    """engine/jakes: the default scenario with Jakes fading (f_D = 10 Hz, sampled once per
+    round) against i.i.d. Rayleigh, interleaved, CSV formatting in-process."""
+    from ..engine import simulation
+    from .abtest import describe, interleaved
+
+    with tempfile.TemporaryDirectory() as tmp:
+        count = iter(range(1_000_000))
+        _engine_rate(200, f"{tmp}/warm", JAKES)
+
+        def iid():
+            _engine_rate(rounds, f"{tmp}/run{next(count)}")
+
+        def jakes():
+            _engine_rate(rounds, f"{tmp}/run{next(count)}", JAKES)
+
+        limit = simulation.WRITER_PROCESS_MIN_ROWS
+        simulation.WRITER_PROCESS_MIN_ROWS = float("inf")
+        try:
+            res = interleaved(iid, jakes, pairs)
+        finally:
+            simulation.WRITER_PROCESS_MIN_ROWS = limit
+    print(f"engine/jakes: the same with channel.fading jakes (f_D = 10 Hz, one sample per round) "
+          f"against i.i.d. Rayleigh, {rounds:,} rounds")
+    describe("rayleigh", "jakes", res, units=rounds)
+    ratio_wall, ratio_cpu = 1.0 / res["ratio_wall"], 1.0 / res["ratio_cpu"]
+    print(f"  jakes/rayleigh rounds/s = {ratio_wall:.2f} (wall), {ratio_cpu:.2f} (CPU)")
+    return {"ratio": ratio_wall, "ratio_cpu": ratio_cpu, "pairs": res}
+
+
 def run(quick=False):
     """engine/bare, both on this core with CSV formatting in-process, interleaved (A B B A ...)."""
     from ..engine import simulation
@@ -151,6 +185,7 @@ def run(quick=False):
     print(f"  engine/bare = {ratio_wall:.2f} (wall), {ratio_cpu:.2f} (CPU)")
     figures = {"rounds": rounds, "events_per_round": events, "bare_events_per_round": bare_events,
                "ratio": ratio_wall, "ratio_cpu": ratio_cpu, "pairs": res}
+    figures["jakes"] = jakes_vs_iid(rounds, pairs)
     if not quick:
         mem_rounds = 1_000_000
         t0 = time.perf_counter()

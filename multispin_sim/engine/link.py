@@ -49,12 +49,32 @@ class GridBlocks:
 
     def current(self, t):
         n = self._index(t)
-        h_ul, h_dl = self.channel.grid.at(n)
-        h = (h_dl if self.dl else h_ul)[self.device]
+        h = self.channel.grid.block_power(self.device, self.dl, self.t0, n)
         return float(self.channel.pathloss[self.device] * h), (n + 1) * self.tc - self.t0
 
     def next(self, t):
         return (self._index(t) + 1) * self.tc - self.t0
+
+
+class ProcessBlocks:
+    """One block per round on a process in continuous time (Jakes): the round's gain holds
+    until a retry; a retry waits ``block_s`` and meets the process at that instant."""
+
+    static = False
+
+    def __init__(self, gain, sample, t0, block_s):
+        self.gain = float(gain)
+        self.sample = sample  # time (s) -> gain, path loss included
+        self.t0 = float(t0)
+        self.block_s = float(block_s)
+
+    def current(self, t):
+        return self.gain, math.inf
+
+    def next(self, t):
+        t = t + self.block_s
+        self.gain = float(self.sample(self.t0 + t))
+        return t
 
 
 class LinkChannel(OFDMAChannel):
@@ -62,12 +82,17 @@ class LinkChannel(OFDMAChannel):
 
     ``link``: ``McsLink`` or None (Shannon); ``csi_model``: ``PerfectCsi`` or ``ImperfectCsi``;
     ``link_rng`` / ``csi_rng``: their streams; ``retry_block_s``: the wait for a new fading
-    block when the channel has one block per round.
+    block when the channel has one block per round; ``csi_delay_s``: the age of the CSI read
+    from the fading process itself at the earlier instant (a continuous process: Jakes; the
+    CSI model then leaves the delay out).
     """
 
     def __init__(self, *args, link=None, csi_model=None, link_rng=None, csi_rng=None,
-                 retry_block_s=0.01, **kwargs):
+                 retry_block_s=0.01, csi_delay_s=0.0, **kwargs):
         super().__init__(*args, **kwargs)
+        self.csi_delay_s = float(csi_delay_s)
+        if self.csi_delay_s and not self.fading_model.continuous:
+            raise ValueError("csi_delay_s needs a fading process in continuous time")
         self.link = link
         self.csi_model = csi_model or PerfectCsi()
         self.link_rng = link_rng
@@ -105,29 +130,32 @@ class LinkChannel(OFDMAChannel):
         return True
 
     # -- CSI -----------------------------------------------------------------------------------
-    def _estimated(self, g_ul, g_dl, key):
-        """The decision's CSI: one measurement per fading block (``key``: the grid block, or
-        the round start), so the draft controller and the reactive decision of one block see
-        the same estimate."""
+    def _estimated(self, g_ul, g_dl, key, now):
+        """The decision's CSI: one measurement per fading sample (``key``: the grid's sample,
+        or the round start), so the draft controller and the reactive decision of one sample see
+        the same estimate. With ``csi_delay_s`` the measurement is the process at now - delay."""
         if self.csi_model.perfect:
             return g_ul, g_dl
         if self._estimate is not None and key == self._key:
             return self._estimate
         pl = self.pathloss
-        h_ul, h_dl = self.csi_model.estimate(g_ul / pl, g_dl / pl, self.reciprocal, self.csi_rng,
-                                             pl)
+        if self.csi_delay_s:
+            h_ul, h_dl = self.fading_source.powers_at(now - self.csi_delay_s)
+        else:
+            h_ul, h_dl = g_ul / pl, g_dl / pl
+        h_ul, h_dl = self.csi_model.estimate(h_ul, h_dl, self.reciprocal, self.csi_rng, pl)
         self._key, self._estimate = key, (pl * h_ul, pl * h_dl)
         return self._estimate
 
     def new_block(self, now=0.0):
         g_ul, g_dl = super().new_block(now)
-        key = ("round", now) if self.grid is None else self.block_index(now)
-        return self._estimated(g_ul, g_dl, key)
+        key = ("round", now) if self.grid is None else self.grid.sample_key(now)
+        return self._estimated(g_ul, g_dl, key, now)
 
     def csi(self, now):
         g_ul, g_dl = super().csi(now)
-        key = self._key if self.grid is None else self.block_index(now)
-        return self._estimated(g_ul, g_dl, key)
+        key = self._key if self.grid is None else self.grid.sample_key(now)
+        return self._estimated(g_ul, g_dl, key, now)
 
     # -- transmissions -------------------------------------------------------------------------
     def transmit(self, env, device, mode, power_w, bandwidth_hz, planned_s):
@@ -150,7 +178,7 @@ class LinkChannel(OFDMAChannel):
         if self.grid is None:
             return first
         end = (self.block_index(t0) + 1) * self.coherence_s - t0
-        if first <= end:
+        if first <= end and self.grid.planned_holds(t0, self._decided_t):
             self.blocks_used += 1
             return first
         return self.delivery_time(device, mode, power_w, bandwidth_hz, t0)
@@ -163,6 +191,11 @@ class LinkChannel(OFDMAChannel):
         snr_reported = power_w * float(est[1 if dl else 0][device]) / link.noise_w(n_prb)
         if self.grid is not None:
             blocks = GridBlocks(self, device, mode, t0)
+        elif self.fading_model.continuous:
+            pl, src = float(self.pathloss[device]), self.rounds
+            blocks = ProcessBlocks(self._true_gain(device, mode),
+                                   lambda t: pl * src.power(device, dl, t), t0,
+                                   self.retry_block_s)
         else:
             blocks = IidBlocks(self._true_gain(device, mode),
                                functools.partial(self._retry_gain, device), self.retry_block_s)
@@ -241,11 +274,14 @@ def build_csi(scenario, system, link):
     if c.cqi_quantisation and switch is None:
         raise ValueError("csi.cqi_quantisation needs a CQI table (link.cqi_table 'continuous' "
                          "has none)")
-    doppler = 0.0 if FADING_MODELS.lookup(ch.fading).static else ch.doppler_hz
+    model = FADING_MODELS.lookup(ch.fading)
+    doppler = 0.0 if model.static else ch.doppler_hz
+    # a process in continuous time ages the CSI itself (csi_delay_s): the model leaves it out
+    delay_s = 0.0 if model.continuous else c.delay_ms * 1e-3
     # the CQI's reference SNR: full UL power on an equal 1/K share of the carrier (the
     # operating point of a full round; per unit gain)
     ref = system.p_ul_w * system.k / (system.n0 * system.bandwidth_hz)
-    return ImperfectCsi(c.delay_ms * 1e-3, doppler, c.estimation_error_variance,
+    return ImperfectCsi(delay_s, doppler, c.estimation_error_variance,
                         c.cqi_quantisation, switch, ref)
 
 
@@ -293,9 +329,12 @@ def build_channel(scenario, system, streams, coherence_s, moving):
     if not needs_link_channel(scenario):
         return OFDMAChannel(*args, **kwargs)
     link = build_link(scenario, system)
-    return LinkChannel(*args, link=link, csi_model=build_csi(scenario, system, link),
+    csi = build_csi(scenario, system, link)
+    aged = FADING_MODELS.lookup(ch.fading).continuous and not csi.perfect
+    return LinkChannel(*args, link=link, csi_model=csi,
                        link_rng=streams.link, csi_rng=streams.csi,
-                       retry_block_s=scenario.link.retry_block_ms * 1e-3, **kwargs)
+                       retry_block_s=scenario.link.retry_block_ms * 1e-3,
+                       csi_delay_s=scenario.csi.delay_ms * 1e-3 if aged else 0.0, **kwargs)
 
 
 def link_policy(scenario, channel, policy):

@@ -1,38 +1,62 @@
-"""Small-scale fading draws: i.i.d. block fading and time-correlated (Gauss-Markov) fading.
+"""Small-scale fading processes: i.i.d. block fading, the Gauss-Markov AR(1), and Jakes.
 
-Rayleigh block fading: the channel power |h|^2 ~ Exp(1) is drawn once per round (block) and held
+What the channel asks a fading model (``Fading``): a source of the small-scale powers once per
+round (``rounds``) or on a grid of blocks of the coherence time T_c (``grid``). Both return
+(|h_ul|^2, |h_dl|^2), the DL the UL array itself when the links are reciprocal.
+
+Rayleigh block fading: |h|^2 ~ Exp(1) is drawn once per round (or grid block) and held
 constant within it. UL and DL are either the same draw (reciprocal: same subband, TDD) or two
 independent draws.
 
-Gauss-Markov fading (docs/model.md section 9): the complex gain h ~ CN(0, 1) evolves as
-h(t + dt) = rho h(t) + sqrt(1 - rho^2) w, w ~ CN(0, 1) independent, with the Jakes correlation
-rho = J0(2 pi f_D dt) over the time dt elapsed (f_D: the maximum Doppler frequency). The
-marginal stays CN(0, 1), so |h|^2 stays Exp(1) (Rayleigh); the lag correlation of |h|^2 is
-rho^2 (for a circular complex Gaussian pair, cov(|x|^2, |y|^2) = |E[x y*]|^2).
+Gauss-Markov fading (docs/components/fading.md) is a first-order autoregression per block:
+h[n+1] = rho h[n] + sqrt(1 - rho^2) w, w ~ CN(0, 1) independent, rho = J0(2 pi f_D T) for the
+time T between the two blocks (the grid's T_c, or the time between two round starts). Its
+marginal is CN(0, 1) (|h|^2 ~ Exp(1)), and one step matches Jakes' correlation, but the
+correlation after n blocks is rho^n, not J0(2 pi f_D n T): it depends on the block length
+(for circular Gaussian h, the correlation of |h|^2 is its square, rho^(2n)).
+
+Jakes fading (``jakes``, ``model/jakes.py``): a sum-of-sinusoids process in continuous time
+with E[h(t) h*(t + tau)] = J0(2 pi f_D tau) at every lag, sampled at the channel's event times.
 
 Blocks in time: a transmission that outlasts its fading block continues over the next ones, its
 bits accumulating at each block's rate (``time_to_deliver``).
 """
+import math
+
 import numpy as np
 
+from .jakes import JakesProcess
 from .registry import Registry
 
-# channel.fading -> class: what the channel asks of a fading process (it draws the numbers with
-# the functions below)
+# channel.fading -> class: what the channel asks of a fading process
 FADING_MODELS = Registry("fading model")
 
 
 class Fading:
-    """A fading process. ``iid``: independent per block, drawn by ``small_scale_powers``
-    (else a state that evolves in time with ``correlation``); ``static``: |h|^2 = 1 always."""
+    """A fading model. ``iid``: independent per block (``small_scale_powers`` draws them);
+    ``static``: |h|^2 = 1 always; ``continuous``: a process in continuous time, so the CSI of
+    an earlier instant is the same process read then (``csi.delay_ms``)."""
 
     iid = True
     static = False
+    continuous = False
 
     @classmethod
     def correlation(cls, doppler_hz, dt_s):
         """Correlation of the complex gain over ``dt_s`` (0: independent blocks)."""
         return 0.0
+
+    @classmethod
+    def rounds(cls, rng, k, reciprocal, doppler_hz, block=1024):
+        """A source of one block per round: ``round_powers(now)`` -> (ul, dl), each (K,)."""
+        return IidRounds(rng, k, cls.name, reciprocal, block)
+
+    @classmethod
+    def grid(cls, rng, k, reciprocal, doppler_hz, block_s, chunk=1024):
+        """The powers of K devices on a grid of blocks of ``block_s`` seconds (``GridFading``'s
+        interface: ``powers_at``, ``segments``, ``block_power``, ``sample_key``, ...)."""
+        return GridFading(rng.integers(2**63), k, cls.name, reciprocal, doppler_hz, block_s,
+                          chunk=chunk)
 
 
 @FADING_MODELS.register("rayleigh")
@@ -49,13 +73,37 @@ class NoFading(Fading):
 
 @FADING_MODELS.register("gauss-markov")
 class GaussMarkovFading(Fading):
-    """h ~ CN(0, 1) with the Jakes correlation over the time elapsed (below)."""
+    """AR(1) per block: rho = J0(2 pi f_D T) over one block of T seconds, rho^n over n blocks."""
 
     iid = False
 
     @classmethod
     def correlation(cls, doppler_hz, dt_s):
         return float(jakes_correlation(doppler_hz, dt_s))
+
+    @classmethod
+    def rounds(cls, rng, k, reciprocal, doppler_hz, block=1024):
+        return GaussMarkovRounds(rng, k, reciprocal, doppler_hz, block)
+
+
+@FADING_MODELS.register("jakes")
+class JakesFading(Fading):
+    """Sum-of-sinusoids Rayleigh process in continuous time: J0(2 pi f_D tau) at every lag."""
+
+    iid = False
+    continuous = True
+
+    @classmethod
+    def correlation(cls, doppler_hz, dt_s):
+        return float(jakes_correlation(doppler_hz, dt_s))
+
+    @classmethod
+    def rounds(cls, rng, k, reciprocal, doppler_hz, block=1024):
+        return JakesProcess(rng, k, reciprocal, doppler_hz)
+
+    @classmethod
+    def grid(cls, rng, k, reciprocal, doppler_hz, block_s, chunk=1024):
+        return JakesProcess(rng, k, reciprocal, doppler_hz, block_s)
 
 
 IID_FADING = tuple(name for name, cls in FADING_MODELS.items() if cls.iid)
@@ -75,8 +123,8 @@ def small_scale_powers(rng, size, fading="rayleigh", reciprocal=True):
     (B, K) at once gives the same numbers as B draws of shape (K,).
     """
     if fading not in IID_FADING:
-        extra = ("; 'gauss-markov' has a state: use gauss_markov_step / gauss_markov_series"
-                 if fading == "gauss-markov" else "")
+        extra = ("; it has a state in time: ask FADING_MODELS.lookup(name).rounds / .grid"
+                 if fading in FADING_MODELS else "")
         raise ValueError(f"unknown i.i.d. fading model {fading!r}; allowed: {IID_FADING}{extra}")
     both = rayleigh_power(rng, tuple(np.atleast_1d(size)) + (2,))
     if fading == "none":
@@ -159,3 +207,189 @@ def time_to_deliver(bits, rates_bps, durations_s):
         return float("inf"), cum.size
     before = cum[j - 1] if j else 0.0
     return float(np.sum(durations[:j])) + (bits - before) / rates[j], j + 1
+
+
+# ---------------------------------------------------------------------------- sources in time
+
+
+class IidRounds:
+    """One i.i.d. block per round, drawn ``block`` rounds at a time (the same numbers as round
+    by round: each round takes 2K exponentials from ``rng``, UL then DL)."""
+
+    def __init__(self, rng, k, fading, reciprocal, block=1024):
+        self.rng, self.k, self.fading = rng, int(k), fading
+        self.reciprocal, self.block = reciprocal, int(block)
+        self._ul = self._dl = np.empty((0, self.k))
+        self._next = 0
+
+    def round_powers(self, now):
+        if self._next == len(self._ul):
+            h_ul, h_dl = small_scale_powers(self.rng, (self.block, self.k), self.fading,
+                                            self.reciprocal)
+            self._ul, self._dl = h_ul, (h_ul if self.reciprocal else h_dl)
+            self._next = 0
+        i = self._next
+        self._next += 1
+        ul = self._ul[i]
+        return ul, (ul if self.reciprocal else self._dl[i])
+
+
+class GaussMarkovRounds:
+    """One AR(1) block per round: each round's h follows the previous round's with
+    rho = J0(2 pi f_D dt), dt the time between their starts (the first round: a CN(0, 1) draw).
+    Innovations come ``block`` rounds at a time: 2K complex normals per round, UL then DL."""
+
+    def __init__(self, rng, k, reciprocal, doppler_hz, block=1024):
+        self.rng, self.k, self.reciprocal = rng, int(k), reciprocal
+        self.doppler_hz, self.block = float(doppler_hz), int(block)
+        self._w = None
+        self._next = 0
+        self._h = None  # complex (K, 2) state of the last round
+        self._t = None
+
+    def round_powers(self, now):
+        if self._w is None or self._next == len(self._w):
+            self._w = complex_gaussian(self.rng, (self.block, self.k, 2))
+            self._next = 0
+        w = self._w[self._next]
+        self._next += 1
+        rho = 0.0 if self._h is None else jakes_correlation(self.doppler_hz, now - self._t)
+        self._h = gauss_markov_step(w if self._h is None else self._h, rho, w)
+        self._t = now
+        p = power(self._h)
+        ul = p[:, 0]
+        return ul, (ul if self.reciprocal else p[:, 1])
+
+
+class GridFading:
+    """Small-scale powers of K devices on a time grid of blocks (block n = [n T_c, (n+1) T_c)),
+    i.i.d. or AR(1) from block to block (rho = J0(2 pi f_D T_c)); an event at time t meets the
+    value of its block.
+
+    Block values are generated in chunks of ``chunk`` blocks; chunk c's draws come from its own
+    generator, seeded by (entropy, c), so a block's value depends on its index only (the same
+    channel whatever the policy or the workload). Gauss-Markov chunks continue the previous
+    chunk's state: every chunk from 0 up to the one asked is generated in order, except that a
+    gap of more than ``max_gap`` chunks (idle stretches much longer than the correlation time)
+    is bridged by the exact AR(1) transition in one step -- then later blocks have the right
+    law but depend on when the gap occurred.
+    ``powers(n0, n1)`` -> (|h_ul|^2, |h_dl|^2), each (n1 - n0, K).
+    """
+
+    continuous = False
+
+    def __init__(self, entropy, k, fading, reciprocal, doppler_hz, block_s, chunk=1024,
+                 max_gap=256):
+        self.entropy = int(entropy)
+        self.k = k
+        self.fading = fading
+        self.iid = FADING_MODELS.lookup(fading).iid
+        self.reciprocal = reciprocal
+        self.block_s = float(block_s)
+        self.chunk = int(chunk)
+        self.max_gap = max_gap
+        self.rho = FADING_MODELS.lookup(fading).correlation(doppler_hz, block_s)
+        self._chunks = {}
+        self._last = -1
+        self._state = None  # Gauss-Markov: complex (K, 2) gains of the last generated block
+
+    def _rng(self, c, extra=()):
+        return np.random.Generator(np.random.PCG64(np.random.SeedSequence((self.entropy, c) + extra)))
+
+    def _generate(self, c):
+        rng = self._rng(c)
+        if self.iid:
+            h_ul, h_dl = small_scale_powers(rng, (self.chunk, self.k), self.fading, self.reciprocal)
+            return h_ul, h_dl
+        # UL innovations first, then DL (not drawn when reciprocal: the UL draws stay the same)
+        links = 1 if self.reciprocal else 2
+        w = np.stack([complex_gaussian(rng, (self.chunk, self.k)) for _ in range(links)], axis=-1)
+        if self._state is None:
+            start = self._rng(c, (1,))  # a stationary start, UL then DL like the innovations
+            prev = np.stack([complex_gaussian(start, self.k) for _ in range(links)], axis=-1)
+        else:
+            prev = self._state
+        h = gauss_markov_series(prev, self.rho, w)
+        self._state = h[-1]
+        p = power(h)
+        h_ul = p[..., 0]
+        return h_ul, (h_ul if self.reciprocal else p[..., 1])
+
+    def _chunk(self, c):
+        got = self._chunks.get(c)
+        if got is not None:
+            return got
+        if not self.iid and c <= self._last:
+            raise RuntimeError(f"fading chunk {c} asked after chunk {self._last} (time goes forward)")
+        if not self.iid and c > self._last + 1:
+            gap = c - self._last - 1
+            if gap > self.max_gap:
+                if self._state is not None:
+                    # exact in distribution: h after n steps = rho^n h + sqrt(1 - rho^2n) w
+                    r = self.rho ** (gap * self.chunk)
+                    w = complex_gaussian(self._rng(c, (2,)), self._state.shape)
+                    self._state = gauss_markov_step(self._state, r, w)
+                # else: chunk c starts the chain from a stationary draw
+            else:
+                for j in range(self._last + 1, c):
+                    self._generate(j)
+        got = self._generate(c)
+        self._last = max(self._last, c)
+        self._chunks[c] = got
+        return got
+
+    def powers(self, n0, n1):
+        """Small-scale powers of blocks n0..n1-1 (n0 < n1), each (n1 - n0, K)."""
+        c0, c1 = n0 // self.chunk, (n1 - 1) // self.chunk
+        if c0 == c1:
+            ul, dl = self._chunk(c0)
+            lo = n0 - c0 * self.chunk
+            return ul[lo:lo + n1 - n0], dl[lo:lo + n1 - n0]
+        parts = [self._chunk(c) for c in range(c0, c1 + 1)]
+        ul = np.concatenate([p[0] for p in parts])
+        dl = np.concatenate([p[1] for p in parts])
+        lo = n0 - c0 * self.chunk
+        return ul[lo:lo + n1 - n0], dl[lo:lo + n1 - n0]
+
+    def at(self, n):
+        ul, dl = self._chunk(n // self.chunk)
+        i = n % self.chunk
+        return ul[i], dl[i]
+
+    def prune(self, n):
+        """Forget the chunks that end before block n (time only moves forward)."""
+        keep = n // self.chunk
+        for c in [c for c in self._chunks if c < keep]:
+            del self._chunks[c]
+
+    # -- what the channel asks (the interface JakesProcess shares) ---------------------------
+    def index(self, t):
+        """The block of time t: floor(t / T_c)."""
+        return math.floor(t / self.block_s)
+
+    def powers_at(self, t):
+        """(UL, DL) powers (K,) at time t: its block's."""
+        return self.at(self.index(t))
+
+    def sample_key(self, t):
+        """Equal keys mean the same channel value: the block index."""
+        return self.index(t)
+
+    def planned_holds(self, t0, t_decided):
+        """The block at a transmission's start is the one its plan was made on (as long as the
+        transmission ends inside it)."""
+        return True
+
+    def segments(self, device, dl, t0, m):
+        """|h|^2 of ``device`` over the m blocks from the one holding ``t0``."""
+        n0 = self.index(t0)
+        h_ul, h_dl = self.powers(n0, n0 + m)
+        return (h_dl if dl else h_ul)[:, device]
+
+    def block_power(self, device, dl, t0, n):
+        """|h|^2 of ``device`` in block n (whenever the transmission started)."""
+        h_ul, h_dl = self.at(n)
+        return (h_dl if dl else h_ul)[device]
+
+    def prune_before(self, t):
+        self.prune(self.index(t))
