@@ -316,8 +316,10 @@ class Link(Params):
 class Csi(Params):
     """CSI at decision time (draft controller and reactive policy); transmissions meet the truth."""
 
-    delay_ms: float = param(0.0, "Age of the CSI at the decision, aged with rho = J0(2 pi "
-                            "channel.doppler_hz delay)", unit="ms", check=ge(0))
+    delay_ms: float = param(0.0, "Age of the CSI at the decision: under channel.fading "
+                            "'jakes' the same process read delay earlier; otherwise aged by one "
+                            "draw with rho = J0(2 pi channel.doppler_hz delay)", unit="ms",
+                            check=ge(0))
     cqi_quantisation: bool = param(False, "Decisions see a 4-bit CQI of the reference SNR "
                                    "P_ul g K / (N0 B) (full power on a 1/K share of the band; "
                                    "lower edge of its bin on the link's CQI grid) instead of the "

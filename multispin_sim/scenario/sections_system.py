@@ -125,19 +125,24 @@ class Channel(Params):
     pathloss_exponent: float = param(3.5, "Path-loss exponent eta: G = G_0 (d / 1 m)^-eta",
                                      check=gt(0))
     fading: str = param("rayleigh", "Small-scale fading: 'rayleigh' (|h|^2 ~ Exp(1), i.i.d. "
-                        "per block), 'none' (|h|^2 = 1) or 'gauss-markov' (h ~ CN(0,1) correlated "
-                        "over time: rho = J0(2 pi doppler_hz dt) over the time dt elapsed)",
+                        "per block), 'none' (|h|^2 = 1), 'gauss-markov' (AR(1) per block: "
+                        "rho = J0(2 pi doppler_hz T) over one block of T, so rho^n after n "
+                        "blocks, which depends on the block length) or 'jakes' (sum-of-sinusoids "
+                        "Rayleigh process in continuous time: correlation J0(2 pi doppler_hz "
+                        "tau) at every lag tau, whatever the block length)",
                         choices=FADING_MODELS)
     reciprocal: bool = param(True, "UL and DL gains are the same draw (true) or independent "
                              "draws (false)")
-    doppler_hz: float = param(10.0, "Maximum Doppler frequency f_D of 'gauss-markov' fading "
+    doppler_hz: float = param(10.0, "Maximum Doppler frequency f_D of 'gauss-markov' and "
+                              "'jakes' fading "
                               "(f_D = v f_c / c: about 10 Hz walking, 200 Hz at 60 km/h, at "
                               "3.5 GHz)", unit="Hz", check=ge(0))
     coherence_time_ms: Optional[float] = param(
         None, "Fading block length T_c: null = one block per round, drawn at its start (the "
         "paper); a number = blocks of T_c on a fixed time grid, so a correction longer than T_c "
         "continues over new blocks (its bits accumulate at each block's rate) and the reactive "
-        "decision uses the block at its start (rule of thumb T_c = 0.423 / f_D)", unit="ms",
+        "decision uses the block at its start (rule of thumb T_c = 0.423 / f_D); under 'jakes' "
+        "it only sets how often the process is sampled, not its correlation", unit="ms",
         check=gt(0))
     shadowing_db: float = param(0.0, "Standard deviation sigma of log-normal shadowing on the "
                                 "large-scale gain (0: none); drawn once per device", unit="dB",
