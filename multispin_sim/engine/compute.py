@@ -11,15 +11,26 @@ from ..model.energy import Powers
 from ..model.verification import VERIFY_MODELS, VerifyTableError
 from ..policies import REACTIVE_POLICIES
 from ..scenario import ScenarioError
+from ..scenario.limits import draft_may_be_empty
 
 
-def check_verify_table(scenario):
+def check_verification(scenario):
     """Read the verification model's files now (before anything is written): one-line error
-    naming the file and line, under the key ``server.verify_table``."""
+    naming the file and line, under the key ``server.verify_table``; and refuse, for every
+    model, a zero-time verification where drafts may be empty (rounds of zero duration: time
+    would never advance)."""
+    model = VERIFY_MODELS.lookup(scenario.server.verify_model)
     try:
-        VERIFY_MODELS.lookup(scenario.server.verify_model).check_inputs(scenario)
+        model.check_inputs(scenario)
     except VerifyTableError as exc:
         raise ScenarioError("server.verify_table", str(exc)) from None
+    if draft_may_be_empty(scenario) and model.from_scenario(scenario).shortest_batch_s() <= 0:
+        keys = {"linear": "verify_fixed_ms and verify_per_device_ms",
+                "tokens": "verify_fixed_ms and verify_per_token_ms"}.get(model.name, "its model")
+        raise ScenarioError("server.verify_fixed_ms", f"verification time 0 ({keys}) with draft "
+                            "lengths that may be 0 gives rounds of zero duration (time would "
+                            "never advance)", "expected a verification time > 0, or draft "
+                            "lengths >= 1 with policy.draft 'fixed'")
 
 
 def energy_powers(scenario, population):

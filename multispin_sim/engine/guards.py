@@ -35,10 +35,10 @@ class LimitReached(Exception):
 
     def __init__(self, reason, todo=""):
         self.reason, self.todo = reason, todo
-        super().__init__(reason)
+        super().__init__(reason, todo)  # both in args: SimPy re-raises type(exc)(*exc.args)
 
-    def __reduce__(self):
-        return (type(self), (self.reason, self.todo))
+    def __str__(self):
+        return self.reason
 
 
 def _recording(frame):

@@ -21,11 +21,12 @@ import numpy as np
 
 from ..model.csi import ImperfectCsi, PerfectCsi
 from ..model.fading import FADING_MODELS
-from ..model.link import LINK_MODELS, IidBlocks, McsLink
+from ..model.link import LINK_MODELS, IidBlocks, McsLink, PermanentOutage
 from ..model.rates import shannon_rate
 from ..model.reactive import DL
 from ..scenario import ScenarioError
 from .channel import OFDMAChannel
+from .guards import LimitReached
 
 
 class GridBlocks:
@@ -202,8 +203,12 @@ class LinkChannel(OFDMAChannel):
             blocks.static = self.fading_model.static
         retry = self.system.p_dl_w * n_prb / link.n_prb if dl else self._p_ul[device]
         bits = self._bits if self._bits is not None else float(self.bits[device])
-        out = link.deliver(bits, n_prb, power_w, snr_reported, blocks, self.link_rng,
-                           retry_power_w=retry)
+        try:
+            out = link.deliver(bits, n_prb, power_w, snr_reported, blocks, self.link_rng,
+                               retry_power_w=retry)
+        except PermanentOutage as exc:  # the run stops here, incomplete, with what to change
+            reason, _, todo = str(exc).partition(": raise")
+            raise LimitReached(f"device {device}: {reason}", "raise" + todo) from None
         self.harq_transmissions += out.transmissions
         self.harq_failures += out.failures
         self.outages += out.outages

@@ -22,7 +22,7 @@ from ..scenario import dump_scenario_yaml, load_scenario
 from ..outputs.energy import EnergyAccount
 from .acceptance import acceptance_inputs, acceptance_summary, build_acceptance
 from .channel import OFDMAChannel
-from .compute import check_verify_table, energy_powers, reactive_policy, thermal_state
+from .compute import check_verification, energy_powers, reactive_policy, thermal_state
 from .link import build_channel, check_link, link_policy
 from .guards import LIMIT_TODO, LimitReached, StopSignals, guard_backlog
 from .population import build_population
@@ -125,7 +125,7 @@ def read_inputs(scenario):
     """Files a scenario refers to, read and checked before anything is written: each chosen
     component reads its own (``read_inputs``), plus the verification table and the PRB check."""
     inputs = {}
-    check_verify_table(scenario)
+    check_verification(scenario)
     check_link(scenario)
     inputs.update(ARRIVAL_MODELS.lookup(scenario.workload.arrivals).read_inputs(scenario))
     inputs.update(acceptance_inputs(scenario))
@@ -181,6 +181,7 @@ def _simulate(scenario, folder, inputs, tmp, signals, progress, command_line):
     except LimitReached as exc:
         run.loop.stop_requested = True
         run.loop.stop_reason = run.loop.stop_reason or exc.reason
+        run.loop.stop_todo = exc.todo
     except BaseException:
         signals.shutdown = True
         run.abort()
@@ -283,17 +284,21 @@ class Run:
                             scenario=scenario.name, complete=complete)
         write_json(folder / "run.json", meta)
         result = Result(summary, folder, population, scenario, _tmp=tmp)
-        result.stop_todo = (LIMIT_TODO["backlog"] if "max_backlog" in str(stop_reason)
-                            else LIMIT_TODO["blocks"] if "max_blocks" in str(stop_reason) else None)
+        result.stop_todo = getattr(self.loop, "stop_todo", None) or (
+            LIMIT_TODO["backlog"] if "max_backlog" in str(stop_reason)
+            else LIMIT_TODO["blocks"] if "max_blocks" in str(stop_reason) else None)
         return result
 
 
-def build_run(scenario, folder, inputs, *, progress=False, controller=None, reactive=None):
+def build_run(scenario, folder, inputs, *, progress=False, controller=None, reactive=None,
+              writer_process=None):
     """The system of ``scenario`` (``scenario.yaml`` written to ``folder``), ready to ``start``.
 
     ``controller``, ``reactive``: optional callables given the scenario's draft controller and
     reactive policy, returning the objects the run asks instead (an outside decision maker, for
-    example a learning agent); None keeps the scenario's own.
+    example a learning agent); None keeps the scenario's own. ``writer_process``: format the
+    records on a second process (None: for long runs, as ``WRITER_PROCESS_MIN_ROWS`` says;
+    False: in this process, e.g. inside a worker process that may not have children).
     """
     (folder / "scenario.yaml").write_text(dump_scenario_yaml(scenario), encoding="utf-8")
 
@@ -331,7 +336,8 @@ def build_run(scenario, folder, inputs, *, progress=False, controller=None, reac
     rounds_per_block = max(16, min(1024, (1 << 22) // system.k))
     recorder = Recorder(folder, system.k, rounds_per_block, planned=channel.dynamic_csi,
                         distance=moving,
-                        writer_process=scenario.run.rounds * system.k >= WRITER_PROCESS_MIN_ROWS,
+                        writer_process=(scenario.run.rounds * system.k >= WRITER_PROCESS_MIN_ROWS
+                                        if writer_process is None else writer_process),
                         energy=EnergyAccount(energy_powers(scenario, population), system.k,
                                              thermal) if scenario.energy.record else None,
                         extra=getattr(channel, "extra_columns", None))

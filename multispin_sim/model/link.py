@@ -70,6 +70,11 @@ _LN2 = math.log(2.0)
 _MAX_BLOCKS = 100_000  # blocks waited by one correction before giving up (a bug or no fading)
 
 
+class PermanentOutage(RuntimeError):
+    """A correction can never be delivered: its SNR is below the lowest MCS and the channel
+    does not change (the message names the SNR and what to change)."""
+
+
 @dataclass
 class LinkOutcome:
     """One correction: realised delay (s), HARQ transmissions (slots used), transport blocks that
@@ -303,7 +308,7 @@ class McsLink:
                 out.outages += 1
                 waited += 1
                 if waited > _MAX_BLOCKS or (getattr(blocks, "static", False) and waited > 2):
-                    raise RuntimeError(
+                    raise PermanentOutage(
                         f"a correction is in outage for good: SNR "
                         f"{10 * math.log10(max(snr, 1e-300)):.1f} dB is below CQI 1's "
                         f"{self.switch_db[0] if self.switch_db is not None else 0:.1f} dB and the "

@@ -81,6 +81,10 @@ class VerificationCost:
         return cls.from_settings(server.verify_fixed_ms * 1e-3, server.verify_per_device_ms * 1e-3,
                                  per_token * 1e-3, server.verify_table)
 
+    def shortest_batch_s(self):
+        """T_ver of the smallest batch a round can verify: one device with an empty draft."""
+        return float(self.batch_time_s(1, 1))
+
     @classmethod
     def check_inputs(cls, scenario):
         """Read and check the files the component needs (``VerifyTableError``), before a run

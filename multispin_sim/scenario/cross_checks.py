@@ -161,7 +161,7 @@ def _check_compute(sc: Scenario) -> None:
 
 @cross_check
 def _check_verify_table(sc: Scenario) -> None:
-    # the file's contents are checked when a run starts (engine.compute.check_verify_table)
+    # the file's contents are checked when a run starts (engine.compute.check_verification)
     s = sc.server
     if (s.verify_model == "table" and s.verify_table not in SHIPPED_VERIFY_TABLES
             and not os.path.isfile(s.verify_table)):

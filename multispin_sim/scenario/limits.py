@@ -171,20 +171,14 @@ def _check_coherence(sc) -> None:
                             "round), or null for one block per round")
 
 
-@cross_check
-def _check_round_duration(sc) -> None:
-    s, p = sc.server, sc.policy
-    if (s.verify_fixed_ms or 0) > 0 or (s.verify_per_device_ms or 0) > 0:
-        return
+def draft_may_be_empty(sc) -> bool:
+    """Whether a round's drafts may all be empty (a controller, or a fixed length of 0): then
+    only the verification makes a round take time."""
+    p = sc.policy
     lengths = p.draft_length if isinstance(p.draft_length, tuple) else (p.draft_length,)
     lengths += tuple(ov.draft_length for ov in sc.devices.overrides.values()
                      if ov.draft_length is not None)
-    if p.draft != "fixed" or min(lengths) == 0:
-        raise ScenarioError("server.verify_fixed_ms", "verification time 0 (verify_fixed_ms and "
-                            "verify_per_device_ms) with draft lengths that may be 0 gives "
-                            "rounds of zero duration (time would never advance)",
-                            "expected a verification time > 0, or draft lengths >= 1 with "
-                            "policy.draft 'fixed'")
+    return p.draft != "fixed" or min(lengths) == 0
 
 
 # absurd finite values: beyond these the models overflow or divide by zero mid-run (an infinite

@@ -209,6 +209,9 @@ LIMIT_CASES = {
                      "mobility.speed_mps"),
     "zero-rounds": ({"server": {"verify_fixed_ms": 0, "verify_per_device_ms": 0},
                      "policy": {"draft_length": 0}}, "server.verify_fixed_ms"),
+    "zero-rounds-tokens": ({"server": {"verify_model": "tokens", "verify_fixed_ms": 0,
+                                       "verify_per_token_ms": 0},
+                            "policy": {"draft": "greedy"}}, "server.verify_fixed_ms"),
     "devices-1e7": ({"devices": {"count": 10_000_000}}, "devices.count"),
     "rounds-1e12": ({"run": {"rounds": 10**12}}, "run.rounds"),
     "distance-1e100": ({"devices": {"distance_m": 1e100}}, "devices.distance_m"),
@@ -225,6 +228,19 @@ def test_limit_refused_up_front(tmp_path, case):
     assert key in line
     assert no_folder_or_empty(tmp_path / "out")
     assert o.elapsed < 45
+
+
+def test_limit_permanent_outage_stops_the_run(tmp_path):
+    """FAULT_CLASS limits: an NR correction below the lowest MCS on a channel that never
+    changes stops the run (exit 1, complete: false, the SNR and what to change), not an
+    internal error."""
+    path = scenario(tmp_path, link={"model": "mcs"}, channel={"fading": "none"},
+                    devices={"distance_m": 1e5}, run={"rounds": 5})
+    o = cli("run", path, "--out", tmp_path / "out", "--quiet", cwd=tmp_path, timeout=45)
+    line = error_line(o, 1)
+    assert "outage for good" in line and "raise the power" in line
+    summary = consistent_run_folder(tmp_path / "out")
+    assert summary["complete"] is False and "outage" in summary["stop_reason"]
 
 
 def test_limit_unstable_queue_stops_at_backlog_bound(tmp_path):
