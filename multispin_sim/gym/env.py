@@ -23,7 +23,8 @@ Episodes: ``rounds`` rounds (default ``run.rounds``) after ``warmup`` rounds dec
 scenario's own controllers inside ``reset``; ``reset(seed=s)`` runs the scenario with seed s
 (common random numbers: two agents with the same seed see the same devices, channels and
 acceptance draws, since the agent consumes none of the engine's streams). A run's records go to
-``out/episode-NNNN`` (default: a temporary folder holding the latest episode only).
+``out/episode-NNNN`` (default: a temporary folder holding the latest episode only), formatted
+in this process (the same bytes as a writer process).
 """
 import itertools
 import shutil
@@ -213,7 +214,8 @@ class MultiSpinEnv(gymnasium.Env):
         run = build_run(sc, self._folder(self.episode), self._inputs,
                         controller=lambda own: AgentDraft(own, self._ask,
                                                           forward_observe=self.control == "mode"),
-                        reactive=None if self.control == "draft" else wrap_reactive)
+                        reactive=None if self.control == "draft" else wrap_reactive,
+                        writer_process=False)  # vector envs run copies in daemonic workers
         self._split = split[0] if split else None
         self.run = run
         self._witness = run.loop.recorder = _Witness(run.recorder)

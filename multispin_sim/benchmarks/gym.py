@@ -1,0 +1,102 @@
+"""The Gymnasium environment's speed: env steps/s against the engine's own rounds/s, and an
+AsyncVectorEnv of 2 copies against one copy.
+
+1. ``env/engine``: the default scenario (K = 20, fixed gamma = 4, optimal split), the engine's
+   run (``simulate``) against an episode of the environment (control='draft', an agent
+   returning the constant action gamma = 4), the same number of rounds, interleaved A/B pairs
+   (``abtest``); both format their records in-process. Target: >= 0.5.
+2. ``async 2/1``: environment steps/s of ``AsyncVectorEnv`` of 2 copies (each vector step
+   advances both) against ``AsyncVectorEnv`` of 1 copy, interleaved. Target on the 2-core
+   reference machine: >= 1.6. Also printed: 2 copies against one copy stepped in this process,
+   which pays no pipe round trip per step.
+"""
+import tempfile
+
+import numpy as np
+
+K = 20
+
+
+def _episode(env, rounds, action):
+    env.reset(seed=1)
+    for _ in range(rounds):
+        *_, terminated, truncated, _ = env.step(action)
+        if terminated or truncated:
+            break
+
+
+def run(quick=False):
+    import gymnasium
+
+    from ..engine import simulation
+    from ..gym import MultiSpinEnv
+    from ..scenario import load_scenario
+    from .abtest import describe, interleaved
+
+    rounds = 2_000 if quick else 10_000
+    pairs = 3 if quick else 5
+    action = np.full(K, 4)
+    limit = simulation.WRITER_PROCESS_MIN_ROWS
+    simulation.WRITER_PROCESS_MIN_ROWS = float("inf")   # format in-process: one core each
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            sc = load_scenario(None, {"run.rounds": rounds, "name": "bench"})
+            count = iter(range(1_000_000))
+            env = MultiSpinEnv(sc, "draft", price=1.0)
+            _episode(env, 200, action)  # warm
+
+            def engine():
+                simulation.simulate(sc, out=f"{tmp}/run{next(count)}")
+
+            def stepped():
+                _episode(env, rounds, action)
+            res = interleaved(engine, stepped, pairs)
+            env.close()
+    finally:
+        simulation.WRITER_PROCESS_MIN_ROWS = limit
+    print(f"gym: default scenario K={K}, gamma=4, {rounds:,} rounds; engine run vs environment "
+          "episode (control=draft, constant action)")
+    describe("engine", "env", res, units=rounds)
+    ratio = 1.0 / res["ratio_wall"]
+    print(f"  env steps/s / engine rounds/s = {ratio:.2f} (wall), "
+          f"{1.0 / res['ratio_cpu']:.2f} (CPU); target >= 0.5")
+    figures = {"rounds": rounds, "env_over_engine": ratio, "pairs": res}
+
+    steps = 1_000 if quick else 4_000
+
+    def make():
+        return MultiSpinEnv(None, "draft", rounds=100_000, price=1.0)
+    vecs = {n: gymnasium.vector.AsyncVectorEnv([make] * n) for n in (1, 2)}
+    for n, vec in vecs.items():
+        vec.reset(seed=list(range(1, n + 1)))
+    one = make()
+    one.reset(seed=1)
+
+    def stepper(n):
+        vec, act = vecs[n], np.full((n, K), 4)
+
+        def go():
+            for _ in range(steps):
+                vec.step(act)
+        return go
+    async1, async2 = stepper(1), stepper(2)
+
+    def local():
+        for _ in range(steps):
+            one.step(action)
+    async1(), async2()  # warm
+    res2 = interleaved(async1, async2, pairs)
+    res3 = interleaved(local, async2, pairs)
+    for vec in vecs.values():
+        vec.close()
+    one.close()
+    speedup = 2.0 / res2["ratio_wall"]
+    print(f"gym: AsyncVectorEnv of 2 copies vs of 1 copy, {steps:,} vector steps each")
+    describe("async 1 copy", "async 2 copies", res2, units=steps)
+    print(f"  environment steps/s, 2 copies / 1 copy = {speedup:.2f} (wall); target >= 1.6")
+    local_ratio = 2.0 / res3["ratio_wall"]
+    print(f"  against one copy stepped in this process (no pipes): {local_ratio:.2f}; each "
+          "vector step pays a pipe round trip and shared-memory copies")
+    figures.update(async_speedup=speedup, async_over_local=local_ratio, async_pairs=res2,
+                   local_pairs=res3)
+    return figures
