@@ -8,6 +8,7 @@ a run killed at any moment, sees the old file or the new one, never half of one.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -33,14 +34,15 @@ def dumps(data):
     return json.dumps(strict(data), indent=2, allow_nan=False) + "\n"
 
 
-def write_text(path, text):
-    """Write ``text`` to ``path`` atomically (temporary file + rename)."""
+@contextlib.contextmanager
+def replacing(path):
+    """A temporary path beside ``path`` (same suffix, so writers that infer the format from the
+    name still do) that replaces ``path`` when the block ends without an exception; on an
+    exception, or a signal, the temporary file is removed and ``path`` is left as it was."""
     path = Path(path)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp = path.with_name(f".{path.stem}.{os.getpid()}.tmp{path.suffix}")
     try:
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
+        yield tmp
         os.replace(tmp, path)
     except BaseException:
         try:
@@ -48,6 +50,14 @@ def write_text(path, text):
         except OSError:
             pass
         raise
+
+
+def write_text(path, text):
+    """Write ``text`` to ``path`` atomically (temporary file + rename)."""
+    with replacing(path) as tmp:
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
 
 
 def write_json(path, data):

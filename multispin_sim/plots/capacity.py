@@ -7,6 +7,7 @@ interval (shaded). Writes ``capacity.png`` (beside the CSV, or ``out``).
 import json
 from pathlib import Path
 
+from ..outputs.atomic import replacing
 from ..outputs.records import read_table
 from .figures import PlotError, _require_matplotlib
 
@@ -59,5 +60,6 @@ def plot_capacity(folder, out=None):
     if png.suffix != ".png":
         png = png / "capacity.png"
     png.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(png, dpi=120)
+    with replacing(png) as tmp:
+        fig.savefig(tmp, dpi=120)
     return [png]

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..outputs.atomic import replacing
 from ..outputs.records import read_table
 from .figures import PlotError, _require_matplotlib
 
@@ -61,7 +62,8 @@ def plot_compute_timeseries(run_dir, out=None, window_s=30.0):
     """PNG (default RUN_DIR/compute_timeseries.png) and CSV of ``compute_timeseries``."""
     ts = compute_timeseries(run_dir, window_s)
     out = Path(out) if out else Path(run_dir) / "compute_timeseries.png"
-    with open(out.with_suffix(".csv"), "w", newline="", encoding="utf-8") as f:
+    with replacing(out.with_suffix(".csv")) as tmp, \
+            open(tmp, "w", newline="", encoding="utf-8") as f:
         w = csv.writer(f)
         names = [f"{k}[{m or 'none'}]" for m in ts["modes"] for k in ts["modes"][m]]
         w.writerow(["t_s", "goodput_tps"] + names)
@@ -86,5 +88,6 @@ def plot_compute_timeseries(run_dir, out=None, window_s=30.0):
     axes[1].legend(fontsize="small")
     fig.suptitle(f"{Path(run_dir).name}: {window_s:g} s windows")
     fig.tight_layout()
-    fig.savefig(out, dpi=110)
+    with replacing(out) as tmp:
+        fig.savefig(tmp, dpi=110)
     return out

@@ -25,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..outputs.atomic import replacing
 from ..outputs.records import read_table
 
 
@@ -160,9 +161,10 @@ def draw_figure(spec, meta, cells, folder):
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     png = folder / f"{spec['name']}.png"
-    fig.savefig(png, dpi=120)
+    with replacing(png) as tmp:
+        fig.savefig(tmp, dpi=120)
     csv_path = folder / f"{spec['name']}.csv"
-    with open(csv_path, "w", newline="", encoding="utf-8") as f:
+    with replacing(csv_path) as tmp, open(tmp, "w", newline="", encoding="utf-8") as f:
         w = csv.writer(f, lineterminator="\n")
         cols = ["panel", "curve", "metric", "x", "mean", "ci95_lo", "ci95_hi", "n"]
         w.writerow(cols)

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..outputs.atomic import replacing
 from ..outputs.records import read_table
 from .figures import PlotError, _require_matplotlib
 
@@ -129,9 +130,10 @@ def plot_timeline(run_dir, rounds=3, first=0, out=None):
     ax.grid(True, axis="x", alpha=0.3)
     png = Path(out) if out else Path(run_dir) / "timeline.png"
     png.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(png, dpi=120)
+    with replacing(png) as tmp:
+        fig.savefig(tmp, dpi=120)
     csv_path = png.with_suffix(".csv")
-    with open(csv_path, "w", newline="", encoding="utf-8") as f:
+    with replacing(csv_path) as tmp, open(tmp, "w", newline="", encoding="utf-8") as f:
         w = csv.writer(f, lineterminator="\n")
         w.writerow(["lane", "round", "kind", "start_s", "end_s"])
         for lane, r, kind, a, b in segs:
