@@ -51,6 +51,7 @@ import numpy as np
 from ..outputs.recorder import RoundRecord
 from ..policies.batching import make_batching_policy
 from ..policies.draft import DraftContext
+from .guards import stop_if_not_finite
 from .round import ProtocolLoop
 
 
@@ -212,6 +213,7 @@ class AsyncLoop(ProtocolLoop):
         observe = self.observe
         while self.batches_started < self.rounds and not self.stop_requested:
             if env.now >= self.max_time_s:
+                stop_if_not_finite(env.now, self.batches_started)  # drafts that arrived at inf
                 break
             if not self.queue:
                 if self.workload.exhausted() and not self.workload.has_work():
@@ -325,6 +327,7 @@ class AsyncLoop(ProtocolLoop):
         self._in_progress -= 1
         if self.progress is not None:
             self.progress(self.rounds_done, now)
+        stop_if_not_finite(now, b.index)
         if self._in_progress == 0 and self._all_done is not None:
             self._all_done.succeed()
 

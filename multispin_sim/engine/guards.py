@@ -15,6 +15,7 @@
 """
 from __future__ import annotations
 
+import math
 import os
 import signal
 import sys
@@ -39,6 +40,19 @@ class LimitReached(Exception):
 
     def __str__(self):
         return self.reason
+
+
+NOT_FINITE_TODO = ("check the scenario's extreme values (multispin-sim keys shows each key's "
+                   "limits) and report the scenario if they are all ordinary")
+
+
+def stop_if_not_finite(now, index):
+    """A round that ends at a time that is not finite (an infinite delay, a NaN gain): the run
+    stops after recording it (``complete: false``), since every later round would be
+    meaningless. Value limits refuse the known causes up front; this is the last guard."""
+    if not math.isfinite(now):
+        raise LimitReached(f"round {index} ended at simulated time {now} (not finite)",
+                           NOT_FINITE_TODO)
 
 
 def _recording(frame):

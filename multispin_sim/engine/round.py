@@ -37,6 +37,7 @@ from ..model.latency import drafting_latency
 from ..outputs.recorder import RoundRecord
 from ..policies.draft import DraftContext
 from .device import Device
+from .guards import stop_if_not_finite
 
 
 class ProtocolLoop:
@@ -367,3 +368,4 @@ class RoundLoop(ProtocolLoop):
             self.rounds_done = r + 1
             if self.progress is not None:
                 self.progress(self.rounds_done, env.now)
+            stop_if_not_finite(env.now, r)
