@@ -4,6 +4,8 @@ Each module ``<what>.py`` has ``run(quick=False) -> dict`` that prints its figur
 """
 import importlib
 
+from .abtest import stop_if_signalled
+
 BENCHMARKS = ("startup", "reactive", "engine", "recording", "draft", "dynamics", "payload",
               "serving", "acceptance", "link", "gym", "paper")
 IN_ALL = BENCHMARKS[:-1]   # 'paper' (the paper's figure sweeps, about 15 min) only by name
@@ -37,6 +39,7 @@ def run(what="all", quick=False):
         except ModuleNotFoundError:
             print(f"[{name}] not available yet")
             continue
+        stop_if_signalled()
         print(f"[{name}]")
         figures[name] = module.run(quick=quick)
     return figures

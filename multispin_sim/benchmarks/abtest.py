@@ -9,6 +9,14 @@ import time
 
 import numpy as np
 
+from ..errors import RECEIVED
+
+
+def stop_if_signalled():
+    """A stop signal that a run inside a benchmark took as its own (the run stopped early,
+    ``complete: false``) stops the benchmark too: its timing would be of a cut run."""
+    if RECEIVED:
+        raise KeyboardInterrupt
 
 def timed(fn):
     """(wall s, CPU s) of ``fn()`` (CPU: user + system, this process and its children)."""
@@ -19,6 +27,7 @@ def timed(fn):
     t0, c0, k0 = time.perf_counter(), time.process_time(), children()
     fn()
     cpu = time.process_time() - c0 + children() - k0
+    stop_if_signalled()
     return time.perf_counter() - t0, cpu
 
 

@@ -28,3 +28,19 @@ def test_signal_serial_sweep_exit_status(tmp_path, sig):
     assert cli("sweep", sw, "--out", tmp_path / "a", "--executor", "serial", cwd=tmp_path).rc == 0
     assert cli("sweep", sw, "--out", tmp_path / "b", "--executor", "serial", cwd=tmp_path).rc == 0
     assert deterministic_runs(tmp_path / "a") == deterministic_runs(tmp_path / "b")
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT])
+def test_signal_bench_stops(tmp_path, sig):
+    """FAULT_CLASS signals: the runs a benchmark times took the signal as their own, so
+    ``bench`` went on timing cut runs and exited 0; it stops with 128 + N."""
+    p = start("bench", "engine", "--quick", cwd=tmp_path)
+    deadline = time.monotonic() + 30
+    while "[engine]" not in (line := p.stdout.readline()):
+        assert line and time.monotonic() < deadline, "the benchmark did not start"
+    time.sleep(0.5)  # inside its first timed runs
+    assert p.poll() is None, "the benchmark ended before the signal"
+    p.send_signal(sig)
+    _, err = p.communicate(timeout=30)
+    assert p.returncode == 128 + sig, err
+    assert "Traceback" not in err and "interrupted" in err
