@@ -131,7 +131,7 @@ def read_inputs(scenario):
     inputs.update(acceptance_inputs(scenario))
     inputs.update(LAYOUTS.lookup(scenario.topology.layout).read_inputs(scenario))
     if scenario.payload.pairs_file is not None:
-        inputs["pairs"] = read_pairs(scenario.payload)
+        inputs["pairs"] = read_pairs(scenario.payload, scenario.limits)
     return inputs
 
 

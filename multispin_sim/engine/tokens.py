@@ -286,12 +286,16 @@ def payload_server(scenario, server, population, streams, folder, channel, input
         scenario, server, population, streams, folder, channel, inputs or {})
 
 
-def read_pairs(payload):
+def read_pairs(payload, limits):
     """(p, q) from ``payload.pairs_file``, or a ``ScenarioError`` naming the key (one line)."""
     from ..model.tokens import PairsFileError, load_pairs
     from ..scenario import ScenarioError
 
     try:
-        return load_pairs(payload.pairs_file, payload.vocab)
+        return load_pairs(payload.pairs_file, payload.vocab,
+                          max_bytes=limits.max_memory_mb * 2**20)
     except PairsFileError as exc:
-        raise ScenarioError("payload.pairs_file", f"{payload.pairs_file!r} {exc}") from None
+        raise ScenarioError("payload.pairs_file", f"{payload.pairs_file!r} {exc}",
+                            exc.todo or "expected an npz with arrays p and q (or p_logits and "
+                            "q_logits) of shape (N, payload.vocab), rows of probabilities "
+                            "summing to 1") from None

@@ -152,14 +152,28 @@ class ZipfPairs:
 
 
 class PairsFileError(ValueError):
-    """A distributions file that cannot be used (the message says what is wrong)."""
+    """A distributions file that cannot be used (the message says what is wrong; ``todo``, when
+    set, what to do instead of the file format's description)."""
+
+    def __init__(self, message, todo=None):
+        super().__init__(message)
+        self.todo = todo
 
 
-def load_pairs(path, vocab, atol=1e-6):
-    """(p, q) arrays (N, V) from an npz with ``p`` and ``q`` or ``p_logits`` and ``q_logits``."""
+def load_pairs(path, vocab, atol=1e-6, max_bytes=None):
+    """(p, q) arrays (N, V) from an npz with ``p`` and ``q`` or ``p_logits`` and ``q_logits``.
+
+    ``max_bytes``: refuse a file whose arrays would take more memory than this, from the
+    sizes in the archive's directory, before any array is read."""
     try:
         with np.load(path, allow_pickle=False) as f:
             names = set(f.files)
+            size = sum(info.file_size for info in f.zip.infolist())
+            if max_bytes is not None and size > max_bytes:
+                raise PairsFileError(f"holds {size / 2**20:,.0f} MB of arrays, more than "
+                                     f"limits.max_memory_mb ({max_bytes / 2**20:,.0f} MB) allows",
+                                     "use fewer rows, or raise limits.max_memory_mb if this "
+                                     "machine has the memory")
             if {"p", "q"} <= names:
                 p, q, logits = np.asarray(f["p"], float), np.asarray(f["q"], float), False
             elif {"p_logits", "q_logits"} <= names:

@@ -370,3 +370,16 @@ def test_token_model_refuses_a_non_iid_acceptance_model():
 
     with pytest.raises(ScenarioError, match=r"^acceptance\.model"):
         load_scenario(None, overrides={"payload.model": "token", "acceptance.model": "markov"})
+
+
+def test_pairs_file_too_large_refused_before_reading(tmp_path):
+    """A file whose arrays would not fit limits.max_memory_mb is refused from the archive's
+    directory (the sizes), before numpy reads an array."""
+    from multispin_sim.model.tokens import PairsFileError, load_pairs
+
+    p = np.full((100, V_SMALL), 1.0 / V_SMALL)
+    np.savez_compressed(tmp_path / "p.npz", p=p, q=p)  # compresses to a few hundred bytes
+    assert load_pairs(tmp_path / "p.npz", V_SMALL, max_bytes=2 * p.nbytes + 4096)[0].shape == p.shape
+    with pytest.raises(PairsFileError, match="more than limits.max_memory_mb") as info:
+        load_pairs(tmp_path / "p.npz", V_SMALL, max_bytes=p.nbytes)
+    assert "raise limits.max_memory_mb" in info.value.todo
