@@ -20,11 +20,11 @@ def _cell(row, key, fmt):
     se = row.get("se", {}).get(key, float("nan"))
     if se != se:   # the trace's row is exact; one synthetic trace has no standard error
         return fmt.format(row[key])
-    return f"{fmt.format(row[key])} ± {fmt.replace('+', '').format(se)}"
+    return f"{fmt.format(row[key])} +- {fmt.replace('+', '').format(se)}"
 
 
 def table(rows):
-    """The validation table (markdown); a model's cells are mean ± standard error."""
+    """The validation table (markdown); a model's cells are mean +- standard error."""
     head = "| model | " + " | ".join(c[1] for c in COLUMNS) + " |"
     lines = [head, "|" + "---|" * (len(COLUMNS) + 1)]
     for name, row in rows.items():
@@ -127,7 +127,7 @@ def run(trace=None, by=None, benchmark=None, model=None, categories=(), out_yaml
               "per step replayed at draft length g; lag-1 corr: agreement sequence; KS: run "
               "lengths before a disagreement. E[A+1] and P(A=0) are expectations over the "
               "hidden positions (each an agreement at the known positions' rate), exact; a "
-              f"model's row is the mean ± standard error over {draws} synthetic traces "
+              f"model's row is the mean +- standard error over {draws} synthetic traces "
               f"(seed {seed}, one stream per selection and model).\n")
     fits, doc = fit_and_report(answers, "all selected answers", trace_keys, out, seed=seed,
                                draws=draws)

@@ -459,7 +459,7 @@ def build_parser():
     sp.add_argument("--seed", type=int, default=0, help="seed of the synthetic traces (default 0)")
     sp.add_argument("--draws", type=_positive_int, default=20,
                     help="synthetic traces per model and selection; a model's row is their mean "
-                    "± standard error (default 20)")
+                    "+- standard error (default 20)")
     sp.set_defaults(func=cmd_acceptance)
 
     sp = sub.add_parser("keys", help="print the reference of every scenario key (markdown)")
