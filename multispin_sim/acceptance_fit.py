@@ -16,12 +16,19 @@ COLUMNS = (("tokens_g4", "E[A+1] g=4", "{:.3f}"), ("tokens_g8", "E[A+1] g=8", "{
            ("var_rate", "var(rate/answer)", "{:.4f}"), ("ks_runs", "KS(run lengths)", "{:.3f}"))
 
 
+def _cell(row, key, fmt):
+    se = row.get("se", {}).get(key, float("nan"))
+    if se != se:   # the trace's row is exact; one synthetic trace has no standard error
+        return fmt.format(row[key])
+    return f"{fmt.format(row[key])} +- {fmt.replace('+', '').format(se)}"
+
+
 def table(rows):
-    """The validation table (markdown)."""
+    """The validation table (markdown); a model's cells are mean +- standard error."""
     head = "| model | " + " | ".join(c[1] for c in COLUMNS) + " |"
     lines = [head, "|" + "---|" * (len(COLUMNS) + 1)]
     for name, row in rows.items():
-        cells = [fmt.format(row[key]) for key, _, fmt in COLUMNS]
+        cells = [_cell(row, key, fmt) for key, _, fmt in COLUMNS]
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -35,10 +42,11 @@ def parameters_line(fits):
             f"{m['hard_to_easy']:.4f} (pi_easy {pe:.3f}, {m['iterations']} EM iterations)")
 
 
-def fit_and_report(answers, label, trace_keys, out, start=None, seed=0):
+def fit_and_report(answers, label, trace_keys, out, start=None, seed=0, name="all",
+                   draws=fit.DRAWS):
     fits = {"iid": fit.fit_iid(answers), "beta": fit.fit_beta(answers),
             "markov": fit.fit_markov(answers, start=start)}
-    rows = fit.validate(answers, fits, seed=seed)
+    rows = fit.validate(answers, fits, seed=seed, name=name, draws=draws)
     known = sum(a.known for a in answers)
     out.write(f"\n## {label}: {len(answers)} answers, {known:,} known positions\n\n")
     out.write(table(rows) + "\n\n")
@@ -88,11 +96,13 @@ def check_yaml_output(path):
 
 
 def run(trace=None, by=None, benchmark=None, model=None, categories=(), out_yaml=None, seed=0,
-        out=sys.stdout):
+        draws=fit.DRAWS, out=sys.stdout):
     """Fit and report; returns the YAML document (dict). Raises TraceError on bad input (before
     anything is written)."""
     if seed is None or int(seed) < 0:
         raise TraceError(f"--seed {seed}: a negative seed is not allowed; give an integer >= 0")
+    if int(draws) < 1:
+        raise TraceError(f"--draws {draws}: is not allowed; give an integer >= 1")
     if out_yaml is not None:
         check_yaml_output(out_yaml)
     path = Path(trace) if trace else shipped_trace_path()
@@ -115,8 +125,12 @@ def run(trace=None, by=None, benchmark=None, model=None, categories=(), out_yaml
     out.write("Trace vs synthetic traces of each fitted model (same answer lengths, observed as "
               "the trace was: HF adaptive draft length, bonus positions hidden). E[A+1]: tokens "
               "per step replayed at draft length g; lag-1 corr: agreement sequence; KS: run "
-              "lengths before a disagreement.\n")
-    fits, doc = fit_and_report(answers, "all selected answers", trace_keys, out, seed=seed)
+              "lengths before a disagreement. E[A+1] and P(A=0) are expectations over the "
+              "hidden positions (each an agreement at the known positions' rate), exact; a "
+              f"model's row is the mean +- standard error over {draws} synthetic traces "
+              f"(seed {seed}, one stream per selection and model).\n")
+    fits, doc = fit_and_report(answers, "all selected answers", trace_keys, out, seed=seed,
+                               draws=draws)
     if by == "category":
         doc = {"all": doc, "by_category": {}}
         m = fits["markov"]
@@ -124,7 +138,8 @@ def run(trace=None, by=None, benchmark=None, model=None, categories=(), out_yaml
         for cat in sorted({a.category for a in answers}):
             sub = [a for a in answers if a.category == cat]
             keys = dict(trace_keys, trace_categories=[cat])
-            _, snippet = fit_and_report(sub, f"category {cat}", keys, out, start=start, seed=seed)
+            _, snippet = fit_and_report(sub, f"category {cat}", keys, out, start=start, seed=seed,
+                                        name=f"category {cat}", draws=draws)
             doc["by_category"][cat] = snippet
     text = ("# fitted by multispin-sim acceptance fit; each entry is a scenario fragment "
             "(merge the one you want into a scenario)\n"

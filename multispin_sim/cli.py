@@ -313,7 +313,8 @@ def cmd_acceptance(args):
 
     try:
         run(args.trace, by=args.by, benchmark=args.benchmark, model=args.model,
-            categories=args.category or (), out_yaml=args.out, seed=args.seed)
+            categories=args.category or (), out_yaml=args.out, seed=args.seed,
+            draws=args.draws)
     except TraceError as exc:
         text = str(exc)
         if "; " not in text:
@@ -456,6 +457,9 @@ def build_parser():
     sp.add_argument("--category", action="append", help="use only this category (repeatable)")
     sp.add_argument("--out", help="write the YAML to this file instead of printing it")
     sp.add_argument("--seed", type=int, default=0, help="seed of the synthetic traces (default 0)")
+    sp.add_argument("--draws", type=_positive_int, default=20,
+                    help="synthetic traces per model and selection; a model's row is their mean "
+                    "+- standard error (default 20)")
     sp.set_defaults(func=cmd_acceptance)
 
     sp = sub.add_parser("keys", help="print the reference of every scenario key (markdown)")

@@ -22,6 +22,7 @@ import numpy as np
 from ..model.csi import ImperfectCsi, PerfectCsi
 from ..model.fading import FADING_MODELS
 from ..model.link import LINK_MODELS, IidBlocks, McsLink, PermanentOutage
+from ..model.nr_tables import CarrierError
 from ..model.rates import shannon_rate
 from ..model.reactive import DL
 from ..scenario import ScenarioError
@@ -272,6 +273,7 @@ def build_csi(scenario, system, link):
     if c.cqi_quantisation and grid is None:  # Shannon link: the CQI grid of the link keys
         lk = scenario.link
         grid = McsLink(system.bandwidth_hz, system.n0, scs_khz=lk.subcarrier_spacing_khz,
+                       frequency_range=lk.frequency_range,
                        table=lk.cqi_table if lk.cqi_table != "continuous" else "64qam",
                        bler_target=lk.bler_target, gap_db=lk.implementation_gap_db,
                        waterfall_db=lk.bler_waterfall_db)
@@ -312,10 +314,15 @@ def outage_wait_s(scenario):
 
 
 def check_link(scenario):
-    """Refuse up front (ScenarioError) a carrier with fewer whole PRBs than devices (links
-    that allocate PRBs)."""
+    """Refuse up front (ScenarioError) a carrier the frequency range's TS 38.101 table does not
+    have, or with fewer whole PRBs than devices (links that allocate PRBs)."""
     lk = scenario.link
-    n = LINK_MODELS.lookup(lk.model).usable_prbs(scenario)
+    try:
+        n = LINK_MODELS.lookup(lk.model).usable_prbs(scenario)
+        if n is None and scenario.csi.cqi_quantisation:
+            McsLink.usable_prbs(scenario)   # build_csi's CQI grid is a carrier of the link keys
+    except CarrierError as exc:   # a spacing or bandwidth the range's TS 38.101 table lacks
+        raise ScenarioError(exc.key, exc.what, exc.expected) from None
     b = scenario.channel.bandwidth_mhz
     k = scenario.devices.count
     if n is not None and n < k:

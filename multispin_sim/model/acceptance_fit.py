@@ -17,12 +17,21 @@
 ``validate(answers, fits)`` compares the trace with synthetic traces of each fitted model of the
 same answer lengths, observed as the trace was (decoded with HF's adaptive draft length, bonus
 positions hidden: ``hf_observe``), on: mean tokens per step E[A + 1] at gamma = 4 and 8
-(replayed exactly as the engine does), P(A = 0) at gamma = 4, the lag-1 autocorrelation of the agreement sequence
-(pairs of known positions within an answer), the variance of per-answer agreement rates, and
-the Kolmogorov-Smirnov distance between the run-length distributions (agreements before each
-disagreement) of the model and the trace.
+(replayed exactly as the engine does), P(A = 0) at gamma = 4, the lag-1 autocorrelation of the
+agreement sequence (pairs of known positions within an answer), the variance of per-answer
+agreement rates, and the Kolmogorov-Smirnov distance between the run-length distributions
+(agreements before each disagreement) of the model and the trace.
+
+The hidden (bonus) positions are not drawn: E[A + 1] and P(A = 0) are the expected tokens over
+the expected steps (and expected empty steps over expected steps) with every hidden position an
+agreement with probability the known positions' rate, independently (``expected_steps``, exact).
+The model rows are means over ``draws`` synthetic traces with their Monte-Carlo standard
+errors; each selection (all answers, each category) and each model draws from its own stream,
+a child of the seed's SeedSequence keyed by the selection's name (``selection_seed``).
 """
 from __future__ import annotations
+
+import zlib
 
 import numpy as np
 from scipy import optimize, stats
@@ -31,6 +40,8 @@ from .acceptance_trace import UNKNOWN, mean_agreement
 from .markov import markov_chain, markov_moments, markov_stationary
 
 GAMMAS = (4, 8)
+MODELS = ("iid", "beta", "markov")
+DRAWS = 20   # synthetic traces per model and selection
 
 
 def answer_counts(answers):
@@ -186,18 +197,6 @@ def hf_observe(bits, initial=5):
     return out
 
 
-def resolve_unknown(seqs, rate, rng):
-    """Copies of ``seqs`` with UNKNOWN positions drawn as agreements with probability ``rate``."""
-    out = []
-    for b in seqs:
-        b = np.array(b, dtype=np.int8)
-        u = b == UNKNOWN
-        if u.any():
-            b[u] = rng.random(int(u.sum())) < rate
-        out.append(b)
-    return out
-
-
 def replay(bits, gamma):
     """Accepted counts of the steps that walk one answer's agreement sequence (0/1, no
     UNKNOWN) with draft length ``gamma`` (None: unlimited); the answer's last position ends a
@@ -248,23 +247,57 @@ def run_lengths(seqs):
     return np.array(out, dtype=np.int64)
 
 
-def metrics(seqs, rng, reference_runs=None, unknown_rate=None):
-    """The validation metrics of agreement sequences ``seqs`` (see the module docstring)."""
-    resolved = resolve_unknown(seqs, unknown_rate if unknown_rate is not None
-                               else mean_agreement_bits(seqs), rng)
+def expected_steps(seqs, rate, gamma):
+    """Expected (steps, empty steps) of walking the sequences with draft length ``gamma`` (as
+    ``replay``) when every UNKNOWN position is an agreement with probability ``rate``,
+    independently. The accepted count of the step under way is a Markov chain over positions;
+    its forward law gives the probability that a step ends at each position, so both
+    expectations are exact sums over positions."""
+    seqs = sorted((np.asarray(b) for b in seqs), key=len, reverse=True)
+    lengths = np.array([len(b) for b in seqs], dtype=np.int64)
+    if not len(seqs) or lengths[0] == 0:
+        return 0.0, 0.0
+    g = int(gamma)
+    agree = np.zeros((len(seqs), int(lengths[0])))
+    for i, b in enumerate(seqs):
+        agree[i, :len(b)] = np.where(b == UNKNOWN, rate, b == 1)
+        agree[i, len(b) - 1] = 0.0   # the answer's last position ends a step
+    # sequences still under way at position t (the longest come first)
+    live = np.searchsorted(-lengths, -np.arange(int(lengths[0])), side="left").tolist()
+    law = np.zeros((len(seqs), g + 1))   # law[:, k]: k positions accepted in the step under way
+    law[:, 0] = 1.0
+    steps = empty = 0.0
+    for t, q in enumerate(live):
+        p = agree[:q, t, None]
+        now = law[:q]
+        stop = now[:, :g] * (1.0 - p)            # a disagreement (or the answer's end) after k
+        ends = stop.sum(1) + now[:, g]           # ... or a full draft: the bonus position
+        steps += float(ends.sum())
+        empty += float(stop[:, 0].sum()) if g else float(now[:, 0].sum())
+        law[:q, 1:] = now[:, :g] * p
+        law[:q, 0] = ends
+    return steps, empty
+
+
+def metrics(seqs, reference_runs=None, unknown_rate=None):
+    """The validation metrics of agreement sequences ``seqs`` (see the module docstring); the
+    UNKNOWN positions agree with probability ``unknown_rate`` (None: the known positions')."""
+    rate = unknown_rate if unknown_rate is not None else mean_agreement_bits(seqs)
+    tokens = sum(len(b) for b in seqs)
     row = {}
     for g in GAMMAS:
-        acc = np.concatenate([replay(b, g) for b in resolved])
-        row[f"tokens_g{g}"] = float(acc.mean() + 1)
+        steps, empty = expected_steps(seqs, rate, g)
+        row[f"tokens_g{g}"] = tokens / steps
         if g == GAMMAS[0]:
-            row[f"p_none_g{g}"] = float(np.mean(acc == 0))
+            row[f"p_none_g{g}"] = empty / steps
     row["lag1"] = _lag1(seqs)
     rates = [np.mean(b[b >= 0]) for b in map(np.asarray, seqs) if np.any(b >= 0)]
     row["var_rate"] = float(np.var(rates))
     runs = run_lengths(seqs)
     row["mean_run"] = float(runs.mean()) if len(runs) else float("nan")
     row["ks_runs"] = (float(stats.ks_2samp(runs, reference_runs).statistic)
-                      if reference_runs is not None else 0.0)
+                      if reference_runs is not None and len(runs) and len(reference_runs)
+                      else 0.0)
     return row
 
 
@@ -274,16 +307,36 @@ def mean_agreement_bits(seqs):
     return ones / known if known else float("nan")
 
 
-def validate(answers, fits, seed=0):
-    """Rows {'trace': metrics, 'iid': ..., 'beta': ..., 'markov': ...} (see module docstring)."""
-    rng = np.random.default_rng(seed)
+def selection_seed(seed, name):
+    """The SeedSequence of one selection (``"all"``, or a category's name): the child of
+    ``SeedSequence(seed)`` numbered by a checksum of the name, so a selection's draws depend
+    neither on the other selections' data nor on which of them are fitted."""
+    return np.random.SeedSequence(int(seed), spawn_key=(zlib.crc32(str(name).encode()),))
+
+
+def validate(answers, fits, seed=0, name="all", draws=DRAWS):
+    """Rows {'trace': metrics, 'iid': ..., 'beta': ..., 'markov': ...} (see module docstring).
+
+    The trace row is exact; a model's row is the mean over ``draws`` synthetic traces, with the
+    standard error of each mean under ``row["se"]``. Model ``i`` of ``MODELS`` draws from child
+    ``i`` of ``selection_seed(seed, name)``, and each synthetic trace from its own child of that.
+    """
     seqs = [a.bits for a in answers]
     lengths = [len(b) for b in seqs]
     ref_runs = run_lengths(seqs)
-    rows = {"trace": metrics(seqs, rng, ref_runs, mean_agreement(answers))}
+    rows = {"trace": metrics(seqs, ref_runs, mean_agreement(answers))}
+    children = selection_seed(seed, name).spawn(len(MODELS))
     for model, params in fits.items():
-        seen = [hf_observe(b) for b in synthetic(model, params, lengths, rng)]
-        rows[model] = metrics(seen, rng, ref_runs)
+        streams = children[MODELS.index(model)].spawn(int(draws))
+        per_draw = []
+        for child in streams:
+            rng = np.random.default_rng(child)
+            seen = [hf_observe(b) for b in synthetic(model, params, lengths, rng)]
+            per_draw.append(metrics(seen, ref_runs))
+        row = {k: float(np.mean([r[k] for r in per_draw])) for k in per_draw[0]}
+        row["se"] = {k: (float(np.std([r[k] for r in per_draw], ddof=1) / np.sqrt(len(per_draw)))
+                         if len(per_draw) > 1 else float("nan")) for k in per_draw[0]}
+        rows[model] = row
     return rows
 
 
@@ -315,4 +368,5 @@ def scenario_snippet(fits, trace=None):
 
 
 __all__ = ["fit_iid", "fit_beta", "fit_markov", "fit_all", "validate", "replay", "run_lengths",
-           "synthetic", "metrics", "scenario_snippet", "closed_forms", "markov_stationary"]
+           "synthetic", "metrics", "expected_steps", "selection_seed", "scenario_snippet",
+           "closed_forms", "markov_stationary"]

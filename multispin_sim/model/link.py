@@ -144,17 +144,18 @@ class McsLink:
         """The link of the scenario's ``link`` keys on the system's carrier and noise."""
         lk = scenario.link
         return cls(system.bandwidth_hz, system.n0, scs_khz=lk.subcarrier_spacing_khz,
-                   table=lk.cqi_table, bler_target=lk.bler_target,
+                   frequency_range=lk.frequency_range, table=lk.cqi_table, bler_target=lk.bler_target,
                    gap_db=lk.implementation_gap_db, waterfall_db=lk.bler_waterfall_db,
                    harq_max=lk.harq_max_transmissions, combining=lk.harq_combining)
 
     @classmethod
     def usable_prbs(cls, scenario):
         return nr.usable_prbs(scenario.channel.bandwidth_mhz * 1e6,
-                              scenario.link.subcarrier_spacing_khz)
+                              scenario.link.subcarrier_spacing_khz, scenario.link.frequency_range)
 
     def __init__(self, bandwidth_hz, n0, scs_khz=30, table="64qam", bler_target=0.1,
-                 gap_db=1.5, waterfall_db=1.0, harq_max=4, combining="chase", bler=True):
+                 gap_db=1.5, waterfall_db=1.0, harq_max=4, combining="chase", bler=True,
+                 frequency_range="FR1"):
         if table not in nr.CQI_TABLE_NAMES:
             raise ValueError(f"unknown CQI table {table!r}; allowed: "
                              f"{', '.join(nr.CQI_TABLE_NAMES)}")
@@ -167,7 +168,8 @@ class McsLink:
         self.bandwidth_hz = float(bandwidth_hz)
         self.n0 = float(n0)
         self.scs_khz = int(scs_khz)
-        self.n_prb = nr.usable_prbs(self.bandwidth_hz, self.scs_khz)
+        self.frequency_range = frequency_range
+        self.n_prb = nr.usable_prbs(self.bandwidth_hz, self.scs_khz, frequency_range)
         self.prb_hz = nr.SUBCARRIERS_PER_PRB * self.scs_khz * 1e3
         self.slot_s = nr.slot_seconds(self.scs_khz)
         self.table = table

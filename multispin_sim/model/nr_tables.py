@@ -8,9 +8,12 @@ Sources (values transcribed from the standards; spot-checked in tests/model/test
   (bit/RE, rounded to 4 decimals in the standard).
 - Transport block size: TS 38.214 section 5.1.3.2 for one layer, with Table 5.1.3.2-1 (the 93
   sizes for N_info <= 3824).
-- Usable PRBs: TS 38.101-1 Table 5.3.2-1 (FR1) and TS 38.101-2 Table 5.3.2-1 (FR2), the maximum
-  transmission bandwidth configuration N_RB per channel bandwidth and subcarrier spacing. A
-  bandwidth not in these tables gets floor(0.9 B / (12 delta_f)) PRBs (a 10% guard band, close
+- Usable PRBs: TS 38.101-1 Table 5.3.2-1 (FR1: 15, 30, 60 kHz; channel bandwidths 3-100 MHz,
+  Rel-17 columns included) and TS 38.101-2 Table 5.3.2-1 (FR2: 60, 120 kHz; 50-400 MHz), the
+  maximum transmission bandwidth configuration N_RB per frequency range, subcarrier spacing and
+  channel bandwidth. A spacing the range does not have, or a channel bandwidth of the range's
+  table that is N/A at the spacing, is refused (``CarrierError``). A bandwidth that is not a
+  channel bandwidth of the range gets floor(0.9 B / (12 delta_f)) PRBs (a 10% guard band, close
   to the tables' 86-98% occupancy; stated, not standard).
 - Numerology: subcarrier spacing 15 * 2^mu kHz, mu in {0, 1, 2, 3}; a slot of 14 OFDM symbols
   lasts 1 ms / 2^mu; a PRB is 12 subcarriers.
@@ -48,15 +51,24 @@ TBS_TABLE = np.array([
     1928, 2024, 2088, 2152, 2216, 2280, 2408, 2472, 2536, 2600, 2664, 2728, 2792, 2856, 2976,
     3104, 3240, 3368, 3496, 3624, 3752, 3824])
 
-# N_RB: {subcarrier spacing kHz: {channel bandwidth MHz: PRBs}}
+# N_RB: {frequency range: {subcarrier spacing kHz: {channel bandwidth MHz: PRBs}}}; a channel
+# bandwidth of the range absent at a spacing is N/A in the standard
 MAX_PRB = {
-    15: {5: 25, 10: 52, 15: 79, 20: 106, 25: 133, 30: 160, 35: 188, 40: 216, 45: 242, 50: 270},
-    30: {5: 11, 10: 24, 15: 38, 20: 51, 25: 65, 30: 78, 35: 92, 40: 106, 45: 119, 50: 133,
-         60: 162, 70: 189, 80: 217, 90: 245, 100: 273},
-    60: {10: 11, 15: 18, 20: 24, 25: 31, 30: 38, 35: 44, 40: 51, 45: 58, 50: 65, 60: 79,
-         70: 93, 80: 107, 90: 121, 100: 135, 200: 264},
-    120: {50: 32, 100: 66, 200: 132, 400: 264},
+    "FR1": {  # TS 38.101-1 Table 5.3.2-1
+        15: {3: 15, 5: 25, 10: 52, 15: 79, 20: 106, 25: 133, 30: 160, 35: 188, 40: 216, 45: 242,
+             50: 270},
+        30: {5: 11, 10: 24, 15: 38, 20: 51, 25: 65, 30: 78, 35: 92, 40: 106, 45: 119, 50: 133,
+             60: 162, 70: 189, 80: 217, 90: 245, 100: 273},
+        60: {10: 11, 15: 18, 20: 24, 25: 31, 30: 38, 35: 44, 40: 51, 45: 58, 50: 65, 60: 79,
+             70: 93, 80: 107, 90: 121, 100: 135},
+    },
+    "FR2": {  # TS 38.101-2 Table 5.3.2-1
+        60: {50: 66, 100: 132, 200: 264},
+        120: {50: 32, 100: 66, 200: 132, 400: 264},
+    },
 }
+FREQUENCY_RANGES = tuple(MAX_PRB)
+STANDARD = {"FR1": "TS 38.101-1", "FR2": "TS 38.101-2"}
 GUARD_FRACTION = 0.1
 
 
@@ -71,15 +83,40 @@ def cqi_table(name):
     return qm, rate, qm * rate
 
 
-def usable_prbs(bandwidth_hz, scs_khz):
-    """PRBs of a carrier: the TS 38.101 table when (B, delta_f) is listed, else the 10% rule."""
-    if scs_khz not in NUMEROLOGY:
-        raise ValueError(f"subcarrier spacing {scs_khz} kHz is not in the numerology set "
-                         f"{sorted(NUMEROLOGY)}")
+class CarrierError(ValueError):
+    """A carrier the range's table does not have: ``key`` (the scenario key to change), ``what``
+    and ``expected`` (the allowed values) make the one-line error."""
+
+    def __init__(self, key, what, expected):
+        super().__init__(f"{key}: {what}; {expected}")
+        self.key, self.what, self.expected = key, what, expected
+
+
+def usable_prbs(bandwidth_hz, scs_khz, frequency_range="FR1"):
+    """PRBs of a carrier: the TS 38.101 table of the frequency range when (B, delta_f) is listed,
+    the 10% rule when B is not one of the range's channel bandwidths; CarrierError otherwise."""
+    if frequency_range not in MAX_PRB:
+        raise CarrierError("link.frequency_range", f"{frequency_range!r} is not a frequency "
+                           "range", f"expected one of {', '.join(FREQUENCY_RANGES)}")
+    ranges = MAX_PRB[frequency_range]
+    if scs_khz not in ranges:
+        have = [fr for fr in FREQUENCY_RANGES if scs_khz in MAX_PRB[fr]]
+        raise CarrierError(
+            "link.subcarrier_spacing_khz", f"{scs_khz} kHz is not a subcarrier spacing of "
+            f"link.frequency_range {frequency_range} ({STANDARD[frequency_range]} Table 5.3.2-1)",
+            f"expected one of {', '.join(map(str, ranges))} kHz"
+            + (f", or link.frequency_range {' or '.join(have)}" if have else ""))
     mhz = bandwidth_hz / 1e6
-    table = MAX_PRB[scs_khz]
-    if float(mhz).is_integer() and int(mhz) in table:
+    table = ranges[scs_khz]
+    channel = float(mhz).is_integer() and any(int(mhz) in t for t in ranges.values())
+    if channel and int(mhz) in table:
         return table[int(mhz)]
+    if channel:
+        raise CarrierError(
+            "channel.bandwidth_mhz", f"{mhz:g} MHz at link.subcarrier_spacing_khz {scs_khz} is "
+            f"N/A in {STANDARD[frequency_range]} Table 5.3.2-1 (link.frequency_range "
+            f"{frequency_range})", f"expected one of {', '.join(map(str, table))} MHz at "
+            f"{scs_khz} kHz, or another subcarrier spacing")
     return int(math.floor((1 - GUARD_FRACTION) * bandwidth_hz
                           / (SUBCARRIERS_PER_PRB * scs_khz * 1e3)))
 

@@ -39,6 +39,7 @@ LINK_MODELS = Registered("multispin_sim.model.link", "LINK_MODELS")
 CQI_TABLES: tuple[str, ...] = ("64qam", "256qam", "64qam-low-se", "continuous")
 HARQ_COMBINING: tuple[str, ...] = ("chase", "repetition")
 SUBCARRIER_SPACINGS_KHZ: tuple[int, ...] = (15, 30, 60, 120)
+FREQUENCY_RANGES: tuple[str, ...] = ("FR1", "FR2")   # = model.nr_tables.FREQUENCY_RANGES
 
 ALPHA = in_interval(0, 1, low_open=True)    # a per-token acceptance rate 0 < alpha <= 1
 PROB = in_interval(0, 1)                    # a probability 0 <= p <= 1

@@ -10,9 +10,9 @@ from collections.abc import Mapping
 from typing import Optional, Union
 
 from .names import (ACCEPTANCE_BELIEFS, ACCEPTANCE_MODELS, ACCEPTANCE_SESSIONS, ALPHA,
-                    ARRIVAL_MODELS, BATCHING_POLICIES, CQI_TABLES, HARQ_COMBINING, LENGTH_MODELS,
-                    LINK_MODELS, MOBILITY_MODELS, PROB, PROTOCOLS, SUBCARRIER_SPACINGS_KHZ,
-                    TOPOLOGY_LAYOUTS, TRACE_ASSIGN, TRACE_NEXT)
+                    ARRIVAL_MODELS, BATCHING_POLICIES, CQI_TABLES, FREQUENCY_RANGES,
+                    HARQ_COMBINING, LENGTH_MODELS, LINK_MODELS, MOBILITY_MODELS, PROB, PROTOCOLS,
+                    SUBCARRIER_SPACINGS_KHZ, TOPOLOGY_LAYOUTS, TRACE_ASSIGN, TRACE_NEXT)
 from .params import Check, FrozenMap, Params, ge, gt, in_interval, number_or_range, param, section
 from .presets import TASKS
 
@@ -301,6 +301,10 @@ class Link(Params):
                                         "subcarriers, slot = 1 ms / 2^mu)", unit="kHz",
                                         check=Check(lambda v: v in SUBCARRIER_SPACINGS_KHZ,
                                                     "one of 15, 30, 60, 120", standalone=True))
+    frequency_range: str = param("FR1", "Frequency range of the carrier's PRB table (link "
+                                 "'mcs'): 'FR1' (TS 38.101-1 Table 5.3.2-1: 15, 30, 60 kHz) or "
+                                 "'FR2' (TS 38.101-2 Table 5.3.2-1: 60, 120 kHz, 50-400 MHz)",
+                                 choices=FREQUENCY_RANGES)
     harq_max_transmissions: int = param(4, "HARQ: transmissions of one transport block before it "
                                         "is dropped and retried on the next fading block",
                                         check=ge(1))

@@ -45,12 +45,26 @@ def test_input_acceptance_fit_trace_refused(tmp_path, name):
 
 
 @pytest.mark.parametrize("args, key", [(["--seed", "-1"], "--seed"), (["--out", ""], "--out"),
-                                       (["--out", "missing/dir/fit.yaml"], "--out")])
+                                       (["--out", "missing/dir/fit.yaml"], "--out"),
+                                       (["--draws", "0"], "--draws"),
+                                       (["--draws", "many"], "--draws")])
 def test_input_acceptance_fit_options_refused_before_the_fit(tmp_path, args, key):
     """FAULT_CLASS output locations: checked before the fit (exit 2, no table printed)."""
     (tmp_path / "ok.csv").write_text("agree\n" + "1\n0\n1\n1\n0\n" * 20)
     o = cli("acceptance", "fit", tmp_path / "ok.csv", *args, cwd=tmp_path, timeout=60)
     assert key in error_line(o, 2)
+    assert "E[A+1]" not in o.out
+
+
+def test_input_acceptance_fit_by_category_with_an_unfittable_category(tmp_path):
+    """FAULT_CLASS files users bring: with --by category, a category of only agreements is
+    named (the whole trace is fittable), before any table is printed."""
+    rows = ["agree,answer,category"] + ["1,a,easy"] * 30 + ["0,b,mixed", "1,b,mixed"] * 30
+    (tmp_path / "cats.csv").write_text("\n".join(rows) + "\n")
+    o = cli("acceptance", "fit", tmp_path / "cats.csv", "--by", "category", cwd=tmp_path,
+            timeout=60)
+    line = error_line(o, 2)
+    assert "category easy" in line and "both 1s and 0s" in line
     assert "E[A+1]" not in o.out
 
 

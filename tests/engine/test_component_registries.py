@@ -1,5 +1,7 @@
 """The engine builds every plug-in family through its registry: each class reads its own scenario
 keys (``from_scenario``), and the engine-side families list the schema's names."""
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 
@@ -74,6 +76,23 @@ def test_link_models_say_how_many_prbs_a_carrier_offers():
     assert LINK_MODELS.lookup("mcs").usable_prbs(sc) == nr_tables.usable_prbs(20e6, 30)
     assert LINK_MODELS.lookup("shannon").usable_prbs(sc) is None
     assert LINK_MODELS.lookup("shannon").ideal and not LINK_MODELS.lookup("mcs").ideal
+
+
+def test_the_mcs_link_reads_the_prb_table_of_its_frequency_range():
+    """TS 38.101-2 Table 5.3.2-1: FR2 at 60 kHz, 100 MHz has 132 PRBs (FR1's table: 135); the
+    default range is FR1 and the default carrier (30 kHz, 10 MHz) keeps its 24 PRBs."""
+    fr2 = load_scenario(None, overrides={"link.model": "mcs", "link.frequency_range": "FR2",
+                                         "link.subcarrier_spacing_khz": 60,
+                                         "channel.bandwidth_mhz": 100})
+    fr1 = load_scenario(None, overrides={"link.model": "mcs", "link.subcarrier_spacing_khz": 60,
+                                         "channel.bandwidth_mhz": 100})
+    default = load_scenario(None, overrides={"link.model": "mcs"})
+    assert default.link.frequency_range == "FR1"
+    assert LINK_MODELS.lookup("mcs").usable_prbs(fr2) == 132
+    assert LINK_MODELS.lookup("mcs").usable_prbs(fr1) == 135
+    assert LINK_MODELS.lookup("mcs").usable_prbs(default) == 24
+    assert McsLink.from_scenario(fr2, SimpleNamespace(bandwidth_hz=100e6, n0=1e-20)).n_prb == 132
+    read_inputs(fr2)   # check_link accepts the carrier
 
 
 def test_too_few_prbs_are_refused_under_the_spacing_key():

@@ -123,6 +123,33 @@ def test_bad_link_input_exits_2_with_one_line(tmp_path, monkeypatch, capsys, set
     assert not (tmp_path / "results").exists()
 
 
+@pytest.mark.parametrize("sets, path, allowed", [
+    (["link.frequency_range=FR2", "link.subcarrier_spacing_khz=15"],
+     "link.subcarrier_spacing_khz", "60, 120 kHz"),
+    (["link.subcarrier_spacing_khz=120", "channel.bandwidth_mhz=100"],
+     "link.subcarrier_spacing_khz", "15, 30, 60 kHz"),
+    (["link.frequency_range=FR2", "link.subcarrier_spacing_khz=60", "channel.bandwidth_mhz=400"],
+     "channel.bandwidth_mhz", "50, 100, 200 MHz"),
+    (["link.subcarrier_spacing_khz=15", "channel.bandwidth_mhz=100"],
+     "channel.bandwidth_mhz", "40, 45, 50 MHz"),
+    (["link.frequency_range=FR3"], "link.frequency_range", "'FR1', 'FR2'"),
+    (["link.model=shannon", "csi.cqi_quantisation=true", "link.subcarrier_spacing_khz=120"],
+     "link.subcarrier_spacing_khz", "link.frequency_range FR2"),   # the CQI grid's carrier
+])
+def test_a_carrier_outside_the_range_table_exits_2_with_one_line(tmp_path, monkeypatch, capsys,
+                                                                  sets, path, allowed):
+    """A spacing the frequency range does not have, or a channel bandwidth its table marks
+    N/A at the spacing: one line naming the key and the allowed values, before any output."""
+    monkeypatch.chdir(tmp_path)
+    args = ["run", "--set", "link.model=mcs", "--rounds", "3", "--quiet"]
+    for s in sets:
+        args += ["--set", s]
+    assert main(args) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"error: {path}:") and allowed in err[0], err
+    assert not (tmp_path / "results").exists()
+
+
 def test_too_few_prbs_refused_up_front_with_the_numbers(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     code = main(["run", "--set", "link.model=mcs", "--set", "link.subcarrier_spacing_khz=60",

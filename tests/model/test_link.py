@@ -62,10 +62,10 @@ def test_tbs_equals_hand_worked_38214(n_prb, table, cqi, tbs):
 
 def test_prbs_and_slots():
     assert nr.usable_prbs(10e6, 30) == 24 and nr.usable_prbs(10e6, 15) == 52
-    assert nr.usable_prbs(100e6, 30) == 273 and nr.usable_prbs(400e6, 120) == 264
+    assert nr.usable_prbs(100e6, 30) == 273 and nr.usable_prbs(400e6, 120, "FR2") == 264
     assert nr.usable_prbs(12e6, 30) == math.floor(0.9 * 12e6 / 360e3)  # the stated 10% rule
     assert nr.slot_seconds(15) == 1e-3 and nr.slot_seconds(120) == 1.25e-4
-    with pytest.raises(ValueError, match="numerology"):
+    with pytest.raises(ValueError, match="subcarrier spacing"):
         nr.usable_prbs(10e6, 45)
 
 
@@ -94,7 +94,7 @@ def test_bler_curve_and_link_adaptation():
 
 def test_bad_link_arguments():
     for kwargs, msg in [({"table": "qam9"}, "CQI table"), ({"bler_target": 1.0}, "BLER target"),
-                        ({"harq_max": 0}, "HARQ"), ({"scs_khz": 45}, "numerology")]:
+                        ({"harq_max": 0}, "HARQ"), ({"scs_khz": 45}, "subcarrier spacing")]:
         with pytest.raises(ValueError, match=msg):
             McsLink(10e6, N0, **kwargs)
 
