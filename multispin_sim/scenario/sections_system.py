@@ -119,11 +119,15 @@ class Channel(Params):
     """The OFDMA channel."""
 
     bandwidth_mhz: float = param(10.0, "Total bandwidth B", unit="MHz", check=gt(0))
-    noise_psd_dbm_hz: float = param(-174.0, "Noise power spectral density N0 (assumed)",
-                                    unit="dBm/Hz")
-    ref_gain_db: float = param(-30.0, "Large-scale gain G_0 at 1 m", unit="dB")
-    pathloss_exponent: float = param(3.5, "Path-loss exponent eta: G = G_0 (d / 1 m)^-eta",
-                                     check=gt(0))
+    # bounds: beyond them a gain or the noise power underflows to 0 and a rate divides by it
+    noise_psd_dbm_hz: float = param(-174.0, "Noise power spectral density N0 (assumed; "
+                                    "thermal noise at 290 K is -174)", unit="dBm/Hz",
+                                    check=in_interval(-300.0, 30.0))
+    ref_gain_db: float = param(-30.0, "Large-scale gain G_0 at 1 m", unit="dB",
+                               check=in_interval(-300.0, 100.0))
+    pathloss_exponent: float = param(3.5, "Path-loss exponent eta: G = G_0 (d / 1 m)^-eta "
+                                     "(measured: about 1.6 to 6)",
+                                     check=in_interval(0.0, 10.0, low_open=True))
     fading: str = param("rayleigh", "Small-scale fading: 'rayleigh' (|h|^2 ~ Exp(1), i.i.d. "
                         "per block), 'none' (|h|^2 = 1), 'gauss-markov' (AR(1) per block: "
                         "rho = J0(2 pi doppler_hz T) over one block of T, so rho^n after n "

@@ -215,7 +215,25 @@ LIMIT_CASES = {
     "devices-1e7": ({"devices": {"count": 10_000_000}}, "devices.count"),
     "rounds-1e12": ({"run": {"rounds": 10**12}}, "run.rounds"),
     "distance-1e100": ({"devices": {"distance_m": 1e100}}, "devices.distance_m"),
+    # a gain or the noise power that underflows to 0 divided a rate by zero mid-run
+    "noise-1e308": ({"channel": {"noise_psd_dbm_hz": -1e308}}, "channel.noise_psd_dbm_hz"),
+    "ref-gain-1e308": ({"channel": {"ref_gain_db": -1e308}}, "channel.ref_gain_db"),
+    "pathloss-1e15": ({"channel": {"pathloss_exponent": 1e15}}, "channel.pathloss_exponent"),
 }
+
+
+@pytest.mark.parametrize("channel, devices", [
+    ({"ref_gain_db": -300, "pathloss_exponent": 10, "noise_psd_dbm_hz": 30, "shadowing_db": 40},
+     {"distance_m": 1e5}),
+    ({"ref_gain_db": 100, "noise_psd_dbm_hz": -300}, {"distance_m": 1}),
+])
+def test_limit_corners_of_the_link_budget_simulate_to_finite_numbers(tmp_path, channel, devices):
+    """FAULT_CLASS limits: the extreme corners the bounds allow give a complete, finite run."""
+    path = scenario(tmp_path, channel=channel, devices=devices, run={"rounds": 10})
+    o = cli("run", path, "--out", tmp_path / "out", "--quiet", cwd=tmp_path, timeout=45)
+    assert o.rc == 0, o
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary["complete"] and math.isfinite(summary["goodput_tps"])
 
 
 @pytest.mark.parametrize("case", sorted(LIMIT_CASES))
