@@ -4,7 +4,8 @@ A check never raises on a wrong answer (the notebook keeps running): an unanswer
 (``None``, or a function that returns ``None``), an exception inside the student's function, a
 wrong shape or a wrong value all print ``FAIL`` with a hint. The reference values are computed
 here from independent forms where one exists (a sum instead of the closed form, a root finder
-instead of the closed form, an exhaustive search instead of the prefix lemma).
+instead of the closed form, an exhaustive search instead of the prefix lemma, the run's own
+summary for the environment's returns).
 """
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ __all__ = [
     "check_goodput", "check_best_uniform_gamma",
     "check_median_delay", "check_power_correlation",
     "check_pk_wait", "check_mean_sojourn",
+    "check_goodput_and_return", "check_threshold_policy",
     "EXERCISES",
 ]
 
@@ -36,6 +38,8 @@ EXERCISES = {
     "4.2": ("04_fading", "the correlation of |h|^2 over time"),
     "5.1": ("05_queueing", "the Pollaczek-Khinchine waiting time"),
     "5.2": ("05_queueing", "mean sojourn time from requests.csv"),
+    "7.1": ("07_learning_agents", "an episode's goodput and return"),
+    "7.2": ("07_learning_agents", "a hand-made draft policy"),
 }
 
 
@@ -344,3 +348,94 @@ def check_mean_sojourn(func):
         return _report("5.2", False, f"on a 5-request table (2 unfinished) you give {value!r}, "
                        f"expected {want:.4f} s", hint)
     return _report("5.2", True, "the mean sojourn time skips unfinished requests")
+
+
+# ---------------------------------------------------------------------------- notebook 7
+
+
+def check_goodput_and_return(func):
+    """Exercise 7.1: ``func(infos, price)`` returns (N / T, N - price T) of one episode from its
+    ``info`` dicts (tokens, elapsed_s): the goodput in tokens/s and the return at that price."""
+    hint = ("N = sum of info['tokens'], T = sum of info['elapsed_s'] (the time each step took, idle "
+            "waits included; info['duration_s'] is the round alone)")
+    synthetic = [{"tokens": 12, "elapsed_s": 0.5, "duration_s": 0.5},
+                 {"tokens": 0, "elapsed_s": 2.0, "duration_s": 0.25},
+                 {"tokens": 30, "elapsed_s": 1.5, "duration_s": 1.5}]
+    ok, value = _call("7.1", func, (synthetic, 10.0), hint)
+    if not ok:
+        return value
+    want = (42 / 4.0, 42 - 10.0 * 4.0)
+    if not _close(_pair(value), want, rtol=1e-12):
+        return _report("7.1", False, f"on 3 rounds of 12, 0, 30 tokens taking 0.5, 2.0, 1.5 s at "
+                       f"price 10 you give {value!r}, expected {want}", hint)
+    import multispin_sim.gym as msgym  # the simulator's own records as the reference
+
+    env = msgym.MultiSpinEnv(None, "draft", {"devices.count": 4}, rounds=15, price=150.0)
+    env.reset(seed=3)
+    infos, rewards = [], []
+    while True:
+        _, reward, terminated, truncated, info = env.step(np.full(4, 5))
+        infos.append(info)
+        rewards.append(reward)
+        if terminated or truncated:
+            break
+    summary = env.result.summary
+    env.close()
+    ok, value = _call("7.1", func, (infos, 150.0), hint)
+    if not ok:
+        return value
+    want = (summary["goodput_tps"], sum(rewards))
+    if not _close(_pair(value), want, rtol=1e-9):
+        return _report("7.1", False, f"on a 15-round episode you give {value!r}; the run's goodput "
+                       f"is {want[0]:.4f} tokens/s and the sum of the rewards {want[1]:.4f}", hint)
+    return _report("7.1", True, f"goodput {want[0]:.1f} tokens/s = the run's summary; return "
+                   f"{want[1]:.1f} = the sum of the rewards")
+
+
+def _pair(value):
+    try:
+        a, b = value
+        return float(a), float(b)
+    except (TypeError, ValueError):
+        return (math.nan, math.nan)
+
+
+def check_threshold_policy(func, seed=2, rounds=150, factor=1.4):
+    """Exercise 7.2: ``func(obs) -> 20 draft lengths`` on the default scenario earns at least
+    ``factor`` times the goodput of the fixed draft length 4, on the same seed (same devices, fading and
+    acceptance draws)."""
+    hint = ("a device in a deep fade (g_ul_db below about -130 dB) should not draft: it cannot be "
+            "rejected then, and the batch does not wait for its slow correction; the others can "
+            "draft about 10 tokens")
+    import multispin_sim.gym as msgym
+
+    def goodput(policy):
+        env = msgym.MultiSpinEnv(None, "draft", rounds=rounds, price=0.0)
+        obs, _ = env.reset(seed=seed)
+        tokens = seconds = 0.0
+        try:
+            while True:
+                obs, _, terminated, truncated, info = env.step(policy(obs))
+                tokens += info["tokens"]
+                seconds += info["elapsed_s"]
+                if terminated or truncated:
+                    return tokens / seconds
+        finally:
+            env.close()
+
+    if func is None or not callable(func):
+        return _report("7.2", False, "no function given yet (the TODO is still there)", hint)
+    try:
+        probe = func(msgym.MultiSpinEnv(None, "draft", rounds=2, price=0.0).reset(seed=seed)[0])
+        if probe is None:
+            return _report("7.2", False, "your function returned None (the TODO is still there)",
+                           hint)
+        mine = goodput(func)
+    except Exception as exc:  # an invalid action (the environment's ValueError) or a crash
+        return _report("7.2", False, f"{type(exc).__name__}: {exc}", hint)
+    fixed = goodput(lambda obs: np.full(20, 4))
+    if not mine >= factor * fixed:
+        return _report("7.2", False, f"your policy: {mine:.1f} tokens/s, fixed gamma = 4: "
+                       f"{fixed:.1f} (wanted at least {factor:g}x, {factor * fixed:.1f})", hint)
+    return _report("7.2", True, f"your policy: {mine:.1f} tokens/s against {fixed:.1f} for fixed "
+                   f"gamma = 4 ({mine / fixed:.2f}x)")

@@ -5,8 +5,10 @@ untouched starter and passes on its solution (so no check is vacuous).
 
 Executing the notebooks needs the ``tutorials`` extra (nbclient, ipykernel, matplotlib, ...):
 ``pip install -e '.[tutorials]'``; without it those tests skip with that message. Notebooks
-run two at a time (one kernel each) with the static fallback of the sliders
-(``MULTISPIN_TUTORIALS_STATIC=1``): inside an ipywidgets ``interact`` an exception would only be
+run two at a time (one kernel each; only those of the selected cases, so ``-k 07`` runs one
+notebook and its solution), at their small sizes (``MULTISPIN_TUTORIALS_QUICK=1``: the learning
+agents' notebook trains for seconds instead of minutes) and with the static fallback of the
+sliders (``MULTISPIN_TUTORIALS_STATIC=1``): inside an ipywidgets ``interact`` an exception would only be
 shown in the widget, so a broken figure could pass unnoticed.
 """
 import concurrent.futures
@@ -44,7 +46,8 @@ def _check_cells(nb):
 
 def test_notebooks_are_listed_and_stored_without_outputs():
     assert [p.stem for p in STARTERS] == ["01_one_round", "02_uplink_or_downlink", "03_draft_length",
-                                          "04_fading", "05_queueing", "06_beyond_the_paper"]
+                                          "04_fading", "05_queueing", "06_beyond_the_paper",
+                                          "07_learning_agents"]
     readme = (TUT / "README.md").read_text(encoding="utf-8")
     for path in ALL:
         nb = json.loads(path.read_text(encoding="utf-8"))
@@ -96,7 +99,8 @@ def test_checks_fail_cleanly_without_raising(capsys):
 
     for name in ("check_expected_tokens", "check_round_time", "check_ul_delay", "check_dl_delay",
                  "check_best_split", "check_goodput", "check_median_delay",
-                 "check_power_correlation", "check_pk_wait", "check_mean_sojourn"):
+                 "check_power_correlation", "check_pk_wait", "check_mean_sojourn",
+                 "check_goodput_and_return", "check_threshold_policy"):
         check = getattr(teaching, name)
         assert check(None) is False
         assert check(lambda *a: None) is False
@@ -106,7 +110,7 @@ def test_checks_fail_cleanly_without_raising(capsys):
     assert teaching.check_full_acceptance((0.59, 0.5)) is False
     assert teaching.check_best_uniform_gamma(None, [0.9], [0.015], 0.04, 0.007, 0.0) is False
     out = capsys.readouterr().out
-    assert out.count("FAIL") == 43 and "PASS" not in out and "hint:" in out
+    assert out.count("FAIL") == 51 and "PASS" not in out and "hint:" in out
 
 
 def test_static_fallback_calls_the_function_once_with_the_defaults(monkeypatch):
@@ -140,7 +144,7 @@ def _execute(path, tmp):
     nb = nbformat.read(path, as_version=4)
     t0 = time.perf_counter()
     error = None
-    env = dict(os.environ, MULTISPIN_TUTORIALS_STATIC="1")
+    env = dict(os.environ, MULTISPIN_TUTORIALS_STATIC="1", MULTISPIN_TUTORIALS_QUICK="1")
     try:
         NotebookClient(nb, timeout=600, kernel_name="python3",
                        resources={"metadata": {"path": str(tmp)}}).execute(env=env)
@@ -149,8 +153,15 @@ def _execute(path, tmp):
     return nb, time.perf_counter() - t0, error
 
 
+def _selected(session):
+    """The notebooks of the test_notebook_runs_headless cases this session runs (-k narrows)."""
+    chosen = {item.callspec.params["path"] for item in session.items
+              if item.originalname == "test_notebook_runs_headless" and hasattr(item, "callspec")}
+    return [p for p in ALL if p in chosen]
+
+
 @pytest.fixture(scope="module")
-def executed(tmp_path_factory):
+def executed(request, tmp_path_factory):
     pytest.importorskip("nbclient", reason="running the tutorials needs the 'tutorials' extra: "
                         "pip install -e '.[tutorials]'")
     pytest.importorskip("ipykernel", reason="running the tutorials needs the 'tutorials' extra: "
@@ -159,7 +170,7 @@ def executed(tmp_path_factory):
     results = {}
     with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
         futures = {path: pool.submit(_execute, path, tmp_path_factory.mktemp(path.stem))
-                   for path in ALL}
+                   for path in _selected(request.session)}
         for path, fut in futures.items():
             results[path] = fut.result()
     return results
