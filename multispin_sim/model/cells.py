@@ -122,6 +122,12 @@ class CellLayout:
 
     shifts = None
     cell_radius_m = None
+    several = True   # the engine builds one round loop per server (False: today's one cell)
+
+    @classmethod
+    def from_scenario(cls, scenario, rng):
+        """The layout of the ``cells`` keys (``rng``: the cells stream, for random layouts)."""
+        raise NotImplementedError
 
     @property
     def count(self):
@@ -136,6 +142,12 @@ class CellLayout:
 class SingleCell(CellLayout):
     """One server (today's system)."""
 
+    several = False
+
+    @classmethod
+    def from_scenario(cls, scenario, rng):
+        return cls(scenario.topology.server_xy_m)
+
     def __init__(self, server_xy_m=(0.0, 0.0)):
         self.sites = np.asarray(server_xy_m, dtype=float).reshape(1, 2)
 
@@ -143,6 +155,11 @@ class SingleCell(CellLayout):
 @CELL_LAYOUTS.register("hex")
 class HexGrid(CellLayout):
     """``count`` sites on a hexagonal grid of inter-site distance ``isd_m`` around ``centre``."""
+
+    @classmethod
+    def from_scenario(cls, scenario, rng):
+        c = scenario.cells
+        return cls(c.count, c.isd_m, c.wrap_around, scenario.topology.server_xy_m)
 
     def __init__(self, count, isd_m, wrap_around=True, centre=(0.0, 0.0)):
         self.isd_m = float(isd_m)
@@ -158,6 +175,11 @@ class HexGrid(CellLayout):
 @CELL_LAYOUTS.register("ppp")
 class PoissonServers(CellLayout):
     """Servers a Poisson point process of ``density_per_m2`` in a disc of ``radius_m``."""
+
+    @classmethod
+    def from_scenario(cls, scenario, rng):
+        c = scenario.cells
+        return cls(rng, c.density_per_km2 * 1e-6, c.region_m, scenario.topology.server_xy_m)
 
     def __init__(self, rng, density_per_m2, radius_m, centre=(0.0, 0.0)):
         self.radius_m = float(radius_m)

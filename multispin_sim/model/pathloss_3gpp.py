@@ -31,6 +31,11 @@ class PathLossModel:
     ``draw(rng, d2d)`` -> (linear gains, los): one uniform per link for its LOS state (in the
     order of ``d2d.ravel()``), then one standard normal per link for its shadowing."""
 
+    @classmethod
+    def from_scenario(cls, scenario):
+        c = scenario.cells
+        return cls(fc_ghz=c.fc_ghz, h_bs_m=c.h_bs_m, h_ut_m=c.h_ut_m)
+
     def gain_db(self, d2d_m, los):
         raise NotImplementedError
 
@@ -54,6 +59,11 @@ class PathLossModel:
 @PATHLOSS_MODELS.register("power-law")
 class PowerLaw(PathLossModel):
     """G_0 (d / 1 m)^-eta (d clamped at the 1 m reference), LOS everywhere, shadowing sigma."""
+
+    @classmethod
+    def from_scenario(cls, scenario):
+        ch = scenario.channel
+        return cls(ch.ref_gain_db, ch.pathloss_exponent, ch.shadowing_db)
 
     def __init__(self, ref_gain_db=-30.0, exponent=3.5, shadowing_db=0.0):
         self.ref_gain_db = float(ref_gain_db)

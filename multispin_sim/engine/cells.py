@@ -1,0 +1,464 @@
+"""Several cells in one SimPy environment: one edge server and one round loop per cell, and the
+interference between their transmissions (docs/components/cells.md).
+
+``builder(scenario, build_run)`` is what ``simulate`` asks: the one-cell ``build_run`` itself
+when the layout has one server and no interference can change anything, else ``build_cells``.
+
+Each cell is a complete single-cell system (population, channel, server, controller, workload,
+recorder, ``RoundLoop``) built by ``build_run`` in the shared environment, with the cell's own
+seed (cell 0 the run's seed, cell c > 0 a seed derived from (seed, c)) and its folder
+``cell_<c>/``. The cells' loops run on their own: no global lock-step, so transmissions overlap
+as their timing makes them. The cell's channel is the ``OFDMAChannel`` with its interference
+part (``InterferingChannel``): a correction's rate follows its SINR, recomputed whenever a
+co-channel transmission of another cell starts or ends (``InterferenceField``).
+"""
+import dataclasses
+import functools
+import math
+import time
+
+import numpy as np
+
+from ..model.association import ASSOCIATION_RULES, AssociationView
+from ..model.cells import CELL_LAYOUTS
+from ..model.pathloss_3gpp import PATHLOSS_MODELS
+from ..model.reactive import UL
+from ..model.sinr import cochannel
+from ..model.rates import noise_psd_watt_per_hz
+from ..outputs.atomic import write_json
+from .channel import OFDMAChannel
+from .population import dl_power_w
+
+CELLS_STREAM_KEY = 1000   # SeedSequence(seed, spawn_key=(1000,)): layout, drops, cross links
+
+
+def builder(scenario, build_run, result):
+    """``build_run`` for one cell, ``build_cells`` (building each cell with ``build_run``,
+    finishing with a ``result``) for several."""
+    if not CELL_LAYOUTS.lookup(scenario.cells.layout).several:
+        return build_run
+    return functools.partial(build_cells, build_run=build_run, result=result)
+
+
+def cell_seed(seed, c):
+    """The seed of cell c: the run's for cell 0 (a one-cell run is today's), else derived."""
+    return seed if c == 0 else int(np.random.SeedSequence((seed, c)).generate_state(1)[0])
+
+
+def cell_layout(scenario, rng):
+    cells = scenario.cells
+    cls = CELL_LAYOUTS.lookup(cells.layout)
+    if cls.name == "graphml":
+        return cls(read_graphml_servers(scenario.topology.graphml_file))
+    return cls.from_scenario(scenario, rng)
+
+
+def read_graphml_servers(path):
+    """Positions (S, 2) of the nodes with role 'server' of a GraphML file."""
+    import networkx as nx
+
+    from ..scenario import ScenarioError
+
+    try:
+        graph = nx.read_graphml(path)
+    except Exception as exc:  # noqa: BLE001 -- any parse failure is a bad input file
+        raise ScenarioError("topology.graphml_file", f"cannot read {path!r} as GraphML: {exc}",
+                            "expected a GraphML file with x and y node attributes") from None
+    xy = [(float(d["x"]), float(d["y"])) for _, d in graph.nodes(data=True)
+          if str(d.get("role", "")) == "server"]
+    if not xy:
+        raise ScenarioError("topology.graphml_file", f"{path!r} has no server node",
+                            "expected nodes with role 'server' (cells.layout: graphml)")
+    return np.array(xy, dtype=float)
+
+
+class Links:
+    """Large-scale gains (D, S) of every device (global index) to every server, and the
+    devices' cells; own-cell entries are the cell population's gains."""
+
+    def __init__(self, layout, model, rng):
+        self.layout, self.model, self.rng = layout, model, rng
+        self.gain = np.zeros((0, layout.count))
+        self.cell_of = np.zeros(0, dtype=np.int64)
+        self.base = {}
+
+    def add_cell(self, cell, population):
+        """The rows of ``cell``'s devices; returns the population with its own gains (the
+        3GPP models draw them; the power law keeps the population's)."""
+        d = self.layout.distances(population.positions)
+        gain, _ = self.model.draw(self.rng, d)
+        k = d.shape[0]
+        own = population.system.pathloss
+        if self.model.name == "power-law":
+            gain[:, cell] = own
+        else:
+            own = gain[:, cell].copy()
+            population = dataclasses.replace(population, system=dataclasses.replace(
+                population.system, pathloss=own))
+        self.base[cell] = self.gain.shape[0]
+        self.gain = np.vstack([self.gain, gain])
+        self.cell_of = np.concatenate([self.cell_of, np.full(k, cell)])
+        return population
+
+
+class Tx:
+    """One correction in flight: its cell, device, mode, power, subband [f0, f1), own gain,
+    bits left, the rate now, and its intervals (t0, t1, rate, interference)."""
+
+    __slots__ = ("cell", "device", "glob", "mode", "power", "f0", "f1", "gain", "bits", "left",
+                 "rate", "interference", "t_last", "event", "intervals", "start", "planned")
+
+
+class InterferenceField:
+    """The co-channel transmissions in flight across cells, and their mutual interference.
+
+    Interference is same-direction: UL corrections of other cells at this cell's server, DL
+    corrections of other servers at this device (cross-link server-server and device-device
+    interference of unsynchronised TDD is left out). An interferer x adds P_x g_xy o / b_x on
+    receiver y, o the overlap of their subbands, g_xy the large-scale gain times an Exp(1)
+    fading draw per pair of transmissions. The fields's log keeps every transmission's
+    intervals (``log``) for the bit-conservation check."""
+
+    def __init__(self, links, co, n0, bandwidth, rng, keep_log=True):
+        self.links, self.co, self.n0, self.bandwidth, self.rng = links, co, n0, bandwidth, rng
+        self.active = []
+        self.fade = {}
+        self.log = [] if keep_log else None
+
+    def _gain(self, x, y):
+        """Gain from interferer x to y's receiver (UL: x's device to y's server; DL: x's server
+        to y's device), with the pair's fading."""
+        key = (id(x), id(y))
+        h = self.fade.get(key)
+        if h is None:
+            h = self.fade[key] = float(self.rng.standard_exponential())
+        if x.mode == UL:
+            return self.links.gain[x.glob, y.cell] * h
+        return self.links.gain[y.glob, x.cell] * h
+
+    def _interference(self, y):
+        total = 0.0
+        for x in self.active:
+            if x is y or x.mode != y.mode or not self.co[x.cell, y.cell]:
+                continue
+            overlap = min(x.f1, y.f1) - max(x.f0, y.f0)
+            if overlap > 0:
+                total += x.power * self._gain(x, y) * overlap / (x.f1 - x.f0)
+        return total
+
+    def _set_rate(self, y):
+        b = y.f1 - y.f0
+        y.interference = self._interference(y)
+        y.rate = b * math.log2(1.0 + y.power * y.gain / (self.n0 * b + y.interference))
+
+    def measured_psd(self, cell, mode, globs):
+        """Interference power per Hz over ``cell``'s band now, at its server (UL, one value)
+        or at its devices ``globs`` (DL), each interferer at its large-scale gain."""
+        out = np.zeros(len(globs))
+        for x in self.active:
+            if x.mode != mode or not self.co[x.cell, cell]:
+                continue
+            if mode == UL:
+                out += x.power * self.links.gain[x.glob, cell]
+            else:
+                out += x.power * self.links.gain[globs, x.cell]
+        return out / self.bandwidth[cell]
+
+    def _account(self, y, now):
+        if now > y.t_last:
+            y.left -= y.rate * (now - y.t_last)
+            y.intervals.append((y.t_last, now, y.rate, y.interference))
+            y.t_last = now
+
+    def _affected(self, y):
+        return [x for x in self.active if x is not y and x.mode == y.mode
+                and self.co[x.cell, y.cell] and min(x.f1, y.f1) > max(x.f0, y.f0)]
+
+    def _changed(self, y, now):
+        """A transmission starts or ends: every overlapping one accounts its bits at the old
+        rate and continues at the new one."""
+        for x in self._affected(y):
+            self._account(x, now)
+            old = x.rate
+            self._set_rate(x)
+            if x.rate != old and not x.event.triggered:
+                x.event.succeed()
+
+    def transmit(self, env, tx):
+        """SimPy: deliver ``tx.bits`` at the piecewise-constant rate; returns the delay."""
+        now = tx.start = tx.t_last = env.now
+        tx.left, tx.intervals = tx.bits, []
+        self.active.append(tx)
+        self._set_rate(tx)
+        self._changed(tx, now)
+        clear = tx.interference == 0.0 and tx.planned is not None and tx.planned > 0
+        waits = 0
+        if clear:
+            # no interference: the policy's own delay for this rate (the one-cell timing)
+            tx.rate = tx.bits / tx.planned
+        while True:
+            tx.event = env.event()
+            if tx.rate <= 0.0:
+                yield tx.event
+                continue
+            wait = tx.planned if clear and waits == 0 else tx.left / tx.rate
+            done = env.timeout(wait)
+            waits += 1
+            yield done | tx.event
+            if not tx.event.triggered or tx.left <= tx.bits * 1e-12:
+                break   # delivered (or the change came as the last bits went)
+        end = env.now
+        if end > tx.t_last:
+            tx.intervals.append((tx.t_last, end, tx.rate, tx.interference))
+        tx.left = 0.0
+        self.active.remove(tx)
+        self._changed(tx, end)
+        if self.log is not None:
+            self.log.append(tx)
+        return tx.planned if clear and waits == 1 and not tx.event.triggered else end - tx.start
+
+
+class InterferingChannel(OFDMAChannel):
+    """A cell's OFDMA channel with the other cells' interference: the cell's fading and path
+    loss as in one cell; transmissions delivered over the field; the CSI the draft controller
+    and the reactive policy see is the SINR with the interference measured at that instant
+    (the last measured interference, a flat PSD psi over the band: g N0 / (N0 + psi))."""
+
+    plain_transmit = False
+
+    @property
+    def dynamic_csi(self):
+        return True
+
+    @classmethod
+    def around(cls, channel, field, cell, globs):
+        obj = cls.__new__(cls)
+        obj.__dict__.update(channel.__dict__)
+        obj.field, obj.cell, obj.globs = field, cell, globs
+        obj._band_t, obj._band_next = None, 0.0
+        return obj
+
+    def _seen(self, now):
+        n0 = self.n0
+        psi_ul = self.field.measured_psd(self.cell, UL, self.globs)
+        psi_dl = self.field.measured_psd(self.cell, -1, self.globs)
+        self._psi = psi_ul, psi_dl
+        return self.g_ul * (n0 / (n0 + psi_ul)), self.g_dl * (n0 / (n0 + psi_dl))
+
+    def new_block(self, now=0.0):
+        super().new_block(now)
+        return self._seen(now)
+
+    def csi(self, now):
+        return self._seen(now)
+
+    def transmit(self, env, device, mode, power_w, bandwidth_hz, planned_s):
+        # corrections starting together take consecutive subbands of the cell's band
+        if self._band_t != env.now:
+            self._band_t, self._band_next = env.now, 0.0
+        tx = Tx()
+        tx.cell, tx.device, tx.glob, tx.mode = self.cell, device, int(self.globs[device]), mode
+        tx.power = power_w
+        tx.f0 = self._band_next
+        tx.f1 = self._band_next = self._band_next + bandwidth_hz
+        tx.gain = float((self.g_ul if mode == UL else self.g_dl)[device])
+        tx.bits = self.bits if self.round_bits is None else float(self.round_bits[device])
+        # the planned delay is the delivery time when the decision saw no interference and
+        # none is there at the start (then it is kept exactly, as on one cell)
+        seen = self._psi[0 if mode == UL else 1][device]
+        tx.planned = planned_s if seen == 0.0 else None
+        self.transmissions += 1
+        delay = yield from self.field.transmit(env, tx)
+        return delay
+
+
+class CellLoops:
+    """The round loops of the cells, as the one loop ``simulate`` stops and asks."""
+
+    def __init__(self, loops):
+        object.__setattr__(self, "loops", loops)
+
+    def __getattr__(self, name):
+        return getattr(self.loops[0], name)
+
+    def __setattr__(self, name, value):
+        for loop in self.loops:
+            setattr(loop, name, value)
+
+    @property
+    def rounds_done(self):
+        return sum(loop.rounds_done for loop in self.loops)
+
+
+class CellsRun:
+    """The cells' runs in one environment; ``start``, ``finish``, ``abort`` as ``Run``."""
+
+    def __init__(self, scenario, folder, runs, ids, field, links, wall0, result):
+        self.scenario, self.folder, self.runs, self.field, self.links = (
+            scenario, folder, runs, field, links)
+        self.ids = ids
+        self.result = result
+        self.env = runs[0].env
+        self.loop = CellLoops([r.loop for r in runs])
+        self.wall0 = wall0
+
+    def start(self):
+        return self.env.all_of([r.start() for r in self.runs])
+
+    def abort(self):
+        for r in self.runs:
+            r.abort()
+
+    def finish(self, tmp=None, command_line=None, stop_reason=None):
+        results = [r.finish(None, command_line, stop_reason) for r in self.runs]
+        summary = cells_summary(self.scenario, [r.summary for r in results], self.ids,
+                                self.field, time.perf_counter() - self.wall0)
+        for name in ("rounds", "device_rounds", "devices"):
+            combine_tables(self.folder, name, self.ids)
+        write_json(self.folder / "summary.json", summary)
+        result = self.result(summary, self.folder, results[0].population, self.scenario, _tmp=tmp)
+        result.cells = results
+        result.field = self.field
+        result.stop_todo = None
+        return result
+
+
+def cells_summary(scenario, summaries, ids, field, wall):
+    """The run's summary: totals over cells and a ``cells`` block per cell."""
+    time_s = max(s["sim_time_s"] for s in summaries)
+    tokens = sum(s["tokens"] for s in summaries)
+    ul = sum(s["ul_corrections"] for s in summaries)
+    dl = sum(s["dl_corrections"] for s in summaries)
+    per_cell = [{"cell": c, "devices": len(s["device_goodput_tps"]),
+                 "goodput_tps": s["goodput_tps"], "rounds": s["rounds"],
+                 "ul_corrections": s["ul_corrections"], "dl_corrections": s["dl_corrections"],
+                 "mean_duration_s": s["duration_s"]["mean"]} for c, s in zip(ids, summaries)]
+    goodputs = np.array([c["goodput_tps"] for c in per_cell])
+    return {
+        "goodput_tps": float(goodputs.sum()),   # each cell's tokens over its own time
+        "tokens": tokens, "rounds": sum(s["rounds"] for s in summaries), "sim_time_s": time_s,
+        "ul_corrections": ul, "dl_corrections": dl,
+        "ul_share": ul / (ul + dl) if ul + dl else 0.0,
+        "cells": per_cell,
+        "load_balance": float(goodputs.min() / goodputs.max()) if goodputs.max() > 0 else 1.0,
+        "interference": {"transmissions": len(field.log) if field.log is not None else None,
+                         "cells": int(len(summaries)), "reuse": scenario.cells.reuse},
+        "complete": all(s["complete"] for s in summaries),
+        "wall_time_s": wall,
+    }
+
+
+def combine_tables(folder, name, ids):
+    """``<name>.csv`` of the run: the cells' rows one after another with a ``cell`` column."""
+    import csv
+
+    rows, header = [], None
+    for c in ids:
+        path = folder / f"cell_{c}" / f"{name}.csv"
+        if not path.exists():
+            continue
+        with open(path, newline="", encoding="utf-8") as f:
+            reader = csv.reader(f)
+            head = next(reader)
+            header = header or ["cell"] + head
+            rows.extend([str(c)] + r for r in reader)
+    if header is not None:
+        with open(folder / f"{name}.csv", "w", newline="", encoding="utf-8") as f:
+            w = csv.writer(f)
+            w.writerow(header)
+            w.writerows(rows)
+
+
+def drop_over_region(scenario, layout, rng):
+    """(positions (K, 2), cells (K,)): devices.count devices uniform over the region, attached
+    by ``cells.association`` on their long-term received power at the start."""
+    k = scenario.devices.count
+    if getattr(layout, "drop_in_cell", None) is not None:
+        cell = rng.integers(layout.count, size=k)
+        pos = np.vstack([layout.drop_in_cell(rng, int(c), 1) for c in cell])
+    else:
+        r = scenario.cells.region_m * np.sqrt(rng.random(k))
+        a = rng.random(k) * 2 * np.pi
+        pos = layout.sites.mean(axis=0) + np.column_stack([r * np.cos(a), r * np.sin(a)])
+    return pos
+
+
+def association_view(scenario, layout, model, positions, bits):
+    d = layout.distances(positions)
+    s = layout.count
+    ch, sv = scenario.channel, scenario.server
+    return AssociationView(
+        dl_power_w(scenario) * model.mean_gain(d, True), d,
+        np.full(s, sv.verify_fixed_ms * 1e-3 if sv.verify_fixed_ms is not None else 0.0),
+        np.full(s, sv.verify_per_device_ms * 1e-3 if sv.verify_per_device_ms is not None else 0.0),
+        np.full(s, ch.bandwidth_mhz * 1e6 / scenario.cells.reuse),
+        noise_psd(scenario), bits)
+
+
+def noise_psd(scenario):
+    ch = scenario.channel
+    return noise_psd_watt_per_hz(ch.noise_psd_dbm_hz + ch.noise_figure_db)
+
+
+def build_cells(scenario, folder, inputs, *, build_run, result, progress=False):
+    """The cells' runs in one environment, ready to ``start`` (``CellsRun``)."""
+    import simpy
+
+    wall0 = time.perf_counter()
+    cells = scenario.cells
+    rng = np.random.Generator(np.random.PCG64(
+        np.random.SeedSequence(scenario.seed, spawn_key=(CELLS_STREAM_KEY,))))
+    layout = cell_layout(scenario, rng)
+    model = PATHLOSS_MODELS.lookup(cells.pathloss).from_scenario(scenario)
+    links = Links(layout, model, rng)
+    band = scenario.channel.bandwidth_mhz * 1e6 / cells.reuse
+    plan = cell_plan(scenario, layout, model, rng)
+    env = simpy.Environment()
+    field = InterferenceField(links, cochannel(layout.count, cells.reuse), noise_psd(scenario),
+                              np.full(layout.count, band), rng)
+    runs = []
+    for c, cell_scenario in plan:
+        sub = folder / f"cell_{c}"
+        sub.mkdir(parents=True, exist_ok=True)
+        holder = {}
+
+        def add(population, c=c):
+            population = links.add_cell(c, population)
+            holder["globs"] = np.arange(links.base[c], links.base[c] + population.system.k)
+            return population
+
+        def wrap(channel, c=c):
+            field.n0 = channel.n0
+            return InterferingChannel.around(channel, field, c, holder["globs"])
+        runs.append(build_run(cell_scenario, sub, inputs, env=env, population_hook=add,
+                              channel_hook=wrap, writer_process=False))
+    (folder / "scenario.yaml").write_text((folder / "cell_0" / "scenario.yaml").read_text())
+    return CellsRun(scenario, folder, runs, [c for c, _ in plan], field, links, wall0, result)
+
+
+def cell_plan(scenario, layout, model, rng):
+    """[(cell, its scenario)]: each cell's seed, server position, devices and band."""
+    cells = scenario.cells
+    bandwidth = scenario.channel.bandwidth_mhz / cells.reuse
+    out = []
+
+    def cell_scenario(c, **topology):
+        sc = dataclasses.replace(scenario, seed=cell_seed(scenario.seed, c), cells=dataclasses.replace(
+            cells, layout="single"), channel=dataclasses.replace(scenario.channel,
+                                                                 bandwidth_mhz=bandwidth))
+        return dataclasses.replace(sc, topology=dataclasses.replace(
+            sc.topology, server_xy_m=tuple(float(v) for v in layout.sites[c]), **topology))
+    if cells.drop == "per-cell":
+        return [(c, cell_scenario(c)) for c in range(layout.count)]
+    positions = drop_over_region(scenario, layout, rng)
+    rule = ASSOCIATION_RULES.lookup(cells.association).from_scenario(scenario)
+    view = association_view(scenario, layout, model, positions, 0.0)
+    chosen = rule.choose(view)
+    for c in range(layout.count):
+        mine = positions[chosen == c]
+        if mine.shape[0] == 0:
+            continue
+        sc = cell_scenario(c, layout="coordinates", device_xy_m=tuple(map(tuple, mine.tolist())))
+        out.append((c, dataclasses.replace(sc, devices=dataclasses.replace(
+            sc.devices, count=int(mine.shape[0])))))
+    return out

@@ -1,0 +1,78 @@
+"""The ``cells`` section: several edge servers, their layout, path loss, association and
+frequency reuse (docs/components/cells.md). The default, one cell, is today's system."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from .choices import Registered
+from .cross_checks import cross_check
+from .params import Check, Params, ge, gt, in_interval, param, section
+
+CELL_LAYOUTS = Registered("multispin_sim.model.cells", "CELL_LAYOUTS")
+PATHLOSS_MODELS = Registered("multispin_sim.model.pathloss_3gpp", "PATHLOSS_MODELS")
+ASSOCIATION_RULES = Registered("multispin_sim.model.association", "ASSOCIATION_RULES")
+CELL_DROPS: tuple[str, ...] = ("per-cell", "region")
+_REUSE = Check(lambda v: v in (1, 3), "1 or 3", standalone=True)
+
+
+@section
+class Cells(Params):
+    """Edge servers, each with its own queue, batching, cost model, band and DL budget."""
+
+    layout: str = param("single", "'single': one server (today's system); 'hex': cells.count "
+                        "sites on a hexagonal grid; 'ppp': a Poisson point process of servers; "
+                        "'graphml': the server nodes of topology.graphml_file",
+                        choices=CELL_LAYOUTS)
+    count: int = param(7, "Sites of the hexagonal grid (1, 7, 19, 37, ...)", check=ge(1))
+    isd_m: float = param(500.0, "Inter-site distance of the hexagonal grid", unit="m", check=gt(0))
+    wrap_around: bool = param(True, "Hexagonal grid: distances to the nearest image of each "
+                              "site (every cell sees the same surroundings)")
+    density_per_km2: float = param(10.0, "Server density of the 'ppp' layout", unit="1/km^2",
+                                   check=gt(0))
+    region_m: float = param(1000.0, "Radius of the disc the 'ppp' layout draws servers in, and "
+                            "of the region devices are dropped over (drop: region, non-hex)",
+                            unit="m", check=gt(0))
+    drop: str = param("per-cell", "'per-cell': devices.count devices around each server, placed "
+                      "by topology.layout; 'region': devices.count devices uniform over the "
+                      "region, each attached to the server cells.association picks",
+                      choices=CELL_DROPS)
+    pathloss: str = param("power-law", "'power-law': channel.ref_gain_db and "
+                          "channel.pathloss_exponent (today's); 'uma', 'umi': 3GPP TR 38.901 "
+                          "urban macro / micro street canyon with LOS probability and shadowing",
+                          choices=PATHLOSS_MODELS)
+    fc_ghz: float = param(3.5, "Carrier frequency of the 3GPP path loss", unit="GHz",
+                          check=in_interval(0.5, 100.0))
+    h_bs_m: Optional[float] = param(None, "Server antenna height (null: 25 m UMa, 10 m UMi)",
+                                    unit="m", check=in_interval(1.0, 150.0, low_open=True))
+    h_ut_m: float = param(1.5, "Device antenna height (the model's hE = 1 m holds up to 13 m)",
+                          unit="m", check=in_interval(1.0, 13.0, low_open=True))
+    association: str = param("max-rsrp", "Which server a device attaches to: 'max-rsrp', "
+                             "'nearest', 'load-aware', 'joint' (radio plus compute)",
+                             choices=ASSOCIATION_RULES)
+    association_range_db: float = param(6.0, "'load-aware': servers within this of the best "
+                                        "RSRP are candidates", unit="dB", check=ge(0))
+    reuse: int = param(1, "Frequency reuse: 1 (every cell the whole band) or 3 (cell c uses "
+                       "the third c mod 3 of the band)", check=_REUSE)
+
+
+@cross_check
+def _check_cells(sc) -> None:
+    """Several cells run the synchronous protocol on the Shannon link with one fading block
+    per round, fixed devices and exact CSI (what the interference model covers)."""
+    from .errors import ScenarioError
+
+    if sc.cells.layout == "single":
+        return
+    needs = (("serving.protocol", sc.serving.protocol == "synchronous", "'synchronous'"),
+             ("link.model", sc.link.model == "shannon", "'shannon'"),
+             ("channel.coherence_time_ms", sc.channel.coherence_time_ms is None, "null"),
+             ("mobility.model", sc.mobility.model == "none", "'none'"),
+             ("csi.delay_ms", sc.csi.delay_ms == 0, "0"),
+             ("csi.cqi_quantisation", not sc.csi.cqi_quantisation, "false"),
+             ("csi.estimation_error_variance", sc.csi.estimation_error_variance == 0, "0"))
+    for key, ok, allowed in needs:
+        if not ok:
+            raise ScenarioError(key, f"is not supported with cells.layout "
+                                f"{sc.cells.layout!r} (several cells)",
+                                f"expected {allowed} (or cells.layout: single)")

@@ -1,0 +1,122 @@
+"""Several cells in one run: one cell through the cells machinery is today's run; cells far
+apart are independent single-cell runs; a correction's bits are conserved across the
+interference changes that cut it into intervals; association places region drops."""
+import math
+
+import numpy as np
+import pytest
+
+import multispin_sim as ms
+from multispin_sim.engine.cells import cell_seed
+from multispin_sim.model.cells import HexGrid
+from multispin_sim.model.reactive import UL
+
+
+def run(**overrides):
+    return ms.simulate(ms.load_scenario(None, overrides=overrides))
+
+
+def assert_tables_equal(a, b, rtol=1e-12):
+    for name in ("rounds", "device_rounds", "devices"):
+        ta, tb = a.table(name), b.table(name)
+        for col, va in ta.items():
+            if col == "cell" or col not in tb:
+                continue
+            vb = tb[col]
+            if va.dtype.kind in "fi":
+                np.testing.assert_allclose(vb, va, rtol=rtol, atol=1e-300, err_msg=f"{name}.{col}")
+            else:
+                assert va.tolist() == vb.tolist(), f"{name}.{col}"
+
+
+def test_one_hex_cell_is_todays_run():
+    base = {"run.rounds": 150}
+    assert_tables_equal(run(**base), run(**base, **{"cells.layout": "hex", "cells.count": 1}))
+
+
+def test_cells_1000_km_apart_are_independent_single_cell_runs():
+    # at 1,000 km the other cells' interference is ~1e-11 of the noise (G0 d^-3.5 at 10 mW
+    # against N0 b), so each cell equals its own run to ~1e-11; rtol 1e-9
+    isd = 1e6
+    multi = run(**{"run.rounds": 60, "cells.layout": "hex", "cells.count": 7, "cells.isd_m": isd})
+    sites = HexGrid(7, isd).sites
+    for c in (0, 3, 6):
+        alone = run(**{"run.rounds": 60, "seed": cell_seed(1, c),
+                       "topology.server_xy_m": [float(sites[c][0]), float(sites[c][1])]})
+        assert_tables_equal(alone, multi.cells[c], rtol=1e-9)
+        assert multi.summary["cells"][c]["goodput_tps"] == pytest.approx(
+            alone.summary["goodput_tps"], rel=1e-9)
+
+
+@pytest.fixture(scope="module")
+def dense():
+    return run(**{"run.rounds": 40, "cells.layout": "hex", "cells.count": 7, "cells.isd_m": 150.0,
+                  "devices.count": 8})
+
+
+def test_bits_are_conserved_across_interference_changes(dense):
+    field = dense.field
+    n0 = field.n0
+    log = field.log
+    assert len(log) > 100
+    edges = {}
+    for tx in log:
+        edges.setdefault((tx.mode, tx.cell), []).append((tx.start, tx.intervals[-1][1]))
+    cut = 0
+    for tx in log:
+        iv = np.array(tx.intervals)
+        t0, t1, rate, interference = iv.T
+        # contiguous from the start, the bits delivered = the integral of the rate
+        assert t0[0] == tx.start
+        np.testing.assert_array_equal(t0[1:], t1[:-1])
+        # to the rounding of the clock: each time stamp is exact to an ulp of the run's time,
+        # so each interval's bits to rate x 2 ulp(t); plus the 1e-12 the delivery may stop short
+        rounding = np.sum(rate) * 4 * np.spacing(t1.max()) + 1e-12 * tx.bits
+        assert abs(np.sum(rate * (t1 - t0)) - tx.bits) <= rounding
+        # each rate is the Shannon rate at the interval's SINR
+        b = tx.f1 - tx.f0
+        shannon = b * np.log2(1 + tx.power * tx.gain / (n0 * b + interference))
+        np.testing.assert_allclose(rate, shannon, rtol=1e-12)
+        # a cut inside a transmission is a start or an end of a co-channel transmission of
+        # another cell
+        if len(iv) > 1:
+            cut += 1
+            others = [t for (mode, cell), spans in edges.items()
+                      if mode == tx.mode and cell != tx.cell and field.co[cell, tx.cell]
+                      for span in spans for t in span]
+            for t in t1[:-1]:
+                assert min(abs(t - o) for o in others) == 0.0
+    assert cut > 10   # the interference did change mid-transmission
+
+
+def test_reuse_3_only_same_colour_cells_interfere():
+    r = run(**{"run.rounds": 30, "cells.layout": "hex", "cells.count": 7, "cells.isd_m": 150.0,
+               "devices.count": 6, "cells.reuse": 3})
+    co = r.field.co
+    assert co[0, 3] and co[1, 4] and not co[0, 1] and not co[0, 0]
+    # each cell uses a third of the band
+    assert max(tx.f1 for tx in r.field.log) <= 10e6 / 3 * (1 + 1e-12)
+
+
+def test_interference_lowers_goodput_as_cells_come_closer():
+    g = [run(**{"run.rounds": 60, "cells.layout": "hex", "cells.count": 7, "cells.isd_m": isd,
+                "devices.count": 8, "devices.distance_m": [20.0, 60.0]}).summary["goodput_tps"]
+         for isd in (100.0, 1e5)]
+    assert g[0] < g[1]
+
+
+def test_region_drops_follow_the_association_rule():
+    r = run(**{"run.rounds": 5, "cells.layout": "hex", "cells.count": 7, "cells.isd_m": 300.0,
+               "cells.drop": "region", "devices.count": 40, "cells.association": "nearest"})
+    counts = [c["devices"] for c in r.summary["cells"]]
+    assert sum(counts) == 40
+    grid = HexGrid(7, 300.0)
+    for block, cell in zip(r.summary["cells"], r.cells):
+        xy = cell.population.positions
+        assert np.all(grid.distances(xy).argmin(axis=1) == block["cell"])
+    assert "cell" in r.rounds and set(r.rounds["cell"]) == {b["cell"] for b in r.summary["cells"]}
+
+
+def test_several_cells_refuse_what_the_interference_model_does_not_cover():
+    with pytest.raises(ms.ScenarioError, match="serving.protocol"):
+        ms.load_scenario(None, overrides={"cells.layout": "hex", "serving.protocol": "asynchronous"})
