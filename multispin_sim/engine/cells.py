@@ -21,12 +21,15 @@ import numpy as np
 
 from ..model.association import ASSOCIATION_RULES, AssociationView
 from ..model.cells import CELL_LAYOUTS
+from ..model.mobility import MOBILITY_MODELS
 from ..model.pathloss_3gpp import PATHLOSS_MODELS
 from ..model.reactive import UL
 from ..model.sinr import cochannel
+from ..model.topology import uniform_in_annulus
 from ..model.rates import noise_psd_watt_per_hz
 from ..outputs.atomic import write_json
 from .channel import OFDMAChannel
+from .handover import AttachedWorkload, CellMover, Network
 from .population import dl_power_w
 
 CELLS_STREAM_KEY = 1000   # SeedSequence(seed, spawn_key=(1000,)): layout, drops, cross links
@@ -298,11 +301,14 @@ class CellsRun:
             scenario, folder, runs, field, links)
         self.ids = ids
         self.result = result
+        self.network = None
         self.env = runs[0].env
         self.loop = CellLoops([r.loop for r in runs])
         self.wall0 = wall0
 
     def start(self):
+        if self.network is not None:
+            self.env.process(self.network.run(self.env))
         return self.env.all_of([r.start() for r in self.runs])
 
     def abort(self):
@@ -315,10 +321,14 @@ class CellsRun:
                                 self.field, time.perf_counter() - self.wall0)
         for name in ("rounds", "device_rounds", "devices"):
             combine_tables(self.folder, name, self.ids)
+        if self.network is not None:
+            summary["handover"] = self.network.summary(summary["sim_time_s"])
+            self.network.write(self.folder / "handovers.csv")
         write_json(self.folder / "summary.json", summary)
         result = self.result(summary, self.folder, results[0].population, self.scenario, _tmp=tmp)
         result.cells = results
         result.field = self.field
+        result.network = self.network
         result.stop_todo = None
         return result
 
@@ -369,6 +379,19 @@ def combine_tables(folder, name, ids):
             w.writerows(rows)
 
 
+def initial_positions(scenario, layout, rng):
+    """(D, 2) start positions: ``devices.count`` around each site in the annulus of
+    ``devices.distance_m`` (drop: per-cell), or ``devices.count`` over the region."""
+    cells = scenario.cells
+    k = scenario.devices.count
+    if cells.drop == "per-cell":
+        d = scenario.devices.distance_m
+        lo, hi = (d if isinstance(d, tuple) else (d, d))
+        return np.vstack([uniform_in_annulus(rng, k, float(lo), float(hi), site)
+                          for site in layout.sites])
+    return drop_over_region(scenario, layout, rng)
+
+
 def drop_over_region(scenario, layout, rng):
     """(positions (K, 2), cells (K,)): devices.count devices uniform over the region, attached
     by ``cells.association`` on their long-term received power at the start."""
@@ -412,7 +435,11 @@ def build_cells(scenario, folder, inputs, *, build_run, result, progress=False):
     model = PATHLOSS_MODELS.lookup(cells.pathloss).from_scenario(scenario)
     links = Links(layout, model, rng)
     band = scenario.channel.bandwidth_mhz * 1e6 / cells.reuse
-    plan = cell_plan(scenario, layout, model, rng)
+    network = None
+    if MOBILITY_MODELS.lookup(scenario.mobility.model).moves:
+        plan, network = mobile_plan(scenario, layout, model, links, rng)
+    else:
+        plan = cell_plan(scenario, layout, model, rng)
     env = simpy.Environment()
     field = InterferenceField(links, cochannel(layout.count, cells.reuse), noise_psd(scenario),
                               np.full(layout.count, band), rng)
@@ -423,6 +450,10 @@ def build_cells(scenario, folder, inputs, *, build_run, result, progress=False):
         holder = {}
 
         def add(population, c=c):
+            if network is not None:   # every cell holds all devices; gains to its server
+                holder["globs"] = np.arange(network.d)
+                return dataclasses.replace(population, system=dataclasses.replace(
+                    population.system, pathloss=network.gain[:, c].copy()))
             population = links.add_cell(c, population)
             holder["globs"] = np.arange(links.base[c], links.base[c] + population.system.k)
             return population
@@ -430,10 +461,37 @@ def build_cells(scenario, folder, inputs, *, build_run, result, progress=False):
         def wrap(channel, c=c):
             field.n0 = channel.n0
             return InterferingChannel.around(channel, field, c, holder["globs"])
+        hooks = {} if network is None else {
+            "workload_hook": functools.partial(AttachedWorkload, network=network, cell=c),
+            "mover_hook": lambda _, c=c: CellMover(network, c)}
         runs.append(build_run(cell_scenario, sub, inputs, env=env, population_hook=add,
-                              channel_hook=wrap, writer_process=False))
+                              channel_hook=wrap, writer_process=False, **hooks))
     (folder / "scenario.yaml").write_text((folder / "cell_0" / "scenario.yaml").read_text())
-    return CellsRun(scenario, folder, runs, [c for c, _ in plan], field, links, wall0, result)
+    out = CellsRun(scenario, folder, runs, [c for c, _ in plan], field, links, wall0, result)
+    out.network = network
+    return out
+
+
+def mobile_plan(scenario, layout, model, links, rng):
+    """([(cell, its scenario)], Network): every cell holds all D devices at their start
+    positions (the same seed, so the same devices), attached by ``cells.association``."""
+    positions = initial_positions(scenario, layout, rng)
+    rule = ASSOCIATION_RULES.lookup(scenario.cells.association).from_scenario(scenario)
+    serving = rule.choose(association_view(scenario, layout, model, positions, 0.0))
+    network = Network(scenario, layout, model, links, positions, serving, rng)
+    links.gain = network.gain
+    bandwidth = scenario.channel.bandwidth_mhz / scenario.cells.reuse
+    xy = tuple(map(tuple, positions.tolist()))
+    plan = []
+    for c in range(layout.count):
+        sc = dataclasses.replace(
+            scenario, cells=dataclasses.replace(scenario.cells, layout="single"),
+            channel=dataclasses.replace(scenario.channel, bandwidth_mhz=bandwidth),
+            devices=dataclasses.replace(scenario.devices, count=len(xy)),
+            topology=dataclasses.replace(scenario.topology, layout="coordinates", device_xy_m=xy,
+                                         server_xy_m=tuple(float(v) for v in layout.sites[c])))
+        plan.append((c, sc))
+    return plan, network
 
 
 def cell_plan(scenario, layout, model, rng):

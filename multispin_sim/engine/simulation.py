@@ -292,7 +292,8 @@ class Run:
 
 
 def build_run(scenario, folder, inputs, *, progress=False, controller=None, reactive=None,
-              writer_process=None, env=None, population_hook=None, channel_hook=None):
+              writer_process=None, env=None, population_hook=None, channel_hook=None,
+              workload_hook=None, mover_hook=None):
     """The system of ``scenario`` (``scenario.yaml`` written to ``folder``), ready to ``start``.
 
     ``controller``, ``reactive``: optional callables given the scenario's draft controller and
@@ -301,8 +302,9 @@ def build_run(scenario, folder, inputs, *, progress=False, controller=None, reac
     records on a second process (None: for long runs, as ``WRITER_PROCESS_MIN_ROWS`` says;
     False: in this process, e.g. inside a worker process that may not have children).
     ``env``: the SimPy environment to build in (None: a new one); ``population_hook``,
-    ``channel_hook``: callables given the population and the channel as built, returning the
-    ones to use (a cell of several, ``engine.cells``).
+    ``channel_hook``, ``workload_hook``, ``mover_hook``: callables given the population, the
+    channel, the workload and the mover as built, returning the ones to use (a cell of
+    several, ``engine.cells``).
     """
     (folder / "scenario.yaml").write_text(dump_scenario_yaml(scenario), encoding="utf-8")
 
@@ -355,6 +357,10 @@ def build_run(scenario, folder, inputs, *, progress=False, controller=None, reac
                          slo_tpot_s=scenario.serving.slo_tpot_s)
     workload = build_workload(scenario, population, streams, env, log, inputs)
     mover = Mover(scenario, population, streams.mobility, streams.shadowing) if moving else None
+    if workload_hook is not None:
+        workload = workload_hook(workload)
+    if mover_hook is not None:
+        mover = mover_hook(mover)
     show = progress and sys.stderr.isatty()
     loop = make_loop(scenario.serving.protocol, env, population, channel, server, controller,
                      workload, streams, recorder, scenario.run.rounds, scenario.run.max_time_s,

@@ -52,6 +52,22 @@ class Cells(Params):
                              choices=ASSOCIATION_RULES)
     association_range_db: float = param(6.0, "'load-aware': servers within this of the best "
                                         "RSRP are candidates", unit="dB", check=ge(0))
+    hysteresis_db: float = param(3.0, "Handover (devices moving, mobility.model): A3 hysteresis, "
+                                 "a neighbour's RSRP above the serving one by this", unit="dB",
+                                 check=ge(0))
+    time_to_trigger_ms: float = param(160.0, "Handover: how long the A3 condition must hold",
+                                      unit="ms", check=ge(0))
+    measurement_period_ms: float = param(40.0, "Handover: RSRP measured (positions updated) "
+                                         "every this", unit="ms", check=gt(0))
+    ping_pong_s: float = param(1.0, "Handover: a return to the cell left within this counts as "
+                               "a ping-pong", unit="s", check=ge(0))
+    backhaul_latency_ms: float = param(5.0, "Context migration: backhaul latency", unit="ms",
+                                       check=ge(0))
+    backhaul_rate_mbps: float = param(1000.0, "Context migration: backhaul rate", unit="Mbit/s",
+                                      check=gt(0))
+    context_prompt_tokens: int = param(512, "Context migration: prompt tokens sent with the "
+                                       "generated ones (ceil(log2 payload.vocab) bits each)",
+                                       check=ge(0))
     reuse: int = param(1, "Frequency reuse: 1 (every cell the whole band) or 3 (cell c uses "
                        "the third c mod 3 of the band)", check=_REUSE)
 
@@ -59,7 +75,8 @@ class Cells(Params):
 @cross_check
 def _check_cells(sc) -> None:
     """Several cells run the synchronous protocol on the Shannon link with one fading block
-    per round, fixed devices and exact CSI (what the interference model covers)."""
+    per round and exact CSI (what the interference model covers); moving devices (handover)
+    need the saturated workload."""
     from .errors import ScenarioError
 
     if sc.cells.layout == "single":
@@ -67,7 +84,8 @@ def _check_cells(sc) -> None:
     needs = (("serving.protocol", sc.serving.protocol == "synchronous", "'synchronous'"),
              ("link.model", sc.link.model == "shannon", "'shannon'"),
              ("channel.coherence_time_ms", sc.channel.coherence_time_ms is None, "null"),
-             ("mobility.model", sc.mobility.model == "none", "'none'"),
+             ("workload.arrivals", sc.mobility.model == "none"
+              or sc.workload.arrivals == "saturated", "'saturated' (devices moving)"),
              ("csi.delay_ms", sc.csi.delay_ms == 0, "0"),
              ("csi.cqi_quantisation", not sc.csi.cqi_quantisation, "false"),
              ("csi.estimation_error_variance", sc.csi.estimation_error_variance == 0, "0"))

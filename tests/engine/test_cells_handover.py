@@ -1,0 +1,68 @@
+"""Moving devices across cells: A3 handovers, context migration over the backhaul, and a device
+served by one cell at a time (never while its context migrates)."""
+import math
+
+import numpy as np
+import pytest
+
+import multispin_sim as ms
+
+MOVING = {"run.rounds": 150, "cells.layout": "hex", "cells.count": 7, "cells.isd_m": 200.0,
+          "devices.count": 6, "mobility.model": "random-waypoint", "mobility.speed_mps": 25.0}
+
+
+def run(**overrides):
+    return ms.simulate(ms.load_scenario(None, overrides={**MOVING, **overrides}))
+
+
+@pytest.fixture(scope="module")
+def moving():
+    return run()
+
+
+def test_contexts_migrate_with_their_size_over_the_backhaul(moving):
+    sc = moving.scenario.cells
+    log = [r for r in moving.network.log if "arrival_s" in r]
+    assert len(log) > 10
+    bits = math.ceil(math.log2(moving.scenario.payload.vocab))
+    for r in log:
+        assert r["context_bits"] >= sc.context_prompt_tokens * bits
+        assert (r["context_bits"] / bits) % 1 == 0           # whole tokens
+        assert r["migration_s"] == pytest.approx(sc.backhaul_latency_ms * 1e-3
+                                                 + r["context_bits"] / (sc.backhaul_rate_mbps * 1e6),
+                                                 rel=1e-12)
+        assert r["migration_start_s"] >= r["time_s"]
+        assert r["interruption_s"] == pytest.approx(r["arrival_s"] - r["time_s"], rel=1e-12)
+        assert r["source"] != r["target"]
+    s = moving.summary["handover"]
+    assert s["handovers"] == len(moving.network.log)
+    assert (moving.folder / "handovers.csv").exists()
+
+
+def test_a_device_is_served_by_one_cell_at_a_time_and_not_while_migrating(moving):
+    rounds, dev = moving.rounds, moving.device_rounds
+    span = {(c, r): (s, s + d) for c, r, s, d in zip(rounds["cell"], rounds["round"],
+                                                     rounds["start_s"], rounds["duration_s"])}
+    busy = {}
+    for c, r, k in zip(dev["cell"], dev["round"], dev["device"]):
+        busy.setdefault(int(k), []).append((*span[(int(c), int(r))], int(c)))
+    for rec in moving.network.log:
+        if "arrival_s" in rec:
+            busy.setdefault(rec["device"], []).append(
+                (rec["migration_start_s"], rec["arrival_s"], -1))
+    for k, spans in busy.items():
+        spans.sort()
+        for (a0, a1, ca), (b0, b1, cb) in zip(spans, spans[1:]):
+            assert b0 >= a1 - 1e-12 * max(1.0, a1), (k, (a0, a1, ca), (b0, b1, cb))
+
+
+def test_hysteresis_and_time_to_trigger_cut_handovers_and_ping_pongs(moving):
+    eager = run(**{"cells.hysteresis_db": 0.0, "cells.time_to_trigger_ms": 0.0})
+    assert eager.summary["handover"]["handovers"] > moving.summary["handover"]["handovers"]
+    assert eager.summary["handover"]["ping_pongs"] >= moving.summary["handover"]["ping_pongs"]
+
+
+def test_static_devices_never_hand_over():
+    r = ms.simulate(ms.load_scenario(None, overrides={
+        "run.rounds": 20, "cells.layout": "hex", "cells.count": 7, "devices.count": 4}))
+    assert "handover" not in r.summary and not (r.folder / "handovers.csv").exists()
