@@ -51,9 +51,9 @@ def cell_seed(seed, c):
 def cell_layout(scenario, rng):
     cells = scenario.cells
     cls = CELL_LAYOUTS.lookup(cells.layout)
-    if cls.name == "graphml":
-        return cls(read_graphml_servers(scenario.topology.graphml_file))
-    return cls.from_scenario(scenario, rng)
+    servers = (read_graphml_servers(scenario.topology.graphml_file) if cls.reads_servers
+               else None)
+    return cls.from_scenario(scenario, rng, servers)
 
 
 def read_graphml_servers(path):
@@ -84,15 +84,18 @@ class Links:
         self.gain = np.zeros((0, layout.count))
         self.cell_of = np.zeros(0, dtype=np.int64)
         self.base = {}
+        self.drawn = {}   # cell -> gains (its devices, S) drawn at a region drop
 
-    def add_cell(self, cell, population):
-        """The rows of ``cell``'s devices; returns the population with its own gains (the
-        3GPP models draw them; the power law keeps the population's)."""
+    def add_cell(self, cell, population, drawn=None):
+        """The rows of ``cell``'s devices; returns the population with its own gains. The gains
+        are ``drawn`` (the rows the region drop associated on) or drawn here; a model that is
+        the population's own (``model.population_gain``: today's power law, per-cell drops)
+        keeps the population's gains to its server."""
         d = self.layout.distances(population.positions)
-        gain, _ = self.model.draw(self.rng, d)
+        gain = self.model.draw(self.rng, d)[0] if drawn is None else np.array(drawn)
         k = d.shape[0]
         own = population.system.pathloss
-        if self.model.name == "power-law":
+        if drawn is None and self.model.population_gain:
             gain[:, cell] = own
         else:
             own = gain[:, cell].copy()
@@ -406,12 +409,13 @@ def drop_over_region(scenario, layout, rng):
     return pos
 
 
-def association_view(scenario, layout, model, positions, bits):
+def association_view(scenario, layout, gain, positions, bits):
+    """What the rule sees: RSRP = DL budget x the long-term gains ``gain`` (D, S)."""
     d = layout.distances(positions)
     s = layout.count
     ch, sv = scenario.channel, scenario.server
     return AssociationView(
-        dl_power_w(scenario) * model.mean_gain(d, True), d,
+        dl_power_w(scenario) * gain, d,
         np.full(s, sv.verify_fixed_ms * 1e-3 if sv.verify_fixed_ms is not None else 0.0),
         np.full(s, sv.verify_per_device_ms * 1e-3 if sv.verify_per_device_ms is not None else 0.0),
         np.full(s, ch.bandwidth_mhz * 1e6 / scenario.cells.reuse),
@@ -439,7 +443,7 @@ def build_cells(scenario, folder, inputs, *, build_run, result, progress=False):
     if MOBILITY_MODELS.lookup(scenario.mobility.model).moves:
         plan, network = mobile_plan(scenario, layout, model, links, rng)
     else:
-        plan = cell_plan(scenario, layout, model, rng)
+        plan = cell_plan(scenario, layout, model, links, rng)
     env = simpy.Environment()
     field = InterferenceField(links, cochannel(layout.count, cells.reuse), noise_psd(scenario),
                               np.full(layout.count, band), rng)
@@ -454,7 +458,7 @@ def build_cells(scenario, folder, inputs, *, build_run, result, progress=False):
                 holder["globs"] = np.arange(network.d)
                 return dataclasses.replace(population, system=dataclasses.replace(
                     population.system, pathloss=network.gain[:, c].copy()))
-            population = links.add_cell(c, population)
+            population = links.add_cell(c, population, links.drawn.get(c))
             holder["globs"] = np.arange(links.base[c], links.base[c] + population.system.k)
             return population
 
@@ -476,9 +480,9 @@ def mobile_plan(scenario, layout, model, links, rng):
     """([(cell, its scenario)], Network): every cell holds all D devices at their start
     positions (the same seed, so the same devices), attached by ``cells.association``."""
     positions = initial_positions(scenario, layout, rng)
+    network = Network(scenario, layout, model, links, positions, rng)
     rule = ASSOCIATION_RULES.lookup(scenario.cells.association).from_scenario(scenario)
-    serving = rule.choose(association_view(scenario, layout, model, positions, 0.0))
-    network = Network(scenario, layout, model, links, positions, serving, rng)
+    network.attach(rule.choose(association_view(scenario, layout, network.gain, positions, 0.0)))
     links.gain = network.gain
     bandwidth = scenario.channel.bandwidth_mhz / scenario.cells.reuse
     xy = tuple(map(tuple, positions.tolist()))
@@ -494,7 +498,7 @@ def mobile_plan(scenario, layout, model, links, rng):
     return plan, network
 
 
-def cell_plan(scenario, layout, model, rng):
+def cell_plan(scenario, layout, model, links, rng):
     """[(cell, its scenario)]: each cell's seed, server position, devices and band."""
     cells = scenario.cells
     bandwidth = scenario.channel.bandwidth_mhz / cells.reuse
@@ -509,13 +513,14 @@ def cell_plan(scenario, layout, model, rng):
     if cells.drop == "per-cell":
         return [(c, cell_scenario(c)) for c in range(layout.count)]
     positions = drop_over_region(scenario, layout, rng)
+    gain, _ = model.draw(rng, layout.distances(positions))
     rule = ASSOCIATION_RULES.lookup(cells.association).from_scenario(scenario)
-    view = association_view(scenario, layout, model, positions, 0.0)
-    chosen = rule.choose(view)
+    chosen = rule.choose(association_view(scenario, layout, gain, positions, 0.0))
     for c in range(layout.count):
         mine = positions[chosen == c]
         if mine.shape[0] == 0:
             continue
+        links.drawn[c] = gain[chosen == c]
         sc = cell_scenario(c, layout="coordinates", device_xy_m=tuple(map(tuple, mine.tolist())))
         out.append((c, dataclasses.replace(sc, devices=dataclasses.replace(
             sc.devices, count=int(mine.shape[0])))))

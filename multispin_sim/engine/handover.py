@@ -45,7 +45,7 @@ def walk_region(scenario, layout):
 class Network:
     """Positions, gains, attachments and migrations of the D devices of all cells."""
 
-    def __init__(self, scenario, layout, model, links, positions, serving, rng):
+    def __init__(self, scenario, layout, model, links, positions, rng):
         self.scenario, self.layout, self.model, self.links = scenario, layout, model, links
         cells = scenario.cells
         m = scenario.mobility
@@ -60,9 +60,6 @@ class Network:
         self.distance = d
         self.gain = drawn
         self.p_dl = dl_power_w(scenario)
-        self.trigger = A3Trigger(serving, cells.hysteresis_db, cells.time_to_trigger_ms * 1e-3,
-                                 cells.ping_pong_s)
-        self.attached = np.array(serving, dtype=np.int64)      # -1 while migrating
         self.leaving = np.full(self.d, -1)                     # target of a pending migration
         self.in_round = np.zeros((layout.count, self.d), dtype=bool)
         self.generated = np.zeros(self.d)
@@ -76,6 +73,13 @@ class Network:
         self.log = []               # handovers: dicts (handovers.csv)
         self.env = None
         self._t = -1.0
+
+    def attach(self, serving):
+        """The devices' first servers (the association rule's choice at the drop)."""
+        cells = self.scenario.cells
+        self.trigger = A3Trigger(serving, cells.hysteresis_db, cells.time_to_trigger_ms * 1e-3,
+                                 cells.ping_pong_s)
+        self.attached = np.array(serving, dtype=np.int64)      # -1 while migrating
 
     # -- movement and gains ------------------------------------------------------------------
     def update(self, t):

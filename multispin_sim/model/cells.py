@@ -123,10 +123,12 @@ class CellLayout:
     shifts = None
     cell_radius_m = None
     several = True   # the engine builds one round loop per server (False: today's one cell)
+    reads_servers = False   # the engine reads the server positions from a file for it
 
     @classmethod
-    def from_scenario(cls, scenario, rng):
-        """The layout of the ``cells`` keys (``rng``: the cells stream, for random layouts)."""
+    def from_scenario(cls, scenario, rng, servers=None):
+        """The layout of the ``cells`` keys (``rng``: the cells stream, for random layouts;
+        ``servers``: positions read from the scenario's file, for layouts that read one)."""
         raise NotImplementedError
 
     @property
@@ -145,7 +147,7 @@ class SingleCell(CellLayout):
     several = False
 
     @classmethod
-    def from_scenario(cls, scenario, rng):
+    def from_scenario(cls, scenario, rng, servers=None):
         return cls(scenario.topology.server_xy_m)
 
     def __init__(self, server_xy_m=(0.0, 0.0)):
@@ -157,7 +159,7 @@ class HexGrid(CellLayout):
     """``count`` sites on a hexagonal grid of inter-site distance ``isd_m`` around ``centre``."""
 
     @classmethod
-    def from_scenario(cls, scenario, rng):
+    def from_scenario(cls, scenario, rng, servers=None):
         c = scenario.cells
         return cls(c.count, c.isd_m, c.wrap_around, scenario.topology.server_xy_m)
 
@@ -177,7 +179,7 @@ class PoissonServers(CellLayout):
     """Servers a Poisson point process of ``density_per_m2`` in a disc of ``radius_m``."""
 
     @classmethod
-    def from_scenario(cls, scenario, rng):
+    def from_scenario(cls, scenario, rng, servers=None):
         c = scenario.cells
         return cls(rng, c.density_per_km2 * 1e-6, c.region_m, scenario.topology.server_xy_m)
 
@@ -189,6 +191,12 @@ class PoissonServers(CellLayout):
 @CELL_LAYOUTS.register("graphml")
 class GivenServers(CellLayout):
     """Servers at given positions (the server nodes of a GraphML topology)."""
+
+    reads_servers = True
+
+    @classmethod
+    def from_scenario(cls, scenario, rng, servers=None):
+        return cls(servers)
 
     def __init__(self, positions):
         self.sites = np.asarray(positions, dtype=float).reshape(-1, 2)

@@ -28,6 +28,9 @@ MIN_D2D_M = 10.0
 class PathLossModel:
     """A large-scale model: mean gain (dB) given the LOS state, LOS probability, shadowing std.
 
+    ``population_gain``: the model is the one the single-cell population already drew for a
+    device's own server (today's power law), so a cell keeps those gains.
+
     ``draw(rng, d2d)`` -> (linear gains, los): one uniform per link for its LOS state (in the
     order of ``d2d.ravel()``), then one standard normal per link for its shadowing."""
 
@@ -35,6 +38,8 @@ class PathLossModel:
     def from_scenario(cls, scenario):
         c = scenario.cells
         return cls(fc_ghz=c.fc_ghz, h_bs_m=c.h_bs_m, h_ut_m=c.h_ut_m)
+
+    population_gain = False
 
     def gain_db(self, d2d_m, los):
         raise NotImplementedError
@@ -59,6 +64,8 @@ class PathLossModel:
 @PATHLOSS_MODELS.register("power-law")
 class PowerLaw(PathLossModel):
     """G_0 (d / 1 m)^-eta (d clamped at the 1 m reference), LOS everywhere, shadowing sigma."""
+
+    population_gain = True
 
     @classmethod
     def from_scenario(cls, scenario):

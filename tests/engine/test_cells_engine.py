@@ -120,3 +120,36 @@ def test_region_drops_follow_the_association_rule():
 def test_several_cells_refuse_what_the_interference_model_does_not_cover():
     with pytest.raises(ms.ScenarioError, match="serving.protocol"):
         ms.load_scenario(None, overrides={"cells.layout": "hex", "serving.protocol": "asynchronous"})
+
+
+GRAPHML = """<?xml version="1.0" encoding="UTF-8"?>
+<graphml xmlns="http://graphml.graphdrawing.org/xmlns">
+  <key id="x" for="node" attr.name="x" attr.type="double"/>
+  <key id="y" for="node" attr.name="y" attr.type="double"/>
+  <key id="r" for="node" attr.name="role" attr.type="string"/>
+  <graph edgedefault="undirected">
+    <node id="a"><data key="x">0</data><data key="y">0</data><data key="r">server</data></node>
+    <node id="b"><data key="x">400</data><data key="y">0</data><data key="r">server</data></node>
+    <node id="u"><data key="x">10</data><data key="y">5</data></node>
+  </graph>
+</graphml>
+"""
+
+
+def test_the_graphml_layout_takes_the_server_nodes(tmp_path):
+    path = tmp_path / "servers.graphml"
+    path.write_text(GRAPHML)
+    r = run(**{"run.rounds": 10, "cells.layout": "graphml", "topology.graphml_file": str(path),
+               "devices.count": 3})
+    assert [c["cell"] for c in r.summary["cells"]] == [0, 1]
+    np.testing.assert_array_equal(r.cells[1].population.server_position, [400.0, 0.0])
+
+
+def test_region_drops_associate_on_the_drawn_gains_with_shadowing():
+    # 3GPP UMi draws LOS states and shadowing: max-rsrp then differs from nearest for some
+    kw = {"run.rounds": 3, "cells.layout": "hex", "cells.count": 7, "cells.isd_m": 200.0,
+          "cells.drop": "region", "devices.count": 60, "cells.pathloss": "umi"}
+    by = {rule: [c["devices"] for c in run(**kw, **{"cells.association": rule}).summary["cells"]]
+          for rule in ("max-rsrp", "nearest")}
+    assert sum(by["max-rsrp"]) == sum(by["nearest"]) == 60
+    assert by["max-rsrp"] != by["nearest"]
