@@ -22,8 +22,9 @@ import numpy as np
 from ..model.association import ASSOCIATION_RULES, AssociationView
 from ..model.cells import CELL_LAYOUTS
 from ..model.mobility import MOBILITY_MODELS
+from ..model.payload import format_from_scenario
 from ..model.pathloss_3gpp import PATHLOSS_MODELS
-from ..model.reactive import UL
+from ..model.reactive import DL, UL
 from ..model.sinr import cochannel
 from ..model.topology import uniform_in_annulus
 from ..model.rates import noise_psd_watt_per_hz
@@ -112,7 +113,8 @@ class Tx:
     bits left, the rate now, and its intervals (t0, t1, rate, interference)."""
 
     __slots__ = ("cell", "device", "glob", "mode", "power", "f0", "f1", "gain", "bits", "left",
-                 "rate", "interference", "t_last", "event", "intervals", "start", "planned")
+                 "rate", "interference", "t_last", "event", "intervals", "start", "planned",
+                 "version")
 
 
 class InterferenceField:
@@ -127,7 +129,8 @@ class InterferenceField:
 
     def __init__(self, links, co, n0, bandwidth, rng, keep_log=True):
         self.links, self.co, self.n0, self.bandwidth, self.rng = links, co, n0, bandwidth, rng
-        self.active = []
+        self.active = {UL: [], DL: []}   # the transmissions in flight, by direction
+        self.env = None
         self.fade = {}
         self.log = [] if keep_log else None
 
@@ -144,8 +147,9 @@ class InterferenceField:
 
     def _interference(self, y):
         total = 0.0
-        for x in self.active:
-            if x is y or x.mode != y.mode or not self.co[x.cell, y.cell]:
+        co = self.co[y.cell]
+        for x in self.active[y.mode]:
+            if x is y or not co[x.cell]:
                 continue
             overlap = min(x.f1, y.f1) - max(x.f0, y.f0)
             if overlap > 0:
@@ -161,8 +165,8 @@ class InterferenceField:
         """Interference power per Hz over ``cell``'s band now, at its server (UL, one value)
         or at its devices ``globs`` (DL), each interferer at its large-scale gain."""
         out = np.zeros(len(globs))
-        for x in self.active:
-            if x.mode != mode or not self.co[x.cell, cell]:
+        for x in self.active[mode]:
+            if not self.co[x.cell, cell]:
                 continue
             if mode == UL:
                 out += x.power * self.links.gain[x.glob, cell]
@@ -177,51 +181,62 @@ class InterferenceField:
             y.t_last = now
 
     def _affected(self, y):
-        return [x for x in self.active if x is not y and x.mode == y.mode
-                and self.co[x.cell, y.cell] and min(x.f1, y.f1) > max(x.f0, y.f0)]
+        co = self.co[y.cell]
+        return [x for x in self.active[y.mode] if x is not y and co[x.cell]
+                and min(x.f1, y.f1) > max(x.f0, y.f0)]
 
     def _changed(self, y, now):
         """A transmission starts or ends: every overlapping one accounts its bits at the old
-        rate and continues at the new one."""
+        rate and continues at the new one (its delivery rescheduled)."""
         for x in self._affected(y):
             self._account(x, now)
             old = x.rate
             self._set_rate(x)
-            if x.rate != old and not x.event.triggered:
-                x.event.succeed()
+            if x.rate != old:
+                self._schedule(x, x.left / x.rate if x.rate > 0 else None)
+
+    def _schedule(self, tx, wait):
+        """Deliver ``tx`` after ``wait`` seconds unless its rate changes first (a later
+        schedule supersedes this one; None: never at the current rate)."""
+        tx.version += 1
+        if wait is None:
+            return
+        version = tx.version
+        done = self.env.timeout(wait)
+        done.callbacks.append(lambda _, tx=tx, v=version: self._due(tx, v))
+
+    @staticmethod
+    def _due(tx, version):
+        if version == tx.version and not tx.event.triggered:
+            tx.event.succeed()
 
     def transmit(self, env, tx):
-        """SimPy: deliver ``tx.bits`` at the piecewise-constant rate; returns the delay."""
+        """SimPy: deliver ``tx.bits`` at the piecewise-constant rate; returns the delay. The
+        process waits for one event, its delivery; rate changes reschedule it."""
+        self.env = env
         now = tx.start = tx.t_last = env.now
-        tx.left, tx.intervals = tx.bits, []
-        self.active.append(tx)
+        tx.left, tx.intervals, tx.version = tx.bits, [], 0
+        tx.event = env.event()
+        self.active[tx.mode].append(tx)
         self._set_rate(tx)
         self._changed(tx, now)
         clear = tx.interference == 0.0 and tx.planned is not None and tx.planned > 0
-        waits = 0
         if clear:
             # no interference: the policy's own delay for this rate (the one-cell timing)
             tx.rate = tx.bits / tx.planned
-        while True:
-            tx.event = env.event()
-            if tx.rate <= 0.0:
-                yield tx.event
-                continue
-            wait = tx.planned if clear and waits == 0 else tx.left / tx.rate
-            done = env.timeout(wait)
-            waits += 1
-            yield done | tx.event
-            if not tx.event.triggered or tx.left <= tx.bits * 1e-12:
-                break   # delivered (or the change came as the last bits went)
+            self._schedule(tx, tx.planned)
+        else:
+            self._schedule(tx, tx.left / tx.rate if tx.rate > 0 else None)
+        yield tx.event
         end = env.now
         if end > tx.t_last:
             tx.intervals.append((tx.t_last, end, tx.rate, tx.interference))
         tx.left = 0.0
-        self.active.remove(tx)
+        self.active[tx.mode].remove(tx)
         self._changed(tx, end)
         if self.log is not None:
             self.log.append(tx)
-        return tx.planned if clear and waits == 1 and not tx.event.triggered else end - tx.start
+        return tx.planned if clear and tx.version == 1 else end - tx.start
 
 
 class InterferingChannel(OFDMAChannel):
@@ -247,7 +262,7 @@ class InterferingChannel(OFDMAChannel):
     def _seen(self, now):
         n0 = self.n0
         psi_ul = self.field.measured_psd(self.cell, UL, self.globs)
-        psi_dl = self.field.measured_psd(self.cell, -1, self.globs)
+        psi_dl = self.field.measured_psd(self.cell, DL, self.globs)
         self._psi = psi_ul, psi_dl
         return self.g_ul * (n0 / (n0 + psi_ul)), self.g_dl * (n0 / (n0 + psi_dl))
 
@@ -362,24 +377,26 @@ def cells_summary(scenario, summaries, ids, field, wall):
 
 
 def combine_tables(folder, name, ids):
-    """``<name>.csv`` of the run: the cells' rows one after another with a ``cell`` column."""
-    import csv
-
-    rows, header = [], None
-    for c in ids:
-        path = folder / f"cell_{c}" / f"{name}.csv"
-        if not path.exists():
-            continue
-        with open(path, newline="", encoding="utf-8") as f:
-            reader = csv.reader(f)
-            head = next(reader)
-            header = header or ["cell"] + head
-            rows.extend([str(c)] + r for r in reader)
-    if header is not None:
-        with open(folder / f"{name}.csv", "w", newline="", encoding="utf-8") as f:
-            w = csv.writer(f)
-            w.writerow(header)
-            w.writerows(rows)
+    """``<name>.csv`` of the run: the cells' rows one after another with a leading ``cell``
+    column (the lines copied, the cell prefixed)."""
+    out, header = None, False
+    try:
+        for c in ids:
+            path = folder / f"cell_{c}" / f"{name}.csv"
+            if not path.exists():
+                continue
+            with open(path, encoding="utf-8", newline="") as f:
+                head = f.readline()
+                if out is None:
+                    out = open(folder / f"{name}.csv", "w", encoding="utf-8", newline="")
+                if not header:
+                    out.write("cell," + head)
+                    header = True
+                prefix = f"{c},"
+                out.writelines(prefix + line for line in f)
+    finally:
+        if out is not None:
+            out.close()
 
 
 def initial_positions(scenario, layout, rng):
@@ -409,8 +426,11 @@ def drop_over_region(scenario, layout, rng):
     return pos
 
 
-def association_view(scenario, layout, gain, positions, bits):
-    """What the rule sees: RSRP = DL budget x the long-term gains ``gain`` (D, S)."""
+def association_view(scenario, layout, gain, positions):
+    """What the rule sees: RSRP = DL budget x the long-term gains ``gain`` (D, S); one
+    correction's payload bits (a top-k distribution, ``model.payload``)."""
+    fmt = format_from_scenario(scenario.payload)
+    bits = float(fmt.bits()) if fmt.fixed_size else 0.0
     d = layout.distances(positions)
     s = layout.count
     ch, sv = scenario.channel, scenario.server
@@ -482,7 +502,7 @@ def mobile_plan(scenario, layout, model, links, rng):
     positions = initial_positions(scenario, layout, rng)
     network = Network(scenario, layout, model, links, positions, rng)
     rule = ASSOCIATION_RULES.lookup(scenario.cells.association).from_scenario(scenario)
-    network.attach(rule.choose(association_view(scenario, layout, network.gain, positions, 0.0)))
+    network.attach(rule.choose(association_view(scenario, layout, network.gain, positions)))
     links.gain = network.gain
     bandwidth = scenario.channel.bandwidth_mhz / scenario.cells.reuse
     xy = tuple(map(tuple, positions.tolist()))
@@ -515,7 +535,7 @@ def cell_plan(scenario, layout, model, links, rng):
     positions = drop_over_region(scenario, layout, rng)
     gain, _ = model.draw(rng, layout.distances(positions))
     rule = ASSOCIATION_RULES.lookup(cells.association).from_scenario(scenario)
-    chosen = rule.choose(association_view(scenario, layout, gain, positions, 0.0))
+    chosen = rule.choose(association_view(scenario, layout, gain, positions))
     for c in range(layout.count):
         mine = positions[chosen == c]
         if mine.shape[0] == 0:

@@ -153,3 +153,26 @@ def test_region_drops_associate_on_the_drawn_gains_with_shadowing():
           for rule in ("max-rsrp", "nearest")}
     assert sum(by["max-rsrp"]) == sum(by["nearest"]) == 60
     assert by["max-rsrp"] != by["nearest"]
+
+
+def test_the_measured_interference_is_each_direction_at_its_receivers():
+    from types import SimpleNamespace
+
+    from multispin_sim.engine.cells import InterferenceField, Tx
+    from multispin_sim.model.reactive import DL
+    from multispin_sim.model.sinr import cochannel
+
+    gain = np.array([[1e-9, 2e-11], [3e-12, 4e-10]])      # 2 devices x 2 servers
+    links = SimpleNamespace(gain=gain)
+    field = InterferenceField(links, cochannel(2, 1), 4e-21, np.array([1e6, 1e6]),
+                              np.random.default_rng(0))
+    for mode, power in ((UL, 0.01), (DL, 0.04)):
+        tx = Tx()
+        tx.cell, tx.glob, tx.mode, tx.power = 1, 1, mode, power
+        field.active[mode].append(tx)
+    # at cell 0's server: device 1's UL power times its gain to server 0, per Hz of the band
+    np.testing.assert_allclose(field.measured_psd(0, UL, np.array([0])), 0.01 * 3e-12 / 1e6)
+    # at cell 0's device 0: server 1's DL power times its gain to device 0
+    np.testing.assert_allclose(field.measured_psd(0, DL, np.array([0])), 0.04 * 2e-11 / 1e6)
+    # a cell does not interfere with itself
+    assert field.measured_psd(1, DL, np.array([1]))[0] == 0.0
