@@ -500,8 +500,9 @@ def mobile_plan(scenario, layout, model, links, rng):
     """([(cell, its scenario)], Network): every cell holds all D devices at their start
     positions (the same seed, so the same devices), attached by ``cells.association``."""
     positions = initial_positions(scenario, layout, rng)
-    network = Network(scenario, layout, model, links, positions, rng)
     rule = ASSOCIATION_RULES.lookup(scenario.cells.association).from_scenario(scenario)
+    network = Network(scenario, layout, model, links, positions, rng, rule,
+                      functools.partial(association_view, scenario, layout))
     network.attach(rule.choose(association_view(scenario, layout, network.gain, positions)))
     links.gain = network.gain
     bandwidth = scenario.channel.bandwidth_mhz / scenario.cells.reuse

@@ -45,7 +45,7 @@ def walk_region(scenario, layout):
 class Network:
     """Positions, gains, attachments and migrations of the D devices of all cells."""
 
-    def __init__(self, scenario, layout, model, links, positions, rng):
+    def __init__(self, scenario, layout, model, links, positions, rng, rule=None, view=None):
         self.scenario, self.layout, self.model, self.links = scenario, layout, model, links
         cells = scenario.cells
         m = scenario.mobility
@@ -60,6 +60,9 @@ class Network:
         self.distance = d
         self.gain = drawn
         self.p_dl = dl_power_w(scenario)
+        # cells.handover 'association': the rule and its view, re-evaluated at round ends
+        self.rule = rule if cells.handover == "association" else None
+        self.view = view
         self.leaving = np.full(self.d, -1)                     # target of a pending migration
         self.in_round = np.zeros((layout.count, self.d), dtype=bool)
         self.generated = np.zeros(self.d)
@@ -99,6 +102,8 @@ class Network:
     def run(self, env):
         """SimPy: measure every period; hand over what the trigger fires."""
         self.env = env
+        if self.rule is not None:
+            return   # handovers come at round boundaries (round_ended)
         while True:
             yield env.timeout(self.period)
             self.update(env.now)
@@ -125,9 +130,18 @@ class Network:
             record["pending"] = True
 
     def round_ended(self, cell, now):
-        """The round of ``cell`` ended: contexts of devices that left it during it go now."""
+        """The round of ``cell`` ended: contexts of devices that left it during it go now;
+        under 'association' the rule re-places the cell's devices."""
         devices = np.flatnonzero(self.in_round[cell])
         self.in_round[cell] = False
+        if self.rule is not None:
+            self.update(now)
+            choice = self.rule.choose(self.view(self.gain, self.walk.pos))
+            move = np.flatnonzero((self.attached == cell) & (choice != cell))
+            if move.size:
+                pong = self.trigger.hand_over(now, move, choice[move])
+                for dev, target, p in zip(move.tolist(), choice[move].tolist(), pong.tolist()):
+                    self.hand_over(self.env, dev, cell, target, p)
         for dev in devices.tolist():
             if self.leaving[dev] >= 0 and self.attached[dev] < 0:
                 record = next(r for r in reversed(self.log) if r["device"] == dev)

@@ -39,7 +39,13 @@ class A3Trigger:
         self.entered[start] = t
         fire = condition & (t - self.entered >= self.ttt_s)
         devices = np.flatnonzero(fire)
-        targets = best[devices]
+        return devices, best[devices], self.hand_over(t, devices, best[devices])
+
+    def hand_over(self, t, devices, targets):
+        """Move ``devices`` to ``targets`` at ``t`` (the trigger's or another rule's decision);
+        returns the ping-pong flags."""
+        devices = np.asarray(devices, dtype=np.int64)
+        targets = np.asarray(targets, dtype=np.int64)
         pong = (targets == self.previous[devices]) & (t - self.left_at[devices] <= self.ping_pong_s)
         self.previous[devices] = self.serving[devices]
         self.left_at[devices] = t
@@ -47,4 +53,4 @@ class A3Trigger:
         self.entered[devices] = np.nan
         self.handovers += devices.size
         self.ping_pongs += int(np.count_nonzero(pong))
-        return devices, targets, pong
+        return pong

@@ -13,6 +13,7 @@ CELL_LAYOUTS = Registered("multispin_sim.model.cells", "CELL_LAYOUTS")
 PATHLOSS_MODELS = Registered("multispin_sim.model.pathloss_3gpp", "PATHLOSS_MODELS")
 ASSOCIATION_RULES = Registered("multispin_sim.model.association", "ASSOCIATION_RULES")
 CELL_DROPS: tuple[str, ...] = ("per-cell", "region")
+HANDOVER_TRIGGERS: tuple[str, ...] = ("a3", "association")
 _REUSE = Check(lambda v: v in (1, 3), "1 or 3", standalone=True)
 
 
@@ -52,6 +53,11 @@ class Cells(Params):
                              choices=ASSOCIATION_RULES)
     association_range_db: float = param(6.0, "'load-aware': servers within this of the best "
                                         "RSRP are candidates", unit="dB", check=ge(0))
+    handover: str = param("a3", "Devices moving (mobility.model): 'a3', a neighbour better by "
+                          "hysteresis_db for time_to_trigger_ms (measured every "
+                          "measurement_period_ms); 'association': cells.association re-evaluated "
+                          "for a cell's devices at each of its round boundaries",
+                          choices=HANDOVER_TRIGGERS)
     hysteresis_db: float = param(3.0, "Handover (devices moving, mobility.model): A3 hysteresis, "
                                  "a neighbour's RSRP above the serving one by this", unit="dB",
                                  check=ge(0))

@@ -66,3 +66,16 @@ def test_static_devices_never_hand_over():
     r = ms.simulate(ms.load_scenario(None, overrides={
         "run.rounds": 20, "cells.layout": "hex", "cells.count": 7, "devices.count": 4}))
     assert "handover" not in r.summary and not (r.folder / "handovers.csv").exists()
+
+
+def test_association_handover_re_places_a_cells_devices_at_its_round_ends():
+    r = run(**{"cells.handover": "association", "cells.association": "nearest"})
+    log = r.network.log
+    assert len(log) > 10
+    grid_sites = r.network.layout.sites
+    assert grid_sites.shape == (7, 2)
+    # every handover goes to a different cell, and each arrival is after its trigger
+    assert all(x["source"] != x["target"] for x in log)
+    assert all(x["arrival_s"] >= x["time_s"] for x in log if "arrival_s" in x)
+    # nearest without hysteresis hands over at least as often as A3 with its 3 dB and 160 ms
+    assert len(log) >= run().summary["handover"]["handovers"]
