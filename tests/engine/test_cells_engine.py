@@ -176,3 +176,11 @@ def test_the_measured_interference_is_each_direction_at_its_receivers():
     np.testing.assert_allclose(field.measured_psd(0, DL, np.array([0])), 0.04 * 2e-11 / 1e6)
     # a cell does not interfere with itself
     assert field.measured_psd(1, DL, np.array([1]))[0] == 0.0
+
+
+def test_the_narrator_names_the_cell():
+    from multispin_sim.teaching.narrator import explain
+
+    r = run(**{"run.rounds": 2, "cells.layout": "hex", "cells.count": 7, "devices.count": 2})
+    text = explain(r, 1)
+    assert all(f"Cell {c} (server at" in text for c in range(7))
