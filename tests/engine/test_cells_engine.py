@@ -184,3 +184,14 @@ def test_the_narrator_names_the_cell():
     r = run(**{"run.rounds": 2, "cells.layout": "hex", "cells.count": 7, "devices.count": 2})
     text = explain(r, 1)
     assert all(f"Cell {c} (server at" in text for c in range(7))
+
+
+def test_the_run_report_has_a_row_per_cell(tmp_path):
+    from multispin_sim.report.html import write_report
+
+    r = ms.simulate(ms.load_scenario(None, overrides={
+        "run.rounds": 5, "cells.layout": "hex", "cells.count": 7, "devices.count": 2}),
+        out=tmp_path / "run")
+    page = write_report(r.folder).read_text(encoding="utf-8")
+    section = page[page.index("<h2>Cells</h2>"):]
+    assert section[:section.index("</table>")].count("<tr>") == 1 + 7
