@@ -433,13 +433,30 @@ def association_view(scenario, layout, gain, positions):
     bits = float(fmt.bits()) if fmt.fixed_size else 0.0
     d = layout.distances(positions)
     s = layout.count
-    ch, sv = scenario.channel, scenario.server
+    servers = [server_of(scenario, c) for c in range(s)]
     return AssociationView(
-        dl_power_w(scenario) * gain, d,
-        np.full(s, sv.verify_fixed_ms * 1e-3 if sv.verify_fixed_ms is not None else 0.0),
-        np.full(s, sv.verify_per_device_ms * 1e-3 if sv.verify_per_device_ms is not None else 0.0),
-        np.full(s, ch.bandwidth_mhz * 1e6 / scenario.cells.reuse),
+        server_powers(scenario, s) * gain, d,
+        np.array([(v.verify_fixed_ms or 0.0) * 1e-3 for v in servers]),
+        np.array([(v.verify_per_device_ms or 0.0) * 1e-3 for v in servers]),
+        np.full(s, scenario.channel.bandwidth_mhz * 1e6 / scenario.cells.reuse),
         noise_psd(scenario), bits)
+
+
+def server_of(scenario, c):
+    """The ``server`` section of cell c: the scenario's, with ``cells.servers[c]`` applied."""
+    override = dict(scenario.cells.servers).get(c)
+    if override is None:
+        return scenario.server
+    changes = {k: v for k, v in dataclasses.asdict(override).items() if v is not None}
+    if "dl_power_dbm" in changes:
+        changes["dl_power_ratio"] = None   # the two are exclusive
+    return dataclasses.replace(scenario.server, **changes)
+
+
+def server_powers(scenario, count):
+    """DL budgets (S,) of the cells' servers (W)."""
+    return np.array([dl_power_w(dataclasses.replace(scenario, server=server_of(scenario, c)))
+                     for c in range(count)])
 
 
 def noise_psd(scenario):
@@ -501,7 +518,8 @@ def mobile_plan(scenario, layout, model, links, rng):
     positions (the same seed, so the same devices), attached by ``cells.association``."""
     positions = initial_positions(scenario, layout, rng)
     rule = ASSOCIATION_RULES.lookup(scenario.cells.association).from_scenario(scenario)
-    network = Network(scenario, layout, model, links, positions, rng, rule,
+    network = Network(scenario, layout, model, links, positions, rng,
+                      server_powers(scenario, layout.count), rule,
                       functools.partial(association_view, scenario, layout))
     network.attach(rule.choose(association_view(scenario, layout, network.gain, positions)))
     links.gain = network.gain
@@ -513,6 +531,7 @@ def mobile_plan(scenario, layout, model, links, rng):
             scenario, cells=dataclasses.replace(scenario.cells, layout="single"),
             channel=dataclasses.replace(scenario.channel, bandwidth_mhz=bandwidth),
             devices=dataclasses.replace(scenario.devices, count=len(xy)),
+            server=server_of(scenario, c),
             topology=dataclasses.replace(scenario.topology, layout="coordinates", device_xy_m=xy,
                                          server_xy_m=tuple(float(v) for v in layout.sites[c])))
         plan.append((c, sc))
@@ -528,7 +547,8 @@ def cell_plan(scenario, layout, model, links, rng):
     def cell_scenario(c, **topology):
         sc = dataclasses.replace(scenario, seed=cell_seed(scenario.seed, c), cells=dataclasses.replace(
             cells, layout="single"), channel=dataclasses.replace(scenario.channel,
-                                                                 bandwidth_mhz=bandwidth))
+                                                                 bandwidth_mhz=bandwidth),
+            server=server_of(scenario, c))
         return dataclasses.replace(sc, topology=dataclasses.replace(
             sc.topology, server_xy_m=tuple(float(v) for v in layout.sites[c]), **topology))
     if cells.drop == "per-cell":

@@ -27,7 +27,6 @@ import numpy as np
 from ..model.handover import A3Trigger
 from ..model.mobility import RandomWaypoint
 from ..model.units import linear_to_db
-from .population import dl_power_w
 
 
 def walk_region(scenario, layout):
@@ -45,7 +44,8 @@ def walk_region(scenario, layout):
 class Network:
     """Positions, gains, attachments and migrations of the D devices of all cells."""
 
-    def __init__(self, scenario, layout, model, links, positions, rng, rule=None, view=None):
+    def __init__(self, scenario, layout, model, links, positions, rng, p_dl, rule=None,
+                 view=None):
         self.scenario, self.layout, self.model, self.links = scenario, layout, model, links
         cells = scenario.cells
         m = scenario.mobility
@@ -59,7 +59,7 @@ class Network:
         self.d = self.walk.k
         self.distance = d
         self.gain = drawn
-        self.p_dl = dl_power_w(scenario)
+        self.p_dl = p_dl   # (S,) the servers' DL budgets: RSRP = P_dl,s x gain
         # cells.handover 'association': the rule and its view, re-evaluated at round ends
         self.rule = rule if cells.handover == "association" else None
         self.view = view

@@ -3,11 +3,12 @@ frequency reuse (docs/components/cells.md). The default, one cell, is today's sy
 
 from __future__ import annotations
 
-from typing import Optional
+from collections.abc import Mapping
+from typing import ClassVar, Optional
 
 from .choices import Registered
 from .cross_checks import cross_check
-from .params import Check, Params, ge, gt, in_interval, param, section
+from .params import Check, FrozenMap, Params, ge, gt, in_interval, param, section
 
 CELL_LAYOUTS = Registered("multispin_sim.model.cells", "CELL_LAYOUTS")
 PATHLOSS_MODELS = Registered("multispin_sim.model.pathloss_3gpp", "PATHLOSS_MODELS")
@@ -15,6 +16,19 @@ ASSOCIATION_RULES = Registered("multispin_sim.model.association", "ASSOCIATION_R
 CELL_DROPS: tuple[str, ...] = ("per-cell", "region")
 HANDOVER_TRIGGERS: tuple[str, ...] = ("a3", "association")
 _REUSE = Check(lambda v: v in (1, 3), "1 or 3", standalone=True)
+
+
+@section
+class ServerOverride(Params):
+    """Settings of one cell's server that replace the ``server`` ones (unset = not overridden)."""
+
+    _omit_none: ClassVar[bool] = True
+
+    verify_fixed_ms: Optional[float] = param(None, "T_ver0 of this server", unit="ms",
+                                             check=ge(0))
+    verify_per_device_ms: Optional[float] = param(None, "T_ver1 of this server", unit="ms",
+                                                  check=ge(0))
+    dl_power_dbm: Optional[float] = param(None, "DL power budget of this server", unit="dBm")
 
 
 @section
@@ -74,6 +88,10 @@ class Cells(Params):
     context_prompt_tokens: int = param(512, "Context migration: prompt tokens sent with the "
                                        "generated ones (ceil(log2 payload.vocab) bits each)",
                                        check=ge(0))
+    servers: Mapping[int, ServerOverride] = param(
+        FrozenMap(), "Per-cell server settings: cell index (0-based) -> verify_fixed_ms, "
+        "verify_per_device_ms, dl_power_dbm (servers that differ)",
+        key_allowed="cell index", default_text="{}")
     reuse: int = param(1, "Frequency reuse: 1 (every cell the whole band) or 3 (cell c uses "
                        "the third c mod 3 of the band)", check=_REUSE)
 

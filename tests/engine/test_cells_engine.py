@@ -195,3 +195,28 @@ def test_the_run_report_has_a_row_per_cell(tmp_path):
     page = write_report(r.folder).read_text(encoding="utf-8")
     section = page[page.index("<h2>Cells</h2>"):]
     assert section[:section.index("</table>")].count("<tr>") == 1 + 7
+
+
+def test_servers_can_differ():
+    slow = {"run.rounds": 20, "cells.layout": "hex", "cells.count": 7, "cells.isd_m": 1e6,
+            "devices.count": 4}
+    r = run(**slow, **{"cells.servers": {3: {"verify_fixed_ms": 500.0}}})
+    base = run(**slow)
+    by = {c["cell"]: c["mean_duration_s"] for c in r.summary["cells"]}
+    ref = {c["cell"]: c["mean_duration_s"] for c in base.summary["cells"]}
+    assert by[3] > ref[3] + 0.4
+    assert by[0] == pytest.approx(ref[0], rel=1e-9)
+    assert r.cells[3].scenario.server.verify_fixed_ms == 500.0
+
+
+def test_load_aware_sees_each_servers_cost():
+    from multispin_sim.engine.cells import association_view
+    from multispin_sim.model.cells import HexGrid
+
+    sc = ms.load_scenario(None, overrides={"cells.layout": "hex",
+                                           "cells.servers": {1: {"verify_per_device_ms": 1.0,
+                                                                 "dl_power_dbm": 30.0}}})
+    grid = HexGrid(7, 500.0)
+    view = association_view(sc, grid, np.ones((2, 7)), np.zeros((2, 2)))
+    assert view.verify_per_device_s[1] == 1e-3 and view.verify_per_device_s[0] != 1e-3
+    assert view.rsrp_w[0, 1] == pytest.approx(1.0) and view.rsrp_w[0, 0] < 0.1
