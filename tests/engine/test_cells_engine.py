@@ -1,13 +1,12 @@
 """Several cells in one run: one cell through the cells machinery is today's run; cells far
 apart are independent single-cell runs; a correction's bits are conserved across the
 interference changes that cut it into intervals; association places region drops."""
-import math
 
 import numpy as np
 import pytest
 
 import multispin_sim as ms
-from multispin_sim.engine.cells import cell_seed
+from multispin_sim.engine.cell_plan import cell_seed
 from multispin_sim.model.cells import HexGrid
 from multispin_sim.model.reactive import UL
 
@@ -210,7 +209,7 @@ def test_servers_can_differ():
 
 
 def test_load_aware_sees_each_servers_cost():
-    from multispin_sim.engine.cells import association_view
+    from multispin_sim.engine.cell_plan import association_view
     from multispin_sim.model.cells import HexGrid
 
     sc = ms.load_scenario(None, overrides={"cells.layout": "hex",

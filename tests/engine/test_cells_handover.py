@@ -2,7 +2,6 @@
 served by one cell at a time (never while its context migrates)."""
 import math
 
-import numpy as np
 import pytest
 
 import multispin_sim as ms

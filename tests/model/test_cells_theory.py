@@ -13,7 +13,6 @@ Rayleigh fading draw, the association rules, the SIR, the A3 trigger, the random
 import math
 
 import numpy as np
-import pytest
 from scipy import stats
 
 from multispin_sim.model.association import ASSOCIATION_RULES, AssociationView
