@@ -78,7 +78,7 @@ class Tx:
 
     __slots__ = ("cell", "device", "glob", "mode", "power", "f0", "f1", "gain", "bits", "left",
                  "rate", "interference", "t_last", "event", "intervals", "start", "planned",
-                 "version")
+                 "version", "contrib")
 
 
 class InterferenceField:
@@ -97,6 +97,45 @@ class InterferenceField:
         self.env = None
         self.fade = {}
         self.log = [] if keep_log else None
+        # interference PSD now and its time integral at every server (UL, (S,)) and at every
+        # device were it in each cell (DL, (D, S)), for the time-averaged CSI
+        self.now_psd = self.int_psd = None
+        self.t_int = 0.0
+
+    def _track(self, tx, now, sign):
+        """Add (sign 1) or remove (-1) ``tx``'s contribution to the PSD now, integrating first."""
+        if self.now_psd is None:
+            shape = self.links.gain.shape
+            self.now_psd = {UL: np.zeros(shape[1]), DL: np.zeros(shape)}
+            self.int_psd = {UL: np.zeros(shape[1]), DL: np.zeros(shape)}
+        self._track_time(now)
+        if sign > 0:
+            weight = self.co[tx.cell] / self.bandwidth
+            gain = self.links.gain
+            tx.contrib = (tx.power * gain[tx.glob] * weight if tx.mode == UL
+                          else tx.power * np.outer(gain[:, tx.cell], weight))
+            self.now_psd[tx.mode] += tx.contrib
+        else:
+            self.now_psd[tx.mode] -= tx.contrib
+
+    def mean_psd(self, cell, mode, globs, now):
+        """The time average of the interference PSD over the run so far, at ``cell``'s server
+        (UL) or at its devices ``globs`` (DL); the PSD now before any time has passed."""
+        if self.now_psd is None:
+            return np.zeros(len(globs))
+        self._track_time(now)
+        source = self.int_psd if self.t_int > 0 else self.now_psd
+        scale = 1.0 / self.t_int if self.t_int > 0 else 1.0
+        if mode == UL:
+            return np.full(len(globs), source[UL][cell] * scale)
+        return source[DL][globs, cell] * scale
+
+    def _track_time(self, now):
+        dt = now - self.t_int
+        if dt > 0:
+            for mode in (UL, DL):
+                self.int_psd[mode] += self.now_psd[mode] * dt
+            self.t_int = now
 
     def _gain(self, x, y):
         """Gain from interferer x to y's receiver (UL: x's device to y's server; DL: x's server
@@ -181,6 +220,7 @@ class InterferenceField:
         now = tx.start = tx.t_last = env.now
         tx.left, tx.intervals, tx.version = tx.bits, [], 0
         tx.event = env.event()
+        self._track(tx, now, 1)
         self.active[tx.mode].append(tx)
         self._set_rate(tx)
         self._changed(tx, now)
@@ -196,6 +236,7 @@ class InterferenceField:
         if end > tx.t_last:
             tx.intervals.append((tx.t_last, end, tx.rate, tx.interference))
         tx.left = 0.0
+        self._track(tx, end, -1)
         self.active[tx.mode].remove(tx)
         self._changed(tx, end)
         if self.log is not None:
@@ -206,8 +247,9 @@ class InterferenceField:
 class InterferingChannel(OFDMAChannel):
     """A cell's OFDMA channel with the other cells' interference: the cell's fading and path
     loss as in one cell; transmissions delivered over the field; the CSI the draft controller
-    and the reactive policy see is the SINR with the interference measured at that instant
-    (the last measured interference, a flat PSD psi over the band: g N0 / (N0 + psi))."""
+    and the reactive policy see is g N0 / (N0 + psi), the SINR of a flat interference PSD psi
+    over the band (``cells.interference_csi``): 'last', the PSD measured at that instant;
+    'mean', its time average over the run so far; 'none', psi = 0 (blind to interference)."""
 
     plain_transmit = False
 
@@ -216,19 +258,26 @@ class InterferingChannel(OFDMAChannel):
         return True
 
     @classmethod
-    def around(cls, channel, field, cell, globs):
+    def around(cls, channel, field, cell, globs, interference_csi="last"):
         obj = cls.__new__(cls)
         obj.__dict__.update(channel.__dict__)
         obj.field, obj.cell, obj.globs = field, cell, globs
+        obj.interference_csi = interference_csi
         obj._band_t, obj._band_next = None, 0.0
         return obj
 
     def _seen(self, now):
-        n0 = self.n0
-        psi_ul = self.field.measured_psd(self.cell, UL, self.globs)
-        psi_dl = self.field.measured_psd(self.cell, DL, self.globs)
-        self._psi = psi_ul, psi_dl
-        return self.g_ul * (n0 / (n0 + psi_ul)), self.g_dl * (n0 / (n0 + psi_dl))
+        n0, field = self.n0, self.field
+        measured = [field.measured_psd(self.cell, mode, self.globs) for mode in (UL, DL)]
+        if self.interference_csi == "last":
+            seen = measured
+        elif self.interference_csi == "mean":
+            seen = [field.mean_psd(self.cell, mode, self.globs, now) for mode in (UL, DL)]
+        else:
+            seen = [np.zeros(len(self.globs))] * 2
+        # a planned delay holds when the decision saw no interference and none was there
+        self._clear = (measured[0] == 0) & (seen[0] == 0), (measured[1] == 0) & (seen[1] == 0)
+        return self.g_ul * (n0 / (n0 + seen[0])), self.g_dl * (n0 / (n0 + seen[1]))
 
     def new_block(self, now=0.0):
         super().new_block(now)
@@ -250,8 +299,7 @@ class InterferingChannel(OFDMAChannel):
         tx.bits = self.bits if self.round_bits is None else float(self.round_bits[device])
         # the planned delay is the delivery time when the decision saw no interference and
         # none is there at the start (then it is kept exactly, as on one cell)
-        seen = self._psi[0 if mode == UL else 1][device]
-        tx.planned = planned_s if seen == 0.0 else None
+        tx.planned = planned_s if self._clear[0 if mode == UL else 1][device] else None
         self.transmissions += 1
         delay = yield from self.field.transmit(env, tx)
         return delay
@@ -400,7 +448,8 @@ def build_cells(scenario, folder, inputs, *, build_run, result, progress=False):
 
         def wrap(channel, c=c):
             field.n0 = channel.n0
-            return InterferingChannel.around(channel, field, c, holder["globs"])
+            return InterferingChannel.around(channel, field, c, holder["globs"],
+                                             cells.interference_csi)
         hooks = {} if network is None else {
             "workload_hook": functools.partial(AttachedWorkload, network=network, cell=c),
             "mover_hook": lambda _, c=c: CellMover(network, c)}

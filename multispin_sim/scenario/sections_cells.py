@@ -15,6 +15,7 @@ PATHLOSS_MODELS = Registered("multispin_sim.model.pathloss_3gpp", "PATHLOSS_MODE
 ASSOCIATION_RULES = Registered("multispin_sim.model.association", "ASSOCIATION_RULES")
 CELL_DROPS: tuple[str, ...] = ("per-cell", "region")
 HANDOVER_TRIGGERS: tuple[str, ...] = ("a3", "association")
+INTERFERENCE_CSI: tuple[str, ...] = ("last", "mean", "none")
 _REUSE = Check(lambda v: v in (1, 3), "1 or 3", standalone=True)
 
 
@@ -92,6 +93,11 @@ class Cells(Params):
         FrozenMap(), "Per-cell server settings: cell index (0-based) -> verify_fixed_ms, "
         "verify_per_device_ms, dl_power_dbm (servers that differ)",
         key_allowed="cell index", default_text="{}")
+    interference_csi: str = param(
+        "last", "The interference the draft controller and the reactive policy see (as a flat "
+        "PSD in their SINR): 'last', measured at the decision; 'mean', its time average over "
+        "the run so far; 'none', none (blind: the SNR of one cell)",
+        choices=INTERFERENCE_CSI)
     reuse: int = param(1, "Frequency reuse: 1 (every cell the whole band) or 3 (cell c uses "
                        "the third c mod 3 of the band)", check=_REUSE)
 

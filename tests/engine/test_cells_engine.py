@@ -219,3 +219,33 @@ def test_load_aware_sees_each_servers_cost():
     view = association_view(sc, grid, np.ones((2, 7)), np.zeros((2, 2)))
     assert view.verify_per_device_s[1] == 1e-3 and view.verify_per_device_s[0] != 1e-3
     assert view.rsrp_w[0, 1] == pytest.approx(1.0) and view.rsrp_w[0, 0] < 0.1
+
+
+def test_the_mean_interference_is_the_time_average_of_the_transmissions():
+    r = run(**{"run.rounds": 20, "cells.layout": "hex", "cells.count": 7, "cells.isd_m": 150.0,
+               "devices.count": 4, "cells.interference_csi": "mean"})
+    field = r.field
+    end = max(tx.intervals[-1][1] for tx in field.log)
+    gain, co, band = field.links.gain, field.co, field.bandwidth
+    for cell in (0, 4):
+        ul = sum(tx.power * gain[tx.glob, cell] * co[tx.cell, cell] / band[cell]
+                 * (tx.intervals[-1][1] - tx.start) for tx in field.log if tx.mode == UL) / end
+        assert field.mean_psd(cell, UL, np.array([0]), end)[0] == pytest.approx(ul, rel=1e-9)
+        dev = int(np.flatnonzero(field.links.cell_of == cell)[0])
+        dl = sum(tx.power * gain[dev, tx.cell] * co[tx.cell, cell] / band[cell]
+                 * (tx.intervals[-1][1] - tx.start) for tx in field.log if tx.mode != UL) / end
+        assert field.mean_psd(cell, 2, np.array([dev]), end)[0] == pytest.approx(dl, rel=1e-9)
+
+
+def test_blind_csi_sees_no_interference_and_delivers_the_same_bits():
+    kw = {"run.rounds": 20, "cells.layout": "hex", "cells.count": 7, "cells.isd_m": 150.0,
+          "devices.count": 4}
+    blind = run(**kw, **{"cells.interference_csi": "none"})
+    aware = run(**kw)
+    # blind: the recorded CSI is the one-cell gain (no interference term) of the same draws
+    g_blind = blind.cells[0].device_rounds["gain_ul"][:4]
+    g_aware = aware.cells[0].device_rounds["gain_ul"][:4]
+    assert np.all(g_aware <= g_blind)
+    for tx in blind.field.log:
+        iv = np.array(tx.intervals)
+        assert np.sum(iv[:, 2] * (iv[:, 1] - iv[:, 0])) == pytest.approx(tx.bits, rel=1e-9)
