@@ -25,6 +25,7 @@ from ..model.pathloss_3gpp import PATHLOSS_MODELS
 from ..model.reactive import DL, UL
 from ..model.sinr import cochannel
 from ..outputs.atomic import write_json
+from ..outputs.statistics import describe
 from .cell_plan import cell_layout, cell_plan, mobile_plan, noise_psd
 from .channel import OFDMAChannel
 from .handover import AttachedWorkload, CellMover
@@ -348,7 +349,8 @@ class CellsRun:
     def finish(self, tmp=None, command_line=None, stop_reason=None):
         results = [r.finish(None, command_line, stop_reason) for r in self.runs]
         summary = cells_summary(self.scenario, [r.summary for r in results], self.ids,
-                                self.field, time.perf_counter() - self.wall0)
+                                self.field, time.perf_counter() - self.wall0,
+                                [r.rounds for r in results])
         for name in ("rounds", "device_rounds", "devices"):
             combine_tables(self.folder, name, self.ids)
         if self.network is not None:
@@ -363,8 +365,9 @@ class CellsRun:
         return result
 
 
-def cells_summary(scenario, summaries, ids, field, wall):
-    """The run's summary: totals over cells and a ``cells`` block per cell."""
+def cells_summary(scenario, summaries, ids, field, wall, round_tables):
+    """The run's summary: the one-cell summary's totals over the cells (the goodput the sum of
+    the cells'; round statistics over every cell's rounds) and a ``cells`` block per cell."""
     time_s = max(s["sim_time_s"] for s in summaries)
     tokens = sum(s["tokens"] for s in summaries)
     ul = sum(s["ul_corrections"] for s in summaries)
@@ -374,9 +377,22 @@ def cells_summary(scenario, summaries, ids, field, wall):
                  "ul_corrections": s["ul_corrections"], "dl_corrections": s["dl_corrections"],
                  "mean_duration_s": s["duration_s"]["mean"]} for c, s in zip(ids, summaries)]
     goodputs = np.array([c["goodput_tps"] for c in per_cell])
+    # the cells' intervals combined as if independent: the sum +- the root sum of squares
+    half = [(s["goodput_ci95"][1] - s["goodput_ci95"][0]) / 2 for s in summaries]
+    spread = float(np.sqrt(np.sum(np.square(half))))
+    rounds = sum(s["rounds"] for s in summaries)
+    device_rounds = sum(s["device_rounds"] for s in summaries)
     return {
         "goodput_tps": float(goodputs.sum()),   # each cell's tokens over its own time
-        "tokens": tokens, "rounds": sum(s["rounds"] for s in summaries), "sim_time_s": time_s,
+        "goodput_ci95": [float(goodputs.sum()) - spread, float(goodputs.sum()) + spread],
+        "tokens": tokens, "rounds": rounds, "sim_time_s": time_s,
+        "device_rounds": device_rounds,
+        "mean_draft_len": (sum(s["mean_draft_len"] * s["device_rounds"] for s in summaries)
+                           / device_rounds if device_rounds else 0.0),
+        "rejections": sum(s["rejections"] for s in summaries),
+        "duration_s": describe(np.concatenate([rt["duration_s"] for rt in round_tables])),
+        "comm_s": describe(np.concatenate([rt["comm_s"] for rt in round_tables])),
+        "rounds_per_s": rounds / wall if wall > 0 else 0.0,
         "ul_corrections": ul, "dl_corrections": dl,
         "ul_share": ul / (ul + dl) if ul + dl else 0.0,
         "cells": per_cell,

@@ -249,3 +249,14 @@ def test_blind_csi_sees_no_interference_and_delivers_the_same_bits():
     for tx in blind.field.log:
         iv = np.array(tx.intervals)
         assert np.sum(iv[:, 2] * (iv[:, 1] - iv[:, 0])) == pytest.approx(tx.bits, rel=1e-9)
+
+
+def test_the_command_line_runs_several_cells(tmp_path, capsys):
+    from multispin_sim.cli import main
+
+    assert main(["run", "scenarios/cells/hex7.yaml", "--rounds", "5", "--set", "devices.count=2",
+                 "--out", str(tmp_path / "run"), "--quiet"]) == 0
+    assert main(["run", "scenarios/cells/hex7.yaml", "--rounds", "5", "--set", "devices.count=2",
+                 "--out", str(tmp_path / "run2")]) == 0
+    out = capsys.readouterr().out
+    assert "35 rounds" in out and "goodput" in out
