@@ -436,6 +436,11 @@ def build_cells(scenario, folder, inputs, *, build_run, result, progress=False):
     rng = np.random.Generator(np.random.PCG64(
         np.random.SeedSequence(scenario.seed, spawn_key=(CELLS_STREAM_KEY,))))
     layout = cell_layout(scenario, rng)
+    if layout.count == 0:
+        from ..scenario import ScenarioError
+        raise ScenarioError("cells.density_per_km2", "the Poisson point process drew no server "
+                            f"in the disc of cells.region_m = {cells.region_m:g} m",
+                            "expected a density and region with servers (lambda pi R^2 >> 1)")
     model = PATHLOSS_MODELS.lookup(cells.pathloss).from_scenario(scenario)
     links = Links(layout, model, rng)
     band = scenario.channel.bandwidth_mhz * 1e6 / cells.reuse

@@ -119,6 +119,14 @@ def _check_cells(sc) -> None:
              ("csi.delay_ms", sc.csi.delay_ms == 0, "0"),
              ("csi.cqi_quantisation", not sc.csi.cqi_quantisation, "false"),
              ("csi.estimation_error_variance", sc.csi.estimation_error_variance == 0, "0"))
+    if sc.cells.layout == "graphml" and not sc.topology.graphml_file:
+        raise ScenarioError("topology.graphml_file", "is not set",
+                            "expected the GraphML file whose 'server' nodes are the cells' "
+                            "servers (cells.layout: graphml)")
+    if sc.cells.layout == "graphml" and sc.topology.layout == "graphml":
+        raise ScenarioError("topology.layout", "'graphml' is not supported with cells.layout "
+                            "'graphml'", "expected 'annulus' or 'coordinates': the devices "
+                            "are dropped by cells.drop, the file gives the servers")
     for key, ok, allowed in needs:
         if not ok:
             raise ScenarioError(key, f"is not supported with cells.layout "

@@ -260,3 +260,11 @@ def test_the_command_line_runs_several_cells(tmp_path, capsys):
                  "--out", str(tmp_path / "run2")]) == 0
     out = capsys.readouterr().out
     assert "35 rounds" in out and "goodput" in out
+
+
+def test_layouts_refuse_what_they_cannot_place():
+    with pytest.raises(ms.ScenarioError, match="topology.graphml_file"):
+        ms.load_scenario(None, overrides={"cells.layout": "graphml"})
+    with pytest.raises(ms.ScenarioError, match="cells.density_per_km2"):
+        run(**{"run.rounds": 2, "cells.layout": "ppp", "cells.density_per_km2": 0.001,
+               "cells.region_m": 10.0})
