@@ -78,3 +78,27 @@ def test_association_handover_re_places_a_cells_devices_at_its_round_ends():
     assert all(x["arrival_s"] >= x["time_s"] for x in log if "arrival_s" in x)
     # nearest without hysteresis hands over at least as often as A3 with its 3 dB and 160 ms
     assert len(log) >= run().summary["handover"]["handovers"]
+
+
+def test_the_engine_hands_over_at_the_hexagonal_boundary_crossing_rate():
+    # hexagonal cells of ISD D have boundary length 2 / D per unit area, so a device moving at v
+    # crosses 4 v / (pi D) boundaries per second (the same argument as Lin et al.'s 4 v
+    # sqrt(lambda) / pi for a PPP); with no hysteresis, no time-to-trigger and a fine
+    # measurement grid every crossing is a handover, except while a context is in flight (the
+    # device is then not considered): the time at risk excludes those interruptions
+    v, isd, horizon = 20.0, 200.0, 30.0
+    count = exposure = 0.0
+    for seed in (1, 2, 3, 4):
+        r = ms.simulate(ms.load_scenario(None, overrides={
+            "seed": seed, "run.rounds": 100000, "run.max_time_s": horizon,
+            "cells.layout": "hex", "cells.count": 7, "cells.isd_m": isd, "devices.count": 10,
+            "mobility.model": "random-waypoint", "mobility.speed_mps": v,
+            "cells.hysteresis_db": 0.0, "cells.time_to_trigger_ms": 0.0,
+            "cells.measurement_period_ms": 5.0}))
+        log = r.network.log
+        count += len(log)
+        exposure += r.network.d * horizon - sum(x.get("interruption_s", horizon - x["time_s"])
+                                                for x in log)
+    expected = 4 * v / (math.pi * isd)
+    # Poisson bound on the count (crossings of long paths are less dispersed than Poisson)
+    assert abs(count / exposure - expected) < 4.0 * math.sqrt(expected * exposure) / exposure
