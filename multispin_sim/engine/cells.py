@@ -338,9 +338,25 @@ class CellsRun:
         self.wall0 = wall0
 
     def start(self):
-        if self.network is not None:
-            self.env.process(self.network.run(self.env))
-        return self.env.all_of([r.start() for r in self.runs])
+        procs = [r.start() for r in self.runs]
+        if self.network is None:
+            return self.env.all_of(procs)
+        self.env.process(self.network.run(self.env))
+        return self.env.process(self._until_done(procs))
+
+    def _until_done(self, procs):
+        """SimPy: until every cell's loop has ended. With moving devices a cell may be left
+        without devices: when a loop ends and every cell still running is idle, they end too
+        (their rounds would wait for devices that only a handover could bring)."""
+        env, network = self.env, self.network
+        running = list(zip(self.ids, procs))
+        while running:
+            yield env.any_of([p for _, p in running])
+            running = [(c, p) for c, p in running if not p.triggered]
+            if running and all(network.idle(c) for c, _ in running):
+                network.close()
+                yield env.all_of([p for _, p in running])
+                running = []
 
     def abort(self):
         for r in self.runs:

@@ -75,6 +75,7 @@ class Network:
         self.arrivals = {}          # cell -> event fired when a device arrives
         self.log = []               # handovers: dicts (handovers.csv)
         self.env = None
+        self.closing = False
         self._t = -1.0
 
     def attach(self, serving):
@@ -164,6 +165,18 @@ class Network:
         if event is not None:
             event.succeed()
 
+    def idle(self, cell):
+        """No device attached to ``cell`` and none migrating to it."""
+        return not np.any(self.attached == cell) and not np.any(self.leaving == cell)
+
+    def close(self):
+        """No more work will come to idle cells: wake their loops to end."""
+        self.closing = True
+        for event in self.arrivals.values():
+            if not event.triggered:
+                event.succeed()
+        self.arrivals.clear()
+
     def arrival_event(self, env, cell):
         event = self.arrivals.get(cell)
         if event is None:
@@ -212,7 +225,7 @@ class AttachedWorkload:
         return bool(np.any(self.network.attached == self.cell))
 
     def exhausted(self):
-        return False
+        return self.network.closing and not self.has_work()
 
     def work_event(self, env):
         return self.network.arrival_event(env, self.cell)

@@ -102,3 +102,14 @@ def test_the_engine_hands_over_at_the_hexagonal_boundary_crossing_rate():
     expected = 4 * v / (math.pi * isd)
     # Poisson bound on the count (crossings of long paths are less dispersed than Poisson)
     assert abs(count / exposure - expected) < 4.0 * math.sqrt(expected * exposure) / exposure
+
+
+def test_a_cell_left_without_devices_does_not_hold_the_run():
+    # one device in the whole network: the cells it never visits wait for work forever unless
+    # the run ends them when every other loop is done
+    r = ms.simulate(ms.load_scenario(None, overrides={
+        "run.rounds": 30, "cells.layout": "hex", "cells.count": 7, "cells.isd_m": 200.0,
+        "cells.drop": "region", "devices.count": 1, "mobility.model": "random-waypoint",
+        "mobility.speed_mps": 5.0}))
+    assert max(c["rounds"] for c in r.summary["cells"]) <= 30
+    assert r.summary["rounds"] >= 30
