@@ -171,7 +171,8 @@ def simulate(scenario, out=None, *, results_dir=None, progress=False, command_li
 
 
 def _simulate(scenario, folder, inputs, tmp, signals, progress, command_line):
-    run = build_run(scenario, folder, inputs, progress=progress)
+    from .cells import builder   # one cell: build_run; several: one round loop per cell
+    run = builder(scenario, build_run, Result)(scenario, folder, inputs, progress=progress)
     signals.attach(run.loop)
     main = run.start()
     try:
@@ -291,7 +292,8 @@ class Run:
 
 
 def build_run(scenario, folder, inputs, *, progress=False, controller=None, reactive=None,
-              writer_process=None):
+              writer_process=None, env=None, population_hook=None, channel_hook=None,
+              workload_hook=None, mover_hook=None):
     """The system of ``scenario`` (``scenario.yaml`` written to ``folder``), ready to ``start``.
 
     ``controller``, ``reactive``: optional callables given the scenario's draft controller and
@@ -299,6 +301,10 @@ def build_run(scenario, folder, inputs, *, progress=False, controller=None, reac
     example a learning agent); None keeps the scenario's own. ``writer_process``: format the
     records on a second process (None: for long runs, as ``WRITER_PROCESS_MIN_ROWS`` says;
     False: in this process, e.g. inside a worker process that may not have children).
+    ``env``: the SimPy environment to build in (None: a new one); ``population_hook``,
+    ``channel_hook``, ``workload_hook``, ``mover_hook``: callables given the population, the
+    channel, the workload and the mover as built, returning the ones to use (a cell of
+    several, ``engine.cells``).
     """
     (folder / "scenario.yaml").write_text(dump_scenario_yaml(scenario), encoding="utf-8")
 
@@ -306,6 +312,8 @@ def build_run(scenario, folder, inputs, *, progress=False, controller=None, reac
     streams = RandomStreams(scenario.seed)
     population = build_population(scenario, streams.devices, streams.topology, streams.shadowing,
                                    inputs.get("graphml"))
+    if population_hook is not None:
+        population = population_hook(population)
     acceptance, belief = build_acceptance(scenario, population, streams.acceptance,
                                           inputs.get("acceptance_trace"))
     if acceptance.nominal is not population.system.alpha:   # the model's mean rates
@@ -319,9 +327,11 @@ def build_run(scenario, folder, inputs, *, progress=False, controller=None, reac
         scenario, draft_length=population.draft_length,
         powers=energy_powers(scenario, population))
     controller = own_controller if controller is None else controller(own_controller)
-    env = simpy.Environment()
+    env = simpy.Environment() if env is None else env
     coherence = None if ch.coherence_time_ms is None else ch.coherence_time_ms * 1e-3
     channel = build_channel(scenario, system, streams, coherence, moving)
+    if channel_hook is not None:
+        channel = channel_hook(channel)
     own_policy = reactive_policy(scenario, population)
     own_policy = own_policy if reactive is None else reactive(own_policy)
     server = EdgeServer(system, link_policy(scenario, channel, own_policy),
@@ -347,6 +357,10 @@ def build_run(scenario, folder, inputs, *, progress=False, controller=None, reac
                          slo_tpot_s=scenario.serving.slo_tpot_s)
     workload = build_workload(scenario, population, streams, env, log, inputs)
     mover = Mover(scenario, population, streams.mobility, streams.shadowing) if moving else None
+    if workload_hook is not None:
+        workload = workload_hook(workload)
+    if mover_hook is not None:
+        mover = mover_hook(mover)
     show = progress and sys.stderr.isatty()
     loop = make_loop(scenario.serving.protocol, env, population, channel, server, controller,
                      workload, streams, recorder, scenario.run.rounds, scenario.run.max_time_s,

@@ -9,6 +9,11 @@ Modules are named for the part of the model they compute:
   correlation J0(2 pi f_D dt)), and delivery over consecutive fading blocks.
 - ``rates``: noise power and Shannon rate of an OFDMA link.
 - ``topology``: positions and distances in the plane.
+- ``cells``: layouts of several servers (hexagonal grid with wrap-around, PPP, given positions).
+- ``pathloss_3gpp``: large-scale models per link: today's power law, 3GPP TR 38.901 UMa / UMi.
+- ``association``: which server a device attaches to (max-RSRP, nearest, load-aware, joint).
+- ``sinr``: SINR, frequency reuse, delivery at a piecewise-constant rate.
+- ``handover``: the A3 trigger (hysteresis, time-to-trigger, ping-pongs).
 - ``mobility``: random-waypoint movement (path loss clamped at the 1 m reference distance).
 - ``queueing``: request lengths and the M/G/1 oracle (rounds per request, Pollaczek-Khinchine).
 - ``payload``: size in bits of one transmitted distribution.

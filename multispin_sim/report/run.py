@@ -153,6 +153,29 @@ def _stat(summary, key, q, scale=1.0):
     return number(s.get(q)) * scale if isinstance(s, dict) else np.nan
 
 
+def _cells_section(summary):
+    """A run of several cells: one row per cell, and the handovers (docs/components/cells.md)."""
+    cells = summary.get("cells")
+    if not isinstance(cells, list) or not cells:
+        return []
+    keys = (("cell", "cell", "d"), ("devices", "devices", "d"), ("goodput_tps", "goodput (tokens/s)", ".2f"),
+            ("rounds", "rounds", "d"), ("ul_corrections", "UL", "d"), ("dl_corrections", "DL", "d"),
+            ("mean_duration_s", "mean round (s)", ".4f"))
+    head = "".join(f"<th>{_e(label)}</th>" for _, label, _ in keys)
+    rows = "".join("<tr>" + "".join(
+        f"<td>{_e(format(c.get(k), spec)) if isinstance(c.get(k), (int, float)) else '-'}</td>"
+        for k, _, spec in keys) + "</tr>" for c in cells if isinstance(c, dict))
+    out = [f"<h2>Cells</h2><p>{len(cells)} cells; UL share of corrections "
+           f"{_fmt(summary.get('ul_share'))}; load balance (smallest over largest cell goodput) "
+           f"{_fmt(summary.get('load_balance'))}.</p><table><tr>{head}</tr>{rows}</table>"]
+    ho = summary.get("handover")
+    if isinstance(ho, dict):
+        out.append(f"<p>Handovers: {ho.get('handovers', '?')} ({ho.get('ping_pongs', '?')} "
+                   f"ping-pongs), {_fmt(ho.get('per_device_per_s'))} per device per second, mean "
+                   f"interruption {_fmt(ho.get('mean_interruption_s'))} s (handovers.csv).</p>")
+    return out
+
+
 def read_run_folder(folder):
     """Everything the run page needs, read and checked before any figure is drawn."""
     folder = Path(folder)
@@ -194,6 +217,7 @@ def run_report(checked):
         body.append(f"<p>Requests: {req.get('completed', '?')} of {req.get('arrivals', '?')} completed; "
                     f"latency median {_fmt(lat.get('median'))} s, p95 {_fmt(lat.get('p95'))} s; server "
                     f"utilisation {_fmt(req.get('server_utilisation'))}.</p>")
+    body.extend(_cells_section(summary))
     warnings = [str(w) for w in summary.get("warnings") or [] if w]
     if not summary.get("complete", True):
         warnings.insert(0, "the run was interrupted: complete is false, the figures cover the rounds done")

@@ -27,13 +27,14 @@ from .params import Check, Params, ge, param, section
 from .presets import DEFAULT_MODEL_PAIR, MODEL_PAIRS, TASKS
 from .sections_components import (Acceptance, Adaptive, Compute, Csi, Energy, Limits, Link,
                                   Mobility, PowerMode, Serving, Straggler, Topology, Workload)
+from .sections_cells import Cells
 from .sections_system import Channel, DeviceOverride, Devices, Payload, Policy, Run, Server
 
 __all__ = [
     "Scenario", "Devices", "DeviceOverride", "Server", "Channel", "Payload", "Policy", "Run",
     "Workload", "Topology", "Mobility", "Limits", "Compute", "Energy", "PowerMode", "Serving", "Adaptive",
     "PROTOCOLS", "BATCHING_POLICIES", "Acceptance", "ACCEPTANCE_MODELS", "ACCEPTANCE_BELIEFS",
-    "Link", "Csi", "Straggler",
+    "Link", "Csi", "Straggler", "Cells",
     "FADING_MODELS", "DEVICE_TASKS", "POLICY_MODES", "DRAFT_POLICIES", "DRAFT_UPDATES",
     "ARRIVAL_MODELS", "LENGTH_MODELS", "TOPOLOGY_LAYOUTS", "MOBILITY_MODELS",
     "PAYLOAD_FORMATS", "PAYLOAD_MODELS", "MAX_DRAFT_LIMIT", "EXHAUSTIVE_MAX_DEVICES", "DEFAULT_DL_POWER_RATIO", "CROSS_CHECKS",
@@ -74,3 +75,4 @@ class Scenario(Params):
     csi: Csi = param(Csi(), "CSI at decision time")
     straggler: Straggler = param(Straggler(), "Straggler-aware reactive policies")
     limits: Limits = param(Limits(), "Memory and time bounds of a run")
+    cells: Cells = param(Cells(), "Several edge servers: layout, path loss, association, reuse")

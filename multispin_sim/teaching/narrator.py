@@ -44,7 +44,15 @@ def _tables(result):
 
 
 def explain(result, rounds=3):
-    """The first ``rounds`` rounds of ``result`` (a ``Result``) as plain text."""
+    """The first ``rounds`` rounds of ``result`` (a ``Result``) as plain text; a run of several
+    cells is told cell by cell, each from its own records."""
+    cells = getattr(result, "cells", None)
+    if cells:
+        return "\n".join(
+            f"Cell {block['cell']} (server at ({cell.population.server_position[0]:.0f}, "
+            f"{cell.population.server_position[1]:.0f}) m, {block['devices']} devices):\n"
+            + explain(cell, rounds)
+            for block, cell in zip(result.summary["cells"], cells))
     rt, dr, dev = _tables(result)
     system = result.population.system
     mode_name = getattr(getattr(result.scenario, "policy", None), "mode", "optimal")

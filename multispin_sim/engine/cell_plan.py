@@ -1,0 +1,171 @@
+"""Where a run of several cells puts things (docs/components/cells.md): the servers (the
+layout, read from GraphML for 'graphml'), each cell's seed and server settings, the devices
+(per cell, or over the region and attached by the association rule), and what the rules see.
+
+``cell_plan`` gives each cell the single-cell scenario it is built from; ``mobile_plan`` does it
+for moving devices, every cell holding all of them (``engine.handover``).
+"""
+import dataclasses
+import functools
+
+import numpy as np
+
+from ..model.association import ASSOCIATION_RULES, AssociationView
+from ..model.cells import CELL_LAYOUTS
+from ..model.payload import format_from_scenario
+from ..model.rates import noise_psd_watt_per_hz
+from ..model.topology import uniform_in_annulus
+from .handover import Network
+from .population import dl_power_w
+
+
+def cell_seed(seed, c):
+    """The seed of cell c: the run's for cell 0 (a one-cell run is today's), else derived."""
+    return seed if c == 0 else int(np.random.SeedSequence((seed, c)).generate_state(1)[0])
+
+
+def cell_layout(scenario, rng):
+    cells = scenario.cells
+    cls = CELL_LAYOUTS.lookup(cells.layout)
+    servers = (read_graphml_servers(scenario.topology.graphml_file) if cls.reads_servers
+               else None)
+    return cls.from_scenario(scenario, rng, servers)
+
+
+def read_graphml_servers(path):
+    """Positions (S, 2) of the nodes with role 'server' of a GraphML file."""
+    import networkx as nx
+
+    from ..scenario import ScenarioError
+
+    try:
+        graph = nx.read_graphml(path)
+    except Exception as exc:  # noqa: BLE001 -- any parse failure is a bad input file
+        raise ScenarioError("topology.graphml_file", f"cannot read {path!r} as GraphML: {exc}",
+                            "expected a GraphML file with x and y node attributes") from None
+    xy = [(float(d["x"]), float(d["y"])) for _, d in graph.nodes(data=True)
+          if str(d.get("role", "")) == "server"]
+    if not xy:
+        raise ScenarioError("topology.graphml_file", f"{path!r} has no server node",
+                            "expected nodes with role 'server' (cells.layout: graphml)")
+    return np.array(xy, dtype=float)
+
+
+def initial_positions(scenario, layout, rng):
+    """(D, 2) start positions: ``devices.count`` around each site in the annulus of
+    ``devices.distance_m`` (drop: per-cell), or ``devices.count`` over the region."""
+    cells = scenario.cells
+    k = scenario.devices.count
+    if cells.drop == "per-cell":
+        d = scenario.devices.distance_m
+        lo, hi = (d if isinstance(d, tuple) else (d, d))
+        return np.vstack([uniform_in_annulus(rng, k, float(lo), float(hi), site)
+                          for site in layout.sites])
+    return drop_over_region(scenario, layout, rng)
+
+
+def drop_over_region(scenario, layout, rng):
+    """(positions (K, 2), cells (K,)): devices.count devices uniform over the region, attached
+    by ``cells.association`` on their long-term received power at the start."""
+    k = scenario.devices.count
+    if getattr(layout, "drop_in_cell", None) is not None:
+        cell = rng.integers(layout.count, size=k)
+        pos = np.vstack([layout.drop_in_cell(rng, int(c), 1) for c in cell])
+    else:
+        r = scenario.cells.region_m * np.sqrt(rng.random(k))
+        a = rng.random(k) * 2 * np.pi
+        pos = layout.sites.mean(axis=0) + np.column_stack([r * np.cos(a), r * np.sin(a)])
+    return pos
+
+
+def association_view(scenario, layout, gain, positions):
+    """What the rule sees: RSRP = DL budget x the long-term gains ``gain`` (D, S); one
+    correction's payload bits (a top-k distribution, ``model.payload``)."""
+    fmt = format_from_scenario(scenario.payload)
+    bits = float(fmt.bits()) if fmt.fixed_size else 0.0
+    d = layout.distances(positions)
+    s = layout.count
+    servers = [server_of(scenario, c) for c in range(s)]
+    return AssociationView(
+        server_powers(scenario, s) * gain, d,
+        np.array([(v.verify_fixed_ms or 0.0) * 1e-3 for v in servers]),
+        np.array([(v.verify_per_device_ms or 0.0) * 1e-3 for v in servers]),
+        np.full(s, scenario.channel.bandwidth_mhz * 1e6 / scenario.cells.reuse),
+        noise_psd(scenario), bits)
+
+
+def server_of(scenario, c):
+    """The ``server`` section of cell c: the scenario's, with ``cells.servers[c]`` applied."""
+    override = dict(scenario.cells.servers).get(c)
+    if override is None:
+        return scenario.server
+    changes = {k: v for k, v in dataclasses.asdict(override).items() if v is not None}
+    if "dl_power_dbm" in changes:
+        changes["dl_power_ratio"] = None   # the two are exclusive
+    return dataclasses.replace(scenario.server, **changes)
+
+
+def server_powers(scenario, count):
+    """DL budgets (S,) of the cells' servers (W)."""
+    return np.array([dl_power_w(dataclasses.replace(scenario, server=server_of(scenario, c)))
+                     for c in range(count)])
+
+
+def noise_psd(scenario):
+    ch = scenario.channel
+    return noise_psd_watt_per_hz(ch.noise_psd_dbm_hz + ch.noise_figure_db)
+
+
+def mobile_plan(scenario, layout, model, links, rng):
+    """([(cell, its scenario)], Network): every cell holds all D devices at their start
+    positions (the same seed, so the same devices), attached by ``cells.association``."""
+    positions = initial_positions(scenario, layout, rng)
+    rule = ASSOCIATION_RULES.lookup(scenario.cells.association).from_scenario(scenario)
+    network = Network(scenario, layout, model, links, positions, rng,
+                      server_powers(scenario, layout.count), rule,
+                      functools.partial(association_view, scenario, layout))
+    network.attach(rule.choose(association_view(scenario, layout, network.gain, positions)))
+    links.gain = network.gain
+    bandwidth = scenario.channel.bandwidth_mhz / scenario.cells.reuse
+    xy = tuple(map(tuple, positions.tolist()))
+    plan = []
+    for c in range(layout.count):
+        sc = dataclasses.replace(
+            scenario, cells=dataclasses.replace(scenario.cells, layout="single"),
+            channel=dataclasses.replace(scenario.channel, bandwidth_mhz=bandwidth),
+            devices=dataclasses.replace(scenario.devices, count=len(xy)),
+            server=server_of(scenario, c),
+            topology=dataclasses.replace(scenario.topology, layout="coordinates", device_xy_m=xy,
+                                         server_xy_m=tuple(float(v) for v in layout.sites[c])))
+        plan.append((c, sc))
+    return plan, network
+
+
+def cell_plan(scenario, layout, model, links, rng):
+    """[(cell, its scenario)]: each cell's seed, server position, devices and band."""
+    cells = scenario.cells
+    bandwidth = scenario.channel.bandwidth_mhz / cells.reuse
+    out = []
+
+    def cell_scenario(c, **topology):
+        sc = dataclasses.replace(scenario, seed=cell_seed(scenario.seed, c), cells=dataclasses.replace(
+            cells, layout="single"), channel=dataclasses.replace(scenario.channel,
+                                                                 bandwidth_mhz=bandwidth),
+            server=server_of(scenario, c))
+        return dataclasses.replace(sc, topology=dataclasses.replace(
+            sc.topology, server_xy_m=tuple(float(v) for v in layout.sites[c]), **topology))
+    if cells.drop == "per-cell":
+        return [(c, cell_scenario(c)) for c in range(layout.count)]
+    positions = drop_over_region(scenario, layout, rng)
+    gain, _ = model.draw(rng, layout.distances(positions))
+    rule = ASSOCIATION_RULES.lookup(cells.association).from_scenario(scenario)
+    chosen = rule.choose(association_view(scenario, layout, gain, positions))
+    for c in range(layout.count):
+        mine = positions[chosen == c]
+        if mine.shape[0] == 0:
+            continue
+        links.drawn[c] = gain[chosen == c]
+        sc = cell_scenario(c, layout="coordinates", device_xy_m=tuple(map(tuple, mine.tolist())))
+        out.append((c, dataclasses.replace(sc, devices=dataclasses.replace(
+            sc.devices, count=int(mine.shape[0])))))
+    return out

@@ -1,0 +1,254 @@
+"""Moving devices across cells: one walk of every device of the network, the A3 handover
+trigger at measurement instants, and the context migration to the new server
+(docs/components/cells.md).
+
+With devices moving (``mobility.model``) every cell's system holds all D devices of the
+network; a device drafts and is verified only in the cell it is attached to
+(``AttachedWorkload``: the cell's active set is its attached devices). ``Network`` owns the
+positions (one ``RandomWaypoint`` of D devices on the cells stream), the large-scale gains of
+every device to every server (``Links.gain``, updated as the devices move; a link's LOS state
+and shadowing are drawn once), the A3 trigger (``model.handover``), and the migrations:
+
+- at a measurement instant (every ``cells.measurement_period_ms``) the positions move on, the
+  gains follow, and the trigger may hand a device over;
+- the device leaves its cell at once (it joins no new round there) and its context (the prompt
+  plus the tokens generated so far, ceil(log2 V) bits each) leaves when the round it is in has
+  ended (at once if it is in none): backhaul latency plus bits over the backhaul rate;
+- on arrival the device is attached to the new cell and joins its next round.
+
+While a context migrates, the device is not considered for another handover. Each cell's
+mover (``CellMover``) answers the round loop the gains of every device to its server at the
+round start (the walk advanced to that instant: SimPy's clock never goes back).
+"""
+import math
+
+import numpy as np
+
+from ..model.handover import A3Trigger
+from ..model.mobility import RandomWaypoint
+from ..model.units import linear_to_db
+
+
+def walk_region(scenario, layout):
+    """(centre, (r_min, r_max)) of the waypoints: ``mobility.region_m`` around the sites'
+    centroid, else the disc reaching half an ISD (or cells.region_m) beyond the farthest site."""
+    centre = layout.sites.mean(axis=0)
+    if scenario.mobility.region_m is not None:
+        return centre, scenario.mobility.region_m
+    spread = float(np.max(np.hypot(*(layout.sites - centre).T), initial=0.0))
+    margin = getattr(layout, "isd_m", None)
+    margin = margin / 2.0 if margin is not None else scenario.cells.region_m
+    return centre, (0.0, spread + margin)
+
+
+class Network:
+    """Positions, gains, attachments and migrations of the D devices of all cells."""
+
+    def __init__(self, scenario, layout, model, links, positions, rng, p_dl, rule=None,
+                 view=None):
+        self.scenario, self.layout, self.model, self.links = scenario, layout, model, links
+        cells = scenario.cells
+        m = scenario.mobility
+        speed = m.speed_mps if isinstance(m.speed_mps, tuple) else (m.speed_mps, m.speed_mps)
+        centre, region = walk_region(scenario, layout)
+        self.walk = RandomWaypoint(positions, centre, region, speed, m.pause_s, rng)
+        d = layout.distances(positions)
+        # each link's LOS state and shadowing, drawn once: gain = mean gain x shadowing
+        drawn, self.los = model.draw(rng, d)
+        self.shadow = drawn / model.mean_gain(d, self.los)
+        self.d = self.walk.k
+        self.distance = d
+        self.gain = drawn
+        self.p_dl = p_dl   # (S,) the servers' DL budgets: RSRP = P_dl,s x gain
+        # cells.handover 'association': the rule and its view, re-evaluated at round ends
+        self.rule = rule if cells.handover == "association" else None
+        self.view = view
+        self.leaving = np.full(self.d, -1)                     # target of a pending migration
+        self.in_round = np.zeros((layout.count, self.d), dtype=bool)
+        self.generated = np.zeros(self.d)
+        bits = math.ceil(math.log2(scenario.payload.vocab))
+        self.token_bits = bits
+        self.prompt_bits = cells.context_prompt_tokens * bits
+        self.latency = cells.backhaul_latency_ms * 1e-3
+        self.rate = cells.backhaul_rate_mbps * 1e6
+        self.period = cells.measurement_period_ms * 1e-3
+        self.arrivals = {}          # cell -> event fired when a device arrives
+        self.log = []               # handovers: dicts (handovers.csv)
+        self.env = None
+        self.closing = False
+        self._t = -1.0
+
+    def attach(self, serving):
+        """The devices' first servers (the association rule's choice at the drop)."""
+        cells = self.scenario.cells
+        self.trigger = A3Trigger(serving, cells.hysteresis_db, cells.time_to_trigger_ms * 1e-3,
+                                 cells.ping_pong_s)
+        self.attached = np.array(serving, dtype=np.int64)      # -1 while migrating
+
+    # -- movement and gains ------------------------------------------------------------------
+    def update(self, t):
+        """Positions and gains at ``t`` (once per instant)."""
+        if t == self._t:
+            return
+        self._t = t
+        pos = self.walk.advance(t)
+        self.distance = self.layout.distances(pos)
+        self.gain = self.model.mean_gain(self.distance, self.los) * self.shadow
+        self.links.gain = self.gain
+
+    def rsrp_db(self):
+        return linear_to_db(self.p_dl * self.gain)
+
+    # -- the measurement process ---------------------------------------------------------------
+    def run(self, env):
+        """SimPy: measure every period; hand over what the trigger fires."""
+        self.env = env
+        if self.rule is not None:
+            return   # handovers come at round boundaries (round_ended)
+        while True:
+            yield env.timeout(self.period)
+            self.update(env.now)
+            rsrp = self.rsrp_db()
+            busy = self.attached < 0
+            if busy.any():   # a migrating device is not considered (its serving = its target)
+                keep = rsrp[busy, self.trigger.serving[busy]]
+                rsrp[busy] = -np.inf
+                rsrp[busy, self.trigger.serving[busy]] = keep
+            source = self.trigger.serving.copy()
+            devices, targets, pong = self.trigger.step(env.now, rsrp)
+            for dev, target, p in zip(devices.tolist(), targets.tolist(), pong.tolist()):
+                self.hand_over(env, dev, int(source[dev]), target, p)
+
+    def hand_over(self, env, dev, source, target, ping_pong):
+        self.attached[dev] = -1
+        self.leaving[dev] = target
+        record = {"time_s": env.now, "device": dev, "source": source, "target": target,
+                  "ping_pong": int(ping_pong)}
+        self.log.append(record)
+        if not self.in_round[source, dev]:
+            self._migrate(env, dev, record)
+        else:
+            record["pending"] = True
+
+    def round_ended(self, cell, now):
+        """The round of ``cell`` ended: contexts of devices that left it during it go now;
+        under 'association' the rule re-places the cell's devices."""
+        devices = np.flatnonzero(self.in_round[cell])
+        self.in_round[cell] = False
+        if self.rule is not None:
+            self.update(now)
+            choice = self.rule.choose(self.view(self.gain, self.walk.pos))
+            move = np.flatnonzero((self.attached == cell) & (choice != cell))
+            if move.size:
+                pong = self.trigger.hand_over(now, move, choice[move])
+                for dev, target, p in zip(move.tolist(), choice[move].tolist(), pong.tolist()):
+                    self.hand_over(self.env, dev, cell, target, p)
+        for dev in devices.tolist():
+            if self.leaving[dev] >= 0 and self.attached[dev] < 0:
+                record = next(r for r in reversed(self.log) if r["device"] == dev)
+                if record.pop("pending", False):
+                    self._migrate(self.env, dev, record)
+
+    def _migrate(self, env, dev, record):
+        bits = self.prompt_bits + self.generated[dev] * self.token_bits
+        delay = self.latency + bits / self.rate
+        record.update(context_bits=bits, migration_start_s=env.now, migration_s=delay)
+        env.process(self._arrive(env, dev, delay, record))
+
+    def _arrive(self, env, dev, delay, record):
+        yield env.timeout(delay)
+        target = int(self.leaving[dev])
+        self.leaving[dev] = -1
+        self.attached[dev] = target
+        record.update(arrival_s=env.now, interruption_s=env.now - record["time_s"])
+        event = self.arrivals.pop(target, None)
+        if event is not None:
+            event.succeed()
+
+    def idle(self, cell):
+        """No device attached to ``cell`` and none migrating to it."""
+        return not np.any(self.attached == cell) and not np.any(self.leaving == cell)
+
+    def close(self):
+        """No more work will come to idle cells: wake their loops to end."""
+        self.closing = True
+        for event in self.arrivals.values():
+            if not event.triggered:
+                event.succeed()
+        self.arrivals.clear()
+
+    def arrival_event(self, env, cell):
+        event = self.arrivals.get(cell)
+        if event is None:
+            event = self.arrivals[cell] = env.event()
+        return event
+
+    def summary(self, duration_s):
+        done = [r for r in self.log if "interruption_s" in r]
+        n = len(self.log)
+        return {"handovers": n, "ping_pongs": self.trigger.ping_pongs,
+                "per_device_per_s": n / (self.d * duration_s) if duration_s > 0 else 0.0,
+                "completed": len(done),
+                "mean_interruption_s": (float(np.mean([r["interruption_s"] for r in done]))
+                                        if done else 0.0),
+                "mean_context_bits": (float(np.mean([r["context_bits"] for r in done]))
+                                      if done else 0.0)}
+
+    def write(self, path):
+        import csv
+
+        cols = ["time_s", "device", "source", "target", "ping_pong", "context_bits",
+                "migration_start_s", "migration_s", "arrival_s", "interruption_s"]
+        with open(path, "w", newline="", encoding="utf-8") as f:
+            w = csv.writer(f)
+            w.writerow(cols)
+            for r in self.log:
+                w.writerow([r.get(c, "") for c in cols])
+
+
+class AttachedWorkload:
+    """A cell's saturated workload restricted to the devices attached to it."""
+
+    saturated = False
+
+    def __init__(self, inner, network, cell):
+        self.inner, self.network, self.cell = inner, network, cell
+
+    def start_round(self, now):
+        active = self.network.attached == self.cell
+        self.network.in_round[self.cell] = active
+        return active
+
+    active = start_round
+
+    def has_work(self):
+        return bool(np.any(self.network.attached == self.cell))
+
+    def exhausted(self):
+        return self.network.closing and not self.has_work()
+
+    def work_event(self, env):
+        return self.network.arrival_event(env, self.cell)
+
+    def remaining(self):
+        return None
+
+    def tokens_delivered(self, now, tokens):
+        self.network.generated += tokens
+        self.network.round_ended(self.cell, now)
+
+    def finish(self, now):
+        return None
+
+
+class CellMover:
+    """The round loop's mover for one cell: gains and distances of every device to its server."""
+
+    def __init__(self, network, cell):
+        self.network, self.cell = network, cell
+        self.distance = network.distance[:, cell].copy()
+
+    def gains(self, t):
+        self.network.update(t)
+        self.distance = self.network.distance[:, self.cell].copy()
+        return self.network.gain[:, self.cell].copy()

@@ -1,0 +1,180 @@
+"""Large-scale models of a link to any server: ``cells.pathloss`` names a class of
+``PATHLOSS_MODELS`` (pure numpy).
+
+- ``power-law``: G(d) = G_0 d^-eta with log-normal shadowing of ``channel.shadowing_db`` (today's
+  model, ``model.pathloss``), every link LOS.
+- ``uma``, ``umi``: 3GPP TR 38.901 V17.0.0 (ETSI TR 138 901, 2022-04) Table 7.4.1-1 path loss
+  of the urban macro (UMa) and urban micro street-canyon (UMi) scenarios, LOS and NLOS, with
+  the LOS probability of Table 7.4.2-1 (outdoor devices) and the shadow-fading standard
+  deviations of Table 7.4.1-1. The formulas and their ranges are in docs/model.md section 14.
+
+Conventions of the standard: fc in GHz, distances in metres, d3D = sqrt(d2D^2 + (hBS - hUT)^2),
+breakpoint d'BP = 4 h'BS h'UT fc / c with h' = h - hE and the effective environment height
+hE = 1 m (the standard's value for UMi, and for UMa devices up to 13 m, for which its C(d2D,
+hUT) is 0). A 2-D distance below the standard's 10 m is evaluated at 10 m (a device next to the
+mast); beyond 5 km the formulas are extrapolated.
+"""
+import numpy as np
+
+from .registry import Registry
+from .units import db_to_linear
+
+PATHLOSS_MODELS = Registry("path-loss model")
+
+SPEED_OF_LIGHT = 299_792_458.0
+MIN_D2D_M = 10.0
+
+
+class PathLossModel:
+    """A large-scale model: mean gain (dB) given the LOS state, LOS probability, shadowing std.
+
+    ``population_gain``: the model is the one the single-cell population already drew for a
+    device's own server (today's power law), so a cell keeps those gains.
+
+    ``draw(rng, d2d)`` -> (linear gains, los): one uniform per link for its LOS state (in the
+    order of ``d2d.ravel()``), then one standard normal per link for its shadowing."""
+
+    @classmethod
+    def from_scenario(cls, scenario):
+        c = scenario.cells
+        return cls(fc_ghz=c.fc_ghz, h_bs_m=c.h_bs_m, h_ut_m=c.h_ut_m)
+
+    population_gain = False
+
+    def gain_db(self, d2d_m, los):
+        raise NotImplementedError
+
+    def los_probability(self, d2d_m):
+        raise NotImplementedError
+
+    def shadowing_std_db(self, los):
+        raise NotImplementedError
+
+    def mean_gain(self, d2d_m, los):
+        """Linear gain without shadowing (the long-term gain association reads)."""
+        return db_to_linear(self.gain_db(d2d_m, los))
+
+    def draw(self, rng, d2d_m):
+        d = np.asarray(d2d_m, dtype=float)
+        los = rng.random(d.shape) < self.los_probability(d)
+        shadow = self.shadowing_std_db(los) * rng.standard_normal(d.shape)
+        return db_to_linear(self.gain_db(d, los) + shadow), los
+
+
+@PATHLOSS_MODELS.register("power-law")
+class PowerLaw(PathLossModel):
+    """G_0 (d / 1 m)^-eta (d clamped at the 1 m reference), LOS everywhere, shadowing sigma."""
+
+    population_gain = True
+
+    @classmethod
+    def from_scenario(cls, scenario):
+        ch = scenario.channel
+        return cls(ch.ref_gain_db, ch.pathloss_exponent, ch.shadowing_db)
+
+    def __init__(self, ref_gain_db=-30.0, exponent=3.5, shadowing_db=0.0):
+        self.ref_gain_db = float(ref_gain_db)
+        self.exponent = float(exponent)
+        self.sigma_db = float(shadowing_db)
+
+    def gain_db(self, d2d_m, los=True):
+        d = np.maximum(np.asarray(d2d_m, dtype=float), 1.0)
+        return self.ref_gain_db - 10.0 * self.exponent * np.log10(d)
+
+    def los_probability(self, d2d_m):
+        return np.ones(np.shape(d2d_m))
+
+    def shadowing_std_db(self, los):
+        return np.full(np.shape(los), self.sigma_db)
+
+
+class TR38901(PathLossModel):
+    """A TR 38.901 street scenario: ``fc_ghz``, base-station and device heights (m)."""
+
+    h_bs_default = 25.0
+    # Table 7.4.1-1 shadow-fading standard deviations (dB): LOS, NLOS
+    sigma_los_db = 4.0
+    sigma_nlos_db = 6.0
+
+    def __init__(self, fc_ghz=3.5, h_bs_m=None, h_ut_m=1.5):
+        self.fc_ghz = float(fc_ghz)
+        self.h_bs = float(self.h_bs_default if h_bs_m is None else h_bs_m)
+        self.h_ut = float(h_ut_m)
+        h_e = 1.0
+        self.d_bp = 4.0 * (self.h_bs - h_e) * (self.h_ut - h_e) * self.fc_ghz * 1e9 / SPEED_OF_LIGHT
+
+    def _d(self, d2d_m):
+        d2d = np.maximum(np.asarray(d2d_m, dtype=float), MIN_D2D_M)
+        return d2d, np.hypot(d2d, self.h_bs - self.h_ut)
+
+    def pl_los_db(self, d2d_m):
+        d2d, d3d = self._d(d2d_m)
+        return np.where(d2d <= self.d_bp, self._pl1(d3d), self._pl2(d3d))
+
+    def pl_nlos_db(self, d2d_m):
+        _, d3d = self._d(d2d_m)
+        return np.maximum(self.pl_los_db(d2d_m), self._pl_nlos_prime(d3d))
+
+    def gain_db(self, d2d_m, los):
+        return -np.where(los, self.pl_los_db(d2d_m), self.pl_nlos_db(d2d_m))
+
+    def shadowing_std_db(self, los):
+        return np.where(los, self.sigma_los_db, self.sigma_nlos_db)
+
+    @staticmethod
+    def _los_street(d2d, d1):
+        """18 / d2D + exp(-d2D / d1) (1 - 18 / d2D) beyond 18 m, 1 within."""
+        d = np.maximum(d2d, 18.0)
+        return np.where(d2d <= 18.0, 1.0, 18.0 / d + np.exp(-d / d1) * (1.0 - 18.0 / d))
+
+
+@PATHLOSS_MODELS.register("uma")
+class UMa(TR38901):
+    """Urban macro: hBS 25 m; LOS PL1 28 + 22 lg d3D + 20 lg fc, PL2 with 40 lg d3D and
+    -9 lg(d'BP^2 + (hBS - hUT)^2); NLOS 13.54 + 39.08 lg d3D + 20 lg fc - 0.6 (hUT - 1.5)."""
+
+    h_bs_default = 25.0
+    sigma_los_db, sigma_nlos_db = 4.0, 6.0
+
+    def _pl1(self, d3d):
+        return 28.0 + 22.0 * np.log10(d3d) + 20.0 * np.log10(self.fc_ghz)
+
+    def _pl2(self, d3d):
+        return (28.0 + 40.0 * np.log10(d3d) + 20.0 * np.log10(self.fc_ghz)
+                - 9.0 * np.log10(self.d_bp ** 2 + (self.h_bs - self.h_ut) ** 2))
+
+    def _pl_nlos_prime(self, d3d):
+        return (13.54 + 39.08 * np.log10(d3d) + 20.0 * np.log10(self.fc_ghz)
+                - 0.6 * (self.h_ut - 1.5))
+
+    def los_probability(self, d2d_m):
+        d2d = np.asarray(d2d_m, dtype=float)
+        h = self.h_ut
+        c = 0.0 if h <= 13.0 else ((h - 13.0) / 10.0) ** 1.5
+        d = np.maximum(d2d, 18.0)
+        height = 1.0 + c * 1.25 * (d / 100.0) ** 3 * np.exp(-d / 150.0)
+        return np.where(d2d <= 18.0, 1.0, self._los_street(d2d, 63.0) * height)
+
+
+@PATHLOSS_MODELS.register("umi")
+class UMi(TR38901):
+    """Urban micro street canyon: hBS 10 m; LOS PL1 32.4 + 21 lg d3D + 20 lg fc, PL2 with
+    40 lg d3D and -9.5 lg(d'BP^2 + (hBS - hUT)^2); NLOS 22.4 + 35.3 lg d3D + 21.3 lg fc
+    - 0.3 (hUT - 1.5)."""
+
+    h_bs_default = 10.0
+    sigma_los_db, sigma_nlos_db = 4.0, 7.82
+
+    def _pl1(self, d3d):
+        return 32.4 + 21.0 * np.log10(d3d) + 20.0 * np.log10(self.fc_ghz)
+
+    def _pl2(self, d3d):
+        return (32.4 + 40.0 * np.log10(d3d) + 20.0 * np.log10(self.fc_ghz)
+                - 9.5 * np.log10(self.d_bp ** 2 + (self.h_bs - self.h_ut) ** 2))
+
+    def _pl_nlos_prime(self, d3d):
+        return (22.4 + 35.3 * np.log10(d3d) + 21.3 * np.log10(self.fc_ghz)
+                - 0.3 * (self.h_ut - 1.5))
+
+    def los_probability(self, d2d_m):
+        return self._los_street(np.asarray(d2d_m, dtype=float), 36.0)

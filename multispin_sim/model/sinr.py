@@ -1,0 +1,28 @@
+"""Signal to interference plus noise, and rates that follow it in time (pure numpy).
+
+A transmission's SINR on its subband is P g / (N0 b + I), with I the sum, over the co-channel
+transmissions of other cells overlapping that subband in time, of their power times their gain
+to this receiver. I changes whenever such a transmission starts or ends, so a rate is piecewise
+constant and a correction's remaining bits carry over from one interval to the next (the
+engine's ``InterferenceField``). Frequency reuse: with reuse 1 every cell shares the band;
+with reuse 3 cell c uses sub-band c mod 3 (``cochannel``), so only cells of the same colour
+interfere.
+"""
+import numpy as np
+
+
+def sir_of_serving(received_w, serving):
+    """SIR (P,) of each point's serving link: received power (P, S) at the serving index over
+    the sum of the others (every other server transmitting: reuse 1, full load)."""
+    received_w = np.asarray(received_w, dtype=float)
+    signal = np.take_along_axis(received_w, np.asarray(serving)[:, None], axis=1)[:, 0]
+    return signal / (received_w.sum(axis=1) - signal)
+
+
+def cochannel(cells, reuse):
+    """(S, S) True where cells i and j share a sub-band (reuse 1: all; 3: i = j mod 3), with
+    the diagonal False (a cell's own devices are orthogonal in OFDMA)."""
+    colour = np.arange(cells) % int(reuse)
+    same = colour[:, None] == colour[None, :]
+    np.fill_diagonal(same, False)
+    return same

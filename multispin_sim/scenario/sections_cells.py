@@ -1,0 +1,134 @@
+"""The ``cells`` section: several edge servers, their layout, path loss, association and
+frequency reuse (docs/components/cells.md). The default, one cell, is today's system."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import ClassVar, Optional
+
+from .choices import Registered
+from .cross_checks import cross_check
+from .params import Check, FrozenMap, Params, ge, gt, in_interval, param, section
+
+CELL_LAYOUTS = Registered("multispin_sim.model.cells", "CELL_LAYOUTS")
+PATHLOSS_MODELS = Registered("multispin_sim.model.pathloss_3gpp", "PATHLOSS_MODELS")
+ASSOCIATION_RULES = Registered("multispin_sim.model.association", "ASSOCIATION_RULES")
+CELL_DROPS: tuple[str, ...] = ("per-cell", "region")
+HANDOVER_TRIGGERS: tuple[str, ...] = ("a3", "association")
+INTERFERENCE_CSI: tuple[str, ...] = ("last", "mean", "none")
+_REUSE = Check(lambda v: v in (1, 3), "1 or 3", standalone=True)
+
+
+@section
+class ServerOverride(Params):
+    """Settings of one cell's server that replace the ``server`` ones (unset = not overridden)."""
+
+    _omit_none: ClassVar[bool] = True
+
+    verify_fixed_ms: Optional[float] = param(None, "T_ver0 of this server", unit="ms",
+                                             check=ge(0))
+    verify_per_device_ms: Optional[float] = param(None, "T_ver1 of this server", unit="ms",
+                                                  check=ge(0))
+    dl_power_dbm: Optional[float] = param(None, "DL power budget of this server", unit="dBm")
+
+
+@section
+class Cells(Params):
+    """Edge servers, each with its own queue, batching, cost model, band and DL budget."""
+
+    layout: str = param("single", "'single': one server (today's system); 'hex': cells.count "
+                        "sites on a hexagonal grid; 'ppp': a Poisson point process of servers; "
+                        "'graphml': the server nodes of topology.graphml_file",
+                        choices=CELL_LAYOUTS)
+    count: int = param(7, "Sites of the hexagonal grid (1, 7, 19, 37, ...)", check=ge(1))
+    isd_m: float = param(500.0, "Inter-site distance of the hexagonal grid", unit="m", check=gt(0))
+    wrap_around: bool = param(True, "Hexagonal grid: distances to the nearest image of each "
+                              "site (every cell sees the same surroundings)")
+    density_per_km2: float = param(10.0, "Server density of the 'ppp' layout", unit="1/km^2",
+                                   check=gt(0))
+    region_m: float = param(1000.0, "Radius of the disc the 'ppp' layout draws servers in, and "
+                            "of the region devices are dropped over (drop: region, non-hex)",
+                            unit="m", check=gt(0))
+    drop: str = param("per-cell", "'per-cell': devices.count devices around each server, placed "
+                      "by topology.layout; 'region': devices.count devices uniform over the "
+                      "region, each attached to the server cells.association picks",
+                      choices=CELL_DROPS)
+    pathloss: str = param("power-law", "'power-law': channel.ref_gain_db and "
+                          "channel.pathloss_exponent (today's); 'uma', 'umi': 3GPP TR 38.901 "
+                          "urban macro / micro street canyon with LOS probability and shadowing",
+                          choices=PATHLOSS_MODELS)
+    fc_ghz: float = param(3.5, "Carrier frequency of the 3GPP path loss", unit="GHz",
+                          check=in_interval(0.5, 100.0))
+    h_bs_m: Optional[float] = param(None, "Server antenna height (null: 25 m UMa, 10 m UMi)",
+                                    unit="m", check=in_interval(1.0, 150.0, low_open=True))
+    h_ut_m: float = param(1.5, "Device antenna height (the model's hE = 1 m holds up to 13 m)",
+                          unit="m", check=in_interval(1.0, 13.0, low_open=True))
+    association: str = param("max-rsrp", "Which server a device attaches to: 'max-rsrp', "
+                             "'nearest', 'load-aware', 'joint' (radio plus compute)",
+                             choices=ASSOCIATION_RULES)
+    association_range_db: float = param(6.0, "'load-aware': servers within this of the best "
+                                        "RSRP are candidates", unit="dB", check=ge(0))
+    handover: str = param("a3", "Devices moving (mobility.model): 'a3', a neighbour better by "
+                          "hysteresis_db for time_to_trigger_ms (measured every "
+                          "measurement_period_ms); 'association': cells.association re-evaluated "
+                          "for a cell's devices at each of its round boundaries",
+                          choices=HANDOVER_TRIGGERS)
+    hysteresis_db: float = param(3.0, "Handover (devices moving, mobility.model): A3 hysteresis, "
+                                 "a neighbour's RSRP above the serving one by this", unit="dB",
+                                 check=ge(0))
+    time_to_trigger_ms: float = param(160.0, "Handover: how long the A3 condition must hold",
+                                      unit="ms", check=ge(0))
+    measurement_period_ms: float = param(40.0, "Handover: RSRP measured (positions updated) "
+                                         "every this", unit="ms", check=gt(0))
+    ping_pong_s: float = param(1.0, "Handover: a return to the cell left within this counts as "
+                               "a ping-pong", unit="s", check=ge(0))
+    backhaul_latency_ms: float = param(5.0, "Context migration: backhaul latency", unit="ms",
+                                       check=ge(0))
+    backhaul_rate_mbps: float = param(1000.0, "Context migration: backhaul rate", unit="Mbit/s",
+                                      check=gt(0))
+    context_prompt_tokens: int = param(512, "Context migration: prompt tokens sent with the "
+                                       "generated ones (ceil(log2 payload.vocab) bits each)",
+                                       check=ge(0))
+    servers: Mapping[int, ServerOverride] = param(
+        FrozenMap(), "Per-cell server settings: cell index (0-based) -> verify_fixed_ms, "
+        "verify_per_device_ms, dl_power_dbm (servers that differ)",
+        key_allowed="cell index", default_text="{}")
+    interference_csi: str = param(
+        "last", "The interference the draft controller and the reactive policy see (as a flat "
+        "PSD in their SINR): 'last', measured at the decision; 'mean', its time average over "
+        "the run so far; 'none', none (blind: the SNR of one cell)",
+        choices=INTERFERENCE_CSI)
+    reuse: int = param(1, "Frequency reuse: 1 (every cell the whole band) or 3 (cell c uses "
+                       "the third c mod 3 of the band)", check=_REUSE)
+
+
+@cross_check
+def _check_cells(sc) -> None:
+    """Several cells run the synchronous protocol on the Shannon link with one fading block
+    per round and exact CSI (what the interference model covers); moving devices (handover)
+    need the saturated workload."""
+    from .errors import ScenarioError
+
+    if sc.cells.layout == "single":
+        return
+    needs = (("serving.protocol", sc.serving.protocol == "synchronous", "'synchronous'"),
+             ("link.model", sc.link.model == "shannon", "'shannon'"),
+             ("channel.coherence_time_ms", sc.channel.coherence_time_ms is None, "null"),
+             ("workload.arrivals", sc.mobility.model == "none"
+              or sc.workload.arrivals == "saturated", "'saturated' (devices moving)"),
+             ("csi.delay_ms", sc.csi.delay_ms == 0, "0"),
+             ("csi.cqi_quantisation", not sc.csi.cqi_quantisation, "false"),
+             ("csi.estimation_error_variance", sc.csi.estimation_error_variance == 0, "0"))
+    if sc.cells.layout == "graphml" and not sc.topology.graphml_file:
+        raise ScenarioError("topology.graphml_file", "is not set",
+                            "expected the GraphML file whose 'server' nodes are the cells' "
+                            "servers (cells.layout: graphml)")
+    if sc.cells.layout == "graphml" and sc.topology.layout == "graphml":
+        raise ScenarioError("topology.layout", "'graphml' is not supported with cells.layout "
+                            "'graphml'", "expected 'annulus' or 'coordinates': the devices "
+                            "are dropped by cells.drop, the file gives the servers")
+    for key, ok, allowed in needs:
+        if not ok:
+            raise ScenarioError(key, f"is not supported with cells.layout "
+                                f"{sc.cells.layout!r} (several cells)",
+                                f"expected {allowed} (or cells.layout: single)")

@@ -1,0 +1,270 @@
+"""Several cells in one run: one cell through the cells machinery is today's run; cells far
+apart are independent single-cell runs; a correction's bits are conserved across the
+interference changes that cut it into intervals; association places region drops."""
+
+import numpy as np
+import pytest
+
+import multispin_sim as ms
+from multispin_sim.engine.cell_plan import cell_seed
+from multispin_sim.model.cells import HexGrid
+from multispin_sim.model.reactive import UL
+
+
+def run(**overrides):
+    return ms.simulate(ms.load_scenario(None, overrides=overrides))
+
+
+def assert_tables_equal(a, b, rtol=1e-12):
+    for name in ("rounds", "device_rounds", "devices"):
+        ta, tb = a.table(name), b.table(name)
+        for col, va in ta.items():
+            if col == "cell" or col not in tb:
+                continue
+            vb = tb[col]
+            if va.dtype.kind in "fi":
+                np.testing.assert_allclose(vb, va, rtol=rtol, atol=1e-300, err_msg=f"{name}.{col}")
+            else:
+                assert va.tolist() == vb.tolist(), f"{name}.{col}"
+
+
+def test_one_hex_cell_is_todays_run():
+    base = {"run.rounds": 150}
+    assert_tables_equal(run(**base), run(**base, **{"cells.layout": "hex", "cells.count": 1}))
+
+
+def test_cells_1000_km_apart_are_independent_single_cell_runs():
+    # at 1,000 km the other cells' interference is ~1e-11 of the noise (G0 d^-3.5 at 10 mW
+    # against N0 b), so each cell equals its own run to ~1e-11; rtol 1e-9
+    isd = 1e6
+    multi = run(**{"run.rounds": 60, "cells.layout": "hex", "cells.count": 7, "cells.isd_m": isd})
+    sites = HexGrid(7, isd).sites
+    for c in (0, 3, 6):
+        alone = run(**{"run.rounds": 60, "seed": cell_seed(1, c),
+                       "topology.server_xy_m": [float(sites[c][0]), float(sites[c][1])]})
+        assert_tables_equal(alone, multi.cells[c], rtol=1e-9)
+        assert multi.summary["cells"][c]["goodput_tps"] == pytest.approx(
+            alone.summary["goodput_tps"], rel=1e-9)
+
+
+@pytest.fixture(scope="module")
+def dense():
+    return run(**{"run.rounds": 40, "cells.layout": "hex", "cells.count": 7, "cells.isd_m": 150.0,
+                  "devices.count": 8})
+
+
+def test_bits_are_conserved_across_interference_changes(dense):
+    field = dense.field
+    n0 = field.n0
+    log = field.log
+    assert len(log) > 100
+    edges = {}
+    for tx in log:
+        edges.setdefault((tx.mode, tx.cell), []).append((tx.start, tx.intervals[-1][1]))
+    cut = 0
+    for tx in log:
+        iv = np.array(tx.intervals)
+        t0, t1, rate, interference = iv.T
+        # contiguous from the start, the bits delivered = the integral of the rate
+        assert t0[0] == tx.start
+        np.testing.assert_array_equal(t0[1:], t1[:-1])
+        # to the rounding of the clock: each time stamp is exact to an ulp of the run's time,
+        # so each interval's bits to rate x 2 ulp(t); plus the 1e-12 the delivery may stop short
+        rounding = np.sum(rate) * 4 * np.spacing(t1.max()) + 1e-12 * tx.bits
+        assert abs(np.sum(rate * (t1 - t0)) - tx.bits) <= rounding
+        # each rate is the Shannon rate at the interval's SINR
+        b = tx.f1 - tx.f0
+        shannon = b * np.log2(1 + tx.power * tx.gain / (n0 * b + interference))
+        np.testing.assert_allclose(rate, shannon, rtol=1e-12)
+        # a cut inside a transmission is a start or an end of a co-channel transmission of
+        # another cell
+        if len(iv) > 1:
+            cut += 1
+            others = [t for (mode, cell), spans in edges.items()
+                      if mode == tx.mode and cell != tx.cell and field.co[cell, tx.cell]
+                      for span in spans for t in span]
+            for t in t1[:-1]:
+                assert min(abs(t - o) for o in others) == 0.0
+    assert cut > 10   # the interference did change mid-transmission
+
+
+def test_reuse_3_only_same_colour_cells_interfere():
+    r = run(**{"run.rounds": 30, "cells.layout": "hex", "cells.count": 7, "cells.isd_m": 150.0,
+               "devices.count": 6, "cells.reuse": 3})
+    co = r.field.co
+    assert co[0, 3] and co[1, 4] and not co[0, 1] and not co[0, 0]
+    # each cell uses a third of the band
+    assert max(tx.f1 for tx in r.field.log) <= 10e6 / 3 * (1 + 1e-12)
+
+
+def test_interference_lowers_goodput_as_cells_come_closer():
+    g = [run(**{"run.rounds": 60, "cells.layout": "hex", "cells.count": 7, "cells.isd_m": isd,
+                "devices.count": 8, "devices.distance_m": [20.0, 60.0]}).summary["goodput_tps"]
+         for isd in (100.0, 1e5)]
+    assert g[0] < g[1]
+
+
+def test_region_drops_follow_the_association_rule():
+    r = run(**{"run.rounds": 5, "cells.layout": "hex", "cells.count": 7, "cells.isd_m": 300.0,
+               "cells.drop": "region", "devices.count": 40, "cells.association": "nearest"})
+    counts = [c["devices"] for c in r.summary["cells"]]
+    assert sum(counts) == 40
+    grid = HexGrid(7, 300.0)
+    for block, cell in zip(r.summary["cells"], r.cells):
+        xy = cell.population.positions
+        assert np.all(grid.distances(xy).argmin(axis=1) == block["cell"])
+    assert "cell" in r.rounds and set(r.rounds["cell"]) == {b["cell"] for b in r.summary["cells"]}
+
+
+def test_several_cells_refuse_what_the_interference_model_does_not_cover():
+    with pytest.raises(ms.ScenarioError, match="serving.protocol"):
+        ms.load_scenario(None, overrides={"cells.layout": "hex", "serving.protocol": "asynchronous"})
+
+
+GRAPHML = """<?xml version="1.0" encoding="UTF-8"?>
+<graphml xmlns="http://graphml.graphdrawing.org/xmlns">
+  <key id="x" for="node" attr.name="x" attr.type="double"/>
+  <key id="y" for="node" attr.name="y" attr.type="double"/>
+  <key id="r" for="node" attr.name="role" attr.type="string"/>
+  <graph edgedefault="undirected">
+    <node id="a"><data key="x">0</data><data key="y">0</data><data key="r">server</data></node>
+    <node id="b"><data key="x">400</data><data key="y">0</data><data key="r">server</data></node>
+    <node id="u"><data key="x">10</data><data key="y">5</data></node>
+  </graph>
+</graphml>
+"""
+
+
+def test_the_graphml_layout_takes_the_server_nodes(tmp_path):
+    path = tmp_path / "servers.graphml"
+    path.write_text(GRAPHML)
+    r = run(**{"run.rounds": 10, "cells.layout": "graphml", "topology.graphml_file": str(path),
+               "devices.count": 3})
+    assert [c["cell"] for c in r.summary["cells"]] == [0, 1]
+    np.testing.assert_array_equal(r.cells[1].population.server_position, [400.0, 0.0])
+
+
+def test_region_drops_associate_on_the_drawn_gains_with_shadowing():
+    # 3GPP UMi draws LOS states and shadowing: max-rsrp then differs from nearest for some
+    kw = {"run.rounds": 3, "cells.layout": "hex", "cells.count": 7, "cells.isd_m": 200.0,
+          "cells.drop": "region", "devices.count": 60, "cells.pathloss": "umi"}
+    by = {rule: [c["devices"] for c in run(**kw, **{"cells.association": rule}).summary["cells"]]
+          for rule in ("max-rsrp", "nearest")}
+    assert sum(by["max-rsrp"]) == sum(by["nearest"]) == 60
+    assert by["max-rsrp"] != by["nearest"]
+
+
+def test_the_measured_interference_is_each_direction_at_its_receivers():
+    from types import SimpleNamespace
+
+    from multispin_sim.engine.cells import InterferenceField, Tx
+    from multispin_sim.model.reactive import DL
+    from multispin_sim.model.sinr import cochannel
+
+    gain = np.array([[1e-9, 2e-11], [3e-12, 4e-10]])      # 2 devices x 2 servers
+    links = SimpleNamespace(gain=gain)
+    field = InterferenceField(links, cochannel(2, 1), 4e-21, np.array([1e6, 1e6]),
+                              np.random.default_rng(0))
+    for mode, power in ((UL, 0.01), (DL, 0.04)):
+        tx = Tx()
+        tx.cell, tx.glob, tx.mode, tx.power = 1, 1, mode, power
+        field.active[mode].append(tx)
+    # at cell 0's server: device 1's UL power times its gain to server 0, per Hz of the band
+    np.testing.assert_allclose(field.measured_psd(0, UL, np.array([0])), 0.01 * 3e-12 / 1e6)
+    # at cell 0's device 0: server 1's DL power times its gain to device 0
+    np.testing.assert_allclose(field.measured_psd(0, DL, np.array([0])), 0.04 * 2e-11 / 1e6)
+    # a cell does not interfere with itself
+    assert field.measured_psd(1, DL, np.array([1]))[0] == 0.0
+
+
+def test_the_narrator_names_the_cell():
+    from multispin_sim.teaching.narrator import explain
+
+    r = run(**{"run.rounds": 2, "cells.layout": "hex", "cells.count": 7, "devices.count": 2})
+    text = explain(r, 1)
+    assert all(f"Cell {c} (server at" in text for c in range(7))
+
+
+def test_the_run_report_has_a_row_per_cell(tmp_path):
+    from multispin_sim.report.html import write_report
+
+    r = ms.simulate(ms.load_scenario(None, overrides={
+        "run.rounds": 5, "cells.layout": "hex", "cells.count": 7, "devices.count": 2}),
+        out=tmp_path / "run")
+    page = write_report(r.folder).read_text(encoding="utf-8")
+    section = page[page.index("<h2>Cells</h2>"):]
+    assert section[:section.index("</table>")].count("<tr>") == 1 + 7
+
+
+def test_servers_can_differ():
+    slow = {"run.rounds": 20, "cells.layout": "hex", "cells.count": 7, "cells.isd_m": 1e6,
+            "devices.count": 4}
+    r = run(**slow, **{"cells.servers": {3: {"verify_fixed_ms": 500.0}}})
+    base = run(**slow)
+    by = {c["cell"]: c["mean_duration_s"] for c in r.summary["cells"]}
+    ref = {c["cell"]: c["mean_duration_s"] for c in base.summary["cells"]}
+    assert by[3] > ref[3] + 0.4
+    assert by[0] == pytest.approx(ref[0], rel=1e-9)
+    assert r.cells[3].scenario.server.verify_fixed_ms == 500.0
+
+
+def test_load_aware_sees_each_servers_cost():
+    from multispin_sim.engine.cell_plan import association_view
+    from multispin_sim.model.cells import HexGrid
+
+    sc = ms.load_scenario(None, overrides={"cells.layout": "hex",
+                                           "cells.servers": {1: {"verify_per_device_ms": 1.0,
+                                                                 "dl_power_dbm": 30.0}}})
+    grid = HexGrid(7, 500.0)
+    view = association_view(sc, grid, np.ones((2, 7)), np.zeros((2, 2)))
+    assert view.verify_per_device_s[1] == 1e-3 and view.verify_per_device_s[0] != 1e-3
+    assert view.rsrp_w[0, 1] == pytest.approx(1.0) and view.rsrp_w[0, 0] < 0.1
+
+
+def test_the_mean_interference_is_the_time_average_of_the_transmissions():
+    r = run(**{"run.rounds": 20, "cells.layout": "hex", "cells.count": 7, "cells.isd_m": 150.0,
+               "devices.count": 4, "cells.interference_csi": "mean"})
+    field = r.field
+    end = max(tx.intervals[-1][1] for tx in field.log)
+    gain, co, band = field.links.gain, field.co, field.bandwidth
+    for cell in (0, 4):
+        ul = sum(tx.power * gain[tx.glob, cell] * co[tx.cell, cell] / band[cell]
+                 * (tx.intervals[-1][1] - tx.start) for tx in field.log if tx.mode == UL) / end
+        assert field.mean_psd(cell, UL, np.array([0]), end)[0] == pytest.approx(ul, rel=1e-9)
+        dev = int(np.flatnonzero(field.links.cell_of == cell)[0])
+        dl = sum(tx.power * gain[dev, tx.cell] * co[tx.cell, cell] / band[cell]
+                 * (tx.intervals[-1][1] - tx.start) for tx in field.log if tx.mode != UL) / end
+        assert field.mean_psd(cell, 2, np.array([dev]), end)[0] == pytest.approx(dl, rel=1e-9)
+
+
+def test_blind_csi_sees_no_interference_and_delivers_the_same_bits():
+    kw = {"run.rounds": 20, "cells.layout": "hex", "cells.count": 7, "cells.isd_m": 150.0,
+          "devices.count": 4}
+    blind = run(**kw, **{"cells.interference_csi": "none"})
+    aware = run(**kw)
+    # blind: the recorded CSI is the one-cell gain (no interference term) of the same draws
+    g_blind = blind.cells[0].device_rounds["gain_ul"][:4]
+    g_aware = aware.cells[0].device_rounds["gain_ul"][:4]
+    assert np.all(g_aware <= g_blind)
+    for tx in blind.field.log:
+        iv = np.array(tx.intervals)
+        assert np.sum(iv[:, 2] * (iv[:, 1] - iv[:, 0])) == pytest.approx(tx.bits, rel=1e-9)
+
+
+def test_the_command_line_runs_several_cells(tmp_path, capsys):
+    from multispin_sim.cli import main
+
+    assert main(["run", "scenarios/cells/hex7.yaml", "--rounds", "5", "--set", "devices.count=2",
+                 "--out", str(tmp_path / "run"), "--quiet"]) == 0
+    assert main(["run", "scenarios/cells/hex7.yaml", "--rounds", "5", "--set", "devices.count=2",
+                 "--out", str(tmp_path / "run2")]) == 0
+    out = capsys.readouterr().out
+    assert "35 rounds" in out and "goodput" in out
+
+
+def test_layouts_refuse_what_they_cannot_place():
+    with pytest.raises(ms.ScenarioError, match="topology.graphml_file"):
+        ms.load_scenario(None, overrides={"cells.layout": "graphml"})
+    with pytest.raises(ms.ScenarioError, match="cells.density_per_km2"):
+        run(**{"run.rounds": 2, "cells.layout": "ppp", "cells.density_per_km2": 0.001,
+               "cells.region_m": 10.0})

@@ -1,0 +1,115 @@
+"""Moving devices across cells: A3 handovers, context migration over the backhaul, and a device
+served by one cell at a time (never while its context migrates)."""
+import math
+
+import pytest
+
+import multispin_sim as ms
+
+MOVING = {"run.rounds": 150, "cells.layout": "hex", "cells.count": 7, "cells.isd_m": 200.0,
+          "devices.count": 6, "mobility.model": "random-waypoint", "mobility.speed_mps": 25.0}
+
+
+def run(**overrides):
+    return ms.simulate(ms.load_scenario(None, overrides={**MOVING, **overrides}))
+
+
+@pytest.fixture(scope="module")
+def moving():
+    return run()
+
+
+def test_contexts_migrate_with_their_size_over_the_backhaul(moving):
+    sc = moving.scenario.cells
+    log = [r for r in moving.network.log if "arrival_s" in r]
+    assert len(log) > 10
+    bits = math.ceil(math.log2(moving.scenario.payload.vocab))
+    for r in log:
+        assert r["context_bits"] >= sc.context_prompt_tokens * bits
+        assert (r["context_bits"] / bits) % 1 == 0           # whole tokens
+        assert r["migration_s"] == pytest.approx(sc.backhaul_latency_ms * 1e-3
+                                                 + r["context_bits"] / (sc.backhaul_rate_mbps * 1e6),
+                                                 rel=1e-12)
+        assert r["migration_start_s"] >= r["time_s"]
+        assert r["interruption_s"] == pytest.approx(r["arrival_s"] - r["time_s"], rel=1e-12)
+        assert r["source"] != r["target"]
+    s = moving.summary["handover"]
+    assert s["handovers"] == len(moving.network.log)
+    assert (moving.folder / "handovers.csv").exists()
+
+
+def test_a_device_is_served_by_one_cell_at_a_time_and_not_while_migrating(moving):
+    rounds, dev = moving.rounds, moving.device_rounds
+    span = {(c, r): (s, s + d) for c, r, s, d in zip(rounds["cell"], rounds["round"],
+                                                     rounds["start_s"], rounds["duration_s"])}
+    busy = {}
+    for c, r, k in zip(dev["cell"], dev["round"], dev["device"]):
+        busy.setdefault(int(k), []).append((*span[(int(c), int(r))], int(c)))
+    for rec in moving.network.log:
+        if "arrival_s" in rec:
+            busy.setdefault(rec["device"], []).append(
+                (rec["migration_start_s"], rec["arrival_s"], -1))
+    for k, spans in busy.items():
+        spans.sort()
+        for (a0, a1, ca), (b0, b1, cb) in zip(spans, spans[1:]):
+            assert b0 >= a1 - 1e-12 * max(1.0, a1), (k, (a0, a1, ca), (b0, b1, cb))
+
+
+def test_hysteresis_and_time_to_trigger_cut_handovers_and_ping_pongs(moving):
+    eager = run(**{"cells.hysteresis_db": 0.0, "cells.time_to_trigger_ms": 0.0})
+    assert eager.summary["handover"]["handovers"] > moving.summary["handover"]["handovers"]
+    assert eager.summary["handover"]["ping_pongs"] >= moving.summary["handover"]["ping_pongs"]
+
+
+def test_static_devices_never_hand_over():
+    r = ms.simulate(ms.load_scenario(None, overrides={
+        "run.rounds": 20, "cells.layout": "hex", "cells.count": 7, "devices.count": 4}))
+    assert "handover" not in r.summary and not (r.folder / "handovers.csv").exists()
+
+
+def test_association_handover_re_places_a_cells_devices_at_its_round_ends():
+    r = run(**{"cells.handover": "association", "cells.association": "nearest"})
+    log = r.network.log
+    assert len(log) > 10
+    grid_sites = r.network.layout.sites
+    assert grid_sites.shape == (7, 2)
+    # every handover goes to a different cell, and each arrival is after its trigger
+    assert all(x["source"] != x["target"] for x in log)
+    assert all(x["arrival_s"] >= x["time_s"] for x in log if "arrival_s" in x)
+    # nearest without hysteresis hands over at least as often as A3 with its 3 dB and 160 ms
+    assert len(log) >= run().summary["handover"]["handovers"]
+
+
+def test_the_engine_hands_over_at_the_hexagonal_boundary_crossing_rate():
+    # hexagonal cells of ISD D have boundary length 2 / D per unit area, so a device moving at v
+    # crosses 4 v / (pi D) boundaries per second (the same argument as Lin et al.'s 4 v
+    # sqrt(lambda) / pi for a PPP); with no hysteresis, no time-to-trigger and a fine
+    # measurement grid every crossing is a handover, except while a context is in flight (the
+    # device is then not considered): the time at risk excludes those interruptions
+    v, isd, horizon = 20.0, 200.0, 30.0
+    count = exposure = 0.0
+    for seed in (1, 2, 3, 4):
+        r = ms.simulate(ms.load_scenario(None, overrides={
+            "seed": seed, "run.rounds": 100000, "run.max_time_s": horizon,
+            "cells.layout": "hex", "cells.count": 7, "cells.isd_m": isd, "devices.count": 10,
+            "mobility.model": "random-waypoint", "mobility.speed_mps": v,
+            "cells.hysteresis_db": 0.0, "cells.time_to_trigger_ms": 0.0,
+            "cells.measurement_period_ms": 5.0}))
+        log = r.network.log
+        count += len(log)
+        exposure += r.network.d * horizon - sum(x.get("interruption_s", horizon - x["time_s"])
+                                                for x in log)
+    expected = 4 * v / (math.pi * isd)
+    # Poisson bound on the count (crossings of long paths are less dispersed than Poisson)
+    assert abs(count / exposure - expected) < 4.0 * math.sqrt(expected * exposure) / exposure
+
+
+def test_a_cell_left_without_devices_does_not_hold_the_run():
+    # one device in the whole network: the cells it never visits wait for work forever unless
+    # the run ends them when every other loop is done
+    r = ms.simulate(ms.load_scenario(None, overrides={
+        "run.rounds": 30, "cells.layout": "hex", "cells.count": 7, "cells.isd_m": 200.0,
+        "cells.drop": "region", "devices.count": 1, "mobility.model": "random-waypoint",
+        "mobility.speed_mps": 5.0}))
+    assert max(c["rounds"] for c in r.summary["cells"]) <= 30
+    assert r.summary["rounds"] >= 30
