@@ -25,6 +25,7 @@ from ..model.link import LINK_MODELS, IidBlocks, McsLink, PermanentOutage
 from ..model.rates import shannon_rate
 from ..model.reactive import DL
 from ..scenario import ScenarioError
+from .antennas import build_array_channel, needs_array_channel
 from .channel import OFDMAChannel
 from .guards import LimitReached
 
@@ -331,6 +332,8 @@ def build_channel(scenario, system, streams, coherence_s, moving):
     ch = scenario.channel
     args = (system, streams.fading, ch.fading, ch.reciprocal)
     kwargs = dict(doppler_hz=ch.doppler_hz, coherence_s=coherence_s, moving=moving)
+    if needs_array_channel(scenario):   # several antennas or a shared band (engine.antennas)
+        return build_array_channel(scenario, system, streams, moving)
     if not needs_link_channel(scenario):
         return OFDMAChannel(*args, **kwargs)
     link = build_link(scenario, system)
