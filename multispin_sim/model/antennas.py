@@ -46,6 +46,8 @@ class ArrayGains(np.ndarray):
 
     Only the array the channel builds carries vectors: anything computed from it (a slice, a
     product) is a plain gain without them (``vectors`` None), so stale vectors never travel.
+    ``memo``: the evaluations of assignments on this channel state (``model.mimo``), kept as
+    long as the state: the draft objective asks the same assignments many times a round.
     """
 
     @classmethod
@@ -56,6 +58,7 @@ class ArrayGains(np.ndarray):
             "km,km->k", vectors.imag, vectors.imag)
         out = g.view(cls)
         out.vectors = vectors
+        out.memo = {}
         return out
 
     @classmethod
@@ -64,10 +67,12 @@ class ArrayGains(np.ndarray):
         g = np.asarray(gains, dtype=float)
         out = g.view(cls)
         out.vectors = np.sqrt(g)[:, None].astype(complex)
+        out.memo = {}
         return out
 
     def __array_finalize__(self, obj):
         self.vectors = None
+        self.memo = None
 
     def __reduce__(self):  # pickles as a plain array (workers, record copies)
         return np.asarray(self).__reduce__()

@@ -188,7 +188,8 @@ class Transmission:
             raise ValueError("multi-user schemes evaluate one channel state at a time")
         return ArrayProblem(rejected, g_ul, g_dl, system.p_ul_w, system.p_dl_w,
                             system.payload_bits, system.bandwidth_hz, system.n0,
-                            a_ul=self.vectors(g_ul), a_dl=self.vectors(g_dl), transmission=self)
+                            a_ul=self.vectors(g_ul), a_dl=self.vectors(g_dl), transmission=self,
+                            memo=getattr(g_ul, "memo", None))
 
     def kernel(self, system, g_ul, g_dl, policy, uniforms=None, seed=0):
         """The draft objective's T_comm kernel of ``policy`` on this channel state."""
@@ -218,6 +219,7 @@ class ArrayProblem(ReactiveProblem):
     a_ul: np.ndarray = None
     a_dl: np.ndarray = None
     transmission: Transmission = None
+    memo: dict = None   # assignment -> evaluation, on this channel state (ArrayGains.memo)
 
     multi_user = True
 
@@ -227,13 +229,25 @@ class ArrayProblem(ReactiveProblem):
         rej = self.rejected[i]
         ul = ul & rej
         dl = rej & ~ul
+        memo = self.memo
+        if memo is not None:
+            key = (ul.tobytes(), dl.tobytes(), id(self.a_dl), self.p_ul.tobytes(), self.p_dl,
+                   self.payload_bits, self.bandwidth_hz, self.n0)
+            got = memo.get(key)
+            if got is not None:
+                return got
         b = float(self.bandwidth_per_device[i])
         delay, power, gain, _ = self.transmission.links(
             self.a_ul, self.a_dl, np.flatnonzero(ul), np.flatnonzero(dl), self.p_ul, self.p_dl,
             self.payload_bits, b, self.n0)
         mode = np.zeros(len(rej), dtype=np.int8)
         mode[ul], mode[dl] = UL, DL
-        return mode, power, delay, gain, float(delay.max(initial=0.0))
+        out = mode, power, delay, gain, float(delay.max(initial=0.0))
+        if memo is not None:
+            for x in out[:4]:
+                x.flags.writeable = False   # shared by every decision on this state
+            memo[key] = out
+        return out
 
     def t_comm(self, i, ul):
         return self.row(i, ul)[4]
@@ -291,23 +305,38 @@ class ArrayProblem(ReactiveProblem):
         return self._decision(masks)
 
     def local_search(self, max_passes=None):
-        """From the best prefix split, best single-device mode changes while T_comm drops."""
+        """From the best prefix split: the best single-device mode change, else the best
+        exchange of one UL and one DL device, while T_comm drops (at most ``max_passes``
+        improvements, default |R|)."""
         masks = []
         for i in range(self.shape[0]):
             ul, t = self.prefix_mask(i)
             idx = np.flatnonzero(self.rejected[i])
             for _ in range(len(idx) if max_passes is None else max_passes):
-                trials = []
-                for j in idx:
-                    trial = ul.copy()
-                    trial[j] = ~trial[j]
-                    trials.append((self.t_comm(i, trial), trial))
-                t_new, trial = min(trials, key=lambda x: x[0], default=(math.inf, None))
+                t_new, trial = self._best_move(i, ul, idx, swaps=False)
                 if not t_new < t * (1.0 - 1e-12):
-                    break
+                    t_new, trial = self._best_move(i, ul, idx, swaps=True)
+                    if not t_new < t * (1.0 - 1e-12):
+                        break
                 ul, t = trial, t_new
             masks.append(ul)
         return self._decision(masks)
+
+    def _best_move(self, i, ul, idx, swaps):
+        """(T_comm, UL mask) of the best single change (or, with ``swaps``, UL/DL exchange)."""
+        best = (math.inf, None)
+        if swaps:
+            on, off = idx[ul[idx]], idx[~ul[idx]]
+            moves = [(u, d) for u in on for d in off]
+        else:
+            moves = [(j,) for j in idx]
+        for move in moves:
+            trial = ul.copy()
+            trial[list(move)] = ~trial[list(move)]
+            t = self.t_comm(i, trial)
+            if t < best[0]:
+                best = (t, trial)
+        return best
 
 
 def effective_gains(transmission, g_ul, g_dl, mode, p_ul, p_dl, bits, b, n0):

@@ -230,3 +230,20 @@ def test_zf_groups_serve_more_devices_than_antennas_in_turn():
     ends = np.unique(d.delay_s[0])
     assert len(ends) == 3               # ceil(5 / 2) groups, one after another
     assert d.t_comm[0] == ends.max()
+
+
+def test_memo_of_a_channel_state_changes_no_decision():
+    import dataclasses
+    rng = np.random.default_rng(50)
+    k, m = 8, 4
+    a = np.sqrt(1e-11 * rng.uniform(0.1, 3, k))[:, None] * _cn(rng, (k, m))
+    t = Transmission(m, "mu-mimo-zf", "mu-mimo-mmse")
+    rejected = rng.random((6, k)) < 0.7
+    with_memo = _problem(t, rejected, a, a)
+    assert with_memo.memo is not None
+    without = dataclasses.replace(with_memo, memo=None)
+    for solve in (optimal_split, exhaustive_split, lambda p: p.local_search()):
+        first, again, plain = solve(with_memo), solve(with_memo), solve(without)
+        for d in (again, plain):
+            np.testing.assert_array_equal(first.t_comm, d.t_comm)
+            np.testing.assert_array_equal(first.power_w, d.power_w)
