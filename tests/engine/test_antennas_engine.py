@@ -134,3 +134,24 @@ def test_draft_objective_evaluates_the_scheme():
     # plain gains without their vectors are refused, not silently read as one antenna
     with pytest.raises(ValueError, match="channel vectors"):
         system.reactive_problem(rejected[0], np.asarray(g), np.asarray(g))
+
+
+@pytest.mark.parametrize("fading,extra", [("rayleigh", {"server.antenna_correlation": 0.8}),
+                                          ("gauss-markov", {}), ("jakes", {})])
+def test_every_fading_model_runs_per_antenna(fading, extra):
+    """E ||h||^2 = M under each fading model (and any correlation: the trace of R is M)."""
+    m, k = 4, 8
+    res = run({"devices.count": k, "server.antennas": m, "channel.fading": fading,
+               "run.rounds": 400, "seed": 12, **extra})
+    dr = res.device_rounds
+    beta = np.asarray(res.devices["pathloss_gain"])[np.asarray(dr["device"])]
+    x = np.asarray(dr["gain_ul"]) / beta
+    if fading == "rayleigh":   # i.i.d. rounds: var ||h||^2 = tr(R^2) for h ~ CN(0, R)
+        from multispin_sim.model.antennas import exponential_correlation
+        r = exponential_correlation(m, extra["server.antenna_correlation"])
+        assert abs(x.mean() - m) < 5 * math.sqrt(np.trace(r @ r) / x.size)
+    else:
+        # rounds correlated in time and (Jakes) one realisation's time average carrying its
+        # angles: about k m = 32 independent processes, sd of the mean <= sqrt(m / 32) m / m
+        assert abs(x.mean() - m) < 5 * math.sqrt(m / k)
+    assert np.all(np.isfinite(dr["gain_eff"]))
