@@ -44,7 +44,7 @@ _LN2 = math.log(2.0)
 
 
 def _norms2(a):
-    return np.einsum("km,km->k", a.real, a.real) + np.einsum("km,km->k", a.imag, a.imag)
+    return np.einsum("km,km->k", a, a.conj()).real
 
 
 def zf_gains(a):
@@ -93,27 +93,47 @@ class MuMimoZf(DlScheme):
 
     shared = True
 
-    def groups(self, a):
+    def groups(self, a, norms=None):
         """Index arrays of the groups, served in order: ||a||^2 descending, dealt round-robin."""
         n, m = a.shape
         count = -(-n // m)
-        order = np.argsort(-_norms2(a), kind="stable")
-        return [np.sort(order[j::count]) for j in range(count)]
+        if count == 1:
+            return [np.arange(n)]
+        order = np.argsort(-(_norms2(a) if norms is None else norms), kind="stable")
+        return [np.sort(g) if len(g) > 1 else g for g in (order[j::count] for j in range(count))]
 
     def serve(self, a, p_dl, bits, b, n0):
         n = len(a)
         band = b * n
-        delays, powers, gains = np.zeros(n), np.zeros(n), np.zeros(n)
-        end = 0.0
-        for group in self.groups(a):
-            g = zf_gains(a[group])
-            with np.errstate(divide="ignore"):
-                tau = float(dl_common_delay(bits, band, p_dl, np.sum(1.0 / g), n0))
-            end += tau
-            delays[group] = end
-            powers[group] = dl_power_for_delay(tau, bits, band, g, n0)
-            gains[group] = g
-        return delays, powers, gains
+        norms = _norms2(a)
+        groups = self.groups(a, norms)
+        gains = np.zeros(n)
+        by_size = {}
+        for group in groups:
+            by_size.setdefault(len(group), []).append(group)
+        for size, same in by_size.items():
+            idx = np.concatenate(same)
+            if size == 1:            # one stream: ZF is MRT, 1 / [(a^H a)^-1] = ||a||^2
+                gains[idx] = norms[idx]
+                continue
+            stack = a[np.stack(same)]                      # (groups, size, M)
+            try:
+                inv = np.linalg.inv(stack.conj() @ stack.transpose(0, 2, 1))
+                d = np.real(np.diagonal(inv, axis1=1, axis2=2)).ravel()
+                with np.errstate(divide="ignore"):
+                    gains[idx] = np.where(d > 0, 1.0 / d, 0.0)
+            except np.linalg.LinAlgError:   # some group singular: one at a time
+                for group in same:
+                    gains[group] = zf_gains(a[group])
+        with np.errstate(divide="ignore"):
+            inv_sum = np.array([np.sum(1.0 / gains[group]) for group in groups])
+            tau = dl_common_delay(bits, band, p_dl, inv_sum, n0)   # one per group, in turn
+        ends = np.cumsum(tau)
+        delays, tau_of = np.zeros(n), np.zeros(n)
+        for j, group in enumerate(groups):
+            delays[group] = ends[j]
+            tau_of[group] = tau[j]
+        return delays, dl_power_for_delay(tau_of, bits, band, gains, n0), gains
 
 
 class UlScheme:
