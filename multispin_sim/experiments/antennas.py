@@ -40,14 +40,14 @@ def _local(problem):
 
 
 def mode_study(k=20, antennas=4, dl="ofdma-mrt", ul="ofdma-mrc", power_ratio=4.0,
-               outcomes=300, gamma=4, seed=1, exhaustive=False):
+               outcomes=300, gamma=4, seed=1, exhaustive=False, zf_groups="fewest"):
     """Means over ``outcomes`` outcomes (channel state and rejected set) of one configuration."""
     sc = load_scenario(None, overrides={"devices.count": k, "server.dl_power_ratio": power_ratio,
                                         "seed": seed})
     st = RandomStreams(seed)
     system = build_population(sc, st.devices, st.topology, st.shadowing).system
     import dataclasses
-    transmission = Transmission(antennas, dl, ul)
+    transmission = Transmission(antennas, dl, ul, zf_groups)
     system = dataclasses.replace(system, transmission=transmission
                                  if transmission.multi_user else None)
     array = ServerArray(antennas)
@@ -77,7 +77,8 @@ def mode_study(k=20, antennas=4, dl="ofdma-mrt", ul="ofdma-mrc", power_ratio=4.0
         rows.append(row)
     t = {key: np.array([r[key] for r in rows]) for key in rows[0]}
     out = {
-        "k": k, "antennas": antennas, "dl": dl, "ul": ul, "power_ratio": power_ratio,
+        "k": k, "antennas": antennas, "dl": dl, "ul": ul, "zf_groups": zf_groups,
+        "power_ratio": power_ratio,
         "outcomes": len(rows),
         "ul_share": float(t["n_ul"].sum() / t["n"].sum()),
         "mean_t_best_ms": float(t["best"].mean() * 1e3),
@@ -119,6 +120,7 @@ def main(argv=None):
     ap.add_argument("--outcomes", type=int, default=300)
     ap.add_argument("--k-exhaustive", type=int, default=8)
     ap.add_argument("--part", choices=("modes", "prefix", "rate"), default="modes")
+    ap.add_argument("--zf-groups", choices=("fewest", "best"), default="fewest")
     ap.add_argument("--json")
     a = ap.parse_args(argv)
     rows = []
@@ -131,9 +133,12 @@ def main(argv=None):
     else:
         for ratio in (4.0, 16.0):
             for dl, ul in PAIRS:
+                if a.zf_groups != "fewest" and dl != "mu-mimo-zf":
+                    continue
                 for m in ANTENNAS:
                     r = mode_study(a.k_exhaustive if a.part == "prefix" else 20, m, dl, ul,
-                                   ratio, a.outcomes, exhaustive=a.part == "prefix")
+                                   ratio, a.outcomes, exhaustive=a.part == "prefix",
+                                   zf_groups=a.zf_groups)
                     rows.append(r)
                     print(json.dumps({x: (round(y, 4) if isinstance(y, float) and math.isfinite(y)
                                           else y) for x, y in r.items()}), flush=True)

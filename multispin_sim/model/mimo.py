@@ -9,7 +9,9 @@ b = B / |R| of the paper; a link's devices pool their subbands, B_D = |D| b and 
 - DL ``mu-mimo-zf``: the DL set shares B_D, zero-forcing precoding with unit-norm columns; at
   most M streams at once, so |D| > M devices are served in ceil(|D| / M) groups one after
   another (devices by ||a_k||^2 descending, dealt round-robin into the groups), each group with
-  all of P_dl over B_D, delays equalised within a group; stream k of group G has the gain
+  all of P_dl over B_D, delays equalised within a group (``server.zf_groups: best`` also tries
+  2, 4, ... times as many groups, down to one stream each, and keeps the one that ends first);
+  stream k of group G has the gain
   1 / [(A_G^H A_G)^-1]_kk (A_G: M x |G|, the group's vectors), so it depends on the group.
   A device's delay is the end of its group's turn.
 - UL ``ofdma-mrc``: each UL device on its subband b at full power, maximum-ratio combining:
@@ -71,9 +73,13 @@ def mmse_sinr(a, p, noise_w):
 
 class DlScheme:
     """``serve(a, p_dl, bits, b, n0) -> (delays, powers, gains)`` for the DL set's vectors a
-    (n, M), n >= 1, each device's subband b; ``shared``: the set shares one band."""
+    (n, M), n >= 1, each device's subband b; ``shared``: the set shares one band.
+    ``groups``: how a shared scheme forms its groups (``server.zf_groups``)."""
 
     shared = False
+
+    def __init__(self, groups="fewest"):
+        self.grouping = groups
 
 
 @DL_SCHEMES.register("ofdma-mrt")
@@ -93,20 +99,41 @@ class MuMimoZf(DlScheme):
 
     shared = True
 
-    def groups(self, a, norms=None):
+    def counts(self, n, m):
+        """The numbers of groups tried for n streams: the fewest, ceil(n / M) ('fewest'), or
+        also twice, four times, ... as many up to one stream per group ('best': the one whose
+        last group ends first; ties keep fewer groups)."""
+        fewest = -(-n // m)
+        if self.grouping == "fewest":
+            return [fewest]
+        out, c = [], fewest
+        while c < n:
+            out.append(c)
+            c *= 2
+        return out + [n]
+
+    def groups(self, a, norms=None, count=None):
         """Index arrays of the groups, served in order: ||a||^2 descending, dealt round-robin."""
         n, m = a.shape
-        count = -(-n // m)
+        count = -(-n // m) if count is None else count
         if count == 1:
             return [np.arange(n)]
         order = np.argsort(-(_norms2(a) if norms is None else norms), kind="stable")
         return [np.sort(g) if len(g) > 1 else g for g in (order[j::count] for j in range(count))]
 
     def serve(self, a, p_dl, bits, b, n0):
+        norms = _norms2(a)
+        best = None
+        for count in self.counts(*a.shape):
+            got = self._serve(a, norms, count, p_dl, bits, b, n0)
+            if best is None or got[0].max() < best[0].max():
+                best = got
+        return best
+
+    def _serve(self, a, norms, count, p_dl, bits, b, n0):
         n = len(a)
         band = b * n
-        norms = _norms2(a)
-        groups = self.groups(a, norms)
+        groups = self.groups(a, norms, count)
         gains = np.zeros(n)
         by_size = {}
         for group in groups:
@@ -177,16 +204,17 @@ class Transmission:
     need, and the reactive problem is the paper's.
     """
 
-    def __init__(self, antennas=1, dl_scheme="ofdma-mrt", ul_scheme="ofdma-mrc"):
+    def __init__(self, antennas=1, dl_scheme="ofdma-mrt", ul_scheme="ofdma-mrc",
+                 zf_groups="fewest"):
         self.m = int(antennas)
-        self.dl = DL_SCHEMES.lookup(dl_scheme)()
+        self.dl = DL_SCHEMES.lookup(dl_scheme)(groups=zf_groups)
         self.ul = UL_SCHEMES.lookup(ul_scheme)()
         self.multi_user = self.dl.shared or self.ul.shared
 
     @classmethod
     def from_scenario(cls, scenario):
         s = scenario.server
-        return cls(s.antennas, s.dl_scheme, s.ul_scheme)
+        return cls(s.antennas, s.dl_scheme, s.ul_scheme, s.zf_groups)
 
     def vectors(self, gains):
         """The channel vectors (K, M) of ``gains`` (with M = 1, sqrt(g) is one: phases do not

@@ -123,6 +123,11 @@ class Server(Params):
         "transmission: gain ||a_k||^2, the paper's DL for M = 1) or 'mu-mimo-zf' (the DL set "
         "shares its pooled band, zero-forcing, at most M streams at once, more in groups)",
         choices=Registered("multispin_sim.model.mimo", "DL_SCHEMES"))
+    zf_groups: str = param(
+        "fewest", "How 'mu-mimo-zf' groups a DL set of more than M devices (served one group "
+        "after another): 'fewest' (ceil(|D| / M) groups of up to M streams) or 'best' (also 2, "
+        "4, ... times as many, down to one stream per group; the grouping that ends first)",
+        choices=("fewest", "best"))
     ul_scheme: str = param(
         "ofdma-mrc", "UL transmission scheme: 'ofdma-mrc' (orthogonal subbands, maximum-ratio "
         "combining: gain ||a_k||^2, the paper's UL for M = 1) or 'mu-mimo-mmse' (the UL set "

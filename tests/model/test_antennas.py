@@ -247,3 +247,21 @@ def test_memo_of_a_channel_state_changes_no_decision():
         for d in (again, plain):
             np.testing.assert_array_equal(first.t_comm, d.t_comm)
             np.testing.assert_array_equal(first.power_w, d.power_w)
+
+
+def test_best_zf_grouping_is_no_slower_than_fewest_groups_or_one_stream_at_a_time():
+    rng = np.random.default_rng(60)
+    k, m = 9, 4
+    rejected = np.ones(k, dtype=bool)
+    fewest = Transmission(m, "mu-mimo-zf", "ofdma-mrc")
+    best = Transmission(m, "mu-mimo-zf", "ofdma-mrc", zf_groups="best")
+    for _ in range(20):
+        a = np.sqrt(1e-11 * rng.uniform(0.1, 3, k))[:, None] * _cn(rng, (k, m))
+        dl = np.zeros(k, dtype=bool)
+        t_best = evaluate_assignment(_problem(best, rejected, a, a), dl).t_comm[0]
+        t_fewest = evaluate_assignment(_problem(fewest, rejected, a, a), dl).t_comm[0]
+        band = B   # every device on DL: the whole band
+        g = np.sum(np.abs(a) ** 2, axis=1)
+        t_tdma = np.sum(S / (band * np.log2(1 + P_DL * g / (N0 * band))))
+        assert t_best <= t_fewest * (1 + 1e-12)
+        assert t_best <= t_tdma * (1 + 1e-12)
