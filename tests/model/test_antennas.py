@@ -265,3 +265,12 @@ def test_best_zf_grouping_is_no_slower_than_fewest_groups_or_one_stream_at_a_tim
         t_tdma = np.sum(S / (band * np.log2(1 + P_DL * g / (N0 * band))))
         assert t_best <= t_fewest * (1 + 1e-12)
         assert t_best <= t_tdma * (1 + 1e-12)
+
+
+@pytest.mark.parametrize("fading", ["rayleigh", "gauss-markov"])
+def test_vector_draws_do_not_depend_on_the_block_size(fading):
+    def seq(block):
+        src = ServerArray(3, 0.5).rounds(fading, np.random.default_rng(70), 4, False, 10.0, block)
+        return np.array([np.concatenate(src.round_powers(0.01 * i)) for i in range(40)])
+    np.testing.assert_array_equal(seq(1), seq(16))
+    np.testing.assert_array_equal(seq(7), seq(64))
