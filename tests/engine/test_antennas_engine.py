@@ -155,3 +155,25 @@ def test_every_fading_model_runs_per_antenna(fading, extra):
         # angles: about k m = 32 independent processes, sd of the mean <= sqrt(m / 32) m / m
         assert abs(x.mean() - m) < 5 * math.sqrt(m / k)
     assert np.all(np.isfinite(dr["gain_eff"]))
+
+
+@pytest.mark.parametrize("fading", ["rayleigh", "gauss-markov", "jakes"])
+def test_one_antenna_array_channel_draws_the_paper_channel(fading):
+    from multispin_sim.engine.antennas import ArrayChannel
+    from multispin_sim.engine.channel import OFDMAChannel
+    from multispin_sim.engine.population import build_population
+    from multispin_sim.engine.streams import RandomStreams
+    from multispin_sim.model.antennas import ServerArray, vectors_of
+
+    sc = ms.load_scenario(None, overrides={"devices.count": 6})
+    st = RandomStreams(1)
+    system = build_population(sc, st.devices, st.topology, st.shadowing).system
+    plain = OFDMAChannel(system, np.random.default_rng(5), fading, False, doppler_hz=20.0)
+    array = ArrayChannel(system, np.random.default_rng(5), fading, False, doppler_hz=20.0,
+                         array=ServerArray(1))
+    for r in range(50):
+        g0, h0 = plain.new_block(0.1 * r)
+        g1, h1 = array.new_block(0.1 * r)
+        np.testing.assert_array_equal(np.asarray(g1), g0)
+        np.testing.assert_array_equal(np.asarray(h1), h0)
+        np.testing.assert_allclose(np.abs(vectors_of(g1)[:, 0]) ** 2, g0, rtol=1e-12)
