@@ -40,7 +40,8 @@ def _local(problem):
 
 
 def mode_study(k=20, antennas=4, dl="ofdma-mrt", ul="ofdma-mrc", power_ratio=4.0,
-               outcomes=300, gamma=4, seed=1, exhaustive=False, zf_groups="fewest"):
+               outcomes=300, gamma=4, seed=1, exhaustive=False, zf_groups="fewest",
+               correlation=0.0):
     """Means over ``outcomes`` outcomes (channel state and rejected set) of one configuration."""
     sc = load_scenario(None, overrides={"devices.count": k, "server.dl_power_ratio": power_ratio,
                                         "seed": seed})
@@ -50,7 +51,7 @@ def mode_study(k=20, antennas=4, dl="ofdma-mrt", ul="ofdma-mrc", power_ratio=4.0
     transmission = Transmission(antennas, dl, ul, zf_groups)
     system = dataclasses.replace(system, transmission=transmission
                                  if transmission.multi_user else None)
-    array = ServerArray(antennas)
+    array = ServerArray(antennas, correlation)
     source = array.rounds("rayleigh", st.fading, k, True, 0.0, block=64)
     p_reject = 1.0 - system.alpha ** gamma
     rng = st.acceptance
@@ -78,6 +79,7 @@ def mode_study(k=20, antennas=4, dl="ofdma-mrt", ul="ofdma-mrc", power_ratio=4.0
     t = {key: np.array([r[key] for r in rows]) for key in rows[0]}
     out = {
         "k": k, "antennas": antennas, "dl": dl, "ul": ul, "zf_groups": zf_groups,
+        "correlation": correlation,
         "power_ratio": power_ratio,
         "outcomes": len(rows),
         "ul_share": float(t["n_ul"].sum() / t["n"].sum()),
@@ -134,7 +136,8 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--outcomes", type=int, default=300)
     ap.add_argument("--k-exhaustive", type=int, default=8)
-    ap.add_argument("--part", choices=("modes", "prefix", "rate", "greedy"), default="modes")
+    ap.add_argument("--part", choices=("modes", "prefix", "rate", "greedy", "correlation"),
+                    default="modes")
     ap.add_argument("--zf-groups", choices=("fewest", "best"), default="fewest")
     ap.add_argument("--json")
     a = ap.parse_args(argv)
@@ -148,6 +151,13 @@ def main(argv=None):
                                        samples=100 if shared else 200)
                     rows.append(r)
                     print(json.dumps(r), flush=True)
+    elif a.part == "correlation":   # M = 8, ratio 4: spatial correlation rho
+        for dl, ul in PAIRS:
+            for rho in (0.0, 0.5, 0.9, 0.99):
+                r = mode_study(20, 8, dl, ul, 4.0, a.outcomes, zf_groups=a.zf_groups,
+                               correlation=rho)
+                rows.append(r)
+                print(json.dumps(r), flush=True)
     elif a.part == "rate":
         for m in ANTENNAS:
             for dl, ul in PAIRS[::3]:
