@@ -26,6 +26,7 @@ from ..model.nr_tables import CarrierError
 from ..model.rates import shannon_rate
 from ..model.reactive import DL
 from ..scenario import ScenarioError
+from .antennas import build_array_channel, needs_array_channel
 from .channel import OFDMAChannel
 from .guards import LimitReached
 
@@ -338,6 +339,8 @@ def build_channel(scenario, system, streams, coherence_s, moving):
     ch = scenario.channel
     args = (system, streams.fading, ch.fading, ch.reciprocal)
     kwargs = dict(doppler_hz=ch.doppler_hz, coherence_s=coherence_s, moving=moving)
+    if needs_array_channel(scenario):   # several antennas or a shared band (engine.antennas)
+        return build_array_channel(scenario, system, streams, moving)
     if not needs_link_channel(scenario):
         return OFDMAChannel(*args, **kwargs)
     link = build_link(scenario, system)

@@ -8,6 +8,7 @@ from ..model.pathloss import pathloss_gain
 from ..model.shadowing import shadowing_gain
 from ..model.payload import format_from_scenario
 from ..model.rates import noise_psd_watt_per_hz
+from ..model.mimo import Transmission
 from ..model.system import System
 from ..model.topology import rescale_to_distance
 from ..model.units import dbm_to_watt
@@ -145,11 +146,19 @@ def build_population(scenario, rng, topology_rng=None, shadowing_rng=None, graph
         verify_fixed_s=scenario.server.verify_fixed_ms * 1e-3,
         verify_per_device_s=scenario.server.verify_per_device_ms * 1e-3,
         verify_cost=verification_cost(scenario),
+        transmission=shared_band_transmission(scenario),
     )
     population = Population(tuple(tasks), distance, gamma, system, positions, server_xy, shadow_db,
                             power_mode=modes, draft_power_w=draft_power)
     object.__setattr__(population, "graph", topology_graph(population))
     return population
+
+
+def shared_band_transmission(scenario):
+    """The antenna component (``model.mimo.Transmission``) when a link shares its band, else
+    None: the orthogonal schemes need only the array gains, the paper's reactive problem."""
+    transmission = Transmission.from_scenario(scenario)
+    return transmission if transmission.multi_user else None
 
 
 def verification_cost(scenario):

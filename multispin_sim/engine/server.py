@@ -133,7 +133,8 @@ class EdgeServer:
         corrections). A server that decides its own way overrides this too."""
         system = self.system
         if self._one_for is not system:
-            self._one = (None if self.policy.defers
+            # a shared band (``system.transmission``): decisions need the channel vectors
+            self._one = (None if self.policy.defers or system.transmission is not None
                          else self.policy.one_outcome(system, self.policy_rng))
             self._one_for = system
         return self._one

@@ -49,6 +49,9 @@ class ReactiveProblem:
     bandwidth_hz: float
     n0: float
 
+    # a problem whose assignments a transmission scheme evaluates (``model.mimo.ArrayProblem``)
+    multi_user = False
+
     def __post_init__(self):
         rejected = np.asarray(self.rejected, dtype=bool)
         if rejected.ndim == 1:
@@ -171,6 +174,8 @@ def evaluate_assignment(problem, ul_mask):
 
     ``ul_mask`` (M, K) bool says which rejected devices use UL; the other rejected devices use DL.
     """
+    if problem.multi_user:
+        return problem.evaluate_assignment(ul_mask)
     rejected = problem.rejected
     ul = np.asarray(ul_mask, dtype=bool) & rejected
     dl = rejected & ~ul
@@ -226,7 +231,10 @@ def prefix_split_delays(problem):
 
 
 def optimal_split(problem):
-    """The optimal modes and powers by the prefix structure, every split n evaluated at once."""
+    """The optimal modes and powers by the prefix structure, every split n evaluated at once
+    (a multi-user problem: the prefix split applied as is, ``model.mimo``)."""
+    if problem.multi_user:
+        return problem.prefix_split()
     if problem.shape[0] == 1 and problem.g_ul.ndim == 1 and problem.g_dl.ndim == 1:
         return _optimal_split_one(problem)
     f, cols = prefix_split_delays(problem)
@@ -407,6 +415,8 @@ def exhaustive_split(problem):
 
     Ties keep the first assignment found (fewest UL devices in binary order). Cost 2^|R|.
     """
+    if problem.multi_user:
+        return problem.exhaustive_split()
     m, k = problem.shape
     best = np.zeros((m, k), dtype=bool)
     for i in range(m):

@@ -27,6 +27,8 @@ class System:
     verify_fixed_s: float
     verify_per_device_s: float
     verify_cost: object = None  # model.verification component; None: linear from the two above
+    # model.mimo.Transmission when a link shares its band (None: the paper's orthogonal links)
+    transmission: object = None
 
     @property
     def k(self):
@@ -34,6 +36,8 @@ class System:
 
     def reactive_problem(self, rejected, g_ul, g_dl):
         """The reactive problem(s) for rejected mask(s) (K,) or (M, K) under gains g_ul, g_dl."""
+        if self.transmission is not None:
+            return self.transmission.problem(self, rejected, g_ul, g_dl)
         return ReactiveProblem(rejected, g_ul, g_dl, self.p_ul_w, self.p_dl_w,
                                self.payload_bits, self.bandwidth_hz, self.n0)
 

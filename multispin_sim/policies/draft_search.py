@@ -74,6 +74,8 @@ def make_kernel(system, g_ul, g_dl, policy, coin_uniforms, seed=0, energy=None, 
     if energy is not None:
         return EnergyKernel(system, g_ul, g_dl, policy, energy, n_active, coin_uniforms, seed,
                             scope=energy_scope)
+    if system.transmission is not None:   # a shared band: the scheme evaluates the policy
+        return system.transmission.kernel(system, g_ul, g_dl, policy, coin_uniforms, seed)
     own = getattr(policy, "tcomm_kernel", None)
     if callable(own):
         return own(system, g_ul, g_dl, coin_uniforms, seed)

@@ -214,3 +214,33 @@ def _check_link(sc: Scenario) -> None:
         raise ScenarioError("csi.cqi_quantisation", "CQI quantisation with link.cqi_table "
                             "'continuous' (no CQI grid)", "expected a CQI table other than "
                             "'continuous', or cqi_quantisation: false")
+
+
+@cross_check
+def _check_antennas(sc: Scenario) -> None:
+    """A server antenna array (several antennas, or a link sharing its band) runs one fading
+    block per round on the Shannon link with perfect CSI, in synchronous rounds."""
+    s = sc.server
+    shared = s.dl_scheme != "ofdma-mrt" or s.ul_scheme != "ofdma-mrc"
+    if s.antennas == 1 and not shared:
+        return
+    why = (f"server.antennas = {s.antennas}" if s.antennas > 1
+           else f"server.dl_scheme / ul_scheme = {s.dl_scheme} / {s.ul_scheme}")
+    c = sc.csi
+    refused = (
+        ("channel.coherence_time_ms", sc.channel.coherence_time_ms is not None, "null"),
+        ("link.model", sc.link.model != "shannon", "'shannon'"),
+        ("csi.delay_ms", c.delay_ms != 0, "0"),
+        ("csi.estimation_error_variance", c.estimation_error_variance != 0, "0"),
+        ("csi.cqi_quantisation", bool(c.cqi_quantisation), "false"),
+        ("payload.model", sc.payload.model != "bits", "'bits'"),
+        ("serving.protocol", sc.serving.protocol != "synchronous", "'synchronous'"),
+        ("policy.draft_update", s.antennas > 1 and sc.policy.draft_update == "once",
+         "'every-round' (the 'once' objective samples one-antenna fading)"),
+        ("policy.objective", shared and sc.policy.objective != "goodput", "'goodput'"),
+        ("channel.fading", shared and s.antennas > 1 and sc.channel.fading == "none",
+         "a fading model other than 'none' (equal vectors make shared-band streams singular)"),
+    )
+    for key, bad, allowed in refused:
+        if bad:
+            raise ScenarioError(key, f"not supported with {why}", f"expected {allowed}")

@@ -112,6 +112,27 @@ class Server(Params):
         "milliseconds' sorted by tokens (relative to the working directory)")
     power_w: float = param(300.0, "Server power while verifying (energy = power_w x T_ver; "
                            "assumed: A100 board power under load)", unit="W", check=ge(0))
+    antennas: int = param(1, "Antennas M at the server (devices have one): per-device channel "
+                          "vectors h_k in C^M, one fading process per antenna element "
+                          "(docs/components/antennas.md)", check=between(1, 256))
+    antenna_correlation: float = param(
+        0.0, "Spatial correlation rho of the server's antennas, exponential model "
+        "R_ij = rho^|i - j| (0: i.i.d. Rayleigh)", check=in_interval(0, 1, high_open=True))
+    dl_scheme: str = param(
+        "ofdma-mrt", "DL transmission scheme: 'ofdma-mrt' (orthogonal subbands, maximum-ratio "
+        "transmission: gain ||a_k||^2, the paper's DL for M = 1) or 'mu-mimo-zf' (the DL set "
+        "shares its pooled band, zero-forcing, at most M streams at once, more in groups)",
+        choices=Registered("multispin_sim.model.mimo", "DL_SCHEMES"))
+    zf_groups: str = param(
+        "fewest", "How 'mu-mimo-zf' groups a DL set of more than M devices (served one group "
+        "after another): 'fewest' (ceil(|D| / M) groups of up to M streams) or 'best' (also 2, "
+        "4, ... times as many, down to one stream per group; the grouping that ends first)",
+        choices=("fewest", "best"))
+    ul_scheme: str = param(
+        "ofdma-mrc", "UL transmission scheme: 'ofdma-mrc' (orthogonal subbands, maximum-ratio "
+        "combining: gain ||a_k||^2, the paper's UL for M = 1) or 'mu-mimo-mmse' (the UL set "
+        "shares its pooled band at once, linear MMSE combining)",
+        choices=Registered("multispin_sim.model.mimo", "UL_SCHEMES"))
 
 
 @section

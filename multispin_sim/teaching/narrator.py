@@ -16,6 +16,7 @@ import math
 
 import numpy as np
 
+from ..model.mimo import Transmission
 from ..model.reactive import ReactiveProblem, prefix_split_delays
 
 __all__ = ["explain", "explain_round"]
@@ -72,6 +73,14 @@ def explain(result, rounds=3):
         head += (f"\nserving.protocol = {protocol}: each 'round' below is one batch of the server; "
                  "batches overlap in time, and a batch's length is counted from the previous "
                  "batch's end.")
+    server = getattr(result.scenario, "server", None)
+    if server is not None and (server.antennas > 1
+                               or Transmission.from_scenario(result.scenario).multi_user):
+        head += (f"\nThe server has {server.antennas} antenna(s) (DL {server.dl_scheme}, UL "
+                 f"{server.ul_scheme}): the gains below are the array gains ||a_k||^2; the "
+                 "split table is the paper's orthogonal-band calculation on them, the powers "
+                 "and delays are the scheme's (device_rounds.csv: gain_eff, snr_eff; "
+                 "docs/components/antennas.md).")
     parts = [head]
     for i in range(n):
         parts.append(explain_round(rt, dr, dev, system, i, mode_name))

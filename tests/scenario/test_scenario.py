@@ -348,7 +348,10 @@ def test_dict_is_complete():
     assert plain["server"] == {"dl_power_dbm": None, "dl_power_ratio": 4.0,
                                "verify_fixed_ms": 42.8, "verify_per_device_ms": 7.6,
                                "verify_model": "linear", "verify_per_token_ms": None,
-                               "verify_table": "vidur-a100-codellama34b", "power_w": 300.0}
+                               "verify_table": "vidur-a100-codellama34b", "power_w": 300.0,
+                               "antennas": 1, "antenna_correlation": 0.0,
+                               "dl_scheme": "ofdma-mrt", "zf_groups": "fewest",
+                               "ul_scheme": "ofdma-mrc"}
     assert isinstance(load_scenario(None), Scenario)
 
 

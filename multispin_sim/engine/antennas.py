@@ -1,0 +1,91 @@
+"""The channel of a multi-antenna server: the OFDMA channel whose fading is per antenna element.
+
+``ArrayChannel`` is ``OFDMAChannel`` with its antenna part (``model.antennas.ServerArray``):
+each round's fading is one small-scale vector h_k in C^M per device and link, drawn from the
+fading stream by the fading model's per-antenna source, and the gains it returns are the array
+gains G_k ||h_k||^2 with the channel vectors attached (``model.antennas.ArrayGains``). The
+transmission schemes (``model.mimo.Transmission``) read those vectors; the channel records, per
+round, the effective gain and SNR (SINR) of every correction's stream (``gain_eff``,
+``snr_eff`` in device_rounds.csv), worked out by the same component from the modes the devices
+transmitted in.
+
+It is built instead of the plain channel when the server has several antennas or a link shares
+its band (``server.antennas``, ``server.dl_scheme``, ``server.ul_scheme``); one fading block per
+round (the scenario check refuses ``channel.coherence_time_ms`` and the NR link with it).
+"""
+import numpy as np
+
+from ..model.antennas import ServerArray
+from ..model.mimo import Transmission, effective_gains
+from .channel import OFDMAChannel
+
+
+class ArrayChannel(OFDMAChannel):
+    """``OFDMAChannel`` over M server antennas (``array``) with the schemes ``transmission``."""
+
+    plain_transmit = False  # transmissions are seen one by one: the round's streams are recorded
+
+    def __init__(self, system, rng, fading="rayleigh", reciprocal=True, block=1024,
+                 doppler_hz=0.0, coherence_s=None, moving=False, array=None, transmission=None):
+        if coherence_s is not None:
+            raise ValueError("an antenna array has one fading block per round "
+                             "(channel.coherence_time_ms must be null)")
+        super().__init__(system, rng, fading, reciprocal, block, doppler_hz, None, moving)
+        self.array = ServerArray() if array is None else array
+        self.transmission = Transmission(self.array.m) if transmission is None else transmission
+        if self.array.m > 1:
+            # the vector source replaces the one-antenna source the base class made (which drew
+            # nothing from the stream, except Jakes' angles: the same for every policy); with
+            # one antenna the base class's source stays: the same channel as the paper's
+            # fewer rounds per draw as M grows (bounded memory; the same numbers for any block)
+            self.rounds = self.fading_source = self.array.rounds(
+                fading, rng, system.k, reciprocal, self.doppler_hz,
+                max(16, block // self.array.m))
+        k = system.k
+        self._mode = np.zeros(k, dtype=np.int8)
+        self._b = 0.0
+        self._p_ul = np.broadcast_to(np.asarray(system.p_ul_w, float), (k,))
+
+    def _gains(self, h_ul, h_dl):
+        self.g_ul, self.g_dl = self.array.gains(self.pathloss, h_ul, h_dl, self.reciprocal)
+        return self.g_ul, self.g_dl
+
+    def transmit(self, env, device, mode, power_w, bandwidth_hz, planned_s):
+        """SimPy: one correction (the planned delay: one block per round); noted for the record."""
+        self._mode[device] = mode
+        self._b = bandwidth_hz
+        yield env.timeout(planned_s)
+        return planned_s
+
+    @property
+    def extra_columns(self):
+        """Per-device-round columns of device_rounds.csv: each stream's effective gain gamma
+        (SNR = p gamma / (N0 B_link)) and its SNR (SINR for MMSE); 0 without a correction."""
+        return {"gain_eff": np.float64, "snr_eff": np.float64}
+
+    def round_columns(self):
+        """This round's effective gains and SNRs (then cleared for the next round)."""
+        mode = self._mode
+        if not mode.any():
+            zeros = np.zeros(len(mode))
+            return {"gain_eff": zeros, "snr_eff": zeros.copy()}
+        s = self.system
+        gain, snr = effective_gains(self.transmission, self.g_ul, self.g_dl, mode, self._p_ul,
+                                    s.p_dl_w, self.bits, self._b, self.n0)
+        self._mode = np.zeros(len(mode), dtype=np.int8)
+        return {"gain_eff": gain, "snr_eff": snr}
+
+
+def needs_array_channel(scenario):
+    """True when the server's antennas leave the paper's single-antenna channel (several
+    antennas, or a link that shares its band)."""
+    return (ServerArray.from_scenario(scenario).m > 1
+            or Transmission.from_scenario(scenario).multi_user)
+
+
+def build_array_channel(scenario, system, streams, moving):
+    ch = scenario.channel
+    return ArrayChannel(system, streams.fading, ch.fading, ch.reciprocal,
+                        doppler_hz=ch.doppler_hz, moving=moving,
+                        array=ServerArray.from_scenario(scenario),
+                        transmission=Transmission.from_scenario(scenario))

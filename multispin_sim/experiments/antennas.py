@@ -1,0 +1,185 @@
+"""The reactive trade-off against the number of server antennas (docs/components/antennas.md).
+
+``mode_study``: for one scenario (K devices, a DL/UL power ratio), M antennas and a DL/UL scheme
+pair, draws channel states from the engine's own antenna source (i.i.d. Rayleigh, the paper's
+path loss of the scenario's devices) and rejected sets from the devices' acceptance (draft
+length gamma: rejected with probability 1 - alpha^gamma), and evaluates the reactive policies
+on each outcome with the engine's components: the UL share of corrections, T_comm of every
+policy, and how often the paper's prefix split is optimal (against ``exhaustive`` with
+``exhaustive=True``, else against ``local-search``), both as 'optimal' applies it (every prefix
+evaluated under the scheme) and naively (the split computed as if the links were orthogonal on
+the array gains, then sent under the scheme).
+
+``engine_rate``: the engine's rounds/s with M antennas against M = 1, interleaved
+(``benchmarks.abtest``). ``greedy_goodput``: goodput of one run with greedy draft control.
+
+``python -m multispin_sim.experiments.antennas`` prints the tables of the issue's figures.
+"""
+import argparse
+import json
+import math
+import tempfile
+
+import numpy as np
+
+from ..engine.population import build_population
+from ..engine.streams import RandomStreams
+from ..model.antennas import ServerArray
+from ..model.mimo import Transmission
+from ..model.reactive import (UL, ReactiveProblem, all_dl, all_ul, evaluate_assignment,
+                              exhaustive_split, optimal_split)
+from ..scenario import load_scenario
+
+PAIRS = (("ofdma-mrt", "ofdma-mrc"), ("mu-mimo-zf", "ofdma-mrc"),
+         ("ofdma-mrt", "mu-mimo-mmse"), ("mu-mimo-zf", "mu-mimo-mmse"))
+ANTENNAS = (1, 2, 4, 8, 16, 64)
+
+
+def _local(problem):
+    return problem.local_search() if problem.multi_user else optimal_split(problem)
+
+
+def mode_study(k=20, antennas=4, dl="ofdma-mrt", ul="ofdma-mrc", power_ratio=4.0,
+               outcomes=300, gamma=4, seed=1, exhaustive=False, zf_groups="fewest",
+               correlation=0.0):
+    """Means over ``outcomes`` outcomes (channel state and rejected set) of one configuration."""
+    sc = load_scenario(None, overrides={"devices.count": k, "server.dl_power_ratio": power_ratio,
+                                        "seed": seed})
+    st = RandomStreams(seed)
+    system = build_population(sc, st.devices, st.topology, st.shadowing).system
+    import dataclasses
+    transmission = Transmission(antennas, dl, ul, zf_groups)
+    system = dataclasses.replace(system, transmission=transmission
+                                 if transmission.multi_user else None)
+    array = ServerArray(antennas, correlation)
+    source = array.rounds("rayleigh", st.fading, k, True, 0.0, block=64)
+    p_reject = 1.0 - system.alpha ** gamma
+    rng = st.acceptance
+    rows = []
+    for _ in range(outcomes):
+        g, _ = array.gains(system.pathloss, *source.round_powers(0.0), True)
+        rejected = rng.random(k) < p_reject
+        if not rejected.any():
+            continue
+        problem = system.reactive_problem(rejected, g, g)
+        pre = optimal_split(problem)
+        # the paper's split computed on the array gains as if the links were orthogonal, then
+        # sent under the scheme
+        flat = ReactiveProblem(rejected, np.asarray(g), np.asarray(g), system.p_ul_w,
+                               system.p_dl_w, system.payload_bits, system.bandwidth_hz,
+                               system.n0)
+        naive = evaluate_assignment(problem, optimal_split(flat).mode == UL)
+        best = exhaustive_split(problem) if exhaustive else _local(problem)
+        row = dict(prefix=pre.t_comm[0], naive=naive.t_comm[0], best=best.t_comm[0], all_ul=all_ul(problem).t_comm[0],
+                   all_dl=all_dl(problem).t_comm[0], n_ul=int(best.n_ul[0]),
+                   n=int(rejected.sum()))
+        if exhaustive:
+            row["local"] = _local(problem).t_comm[0]
+        rows.append(row)
+    t = {key: np.array([r[key] for r in rows]) for key in rows[0]}
+    out = {
+        "k": k, "antennas": antennas, "dl": dl, "ul": ul, "zf_groups": zf_groups,
+        "correlation": correlation,
+        "power_ratio": power_ratio,
+        "outcomes": len(rows),
+        "ul_share": float(t["n_ul"].sum() / t["n"].sum()),
+        "mean_t_best_ms": float(t["best"].mean() * 1e3),
+        "median_t_best_ms": float(np.median(t["best"]) * 1e3),
+        # gains of the best split: mean over outcomes of T_baseline / T_best
+        "gain_over_all_ul": float(np.mean(t["all_ul"] / t["best"])),
+        "gain_over_all_dl": float(np.mean(t["all_dl"] / t["best"])),
+        "prefix_optimal": float(np.mean(t["prefix"] <= t["best"] * (1 + 1e-9))),
+        "prefix_excess": float(np.mean(t["prefix"] / t["best"]) - 1.0),
+        "naive_optimal": float(np.mean(t["naive"] <= t["best"] * (1 + 1e-9))),
+        "naive_excess": float(np.mean(t["naive"] / t["best"]) - 1.0),
+    }
+    if exhaustive:
+        out["local_optimal"] = float(np.mean(t["local"] <= t["best"] * (1 + 1e-9)))
+    return out
+
+
+def engine_rate(antennas, dl="ofdma-mrt", ul="ofdma-mrc", k=20, rounds=300, pairs=3):
+    """Engine rounds/s with ``antennas`` and the schemes against the paper's M = 1, interleaved."""
+    from ..benchmarks.abtest import interleaved
+    from ..engine.simulation import simulate
+
+    def runner(overrides):
+        def go():
+            with tempfile.TemporaryDirectory() as d:
+                simulate(load_scenario(None, overrides={"devices.count": k, "run.rounds": rounds,
+                                                        **overrides}), out=d + "/o")
+        return go
+    res = interleaved(runner({}), runner({"server.antennas": antennas, "server.dl_scheme": dl,
+                                          "server.ul_scheme": ul}), pairs)
+    return {"antennas": antennas, "dl": dl, "ul": ul, "time_ratio_wall": res["ratio_wall"],
+            "time_ratio_cpu": res["ratio_cpu"],
+            "m1_rounds_per_s": rounds / float(np.median(res["a_wall_s"])),
+            "rounds_per_s": rounds / float(np.median(res["b_wall_s"]))}
+
+
+def greedy_goodput(antennas, dl="ofdma-mrt", ul="ofdma-mrc", draft="greedy", k=20, rounds=40,
+                   samples=200, seed=3):
+    """Goodput and mean draft length of one engine run with draft control ``draft``."""
+    from ..engine.simulation import simulate
+
+    with tempfile.TemporaryDirectory() as d:
+        r = simulate(load_scenario(None, overrides={
+            "devices.count": k, "run.rounds": rounds, "policy.draft": draft,
+            "policy.saa_samples": samples, "server.antennas": antennas, "server.dl_scheme": dl,
+            "server.ul_scheme": ul, "seed": seed}), out=d + "/o")
+        return {"antennas": antennas, "dl": dl, "ul": ul, "draft": draft,
+                "goodput_tps": r.summary["goodput_tps"],
+                "mean_draft": float(np.mean(r.device_rounds["draft_len"]))}
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--outcomes", type=int, default=300)
+    ap.add_argument("--k-exhaustive", type=int, default=8)
+    ap.add_argument("--part", choices=("modes", "prefix", "rate", "greedy", "correlation"),
+                    default="modes")
+    ap.add_argument("--zf-groups", choices=("fewest", "best"), default="fewest")
+    ap.add_argument("--json")
+    a = ap.parse_args(argv)
+    rows = []
+    if a.part == "greedy":   # the docs' table: 40 rounds, N_SAA 200 (shared band: 20, 100)
+        for dl, ul in PAIRS[::3]:
+            shared = dl != "ofdma-mrt"
+            for m in ANTENNAS:
+                for draft in ("greedy", "fixed"):
+                    r = greedy_goodput(m, dl, ul, draft, rounds=20 if shared else 40,
+                                       samples=100 if shared else 200)
+                    rows.append(r)
+                    print(json.dumps(r), flush=True)
+    elif a.part == "correlation":   # M = 8, ratio 4: spatial correlation rho
+        for dl, ul in PAIRS:
+            for rho in (0.0, 0.5, 0.9, 0.99):
+                r = mode_study(20, 8, dl, ul, 4.0, a.outcomes, zf_groups=a.zf_groups,
+                               correlation=rho)
+                rows.append(r)
+                print(json.dumps(r), flush=True)
+    elif a.part == "rate":
+        for m in ANTENNAS:
+            for dl, ul in PAIRS[::3]:
+                r = engine_rate(m, dl, ul)
+                rows.append(r)
+                print(json.dumps(r), flush=True)
+    else:
+        for ratio in (4.0, 16.0):
+            for dl, ul in PAIRS:
+                if a.zf_groups != "fewest" and dl != "mu-mimo-zf":
+                    continue
+                for m in ANTENNAS:
+                    r = mode_study(a.k_exhaustive if a.part == "prefix" else 20, m, dl, ul,
+                                   ratio, a.outcomes, exhaustive=a.part == "prefix",
+                                   zf_groups=a.zf_groups)
+                    rows.append(r)
+                    print(json.dumps({x: (round(y, 4) if isinstance(y, float) and math.isfinite(y)
+                                          else y) for x, y in r.items()}), flush=True)
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(rows, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,201 @@
+"""An antenna array at the edge server: per-device channel vectors h_k in C^M (devices: one antenna).
+
+Small-scale vectors are h_k = L w_k, with w_k of M independent unit-variance CN(0, 1) entries
+(one fading process per antenna element, the same fading model the channel uses for one
+antenna) and L the Cholesky factor of the spatial correlation R (L L^H = R): the exponential
+model R_ij = rho^|i - j| (rho = 0: i.i.d. Rayleigh; ``server.antenna_correlation``). The full
+channel of device k is a_k = sqrt(G_k) h_k, G_k its large-scale gain.
+
+The per-device scalar the paper's formulas read is the array gain G_k ||h_k||^2 (maximum-ratio
+transmission and combining on an orthogonal band; |h_k|^2 for M = 1). ``ArrayGains`` is that
+(K,) float array with the vectors attached (``vectors``: (K, M) complex a_k), so the schemes
+that need the vectors (``model.mimo``) find them where the gains travel, and every consumer of
+plain gains (the recorder, the closed-form kernels of the orthogonal schemes) reads the array.
+
+Sources in time (one block per round, the fading stream, drawn ``block`` rounds at a time):
+i.i.d. Rayleigh (2 normals per entry: real then imaginary, UL then DL), none (h = 1 on every
+antenna), Gauss-Markov (AR(1) per antenna element, rho = J0(2 pi f_D dt) between round starts)
+and Jakes (one sum-of-sinusoids process per antenna element). For M = 1 the channel keeps the
+fading model's own source (the same draws as without this module).
+"""
+import numpy as np
+
+from .fading import complex_gaussian, gauss_markov_step, jakes_correlation
+from .jakes import SumOfSinusoids
+from .registry import Registry
+
+# channel.fading -> the per-antenna source of that fading model
+VECTOR_SOURCES = Registry("fading model (antenna array)")
+
+
+def exponential_correlation(m, rho):
+    """R_ij = rho^|i - j| (M, M): the exponential spatial correlation of a uniform linear array."""
+    i = np.arange(int(m))
+    return float(rho) ** np.abs(i[:, None] - i[None, :])
+
+
+def correlation_factor(m, rho):
+    """Lower-triangular L with L L^H = R (``exponential_correlation``), or None for rho = 0."""
+    if rho == 0:
+        return None
+    return np.linalg.cholesky(exponential_correlation(m, rho))
+
+
+class ArrayGains(np.ndarray):
+    """The (K,) array gains G_k ||h_k||^2 with the channel vectors ``vectors`` (K, M) attached.
+
+    Only the array the channel builds carries vectors: anything computed from it (a slice, a
+    product) is a plain gain without them (``vectors`` None), so stale vectors never travel.
+    ``memo``: the evaluations of assignments on this channel state (``model.mimo``), kept as
+    long as the state: the draft objective asks the same assignments many times a round.
+    """
+
+    @classmethod
+    def of(cls, vectors):
+        """The gains of channel vectors a_k (K, M): ||a_k||^2, with ``vectors`` attached."""
+        vectors = np.asarray(vectors)
+        g = np.einsum("km,km->k", vectors.real, vectors.real) + np.einsum(
+            "km,km->k", vectors.imag, vectors.imag)
+        out = g.view(cls)
+        out.vectors = vectors
+        out.memo = {}
+        return out
+
+    @classmethod
+    def scalar(cls, gains):
+        """One antenna: the gains themselves, with a_k = sqrt(g_k) (a phase changes nothing)."""
+        g = np.asarray(gains, dtype=float)
+        out = g.view(cls)
+        out.vectors = np.sqrt(g)[:, None].astype(complex)
+        out.memo = {}
+        return out
+
+    def __array_finalize__(self, obj):
+        self.vectors = None
+        self.memo = None
+
+    def __reduce__(self):  # pickles as a plain array (workers, record copies)
+        return np.asarray(self).__reduce__()
+
+
+def vectors_of(gains):
+    """The channel vectors (K, M) travelling with ``gains``, or None (plain gains)."""
+    return getattr(gains, "vectors", None)
+
+
+class ServerArray:
+    """The channel's antenna part: M antennas with correlation factor L (None: i.i.d.).
+
+    ``rounds(...)``: the per-round source of small-scale vectors; ``gains(pathloss, h_ul,
+    h_dl, reciprocal)``: the (g_ul, g_dl) ``ArrayGains`` of a block.
+    """
+
+    def __init__(self, antennas=1, correlation=0.0):
+        self.m = int(antennas)
+        if self.m < 1:
+            raise ValueError(f"antennas = {self.m}: at least one is needed")
+        self.rho = float(correlation)
+        self.factor = correlation_factor(self.m, self.rho)
+
+    @classmethod
+    def from_scenario(cls, scenario):
+        s = scenario.server
+        return cls(s.antennas, s.antenna_correlation)
+
+    def rounds(self, fading, rng, k, reciprocal, doppler_hz, block=1024):
+        """The per-round source of ``fading`` (a name of ``model.fading.FADING_MODELS``)."""
+        return VECTOR_SOURCES.lookup(fading)(rng, k, self.m, reciprocal, doppler_hz, block,
+                                             self.factor)
+
+    def gains(self, pathloss, h_ul, h_dl, reciprocal):
+        """(g_ul, g_dl): ``ArrayGains`` of a_k = sqrt(G_k) h_k for small-scale vectors (K, M);
+        given powers |h_k|^2 (K,) (one antenna: the fading model's own source), g = G_k |h_k|^2."""
+        if np.ndim(h_ul) == 1:
+            g_ul = ArrayGains.scalar(pathloss * h_ul)
+            return g_ul, (g_ul if reciprocal else ArrayGains.scalar(pathloss * h_dl))
+        scale = np.sqrt(np.asarray(pathloss, dtype=float))[:, None]
+        g_ul = ArrayGains.of(scale * h_ul)
+        return g_ul, (g_ul if reciprocal else ArrayGains.of(scale * h_dl))
+
+
+class _VectorSource:
+    """h (K, M) per link and round; ``factor`` correlates the antennas (h = L w)."""
+
+    def __init__(self, rng, k, m, reciprocal, doppler_hz, block, factor):
+        self.rng, self.k, self.m = rng, int(k), int(m)
+        self.reciprocal, self.doppler_hz, self.block = reciprocal, float(doppler_hz), int(block)
+        self.factor = factor
+
+    def _correlate(self, w):
+        return w if self.factor is None else w @ self.factor.T
+
+    def round_powers(self, now):
+        """(h_ul, h_dl) small-scale vectors (K, M) at a round start (``now``)."""
+        ul, dl = self._white(now)
+        ul = self._correlate(ul)
+        return ul, (ul if self.reciprocal else self._correlate(dl))
+
+
+@VECTOR_SOURCES.register("rayleigh")
+class IidVectors(_VectorSource):
+    """i.i.d. CN(0, 1) per antenna and round: (block, K, 2, M) complex normals at a time,
+    UL then DL (the DL ones drawn also when reciprocal, so the UL draws never shift)."""
+
+    _buf = None
+    _next = 0
+
+    def _white(self, now):
+        if self._buf is None or self._next == len(self._buf):
+            self._buf = complex_gaussian(self.rng, (self.block, self.k, 2, self.m))
+            self._next = 0
+        w = self._buf[self._next]
+        self._next += 1
+        return w[:, 0], w[:, 1]
+
+
+@VECTOR_SOURCES.register("none")
+class UnitVectors(_VectorSource):
+    """h = 1 on every antenna (the large-scale gain only; every device on the array's axis)."""
+
+    def _white(self, now):
+        ones = np.ones((self.k, self.m), dtype=complex)
+        return ones, ones
+
+    def _correlate(self, w):
+        return w
+
+
+@VECTOR_SOURCES.register("gauss-markov")
+class GaussMarkovVectors(_VectorSource):
+    """AR(1) per antenna element between round starts, rho = J0(2 pi f_D dt): (block, K, 2, M)
+    complex innovations at a time (the first round: a CN(0, 1) draw)."""
+
+    _buf = None
+    _next = 0
+    _h = None
+    _t = None
+
+    def _white(self, now):
+        if self._buf is None or self._next == len(self._buf):
+            self._buf = complex_gaussian(self.rng, (self.block, self.k, 2, self.m))
+            self._next = 0
+        w = self._buf[self._next]
+        self._next += 1
+        rho = 0.0 if self._h is None else jakes_correlation(self.doppler_hz, now - self._t)
+        self._h = gauss_markov_step(w if self._h is None else self._h, rho, w)
+        self._t = now
+        return self._h[:, 0], self._h[:, 1]
+
+
+@VECTOR_SOURCES.register("jakes")
+class JakesVectors(_VectorSource):
+    """One sum-of-sinusoids process per antenna element (``model.jakes``), UL then DL."""
+
+    def __init__(self, rng, k, m, reciprocal, doppler_hz, block, factor):
+        super().__init__(rng, k, m, reciprocal, doppler_hz, block, factor)
+        self.ul = SumOfSinusoids(rng, (self.k, self.m), doppler_hz)
+        self.dl = SumOfSinusoids(rng, (self.k, self.m), doppler_hz)
+
+    def _white(self, now):
+        ul = self.ul.gains(now)
+        return ul, (ul if self.reciprocal else self.dl.gains(now))

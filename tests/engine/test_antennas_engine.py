@@ -1,0 +1,179 @@
+"""The engine with a multi-antenna server: recorded effective gains against their laws, M = 1
+against the paper's run, common random numbers across policies, the draft objective's scheme.
+
+Laws (i.i.d. Rayleigh, equal powers): the MRC gain / beta ~ Gamma(M, 1); the ZF stream gain /
+beta ~ Gamma(M - |D| + 1, 1); the MMSE SINR's mean against a Monte-Carlo reference written
+here with numpy's linear algebra. One device's rows per test (the streams of one round depend
+on each other), KS p-values and z-scores as the tolerances.
+"""
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+import multispin_sim as ms
+
+P_MIN = 1e-3
+
+
+def run(overrides):
+    return ms.simulate(ms.load_scenario(None, overrides=overrides))
+
+
+def _all_rejected(k):
+    return {f"devices.overrides.{i}.alpha": 0.02 for i in range(k)}
+
+
+def _rows(res, device, n_link):
+    """Device ``device``'s rows of the rounds where ``n_link`` devices corrected on its link."""
+    dr = res.device_rounds
+    mode = np.asarray(dr["mode"])
+    rnd = np.asarray(dr["round"])
+    sel = np.asarray(dr["device"]) == device
+    rows = []
+    for r, m, g, s in zip(rnd[sel], mode[sel], np.asarray(dr["gain_eff"])[sel],
+                          np.asarray(dr["snr_eff"])[sel]):
+        same = np.count_nonzero((rnd == r) & (mode == m))
+        if m in ("ul", "dl") and same == n_link:
+            rows.append((g, s))
+    return np.array(rows)
+
+
+def test_mrc_gain_is_gamma_m():
+    m, k = 4, 3
+    res = run({"devices.count": k, "server.antennas": m, "policy.mode": "all-ul",
+               "run.rounds": 1500, "seed": 3, **_all_rejected(k)})
+    beta = res.devices["pathloss_gain"][0]
+    rows = _rows(res, 0, k)
+    assert len(rows) > 1000
+    assert stats.kstest(rows[:, 0] / beta, stats.gamma(m).cdf).pvalue > P_MIN
+
+
+def test_zf_stream_gain_is_gamma_m_minus_d_plus_1():
+    m, k = 8, 4
+    res = run({"devices.count": k, "server.antennas": m, "server.dl_scheme": "mu-mimo-zf",
+               "policy.mode": "all-dl", "run.rounds": 1500, "seed": 4, **_all_rejected(k)})
+    beta = res.devices["pathloss_gain"][0]
+    rows = _rows(res, 0, k)
+    assert len(rows) > 1000
+    assert stats.kstest(rows[:, 0] / beta, stats.gamma(m - k + 1).cdf).pvalue > P_MIN
+
+
+def test_mmse_sinr_mean_against_monte_carlo():
+    m, k = 4, 3
+    res = run({"devices.count": k, "server.antennas": m, "server.ul_scheme": "mu-mimo-mmse",
+               "policy.mode": "all-ul", "run.rounds": 1500, "seed": 5, **_all_rejected(k)})
+    sc = res.scenario
+    beta = np.asarray(res.devices["pathloss_gain"])
+    p = np.asarray(res.devices["ul_power_w"])
+    noise = 10 ** ((sc.channel.noise_psd_dbm_hz - 30) / 10) * sc.channel.bandwidth_mhz * 1e6
+    rows = _rows(res, 0, k)[:, 1]   # all k on UL: the pooled band is the whole band
+    rng = np.random.default_rng(99)
+    ref = []
+    for _ in range(20000):
+        h = (rng.standard_normal((k, m)) + 1j * rng.standard_normal((k, m))) / math.sqrt(2)
+        a = np.sqrt(beta)[:, None] * h
+        c = noise * np.eye(m) + sum(p[j] * np.outer(a[j], a[j].conj()) for j in range(1, k))
+        ref.append(p[0] * np.real(a[0].conj() @ np.linalg.solve(c, a[0])))
+    ref = np.array(ref)
+    z = (rows.mean() - ref.mean()) / math.sqrt(rows.var() / len(rows) + ref.var() / len(ref))
+    assert abs(z) < 4
+
+
+@pytest.mark.parametrize("schemes", [("mu-mimo-zf", "mu-mimo-mmse")])
+def test_one_antenna_with_one_device_equals_the_paper(schemes):
+    base = {"devices.count": 1, "run.rounds": 400, "seed": 7}
+    ref = run(base)
+    got = run({**base, "server.dl_scheme": schemes[0], "server.ul_scheme": schemes[1]})
+    for col in ("comm_s", "duration_s", "start_s"):
+        np.testing.assert_allclose(got.rounds[col], ref.rounds[col], rtol=1e-12)
+    for col in ("delay_s", "power_w", "gain_ul"):
+        np.testing.assert_allclose(got.device_rounds[col], ref.device_rounds[col], rtol=1e-12)
+
+
+def test_same_channels_for_every_policy():
+    base = {"devices.count": 6, "server.antennas": 4, "server.dl_scheme": "mu-mimo-zf",
+            "server.ul_scheme": "mu-mimo-mmse", "run.rounds": 60, "seed": 8}
+    a = run({**base, "policy.mode": "optimal"})
+    b = run({**base, "policy.mode": "all-ul"})
+    np.testing.assert_array_equal(a.device_rounds["gain_ul"], b.device_rounds["gain_ul"])
+    assert not np.array_equal(a.device_rounds["mode"], b.device_rounds["mode"])
+
+
+def test_exhaustive_is_never_slower_than_the_prefix_split():
+    base = {"devices.count": 6, "server.antennas": 2, "server.dl_scheme": "mu-mimo-zf",
+            "server.ul_scheme": "mu-mimo-mmse", "run.rounds": 80, "seed": 9}
+    ex = run({**base, "policy.mode": "exhaustive"}).rounds["comm_s"]
+    pre = run({**base, "policy.mode": "optimal"}).rounds["comm_s"]
+    loc = run({**base, "policy.mode": "local-search"}).rounds["comm_s"]
+    assert np.all(ex <= loc * (1 + 1e-12)) and np.all(loc <= pre * (1 + 1e-12))
+
+
+def test_draft_objective_evaluates_the_scheme():
+    from multispin_sim.model.antennas import ArrayGains
+    from multispin_sim.model.mimo import Transmission
+    from multispin_sim.model.reactive import optimal_split
+    from multispin_sim.policies import make_reactive_policy
+    from multispin_sim.policies.draft_search import make_kernel
+    from multispin_sim.engine.population import build_population
+    from multispin_sim.engine.streams import RandomStreams
+
+    sc = ms.load_scenario(None, overrides={"devices.count": 5, "server.antennas": 4,
+                                           "server.dl_scheme": "mu-mimo-zf"})
+    st = RandomStreams(1)
+    system = build_population(sc, st.devices, st.topology, st.shadowing).system
+    assert isinstance(system.transmission, Transmission)
+    rng = np.random.default_rng(0)
+    a = np.sqrt(system.pathloss)[:, None] * (rng.standard_normal((5, 4)) + 1j * rng.standard_normal((5, 4)))
+    g = ArrayGains.of(a)
+    kernel = make_kernel(system, g, g, make_reactive_policy("optimal"), None)
+    rejected = rng.random((7, 5)) < 0.6
+    want = [optimal_split(system.reactive_problem(r, g, g)).t_comm[0] for r in rejected]
+    np.testing.assert_allclose(kernel(rejected), want, rtol=1e-12)
+    # plain gains without their vectors are refused, not silently read as one antenna
+    with pytest.raises(ValueError, match="channel vectors"):
+        system.reactive_problem(rejected[0], np.asarray(g), np.asarray(g))
+
+
+@pytest.mark.parametrize("fading,extra", [("rayleigh", {"server.antenna_correlation": 0.8}),
+                                          ("gauss-markov", {}), ("jakes", {})])
+def test_every_fading_model_runs_per_antenna(fading, extra):
+    """E ||h||^2 = M under each fading model (and any correlation: the trace of R is M)."""
+    m, k = 4, 8
+    res = run({"devices.count": k, "server.antennas": m, "channel.fading": fading,
+               "run.rounds": 400, "seed": 12, **extra})
+    dr = res.device_rounds
+    beta = np.asarray(res.devices["pathloss_gain"])[np.asarray(dr["device"])]
+    x = np.asarray(dr["gain_ul"]) / beta
+    if fading == "rayleigh":   # i.i.d. rounds: var ||h||^2 = tr(R^2) for h ~ CN(0, R)
+        from multispin_sim.model.antennas import exponential_correlation
+        r = exponential_correlation(m, extra["server.antenna_correlation"])
+        assert abs(x.mean() - m) < 5 * math.sqrt(np.trace(r @ r) / x.size)
+    else:
+        # rounds correlated in time and (Jakes) one realisation's time average carrying its
+        # angles: about k m = 32 independent processes, sd of the mean <= sqrt(m / 32) m / m
+        assert abs(x.mean() - m) < 5 * math.sqrt(m / k)
+    assert np.all(np.isfinite(dr["gain_eff"]))
+
+
+@pytest.mark.parametrize("fading", ["rayleigh", "gauss-markov", "jakes"])
+def test_one_antenna_array_channel_draws_the_paper_channel(fading):
+    from multispin_sim.engine.antennas import ArrayChannel
+    from multispin_sim.engine.channel import OFDMAChannel
+    from multispin_sim.engine.population import build_population
+    from multispin_sim.engine.streams import RandomStreams
+    from multispin_sim.model.antennas import ServerArray, vectors_of
+
+    sc = ms.load_scenario(None, overrides={"devices.count": 6})
+    st = RandomStreams(1)
+    system = build_population(sc, st.devices, st.topology, st.shadowing).system
+    plain = OFDMAChannel(system, np.random.default_rng(5), fading, False, doppler_hz=20.0)
+    array = ArrayChannel(system, np.random.default_rng(5), fading, False, doppler_hz=20.0,
+                         array=ServerArray(1))
+    for r in range(50):
+        g0, h0 = plain.new_block(0.1 * r)
+        g1, h1 = array.new_block(0.1 * r)
+        np.testing.assert_array_equal(np.asarray(g1), g0)
+        np.testing.assert_array_equal(np.asarray(h1), h0)
+        np.testing.assert_allclose(np.abs(vectors_of(g1)[:, 0]) ** 2, g0, rtol=1e-12)

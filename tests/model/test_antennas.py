@@ -1,0 +1,276 @@
+"""The antenna array and its transmission schemes against theory and independent references.
+
+Laws: ||h||^2 ~ Gamma(M, 1) for i.i.d. Rayleigh (MRC/MRT), the ZF stream gain / beta ~
+Gamma(M - n + 1, 1) for n streams; spatial covariance R = rho^|i-j|; per-antenna AR(1)
+correlation. M = 1 reductions to the paper's closed forms within rtol 1e-12; the exhaustive
+split against brute force over mode vectors and DL power grids written here.
+"""
+import itertools
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from multispin_sim.model.antennas import (ArrayGains, ServerArray, exponential_correlation,
+                                          vectors_of)
+from multispin_sim.model.mimo import Transmission, mmse_sinr, zf_gains
+from multispin_sim.model.reactive import (DL, UL, ReactiveProblem, evaluate_assignment,
+                                          exhaustive_split, optimal_split)
+
+P_MIN = 1e-3
+S, B, N0, P_UL, P_DL = 12_000.0, 10e6, 4e-21, 0.01, 0.04
+
+
+def _cn(rng, shape):
+    return (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)) / math.sqrt(2)
+
+
+def _problem(transmission, rejected, a_ul, a_dl, p_ul=P_UL, p_dl=P_DL):
+    class _Sys:  # the constants System.reactive_problem reads
+        p_ul_w, p_dl_w, payload_bits, bandwidth_hz, n0 = p_ul, p_dl, S, B, N0
+    return transmission.problem(_Sys, rejected, _gains(a_ul), _gains(a_dl))
+
+
+def _gains(a):
+    return ArrayGains.of(a)
+
+
+def test_iid_vectors_norm_is_gamma_m():
+    m = 8
+    src = ServerArray(m).rounds("rayleigh", np.random.default_rng(1), 50, True, 0.0, block=64)
+    h = np.concatenate([src.round_powers(0.0)[0] for _ in range(40)])
+    x = np.sum(np.abs(h) ** 2, axis=1)
+    assert stats.kstest(x, stats.gamma(m).cdf).pvalue > P_MIN
+
+
+@pytest.mark.parametrize("rho", [0.5, 0.9])
+def test_correlated_vectors_have_exponential_covariance(rho):
+    m, n = 4, 20000
+    src = ServerArray(m, rho).rounds("rayleigh", np.random.default_rng(2), 100, True, 0.0, 200)
+    h = np.concatenate([src.round_powers(0.0)[0] for _ in range(n // 100)])
+    cov = h.T @ h.conj() / len(h)
+    # each entry is a mean of n products of unit-variance CN variables: sd <= 1 / sqrt(n)
+    assert np.abs(cov - exponential_correlation(m, rho)).max() < 5 / math.sqrt(n)
+
+
+def test_gauss_markov_applies_per_antenna():
+    m, k, f_d, dt = 4, 200, 10.0, 0.01
+    src = ServerArray(m).rounds("gauss-markov", np.random.default_rng(3), k, True, f_d, 16)
+    h0 = src.round_powers(0.0)[0]
+    h1 = src.round_powers(dt)[0]
+    from scipy.special import j0
+    rho = j0(2 * np.pi * f_d * dt)
+    corr = np.mean(h1 * h0.conj())   # k m pairs of CN(0, 1): sd <= 1 / sqrt(k m)
+    assert abs(corr.real - rho) < 5 / math.sqrt(k * m)
+    assert abs(np.mean(np.abs(h1) ** 2) - 1) < 5 / math.sqrt(k * m)
+
+
+def test_jakes_applies_per_antenna():
+    src = ServerArray(4).rounds("jakes", np.random.default_rng(4), 500, True, 50.0, 16)
+    h = src.round_powers(0.3)[0]
+    assert h.shape == (500, 4)
+    # independent processes per element: the mean power is 1 and elements are uncorrelated
+    assert abs(np.mean(np.abs(h) ** 2) - 1) < 0.1
+    assert abs(np.mean(h[:, 0] * h[:, 1].conj())) < 0.1
+
+
+def test_derived_arrays_carry_no_vectors():
+    g = _gains(_cn(np.random.default_rng(5), (3, 2)))
+    assert vectors_of(g) is not None
+    assert vectors_of(g * 2) is None and vectors_of(g[:2]) is None
+
+
+def test_zf_gain_law():
+    rng = np.random.default_rng(6)
+    m, n = 8, 3
+    x = np.concatenate([zf_gains(_cn(rng, (n, m))) for _ in range(3000)])
+    assert stats.kstest(x, stats.gamma(m - n + 1).cdf).pvalue > P_MIN
+
+
+def test_mmse_sinr_matches_the_interference_plus_noise_formula():
+    rng = np.random.default_rng(7)
+    m, n = 4, 6
+    a, p, noise = _cn(rng, (n, m)), rng.uniform(0.5, 2.0, n), 0.3
+    ref = []
+    for k in range(n):
+        others = [j for j in range(n) if j != k]
+        c = noise * np.eye(m) + sum(p[j] * np.outer(a[j], a[j].conj()) for j in others)
+        ref.append(p[k] * np.real(a[k].conj() @ np.linalg.solve(c, a[k])))
+    np.testing.assert_allclose(mmse_sinr(a, p, noise), ref, rtol=1e-10)
+
+
+def _scalar_problem(rejected, g_ul, g_dl):
+    return ReactiveProblem(rejected, g_ul, g_dl, P_UL, P_DL, S, B, N0)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_single_antenna_shared_schemes_reduce_to_the_paper_with_one_device_per_link(seed):
+    """M = 1: ZF with one DL device and MMSE with one UL device are the paper's links."""
+    rng = np.random.default_rng(seed)
+    k = 6
+    g = 1e-11 * rng.standard_exponential(k)
+    a = np.sqrt(g)[:, None].astype(complex)
+    rejected = np.zeros(k, dtype=bool)
+    rejected[rng.choice(k, 2, replace=False)] = True
+    t = Transmission(1, "mu-mimo-zf", "mu-mimo-mmse")
+    prob = _problem(t, rejected, a, a)
+    ref = _scalar_problem(rejected, g, g)
+    for ul in itertools.product((False, True), repeat=2):
+        mask = np.zeros(k, dtype=bool)
+        mask[np.flatnonzero(rejected)] = ul
+        if sum(ul) != 1:   # one per link
+            continue
+        got, want = evaluate_assignment(prob, mask), evaluate_assignment(ref, mask)
+        np.testing.assert_allclose(got.delay_s, want.delay_s, rtol=1e-12)
+        np.testing.assert_allclose(got.power_w, want.power_w, rtol=1e-12)
+        np.testing.assert_array_equal(got.mode, want.mode)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_orthogonal_schemes_as_an_array_problem_are_the_paper_at_m_1(seed):
+    """The array problem with MRT/MRC (forced through the scheme evaluation) equals the paper's
+    evaluation and optimal split at M = 1 for any sets."""
+    rng = np.random.default_rng(10 + seed)
+    k = 7
+    g_ul, g_dl = 1e-11 * rng.standard_exponential((2, k))
+    rejected = rng.random(k) < 0.7
+    rejected[0] = True
+    t = Transmission(1, "ofdma-mrt", "ofdma-mrc")
+    t.multi_user = True   # evaluate through the schemes, not the closed forms
+    prob = _problem(t, rejected, np.sqrt(g_ul)[:, None] + 0j, np.sqrt(g_dl)[:, None] + 0j)
+    ref = _scalar_problem(rejected, g_ul, g_dl)
+    mask = rng.random(k) < 0.5
+    np.testing.assert_allclose(evaluate_assignment(prob, mask).t_comm,
+                               evaluate_assignment(ref, mask).t_comm, rtol=1e-12)
+    np.testing.assert_allclose(optimal_split(prob).t_comm, optimal_split(ref).t_comm,
+                               rtol=1e-12)
+    np.testing.assert_allclose(exhaustive_split(prob).t_comm, optimal_split(ref).t_comm,
+                               rtol=1e-12)
+
+
+def _brute_force(rejected, a_ul, a_dl, transmission, steps=60):
+    """min over mode vectors and a grid of DL power splits (UL at full power) of the slowest
+    delay, with the rates written here: ZF (one group, |D| <= M) on the pooled band |D| b, MMSE
+    with the interference-plus-noise covariance on |U| b."""
+    idx = np.flatnonzero(rejected)
+    b = B / len(idx)
+    best = (math.inf, None)
+    for modes in itertools.product((UL, DL), repeat=len(idx)):
+        ul = idx[np.array(modes) == UL]
+        dl = idx[np.array(modes) == DL]
+        t_ul = 0.0
+        if len(ul):
+            band = b * len(ul)
+            for k in ul:
+                c = N0 * band * np.eye(a_ul.shape[1]) + sum(
+                    P_UL * np.outer(a_ul[j], a_ul[j].conj()) for j in ul if j != k)
+                sinr = P_UL * np.real(a_ul[k].conj() @ np.linalg.solve(c, a_ul[k]))
+                t_ul = max(t_ul, S / (band * math.log2(1 + sinr)))
+        t_dl = 0.0
+        if len(dl):
+            band = b * len(dl)
+            h = a_dl[dl].T                      # M x |D|
+            w = h @ np.linalg.inv(h.conj().T @ h)
+            w /= np.linalg.norm(w, axis=0)      # unit-norm ZF columns
+            gain = np.abs(np.einsum("mk,mk->k", h.conj(), w)) ** 2
+            t_dl = math.inf
+            for split in itertools.product(range(1, steps), repeat=len(dl) - 1):
+                if sum(split) >= steps:
+                    continue
+                share = np.array(split + (steps - sum(split),)) / steps
+                rate = band * np.log2(1 + P_DL * share * gain / (N0 * band))
+                t_dl = min(t_dl, float(np.max(S / rate)))
+        t = max(t_ul, t_dl)
+        if t < best[0]:
+            best = (t, modes)
+    return best
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_exhaustive_equals_brute_force_over_modes_and_power_grids(seed):
+    rng = np.random.default_rng(20 + seed)
+    k, m = 3, 4
+    beta = 1e-11 * rng.uniform(0.2, 3.0, k)
+    a = np.sqrt(beta)[:, None] * _cn(rng, (k, m))
+    rejected = np.ones(k, dtype=bool)
+    t = Transmission(m, "mu-mimo-zf", "mu-mimo-mmse")
+    d = exhaustive_split(_problem(t, rejected, a, a))
+    t_bf, modes = _brute_force(rejected, a, a, t)
+    assert tuple(d.mode[0]) == modes
+    # the grid's best split is at most one grid step of power from the equalised one
+    assert d.t_comm[0] <= t_bf * (1 + 1e-12)
+    assert t_bf <= d.t_comm[0] * 1.05
+
+
+@pytest.mark.parametrize("schemes", [("mu-mimo-zf", "ofdma-mrc"), ("ofdma-mrt", "mu-mimo-mmse"),
+                                     ("mu-mimo-zf", "mu-mimo-mmse")])
+def test_local_search_between_prefix_and_exhaustive(schemes):
+    rng = np.random.default_rng(30)
+    k, m = 8, 4
+    t = Transmission(m, *schemes)
+    for _ in range(10):
+        a = np.sqrt(1e-11 * rng.uniform(0.1, 3, k))[:, None] * _cn(rng, (k, m))
+        rejected = rng.random(k) < 0.8
+        rejected[0] = True
+        prob = _problem(t, rejected, a, a)
+        opt = exhaustive_split(prob).t_comm[0]
+        pre = optimal_split(prob).t_comm[0]
+        loc = prob.local_search().t_comm[0]
+        assert opt <= loc * (1 + 1e-12) and loc <= pre * (1 + 1e-12)
+
+
+def test_zf_groups_serve_more_devices_than_antennas_in_turn():
+    rng = np.random.default_rng(40)
+    k, m = 5, 2
+    a = np.sqrt(1e-11)[None, None] * _cn(rng, (k, m))
+    t = Transmission(m, "mu-mimo-zf", "ofdma-mrc")
+    rejected = np.ones(k, dtype=bool)
+    d = evaluate_assignment(_problem(t, rejected, a, a), np.zeros(k, dtype=bool))
+    ends = np.unique(d.delay_s[0])
+    assert len(ends) == 3               # ceil(5 / 2) groups, one after another
+    assert d.t_comm[0] == ends.max()
+
+
+def test_memo_of_a_channel_state_changes_no_decision():
+    import dataclasses
+    rng = np.random.default_rng(50)
+    k, m = 8, 4
+    a = np.sqrt(1e-11 * rng.uniform(0.1, 3, k))[:, None] * _cn(rng, (k, m))
+    t = Transmission(m, "mu-mimo-zf", "mu-mimo-mmse")
+    rejected = rng.random((6, k)) < 0.7
+    with_memo = _problem(t, rejected, a, a)
+    assert with_memo.memo is not None
+    without = dataclasses.replace(with_memo, memo=None)
+    for solve in (optimal_split, exhaustive_split, lambda p: p.local_search()):
+        first, again, plain = solve(with_memo), solve(with_memo), solve(without)
+        for d in (again, plain):
+            np.testing.assert_array_equal(first.t_comm, d.t_comm)
+            np.testing.assert_array_equal(first.power_w, d.power_w)
+
+
+def test_best_zf_grouping_is_no_slower_than_fewest_groups_or_one_stream_at_a_time():
+    rng = np.random.default_rng(60)
+    k, m = 9, 4
+    rejected = np.ones(k, dtype=bool)
+    fewest = Transmission(m, "mu-mimo-zf", "ofdma-mrc")
+    best = Transmission(m, "mu-mimo-zf", "ofdma-mrc", zf_groups="best")
+    for _ in range(20):
+        a = np.sqrt(1e-11 * rng.uniform(0.1, 3, k))[:, None] * _cn(rng, (k, m))
+        dl = np.zeros(k, dtype=bool)
+        t_best = evaluate_assignment(_problem(best, rejected, a, a), dl).t_comm[0]
+        t_fewest = evaluate_assignment(_problem(fewest, rejected, a, a), dl).t_comm[0]
+        band = B   # every device on DL: the whole band
+        g = np.sum(np.abs(a) ** 2, axis=1)
+        t_tdma = np.sum(S / (band * np.log2(1 + P_DL * g / (N0 * band))))
+        assert t_best <= t_fewest * (1 + 1e-12)
+        assert t_best <= t_tdma * (1 + 1e-12)
+
+
+@pytest.mark.parametrize("fading", ["rayleigh", "gauss-markov"])
+def test_vector_draws_do_not_depend_on_the_block_size(fading):
+    def seq(block):
+        src = ServerArray(3, 0.5).rounds(fading, np.random.default_rng(70), 4, False, 10.0, block)
+        return np.array([np.concatenate(src.round_powers(0.01 * i)) for i in range(40)])
+    np.testing.assert_array_equal(seq(1), seq(16))
+    np.testing.assert_array_equal(seq(7), seq(64))

@@ -1,0 +1,29 @@
+"""The antenna keys: validated up front, naming the key and what is allowed."""
+import pytest
+
+from multispin_sim.scenario import ScenarioError, load_scenario
+
+
+@pytest.mark.parametrize("overrides,key", [
+    ({"server.antennas": 0}, "server.antennas"),
+    ({"server.antenna_correlation": 1.0}, "server.antenna_correlation"),
+    ({"server.dl_scheme": "zf"}, "server.dl_scheme"),
+    ({"server.antennas": 4, "channel.coherence_time_ms": 5.0}, "channel.coherence_time_ms"),
+    ({"server.antennas": 4, "link.model": "mcs"}, "link.model"),
+    ({"server.ul_scheme": "mu-mimo-mmse", "serving.protocol": "asynchronous"},
+     "serving.protocol"),
+    ({"server.antennas": 4, "policy.draft_update": "once"}, "policy.draft_update"),
+    ({"server.antennas": 4, "server.dl_scheme": "mu-mimo-zf", "channel.fading": "none"},
+     "channel.fading"),
+])
+def test_refused_with_the_key_named(overrides, key):
+    with pytest.raises(ScenarioError) as err:
+        load_scenario(None, overrides=overrides)
+    assert key in str(err.value)
+
+
+def test_allowed_combinations_load():
+    sc = load_scenario(None, overrides={"server.antennas": 8, "server.antenna_correlation": 0.7,
+                                        "channel.fading": "jakes",
+                                        "server.dl_scheme": "mu-mimo-zf"})
+    assert sc.server.antennas == 8
