@@ -118,7 +118,11 @@ def _check_cells(sc) -> None:
               or sc.workload.arrivals == "saturated", "'saturated' (devices moving)"),
              ("csi.delay_ms", sc.csi.delay_ms == 0, "0"),
              ("csi.cqi_quantisation", not sc.csi.cqi_quantisation, "false"),
-             ("csi.estimation_error_variance", sc.csi.estimation_error_variance == 0, "0"))
+             ("csi.estimation_error_variance", sc.csi.estimation_error_variance == 0, "0"),
+             # the interference part and the antenna channel are not combined yet
+             ("server.antennas", sc.server.antennas == 1, "1"),
+             ("server.dl_scheme", sc.server.dl_scheme == "ofdma-mrt", "'ofdma-mrt'"),
+             ("server.ul_scheme", sc.server.ul_scheme == "ofdma-mrc", "'ofdma-mrc'"))
     if sc.cells.layout == "graphml" and not sc.topology.graphml_file:
         raise ScenarioError("topology.graphml_file", "is not set",
                             "expected the GraphML file whose 'server' nodes are the cells' "
