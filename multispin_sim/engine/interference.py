@@ -12,7 +12,7 @@ started (the same order, and so the same numbers, as a sum over every transmissi
 ``InterferingChannel`` is a cell's channel: the cell's ``OFDMAChannel`` (fading, path loss,
 payload) with the field as its interference part; the round loop sees the channel interface.
 """
-import heapq
+from heapq import heappop, heappush
 import itertools
 import math
 
@@ -25,11 +25,12 @@ class Tx:
     """One correction in flight: its cell, device (cell index and global), mode, power,
     subband [f0, f1), own gain, bits (and bits left), the rate and interference now, and its
     intervals (t0, t1, rate, interference). ``terms``: its interferers -> their interference
-    at its receiver; ``fades``: their Exp(1) fading draws; ``seen``: the gains the terms use."""
+    at its receiver; ``fades``: their Exp(1) fading draws; ``seen``: the gains the terms use;
+    ``due``: its delivery time at the rate now; ``queued``: the time of its queue entry."""
 
     __slots__ = ("cell", "device", "glob", "mode", "power", "f0", "f1", "gain", "bits", "left",
                  "rate", "interference", "t_last", "event", "intervals", "start", "planned",
-                 "version", "contrib", "terms", "fades", "seen")
+                 "version", "contrib", "terms", "fades", "seen", "due", "queued")
 
 
 class InterferenceField:
@@ -45,6 +46,8 @@ class InterferenceField:
     def __init__(self, links, co, n0, bandwidth, rng, keep_log=True):
         self.links, self.co, self.n0, self.bandwidth, self.rng = links, co, n0, bandwidth, rng
         self._co = np.asarray(co).tolist()   # rows of Python bools: read per transmission
+        self._co_to = np.asarray(co).T.tolist()   # _co_to[c][x]: x interferes at cell c
+        self._rows = {}   # cell -> (gains, its devices, their rows of the gains)
         self.active = {UL: [], DL: []}   # the transmissions in flight, by direction
         self.env = None
         self.log = [] if keep_log else None
@@ -89,35 +92,59 @@ class InterferenceField:
 
     def mean_psd(self, cell, mode, globs, now):
         """The time average of the interference PSD over the run so far, at ``cell``'s server
-        (UL) or at its devices ``globs`` (DL); the PSD now before any time has passed."""
+        (UL, one value) or at its devices ``globs`` (DL); the PSD now before any time has
+        passed."""
+        if mode == UL:
+            return np.full(len(globs), self.mean_ul(cell, now))
         if self.now_psd is None:
             return np.zeros(len(globs))
         self._track_time(now)
-        source = self.int_psd if self.t_int > 0 else self.now_psd
-        scale = 1.0 / self.t_int if self.t_int > 0 else 1.0
-        if mode == UL:
-            return np.full(len(globs), source[UL][cell] * scale)
-        return source[DL][globs, cell] * scale
+        if self.t_int > 0:
+            return self.int_psd[DL][globs, cell] * (1.0 / self.t_int)
+        return self.now_psd[DL][globs, cell] * 1.0
+
+    def mean_ul(self, cell, now):
+        if self.now_psd is None:
+            return 0.0
+        self._track_time(now)
+        if self.t_int > 0:
+            return self.int_psd[UL][cell] * (1.0 / self.t_int)
+        return self.now_psd[UL][cell] * 1.0
 
     # -- the interference measured now (the 'last' CSI) -----------------------------------------
     def measured_psd(self, cell, mode, globs):
         """Interference power per Hz over ``cell``'s band now, at its server (UL, one value)
         or at its devices ``globs`` (DL), each interferer at its large-scale gain."""
-        gain = self.links.gain
         if mode == UL:
-            total = 0.0
-            for x in self.active[UL]:
-                if self._co[x.cell][cell]:
-                    total += x.power * gain[x.glob, cell]
-            return np.full(len(globs), total / self.bandwidth[cell])
-        cells, powers = [], []
-        for x in self.active[mode]:
-            if self._co[x.cell][cell]:
-                cells.append(x.cell)
-                powers.append(x.power)
-        if not cells:
+            return np.full(len(globs), self.ul_psd(cell))
+        return self.dl_psd(cell, globs)
+
+    def ul_psd(self, cell):
+        """The UL interference PSD at ``cell``'s server now (0.0 exactly when none)."""
+        gain, co = self.links.gain, self._co_to[cell]
+        total = 0.0
+        for x in self.active[UL]:
+            if co[x.cell]:
+                total += x.power * gain.item(x.glob, cell)
+        return total / self.bandwidth[cell]
+
+    def dl_psd(self, cell, globs):
+        """The DL interference PSD (len(globs),) at ``cell``'s devices ``globs`` now: the DL
+        power in flight of each co-channel server at the devices' gains (0 exactly: none)."""
+        co = self._co_to[cell]
+        power = None
+        for x in self.active[DL]:
+            if co[x.cell]:
+                if power is None:
+                    power = [0.0] * len(co)
+                power[x.cell] += x.power
+        if power is None:
             return np.zeros(len(globs))
-        return (gain[np.ix_(globs, cells)] @ np.array(powers)) / self.bandwidth[cell]
+        gain = self.links.gain
+        cached = self._rows.get(cell)
+        if cached is None or cached[0] is not gain or cached[1] is not globs:
+            cached = self._rows[cell] = (gain, globs, gain[globs])
+        return (cached[2] @ np.array(power)) / self.bandwidth[cell]
 
     # -- rates -----------------------------------------------------------------------------------
     def _term(self, x, y, h):
@@ -125,71 +152,88 @@ class InterferenceField:
         DL: x's server to y's device), with the pair's fading h."""
         overlap = min(x.f1, y.f1) - max(x.f0, y.f0)
         gain = self.links.gain
-        g = gain[x.glob, y.cell] if x.mode == UL else gain[y.glob, x.cell]
+        g = gain.item(x.glob, y.cell) if x.mode == UL else gain.item(y.glob, x.cell)
         return x.power * (g * h) * overlap / (x.f1 - x.f0)
 
     def _refresh(self, y):
         """y's terms at the current gains (devices moving replace the gains)."""
-        gain = self.links.gain
-        if y.seen is not gain:
-            y.seen = gain
-            fades = y.fades
-            y.terms = {x: self._term(x, y, fades[x]) for x in y.terms}
+        y.seen = self.links.gain
+        fades = y.fades
+        y.terms = {x: self._term(x, y, fades[x]) for x in y.terms}
 
     def _set_rate(self, y):
+        if y.seen is not self.links.gain:
+            self._refresh(y)
         b = y.f1 - y.f0
-        self._refresh(y)
         y.interference = sum(y.terms.values(), 0.0)
         y.rate = b * math.log2(1.0 + y.power * y.gain / (self.n0 * b + y.interference))
 
-    def _account(self, y, now):
-        if now > y.t_last:
-            y.left -= y.rate * (now - y.t_last)
-            y.intervals.append((y.t_last, now, y.rate, y.interference))
-            y.t_last = now
-
     def _update(self, x, now):
-        """x's interferers changed: its bits so far at the old rate, then the new rate (its
-        delivery rescheduled)."""
-        self._account(x, now)
+        """x's interferers changed: its bits so far at the old rate (an interval), then the new
+        rate (its delivery rescheduled). Called for every transmission an event touches."""
+        t_last = x.t_last
+        if now > t_last:
+            x.left -= x.rate * (now - t_last)
+            x.intervals.append((t_last, now, x.rate, x.interference))
+            x.t_last = now
         old = x.rate
-        self._set_rate(x)
-        if x.rate != old:
-            self._schedule(x, x.left / x.rate if x.rate > 0 else None)
+        if x.seen is not self.links.gain:
+            self._refresh(x)
+        b = x.f1 - x.f0
+        x.interference = i = sum(x.terms.values(), 0.0)
+        x.rate = rate = b * math.log2(1.0 + x.power * x.gain / (self.n0 * b + i))
+        if rate != old:
+            self._schedule(x, x.left / rate if rate > 0 else None)
 
     def _begin(self, tx):
         """Put ``tx`` in flight: its terms from the overlapping co-channel transmissions and
         theirs from it (fading draws: each interferer's onto tx, then tx's onto each, in the
-        order they started); returns those transmissions."""
+        order they started; ``_term`` written out); returns those transmissions."""
         co, f0, f1 = self._co[tx.cell], tx.f0, tx.f1
         active = self.active[tx.mode]
-        hit = [x for x in active if co[x.cell] and x.f0 < f1 and f0 < x.f1]
-        tx.seen = self.links.gain
-        tx.terms, tx.fades = {}, {}
+        hit = [x for x in active if x.f0 < f1 and f0 < x.f1 and co[x.cell]]
+        gain = tx.seen = self.links.gain
+        terms, fades = tx.terms, tx.fades = {}, {}
         if hit:
             n = len(hit)
             h = self.rng.standard_exponential(2 * n).tolist()
+            ul = tx.mode == UL
+            power, cell, glob, b = tx.power, tx.cell, tx.glob, f1 - f0
             for x, h_in, h_out in zip(hit, h[:n], h[n:]):
-                tx.fades[x] = h_in
-                tx.terms[x] = self._term(x, tx, h_in)
-                self._refresh(x)
+                overlap = min(x.f1, f1) - max(x.f0, f0)
+                if ul:
+                    g_in, g_out = gain.item(x.glob, cell), gain.item(glob, x.cell)
+                else:
+                    g_in, g_out = gain.item(glob, x.cell), gain.item(x.glob, cell)
+                fades[x] = h_in
+                terms[x] = x.power * (g_in * h_in) * overlap / (x.f1 - x.f0)
+                if x.seen is not gain:
+                    self._refresh(x)
                 x.fades[tx] = h_out
-                x.terms[tx] = self._term(tx, x, h_out)
+                x.terms[tx] = power * (g_out * h_out) * overlap / b
         active.append(tx)
         return hit
 
     def _schedule(self, tx, wait):
         """Deliver ``tx`` after ``wait`` seconds unless its rate changes first (a later
-        schedule supersedes this one; None: never at the current rate). The deliveries wait in
-        the field's own queue; one SimPy timeout wakes the field at the earliest of them, so a
-        rate change costs a queue entry, not an event."""
+        schedule supersedes this one; None: never at the current rate).
+
+        The deliveries wait in the field's own queue, and one SimPy timeout wakes the field at
+        the earliest of them, so a rate change costs no event. A transmission has one entry
+        that counts (``tx.queued``, its time): a later delivery leaves it in place (when it
+        comes up, the transmission goes back in at its due time), an earlier one replaces it."""
         tx.version += 1
         if wait is None:
+            tx.due = None
             return
-        t = self.env.now + wait   # the time SimPy's timeout(wait) would fire at
-        heapq.heappush(self._due, (t, next(self._seq), tx, tx.version))
-        if not self._wakes or t < self._wakes[0]:
-            heapq.heappush(self._wakes, t)
+        t = tx.due = self.env.now + wait   # the time SimPy's timeout(wait) would fire at
+        if tx.queued is not None and tx.queued <= t:
+            return
+        tx.queued = t
+        heappush(self._due, (t, next(self._seq), tx))
+        wakes = self._wakes
+        if not wakes or t < wakes[0]:
+            heappush(wakes, t)
             self.env.timeout(wait, t).callbacks.append(self._wake)
 
     def _wake(self, event):
@@ -198,16 +242,25 @@ class InterferenceField:
         wakes, due = self._wakes, self._due
         limit = max(event.value, self.env.now)
         while wakes and wakes[0] <= limit:
-            heapq.heappop(wakes)
+            heappop(wakes)
         while due and due[0][0] <= limit:
-            _, _, tx, version = heapq.heappop(due)
-            if version == tx.version and not tx.event.triggered:
-                tx.event.succeed()
-        while due and due[0][3] != due[0][2].version:   # superseded schedules
-            heapq.heappop(due)
+            t, _, tx = heappop(due)
+            if tx.queued != t or tx.event is None:
+                continue   # replaced by an earlier entry, or delivered
+            tx.queued = None
+            if tx.due is None:
+                continue   # rate 0: the next change queues it again
+            if tx.due <= limit:
+                if not tx.event.triggered:
+                    tx.event.succeed()
+            else:
+                tx.queued = tx.due
+                heappush(due, (tx.due, next(self._seq), tx))
+        while due and (due[0][2].queued != due[0][0] or due[0][2].event is None):
+            heappop(due)
         if due and (not wakes or due[0][0] < wakes[0]):
             t = due[0][0]
-            heapq.heappush(wakes, t)
+            heappush(wakes, t)
             self.env.timeout(max(t - self.env.now, 0.0), t).callbacks.append(self._wake)
 
     def transmit(self, env, tx):
@@ -215,7 +268,7 @@ class InterferenceField:
         process waits for one event, its delivery; rate changes reschedule it."""
         self.env = env
         now = tx.start = tx.t_last = env.now
-        tx.left, tx.intervals, tx.version = tx.bits, [], 0
+        tx.left, tx.intervals, tx.version, tx.queued = tx.bits, [], 0, None
         tx.event = env.event()
         if self.track_mean:
             self._track(tx, now, 1)
@@ -242,7 +295,8 @@ class InterferenceField:
             del x.terms[tx]
             del x.fades[tx]
             self._update(x, end)
-        tx.terms = tx.fades = tx.seen = None
+        # the log keeps the intervals, not the event or the links to other transmissions
+        tx.terms = tx.fades = tx.seen = tx.event = tx.contrib = None
         if self.log is not None:
             self.log.append(tx)
         return tx.planned if clear and tx.version == 1 else end - tx.start
@@ -276,24 +330,26 @@ class InterferingChannel:
             field.track_mean = True
         self.transmissions = 0
         self._band_t, self._band_next = None, 0.0
-        self._clear = None
+        self._clear_ul = self._clear_dl = None
 
     def set_pathloss(self, gains):
         self.base.set_pathloss(gains)
 
     def _seen(self, now):
-        n0, field = self.n0, self.field
-        measured = [field.measured_psd(self.cell, mode, self.globs) for mode in (UL, DL)]
-        if self.interference_csi == "last":
-            seen = measured
-        elif self.interference_csi == "mean":
-            seen = [field.mean_psd(self.cell, mode, self.globs, now) for mode in (UL, DL)]
-        else:
-            seen = [np.zeros(len(self.globs))] * 2
+        n0, field, cell, globs = self.n0, self.field, self.cell, self.globs
+        ul, dl = field.ul_psd(cell), field.dl_psd(cell, globs)
         # a planned delay holds when the decision saw no interference and none was there
-        self._clear = (measured[0] == 0) & (seen[0] == 0), (measured[1] == 0) & (seen[1] == 0)
+        self._clear_ul, self._clear_dl = ul == 0.0, dl == 0
+        if self.interference_csi == "mean":
+            ul_seen, dl_seen = field.mean_ul(cell, now), field.mean_psd(cell, DL, globs, now)
+            self._clear_ul = self._clear_ul and ul_seen == 0
+            self._clear_dl = self._clear_dl & (dl_seen == 0)
+        elif self.interference_csi == "none":
+            ul_seen, dl_seen = 0.0, 0.0
+        else:
+            ul_seen, dl_seen = ul, dl
         base = self.base
-        return base.g_ul * (n0 / (n0 + seen[0])), base.g_dl * (n0 / (n0 + seen[1]))
+        return base.g_ul * (n0 / (n0 + ul_seen)), base.g_dl * (n0 / (n0 + dl_seen))
 
     def new_block(self, now=0.0):
         self.base.new_block(now)
@@ -316,7 +372,8 @@ class InterferingChannel:
         tx.bits = base.bits if base.round_bits is None else float(base.round_bits[device])
         # the planned delay is the delivery time when the decision saw no interference and
         # none is there at the start (then it is kept exactly, as on one cell)
-        tx.planned = planned_s if self._clear[0 if mode == UL else 1][device] else None
+        clear = self._clear_ul if mode == UL else self._clear_dl[device]
+        tx.planned = planned_s if clear else None
         self.transmissions += 1
         delay = yield from self.field.transmit(env, tx)
         return delay
