@@ -226,8 +226,9 @@ def build_cells(scenario, folder, inputs, *, build_run, result, progress=False):
     links = Links(layout, model, rng)
     band = scenario.channel.bandwidth_mhz * 1e6 / cells.reuse
     network = None
-    if MOBILITY_MODELS.lookup(scenario.mobility.model).moves:
-        plan, network = mobile_plan(scenario, layout, model, links, rng)
+    moving = MOBILITY_MODELS.lookup(scenario.mobility.model).moves
+    if moving or cells.reassociate:
+        plan, network = mobile_plan(scenario, layout, model, links, rng, moving)
     else:
         plan = cell_plan(scenario, layout, model, links, rng)
     env = simpy.Environment()
@@ -254,7 +255,7 @@ def build_cells(scenario, folder, inputs, *, build_run, result, progress=False):
                                       cells.interference_csi)
         hooks = {} if network is None else {
             "workload_hook": functools.partial(AttachedWorkload, network=network, cell=c),
-            "mover_hook": lambda _, c=c: CellMover(network, c)}
+            **({"mover_hook": lambda _, c=c: CellMover(network, c)} if moving else {})}
         runs.append(build_run(cell_scenario, sub, inputs, env=env, population_hook=add,
                               channel_hook=wrap, writer_process=False, **hooks))
     (folder / "scenario.yaml").write_text((folder / "cell_0" / "scenario.yaml").read_text())
