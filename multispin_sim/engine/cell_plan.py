@@ -78,7 +78,7 @@ def drop_over_region(scenario, layout, rng):
     return pos
 
 
-def association_view(scenario, layout, gain, positions):
+def association_view(scenario, layout, gain, positions, serving=None, movable=None):
     """What the rule sees: RSRP = DL budget x the long-term gains ``gain`` (D, S); one
     correction's payload bits (a top-k distribution, ``model.payload``)."""
     fmt = format_from_scenario(scenario.payload)
@@ -91,7 +91,7 @@ def association_view(scenario, layout, gain, positions):
         np.array([(v.verify_fixed_ms or 0.0) * 1e-3 for v in servers]),
         np.array([(v.verify_per_device_ms or 0.0) * 1e-3 for v in servers]),
         np.full(s, scenario.channel.bandwidth_mhz * 1e6 / scenario.cells.reuse),
-        noise_psd(scenario), bits)
+        noise_psd(scenario), bits, serving, movable)
 
 
 def server_of(scenario, c):
@@ -116,15 +116,20 @@ def noise_psd(scenario):
     return noise_psd_watt_per_hz(ch.noise_psd_dbm_hz + ch.noise_figure_db)
 
 
-def mobile_plan(scenario, layout, model, links, rng):
+def mobile_plan(scenario, layout, model, links, rng, moving=True):
     """([(cell, its scenario)], Network): every cell holds all D devices at their start
-    positions (the same seed, so the same devices), attached by ``cells.association``."""
+    positions (the same seed, so the same devices), attached by ``cells.association``; static
+    devices re-associated at round ends (``moving`` False, ``cells.reassociate``) dropped per
+    cell start on the cell they were dropped in."""
     positions = initial_positions(scenario, layout, rng)
     rule = ASSOCIATION_RULES.lookup(scenario.cells.association).from_scenario(scenario)
     network = Network(scenario, layout, model, links, positions, rng,
                       server_powers(scenario, layout.count), rule,
-                      functools.partial(association_view, scenario, layout))
-    network.attach(rule.choose(association_view(scenario, layout, network.gain, positions)))
+                      functools.partial(association_view, scenario, layout), moving=moving)
+    if not moving and scenario.cells.drop == "per-cell":
+        network.attach(np.repeat(np.arange(layout.count), scenario.devices.count))
+    else:
+        network.attach(rule.choose(association_view(scenario, layout, network.gain, positions)))
     links.gain = network.gain
     bandwidth = scenario.channel.bandwidth_mhz / scenario.cells.reuse
     xy = tuple(map(tuple, positions.tolist()))

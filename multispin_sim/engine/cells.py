@@ -10,11 +10,10 @@ seed (cell 0 the run's seed, cell c > 0 a seed derived from (seed, c)) and its f
 ``cell_<c>/``. The cells' loops run on their own: no global lock-step, so transmissions overlap
 as their timing makes them. The cell's channel is the ``OFDMAChannel`` with its interference
 part (``InterferingChannel``): a correction's rate follows its SINR, recomputed whenever a
-co-channel transmission of another cell starts or ends (``InterferenceField``).
+co-channel transmission of another cell starts or ends (``engine.interference``).
 """
 import dataclasses
 import functools
-import math
 import time
 
 import numpy as np
@@ -22,13 +21,12 @@ import numpy as np
 from ..model.cells import CELL_LAYOUTS
 from ..model.mobility import MOBILITY_MODELS
 from ..model.pathloss_3gpp import PATHLOSS_MODELS
-from ..model.reactive import DL, UL
 from ..model.sinr import cochannel
 from ..outputs.atomic import write_json
 from ..outputs.statistics import describe
 from .cell_plan import cell_layout, cell_plan, mobile_plan, noise_psd
-from .channel import OFDMAChannel
 from .handover import AttachedWorkload, CellMover
+from .interference import InterferenceField, InterferingChannel, Tx  # noqa: F401 (Tx: re-exported)
 
 CELLS_STREAM_KEY = 1000   # SeedSequence(seed, spawn_key=(1000,)): layout, drops, cross links
 
@@ -71,239 +69,6 @@ class Links:
         self.gain = np.vstack([self.gain, gain])
         self.cell_of = np.concatenate([self.cell_of, np.full(k, cell)])
         return population
-
-
-class Tx:
-    """One correction in flight: its cell, device, mode, power, subband [f0, f1), own gain,
-    bits left, the rate now, and its intervals (t0, t1, rate, interference)."""
-
-    __slots__ = ("cell", "device", "glob", "mode", "power", "f0", "f1", "gain", "bits", "left",
-                 "rate", "interference", "t_last", "event", "intervals", "start", "planned",
-                 "version", "contrib")
-
-
-class InterferenceField:
-    """The co-channel transmissions in flight across cells, and their mutual interference.
-
-    Interference is same-direction: UL corrections of other cells at this cell's server, DL
-    corrections of other servers at this device (cross-link server-server and device-device
-    interference of unsynchronised TDD is left out). An interferer x adds P_x g_xy o / b_x on
-    receiver y, o the overlap of their subbands, g_xy the large-scale gain times an Exp(1)
-    fading draw per pair of transmissions. The fields's log keeps every transmission's
-    intervals (``log``) for the bit-conservation check."""
-
-    def __init__(self, links, co, n0, bandwidth, rng, keep_log=True):
-        self.links, self.co, self.n0, self.bandwidth, self.rng = links, co, n0, bandwidth, rng
-        self.active = {UL: [], DL: []}   # the transmissions in flight, by direction
-        self.env = None
-        self.fade = {}
-        self.log = [] if keep_log else None
-        # interference PSD now and its time integral at every server (UL, (S,)) and at every
-        # device were it in each cell (DL, (D, S)), for the time-averaged CSI
-        self.now_psd = self.int_psd = None
-        self.t_int = 0.0
-
-    def _track(self, tx, now, sign):
-        """Add (sign 1) or remove (-1) ``tx``'s contribution to the PSD now, integrating first."""
-        if self.now_psd is None:
-            shape = self.links.gain.shape
-            self.now_psd = {UL: np.zeros(shape[1]), DL: np.zeros(shape)}
-            self.int_psd = {UL: np.zeros(shape[1]), DL: np.zeros(shape)}
-        self._track_time(now)
-        if sign > 0:
-            weight = self.co[tx.cell] / self.bandwidth
-            gain = self.links.gain
-            tx.contrib = (tx.power * gain[tx.glob] * weight if tx.mode == UL
-                          else tx.power * np.outer(gain[:, tx.cell], weight))
-            self.now_psd[tx.mode] += tx.contrib
-        else:
-            self.now_psd[tx.mode] -= tx.contrib
-
-    def mean_psd(self, cell, mode, globs, now):
-        """The time average of the interference PSD over the run so far, at ``cell``'s server
-        (UL) or at its devices ``globs`` (DL); the PSD now before any time has passed."""
-        if self.now_psd is None:
-            return np.zeros(len(globs))
-        self._track_time(now)
-        source = self.int_psd if self.t_int > 0 else self.now_psd
-        scale = 1.0 / self.t_int if self.t_int > 0 else 1.0
-        if mode == UL:
-            return np.full(len(globs), source[UL][cell] * scale)
-        return source[DL][globs, cell] * scale
-
-    def _track_time(self, now):
-        dt = now - self.t_int
-        if dt > 0:
-            for mode in (UL, DL):
-                self.int_psd[mode] += self.now_psd[mode] * dt
-            self.t_int = now
-
-    def _gain(self, x, y):
-        """Gain from interferer x to y's receiver (UL: x's device to y's server; DL: x's server
-        to y's device), with the pair's fading."""
-        key = (id(x), id(y))
-        h = self.fade.get(key)
-        if h is None:
-            h = self.fade[key] = float(self.rng.standard_exponential())
-        if x.mode == UL:
-            return self.links.gain[x.glob, y.cell] * h
-        return self.links.gain[y.glob, x.cell] * h
-
-    def _interference(self, y):
-        total = 0.0
-        co = self.co[y.cell]
-        for x in self.active[y.mode]:
-            if x is y or not co[x.cell]:
-                continue
-            overlap = min(x.f1, y.f1) - max(x.f0, y.f0)
-            if overlap > 0:
-                total += x.power * self._gain(x, y) * overlap / (x.f1 - x.f0)
-        return total
-
-    def _set_rate(self, y):
-        b = y.f1 - y.f0
-        y.interference = self._interference(y)
-        y.rate = b * math.log2(1.0 + y.power * y.gain / (self.n0 * b + y.interference))
-
-    def measured_psd(self, cell, mode, globs):
-        """Interference power per Hz over ``cell``'s band now, at its server (UL, one value)
-        or at its devices ``globs`` (DL), each interferer at its large-scale gain."""
-        out = np.zeros(len(globs))
-        for x in self.active[mode]:
-            if not self.co[x.cell, cell]:
-                continue
-            if mode == UL:
-                out += x.power * self.links.gain[x.glob, cell]
-            else:
-                out += x.power * self.links.gain[globs, x.cell]
-        return out / self.bandwidth[cell]
-
-    def _account(self, y, now):
-        if now > y.t_last:
-            y.left -= y.rate * (now - y.t_last)
-            y.intervals.append((y.t_last, now, y.rate, y.interference))
-            y.t_last = now
-
-    def _affected(self, y):
-        co = self.co[y.cell]
-        return [x for x in self.active[y.mode] if x is not y and co[x.cell]
-                and min(x.f1, y.f1) > max(x.f0, y.f0)]
-
-    def _changed(self, y, now):
-        """A transmission starts or ends: every overlapping one accounts its bits at the old
-        rate and continues at the new one (its delivery rescheduled)."""
-        for x in self._affected(y):
-            self._account(x, now)
-            old = x.rate
-            self._set_rate(x)
-            if x.rate != old:
-                self._schedule(x, x.left / x.rate if x.rate > 0 else None)
-
-    def _schedule(self, tx, wait):
-        """Deliver ``tx`` after ``wait`` seconds unless its rate changes first (a later
-        schedule supersedes this one; None: never at the current rate)."""
-        tx.version += 1
-        if wait is None:
-            return
-        version = tx.version
-        done = self.env.timeout(wait)
-        done.callbacks.append(lambda _, tx=tx, v=version: self._due(tx, v))
-
-    @staticmethod
-    def _due(tx, version):
-        if version == tx.version and not tx.event.triggered:
-            tx.event.succeed()
-
-    def transmit(self, env, tx):
-        """SimPy: deliver ``tx.bits`` at the piecewise-constant rate; returns the delay. The
-        process waits for one event, its delivery; rate changes reschedule it."""
-        self.env = env
-        now = tx.start = tx.t_last = env.now
-        tx.left, tx.intervals, tx.version = tx.bits, [], 0
-        tx.event = env.event()
-        self._track(tx, now, 1)
-        self.active[tx.mode].append(tx)
-        self._set_rate(tx)
-        self._changed(tx, now)
-        clear = tx.interference == 0.0 and tx.planned is not None and tx.planned > 0
-        if clear:
-            # no interference: the policy's own delay for this rate (the one-cell timing)
-            tx.rate = tx.bits / tx.planned
-            self._schedule(tx, tx.planned)
-        else:
-            self._schedule(tx, tx.left / tx.rate if tx.rate > 0 else None)
-        yield tx.event
-        end = env.now
-        if end > tx.t_last:
-            tx.intervals.append((tx.t_last, end, tx.rate, tx.interference))
-        tx.left = 0.0
-        self._track(tx, end, -1)
-        self.active[tx.mode].remove(tx)
-        self._changed(tx, end)
-        if self.log is not None:
-            self.log.append(tx)
-        return tx.planned if clear and tx.version == 1 else end - tx.start
-
-
-class InterferingChannel(OFDMAChannel):
-    """A cell's OFDMA channel with the other cells' interference: the cell's fading and path
-    loss as in one cell; transmissions delivered over the field; the CSI the draft controller
-    and the reactive policy see is g N0 / (N0 + psi), the SINR of a flat interference PSD psi
-    over the band (``cells.interference_csi``): 'last', the PSD measured at that instant;
-    'mean', its time average over the run so far; 'none', psi = 0 (blind to interference)."""
-
-    plain_transmit = False
-
-    @property
-    def dynamic_csi(self):
-        return True
-
-    @classmethod
-    def around(cls, channel, field, cell, globs, interference_csi="last"):
-        obj = cls.__new__(cls)
-        obj.__dict__.update(channel.__dict__)
-        obj.field, obj.cell, obj.globs = field, cell, globs
-        obj.interference_csi = interference_csi
-        obj._band_t, obj._band_next = None, 0.0
-        return obj
-
-    def _seen(self, now):
-        n0, field = self.n0, self.field
-        measured = [field.measured_psd(self.cell, mode, self.globs) for mode in (UL, DL)]
-        if self.interference_csi == "last":
-            seen = measured
-        elif self.interference_csi == "mean":
-            seen = [field.mean_psd(self.cell, mode, self.globs, now) for mode in (UL, DL)]
-        else:
-            seen = [np.zeros(len(self.globs))] * 2
-        # a planned delay holds when the decision saw no interference and none was there
-        self._clear = (measured[0] == 0) & (seen[0] == 0), (measured[1] == 0) & (seen[1] == 0)
-        return self.g_ul * (n0 / (n0 + seen[0])), self.g_dl * (n0 / (n0 + seen[1]))
-
-    def new_block(self, now=0.0):
-        super().new_block(now)
-        return self._seen(now)
-
-    def csi(self, now):
-        return self._seen(now)
-
-    def transmit(self, env, device, mode, power_w, bandwidth_hz, planned_s):
-        # corrections starting together take consecutive subbands of the cell's band
-        if self._band_t != env.now:
-            self._band_t, self._band_next = env.now, 0.0
-        tx = Tx()
-        tx.cell, tx.device, tx.glob, tx.mode = self.cell, device, int(self.globs[device]), mode
-        tx.power = power_w
-        tx.f0 = self._band_next
-        tx.f1 = self._band_next = self._band_next + bandwidth_hz
-        tx.gain = float((self.g_ul if mode == UL else self.g_dl)[device])
-        tx.bits = self.bits if self.round_bits is None else float(self.round_bits[device])
-        # the planned delay is the delivery time when the decision saw no interference and
-        # none is there at the start (then it is kept exactly, as on one cell)
-        tx.planned = planned_s if self._clear[0 if mode == UL else 1][device] else None
-        self.transmissions += 1
-        delay = yield from self.field.transmit(env, tx)
-        return delay
 
 
 class CellLoops:
@@ -461,8 +226,9 @@ def build_cells(scenario, folder, inputs, *, build_run, result, progress=False):
     links = Links(layout, model, rng)
     band = scenario.channel.bandwidth_mhz * 1e6 / cells.reuse
     network = None
-    if MOBILITY_MODELS.lookup(scenario.mobility.model).moves:
-        plan, network = mobile_plan(scenario, layout, model, links, rng)
+    moving = MOBILITY_MODELS.lookup(scenario.mobility.model).moves
+    if moving or cells.reassociate:
+        plan, network = mobile_plan(scenario, layout, model, links, rng, moving)
     else:
         plan = cell_plan(scenario, layout, model, links, rng)
     env = simpy.Environment()
@@ -485,11 +251,11 @@ def build_cells(scenario, folder, inputs, *, build_run, result, progress=False):
 
         def wrap(channel, c=c):
             field.n0 = channel.n0
-            return InterferingChannel.around(channel, field, c, holder["globs"],
-                                             cells.interference_csi)
+            return InterferingChannel(channel, field, c, holder["globs"],
+                                      cells.interference_csi)
         hooks = {} if network is None else {
             "workload_hook": functools.partial(AttachedWorkload, network=network, cell=c),
-            "mover_hook": lambda _, c=c: CellMover(network, c)}
+            **({"mover_hook": lambda _, c=c: CellMover(network, c)} if moving else {})}
         runs.append(build_run(cell_scenario, sub, inputs, env=env, population_hook=add,
                               channel_hook=wrap, writer_process=False, **hooks))
     (folder / "scenario.yaml").write_text((folder / "cell_0" / "scenario.yaml").read_text())

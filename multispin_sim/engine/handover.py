@@ -45,23 +45,27 @@ class Network:
     """Positions, gains, attachments and migrations of the D devices of all cells."""
 
     def __init__(self, scenario, layout, model, links, positions, rng, p_dl, rule=None,
-                 view=None):
+                 view=None, moving=True):
         self.scenario, self.layout, self.model, self.links = scenario, layout, model, links
         cells = scenario.cells
         m = scenario.mobility
-        speed = m.speed_mps if isinstance(m.speed_mps, tuple) else (m.speed_mps, m.speed_mps)
-        centre, region = walk_region(scenario, layout)
-        self.walk = RandomWaypoint(positions, centre, region, speed, m.pause_s, rng)
+        self.walk = None   # static devices (cells.reassociate): no walk, the gains stay
+        if moving:
+            speed = m.speed_mps if isinstance(m.speed_mps, tuple) else (m.speed_mps, m.speed_mps)
+            centre, region = walk_region(scenario, layout)
+            self.walk = RandomWaypoint(positions, centre, region, speed, m.pause_s, rng)
+        self.pos = np.asarray(positions, dtype=float)
         d = layout.distances(positions)
         # each link's LOS state and shadowing, drawn once: gain = mean gain x shadowing
         drawn, self.los = model.draw(rng, d)
         self.shadow = drawn / model.mean_gain(d, self.los)
-        self.d = self.walk.k
+        self.d = self.pos.shape[0]
         self.distance = d
         self.gain = drawn
         self.p_dl = p_dl   # (S,) the servers' DL budgets: RSRP = P_dl,s x gain
-        # cells.handover 'association': the rule and its view, re-evaluated at round ends
-        self.rule = rule if cells.handover == "association" else None
+        # cells.handover 'association' (moving) or static devices: the rule and its view,
+        # re-evaluated at round ends (static devices: on the loads now, ``reevaluate``)
+        self.rule = rule if cells.handover == "association" or not moving else None
         self.view = view
         self.leaving = np.full(self.d, -1)                     # target of a pending migration
         self.in_round = np.zeros((layout.count, self.d), dtype=bool)
@@ -88,10 +92,10 @@ class Network:
     # -- movement and gains ------------------------------------------------------------------
     def update(self, t):
         """Positions and gains at ``t`` (once per instant)."""
-        if t == self._t:
+        if t == self._t or self.walk is None:
             return
         self._t = t
-        pos = self.walk.advance(t)
+        pos = self.pos = self.walk.advance(t)
         self.distance = self.layout.distances(pos)
         self.gain = self.model.mean_gain(self.distance, self.los) * self.shadow
         self.links.gain = self.gain
@@ -137,8 +141,15 @@ class Network:
         self.in_round[cell] = False
         if self.rule is not None:
             self.update(now)
-            choice = self.rule.choose(self.view(self.gain, self.walk.pos))
-            move = np.flatnonzero((self.attached == cell) & (choice != cell))
+            mine = self.attached == cell
+            if self.walk is None:   # static: the loads move them (a migrating device counts
+                # at its target)
+                serving = np.where(self.attached >= 0, self.attached, self.leaving)
+                choice = self.rule.reevaluate(self.view(self.gain, self.pos, serving=serving,
+                                                        movable=mine))
+            else:
+                choice = self.rule.choose(self.view(self.gain, self.pos))
+            move = np.flatnonzero(mine & (choice != cell))
             if move.size:
                 pong = self.trigger.hand_over(now, move, choice[move])
                 for dev, target, p in zip(move.tolist(), choice[move].tolist(), pong.tolist()):

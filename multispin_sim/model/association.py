@@ -6,6 +6,13 @@ long-term received power of every device at every server (transmit power times t
 gain, no fast fading: RSRP), the 2-D distances, and each server's compute (its verification
 cost T0_s + n T1_s for a batch of n) and band.
 
+At the drop (``view.serving`` None) the rules place every device. At a re-evaluation the view
+also holds each device's server now (``serving``) and which devices may move (``movable``):
+the loads n_s are the devices attached now, and each movable device in turn (strongest first)
+moves to the server of least cost given the others where they are (its own server counted
+without it), only when that is strictly cheaper than staying, so a rule whose cost does not
+depend on the loads (max-rsrp, nearest) keeps static devices where they are.
+
 - ``max-rsrp``: the strongest long-term received power (ties: the lower server index).
 - ``nearest``: the shortest distance (with a power-law path loss and no shadowing, the same
   server as ``max-rsrp``).
@@ -39,6 +46,8 @@ class AssociationView:
     bandwidth_hz: np.ndarray = None
     noise_psd_w_hz: float = 0.0
     bits: float = 0.0
+    serving: np.ndarray = None   # (K,) the servers now (a re-evaluation), None at the drop
+    movable: np.ndarray = None   # (K,) bool: the devices a re-evaluation may move (None: all)
 
     @property
     def servers(self):
@@ -54,6 +63,13 @@ class AssociationRule:
 
     def choose(self, view):
         raise NotImplementedError
+
+    def reevaluate(self, view):
+        """The servers after a re-evaluation (``view.serving`` set): a rule whose choice does
+        not depend on the loads moves a device only when its own choice changed."""
+        chosen = self.choose(dataclasses.replace(view, serving=None, movable=None))
+        keep = ~view.movable if view.movable is not None else np.zeros(len(chosen), bool)
+        return np.where(keep, view.serving, chosen)
 
 
 @ASSOCIATION_RULES.register("max-rsrp")
@@ -77,6 +93,25 @@ class Greedy(AssociationRule):
 
     def cost(self, view, k, counts):
         raise NotImplementedError
+
+    def reevaluate(self, view):
+        """Best response to the loads now: each movable device, strongest first, leaves its
+        server for the cheapest other one when that is strictly cheaper (loads updated)."""
+        serving = np.array(view.serving, dtype=np.int64)
+        counts = np.bincount(serving, minlength=view.servers).astype(float)
+        movable = (np.ones(len(serving), bool) if view.movable is None
+                   else np.asarray(view.movable, bool))
+        for k in self.order(view):
+            if not movable[k]:
+                continue
+            own = serving[k]
+            counts[own] -= 1.0   # the others as they are
+            cost = self.cost(view, k, counts)
+            best = np.lexsort((-view.rsrp_w[k], cost))[0]
+            if cost[best] < cost[own]:
+                serving[k] = best
+            counts[serving[k]] += 1.0
+        return serving
 
     def choose(self, view):
         k_total, s = view.rsrp_w.shape

@@ -73,6 +73,11 @@ class Cells(Params):
                           "measurement_period_ms); 'association': cells.association re-evaluated "
                           "for a cell's devices at each of its round boundaries",
                           choices=HANDOVER_TRIGGERS)
+    reassociate: bool = param(False, "Static devices: cells.association re-evaluated at each "
+                              "of a cell's round boundaries on the servers' loads now (the "
+                              "devices attached), a device it moves handing over with its "
+                              "context; per-cell drops start on their drop cell. false: each "
+                              "device stays on the server of its drop")
     hysteresis_db: float = param(3.0, "Handover (devices moving, mobility.model): A3 hysteresis, "
                                  "a neighbour's RSRP above the serving one by this", unit="dB",
                                  check=ge(0))
@@ -114,8 +119,9 @@ def _check_cells(sc) -> None:
     needs = (("serving.protocol", sc.serving.protocol == "synchronous", "'synchronous'"),
              ("link.model", sc.link.model == "shannon", "'shannon'"),
              ("channel.coherence_time_ms", sc.channel.coherence_time_ms is None, "null"),
-             ("workload.arrivals", sc.mobility.model == "none"
-              or sc.workload.arrivals == "saturated", "'saturated' (devices moving)"),
+             ("workload.arrivals", (sc.mobility.model == "none" and not sc.cells.reassociate)
+              or sc.workload.arrivals == "saturated",
+              "'saturated' (devices moving or cells.reassociate)"),
              ("csi.delay_ms", sc.csi.delay_ms == 0, "0"),
              ("csi.cqi_quantisation", not sc.csi.cqi_quantisation, "false"),
              ("csi.estimation_error_variance", sc.csi.estimation_error_variance == 0, "0"),

@@ -113,3 +113,38 @@ def test_a_cell_left_without_devices_does_not_hold_the_run():
         "mobility.speed_mps": 5.0}))
     assert max(c["rounds"] for c in r.summary["cells"]) <= 30
     assert r.summary["rounds"] >= 30
+
+
+def test_load_aware_re_association_moves_static_devices_off_an_overloaded_server():
+    # 7 cells of 10 static devices each; server 0 verifies 30 ms per device (the others the
+    # default): at its round ends load-aware moves cell 0's devices to neighbours until none
+    # would verify faster elsewhere (best response on the loads), with their contexts
+    import numpy as np
+
+    from multispin_sim.engine.cell_plan import association_view
+
+    kw = {"run.rounds": 40, "cells.layout": "hex", "cells.count": 7, "cells.isd_m": 200.0,
+          "devices.count": 10, "devices.distance_m": [20.0, 100.0],
+          "cells.association": "load-aware", "cells.association_range_db": 20.0,
+          "cells.servers": {0: {"verify_per_device_ms": 30.0}}, "cells.reassociate": True}
+    r = ms.simulate(ms.load_scenario(None, overrides=kw))
+    net = r.network
+    log = net.log
+    assert log and all(x["source"] == 0 for x in log)
+    assert all(x["context_bits"] > 0 and x["arrival_s"] > x["time_s"] for x in log)
+    load = np.bincount(net.attached, minlength=7)
+    assert load.sum() == 70 and load[0] < 10
+    # no device left on server 0 would verify faster on another server within range
+    view = association_view(r.scenario, net.layout, net.gain, net.pos)
+    t0, t1 = view.verify_fixed_s, view.verify_per_device_s
+    for k in np.flatnonzero(net.attached == 0):
+        rsrp = view.rsrp_w[k]
+        near = rsrp >= 10 ** -2 * rsrp.max()
+        assert t0[0] + load[0] * t1[0] <= np.min(np.where(near, t0 + (load + 1) * t1, np.inf)[1:])
+    # max-rsrp does not depend on the loads: a static device moves at most once, from the cell
+    # it was dropped in to its strongest server, and stays there
+    still = ms.simulate(ms.load_scenario(None, overrides={**kw, "cells.association": "max-rsrp"}))
+    moved = [x["device"] for x in still.network.log]
+    assert len(moved) == len(set(moved))
+    rsrp = net.p_dl * still.network.gain
+    assert still.network.attached.tolist() == np.argmax(rsrp, axis=1).tolist()

@@ -127,3 +127,19 @@ def test_joint_trades_airtime_for_compute():
                 for t0, s, i in ((0.2, 4e-12, 1e-12), (t0_b, 1e-12, 4e-12))]
         assert int(np.argmin(cost)) == expect
         assert ASSOCIATION_RULES.make("joint").choose(v).tolist() == [expect]
+
+
+def test_re_evaluation_moves_devices_only_on_the_loads():
+    # 2 servers, equal RSRP; 6 devices all on server 0: load-aware moves half of them (the best
+    # response: a device leaves while T0 + n0 T1 > T0 + (n1 + 1) T1), max-rsrp moves none
+    view = AssociationView(np.ones((6, 2)), np.ones((6, 2)), np.zeros(2), np.full(2, 1e-3),
+                           serving=np.zeros(6, dtype=np.int64))
+    moved = ASSOCIATION_RULES.lookup("load-aware")(range_db=6.0).reevaluate(view)
+    assert np.bincount(moved, minlength=2).tolist() == [3, 3]
+    assert ASSOCIATION_RULES.lookup("max-rsrp")().reevaluate(view).tolist() == [0] * 6
+    # only the movable devices move
+    fixed = np.array([True, True, False, False, False, False])
+    import dataclasses
+    some = ASSOCIATION_RULES.lookup("load-aware")(range_db=6.0).reevaluate(
+        dataclasses.replace(view, movable=fixed))
+    assert some[2:].tolist() == [0] * 4 and np.bincount(some, minlength=2).tolist() == [4, 2]

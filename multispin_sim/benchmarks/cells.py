@@ -1,0 +1,83 @@
+"""Several cells: the cost of the interference between cells (docs/components/cells.md).
+
+Two interleaved A/B comparisons on the scenario of ``scenarios/cells/hex7.yaml`` (hexagonal
+grid with wrap-around, ISD 500 m, 20 devices per cell, reuse 1, the optimal split on the last
+measured interference):
+
+- throughput: one run of 7 cells against 7 independent single-cell runs of the same size
+  (20 devices, the same rounds per cell, each cell's seed); the figure is the multi-cell run's
+  throughput over the single cells' (their time over its time; issue target >= 0.25);
+- growth: 19 cells against 7 (time ratio; linear growth would be 19 / 7 = 2.71, issue target
+  <= 3.5).
+
+Then the peak traced memory (``tracemalloc``) of one 7-cell and one 19-cell run.
+"""
+import contextlib
+import io
+import itertools
+import tempfile
+import tracemalloc
+
+from .abtest import describe, interleaved
+
+_RUNS = itertools.count()
+HEX = {"cells.layout": "hex", "cells.isd_m": 500.0, "cells.reuse": 1, "devices.count": 20}
+
+
+def _scenario(**overrides):
+    from ..scenario import load_scenario
+
+    return load_scenario(None, overrides={"name": "bench", **overrides})
+
+
+def _runner(scenarios, tmp):
+    from ..engine.simulation import simulate
+
+    def go():
+        # the runs' own warnings (a deep-fade round in a short run) are not benchmark output
+        with contextlib.redirect_stderr(io.StringIO()):
+            for sc in scenarios:
+                simulate(sc, out=f"{tmp}/run{next(_RUNS)}")
+    return go
+
+
+def _peak_mb(scenario, tmp):
+    tracemalloc.start()
+    try:
+        _runner([scenario], tmp)()
+        return tracemalloc.get_traced_memory()[1] / 1e6
+    finally:
+        tracemalloc.stop()
+
+
+def run(quick=False):
+    from ..engine.cell_plan import cell_seed
+
+    rounds = 60 if quick else 300
+    pairs = 3 if quick else 5
+    cells = {n: _scenario(**HEX, **{"cells.count": n, "run.rounds": rounds}) for n in (7, 19)}
+    base = cells[7]
+    singles = [_scenario(**{"devices.count": base.devices.count, "run.rounds": rounds,
+                                  "seed": cell_seed(base.seed, c)}) for c in range(7)]
+    figures = {"rounds": rounds, "pairs": pairs}
+    with tempfile.TemporaryDirectory() as tmp:
+        _runner([cells[7]], tmp)()   # warm up (imports, compiled kernels)
+        res = interleaved(_runner(singles, tmp), _runner([cells[7]], tmp), pairs)
+        describe("7 single cells", "7 cells", res)
+        figures["throughput_vs_single_wall"] = 1.0 / res["ratio_wall"]
+        figures["throughput_vs_single_cpu"] = 1.0 / res["ratio_cpu"]
+        print(f"  7 cells x {base.devices.count} devices: throughput "
+              f"{figures['throughput_vs_single_wall']:.2f} (wall), "
+              f"{figures['throughput_vs_single_cpu']:.2f} (CPU) of 7 independent single-cell "
+              "runs (target >= 0.25)")
+        res = interleaved(_runner([cells[7]], tmp), _runner([cells[19]], tmp), pairs)
+        describe("7 cells", "19 cells", res)
+        figures["cost_19_over_7_wall"] = res["ratio_wall"]
+        figures["cost_19_over_7_cpu"] = res["ratio_cpu"]
+        print(f"  19 cells: {res['ratio_wall']:.2f}x (wall), {res['ratio_cpu']:.2f}x (CPU) the "
+              "cost of 7 (linear 2.71; target <= 3.5)")
+        for n in (7, 19):
+            figures[f"peak_mb_{n}"] = _peak_mb(cells[n], tmp)
+        print(f"  peak traced memory: {figures['peak_mb_7']:.0f} MB (7 cells), "
+              f"{figures['peak_mb_19']:.0f} MB (19 cells); {rounds} rounds per cell")
+    return figures
