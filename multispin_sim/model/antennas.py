@@ -129,6 +129,19 @@ class _VectorSource:
     def _correlate(self, w):
         return w if self.factor is None else w @ self.factor.T
 
+    _buf = None
+    _next = 0
+
+    def _draw(self):
+        """The next (K, 2, M) complex normals, UL then DL, from blocks of ``block`` rounds (the
+        DL ones drawn also when reciprocal, so the UL draws never shift)."""
+        if self._buf is None or self._next == len(self._buf):
+            self._buf = complex_gaussian(self.rng, (self.block, self.k, 2, self.m))
+            self._next = 0
+        w = self._buf[self._next]
+        self._next += 1
+        return w
+
     def round_powers(self, now):
         """(h_ul, h_dl) small-scale vectors (K, M) at a round start (``now``)."""
         ul, dl = self._white(now)
@@ -141,15 +154,8 @@ class IidVectors(_VectorSource):
     """i.i.d. CN(0, 1) per antenna and round: (block, K, 2, M) complex normals at a time,
     UL then DL (the DL ones drawn also when reciprocal, so the UL draws never shift)."""
 
-    _buf = None
-    _next = 0
-
     def _white(self, now):
-        if self._buf is None or self._next == len(self._buf):
-            self._buf = complex_gaussian(self.rng, (self.block, self.k, 2, self.m))
-            self._next = 0
-        w = self._buf[self._next]
-        self._next += 1
+        w = self._draw()
         return w[:, 0], w[:, 1]
 
 
@@ -170,17 +176,11 @@ class GaussMarkovVectors(_VectorSource):
     """AR(1) per antenna element between round starts, rho = J0(2 pi f_D dt): (block, K, 2, M)
     complex innovations at a time (the first round: a CN(0, 1) draw)."""
 
-    _buf = None
-    _next = 0
     _h = None
     _t = None
 
     def _white(self, now):
-        if self._buf is None or self._next == len(self._buf):
-            self._buf = complex_gaussian(self.rng, (self.block, self.k, 2, self.m))
-            self._next = 0
-        w = self._buf[self._next]
-        self._next += 1
+        w = self._draw()
         rho = 0.0 if self._h is None else jakes_correlation(self.doppler_hz, now - self._t)
         self._h = gauss_markov_step(w if self._h is None else self._h, rho, w)
         self._t = now

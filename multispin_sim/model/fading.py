@@ -71,15 +71,19 @@ class NoFading(Fading):
     static = True
 
 
-@FADING_MODELS.register("gauss-markov")
-class GaussMarkovFading(Fading):
-    """AR(1) per block: rho = J0(2 pi f_D T) over one block of T seconds, rho^n over n blocks."""
+class _DopplerFading(Fading):
+    """A time-correlated model whose correlation over dt is Jakes' J0(2 pi f_D dt)."""
 
     iid = False
 
     @classmethod
     def correlation(cls, doppler_hz, dt_s):
         return float(jakes_correlation(doppler_hz, dt_s))
+
+
+@FADING_MODELS.register("gauss-markov")
+class GaussMarkovFading(_DopplerFading):
+    """AR(1) per block: rho = J0(2 pi f_D T) over one block of T seconds, rho^n over n blocks."""
 
     @classmethod
     def rounds(cls, rng, k, reciprocal, doppler_hz, block=1024):
@@ -87,15 +91,10 @@ class GaussMarkovFading(Fading):
 
 
 @FADING_MODELS.register("jakes")
-class JakesFading(Fading):
+class JakesFading(_DopplerFading):
     """Sum-of-sinusoids Rayleigh process in continuous time: J0(2 pi f_D tau) at every lag."""
 
-    iid = False
     continuous = True
-
-    @classmethod
-    def correlation(cls, doppler_hz, dt_s):
-        return float(jakes_correlation(doppler_hz, dt_s))
 
     @classmethod
     def rounds(cls, rng, k, reciprocal, doppler_hz, block=1024):
