@@ -154,14 +154,16 @@ class ArrayProblem(ReactiveProblem):
         n, k = self.shape
         order = np.argsort(-(self.p_ul * self.g_ul), kind="stable")
         rs = self.rejected[:, order]
-        if self.evaluator() is None:
+        # one outcome (the engine's decision of a round): its prefixes have different sizes,
+        # so batches of one; ``Transmission.links`` one at a time costs less
+        if n == 1 or self.evaluator() is None:
             table = np.full((n, k + 1), np.inf)
             for i in range(n):
                 ul = np.zeros(k, dtype=bool)
-                table[i, 0] = self.t_comm(i, ul)
+                table[i, 0] = self.row(i, ul)[4]
                 for c in np.flatnonzero(rs[i]):
                     ul[order[c]] = True
-                    table[i, c + 1] = self.t_comm(i, ul)
+                    table[i, c + 1] = self.row(i, ul)[4]
         else:
             w = np.where(rs, bit_weights(k)[order], 0)
             cum = np.cumsum(w, axis=1)                      # the UL set after each column

@@ -109,6 +109,8 @@ def test_prefix_split_of_many_outcomes_equals_the_per_assignment_reference(m, pa
     d = optimal_split(problem)
     again = optimal_split(tr.problem(_Sys, rejected[::-1], g, g))   # from the kept sets
     np.testing.assert_array_equal(again.t_comm, d.t_comm[::-1])
+    one = optimal_split(tr.problem(_Sys, rejected[3], g, g))    # one outcome: one at a time
+    np.testing.assert_allclose(one.t_comm[0], d.t_comm[3], rtol=1e-12)
     for i in range(len(rejected)):
         ref = _ref_prefixes(tr, a, rejected[i], m)
         t_ref = min(t for t, _ in ref)
