@@ -32,7 +32,8 @@ import math
 import numpy as np
 
 from .antennas import vectors_of
-from .mimo_batch import mmse_sinr, mmse_sinr_stack, norms2, zf_gains, zf_gains_stack  # noqa: F401
+from .mimo_batch import (mmse_power_descent, mmse_sinr, mmse_sinr_stack, norms2,  # noqa: F401
+                         zf_gains, zf_gains_stack)
 from .mimo_problem import ArrayProblem
 from .reactive import (DL, UL, ReactiveProblem, dl_common_delay, dl_power_for_delay,
                        ul_full_power_delay)
@@ -130,36 +131,48 @@ class MuMimoZf(DlScheme):
 
 
 class UlScheme:
-    """``serve(a, p, bits, b, n0) -> (delays, gains)`` for the UL set's vectors a (n, M) at
-    full powers p (n,), each device's subband b."""
+    """``serve(a, p, bits, b, n0) -> (delays, gains, powers)`` for the UL set's vectors a
+    (n, M) with power budgets p (n,), each device's subband b. ``power``: 'full' (every
+    device at its budget) or 'descent' (``server.ul_power``; shared schemes only)."""
 
     shared = False
+
+    def __init__(self, power="full"):
+        self.power = power
 
 
 @UL_SCHEMES.register("ofdma-mrc")
 class OfdmaMrc(UlScheme):
-    """Orthogonal subbands, maximum-ratio combining: the paper's UL with g = ||a||^2."""
+    """Orthogonal subbands, maximum-ratio combining: the paper's UL with g = ||a||^2 (full
+    power: without interference a device's delay only falls with its power)."""
 
     def serve(self, a, p, bits, b, n0):
         g = norms2(a)
         with np.errstate(divide="ignore", invalid="ignore"):
-            return ul_full_power_delay(bits, b, p, g, n0), g
+            return ul_full_power_delay(bits, b, p, g, n0), g, np.asarray(p, dtype=float)
 
 
 @UL_SCHEMES.register("mu-mimo-mmse")
 class MuMimoMmse(UlScheme):
-    """The UL set on one band B_U = |U| b at once, full power, linear MMSE combining."""
+    """The UL set on one band B_U = |U| b at once, linear MMSE combining; full power, or
+    (``power='descent'``) the powers of ``mmse_power_descent``."""
 
     shared = True
 
     def serve(self, a, p, bits, b, n0):
         band = b * len(a)
         noise = n0 * band
-        sinr = mmse_sinr(a, p, noise)
-        with np.errstate(divide="ignore"):
+        p = np.asarray(p, dtype=float)
+        if self.power == "descent":
+            sinr, p = mmse_power_descent(a[None], p[None], np.array([noise]), bits,
+                                         np.array([band]))
+            sinr, p = sinr[0], p[0]
+        else:
+            sinr = mmse_sinr(a, p, noise)
+        with np.errstate(divide="ignore", invalid="ignore"):
             delays = bits / (band * (np.log1p(sinr) / _LN2))
-            gains = sinr * noise / np.asarray(p, dtype=float)
-        return delays, gains
+            gains = sinr * noise / p
+        return delays, gains, p
 
 
 class Transmission:
@@ -171,16 +184,16 @@ class Transmission:
     """
 
     def __init__(self, antennas=1, dl_scheme="ofdma-mrt", ul_scheme="ofdma-mrc",
-                 zf_groups="fewest"):
+                 zf_groups="fewest", ul_power="full"):
         self.m = int(antennas)
         self.dl = DL_SCHEMES.lookup(dl_scheme)(groups=zf_groups)
-        self.ul = UL_SCHEMES.lookup(ul_scheme)()
+        self.ul = UL_SCHEMES.lookup(ul_scheme)(power=ul_power)
         self.multi_user = self.dl.shared or self.ul.shared
 
     @classmethod
     def from_scenario(cls, scenario):
         s = scenario.server
-        return cls(s.antennas, s.dl_scheme, s.ul_scheme, s.zf_groups)
+        return cls(s.antennas, s.dl_scheme, s.ul_scheme, s.zf_groups, s.ul_power)
 
     def vectors(self, gains):
         """The channel vectors (K, M) of ``gains`` (with M = 1, sqrt(g) is one: phases do not
@@ -219,7 +232,7 @@ class Transmission:
             band[dl_idx] = b * len(dl_idx) if self.dl.shared else b
         if len(ul_idx):
             p = np.asarray(p_ul)[ul_idx]
-            d, g = self.ul.serve(a_ul[ul_idx], p, bits, b, n0)
+            d, g, p = self.ul.serve(a_ul[ul_idx], p, bits, b, n0)
             delay[ul_idx], power[ul_idx], gain[ul_idx] = d, p, g
             band[ul_idx] = b * len(ul_idx) if self.ul.shared else b
         return delay, power, gain, band
