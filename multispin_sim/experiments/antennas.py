@@ -12,6 +12,8 @@ the array gains, then sent under the scheme).
 
 ``engine_rate``: the engine's rounds/s with M antennas against M = 1, interleaved
 (``benchmarks.abtest``). ``greedy_goodput``: goodput of one run with greedy draft control.
+``ul_power_study``: UL powers below full under MMSE, the grid's brute force against
+coordinate descent (``server.ul_power``).
 
 ``python -m multispin_sim.experiments.antennas`` prints the tables of the issue's figures.
 """
