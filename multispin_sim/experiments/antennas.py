@@ -12,6 +12,8 @@ the array gains, then sent under the scheme).
 
 ``engine_rate``: the engine's rounds/s with M antennas against M = 1, interleaved
 (``benchmarks.abtest``). ``greedy_goodput``: goodput of one run with greedy draft control.
+``ul_power_study``: UL powers below full under MMSE, the grid's brute force against
+coordinate descent (``server.ul_power``).
 
 ``python -m multispin_sim.experiments.antennas`` prints the tables of the issue's figures.
 """
@@ -98,6 +100,63 @@ def mode_study(k=20, antennas=4, dl="ofdma-mrt", ul="ofdma-mrc", power_ratio=4.0
     return out
 
 
+def ul_power_study(n=4, antennas=2, levels=8, outcomes=200, seed=1, k=20):
+    """Does a UL power below full help under MMSE? For ``outcomes`` channel states (the default
+    drop of ``k`` devices, i.i.d. Rayleigh) and n devices drawn from it, all correcting on UL
+    (the band B shared by the n, |R| = n): T_UL at full power against the best of every power
+    vector on the grid P_ul 2^-j, j < ``levels`` (brute force, levels^n vectors) and against
+    coordinate descent on that grid from full power (each device in turn, its best level, until
+    a pass changes nothing). Returns the fraction of outcomes a lower power helps, the mean and
+    largest gain of the grid optimum (T_full / T_grid - 1), and how often coordinate descent
+    finds the grid optimum."""
+    import itertools
+
+    from ..model.mimo_batch import mmse_sinr_stack
+    sc = load_scenario(None, overrides={"devices.count": k, "seed": seed})
+    st = RandomStreams(seed)
+    system = build_population(sc, st.devices, st.topology, st.shadowing).system
+    array = ServerArray(antennas)
+    source = array.rounds("rayleigh", st.fading, k, True, 0.0, block=64)
+    p_max = np.broadcast_to(np.asarray(system.p_ul_w, dtype=float), (k,))
+    grid = 2.0 ** -np.arange(levels)
+    band = float(system.bandwidth_hz)
+    noise = system.n0 * band
+    rng = st.acceptance
+
+    def t_ul(a, powers):      # powers (V, n) -> T_UL (V,)
+        sinr = mmse_sinr_stack(np.broadcast_to(a, (len(powers),) + a.shape), powers,
+                               np.full(len(powers), noise))
+        return np.max(system.payload_bits / (band * np.log2(1 + sinr)), axis=1)
+
+    combos = np.array(list(itertools.product(range(levels), repeat=n)))
+    helps, gains, cd_hits = 0, [], 0
+    for _ in range(outcomes):
+        g, _ = array.gains(system.pathloss, *source.round_powers(0.0), True)
+        idx = np.sort(rng.choice(k, n, replace=False))
+        a, pm = g.vectors[idx], p_max[idx]
+        full = float(t_ul(a, pm[None])[0])
+        t_all = t_ul(a, pm[None, :] * grid[combos])
+        best = float(t_all.min())
+        level = np.zeros(n, dtype=int)
+        t_cd = full
+        while True:
+            moved = False
+            for j in range(n):
+                trial = np.repeat(level[None], levels, axis=0)
+                trial[:, j] = np.arange(levels)
+                t = t_ul(a, pm[None, :] * grid[trial])
+                if t.min() < t_cd * (1 - 1e-12):
+                    level, t_cd, moved = trial[int(np.argmin(t))], float(t.min()), True
+            if not moved:
+                break
+        helps += best < full * (1 - 1e-12)
+        gains.append(full / best - 1.0)
+        cd_hits += t_cd <= best * (1 + 1e-12)
+    return {"n": n, "antennas": antennas, "levels": levels, "outcomes": outcomes,
+            "lower_power_helps": helps / outcomes, "mean_gain": float(np.mean(gains)),
+            "max_gain": float(np.max(gains)), "descent_finds_grid_optimum": cd_hits / outcomes}
+
+
 def engine_rate(antennas, dl="ofdma-mrt", ul="ofdma-mrc", k=20, rounds=300, pairs=3):
     """Engine rounds/s with ``antennas`` and the schemes against the paper's M = 1, interleaved."""
     from ..benchmarks.abtest import interleaved
@@ -136,7 +195,8 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--outcomes", type=int, default=300)
     ap.add_argument("--k-exhaustive", type=int, default=8)
-    ap.add_argument("--part", choices=("modes", "prefix", "rate", "greedy", "correlation"),
+    ap.add_argument("--part", choices=("modes", "prefix", "rate", "greedy", "correlation",
+                                       "ulpower"),
                     default="modes")
     ap.add_argument("--zf-groups", choices=("fewest", "best"), default="fewest")
     ap.add_argument("--json")
@@ -158,6 +218,11 @@ def main(argv=None):
                                correlation=rho)
                 rows.append(r)
                 print(json.dumps(r), flush=True)
+    elif a.part == "ulpower":   # tiny instances: the grid's brute force is levels^n
+        for m, n in ((1, 3), (2, 3), (2, 4), (4, 4), (4, 5)):
+            r = ul_power_study(n, m, outcomes=a.outcomes)
+            rows.append(r)
+            print(json.dumps(r), flush=True)
     elif a.part == "rate":
         for m in ANTENNAS:
             for dl, ul in PAIRS[::3]:

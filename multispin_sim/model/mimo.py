@@ -27,15 +27,16 @@ their link has at most one device.
 ``Transmission`` is the component (both links, M); ``ArrayProblem`` is the reactive problem of
 one channel state whose assignments it evaluates (``model.reactive`` hands it its problems).
 """
-from dataclasses import dataclass
 import math
-from itertools import product
 
 import numpy as np
 
 from .antennas import vectors_of
-from .reactive import (DL, UL, ReactiveDecision, ReactiveProblem, dl_common_delay,
-                       dl_power_for_delay, ul_full_power_delay)
+from .mimo_batch import (mmse_power_descent, mmse_sinr, mmse_sinr_stack, norms2,  # noqa: F401
+                         zf_gains, zf_gains_stack)
+from .mimo_problem import ArrayProblem
+from .reactive import (DL, UL, ReactiveProblem, dl_common_delay, dl_power_for_delay,
+                       ul_full_power_delay)
 from .registry import Registry
 from .tcomm import PolicyKernel
 
@@ -43,32 +44,6 @@ DL_SCHEMES = Registry("DL transmission scheme")
 UL_SCHEMES = Registry("UL transmission scheme")
 
 _LN2 = math.log(2.0)
-
-
-def _norms2(a):
-    return np.einsum("km,km->k", a, a.conj()).real
-
-
-def zf_gains(a):
-    """ZF stream gains 1 / [(A^H A)^-1]_kk of vectors a (n, M), n <= M (0 for a singular set)."""
-    gram = a.conj() @ a.T
-    try:
-        inv = np.linalg.inv(gram)
-    except np.linalg.LinAlgError:
-        return np.zeros(len(a))
-    d = np.real(np.diagonal(inv))
-    with np.errstate(divide="ignore"):
-        return np.where(d > 0, 1.0 / d, 0.0)
-
-
-def mmse_sinr(a, p, noise_w):
-    """Linear MMSE SINR of n simultaneous streams from vectors a (n, M) at powers p (n,), noise
-    power ``noise_w`` per antenna: 1 / [(I + P^1/2 A^H A P^1/2 / noise)^-1]_kk - 1."""
-    n = len(a)
-    s = np.sqrt(np.asarray(p, dtype=float) / noise_w)
-    q = (a.conj() @ a.T) * (s[:, None] * s[None, :])
-    inv = np.linalg.inv(np.eye(n) + q)
-    return np.maximum(1.0 / np.real(np.diagonal(inv)) - 1.0, 0.0)
 
 
 class DlScheme:
@@ -87,7 +62,7 @@ class OfdmaMrt(DlScheme):
     """Orthogonal subbands, maximum-ratio transmission: the paper's DL with g = ||a||^2."""
 
     def serve(self, a, p_dl, bits, b, n0):
-        g = _norms2(a)
+        g = norms2(a)
         with np.errstate(divide="ignore"):
             tau = float(dl_common_delay(bits, b, p_dl, np.sum(1.0 / g), n0))
         return np.full(len(g), tau), dl_power_for_delay(tau, bits, b, g, n0), g
@@ -118,11 +93,11 @@ class MuMimoZf(DlScheme):
         count = -(-n // m) if count is None else count
         if count == 1:
             return [np.arange(n)]
-        order = np.argsort(-(_norms2(a) if norms is None else norms), kind="stable")
+        order = np.argsort(-(norms2(a) if norms is None else norms), kind="stable")
         return [np.sort(g) if len(g) > 1 else g for g in (order[j::count] for j in range(count))]
 
     def serve(self, a, p_dl, bits, b, n0):
-        norms = _norms2(a)
+        norms = norms2(a)
         best = None
         for count in self.counts(*a.shape):
             got = self._serve(a, norms, count, p_dl, bits, b, n0)
@@ -143,15 +118,7 @@ class MuMimoZf(DlScheme):
             if size == 1:            # one stream: ZF is MRT, 1 / [(a^H a)^-1] = ||a||^2
                 gains[idx] = norms[idx]
                 continue
-            stack = a[np.stack(same)]                      # (groups, size, M)
-            try:
-                inv = np.linalg.inv(stack.conj() @ stack.transpose(0, 2, 1))
-                d = np.real(np.diagonal(inv, axis1=1, axis2=2)).ravel()
-                with np.errstate(divide="ignore"):
-                    gains[idx] = np.where(d > 0, 1.0 / d, 0.0)
-            except np.linalg.LinAlgError:   # some group singular: one at a time
-                for group in same:
-                    gains[group] = zf_gains(a[group])
+            gains[idx] = zf_gains_stack(a[np.stack(same)]).ravel()   # (groups, size, M)
         with np.errstate(divide="ignore"):
             inv_sum = np.array([np.sum(1.0 / gains[group]) for group in groups])
             tau = dl_common_delay(bits, band, p_dl, inv_sum, n0)   # one per group, in turn
@@ -164,36 +131,48 @@ class MuMimoZf(DlScheme):
 
 
 class UlScheme:
-    """``serve(a, p, bits, b, n0) -> (delays, gains)`` for the UL set's vectors a (n, M) at
-    full powers p (n,), each device's subband b."""
+    """``serve(a, p, bits, b, n0) -> (delays, gains, powers)`` for the UL set's vectors a
+    (n, M) with power budgets p (n,), each device's subband b. ``power``: 'full' (every
+    device at its budget) or 'descent' (``server.ul_power``; shared schemes only)."""
 
     shared = False
+
+    def __init__(self, power="full"):
+        self.power = power
 
 
 @UL_SCHEMES.register("ofdma-mrc")
 class OfdmaMrc(UlScheme):
-    """Orthogonal subbands, maximum-ratio combining: the paper's UL with g = ||a||^2."""
+    """Orthogonal subbands, maximum-ratio combining: the paper's UL with g = ||a||^2 (full
+    power: without interference a device's delay only falls with its power)."""
 
     def serve(self, a, p, bits, b, n0):
-        g = _norms2(a)
+        g = norms2(a)
         with np.errstate(divide="ignore", invalid="ignore"):
-            return ul_full_power_delay(bits, b, p, g, n0), g
+            return ul_full_power_delay(bits, b, p, g, n0), g, np.asarray(p, dtype=float)
 
 
 @UL_SCHEMES.register("mu-mimo-mmse")
 class MuMimoMmse(UlScheme):
-    """The UL set on one band B_U = |U| b at once, full power, linear MMSE combining."""
+    """The UL set on one band B_U = |U| b at once, linear MMSE combining; full power, or
+    (``power='descent'``) the powers of ``mmse_power_descent``."""
 
     shared = True
 
     def serve(self, a, p, bits, b, n0):
         band = b * len(a)
         noise = n0 * band
-        sinr = mmse_sinr(a, p, noise)
-        with np.errstate(divide="ignore"):
+        p = np.asarray(p, dtype=float)
+        if self.power == "descent":
+            sinr, p = mmse_power_descent(a[None], p[None], np.array([noise]), bits,
+                                         np.array([band]))
+            sinr, p = sinr[0], p[0]
+        else:
+            sinr = mmse_sinr(a, p, noise)
+        with np.errstate(divide="ignore", invalid="ignore"):
             delays = bits / (band * (np.log1p(sinr) / _LN2))
-            gains = sinr * noise / np.asarray(p, dtype=float)
-        return delays, gains
+            gains = sinr * noise / p
+        return delays, gains, p
 
 
 class Transmission:
@@ -205,16 +184,16 @@ class Transmission:
     """
 
     def __init__(self, antennas=1, dl_scheme="ofdma-mrt", ul_scheme="ofdma-mrc",
-                 zf_groups="fewest"):
+                 zf_groups="fewest", ul_power="full"):
         self.m = int(antennas)
         self.dl = DL_SCHEMES.lookup(dl_scheme)(groups=zf_groups)
-        self.ul = UL_SCHEMES.lookup(ul_scheme)()
+        self.ul = UL_SCHEMES.lookup(ul_scheme)(power=ul_power)
         self.multi_user = self.dl.shared or self.ul.shared
 
     @classmethod
     def from_scenario(cls, scenario):
         s = scenario.server
-        return cls(s.antennas, s.dl_scheme, s.ul_scheme, s.zf_groups)
+        return cls(s.antennas, s.dl_scheme, s.ul_scheme, s.zf_groups, s.ul_power)
 
     def vectors(self, gains):
         """The channel vectors (K, M) of ``gains`` (with M = 1, sqrt(g) is one: phases do not
@@ -253,138 +232,10 @@ class Transmission:
             band[dl_idx] = b * len(dl_idx) if self.dl.shared else b
         if len(ul_idx):
             p = np.asarray(p_ul)[ul_idx]
-            d, g = self.ul.serve(a_ul[ul_idx], p, bits, b, n0)
+            d, g, p = self.ul.serve(a_ul[ul_idx], p, bits, b, n0)
             delay[ul_idx], power[ul_idx], gain[ul_idx] = d, p, g
             band[ul_idx] = b * len(ul_idx) if self.ul.shared else b
         return delay, power, gain, band
-
-
-@dataclass(frozen=True)
-class ArrayProblem(ReactiveProblem):
-    """The reactive problem(s) of one channel state under a multi-user scheme: ``a_ul``,
-    ``a_dl`` the channel vectors (K, M); ``g_ul``, ``g_dl`` their array gains ||a||^2."""
-
-    a_ul: np.ndarray = None
-    a_dl: np.ndarray = None
-    transmission: Transmission = None
-    memo: dict = None   # assignment -> evaluation, on this channel state (ArrayGains.memo)
-
-    multi_user = True
-
-    def row(self, i, ul):
-        """(modes, powers, delays, effective gains, t_comm) of outcome i with UL set ``ul``
-        (bool (K,), restricted to the rejected devices), the others rejected on DL."""
-        rej = self.rejected[i]
-        ul = ul & rej
-        dl = rej & ~ul
-        memo = self.memo
-        if memo is not None:
-            key = (ul.tobytes(), dl.tobytes(), id(self.a_dl), self.p_ul.tobytes(), self.p_dl,
-                   self.payload_bits, self.bandwidth_hz, self.n0)
-            got = memo.get(key)
-            if got is not None:
-                return got
-        b = float(self.bandwidth_per_device[i])
-        delay, power, gain, _ = self.transmission.links(
-            self.a_ul, self.a_dl, np.flatnonzero(ul), np.flatnonzero(dl), self.p_ul, self.p_dl,
-            self.payload_bits, b, self.n0)
-        mode = np.zeros(len(rej), dtype=np.int8)
-        mode[ul], mode[dl] = UL, DL
-        out = mode, power, delay, gain, float(delay.max(initial=0.0))
-        if memo is not None:
-            for x in out[:4]:
-                x.flags.writeable = False   # shared by every decision on this state
-            memo[key] = out
-        return out
-
-    def t_comm(self, i, ul):
-        return self.row(i, ul)[4]
-
-    def _decision(self, masks):
-        rows = [self.row(i, masks[i]) for i in range(self.shape[0])]
-        mode, power, delay, gain, t = (np.array(x) for x in zip(*rows))
-        bandwidth = np.where(self.rejected.any(axis=1), self.bandwidth_per_device, 0.0)
-        d = ReactiveDecision(mode.astype(np.int8), power, delay, bandwidth, t)
-        d.gain = gain  # the effective gain of every transmitting device's stream
-        return d
-
-    def evaluate_assignment(self, ul_mask):
-        masks = np.broadcast_to(np.asarray(ul_mask, dtype=bool), self.shape)
-        return self._decision(masks)
-
-    def ul_order(self, i):
-        """The rejected devices of outcome i in the paper's UL order (P_k ||a_k||^2 desc)."""
-        idx = np.flatnonzero(self.rejected[i])
-        key = (self.p_ul * self.g_ul)[idx]
-        return idx[np.argsort(-key, kind="stable")]
-
-    def prefix_mask(self, i):
-        """The best prefix split of outcome i (UL prefix in the paper's order), each prefix
-        evaluated under the scheme; the first minimiser."""
-        order = self.ul_order(i)
-        k = self.shape[1]
-        best, best_t = np.zeros(k, dtype=bool), math.inf
-        for n in range(len(order) + 1):
-            ul = np.zeros(k, dtype=bool)
-            ul[order[:n]] = True
-            t = self.t_comm(i, ul)
-            if t < best_t:
-                best, best_t = ul, t
-        return best, best_t
-
-    def prefix_split(self):
-        """The paper's prefix split applied as is (policy 'optimal' under these schemes)."""
-        return self._decision([self.prefix_mask(i)[0] for i in range(self.shape[0])])
-
-    def exhaustive_split(self):
-        """All 2^|R| assignments; ties keep the first (binary order, fewest UL first)."""
-        masks = []
-        k = self.shape[1]
-        for i in range(self.shape[0]):
-            idx = np.flatnonzero(self.rejected[i])
-            best, best_t = np.zeros(k, dtype=bool), math.inf
-            for bits in product((False, True), repeat=idx.size):
-                ul = np.zeros(k, dtype=bool)
-                ul[idx] = bits
-                t = self.t_comm(i, ul)
-                if t < best_t:
-                    best, best_t = ul, t
-            masks.append(best)
-        return self._decision(masks)
-
-    def local_search(self, max_passes=None):
-        """From the best prefix split: the best single-device mode change, else the best
-        exchange of one UL and one DL device, while T_comm drops (at most ``max_passes``
-        improvements, default |R|)."""
-        masks = []
-        for i in range(self.shape[0]):
-            ul, t = self.prefix_mask(i)
-            idx = np.flatnonzero(self.rejected[i])
-            for _ in range(len(idx) if max_passes is None else max_passes):
-                t_new, trial = self._best_move(i, ul, idx, swaps=False)
-                if not t_new < t * (1.0 - 1e-12):
-                    t_new, trial = self._best_move(i, ul, idx, swaps=True)
-                    if not t_new < t * (1.0 - 1e-12):
-                        break
-                ul, t = trial, t_new
-            masks.append(ul)
-        return self._decision(masks)
-
-    def _best_move(self, i, ul, idx, swaps):
-        """(T_comm, UL mask) of the best single change (or, with ``swaps``, UL/DL exchange)."""
-        best = (math.inf, None)
-        if swaps:
-            on, off = idx[ul[idx]], idx[~ul[idx]]
-            moves = [(u, d) for u in on for d in off]
-        else:
-            moves = [(j,) for j in idx]
-        for move in moves:
-            trial = ul.copy()
-            trial[list(move)] = ~trial[list(move)]
-            t = self.t_comm(i, trial)
-            if t < best[0]:
-                best = (t, trial)
-        return best
 
 
 def effective_gains(transmission, g_ul, g_dl, mode, p_ul, p_dl, bits, b, n0):

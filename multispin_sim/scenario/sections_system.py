@@ -133,6 +133,11 @@ class Server(Params):
         "combining: gain ||a_k||^2, the paper's UL for M = 1) or 'mu-mimo-mmse' (the UL set "
         "shares its pooled band at once, linear MMSE combining)",
         choices=Registered("multispin_sim.model.mimo", "UL_SCHEMES"))
+    ul_power: str = param(
+        "full", "UL powers under 'mu-mimo-mmse': 'full' (every device at its budget) or "
+        "'descent' (coordinate descent over the grid P_ul 2^-j, j < 8, on the UL set's slowest "
+        "delay: a strong stream's power is the others' interference); orthogonal UL schemes "
+        "always send at full power (optimal without interference)", choices=("full", "descent"))
 
 
 @section

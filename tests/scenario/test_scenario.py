@@ -351,7 +351,7 @@ def test_dict_is_complete():
                                "verify_table": "vidur-a100-codellama34b", "power_w": 300.0,
                                "antennas": 1, "antenna_correlation": 0.0,
                                "dl_scheme": "ofdma-mrt", "zf_groups": "fewest",
-                               "ul_scheme": "ofdma-mrc"}
+                               "ul_scheme": "ofdma-mrc", "ul_power": "full"}
     assert isinstance(load_scenario(None), Scenario)
 
 

@@ -1,0 +1,80 @@
+"""Antennas (issue 29): engine speed against the number of server antennas M, and greedy draft
+control under a shared band.
+
+``run``: for M = 1, 2, 4, 8, 16, 64 and each scheme pair (orthogonal: ``ofdma-mrt`` /
+``ofdma-mrc``; shared band: ``mu-mimo-zf`` / ``mu-mimo-mmse``), engine rounds/s of the default
+scenario (K = 20, fixed gamma = 4, optimal split, full records) with M antennas, interleaved with
+the default M = 1 run (A B, B A, ...: ``abtest.interleaved``); then greedy draft control every
+round with 1,000 SAA samples under the shared band at M = 4, interleaved with the default
+greedy run (M = 1, the compiled closed-form search).
+"""
+import contextlib
+import io
+import tempfile
+
+import numpy as np
+
+from ..scenario import load_scenario
+from .abtest import interleaved
+
+ANTENNAS = (1, 2, 4, 8, 16, 64)
+_RUNS = [0]   # a fresh output folder per run
+PAIRS = {"orthogonal": ("ofdma-mrt", "ofdma-mrc"), "shared": ("mu-mimo-zf", "mu-mimo-mmse")}
+
+
+def _runner(tmp, overrides, rounds):
+    from ..engine.simulation import simulate
+
+    sc = load_scenario(None, overrides={"run.rounds": rounds, "name": "bench", **overrides})
+
+    def go():
+        _RUNS[0] += 1
+        simulate(sc, out=f"{tmp}/run{_RUNS[0]}")
+    return go
+
+
+def _antennas(m, pair):
+    dl, ul = PAIRS[pair]
+    return {"server.antennas": m, "server.dl_scheme": dl, "server.ul_scheme": ul}
+
+
+def run(quick=False):
+    rounds = 200 if quick else 1_000
+    greedy_rounds = 4 if quick else 12
+    pairs = 3
+    figures = {"engine": {}, "greedy": None}
+    with tempfile.TemporaryDirectory() as tmp, contextlib.redirect_stderr(io.StringIO()):
+        _runner(tmp, {}, 50)()   # warm: imports, caches
+        base = _runner(tmp, {}, rounds)
+        print(f"engine rounds/s with M antennas / the default M = 1 ({rounds:,} rounds per run, "
+              f"median of {pairs} interleaved pairs, wall; CPU in brackets):")
+        print(f"  {'M':>3s}  " + "  ".join(f"{p:>32s}" for p in PAIRS))
+        for m in ANTENNAS:
+            cells = []
+            for pair in PAIRS:
+                res = interleaved(base, _runner(tmp, _antennas(m, pair), rounds), pairs)
+                rate = rounds / float(np.median(res["b_wall_s"]))
+                figures["engine"][f"{pair} M={m}"] = {
+                    "ratio_wall": 1.0 / res["ratio_wall"], "ratio_cpu": 1.0 / res["ratio_cpu"],
+                    "rounds_per_s": rate,
+                    "m1_rounds_per_s": rounds / float(np.median(res["a_wall_s"]))}
+                cells.append(f"{1 / res['ratio_wall']:5.2f} ({1 / res['ratio_cpu']:4.2f}) "
+                             f"{rate:9,.0f} rounds/s")
+            print(f"  {m:3d}  " + "  ".join(f"{c:>32s}" for c in cells), flush=True)
+        greedy = {"policy.draft": "greedy", "policy.saa_samples": 1000}
+        _runner(tmp, greedy, 2)()   # warm: the compiled search of the default
+        _runner(tmp, {**greedy, **_antennas(4, "shared")}, 1)()
+        res = interleaved(_runner(tmp, greedy, greedy_rounds),
+                          _runner(tmp, {**greedy, **_antennas(4, "shared")}, greedy_rounds),
+                          pairs)
+        rate = greedy_rounds / float(np.median(res["b_wall_s"]))
+        cpu_rate = greedy_rounds / float(np.median(res["b_cpu_s"]))
+        figures["greedy"] = {"rounds_per_s": rate, "rounds_per_cpu_s": cpu_rate,
+                             "m1_rounds_per_s": greedy_rounds / float(np.median(res["a_wall_s"])),
+                             "time_ratio_wall": res["ratio_wall"], "time_ratio_cpu": res["ratio_cpu"]}
+    print(f"greedy draft control every round, K = 20, 1,000 SAA samples, mu-mimo-zf / "
+          f"mu-mimo-mmse at M = 4: {rate:.1f} rounds/s ({cpu_rate:.1f} per CPU s), "
+          f"{res['ratio_wall']:.0f}x the time of the default greedy run (M = 1, "
+          f"{figures['greedy']['m1_rounds_per_s']:,.0f} rounds/s; {greedy_rounds} rounds per "
+          f"run, each run end to end, median of {pairs} interleaved pairs)")
+    return figures

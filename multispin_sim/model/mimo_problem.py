@@ -1,0 +1,245 @@
+"""The reactive problem of one channel state under a multi-user scheme (``model.mimo``).
+
+``ArrayProblem`` holds the channel vectors; every policy's assignments go through the
+channel state's ``SchemeEvaluator`` (``model.mimo_batch``), all outcomes and candidates of one
+call at once: the prefix split evaluates the |R| + 1 prefixes of every outcome in one batch,
+exhaustive search the 2^|R| assignments of an outcome, local search every move of a pass. A
+decision's T_comm comes from the evaluator; its per-device modes, powers, delays and effective
+gains (``ArrayDecision``) are worked out by ``Transmission.links`` when first read (the engine
+reads them for one outcome a round; the draft objective never does).
+"""
+from dataclasses import dataclass
+import math
+from itertools import product
+
+import numpy as np
+
+from .mimo_batch import SchemeEvaluator, bit_weights, fits
+from .reactive import DL, UL, ReactiveDecision, ReactiveProblem
+
+
+class _Detail:
+    """A decision field worked out on first read (``ArrayDecision._fill``); assignable."""
+
+    def __set_name__(self, owner, name):
+        self.name = name
+
+    def __get__(self, obj, cls=None):
+        if obj is None:
+            return self
+        obj._fill()
+        return obj.__dict__[self.name]
+
+
+class ArrayDecision(ReactiveDecision):
+    """A ``ReactiveDecision`` of an ``ArrayProblem``: ``t_comm`` and ``bandwidth_hz`` at once,
+    ``mode``, ``power_w``, ``delay_s`` and ``gain`` (each stream's effective gain) when read."""
+
+    mode = _Detail()
+    power_w = _Detail()
+    delay_s = _Detail()
+    gain = _Detail()
+
+    def __init__(self, problem, masks, t_comm):
+        self._problem, self._masks = problem, masks
+        self.bandwidth_hz = np.where(problem.rejected.any(axis=1),
+                                     problem.bandwidth_per_device, 0.0)
+        self.t_comm = t_comm
+
+    def _fill(self):
+        rows = [self._problem.row(i, self._masks[i]) for i in range(len(self._masks))]
+        mode, power, delay, gain = (np.array(x) for x in list(zip(*rows))[:4])
+        for name, value in (("mode", mode.astype(np.int8)), ("power_w", power),
+                            ("delay_s", delay), ("gain", gain)):
+            self.__dict__.setdefault(name, value)
+
+
+@dataclass(frozen=True)
+class ArrayProblem(ReactiveProblem):
+    """The reactive problem(s) of one channel state under a multi-user scheme: ``a_ul``,
+    ``a_dl`` the channel vectors (K, M); ``g_ul``, ``g_dl`` their array gains ||a||^2."""
+
+    a_ul: np.ndarray = None
+    a_dl: np.ndarray = None
+    transmission: object = None   # model.mimo.Transmission
+    memo: dict = None   # evaluations on this channel state (ArrayGains.memo)
+
+    multi_user = True
+
+    def _key(self):
+        return (id(self.transmission), id(self.a_dl), self.p_ul.tobytes(), self.p_dl,
+                self.payload_bits, self.bandwidth_hz, self.n0)
+
+    def evaluator(self):
+        """The channel state's ``SchemeEvaluator`` (kept in ``memo``: its caches outlive the
+        problem), or None when K is too large for its bitmasks."""
+        if not fits(self.shape[1]):
+            return None
+        key = ("evaluator",) + self._key()
+        ev = None if self.memo is None else self.memo.get(key)
+        if ev is None:
+            ev = SchemeEvaluator(self.transmission, self.a_ul, self.a_dl, self.p_ul, self.p_dl,
+                                 self.payload_bits, self.bandwidth_hz, self.n0)
+            if self.memo is not None:
+                self.memo[key] = ev
+        return ev
+
+    def row(self, i, ul):
+        """(modes, powers, delays, effective gains, t_comm) of outcome i with UL set ``ul``
+        (bool (K,), restricted to the rejected devices), the others rejected on DL:
+        ``Transmission.links``, one assignment."""
+        rej = self.rejected[i]
+        ul = ul & rej
+        dl = rej & ~ul
+        memo = self.memo
+        if memo is not None:
+            key = (ul.tobytes(), dl.tobytes()) + self._key()
+            got = memo.get(key)
+            if got is not None:
+                return got
+        b = float(self.bandwidth_per_device[i])
+        delay, power, gain, _ = self.transmission.links(
+            self.a_ul, self.a_dl, np.flatnonzero(ul), np.flatnonzero(dl), self.p_ul, self.p_dl,
+            self.payload_bits, b, self.n0)
+        mode = np.zeros(len(rej), dtype=np.int8)
+        mode[ul], mode[dl] = UL, DL
+        out = mode, power, delay, gain, float(delay.max(initial=0.0))
+        if memo is not None:
+            for x in out[:4]:
+                x.flags.writeable = False   # shared by every decision on this state
+            memo[key] = out
+        return out
+
+    def t_of(self, rows, ul):
+        """T_comm (N,) of outcomes ``rows`` (N,) with UL sets ``ul`` (N, K) bool (restricted
+        to each outcome's rejected devices, the others rejected on DL)."""
+        rows = np.asarray(rows, dtype=np.int64)
+        rej = self.rejected[rows]
+        ul = np.asarray(ul, dtype=bool) & rej
+        ev = self.evaluator()
+        if ev is None:
+            return np.array([self.row(i, u)[4] for i, u in zip(rows, ul)])
+        w = bit_weights(self.shape[1])
+        ul_bits = ul.astype(np.int64) @ w
+        return ev.t_comm(ul_bits, (rej.astype(np.int64) @ w) ^ ul_bits, self.n_rejected[rows])
+
+    def t_comm(self, i, ul):
+        return float(self.t_of([i], np.asarray(ul, dtype=bool)[None])[0])
+
+    def _decision(self, masks, t=None):
+        masks = np.asarray(masks, dtype=bool) & self.rejected
+        if t is None:
+            t = self.t_of(np.arange(self.shape[0]), masks)
+        return ArrayDecision(self, masks, np.asarray(t, dtype=float))
+
+    def evaluate_assignment(self, ul_mask):
+        masks = np.broadcast_to(np.asarray(ul_mask, dtype=bool), self.shape)
+        return self._decision(masks)
+
+    def ul_order(self, i):
+        """The rejected devices of outcome i in the paper's UL order (P_k ||a_k||^2 desc)."""
+        idx = np.flatnonzero(self.rejected[i])
+        key = (self.p_ul * self.g_ul)[idx]
+        return idx[np.argsort(-key, kind="stable")]
+
+    @staticmethod
+    def _first_min(t):
+        """Index of the first minimum along the last axis (NaN never wins, as with a strict
+        ``<`` scan from inf; all-inf rows: 0)."""
+        return np.argmin(np.where(np.isnan(t), np.inf, t), axis=-1)
+
+    def prefix_masks(self):
+        """(UL masks (n, K), T_comm (n,)): the best prefix split of every outcome (UL prefix in
+        the paper's order, each prefix evaluated under the scheme; the first minimiser)."""
+        n, k = self.shape
+        order = np.argsort(-(self.p_ul * self.g_ul), kind="stable")
+        rs = self.rejected[:, order]
+        # one outcome (the engine's decision of a round): its prefixes have different sizes,
+        # so batches of one; ``Transmission.links`` one at a time costs less
+        if n == 1 or self.evaluator() is None:
+            table = np.full((n, k + 1), np.inf)
+            for i in range(n):
+                ul = np.zeros(k, dtype=bool)
+                table[i, 0] = self.row(i, ul)[4]
+                for c in np.flatnonzero(rs[i]):
+                    ul[order[c]] = True
+                    table[i, c + 1] = self.row(i, ul)[4]
+        else:
+            w = np.where(rs, bit_weights(k)[order], 0)
+            cum = np.cumsum(w, axis=1)                      # the UL set after each column
+            rej_bits = cum[:, -1] if k else np.zeros(n, dtype=np.int64)
+            rows, cols = np.nonzero(rs)
+            ul = np.concatenate([np.zeros(n, dtype=np.int64), cum[rows, cols]])
+            at = np.concatenate([np.arange(n), rows])
+            t = self.evaluator().t_comm(ul, rej_bits[at] ^ ul, self.n_rejected[at])
+            table = np.full((n, k + 1), np.inf)
+            table[:, 0] = t[:n]
+            table[rows, cols + 1] = t[n:]
+        j = self._first_min(table)
+        best = table[np.arange(n), j]
+        masks = np.zeros((n, k), dtype=bool)
+        masks[:, order] = rs & (np.arange(k)[None, :] < j[:, None])
+        return masks, best
+
+    def prefix_mask(self, i):
+        """The best prefix split of outcome i: (UL mask, T_comm)."""
+        masks, t = ArrayProblem(self.rejected[i], self.g_ul, self.g_dl, self.p_ul, self.p_dl,
+                                self.payload_bits, self.bandwidth_hz, self.n0, self.a_ul,
+                                self.a_dl, self.transmission, self.memo).prefix_masks()
+        return masks[0], float(t[0])
+
+    def prefix_split(self):
+        """The paper's prefix split applied as is (policy 'optimal' under these schemes)."""
+        return self._decision(*self.prefix_masks())
+
+    def exhaustive_split(self):
+        """All 2^|R| assignments; ties keep the first (binary order, fewest UL first)."""
+        n, k = self.shape
+        masks, t = np.zeros((n, k), dtype=bool), np.zeros(n)
+        for i in range(n):
+            idx = np.flatnonzero(self.rejected[i])
+            cand = np.zeros((2 ** idx.size, k), dtype=bool)
+            cand[:, idx] = np.array(list(product((False, True), repeat=idx.size)),
+                                    dtype=bool).reshape(-1, idx.size)
+            ti = self.t_of(np.full(len(cand), i), cand)
+            j = self._first_min(ti)
+            masks[i], t[i] = cand[j], ti[j]
+        return self._decision(masks, t)
+
+    def local_search(self, max_passes=None):
+        """From the best prefix split: the best single-device mode change, else the best
+        exchange of one UL and one DL device, while T_comm drops (at most ``max_passes``
+        improvements, default |R|)."""
+        start, t0 = self.prefix_masks()
+        masks, out = start.copy(), t0.copy()
+        for i in range(self.shape[0]):
+            ul, t = masks[i], out[i]
+            idx = np.flatnonzero(self.rejected[i])
+            for _ in range(len(idx) if max_passes is None else max_passes):
+                t_new, trial = self._best_move(i, ul, idx, swaps=False)
+                if not t_new < t * (1.0 - 1e-12):
+                    t_new, trial = self._best_move(i, ul, idx, swaps=True)
+                    if not t_new < t * (1.0 - 1e-12):
+                        break
+                ul, t = trial, t_new
+            masks[i], out[i] = ul, t
+        return self._decision(masks, out)
+
+    def _best_move(self, i, ul, idx, swaps):
+        """(T_comm, UL mask) of the best single change (or, with ``swaps``, UL/DL exchange):
+        every move of the pass in one batch, the first minimiser."""
+        if swaps:
+            on, off = idx[ul[idx]], idx[~ul[idx]]
+            flips = [(u, d) for u in on for d in off]
+        else:
+            flips = [(j,) for j in idx]
+        if not flips:
+            return math.inf, None
+        trials = np.repeat(ul[None], len(flips), axis=0)
+        for row, move in enumerate(flips):
+            trials[row, list(move)] = ~trials[row, list(move)]
+        t = self.t_of(np.full(len(flips), i), trials)
+        j = int(self._first_min(t))
+        if not t[j] < math.inf:
+            return math.inf, None
+        return float(t[j]), trials[j]
