@@ -18,19 +18,7 @@ from multispin_sim.gym.baselines import ConstantAgent, ControllerAgent  # noqa: 
 from multispin_sim.policies.draft import DRAFT_CONTROLLERS  # noqa: E402
 from multispin_sim.scenario import load_scenario  # noqa: E402
 
-
-
-def play(env, agent, seed=None):
-    """(observations, rewards, infos) of one episode driven by ``agent(obs, info)``."""
-    obs, info = env.reset(seed=seed)
-    observations, rewards, infos = [obs], [], []
-    while True:
-        obs, reward, terminated, truncated, info = env.step(agent(obs, info))
-        observations.append(obs)
-        rewards.append(reward)
-        infos.append(info)
-        if terminated or truncated:
-            return observations, rewards, infos
+from test_env import play  # noqa: E402  (one episode driven by an agent)
 
 
 def _same(a, b):
