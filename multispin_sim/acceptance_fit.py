@@ -9,6 +9,7 @@ from pathlib import Path
 import yaml
 
 from .model import acceptance_fit as fit
+from .outputs.atomic import write_text
 from .model.acceptance_trace import TraceError, read_trace, select_answers, shipped_trace_path
 
 COLUMNS = (("tokens_g4", "E[A+1] g=4", "{:.3f}"), ("tokens_g8", "E[A+1] g=8", "{:.3f}"),
@@ -145,7 +146,7 @@ def run(trace=None, by=None, benchmark=None, model=None, categories=(), out_yaml
             "(merge the one you want into a scenario)\n"
             + yaml.safe_dump(doc, sort_keys=False))
     if out_yaml:
-        Path(out_yaml).write_text(text, encoding="utf-8")
+        write_text(out_yaml, text)  # whole or not at all, like every output file
         out.write(f"\nYAML: {out_yaml}\n")
     else:
         out.write("\n" + text)
