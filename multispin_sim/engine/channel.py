@@ -22,7 +22,7 @@ import numpy as np
 from ..model.fading import FADING_MODELS, GridFading, time_to_deliver  # noqa: F401 (GridFading: re-exported)
 from ..model.rates import shannon_rate
 from ..model.reactive import UL
-from .guards import LimitReached
+from .guards import LIMIT_TODO, LimitReached
 
 _MAX_BLOCKS = 1 << 20  # default bound of the fading blocks of one correction (limits.py)
 
@@ -148,7 +148,7 @@ class OFDMAChannel:
                 raise LimitReached(
                     f"a correction of device {device} needs more than {self.max_blocks:,} fading "
                     f"blocks of {self.coherence_s * 1e3:g} ms to deliver {bits:.0f} bits "
-                    "(limits.max_blocks_per_transmission)")
+                    "(limits.max_blocks_per_transmission)", LIMIT_TODO["blocks"])
             m = min(m * 8, self.max_blocks)
         self.blocks_used += used
         self.multi_block += used > 1

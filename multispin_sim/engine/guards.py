@@ -135,10 +135,10 @@ def guard_backlog(workload, loop, limit):
         n = workload.in_system
         if n >= limit:
             if getattr(loop, "stop_reason", None) is None:
-                loop.stop_reason = reason
+                loop.stop_reason, loop.stop_todo = reason, LIMIT_TODO["backlog"]
                 loop.stop_requested = True
             if n >= hard:
-                raise LimitReached(reason)
+                raise LimitReached(reason, LIMIT_TODO["backlog"])
 
     workload.arrive = guarded
 

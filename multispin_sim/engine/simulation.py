@@ -24,7 +24,7 @@ from .acceptance import acceptance_inputs, acceptance_summary, build_acceptance
 from .channel import OFDMAChannel
 from .compute import check_verification, energy_powers, reactive_policy, thermal_state
 from .link import build_channel, check_link, link_policy
-from .guards import LIMIT_TODO, LimitReached, StopSignals, guard_backlog
+from .guards import LimitReached, StopSignals, guard_backlog
 from .population import build_population
 from .protocols import make_loop
 from .server import EdgeServer
@@ -285,9 +285,7 @@ class Run:
                             scenario=scenario.name, complete=complete)
         write_json(folder / "run.json", meta)
         result = Result(summary, folder, population, scenario, _tmp=tmp)
-        result.stop_todo = getattr(self.loop, "stop_todo", None) or (
-            LIMIT_TODO["backlog"] if "max_backlog" in str(stop_reason)
-            else LIMIT_TODO["blocks"] if "max_blocks" in str(stop_reason) else None)
+        result.stop_todo = getattr(self.loop, "stop_todo", None)  # the limit's own advice
         return result
 
 
