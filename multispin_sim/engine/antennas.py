@@ -50,10 +50,14 @@ class ArrayChannel(OFDMAChannel):
         self.g_ul, self.g_dl = self.array.gains(self.pathloss, h_ul, h_dl, self.reciprocal)
         return self.g_ul, self.g_dl
 
-    def transmit(self, env, device, mode, power_w, bandwidth_hz, planned_s):
-        """SimPy: one correction (the planned delay: one block per round); noted for the record."""
+    def note(self, device, mode, bandwidth_hz):
+        """A correction starts: its mode and band, for the round's effective gains."""
         self._mode[device] = mode
         self._b = bandwidth_hz
+
+    def transmit(self, env, device, mode, power_w, bandwidth_hz, planned_s):
+        """SimPy: one correction (the planned delay: one block per round); noted for the record."""
+        self.note(device, mode, bandwidth_hz)
         yield env.timeout(planned_s)
         return planned_s
 

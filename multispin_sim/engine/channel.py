@@ -111,6 +111,12 @@ class OFDMAChannel:
         return self._gains(*self.grid.powers_at(now))
 
     # -- transmissions -------------------------------------------------------------------------
+    extra_columns = None   # per-device-round columns a channel adds to device_rounds.csv
+
+    def note(self, device, mode, bandwidth_hz):
+        """A correction of ``device`` starts in ``mode`` on ``bandwidth_hz``: kept by a channel
+        that records its streams (``engine.antennas.ArrayChannel``), ignored here."""
+
     def transmit(self, env, device, mode, power_w, bandwidth_hz, planned_s):
         """SimPy: one correction of ``device`` (index) in ``mode`` (UL or DL) with the decided
         power and bandwidth; it holds its subband until its ``bits`` are delivered. Returns the

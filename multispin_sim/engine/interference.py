@@ -322,6 +322,10 @@ class InterferingChannel:
     system, bits, round_bits, n0, pathloss, max_blocks = map(
         _forward, ("system", "bits", "round_bits", "n0", "pathloss", "max_blocks"))
     fading, reciprocal, g_ul, g_dl = map(_forward, ("fading", "reciprocal", "g_ul", "g_dl"))
+    extra_columns = _forward("extra_columns")   # a multi-antenna base records its streams
+
+    def round_columns(self):
+        return self.base.round_columns()
 
     def __init__(self, base, field, cell, globs, interference_csi="last"):
         self.base, self.field, self.cell, self.globs = base, field, cell, globs
@@ -375,5 +379,6 @@ class InterferingChannel:
         clear = self._clear_ul if mode == UL else self._clear_dl[device]
         tx.planned = planned_s if clear else None
         self.transmissions += 1
+        base.note(device, mode, bandwidth_hz)
         delay = yield from self.field.transmit(env, tx)
         return delay
