@@ -6,10 +6,10 @@
 Both take the same actors (population, channel, server, controller, workload, streams,
 recorder) and expose ``run(env)``, ``rounds_done`` and ``stop_requested``; a loop may add
 ``summary(end)`` (a summary block of its own) and ``server_busy_s`` (time the server verified).
-The names are registered in ``scenario.protocols`` (the one list the schema also reads; its
-docstring says why it lives there), pointing to the factories below.
+The names are registered in ``scenario.engine_registries.PROTOCOLS`` (the one list the schema
+also reads; its docstring says why it lives there), pointing to the factories below.
 """
-from ..scenario.protocols import PROTOCOLS
+from ..scenario.engine_registries import PROTOCOLS
 from .asynchronous import AsyncLoop
 from .round import RoundLoop
 

@@ -19,6 +19,7 @@ from ..outputs.recorder import Recorder
 from ..outputs.requests import RequestLog
 from ..policies import DRAFT_CONTROLLERS
 from ..scenario import dump_scenario_yaml, load_scenario
+from ..scenario.engine_registries import ARRIVAL_MODELS
 from ..outputs.energy import EnergyAccount
 from .acceptance import acceptance_inputs, acceptance_summary, build_acceptance
 from .channel import OFDMAChannel
@@ -30,8 +31,7 @@ from .protocols import make_loop
 from .server import EdgeServer
 from .streams import RandomStreams
 from .tokens import payload_server, read_pairs
-from .topology import LAYOUTS, Mover, moves
-from .workload import ARRIVAL_MODELS
+from .topology import Mover, layout_inputs, moves
 
 
 WRITER_PROCESS_MIN_ROWS = 200_000  # device-round rows from which a writer process pays off
@@ -129,7 +129,7 @@ def read_inputs(scenario):
     check_link(scenario)
     inputs.update(ARRIVAL_MODELS.lookup(scenario.workload.arrivals).read_inputs(scenario))
     inputs.update(acceptance_inputs(scenario))
-    inputs.update(LAYOUTS.lookup(scenario.topology.layout).read_inputs(scenario))
+    inputs.update(layout_inputs(scenario))
     if scenario.payload.pairs_file is not None:
         inputs["pairs"] = read_pairs(scenario.payload, scenario.limits)
     return inputs

@@ -15,10 +15,10 @@ rate, mean and p99 DL TV, TV per token, ``exact``).
 import numpy as np
 
 from ..model.reactive import DL, UL
-from ..model.registry import Registry
 from ..outputs.records import CsvStream
 from ..outputs.statistics import GrowingArray
 from ..policies import REACTIVE_POLICIES
+from ..scenario.engine_registries import PAYLOAD_MODELS
 from .server import EdgeServer
 
 CORRECTION_COLUMNS = ("round", "device", "mode", "format", "bits", "accept_prob", "dl_tv",
@@ -247,6 +247,10 @@ def build_payload_model(scenario, alpha, pairs=None, rng=None):
     return model
 
 
+# the payload models (payload.model) are registered in scenario.engine_registries.PAYLOAD_MODELS
+# (the one list the schema also reads), pointing to the classes below
+
+
 class BitsPayload:
     """``payload.model: bits`` (the paper): payloads count only as bits; the server as it is."""
 
@@ -273,11 +277,6 @@ class TokenPayload:
         token = TokenServer(system, server.policy, server.policy_rng, server.acceptance_rng,
                             model, streams.tokens, scenario.policy.max_draft, folder, channel)
         return token, population
-
-
-# payload.model -> class (the schema lists the same names: scenario.names.PAYLOAD_MODELS)
-PAYLOAD_MODELS = Registry("payload model")
-PAYLOAD_MODELS.update({"bits": BitsPayload, "token": TokenPayload})
 
 
 def payload_server(scenario, server, population, streams, folder, channel, inputs=None):

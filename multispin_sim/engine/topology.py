@@ -1,14 +1,8 @@
 """The topology as a networkx graph (server and device nodes with positions), and mobility.
 
-``build_layout`` places the server and the devices (``topology.layout``):
-
-- ``annulus`` (default): each device at its distance d_k (drawn from ``devices.distance_m`` by the
-  ``devices`` stream, as in the paper) from the server, at a uniform bearing drawn from the
-  ``topology`` stream; the drawn distance itself feeds the path loss, so the default run keeps
-  the paper's draws exactly.
-- ``coordinates``: ``topology.device_xy_m``.
-- ``graphml``: a GraphML file with x, y node attributes; the node with role 'server' (or id
-  'server') is the server.
+``build_layout`` places the server and the devices with the layout of ``topology.layout`` (a
+class of ``model.topology.LAYOUTS``); this module reads the GraphML file a layout may need (x, y
+node attributes; the node with role 'server', or id 'server', is the server).
 
 ``topology_graph`` makes the networkx graph: node ``"server"`` and nodes 0..K-1 with x_m, y_m;
 one edge server-device per device with its distance and large-scale gain.
@@ -19,10 +13,9 @@ shadowing correlated over the distance moved).
 """
 import numpy as np
 
-from ..model.registry import Registry
 from ..model.mobility import MOBILITY_MODELS, clamped_pathloss_gain
 from ..model.shadowing import shadowing_gain, shadowing_step
-from ..model.topology import annulus_positions, distances
+from ..model.topology import LAYOUTS, distances
 from ..scenario import ScenarioError
 from ..scenario.limits import MAX_DISTANCE_M
 
@@ -79,73 +72,26 @@ def read_graphml_positions(path, count):
     return server, devices
 
 
-class Layout:
-    """Interface of a layout (``topology.layout``): where the server and the devices are."""
-
-    # the waypoint region defaults to devices.distance_m's range (the layout draws from it)
-    uses_distance_keys = False
-
-    @classmethod
-    def read_inputs(cls, scenario):
-        """The files the layout needs, read and checked before a run writes anything."""
+def layout_inputs(scenario):
+    """The files the layout of ``topology.layout`` reads (``Layout.reads_graphml``), read and
+    checked before a run writes anything."""
+    if not LAYOUTS.lookup(scenario.topology.layout).reads_graphml:
         return {}
-
-    @classmethod
-    def place(cls, scenario, distance, rng, inputs):
-        """(server position (2,), device positions (K, 2), distances (K,))."""
-        raise NotImplementedError
-
-
-# topology.layout -> class (the schema lists the same names, scenario.names.TOPOLOGY_LAYOUTS: the
-# scenario cannot read an engine module; tests/engine/test_component_registries.py checks them)
-LAYOUTS = Registry("topology layout")
-
-
-@LAYOUTS.register("annulus")
-class AnnulusLayout(Layout):
-    uses_distance_keys = True
-
-    @classmethod
-    def place(cls, scenario, distance, rng, inputs):
-        server = np.asarray(scenario.topology.server_xy_m, dtype=float)
-        angle = rng.random(distance.size) * 2.0 * np.pi
-        return server, annulus_positions(distance, angle, server), distance
-
-
-@LAYOUTS.register("coordinates")
-class CoordinatesLayout(Layout):
-    @classmethod
-    def place(cls, scenario, distance, rng, inputs):
-        topo = scenario.topology
-        server = np.asarray(topo.server_xy_m, dtype=float)
-        positions = np.asarray(topo.device_xy_m, dtype=float).reshape(-1, 2)
-        return server, positions, distances(positions, server)
-
-
-@LAYOUTS.register("graphml")
-class GraphmlLayout(Layout):
-    @classmethod
-    def read_inputs(cls, scenario):
-        return {"graphml": read_graphml_positions(scenario.topology.graphml_file,
-                                                  scenario.devices.count)}
-
-    @classmethod
-    def place(cls, scenario, distance, rng, inputs):
-        graphml = inputs.get("graphml")
-        server, positions = graphml if graphml is not None else read_graphml_positions(
-            scenario.topology.graphml_file, scenario.devices.count)
-        return server, positions, distances(positions, server)
+    return {"graphml": read_graphml_positions(scenario.topology.graphml_file,
+                                              scenario.devices.count)}
 
 
 def build_layout(scenario, distance, rng, graphml=None):
-    """(server position (2,), device positions (K, 2), distances (K,)) of ``topology.layout``.
+    """(server position (2,), device positions (K, 2), distances (K,)) of ``topology.layout``
+    (``model.topology.LAYOUTS``).
 
     ``distance``: the distances drawn by the population (annulus radii); ``rng``: the topology
     stream (bearings, annulus only); ``graphml``: the parsed (server, devices) of the GraphML
     file if already read.
     """
-    return LAYOUTS.lookup(scenario.topology.layout).place(scenario, distance, rng,
-                                                          {"graphml": graphml})
+    layout = LAYOUTS.lookup(scenario.topology.layout)
+    inputs = {"graphml": graphml} if graphml is not None else layout_inputs(scenario)
+    return layout.place(scenario, distance, rng, inputs)
 
 
 def topology_graph(population):

@@ -10,6 +10,10 @@
 The interface the round loop uses: ``saturated``, ``has_work()``, ``work_event(env)``,
 ``start_round(now) -> active (K,) bool``, ``remaining() -> (K,) or None``,
 ``tokens_delivered(now, tokens)``, ``finish(now) -> summary dict or None``.
+
+The names of the workloads (``workload.arrivals``) are registered in
+``scenario.engine_registries.ARRIVAL_MODELS`` (the one list the schema also reads; its docstring
+says why it lives there), pointing to the classes below.
 """
 import csv
 import math
@@ -17,13 +21,8 @@ from collections import deque
 
 import numpy as np
 
-from ..model.queueing import draw_lengths
-from ..model.registry import Registry
+from ..model.queueing import LENGTH_MODELS
 from ..scenario import ScenarioError
-
-# workload.arrivals -> class. The schema lists the same names (scenario.names.ARRIVAL_MODELS:
-# the scenario cannot read an engine module); tests/engine/test_component_registries.py checks they agree.
-ARRIVAL_MODELS = Registry("arrival model")
 
 
 class Arrivals:
@@ -42,11 +41,9 @@ class Arrivals:
         raise NotImplementedError
 
 
-@ARRIVAL_MODELS.register("saturated")
 class Saturated(Arrivals):
     """Every device always has tokens to generate (docs/model.md section 2)."""
 
-    name = "saturated"
     saturated = True
 
     @classmethod
@@ -103,59 +100,9 @@ class Request:
         self.rounds = 0
 
 
-# workload.length -> class (the schema lists the same names: scenario.names.LENGTH_MODELS)
-LENGTH_MODELS = Registry("length model")
-
-
-class DrawnLengths:
-    """Request lengths of one device, drawn in blocks from its own generator
-    (``model.queueing.draw_lengths`` of the model's name)."""
-
-    def __init__(self, workload, rng, task, block=256):
-        self.model = workload.length
-        self.mean = workload.length_tokens
-        self.sigma = workload.length_sigma
-        self.values = workload.length_values
-        self.rng = rng
-        self.block = block
-        self._buf = []
-
-    def next(self):
-        if not self._buf:
-            self._buf = draw_lengths(self.rng, self.block, self.model, self.mean, self.sigma,
-                                     self.values).tolist()[::-1]
-        return self._buf.pop()
-
-
-class _FixedLengths:
-    """One length for every request of the device (no draws)."""
-
-    def __init__(self, workload, rng, task, block=256):
-        self.fixed = self.length(workload, task)
-
-    def next(self):
-        return self.fixed
-
-
-class FixedLengths(_FixedLengths):
-    @staticmethod
-    def length(workload, task):
-        return int(workload.length_tokens)
-
-
-class PerTaskLengths(_FixedLengths):
-    @staticmethod
-    def length(workload, task):
-        return int(workload.length_per_task.get(task, workload.length_tokens))
-
-
-LENGTH_MODELS.update({"fixed": FixedLengths, "geometric": DrawnLengths,
-                      "lognormal": DrawnLengths, "empirical": DrawnLengths,
-                      "per-task": PerTaskLengths})
-
-
 def make_lengths(workload, rng, task, block=256):
-    """The request lengths of one device under ``workload.length`` (``next()`` -> tokens)."""
+    """The request lengths of one device under ``workload.length`` (``next()`` -> tokens;
+    the length models are pure draws: ``model.queueing.LENGTH_MODELS``)."""
     return LENGTH_MODELS.lookup(workload.length)(workload, rng, task, block)
 
 
@@ -176,7 +123,6 @@ class QueueingWorkload:
     ``log``: an ``outputs.requests.RequestLog`` (requests.csv and the request statistics).
     """
 
-    name = "queueing"
     saturated = False
 
     def __init__(self, k, log=None, cap_to_remaining=True, snapshots=512):
@@ -366,11 +312,8 @@ class QueueingWorkload:
         return out
 
 
-@ARRIVAL_MODELS.register("poisson")
 class PoissonArrivals(QueueingWorkload, Arrivals):
     """Poisson arrivals per device at ``rates`` (K,), one SimPy process per device."""
-
-    name = "poisson"
 
     @classmethod
     def from_scenario(cls, scenario, tasks, rng, env=None, log=None, inputs=None):
@@ -433,11 +376,8 @@ def read_trace(path, k):
     return times, devices, tokens
 
 
-@ARRIVAL_MODELS.register("trace")
 class TraceArrivals(QueueingWorkload, Arrivals):
     """Arrivals replayed from a trace (times, devices, tokens or None: lengths then drawn)."""
-
-    name = "trace"
 
     @classmethod
     def read_inputs(cls, scenario):

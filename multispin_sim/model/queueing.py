@@ -4,13 +4,17 @@
   each round gives N = A + 1 tokens (A truncated geometric), by a renewal recursion on the
   tokens still needed.
 - ``pollaczek_khinchine``: M/G/1 mean waiting time W_q = lambda E[S^2] / (2 (1 - rho)).
-- ``draw_lengths``: request lengths (fixed, geometric, lognormal, empirical).
+- ``LENGTH_MODELS``: the request length models (``workload.length``), each a class whose
+  instances give one device's lengths (``next()``) and whose ``draw`` draws a block of them;
+  ``draw_lengths``: a block of lengths of a model chosen by name.
 """
 import numpy as np
 
+from .registry import Registry
 from .speculative import accepted_pmf
 
-LENGTH_MODELS = ("fixed", "geometric", "lognormal", "empirical", "per-task")
+# workload.length -> class: the one list of the length models' names (the schema reads it)
+LENGTH_MODELS = Registry("length model")
 
 
 def round_count_moments(alpha, gamma, length, cap_to_remaining=False):
@@ -40,24 +44,97 @@ def pollaczek_khinchine(arrival_rate, mean_service, second_moment_service):
     return wq, wq + mean_service
 
 
-def draw_lengths(rng, n, model, mean=64, sigma=1.0, values=()):
-    """``n`` request lengths (tokens, >= 1) for ``model`` in fixed, geometric, lognormal, empirical.
+class Lengths:
+    """Request lengths of one device, drawn from its own generator ``rng`` in blocks of
+    ``block`` (``draw``); ``workload``: the ``workload`` section (length_tokens, length_sigma,
+    length_values, length_per_task), ``task``: the device's task."""
 
-    fixed: ``mean`` every time; geometric: support 1, 2, ... with mean ``mean``; lognormal:
-    round(exp(mu + sigma Z)) >= 1 with E[exp(mu + sigma Z)] = ``mean``; empirical: uniform draws
-    from ``values``. 'per-task' lengths are fixed per device and drawn by the caller.
-    """
-    if model == "fixed":
+    def __init__(self, workload, rng, task, block=256):
+        self.mean = workload.length_tokens
+        self.sigma = workload.length_sigma
+        self.values = workload.length_values
+        self.rng = rng
+        self.block = block
+        self._buf = []
+
+    @staticmethod
+    def draw(rng, n, mean, sigma, values):
+        """``n`` lengths (tokens, >= 1) as an int64 array."""
+        raise NotImplementedError
+
+    def next(self):
+        if not self._buf:
+            self._buf = self.draw(self.rng, self.block, self.mean, self.sigma,
+                                  self.values).tolist()[::-1]
+        return self._buf.pop()
+
+
+@LENGTH_MODELS.register("fixed")
+class FixedLengths(Lengths):
+    """``length_tokens`` for every request of the device (no draws)."""
+
+    def __init__(self, workload, rng, task, block=256):
+        self.fixed = self.length(workload, task)
+
+    @staticmethod
+    def length(workload, task):
+        return int(workload.length_tokens)
+
+    @staticmethod
+    def draw(rng, n, mean, sigma, values):
         return np.full(n, int(mean), dtype=np.int64)
-    if model == "geometric":
+
+    def next(self):
+        return self.fixed
+
+
+@LENGTH_MODELS.register("geometric")
+class GeometricLengths(Lengths):
+    """Support 1, 2, ... with mean ``length_tokens``."""
+
+    @staticmethod
+    def draw(rng, n, mean, sigma, values):
         return rng.geometric(1.0 / float(mean), size=n).astype(np.int64)
-    if model == "lognormal":
+
+
+@LENGTH_MODELS.register("lognormal")
+class LognormalLengths(Lengths):
+    """round(exp(mu + sigma Z)) >= 1 with E[exp(mu + sigma Z)] = ``length_tokens``,
+    sigma = ``length_sigma``."""
+
+    @staticmethod
+    def draw(rng, n, mean, sigma, values):
         mu = np.log(float(mean)) - 0.5 * sigma * sigma
         return np.maximum(np.rint(rng.lognormal(mu, sigma, size=n)), 1).astype(np.int64)
-    if model == "empirical":
+
+
+@LENGTH_MODELS.register("empirical")
+class EmpiricalLengths(Lengths):
+    """Uniform draws from ``length_values``."""
+
+    @staticmethod
+    def draw(rng, n, mean, sigma, values):
         values = np.asarray(values, dtype=np.int64)
         return values[rng.integers(0, values.size, size=n)]
-    raise ValueError(f"unknown length model {model!r}; allowed: {LENGTH_MODELS}")
+
+
+@LENGTH_MODELS.register("per-task")
+class PerTaskLengths(FixedLengths):
+    """``length_per_task`` of the device's task (else ``length_tokens``) for every request."""
+
+    @staticmethod
+    def length(workload, task):
+        return int(workload.length_per_task.get(task, workload.length_tokens))
+
+    @staticmethod
+    def draw(rng, n, mean, sigma, values):
+        raise ValueError("per-task lengths are fixed per device (by its task): nothing to draw")
+
+
+def draw_lengths(rng, n, model, mean=64, sigma=1.0, values=()):
+    """``n`` request lengths (tokens, >= 1) of the length model named ``model`` (its ``draw``;
+    ValueError naming the allowed ones for an unknown name)."""
+    return LENGTH_MODELS.lookup(model).draw(rng, n, mean, sigma, values)
 
 
 def md1_wait_cdf(t, arrival_rate, service_s):

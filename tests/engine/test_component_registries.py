@@ -1,32 +1,30 @@
 """The engine builds every plug-in family through its registry: each class reads its own scenario
-keys (``from_scenario``), and the engine-side families list the schema's names."""
+keys (``from_scenario``), and every name of the engine-side families points to its class."""
 from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
 from multispin_sim.engine.simulation import read_inputs
-from multispin_sim.engine.tokens import PAYLOAD_MODELS
-from multispin_sim.engine.topology import LAYOUTS
-from multispin_sim.engine.workload import ARRIVAL_MODELS, LENGTH_MODELS
+from multispin_sim.engine.workload import Arrivals
 from multispin_sim.model import nr_tables
 from multispin_sim.model.energy import Powers
 from multispin_sim.model.link import LINK_MODELS, McsLink
+from multispin_sim.model.queueing import LENGTH_MODELS
 from multispin_sim.model.verification import VERIFY_MODELS, make_verification_cost
 from multispin_sim.policies import DRAFT_CONTROLLERS
 from multispin_sim.scenario import ScenarioError, load_scenario
-from multispin_sim.scenario.names import ARRIVAL_MODELS as SCHEMA_ARRIVALS
-from multispin_sim.scenario.names import LENGTH_MODELS as SCHEMA_LENGTHS
-from multispin_sim.scenario.names import PAYLOAD_MODELS as SCHEMA_PAYLOADS
-from multispin_sim.scenario.names import TOPOLOGY_LAYOUTS as SCHEMA_LAYOUTS
+from multispin_sim.scenario.engine_registries import ARRIVAL_MODELS, PAYLOAD_MODELS
 
 
-@pytest.mark.parametrize("registry,schema", [(ARRIVAL_MODELS, SCHEMA_ARRIVALS),
-                                             (LAYOUTS, SCHEMA_LAYOUTS),
-                                             (LENGTH_MODELS, SCHEMA_LENGTHS),
-                                             (PAYLOAD_MODELS, SCHEMA_PAYLOADS)])
-def test_engine_registries_list_the_schema_names_in_order(registry, schema):
-    assert tuple(registry) == tuple(schema)
+@pytest.mark.parametrize("name", list(ARRIVAL_MODELS))
+def test_every_arrival_model_name_points_to_an_engine_workload(name):
+    assert issubclass(ARRIVAL_MODELS.lookup(name), Arrivals)
+
+
+@pytest.mark.parametrize("name", list(PAYLOAD_MODELS))
+def test_every_payload_model_name_points_to_what_serves_it(name):
+    assert callable(PAYLOAD_MODELS.lookup(name).serve)
 
 
 @pytest.mark.parametrize("name", list(DRAFT_CONTROLLERS))

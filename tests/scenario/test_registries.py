@@ -35,7 +35,8 @@ def test_the_plugin_families_are_chosen_from_registries():
     keys = {k for k, _ in KEYS}
     assert {"acceptance.model", "acceptance.belief", "policy.mode", "policy.draft",
             "serving.batching", "serving.protocol", "channel.fading", "link.model",
-            "server.verify_model", "mobility.model"} <= keys
+            "server.verify_model", "mobility.model", "workload.arrivals", "workload.length",
+            "topology.layout", "payload.model"} <= keys
 
 
 @pytest.mark.parametrize("key,choices", KEYS, ids=[k for k, _ in KEYS])
@@ -52,16 +53,19 @@ def test_every_registered_name_is_in_the_docs_pages(key, choices):
     assert not missing, f"{key}: {missing} registered but not in docs/"
 
 
-def test_validating_a_protocol_name_does_not_import_the_engine(modules_after):
+@pytest.mark.parametrize("key,value", [("serving.protocol", "asynchronous"),
+                                       ("workload.arrivals", "poisson"),
+                                       ("payload.model", "token")])
+def test_validating_an_engine_family_name_does_not_import_the_engine(modules_after, key, value):
     code = ("from multispin_sim.scenario import load_scenario; "
-            "load_scenario(None, overrides={'serving.protocol': 'asynchronous'})")
+            f"load_scenario(None, overrides={{{key!r}: {value!r}}})")
     bad = [m for m in modules_after(code) if m.startswith("multispin_sim.engine")]
     assert not bad, bad
 
 
 def test_a_protocol_registered_with_its_import_path_is_a_valid_choice():
     from multispin_sim.scenario import ScenarioError, load_scenario
-    from multispin_sim.scenario.protocols import PROTOCOLS
+    from multispin_sim.scenario.engine_registries import PROTOCOLS
 
     with pytest.raises(ScenarioError):
         load_scenario(None, overrides={"serving.protocol": "lockstep-copy"})
@@ -72,3 +76,32 @@ def test_a_protocol_registered_with_its_import_path_is_a_valid_choice():
         assert PROTOCOLS.lookup("lockstep-copy") is synchronous
     finally:
         del PROTOCOLS["lockstep-copy"]
+
+
+def _registries():
+    from multispin_sim.model.queueing import LENGTH_MODELS, FixedLengths
+    from multispin_sim.model.topology import LAYOUTS, CoordinatesLayout
+    from multispin_sim.scenario.engine_registries import ARRIVAL_MODELS, PAYLOAD_MODELS
+
+    return [("workload.length", LENGTH_MODELS, FixedLengths),
+            ("topology.layout", LAYOUTS, CoordinatesLayout),
+            ("workload.arrivals", ARRIVAL_MODELS, "multispin_sim.engine.workload:Saturated"),
+            ("payload.model", PAYLOAD_MODELS, "multispin_sim.engine.tokens:BitsPayload")]
+
+
+@pytest.mark.parametrize("key", [k for k, _, _ in _registries()])
+def test_a_class_registered_by_a_user_is_a_valid_choice(key):
+    from multispin_sim.scenario import ScenarioError, load_scenario
+
+    _, registry, cls = next(r for r in _registries() if r[0] == key)
+    with pytest.raises(ScenarioError) as info:
+        load_scenario(None, overrides={key: "my-own"})
+    assert str(info.value).count("\n") == 0 and key in str(info.value)
+    assert all(f"'{name}'" in str(info.value) for name in registry)
+    registry["my-own"] = cls
+    try:
+        sc = load_scenario(None, overrides={key: "my-own"})
+        section, name = key.split(".")
+        assert getattr(getattr(sc, section), name) == "my-own"
+    finally:
+        del registry["my-own"]
