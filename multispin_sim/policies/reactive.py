@@ -150,7 +150,7 @@ class OptimalSplit(ReactivePolicy):
 class _OneDirection(ReactivePolicy):
     """Every correction in one direction: uplink (``all_ul``) or downlink."""
 
-    all_ul = True
+    all_ul: bool
 
     def decide(self, problem, rng=None):
         return solver.all_ul(problem) if self.all_ul else solver.all_dl(problem)
