@@ -20,6 +20,8 @@ Interface (``VerificationCost``):
 - ``time_s(gammas, active)``: vectorised: gammas (..., K), active (K,) bool -> (...,) seconds,
   the batch being the active devices. The draft controllers' objective calls this on candidate
   draft-length arrays, so controllers optimise the cost model the engine uses.
+- ``pass_s(n_devices, n_tokens)``: what a model defines, T_ver of non-empty batches (arrays);
+  ``batch_time_s`` gives empty batches their 0 around it.
 - ``depends_on_draft``: False when T_ver does not change with the draft lengths of a fixed
   batch (``linear``): the objective can then keep one number.
 
