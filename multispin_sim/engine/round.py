@@ -106,9 +106,7 @@ class RoundLoop(ProtocolLoop):
     # -- called by the devices -------------------------------------------------------------
     def draft_arrived(self, k):
         """Device k's draft is in (the server verifies when every active device's is)."""
-        self._pending_drafts -= 1
-        if self._pending_drafts == 0:
-            self._drafts_done.succeed()
+        self._reported()
 
     def carry_finished(self, k):
         """Device k's carried correction is delivered."""
@@ -132,16 +130,25 @@ class RoundLoop(ProtocolLoop):
 
     def device_finished(self, k):
         """Device k is done with this round (its correction delivered, or none needed)."""
-        self._pending_done -= 1
-        if self._pending_done == 0:
-            self._round_done.succeed()
+        self._reported()
 
-    @staticmethod
-    def _fire(event_attr_owner, attr, env):
-        """Trigger the current shared event after putting a fresh one in its place."""
-        event = getattr(event_attr_owner, attr)
-        setattr(event_attr_owner, attr, env.event())
+    def _reported(self):
+        self._pending -= 1
+        if self._pending == 0:
+            self._all_reported.succeed()
+
+    def _phase(self, env, signal, n_active):
+        """SimPy: start a phase of the round (drafting, or the corrections after the
+        verification): trigger the shared event ``signal`` the devices wait on, after putting a
+        fresh one in its place for the next round, then wait until the ``n_active`` devices
+        have reported (``draft_arrived``, ``device_finished``; one phase at a time)."""
+        self._all_reported = env.event()
+        self._pending = n_active
+        event = getattr(self, signal)
+        setattr(self, signal, env.event())
         event.succeed()
+        if n_active:
+            yield self._all_reported
 
     # -- waiting for work and for the round clock --------------------------------------------
     def next_tick(self, now):
@@ -266,12 +273,7 @@ class RoundLoop(ProtocolLoop):
             self.active_list, self.draft_list = active_list, draft_list
 
             # drafting
-            self._drafts_done = env.event()
-            self._pending_drafts = n_active
-            event, self.round_started = self.round_started, env.event()
-            event.succeed()
-            if n_active:
-                yield self._drafts_done
+            yield from self._phase(env, "round_started", n_active)
 
             # batched verification and outcomes
             if verify_s is not None:  # server.verify's one timeout, waited here
@@ -329,12 +331,7 @@ class RoundLoop(ProtocolLoop):
                 self.delay_list = delay_list
             else:
                 self.realised_delay = np.zeros(k)
-            self._round_done = env.event()
-            self._pending_done = n_active
-            event, self.verified = self.verified, env.event()
-            event.succeed()
-            if n_active:
-                yield self._round_done
+            yield from self._phase(env, "verified", n_active)
             if plain:  # every transmission took its planned delay
                 t_comm = (float(self.realised_delay.max(initial=0.0)) if mode_list is None
                           else max(delay_list))  # >= 0, no NaN: the same maximum as numpy's

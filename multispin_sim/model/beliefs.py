@@ -168,14 +168,12 @@ class AgreementTally:
 
     @property
     def agreed(self):
-        if self._rows is not None:
-            self._add_rows()
+        self._add_rows()
         return self._agreed
 
     @property
     def verified(self):
-        if self._rows is not None:
-            self._add_rows()
+        self._add_rows()
         return self._verified
 
     def add(self, accepted, rejected):
@@ -188,11 +186,13 @@ class AgreementTally:
         if rows is not None and rows[0] is accepted and rows[3] == i:
             rows[3] = i + 1
             return
-        if rows is not None:
-            self._add_rows()
+        self._add_rows()
         self._rows = [accepted, rejected, i, i + 1]
 
     def _add_rows(self):
+        """Add the rows not yet added to the counts (if any)."""
+        if self._rows is None:
+            return
         accepted, rejected, lo, hi = self._rows
         self._rows = None
         agreed = accepted[lo:hi].sum(axis=0)

@@ -89,12 +89,19 @@ class PowerLaw(PathLossModel):
 
 
 class TR38901(PathLossModel):
-    """A TR 38.901 street scenario: ``fc_ghz``, base-station and device heights (m)."""
+    """A TR 38.901 street scenario: ``fc_ghz``, base-station and device heights (m).
+
+    A scenario gives its row of Table 7.4.1-1 as coefficients (dB), lg = log10:
+    ``los_db = (a, b, c, e)``: PL1 = a + b lg d3D + c lg fc and
+    PL2 = a + 40 lg d3D + c lg fc - e lg(d'BP^2 + (hBS - hUT)^2);
+    ``nlos_db = (a, b, c, e)``: PL'NLOS = a + b lg d3D + c lg fc - e (hUT - 1.5)."""
 
     h_bs_default = 25.0
     # Table 7.4.1-1 shadow-fading standard deviations (dB): LOS, NLOS
     sigma_los_db = 4.0
     sigma_nlos_db = 6.0
+    los_db: tuple
+    nlos_db: tuple
 
     def __init__(self, fc_ghz=3.5, h_bs_m=None, h_ut_m=1.5):
         self.fc_ghz = float(fc_ghz)
@@ -118,6 +125,19 @@ class TR38901(PathLossModel):
     def gain_db(self, d2d_m, los):
         return -np.where(los, self.pl_los_db(d2d_m), self.pl_nlos_db(d2d_m))
 
+    def _pl1(self, d3d):
+        a, b, c, _ = self.los_db
+        return a + b * np.log10(d3d) + c * np.log10(self.fc_ghz)
+
+    def _pl2(self, d3d):
+        a, _, c, e = self.los_db
+        return (a + 40.0 * np.log10(d3d) + c * np.log10(self.fc_ghz)
+                - e * np.log10(self.d_bp ** 2 + (self.h_bs - self.h_ut) ** 2))
+
+    def _pl_nlos_prime(self, d3d):
+        a, b, c, e = self.nlos_db
+        return a + b * np.log10(d3d) + c * np.log10(self.fc_ghz) - e * (self.h_ut - 1.5)
+
     def shadowing_std_db(self, los):
         return np.where(los, self.sigma_los_db, self.sigma_nlos_db)
 
@@ -135,17 +155,8 @@ class UMa(TR38901):
 
     h_bs_default = 25.0
     sigma_los_db, sigma_nlos_db = 4.0, 6.0
-
-    def _pl1(self, d3d):
-        return 28.0 + 22.0 * np.log10(d3d) + 20.0 * np.log10(self.fc_ghz)
-
-    def _pl2(self, d3d):
-        return (28.0 + 40.0 * np.log10(d3d) + 20.0 * np.log10(self.fc_ghz)
-                - 9.0 * np.log10(self.d_bp ** 2 + (self.h_bs - self.h_ut) ** 2))
-
-    def _pl_nlos_prime(self, d3d):
-        return (13.54 + 39.08 * np.log10(d3d) + 20.0 * np.log10(self.fc_ghz)
-                - 0.6 * (self.h_ut - 1.5))
+    los_db = (28.0, 22.0, 20.0, 9.0)
+    nlos_db = (13.54, 39.08, 20.0, 0.6)
 
     def los_probability(self, d2d_m):
         d2d = np.asarray(d2d_m, dtype=float)
@@ -164,17 +175,8 @@ class UMi(TR38901):
 
     h_bs_default = 10.0
     sigma_los_db, sigma_nlos_db = 4.0, 7.82
-
-    def _pl1(self, d3d):
-        return 32.4 + 21.0 * np.log10(d3d) + 20.0 * np.log10(self.fc_ghz)
-
-    def _pl2(self, d3d):
-        return (32.4 + 40.0 * np.log10(d3d) + 20.0 * np.log10(self.fc_ghz)
-                - 9.5 * np.log10(self.d_bp ** 2 + (self.h_bs - self.h_ut) ** 2))
-
-    def _pl_nlos_prime(self, d3d):
-        return (22.4 + 35.3 * np.log10(d3d) + 21.3 * np.log10(self.fc_ghz)
-                - 0.3 * (self.h_ut - 1.5))
+    los_db = (32.4, 21.0, 20.0, 9.5)
+    nlos_db = (22.4, 35.3, 21.3, 0.3)
 
     def los_probability(self, d2d_m):
         return self._los_street(np.asarray(d2d_m, dtype=float), 36.0)

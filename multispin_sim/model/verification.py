@@ -20,6 +20,8 @@ Interface (``VerificationCost``):
 - ``time_s(gammas, active)``: vectorised: gammas (..., K), active (K,) bool -> (...,) seconds,
   the batch being the active devices. The draft controllers' objective calls this on candidate
   draft-length arrays, so controllers optimise the cost model the engine uses.
+- ``pass_s(n_devices, n_tokens)``: what a model defines, T_ver of non-empty batches (arrays);
+  ``batch_time_s`` gives empty batches their 0 around it.
 - ``depends_on_draft``: False when T_ver does not change with the draft lengths of a fixed
   batch (``linear``): the objective can then keep one number.
 
@@ -53,7 +55,12 @@ class VerificationCost:
     depends_on_draft = True
 
     def batch_time_s(self, n_devices, n_tokens):
-        """T_ver for batches of ``n_devices`` devices holding ``n_tokens`` tokens (arrays)."""
+        """T_ver for batches of ``n_devices`` devices holding ``n_tokens`` tokens (arrays); an
+        empty batch takes no time."""
+        return np.where(np.asarray(n_devices) > 0, self.pass_s(n_devices, n_tokens), 0.0)
+
+    def pass_s(self, n_devices, n_tokens):
+        """T_ver of the model for non-empty batches (arrays, as ``batch_time_s``)."""
         raise NotImplementedError
 
     def batch_s(self, draft_lengths):
@@ -106,9 +113,9 @@ class LinearVerification(VerificationCost):
     def from_settings(cls, fixed_s, per_device_s, per_token_s=None, table=None):
         return cls(fixed_s, per_device_s)
 
-    def batch_time_s(self, n_devices, n_tokens):
+    def pass_s(self, n_devices, n_tokens):
         n = np.broadcast_to(np.asarray(n_devices, dtype=float), np.shape(n_tokens))
-        return np.where(n > 0, self.fixed_s + n * self.per_device_s, 0.0)
+        return self.fixed_s + n * self.per_device_s
 
     def batch_s(self, draft_lengths):
         n = len(draft_lengths)
@@ -130,9 +137,8 @@ class TokenVerification(VerificationCost):
     def from_settings(cls, fixed_s, per_device_s, per_token_s=None, table=None):
         return cls(fixed_s, per_token_s)
 
-    def batch_time_s(self, n_devices, n_tokens):
-        n_tokens = np.asarray(n_tokens, dtype=float)
-        return np.where(np.asarray(n_devices) > 0, self.fixed_s + n_tokens * self.per_token_s, 0.0)
+    def pass_s(self, n_devices, n_tokens):
+        return self.fixed_s + np.asarray(n_tokens, dtype=float) * self.per_token_s
 
 
 @VERIFY_MODELS.register("table")
@@ -172,8 +178,8 @@ class TableVerification(VerificationCost):
         return np.where(x > self.tokens[-1],
                         self.seconds[-1] + (x - self.tokens[-1]) * self.slope, t)
 
-    def batch_time_s(self, n_devices, n_tokens):
-        return np.where(np.asarray(n_devices) > 0, self.interpolate(n_tokens), 0.0)
+    def pass_s(self, n_devices, n_tokens):
+        return self.interpolate(n_tokens)
 
 
 # ---------------------------------------------------------------------------- tables

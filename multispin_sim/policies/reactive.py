@@ -147,30 +147,32 @@ class OptimalSplit(ReactivePolicy):
         return decide_one
 
 
+class _OneDirection(ReactivePolicy):
+    """Every correction in one direction: uplink (``all_ul``) or downlink."""
+
+    all_ul: bool
+
+    def decide(self, problem, rng=None):
+        return solver.all_ul(problem) if self.all_ul else solver.all_dl(problem)
+
+    def one_outcome(self, system, rng=None):
+        return _assignment_one(system, rng, coin=False, all_ul=self.all_ul)
+
+
 @REACTIVE_POLICIES.register("all-ul")
-class AllUplink(ReactivePolicy):
+class AllUplink(_OneDirection):
     """Every correction uplink at full device power (the classic server-side correction)."""
 
     tcomm_kernel = "all-ul"
-
-    def decide(self, problem, rng=None):
-        return solver.all_ul(problem)
-
-    def one_outcome(self, system, rng=None):
-        return _assignment_one(system, rng, coin=False, all_ul=True)
+    all_ul = True
 
 
 @REACTIVE_POLICIES.register("all-dl")
-class AllDownlink(ReactivePolicy):
+class AllDownlink(_OneDirection):
     """Every correction downlink, the DL budget shared to equalise delays."""
 
     tcomm_kernel = "all-dl"
-
-    def decide(self, problem, rng=None):
-        return solver.all_dl(problem)
-
-    def one_outcome(self, system, rng=None):
-        return _assignment_one(system, rng, coin=False, all_ul=False)
+    all_ul = False
 
 
 @REACTIVE_POLICIES.register("random")
