@@ -39,14 +39,17 @@ def _evaluate(masks, samples, n, x1, x2, rows_r, mode, qr, vr, ur, coin, c):
     quality) of samples ``samples[:n]`` (for the coins); read in groups of ``LANES`` (the
     buffers have room for one more group). qr, vr, ur: P g, 1/g_dl and P_dl / (P g) in that
     order; coin: the random split's UL coins, a mask per sample; c = (c1, N0 B, P_dl). The
-    closed forms of ``model.tcomm.TcommKernel`` in load space, one loop per mode. Writes the
-    rejected count r and the argument x of each delay c1 r / log1p(x) (x2: the random
-    split's DL delay; x = inf for no delay): ``_finish`` takes the logarithms."""
+    closed forms of ``model.tcomm.TcommKernel`` in load space: the optimal split's loop, and
+    one loop for the fixed splits, all-UL and all-DL being the split whose UL coins are all
+    heads or all tails. Writes the rejected count r and the argument x of each delay
+    c1 r / log1p(x) (x2: the random split's DL delay; x = inf for no delay): ``_finish``
+    takes the logarithms."""
     c1, n0b, p_dl = c[0], c[1], c[2]
     k = qr.shape[0]
     one = np.uint64(1)
     mk = np.empty(LANES, dtype=np.uint64)
-    cf = np.zeros(LANES, dtype=np.uint64)
+    heads = ~np.uint64(0) if mode == 1 else np.uint64(0)   # all-UL / all-DL coins
+    cf = np.full(LANES, heads, dtype=np.uint64)
     s = np.empty(LANES)
     z = np.empty(LANES)
     r = np.empty(LANES)
@@ -67,30 +70,13 @@ def _evaluate(masks, samples, n, x1, x2, rows_r, mode, qr, vr, ur, coin, c):
                     r[j] += bf
                     z[j] = min(z[j], max(u, s[j]) + (1.0 - bf) * _BIG)
                     s[j] += bf * v
-        elif mode == 1:    # all-UL: the weakest UL device
-            for i in range(k):
-                q = qr[i]
-                for j in range(LANES):
-                    bf = float(mk[j] & one)
-                    mk[j] >>= one
-                    r[j] += bf
-                    z[j] = min(z[j], q + (1.0 - bf) * _BIG)
-        elif mode == 2:    # all-DL: the DL load
-            for i in range(k):
-                v = vr[i]
-                for j in range(LANES):
-                    bf = float(mk[j] & one)
-                    mk[j] >>= one
-                    r[j] += bf
-                    s[j] += bf * v
-        else:              # random split: UL where the coin says so
-            for i in range(k):
+        else:              # a fixed split: UL where the coin says so, the weakest UL device
+            for i in range(k):  # and the DL load
                 q, v = qr[i], vr[i]
                 for j in range(LANES):
                     bf = float(mk[j] & one)
-                    bu = bf * float(cf[j] & one)
+                    bu = bf * float((cf[j] >> np.uint64(i)) & one)
                     mk[j] >>= one
-                    cf[j] >>= one
                     r[j] += bf
                     z[j] = min(z[j], q + (1.0 - bu) * _BIG)
                     s[j] += (bf - bu) * v
