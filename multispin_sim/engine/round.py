@@ -210,7 +210,7 @@ class RoundLoop(ProtocolLoop):
         dynamic_csi = channel.dynamic_csi
         mover = self.mover
         distance = None
-        link_columns = bool(getattr(channel, "extra_columns", None))
+        link_columns = bool(channel.extra_columns)
         # The draft plan is the same every round when nothing it depends on changes (every
         # device always active, draft lengths fixed, no throttling, no movement, nothing
         # carried over): worked out once and reused.

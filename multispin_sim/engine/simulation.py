@@ -348,7 +348,7 @@ def build_run(scenario, folder, inputs, *, progress=False, controller=None, reac
                                         if writer_process is None else writer_process),
                         energy=EnergyAccount(energy_powers(scenario, population), system.k,
                                              thermal) if scenario.energy.record else None,
-                        extra=getattr(channel, "extra_columns", None))
+                        extra=channel.extra_columns)
     log = None
     if not ARRIVAL_MODELS.lookup(scenario.workload.arrivals).saturated:
         log = RequestLog(folder / "requests.csv", system.k, slo_ttft_s=scenario.serving.slo_ttft_s,
