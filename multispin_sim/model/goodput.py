@@ -349,7 +349,8 @@ class SAATcomm:
         """Mean T_comm after +1 on each device of ``dev`` (from the current gamma).
 
         Cache: contrib[m, j] = T(rejected_m + j) - T(rejected_m) for the samples whose run of
-        device j equals gamma_j (the only ones a +1 changes), 0 elsewhere.
+        device j equals gamma_j (the only ones a +1 changes), 0 elsewhere, with its column
+        sums (a step changes a few columns: only those are summed again).
         """
         dev = np.asarray(dev, dtype=np.int64)
         if self._plus is None:
@@ -359,7 +360,8 @@ class SAATcomm:
             if rows.size:
                 contrib[rows, mv] = self._evaluate_moves(all_dev, self.gamma + 1, mv, rows)
             self._plus = contrib
-        return self.value + self._plus[:, dev].sum(axis=0) / self.m
+            self._plus_sums = contrib.sum(axis=0)
+        return self.value + self._plus_sums[dev] / self.m
 
     def _apply_plus(self, j):
         contrib = self._plus
@@ -381,6 +383,8 @@ class SAATcomm:
             rej = self.rej[rows]
             rej[np.arange(rows.size), devs] = True
             contrib[rows, devs] = self.kernel(rej, rows) - self.t[rows]
+        touched = np.union1d(devs, j)
+        self._plus_sums[touched] = contrib[:, touched].sum(axis=0)
         self.value = float(self.t.mean())
         return self.value
 
