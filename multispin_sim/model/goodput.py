@@ -350,7 +350,7 @@ class SAATcomm:
 
         Cache: contrib[m, j] = T(rejected_m + j) - T(rejected_m) for the samples whose run of
         device j equals gamma_j (the only ones a +1 changes), 0 elsewhere, with its column
-        sums (a step changes a few columns: only those are summed again).
+        sums (kept up to date by the changes of a step, as the compiled greedy keeps them).
         """
         dev = np.asarray(dev, dtype=np.int64)
         if self._plus is None:
@@ -369,6 +369,8 @@ class SAATcomm:
         changed = np.flatnonzero(self.runs[:, j] == g[j])      # these samples now reject j
         self.t[changed] += contrib[changed, j]
         self.rej[changed, j] = True
+        sums = self._plus_sums
+        sums[j] -= contrib[changed, j].sum()
         contrib[changed, j] = 0.0
         g[j] += 1
         # (a) samples whose run of j equals the new gamma_j: the new +1 candidates of j
@@ -382,9 +384,9 @@ class SAATcomm:
         if rows.size:
             rej = self.rej[rows]
             rej[np.arange(rows.size), devs] = True
-            contrib[rows, devs] = self.kernel(rej, rows) - self.t[rows]
-        touched = np.union1d(devs, j)
-        self._plus_sums[touched] = contrib[:, touched].sum(axis=0)
+            new = self.kernel(rej, rows) - self.t[rows]
+            sums += np.bincount(devs, weights=new - contrib[rows, devs], minlength=self.k)
+            contrib[rows, devs] = new
         self.value = float(self.t.mean())
         return self.value
 
