@@ -335,3 +335,27 @@ def test_screened_moves_evaluate_the_best_exactly():
     assert kept.sum() == 3
     np.testing.assert_allclose(screened[kept], full[kept], rtol=1e-12)
     assert np.argmax(screened) == np.argmax(full)     # the screen keeps the winner here
+
+
+@pytest.mark.parametrize("mode", ["optimal", "random"])
+def test_plus_one_cache_holds_over_a_long_chain_of_steps(mode):
+    """The +1 cache's column sums follow each step's changes; after many consecutive +1 steps
+    (no reset in between) they still give the from-scratch values."""
+    k = 12
+    s = make_system(k, seed=9)
+    rng = np.random.default_rng(4)
+    g = s.pathloss * rng.exponential(size=k)
+    caps = np.full(k, 10)
+    obj = make_objective(s, g, g, np.ones(k, bool), caps, mode, np.random.default_rng(1), 500)
+    obj.reset(np.zeros(k, dtype=np.int64))
+    for _ in range(k * 10):
+        plus = obj.plus_one_values()
+        ok = np.flatnonzero(np.isfinite(plus))
+        if ok.size == 0:
+            break
+        cand = np.repeat(obj.gamma[None], ok.size, 0)
+        cand[np.arange(ok.size), ok] += 1
+        np.testing.assert_allclose(plus[ok], obj.values(cand), rtol=1e-12)
+        j = ok[rng.integers(ok.size)]
+        obj.apply_move(j, obj.gamma[j] + 1)
+    assert (obj.gamma == caps).all()
