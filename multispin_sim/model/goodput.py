@@ -320,10 +320,6 @@ class SAATcomm:
             base, m = self.value, self.m
         else:
             base, m = float(self.t[:samples].mean()), samples
-        fast = getattr(self.kernel, "move_sums", None)   # a compiled kernel's own moves
-        if fast is not None:
-            return base + fast(self.runs, self.rej, self.t, self.gamma, dev, new,
-                               m if samples is not None else self.m) / m
         mv, rows = self._move_rows(dev, new, samples)
         delta = self._evaluate_moves(dev, new, mv, rows) if rows.size else np.zeros(0)
         return base + np.bincount(mv, weights=delta, minlength=dev.size) / m

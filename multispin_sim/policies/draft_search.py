@@ -20,8 +20,9 @@ Every search works on a ``DraftObjective`` (whatever its T_comm estimator) and r
 sampled fading), the active devices and the reactive policy, with common random numbers drawn
 from the controller's stream. Where it applies (the SAA estimator, a closed-form kernel, the
 goodput ratio with a constant T_ver, at most 64 devices) and numba is importable, the objective
-carries a compiled implementation (``search_numba``): the greedy runs there whole, and the
-other searches' T_comm kernel calls and path scans go through it. ``MULTISPIN_NUMBA=0`` keeps
+carries a compiled implementation (``search_numba``): the greedy and the budget search
+(``budget_numba``) run there whole, and the other searches' T_comm kernel calls and path scans
+go through it. ``MULTISPIN_NUMBA=0`` keeps
 everything in numpy. Both compare candidates by the one tie rule of ``model.ties``.
 """
 from dataclasses import dataclass, field
@@ -333,12 +334,18 @@ def _free_budget(obj, path):
     return float(obj.drafting(path[best_index(g_free)]))
 
 
-def budget_search(obj, max_excluded=None):
+def budget_search(obj, max_excluded=None, compiled=True):
     """Our controller: budget scan with exclusions, then local search; never worse than the
     greedy and uniform answers on the same objective (both are computed and kept as
-    candidates)."""
+    candidates). ``compiled``: run it whole in the objective's compiled implementation when
+    it has one (``obj.compiled``; ``budget_numba``)."""
     ev0 = obj.evaluations
     caps = obj.caps
+    if compiled and obj.compiled is not None and max_excluded is None:
+        from .budget_numba import budget_search_compiled
+
+        return SearchResult(*budget_search_compiled(obj, budget_order(caps, obj.draft_s,
+                                                                      caps > 0)))
     path = uniform_path(caps)
     pv = obj.path_values(path)
     uni = uniform_search(obj, pv)

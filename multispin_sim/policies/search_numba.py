@@ -11,7 +11,8 @@ near-ties. Imported only when a searching controller runs (it imports numba).
 
 What is compiled: the T_comm of rejected sets (``CompiledKernel``, in place of the numpy
 kernel for every call the searches make), G along a nondecreasing path (``path_means``: the
-uniform and budget scans) and the whole greedy (``CompiledSearch.greedy``).
+uniform scan), the whole greedy (``CompiledSearch.greedy``) and, in ``budget_numba``, the whole
+budget search.
 """
 import math
 
@@ -186,35 +187,6 @@ def _path_events(path, pos, order, start, masks, samples, at):
                     samples[e], at[e] = m, p
                     e += 1
                 masks[event[m]] = mask[m]
-    return e
-
-
-@_jit
-def _move_events(rej, gamma, dev, new, limit, pos, order, start, masks, samples, who):
-    """The rejected sets after each single-device move (dev[i] to new[i]) on the samples of
-    the first ``limit`` whose rejection of that device changes (``order``, ``start``:
-    ``_by_run`` up to the largest length). Returns how many."""
-    k = rej.shape[1]
-    row_mask = np.zeros(limit, dtype=np.uint64)
-    known = np.zeros(limit, dtype=np.bool_)
-    e = 0
-    for i in range(dev.shape[0]):
-        d, old = dev[i], gamma[dev[i]]
-        lo, hi = min(old, new[i]), max(old, new[i])
-        bit = np.uint64(1) << np.uint64(pos[d])
-        for r in range(lo, hi):
-            for j in range(start[d, r], start[d, r + 1]):
-                m = order[d, j]
-                if m >= limit:    # a bucket lists its samples in ascending order
-                    break
-                if not known[m]:
-                    for c in range(k):
-                        if rej[m, c]:
-                            row_mask[m] |= np.uint64(1) << np.uint64(pos[c])
-                    known[m] = True
-                masks[e] = row_mask[m] | bit if new[i] > old else row_mask[m] & ~bit
-                samples[e], who[e] = m, i
-                e += 1
     return e
 
 
@@ -419,18 +391,6 @@ class CompiledKernel:
             order, start = _by_run(runs, max(top, 32))
             held = self._held = (runs, max(top, 32), order, start)
         return held[2], held[3]
-
-    def move_sums(self, runs, rej, t, gamma, dev, new, limit):
-        """Sum over the first ``limit`` samples of the change of T_comm after each
-        single-device move (``model.goodput.SAATcomm.move_means``)."""
-        buf = _Rows(dev.size * limit)
-        who = np.empty(buf.masks.size, dtype=np.int64)
-        top = int(max(gamma.max(initial=0), new.max(initial=0)))
-        order, start = self._index(runs, top)
-        e = _move_events(rej, gamma, dev, new, limit, self.pos, order, start, buf.masks,
-                         buf.samples, who)
-        delta = buf.times(e, *self.loads) - t[buf.samples[:e]]
-        return np.bincount(who[:e], weights=delta, minlength=dev.size)
 
     def path_means(self, runs, path):
         """Mean T_comm over the samples at every point of a nondecreasing path (n, K)."""

@@ -1,0 +1,352 @@
+"""The budget search (``draft_search.budget_search``) compiled whole, as the greedy is.
+
+The same steps in the same order: the uniform scan, the greedy, the budget scans with devices
+left out one at a time (each judged by a screened move to 0), then the local search from the
+best point found. Only the place of the work changes: one compiled call instead of about a
+hundred numpy calls a decision, each too small to pay its own overhead. The state of the local
+search is each sample's rejected set as a 64-bit mask with its T_comm; T_comm comes from the
+kernel of ``search_numba`` (``_evaluate``, ``_finish``). Candidates are compared by the shared
+tie rule, so decisions agree with the numpy reference except at near-ties.
+"""
+import math
+
+import numpy as np
+
+from .search_numba import (_by_run, _evaluate, _finish, _goodput, _jit, _path_events,
+                           _path_totals, best_index, greedy, improves)
+
+_SCREEN_KEEP = 3   # the long moves evaluated on every sample after screening (``_screen``)
+
+
+@_jit
+def _times(masks, samples, n, work, out, mode, qr, vr, ur, coin, c):
+    """T_comm of the rejected sets masks[:n] of samples samples[:n] into out[:n]."""
+    _evaluate(masks, samples, n, work[0], work[1], work[2], mode, qr, vr, ur, coin, c)
+    _finish(work[0], work[1], work[2], n, mode, c, out)
+
+
+@_jit
+def _point(gamma, enw, draft_s, verify, t_mean):
+    tok, draft = 0.0, 0.0
+    for d in range(gamma.shape[0]):
+        tok += enw[gamma[d], d]
+        draft = max(draft, gamma[d] * draft_s[d])
+    return _goodput(tok, draft, verify, t_mean)
+
+
+@_jit
+def _scan(path, pos, order, start, buf, work, enw, draft_s, verify, m_count, kern):
+    """G at every point of a nondecreasing path; ``buf`` keeps the events (for ``_state_at``)."""
+    masks, samples, at, out = buf
+    e = _path_events(path, pos, order, start, masks, samples, at)
+    _times(masks, samples, e, work, out, *kern)
+    t_mean = _path_totals(out, samples, at, e, path.shape[0], m_count)
+    values = np.empty(path.shape[0])
+    for p in range(path.shape[0]):
+        values[p] = _point(path[p], enw, draft_s, verify, t_mean[p])
+    return values, e
+
+
+@_jit
+def _state_at(p, buf, e, mask, t):
+    """Each sample's rejected set and T_comm at point p of the last scan (events by point)."""
+    masks, samples, at, out = buf
+    mask[:] = 0
+    t[:] = 0.0
+    for i in range(e):
+        if at[i] > p:
+            break
+        mask[samples[i]], t[samples[i]] = masks[i], out[i]
+
+
+@_jit
+def _set(gamma, t, enw, draft_s, verify, st):
+    """st = (value, tokens, largest drafting time d1, its device i1, second largest d2)."""
+    tok, d1, i1, d2 = 0.0, 0.0, 0, 0.0
+    for d in range(gamma.shape[0]):
+        tok += enw[gamma[d], d]
+        x = gamma[d] * draft_s[d]
+        if x > d1:
+            d2, d1, i1 = d1, x, d
+        elif x > d2:
+            d2 = x
+    st[0], st[1], st[2], st[3], st[4] = _goodput(tok, d1, verify, t.sum() / t.shape[0]), tok, \
+        d1, i1, d2
+
+
+@_jit
+def _reset(gamma, runs, bit, mask, t, buf, work, kern):
+    """Every sample's rejected set under gamma and its T_comm."""
+    masks, samples, _, out = buf
+    m_count, k = runs.shape
+    for m in range(m_count):
+        x = np.uint64(0)
+        for d in range(k):
+            if runs[m, d] < gamma[d]:
+                x |= bit[d]
+        mask[m], masks[m], samples[m] = x, x, m
+    _times(masks, samples, m_count, work, out, *kern)
+    t[:] = out[:m_count]
+
+
+@_jit
+def _move_values(dev, new, limit, gamma, mask, t, st, bit, order, start, buf, work, enw,
+                 draft_s, verify, kern):
+    """G after each single-device move (dev[i] to new[i]), T_comm estimated on the first
+    ``limit`` samples (``DraftObjective.move_values``)."""
+    masks, samples, who, out = buf
+    e = 0
+    for i in range(dev.shape[0]):
+        d, old = dev[i], gamma[dev[i]]
+        for r in range(min(old, new[i]), max(old, new[i])):
+            for j in range(start[d, r], start[d, r + 1]):
+                m = order[d, j]
+                if m >= limit:    # a bucket lists its samples in ascending order
+                    break
+                masks[e] = mask[m] | bit[d] if new[i] > old else mask[m] & ~bit[d]
+                samples[e], who[e] = m, i
+                e += 1
+    _times(masks, samples, e, work, out, *kern)
+    sums = np.zeros(dev.shape[0])
+    for i in range(e):
+        sums[who[i]] += out[i] - t[samples[i]]
+    t_base = t[:limit].sum() / limit
+    d1, i1, d2 = st[2], int(st[3]), st[4]
+    values = np.empty(dev.shape[0])
+    for i in range(dev.shape[0]):
+        d = dev[i]
+        tok = st[1] - enw[gamma[d], d] + enw[new[i], d]
+        draft = max(d2 if d == i1 else d1, new[i] * draft_s[d])
+        values[i] = _goodput(tok, draft, verify, t_base + sums[i] / limit)
+    return values
+
+
+@_jit
+def _screened(dev, new, screen, gamma, mask, t, st, bit, order, start, buf, work, enw, draft_s,
+              verify, kern):
+    """``_move_values`` ranked on the first ``screen`` samples, the best ``_SCREEN_KEEP``
+    evaluated on all (the others -inf); returns (values, evaluations)."""
+    m_count = t.shape[0]
+    args = (gamma, mask, t, st, bit, order, start, buf, work, enw, draft_s, verify, kern)
+    if dev.shape[0] <= _SCREEN_KEEP or screen >= m_count:
+        return _move_values(dev, new, m_count, *args), dev.shape[0]
+    rough = _move_values(dev, new, screen, *args)
+    best = np.sort(np.argsort(-rough, kind="mergesort")[:_SCREEN_KEEP])
+    values = np.full(dev.shape[0], -math.inf)
+    values[best] = _move_values(dev[best], new[best], m_count, *args)
+    return values, dev.shape[0] + best.shape[0]
+
+
+@_jit
+def _apply_move(j, new, gamma, runs, mask, t, bit, buf, work, kern):
+    masks, samples, _, out = buf
+    lo, hi = min(gamma[j], new), max(gamma[j], new)
+    e = 0
+    for m in range(runs.shape[0]):
+        if lo <= runs[m, j] < hi:
+            mask[m] = mask[m] | bit[j] if new > gamma[j] else mask[m] & ~bit[j]
+            masks[e], samples[e] = mask[m], m
+            e += 1
+    _times(masks, samples, e, work, out, *kern)
+    for i in range(e):
+        t[samples[i]] = out[i]
+    gamma[j] = new
+
+
+@_jit
+def _moves(gamma, caps, draft_s, long):
+    """Candidate moves (``draft_search._moves``): +1 and -1, or (long) to 0 and to the fill."""
+    k = gamma.shape[0]
+    dev = np.empty(2 * k, dtype=np.int64)
+    new = np.empty(2 * k, dtype=np.int64)
+    n = 0
+    fill = 0.0
+    for d in range(k):
+        fill = max(fill, gamma[d] * draft_s[d])
+    for kind in range(2):
+        for d in range(k):
+            if caps[d] <= 0:
+                continue
+            if not long:
+                to = gamma[d] + 1 if kind == 0 else gamma[d] - 1
+                ok = gamma[d] < caps[d] if kind == 0 else gamma[d] > 0
+            elif kind == 0:
+                to, ok = 0, gamma[d] > 1
+            else:
+                to = min(caps[d], int(math.floor(fill / draft_s[d] * (1 + 1e-12))))
+                ok = to > gamma[d] + 1
+            if ok:
+                dev[n], new[n] = d, to
+                n += 1
+    return dev[:n], new[:n]
+
+
+@_jit
+def budget(runs, caps, enw, draft_s, verify, order_all, screen, mode, pos, qr, vr, ur, coin, c):
+    """``draft_search.budget_search`` on the SAA objective, gains common to every sample.
+
+    order_all: ``budget_order`` with every device included. Returns (gamma, G, evaluations,
+    start candidate, chosen candidate, excluded devices, candidate values (uniform, greedy,
+    budget-scan, local), greedy gamma, uniform gamma); candidates 0 uniform, 1 greedy,
+    2 budget-scan, 3 local."""
+    m_count, k = runs.shape
+    kern = (mode, qr, vr, ur, coin, c)
+    top = caps.max()
+    order, start = _by_run(runs, top + 1)
+    bit = np.empty(k, dtype=np.uint64)
+    for d in range(k):
+        bit[d] = np.uint64(1) << np.uint64(pos[d])
+    size = m_count * k
+    buf = (np.empty(size + 64, dtype=np.uint64), np.empty(size + 64, dtype=np.int64),
+           np.empty(size + 64, dtype=np.int64), np.empty(size + 64))
+    work = np.empty((3, size + 64))
+    mask, t = np.empty(m_count, dtype=np.uint64), np.empty(m_count)
+    st = np.empty(5)
+    evaluations = 0
+    # the uniform scan, its best point and the greedy
+    path = np.empty((top + 1, k), dtype=np.int64)
+    for p in range(top + 1):
+        for d in range(k):
+            path[p, d] = min(p, caps[d])
+    pv, _ = _scan(path, pos, order, start, buf, work, enw, draft_s, verify, m_count, kern)
+    evaluations += top + 1
+    cu = best_index(pv)
+    values = np.full(4, -math.inf)
+    values[0] = pv[cu]
+    g_gamma, values[1], _, _, g_evals = greedy(runs, caps, enw, draft_s, verify, mode, pos, qr,
+                                               vr, ur, coin, c)
+    evaluations += g_evals
+    # the budget a communication-free round would use
+    free = np.empty(top + 1)
+    for p in range(top + 1):
+        tok, draft = 0.0, 0.0
+        for d in range(k):
+            tok += enw[path[p, d], d]
+            draft = max(draft, path[p, d] * draft_s[d])
+        free[p] = tok / (draft + verify)
+    pf = best_index(free)
+    if pf < 0:    # as ``ties.best_index`` in numpy: the first where the largest is +inf
+        pf = 0 if free.max() == math.inf else top
+    d_free = 0.0
+    for d in range(k):
+        d_free = max(d_free, path[pf, d] * draft_s[d])
+    # budget scans, leaving out one device at a time
+    include = caps > 0
+    excluded = np.empty(k, dtype=np.int64)
+    n_excluded = 0
+    best_scan = np.zeros(k, dtype=np.int64)
+    stale = 0
+    gamma = np.zeros(k, dtype=np.int64)
+    for _ in range(include.sum() + 1):
+        steps = 0
+        for i in range(order_all.shape[0]):
+            steps += include[order_all[i]]
+        bpath = np.zeros((steps + 1, k), dtype=np.int64)
+        s = 0
+        for i in range(order_all.shape[0]):
+            if include[order_all[i]]:
+                bpath[s + 1] = bpath[s]
+                bpath[s + 1, order_all[i]] += 1
+                s += 1
+        bv, e = _scan(bpath, pos, order, start, buf, work, enw, draft_s, verify, m_count, kern)
+        evaluations += steps + 1
+        s = best_index(bv)
+        if values[2] == -math.inf or improves(bv[s], values[2]):
+            best_scan[:], values[2] = bpath[s], bv[s]
+            stale = 0
+        else:
+            stale += 1
+            if stale >= 2:
+                break
+        # judge leaving each drafting device out at the larger of this scan's best budget
+        # and the communication-free budget
+        d_s = 0.0
+        for d in range(k):
+            d_s = max(d_s, bpath[s, d] * draft_s[d])
+        level = max(d_s, d_free)
+        ref = 0
+        for p in range(bpath.shape[0]):
+            d_p = 0.0
+            for d in range(k):
+                d_p = max(d_p, bpath[p, d] * draft_s[d])
+            if d_p <= level:
+                ref = p
+        gamma[:] = bpath[ref]
+        _state_at(ref, buf, e, mask, t)
+        _set(gamma, t, enw, draft_s, verify, st)
+        dev = np.flatnonzero(gamma > 0)
+        if dev.shape[0] == 0:
+            break
+        xv, n_eval = _screened(dev, np.zeros(dev.shape[0], dtype=np.int64), screen, gamma,
+                               mask, t, st, bit, order, start, buf, work, enw, draft_s, verify,
+                               kern)
+        evaluations += n_eval
+        i = best_index(xv)
+        if i < 0 or not improves(xv[i], st[0]):
+            break
+        include[dev[i]] = False
+        excluded[n_excluded] = dev[i]
+        n_excluded += 1
+    # the local search from the best of the three
+    first = best_index(values[:3])
+    if first == 0:
+        gamma[:] = path[cu]
+    elif first == 1:
+        gamma[:] = g_gamma
+    else:
+        gamma[:] = best_scan
+    _reset(gamma, runs, bit, mask, t, buf, work, kern)
+    _set(gamma, t, enw, draft_s, verify, st)
+    max_steps = 8 * k * max(1, top)
+    steps, long = 0, False
+    while steps < max_steps:
+        dev, new = _moves(gamma, caps, draft_s, long)
+        i = -1
+        if dev.shape[0]:
+            if long:
+                vals, n_eval = _screened(dev, new, screen, gamma, mask, t, st, bit, order,
+                                         start, buf, work, enw, draft_s, verify, kern)
+            else:
+                vals = _move_values(dev, new, m_count, gamma, mask, t, st, bit, order, start,
+                                    buf, work, enw, draft_s, verify, kern)
+                n_eval = dev.shape[0]
+            evaluations += n_eval
+            i = best_index(vals)
+        if i >= 0 and improves(vals[i], st[0]):
+            _apply_move(dev[i], new[i], gamma, runs, mask, t, bit, buf, work, kern)
+            _set(gamma, t, enw, draft_s, verify, st)
+            steps += 1
+            long = False
+        elif not long:
+            long = True
+        else:
+            break
+    values[3] = st[0]
+    last = np.array([values[3], values[1], values[0]])   # local, greedy, uniform
+    chosen = (3, 1, 0)[best_index(last)]
+    if chosen == 1:
+        gamma[:] = g_gamma
+    elif chosen == 0:
+        gamma[:] = path[cu]
+    return (gamma, values[chosen], evaluations, first, chosen, excluded[:n_excluded], values,
+            g_gamma, path[cu].copy())
+
+
+_NAMES = ("uniform", "greedy", "budget-scan", "local")
+
+
+def budget_search_compiled(obj, order):
+    """(gamma, G, evaluations, info) of the budget search on an objective with a compiled
+    implementation (``obj.compiled``); ``order``: ``draft_search.budget_order`` of every
+    device."""
+    enw = np.ascontiguousarray(obj.en_table() * obj._w)
+    screen = max(256, obj.tcomm.m // 4)   # as ``draft_search._screen``
+    gamma, value, evaluations, first, chosen, excluded, values, g_gamma, u_gamma = budget(
+        obj.tcomm.runs, obj.caps, enw, obj.draft_s, float(obj.verify_s),
+        np.ascontiguousarray(order, dtype=np.int64), screen, *obj.compiled.kernel.args())
+    obj.evaluations += evaluations
+    info = {"from": _NAMES[first], "chosen": _NAMES[chosen],
+            "excluded": [int(d) for d in excluded],
+            "values": {n: float(v) for n, v in zip(_NAMES, values)},
+            "greedy": g_gamma, "uniform": u_gamma}
+    return gamma, float(value), int(evaluations), info
