@@ -15,8 +15,6 @@ import numpy as np
 from .search_numba import (_by_run, _evaluate, _finish, _goodput, _jit, _path_events,
                            _path_totals, best_index, greedy, improves)
 
-_SCREEN_KEEP = 3   # the long moves evaluated on every sample after screening (``_screen``)
-
 
 @_jit
 def _times(masks, samples, n, work, out, mode, qr, vr, ur, coin, c):
@@ -27,6 +25,7 @@ def _times(masks, samples, n, work, out, mode, qr, vr, ur, coin, c):
 
 @_jit
 def _point(gamma, enw, draft_s, verify, t_mean):
+    """G at draft lengths gamma whose mean T_comm is t_mean."""
     tok, draft = 0.0, 0.0
     for d in range(gamma.shape[0]):
         tok += enw[gamma[d], d]
@@ -122,16 +121,16 @@ def _move_values(dev, new, limit, gamma, mask, t, st, bit, order, start, buf, wo
 
 
 @_jit
-def _screened(dev, new, screen, gamma, mask, t, st, bit, order, start, buf, work, enw, draft_s,
-              verify, kern):
-    """``_move_values`` ranked on the first ``screen`` samples, the best ``_SCREEN_KEEP``
-    evaluated on all (the others -inf); returns (values, evaluations)."""
+def _screened(dev, new, screen, keep, gamma, mask, t, st, bit, order, start, buf, work, enw,
+              draft_s, verify, kern):
+    """``_move_values`` ranked on the first ``screen`` samples, the best ``keep`` evaluated on
+    all (the others -inf); returns (values, evaluations)."""
     m_count = t.shape[0]
     args = (gamma, mask, t, st, bit, order, start, buf, work, enw, draft_s, verify, kern)
-    if dev.shape[0] <= _SCREEN_KEEP or screen >= m_count:
+    if dev.shape[0] <= keep or screen >= m_count:
         return _move_values(dev, new, m_count, *args), dev.shape[0]
     rough = _move_values(dev, new, screen, *args)
-    best = np.sort(np.argsort(-rough, kind="mergesort")[:_SCREEN_KEEP])
+    best = np.sort(np.argsort(-rough, kind="mergesort")[:keep])
     values = np.full(dev.shape[0], -math.inf)
     values[best] = _move_values(dev[best], new[best], m_count, *args)
     return values, dev.shape[0] + best.shape[0]
@@ -182,10 +181,12 @@ def _moves(gamma, caps, draft_s, long):
 
 
 @_jit
-def budget(runs, caps, enw, draft_s, verify, order_all, screen, mode, pos, qr, vr, ur, coin, c):
+def budget(runs, caps, enw, draft_s, verify, order_all, screen, keep, mode, pos, qr, vr, ur,
+           coin, c):
     """``draft_search.budget_search`` on the SAA objective, gains common to every sample.
 
-    order_all: ``budget_order`` with every device included. Returns (gamma, G, evaluations,
+    order_all: ``budget_order`` with every device included; screen, keep: the long moves'
+    screening (``draft_search._screen``). Returns (gamma, G, evaluations,
     start candidate, chosen candidate, excluded devices, candidate values (uniform, greedy,
     budget-scan, local), greedy gamma, uniform gamma); candidates 0 uniform, 1 greedy,
     2 budget-scan, 3 local."""
@@ -277,9 +278,9 @@ def budget(runs, caps, enw, draft_s, verify, order_all, screen, mode, pos, qr, v
         dev = np.flatnonzero(gamma > 0)
         if dev.shape[0] == 0:
             break
-        xv, n_eval = _screened(dev, np.zeros(dev.shape[0], dtype=np.int64), screen, gamma,
-                               mask, t, st, bit, order, start, buf, work, enw, draft_s, verify,
-                               kern)
+        xv, n_eval = _screened(dev, np.zeros(dev.shape[0], dtype=np.int64), screen, keep,
+                               gamma, mask, t, st, bit, order, start, buf, work, enw, draft_s,
+                               verify, kern)
         evaluations += n_eval
         i = best_index(xv)
         if i < 0 or not improves(xv[i], st[0]):
@@ -304,8 +305,8 @@ def budget(runs, caps, enw, draft_s, verify, order_all, screen, mode, pos, qr, v
         i = -1
         if dev.shape[0]:
             if long:
-                vals, n_eval = _screened(dev, new, screen, gamma, mask, t, st, bit, order,
-                                         start, buf, work, enw, draft_s, verify, kern)
+                vals, n_eval = _screened(dev, new, screen, keep, gamma, mask, t, st, bit,
+                                         order, start, buf, work, enw, draft_s, verify, kern)
             else:
                 vals = _move_values(dev, new, m_count, gamma, mask, t, st, bit, order, start,
                                     buf, work, enw, draft_s, verify, kern)
@@ -335,15 +336,15 @@ def budget(runs, caps, enw, draft_s, verify, order_all, screen, mode, pos, qr, v
 _NAMES = ("uniform", "greedy", "budget-scan", "local")
 
 
-def budget_search_compiled(obj, order):
+def budget_search_compiled(obj, order, screen):
     """(gamma, G, evaluations, info) of the budget search on an objective with a compiled
     implementation (``obj.compiled``); ``order``: ``draft_search.budget_order`` of every
-    device."""
+    device; ``screen``: (samples, keep) of the long moves (``draft_search._screen``)."""
     enw = np.ascontiguousarray(obj.en_table() * obj._w)
-    screen = max(256, obj.tcomm.m // 4)   # as ``draft_search._screen``
     gamma, value, evaluations, first, chosen, excluded, values, g_gamma, u_gamma = budget(
         obj.tcomm.runs, obj.caps, enw, obj.draft_s, float(obj.verify_s),
-        np.ascontiguousarray(order, dtype=np.int64), screen, *obj.compiled.kernel.args())
+        np.ascontiguousarray(order, dtype=np.int64), int(screen[0]), int(screen[1]),
+        *obj.compiled.kernel.args())
     obj.evaluations += evaluations
     info = {"from": _NAMES[first], "chosen": _NAMES[chosen],
             "excluded": [int(d) for d in excluded],
