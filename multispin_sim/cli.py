@@ -500,13 +500,22 @@ def main(argv=None, *, exiting=False):
         return report(exc, debug=debug)
     finally:
         if exiting and main_thread:
-            # Python resets its own handlers to the default action while it shuts down, so a
-            # late signal would kill the process and lose the status: ignore them from here on
-            for sig in (signal.SIGINT,) + _STOP_SIGNALS:
-                signal.signal(sig, signal.SIG_IGN)
+            _ignore_late_signals()
         else:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
+
+
+def _ignore_late_signals():
+    """Ignore the stop signals from here on: Python resets its own handlers to the default
+    action while it shuts down, so a late signal would kill the process and lose the status."""
+    while True:
+        try:
+            for sig in (signal.SIGINT,) + _STOP_SIGNALS:
+                signal.signal(sig, signal.SIG_IGN)
+            return
+        except KeyboardInterrupt:   # a Ctrl-C before its handler was replaced: once more
+            continue
 
 
 def entry():

@@ -916,3 +916,28 @@ def test_fuzz_set_strings(tmp_path):
         _check_fuzz(status, err, elapsed)
 
     check()
+
+
+def test_late_signal_while_ignoring_them_is_not_lost(monkeypatch):
+    """A Ctrl-C that lands while the exit path replaces the handlers (Python raises it inside
+    ``signal.signal``) does not escape: the handlers are set again, and all end ignored."""
+    from multispin_sim import cli
+
+    real = signal.signal
+    saved = {sig: signal.getsignal(sig) for sig in (signal.SIGINT,) + cli._STOP_SIGNALS}
+    calls = []
+
+    def flaky(sig, handler):
+        calls.append(sig)
+        if len(calls) == 1:
+            raise KeyboardInterrupt
+        return real(sig, handler)
+
+    monkeypatch.setattr(cli.signal, "signal", flaky)
+    try:
+        cli._ignore_late_signals()
+        assert all(signal.getsignal(sig) == signal.SIG_IGN for sig in saved)
+    finally:
+        for sig, handler in saved.items():
+            real(sig, handler)
+    assert calls[0] == calls[1] == signal.SIGINT
