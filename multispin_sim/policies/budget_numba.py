@@ -12,8 +12,8 @@ import math
 
 import numpy as np
 
-from .search_numba import (_by_run, _evaluate, _finish, _goodput, _jit, _path_events,
-                           _path_totals, best_index, greedy, improves)
+from .search_numba import (_by_run, _evaluate, _finish, _goodput, _jit, _largest_two,
+                           _path_events, _path_totals, best_index, greedy, improves)
 
 
 @_jit
@@ -24,26 +24,21 @@ def _times(masks, samples, n, work, out, mode, qr, vr, ur, coin, c):
 
 
 @_jit
-def _point(gamma, enw, draft_s, verify, t_mean):
-    """G at draft lengths gamma whose mean T_comm is t_mean."""
-    tok, draft = 0.0, 0.0
-    for d in range(gamma.shape[0]):
-        tok += enw[gamma[d], d]
-        draft = max(draft, gamma[d] * draft_s[d])
-    return _goodput(tok, draft, verify, t_mean)
-
-
-@_jit
 def _scan(path, pos, order, start, buf, work, enw, draft_s, verify, m_count, kern):
-    """G at every point of a nondecreasing path; ``buf`` keeps the events (for ``_state_at``)."""
+    """G, tokens and drafting time at every point of a nondecreasing path, and the number of
+    events ``buf`` keeps (for ``_state_at``)."""
     masks, samples, at, out = buf
     e = _path_events(path, pos, order, start, masks, samples, at)
     _times(masks, samples, e, work, out, *kern)
     t_mean = _path_totals(out, samples, at, e, path.shape[0], m_count)
-    values = np.empty(path.shape[0])
-    for p in range(path.shape[0]):
-        values[p] = _point(path[p], enw, draft_s, verify, t_mean[p])
-    return values, e
+    n = path.shape[0]
+    values, tokens, drafting = np.empty(n), np.zeros(n), np.zeros(n)
+    for p in range(n):
+        for d in range(path.shape[1]):
+            tokens[p] += enw[path[p, d], d]
+            drafting[p] = max(drafting[p], path[p, d] * draft_s[d])
+        values[p] = _goodput(tokens[p], drafting[p], verify, t_mean[p])
+    return values, tokens, drafting, e
 
 
 @_jit
@@ -61,14 +56,10 @@ def _state_at(p, buf, e, mask, t):
 @_jit
 def _set(gamma, t, enw, draft_s, verify, st):
     """st = (value, tokens, largest drafting time d1, its device i1, second largest d2)."""
-    tok, d1, i1, d2 = 0.0, 0.0, 0, 0.0
+    tok = 0.0
     for d in range(gamma.shape[0]):
         tok += enw[gamma[d], d]
-        x = gamma[d] * draft_s[d]
-        if x > d1:
-            d2, d1, i1 = d1, x, d
-        elif x > d2:
-            d2 = x
+    d1, i1, d2 = _largest_two(gamma, draft_s)
     st[0], st[1], st[2], st[3], st[4] = _goodput(tok, d1, verify, t.sum() / t.shape[0]), tok, \
         d1, i1, d2
 
@@ -137,12 +128,13 @@ def _screened(dev, new, screen, keep, gamma, mask, t, st, bit, order, start, buf
 
 
 @_jit
-def _apply_move(j, new, gamma, runs, mask, t, bit, buf, work, kern):
+def _apply_move(j, new, gamma, mask, t, bit, order, start, buf, work, kern):
+    """Move device j to ``new``: the samples whose run of j lies between the two lengths."""
     masks, samples, _, out = buf
-    lo, hi = min(gamma[j], new), max(gamma[j], new)
     e = 0
-    for m in range(runs.shape[0]):
-        if lo <= runs[m, j] < hi:
+    for r in range(min(gamma[j], new), max(gamma[j], new)):
+        for i in range(start[j, r], start[j, r + 1]):
+            m = order[j, i]
             mask[m] = mask[m] | bit[j] if new > gamma[j] else mask[m] & ~bit[j]
             masks[e], samples[e] = mask[m], m
             e += 1
@@ -209,7 +201,8 @@ def budget(runs, caps, enw, draft_s, verify, order_all, screen, keep, mode, pos,
     for p in range(top + 1):
         for d in range(k):
             path[p, d] = min(p, caps[d])
-    pv, _ = _scan(path, pos, order, start, buf, work, enw, draft_s, verify, m_count, kern)
+    pv, tokens, drafting, _ = _scan(path, pos, order, start, buf, work, enw, draft_s, verify,
+                                    m_count, kern)
     evaluations += top + 1
     cu = best_index(pv)
     values = np.full(4, -math.inf)
@@ -218,19 +211,11 @@ def budget(runs, caps, enw, draft_s, verify, order_all, screen, keep, mode, pos,
                                                vr, ur, coin, c)
     evaluations += g_evals
     # the budget a communication-free round would use
-    free = np.empty(top + 1)
-    for p in range(top + 1):
-        tok, draft = 0.0, 0.0
-        for d in range(k):
-            tok += enw[path[p, d], d]
-            draft = max(draft, path[p, d] * draft_s[d])
-        free[p] = tok / (draft + verify)
+    free = tokens / (drafting + verify)
     pf = best_index(free)
     if pf < 0:    # as ``ties.best_index`` in numpy: the first where the largest is +inf
         pf = 0 if free.max() == math.inf else top
-    d_free = 0.0
-    for d in range(k):
-        d_free = max(d_free, path[pf, d] * draft_s[d])
+    d_free = drafting[pf]
     # budget scans, leaving out one device at a time
     include = caps > 0
     excluded = np.empty(k, dtype=np.int64)
@@ -249,7 +234,8 @@ def budget(runs, caps, enw, draft_s, verify, order_all, screen, keep, mode, pos,
                 bpath[s + 1] = bpath[s]
                 bpath[s + 1, order_all[i]] += 1
                 s += 1
-        bv, e = _scan(bpath, pos, order, start, buf, work, enw, draft_s, verify, m_count, kern)
+        bv, _, drafting, e = _scan(bpath, pos, order, start, buf, work, enw, draft_s, verify,
+                                   m_count, kern)
         evaluations += steps + 1
         s = best_index(bv)
         if values[2] == -math.inf or improves(bv[s], values[2]):
@@ -261,17 +247,10 @@ def budget(runs, caps, enw, draft_s, verify, order_all, screen, keep, mode, pos,
                 break
         # judge leaving each drafting device out at the larger of this scan's best budget
         # and the communication-free budget
-        d_s = 0.0
-        for d in range(k):
-            d_s = max(d_s, bpath[s, d] * draft_s[d])
-        level = max(d_s, d_free)
+        level = max(drafting[s], d_free)
         ref = 0
-        for p in range(bpath.shape[0]):
-            d_p = 0.0
-            for d in range(k):
-                d_p = max(d_p, bpath[p, d] * draft_s[d])
-            if d_p <= level:
-                ref = p
+        while ref + 1 < bpath.shape[0] and drafting[ref + 1] <= level:   # nondecreasing
+            ref += 1
         gamma[:] = bpath[ref]
         _state_at(ref, buf, e, mask, t)
         _set(gamma, t, enw, draft_s, verify, st)
@@ -314,7 +293,7 @@ def budget(runs, caps, enw, draft_s, verify, order_all, screen, keep, mode, pos,
             evaluations += n_eval
             i = best_index(vals)
         if i >= 0 and improves(vals[i], st[0]):
-            _apply_move(dev[i], new[i], gamma, runs, mask, t, bit, buf, work, kern)
+            _apply_move(dev[i], new[i], gamma, mask, t, bit, order, start, buf, work, kern)
             _set(gamma, t, enw, draft_s, verify, st)
             steps += 1
             long = False

@@ -22,8 +22,8 @@ from the controller's stream. Where it applies (the SAA estimator, a closed-form
 goodput ratio with a constant T_ver, at most 64 devices) and numba is importable, the objective
 carries a compiled implementation (``search_numba``): the greedy and the budget search
 (``budget_numba``) run there whole, and the other searches' T_comm kernel calls and path scans
-go through it. ``MULTISPIN_NUMBA=0`` keeps
-everything in numpy. Both compare candidates by the one tie rule of ``model.ties``.
+go through it. ``MULTISPIN_NUMBA=0`` keeps everything in numpy. Both compare candidates by the
+one tie rule of ``model.ties``.
 """
 from dataclasses import dataclass, field
 from itertools import product

@@ -214,6 +214,20 @@ def _goodput(tok, draft, verify, tcomm):
 
 
 @_jit
+def _largest_two(gamma, draft_s):
+    """(d1, i1, d2): the largest drafting time gamma_k t_k, its device (the first), and the
+    largest of the others (a move of device i1 is bounded by d2, any other by d1)."""
+    d1, i1, d2 = 0.0, 0, 0.0
+    for d in range(gamma.shape[0]):
+        x = gamma[d] * draft_s[d]
+        if x > d1:
+            d2, d1, i1 = d1, x, d
+        elif x > d2:
+            d2 = x
+    return d1, i1, d2
+
+
+@_jit
 def greedy(runs, caps, enw, draft_s, verify, mode, pos, qr, vr, ur, coin, c):
     """The paper's greedy (``draft_search.greedy_search``) on the SAA objective, gains common
     to every sample.
@@ -292,13 +306,7 @@ def greedy(runs, caps, enw, draft_s, verify, mode, pos, qr, vr, ur, coin, c):
             col[d] += x - contrib[m, d]
             contrib[m, d] = x
         t_mean = t.sum() / m_count
-        d1, i1, d2 = 0.0, 0, 0.0
-        for d in range(k):
-            x = gamma[d] * draft_s[d]
-            if x > d1:
-                d2, d1, i1 = d1, x, d
-            elif x > d2:
-                d2 = x
+        d1, i1, d2 = _largest_two(gamma, draft_s)
         for d in range(k):
             if gamma[d] >= caps[d]:
                 vals[d] = -math.inf
