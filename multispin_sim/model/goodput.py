@@ -182,19 +182,24 @@ class SAATcomm:
         n = gammas.shape[0]
         out = np.empty(n)
         per = max(1, _CHUNK_CELLS // (self.m * max(self.k, 1)))
-        rows = np.arange(self.m)
         for i in range(0, n, per):
-            g = gammas[i:i + per]
-            rej = (self.runs[None, :, :] < g[:, None, :]).reshape(-1, self.k)
-            t = self.kernel(rej, np.tile(rows, g.shape[0]))
-            out[i:i + per] = t.reshape(g.shape[0], self.m).mean(axis=1)
+            out[i:i + per] = self._grid(gammas[i:i + per]).mean(axis=1)
         return out
+
+    def _grid(self, gammas):
+        """T_comm of every sample under every row of ``gammas`` (n, M): one kernel call."""
+        n = gammas.shape[0]
+        rej = (self.runs[None, :, :] < gammas[:, None, :]).reshape(-1, self.k)
+        return self.kernel(rej, np.tile(np.arange(self.m), n)).reshape(n, self.m)
 
     def path_mean(self, gammas):
         """Mean T_comm along a sequence of gammas; one kernel call if it is nondecreasing.
 
-        For a nondecreasing path, device k of sample m flips to rejected at the first step whose
-        gamma_k exceeds its run, once; each sample is evaluated at its own flip steps only.
+        A short path (at most K steps) is evaluated at every (step, sample) pair. On a longer
+        nondecreasing path, device k of sample m flips to rejected at the first step whose
+        gamma_k exceeds its run, once; each sample is evaluated at its own flip steps only
+        (at most K + 1 of them, so this pays where the path is longer than that: the budget
+        path, K x cap steps; the bookkeeping costs more than it saves on a short one).
         """
         gammas = np.atleast_2d(np.asarray(gammas, dtype=np.int64))
         n = gammas.shape[0]
@@ -204,6 +209,10 @@ class SAATcomm:
         if fast is not None:
             self._path = None
             return fast(self.runs, gammas)
+        if n <= self.k and n * self.m * self.k <= _CHUNK_CELLS:
+            t = self._grid(gammas)
+            self._path = (gammas, None, t)
+            return t.mean(axis=1)
         # first step whose gamma_k exceeds the run = number of steps with gamma_k <= run: a
         # table over run values 0..max gamma (larger runs never flip)
         top = int(gammas.max(initial=0))
@@ -250,6 +259,8 @@ class SAATcomm:
         hit = np.flatnonzero((gammas == gamma[None, :]).all(axis=1))
         if hit.size == 0:
             return None
+        if key is None:                           # a short path's (step, sample) grid
+            return t[hit[0]].copy()
         n = gammas.shape[0]
         last = np.searchsorted(key, np.arange(self.m) * (n + 1) + hit[0], side="right") - 1
         return t[last]

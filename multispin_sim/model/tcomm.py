@@ -67,10 +67,13 @@ class TcommKernel:
             order = np.argsort(-q, axis=-1, kind="stable")
             self.order_rev = np.ascontiguousarray(order[..., ::-1])
             if q.ndim == 1 and v.ndim == 1:   # one row: plain indexing, the same elements
-                self.u_rev, self.v_rev = u[self.order_rev], v[self.order_rev]
+                u_rev, self.v_rev = u[self.order_rev], v[self.order_rev]
             else:
-                self.u_rev = np.take_along_axis(u, self.order_rev, axis=-1)
+                u_rev = np.take_along_axis(u, self.order_rev, axis=-1)
                 self.v_rev = np.take_along_axis(v, self.order_rev, axis=-1)
+            # UL loads of the splits in ``_optimal``, with 0 for the all-DL split at the end
+            pad = np.zeros(u_rev.shape[:-1] + (1,))
+            self.u_split = np.concatenate([u_rev, pad], axis=-1)
 
     # -- helpers ---------------------------------------------------------------------------
     def _delay(self, r, z):
@@ -129,34 +132,41 @@ class TcommKernel:
 
         Columns in UL order (P g descending, so the UL load P_dl / (P g) ascending). A split
         puts a prefix of the rejected devices on UL: its UL load is that of its last device c,
-        its DL load the sum of 1/g over the rejected devices after c. Only splits ending at a
-        rejected device (and the all-DL split) need checking. Work is done transposed, (K, n),
-        in reversed UL order, so the DL sums accumulate row by row.
+        its DL load the sum of 1/g over the rejected devices after c. Work is done transposed,
+        (K, n), in reversed UL order: split i puts rows >= i on UL (load u[i]) and the rejected
+        rows < i on DL (load dl[i], accumulated row by row); split K is all-DL. Every split is
+        taken, rejected row or not: a split at a row that is not rejected has the DL load of
+        the split at the next rejected row and a UL load at least as large (or, with none
+        after it, is at least the all-DL load), so the minimum is that over the splits at
+        rejected rows, the same number.
         """
         if self.per_sample:
             rs = np.take_along_axis(rej, self.order_rev[rows], axis=1).T
-            u, v = self.u_rev[rows].T, self.v_rev[rows].T
-            u0, u1 = u[0], u[1:]
+            u, v = self.u_split[rows].T, self.v_rev[rows].T
         else:
             rs = rej.T[self.order_rev]
-            u, v = self.u_rev[:, None], self.v_rev[:, None]
-            u0, u1 = u[0, 0], u[1:]
-        k = rs.shape[0]
+            u, v = self.u_split[:, None], self.v_rev[:, None]
+        k, n = rs.shape
         r = rs.sum(axis=0, dtype=np.int32)
-        # dl[i]: DL load of rejected columns <= i (a product is cheaper than a select, and the
-        # same numbers where every 1/g is finite)
-        dl = rs * v if self.finite_v else np.where(rs, v, 0.0)
-        if dl.shape[1] < 256:
+        dl = np.empty((k + 1, n))
+        dl[0] = 0.0
+        # a product is cheaper than a select, and the same numbers where every 1/g is finite
+        if self.finite_v:
+            np.multiply(rs, v, out=dl[1:])
+        else:
+            dl[1:] = np.where(rs, v, 0.0)
+        if n < 256:
             dl = np.add.accumulate(dl, axis=0)
         else:                                    # row by row is faster for wide batches
-            for i in range(1, k):
+            for i in range(2, k + 1):
                 dl[i] += dl[i - 1]
-        load = np.minimum(dl[k - 1], np.where(rs[0], u0, np.inf))
-        if k > 1:
-            split = np.maximum(u1, dl[:-1])
-            split[~rs[1:]] = np.inf
-            load = np.minimum(load, split.min(axis=0))
-        return self._dl_delay(r, load)
+        load = np.maximum(u, dl).min(axis=0)
+        # the delay at z = P_dl / load (``_dl_delay``); a row with nobody rejected has load 0,
+        # so z = inf and its delay comes out 0 without a select
+        rr = np.maximum(r, 1)
+        with np.errstate(divide="ignore"):
+            z = self.p_dl / load
+            return (self.bits * _LN2 / self.bw) * rr / np.log1p(z * rr / (self.n0 * self.bw))
 
 
 class RowStream:

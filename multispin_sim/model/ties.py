@@ -30,7 +30,7 @@ def best_index(values):
     """The first index whose value is within ``REL`` relative of the largest; -1 when every
     value is -inf or NaN (nothing to choose)."""
     values = np.asarray(values, dtype=float)
-    top = np.max(values, initial=-math.inf, where=~np.isnan(values))
+    top = np.fmax.reduce(values, initial=-math.inf)   # fmax: NaNs are passed over
     if top == -math.inf:
         return -1
     return int(np.argmax(values >= top - REL * abs(top)))

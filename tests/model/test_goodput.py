@@ -291,6 +291,16 @@ def test_saa_incremental_equals_from_scratch(mode, sampled_fading):
     assert obj.reset(path[-3]) == pytest.approx(obj.value_of(path[-3]), rel=1e-12)
     obj.reset(path[5])
     np.testing.assert_allclose(obj.path_values(path[5:12]), obj.values(path[5:12]), rtol=1e-12)
+    # both scans of a path: every (step, sample) pair (at most K steps) and the flip events
+    # (longer), each leaving the per-sample T_comm of its points for a reset
+    for piece in (path[3:3 + k], path[3:3 + k + 1]):
+        assert obj.path_values(piece)[-1] == pytest.approx(obj.value_of(piece[-1]), rel=1e-12)
+        obj.reset(piece[-2])
+        assert obj.tcomm.t == pytest.approx(obj.tcomm.per_sample(piece[-2]), rel=1e-12)
+        obj.apply_move(dev[0], piece[-2][dev[0]] + 1)
+        assert obj.value == pytest.approx(obj.value_of(obj.gamma), rel=1e-12)
+        # moving on from a point of the path leaves the path's own values as they were
+        assert obj.reset(piece[-2]) == pytest.approx(obj.value_of(piece[-2]), rel=1e-12)
 
 
 def test_objective_closed_forms():
