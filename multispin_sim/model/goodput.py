@@ -26,7 +26,7 @@ from itertools import product
 
 import numpy as np
 
-from .speculative import expected_tokens, run_length
+from .speculative import expected_tokens
 from .tcomm import FAST_MODES, PolicyKernel, RowStream, TcommKernel  # noqa: F401 (re-exported)
 
 RUN_CAP = 30_000  # acceptance runs are clipped here (any gamma is far below)
@@ -51,9 +51,13 @@ def acceptance_runs(uniforms, alpha):
 
     Device k of a sample is rejected under gamma_k iff its run is < gamma_k.
     """
-    run = run_length(uniforms, alpha)
-    run = np.where(np.isnan(run), RUN_CAP, np.minimum(run, RUN_CAP))
-    return run.astype(np.int32)
+    alpha = np.asarray(alpha, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):   # ``run_length``, in place
+        run = np.log(np.asarray(uniforms, dtype=float))
+        run /= np.log(alpha)
+    np.floor(run, out=run)
+    run[..., alpha >= 1.0] = RUN_CAP          # alpha = 1: never rejected
+    return np.fmin(run, RUN_CAP).astype(np.int32)   # fmin: a NaN becomes the cap
 
 
 def _chunked(kernel, rejected, rows):
@@ -165,6 +169,7 @@ class SAATcomm:
     def __init__(self, runs, kernel):
         self.runs = np.asarray(runs, dtype=np.int32)
         self.m, self.k = self.runs.shape
+        self.runs_t = np.ascontiguousarray(self.runs.T)   # one device's runs, contiguous
         self.kernel = kernel
         self.gamma = None
         self._plus = None
@@ -279,7 +284,7 @@ class SAATcomm:
             self.rej = self._rejected(self.gamma)
             self.t = t
         self._plus = None
-        self.value = float(self.t.mean())
+        self.value = float(self.t.sum()) / self.m   # t.mean(), fewer calls
         return self.value
 
     def apply(self, gamma):
@@ -291,7 +296,7 @@ class SAATcomm:
         if rows.size:
             self.t[rows] = self.kernel(rej[rows], rows)
         self.gamma, self.rej, self._plus = gamma, rej, None
-        self.value = float(self.t.mean())
+        self.value = float(self.t.sum()) / self.m   # t.mean(), fewer calls
         return self.value
 
     def _rejected(self, gamma):
@@ -306,10 +311,8 @@ class SAATcomm:
         first ``samples`` samples when given)."""
         old = self.gamma[dev]
         lo, hi = np.minimum(old, new), np.maximum(old, new)
-        col = self.runs[:samples, dev]                           # (M, n)
-        hit = (col >= lo[None, :]) & (col < hi[None, :])
-        mv, rows = np.nonzero(hit.T)
-        return mv, rows
+        col = self.runs_t[dev, :samples]                         # (n, M)
+        return np.nonzero((col >= lo[:, None]) & (col < hi[:, None]))
 
     def _evaluate_moves(self, dev, new, mv, rows):
         rej = self.rej[rows]
@@ -341,14 +344,14 @@ class SAATcomm:
             return self._apply_plus(j)
         gamma = self.gamma.copy()
         gamma[j] = new
-        rows = np.flatnonzero((self.runs[:, j] >= min(self.gamma[j], new))
-                              & (self.runs[:, j] < max(self.gamma[j], new)))
+        col = self.runs_t[j]
+        rows = np.flatnonzero((col >= min(self.gamma[j], new)) & (col < max(self.gamma[j], new)))
         if rows.size:
             self.rej[rows, j] = new > self.gamma[j]
             self.t[rows] = self.kernel(self.rej[rows], rows)
         self.gamma = gamma
         self._plus = None
-        self.value = float(self.t.mean())
+        self.value = float(self.t.sum()) / self.m   # t.mean(), fewer calls
         return self.value
 
     # -- the +1 cache (greedy phase 2) -----------------------------------------------------
@@ -373,7 +376,8 @@ class SAATcomm:
     def _apply_plus(self, j):
         contrib = self._plus
         g = self.gamma
-        changed = np.flatnonzero(self.runs[:, j] == g[j])      # these samples now reject j
+        col = self.runs_t[j]
+        changed = np.flatnonzero(col == g[j])      # these samples now reject j
         self.t[changed] += contrib[changed, j]
         self.rej[changed, j] = True
         sums = self._plus_sums
@@ -381,7 +385,7 @@ class SAATcomm:
         contrib[changed, j] = 0.0
         g[j] += 1
         # (a) samples whose run of j equals the new gamma_j: the new +1 candidates of j
-        rows_a = np.flatnonzero(self.runs[:, j] == g[j])
+        rows_a = np.flatnonzero(col == g[j])
         # (b) changed samples whose +1 candidate of another device i is pending (run == gamma_i)
         sub = self.runs[changed] == g[None, :]
         sub[:, j] = False
@@ -394,7 +398,7 @@ class SAATcomm:
             new = self.kernel(rej, rows) - self.t[rows]
             sums += np.bincount(devs, weights=new - contrib[rows, devs], minlength=self.k)
             contrib[rows, devs] = new
-        self.value = float(self.t.mean())
+        self.value = float(self.t.sum()) / self.m   # t.mean(), fewer calls
         return self.value
 
 
