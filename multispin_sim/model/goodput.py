@@ -215,7 +215,9 @@ class SAATcomm:
             self._path = None
             return fast(self.runs, gammas)
         if n <= self.k and n * self.m * self.k <= _CHUNK_CELLS:
-            t = self._grid(gammas)
+            t = np.zeros((n, self.m))
+            lead = n - np.count_nonzero(gammas.any(axis=1))   # gamma = 0: nobody rejected
+            t[lead:] = self._grid(gammas[lead:])
             self._path = (gammas, None, t)
             return t.mean(axis=1)
         # first step whose gamma_k exceeds the run = number of steps with gamma_k <= run: a

@@ -13,7 +13,7 @@ import numpy as np
 
 _LN2 = np.log(2.0)
 FAST_MODES = ("optimal", "exhaustive", "all-ul", "all-dl", "random")
-_KERNEL_ROWS = 2048  # rows per closed-form kernel pass (keeps the work arrays in cache)
+_KERNEL_ROWS = 1024  # rows per closed-form kernel pass (keeps the work arrays in cache)
 
 
 class TcommKernel:
@@ -51,6 +51,7 @@ class TcommKernel:
         self.bits = float(system.payload_bits)
         self.bw = float(system.bandwidth_hz)
         self.n0 = float(system.n0)
+        self._bits_s, self._n0_bw = self.bits * _LN2 / self.bw, self.n0 * self.bw   # of ``_delay``
         optimal = self.mode == "optimal"
         q = p_ul * g_ul          # UL "SNR power" P_k g_k: larger is faster
         if g_dl.all() and (q.all() or not optimal):   # no division by zero: no error state
@@ -80,7 +81,7 @@ class TcommKernel:
         """S / (b log2(1 + z / (N0 b))) with b = B / r (r >= 1 where anybody is rejected)."""
         rr = np.maximum(r, 1)
         with np.errstate(divide="ignore", invalid="ignore"):
-            t = (self.bits * _LN2 / self.bw) * rr / np.log1p(z * rr / (self.n0 * self.bw))
+            t = self._bits_s * rr / np.log1p(z * rr / self._n0_bw)
         return np.where(r > 0, t, 0.0)
 
     def _dl_delay(self, r, s):
@@ -161,12 +162,14 @@ class TcommKernel:
             for i in range(2, k + 1):
                 dl[i] += dl[i - 1]
         load = np.maximum(u, dl).min(axis=0)
-        # the delay at z = P_dl / load (``_dl_delay``); a row with nobody rejected has load 0,
-        # so z = inf and its delay comes out 0 without a select
+        if not self.shannon:
+            return self._dl_delay(r, load)
+        # ``_dl_delay`` in fewer calls: a row with nobody rejected has load 0, so z = inf and
+        # its delay comes out 0 without a select
         rr = np.maximum(r, 1)
         with np.errstate(divide="ignore"):
             z = self.p_dl / load
-            return (self.bits * _LN2 / self.bw) * rr / np.log1p(z * rr / (self.n0 * self.bw))
+            return self._bits_s * rr / np.log1p(z * rr / self._n0_bw)
 
 
 class RowStream:
