@@ -60,6 +60,12 @@ def acceptance_runs(uniforms, alpha):
     return np.fmin(run, RUN_CAP).astype(np.int32)   # fmin: a NaN becomes the cap
 
 
+def nonzero_2d(mask):
+    """``np.nonzero`` of a 2-D mask: the same (row, column) indices, from ``flatnonzero``
+    (a fraction of the time: 15 against 68 us for a 20 x 1,000 mask)."""
+    return np.divmod(np.flatnonzero(mask), mask.shape[1])
+
+
 def _chunked(kernel, rejected, rows):
     """Call ``kernel`` on a big batch in chunks of bounded size."""
     n, k = rejected.shape
@@ -233,7 +239,7 @@ class SAATcomm:
         keep = np.empty(ext.shape, dtype=bool)
         keep[:, 0] = True
         keep[:, 1:] = (ext[:, 1:] != ext[:, :-1]) & (ext[:, 1:] < n)
-        m_idx, c_idx = np.nonzero(keep)          # sorted by sample, then by step
+        m_idx, c_idx = nonzero_2d(keep)          # sorted by sample, then by step
         step = ext[m_idx, c_idx].astype(np.int64)
         rej = flip[m_idx] <= ext[m_idx, c_idx][:, None]
         t = np.zeros(m_idx.size)
@@ -313,8 +319,11 @@ class SAATcomm:
         first ``samples`` samples when given)."""
         old = self.gamma[dev]
         lo, hi = np.minimum(old, new), np.maximum(old, new)
+        # compared in the runs' int32: the runs are at most RUN_CAP, so capping the bounds
+        # there keeps the booleans
+        lo, hi = (np.minimum(b, RUN_CAP + 1).astype(np.int32)[:, None] for b in (lo, hi))
         col = self.runs_t[dev, :samples]                         # (n, M)
-        return np.nonzero((col >= lo[:, None]) & (col < hi[:, None]))
+        return nonzero_2d((col >= lo) & (col < hi))
 
     def _evaluate_moves(self, dev, new, mv, rows):
         rej = self.rej[rows]
@@ -379,7 +388,8 @@ class SAATcomm:
         contrib = self._plus
         g = self.gamma
         col = self.runs_t[j]
-        changed = np.flatnonzero(col == g[j])      # these samples now reject j
+        gj = int(g[j])   # a Python int: the runs are compared in their own int32
+        changed = np.flatnonzero(col == gj)      # these samples now reject j
         self.t[changed] += contrib[changed, j]
         self.rej[changed, j] = True
         sums = self._plus_sums
@@ -387,11 +397,11 @@ class SAATcomm:
         contrib[changed, j] = 0.0
         g[j] += 1
         # (a) samples whose run of j equals the new gamma_j: the new +1 candidates of j
-        rows_a = np.flatnonzero(col == g[j])
+        rows_a = np.flatnonzero(col == gj + 1)
         # (b) changed samples whose +1 candidate of another device i is pending (run == gamma_i)
         sub = self.runs[changed] == g[None, :]
         sub[:, j] = False
-        rb, ib = np.nonzero(sub)
+        rb, ib = nonzero_2d(sub)
         rows = np.concatenate([rows_a, changed[rb]])
         devs = np.concatenate([np.full(rows_a.size, j), ib])
         if rows.size:
@@ -599,8 +609,22 @@ class DraftObjective:
 
     def plus_one_values(self):
         """(K,) G after +1 on each device alone; -inf where the device is at its cap."""
-        out = np.full(self.k, -np.inf)
-        dev = np.flatnonzero(self.gamma < self.caps)
-        if dev.size:
-            out[dev] = self._move_g(dev, self.gamma[dev] + 1, self.tcomm.plus_one_means(dev))
+        g = self.gamma
+        shut = g >= self.caps
+        if shut.all() or not self.precomputable:
+            out = np.full(self.k, -np.inf)
+            dev = np.flatnonzero(~shut)
+            if dev.size:
+                out[dev] = self._move_g(dev, g[dev] + 1, self.tcomm.plus_one_means(dev))
+            return out
+        # ``_move_g`` of the goodput ratio on every device at once, in fewer calls (the same
+        # operations; a device at its cap is computed at its cap, then dropped)
+        if self._cols is None:
+            self._cols = np.arange(self.k)
+        cols = self._cols
+        self.evaluations += self.k - int(np.count_nonzero(shut))
+        tok = (self._tok - self._en) + self.en_table()[np.minimum(g + 1, self.top), cols] * self._w
+        draft = np.maximum(np.where(cols == self._i1, self._d2, self._d1), (g + 1) * self.draft_s)
+        out = goodput(tok, draft, self.verify_s, self.tcomm.plus_one_means(cols))
+        out[shut] = -np.inf
         return out
