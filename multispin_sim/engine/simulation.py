@@ -37,12 +37,28 @@ from .topology import Mover, layout_inputs, moves
 WRITER_PROCESS_MIN_ROWS = 200_000  # device-round rows from which a writer process pays off
 
 
+class _Table:
+    """A record table of the run's folder, read back as a dict of numpy arrays."""
+
+    def __set_name__(self, owner, name):
+        self.name = name
+
+    def __get__(self, result, owner=None):
+        return self if result is None else result.table(self.name)
+
+
 class Result:
     """A finished (or interrupted) run: ``summary`` (dict), ``folder``, and its record tables.
 
-    ``result.rounds``, ``result.device_rounds``, ``result.devices`` read the CSVs back as dicts
-    of numpy arrays.
+    ``result.rounds``, ``result.device_rounds``, ``result.devices`` and (queueing workloads,
+    one row per request that arrived) ``result.requests`` read the CSVs back as dicts of numpy
+    arrays.
     """
+
+    rounds = _Table()
+    device_rounds = _Table()
+    devices = _Table()
+    requests = _Table()
 
     def __init__(self, summary, folder, population, scenario, _tmp=None):
         self.summary = summary
@@ -57,23 +73,6 @@ class Result:
 
     def table(self, name):
         return read_table(self.folder / f"{name}.csv")
-
-    @property
-    def rounds(self):
-        return self.table("rounds")
-
-    @property
-    def device_rounds(self):
-        return self.table("device_rounds")
-
-    @property
-    def devices(self):
-        return self.table("devices")
-
-    @property
-    def requests(self):
-        """requests.csv (queueing workloads): one row per request that arrived."""
-        return self.table("requests")
 
     def __repr__(self):
         s = self.summary

@@ -98,47 +98,44 @@ class VerificationCost:
         writes anything; none by default."""
 
 
+class AffineVerification(VerificationCost):
+    """T0 + T1 x (seconds), x the batch's devices (``per = "device"``) or tokens ("token")."""
+
+    per = "device"
+
+    def __init__(self, fixed_s, slope_s):
+        self.fixed_s = float(fixed_s)
+        self.slope_s = float(slope_s)
+
+    @classmethod
+    def from_settings(cls, fixed_s, per_device_s, per_token_s=None, table=None):
+        return cls(fixed_s, per_device_s if cls.per == "device" else per_token_s)
+
+    def pass_s(self, n_devices, n_tokens):
+        x = n_devices if self.per == "device" else n_tokens
+        x = np.broadcast_to(np.asarray(x, dtype=float), np.shape(n_tokens))
+        return self.fixed_s + x * self.slope_s
+
+
 @VERIFY_MODELS.register("linear")
-class LinearVerification(VerificationCost):
-    """T0 + K_b T1 (seconds); the draft lengths do not matter."""
+class LinearVerification(AffineVerification):
+    """T0 + K_b T1 (the paper); the draft lengths do not matter."""
 
     name = "linear"
     depends_on_draft = False
 
-    def __init__(self, fixed_s, per_device_s):
-        self.fixed_s = float(fixed_s)
-        self.per_device_s = float(per_device_s)
-
-    @classmethod
-    def from_settings(cls, fixed_s, per_device_s, per_token_s=None, table=None):
-        return cls(fixed_s, per_device_s)
-
-    def pass_s(self, n_devices, n_tokens):
-        n = np.broadcast_to(np.asarray(n_devices, dtype=float), np.shape(n_tokens))
-        return self.fixed_s + n * self.per_device_s
-
     def batch_s(self, draft_lengths):
         n = len(draft_lengths)
         # the same IEEE operations as System.verification_s (Python floats)
-        return self.fixed_s + float(n) * self.per_device_s if n > 0 else 0.0
+        return self.fixed_s + float(n) * self.slope_s if n > 0 else 0.0
 
 
 @VERIFY_MODELS.register("tokens")
-class TokenVerification(VerificationCost):
-    """T0 + T1 n, n = tokens in the batch (seconds)."""
+class TokenVerification(AffineVerification):
+    """T0 + T1 n, n = tokens in the batch."""
 
     name = "tokens"
-
-    def __init__(self, fixed_s, per_token_s):
-        self.fixed_s = float(fixed_s)
-        self.per_token_s = float(per_token_s)
-
-    @classmethod
-    def from_settings(cls, fixed_s, per_device_s, per_token_s=None, table=None):
-        return cls(fixed_s, per_token_s)
-
-    def pass_s(self, n_devices, n_tokens):
-        return self.fixed_s + np.asarray(n_tokens, dtype=float) * self.per_token_s
+    per = "token"
 
 
 @VERIFY_MODELS.register("table")
