@@ -25,17 +25,17 @@ carries a compiled implementation (``search_numba``): the greedy and the budget 
 go through it. ``MULTISPIN_NUMBA=0`` keeps everything in numpy. Both compare candidates by the
 one tie rule of ``model.ties``.
 """
+import os
 from dataclasses import dataclass, field
 from itertools import product
 
 import numpy as np
 
-import os
-
 from ..model.energy import EnergyKernel, TokensPerJoule
-from ..model.goodput import (FAST_MODES, DraftObjective, ExactTcomm, PolicyKernel, SAATcomm,
-                             TcommKernel, ZeroTcomm, acceptance_runs, RUN_CAP)
+from ..model.estimators import RUN_CAP, ExactTcomm, SAATcomm, ZeroTcomm, acceptance_runs
+from ..model.goodput import DraftObjective
 from ..model.speculative import acceptance_uniforms
+from ..model.tcomm import FAST_MODES, PolicyKernel, TcommKernel
 from ..model.ties import best_index, improves
 from ..model.verification import objective_verification
 from .reactive import make_reactive_policy

@@ -20,7 +20,7 @@ import numba
 import numpy as np
 
 from ..model import ties
-from ..model.goodput import SAATcomm
+from ..model.estimators import SAATcomm
 
 MAX_DEVICES = 64
 _MODES = {"optimal": 0, "all-ul": 1, "all-dl": 2, "random": 3}
@@ -343,7 +343,7 @@ def greedy(runs, caps, enw, draft_s, verify, mode, pos, qr, vr, ur, coin, c):
 
 @_jit
 def runs_from_logs(log_u, log_alpha, cap):
-    """floor(ln U / ln alpha) clipped to ``cap`` (``model.goodput.acceptance_runs``), the
+    """floor(ln U / ln alpha) clipped to ``cap`` (``model.estimators.acceptance_runs``), the
     logarithms numpy's (a run sits on a boundary of floor: the same logarithms, the same runs)."""
     m_count, k = log_u.shape
     out = np.empty((m_count, k), dtype=np.int32)
