@@ -184,7 +184,11 @@ class SAATcomm:
         return out
 
     def _grid(self, gammas):
-        """T_comm of every sample under every row of ``gammas`` (n, M): one kernel call."""
+        """T_comm of every sample under every row of ``gammas`` (n, M): one kernel call (the
+        kernel's own ``grid`` where it has one)."""
+        grid = getattr(self.kernel, "grid", None)
+        if grid is not None:
+            return grid(self.runs_t, _run_bound(gammas))
         n = gammas.shape[0]
         rej = (self.runs[None, :, :] < _run_bound(gammas)[:, None, :]).reshape(-1, self.k)
         return self.kernel(rej, np.tile(np.arange(self.m), n)).reshape(n, self.m)

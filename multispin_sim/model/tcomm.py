@@ -14,6 +14,7 @@ import numpy as np
 _LN2 = np.log(2.0)
 FAST_MODES = ("optimal", "exhaustive", "all-ul", "all-dl", "random")
 _KERNEL_ROWS = 1024  # rows per closed-form kernel pass (keeps the work arrays in cache)
+_SPLIT_COLUMNS = 16_384  # outcomes per pass of the optimal split's grid (its work array)
 
 
 class TcommKernel:
@@ -64,6 +65,7 @@ class TcommKernel:
         self.q, self.v = q, v
         self.finite_v = bool(np.isfinite(v).all())
         self.coin = None if coin is None else np.asarray(coin, dtype=bool)
+        self._work = None   # the optimal split's work array (``_splits``)
         if optimal:
             order = np.argsort(-q, axis=-1, kind="stable")
             self.order_rev = np.ascontiguousarray(order[..., ::-1])
@@ -129,39 +131,41 @@ class TcommKernel:
         return np.maximum(t_ul, t_dl)
 
     def _optimal(self, rej, rows):
-        """Prefix lemma in load space: min over splits of max(UL load, DL load).
-
-        Columns in UL order (P g descending, so the UL load P_dl / (P g) ascending). A split
-        puts a prefix of the rejected devices on UL: its UL load is that of its last device c,
-        its DL load the sum of 1/g over the rejected devices after c. Work is done transposed,
-        (K, n), in reversed UL order: split i puts rows >= i on UL (load u[i]) and the rejected
-        rows < i on DL (load dl[i], accumulated row by row); split K is all-DL. Every split is
-        taken, rejected row or not: a split at a row that is not rejected has the DL load of
-        the split at the next rejected row and a UL load at least as large (or, with none
-        after it, is at least the all-DL load), so the minimum is that over the splits at
-        rejected rows, the same number.
-        """
+        """Prefix lemma in load space: min over splits of max(UL load, DL load) (``_splits``),
+        on the rows transposed into the split order."""
         if self.per_sample:
             rs = np.take_along_axis(rej, self.order_rev[rows], axis=1).T
-            u, v = self.u_split[rows].T, self.v_rev[rows].T
-        else:
-            rs = rej.T[self.order_rev]
-            u, v = self.u_split[:, None], self.v_rev[:, None]
+            return self._splits(rs, self.u_split[rows].T, self.v_rev[rows].T)
+        return self._splits(rej.T[self.order_rev], self.u_split[:, None], self.v_rev[:, None])
+
+    def _splits(self, rs, u, v):
+        """T_comm of the optimal split of each column of ``rs`` (K, n): rejected devices in
+        reversed UL order (P g ascending, so the UL load P_dl / (P g) descending down a column).
+
+        A split puts a prefix of the rejected devices (in UL order) on UL: its UL load is that
+        of its last device, its DL load the sum of 1/g over the rejected devices after it.
+        Split i puts rows >= i on UL (load u[i]) and the rejected rows < i on DL (load dl[i],
+        accumulated row by row); split K is all-DL. Every split is taken, rejected row or not:
+        a split at a row that is not rejected has the DL load of the split at the next rejected
+        row and a UL load at least as large (or, with none after it, is at least the all-DL
+        load), so the minimum is that over the splits at rejected rows, the same number.
+        """
         k, n = rs.shape
         r = rs.sum(axis=0, dtype=np.int32)
-        dl = np.empty((k + 1, n))
+        # one work array for the kernel's life: a fresh one of this size each call costs more
+        # (page faults) than the arithmetic
+        if self._work is None or self._work.shape[1] < n:
+            self._work = np.empty((k + 1, n))
+        dl = self._work[:, :n]
         dl[0] = 0.0
         # a product is cheaper than a select, and the same numbers where every 1/g is finite
         if self.finite_v:
             np.multiply(rs, v, out=dl[1:])
         else:
             dl[1:] = np.where(rs, v, 0.0)
-        if n < 256:
-            dl = np.add.accumulate(dl, axis=0)
-        else:                                    # row by row is faster for wide batches
-            for i in range(2, k + 1):
-                dl[i] += dl[i - 1]
-        load = np.maximum(u, dl).min(axis=0)
+        for i in range(2, k + 1):
+            dl[i] += dl[i - 1]
+        load = np.maximum(u, dl, out=dl).min(axis=0)
         if not self.shannon:
             return self._dl_delay(r, load)
         # ``_dl_delay`` in fewer calls: a row with nobody rejected has load 0, so z = inf and
@@ -170,6 +174,24 @@ class TcommKernel:
         with np.errstate(divide="ignore"):
             z = self.p_dl / load
             return self._bits_s * rr / np.log1p(z * rr / self._n0_bw)
+
+    def grid(self, runs_t, bounds):
+        """T_comm of every sample under every row of draft lengths, (n, M): sample m has
+        device k rejected under row s iff runs_t[k, m] < bounds[s, k] (``SAATcomm``). The
+        optimal split's rows are built in its order, transposed, without a pass of their own."""
+        n, m = bounds.shape[0], runs_t.shape[1]
+        if self.mode != "optimal" or self.p_dl <= 0 or self.per_sample:
+            rej = (runs_t.T[None, :, :] < bounds[:, None, :]).reshape(-1, self.k)
+            return self(rej, np.tile(np.arange(m), n)).reshape(n, m)
+        order = self.order_rev
+        rs = runs_t[order][:, None, :] < bounds[:, order].T[:, :, None]    # (K, n, M)
+        rs = rs.reshape(self.k, n * m)
+        u, v = self.u_split[:, None], self.v_rev[:, None]
+        step = _SPLIT_COLUMNS
+        if n * m <= step:
+            return self._splits(rs, u, v).reshape(n, m)
+        return np.concatenate([self._splits(rs[:, i:i + step], u, v)
+                               for i in range(0, n * m, step)]).reshape(n, m)
 
 
 class RowStream:

@@ -78,6 +78,33 @@ def test_kernel_equals_reactive_solvers(mode, per_sample):
     np.testing.assert_allclose(got, ref, rtol=1e-12, atol=0)
 
 
+@pytest.mark.parametrize("per_sample", [False, True])
+@pytest.mark.parametrize("mode", MODES)
+def test_kernel_grid_equals_reactive_solvers(mode, per_sample, monkeypatch):
+    """``grid``: every sample under every row of draft lengths (in passes of a few hundred
+    outcomes here, to take the multi-pass branch), as the reactive solvers find it."""
+    from multispin_sim.model import tcomm
+    monkeypatch.setattr(tcomm, "_SPLIT_COLUMNS", 512)
+    rng = np.random.default_rng(12)
+    k, m = 10, 300
+    s = make_system(k, seed=4)
+    shape = (m, k) if per_sample else (k,)
+    g_ul = s.pathloss * rng.exponential(size=shape)
+    g_dl = s.pathloss * rng.exponential(size=shape)
+    runs = acceptance_runs(acceptance_uniforms(rng, (m, k)), s.alpha)
+    bounds = rng.integers(0, 12, (7, k)).astype(np.int32)
+    bounds[0] = 0
+    coin_u = rng.random((m, k))
+    got = TcommKernel(s, g_ul, g_dl, mode, coin=coin_u < 0.5).grid(np.ascontiguousarray(runs.T),
+                                                                   bounds)
+    assert got.shape == (7, m) and np.all(got[0] == 0.0)
+    for row, b in enumerate(bounds):
+        problem = s.reactive_problem(runs < b, g_ul, g_dl)
+        ref = (R.random_split(problem, Coins(coin_u)) if mode == "random"
+               else make_reactive_policy(mode).decide(problem)).t_comm
+        np.testing.assert_allclose(got[row], ref, rtol=1e-12, atol=0)
+
+
 def test_kernel_optimal_against_exhaustive_assignments():
     rng = np.random.default_rng(5)
     s = make_system(7, seed=8, p_dl_dbm=12.0)
