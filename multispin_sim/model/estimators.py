@@ -17,6 +17,7 @@ of three ways:
 T_comm of a rejected set comes from a kernel (``model.tcomm``). Pure numpy, vectorised over
 samples and candidates: the reference of the compiled search (``policies.search_numba``).
 """
+from functools import cached_property
 from itertools import product
 
 import numpy as np
@@ -161,12 +162,17 @@ class SAATcomm:
     def __init__(self, runs, kernel):
         self.runs = np.asarray(runs, dtype=np.int32)
         self.m, self.k = self.runs.shape
-        self.runs_t = np.ascontiguousarray(self.runs.T)   # one device's runs, contiguous
         self.kernel = kernel
         self.gamma = None
         self._plus = None
         self._path = None
         self.rej = None
+
+    @cached_property
+    def runs_t(self):
+        """The runs transposed, (K, M): one device's runs contiguous (made when first needed:
+        a compiled search never reads it)."""
+        return np.ascontiguousarray(self.runs.T)
 
     # -- stateless -------------------------------------------------------------------------
     def per_sample(self, gamma):
