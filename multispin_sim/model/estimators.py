@@ -202,21 +202,23 @@ class SAATcomm:
     def path_mean(self, gammas):
         """Mean T_comm along a sequence of gammas; one kernel call if it is nondecreasing.
 
-        A short path (at most K steps) is evaluated at every (step, sample) pair. On a longer
-        nondecreasing path, device k of sample m flips to rejected at the first step whose
-        gamma_k exceeds its run, once; each sample is evaluated at its own flip steps only
-        (at most K + 1 of them, so this pays where the path is longer than that: the budget
-        path, K x cap steps; the bookkeeping costs more than it saves on a short one).
+        On a nondecreasing path, device k of sample m flips to rejected at the first step
+        whose gamma_k exceeds its run, once; each sample is evaluated at its own flip steps
+        only (the budget path: one device rises a step, and most steps change no sample).
+        Where most steps raise most devices (the uniform path), nearly every (step, sample)
+        pair is such an event, and the grid of them all costs less than the bookkeeping
+        (1.4 against 2.7 ms for the 21 steps of K = 20, M = 1,000).
         """
         gammas = np.atleast_2d(np.asarray(gammas, dtype=np.int64))
         n = gammas.shape[0]
-        if n > 1 and np.any(np.diff(gammas, axis=0) < 0):
+        rises = np.diff(gammas, axis=0)
+        if n > 1 and np.any(rises < 0):
             return self.mean(gammas)
         fast = getattr(self.kernel, "path_means", None)   # a compiled kernel's own scan
         if fast is not None:
             self._path = None
             return fast(self.runs, gammas)
-        if n <= self.k and n * self.m * self.k <= _CHUNK_CELLS:
+        if 2 * np.count_nonzero(rises) >= rises.size and n * self.m * self.k <= _CHUNK_CELLS:
             t = np.zeros((n, self.m))
             lead = n - np.count_nonzero(gammas.any(axis=1))   # gamma = 0: nobody rejected
             t[lead:] = self._grid(gammas[lead:])

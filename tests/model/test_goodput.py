@@ -318,10 +318,13 @@ def test_saa_incremental_equals_from_scratch(mode, sampled_fading):
     assert obj.reset(path[-3]) == pytest.approx(obj.value_of(path[-3]), rel=1e-12)
     obj.reset(path[5])
     np.testing.assert_allclose(obj.path_values(path[5:12]), obj.values(path[5:12]), rtol=1e-12)
-    # both scans of a path: every (step, sample) pair (at most K steps) and the flip events
-    # (longer), each leaving the per-sample T_comm of its points for a reset
-    for piece in (path[3:3 + k], path[3:3 + k + 1]):
+    # both scans of a path: every (step, sample) pair (the uniform path: every step raises
+    # every device) and the flip events (the budget path: one device a step), each leaving
+    # the per-sample T_comm of its points for a reset
+    for piece, grid in ((uniform_path(caps)[2:9], True), (path[3:3 + k + 1], False)):
         assert obj.path_values(piece)[-1] == pytest.approx(obj.value_of(piece[-1]), rel=1e-12)
+        if getattr(obj.tcomm.kernel, "path_means", None) is None:   # numpy's own scans
+            assert (obj.tcomm._path[1] is None) == grid  # the scan this path is meant to take
         obj.reset(piece[-2])
         assert obj.tcomm.t == pytest.approx(obj.tcomm.per_sample(piece[-2]), rel=1e-12)
         obj.apply_move(dev[0], piece[-2][dev[0]] + 1)
