@@ -163,8 +163,11 @@ class TcommKernel:
             np.multiply(rs, v, out=dl[1:])
         else:
             dl[1:] = np.where(rs, v, 0.0)
-        for i in range(2, k + 1):
-            dl[i] += dl[i - 1]
+        if n < 256:                              # few columns: one call beats a loop
+            dl = np.add.accumulate(dl, axis=0)
+        else:
+            for i in range(2, k + 1):
+                dl[i] += dl[i - 1]
         load = np.maximum(u, dl, out=dl).min(axis=0)
         if not self.shannon:
             return self._dl_delay(r, load)
@@ -187,11 +190,8 @@ class TcommKernel:
         rs = runs_t[order][:, None, :] < bounds[:, order].T[:, :, None]    # (K, n, M)
         rs = rs.reshape(self.k, n * m)
         u, v = self.u_split[:, None], self.v_rev[:, None]
-        step = _SPLIT_COLUMNS
-        if n * m <= step:
-            return self._splits(rs, u, v).reshape(n, m)
-        return np.concatenate([self._splits(rs[:, i:i + step], u, v)
-                               for i in range(0, n * m, step)]).reshape(n, m)
+        return np.concatenate([self._splits(rs[:, i:i + _SPLIT_COLUMNS], u, v)
+                               for i in range(0, n * m, _SPLIT_COLUMNS)]).reshape(n, m)
 
 
 class RowStream:
