@@ -28,7 +28,7 @@ GAIN_FLOOR_DB = -400.0
 BIG = np.float32(1e30)
 
 
-def observation_space(k, max_draft, queueing=False, thermal=False, per_device_keys=None):
+def observation_space(k, max_draft, queueing=False, thermal=False):
     """The Dict space of one observation for k devices."""
     def box(lo, hi, shape=(k,)):
         return spaces.Box(np.float32(lo), np.float32(hi), shape=shape, dtype=np.float32)

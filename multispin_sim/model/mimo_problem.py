@@ -181,13 +181,6 @@ class ArrayProblem(ReactiveProblem):
         masks[:, order] = rs & (np.arange(k)[None, :] < j[:, None])
         return masks, best
 
-    def prefix_mask(self, i):
-        """The best prefix split of outcome i: (UL mask, T_comm)."""
-        masks, t = ArrayProblem(self.rejected[i], self.g_ul, self.g_dl, self.p_ul, self.p_dl,
-                                self.payload_bits, self.bandwidth_hz, self.n0, self.a_ul,
-                                self.a_dl, self.transmission, self.memo).prefix_masks()
-        return masks[0], float(t[0])
-
     def prefix_split(self):
         """The paper's prefix split applied as is (policy 'optimal' under these schemes)."""
         return self._decision(*self.prefix_masks())
