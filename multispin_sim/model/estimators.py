@@ -44,7 +44,7 @@ def _run_bound(gamma):
     """Draft lengths to compare with acceptance runs, in the runs' int32 (an int64 operand would
     convert every run): the runs lie in 0..RUN_CAP, so clipping to -1..RUN_CAP + 1 keeps every
     comparison's outcome."""
-    return np.clip(gamma, -1, RUN_CAP + 1).astype(np.int32)
+    return np.minimum(np.maximum(gamma, -1), RUN_CAP + 1).astype(np.int32)   # np.clip: 4x slower
 
 
 def nonzero_2d(mask):
