@@ -13,7 +13,8 @@ import math
 import numpy as np
 
 from .search_numba import (_by_run, _evaluate, _finish, _goodput, _jit, _largest_two,
-                           _path_events, _path_totals, best_index, greedy, improves)
+                           _path_events, _path_totals, best_index, greedy, greedy_scratch,
+                           improves, scratch)
 
 
 @_jit
@@ -174,14 +175,14 @@ def _moves(gamma, caps, draft_s, long):
 
 @_jit
 def budget(runs, caps, enw, draft_s, verify, order_all, screen, keep, mode, pos, qr, vr, ur,
-           coin, c):
+           coin, c, buf, work, g_scratch):
     """``draft_search.budget_search`` on the SAA objective, gains common to every sample.
 
     order_all: ``budget_order`` with every device included; screen, keep: the long moves'
     screening (``draft_search._screen``). Returns (gamma, G, evaluations,
     start candidate, chosen candidate, excluded devices, candidate values (uniform, greedy,
     budget-scan, local), greedy gamma, uniform gamma); candidates 0 uniform, 1 greedy,
-    2 budget-scan, 3 local."""
+    2 budget-scan, 3 local. buf, work, g_scratch: work arrays (``budget_search_compiled``)."""
     m_count, k = runs.shape
     kern = (mode, qr, vr, ur, coin, c)
     top = caps.max()
@@ -189,10 +190,6 @@ def budget(runs, caps, enw, draft_s, verify, order_all, screen, keep, mode, pos,
     bit = np.empty(k, dtype=np.uint64)
     for d in range(k):
         bit[d] = np.uint64(1) << np.uint64(pos[d])
-    size = m_count * k
-    buf = (np.empty(size + 64, dtype=np.uint64), np.empty(size + 64, dtype=np.int64),
-           np.empty(size + 64, dtype=np.int64), np.empty(size + 64))
-    work = np.empty((3, size + 64))
     mask, t = np.empty(m_count, dtype=np.uint64), np.empty(m_count)
     st = np.empty(5)
     evaluations = 0
@@ -208,7 +205,7 @@ def budget(runs, caps, enw, draft_s, verify, order_all, screen, keep, mode, pos,
     values = np.full(4, -math.inf)
     values[0] = pv[cu]
     g_gamma, values[1], _, _, g_evals = greedy(runs, caps, enw, draft_s, verify, mode, pos, qr,
-                                               vr, ur, coin, c)
+                                               vr, ur, coin, c, g_scratch)
     evaluations += g_evals
     # the budget a communication-free round would use
     free = tokens / (drafting + verify)
@@ -320,10 +317,16 @@ def budget_search_compiled(obj, order, screen):
     implementation (``obj.compiled``); ``order``: ``draft_search.budget_order`` of every
     device; ``screen``: (samples, keep) of the long moves (``draft_search._screen``)."""
     enw = np.ascontiguousarray(obj.en_table() * obj._w)
+    runs = obj.tcomm.runs
+    size = runs.size + 64
+    buf = (scratch("budget.masks", (size,), np.uint64),
+           scratch("budget.samples", (size,), np.int64),
+           scratch("budget.at", (size,), np.int64), scratch("budget.out", (size,)))
     gamma, value, evaluations, first, chosen, excluded, values, g_gamma, u_gamma = budget(
-        obj.tcomm.runs, obj.caps, enw, obj.draft_s, float(obj.verify_s),
+        runs, obj.caps, enw, obj.draft_s, float(obj.verify_s),
         np.ascontiguousarray(order, dtype=np.int64), int(screen[0]), int(screen[1]),
-        *obj.compiled.kernel.args())
+        *obj.compiled.kernel.args(), buf, scratch("budget.work", (3, size)),
+        greedy_scratch(*runs.shape))
     obj.evaluations += evaluations
     info = {"from": _NAMES[first], "chosen": _NAMES[chosen],
             "excluded": [int(d) for d in excluded],

@@ -15,6 +15,7 @@ uniform scan), the whole greedy (``CompiledSearch.greedy``) and, in ``budget_num
 budget search.
 """
 import math
+import threading
 
 import numba
 import numpy as np
@@ -32,6 +33,28 @@ best_index = _jit(ties.best_index_loop)
 
 LANES = 32      # rejected sets evaluated side by side (independent chains: vectorised loops)
 _BIG = 1e308    # stands for "not a candidate" in the branch-free minima
+_SCRATCH = threading.local()
+
+
+def scratch(name, shape, dtype=np.float64):
+    """This thread's work array ``name`` (contents undefined), kept from one decision to the
+    next: fresh arrays of a few hundred KiB each decision cost their page faults every time
+    (a sixth of a compiled budget search)."""
+    held = _SCRATCH.__dict__.get(name)
+    if held is None or held.shape != shape or held.dtype != dtype:
+        held = _SCRATCH.__dict__[name] = np.empty(shape, dtype)
+    return held
+
+
+def greedy_scratch(m_count, k, role="greedy"):
+    """The work arrays of ``greedy`` for M samples and K devices (``scratch``)."""
+    size = m_count * k + LANES
+    return (scratch(role + ".masks", (size,), np.uint64),
+            scratch(role + ".samples", (size,), np.int64),
+            scratch(role + ".who", (size,), np.int64),
+            scratch(role + ".work", (4, size)),
+            scratch(role + ".contrib", (m_count, k)),
+            scratch(role + ".runs_t", (k, m_count), np.int32))
 
 
 @_jit
@@ -228,12 +251,12 @@ def _largest_two(gamma, draft_s):
 
 
 @_jit
-def greedy(runs, caps, enw, draft_s, verify, mode, pos, qr, vr, ur, coin, c):
+def greedy(runs, caps, enw, draft_s, verify, mode, pos, qr, vr, ur, coin, c, scratch):
     """The paper's greedy (``draft_search.greedy_search``) on the SAA objective, gains common
     to every sample.
 
-    enw: (top + 1, K) E[N] at every length times the active weight. Returns (gamma, G, phase-1
-    level, phase-2 steps, evaluations).
+    enw: (top + 1, K) E[N] at every length times the active weight; scratch: its work arrays
+    (``greedy_scratch``). Returns (gamma, G, phase-1 level, phase-2 steps, evaluations).
     """
     m_count, k = runs.shape
     top = caps.max()
@@ -241,16 +264,17 @@ def greedy(runs, caps, enw, draft_s, verify, mode, pos, qr, vr, ur, coin, c):
     bit = np.empty(k, dtype=np.uint64)
     for d in range(k):
         bit[d] = one << np.uint64(pos[d])
-    size = m_count * k + LANES
-    masks, samples = np.zeros(size, dtype=np.uint64), np.zeros(size, dtype=np.int64)
-    x1, x2, rows_r, out = np.empty(size), np.full(size, np.inf), np.empty(size), np.empty(size)
+    masks, samples, who, work, contrib, runs_t = scratch
+    x1, x2, rows_r, out = work[0], work[1], work[2], work[3]
     # phase 1: gamma = min(level, caps) while G improves
     mask = np.zeros(m_count, dtype=np.uint64)
     t = np.zeros(m_count)
     tok = enw[0].sum()
     value = _goodput(tok, 0.0, verify, 0.0)
     level, evaluations = 0, 1
-    runs_t = runs.T.copy()   # (K, M): the loops over samples run along rows
+    for d in range(k):       # (K, M): the loops over samples run along rows
+        for m in range(m_count):
+            runs_t[d, m] = runs[m, d]
     new_mask = np.empty(m_count, dtype=np.uint64)
     while level < top:
         new_mask[:] = mask
@@ -286,8 +310,7 @@ def greedy(runs, caps, enw, draft_s, verify, mode, pos, qr, vr, ur, coin, c):
     phase1 = level
     # phase 2: +1 on the best single device while G improves; contrib[m, d] is the change of
     # sample m's T_comm if device d took +1 (non-zero only where its run equals gamma_d)
-    contrib = np.zeros((m_count, k))
-    who = np.empty(m_count * k + LANES, dtype=np.int64)
+    contrib[:, :] = 0.0
     e = 0
     for m in range(m_count):
         for d in range(k):
@@ -439,8 +462,10 @@ class CompiledSearch:
         """(gamma, G, evaluations, info) of the greedy."""
         obj = self.obj
         enw = np.ascontiguousarray(obj.en_table() * obj._w)
+        runs = obj.tcomm.runs
         gamma, value, phase1, steps, evaluations = greedy(
-            obj.tcomm.runs, obj.caps, enw, obj.draft_s, float(obj.verify_s), *self.kernel.args())
+            runs, obj.caps, enw, obj.draft_s, float(obj.verify_s), *self.kernel.args(),
+            greedy_scratch(*runs.shape))
         obj.evaluations += evaluations
         return gamma, float(value), int(evaluations), {"phase1": int(phase1),
                                                        "phase2_steps": int(steps)}

@@ -204,3 +204,26 @@ def test_a_run_with_draft_control_is_the_same_either_way(tmp_path, draft):
         outs.append(np.genfromtxt(out / "rounds.csv", delimiter=",", names=True))
     for name in outs[0].dtype.names:
         np.testing.assert_allclose(outs[0][name], outs[1][name], rtol=1e-12, equal_nan=True)
+
+
+def test_decisions_in_parallel_threads_equal_serial_ones():
+    """The compiled searches keep their work arrays per thread (``search_numba.scratch``):
+    greedy and budget decisions made in two threads at once equal the same decisions made one
+    after another (the objectives are built first, so the threads overlap in compiled code)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    system = _system(20, seed=4)
+    jobs = [(seed, name) for seed in range(300, 312) for name in ("greedy", "budget")]
+
+    def objectives():
+        return [(_objective(system, "optimal", seed=seed, samples=2000), name)
+                for seed, name in jobs]
+
+    def decide(job):
+        obj, name = job
+        return getattr(ds, f"{name}_search")(obj).gamma
+
+    serial = [decide(j) for j in objectives()]
+    with ThreadPoolExecutor(2) as pool:
+        parallel = list(pool.map(decide, objectives()))
+    assert all(np.array_equal(a, b) for a, b in zip(serial, parallel))
