@@ -22,6 +22,8 @@ from itertools import product
 
 import numpy as np
 
+from .speculative import run_length
+
 RUN_CAP = 30_000  # acceptance runs are clipped here (any gamma is far below)
 _CHUNK_CELLS = 2_000_000  # rows x K per kernel call when evaluating big batches
 
@@ -31,13 +33,8 @@ def acceptance_runs(uniforms, alpha):
 
     Device k of a sample is rejected under gamma_k iff its run is < gamma_k.
     """
-    alpha = np.asarray(alpha, dtype=float)
-    with np.errstate(divide="ignore", invalid="ignore"):   # ``run_length``, in place
-        run = np.log(np.asarray(uniforms, dtype=float))
-        run /= np.log(alpha)
-    np.floor(run, out=run)
-    run[..., alpha >= 1.0] = RUN_CAP          # alpha = 1: never rejected
-    return np.fmin(run, RUN_CAP).astype(np.int32)   # fmin: a NaN becomes the cap
+    # fmin: inf (alpha = 1, never rejected) and NaN both become the cap
+    return np.fmin(run_length(uniforms, alpha), RUN_CAP).astype(np.int32)
 
 
 def _run_bound(gamma):

@@ -91,7 +91,7 @@ class DraftObjective:
         self.evaluations = 0
         self._top = None   # lengths of the E[N] table: 0..top (the largest cap), when first needed
         self._en_tab = None
-        self._cols = None   # 0..K-1, for ``_expected`` (made when first needed)
+        self._cols = np.arange(self.k)   # every device, as an index
         self.compiled = None   # a compiled implementation (``policies.search_numba``), if any
 
     # -- closed forms ----------------------------------------------------------------------
@@ -101,8 +101,6 @@ class DraftObjective:
         if gammas.dtype.kind in "iu" and gammas.size and 0 <= gammas.min() \
                 and gammas.max() <= self.top:
             if dev is None:
-                if self._cols is None:
-                    self._cols = np.arange(self.k)
                 dev = self._cols
             return self.en_table()[gammas, dev]
         return expected_tokens(self.alpha if dev is None else self.alpha[dev], gammas)
@@ -229,20 +227,12 @@ class DraftObjective:
         """(K,) G after +1 on each device alone; -inf where the device is at its cap."""
         g = self.gamma
         shut = g >= self.caps
-        if shut.all() or not self.precomputable:
-            out = np.full(self.k, -np.inf)
-            dev = np.flatnonzero(~shut)
-            if dev.size:
-                out[dev] = self._move_g(dev, g[dev] + 1, self.tcomm.plus_one_means(dev))
-            return out
-        # ``_move_g`` of the goodput ratio on every device at once, in fewer calls (the same
-        # operations; a device at its cap is computed at its cap, then dropped)
-        if self._cols is None:
-            self._cols = np.arange(self.k)
+        if shut.all():
+            return np.full(self.k, -np.inf)
+        # every device in one ``_move_g`` (fewer calls than picking the open ones first): one
+        # at its cap is scored where it stands, then dropped
         cols = self._cols
-        self.evaluations += self.k - int(np.count_nonzero(shut))
-        tok = (self._tok - self._en) + self.en_table()[np.minimum(g + 1, self.top), cols] * self._w
-        draft = np.maximum(np.where(cols == self._i1, self._d2, self._d1), (g + 1) * self.draft_s)
-        out = goodput(tok, draft, self.verify_s, self.tcomm.plus_one_means(cols))
+        out = self._move_g(cols, np.where(shut, g, g + 1), self.tcomm.plus_one_means(cols))
+        self.evaluations -= int(np.count_nonzero(shut))
         out[shut] = -np.inf
         return out

@@ -168,15 +168,7 @@ class TcommKernel:
         else:
             for i in range(2, k + 1):
                 dl[i] += dl[i - 1]
-        load = np.maximum(u, dl, out=dl).min(axis=0)
-        if not self.shannon:
-            return self._dl_delay(r, load)
-        # ``_dl_delay`` in fewer calls: a row with nobody rejected has load 0, so z = inf and
-        # its delay comes out 0 without a select
-        rr = np.maximum(r, 1)
-        with np.errstate(divide="ignore"):
-            z = self.p_dl / load
-            return self._bits_s * rr / np.log1p(z * rr / self._n0_bw)
+        return self._dl_delay(r, np.maximum(u, dl, out=dl).min(axis=0))
 
     def grid(self, runs_t, bounds):
         """T_comm of every sample under every row of draft lengths, (n, M): sample m has
