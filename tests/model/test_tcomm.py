@@ -17,27 +17,34 @@ from multispin_sim.policies.draft_search import make_kernel
 from multispin_sim.policies.reactive import make_reactive_policy
 
 
+def _gains(s, rng, m, per_sample):
+    """UL and DL gains: one Rayleigh draw per device, or per sample and device."""
+    shape = (m, s.alpha.size) if per_sample else (s.alpha.size,)
+    return s.pathloss * rng.exponential(size=shape), s.pathloss * rng.exponential(size=shape)
+
+
+def _solver_t_comm(mode, problem, coin_u):
+    """T_comm of the reactive solvers (the oracle); the random split flips ``coin_u``."""
+    if mode == "random":
+        return R.random_split(problem, Coins(coin_u)).t_comm
+    if mode == "exhaustive":
+        return R.optimal_split(problem).t_comm
+    return make_reactive_policy(mode).decide(problem).t_comm
+
+
 @pytest.mark.parametrize("per_sample", [False, True])
 @pytest.mark.parametrize("mode", MODES + ("exhaustive",))
 def test_kernel_equals_reactive_solvers(mode, per_sample):
     rng = np.random.default_rng(11)
     k, m = 12, 600
     s = make_system(k, seed=3)
-    shape = (m, k) if per_sample else (k,)
-    g_ul = s.pathloss * rng.exponential(size=shape)
-    g_dl = s.pathloss * rng.exponential(size=shape)
+    g_ul, g_dl = _gains(s, rng, m, per_sample)
     rej = rng.random((m, k)) < rng.uniform(0, 1, (m, 1))
     rej[0] = False                       # nobody rejected
     rej[1] = False
     rej[1, 4] = True                     # one device
     coin_u = rng.random((m, k))
-    problem = s.reactive_problem(rej, g_ul, g_dl)
-    if mode == "random":
-        ref = R.random_split(problem, Coins(coin_u)).t_comm
-    elif mode == "exhaustive":
-        ref = R.optimal_split(problem).t_comm
-    else:
-        ref = make_reactive_policy(mode).decide(problem).t_comm
+    ref = _solver_t_comm(mode, s.reactive_problem(rej, g_ul, g_dl), coin_u)
     got = TcommKernel(s, g_ul, g_dl, mode, coin=coin_u < 0.5)(rej, np.arange(m))
     assert got[0] == 0.0
     np.testing.assert_allclose(got, ref, rtol=1e-12, atol=0)
@@ -53,9 +60,7 @@ def test_kernel_grid_equals_reactive_solvers(mode, per_sample, monkeypatch):
     rng = np.random.default_rng(12)
     k, m = 10, 300
     s = make_system(k, seed=4)
-    shape = (m, k) if per_sample else (k,)
-    g_ul = s.pathloss * rng.exponential(size=shape)
-    g_dl = s.pathloss * rng.exponential(size=shape)
+    g_ul, g_dl = _gains(s, rng, m, per_sample)
     runs = acceptance_runs(acceptance_uniforms(rng, (m, k)), s.alpha)
     bounds = rng.integers(0, 12, (7, k)).astype(np.int32)
     bounds[0] = 0
@@ -64,9 +69,7 @@ def test_kernel_grid_equals_reactive_solvers(mode, per_sample, monkeypatch):
                                                                    bounds)
     assert got.shape == (7, m) and np.all(got[0] == 0.0)
     for row, b in enumerate(bounds):
-        problem = s.reactive_problem(runs < b, g_ul, g_dl)
-        ref = (R.random_split(problem, Coins(coin_u)) if mode == "random"
-               else make_reactive_policy(mode).decide(problem)).t_comm
+        ref = _solver_t_comm(mode, s.reactive_problem(runs < b, g_ul, g_dl), coin_u)
         np.testing.assert_allclose(got[row], ref, rtol=1e-12, atol=0)
 
 
