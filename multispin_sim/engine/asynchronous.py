@@ -77,6 +77,50 @@ class _Batch:
                  "queued_at", "planned")
 
 
+class DraftQueue:
+    """The server's FIFO queue of drafts with its sample-path statistics: the integral of its
+    length over time (the time-average queue of Little's law) and each draft's wait from sent
+    to batched."""
+
+    def __init__(self):
+        self.drafts = deque()
+        self.sent = 0          # drafts ever queued
+        self.taken = 0         # drafts ever taken into a batch
+        self.area = 0.0        # integral of the queue length over time
+        self.wait_sum = 0.0    # waits of the drafts taken
+        self._last = 0.0
+
+    def __len__(self):
+        return len(self.drafts)
+
+    def oldest_sent(self):
+        return self.drafts[0].sent
+
+    def _account(self, now):
+        self.area += len(self.drafts) * (now - self._last)
+        self._last = now
+
+    def put(self, draft, now):
+        self._account(now)
+        self.drafts.append(draft)
+        self.sent += 1
+
+    def take(self, n, now):
+        """The ``n`` oldest drafts, out of the queue."""
+        self._account(now)
+        drafts = [self.drafts.popleft() for _ in range(n)]
+        for d in drafts:
+            self.wait_sum += now - d.sent
+        self.taken += n
+        return drafts
+
+    def total_wait(self, end):
+        """Every draft's wait, those still queued counted up to ``end`` (Little's law is then
+        an identity on this sample path)."""
+        self._account(end)
+        return self.wait_sum + sum(end - d.sent for d in self.drafts)
+
+
 class AsyncLoop(ProtocolLoop):
     """Same constructor as ``round.RoundLoop`` plus ``serving`` (the scenario's section);
     ``rounds`` counts batches."""
@@ -96,7 +140,7 @@ class AsyncLoop(ProtocolLoop):
             max_batch=getattr(serving, "max_batch", None))
         self.pre_draft = bool(getattr(serving, "pre_draft", False))
         self.t = self.system.draft_latency_s.tolist()
-        self.queue = deque()
+        self.queue = DraftQueue()
         self.stop_requested = False
         self.rounds_done = 0  # batches whose records are written
         self.batches_started = 0
@@ -117,13 +161,7 @@ class AsyncLoop(ProtocolLoop):
         self._in_progress = 0  # batches verified whose corrections are not all over
         self._all_done = None
         self._last_end = 0.0
-        # statistics
         self.server_busy_s = 0.0
-        self.drafts = 0
-        self.queue_area = 0.0
-        self._queue_last = 0.0
-        self.draft_wait_sum = 0.0
-        self.batched = 0
         self.wasted_drafts = 0
         self.wasted_tokens = 0
         self.load_log = None  # optional list of (device, load, gamma) for tests
@@ -132,15 +170,8 @@ class AsyncLoop(ProtocolLoop):
         self._procs = [env.process(self._device(env, i)) for i in range(k)]
 
     # -- the server's queue ------------------------------------------------------------------
-    def _queue_account(self, now):
-        self.queue_area += len(self.queue) * (now - self._queue_last)
-        self._queue_last = now
-
     def _send(self, draft):
-        now = self.env.now
-        self._queue_account(now)
-        self.queue.append(draft)
-        self.drafts += 1
+        self.queue.put(draft, self.env.now)
         event, self._arrival = self._arrival, self.env.event()
         event.succeed()
 
@@ -220,16 +251,12 @@ class AsyncLoop(ProtocolLoop):
                     break
                 yield from self._wait_arrival(env)
                 continue
-            n, wake = self.batching.take(env.now, len(self.queue), self.queue[0].sent)
+            n, wake = self.batching.take(env.now, len(self.queue), self.queue.oldest_sent())
             if n == 0:
                 yield from self._wait_arrival(env, wake)
                 continue
             now = env.now
-            self._queue_account(now)
-            drafts = [self.queue.popleft() for _ in range(n)]
-            for d in drafts:
-                self.draft_wait_sum += now - d.sent
-            self.batched += n
+            drafts = self.queue.take(n, now)
             b = _Batch()
             b.index = self.batches_started
             self.batches_started += 1
@@ -335,23 +362,21 @@ class AsyncLoop(ProtocolLoop):
     def summary(self, end):
         """The ``asynchronous`` block of summary.json: batches, the server queue (Little's law
         on its own sample path), server utilisation (busy verifying / time), wasted pre-drafts."""
-        self._queue_account(end)
-        waiting = len(self.queue)
-        # drafts still waiting at the end count up to the end (Little's law is then an identity)
-        wait_sum = self.draft_wait_sum + sum(end - d.sent for d in self.queue)
+        queue = self.queue
+        wait_sum = queue.total_wait(end)
         t = float(end)
         return {
             "protocol": "asynchronous",
             "batching": self.batching.name,
             "batches": self.rounds_done,
-            "drafts": self.drafts,
-            "mean_batch_size": self.batched / self.batches_started if self.batches_started else 0.0,
+            "drafts": queue.sent,
+            "mean_batch_size": queue.taken / self.batches_started if self.batches_started else 0.0,
             "server_busy_s": self.server_busy_s,
             "server_utilisation": self.server_busy_s / t if t > 0 else 0.0,
-            "server_queue_mean": self.queue_area / t if t > 0 else 0.0,
-            "draft_rate_per_s": self.drafts / t if t > 0 else 0.0,
-            "draft_wait_mean_s": wait_sum / self.drafts if self.drafts else 0.0,
-            "drafts_waiting_at_end": waiting,
+            "server_queue_mean": queue.area / t if t > 0 else 0.0,
+            "draft_rate_per_s": queue.sent / t if t > 0 else 0.0,
+            "draft_wait_mean_s": wait_sum / queue.sent if queue.sent else 0.0,
+            "drafts_waiting_at_end": len(queue),
             "correction_phases": self.phases,
             "channel_wait_mean_s": self.channel_wait_sum / self.phases if self.phases else 0.0,
             "wasted_drafts": self.wasted_drafts,
