@@ -106,7 +106,9 @@ class RoundLoop(ProtocolLoop):
     # -- called by the devices -------------------------------------------------------------
     def draft_arrived(self, k):
         """Device k's draft is in (the server verifies when every active device's is)."""
-        self._reported()
+        self._pending -= 1   # the body of _reported: one call less per device and phase
+        if self._pending == 0:
+            self._all_reported.succeed()
 
     def carry_finished(self, k):
         """Device k's carried correction is delivered."""
@@ -130,9 +132,6 @@ class RoundLoop(ProtocolLoop):
 
     def device_finished(self, k):
         """Device k is done with this round (its correction delivered, or none needed)."""
-        self._reported()
-
-    def _reported(self):
         self._pending -= 1
         if self._pending == 0:
             self._all_reported.succeed()
