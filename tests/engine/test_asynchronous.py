@@ -4,7 +4,8 @@
   record of rounds.csv, device_rounds.csv and requests.csv identical).
 - Deterministic times, no rejections, devices of different speeds: `immediate` batches form as
   computed by hand (membership and end times).
-- Little's law on the server's draft queue and per device; utilisation = busy time / time.
+- Little's law on the server's draft queue and per device; utilisation = busy time / time;
+  the queue's statistics on a sample path worked out by hand.
 - M/D/1 (one device, alpha = 1, fixed gamma, one round per request): the mean wait matches
   Pollaczek-Khinchine and the waiting-time CDF matches Erlang's closed form.
 - Draft policies: threshold = floor(ln h / ln alpha); backoff reproduces a hand-traced
@@ -17,6 +18,7 @@ import pytest
 from scipy import stats
 
 import multispin_sim as ms
+from multispin_sim.engine.asynchronous import DraftQueue
 from multispin_sim.model.queueing import md1_wait_cdf, pollaczek_khinchine
 from multispin_sim.scenario import ScenarioError
 
@@ -104,6 +106,31 @@ def queueing(rate, k=3, protocol="asynchronous", extra=()):
     return [f"devices.count={k}", "workload.arrivals=poisson", f"workload.rate_per_s={rate}",
             "workload.length_tokens=20", "run.rounds=100000", "run.max_time_s=200",
             f"serving.protocol={protocol}", *extra]
+
+
+class _Sent:
+    def __init__(self, sent):
+        self.sent = sent
+
+
+def test_draft_queue_sample_path_by_hand():
+    # drafts sent at 0, 1 and 3; one taken at 2, two at 4; one more sent at 4.5, still waiting
+    # at 6: the length is 1 on [0, 1), 2 on [1, 2), 1 on [2, 3), 2 on [3, 4), 0, then 1 from 4.5
+    q = DraftQueue()
+    q.put(_Sent(0.0), 0.0)
+    q.put(_Sent(1.0), 1.0)
+    assert [d.sent for d in q.take(1, 2.0)] == [0.0]
+    q.put(_Sent(3.0), 3.0)
+    assert q.oldest_sent() == 1.0
+    assert [d.sent for d in q.take(2, 4.0)] == [1.0, 3.0]
+    q.put(_Sent(4.5), 4.5)
+    total = q.total_wait(6.0)
+    assert (q.sent, q.taken, len(q)) == (4, 3, 1)
+    assert q.area == pytest.approx(1 + 2 + 1 + 2 + 0 + 1.5, rel=1e-15)
+    # waits 2, 3, 1 of the drafts taken, 1.5 so far of the one waiting: Little's law on the
+    # path (time-average length x time = total wait) holds exactly
+    assert total == pytest.approx(2 + 3 + 1 + 1.5, rel=1e-15)
+    assert total == pytest.approx(q.area, rel=1e-15)
 
 
 def test_little_law_on_server_queue_and_per_device_and_utilisation():
