@@ -35,6 +35,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .tcomm import PolicyKernel
+
 UL, DL = 1, 2
 
 
@@ -129,38 +131,18 @@ def correction_energy(decision, powers, n_active, scope="devices"):
     return n_active * powers.idle_w * np.asarray(decision.t_comm, float) + extra
 
 
-class EnergyKernel:
-    """Kernel for the T_comm estimators returning Z (joules) per outcome row instead of T_comm.
-
-    ``policy``: the reactive policy object (its ``decide`` is called on the rows);
-    ``uniforms``: (M, K) per-sample uniforms for randomised policies (common random numbers);
-    ``coin``: (M, K) bool fixed UL coins (the random split under exact enumeration).
-    """
+class EnergyKernel(PolicyKernel):
+    """Kernel for the T_comm estimators returning Z (joules) per outcome row instead of T_comm:
+    a ``model.tcomm.PolicyKernel`` (the same decisions, the same arguments) whose rows are
+    scored by ``correction_energy``."""
 
     def __init__(self, system, g_ul, g_dl, policy, powers, n_active, uniforms=None, seed=0,
                  coin=None, scope="devices"):
-        self.scope = scope
-        self.system = system
-        self.g_ul = np.asarray(g_ul, dtype=float)
-        self.g_dl = np.asarray(g_dl, dtype=float)
-        self.policy = policy
+        super().__init__(system, g_ul, g_dl, policy, uniforms, seed, coin)
         self.powers = powers
         self.n_active = float(n_active)
-        self.uniforms = uniforms
-        self.seed = seed
-        self.coin = None if coin is None else np.asarray(coin, dtype=bool)
+        self.scope = scope
 
     def __call__(self, rejected, rows=None):
-        from .tcomm import RowStream
-        from .reactive import evaluate_assignment
-        rej = np.atleast_2d(np.asarray(rejected, dtype=bool))
-        rows = np.arange(rej.shape[0]) if rows is None else np.asarray(rows)
-        g_ul = self.g_ul[rows] if self.g_ul.ndim == 2 else self.g_ul
-        g_dl = self.g_dl[rows] if self.g_dl.ndim == 2 else self.g_dl
-        problem = self.system.reactive_problem(rej, g_ul, g_dl)
-        if self.coin is not None:
-            decision = evaluate_assignment(problem, self.coin[rows] & rej)
-        else:
-            stream = RowStream(self.uniforms, rows, np.random.default_rng(self.seed))
-            decision = self.policy.decide(problem, stream)
-        return correction_energy(decision, self.powers, self.n_active, self.scope)
+        return correction_energy(self.decision(rejected, rows), self.powers, self.n_active,
+                                 self.scope)

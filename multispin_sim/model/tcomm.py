@@ -11,6 +11,8 @@ and only the final delay of each row needs one ``log1p``. Results equal ``reacti
 """
 import numpy as np
 
+from .reactive import evaluate_assignment
+
 _LN2 = np.log(2.0)
 FAST_MODES = ("optimal", "exhaustive", "all-ul", "all-dl", "random")
 _KERNEL_ROWS = 1024  # rows per closed-form kernel pass (keeps the work arrays in cache)
@@ -214,18 +216,21 @@ class PolicyKernel:
     """T_comm from any reactive policy object (``decide(problem, rng) -> ReactiveDecision``).
 
     ``uniforms``: (M, K) per-sample uniforms handed to the policy through ``RowStream`` (common
-    random numbers for randomised policies); ``seed``: seeds the fallback Generator.
+    random numbers for randomised policies); ``seed``: seeds the fallback Generator; ``coin``:
+    (M, K) bool fixed UL coins instead of the policy (the random split under exact enumeration).
     """
 
-    def __init__(self, system, g_ul, g_dl, policy, uniforms=None, seed=0):
+    def __init__(self, system, g_ul, g_dl, policy, uniforms=None, seed=0, coin=None):
         self.system = system
         self.g_ul = np.asarray(g_ul, dtype=float)
         self.g_dl = np.asarray(g_dl, dtype=float)
         self.policy = policy
         self.uniforms = uniforms
         self.seed = seed
+        self.coin = None if coin is None else np.asarray(coin, dtype=bool)
 
-    def __call__(self, rejected, rows=None):
+    def decision(self, rejected, rows=None):
+        """The ``ReactiveDecision`` of the rejected rows (rows: their sample indices)."""
         rej = np.atleast_2d(np.asarray(rejected, dtype=bool))
         if rows is None:
             rows = np.arange(rej.shape[0])
@@ -233,5 +238,10 @@ class PolicyKernel:
         g_ul = self.g_ul[rows] if self.g_ul.ndim == 2 else self.g_ul
         g_dl = self.g_dl[rows] if self.g_dl.ndim == 2 else self.g_dl
         problem = self.system.reactive_problem(rej, g_ul, g_dl)
+        if self.coin is not None:
+            return evaluate_assignment(problem, self.coin[rows] & rej)
         stream = RowStream(self.uniforms, rows, np.random.default_rng(self.seed))
-        return np.asarray(self.policy.decide(problem, stream).t_comm, dtype=float)
+        return self.policy.decide(problem, stream)
+
+    def __call__(self, rejected, rows=None):
+        return np.asarray(self.decision(rejected, rows).t_comm, dtype=float)
