@@ -173,16 +173,22 @@ def synthetic(model, params, lengths, rng):
     return out
 
 
+def _stops(bits):
+    """The positions where a step of a walk along an agreement sequence ends: every
+    disagreement (or unknown) and the answer's last position."""
+    cont = bits == 1
+    if len(bits):
+        cont[-1] = False
+    return np.flatnonzero(~cont)
+
+
 def hf_observe(bits, initial=5):
     """What a Spec-Bench-like trace records of a full agreement sequence: decode it with HF's
     adaptive draft length (``initial``, +2 after a fully accepted draft, else -1, at least 1) and
     hide the agreement of every bonus position (UNKNOWN), as in the shipped trace."""
     bits = np.array(bits, dtype=np.int8)
     n = len(bits)
-    cont = bits == 1
-    if n:
-        cont[-1] = False
-    stops = np.flatnonzero(~cont)
+    stops = _stops(bits)
     out = bits.copy()
     pos, d = 0, initial
     while pos < n:
@@ -203,10 +209,7 @@ def replay(bits, gamma):
     step. The tokens of the steps (accepted + 1) add up to the answer's length."""
     bits = np.asarray(bits)
     n = len(bits)
-    cont = bits == 1
-    if n:
-        cont[-1] = False
-    stops = np.flatnonzero(~cont)
+    stops = _stops(bits)
     out = []
     pos = 0
     g = np.inf if gamma is None else gamma
