@@ -150,11 +150,8 @@ def dask_runs(tasks, jobs=None, runner=None, scheduler=None, processes=True, **_
     tasks = list(tasks)
     if not tasks:
         return
-    try:
-        from dask.distributed import Client, LocalCluster, as_completed as dask_completed
-    except ImportError:
-        raise ExecutorError("the dask executor needs dask.distributed; "
-                            "pip install 'multispin_sim[dask]' (or use --executor local)") from None
+    distributed = _dask()
+    Client, LocalCluster = distributed.Client, distributed.LocalCluster
     cluster = None
     try:
         if scheduler:
@@ -179,7 +176,7 @@ def dask_runs(tasks, jobs=None, runner=None, scheduler=None, processes=True, **_
         for t in tasks:
             fut = client.submit(execute_run, t, runner, pure=False)
             futures[fut.key] = (fut, t)
-        for fut in dask_completed([f for f, _ in futures.values()]):
+        for fut in distributed.as_completed([f for f, _ in futures.values()]):
             try:
                 outcome = fut.result()
             except Exception as exc:
@@ -202,11 +199,17 @@ def check_executor(name):
     """Fail early (before any output is written) on an unknown executor or a missing dask."""
     get_executor(name)
     if name == "dask":
-        try:
-            import dask.distributed  # noqa: F401
-        except ImportError:
-            raise ExecutorError("the dask executor needs dask.distributed; "
-                                "pip install 'multispin_sim[dask]' (or use --executor local)") from None
+        _dask()
+
+
+def _dask():
+    """``dask.distributed`` (the ``dask`` extra), or the one line that says how to get it."""
+    try:
+        import dask.distributed
+    except ImportError:
+        raise ExecutorError("the dask executor needs dask.distributed; "
+                            "pip install 'multispin_sim[dask]' (or use --executor local)") from None
+    return dask.distributed
 
 
 def get_executor(name):
