@@ -100,41 +100,38 @@ class SweepProgress:
         if not force and now - self.last < 0.2:
             return
         self.last = now
-        cells = sum(1 for n in self.per_cell.values() if n >= self.reps)
-        runs = sum(self.per_cell.values())
+        cells, runs, elapsed, left, failed = self._state(now)
         width = 30
         fill = int(width * cells / max(self.n_cells, 1))
-        elapsed = now - self.t0
-        left = (elapsed / self.new * (self.todo - self.new)) if self.new else float("nan")
-        eta = f", ~{left:,.0f} s left" if self.new and self.new < self.todo else ""
-        failed = f", {self.failed} failed" if self.failed else ""
         self.stream.write(f"\r[{'#' * fill}{'.' * (width - fill)}] cells {cells}/{self.n_cells}  "
-                          f"runs {runs}/{self.n_runs}{failed}  {elapsed:,.0f} s{eta} ")
+                          f"runs {runs}/{self.n_runs}{failed}  {elapsed:,.0f} s{left} ")
         if self.new >= self.todo:
             self.stream.write("\n")
         self.stream.flush()
 
+    def show_line(self, force=False):
+        """One line every ``LINE_PERIOD_S`` (the first period after the start stays quiet)."""
+        now = time.perf_counter()
+        if not force and now - self.last < self.LINE_PERIOD_S:
+            return
+        if self.last == 0.0 and not force:
+            self.last = now
+            return
+        self.last = now
+        cells, runs, elapsed, left, failed = self._state(now)
+        self.stream.write(f"sweep: cells {cells}/{self.n_cells}, runs {runs}/{self.n_runs}"
+                          f"{failed}, {elapsed:,.0f} s{left}\n")
+        self.stream.flush()
 
-def _line(bar, force):
-    now = time.perf_counter()
-    if not force and now - bar.last < bar.LINE_PERIOD_S:
-        return
-    if bar.last == 0.0 and not force:
-        bar.last = now
-        return
-    bar.last = now
-    cells = sum(1 for n in bar.per_cell.values() if n >= bar.reps)
-    runs = sum(bar.per_cell.values())
-    elapsed = now - bar.t0
-    left = f", ~{elapsed / bar.new * (bar.todo - bar.new):,.0f} s left" \
-        if bar.new and bar.new < bar.todo else ""
-    failed = f", {bar.failed} failed" if bar.failed else ""
-    bar.stream.write(f"sweep: cells {cells}/{bar.n_cells}, runs {runs}/{bar.n_runs}{failed}, "
-                     f"{elapsed:,.0f} s{left}\n")
-    bar.stream.flush()
-
-
-SweepProgress.show_line = _line
+    def _state(self, now):
+        """(cells done, runs done, seconds so far, ', ~N s left' or '', ', N failed' or '')."""
+        cells = sum(1 for n in self.per_cell.values() if n >= self.reps)
+        runs = sum(self.per_cell.values())
+        elapsed = now - self.t0
+        left = (f", ~{elapsed / self.new * (self.todo - self.new):,.0f} s left"
+                if self.new and self.new < self.todo else "")
+        failed = f", {self.failed} failed" if self.failed else ""
+        return cells, runs, elapsed, left, failed
 
 
 def _write_json(path, data):
