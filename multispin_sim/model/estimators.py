@@ -23,6 +23,7 @@ from itertools import product
 import numpy as np
 
 from .speculative import run_length
+from .tcomm import grid_by_rows
 
 RUN_CAP = 30_000  # acceptance runs are clipped here (any gamma is far below)
 _CHUNK_CELLS = 2_000_000  # rows x K per kernel call when evaluating big batches
@@ -192,9 +193,7 @@ class SAATcomm:
         grid = getattr(self.kernel, "grid", None)
         if grid is not None:
             return grid(self.runs_t, _run_bound(gammas))
-        n = gammas.shape[0]
-        rej = (self.runs[None, :, :] < _run_bound(gammas)[:, None, :]).reshape(-1, self.k)
-        return self.kernel(rej, np.tile(np.arange(self.m), n)).reshape(n, self.m)
+        return grid_by_rows(self.kernel, self.runs, _run_bound(gammas))
 
     def path_mean(self, gammas):
         """Mean T_comm along a sequence of gammas; one kernel call if it is nondecreasing.

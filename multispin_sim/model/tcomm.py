@@ -178,14 +178,23 @@ class TcommKernel:
         optimal split's rows are built in its order, transposed, without a pass of their own."""
         n, m = bounds.shape[0], runs_t.shape[1]
         if self.mode != "optimal" or self.p_dl <= 0 or self.per_sample:
-            rej = (runs_t.T[None, :, :] < bounds[:, None, :]).reshape(-1, self.k)
-            return self(rej, np.tile(np.arange(m), n)).reshape(n, m)
+            return grid_by_rows(self, runs_t.T, bounds)
         order = self.order_rev
         rs = runs_t[order][:, None, :] < bounds[:, order].T[:, :, None]    # (K, n, M)
         rs = rs.reshape(self.k, n * m)
         u, v = self.u_split[:, None], self.v_rev[:, None]
         return np.concatenate([self._splits(rs[:, i:i + _SPLIT_COLUMNS], u, v)
                                for i in range(0, n * m, _SPLIT_COLUMNS)]).reshape(n, m)
+
+
+
+def grid_by_rows(kernel, runs, bounds):
+    """T_comm of every sample under every row of draft lengths, (n, M), through any kernel
+    ``kernel(rejected, rows)``: the rejected sets of every (row, sample) pair in one call
+    (sample m has device k rejected under row s iff runs[m, k] < bounds[s, k])."""
+    n, (m, k) = bounds.shape[0], runs.shape
+    rej = (runs[None, :, :] < bounds[:, None, :]).reshape(-1, k)
+    return kernel(rej, np.tile(np.arange(m), n)).reshape(n, m)
 
 
 class RowStream:
