@@ -114,11 +114,11 @@ class DraftQueue:
         self.taken += n
         return drafts
 
-    def total_wait(self, end):
-        """Every draft's wait, those still queued counted up to ``end`` (Little's law is then
-        an identity on this sample path)."""
+    def totals(self, end):
+        """(integral of the length, every draft's wait) up to ``end``, the drafts still queued
+        counted up to it (Little's law is then an identity on this sample path)."""
         self._account(end)
-        return self.wait_sum + sum(end - d.sent for d in self.drafts)
+        return self.area, self.wait_sum + sum(end - d.sent for d in self.drafts)
 
 
 class AsyncLoop(ProtocolLoop):
@@ -363,7 +363,7 @@ class AsyncLoop(ProtocolLoop):
         """The ``asynchronous`` block of summary.json: batches, the server queue (Little's law
         on its own sample path), server utilisation (busy verifying / time), wasted pre-drafts."""
         queue = self.queue
-        wait_sum = queue.total_wait(end)
+        area, wait_sum = queue.totals(end)
         t = float(end)
         return {
             "protocol": "asynchronous",
@@ -373,7 +373,7 @@ class AsyncLoop(ProtocolLoop):
             "mean_batch_size": queue.taken / self.batches_started if self.batches_started else 0.0,
             "server_busy_s": self.server_busy_s,
             "server_utilisation": self.server_busy_s / t if t > 0 else 0.0,
-            "server_queue_mean": queue.area / t if t > 0 else 0.0,
+            "server_queue_mean": area / t if t > 0 else 0.0,
             "draft_rate_per_s": queue.sent / t if t > 0 else 0.0,
             "draft_wait_mean_s": wait_sum / queue.sent if queue.sent else 0.0,
             "drafts_waiting_at_end": len(queue),

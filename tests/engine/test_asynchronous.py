@@ -124,13 +124,13 @@ def test_draft_queue_sample_path_by_hand():
     assert q.oldest_sent() == 1.0
     assert [d.sent for d in q.take(2, 4.0)] == [1.0, 3.0]
     q.put(_Sent(4.5), 4.5)
-    total = q.total_wait(6.0)
+    area, total = q.totals(6.0)
     assert (q.sent, q.taken, len(q)) == (4, 3, 1)
-    assert q.area == pytest.approx(1 + 2 + 1 + 2 + 0 + 1.5, rel=1e-15)
+    assert area == pytest.approx(1 + 2 + 1 + 2 + 0 + 1.5, rel=1e-15)
     # waits 2, 3, 1 of the drafts taken, 1.5 so far of the one waiting: Little's law on the
     # path (time-average length x time = total wait) holds exactly
     assert total == pytest.approx(2 + 3 + 1 + 1.5, rel=1e-15)
-    assert total == pytest.approx(q.area, rel=1e-15)
+    assert total == pytest.approx(area, rel=1e-15)
 
 
 def test_little_law_on_server_queue_and_per_device_and_utilisation():
