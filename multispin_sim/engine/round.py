@@ -24,8 +24,7 @@ workload, a ``context_free`` controller such as 'fixed', no throttling or moveme
 outcomes of such rounds come from blocks of rounds capped at once when the acceptance model
 offers them (``EdgeServer.steady_outcomes``); the reactive decision of one outcome is the
 policy's own (``ReactivePolicy.one_outcome``: Python floats, no ``ReactiveProblem``, for the
-built-in splits); the linear verification time is waited here (``EdgeServer.linear_verify_s``);
-on a plain channel the devices wait their planned delays themselves
+built-in splits); on a plain channel the devices wait their planned delays themselves
 (``OFDMAChannel.plain_transmit``). Every process and event stays as it was.
 """
 import dataclasses
@@ -221,8 +220,6 @@ class RoundLoop(ProtocolLoop):
         # outcomes of a steady plan from blocks of rounds (None: server.outcomes every round)
         steady_outcomes = (self._optional(server, "steady_outcomes")
                            if steady and self.observe is None else None)
-        # the verification's duration from the batch size (None: the server's verify process)
-        verify_s = self._optional(server, "linear_verify_s")
         # the policy's decision of one outcome, on lists (None: the server's decide)
         split = self._optional(server, "one_outcome")
         # plain transmissions: the devices wait their planned delays, which are the realised ones
@@ -277,11 +274,7 @@ class RoundLoop(ProtocolLoop):
             yield from self._phase(env, "round_started", n_active)
 
             # batched verification and outcomes
-            if verify_s is not None:  # server.verify's one timeout, waited here
-                t_ver = verify_s(n_active)
-                yield env.timeout(t_ver)
-            else:
-                t_ver = yield from server.verify(env, n_active, gamma, active)
+            t_ver = yield from server.verify(env, n_active, gamma, active)
             if reuse and steady_outcomes is not None:
                 accepted, tokens, rejected, rejected_idx = steady_outcomes(gamma, active)
                 n_rej = len(rejected_idx)

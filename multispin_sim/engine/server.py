@@ -49,19 +49,6 @@ class EdgeServer:
         yield env.timeout(duration)
         return duration
 
-    def linear_verify_s(self):
-        """``seconds(batch_size)``, the duration ``verify`` waits, when it depends on the batch
-        size alone (the linear cost), else None. A server whose ``verify`` waits anything else
-        overrides this too."""
-        if self.verify_cost is not None:
-            return None
-        system = self.system
-        fixed, per_device = system.verify_fixed_s, system.verify_per_device_s
-
-        def seconds(batch_size):
-            return fixed + float(batch_size) * per_device if batch_size > 0 else 0.0
-        return seconds
-
     def outcomes(self, gamma, active=None, remaining=None):
         """(accepted, tokens, rejected) per device for this round's draft lengths ``gamma``
         (``active``: the devices in the batch; the others have gamma 0 and do not move;

@@ -3,11 +3,10 @@
 The round loop takes the shortcuts its components offer (``engine/round.py``): the fixed draft
 plan worked out once, the outcomes of blocks of rounds capped at once
 (``EdgeServer.steady_outcomes``, from the acceptance model's ``steady_blocks``), the policy's own
-decision of one outcome without a ``ReactiveProblem`` (``ReactivePolicy.one_outcome``), the
-linear verification time (``EdgeServer.linear_verify_s``), and devices that wait plain
-transmissions themselves (``OFDMAChannel.plain_transmit``). Each run here is made twice, with
-every shortcut and with none, and every output file must be the same bytes (summary.json
-without its wall-clock fields).
+decision of one outcome without a ``ReactiveProblem`` (``ReactivePolicy.one_outcome``), and
+devices that wait plain transmissions themselves (``OFDMAChannel.plain_transmit``). Each run
+here is made twice, with every shortcut and with none, and every output file must be the same
+bytes (summary.json without its wall-clock fields).
 """
 import json
 
@@ -58,7 +57,7 @@ def outputs(folder):
 
 
 def no_shortcuts(monkeypatch):
-    for shortcut in ("linear_verify_s", "steady_outcomes", "one_outcome"):
+    for shortcut in ("steady_outcomes", "one_outcome"):
         monkeypatch.setattr(EdgeServer, shortcut, lambda self: None)
     monkeypatch.setattr(OFDMAChannel, "plain_transmit", property(lambda self: False))
     monkeypatch.setattr(FixedDraft, "context_free", False)
