@@ -3,7 +3,12 @@
 ``interleaved(a, b, pairs)`` runs A B, B A, A B, ... (at least 3 pairs; the order alternates so
 neither side always runs second), times each run by wall clock and by this process's CPU time
 (children included: a forked writer counts), and reports the median of the pairwise ratios.
+``scenario_run`` makes a run of the default scenario with overrides to time; ``against``
+compares the engine's speed on several such variants with a base one.
 """
+import contextlib
+import io
+import itertools
 import resource
 import time
 
@@ -17,6 +22,7 @@ def stop_if_signalled():
     ``complete: false``) stops the benchmark too: its timing would be of a cut run."""
     if RECEIVED:
         raise KeyboardInterrupt
+
 
 def timed(fn):
     """(wall s, CPU s) of ``fn()`` (CPU: user + system, this process and its children)."""
@@ -67,3 +73,56 @@ def describe(label_a, label_b, res, units=None):
              f"CPU (median of {res['pairs']} interleaved pairs; wall per pair: {pairs})"]
     print("\n".join(lines))
     return lines
+
+
+_RUNS = itertools.count()   # a fresh output folder for every run
+
+
+def scenario_run(folder, overrides=None):
+    """A function running the default scenario with ``overrides`` end to end, into a fresh
+    folder under ``folder`` each time; it keeps the run's summary (``.summary``). The run's own
+    warnings (a deep-fade round in a short run) are not benchmark output."""
+    from ..engine.simulation import simulate
+    from ..scenario import load_scenario
+
+    scenario = load_scenario(None, overrides={"name": "bench", **(overrides or {})})
+
+    def run():
+        with contextlib.redirect_stderr(io.StringIO()):
+            run.summary = simulate(scenario, out=f"{folder}/run{next(_RUNS)}").summary
+    return run
+
+
+@contextlib.contextmanager
+def records_in_process():
+    """Runs format their CSV records in this process (no forked writer): one core each."""
+    from ..engine import simulation
+
+    limit = simulation.WRITER_PROCESS_MIN_ROWS
+    simulation.WRITER_PROCESS_MIN_ROWS = float("inf")
+    try:
+        yield
+    finally:
+        simulation.WRITER_PROCESS_MIN_ROWS = limit
+
+
+def against(base, cases, rounds, pairs, folder, base_name="the base"):
+    """Engine rounds/s of each case (name -> overrides, on top of ``base``) relative to the
+    ``base`` overrides: the default scenario, ``rounds`` rounds end to end, interleaved pairs.
+    Prints a line a case; returns name -> rounds_per_s, base_rounds_per_s, ratio (of rounds/s,
+    wall) and ratio_cpu."""
+    base_run = scenario_run(folder, {**base, "run.rounds": rounds})
+    scenario_run(folder, {**base, "run.rounds": min(rounds, 200)})()   # warm: imports, caches
+    figures = {}
+    for name, overrides in cases.items():
+        res = interleaved(base_run, scenario_run(folder, {**base, **overrides,
+                                                          "run.rounds": rounds}), pairs)
+        figures[name] = fig = {
+            "rounds_per_s": rounds / float(np.median(res["b_wall_s"])),
+            "base_rounds_per_s": rounds / float(np.median(res["a_wall_s"])),
+            "ratio": 1.0 / res["ratio_wall"], "ratio_cpu": 1.0 / res["ratio_cpu"]}
+        print(f"  {name:38s} {fig['rounds_per_s']:8,.0f} rounds/s: {fig['ratio']:.2f} of "
+              f"{base_name} ({fig['base_rounds_per_s']:,.0f}; CPU {fig['ratio_cpu']:.2f}), median "
+              f"of {res['pairs']} interleaved pairs", flush=True)
+    print(f"  ({rounds:,} rounds a run, end to end, full records)")
+    return figures

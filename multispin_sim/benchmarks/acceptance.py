@@ -1,13 +1,12 @@
 """Cost of the acceptance models: engine rounds/s with each model against i.i.d. (interleaved
-A/B runs of the default scenario, median of the pairwise ratios) and the component's own cost per
-round (``accepted`` for K = 20 devices).
+A/B runs of the default scenario, ``abtest.against``) and the component's own cost per round
+(``accepted`` for K = 20 devices).
 
 All engine runs use the models fitted to the shipped trace (vicuna pair, ``FITTED``, as in
 scenarios/acceptance/), so they share one mean agreement rate: the same share of rejected
 devices, hence the same number of correction events per round (comparing with the default
 i.i.d. rates, alpha about 0.88, would mostly measure the extra corrections at alpha 0.64).
 """
-import statistics
 import tempfile
 import time
 
@@ -15,6 +14,7 @@ import numpy as np
 
 from ..model.acceptance import make_acceptance_model
 from ..model.acceptance_trace import read_trace, select_answers, shipped_trace_path
+from .abtest import against
 
 MODELS = ("beta", "markov", "trace")
 FITTED = {  # multispin-sim acceptance fit --benchmark spec_bench
@@ -37,16 +37,6 @@ def _component_us(name, answers, calls, k=20):
     return (time.perf_counter() - t) / calls * 1e6
 
 
-def _engine_rate(model, rounds):
-    from ..engine import simulate
-    from ..scenario import load_scenario
-
-    sc = load_scenario(None, overrides=dict(FITTED, **{"run.rounds": rounds,
-                                                      "acceptance.model": model}))
-    with tempfile.TemporaryDirectory() as tmp:
-        return simulate(sc, out=f"{tmp}/out").summary["rounds_per_s"]
-
-
 def run(quick=False):
     answers = select_answers(read_trace(shipped_trace_path()), benchmark="spec_bench")
     calls = 2000 if quick else 50000
@@ -55,17 +45,9 @@ def run(quick=False):
         us = _component_us(name, answers, calls)
         figures["component_us_per_round"][name] = us
         print(f"  {name:7s} accepted() for K = 20: {us:6.2f} us per round")
-    rounds, pairs = (200, 2) if quick else (3000, 5)
-    for name in MODELS:
-        ratios, rates = [], []
-        for _ in range(pairs):
-            a = _engine_rate("iid", rounds)
-            b = _engine_rate(name, rounds)
-            rates.append((a, b))
-            ratios.append(b / a)
-        ratio = statistics.median(ratios)
-        figures[f"engine_{name}_vs_iid"] = ratio
-        print(f"  engine, default scenario, {rounds} rounds, {pairs} interleaved pairs: {name} "
-              f"{statistics.median(r[1] for r in rates):,.0f} rounds/s, iid "
-              f"{statistics.median(r[0] for r in rates):,.0f} rounds/s, ratio {ratio:.3f}")
+    rounds, pairs = (1000, 3) if quick else (3000, 5)
+    with tempfile.TemporaryDirectory() as tmp:
+        engine = against(FITTED, {name: {"acceptance.model": name} for name in MODELS}, rounds,
+                         pairs, tmp, "i.i.d.")
+    figures.update({f"engine_{name}_vs_iid": engine[name]["ratio"] for name in MODELS})
     return figures

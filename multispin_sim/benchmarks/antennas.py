@@ -14,23 +14,14 @@ import tempfile
 
 import numpy as np
 
-from ..scenario import load_scenario
-from .abtest import interleaved
+from .abtest import interleaved, scenario_run
 
 ANTENNAS = (1, 2, 4, 8, 16, 64)
-_RUNS = [0]   # a fresh output folder per run
 PAIRS = {"orthogonal": ("ofdma-mrt", "ofdma-mrc"), "shared": ("mu-mimo-zf", "mu-mimo-mmse")}
 
 
 def _runner(tmp, overrides, rounds):
-    from ..engine.simulation import simulate
-
-    sc = load_scenario(None, overrides={"run.rounds": rounds, "name": "bench", **overrides})
-
-    def go():
-        _RUNS[0] += 1
-        simulate(sc, out=f"{tmp}/run{_RUNS[0]}")
-    return go
+    return scenario_run(tmp, {"run.rounds": rounds, **overrides})
 
 
 def _antennas(m, pair):

@@ -14,7 +14,7 @@ import time
 
 import simpy
 
-from ..scenario import load_scenario
+from .abtest import against, describe, interleaved, records_in_process, scenario_run
 
 
 class _CountingEnvironment(simpy.Environment):
@@ -68,14 +68,6 @@ def bare_loop(env, k, rounds, rejected_per_round):
 JAKES = {"channel.fading": "jakes", "channel.doppler_hz": 10.0}  # one block per round
 
 
-def _engine_rate(rounds, folder, overrides=None):
-    from ..engine.simulation import simulate
-
-    sc = load_scenario(None, overrides={**(overrides or {}), "run.rounds": rounds, "name": "bench"})
-    result = simulate(sc, out=folder)
-    return result.summary
-
-
 def _events_per_round_engine(rounds):
     """Events scheduled per round by the engine (counting environment)."""
     import multispin_sim.engine.simulation as simulation
@@ -92,11 +84,12 @@ def _events_per_round_engine(rounds):
 
         _CountingEnvironment.__init__ = init
         with tempfile.TemporaryDirectory() as tmp:
-            summary = _engine_rate(rounds, f"{tmp}/run")
+            run = scenario_run(tmp, {"run.rounds": rounds})
+            run()
         _CountingEnvironment.__init__ = orig_init
     finally:
         simulation.simpy.Environment = real
-    return envs[0].scheduled / rounds, summary["rejections"] / rounds
+    return envs[0].scheduled / rounds, run.summary["rejections"] / rounds
 
 
 def peak_memory_mb(rounds):
@@ -118,38 +111,12 @@ def peak_memory_mb(rounds):
 def jakes_vs_iid(rounds, pairs):
     """engine/jakes: the default scenario with Jakes fading (f_D = 10 Hz, sampled once per
     round) against i.i.d. Rayleigh, interleaved, CSV formatting in-process."""
-    from ..engine import simulation
-    from .abtest import describe, interleaved
-
-    with tempfile.TemporaryDirectory() as tmp:
-        count = iter(range(1_000_000))
-        _engine_rate(200, f"{tmp}/warm", JAKES)
-
-        def iid():
-            _engine_rate(rounds, f"{tmp}/run{next(count)}")
-
-        def jakes():
-            _engine_rate(rounds, f"{tmp}/run{next(count)}", JAKES)
-
-        limit = simulation.WRITER_PROCESS_MIN_ROWS
-        simulation.WRITER_PROCESS_MIN_ROWS = float("inf")
-        try:
-            res = interleaved(iid, jakes, pairs)
-        finally:
-            simulation.WRITER_PROCESS_MIN_ROWS = limit
-    print(f"engine/jakes: the same with channel.fading jakes (f_D = 10 Hz, one sample per round) "
-          f"against i.i.d. Rayleigh, {rounds:,} rounds")
-    describe("rayleigh", "jakes", res, units=rounds)
-    ratio_wall, ratio_cpu = 1.0 / res["ratio_wall"], 1.0 / res["ratio_cpu"]
-    print(f"  jakes/rayleigh rounds/s = {ratio_wall:.2f} (wall), {ratio_cpu:.2f} (CPU)")
-    return {"ratio": ratio_wall, "ratio_cpu": ratio_cpu, "pairs": res}
+    with tempfile.TemporaryDirectory() as tmp, records_in_process():
+        return against({}, {"jakes": JAKES}, rounds, pairs, tmp, "i.i.d. Rayleigh")["jakes"]
 
 
 def run(quick=False):
     """engine/bare, both on this core with CSV formatting in-process, interleaved (A B B A ...)."""
-    from ..engine import simulation
-    from .abtest import describe, interleaved
-
     rounds = 2_000 if quick else 10_000
     pairs = 3 if quick else 5
     k = 20
@@ -164,19 +131,9 @@ def run(quick=False):
         env = simpy.Environment()
         env.run(until=bare_loop(env, k, rounds, n_rej))
 
-    with tempfile.TemporaryDirectory() as tmp:
-        _engine_rate(200, f"{tmp}/warm")
-        count = iter(range(1_000_000))
-
-        def engine():
-            _engine_rate(rounds, f"{tmp}/run{next(count)}")
-
-        limit = simulation.WRITER_PROCESS_MIN_ROWS
-        simulation.WRITER_PROCESS_MIN_ROWS = float("inf")   # format in-process: one core
-        try:
-            res = interleaved(bare, engine, pairs)
-        finally:
-            simulation.WRITER_PROCESS_MIN_ROWS = limit
+    with tempfile.TemporaryDirectory() as tmp, records_in_process():   # one core
+        scenario_run(tmp, {"run.rounds": 200})()   # warm
+        res = interleaved(bare, scenario_run(tmp, {"run.rounds": rounds}), pairs)
     print(f"engine: default scenario K={k}, gamma=4, optimal policy, full records formatted "
           f"in-process, {rounds:,} rounds; {events:.1f} events/round, {rejected:.2f} rejected "
           f"devices/round; bare SimPy loop with the same pattern: {bare_events:.1f} events/round")
@@ -185,6 +142,8 @@ def run(quick=False):
     print(f"  engine/bare = {ratio_wall:.2f} (wall), {ratio_cpu:.2f} (CPU)")
     figures = {"rounds": rounds, "events_per_round": events, "bare_events_per_round": bare_events,
                "ratio": ratio_wall, "ratio_cpu": ratio_cpu, "pairs": res}
+    print("engine/jakes: channel.fading jakes (f_D = 10 Hz, one sample per round) against "
+          "i.i.d. Rayleigh")
     figures["jakes"] = jakes_vs_iid(rounds, pairs)
     if not quick:
         mem_rounds = 1_000_000

@@ -28,32 +28,22 @@ def _episode(env, rounds, action):
 def run(quick=False):
     import gymnasium
 
-    from ..engine import simulation
     from ..gym import MultiSpinEnv
     from ..scenario import load_scenario
-    from .abtest import describe, interleaved
+    from .abtest import describe, interleaved, records_in_process, scenario_run
 
     rounds = 2_000 if quick else 10_000
     pairs = 3 if quick else 5
     action = np.full(K, 4)
-    limit = simulation.WRITER_PROCESS_MIN_ROWS
-    simulation.WRITER_PROCESS_MIN_ROWS = float("inf")   # format in-process: one core each
-    try:
-        with tempfile.TemporaryDirectory() as tmp:
-            sc = load_scenario(None, {"run.rounds": rounds, "name": "bench"})
-            count = iter(range(1_000_000))
-            env = MultiSpinEnv(sc, "draft", price=1.0)
-            _episode(env, 200, action)  # warm
+    with tempfile.TemporaryDirectory() as tmp, records_in_process():   # one core each
+        env = MultiSpinEnv(load_scenario(None, {"run.rounds": rounds, "name": "bench"}), "draft",
+                           price=1.0)
+        _episode(env, 200, action)  # warm
 
-            def engine():
-                simulation.simulate(sc, out=f"{tmp}/run{next(count)}")
-
-            def stepped():
-                _episode(env, rounds, action)
-            res = interleaved(engine, stepped, pairs)
-            env.close()
-    finally:
-        simulation.WRITER_PROCESS_MIN_ROWS = limit
+        def stepped():
+            _episode(env, rounds, action)
+        res = interleaved(scenario_run(tmp, {"run.rounds": rounds}), stepped, pairs)
+        env.close()
     print(f"gym: default scenario K={K}, gamma=4, {rounds:,} rounds; engine run vs environment "
           "episode (control=draft, constant action)")
     describe("engine", "env", res, units=rounds)

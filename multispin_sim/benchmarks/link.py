@@ -2,8 +2,8 @@
 table of the closing note.
 
 ``run``: engine rounds/s of the default scenario with ``link.model: mcs`` (+ HARQ, stale
-quantised CSI) against the Shannon link, measured as interleaved A/B pairs (A B A B ...; the
-median of the pairwise ratios), each run end to end with full records.
+quantised CSI) against the Shannon link, measured as interleaved A/B pairs
+(``abtest.against``), each run end to end with full records.
 
 ``study(rounds, jobs)``: goodput (95% CI) and the median and p99 of the per-correction delay for
 shannon, mcs and mcs + HARQ + stale CSI, at DL/UL power ratios 4 and 16, for the optimal split,
@@ -11,14 +11,13 @@ all-UL, all-DL and deadline (python -m multispin_sim.benchmarks.link [rounds] [j
 """
 import contextlib
 import io
-import statistics
 import sys
 import tempfile
-import time
 
 import numpy as np
 
 from ..scenario import load_scenario
+from .abtest import against
 
 LINKS = {
     "shannon": {},
@@ -30,38 +29,12 @@ LINKS = {
 MODES = ("optimal", "all-ul", "all-dl", "deadline")
 
 
-def _time(overrides, rounds, tmp, tag):
-    from ..engine.simulation import simulate
-
-    sc = load_scenario(None, overrides={**overrides, "run.rounds": rounds, "name": "bench"})
-    t0 = time.perf_counter()
-    simulate(sc, out=f"{tmp}/{tag}")
-    return rounds / (time.perf_counter() - t0)
-
-
 def run(quick=False):
     rounds = 1_000 if quick else 5_000
-    pairs = 2 if quick else 4
+    pairs = 3 if quick else 4
     cases = {"mcs": LINKS["mcs"], "mcs+HARQ+stale CSI": LINKS["mcs+HARQ+stale CSI"]}
-    figures = {}
-    with tempfile.TemporaryDirectory() as tmp, contextlib.redirect_stderr(io.StringIO()):
-        _time({}, 200, tmp, "warm")
-        for name, overrides in cases.items():
-            ratios, rates_a, rates_b = [], [], []
-            for i in range(pairs):
-                a = _time({}, rounds, tmp, f"a{name}{i}")
-                b = _time(overrides, rounds, tmp, f"b{name}{i}")
-                rates_a.append(a)
-                rates_b.append(b)
-                ratios.append(b / a)
-            r = statistics.median(ratios)
-            figures[name] = {"shannon_rounds_per_s": statistics.median(rates_a),
-                             "rounds_per_s": statistics.median(rates_b), "ratio": r}
-            print(f"{name:22s} {statistics.median(rates_b):8,.0f} rounds/s vs shannon "
-                  f"{statistics.median(rates_a):8,.0f}: ratio {r:.2f} (median of {pairs} "
-                  "interleaved pairs)")
-    print(f"({rounds:,} rounds per run, end to end, full records; K = 20, gamma = 4)")
-    return figures
+    with tempfile.TemporaryDirectory() as tmp:
+        return against({}, cases, rounds, pairs, tmp, "the Shannon link")
 
 
 def _one(args):

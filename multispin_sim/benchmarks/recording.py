@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from ..scenario import load_scenario
+from .abtest import records_in_process
 
 
 def _capture(rounds, folder):
@@ -38,14 +39,12 @@ def _capture(rounds, folder):
         original_round(self, record)
 
     module.Recorder.__init__, module.Recorder.round = init, capture
-    limit = simulation.WRITER_PROCESS_MIN_ROWS
-    simulation.WRITER_PROCESS_MIN_ROWS = float("inf")
     try:
-        simulation.simulate(load_scenario(None, overrides={"run.rounds": rounds, "name": "bench"}),
-                            out=folder)
+        with records_in_process():
+            simulation.simulate(load_scenario(None, overrides={"run.rounds": rounds,
+                                                               "name": "bench"}), out=folder)
     finally:
         module.Recorder.__init__, module.Recorder.round = original_init, original_round
-        simulation.WRITER_PROCESS_MIN_ROWS = limit
     return calls, made
 
 

@@ -1,49 +1,32 @@
 """Asynchronous vs synchronous engine speed on the same scenario (interleaved A/B).
 
 The default scenario (K = 20, saturated, fixed gamma = 4): runs A (synchronous) and B
-(asynchronous, ``immediate``) alternate A B A B ...; each reports rounds (batches) per second of
-wall time and device-drafts per second; the figure is the median of the pairwise ratios B / A
-(robust to the load of a shared machine).
+(asynchronous, ``immediate``) alternate (``abtest.interleaved``); the figures are batches per
+second over rounds per second and device-drafts per second over the same, as medians of the
+pairwise ratios (robust to the load of a shared machine).
 """
-import statistics
-import time
+import tempfile
 
-from ..scenario import load_scenario
-
-
-def _one(protocol, rounds):
-    from ..engine import simulate
-
-    scenario = load_scenario(None, overrides=[f"serving.protocol={protocol}",
-                                              f"run.rounds={rounds}"])
-    t0 = time.perf_counter()
-    result = simulate(scenario)
-    wall = time.perf_counter() - t0
-    s = result.summary
-    return s["rounds"] / wall, s["device_rounds"] / wall
+from .abtest import describe, interleaved, scenario_run
 
 
 def run(quick=False):
     rounds = 200 if quick else 2000
-    pairs = 2 if quick else 5
-    sync, asyn = [], []
-    for _ in range(pairs):
-        sync.append(_one("synchronous", rounds))
-        asyn.append(_one("asynchronous", rounds))
-    ratio_rounds = statistics.median(b[0] / a[0] for a, b in zip(sync, asyn))
-    ratio_drafts = statistics.median(b[1] / a[1] for a, b in zip(sync, asyn))
-    figures = {
-        "rounds": rounds, "pairs": pairs,
-        "sync_rounds_per_s": statistics.median(a[0] for a in sync),
-        "async_batches_per_s": statistics.median(b[0] for b in asyn),
-        "sync_device_drafts_per_s": statistics.median(a[1] for a in sync),
-        "async_device_drafts_per_s": statistics.median(b[1] for b in asyn),
-        "ratio_batches_per_round": ratio_rounds, "ratio_device_drafts": ratio_drafts,
-    }
-    print(f"  synchronous:  {figures['sync_rounds_per_s']:,.0f} rounds/s, "
-          f"{figures['sync_device_drafts_per_s']:,.0f} device-drafts/s")
-    print(f"  asynchronous: {figures['async_batches_per_s']:,.0f} batches/s, "
-          f"{figures['async_device_drafts_per_s']:,.0f} device-drafts/s")
-    print(f"  async / sync (median of {pairs} interleaved pairs): batches/rounds "
-          f"{ratio_rounds:.2f}x, device-drafts {ratio_drafts:.2f}x")
-    return figures
+    pairs = 3 if quick else 5
+    with tempfile.TemporaryDirectory() as tmp:
+        sync, asyn = (scenario_run(tmp, {"serving.protocol": protocol, "run.rounds": rounds})
+                      for protocol in ("synchronous", "asynchronous"))
+        sync()   # warm
+        res = interleaved(sync, asyn, pairs)
+    # both runs draw the same numbers every time (one seed): drafts per record are fixed
+    per_round = sync.summary["device_rounds"] / sync.summary["rounds"]
+    per_batch = asyn.summary["device_rounds"] / asyn.summary["rounds"]
+    batches = 1.0 / res["ratio_wall"]
+    drafts = batches * per_batch / per_round
+    describe("synchronous", "asynchronous", res, units=rounds)
+    print(f"  async / sync (median of {res['pairs']} interleaved pairs): batches/rounds "
+          f"{batches:.2f}x, device-drafts {drafts:.2f}x ({per_batch:.1f} drafts a batch, "
+          f"{per_round:.1f} a round)")
+    return {"rounds": rounds, "pairs": res, "ratio_batches_per_round": batches,
+            "ratio_device_drafts": drafts, "drafts_per_batch": per_batch,
+            "drafts_per_round": per_round}
