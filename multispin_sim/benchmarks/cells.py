@@ -12,39 +12,29 @@ measured interference):
 
 Then the peak traced memory (``tracemalloc``) of one 7-cell and one 19-cell run.
 """
-import contextlib
-import io
-import itertools
 import tempfile
 import tracemalloc
 
-from .abtest import describe, interleaved
+from .abtest import describe, interleaved, scenario_run
 
-_RUNS = itertools.count()
 HEX = {"cells.layout": "hex", "cells.isd_m": 500.0, "cells.reuse": 1, "devices.count": 20}
 
 
-def _scenario(**overrides):
-    from ..scenario import load_scenario
-
-    return load_scenario(None, overrides={"name": "bench", **overrides})
-
-
-def _runner(scenarios, tmp):
-    from ..engine.simulation import simulate
+def _runner(tmp, *overrides):
+    """One function running the default scenario with each of ``overrides`` in turn."""
+    runs = [scenario_run(tmp, o) for o in overrides]
 
     def go():
-        # the runs' own warnings (a deep-fade round in a short run) are not benchmark output
-        with contextlib.redirect_stderr(io.StringIO()):
-            for sc in scenarios:
-                simulate(sc, out=f"{tmp}/run{next(_RUNS)}")
+        for run in runs:
+            run()
     return go
 
 
-def _peak_mb(scenario, tmp):
+def _peak_mb(tmp, overrides):
+    run = scenario_run(tmp, overrides)
     tracemalloc.start()
     try:
-        _runner([scenario], tmp)()
+        run()
         return tracemalloc.get_traced_memory()[1] / 1e6
     finally:
         tracemalloc.stop()
@@ -52,32 +42,33 @@ def _peak_mb(scenario, tmp):
 
 def run(quick=False):
     from ..engine.cell_plan import cell_seed
+    from ..scenario import load_scenario
 
     rounds = 60 if quick else 300
     pairs = 3 if quick else 5
-    cells = {n: _scenario(**HEX, **{"cells.count": n, "run.rounds": rounds}) for n in (7, 19)}
-    base = cells[7]
-    singles = [_scenario(**{"devices.count": base.devices.count, "run.rounds": rounds,
-                                  "seed": cell_seed(base.seed, c)}) for c in range(7)]
+    cells = {n: {**HEX, "cells.count": n, "run.rounds": rounds} for n in (7, 19)}
+    seed = load_scenario(None).seed
+    singles = [{"devices.count": HEX["devices.count"], "run.rounds": rounds,
+                "seed": cell_seed(seed, c)} for c in range(7)]
     figures = {"rounds": rounds, "pairs": pairs}
     with tempfile.TemporaryDirectory() as tmp:
-        _runner([cells[7]], tmp)()   # warm up (imports, compiled kernels)
-        res = interleaved(_runner(singles, tmp), _runner([cells[7]], tmp), pairs)
+        _runner(tmp, cells[7])()   # warm up (imports, compiled kernels)
+        res = interleaved(_runner(tmp, *singles), _runner(tmp, cells[7]), pairs)
         describe("7 single cells", "7 cells", res)
         figures["throughput_vs_single_wall"] = 1.0 / res["ratio_wall"]
         figures["throughput_vs_single_cpu"] = 1.0 / res["ratio_cpu"]
-        print(f"  7 cells x {base.devices.count} devices: throughput "
+        print(f"  7 cells x {HEX['devices.count']} devices: throughput "
               f"{figures['throughput_vs_single_wall']:.2f} (wall), "
               f"{figures['throughput_vs_single_cpu']:.2f} (CPU) of 7 independent single-cell "
               "runs (target >= 0.25)")
-        res = interleaved(_runner([cells[7]], tmp), _runner([cells[19]], tmp), pairs)
+        res = interleaved(_runner(tmp, cells[7]), _runner(tmp, cells[19]), pairs)
         describe("7 cells", "19 cells", res)
         figures["cost_19_over_7_wall"] = res["ratio_wall"]
         figures["cost_19_over_7_cpu"] = res["ratio_cpu"]
         print(f"  19 cells: {res['ratio_wall']:.2f}x (wall), {res['ratio_cpu']:.2f}x (CPU) the "
               "cost of 7 (linear 2.71; target <= 3.5)")
         for n in (7, 19):
-            figures[f"peak_mb_{n}"] = _peak_mb(cells[n], tmp)
+            figures[f"peak_mb_{n}"] = _peak_mb(tmp, cells[n])
         print(f"  peak traced memory: {figures['peak_mb_7']:.0f} MB (7 cells), "
               f"{figures['peak_mb_19']:.0f} MB (19 cells); {rounds} rounds per cell")
     return figures
