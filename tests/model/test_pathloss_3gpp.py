@@ -13,15 +13,21 @@ C = 299_792_458.0
 DISTANCES = [10, 18, 25, 40, 70, 100, 150, 209, 212, 350, 559, 562, 900, 1500, 3000, 5000]
 
 
-def uma_reference(d2d, fc, hbs=25.0, hut=1.5):
-    """(PL LOS, PL NLOS, P_LOS) of UMa from the table (hE = 1 m)."""
+def los_reference(d2d, fc, hbs, hut, a, b, c):
+    """(d_3D, PL LOS) of the table's two slopes, with the breakpoint distance d'_BP of the
+    effective heights h - 1 m: PL1 = a + b log10 d_3D + 20 log10 fc up to d'_BP, beyond it
+    PL2 = a + 40 log10 d_3D + 20 log10 fc - c log10(d'_BP^2 + (h_BS - h_UT)^2)."""
     d3d = math.sqrt(d2d ** 2 + (hbs - hut) ** 2)
     dbp = 4 * (hbs - 1) * (hut - 1) * fc * 1e9 / C
     if d2d <= dbp:
-        los = 28.0 + 22 * math.log10(d3d) + 20 * math.log10(fc)
-    else:
-        los = (28.0 + 40 * math.log10(d3d) + 20 * math.log10(fc)
-               - 9 * math.log10(dbp ** 2 + (hbs - hut) ** 2))
+        return d3d, a + b * math.log10(d3d) + 20 * math.log10(fc)
+    return d3d, (a + 40 * math.log10(d3d) + 20 * math.log10(fc)
+                 - c * math.log10(dbp ** 2 + (hbs - hut) ** 2))
+
+
+def uma_reference(d2d, fc, hbs=25.0, hut=1.5):
+    """(PL LOS, PL NLOS, P_LOS) of UMa from the table (hE = 1 m)."""
+    d3d, los = los_reference(d2d, fc, hbs, hut, 28.0, 22, 9)
     nlos = max(los, 13.54 + 39.08 * math.log10(d3d) + 20 * math.log10(fc) - 0.6 * (hut - 1.5))
     if d2d <= 18:
         p = 1.0
@@ -33,13 +39,8 @@ def uma_reference(d2d, fc, hbs=25.0, hut=1.5):
 
 
 def umi_reference(d2d, fc, hbs=10.0, hut=1.5):
-    d3d = math.sqrt(d2d ** 2 + (hbs - hut) ** 2)
-    dbp = 4 * (hbs - 1) * (hut - 1) * fc * 1e9 / C
-    if d2d <= dbp:
-        los = 32.4 + 21 * math.log10(d3d) + 20 * math.log10(fc)
-    else:
-        los = (32.4 + 40 * math.log10(d3d) + 20 * math.log10(fc)
-               - 9.5 * math.log10(dbp ** 2 + (hbs - hut) ** 2))
+    """(PL LOS, PL NLOS, P_LOS) of UMi street canyon from the table."""
+    d3d, los = los_reference(d2d, fc, hbs, hut, 32.4, 21, 9.5)
     nlos = max(los, 35.3 * math.log10(d3d) + 22.4 + 21.3 * math.log10(fc) - 0.3 * (hut - 1.5))
     p = 1.0 if d2d <= 18 else 18 / d2d + math.exp(-d2d / 36) * (1 - 18 / d2d)
     return los, nlos, p
