@@ -1,4 +1,4 @@
-"""Antennas (issue 29): engine speed against the number of server antennas M, and greedy draft
+"""Antennas: engine speed against the number of server antennas M, and greedy draft
 control under a shared band.
 
 ``run``: for M = 1, 2, 4, 8, 16, 64 and each scheme pair (orthogonal: ``ofdma-mrt`` /

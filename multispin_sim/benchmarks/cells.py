@@ -6,8 +6,8 @@ measured interference):
 
 - throughput: one run of 7 cells against 7 independent single-cell runs of the same size
   (20 devices, the same rounds per cell, each cell's seed); the figure is the multi-cell run's
-  throughput over the single cells' (their time over its time; issue target >= 0.25);
-- growth: 19 cells against 7 (time ratio; linear growth would be 19 / 7 = 2.71, issue target
+  throughput over the single cells' (their time over its time; target >= 0.25);
+- growth: 19 cells against 7 (time ratio; linear growth would be 19 / 7 = 2.71, target
   <= 3.5).
 
 Then the peak traced memory (``tracemalloc``) of one 7-cell and one 19-cell run.

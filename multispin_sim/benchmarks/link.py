@@ -1,5 +1,5 @@
-"""Link layer (issue 12): engine speed of the NR link against the Shannon link, and the study
-table of the closing note.
+"""Link layer: engine speed of the NR link against the Shannon link, and a study table of
+goodput and correction delays for each link and policy.
 
 ``run``: engine rounds/s of the default scenario with ``link.model: mcs`` (+ HARQ, stale
 quantised CSI) against the Shannon link, measured as interleaved A/B pairs

@@ -15,7 +15,7 @@ the array gains, then sent under the scheme).
 ``ul_power_study``: UL powers below full under MMSE, the grid's brute force against
 coordinate descent (``server.ul_power``).
 
-``python -m multispin_sim.experiments.antennas`` prints the tables of the issue's figures.
+``python -m multispin_sim.experiments.antennas`` prints these studies' tables.
 """
 import argparse
 import json
@@ -159,17 +159,13 @@ def ul_power_study(n=4, antennas=2, levels=8, outcomes=200, seed=1, k=20):
 
 def engine_rate(antennas, dl="ofdma-mrt", ul="ofdma-mrc", k=20, rounds=300, pairs=3):
     """Engine rounds/s with ``antennas`` and the schemes against the paper's M = 1, interleaved."""
-    from ..benchmarks.abtest import interleaved
-    from ..engine.simulation import simulate
+    from ..benchmarks.abtest import interleaved, scenario_run
 
-    def runner(overrides):
-        def go():
-            with tempfile.TemporaryDirectory() as d:
-                simulate(load_scenario(None, overrides={"devices.count": k, "run.rounds": rounds,
-                                                        **overrides}), out=d + "/o")
-        return go
-    res = interleaved(runner({}), runner({"server.antennas": antennas, "server.dl_scheme": dl,
-                                          "server.ul_scheme": ul}), pairs)
+    base = {"devices.count": k, "run.rounds": rounds}
+    with tempfile.TemporaryDirectory() as d:
+        res = interleaved(scenario_run(d, base), scenario_run(d, {
+            **base, "server.antennas": antennas, "server.dl_scheme": dl, "server.ul_scheme": ul}),
+            pairs)
     return {"antennas": antennas, "dl": dl, "ul": ul, "time_ratio_wall": res["ratio_wall"],
             "time_ratio_cpu": res["ratio_cpu"],
             "m1_rounds_per_s": rounds / float(np.median(res["a_wall_s"])),
