@@ -177,14 +177,13 @@ def greedy_goodput(antennas, dl="ofdma-mrt", ul="ofdma-mrc", draft="greedy", k=2
     """Goodput and mean draft length of one engine run with draft control ``draft``."""
     from ..engine.simulation import simulate
 
-    with tempfile.TemporaryDirectory() as d:
-        r = simulate(load_scenario(None, overrides={
-            "devices.count": k, "run.rounds": rounds, "policy.draft": draft,
-            "policy.saa_samples": samples, "server.antennas": antennas, "server.dl_scheme": dl,
-            "server.ul_scheme": ul, "seed": seed}), out=d + "/o")
-        return {"antennas": antennas, "dl": dl, "ul": ul, "draft": draft,
-                "goodput_tps": r.summary["goodput_tps"],
-                "mean_draft": float(np.mean(r.device_rounds["draft_len"]))}
+    r = simulate(load_scenario(None, overrides={
+        "devices.count": k, "run.rounds": rounds, "policy.draft": draft,
+        "policy.saa_samples": samples, "server.antennas": antennas, "server.dl_scheme": dl,
+        "server.ul_scheme": ul, "seed": seed}))
+    return {"antennas": antennas, "dl": dl, "ul": ul, "draft": draft,
+            "goodput_tps": r.summary["goodput_tps"],
+            "mean_draft": float(np.mean(r.device_rounds["draft_len"]))}
 
 
 def main(argv=None):
