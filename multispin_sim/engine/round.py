@@ -20,7 +20,7 @@
 Shortcuts that change no number (tests/engine/test_shortcuts.py runs with and without them),
 each offered by the component it concerns, never chosen here by its class: the draft plan
 (gamma, drafting times) is worked out once while nothing it depends on changes (saturated
-workload, a ``context_free`` controller such as 'fixed', no throttling or movement); the
+workload, a ``context_free`` controller such as 'fixed', no throttling); the
 outcomes of such rounds come from blocks of rounds capped at once when the acceptance model
 offers them (``EdgeServer.steady_outcomes``); the reactive decision of one outcome is the
 policy's own (``ReactivePolicy.one_outcome``: Python floats, no ``ReactiveProblem``, for the
@@ -212,9 +212,10 @@ class RoundLoop(ProtocolLoop):
         distance = None
         link_columns = bool(channel.extra_columns)
         # The draft plan is the same every round when nothing it depends on changes (every
-        # device always active, draft lengths fixed, no throttling, no movement, nothing
-        # carried over): worked out once and reused.
-        steady = (saturated and mover is None and self.thermal is None
+        # device always active, draft lengths fixed, no throttling, nothing carried over;
+        # moving devices change only the gains, which a context-free controller does not
+        # read): worked out once and reused.
+        steady = (saturated and self.thermal is None
                   and getattr(self.controller, "context_free", False))
         plan = None
         # outcomes of a steady plan from blocks of rounds (None: server.outcomes every round)

@@ -57,6 +57,8 @@ class RandomWaypoint:
         return cls(positions, centre, region_m, speed, m.pause_s, rng)
 
     def __init__(self, positions, centre, region_m, speed_mps, pause_s, rng):
+        if not 0 < speed_mps[0] <= speed_mps[1]:
+            raise ValueError(f"speeds {speed_mps} not allowed; expected 0 < low <= high")
         self.pos = np.array(positions, dtype=float)
         self.k = self.pos.shape[0]
         self.centre = np.asarray(centre, dtype=float)
@@ -81,15 +83,16 @@ class RandomWaypoint:
         while self.t < t:
             # time each device still needs to reach its waypoint (after any pause)
             start = np.maximum(self.pause_until, self.t)
-            left = np.hypot(*(self.target - self.pos).T)
-            with np.errstate(divide="ignore"):
-                arrive = start + np.where(self.speed > 0, left / self.speed, np.inf)
+            delta = self.target - self.pos
+            left = np.hypot(delta[:, 0], delta[:, 1])
+            arrive = start + left / self.speed
             step_end = min(float(arrive.min()), t)
-            moving_for = np.clip(step_end - start, 0.0, None)
-            frac = np.where(left > 0, np.minimum(moving_for * self.speed / np.where(left > 0, left, 1.0), 1.0), 1.0)
-            move = (self.target - self.pos) * frac[:, None]
+            # the share of its leg's rest each device walks by step_end (all of it when none)
+            walked = np.maximum(step_end - start, 0.0) * self.speed
+            frac = np.minimum(np.divide(walked, left, out=np.ones(self.k), where=left > 0), 1.0)
+            move = delta * frac[:, None]
             self.pos += move
-            self.travelled += np.hypot(*move.T)
+            self.travelled += np.hypot(move[:, 0], move[:, 1])
             self.t = step_end
             done = np.flatnonzero(arrive <= step_end)
             if done.size:

@@ -36,6 +36,8 @@ CASES = {
     "coherence": {"channel.coherence_time_ms": 5},
     "asynchronous": {"serving.protocol": "asynchronous"},
     "thermal": {"compute.thermal": True},
+    "mobility": {"mobility.model": "random-waypoint", "mobility.speed_mps": 30.0,
+                 "channel.shadowing_db": 8.0},
     "energy": {"energy.record": True},
     "verify-tokens": {"server.verify_model": "tokens"},
 }
