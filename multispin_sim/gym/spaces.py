@@ -71,9 +71,10 @@ def action_space(k, max_draft, control, mode_action="prefix"):
 
 
 def gains_db(g):
+    """10 log10 g, at least GAIN_FLOOR_DB (a zero gain, -inf dB, and NaN included: fmax passes
+    over NaN)."""
     with np.errstate(divide="ignore", invalid="ignore"):
-        db = 10.0 * np.log10(np.asarray(g, dtype=float))
-    return np.maximum(np.nan_to_num(db, nan=GAIN_FLOOR_DB, neginf=GAIN_FLOOR_DB), GAIN_FLOOR_DB)
+        return np.fmax(10.0 * np.log10(np.asarray(g, dtype=float)), GAIN_FLOOR_DB)
 
 
 def _integers(action, what, k, hi):
