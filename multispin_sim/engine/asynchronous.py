@@ -180,6 +180,10 @@ class AsyncLoop(ProtocolLoop):
         workload, channel, controller = self.workload, self.channel, self.controller
         t_k = self.t[k]
         mask = self._masks[k]
+        # a context-free controller (it reads only the active mask and the remaining tokens)
+        # gives a saturated device the same length for every draft: asked once
+        steady = workload.saturated and getattr(controller, "context_free", False)
+        fixed = None
         while True:
             if self._stopping:
                 return
@@ -189,13 +193,18 @@ class AsyncLoop(ProtocolLoop):
             start = env.now
             self.busy += 1
             g_ul, g_dl = channel.csi(start)
-            ctx = AsyncDraftContext(self.drafts_started[k],
-                                    self.server.controller_system(self.system), g_ul, g_dl, mask,
-                                    workload.remaining(), self.server.policy,
-                                    self.streams.controller, channel.fading, channel.reciprocal,
-                                    load=self.busy)
+            if fixed is None:
+                ctx = AsyncDraftContext(self.drafts_started[k],
+                                        self.server.controller_system(self.system), g_ul, g_dl,
+                                        mask, workload.remaining(), self.server.policy,
+                                        self.streams.controller, channel.fading,
+                                        channel.reciprocal, load=self.busy)
+                gamma = int(controller.lengths(ctx)[k])
+                if steady:
+                    fixed = gamma
+            else:
+                gamma = fixed
             self.drafts_started[k] += 1
-            gamma = int(controller.lengths(ctx)[k])
             if self.load_log is not None:
                 self.load_log.append((k, self.busy, gamma))
             draft_s = gamma * t_k

@@ -35,6 +35,7 @@ CASES = {
     "ticks": {"workload.tick_period_s": 0.3},
     "coherence": {"channel.coherence_time_ms": 5},
     "asynchronous": {"serving.protocol": "asynchronous"},
+    "asynchronous-pre-draft": {"serving.protocol": "asynchronous", "serving.pre_draft": True},
     "thermal": {"compute.thermal": True},
     "mobility": {"mobility.model": "random-waypoint", "mobility.speed_mps": 30.0,
                  "channel.shadowing_db": 8.0},
