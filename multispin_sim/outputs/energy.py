@@ -59,12 +59,17 @@ class EnergyAccount:
         e_tx = np.where(dl, power * delay, 0.0)
         parts = (e_draft, e_ul, e_dl, e_idle, e_tx, e)
         # a row's sum is the sum of that round's array (the same pairwise summation); where
-        # devices were inactive, the sum of the active entries alone (zeros would regroup it)
+        # devices were inactive, the sum of the active entries alone (zeros would regroup it),
+        # taken for all the rounds with the same number of active devices at once: one row
+        # each, the same sum as the round's own array
         sums = [x.sum(axis=1) for x in parts]
-        for i in np.flatnonzero(~full).tolist():
-            sel = active[i]
+        partial = np.flatnonzero(~full)
+        counts = np.count_nonzero(active[partial], axis=1)
+        for n in np.unique(counts).tolist():
+            rows = partial[counts == n]
+            sel = active[rows]
             for total, x in zip(sums, parts):
-                total[i] = x[i][sel].sum()
+                total[rows] = x[rows][sel].reshape(rows.size, n).sum(axis=1)
         s_draft, s_ul, s_dl, s_idle, s_tx, dev_total = sums
         e_ver = p.server_w * verify
         # running totals: round after round (accumulate adds in sequence)
