@@ -108,15 +108,18 @@ def records_in_process():
 
 def against(base, cases, rounds, pairs, folder, base_name="the base"):
     """Engine rounds/s of each case (name -> overrides, on top of ``base``) relative to the
-    ``base`` overrides: the default scenario, ``rounds`` rounds end to end, interleaved pairs.
-    Prints a line a case; returns name -> rounds_per_s, base_rounds_per_s, ratio (of rounds/s,
-    wall) and ratio_cpu."""
+    ``base`` overrides: the default scenario, ``rounds`` rounds end to end, interleaved pairs,
+    records formatted in-process (``records_in_process``: a run with fewer device rows would
+    otherwise format on one core where the other hands them to a second). Prints a line a
+    case; returns name -> rounds_per_s, base_rounds_per_s, ratio (of rounds/s, wall) and
+    ratio_cpu."""
     base_run = scenario_run(folder, {**base, "run.rounds": rounds})
     scenario_run(folder, {**base, "run.rounds": min(rounds, 200)})()   # warm: imports, caches
     figures = {}
     for name, overrides in cases.items():
-        res = interleaved(base_run, scenario_run(folder, {**base, **overrides,
-                                                          "run.rounds": rounds}), pairs)
+        with records_in_process():
+            res = interleaved(base_run, scenario_run(folder, {**base, **overrides,
+                                                              "run.rounds": rounds}), pairs)
         figures[name] = fig = {
             "rounds_per_s": rounds / float(np.median(res["b_wall_s"])),
             "base_rounds_per_s": rounds / float(np.median(res["a_wall_s"])),
@@ -124,5 +127,5 @@ def against(base, cases, rounds, pairs, folder, base_name="the base"):
         print(f"  {name:38s} {fig['rounds_per_s']:8,.0f} rounds/s: {fig['ratio']:.2f} of "
               f"{base_name} ({fig['base_rounds_per_s']:,.0f}; CPU {fig['ratio_cpu']:.2f}), median "
               f"of {res['pairs']} interleaved pairs", flush=True)
-    print(f"  ({rounds:,} rounds a run, end to end, full records)")
+    print(f"  ({rounds:,} rounds a run, end to end, full records formatted in-process)")
     return figures

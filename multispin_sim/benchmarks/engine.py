@@ -111,7 +111,7 @@ def peak_memory_mb(rounds):
 def jakes_vs_iid(rounds, pairs):
     """engine/jakes: the default scenario with Jakes fading (f_D = 10 Hz, sampled once per
     round) against i.i.d. Rayleigh, interleaved, CSV formatting in-process."""
-    with tempfile.TemporaryDirectory() as tmp, records_in_process():
+    with tempfile.TemporaryDirectory() as tmp:
         return against({}, {"jakes": JAKES}, rounds, pairs, tmp, "i.i.d. Rayleigh")["jakes"]
 
 
