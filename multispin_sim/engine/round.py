@@ -195,6 +195,17 @@ class RoundLoop(ProtocolLoop):
         return (ctx, gamma, draft_s, active.tolist(), draft_s.tolist(),
                 int(np.count_nonzero(active)), float(draft_s.max(initial=0.0)))
 
+    def _system_now(self, gains, slowdown):
+        """The system of this round: the moving devices' large-scale ``gains``, the drafting
+        latencies times the throttling ``slowdown`` (None: unchanged). Built only for a new
+        draft plan, the one thing that reads it."""
+        changes = {}
+        if gains is not None:
+            changes["pathloss"] = gains
+        if slowdown is not None:
+            changes["draft_latency_s"] = self.system.draft_latency_s * slowdown
+        return dataclasses.replace(self.system, **changes) if changes else self.system
+
     @staticmethod
     def _optional(actor, shortcut):
         """``actor.shortcut()``, or None when the actor offers no such shortcut."""
@@ -202,7 +213,7 @@ class RoundLoop(ProtocolLoop):
         return None if method is None else method()
 
     def run(self, env):
-        system, k = self.system, self.k
+        k = self.k
         channel, workload, recorder = self.channel, self.workload, self.recorder
         server = self.server
         saturated = workload.saturated
@@ -241,16 +252,13 @@ class RoundLoop(ProtocolLoop):
             active = workload.start_round(start)
             if not saturated:
                 active = active.copy()  # the workload updates its mask at the round's end
+            gains = slowdown = None
             if mover is not None:
                 gains = mover.gains(start)
                 channel.set_pathloss(gains)
-                system = dataclasses.replace(self.system, pathloss=gains)
                 distance = mover.distance
-            slowdown = None
             if self.thermal is not None:  # throttled devices draft slower this round
                 slowdown = self.thermal.slowdown(start)
-                system = dataclasses.replace(system, draft_latency_s=(
-                    self.system.draft_latency_s * slowdown))
             g_ul, g_dl = channel.new_block(start)
             carry, self._deferred = self._deferred, None
             self.carry_list = None
@@ -262,7 +270,7 @@ class RoundLoop(ProtocolLoop):
                 _, gamma, draft_s, active_list, draft_list, n_active, t_draft = plan
                 remaining = None  # saturated
             else:
-                plan_now = self._plan(r, system, g_ul, g_dl, active)
+                plan_now = self._plan(r, self._system_now(gains, slowdown), g_ul, g_dl, active)
                 ctx, gamma, draft_s, active_list, draft_list, n_active, t_draft = plan_now
                 remaining = ctx.remaining
                 if steady and carry is None:
