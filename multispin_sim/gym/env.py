@@ -262,20 +262,23 @@ class MultiSpinEnv(gymnasium.Env):
         self._t_last = now
         self._observe.outcome(record)
         active = np.asarray(record.active, dtype=bool)
-        tokens = int(np.asarray(record.tokens)[active].sum())
-        _, _, _, _, each = device_round_energy(self._powers, record.draft_each, record.mode,
-                                               record.power, record.delay, record.duration)
+        device_tokens = np.array(record.tokens, dtype=np.int64)
+        modes = np.array(record.mode, dtype=np.int8)
+        delays = np.array(record.delay, dtype=float)
+        powers = np.array(record.power, dtype=float)
+        tokens = int(device_tokens[active].sum())
+        # on these arrays: the record may hold lists (cheaper converted once)
+        _, _, _, _, each = device_round_energy(self._powers, record.draft_each, modes, powers,
+                                               delays, record.duration)
         energy = float(each[active].sum())
         info = {"round": int(record.round), "tokens": tokens, "duration_s": float(record.duration),
                 "elapsed_s": elapsed, "energy_j": energy, "time_s": now,
                 "gamma": np.array(record.gamma, dtype=np.int64),
                 "accepted": np.array(record.accepted, dtype=np.int64),
-                "device_tokens": np.array(record.tokens, dtype=np.int64),
+                "device_tokens": device_tokens,
                 "rejected": np.array(record.rejected, dtype=bool),
                 "active": active.copy(),
-                "modes": np.array(record.mode, dtype=np.int8),
-                "delays_s": np.array(record.delay, dtype=float),
-                "powers_w": np.array(record.power, dtype=float)}
+                "modes": modes, "delays_s": delays, "powers_w": powers}
         if regret is not None:
             info["regret"] = regret
         if self.objective == "goodput":
