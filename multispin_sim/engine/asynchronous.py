@@ -192,6 +192,8 @@ class AsyncLoop(ProtocolLoop):
                 continue
             start = env.now
             self.busy += 1
+            # read even when the length is fixed: reading the CSI is an event of the channel
+            # (it dates the decision a planned delay holds for, and moves an estimator's state)
             g_ul, g_dl = channel.csi(start)
             if fixed is None:
                 ctx = AsyncDraftContext(self.drafts_started[k],

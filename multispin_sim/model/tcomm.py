@@ -187,7 +187,6 @@ class TcommKernel:
                                for i in range(0, n * m, _SPLIT_COLUMNS)]).reshape(n, m)
 
 
-
 def grid_by_rows(kernel, runs, bounds):
     """T_comm of every sample under every row of draft lengths, (n, M), through any kernel
     ``kernel(rejected, rows)``: the rejected sets of every (row, sample) pair in one call
