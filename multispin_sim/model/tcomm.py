@@ -15,7 +15,6 @@ from .reactive import evaluate_assignment
 
 _LN2 = np.log(2.0)
 FAST_MODES = ("optimal", "exhaustive", "all-ul", "all-dl", "random")
-_KERNEL_ROWS = 1024  # rows per closed-form kernel pass (keeps the work arrays in cache)
 _SPLIT_COLUMNS = 16_384  # outcomes per pass of the optimal split's grid (its work array)
 
 
@@ -107,12 +106,6 @@ class TcommKernel:
         if rows is None:
             rows = np.arange(n)
         rows = np.asarray(rows)
-        if n > _KERNEL_ROWS:  # cache-sized chunks are much faster than one big batch
-            return np.concatenate([self._call(rej[i:i + _KERNEL_ROWS], rows[i:i + _KERNEL_ROWS])
-                                   for i in range(0, n, _KERNEL_ROWS)])
-        return self._call(rej, rows)
-
-    def _call(self, rej, rows):
         mode = self.mode
         if mode == "optimal" and self.p_dl <= 0:
             mode = "all-ul"
