@@ -31,7 +31,8 @@ def _report(label, t):
 
 
 def decision_times(name, repeat, k=20, samples=1000, mode="optimal", seed=0):
-    """Seconds per decision of controller ``name`` over ``repeat`` independent rounds."""
+    """Seconds per decision of controller ``name`` over ``repeat`` independent rounds, and the
+    draft lengths it chose (repeat, K)."""
     sc = load_scenario(None, overrides={"devices.count": k, "seed": seed + 1})
     system = build_population(sc, RandomStreams(sc.seed).devices).system
     fading = np.random.default_rng(seed)
@@ -48,19 +49,19 @@ def decision_times(name, repeat, k=20, samples=1000, mode="optimal", seed=0):
         g_ul, g_dl = channel_gains(warm, system.pathloss)
         warm_ctl.lengths(DraftContext(r, system, g_ul, g_dl, active, None, policy, warm))
     out = np.empty(repeat)
-    lengths = np.empty(repeat)
+    lengths = np.empty((repeat, k), dtype=np.int64)
     for r in range(repeat):
         g_ul, g_dl = channel_gains(fading, system.pathloss)
         ctx = DraftContext(r, system, g_ul, g_dl, active, None, policy, stream)
         t0 = time.perf_counter()
         gamma = ctl.lengths(ctx)
         out[r] = time.perf_counter() - t0
-        lengths[r] = gamma.mean()
+        lengths[r] = gamma
     return out, lengths
 
 
 @contextlib.contextmanager
-def _numpy_search():
+def numpy_search():
     """The numpy reference search (the compiled one switched off)."""
     saved = os.environ.get("MULTISPIN_NUMBA")
     os.environ["MULTISPIN_NUMBA"] = "0"
@@ -87,7 +88,7 @@ def run_rates(rounds, draft="greedy", samples=1000, pairs=3):
             results["compiled"] = simulate(sc).summary
 
     def numpy():
-        with _numpy_search(), contextlib.redirect_stderr(io.StringIO()):
+        with numpy_search(), contextlib.redirect_stderr(io.StringIO()):
             results["numpy"] = simulate(sc).summary
 
     compiled()   # warm-up (numba compiles or loads its cache once per process)

@@ -1,0 +1,103 @@
+"""Every fast path switched off in turn, against the code as it is: what each one buys.
+
+A fast path earns its lines only where a benchmark shows that it pays; this is that benchmark.
+Each switch puts back the general path the fast one stands in for, and nothing else
+(tests/benchmarks/test_fastpaths.py checks that the results stay the same). The engine's
+shortcuts are timed on the default scenario, end to end, with the records formatted in-process.
+The numpy search's are timed on decisions of the paper's system (K = 20, 1,000 SAA samples)
+with the compiled search switched off (``MULTISPIN_NUMBA=0``), where they run. The compiled
+search against numpy is ``bench draft``.
+"""
+import contextlib
+import tempfile
+
+import numpy as np
+
+from ..engine.channel import OFDMAChannel
+from ..engine.server import EdgeServer
+from ..model.estimators import SAATcomm
+from ..model.tcomm import TcommKernel
+from ..policies import draft_search
+from ..policies.draft import FixedDraft
+from .abtest import interleaved, records_in_process, scenario_run
+from .draft import decision_times, numpy_search
+
+
+def _plus_one_without_cache(self, dev):
+    return self.move_means(dev, self.gamma[np.asarray(dev)] + 1)
+
+
+def _path_mean_without_events(self, gammas):
+    self._path = None
+    return self.mean(gammas)
+
+
+# name -> (what it does, [(owner, attribute, the general path in its place)])
+ENGINE = {
+    "one_outcome": ("the reactive policy's decision of one outcome on lists",
+                    [(EdgeServer, "one_outcome", lambda self: None)]),
+    "steady_outcomes": ("a fixed plan's verification outcomes from blocks of rounds",
+                        [(EdgeServer, "steady_outcomes", lambda self: None)]),
+    "plain_transmit": ("devices wait their planned delays, taken as the realised ones",
+                       [(OFDMAChannel, "plain_transmit", property(lambda self: False))]),
+    "steady plan": ("a context-free controller's plan worked out once",
+                    [(FixedDraft, "context_free", False)]),
+}
+# name -> (controller, what it does, switches)
+SEARCH = {
+    "lazy phase 1": ("greedy", "the uniform path evaluated in chunks, until G stops improving",
+                     [(draft_search, "_lazy_phase1",
+                       lambda obj, path, chunk=12: obj.path_values(path))]),
+    "split grid": ("greedy", "the optimal split's rows of a grid built in its order",
+                   [(TcommKernel, "grid", None)]),
+    "+1 cache": ("greedy", "the +1 moves' T_comm kept up to date across steps",
+                 [(SAATcomm, "plus_one_means", _plus_one_without_cache)]),
+    "path events": ("budget", "a path evaluated at the samples it changes only",
+                    [(SAATcomm, "path_mean", _path_mean_without_events)]),
+}
+
+
+@contextlib.contextmanager
+def switched_off(switches):
+    """The general paths of ``switches`` in place while the block runs."""
+    saved = [(owner, name, owner.__dict__[name]) for owner, name, _ in switches]
+    try:
+        for owner, name, general in switches:
+            setattr(owner, name, general)
+        yield
+    finally:
+        for owner, name, fast in saved:
+            setattr(owner, name, fast)
+
+
+def _without(fn, switches):
+    def run():
+        with switched_off(switches):
+            fn()
+    return run
+
+
+def _line(name, what, res):
+    print(f"  {name:16s} off: {res['ratio_wall']:.2f}x the time (CPU {res['ratio_cpu']:.2f}x), "
+          f"median of {res['pairs']} pairs; {what}", flush=True)
+    return {"slowdown_wall": res["ratio_wall"], "slowdown_cpu": res["ratio_cpu"]}
+
+
+def run(quick=False):
+    rounds, pairs = (2_000, 3) if quick else (10_000, 7)
+    figures = {}
+    print(f"engine shortcuts: the default scenario, {rounds:,} rounds end to end")
+    with tempfile.TemporaryDirectory() as tmp, records_in_process():
+        base = scenario_run(tmp, {"run.rounds": rounds})
+        scenario_run(tmp, {"run.rounds": 200})()   # warm: imports, caches
+        for name, (what, switches) in ENGINE.items():
+            figures[name] = _line(name, what, interleaved(base, _without(base, switches), pairs))
+    reps = {"greedy": 20 if quick else 60, "budget": 5 if quick else 15}
+    print("numpy search: decisions with the compiled search switched off")
+    with numpy_search():
+        for name, (controller, what, switches) in SEARCH.items():
+            def decide(controller=controller):
+                decision_times(controller, reps[controller])
+            figures[name] = _line(f"{name}", f"{controller}; {what}",
+                                  interleaved(decide, _without(decide, switches), pairs + 2))
+    return figures

@@ -1,0 +1,33 @@
+"""The fast paths of ``bench fastpaths`` (``benchmarks/fastpaths.py``): with each of the numpy
+search's switched off, the general path makes the same decisions, so the benchmark times the
+same work done two ways (the engine's shortcuts: tests/engine/test_shortcuts.py, output bytes);
+and every switch is put back afterwards, also after an error."""
+import numpy as np
+import pytest
+
+from multispin_sim.benchmarks import fastpaths
+from multispin_sim.benchmarks.draft import decision_times, numpy_search
+
+
+@pytest.mark.parametrize("name", list(fastpaths.SEARCH))
+def test_a_numpy_search_fast_path_switched_off_gives_the_same_decisions(name):
+    controller, _, switches = fastpaths.SEARCH[name]
+    with numpy_search():
+        _, fast = decision_times(controller, 4)
+        with fastpaths.switched_off(switches):
+            _, slow = decision_times(controller, 4)
+    assert fast.shape == (4, 20)
+    np.testing.assert_array_equal(fast, slow)
+
+
+def test_every_switch_is_put_back_even_after_an_error():
+    switches = [s for _, s in fastpaths.ENGINE.values()] + \
+               [s for _, _, s in fastpaths.SEARCH.values()]
+    for group in switches:
+        before = [owner.__dict__[attr] for owner, attr, _ in group]
+        with pytest.raises(RuntimeError):
+            with fastpaths.switched_off(group):
+                assert [owner.__dict__[attr] for owner, attr, _ in group] == \
+                    [general for _, _, general in group]
+                raise RuntimeError
+        assert [owner.__dict__[attr] for owner, attr, _ in group] == before
