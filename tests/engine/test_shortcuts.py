@@ -4,19 +4,19 @@ The round loop takes the shortcuts its components offer (``engine/round.py``): t
 plan worked out once, the outcomes of blocks of rounds capped at once
 (``EdgeServer.steady_outcomes``, from the acceptance model's ``steady_blocks``), the policy's own
 decision of one outcome without a ``ReactiveProblem`` (``ReactivePolicy.one_outcome``), and
-devices that wait plain transmissions themselves (``OFDMAChannel.plain_transmit``). Each run
-here is made twice, with every shortcut and with none, and every output file must be the same
-bytes (summary.json without its wall-clock fields).
+devices that wait plain transmissions themselves (``OFDMAChannel.plain_transmit``): the switches
+of ``bench fastpaths``, which times each one. Each run here is made twice, with every shortcut
+and with none, and every output file must be the same bytes (summary.json without its
+wall-clock fields).
 """
 import json
 
 import pytest
 
 import multispin_sim as ms
+from multispin_sim.benchmarks.fastpaths import ENGINE
 from multispin_sim.engine.channel import OFDMAChannel
 from multispin_sim.engine.server import EdgeServer
-from multispin_sim.model.acceptance import AgreementTally
-from multispin_sim.policies.draft import FixedDraft
 
 CASES = {
     "default": {},
@@ -60,13 +60,10 @@ def outputs(folder):
 
 
 def no_shortcuts(monkeypatch):
-    for shortcut in ("steady_outcomes", "one_outcome"):
-        monkeypatch.setattr(EdgeServer, shortcut, lambda self: None)
-    monkeypatch.setattr(OFDMAChannel, "plain_transmit", property(lambda self: False))
-    monkeypatch.setattr(FixedDraft, "context_free", False)
-    # rows of blocks counted one by one, as ``add`` does
-    monkeypatch.setattr(AgreementTally, "add_row",
-                        lambda self, accepted, rejected, i: self.add(accepted[i], rejected[i]))
+    """Every shortcut switched off: the general paths of ``bench fastpaths`` in their place."""
+    for _, switches in ENGINE.values():
+        for owner, name, general in switches:
+            monkeypatch.setattr(owner, name, general)
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -124,33 +121,3 @@ def test_outcome_blocks_across_block_ends(overrides, tmp_path, monkeypatch):
         ms.simulate(scenario, out=tmp_path / "slow")
     fast, slow = outputs(tmp_path / "fast"), outputs(tmp_path / "slow")
     assert fast == slow
-
-
-def test_tally_rows_count_like_add():
-    """Rows of blocks (``add_row``), single rounds (``add``) and reads in between, in any mix,
-    give the counts of adding every round one by one."""
-    import numpy as np
-
-    rng = np.random.default_rng(5)
-    blocks = [(rng.integers(0, 5, (8, 4)), rng.random((8, 4)) < 0.5) for _ in range(3)]
-    rows = AgreementTally(4)
-    one = AgreementTally(4)
-    for step in range(60):
-        b = step // 20
-        i = step % 20
-        accepted, rejected = blocks[b]
-        if i < 8:
-            rows.add_row(accepted, rejected, i)
-            one.add(accepted[i], rejected[i])
-        else:
-            a, r = rng.integers(0, 5, 4), rng.random(4) < 0.5
-            rows.add(a, r)
-            one.add(a, r)
-        if step % 7 == 0:
-            assert rows.agreed.tolist() == one.agreed.tolist()
-    for i in (3, 3, 5):  # a row again, a gap: counted again, as add would
-        rows.add_row(*blocks[0], i)
-        one.add(blocks[0][0][i], blocks[0][1][i])
-    assert rows.agreed.tolist() == one.agreed.tolist()
-    assert rows.verified.tolist() == one.verified.tolist()
-    assert rows.rate().tolist() == one.rate().tolist()
