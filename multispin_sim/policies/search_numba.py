@@ -127,12 +127,6 @@ def _finish(x1, x2, rows_r, n, mode, c, out):
         out[i] = t
 
 
-def _finish_numpy(x1, x2, rows_r, n, mode, c):
-    """``_finish`` with numpy's vectorised log1p (one call for many rows is cheaper)."""
-    t = c[0] * rows_r[:n] / np.log1p(x1[:n])
-    return np.maximum(t, c[0] * rows_r[:n] / np.log1p(x2[:n])) if mode == 3 else t
-
-
 class _Rows:
     """Buffers for n rejected sets (room for one more group of lanes)."""
 
@@ -147,7 +141,9 @@ class _Rows:
     def times(self, n, mode, qr, vr, ur, coin, c):
         _evaluate(self.masks, self.samples, n, self.x1, self.x2, self.r, mode, qr, vr, ur,
                   coin, c)
-        return _finish_numpy(self.x1, self.x2, self.r, n, mode, c)
+        out = np.empty(n)
+        _finish(self.x1, self.x2, self.r, n, mode, c, out)
+        return out
 
 
 @_jit
