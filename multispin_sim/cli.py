@@ -467,9 +467,10 @@ def build_parser():
 
     sp = sub.add_parser("bench", help="print speed and memory figures")
     sp.add_argument("what", nargs="?", default=None,
-                    help="startup, reactive, engine, recording, draft, dynamics, payload, "
-                    "serving, acceptance, link, all (these) or paper (the paper's figure sweeps "
-                    "timed, about 15 min); without it: all of them with --quick")
+                    help="startup, reactive, engine, recording, draft, fastpaths, dynamics, "
+                    "payload, serving, acceptance, link, gym, cells, antennas, all (these) or "
+                    "paper (the paper's figure sweeps timed, about 15 min); without it: all of "
+                    "them with --quick")
     sp.add_argument("--quick", action="store_true",
                     help="smaller sizes: a minute or two instead of about 15 (figures less precise)")
     sp.add_argument("--json", action="store_true", help="also print the figures as JSON")
