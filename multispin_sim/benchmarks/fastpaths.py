@@ -15,6 +15,7 @@ import numpy as np
 
 from ..engine.channel import OFDMAChannel
 from ..engine.server import EdgeServer
+from ..model.beliefs import AgreementTally
 from ..model.estimators import SAATcomm
 from ..model.tcomm import TcommKernel
 from ..policies import draft_search
@@ -42,6 +43,9 @@ ENGINE = {
                        [(OFDMAChannel, "plain_transmit", property(lambda self: False))]),
     "steady plan": ("a context-free controller's plan worked out once",
                     [(FixedDraft, "context_free", False)]),
+    "tally rows": ("the acceptance tally adds block rows when read, not each round",
+                   [(AgreementTally, "add_row",
+                     lambda self, accepted, rejected, i: self.add(accepted[i], rejected[i]))]),
 }
 # name -> (controller, what it does, switches)
 SEARCH = {

@@ -88,8 +88,8 @@ class EdgeServer:
                 np.cumsum(np.count_nonzero(rejected, axis=1), out=offsets[1:])
                 cache[:] = block, rejected, block + 1, cols.tolist(), offsets.tolist()
             _, rejected, tokens, cols, offsets = cache
+            tally.add_row(block, rejected, i)
             accepted, rejected = block[i], rejected[i]
-            tally.add(accepted, rejected)
             if observe is not None:
                 observe(accepted, rejected, active)
             return accepted, tokens[i], rejected, cols[offsets[i]:offsets[i + 1]]
