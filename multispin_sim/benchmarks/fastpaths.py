@@ -5,8 +5,9 @@ Each switch puts back the general path the fast one stands in for, and nothing e
 (tests/benchmarks/test_fastpaths.py checks that the results stay the same). The engine's
 shortcuts are timed on the default scenario, end to end, with the records formatted in-process.
 The numpy search's are timed on decisions of the paper's system (K = 20, 1,000 SAA samples)
-with the compiled search switched off (``MULTISPIN_NUMBA=0``), where they run. The compiled
-search against numpy is ``bench draft``.
+with the compiled search switched off (``MULTISPIN_NUMBA=0``), where they run; the compiled
+search's whole greedy and budget against the numpy search on the compiled T_comm kernel. The
+compiled search against numpy alone is ``bench draft``.
 """
 import contextlib
 import tempfile
@@ -19,6 +20,7 @@ from ..model.beliefs import AgreementTally
 from ..model.estimators import SAATcomm
 from ..model.tcomm import TcommKernel
 from ..policies import draft_search
+from ..policies.draft_search import compiled_enabled
 from ..policies.draft import FixedDraft
 from .abtest import interleaved, records_in_process, scenario_run
 from .draft import decision_times, numpy_search
@@ -61,6 +63,20 @@ SEARCH = {
 }
 
 
+def compiled_search():
+    """name -> (controller, what it does, switches) of the compiled search (imports numba):
+    with a switch off, the numpy search runs on the compiled T_comm kernel."""
+    from ..policies import budget_numba, search_numba
+
+    return {
+        "whole greedy": ("greedy", "the greedy compiled whole",
+                         [(search_numba.CompiledSearch, "greedy", lambda self: None)]),
+        "whole budget": ("budget", "the budget search compiled whole",
+                         [(budget_numba, "budget_search_compiled",
+                           lambda obj, order, screen: None)]),
+    }
+
+
 @contextlib.contextmanager
 def switched_off(switches):
     """The general paths of ``switches`` in place while the block runs."""
@@ -99,9 +115,17 @@ def run(quick=False):
     reps = {"greedy": 20 if quick else 60, "budget": 5 if quick else 15}
     print("numpy search: decisions with the compiled search switched off")
     with numpy_search():
-        for name, (controller, what, switches) in SEARCH.items():
-            def decide(controller=controller):
-                decision_times(controller, reps[controller])
-            figures[name] = _line(f"{name}", f"{controller}; {what}",
-                                  interleaved(decide, _without(decide, switches), pairs + 2))
+        _decisions(SEARCH, reps, pairs + 2, figures)
+    if compiled_enabled():
+        print("compiled search: decisions")
+        _decisions(compiled_search(), {"greedy": 4 * reps["greedy"], "budget": 3 * reps["budget"]},
+                   pairs + 2, figures)
     return figures
+
+
+def _decisions(cases, reps, pairs, figures):
+    for name, (controller, what, switches) in cases.items():
+        def decide(controller=controller):
+            decision_times(controller, reps[controller])
+        figures[name] = _line(name, f"{controller}; {what}",
+                              interleaved(decide, _without(decide, switches), pairs))

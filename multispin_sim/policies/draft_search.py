@@ -344,8 +344,9 @@ def budget_search(obj, max_excluded=None, compiled=True):
     if compiled and obj.compiled is not None and max_excluded is None:
         from .budget_numba import budget_search_compiled
 
-        order = budget_order(caps, obj.draft_s, caps > 0)
-        return SearchResult(*budget_search_compiled(obj, order, _screen(obj)))
+        fast = budget_search_compiled(obj, budget_order(caps, obj.draft_s, caps > 0), _screen(obj))
+        if fast is not None:
+            return SearchResult(*fast)
     path = uniform_path(caps)
     pv = obj.path_values(path)
     uni = uniform_search(obj, pv)

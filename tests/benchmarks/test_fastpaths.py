@@ -7,6 +7,7 @@ import pytest
 
 from multispin_sim.benchmarks import fastpaths
 from multispin_sim.benchmarks.draft import decision_times, numpy_search
+from multispin_sim.policies.draft_search import compiled_enabled
 
 
 @pytest.mark.parametrize("name", list(fastpaths.SEARCH))
@@ -31,3 +32,15 @@ def test_every_switch_is_put_back_even_after_an_error():
                     [general for _, _, general in group]
                 raise RuntimeError
         assert [owner.__dict__[attr] for owner, attr, _ in group] == before
+
+
+@pytest.mark.parametrize("name", ["whole greedy", "whole budget"])
+def test_the_compiled_search_switched_off_makes_the_same_decisions(name):
+    """The numpy search on the compiled kernel: the same decisions as the search compiled whole
+    on these rounds (both compare candidates by the one tie rule)."""
+    assert compiled_enabled()   # numba is a core dependency: the compiled search runs here
+    controller, _, switches = fastpaths.compiled_search()[name]
+    _, fast = decision_times(controller, 4)
+    with fastpaths.switched_off(switches):
+        _, slow = decision_times(controller, 4)
+    np.testing.assert_array_equal(fast, slow)
