@@ -10,8 +10,8 @@ policy, and how often the paper's prefix split is optimal (against ``exhaustive`
 evaluated under the scheme) and naively (the split computed as if the links were orthogonal on
 the array gains, then sent under the scheme).
 
-``engine_rate``: the engine's rounds/s with M antennas against M = 1, interleaved
-(``benchmarks.abtest``). ``greedy_goodput``: goodput of one run with greedy draft control.
+``greedy_goodput``: goodput of one run with greedy draft control (the engine's speed with M
+antennas is ``multispin-sim bench antennas``).
 ``ul_power_study``: UL powers below full under MMSE, the grid's brute force against
 coordinate descent (``server.ul_power``).
 
@@ -20,7 +20,6 @@ coordinate descent (``server.ul_power``).
 import argparse
 import json
 import math
-import tempfile
 
 import numpy as np
 
@@ -157,21 +156,6 @@ def ul_power_study(n=4, antennas=2, levels=8, outcomes=200, seed=1, k=20):
             "max_gain": float(np.max(gains)), "descent_finds_grid_optimum": cd_hits / outcomes}
 
 
-def engine_rate(antennas, dl="ofdma-mrt", ul="ofdma-mrc", k=20, rounds=300, pairs=3):
-    """Engine rounds/s with ``antennas`` and the schemes against the paper's M = 1, interleaved."""
-    from ..benchmarks.abtest import interleaved, scenario_run
-
-    base = {"devices.count": k, "run.rounds": rounds}
-    with tempfile.TemporaryDirectory() as d:
-        res = interleaved(scenario_run(d, base), scenario_run(d, {
-            **base, "server.antennas": antennas, "server.dl_scheme": dl, "server.ul_scheme": ul}),
-            pairs)
-    return {"antennas": antennas, "dl": dl, "ul": ul, "time_ratio_wall": res["ratio_wall"],
-            "time_ratio_cpu": res["ratio_cpu"],
-            "m1_rounds_per_s": rounds / float(np.median(res["a_wall_s"])),
-            "rounds_per_s": rounds / float(np.median(res["b_wall_s"]))}
-
-
 def greedy_goodput(antennas, dl="ofdma-mrt", ul="ofdma-mrc", draft="greedy", k=20, rounds=40,
                    samples=200, seed=3):
     """Goodput and mean draft length of one engine run with draft control ``draft``."""
@@ -190,8 +174,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--outcomes", type=int, default=300)
     ap.add_argument("--k-exhaustive", type=int, default=8)
-    ap.add_argument("--part", choices=("modes", "prefix", "rate", "greedy", "correlation",
-                                       "ulpower"),
+    ap.add_argument("--part", choices=("modes", "prefix", "greedy", "correlation", "ulpower"),
                     default="modes")
     ap.add_argument("--zf-groups", choices=("fewest", "best"), default="fewest")
     ap.add_argument("--json")
@@ -218,12 +201,6 @@ def main(argv=None):
             r = ul_power_study(n, m, outcomes=a.outcomes)
             rows.append(r)
             print(json.dumps(r), flush=True)
-    elif a.part == "rate":
-        for m in ANTENNAS:
-            for dl, ul in PAIRS[::3]:
-                r = engine_rate(m, dl, ul)
-                rows.append(r)
-                print(json.dumps(r), flush=True)
     else:
         for ratio in (4.0, 16.0):
             for dl, ul in PAIRS:
