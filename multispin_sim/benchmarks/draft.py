@@ -30,9 +30,10 @@ def _report(label, t):
     return {"median_ms": float(med), "p95_ms": float(p95), "decisions": int(t.size)}
 
 
-def decision_times(name, repeat, k=20, samples=1000, mode="optimal", seed=0):
+def decision_times(name, repeat, k=20, samples=1000, mode="optimal", seed=0, warmup=3):
     """Seconds per decision of controller ``name`` over ``repeat`` independent rounds, and the
-    draft lengths it chose (repeat, K)."""
+    draft lengths it chose (repeat, K). ``warmup``: untimed decisions first (0 where the
+    process has made such decisions already)."""
     sc = load_scenario(None, overrides={"devices.count": k, "seed": seed + 1})
     system = build_population(sc, RandomStreams(sc.seed).devices).system
     fading = np.random.default_rng(seed)
@@ -45,7 +46,7 @@ def decision_times(name, repeat, k=20, samples=1000, mode="optimal", seed=0):
     warm = np.random.default_rng([seed, 99])
     warm_ctl = make_draft_controller(name, saa_samples=samples, max_draft=sc.policy.max_draft,
                                      mode=mode)
-    for r in range(3):
+    for r in range(warmup):
         g_ul, g_dl = channel_gains(warm, system.pathloss)
         warm_ctl.lengths(DraftContext(r, system, g_ul, g_dl, active, None, policy, warm))
     out = np.empty(repeat)

@@ -124,8 +124,10 @@ def run(quick=False):
 
 
 def _decisions(cases, reps, pairs, figures):
+    for controller in {c for c, _, _ in cases.values()}:
+        decision_times(controller, 1)   # warm: numba's compiled code, caches
     for name, (controller, what, switches) in cases.items():
         def decide(controller=controller):
-            decision_times(controller, reps[controller])
+            decision_times(controller, reps[controller], warmup=0)
         figures[name] = _line(name, f"{controller}; {what}",
                               interleaved(decide, _without(decide, switches), pairs))
