@@ -12,22 +12,16 @@ compiled search against numpy alone is ``bench draft``.
 import contextlib
 import tempfile
 
-import numpy as np
-
 from ..engine.channel import OFDMAChannel
 from ..engine.server import EdgeServer
 from ..model.beliefs import AgreementTally
-from ..model.estimators import SAATcomm
+from ..model.estimators import SAATcomm, _StatelessTcomm
 from ..model.tcomm import TcommKernel
 from ..policies import draft_search
 from ..policies.draft_search import compiled_enabled
 from ..policies.draft import FixedDraft
 from .abtest import interleaved, records_in_process, scenario_run
 from .draft import decision_times, numpy_search
-
-
-def _plus_one_without_cache(self, dev):
-    return self.move_means(dev, self.gamma[np.asarray(dev)] + 1)
 
 
 def _path_mean_without_events(self, gammas):
@@ -57,7 +51,7 @@ SEARCH = {
     "split grid": ("greedy", "the optimal split's rows of a grid built in its order",
                    [(TcommKernel, "grid", None)]),
     "+1 cache": ("greedy", "the +1 moves' T_comm kept up to date across steps",
-                 [(SAATcomm, "plus_one_means", _plus_one_without_cache)]),
+                 [(SAATcomm, "plus_one_means", _StatelessTcomm.plus_one_means)]),
     "path events": ("budget", "a path evaluated at the samples it changes only",
                     [(SAATcomm, "path_mean", _path_mean_without_events)]),
 }
