@@ -3,8 +3,8 @@ control under a shared band.
 
 ``run``: for M = 1, 2, 4, 8, 16, 64 and each scheme pair (orthogonal: ``ofdma-mrt`` /
 ``ofdma-mrc``; shared band: ``mu-mimo-zf`` / ``mu-mimo-mmse``), engine rounds/s of the default
-scenario (K = 20, fixed gamma = 4, optimal split, full records) with M antennas, interleaved with
-the default M = 1 run (A B, B A, ...: ``abtest.interleaved``); then greedy draft control every
+scenario (K = 20, fixed gamma = 4, optimal split, full records formatted in-process) with M
+antennas, interleaved with the default M = 1 run (``abtest.against``); then greedy draft control every
 round with 1,000 SAA samples under the shared band at M = 4, interleaved with the default
 greedy run (M = 1, the compiled closed-form search).
 """
@@ -14,7 +14,7 @@ import tempfile
 
 import numpy as np
 
-from .abtest import interleaved, scenario_run
+from .abtest import against, interleaved, scenario_run
 
 ANTENNAS = (1, 2, 4, 8, 16, 64)
 PAIRS = {"orthogonal": ("ofdma-mrt", "ofdma-mrc"), "shared": ("mu-mimo-zf", "mu-mimo-mmse")}
@@ -35,23 +35,10 @@ def run(quick=False):
     pairs = 3
     figures = {"engine": {}, "greedy": None}
     with tempfile.TemporaryDirectory() as tmp, contextlib.redirect_stderr(io.StringIO()):
-        _runner(tmp, {}, 50)()   # warm: imports, caches
-        base = _runner(tmp, {}, rounds)
-        print(f"engine rounds/s with M antennas / the default M = 1 ({rounds:,} rounds per run, "
-              f"median of {pairs} interleaved pairs, wall; CPU in brackets):")
-        print(f"  {'M':>3s}  " + "  ".join(f"{p:>32s}" for p in PAIRS))
-        for m in ANTENNAS:
-            cells = []
-            for pair in PAIRS:
-                res = interleaved(base, _runner(tmp, _antennas(m, pair), rounds), pairs)
-                rate = rounds / float(np.median(res["b_wall_s"]))
-                figures["engine"][f"{pair} M={m}"] = {
-                    "ratio_wall": 1.0 / res["ratio_wall"], "ratio_cpu": 1.0 / res["ratio_cpu"],
-                    "rounds_per_s": rate,
-                    "m1_rounds_per_s": rounds / float(np.median(res["a_wall_s"]))}
-                cells.append(f"{1 / res['ratio_wall']:5.2f} ({1 / res['ratio_cpu']:4.2f}) "
-                             f"{rate:9,.0f} rounds/s")
-            print(f"  {m:3d}  " + "  ".join(f"{c:>32s}" for c in cells), flush=True)
+        print("engine rounds/s with M antennas / the default M = 1:")
+        for pair in PAIRS:
+            cases = {f"{pair} M={m}": _antennas(m, pair) for m in ANTENNAS}
+            figures["engine"].update(against({}, cases, rounds, pairs, tmp, "M = 1"))
         greedy = {"policy.draft": "greedy", "policy.saa_samples": 1000}
         _runner(tmp, greedy, 2)()   # warm: the compiled search of the default
         _runner(tmp, {**greedy, **_antennas(4, "shared")}, 1)()
