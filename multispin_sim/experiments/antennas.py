@@ -18,6 +18,7 @@ coordinate descent (``server.ul_power``).
 ``python -m multispin_sim.experiments.antennas`` prints these studies' tables.
 """
 import argparse
+import dataclasses
 import json
 import math
 
@@ -48,7 +49,6 @@ def mode_study(k=20, antennas=4, dl="ofdma-mrt", ul="ofdma-mrc", power_ratio=4.0
                                         "seed": seed})
     st = RandomStreams(seed)
     system = build_population(sc, st.devices, st.topology, st.shadowing).system
-    import dataclasses
     transmission = Transmission(antennas, dl, ul, zf_groups)
     system = dataclasses.replace(system, transmission=transmission
                                  if transmission.multi_user else None)

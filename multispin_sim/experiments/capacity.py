@@ -122,16 +122,6 @@ def attainment_interval(met, counted, level=0.95):
     return p, lo, hi
 
 
-def mean_interval(values, level=0.95):
-    """(mean, lo, hi): Student-t interval of a mean, clipped to [0, 1] (for proportions)."""
-    v = np.asarray(values, dtype=float)
-    m = float(v.mean())
-    if v.size < 2 or np.all(v == v[0]):
-        return m, m, m
-    half = stats.t.ppf(0.5 + level / 2, v.size - 1) * v.std(ddof=1) / math.sqrt(v.size)
-    return m, max(0.0, m - float(half)), min(1.0, m + float(half))
-
-
 def _number(option, value, allowed, low=0.0, high=math.inf, strict_low=True):
     try:
         x = float(value)
