@@ -14,6 +14,7 @@ import signal
 import os
 import sys
 import threading
+from pathlib import Path
 
 from .version import __version__
 from .errors import RECEIVED, CliError, debug_enabled, first_signal, report
@@ -162,8 +163,6 @@ def cmd_sweep(args):
 
 
 def cmd_plot(args):
-    from pathlib import Path
-
     from .outputs.atomic import check_folder
     from .plots import PlotError, plot_sweep, plot_timeline
     from .plots.timeline import MAX_TIMELINE_ROUNDS
@@ -222,8 +221,6 @@ def cmd_report(args):
 
 
 def cmd_capacity(args):
-    from pathlib import Path
-
     from .experiments.capacity import (CapacitySearch, SearchInterrupted, check_output,
                                        parse_slo, write_capacity)
 

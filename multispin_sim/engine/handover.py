@@ -20,6 +20,7 @@ While a context migrates, the device is not considered for another handover. Eac
 mover (``CellMover``) answers the round loop the gains of every device to its server at the
 round start (the walk advanced to that instant: SimPy's clock never goes back).
 """
+import csv
 import math
 
 import numpy as np
@@ -206,8 +207,6 @@ class Network:
                                       if done else 0.0)}
 
     def write(self, path):
-        import csv
-
         cols = ["time_s", "device", "source", "target", "ping_pong", "context_bits",
                 "migration_start_s", "migration_s", "arrival_s", "interruption_s"]
         with open(path, "w", newline="", encoding="utf-8") as f:

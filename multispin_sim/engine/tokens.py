@@ -12,6 +12,8 @@ and its bits, the acceptance probability of the rejected position, the DL TV of 
 to p and the TV of the residual), and a ``payload`` section in the summary (realised acceptance
 rate, mean and p99 DL TV, TV per token, ``exact``).
 """
+import dataclasses
+
 import numpy as np
 
 from ..model.reactive import DL, UL
@@ -266,8 +268,6 @@ class TokenPayload:
 
     @classmethod
     def serve(cls, scenario, server, population, streams, folder, channel, inputs):
-        import dataclasses
-
         system = population.system
         model = build_payload_model(scenario, system.alpha, inputs.get("pairs"), streams.tokens)
         system = dataclasses.replace(system, alpha=model.alpha_effective,

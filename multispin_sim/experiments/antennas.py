@@ -19,6 +19,7 @@ coordinate descent (``server.ul_power``).
 """
 import argparse
 import dataclasses
+import itertools
 import json
 import math
 
@@ -108,8 +109,6 @@ def ul_power_study(n=4, antennas=2, levels=8, outcomes=200, seed=1, k=20):
     a pass changes nothing). Returns the fraction of outcomes a lower power helps, the mean and
     largest gain of the grid optimum (T_full / T_grid - 1), and how often coordinate descent
     finds the grid optimum."""
-    import itertools
-
     from ..model.mimo_batch import mmse_sinr_stack
     sc = load_scenario(None, overrides={"devices.count": k, "seed": seed})
     st = RandomStreams(seed)

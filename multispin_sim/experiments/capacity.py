@@ -44,8 +44,11 @@ capacity is at least that), ``undecided`` (too few requests to decide at the rat
 Attainment is measured from the empty system at time 0 (no warm-up deletion): choose
 ``duration_s`` long against the requests' latency (many requests per device).
 """
+import csv
+import io
 import math
 import re
+from pathlib import Path
 
 import numpy as np
 from scipy import stats
@@ -411,8 +414,6 @@ class CapacitySearch:
 def check_output(folder, overwrite=False):
     """Before any run: ``folder`` can take the search's files and holds no other search (nor
     anything else) unless ``overwrite``. Returns the folder (created)."""
-    from pathlib import Path
-
     from ..errors import OutputLocationError
     from ..outputs.atomic import check_folder
 
@@ -438,10 +439,6 @@ def check_output(folder, overwrite=False):
 def write_capacity(folder, search):
     """capacity.csv (the curve) and capacity.json (the result) in ``folder`` (created); each
     file is written whole or not at all (temporary file + rename)."""
-    import csv
-    import io
-    from pathlib import Path
-
     from ..outputs.atomic import write_json, write_text
 
     folder = Path(folder)
