@@ -22,7 +22,6 @@ from ..scenario import dump_scenario_yaml, load_scenario
 from ..scenario.engine_registries import ARRIVAL_MODELS
 from ..outputs.energy import EnergyAccount
 from .acceptance import acceptance_inputs, acceptance_summary, build_acceptance
-from .channel import OFDMAChannel
 from .compute import check_verification, energy_powers, reactive_policy, thermal_state
 from .link import build_channel, check_link, link_policy
 from .guards import LimitReached, StopSignals, guard_backlog

@@ -330,4 +330,3 @@ class SchemeEvaluator:
         gains = zf_from_gram(self._gram_dl[flat[:, :, None], flat[:, None, :]])
         with np.errstate(divide="ignore"):
             return (1.0 / gains).sum(axis=1)
-        return inv

@@ -68,7 +68,7 @@ def _evaluate(masks, samples, n, x1, x2, rows_r, mode, qr, vr, ur, coin, c):
     heads or all tails. Writes the rejected count r and the argument x of each delay
     c1 r / log1p(x) (x2: the random split's DL delay; x = inf for no delay): ``_finish``
     takes the logarithms."""
-    c1, n0b, p_dl = c[0], c[1], c[2]
+    n0b, p_dl = c[1], c[2]
     k = qr.shape[0]
     one = np.uint64(1)
     mk = np.empty(LANES, dtype=np.uint64)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import csv
 import io
-import math
 from pathlib import Path
 
 from .checks import ReportError, read_csv, read_json

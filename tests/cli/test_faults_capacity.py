@@ -2,8 +2,6 @@
 CLI in subprocesses): options and output locations refused before any run, one search per
 folder, runs without requests, searches bounded upwards and downwards, stop signals.
 """
-import json
-import math
 import signal
 import time
 

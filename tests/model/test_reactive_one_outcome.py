@@ -17,7 +17,7 @@ from hypothesis import given, settings, strategies as st
 
 from multispin_sim.engine.server import EdgeServer
 from multispin_sim.model import reactive as R
-from multispin_sim.model.reactive import NONE, UL, DL, ReactiveProblem
+from multispin_sim.model.reactive import UL, DL, ReactiveProblem
 from multispin_sim.model.system import System
 from multispin_sim.policies.reactive import (AllDownlink, AllUplink, ExhaustiveSplit,
                                              OptimalSplit, RandomSplit)
