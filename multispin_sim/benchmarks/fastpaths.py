@@ -10,6 +10,7 @@ search's whole greedy and budget against the numpy search on the compiled T_comm
 compiled search against numpy alone is ``bench draft``.
 """
 import contextlib
+import functools
 import tempfile
 
 from ..engine.channel import OFDMAChannel
@@ -17,6 +18,7 @@ from ..engine.server import EdgeServer
 from ..model.beliefs import AgreementTally
 from ..model.estimators import SAATcomm, _StatelessTcomm
 from ..model.tcomm import TcommKernel
+from ..policies import draft as controllers
 from ..policies import draft_search
 from ..policies.draft_search import compiled_enabled
 from ..policies.draft import FixedDraft
@@ -57,18 +59,16 @@ SEARCH = {
 }
 
 
-def compiled_search():
-    """name -> (controller, what it does, switches) of the compiled search (imports numba):
-    with a switch off, the numpy search runs on the compiled T_comm kernel."""
-    from ..policies import budget_numba, search_numba
-
-    return {
-        "whole greedy": ("greedy", "the greedy compiled whole",
-                         [(search_numba.CompiledSearch, "greedy", lambda self: None)]),
-        "whole budget": ("budget", "the budget search compiled whole",
-                         [(budget_numba, "budget_search_compiled",
-                           lambda obj, order, screen: None)]),
-    }
+# name -> (controller, what it does, switches) of the compiled search: with a switch off, the
+# controller's search runs with ``compiled=False``, numpy's steps on the compiled T_comm kernel
+COMPILED = {
+    "whole greedy": ("greedy", "the greedy compiled whole",
+                     [(controllers, "greedy_search",
+                       functools.partial(draft_search.greedy_search, compiled=False))]),
+    "whole budget": ("budget", "the budget search compiled whole",
+                     [(controllers, "budget_search",
+                       functools.partial(draft_search.budget_search, compiled=False))]),
+}
 
 
 @contextlib.contextmanager
@@ -112,7 +112,7 @@ def run(quick=False):
         _decisions(SEARCH, reps, pairs + 2, figures)
     if compiled_enabled():
         print("compiled search: decisions")
-        _decisions(compiled_search(), {"greedy": 4 * reps["greedy"], "budget": 3 * reps["budget"]},
+        _decisions(COMPILED, {"greedy": 4 * reps["greedy"], "budget": 3 * reps["budget"]},
                    pairs + 2, figures)
     return figures
 

@@ -315,8 +315,7 @@ _NAMES = ("uniform", "greedy", "budget-scan", "local")
 def budget_search_compiled(obj, order, screen):
     """(gamma, G, evaluations, info) of the budget search on an objective with a compiled
     implementation (``obj.compiled``); ``order``: ``draft_search.budget_order`` of every
-    device; ``screen``: (samples, keep) of the long moves (``draft_search._screen``). (None
-    would leave the search to numpy on the compiled kernel: ``bench fastpaths`` times that.)"""
+    device; ``screen``: (samples, keep) of the long moves (``draft_search._screen``)."""
     enw = np.ascontiguousarray(obj.en_table() * obj._w)
     runs = obj.tcomm.runs
     size = runs.size + 64

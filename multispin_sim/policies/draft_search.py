@@ -204,9 +204,7 @@ def greedy_search(obj, path_values=None, compiled=True):
     ``compiled``: run the objective's compiled greedy when it has one (``obj.compiled``).
     """
     if compiled and obj.compiled is not None:
-        fast = obj.compiled.greedy()
-        if fast is not None:
-            return SearchResult(*fast)
+        return SearchResult(*obj.compiled.greedy())
     ev0 = obj.evaluations
     path = uniform_path(obj.caps)
     if path_values is None:
@@ -344,9 +342,8 @@ def budget_search(obj, max_excluded=None, compiled=True):
     if compiled and obj.compiled is not None and max_excluded is None:
         from .budget_numba import budget_search_compiled
 
-        fast = budget_search_compiled(obj, budget_order(caps, obj.draft_s, caps > 0), _screen(obj))
-        if fast is not None:
-            return SearchResult(*fast)
+        order = budget_order(caps, obj.draft_s, caps > 0)
+        return SearchResult(*budget_search_compiled(obj, order, _screen(obj)))
     path = uniform_path(caps)
     pv = obj.path_values(path)
     uni = uniform_search(obj, pv)

@@ -39,7 +39,7 @@ def test_the_compiled_search_switched_off_makes_the_same_decisions(name):
     """The numpy search on the compiled kernel: the same decisions as the search compiled whole
     on these rounds (both compare candidates by the one tie rule)."""
     assert compiled_enabled()   # numba is a core dependency: the compiled search runs here
-    controller, _, switches = fastpaths.compiled_search()[name]
+    controller, _, switches = fastpaths.COMPILED[name]
     _, fast = decision_times(controller, 4)
     with fastpaths.switched_off(switches):
         _, slow = decision_times(controller, 4)
