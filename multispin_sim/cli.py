@@ -17,6 +17,7 @@ import threading
 from pathlib import Path
 
 from .version import __version__
+from .benchmarks import IN_ALL
 from .errors import RECEIVED, CliError, debug_enabled, first_signal, report
 from .scenario import dump_scenario_yaml, load_scenario
 
@@ -464,10 +465,8 @@ def build_parser():
 
     sp = sub.add_parser("bench", help="print speed and memory figures")
     sp.add_argument("what", nargs="?", default=None,
-                    help="startup, reactive, engine, recording, draft, fastpaths, dynamics, "
-                    "payload, serving, acceptance, link, gym, cells, antennas, all (these) or "
-                    "paper (the paper's figure sweeps timed, about 15 min); without it: all of "
-                    "them with --quick")
+                    help=f"{', '.join(IN_ALL)}, all (these) or paper (the paper's figure "
+                    "sweeps timed, about 15 min); without it: all of them with --quick")
     sp.add_argument("--quick", action="store_true",
                     help="smaller sizes: a minute or two instead of about 15 (figures less precise)")
     sp.add_argument("--json", action="store_true", help="also print the figures as JSON")
