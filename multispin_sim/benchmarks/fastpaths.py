@@ -37,6 +37,8 @@ ENGINE = {
                     [(EdgeServer, "one_outcome", lambda self: None)]),
     "steady_outcomes": ("a fixed plan's verification outcomes from blocks of rounds",
                         [(EdgeServer, "steady_outcomes", lambda self: None)]),
+    "steady_decisions": ("a fixed plan's reactive decisions, many rounds in one decide call",
+                         [(EdgeServer, "steady_decisions", lambda self, channel: None)]),
     "plain_transmit": ("devices wait their planned delays, taken as the realised ones",
                        [(OFDMAChannel, "plain_transmit", property(lambda self: False))]),
     "steady plan": ("a context-free controller's plan worked out once",
@@ -45,6 +47,10 @@ ENGINE = {
                    [(AgreementTally, "add_row",
                      lambda self, accepted, rejected, i: self.add(accepted[i], rejected[i]))]),
 }
+# a shortcut timed with the one it stands behind switched off in both runs: a fixed plan's
+# rounds take steady_decisions, one_outcome serves the others (draft control every round,
+# queues, ...)
+BEHIND = {"one_outcome": "steady_decisions"}
 # name -> (controller, what it does, switches)
 SEARCH = {
     "lazy phase 1": ("greedy", "the uniform path evaluated in chunks, until G stops improving",
@@ -105,7 +111,12 @@ def run(quick=False):
         base = scenario_run(tmp, {"run.rounds": rounds})
         scenario_run(tmp, {"run.rounds": 200})()   # warm: imports, caches
         for name, (what, switches) in ENGINE.items():
-            figures[name] = _line(name, what, interleaved(base, _without(base, switches), pairs))
+            under = ENGINE[BEHIND[name]][1] if name in BEHIND else []
+            if name in BEHIND:
+                what += f" ({BEHIND[name]} off in both runs)"
+            figures[name] = _line(name, what, interleaved(_without(base, under),
+                                                          _without(base, under + switches),
+                                                          pairs))
     reps = {"greedy": 20 if quick else 60, "budget": 5 if quick else 15}
     print("numpy search: decisions with the compiled search switched off")
     with numpy_search():

@@ -36,6 +36,14 @@ class OFDMAChannel:
     ``pathloss`` is the current large-scale gain (K,); mobility replaces it (``set_pathloss``).
     """
 
+    def __init_subclass__(cls, **kwargs):
+        # a subclass that makes its gains its own way no longer has the base class's gains of
+        # the rounds ahead, unless it says what they are
+        super().__init_subclass__(**kwargs)
+        if ("new_block" in cls.__dict__ or "_gains" in cls.__dict__) \
+                and "gains_ahead" not in cls.__dict__:
+            cls.gains_ahead = OFDMAChannel._no_gains_ahead
+
     def __init__(self, system, rng, fading="rayleigh", reciprocal=True, block=1024,
                  doppler_hz=0.0, coherence_s=None, moving=False):
         self.system = system
@@ -62,6 +70,7 @@ class OFDMAChannel:
         # the source the channel samples (CSI aging reads a continuous one at earlier times)
         self.fading_source = self.grid if self.grid is not None else self.rounds
         self._decided_t = None  # the time of the last reactive decision's CSI (grid)
+        self._ahead = None  # gains_ahead's block: (UL powers, g_ul, g_dl)
         self.max_blocks = _MAX_BLOCKS  # the scenario's limits.max_blocks_per_transmission
         self.transmissions = 0
         self.multi_block = 0
@@ -96,6 +105,23 @@ class OFDMAChannel:
             self.grid.prune_before(now)
             return self._gains(*self.grid.powers_at(now))
         return self._gains(*self.rounds.round_powers(now))
+
+    def gains_ahead(self):
+        """(g_ul, g_dl, i): the gains of a block of rounds drawn ahead, this round's as row
+        ``i`` (the same numbers ``new_block`` returns, round by round), or None when they are
+        not known ahead (a fading process in time, blocks on a time grid, moving devices)."""
+        ahead = getattr(self.rounds, "ahead", None)
+        if ahead is None or self.grid is not None or not self._static:
+            return None
+        h_ul, h_dl, i = ahead()
+        held = self._ahead
+        if held is None or held[0] is not h_ul:
+            g_ul = self.pathloss * h_ul
+            held = self._ahead = (h_ul, g_ul, g_ul if h_dl is h_ul else self.pathloss * h_dl)
+        return held[1], held[2], i
+
+    def _no_gains_ahead(self):
+        return None
 
     def _gains(self, h_ul, h_dl):
         self.g_ul = self.pathloss * h_ul

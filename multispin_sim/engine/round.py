@@ -17,7 +17,7 @@
 6. end: the tokens go to the requests (``workload.tokens_delivered``), the round's records to
    the recorder.
 
-Shortcuts that change no number (tests/engine/test_shortcuts.py runs with and without them),
+Shortcuts (tests/engine/test_shortcuts.py runs with and without them),
 each offered by the component it concerns, never chosen here by its class: the draft plan
 (gamma, drafting times) is worked out once while nothing it depends on changes (saturated
 workload, a ``context_free`` controller such as 'fixed', no throttling); the
@@ -25,7 +25,11 @@ outcomes of such rounds come from blocks of rounds capped at once when the accep
 offers them (``EdgeServer.steady_outcomes``); the reactive decision of one outcome is the
 policy's own (``ReactivePolicy.one_outcome``: Python floats, no ``ReactiveProblem``, for the
 built-in splits); on a plain channel the devices wait their planned delays themselves
-(``OFDMAChannel.plain_transmit``). Every process and event stays as it was.
+(``OFDMAChannel.plain_transmit``). Every process and event stays as it was. One shortcut
+changes numbers in their last bits, within rtol 1e-12, and no decision: a steady plan's
+reactive decisions come many rounds at a time from the policy's vectorised ``decide``
+(``EdgeServer.steady_decisions``, on the outcome blocks and the gains the channel drew ahead)
+instead of ``one_outcome`` round by round.
 """
 import dataclasses
 import math
@@ -207,10 +211,10 @@ class RoundLoop(ProtocolLoop):
         return dataclasses.replace(self.system, **changes) if changes else self.system
 
     @staticmethod
-    def _optional(actor, shortcut):
-        """``actor.shortcut()``, or None when the actor offers no such shortcut."""
+    def _optional(actor, shortcut, *args):
+        """``actor.shortcut(*args)``, or None when the actor offers no such shortcut."""
         method = getattr(actor, shortcut, None)
-        return None if method is None else method()
+        return None if method is None else method(*args)
 
     def run(self, env):
         k = self.k
@@ -234,6 +238,9 @@ class RoundLoop(ProtocolLoop):
                            if steady and self.observe is None else None)
         # the policy's decision of one outcome, on lists (None: the server's decide)
         split = self._optional(server, "one_outcome")
+        # the decisions of a steady plan's rounds, many rounds in one call (None: split)
+        ahead = (self._optional(server, "steady_decisions", channel)
+                 if steady_outcomes is not None else None)
         # plain transmissions: the devices wait their planned delays, which are the realised ones
         self.plain = plain = bool(getattr(channel, "plain_transmit", False))
         for r in range(self.rounds):
@@ -301,7 +308,13 @@ class RoundLoop(ProtocolLoop):
             if dynamic_csi:
                 g_ul, g_dl = channel.csi(env.now)
             decision = None
-            if n_rej and split is not None:
+            row = (ahead() if n_rej and reuse and ahead is not None and plain and carry is None
+                   and not dynamic_csi else None)
+            if row is not None:
+                # lists, as split's below: the devices index them, the recorder copies them
+                mode_list, power_list, delay_list, bandwidth = row
+                self.mode, power, self.delay = mode_list, power_list, delay_list
+            elif n_rej and split is not None:
                 # the same numbers as server.decide, on lists (no problem, no arrays)
                 g_list = g_ul.tolist()
                 mode_list, power_list, delay_list, bandwidth, _ = split(

@@ -33,6 +33,7 @@ class EdgeServer:
         cost = system.verify_cost  # model.verification; None or linear: the inline formula below
         self.verify_cost = cost if cost is not None and cost.depends_on_draft else None
         self._one = self._one_for = None  # one_outcome's function and the system it is for
+        self._steady_row = None  # (outcome block's rejected sets, row) of this steady round
 
     def verify(self, env, batch_size, gamma=None, active=None):
         """SimPy: the batched forward pass: T_ver0 + K_b T_ver1, or the scenario's verification
@@ -88,12 +89,54 @@ class EdgeServer:
                 np.cumsum(np.count_nonzero(rejected, axis=1), out=offsets[1:])
                 cache[:] = block, rejected, block + 1, cols.tolist(), offsets.tolist()
             _, rejected, tokens, cols, offsets = cache
+            self._steady_row = rejected, i   # this round's row, for steady_decisions
             tally.add_row(block, rejected, i)
             accepted, rejected = block[i], rejected[i]
             if observe is not None:
                 observe(accepted, rejected, active)
             return accepted, tokens[i], rejected, cols[offsets[i]:offsets[i + 1]]
         return outcomes_for
+
+    def steady_decisions(self, channel):
+        """``decisions_for() -> (mode, power, delay, bandwidth)`` of this round (lists of K, and
+        the bandwidth of each rejected device), for rounds whose outcomes come from
+        ``steady_outcomes``: the policy decides the rows of the outcome block and of the
+        channel's gains drawn ahead (``channel.gains_ahead``) in one ``decide`` call, and
+        each round reads its row. decisions_for returns None where the gains of a round are not
+        known ahead. None when the policy's decisions cannot be made ahead
+        (``ReactivePolicy.stateless``) or need the channel vectors (a shared band).
+
+        ``decide`` on many rows is numpy's vectorised form of the decision ``one_outcome``
+        makes on Python floats: the same modes, the numbers within rtol 1e-12
+        (tests/engine/test_shortcuts.py)."""
+        gains_ahead = getattr(channel, "gains_ahead", None)
+        if gains_ahead is None or not self.policy.stateless or self.policy.defers \
+                or self.system.transmission is not None:
+            return None
+        system, policy, rng = self.system, self.policy, self.policy_rng
+        # the rows decided: gains rows lo..hi-1 with outcome rows lo - offset..; a run's first
+        # segments are short (a short run decides few rows it never reads)
+        seg = {"gains": None, "outcomes": None, "lo": 0, "hi": 0, "offset": 0, "size": 16}
+
+        def decisions_for():
+            ahead = gains_ahead()
+            if ahead is None:
+                return None
+            g_ul, g_dl, j = ahead
+            rejected, i = self._steady_row
+            if not (seg["gains"] is g_ul and seg["outcomes"] is rejected
+                    and seg["lo"] <= j < seg["hi"] and seg["offset"] == j - i):
+                n = min(len(g_ul) - j, len(rejected) - i, seg["size"])
+                seg["size"] = min(2 * seg["size"], 1024)
+                d = policy.decide(system.reactive_problem(rejected[i:i + n], g_ul[j:j + n],
+                                                          g_dl[j:j + n]), rng)
+                seg.update(gains=g_ul, outcomes=rejected, lo=j, hi=j + n, offset=j - i,
+                           rows=(d.mode.tolist(), d.power_w.tolist(), d.delay_s.tolist(),
+                                 d.bandwidth_hz.tolist()))
+            r = j - seg["lo"]
+            mode, power, delay, bandwidth = seg["rows"]
+            return mode[r], power[r], delay[r], bandwidth[r]
+        return decisions_for
 
     def controller_system(self, system):
         """``system`` with alpha replaced by the belief (the same object when there is none)."""

@@ -232,6 +232,11 @@ class IidRounds:
         ul = self._ul[i]
         return ul, (ul if self.reciprocal else self._dl[i])
 
+    def ahead(self):
+        """(UL block, DL block, row of the round ``round_powers`` returned last): the rounds
+        drawn ahead, for a caller that works out many rounds at once (``OFDMAChannel.gains_ahead``)."""
+        return self._ul, (self._ul if self.reciprocal else self._dl), self._next - 1
+
 
 class GaussMarkovRounds:
     """One AR(1) block per round: each round's h follows the previous round's with

@@ -25,11 +25,16 @@ class ReactivePolicy:
 
     ``defers``: its decisions carry ``deferred`` corrections, sent at the next round start
     (``carry``); the engine then reads every decision whole instead of ``one_outcome``.
+
+    ``stateless``: a decision depends on its outcome and channel state alone (no random draw,
+    nothing kept from one call to the next), so the engine may ask for many rounds' decisions
+    in one ``decide`` call, ahead of time (``EdgeServer.steady_decisions``).
     """
 
     name = "?"
     tcomm_kernel = None
     defers = False
+    stateless = False
 
     def __init_subclass__(cls, **kwargs):
         # a subclass with decisions of its own no longer has its parent's closed form or
@@ -40,6 +45,8 @@ class ReactivePolicy:
                 cls.tcomm_kernel = None
             if "one_outcome" not in cls.__dict__:
                 cls.one_outcome = ReactivePolicy.one_outcome
+            if "stateless" not in cls.__dict__:
+                cls.stateless = False
 
     @classmethod
     def from_scenario(cls, scenario):
@@ -124,6 +131,7 @@ class OptimalSplit(ReactivePolicy):
     """The paper's optimum: UL prefix in UL-delay order, the split n chosen by min max delay."""
 
     tcomm_kernel = "optimal"
+    stateless = True
 
     @classmethod
     def for_energy(cls, scenario, powers):
@@ -151,6 +159,7 @@ class _OneDirection(ReactivePolicy):
     """Every correction in one direction: uplink (``all_ul``) or downlink."""
 
     all_ul: bool
+    stateless = True
 
     def decide(self, problem, rng=None):
         return solver.all_ul(problem) if self.all_ul else solver.all_dl(problem)
@@ -197,6 +206,7 @@ class ExhaustiveSplit(ReactivePolicy):
     """All 2^|R| assignments: the reference for small |R|."""
 
     tcomm_kernel = "optimal"
+    stateless = True
 
     def decide(self, problem, rng=None):
         return solver.exhaustive_split(problem)
@@ -253,6 +263,7 @@ class EnergyAwareSplit(ReactivePolicy):
     """
 
     name = "optimal-energy"
+    stateless = True
 
     def __init__(self, powers, tolerance=0.0, scope="devices"):
         self.powers = powers

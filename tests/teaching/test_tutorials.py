@@ -141,15 +141,20 @@ def _execute(path, tmp):
     import nbformat
     from nbclient import NotebookClient
 
-    nb = nbformat.read(path, as_version=4)
     t0 = time.perf_counter()
-    error = None
     env = dict(os.environ, MULTISPIN_TUTORIALS_STATIC="1", MULTISPIN_TUTORIALS_QUICK="1")
-    try:
-        NotebookClient(nb, timeout=600, kernel_name="python3",
-                       resources={"metadata": {"path": str(tmp)}}).execute(env=env)
-    except Exception as exc:  # reported by the test, with the cell's traceback
-        error = f"{type(exc).__name__}: {exc}"
+    for _ in range(3):
+        nb = nbformat.read(path, as_version=4)
+        error = None
+        try:
+            NotebookClient(nb, timeout=600, kernel_name="python3",
+                           resources={"metadata": {"path": str(tmp)}}).execute(env=env)
+        except Exception as exc:  # reported by the test, with the cell's traceback
+            error = f"{type(exc).__name__}: {exc}"
+        # a kernel that dies before its first reply ran no cell: kernels started at the same
+        # moment can race for a port (jupyter/jupyter_client#154, nteract/papermill#511)
+        if error is None or "Kernel died before replying to kernel_info" not in error:
+            break
     return nb, time.perf_counter() - t0, error
 
 
