@@ -311,9 +311,8 @@ class RoundLoop(ProtocolLoop):
             row = (ahead() if n_rej and reuse and ahead is not None and plain and carry is None
                    and not dynamic_csi else None)
             if row is not None:
-                # lists, as split's below: the devices index them, the recorder copies them
-                mode_list, power_list, delay_list, bandwidth = row
-                self.mode, power, self.delay = mode_list, power_list, delay_list
+                # rows for the recorder to copy, lists for the devices to index
+                self.mode, power, self.delay, mode_list, delay_list, bandwidth = row
             elif n_rej and split is not None:
                 # the same numbers as server.decide, on lists (no problem, no arrays)
                 g_list = g_ul.tolist()

@@ -98,8 +98,9 @@ class EdgeServer:
         return outcomes_for
 
     def steady_decisions(self, channel):
-        """``decisions_for() -> (mode, power, delay, bandwidth)`` of this round (lists of K, and
-        the bandwidth of each rejected device), for rounds whose outcomes come from
+        """``decisions_for() -> (mode, power, delay, mode list, delay list, bandwidth)`` of this
+        round (read-only rows of K, the modes and delays again as lists, and the bandwidth of
+        each rejected device), for rounds whose outcomes come from
         ``steady_outcomes``: the policy decides the rows of the outcome block and of the
         channel's gains drawn ahead (``channel.gains_ahead``) in one ``decide`` call, and
         each round reads its row. decisions_for returns None where the gains of a round are not
@@ -130,12 +131,14 @@ class EdgeServer:
                 seg["size"] = min(2 * seg["size"], 1024)
                 d = policy.decide(system.reactive_problem(rejected[i:i + n], g_ul[j:j + n],
                                                           g_dl[j:j + n]), rng)
+                for a in (d.mode, d.power_w, d.delay_s):
+                    a.flags.writeable = False
                 seg.update(gains=g_ul, outcomes=rejected, lo=j, hi=j + n, offset=j - i,
-                           rows=(d.mode.tolist(), d.power_w.tolist(), d.delay_s.tolist(),
-                                 d.bandwidth_hz.tolist()))
+                           rows=(d.mode, d.power_w, d.delay_s, d.mode.tolist(),
+                                 d.delay_s.tolist(), d.bandwidth_hz.tolist()))
             r = j - seg["lo"]
-            mode, power, delay, bandwidth = seg["rows"]
-            return mode[r], power[r], delay[r], bandwidth[r]
+            mode, power, delay, modes, delays, bandwidth = seg["rows"]
+            return mode[r], power[r], delay[r], modes[r], delays[r], bandwidth[r]
         return decisions_for
 
     def controller_system(self, system):
