@@ -104,7 +104,15 @@ class OFDMAChannel:
         if self.grid is not None:
             self.grid.prune_before(now)
             return self._gains(*self.grid.powers_at(now))
-        return self._gains(*self.rounds.round_powers(now))
+        powers = self.rounds.round_powers(now)
+        ahead = self.gains_ahead()
+        if ahead is None:
+            return self._gains(*powers)
+        # this round's row of the block's gains, worked out once for the block
+        g_ul, g_dl, i = ahead
+        self.g_ul = g_ul[i]
+        self.g_dl = self.g_ul if g_dl is g_ul else g_dl[i]
+        return self.g_ul, self.g_dl
 
     def gains_ahead(self):
         """(g_ul, g_dl, i): the gains of a block of rounds drawn ahead, this round's as row
@@ -117,7 +125,9 @@ class OFDMAChannel:
         held = self._ahead
         if held is None or held[0] is not h_ul:
             g_ul = self.pathloss * h_ul
-            held = self._ahead = (h_ul, g_ul, g_ul if h_dl is h_ul else self.pathloss * h_dl)
+            g_dl = g_ul if h_dl is h_ul else self.pathloss * h_dl
+            g_ul.flags.writeable = g_dl.flags.writeable = False   # new_block hands out rows
+            held = self._ahead = (h_ul, g_ul, g_dl)
         return held[1], held[2], i
 
     def _no_gains_ahead(self):

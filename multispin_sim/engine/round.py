@@ -238,11 +238,11 @@ class RoundLoop(ProtocolLoop):
                            if steady and self.observe is None else None)
         # the policy's decision of one outcome, on lists (None: the server's decide)
         split = self._optional(server, "one_outcome")
-        # the decisions of a steady plan's rounds, many rounds in one call (None: split)
-        ahead = (self._optional(server, "steady_decisions", channel)
-                 if steady_outcomes is not None else None)
         # plain transmissions: the devices wait their planned delays, which are the realised ones
         self.plain = plain = bool(getattr(channel, "plain_transmit", False))
+        # the decisions of a steady plan's rounds, many rounds in one call (None: split)
+        ahead = (self._optional(server, "steady_decisions", channel)
+                 if steady_outcomes is not None and plain and not dynamic_csi else None)
         for r in range(self.rounds):
             if env.now >= self.max_time_s or self.stop_requested:
                 break
@@ -308,8 +308,7 @@ class RoundLoop(ProtocolLoop):
             if dynamic_csi:
                 g_ul, g_dl = channel.csi(env.now)
             decision = None
-            row = (ahead() if n_rej and reuse and ahead is not None and plain and carry is None
-                   and not dynamic_csi else None)
+            row = ahead() if n_rej and reuse and ahead is not None else None
             if row is not None:
                 # rows for the recorder to copy, lists for the devices to index
                 self.mode, power, self.delay, mode_list, delay_list, bandwidth = row

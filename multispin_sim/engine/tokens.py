@@ -131,10 +131,6 @@ class TokenServer(EdgeServer):
         """None: the decision reads this round's payload tables (``decide``)."""
         return None
 
-    def steady_decisions(self, channel):
-        """None: the decision reads this round's payload tables (``decide``)."""
-        return None
-
     def decide(self, rejected, g_ul, g_dl):
         problem = self.system.reactive_problem(rejected, g_ul, g_dl)
         ul_bits, dl_bits, dl_tv = self._round_tables()
