@@ -15,9 +15,7 @@ import tempfile
 
 from ..engine.channel import OFDMAChannel
 from ..engine.server import EdgeServer
-from ..model.beliefs import AgreementTally
 from ..model.estimators import SAATcomm, _StatelessTcomm
-from ..model.tcomm import TcommKernel
 from ..policies import draft as controllers
 from ..policies import draft_search
 from ..policies.draft_search import compiled_enabled
@@ -43,9 +41,6 @@ ENGINE = {
                        [(OFDMAChannel, "plain_transmit", property(lambda self: False))]),
     "steady plan": ("a context-free controller's plan worked out once",
                     [(FixedDraft, "context_free", False)]),
-    "tally rows": ("the acceptance tally adds block rows when read, not each round",
-                   [(AgreementTally, "add_row",
-                     lambda self, accepted, rejected, i: self.add(accepted[i], rejected[i]))]),
 }
 # a shortcut timed with the one it stands behind switched off in both runs: a fixed plan's
 # rounds take steady_decisions, one_outcome serves the others (draft control every round,
@@ -56,8 +51,6 @@ SEARCH = {
     "lazy phase 1": ("greedy", "the uniform path evaluated in chunks, until G stops improving",
                      [(draft_search, "_lazy_phase1",
                        lambda obj, path, chunk=12: obj.path_values(path))]),
-    "split grid": ("greedy", "the optimal split's rows of a grid built in its order",
-                   [(TcommKernel, "grid", None)]),
     "+1 cache": ("greedy", "the +1 moves' T_comm kept up to date across steps",
                  [(SAATcomm, "plus_one_means", _StatelessTcomm.plus_one_means)]),
     "path events": ("budget", "a path evaluated at the samples it changes only",

@@ -90,8 +90,8 @@ class EdgeServer:
                 cache[:] = block, rejected, block + 1, cols.tolist(), offsets.tolist()
             _, rejected, tokens, cols, offsets = cache
             self._steady_row = rejected, i   # this round's row, for steady_decisions
-            tally.add_row(block, rejected, i)
             accepted, rejected = block[i], rejected[i]
+            tally.add(accepted, rejected)
             if observe is not None:
                 observe(accepted, rejected, active)
             return accepted, tokens[i], rejected, cols[offsets[i]:offsets[i + 1]]

@@ -155,50 +155,16 @@ class FilteredBelief(Belief):
 
 
 class AgreementTally:
-    """Realised agreements per device: agreed and verified (tested) positions.
-
-    ``add_row(accepted, rejected, i)`` counts row ``i`` of blocks of rounds worked out ahead
-    (``EdgeServer.steady_outcomes``); consecutive rows of one block are summed when the counts
-    are read (integer sums: the same counts whatever the order)."""
+    """Realised agreements per device: agreed and verified (tested) positions."""
 
     def __init__(self, k):
-        self._agreed = np.zeros(k, dtype=np.int64)
-        self._verified = np.zeros(k, dtype=np.int64)
-        self._rows = None  # [accepted block, rejected block, first row, end row] not yet added
-
-    @property
-    def agreed(self):
-        self._add_rows()
-        return self._agreed
-
-    @property
-    def verified(self):
-        self._add_rows()
-        return self._verified
+        self.agreed = np.zeros(k, dtype=np.int64)
+        self.verified = np.zeros(k, dtype=np.int64)
 
     def add(self, accepted, rejected):
-        self._agreed += accepted
-        self._verified += accepted
-        self._verified += rejected
-
-    def add_row(self, accepted, rejected, i):
-        rows = self._rows
-        if rows is not None and rows[0] is accepted and rows[3] == i:
-            rows[3] = i + 1
-            return
-        self._add_rows()
-        self._rows = [accepted, rejected, i, i + 1]
-
-    def _add_rows(self):
-        """Add the rows not yet added to the counts (if any)."""
-        if self._rows is None:
-            return
-        accepted, rejected, lo, hi = self._rows
-        self._rows = None
-        agreed = accepted[lo:hi].sum(axis=0)
-        self._agreed += agreed
-        self._verified += agreed
-        self._verified += rejected[lo:hi].sum(axis=0)
+        self.agreed += accepted
+        self.verified += accepted
+        self.verified += rejected
 
     def rate(self):
         with np.errstate(divide="ignore", invalid="ignore"):

@@ -23,7 +23,6 @@ from itertools import product
 import numpy as np
 
 from .speculative import run_length
-from .tcomm import grid_by_rows
 
 RUN_CAP = 30_000  # acceptance runs are clipped here (any gamma is far below)
 _CHUNK_CELLS = 2_000_000  # rows x K per kernel call when evaluating big batches
@@ -188,12 +187,11 @@ class SAATcomm:
         return out
 
     def _grid(self, gammas):
-        """T_comm of every sample under every row of ``gammas`` (n, M): one kernel call (the
-        kernel's own ``grid`` where it has one)."""
-        grid = getattr(self.kernel, "grid", None)
-        if grid is not None:
-            return grid(self.runs_t, _run_bound(gammas))
-        return grid_by_rows(self.kernel, self.runs, _run_bound(gammas))
+        """T_comm of every sample under every row of ``gammas`` (n, M): the rejected sets of
+        every (row, sample) pair in one kernel call."""
+        n = gammas.shape[0]
+        rej = (self.runs[None, :, :] < _run_bound(gammas)[:, None, :]).reshape(-1, self.k)
+        return self.kernel(rej, np.tile(np.arange(self.m), n)).reshape(n, self.m)
 
     def path_mean(self, gammas):
         """Mean T_comm along a sequence of gammas; one kernel call if it is nondecreasing.

@@ -15,7 +15,6 @@ from .reactive import evaluate_assignment
 
 _LN2 = np.log(2.0)
 FAST_MODES = ("optimal", "exhaustive", "all-ul", "all-dl", "random")
-_SPLIT_COLUMNS = 16_384  # outcomes per pass of the optimal split's grid (its work array)
 
 
 class TcommKernel:
@@ -164,29 +163,6 @@ class TcommKernel:
             for i in range(2, k + 1):
                 dl[i] += dl[i - 1]
         return self._dl_delay(r, np.maximum(u, dl, out=dl).min(axis=0))
-
-    def grid(self, runs_t, bounds):
-        """T_comm of every sample under every row of draft lengths, (n, M): sample m has
-        device k rejected under row s iff runs_t[k, m] < bounds[s, k] (``SAATcomm``). The
-        optimal split's rows are built in its order, transposed, without a pass of their own."""
-        n, m = bounds.shape[0], runs_t.shape[1]
-        if self.mode != "optimal" or self.p_dl <= 0 or self.per_sample:
-            return grid_by_rows(self, runs_t.T, bounds)
-        order = self.order_rev
-        rs = runs_t[order][:, None, :] < bounds[:, order].T[:, :, None]    # (K, n, M)
-        rs = rs.reshape(self.k, n * m)
-        u, v = self.u_split[:, None], self.v_rev[:, None]
-        return np.concatenate([self._splits(rs[:, i:i + _SPLIT_COLUMNS], u, v)
-                               for i in range(0, n * m, _SPLIT_COLUMNS)]).reshape(n, m)
-
-
-def grid_by_rows(kernel, runs, bounds):
-    """T_comm of every sample under every row of draft lengths, (n, M), through any kernel
-    ``kernel(rejected, rows)``: the rejected sets of every (row, sample) pair in one call
-    (sample m has device k rejected under row s iff runs[m, k] < bounds[s, k])."""
-    n, (m, k) = bounds.shape[0], runs.shape
-    rej = (runs[None, :, :] < bounds[:, None, :]).reshape(-1, k)
-    return kernel(rej, np.tile(np.arange(m), n)).reshape(n, m)
 
 
 class RowStream:

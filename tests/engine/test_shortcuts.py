@@ -26,7 +26,6 @@ import multispin_sim as ms
 from multispin_sim.benchmarks.fastpaths import ENGINE
 from multispin_sim.engine.channel import OFDMAChannel
 from multispin_sim.engine.server import EdgeServer
-from multispin_sim.model.acceptance import AgreementTally
 
 CASES = {
     "default": {},
@@ -210,36 +209,6 @@ def test_outcome_blocks_across_block_ends(overrides, tmp_path, monkeypatch):
                               ("blocks", "fast", "slow")).values()
     assert fast == slow
     assert_within_contract(blocks, slow)
-
-
-def test_tally_rows_count_like_add():
-    """Rows of blocks (``add_row``), single rounds (``add``) and reads in between, in any mix,
-    give the counts of adding every round one by one."""
-    import numpy as np
-
-    rng = np.random.default_rng(5)
-    blocks = [(rng.integers(0, 5, (8, 4)), rng.random((8, 4)) < 0.5) for _ in range(3)]
-    rows = AgreementTally(4)
-    one = AgreementTally(4)
-    for step in range(60):
-        b = step // 20
-        i = step % 20
-        accepted, rejected = blocks[b]
-        if i < 8:
-            rows.add_row(accepted, rejected, i)
-            one.add(accepted[i], rejected[i])
-        else:
-            a, r = rng.integers(0, 5, 4), rng.random(4) < 0.5
-            rows.add(a, r)
-            one.add(a, r)
-        if step % 7 == 0:
-            assert rows.agreed.tolist() == one.agreed.tolist()
-    for i in (3, 3, 5):  # a row again, a gap: counted again, as add would
-        rows.add_row(*blocks[0], i)
-        one.add(blocks[0][0][i], blocks[0][1][i])
-    assert rows.agreed.tolist() == one.agreed.tolist()
-    assert rows.verified.tolist() == one.verified.tolist()
-    assert rows.rate().tolist() == one.rate().tolist()
 
 
 def test_gains_ahead_are_the_gains_of_the_rounds_to_come():

@@ -9,7 +9,7 @@ import pytest
 
 from goodput_systems import MODES, Coins, make_system
 from multispin_sim.model import reactive as R
-from multispin_sim.model.estimators import acceptance_runs
+from multispin_sim.model.estimators import SAATcomm, acceptance_runs
 from multispin_sim.model.speculative import acceptance_uniforms
 from multispin_sim.model.system import System
 from multispin_sim.model.tcomm import TcommKernel
@@ -52,11 +52,9 @@ def test_kernel_equals_reactive_solvers(mode, per_sample):
 
 @pytest.mark.parametrize("per_sample", [False, True])
 @pytest.mark.parametrize("mode", MODES)
-def test_kernel_grid_equals_reactive_solvers(mode, per_sample, monkeypatch):
-    """``grid``: every sample under every row of draft lengths (in passes of a few hundred
-    outcomes here, to take the multi-pass branch), as the reactive solvers find it."""
-    from multispin_sim.model import tcomm
-    monkeypatch.setattr(tcomm, "_SPLIT_COLUMNS", 512)
+def test_kernel_grid_equals_reactive_solvers(mode, per_sample):
+    """The SAA estimator's grid (every sample under every row of draft lengths, in one kernel
+    call) as the reactive solvers find it, sample by sample."""
     rng = np.random.default_rng(12)
     k, m = 10, 300
     s = make_system(k, seed=4)
@@ -65,8 +63,7 @@ def test_kernel_grid_equals_reactive_solvers(mode, per_sample, monkeypatch):
     bounds = rng.integers(0, 12, (7, k)).astype(np.int32)
     bounds[0] = 0
     coin_u = rng.random((m, k))
-    got = TcommKernel(s, g_ul, g_dl, mode, coin=coin_u < 0.5).grid(np.ascontiguousarray(runs.T),
-                                                                   bounds)
+    got = SAATcomm(runs, TcommKernel(s, g_ul, g_dl, mode, coin=coin_u < 0.5))._grid(bounds)
     assert got.shape == (7, m) and np.all(got[0] == 0.0)
     for row, b in enumerate(bounds):
         ref = _solver_t_comm(mode, s.reactive_problem(runs < b, g_ul, g_dl), coin_u)
