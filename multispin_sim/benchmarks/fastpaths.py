@@ -6,8 +6,8 @@ Each switch puts back the general path the fast one stands in for, and nothing e
 shortcuts are timed on the default scenario, end to end, with the records formatted in-process.
 The numpy search's are timed on decisions of the paper's system (K = 20, 1,000 SAA samples)
 with the compiled search switched off (``MULTISPIN_NUMBA=0``), where they run; the compiled
-search's whole greedy and budget against the numpy search on the compiled T_comm kernel. The
-compiled search against numpy alone is ``bench draft``.
+search's greedy and budget, each one compiled call, against the numpy search on the same
+objective (as ``bench draft`` times whole runs).
 """
 import contextlib
 import functools
@@ -59,7 +59,7 @@ SEARCH = {
 
 
 # name -> (controller, what it does, switches) of the compiled search: with a switch off, the
-# controller's search runs with ``compiled=False``, numpy's steps on the compiled T_comm kernel
+# controller's search runs with ``compiled=False``, the numpy search
 COMPILED = {
     "whole greedy": ("greedy", "the greedy compiled whole",
                      [(controllers, "greedy_search",

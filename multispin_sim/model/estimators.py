@@ -208,10 +208,6 @@ class SAATcomm:
         rises = np.diff(gammas, axis=0)
         if n > 1 and np.any(rises < 0):
             return self.mean(gammas)
-        fast = getattr(self.kernel, "path_means", None)   # a compiled kernel's own scan
-        if fast is not None:
-            self._path = None
-            return fast(self.runs, gammas)
         if 2 * np.count_nonzero(rises) >= rises.size and n * self.m * self.k <= _CHUNK_CELLS:
             t = np.zeros((n, self.m))
             lead = n - np.count_nonzero(gammas.any(axis=1))   # gamma = 0: nobody rejected

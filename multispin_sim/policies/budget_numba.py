@@ -1,4 +1,5 @@
-"""The budget search (``draft_search.budget_search``) compiled whole, as the greedy is.
+"""The budget search (``draft_search.budget_search``) compiled whole, as the greedy is, and the
+uniform scan it starts with (``uniform``: the uniform search compiled whole).
 
 The same steps in the same order: the uniform scan, the greedy, the budget scans with devices
 left out one at a time (each judged by a screened move to 0), then the local search from the
@@ -43,6 +44,30 @@ def _scan(path, pos, order, start, buf, work, enw, draft_s, verify, m_count, ker
 
 
 @_jit
+def _uniform_scan(caps, pos, order, start, buf, work, enw, draft_s, verify, m_count, kern):
+    """The uniform path (``draft_search.uniform_path``: row c is min(c, caps)) and ``_scan``'s
+    G, tokens and drafting time along it."""
+    top, k = caps.max(), caps.shape[0]
+    path = np.empty((top + 1, k), dtype=np.int64)
+    for p in range(top + 1):
+        for d in range(k):
+            path[p, d] = min(p, caps[d])
+    values, tokens, drafting, _ = _scan(path, pos, order, start, buf, work, enw, draft_s,
+                                        verify, m_count, kern)
+    return path, values, tokens, drafting
+
+
+@_jit
+def uniform(runs, caps, enw, draft_s, verify, mode, pos, qr, vr, ur, coin, c, buf, work):
+    """``draft_search.uniform_search`` on the SAA objective: (gamma, G, the chosen level c)."""
+    order, start = _by_run(runs, caps.max() + 1)
+    path, pv, _, _ = _uniform_scan(caps, pos, order, start, buf, work, enw, draft_s, verify,
+                                   runs.shape[0], (mode, qr, vr, ur, coin, c))
+    cu = best_index(pv)
+    return path[cu].copy(), pv[cu], cu
+
+
+@_jit
 def _state_at(p, buf, e, mask, t):
     """Each sample's rejected set and T_comm at point p of the last scan (events by point)."""
     masks, samples, at, out = buf
@@ -84,7 +109,8 @@ def _reset(gamma, runs, bit, mask, t, buf, work, kern):
 def _move_values(dev, new, limit, gamma, mask, t, st, bit, order, start, buf, work, enw,
                  draft_s, verify, kern):
     """G after each single-device move (dev[i] to new[i]), T_comm estimated on the first
-    ``limit`` samples (``DraftObjective.move_values``)."""
+    ``limit`` samples (``DraftObjective.move_values``). The moves of one device cover disjoint
+    runs (+1 and -1; to 0 and to the fill), so ``buf`` holds their events: M x K at most."""
     masks, samples, who, out = buf
     e = 0
     for i in range(dev.shape[0]):
@@ -194,12 +220,8 @@ def budget(runs, caps, enw, draft_s, verify, order_all, screen, keep, mode, pos,
     st = np.empty(5)
     evaluations = 0
     # the uniform scan, its best point and the greedy
-    path = np.empty((top + 1, k), dtype=np.int64)
-    for p in range(top + 1):
-        for d in range(k):
-            path[p, d] = min(p, caps[d])
-    pv, tokens, drafting, _ = _scan(path, pos, order, start, buf, work, enw, draft_s, verify,
-                                    m_count, kern)
+    path, pv, tokens, drafting = _uniform_scan(caps, pos, order, start, buf, work, enw,
+                                               draft_s, verify, m_count, kern)
     evaluations += top + 1
     cu = best_index(pv)
     values = np.full(4, -math.inf)
@@ -312,21 +334,35 @@ def budget(runs, caps, enw, draft_s, verify, order_all, screen, keep, mode, pos,
 _NAMES = ("uniform", "greedy", "budget-scan", "local")
 
 
-def budget_search_compiled(obj, order, screen):
-    """(gamma, G, evaluations, info) of the budget search on an objective with a compiled
-    implementation (``obj.compiled``); ``order``: ``draft_search.budget_order`` of every
-    device; ``screen``: (samples, keep) of the long moves (``draft_search._screen``)."""
-    enw = np.ascontiguousarray(obj.en_table() * obj._w)
+def _inputs(obj):
+    """What every compiled search reads of an objective with a compiled implementation
+    (``obj.compiled``), and this thread's work arrays for its events (``scratch``)."""
     runs = obj.tcomm.runs
     size = runs.size + 64
     buf = (scratch("budget.masks", (size,), np.uint64),
            scratch("budget.samples", (size,), np.int64),
            scratch("budget.at", (size,), np.int64), scratch("budget.out", (size,)))
+    return (runs, obj.caps, np.ascontiguousarray(obj.en_table() * obj._w), obj.draft_s,
+            float(obj.verify_s)), buf, scratch("budget.work", (3, size))
+
+
+def uniform_search_compiled(obj):
+    """(gamma, G, evaluations, info) of the uniform search, compiled whole."""
+    inputs, buf, work = _inputs(obj)
+    gamma, value, c = uniform(*inputs, *obj.compiled.kernel.args(), buf, work)
+    evaluations = int(obj.caps.max(initial=0)) + 1
+    obj.evaluations += evaluations
+    return gamma, float(value), evaluations, {"c": int(c)}
+
+
+def budget_search_compiled(obj, order, screen):
+    """(gamma, G, evaluations, info) of the budget search on an objective with a compiled
+    implementation (``obj.compiled``); ``order``: ``draft_search.budget_order`` of every
+    device; ``screen``: (samples, keep) of the long moves (``draft_search._screen``)."""
+    inputs, buf, work = _inputs(obj)
     gamma, value, evaluations, first, chosen, excluded, values, g_gamma, u_gamma = budget(
-        runs, obj.caps, enw, obj.draft_s, float(obj.verify_s),
-        np.ascontiguousarray(order, dtype=np.int64), int(screen[0]), int(screen[1]),
-        *obj.compiled.kernel.args(), buf, scratch("budget.work", (3, size)),
-        greedy_scratch(*runs.shape))
+        *inputs, np.ascontiguousarray(order, dtype=np.int64), int(screen[0]), int(screen[1]),
+        *obj.compiled.kernel.args(), buf, work, greedy_scratch(*inputs[0].shape))
     obj.evaluations += evaluations
     info = {"from": _NAMES[first], "chosen": _NAMES[chosen],
             "excluded": [int(d) for d in excluded],

@@ -20,9 +20,9 @@ Every search works on a ``DraftObjective`` (whatever its T_comm estimator) and r
 sampled fading), the active devices and the reactive policy, with common random numbers drawn
 from the controller's stream. Where it applies (the SAA estimator, a closed-form kernel, the
 goodput ratio with a constant T_ver, at most 64 devices) and numba is importable, the objective
-carries a compiled implementation (``search_numba``): the greedy and the budget search
-(``budget_numba``) run there whole, and the other searches' T_comm kernel calls and path scans
-go through it. ``MULTISPIN_NUMBA=0`` keeps everything in numpy. Both compare candidates by the
+carries a compiled implementation (``search_numba``): the greedy, the uniform and the budget
+search (``budget_numba``) run there whole, each one call; everything else evaluates the
+objective in numpy. ``MULTISPIN_NUMBA=0`` keeps everything in numpy. Both compare candidates by the
 one tie rule of ``model.ties``.
 """
 import os
@@ -234,8 +234,14 @@ def _lazy_phase1(obj, path, chunk=12):
     return np.array(vals)
 
 
-def uniform_search(obj, path_values=None):
-    """The best common draft length (capped per device); ties go to the shortest."""
+def uniform_search(obj, path_values=None, compiled=True):
+    """The best common draft length (capped per device); ties go to the shortest.
+
+    ``compiled``: run the objective's compiled scan when it has one (``obj.compiled``)."""
+    if compiled and obj.compiled is not None and path_values is None:
+        from .budget_numba import uniform_search_compiled
+
+        return SearchResult(*uniform_search_compiled(obj))
     ev0 = obj.evaluations
     path = uniform_path(obj.caps)
     if path_values is None:

@@ -9,10 +9,11 @@ rtol 1e-12 (different summation order and libm), and candidates are compared by 
 tie rule (``model.ties``, compiled from the same source), so decisions agree except at
 near-ties. Imported only when a searching controller runs (it imports numba).
 
-What is compiled: the T_comm of rejected sets (``CompiledKernel``, in place of the numpy
-kernel for every call the searches make), G along a nondecreasing path (``path_means``: the
-uniform scan), the whole greedy (``CompiledSearch.greedy``) and, in ``budget_numba``, the whole
-budget search.
+What is compiled: whole searches, each one call (``CompiledSearch``): the greedy here, the
+uniform scan and the budget search in ``budget_numba``; the T_comm of rejected sets they solve
+(``_evaluate``, ``_finish``) and the events of a nondecreasing path (``_path_events``) are
+shared by them. Every other use of the objective (the other searches, single evaluations) is
+numpy's.
 """
 import math
 import threading
@@ -125,35 +126,6 @@ def _finish(x1, x2, rows_r, n, mode, c, out):
         if mode == 3:
             t = max(t, c1 * rows_r[i] / math.log1p(x2[i]))
         out[i] = t
-
-
-class _Rows:
-    """Buffers for n rejected sets (room for one more group of lanes)."""
-
-    def __init__(self, n):
-        # uninitialised: a group's lanes past n are read but never written out (and x2 is
-        # read only in the random split's mode, which writes it)
-        size = n + LANES
-        self.masks = np.empty(size, dtype=np.uint64)
-        self.samples = np.empty(size, dtype=np.int64)
-        self.x1, self.x2, self.r = np.empty(size), np.empty(size), np.empty(size)
-
-    def times(self, n, mode, qr, vr, ur, coin, c):
-        _evaluate(self.masks, self.samples, n, self.x1, self.x2, self.r, mode, qr, vr, ur,
-                  coin, c)
-        out = np.empty(n)
-        _finish(self.x1, self.x2, self.r, n, mode, c, out)
-        return out
-
-
-@_jit
-def _row_masks(rej, rows, pos, masks, samples):
-    for i in range(rej.shape[0]):
-        mask = np.uint64(0)
-        for d in range(rej.shape[1]):
-            if rej[i, d]:
-                mask |= np.uint64(1) << np.uint64(pos[d])
-        masks[i], samples[i] = mask, rows[i]
 
 
 @_jit
@@ -374,11 +346,11 @@ def runs_from_logs(log_u, log_alpha, cap):
 
 
 class CompiledKernel:
-    """A ``model.tcomm.TcommKernel``'s closed forms, compiled: the same call, the same values
-    within rtol 1e-12. ``path_means(runs, path)``: mean T_comm along a nondecreasing path."""
+    """A ``model.tcomm.TcommKernel``'s closed forms as the compiled searches read them: the
+    devices in ascending UL quality (``pos``: each device's bit in a rejected set's mask), their
+    loads in that order, the random split's coins as masks, and the delay's constants."""
 
     def __init__(self, kernel):
-        self.reference = kernel
         p_dl = float(kernel.p_dl)
         mode = "all-ul" if kernel.mode == "optimal" and p_dl <= 0 else kernel.mode
         self.mode = _MODES[mode]
@@ -394,7 +366,6 @@ class CompiledKernel:
             self.coin = (ordered << np.arange(q.size, dtype=np.uint64)).sum(axis=1,
                                                                             dtype=np.uint64)
         self.c = np.array([kernel.bits * np.log(2.0) / kernel.bw, kernel.n0 * kernel.bw, p_dl])
-        self._held = None   # (runs, top, order, start): the samples bucketed by run (``_index``)
 
     @property
     def loads(self):
@@ -403,36 +374,12 @@ class CompiledKernel:
     def args(self):
         return (self.mode, self.pos, self.qr, self.vr, self.ur, self.coin, self.c)
 
-    def __call__(self, rejected, rows=None):
-        rej = np.atleast_2d(np.asarray(rejected, dtype=np.bool_))
-        rows = np.arange(rej.shape[0]) if rows is None else np.asarray(rows, dtype=np.int64)
-        buf = _Rows(rej.shape[0])
-        _row_masks(rej, rows, self.pos, buf.masks, buf.samples)
-        return buf.times(rej.shape[0], *self.loads)
-
-    def _index(self, runs, top):
-        """``_by_run(runs, top')`` for some top' >= top, kept while the runs are the same
-        array (an objective's runs never change)."""
-        held = self._held
-        if held is None or held[0] is not runs or held[1] < top:
-            order, start = _by_run(runs, max(top, 32))
-            held = self._held = (runs, max(top, 32), order, start)
-        return held[2], held[3]
-
-    def path_means(self, runs, path):
-        """Mean T_comm over the samples at every point of a nondecreasing path (n, K)."""
-        m_count, k = runs.shape
-        buf = _Rows(m_count * k)
-        at = np.empty(buf.masks.size, dtype=np.int64)
-        path = np.ascontiguousarray(path, dtype=np.int64)
-        order, start = self._index(runs, int(path.max(initial=0)))
-        e = _path_events(path, self.pos, order, start, buf.masks, buf.samples, at)
-        return _path_totals(buf.times(e, *self.loads), buf.samples, at, e, path.shape[0],
-                            m_count)
-
 
 class CompiledSearch:
-    """The compiled implementation of one ``DraftObjective`` (``for_objective``: or None)."""
+    """The compiled implementation of one ``DraftObjective``: its greedy here, its uniform scan
+    and budget search in ``budget_numba``, each run whole on the objective's samples
+    (``for_objective``: None where it does not apply; every other evaluation of the objective
+    stays numpy's)."""
 
     def __init__(self, obj, kernel):
         self.obj = obj
@@ -450,9 +397,7 @@ class CompiledSearch:
         gains = (np.asarray(ref.q), np.asarray(ref.v))
         if not all(np.isfinite(g).all() and (g > 0).all() for g in gains):
             return None   # zero or infinite gains: the numpy kernel's conventions apply
-        kernel = CompiledKernel(ref)
-        tcomm.kernel = kernel     # every T_comm the searches ask for, compiled
-        return cls(obj, kernel)
+        return cls(obj, CompiledKernel(ref))
 
     def greedy(self):
         """(gamma, G, evaluations, info) of the greedy."""

@@ -36,8 +36,8 @@ def test_every_switch_is_put_back_even_after_an_error():
 
 @pytest.mark.parametrize("name", ["whole greedy", "whole budget"])
 def test_the_compiled_search_switched_off_makes_the_same_decisions(name):
-    """The numpy search on the compiled kernel: the same decisions as the search compiled whole
-    on these rounds (both compare candidates by the one tie rule)."""
+    """The numpy search: the same decisions as the search compiled whole on these rounds (both
+    compare candidates by the one tie rule)."""
     assert compiled_enabled()   # numba is a core dependency: the compiled search runs here
     controller, _, switches = fastpaths.COMPILED[name]
     _, fast = decision_times(controller, 4)

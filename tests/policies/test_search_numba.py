@@ -21,6 +21,7 @@ from multispin_sim.scenario import load_scenario
 
 sn = pytest.importorskip("multispin_sim.policies.search_numba",
                          reason="numba is a core dependency; this install lacks it")
+bn = pytest.importorskip("multispin_sim.policies.budget_numba")
 MODES = ("optimal", "all-ul", "all-dl", "random")
 
 
@@ -39,11 +40,42 @@ def _objective(system, mode, seed, samples=400, active=None, caps=20):
 
 
 def _numpy_twin(obj):
-    """The same objective with the numpy kernel and no compiled implementation."""
+    """The same objective with no compiled implementation."""
     twin = ds.DraftObjective(obj.alpha, obj.draft_s, obj.verify_s, obj.caps, obj.active,
-                             ds.SAATcomm(obj.tcomm.runs.copy(), obj.tcomm.kernel.reference))
+                             ds.SAATcomm(obj.tcomm.runs.copy(), obj.tcomm.kernel))
     assert twin.compiled is None
     return twin
+
+
+def _compiled_times(kernel, rejected, rows):
+    """T_comm of rejected rows (n, K) by the compiled closed forms (``_evaluate``,
+    ``_finish``) of a ``CompiledKernel``; rows: their sample indices (the random split's coins)."""
+    n = rejected.shape[0]
+    size = n + sn.LANES
+    masks = np.zeros(size, np.uint64)
+    masks[:n] = (rejected.astype(np.uint64) << kernel.pos.astype(np.uint64)).sum(
+        axis=1, dtype=np.uint64)
+    samples = np.zeros(size, np.int64)
+    samples[:n] = rows
+    x1, x2, r, out = np.empty(size), np.empty(size), np.empty(size), np.empty(n)
+    sn._evaluate(masks, samples, n, x1, x2, r, *kernel.loads)
+    sn._finish(x1, x2, r, n, kernel.mode, kernel.c, out)
+    return out
+
+
+def _state(obj, gamma):
+    """The compiled search's state at ``gamma`` (``budget_numba._reset``, ``_set``): the
+    arguments its path scans and moves take after the moves themselves."""
+    kern = obj.compiled.kernel
+    (runs, caps, enw, draft_s, verify), buf, work = bn._inputs(obj)
+    m = runs.shape[0]
+    order, start = sn._by_run(runs, int(caps.max()) + 1)
+    bit = np.left_shift(np.uint64(1), kern.pos.astype(np.uint64))
+    mask, t, st = np.empty(m, np.uint64), np.empty(m), np.empty(5)
+    gamma = np.array(gamma, dtype=np.int64)
+    bn._reset(gamma, runs, bit, mask, t, buf, work, kern.loads)
+    bn._set(gamma, t, enw, draft_s, verify, st)
+    return (gamma, mask, t, st, bit, order, start, buf, work, enw, draft_s, verify, kern.loads)
 
 
 def _same_decision(a, b, twin):
@@ -60,23 +92,27 @@ def test_kernel_equals_numpy_kernel(mode, k):
     system = _system(k, seed=k)
     obj = _objective(system, mode, seed=k)
     assert obj.compiled is not None
-    ker = obj.tcomm.kernel
     rng = np.random.default_rng(k)
     rej = rng.random((500, k)) < rng.random((500, 1))
     rej[0] = False
     rej[1] = True
     rows = rng.integers(0, 400, 500)
-    np.testing.assert_allclose(ker(rej, rows), ker.reference(rej, rows), rtol=1e-12, atol=1e-300)
+    np.testing.assert_allclose(_compiled_times(obj.compiled.kernel, rej, rows),
+                               obj.tcomm.kernel(rej, rows), rtol=1e-12, atol=1e-300)
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_path_means_equal_numpy(mode):
+def test_path_scans_equal_numpy(mode):
     system = _system(12, seed=3)
     obj = _objective(system, mode, seed=4)
     twin = _numpy_twin(obj)
+    gamma, mask, t, st, bit, order, start, buf, work, enw, draft_s, verify, kern = \
+        _state(obj, np.zeros(12))
     for path in (ds.uniform_path(obj.caps),
                  ds.budget_path(obj.caps, obj.draft_s, np.arange(12) % 3 > 0)):
-        np.testing.assert_allclose(obj.path_values(path), twin.path_values(path), rtol=1e-12)
+        got = bn._scan(path, obj.compiled.kernel.pos, order, start, buf, work, enw, draft_s,
+                       verify, obj.tcomm.m, kern)[0]
+        np.testing.assert_allclose(got, twin.path_values(path), rtol=1e-12)
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -85,12 +121,14 @@ def test_move_values_equal_numpy(mode):
     obj = _objective(system, mode, seed=7)
     twin = _numpy_twin(obj)
     gamma = np.random.default_rng(1).integers(0, 12, 10)
-    obj.reset(gamma)
     twin.reset(gamma)
-    dev = np.repeat(np.arange(10), 3)
-    new = np.tile([0, 3, 17], 10)
-    np.testing.assert_allclose(obj.move_values(dev, new), twin.move_values(dev, new), rtol=1e-12)
-    np.testing.assert_allclose(obj.move_values(dev, new, (100, 5)),
+    # two moves a device over disjoint runs, as the searches' moves are (the compiled work
+    # arrays hold one event per sample and device)
+    dev = np.repeat(np.arange(10), 2)
+    new = np.tile([0, 17], 10)
+    np.testing.assert_allclose(bn._move_values(dev, new, obj.tcomm.m, *_state(obj, gamma)),
+                               twin.move_values(dev, new), rtol=1e-12)
+    np.testing.assert_allclose(bn._screened(dev, new, 100, 5, *_state(obj, gamma))[0],
                                twin.move_values(dev, new, (100, 5)), rtol=1e-12)
 
 
