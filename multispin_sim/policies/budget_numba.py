@@ -13,9 +13,9 @@ import math
 
 import numpy as np
 
-from .search_numba import (_by_run, _evaluate, _finish, _goodput, _jit, _largest_two,
-                           _path_events, _path_totals, best_index, greedy, greedy_scratch,
-                           improves, scratch)
+from .search_numba import (LANES, _by_run, _evaluate, _finish, _goodput, _jit,
+                           _largest_two, _path_events, _path_totals, best_index, greedy,
+                           greedy_scratch, improves, scratch)
 
 
 @_jit
@@ -110,7 +110,8 @@ def _move_values(dev, new, limit, gamma, mask, t, st, bit, order, start, buf, wo
                  draft_s, verify, kern):
     """G after each single-device move (dev[i] to new[i]), T_comm estimated on the first
     ``limit`` samples (``DraftObjective.move_values``). The moves of one device cover disjoint
-    runs (+1 and -1; to 0 and to the fill), so ``buf`` holds their events: M x K at most."""
+    runs (+1 and -1; to 0 and to the fill), so ``buf`` holds their events: M x K at most
+    (more raise ValueError)."""
     masks, samples, who, out = buf
     e = 0
     for i in range(dev.shape[0]):
@@ -120,6 +121,9 @@ def _move_values(dev, new, limit, gamma, mask, t, st, bit, order, start, buf, wo
                 m = order[d, j]
                 if m >= limit:    # a bucket lists its samples in ascending order
                     break
+                if e + LANES >= masks.shape[0]:   # an error, not a write past the arrays
+                    raise ValueError("more move events than the work arrays hold: the moves "
+                                     "of one device must cover disjoint runs")
                 masks[e] = mask[m] | bit[d] if new[i] > old else mask[m] & ~bit[d]
                 samples[e], who[e] = m, i
                 e += 1

@@ -130,6 +130,11 @@ def test_move_values_equal_numpy(mode):
                                twin.move_values(dev, new), rtol=1e-12)
     np.testing.assert_allclose(bn._screened(dev, new, 100, 5, *_state(obj, gamma))[0],
                                twin.move_values(dev, new, (100, 5)), rtol=1e-12)
+    # moves of one device over overlapping runs would need more room than the work arrays
+    # have: an error, not a write past them
+    many = np.repeat(np.arange(10), 6)
+    with pytest.raises(ValueError, match="disjoint runs"):
+        bn._move_values(many, np.tile([0, 17], 30), obj.tcomm.m, *_state(obj, gamma))
 
 
 @pytest.mark.parametrize("mode,k,decisions", [("optimal", 20, 120), ("optimal", 3, 40),
