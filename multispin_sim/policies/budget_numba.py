@@ -339,15 +339,14 @@ _NAMES = ("uniform", "greedy", "budget-scan", "local")
 
 
 def _inputs(obj):
-    """What every compiled search reads of an objective with a compiled implementation
-    (``obj.compiled``), and this thread's work arrays for its events (``scratch``)."""
-    runs = obj.tcomm.runs
-    size = runs.size + 64
+    """The objective's inputs (``CompiledSearch.inputs``) and this thread's work arrays for
+    the events of its samples (``scratch``)."""
+    inputs = obj.compiled.inputs()
+    size = inputs[0].size + 64
     buf = (scratch("budget.masks", (size,), np.uint64),
            scratch("budget.samples", (size,), np.int64),
            scratch("budget.at", (size,), np.int64), scratch("budget.out", (size,)))
-    return (runs, obj.caps, np.ascontiguousarray(obj.en_table() * obj._w), obj.draft_s,
-            float(obj.verify_s)), buf, scratch("budget.work", (3, size))
+    return inputs, buf, scratch("budget.work", (3, size))
 
 
 def uniform_search_compiled(obj):

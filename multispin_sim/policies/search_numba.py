@@ -399,14 +399,19 @@ class CompiledSearch:
             return None   # zero or infinite gains: the numpy kernel's conventions apply
         return cls(obj, CompiledKernel(ref))
 
+    def inputs(self):
+        """What every compiled search reads of the objective: (runs, caps, E[N] table times
+        the active weight, drafting latencies, T_ver)."""
+        obj = self.obj
+        return (obj.tcomm.runs, obj.caps, np.ascontiguousarray(obj.en_table() * obj._w),
+                obj.draft_s, float(obj.verify_s))
+
     def greedy(self):
         """(gamma, G, evaluations, info) of the greedy."""
         obj = self.obj
-        enw = np.ascontiguousarray(obj.en_table() * obj._w)
-        runs = obj.tcomm.runs
+        inputs = self.inputs()
         gamma, value, phase1, steps, evaluations = greedy(
-            runs, obj.caps, enw, obj.draft_s, float(obj.verify_s), *self.kernel.args(),
-            greedy_scratch(*runs.shape))
+            *inputs, *self.kernel.args(), greedy_scratch(*inputs[0].shape))
         obj.evaluations += evaluations
         return gamma, float(value), int(evaluations), {"phase1": int(phase1),
                                                        "phase2_steps": int(steps)}

@@ -48,8 +48,8 @@ def _numpy_twin(obj):
 
 
 def _compiled_times(kernel, rejected, rows):
-    """T_comm of rejected rows (n, K) by the compiled closed forms (``_evaluate``,
-    ``_finish``) of a ``CompiledKernel``; rows: their sample indices (the random split's coins)."""
+    """T_comm of rejected rows (n, K) by the compiled closed forms (``budget_numba._times``)
+    of a ``CompiledKernel``; rows: their sample indices (the random split's coins)."""
     n = rejected.shape[0]
     size = n + sn.LANES
     masks = np.zeros(size, np.uint64)
@@ -57,9 +57,8 @@ def _compiled_times(kernel, rejected, rows):
         axis=1, dtype=np.uint64)
     samples = np.zeros(size, np.int64)
     samples[:n] = rows
-    x1, x2, r, out = np.empty(size), np.empty(size), np.empty(size), np.empty(n)
-    sn._evaluate(masks, samples, n, x1, x2, r, *kernel.loads)
-    sn._finish(x1, x2, r, n, kernel.mode, kernel.c, out)
+    out = np.empty(n)
+    bn._times(masks, samples, n, np.empty((3, size)), out, *kernel.loads)
     return out
 
 
