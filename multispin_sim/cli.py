@@ -11,7 +11,6 @@ adds the traceback.
 import argparse
 import json
 import signal
-import os
 import sys
 import threading
 from pathlib import Path
@@ -185,17 +184,21 @@ def cmd_plot(args):
                        "--first to choose where they start")
     if args.first < 0:
         raise CliError(f"--first {args.first}", "is negative", "give a round number >= 0")
+    capacity = args.timeline is None and (source / "capacity.json").is_file()
     if args.timeline is not None:
         png = Path(args.out) if args.out else source / "timeline.png"
         if png.is_dir():
             raise CliError(f"--out {png}", "is a folder", "give the PNG file to write")
         check_folder(png.parent, "--out")
+    elif capacity:   # one figure: a PNG file, or capacity.png in a folder
+        out = Path(args.out) if args.out else source
+        check_folder(out.parent if out.suffix == ".png" else out, "--out")
     else:
         check_folder(Path(args.out) if args.out else source / "figures", "--out")
     try:
         if args.timeline is not None:
             paths = plot_timeline(args.timeline, rounds=args.rounds, first=args.first, out=args.out)
-        elif os.path.isfile(os.path.join(args.results_dir, "capacity.json")):
+        elif capacity:
             from .plots.capacity import plot_capacity
 
             paths = plot_capacity(args.results_dir, out=args.out)
@@ -402,16 +405,19 @@ def build_parser():
                     "(repeatable; swept keys cannot be set)")
     sp.set_defaults(func=cmd_sweep)
 
-    sp = sub.add_parser("plot", help="draw a sweep's figures (PNG + CSV), or a run's timeline")
+    sp = sub.add_parser("plot", help="draw a sweep's figures (PNG + CSV), a capacity curve, or a "
+                        "run's timeline")
     sp.add_argument("results_dir", nargs="?", default=None, metavar="RESULTS_DIR",
-                    help="output folder of 'multispin-sim sweep'")
+                    help="output folder of 'multispin-sim sweep' or 'multispin-sim capacity'")
     sp.add_argument("--timeline", metavar="RUN_DIR",
                     help="draw a Gantt chart of a few rounds of one run folder instead")
     sp.add_argument("--rounds", type=_positive_int, default=3,
                     help=f"rounds on the timeline (default 3, at most {TIMELINE_ROUNDS_HELP})")
     sp.add_argument("--first", type=int, default=0, help="first round on the timeline (default 0)")
-    sp.add_argument("--out", help="output folder for the figures (default RESULTS_DIR/figures), "
-                    "or the PNG file of the timeline (default RUN_DIR/timeline.png)")
+    sp.add_argument("--out", help="output folder for a sweep's figures (default "
+                    "RESULTS_DIR/figures); the PNG file (or its folder) of a capacity curve "
+                    "(default RESULTS_DIR/capacity.png); the PNG file of the timeline (default "
+                    "RUN_DIR/timeline.png)")
     sp.set_defaults(func=cmd_plot)
 
     sp = sub.add_parser("report", help="write one self-contained report.html for a run or a sweep folder")
