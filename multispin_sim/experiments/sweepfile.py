@@ -423,7 +423,7 @@ def load_sweep(source, overrides=None):
     path = None
     if isinstance(source, (str, os.PathLike)):
         path = os.fspath(source)
-        doc = read_yaml_file(path)
+        doc = read_yaml_file(path, "sweep file")
     else:
         doc = source
     if not isinstance(doc, Mapping):

@@ -48,14 +48,17 @@ _UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG,
                                  _construct_mapping)
 
 
-def read_yaml_file(path: str) -> Any:
-    """A YAML file as Python data (duplicate keys refused); ScenarioError naming the file if unreadable."""
+def read_yaml_file(path: str, kind: str = "scenario file") -> Any:
+    """A YAML file as Python data (duplicate keys refused); ScenarioError naming the file (a
+    ``kind``) if unreadable."""
     try:
         with open(path, encoding="utf-8") as fh:
             text = fh.read()
     except (OSError, UnicodeDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise ScenarioError(path, f"cannot read scenario file: {reason}", source=path) from None
+        raise ScenarioError(path, f"cannot read {kind}: {reason}",
+                            f"give the path of a readable {kind} (UTF-8 YAML)",
+                            source=path) from None
     check_yaml_text(text, path, source=path)
     try:
         return yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 (SafeLoader subclass)

@@ -798,8 +798,12 @@ def test_json_summary_statistics_float64(tmp_path):
 # the error path
 
 def test_error_missing_file(tmp_path):
-    """FAULT_CLASS errors: a scenario file that does not exist."""
-    error_line(cli("run", tmp_path / "nope.yaml", cwd=tmp_path), 2)
+    """FAULT_CLASS errors: a scenario or sweep file that does not exist, named as what it is."""
+    line = error_line(cli("run", tmp_path / "nope.yaml", cwd=tmp_path), 2)
+    assert "cannot read scenario file" in line and "give the path" in line
+    line = error_line(cli("sweep", tmp_path / "nope.yaml", cwd=tmp_path), 2)
+    assert "cannot read sweep file" in line and "give the path" in line
+    assert not any(tmp_path.iterdir())
 
 
 def test_error_debug_shows_traceback(tmp_path):
