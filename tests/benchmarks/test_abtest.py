@@ -65,6 +65,15 @@ def test_scenario_run_writes_a_fresh_folder_each_time_and_keeps_the_summary(tmp_
     assert first["rounds"] == run.summary["rounds"] == 3
 
 
+def test_timed_runs_leave_no_folder_behind_and_keep_their_summary(tmp_path):
+    """A timed scenario run's folder is removed after the clock stops (kept, the runs' files
+    pile up pages the kernel writes back during the next runs); its summary stays."""
+    run = abtest.scenario_run(tmp_path, {"run.rounds": 3, "devices.count": 2})
+    wall, cpu = abtest.timed(run)
+    assert wall > 0 and cpu > 0
+    assert run.summary["rounds"] == 3 and not any(tmp_path.iterdir())
+
+
 def test_against_reports_each_case_relative_to_the_base(clock, tmp_path, monkeypatch, capsys):
     made = []
     real = abtest.scenario_run
