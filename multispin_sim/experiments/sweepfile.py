@@ -49,8 +49,8 @@ import yaml
 
 from ..scenario import (ScenarioError, load_scenario, parse_set_options, reference_rows,
                         scenario_to_dict)
-from ..scenario import apply_overrides, read_yaml_file
-from ..scenario.params import kind_of
+from ..scenario import Scenario, apply_overrides, read_yaml_file
+from ..scenario.params import kind_of, section_hints
 
 __all__ = ["Sweep", "Cell", "Axis", "load_sweep", "replication_seeds", "run_key", "METRICS",
            "TOP_KEYS", "SWEEP_KEYS"]
@@ -430,6 +430,11 @@ def load_sweep(source, overrides=None):
         raise _err(path or "", f"the sweep file holds {kind_of(doc)}",
                    f"expected a mapping with keys {', '.join(TOP_KEYS)}", path)
     doc = dict(doc)
+    others = set(map(str, doc)) - set(TOP_KEYS)
+    if "sweep" not in doc and others and others <= set(section_hints(Scenario)):
+        raise _err(path or "sweep", "is a scenario file (it has no 'sweep' section), not a sweep "
+                   "file" if path else "missing", "run it with 'multispin-sim run', or write a "
+                   "sweep file: base: {...} and sweep: {grid: ...} (docs/guide/sweeps.md)", path)
     _check_keys(doc, TOP_KEYS, "", path, "a sweep file")
     if "sweep" not in doc or not isinstance(doc["sweep"], Mapping):
         raise _err("sweep", "missing or not a mapping" if "sweep" in doc else "missing",

@@ -229,6 +229,11 @@ def load_scenario(source: Source = None, overrides: Overrides = None) -> Scenari
         keys = ", ".join(section_hints(Scenario))
         raise ScenarioError(file or "", f"the top-level document is {kind}",
                             f"expected a mapping with keys {keys}", source=file)
+    if "sweep" in raw:   # the other kind of file: say so rather than "unknown key"
+        raise ScenarioError(file or "sweep", "is a sweep file (it has a 'sweep' section), not a "
+                            "scenario" if file else "a key of sweep files, not of scenarios",
+                            "run it with 'multispin-sim sweep' (Python: load_sweep), or give a "
+                            "scenario file", source=file)
     try:
         raw = apply_overrides(raw, overrides)
         sc = build_section(Scenario, raw, "")

@@ -806,6 +806,24 @@ def test_error_missing_file(tmp_path):
     assert not any(tmp_path.iterdir())
 
 
+def test_error_a_file_of_the_other_kind(tmp_path):
+    """FAULT_CLASS errors: a sweep file given to run (or validate), a scenario file given to
+    sweep: named as what it is, with the command that takes it; a misspelt sweep key is still
+    an unknown key."""
+    sweep = write_yaml(tmp_path / "s.yaml", {"base": {"run": {"rounds": 5}},
+                                             "sweep": {"grid": {"devices.count": [2, 3]}}})
+    plain = write_yaml(tmp_path / "p.yaml", {"devices": {"count": 3}, "seed": 4})
+    typo = write_yaml(tmp_path / "t.yaml", {"base": {}, "swep": {"grid": {}}})
+    for args in (("run", sweep, "--out", tmp_path / "o"), ("validate", sweep)):
+        line = error_line(cli(*args, cwd=tmp_path), 2)
+        assert "is a sweep file" in line and "multispin-sim sweep" in line
+    line = error_line(cli("sweep", plain, "--out", tmp_path / "o", cwd=tmp_path), 2)
+    assert "is a scenario file" in line and "multispin-sim run" in line
+    line = error_line(cli("sweep", typo, "--out", tmp_path / "o", cwd=tmp_path), 2)
+    assert "swep: unknown key; did you mean 'sweep'?" in line
+    assert not (tmp_path / "o").exists() and not (tmp_path / "results").exists()
+
+
 def test_error_debug_shows_traceback(tmp_path):
     """FAULT_CLASS errors: a failure during the run: one line; --debug adds the traceback."""
     disk = tmp_path / "d"
