@@ -168,7 +168,8 @@ def cmd_plot(args):
     from .plots.timeline import MAX_TIMELINE_ROUNDS
 
     if (args.results_dir is None) == (args.timeline is None):
-        print("error: plot: give either RESULTS_DIR (a sweep's output) or --timeline RUN_DIR; "
+        print("error: plot: give either RESULTS_DIR (a sweep's or a capacity search's output) or "
+              "--timeline RUN_DIR; "
               "see multispin-sim plot --help", file=sys.stderr)
         return EXIT_BAD_INPUT
     source = Path(args.timeline if args.timeline is not None else args.results_dir)
@@ -185,6 +186,11 @@ def cmd_plot(args):
     if args.first < 0:
         raise CliError(f"--first {args.first}", "is negative", "give a round number >= 0")
     capacity = args.timeline is None and (source / "capacity.json").is_file()
+    if (args.timeline is None and not capacity and not (source / "sweep.json").exists()
+            and (source / "rounds.csv").is_file()):
+        raise CliError(f"RESULTS_DIR {source}", "is the folder of one run (rounds.csv, no "
+                       "sweep.json)", f"draw its rounds with 'multispin-sim plot --timeline "
+                       f"{source}', or give the folder of a sweep or a capacity search")
     if args.timeline is not None:
         png = Path(args.out) if args.out else source / "timeline.png"
         if png.is_dir():
@@ -193,7 +199,7 @@ def cmd_plot(args):
     elif capacity:   # one figure: a PNG file, or capacity.png in a folder
         out = Path(args.out) if args.out else source
         check_folder(out.parent if out.suffix == ".png" else out, "--out")
-    else:
+    elif (source / "sweep.json").exists():   # else plot_sweep says what is missing
         check_folder(Path(args.out) if args.out else source / "figures", "--out")
     try:
         if args.timeline is not None:

@@ -140,6 +140,10 @@ def test_timeline_from_a_small_run(tmp_path, capsys):
 def test_plot_errors_exit_2(tmp_path, capsys):
     assert main(["plot", str(tmp_path)]) == 2
     assert "sweep.json: not found" in capsys.readouterr().err
+    (tmp_path / "rounds.csv").write_text("round\n0\n")   # a run's folder: --timeline says how
+    assert main(["plot", str(tmp_path)]) == 2
+    assert f"plot --timeline {tmp_path}" in capsys.readouterr().err
+    assert not (tmp_path / "figures").exists()
     assert main(["plot", "--timeline", str(tmp_path)]) == 2
     assert "rounds.csv: not found" in capsys.readouterr().err
     assert main(["plot"]) == 2
