@@ -169,8 +169,7 @@ def cmd_plot(args):
 
     if (args.results_dir is None) == (args.timeline is None):
         print("error: plot: give either RESULTS_DIR (a sweep's or a capacity search's output) or "
-              "--timeline RUN_DIR; "
-              "see multispin-sim plot --help", file=sys.stderr)
+              "--timeline RUN_DIR; see multispin-sim plot --help", file=sys.stderr)
         return EXIT_BAD_INPUT
     source = Path(args.timeline if args.timeline is not None else args.results_dir)
     if not source.is_dir():
