@@ -194,7 +194,8 @@ def cmd_plot(args):
         png = Path(args.out) if args.out else source / "timeline.png"
         if png.is_dir():
             raise CliError(f"--out {png}", "is a folder", "give the PNG file to write")
-        check_folder(png.parent, "--out")
+        if (source / "rounds.csv").is_file():   # else plot_timeline says what is missing
+            check_folder(png.parent, "--out")
     elif capacity:   # one figure: a PNG file, or capacity.png in a folder
         out = Path(args.out) if args.out else source
         check_folder(out.parent if out.suffix == ".png" else out, "--out")

@@ -144,8 +144,10 @@ def test_plot_errors_exit_2(tmp_path, capsys):
     assert main(["plot", str(tmp_path)]) == 2
     assert f"plot --timeline {tmp_path}" in capsys.readouterr().err
     assert not (tmp_path / "figures").exists()
-    assert main(["plot", "--timeline", str(tmp_path)]) == 2
+    (tmp_path / "rounds.csv").unlink()
+    assert main(["plot", "--timeline", str(tmp_path), "--out", str(tmp_path / "new" / "t.png")]) == 2
     assert "rounds.csv: not found" in capsys.readouterr().err
+    assert not (tmp_path / "new").exists()
     assert main(["plot"]) == 2
 
 
