@@ -120,6 +120,23 @@ def test_continuous_grid_without_errors_is_shannon_within_the_gap(gap_db):
             assert out.failures == out.outages == 0
 
 
+
+@pytest.mark.parametrize("table", ["continuous", "64qam"])
+@pytest.mark.parametrize("bler", [False, True])
+def test_the_plan_is_the_error_free_delivery(table, bler):
+    """The reactive policy plans a correction by ``planned_delays`` (vectorised) or
+    ``planned_one`` (one correction): both equal each other, and without BLER they equal what
+    ``deliver`` takes on a channel that does not change (ceil(bits / TBS) slots)."""
+    link = McsLink(10e6, N0, table=table, bler=bler)
+    snrs = 10 ** (np.array([-3.0, 2.0, 9.5, 17.0, 28.0]) / 10)
+    for n_prb in (1, 5, 24):
+        planned = link.planned_delays(S, snrs, n_prb, outage_wait_s=0.01)
+        for snr, plan in zip(snrs, planned):
+            assert plan == pytest.approx(link.planned_one(S, snr, n_prb, 0.01), rel=1e-12)
+            if not bler and link.choose(snr, n_prb) is not None:
+                out = link.deliver(S, n_prb, 1.0, snr, Static(snr * link.noise_w(n_prb)), None)
+                assert out.delay_s == pytest.approx(plan, rel=1e-12)
+
 # ---------------------------------------------------------------------------- HARQ laws
 
 
