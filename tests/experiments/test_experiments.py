@@ -336,6 +336,32 @@ def test_output_folder_of_another_sweep_is_refused(tmp_path):
         run_sweep(small_sweep(), tmp_path / "junk", executor="serial")
 
 
+
+def test_a_folder_in_use_by_another_sweep_is_refused(tmp_path, capsys):
+    """A second sweep into a folder whose lock another sweep holds (``runner.lock_folder``: an
+    flock on ``.lock`` holding its pid) is refused with one line naming the process, exit 2,
+    and changes nothing there; once the lock is released, the same command resumes."""
+    import fcntl
+
+    f = tmp_path / "small.yaml"
+    f.write_text(yaml.safe_dump(SMALL))
+    out = tmp_path / "out"
+    args = ["sweep", str(f), "--executor", "serial", "--out", str(out), "--set", "run.rounds=10"]
+    assert main(args) == 0
+    capsys.readouterr()
+    before = sorted(p.name for p in (out / "runs").iterdir())
+    with open(out / ".lock", "r+") as held:   # another sweep's open lock
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        held.truncate(0)
+        held.write("4242")
+        held.flush()
+        assert main(args) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "in use by another sweep (process 4242)" in err
+        assert sorted(p.name for p in (out / "runs").iterdir()) == before
+    assert main(args) == 0
+    assert "0 runs now, 8 reused" in capsys.readouterr().out
+
 # ------------------------------------------------------------------------------ CLI
 
 def test_cli_sweep(tmp_path, capsys):
