@@ -67,6 +67,18 @@ def test_warmup_rounds_are_the_scenarios_own_and_the_episode_follows(tmp_path):
     env.close()
 
 
+def test_a_run_that_ends_in_its_warmup_says_so_at_reset(tmp_path):
+    """The scenario's time limit ends the run before the warm-up's 5 rounds are done: reset
+    raises, naming the rounds the run had and the warm-up to lower; the run's records are kept
+    (env.result)."""
+    env = G.MultiSpinEnv("scenarios/default.yaml", "draft", {"devices.count": 3,
+                                                              "run.max_time_s": 0.5},
+                         rounds=12, warmup=5, price=1.0, out=tmp_path)
+    with pytest.raises(RuntimeError, match=r"ended after \d warm-up rounds.*lower warmup \(now 5\)"):
+        env.reset(seed=2)
+    assert 0 < env.result.summary["rounds"] < 5
+    env.close()
+
 def test_common_acceptance_draws_across_agents(tmp_path):
     """i.i.d. acceptance: one uniform per device and round, accepted = min(run, gamma); two
     agents with the same seed see the same runs: min(accepted under gamma 7, 3) = accepted under
