@@ -119,3 +119,39 @@ def test_fixed_and_per_task_lengths_draw_nothing():
     got = [LENGTH_MODELS.lookup("per-task")(sc.workload, rng, task, 4).next()
            for task in ("gsm8k", "humaneval")]
     assert got == [9, sc.workload.length_tokens] and rng.bit_generator.state == state
+
+
+def test_an_arrival_model_of_ones_own_registers_and_runs():
+    """The engine-side registry's plug-in path (``engine_registries`` docstring): a class
+    registered by the decorator is a valid ``workload.arrivals`` at once and the engine builds
+    it by its ``from_scenario``. Here even devices get twice the Poisson rate: each device's
+    arrivals over T = 5,000 s lie within 5 sigma of rate x T. An unknown name is refused with
+    the names allowed."""
+    import multispin_sim as ms
+    from multispin_sim.engine.workload import PoissonArrivals
+
+    @ARRIVAL_MODELS.register("doubled-even")
+    class DoubledEven(PoissonArrivals):
+        @classmethod
+        def from_scenario(cls, scenario, tasks, rng, env=None, log=None, inputs=None):
+            w = scenario.workload
+            rates = np.where(np.arange(len(tasks)) % 2 == 0, 2.0, 1.0) * w.rate_per_s
+            return cls(env, rates, w, tasks, rng, log)
+
+    try:
+        assert DoubledEven.name == "doubled-even"
+        sc = load_scenario(None, overrides={
+            "workload.arrivals": "doubled-even", "workload.rate_per_s": 0.02,
+            "devices.count": 4, "run.max_time_s": 5000.0, "run.rounds": 100_000,
+            "channel.fading": "none"})
+        r = ms.simulate(sc)
+        counts = np.bincount(r.table("requests")["device"], minlength=4)
+        mean = np.array([2.0, 1.0, 2.0, 1.0]) * 0.02 * r.summary["sim_time_s"]
+        assert np.all(np.abs(counts - mean) < 5 * np.sqrt(mean)), counts
+    finally:
+        del ARRIVAL_MODELS["doubled-even"]
+    with pytest.raises(ValueError, match="unknown arrival model 'doubled-even'; allowed: "
+                                         "poisson, saturated, trace"):
+        ARRIVAL_MODELS.lookup("doubled-even")
+    with pytest.raises(ScenarioError, match="workload.arrivals"):
+        load_scenario(None, overrides={"workload.arrivals": "doubled-even"})
