@@ -64,7 +64,7 @@ def _chunked(kernel, rejected, rows):
 
 
 class _StatelessTcomm:
-    """Stateful search interface (reset / moves / apply) built on ``mean`` alone."""
+    """Stateful search interface (reset / moves) built on ``mean`` alone."""
 
     def mean(self, gammas):
         raise NotImplementedError
@@ -76,9 +76,6 @@ class _StatelessTcomm:
         self.gamma = np.array(gamma, dtype=np.int64)
         self.value = float(self.mean(self.gamma[None, :])[0])
         return self.value
-
-    def apply(self, gamma):
-        return self.reset(gamma)
 
     def apply_move(self, j, new):
         gamma = self.gamma.copy()
@@ -280,18 +277,6 @@ class SAATcomm:
             self.rej = self._rejected(self.gamma)
             self.t = t
         self._plus = None
-        self.value = float(self.t.sum()) / self.m   # t.mean(), fewer calls
-        return self.value
-
-    def apply(self, gamma):
-        gamma = np.array(gamma, dtype=np.int64)
-        if self.gamma is None:
-            return self.reset(gamma)
-        rej = self._rejected(gamma)
-        rows = np.flatnonzero((rej != self.rej).any(axis=1))
-        if rows.size:
-            self.t[rows] = self.kernel(rej[rows], rows)
-        self.gamma, self.rej, self._plus = gamma, rej, None
         self.value = float(self.t.sum()) / self.m   # t.mean(), fewer calls
         return self.value
 

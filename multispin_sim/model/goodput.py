@@ -65,7 +65,7 @@ class DraftObjective:
     ratio objective (``model.energy.TokensPerJoule``).
 
     Stateless: ``values(gammas)``, ``path_values(gammas)``. Stateful (for local search):
-    ``reset(gamma)``, ``move_values(dev, new)``, ``plus_one_values()``, ``apply(gamma)``,
+    ``reset(gamma)``, ``move_values(dev, new)``, ``plus_one_values()``,
     ``apply_move(j, new)``; the current point is ``gamma`` with goodput ``value``.
     """
 
@@ -181,10 +181,6 @@ class DraftObjective:
         if t_comm is not None:
             return self._set(self.tcomm.reset(self.gamma, t_comm))
         return self._set(self.tcomm.reset(self.gamma))
-
-    def apply(self, gamma):
-        self.gamma = np.array(gamma, dtype=np.int64)
-        return self._set(self.tcomm.apply(self.gamma))
 
     def apply_move(self, j, new):
         t = self.tcomm.apply_move(int(j), int(new))

@@ -169,7 +169,7 @@ def test_saa_incremental_equals_from_scratch(mode, sampled_fading):
             assert obj.value == pytest.approx(obj.value_of(obj.gamma), rel=1e-12)
         if it % 7 == 6:
             target = np.where(active, rng.integers(0, 12, k), 0)
-            obj.apply(target)
+            obj.reset(target)
             assert obj.value == pytest.approx(obj.value_of(target), rel=1e-12)
     for path in (uniform_path(caps), budget_path(caps, s.draft_latency_s, active),
                  np.where(active, rng.integers(0, 12, (9, k)), 0)):
