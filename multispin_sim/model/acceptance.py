@@ -341,6 +341,10 @@ class MarkovAcceptance(AgreementWalk):
                                                   self._state[i])
         return bits, rate, None
 
+    def new_request(self, mask):
+        """No sessions: a request starts where the chain is (a walk to the next segment start
+        would never find one)."""
+
     def parameters(self):
         return {"easy_rate": float(self.rates[0]), "hard_rate": float(self.rates[1]),
                 "easy_to_hard": float(self.switch[0]), "hard_to_easy": float(self.switch[1])}

@@ -174,6 +174,51 @@ def test_two_policies_see_the_same_agreements(name):
     assert all(s1[p] == s2[p] for p in common)
 
 
+@pytest.mark.parametrize("name", ["beta", "markov", "trace"])
+def test_the_window_refills_are_seamless(name):
+    """A device's sequence is held in a window of positions refilled as it is walked (16,384
+    per device: a run reaches the first refill after thousands of rounds). With a window of
+    256 the refills come every few dozen rounds (ten at least); every round's accepted counts and true rates,
+    new requests included, are those of the default window."""
+    k = 3
+    kwargs = {"answers": select_answers(read_trace(shipped_trace_path()),
+                                        benchmark="spec_bench")} if name == "trace" else {}
+    big = acc.make_acceptance_model(name, np.full(k, 0.7), np.random.default_rng(4), **kwargs)
+    cls = type(big)
+    small = type("SmallWindow", (cls,), {"window": 256})(np.full(k, 0.7),
+                                                          np.random.default_rng(4), **kwargs)
+    assert small.window == 256 and big.window == 16384
+    rng = np.random.default_rng(5)
+    for _ in range(1500):
+        gamma = rng.integers(0, 13, k)
+        active = rng.random(k) < 0.9
+        gamma[~active] = 0
+        np.testing.assert_array_equal(small.true_rate(), big.true_rate())
+        np.testing.assert_array_equal(small.accepted(gamma, active), big.accepted(gamma, active))
+        done = rng.random(k) < 0.05
+        if done.any():
+            small.new_request(done)
+            big.new_request(done)
+    np.testing.assert_array_equal(small.positions_walked, big.positions_walked)
+    assert small.positions_walked.min() > 10 * 256   # ten refills at least
+
+def test_request_sessions_under_markov_acceptance_run(tmp_path):
+    """``acceptance.session: request`` with the markov model (which has no sessions) on a
+    queueing workload: each finished request used to send the walk looking for a segment start
+    that never comes (the run hung). Run in a child process with a time limit, so that a
+    regression fails instead of hanging the suite."""
+    import subprocess
+    import sys
+
+    code = ("import multispin_sim as ms; r = ms.simulate(ms.load_scenario(None, overrides={"
+            "'acceptance.model': 'markov', 'acceptance.session': 'request', "
+            "'workload.arrivals': 'poisson', 'workload.rate_per_s': 0.5, "
+            "'workload.length_tokens': 20, 'devices.count': 3, 'run.rounds': 300}));"
+            "print(r.summary['rounds'], r.summary['requests']['completed'])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120, check=True).stdout.split()
+    assert int(out[0]) == 300 and int(out[1]) > 10
+
 def test_crn_in_the_engine_trace_outcomes_do_not_depend_on_the_mode(tmp_path):
     runs = {}
     for mode in ("optimal", "all-dl"):
