@@ -148,6 +148,8 @@ LIMIT_TODO = {
                "limits.max_backlog_requests (the summary has the run up to the stop)",
     "blocks": "raise limits.max_blocks_per_transmission, or use a longer "
               "channel.coherence_time_ms or shorter distances",
+    "link_blocks": "raise the power, shorten the distances or lower the noise (the SNR is rarely "
+                   "above the lowest MCS), or raise limits.max_blocks_per_transmission",
 }
 
 

@@ -21,14 +21,14 @@ import numpy as np
 
 from ..model.csi import ImperfectCsi, PerfectCsi
 from ..model.fading import FADING_MODELS
-from ..model.link import LINK_MODELS, IidBlocks, McsLink, PermanentOutage
+from ..model.link import LINK_MODELS, BlockLimit, IidBlocks, McsLink, PermanentOutage
 from ..model.nr_tables import CarrierError
 from ..model.rates import shannon_rate
 from ..model.reactive import DL
 from ..scenario import ScenarioError
 from .antennas import build_array_channel, needs_array_channel
 from .channel import OFDMAChannel
-from .guards import LimitReached
+from .guards import LIMIT_TODO, LimitReached
 
 
 class GridBlocks:
@@ -207,10 +207,13 @@ class LinkChannel(OFDMAChannel):
         bits = self._bits if self._bits is not None else float(self.bits[device])
         try:
             out = link.deliver(bits, n_prb, power_w, snr_reported, blocks, self.link_rng,
-                               retry_power_w=retry)
+                               retry_power_w=retry, max_blocks=self.max_blocks)
         except PermanentOutage as exc:  # the run stops here, incomplete, with what to change
             reason, _, todo = str(exc).partition(": raise")
             raise LimitReached(f"device {device}: {reason}", "raise" + todo) from None
+        except BlockLimit as exc:
+            raise LimitReached(f"device {device}: {exc} (limits.max_blocks_per_transmission)",
+                               LIMIT_TODO["link_blocks"]) from None
         self.harq_transmissions += out.transmissions
         self.harq_failures += out.failures
         self.outages += out.outages

@@ -67,12 +67,16 @@ from .registry import Registry
 LINK_MODELS = Registry("link model")
 HARQ_COMBINING = ("chase", "repetition")
 _LN2 = math.log(2.0)
-_MAX_BLOCKS = 100_000  # blocks waited by one correction before giving up (a bug or no fading)
 
 
 class PermanentOutage(RuntimeError):
     """A correction can never be delivered: its SNR is below the lowest MCS and the channel
     does not change (the message names the SNR and what to change)."""
+
+
+class BlockLimit(RuntimeError):
+    """A correction waited more fading blocks (in outage or after failed HARQ) than its
+    ``max_blocks``: the channel changes, but too rarely to deliver it."""
 
 
 @dataclass
@@ -282,13 +286,16 @@ class McsLink:
         return pmf
 
     # -- one correction ----------------------------------------------------------------------
-    def deliver(self, bits, n_prb, power_w, snr_reported, blocks, rng, retry_power_w=None):
+    def deliver(self, bits, n_prb, power_w, snr_reported, blocks, rng, retry_power_w=None,
+                max_blocks=1_000_000):
         """Realised delivery of ``bits`` on ``n_prb`` PRBs at ``power_w`` (a ``LinkOutcome``).
 
         ``blocks``: the fading the correction meets, an object with ``current(t) -> (gain,
         t_end)`` (the true gain of the block containing time t after the start, and when that
         block ends, inf if it holds until a retry) and ``next(t) -> t'`` (the start of the next
         fading block after t). ``snr_reported``: the SNR the decision adapts to at the start.
+        Raises ``PermanentOutage`` when the SNR is below the lowest MCS on a channel that does
+        not change, ``BlockLimit`` after waiting ``max_blocks`` later blocks.
         """
         if not isinstance(rng, Uniforms):
             if self._uniforms is None or self._uniforms.rng is not rng:
@@ -301,6 +308,9 @@ class McsLink:
         reported = snr_reported
         waited = 0
         while remaining > 0:
+            if waited > max_blocks:
+                raise BlockLimit(f"a correction needs more than {max_blocks:,} fading blocks to "
+                                 f"deliver {bits:.0f} bits")
             gain, t_end = blocks.current(t)
             snr = self.snr(power_w, gain, n_prb)
             rep = snr if reported is None else reported
@@ -309,7 +319,7 @@ class McsLink:
             if got is None or got[0] <= 0:
                 out.outages += 1
                 waited += 1
-                if waited > _MAX_BLOCKS or (getattr(blocks, "static", False) and waited > 2):
+                if getattr(blocks, "static", False) and waited > 2:
                     raise PermanentOutage(
                         f"a correction is in outage for good: SNR "
                         f"{10 * math.log10(max(snr, 1e-300)):.1f} dB is below CQI 1's "

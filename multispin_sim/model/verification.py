@@ -277,7 +277,7 @@ def make_verification_cost(model="linear", fixed_s=0.0, per_device_s=0.0, per_to
 
 def objective_verification(cost, active):
     """What the draft objective takes as T_ver: a number when the cost does not depend on the
-    draft lengths (``linear``: byte-identical to before), else a function gammas (n, K) -> (n,)."""
+    draft lengths (``linear``: the paper's constant T_ver), else a function gammas (n, K) -> (n,)."""
     active = np.asarray(active, dtype=bool)
     if not cost.depends_on_draft:
         return cost.batch_s(np.zeros(int(np.count_nonzero(active))))

@@ -365,5 +365,5 @@ class Limits(Params):
         4096.0, "Refuse a scenario whose estimated memory (devices.count, run.rounds) exceeds "
         "this", unit="MB", check=gt(0))
     max_blocks_per_transmission: int = param(
-        1_000_000, "With channel.coherence_time_ms: the run stops (complete: false) when one "
-        "correction would need more fading blocks than this", check=ge(1))
+        1_000_000, "With channel.coherence_time_ms or link.model mcs: the run stops (complete: "
+        "false) when one correction would need more fading blocks than this", check=ge(1))

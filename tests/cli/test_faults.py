@@ -261,6 +261,21 @@ def test_limit_permanent_outage_stops_the_run(tmp_path):
     assert summary["complete"] is False and "outage" in summary["stop_reason"]
 
 
+def test_limit_nr_outage_on_a_fading_channel_stops_at_the_block_bound(tmp_path):
+    """FAULT_CLASS limits: an NR correction far below the lowest MCS on a fading channel waits
+    limits.max_blocks_per_transmission blocks, then stops the run (exit 1, complete: false),
+    naming the key; it does not claim the channel never changes."""
+    path = scenario(tmp_path, link={"model": "mcs"}, channel={"fading": "gauss-markov"},
+                    devices={"distance_m": 1e5}, run={"rounds": 5},
+                    limits={"max_blocks_per_transmission": 1000})
+    o = cli("run", path, "--out", tmp_path / "out", "--quiet", cwd=tmp_path, timeout=45)
+    line = error_line(o, 1)
+    assert "more than 1,000 fading blocks" in line and "does not change" not in line
+    assert "limits.max_blocks_per_transmission" in line
+    summary = consistent_run_folder(tmp_path / "out")
+    assert summary["complete"] is False and "fading blocks" in summary["stop_reason"]
+
+
 def test_limit_unstable_queue_stops_at_backlog_bound(tmp_path):
     """FAULT_CLASS limits: an overloaded Poisson workload stops at a bound, complete: false."""
     path = scenario(tmp_path, workload={"arrivals": "poisson", "rate_per_s": 1e6},

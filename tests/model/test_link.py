@@ -11,7 +11,8 @@ import pytest
 from scipy import stats
 
 from multispin_sim.model import nr_tables as nr
-from multispin_sim.model.link import IidBlocks, McsLink, continuous_delay_bounds
+from multispin_sim.model.link import (BlockLimit, IidBlocks, McsLink, PermanentOutage,
+                                     continuous_delay_bounds)
 
 N0 = 1e-3 * 10 ** (-17.4)  # -174 dBm/Hz in W/Hz
 S = 34816.0
@@ -97,6 +98,37 @@ def test_bad_link_arguments():
                         ({"harq_max": 0}, "HARQ"), ({"scs_khz": 45}, "subcarrier spacing")]:
         with pytest.raises(ValueError, match=msg):
             McsLink(10e6, N0, **kwargs)
+
+
+class Recovers:
+    """Blocks in outage (gain ``low``) for the first ``n`` blocks, then ``high`` for good."""
+
+    static = False
+
+    def __init__(self, low, high, n, block_s=0.01):
+        self.low, self.high, self.n, self.block_s = low, high, n, block_s
+
+    def current(self, t):
+        return (self.low if t < self.n * self.block_s - 1e-12 else self.high), math.inf
+
+    def next(self, t):
+        return (math.floor(t / self.block_s + 1e-9) + 1) * self.block_s
+
+
+def test_outage_waits_blocks_up_to_the_limit_then_stops_with_the_right_reason():
+    """A fading channel below CQI 1 for n blocks: delivered after exactly n waits when
+    max_blocks >= n, a ``BlockLimit`` (not "does not change") when max_blocks < n; a channel
+    that never changes is a ``PermanentOutage`` after a few blocks."""
+    link = McsLink(10e6, N0)
+    n_prb = link.n_prb
+    low, high = 1e-3 * link.noise_w(n_prb), 1e2 * link.noise_w(n_prb)   # -30 dB, 20 dB SNR
+    rng = np.random.default_rng(1)
+    out = link.deliver(S, n_prb, 1.0, None, Recovers(low, high, 50), rng, max_blocks=50)
+    assert out.outages == 50 and out.delay_s >= 50 * 0.01
+    with pytest.raises(BlockLimit, match="more than 49 fading blocks"):
+        link.deliver(S, n_prb, 1.0, None, Recovers(low, high, 50), rng, max_blocks=49)
+    with pytest.raises(PermanentOutage, match="does not change"):
+        link.deliver(S, n_prb, 1.0, None, Static(low), rng)
 
 
 # ---------------------------------------------------------------------------- Shannon limit
