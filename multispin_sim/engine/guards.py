@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 
 from ..errors import RECEIVED
+from ..model.mobility import LegLimit
 
 STOP_SIGNALS = tuple(s for s in (getattr(signal, "SIGINT", None), getattr(signal, "SIGTERM", None),
                                  getattr(signal, "SIGHUP", None)) if s is not None)
@@ -44,6 +45,15 @@ class LimitReached(Exception):
 
 NOT_FINITE_TODO = ("check the scenario's extreme values (multispin-sim keys shows each key's "
                    "limits) and report the scenario if they are all ordinary")
+
+
+def walk_to(walk, t):
+    """``walk.advance(t)``; a walk of more legs than ``limits.max_legs_per_round`` stops the
+    run."""
+    try:
+        return walk.advance(t)
+    except LegLimit as exc:
+        raise LimitReached(f"{exc} (limits.max_legs_per_round)", LIMIT_TODO["legs"]) from None
 
 
 def stop_if_not_finite(now, index):
@@ -148,6 +158,8 @@ LIMIT_TODO = {
                "limits.max_backlog_requests (the summary has the run up to the stop)",
     "blocks": "raise limits.max_blocks_per_transmission, or use a longer "
               "channel.coherence_time_ms or shorter distances",
+    "legs": "check the link budget (a round this long means almost no rate: power, noise, "
+            "distances, bandwidth), or raise limits.max_legs_per_round",
     "link_blocks": "raise the power, shorten the distances or lower the noise (the SNR is rarely "
                    "above the lowest MCS), or raise limits.max_blocks_per_transmission",
 }

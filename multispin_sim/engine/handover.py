@@ -28,6 +28,7 @@ import numpy as np
 from ..model.handover import A3Trigger
 from ..model.mobility import RandomWaypoint
 from ..model.units import linear_to_db
+from .guards import walk_to
 
 
 def walk_region(scenario, layout):
@@ -54,7 +55,8 @@ class Network:
         if moving:
             speed = m.speed_mps if isinstance(m.speed_mps, tuple) else (m.speed_mps, m.speed_mps)
             centre, region = walk_region(scenario, layout)
-            self.walk = RandomWaypoint(positions, centre, region, speed, m.pause_s, rng)
+            self.walk = RandomWaypoint(positions, centre, region, speed, m.pause_s, rng,
+                                       max_legs=scenario.limits.max_legs_per_round)
         self.pos = np.asarray(positions, dtype=float)
         d = layout.distances(positions)
         # each link's LOS state and shadowing, drawn once: gain = mean gain x shadowing
@@ -96,7 +98,7 @@ class Network:
         if t == self._t or self.walk is None:
             return
         self._t = t
-        pos = self.pos = self.walk.advance(t)
+        pos = self.pos = walk_to(self.walk, t)
         self.distance = self.layout.distances(pos)
         self.gain = self.model.mean_gain(self.distance, self.los) * self.shadow
         self.links.gain = self.gain

@@ -18,6 +18,7 @@ from ..model.shadowing import shadowing_gain, shadowing_step
 from ..model.topology import LAYOUTS, distances
 from ..scenario import ScenarioError
 from ..scenario.limits import MAX_DISTANCE_M
+from .guards import walk_to
 
 GRAPHML_KEY = "topology.graphml_file"
 
@@ -150,7 +151,7 @@ class Mover:
         self.distance = population.distance_m.copy()
 
     def gains(self, t):
-        positions = self.walk.advance(t)
+        positions = walk_to(self.walk, t)
         self.distance = distances(positions, self.centre)
         gain = clamped_pathloss_gain(self.distance, self.ref_gain_db, self.exponent)
         if self.sigma_db > 0:

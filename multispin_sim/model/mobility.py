@@ -11,14 +11,16 @@ Random waypoint:
 Each device walks in a straight line at its leg's speed towards a waypoint drawn uniformly (in
 area) in an annulus around the server, pauses there ``pause_s`` seconds, draws the next waypoint
 and speed, and so on. ``advance(t)`` moves every device to where it is at time ``t`` (any number
-of legs may end in between). All draws come from the generator given at construction, in the
-order legs end (ties by device index), so a trajectory depends on the seed only.
+of legs may end in between). Each device draws its legs from a stream of its own, spawned from
+the generator given at construction, so a trajectory depends on the seed only, not on when
+positions are asked for; a long gap (a round of hours) costs vectorised draws, not a step per
+leg.
 """
 import numpy as np
 
 from .pathloss import pathloss_gain
 from .registry import Registry
-from .topology import uniform_in_annulus
+from .topology import annulus_positions
 
 MOBILITY_MODELS = Registry("mobility model")
 
@@ -29,6 +31,10 @@ def clamped_pathloss_gain(distance_m, ref_gain_db=-30.0, exponent=3.5):
     """Path loss with the distance clamped to >= 1 m (a moving device may pass the server)."""
     return pathloss_gain(np.maximum(np.asarray(distance_m, dtype=float), MIN_DISTANCE_M),
                          ref_gain_db, exponent)
+
+
+class LegLimit(RuntimeError):
+    """A device would walk more legs than ``max_legs`` between two position updates."""
 
 
 @MOBILITY_MODELS.register("none")
@@ -44,59 +50,94 @@ class RandomWaypoint:
 
     positions: (K, 2) start positions; centre: the server position; region_m: (r_min, r_max) of
     the waypoint annulus; speed_mps: (low, high) speed range, one speed per leg, uniform;
-    pause_s: pause at each waypoint; rng: the mobility stream.
+    pause_s: pause at each waypoint; rng: the mobility stream, from which each device's own
+    stream is spawned at construction; max_legs: legs a device may walk between two calls of
+    ``advance`` (``LegLimit`` beyond).
     """
 
     moves = True
+    _FIRST_BATCH = 16       # legs drawn at once for a device; doubled while a gap needs more
+    _MAX_BATCH = 1 << 16
 
     @classmethod
     def from_scenario(cls, scenario, positions, centre, region_m, rng):
         """The walk of the ``mobility`` keys from ``positions`` around ``centre``."""
         m = scenario.mobility
         speed = m.speed_mps if isinstance(m.speed_mps, tuple) else (m.speed_mps, m.speed_mps)
-        return cls(positions, centre, region_m, speed, m.pause_s, rng)
+        return cls(positions, centre, region_m, speed, m.pause_s, rng,
+                   max_legs=scenario.limits.max_legs_per_round)
 
-    def __init__(self, positions, centre, region_m, speed_mps, pause_s, rng):
+    def __init__(self, positions, centre, region_m, speed_mps, pause_s, rng, max_legs=None):
         if not 0 < speed_mps[0] <= speed_mps[1]:
             raise ValueError(f"speeds {speed_mps} not allowed; expected 0 < low <= high")
         self.pos = np.array(positions, dtype=float)
-        self.k = self.pos.shape[0]
+        self.k = k = self.pos.shape[0]
         self.centre = np.asarray(centre, dtype=float)
         self.r_min, self.r_max = float(region_m[0]), float(region_m[1])
         self.speed_lo, self.speed_hi = float(speed_mps[0]), float(speed_mps[1])
         self.pause_s = float(pause_s)
-        self.rng = rng
+        self.max_legs = max_legs
+        seeds = np.random.SeedSequence(rng.integers(0, 2**63, size=4, dtype=np.uint64))
+        self._rngs = [np.random.default_rng(s) for s in seeds.spawn(k)]
         self.t = 0.0
-        self.travelled = np.zeros(self.k)
-        self.target = np.empty((self.k, 2))
-        self.speed = np.empty(self.k)
-        self.pause_until = np.full(self.k, -np.inf)
-        self._new_legs(np.arange(self.k))
+        self.travelled = np.zeros(k)
+        # each device's current leg: from a to b at speed v, departing at dep; it arrives
+        # dep + length / v and the next leg departs at ``end`` (after the pause); ``done``:
+        # metres of the legs before it; ``queued``: legs drawn and not yet begun
+        self._a, self._b = self.pos.copy(), self.pos.copy()
+        self._v, self._length = np.ones(k), np.zeros(k)
+        self._dep, self._end = np.zeros(k), np.zeros(k)
+        self._done = np.zeros(k)
+        self._queued = [None] * k
+        for i in range(k):
+            self._catch_up(i, 0.0)
 
-    def _new_legs(self, idx):
-        n = idx.size
-        self.target[idx] = uniform_in_annulus(self.rng, n, self.r_min, self.r_max, self.centre)
-        self.speed[idx] = self.speed_lo + (self.speed_hi - self.speed_lo) * self.rng.random(n)
+    def _draw(self, i, n):
+        """Device i's next ``n`` legs (waypoints (n, 2), speeds (n,)): three uniforms per leg
+        (radius, bearing, speed) in order, so the legs do not depend on ``n``."""
+        u = self._rngs[i].random((n, 3))
+        r = np.sqrt(self.r_min ** 2 + u[:, 0] * (self.r_max ** 2 - self.r_min ** 2))
+        speed = self.speed_lo + (self.speed_hi - self.speed_lo) * u[:, 2]
+        return annulus_positions(r, 2.0 * np.pi * u[:, 1], self.centre), speed
+
+    def _catch_up(self, i, t):
+        """Make device i's current leg the one under way at time t (any number of legs may
+        end before t: whole batches are walked at once)."""
+        n, legs = self._FIRST_BATCH, 0
+        while self._end[i] <= t:
+            if self._queued[i] is None:
+                self._queued[i] = self._draw(i, n)
+                n = min(2 * n, self._MAX_BATCH)
+            targets, speed = self._queued[i]
+            starts = np.vstack([self._b[i], targets[:-1]])
+            length = np.hypot(*(targets - starts).T)
+            ends = self._end[i] + np.cumsum(length / speed + self.pause_s)
+            j = int(np.searchsorted(ends, t, side="right"))   # the first leg still under way
+            if j == len(ends) and ends[-1] == self._end[i]:
+                self._end[i] = np.inf   # zero-length legs without pauses: it stays where it is
+                break
+            j = min(j, len(ends) - 1)
+            legs += j + 1
+            if self.max_legs is not None and legs > self.max_legs:
+                raise LegLimit(f"device {i} would walk more than {self.max_legs:,} waypoint "
+                               f"legs between t = {self.t:.6g} s and t = {t:.6g} s")
+            self._done[i] += self._length[i] + length[:j].sum()
+            self._a[i], self._b[i] = starts[j], targets[j]
+            self._v[i], self._length[i] = speed[j], length[j]
+            self._dep[i] = ends[j - 1] if j else self._end[i]
+            self._end[i] = ends[j]
+            self._queued[i] = (targets[j + 1:], speed[j + 1:]) if j + 1 < len(ends) else None
 
     def advance(self, t):
         """Move every device to its position at time ``t`` (>= the last time); returns (K, 2)."""
-        while self.t < t:
-            # time each device still needs to reach its waypoint (after any pause)
-            start = np.maximum(self.pause_until, self.t)
-            delta = self.target - self.pos
-            left = np.hypot(delta[:, 0], delta[:, 1])
-            arrive = start + left / self.speed
-            step_end = min(float(arrive.min()), t)
-            # the share of its leg's rest each device walks by step_end (all of it when none)
-            walked = np.maximum(step_end - start, 0.0) * self.speed
-            frac = np.minimum(np.divide(walked, left, out=np.ones(self.k), where=left > 0), 1.0)
-            move = delta * frac[:, None]
-            self.pos += move
-            self.travelled += np.hypot(move[:, 0], move[:, 1])
-            self.t = step_end
-            done = np.flatnonzero(arrive <= step_end)
-            if done.size:
-                self.pos[done] = self.target[done]
-                self.pause_until[done] = step_end + self.pause_s
-                self._new_legs(done)
+        if t <= self.t:
+            return self.pos
+        for i in np.flatnonzero(self._end <= t):
+            self._catch_up(i, t)
+        walked = np.maximum(t - self._dep, 0.0) * self._v
+        frac = np.minimum(np.divide(walked, self._length, out=np.ones(self.k),
+                                    where=self._length > 0), 1.0)
+        self.pos = self._a + (self._b - self._a) * frac[:, None]
+        self.travelled = self._done + self._length * frac
+        self.t = t
         return self.pos

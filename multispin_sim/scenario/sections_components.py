@@ -367,3 +367,7 @@ class Limits(Params):
     max_blocks_per_transmission: int = param(
         1_000_000, "With channel.coherence_time_ms or link.model mcs: the run stops (complete: "
         "false) when one correction would need more fading blocks than this", check=ge(1))
+    max_legs_per_round: int = param(
+        1_000_000, "With mobility.model random-waypoint: the run stops (complete: false) when a "
+        "device would walk more waypoint legs than this between two position updates (a round "
+        "of years: a link budget with almost no rate)", check=ge(1))

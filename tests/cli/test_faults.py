@@ -276,6 +276,20 @@ def test_limit_nr_outage_on_a_fading_channel_stops_at_the_block_bound(tmp_path):
     assert summary["complete"] is False and "fading blocks" in summary["stop_reason"]
 
 
+def test_limit_walk_through_a_round_of_years_stops_at_the_leg_bound(tmp_path):
+    """FAULT_CLASS limits: a link budget with almost no rate makes rounds of years; a moving
+    device would walk millions of waypoint legs through one, so the run stops at
+    limits.max_legs_per_round (exit 1, complete: false), naming the key and the link budget."""
+    path = scenario(tmp_path, channel={"noise_figure_db": 100},
+                    mobility={"model": "random-waypoint"}, run={"rounds": 5},
+                    limits={"max_legs_per_round": 1000})
+    o = cli("run", path, "--out", tmp_path / "out", "--quiet", cwd=tmp_path, timeout=45)
+    line = error_line(o, 1)
+    assert "more than 1,000 waypoint legs" in line and "link budget" in line
+    summary = consistent_run_folder(tmp_path / "out")
+    assert summary["complete"] is False and "waypoint legs" in summary["stop_reason"]
+
+
 def test_limit_unstable_queue_stops_at_backlog_bound(tmp_path):
     """FAULT_CLASS limits: an overloaded Poisson workload stops at a bound, complete: false."""
     path = scenario(tmp_path, workload={"arrivals": "poisson", "rate_per_s": 1e6},
