@@ -137,12 +137,15 @@ class CellsRun:
         if self.network is not None:
             summary["handover"] = self.network.summary(summary["sim_time_s"])
             self.network.write(self.folder / "handovers.csv")
+        stopped = [r for r in results if not r.summary["complete"]]
+        if stopped:   # the reason of the first cell that stopped (they stop together)
+            summary["stop_reason"] = stopped[0].summary.get("stop_reason", "stopped")
         write_json(self.folder / "summary.json", summary)
         result = self.result(summary, self.folder, results[0].population, self.scenario, _tmp=tmp)
         result.cells = results
         result.field = self.field
         result.network = self.network
-        result.stop_todo = None
+        result.stop_todo = getattr(stopped[0], "stop_todo", None) if stopped else None
         return result
 
 

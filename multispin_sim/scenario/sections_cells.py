@@ -130,6 +130,12 @@ def _check_cells(sc) -> None:
              # streams would need the interference inside the ZF / MMSE filters
              ("server.dl_scheme", sc.server.dl_scheme == "ofdma-mrt", "'ofdma-mrt'"),
              ("server.ul_scheme", sc.server.ul_scheme == "ofdma-mrc", "'ofdma-mrc'"))
+    count = sc.cells.count
+    rings = round(((12 * count - 3) ** 0.5 - 3) / 6)
+    if sc.cells.layout == "hex" and 3 * rings * rings + 3 * rings + 1 != count:
+        raise ScenarioError("cells.count", f"{count} sites do not make a hexagonal grid",
+                            "expected 1, 7, 19, 37, 61, ... (3n^2 + 3n + 1: n rings around "
+                            "the centre)")
     if sc.cells.layout == "graphml" and not sc.topology.graphml_file:
         raise ScenarioError("topology.graphml_file", "is not set",
                             "expected the GraphML file whose 'server' nodes are the cells' "

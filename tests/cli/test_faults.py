@@ -276,6 +276,20 @@ def test_limit_nr_outage_on_a_fading_channel_stops_at_the_block_bound(tmp_path):
     assert summary["complete"] is False and "fading blocks" in summary["stop_reason"]
 
 
+def test_limit_in_a_multi_cell_run_names_its_reason_and_advice(tmp_path):
+    """FAULT_CLASS limits: a limit reached in one cell of a multi-cell run stops the run with
+    the cell's reason in the run's summary.json and the limit's advice on the error line."""
+    path = scenario(tmp_path, cells={"layout": "hex", "count": 7, "handover": "association"},
+                    devices={"count": 2}, mobility={"model": "random-waypoint"},
+                    channel={"noise_figure_db": 100}, run={"rounds": 5},
+                    limits={"max_legs_per_round": 1000})
+    o = cli("run", path, "--out", tmp_path / "out", "--quiet", cwd=tmp_path, timeout=60)
+    line = error_line(o, 1)
+    assert "more than 1,000 waypoint legs" in line and "link budget" in line
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary["complete"] is False and "waypoint legs" in summary["stop_reason"]
+
+
 def test_limit_walk_through_a_round_of_years_stops_at_the_leg_bound(tmp_path):
     """FAULT_CLASS limits: a link budget with almost no rate makes rounds of years; a moving
     device would walk millions of waypoint legs through one, so the run stops at

@@ -301,6 +301,11 @@ def test_the_command_line_runs_several_cells(tmp_path, capsys):
 
 
 def test_layouts_refuse_what_they_cannot_place():
+    for count in (2, 3, 8, 18, 62):   # a hexagonal cluster has 3n^2 + 3n + 1 sites
+        with pytest.raises(ms.ScenarioError, match="cells.count: .*hexagonal"):
+            ms.load_scenario(None, overrides={"cells.layout": "hex", "cells.count": count})
+    for count in (1, 7, 19, 37, 61):
+        ms.load_scenario(None, overrides={"cells.layout": "hex", "cells.count": count})
     with pytest.raises(ms.ScenarioError, match="topology.graphml_file"):
         ms.load_scenario(None, overrides={"cells.layout": "graphml"})
     with pytest.raises(ms.ScenarioError, match="cells.density_per_km2"):
