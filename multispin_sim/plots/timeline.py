@@ -15,6 +15,7 @@ and one lane for the server: the batched verification. Segments are also written
 from __future__ import annotations
 
 import csv
+import json
 from pathlib import Path
 
 import numpy as np
@@ -55,11 +56,15 @@ def timeline_segments(run_dir, rounds=3, first=0):
         tables[name] = read_table(path)
     rt, dr, dev = tables["rounds"], tables["device_rounds"], tables["devices"]
     summary = run_dir / "summary.json"
-    if summary.is_file() and '"asynchronous"' in summary.read_text(encoding="utf-8"):
+    text = summary.read_text(encoding="utf-8") if summary.is_file() else "{}"
+    if '"asynchronous"' in text:
         raise PlotError(f"{run_dir}: an asynchronous run has batches, not rounds: the timeline "
                         "draws synchronous rounds only")
     if len(rt["round"]) == 0:
-        raise PlotError(f"{run_dir}: the run has no rounds")
+        stopped = json.loads(text).get("stop_reason")
+        raise PlotError(f"{run_dir}: the run has no rounds"
+                        + (f" (it stopped before its first round ended: {stopped})"
+                           if stopped else ""))
     t_draft = dict(zip(dev["device"].tolist(), dev["draft_latency_s"].tolist()))
     wanted = [r for r in rt["round"].tolist() if first <= r < first + rounds]
     if not wanted:

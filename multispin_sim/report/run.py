@@ -40,6 +40,10 @@ def read_run(folder):
                               "device_rounds.csv, devices.csv)")
         tables[name] = read_csv(path, required, finite)
     n = len(tables["rounds"]["round"])
+    if n == 0 and summary.get("complete") is False:
+        raise ReportError(f"{folder}: the run stopped before its first round ended "
+                          f"({summary.get('stop_reason', 'stopped')}), nothing to report; "
+                          "remove what stopped it and run it again")
     if n == 0:
         raise ReportError(f"{folder}: the run has no rounds (rounds.csv has none), nothing to "
                           "report; run it again with more rounds (run.rounds) or a longer "

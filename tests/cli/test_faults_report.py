@@ -91,3 +91,17 @@ def test_report_refuses_damaged_sweep_folder(tmp_path):
     (out / "cells.csv").write_bytes(text[:-5])
     line = error_line(cli("report", out, cwd=tmp_path), 2)
     assert "cells.csv:" in line and "cut mid-row" in line
+
+
+def test_report_and_timeline_of_a_run_stopped_before_its_first_round_give_the_reason(tmp_path):
+    """A run a limit stopped during its first round: report and plot --timeline give the
+    stop reason (exit 2), not advice to run more rounds."""
+    path = scenario(tmp_path, link={"model": "mcs"}, channel={"fading": "gauss-markov"},
+                    devices={"distance_m": 1e5}, run={"rounds": 5},
+                    limits={"max_blocks_per_transmission": 100})
+    out = tmp_path / "out"
+    assert cli("run", path, "--out", out, "--quiet", cwd=tmp_path).rc == 1
+    for command in (("report", out), ("plot", "--timeline", out, "--out", tmp_path / "t.png")):
+        line = error_line(cli(*command, cwd=tmp_path), 2)
+        assert "before its first round ended" in line and "fading blocks" in line, line
+    assert not (out / "report.html").exists() and not (tmp_path / "t.png").exists()
