@@ -25,6 +25,7 @@ from ..model.reactive import UL
 from .guards import LIMIT_TODO, LimitReached
 
 _MAX_BLOCKS = 1 << 20  # default bound of the fading blocks of one correction (limits.py)
+_CHUNK = 1 << 12        # fading blocks of one correction read at a time (arrays in cache)
 
 
 class OFDMAChannel:
@@ -173,17 +174,19 @@ class OFDMAChannel:
         return delay
 
     def delivery_time(self, device, mode, power_w, bandwidth_hz, t0, planned_s=None):
-        """Seconds to deliver the payload from ``t0`` over the grid's blocks (a pure lookup)."""
+        """Seconds to deliver the payload from ``t0`` over the grid's blocks (a pure lookup):
+        16 blocks, then 8 times as many while they do not suffice (at most ``_CHUNK`` more at a
+        time, so a correction of a million blocks never holds them all)."""
         n0 = self.block_index(t0)
         first = (n0 + 1) * self.coherence_s - t0
-        m = 16
         bits = self.bits if self.round_bits is None else float(self.round_bits[device])
+        read, m, carried = 0, 16, 0.0
         while True:
-            h = self.grid.segments(device, mode != UL, t0, m)
+            h = self.grid.segments(device, mode != UL, t0, m, read)
             rates = shannon_rate(bandwidth_hz, power_w, self.pathloss[device] * h, self.n0)
             durations = np.full(m, self.coherence_s)
             durations[0] = first
-            delay, used = time_to_deliver(bits, rates, durations)
+            delay, used, carried = time_to_deliver(bits, rates, durations, read, carried)
             if delay < math.inf:
                 break
             if m >= self.max_blocks:
@@ -191,7 +194,7 @@ class OFDMAChannel:
                     f"a correction of device {device} needs more than {self.max_blocks:,} fading "
                     f"blocks of {self.coherence_s * 1e3:g} ms to deliver {bits:.0f} bits "
                     "(limits.max_blocks_per_transmission)", LIMIT_TODO["blocks"])
-            m = min(m * 8, self.max_blocks)
+            read, m = m, min(m + min(7 * m, _CHUNK), self.max_blocks)
         self.blocks_used += used
         self.multi_block += used > 1
         return delay

@@ -190,22 +190,24 @@ def power(h):
 # ---------------------------------------------------------------------------- blocks in time
 
 
-def time_to_deliver(bits, rates_bps, durations_s):
+def time_to_deliver(bits, rates_bps, durations_s, start=0, carried=0.0):
     """Seconds to deliver ``bits`` over consecutive fading blocks, or inf if they do not suffice.
 
     Block j lasts ``durations_s[j]`` (the first one may be the remainder of a block already
-    running) at ``rates_bps[j]``; the bits accumulate at each block's rate, so the transmission
-    ends inside the first block whose cumulative capacity reaches ``bits``.
-    Returns (seconds, blocks used).
+    running) at rate ``rates_bps[j - start]``; the bits accumulate at each block's rate, so the
+    transmission ends inside the first block whose cumulative capacity reaches ``bits``. A long
+    transmission is read in chunks: blocks before ``start`` were read already and carried
+    ``carried`` bits. Returns (seconds, blocks used, bits carried by the blocks read).
     """
     rates = np.asarray(rates_bps, dtype=float)
     durations = np.asarray(durations_s, dtype=float)
-    cum = np.cumsum(rates * durations)
+    end = start + rates.size
+    cum = np.cumsum(np.concatenate(([carried], rates * durations[start:end])))[1:]
     j = int(np.searchsorted(cum, bits, side="left"))
     if j >= cum.size:
-        return float("inf"), cum.size
-    before = cum[j - 1] if j else 0.0
-    return float(np.sum(durations[:j])) + (bits - before) / rates[j], j + 1
+        return float("inf"), end, float(cum[-1]) if cum.size else carried
+    before = cum[j - 1] if j else carried
+    return float(np.sum(durations[:start + j])) + (bits - before) / rates[j], start + j + 1, bits
 
 
 # ---------------------------------------------------------------------------- sources in time
@@ -384,10 +386,10 @@ class GridFading:
         transmission ends inside it)."""
         return True
 
-    def segments(self, device, dl, t0, m):
-        """|h|^2 of ``device`` over the m blocks from the one holding ``t0``."""
+    def segments(self, device, dl, t0, m, start=0):
+        """|h|^2 of ``device`` over blocks start..m-1 counted from the one holding ``t0``."""
         n0 = self.index(t0)
-        h_ul, h_dl = self.powers(n0, n0 + m)
+        h_ul, h_dl = self.powers(n0 + start, n0 + m)
         return (h_dl if dl else h_ul)[:, device]
 
     def block_power(self, device, dl, t0, n):

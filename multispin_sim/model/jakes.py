@@ -138,16 +138,17 @@ class JakesProcess:
         only when it starts at that very instant."""
         return t0 == t_decided
 
-    def sample_times(self, t0, m):
-        """The start t0, then the next m - 1 block boundaries after it."""
+    def sample_times(self, t0, m, start=0):
+        """The start t0, then the next m - 1 block boundaries after it (from the start-th)."""
         n0 = self.index(t0)
-        times = (n0 + np.arange(m, dtype=float)) * self.block_s
-        times[0] = t0
+        times = (n0 + np.arange(start, m, dtype=float)) * self.block_s
+        if start == 0 and m > 0:
+            times[0] = t0
         return times
 
-    def segments(self, device, dl, t0, m):
-        """|h|^2 of ``device`` over the first m blocks of a transmission from ``t0``."""
-        return self.power(device, dl, self.sample_times(t0, m))
+    def segments(self, device, dl, t0, m, start=0):
+        """|h|^2 of ``device`` over blocks start..m-1 of a transmission from ``t0``."""
+        return self.power(device, dl, self.sample_times(t0, m, start))
 
     def block_power(self, device, dl, t0, n):
         """|h|^2 of ``device`` in grid block n of a transmission from ``t0``."""

@@ -111,10 +111,15 @@ def test_large_gaps_are_bridged_in_distribution():
 
 def test_time_to_deliver():
     # 1000 bits: 300 in the first (partial) block, 400 in the second, 300 of 800 in the third
-    t, used = time_to_deliver(1000.0, [3000.0, 4000.0, 8000.0, 1.0], [0.1, 0.1, 0.1, 0.1])
+    rates, durations = [3000.0, 4000.0, 8000.0, 1.0], [0.1, 0.1, 0.1, 0.1]
+    t, used, _ = time_to_deliver(1000.0, rates, durations)
     assert used == 3 and t == pytest.approx(0.2 + 300 / 8000.0, rel=1e-14)
-    assert time_to_deliver(10.0, [1.0, 1.0], [1.0, 1.0])[0] == math.inf
-    assert time_to_deliver(1.0, [2.0], [1.0]) == (0.5, 1)
+    assert time_to_deliver(10.0, [1.0, 1.0], [1.0, 1.0])[:2] == (math.inf, 2)
+    assert time_to_deliver(1.0, [2.0], [1.0])[:2] == (0.5, 1)
+    # read in chunks (a block, then the rest): the same time and blocks, to the last bit
+    t1, used1, carried = time_to_deliver(1000.0, rates[:1], durations)
+    assert (t1, used1, carried) == (math.inf, 1, 300.0)
+    assert time_to_deliver(1000.0, rates[1:], durations, 1, carried)[:2] == (t, used)
 
 
 # ------------------------------------------------------------------------------- engine
