@@ -276,6 +276,21 @@ def test_limit_nr_outage_on_a_fading_channel_stops_at_the_block_bound(tmp_path):
     assert summary["complete"] is False and "fading blocks" in summary["stop_reason"]
 
 
+def test_limit_shannon_grid_stops_at_the_block_bound(tmp_path):
+    """FAULT_CLASS limits: on a fading grid, a correction that the first
+    limits.max_blocks_per_transmission blocks cannot carry stops the run (exit 1, complete:
+    false), naming the bound and the block length; a bound that is no power of 8 (the blocks
+    are read 16, 128, 1024, then 4,096 at a time) is the one reported."""
+    path = scenario(tmp_path, channel={"fading": "gauss-markov", "coherence_time_ms": 1.0},
+                    devices={"distance_m": 1e5}, run={"rounds": 5},
+                    limits={"max_blocks_per_transmission": 5000})
+    o = cli("run", path, "--out", tmp_path / "out", "--quiet", cwd=tmp_path, timeout=45)
+    line = error_line(o, 1)
+    assert "more than 5,000 fading blocks of 1 ms" in line, line
+    summary = consistent_run_folder(tmp_path / "out")
+    assert summary["complete"] is False and "fading blocks" in summary["stop_reason"]
+
+
 def test_limit_in_a_multi_cell_run_names_its_reason_and_advice(tmp_path):
     """FAULT_CLASS limits: a limit reached in one cell of a multi-cell run stops the run with
     the cell's reason in the run's summary.json and the limit's advice on the error line."""
