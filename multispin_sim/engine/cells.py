@@ -23,7 +23,10 @@ from ..model.mobility import MOBILITY_MODELS
 from ..model.pathloss_3gpp import PATHLOSS_MODELS
 from ..model.sinr import cochannel
 from ..outputs.atomic import write_json
+from ..outputs.metadata import run_metadata
 from ..outputs.statistics import describe
+from ..scenario import dump_scenario_yaml
+from ..version import __version__
 from .cell_plan import cell_layout, cell_plan, mobile_plan, noise_psd
 from .handover import AttachedWorkload, CellMover
 from .interference import InterferenceField, InterferingChannel, Tx  # noqa: F401 (Tx: re-exported)
@@ -141,6 +144,9 @@ class CellsRun:
         if stopped:   # the reason of the first cell that stopped (they stop together)
             summary["stop_reason"] = stopped[0].summary.get("stop_reason", "stopped")
         write_json(self.folder / "summary.json", summary)
+        write_json(self.folder / "run.json", run_metadata(
+            __version__, self.scenario.seed, summary["wall_time_s"], command_line,
+            scenario=self.scenario.name, complete=summary["complete"]))
         result = self.result(summary, self.folder, results[0].population, self.scenario, _tmp=tmp)
         result.cells = results
         result.field = self.field
@@ -261,7 +267,8 @@ def build_cells(scenario, folder, inputs, *, build_run, result, progress=False):
             **({"mover_hook": lambda _, c=c: CellMover(network, c)} if moving else {})}
         runs.append(build_run(cell_scenario, sub, inputs, env=env, population_hook=add,
                               channel_hook=wrap, writer_process=False, **hooks))
-    (folder / "scenario.yaml").write_text((folder / "cell_0" / "scenario.yaml").read_text())
+    # the scenario that was run (each cell_<c>/scenario.yaml is its one-cell part)
+    (folder / "scenario.yaml").write_text(dump_scenario_yaml(scenario), encoding="utf-8")
     out = CellsRun(scenario, folder, runs, [c for c, _ in plan], field, links, wall0, result)
     out.network = network
     return out

@@ -2,6 +2,8 @@
 apart are independent single-cell runs; a correction's bits are conserved across the
 interference changes that cut it into intervals; association places region drops."""
 
+import json
+
 import numpy as np
 import pytest
 
@@ -311,3 +313,20 @@ def test_layouts_refuse_what_they_cannot_place():
     with pytest.raises(ms.ScenarioError, match="cells.density_per_km2"):
         run(**{"run.rounds": 2, "cells.layout": "ppp", "cells.density_per_km2": 0.001,
                "cells.region_m": 10.0})
+
+
+def test_the_run_folder_holds_the_scenario_that_was_run(tmp_path):
+    """The run's scenario.yaml is the multi-cell scenario (each cell_<c>/ holds its one-cell
+    part), so running it again gives the same records; run.json records the versions. Three
+    devices dropped over seven cells leave cell 0 empty: the run still writes both files."""
+    sc = ms.load_scenario(None, overrides={"devices.count": 3, "run.rounds": 5,
+                                           "cells.layout": "hex", "cells.drop": "region"})
+    first = ms.simulate(sc, out=tmp_path / "a")
+    assert not (tmp_path / "a" / "cell_0").exists()
+    again = ms.load_scenario(tmp_path / "a" / "scenario.yaml")
+    assert again.cells.layout == "hex" and again.cells.drop == "region"
+    ms.simulate(again, out=tmp_path / "b")
+    for name in ("rounds.csv", "device_rounds.csv", "devices.csv"):
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
+    meta = json.loads((first.folder / "run.json").read_text())
+    assert meta["complete"] is True and "numpy" in meta["packages"]
