@@ -248,75 +248,53 @@ def test_limit_refused_up_front(tmp_path, case):
     assert o.elapsed < 45
 
 
-def test_limit_permanent_outage_stops_the_run(tmp_path):
-    """FAULT_CLASS limits: an NR correction below the lowest MCS on a channel that never
-    changes stops the run (exit 1, complete: false, the SNR and what to change), not an
-    internal error."""
-    path = scenario(tmp_path, link={"model": "mcs"}, channel={"fading": "none"},
-                    devices={"distance_m": 1e5}, run={"rounds": 5})
-    o = cli("run", path, "--out", tmp_path / "out", "--quiet", cwd=tmp_path, timeout=45)
-    line = error_line(o, 1)
-    assert "outage for good" in line and "raise the power" in line
-    summary = consistent_run_folder(tmp_path / "out")
-    assert summary["complete"] is False and "outage" in summary["stop_reason"]
+FAR_NR = {"link": {"model": "mcs"}, "devices": {"distance_m": 1e5}}
+YEARS = {"channel": {"noise_figure_db": 100}, "mobility": {"model": "random-waypoint"},
+         "limits": {"max_legs_per_round": 1000}}
+# case: (scenario sections, words of the error line, words it must not have, words of the
+# stop reason in the run's summary.json)
+LIMIT_STOPS = {
+    "nr-static-outage": (dict(FAR_NR, channel={"fading": "none"}),
+                         ("outage for good", "raise the power"), (), "outage"),
+    "nr-fading-outage": (dict(FAR_NR, channel={"fading": "gauss-markov"},
+                              limits={"max_blocks_per_transmission": 1000}),
+                         ("more than 1,000 fading blocks", "limits.max_blocks_per_transmission"),
+                         ("does not change",), "fading blocks"),
+    "shannon-grid": ({"channel": {"fading": "gauss-markov", "coherence_time_ms": 1.0},
+                      "devices": {"distance_m": 1e5},
+                      "limits": {"max_blocks_per_transmission": 5000}},
+                     ("more than 5,000 fading blocks of 1 ms",), (), "fading blocks"),
+    "waypoint-legs": (YEARS, ("more than 1,000 waypoint legs", "link budget"), (),
+                      "waypoint legs"),
+    "waypoint-legs-7-cells": (dict(YEARS, devices={"count": 2}, cells={
+        "layout": "hex", "count": 7, "handover": "association"}),
+        ("more than 1,000 waypoint legs", "link budget"), (), "waypoint legs"),
+}
 
 
-def test_limit_nr_outage_on_a_fading_channel_stops_at_the_block_bound(tmp_path):
-    """FAULT_CLASS limits: an NR correction far below the lowest MCS on a fading channel waits
-    limits.max_blocks_per_transmission blocks, then stops the run (exit 1, complete: false),
-    naming the key; it does not claim the channel never changes."""
-    path = scenario(tmp_path, link={"model": "mcs"}, channel={"fading": "gauss-markov"},
-                    devices={"distance_m": 1e5}, run={"rounds": 5},
-                    limits={"max_blocks_per_transmission": 1000})
-    o = cli("run", path, "--out", tmp_path / "out", "--quiet", cwd=tmp_path, timeout=45)
-    line = error_line(o, 1)
-    assert "more than 1,000 fading blocks" in line and "does not change" not in line
-    assert "limits.max_blocks_per_transmission" in line
-    summary = consistent_run_folder(tmp_path / "out")
-    assert summary["complete"] is False and "fading blocks" in summary["stop_reason"]
-
-
-def test_limit_shannon_grid_stops_at_the_block_bound(tmp_path):
-    """FAULT_CLASS limits: on a fading grid, a correction that the first
-    limits.max_blocks_per_transmission blocks cannot carry stops the run (exit 1, complete:
-    false), naming the bound and the block length; a bound that is no power of 8 (the blocks
-    are read 16, 128, 1024, then 4,096 at a time) is the one reported."""
-    path = scenario(tmp_path, channel={"fading": "gauss-markov", "coherence_time_ms": 1.0},
-                    devices={"distance_m": 1e5}, run={"rounds": 5},
-                    limits={"max_blocks_per_transmission": 5000})
-    o = cli("run", path, "--out", tmp_path / "out", "--quiet", cwd=tmp_path, timeout=45)
-    line = error_line(o, 1)
-    assert "more than 5,000 fading blocks of 1 ms" in line, line
-    summary = consistent_run_folder(tmp_path / "out")
-    assert summary["complete"] is False and "fading blocks" in summary["stop_reason"]
-
-
-def test_limit_in_a_multi_cell_run_names_its_reason_and_advice(tmp_path):
-    """FAULT_CLASS limits: a limit reached in one cell of a multi-cell run stops the run with
-    the cell's reason in the run's summary.json and the limit's advice on the error line."""
-    path = scenario(tmp_path, cells={"layout": "hex", "count": 7, "handover": "association"},
-                    devices={"count": 2}, mobility={"model": "random-waypoint"},
-                    channel={"noise_figure_db": 100}, run={"rounds": 5},
-                    limits={"max_legs_per_round": 1000})
+@pytest.mark.parametrize("case", sorted(LIMIT_STOPS))
+def test_limit_stops_the_run_naming_its_reason(tmp_path, case):
+    """FAULT_CLASS limits: the run stops (exit 1, complete: false) with the reason and what to
+    change, not an internal error:
+    - nr-static-outage: an NR correction below the lowest MCS on a channel that never changes;
+    - nr-fading-outage: the same on a fading channel waits limits.max_blocks_per_transmission
+      blocks and does not claim that the channel never changes;
+    - shannon-grid: on a fading grid, a bound that is no power of 8 (blocks are read 16, 128,
+      1024, then 4,096 at a time) is the one reported, with the block length;
+    - waypoint-legs: a link budget with almost no rate makes rounds of years, through which a
+      moving device would walk millions of legs (limits.max_legs_per_round);
+    - waypoint-legs-7-cells: the same in one cell of several: the run's own summary.json has
+      the cell's reason and the error line the limit's advice."""
+    sections, words, absent, reason = LIMIT_STOPS[case]
+    path = scenario(tmp_path, run={"rounds": 5}, **sections)
     o = cli("run", path, "--out", tmp_path / "out", "--quiet", cwd=tmp_path, timeout=60)
     line = error_line(o, 1)
-    assert "more than 1,000 waypoint legs" in line and "link budget" in line
-    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
-    assert summary["complete"] is False and "waypoint legs" in summary["stop_reason"]
-
-
-def test_limit_walk_through_a_round_of_years_stops_at_the_leg_bound(tmp_path):
-    """FAULT_CLASS limits: a link budget with almost no rate makes rounds of years; a moving
-    device would walk millions of waypoint legs through one, so the run stops at
-    limits.max_legs_per_round (exit 1, complete: false), naming the key and the link budget."""
-    path = scenario(tmp_path, channel={"noise_figure_db": 100},
-                    mobility={"model": "random-waypoint"}, run={"rounds": 5},
-                    limits={"max_legs_per_round": 1000})
-    o = cli("run", path, "--out", tmp_path / "out", "--quiet", cwd=tmp_path, timeout=45)
-    line = error_line(o, 1)
-    assert "more than 1,000 waypoint legs" in line and "link budget" in line
-    summary = consistent_run_folder(tmp_path / "out")
-    assert summary["complete"] is False and "waypoint legs" in summary["stop_reason"]
+    assert all(w in line for w in words) and not any(w in line for w in absent), line
+    if "cells" in sections:
+        summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    else:
+        summary = consistent_run_folder(tmp_path / "out")
+    assert summary["complete"] is False and reason in summary["stop_reason"]
 
 
 def test_limit_unstable_queue_stops_at_backlog_bound(tmp_path):
