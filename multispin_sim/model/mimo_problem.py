@@ -193,7 +193,7 @@ class ArrayProblem(ReactiveProblem):
             idx = np.flatnonzero(self.rejected[i])
             cand = np.zeros((2 ** idx.size, k), dtype=bool)
             cand[:, idx] = np.array(list(product((False, True), repeat=idx.size)),
-                                    dtype=bool).reshape(-1, idx.size)
+                                    dtype=bool).reshape(len(cand), idx.size)
             ti = self.t_of(np.full(len(cand), i), cand)
             j = self._first_min(ti)
             masks[i], t[i] = cand[j], ti[j]

@@ -131,6 +131,7 @@ def test_exhaustive_and_decision_details_equal_the_reference(pair):
     tr = Transmission(m, *pair)
     a = _state(rng, k, m)
     rejected = rng.random((8, k)) < 0.7
+    rejected[0] = False   # an outcome with nothing rejected has one assignment, the empty one
     g = ArrayGains.of(a)
     d = exhaustive_split(tr.problem(_Sys, rejected, g, g))
     for i in range(len(rejected)):
