@@ -48,7 +48,10 @@ class ArrayDecision(ReactiveDecision):
 
     def _fill(self):
         rows = [self._problem.row(i, self._masks[i]) for i in range(len(self._masks))]
-        mode, power, delay, gain = (np.array(x) for x in list(zip(*rows))[:4])
+        if rows:
+            mode, power, delay, gain = (np.array(x) for x in list(zip(*rows))[:4])
+        else:   # no outcome (e.g. a grid of no draft lengths): (0, K) details
+            mode = power = delay = gain = np.zeros(np.shape(self._masks))
         for name, value in (("mode", mode.astype(np.int8)), ("power_w", power),
                             ("delay_s", delay), ("gain", gain)):
             self.__dict__.setdefault(name, value)

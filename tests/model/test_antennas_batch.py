@@ -145,6 +145,9 @@ def test_exhaustive_and_decision_details_equal_the_reference(pair):
         # the per-device details (worked out when read) are the chosen assignment's
         np.testing.assert_allclose(d.delay_s[i].max(), d.t_comm[i], rtol=1e-12)
         assert set(np.flatnonzero(d.mode[i])) == set(idx)
+    # no outcome at all (a draft grid with no lengths): details of shape (0, K)
+    none = exhaustive_split(tr.problem(_Sys, np.zeros((0, k), dtype=bool), g, g))
+    assert none.t_comm.shape == (0,) and none.mode.shape == none.delay_s.shape == (0, k)
 
 
 def test_draft_objective_kernel_equals_the_reference_call_after_call():
