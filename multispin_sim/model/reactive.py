@@ -204,12 +204,26 @@ def ul_order(problem):
     return np.argsort(key, axis=-1, kind="stable")
 
 
-def prefix_split_delays(problem):
-    """f(n) = max(d^ul_(n), tau_dl(D_n)) for n = 0..K, shape (M, K + 1); inf for n > |R|.
+@dataclass(frozen=True)
+class PrefixTable:
+    """The prefix splits of M outcomes (docs/model.md section 6), each outcome's devices in
+    ``cols`` order: rejected first, in UL-delay order, then the others.
 
-    Devices are taken in UL-delay order restricted to the rejected set; n is the number of
-    UL devices (the first n of that order).
+    cols: (M, K) device of each position; rejected: (M, K) bool by position; d_ul: (M, K)
+    full-power UL delay by position (inf where not rejected); tau: (M, K + 1) equalised DL delay
+    of the devices at positions n.. (0 for none); f: (M, K + 1) T_comm of the split with the
+    first n on UL, max(d_ul[n - 1], tau[n]) (inf for n > |R|).
     """
+
+    cols: np.ndarray
+    rejected: np.ndarray
+    d_ul: np.ndarray
+    tau: np.ndarray
+    f: np.ndarray
+
+
+def prefix_table(problem):
+    """Every prefix split of every outcome at once (``PrefixTable``)."""
     m, k = problem.shape
     order = ul_order(problem)
     order2 = np.broadcast_to(order, (m, k))
@@ -227,7 +241,18 @@ def prefix_split_delays(problem):
     b = problem.bandwidth_per_device[:, None]
     tau = dl_common_delay(problem.payload_bits, b, problem.p_dl, suffix, problem.n0)
     ul_max = np.concatenate([np.zeros((m, 1)), d_sorted], axis=1)
-    return np.maximum(ul_max, tau), cols
+    return PrefixTable(cols, rej, d_sorted, tau, np.maximum(ul_max, tau))
+
+
+def prefix_split_delays(problem):
+    """f(n) = max(d^ul_(n), tau_dl(D_n)) for n = 0..K, shape (M, K + 1); inf for n > |R|;
+    and the column order (``PrefixTable.f``, ``PrefixTable.cols``).
+
+    Devices are taken in UL-delay order restricted to the rejected set; n is the number of
+    UL devices (the first n of that order).
+    """
+    table = prefix_table(problem)
+    return table.f, table.cols
 
 
 def optimal_split(problem):

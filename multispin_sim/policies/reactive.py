@@ -217,22 +217,16 @@ class ExhaustiveSplit(ReactivePolicy):
 def energy_aware_split(problem, powers, tolerance=0.0, scope="devices"):
     """The split choice described in the module docstring, vectorised over the M outcomes;
     ``scope='total'`` adds the server's DL transmit energy (P_dl tau for a non-empty DL set)."""
-    f, cols = solver.prefix_split_delays(problem)           # (M, K + 1), (M, K)
+    table = solver.prefix_table(problem)
+    f, cols, rej, tau = table.f, table.cols, table.rejected, table.tau
     m, k = problem.shape
-    rej = np.take_along_axis(problem.rejected, cols, axis=1)  # rejected first, in UL order
     r = rej.sum(axis=1)
-    d = np.where(rej, np.take_along_axis(problem.ul_delays(), cols, axis=1), 0.0)
+    d = np.where(rej, table.d_ul, 0.0)
     p = np.take_along_axis(np.broadcast_to(problem.p_ul, (m, k)), cols, axis=1)
     zero = np.zeros((m, 1))
     with np.errstate(invalid="ignore"):
         e_ul = np.concatenate([zero, np.cumsum((p + powers.ul_circuit_w) * d, axis=1)], axis=1)
         t_ul = np.concatenate([zero, np.cumsum(d, axis=1)], axis=1)
-        g_dl = np.broadcast_to(problem.g_dl, (m, k))
-        inv = np.where(rej, 1.0 / np.take_along_axis(g_dl, cols, axis=1), 0.0)
-        suffix = np.zeros((m, k + 1))
-        suffix[:, :k] = np.cumsum(inv[:, ::-1], axis=1)[:, ::-1]
-        tau = solver.dl_common_delay(problem.payload_bits, problem.bandwidth_per_device[:, None],
-                                     problem.p_dl, suffix, problem.n0)
         n = np.arange(k + 1)[None, :]
         n_dl = np.maximum(r[:, None] - n, 0)
         energy = (e_ul + powers.dl_receive_w * tau * n_dl
