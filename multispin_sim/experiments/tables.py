@@ -28,6 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..outputs.atomic import strict
 from ..outputs.tquantile import t_quantile
 from .sweepfile import METRICS
 
@@ -79,8 +80,11 @@ def derived_metrics(summary, scenario):
 
 
 def run_metrics(summary, scenario):
-    """Every metric of one run, in table order (known metrics first, new summary keys after)."""
-    flat = flatten_summary(summary)
+    """Every metric of one run, in table order (known metrics first, new summary keys after).
+
+    The summary is read as summary.json stores it (``strict``: NaN and infinities None), so a
+    run finished in this call and one read back on resume give the same row."""
+    flat = flatten_summary(strict(summary))
     flat.update(derived_metrics(summary, scenario))
     ordered = {m: flat[m] for m in METRICS if m in flat}
     ordered.update({k: v for k, v in flat.items() if k not in ordered})

@@ -280,6 +280,24 @@ def test_resume_skips_completed_runs(tmp_path):
     assert bigger.reused == 8 and len(calls) == 2 * 3 * 3 - 8
 
 
+def test_resumed_tables_equal_fresh_ones_with_undefined_metrics(tmp_path):
+    """A metric without a value (a latency CI from one finished request) is NaN in the run's
+    memory and null in its summary.json; the tables of a sweep that reads the runs back on
+    resume are the same bytes as those written when the runs finished."""
+    doc = {"name": "undefined", "base_file": str(ROOT / "scenarios" / "serving" / "base.yaml"),
+           "base": {"run": {"rounds": 30}},
+           "sweep": {"grid": {"acceptance.model": ["beta", "iid"]}, "seed": 3}}
+    sw = load_sweep(doc)
+    run_sweep(sw, tmp_path / "out", executor="serial")
+    fresh = {n: (tmp_path / "out" / n).read_bytes() for n in ("runs.csv", "cells.csv")}
+    summaries = [json.loads(p.read_text()) for p in (tmp_path / "out").glob("runs/*/summary.json")]
+    assert any(None in s["requests"]["latency_s"]["ci95"] for s in summaries)
+    again = run_sweep(sw, tmp_path / "out", executor="serial")
+    assert again.reused == 2 and again.ran == 0
+    for name, data in fresh.items():
+        assert (tmp_path / "out" / name).read_bytes() == data, name
+
+
 def test_interrupted_sweep_keeps_finished_runs(tmp_path):
     sw = small_sweep()
     calls = []
