@@ -76,6 +76,9 @@ METRICS = (
 
 # Nested sections of the summary some scenarios add (queueing requests, fading-block delays):
 # their flattened metrics (``requests_latency_s_median``, ...) are accepted as plot y too.
+# Wall-clock metrics differ from one machine and one run to the next: runs.csv has them, the
+# per-cell means of cells.csv (which figures plot) leave them out.
+WALL_CLOCK = ("wall_time_s", "rounds_per_s")
 NESTED_METRIC_PREFIXES = ("requests_", "delays_", "energy_", "payload_")
 
 
@@ -389,9 +392,14 @@ def _parse_plot(doc, keys, source):
                        f"expected one of {', '.join(keys)}", source)
         ys = fig["y"] if isinstance(fig["y"], list) else [fig["y"]]
         for y in ys:
+            plottable = [m for m in METRICS if m not in WALL_CLOCK]
+            if y in WALL_CLOCK:
+                raise _err(f"{path}.y", f"{y!r} is a wall-clock figure (runs.csv only; figures "
+                           "plot the per-cell means of cells.csv)",
+                           f"one of {', '.join(plottable)}", source)
             if y not in METRICS and not y.startswith(NESTED_METRIC_PREFIXES):
                 raise _err(f"{path}.y", f"{y!r} is not a metric",
-                           f"expected one of {', '.join(METRICS)}", source)
+                           f"expected one of {', '.join(plottable)}", source)
         fig["y"] = ys
         for opt in ("curves", "panels"):
             v = fig.get(opt)

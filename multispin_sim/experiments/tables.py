@@ -30,9 +30,7 @@ import numpy as np
 
 from ..outputs.atomic import strict
 from ..outputs.tquantile import t_quantile
-from .sweepfile import METRICS
-
-WALL_CLOCK = ("wall_time_s", "rounds_per_s")
+from .sweepfile import METRICS, WALL_CLOCK
 
 
 def flatten_summary(summary, prefix=""):

@@ -114,6 +114,9 @@ def test_base_file_relative_to_the_sweep_file(tmp_path):
     ({"sweep": {}, "base": {"devices": {"cnt": 3}}}, "base.devices.cnt", "count"),
     ({"sweep": {"grid": {"devices.count": [2, 3]}},
       "plot": [{"name": "a", "x": "devices.count", "y": "goodput"}]}, "plot.0.y", "goodput_tps"),
+    ({"sweep": {"grid": {"devices.count": [2, 3]}},
+      "plot": [{"name": "a", "x": "devices.count", "y": "wall_time_s"}]}, "plot.0.y",
+     "wall-clock"),
     ({"sweep": {"grid": {"devices.count": [20], "policy.mode": ["optimal", "exhaustive"]}}},
      "sweep.grid.policy.mode", "devices.count=20"),
 ])
