@@ -19,6 +19,7 @@ panel, curve, metric, x, mean, ci95_lo, ci95_hi and n.
 from __future__ import annotations
 
 import csv
+import difflib
 import json
 import math
 from pathlib import Path
@@ -188,9 +189,17 @@ def render_figure(spec, meta, cells, max_curves=None, legend_outside=False, max_
     for k in keys:  # a swept key not shown otherwise becomes a curve: never average silently
         if k != x and k not in panels and k not in curves and len(set(cells[k].tolist())) > 1:
             curves.append(k)
+    metrics = [c[:-5] for c in cells if c.endswith("_mean")]
     for m in ys:
-        if f"{m}_mean" not in cells:
-            raise PlotError(f"{spec['name']}: cells.csv has no metric {m!r}")
+        if m not in metrics:
+            head = m.split("_")[0] + "_"
+            kin = [k for k in metrics if k.startswith(head)]
+            close = difflib.get_close_matches(m, kin, n=1)
+            hint = (f"did you mean {close[0]!r}?" if close else
+                    f"{head}... metrics here: {', '.join(kin[:8])}" if kin else
+                    f"its runs have no {head}... metric (that part of summary.json comes with "
+                    "some components only)")
+            raise PlotError(f"{spec['name']}: cells.csv has no metric {m!r}; {hint}")
     panel_order, panel_masks = _groups(cells, panels)
     curve_order, curve_masks = _groups(cells, curves)
     xs_all = cells[x]

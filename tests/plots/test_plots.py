@@ -11,6 +11,7 @@ from multispin_sim.cli import main  # noqa: E402
 from multispin_sim.experiments import load_sweep, run_sweep  # noqa: E402
 from multispin_sim.outputs.records import read_table  # noqa: E402
 from multispin_sim.plots import timeline_segments  # noqa: E402
+from multispin_sim.plots.figures import PlotError, load_sweep_output, render_figure  # noqa: E402
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -149,6 +150,17 @@ def test_plot_errors_exit_2(tmp_path, capsys):
     assert "rounds.csv: not found" in capsys.readouterr().err
     assert not (tmp_path / "new").exists()
     assert main(["plot"]) == 2
+
+
+@pytest.mark.parametrize("y, words", [
+    ("requests_latency_s_median", "no requests_... metric"),   # no queued requests here
+    ("goodput_tsp", "did you mean 'goodput_tps'?"),
+])
+def test_a_metric_the_runs_lack_is_named_with_what_there_is(sweep_dir, y, words):
+    meta, cells = load_sweep_output(sweep_dir)
+    with pytest.raises(PlotError) as info:
+        render_figure({"name": "f", "x": "server.dl_power_dbm", "y": y}, meta, cells)
+    assert words in str(info.value) and "\n" not in str(info.value)
 
 
 def test_plots_read_files_only_and_import_matplotlib_lazily(sweep_dir, tmp_path):
