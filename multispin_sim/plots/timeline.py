@@ -44,6 +44,12 @@ LABELS = {
 }
 
 
+def cell_folders(run_dir):
+    """The cell folders of a run of several cells (``cell_<c>``, those with devices), by c."""
+    found = [p for p in Path(run_dir).glob("cell_*") if p.is_dir() and p.name[5:].isdigit()]
+    return sorted(found, key=lambda p: int(p.name[5:]))
+
+
 def timeline_segments(run_dir, rounds=3, first=0):
     """[(lane, round, kind, start_s, end_s)] of rounds ``first .. first + rounds - 1``."""
     run_dir = Path(run_dir)
@@ -55,6 +61,10 @@ def timeline_segments(run_dir, rounds=3, first=0):
                             "(or a runs/... folder of a sweep)")
         tables[name] = read_table(path)
     rt, dr, dev = tables["rounds"], tables["device_rounds"], tables["devices"]
+    if "cell" in rt:   # the merged tables of several cells: each cell has its own rounds
+        cells = cell_folders(run_dir)
+        raise PlotError(f"{run_dir}: a run of several cells has one timeline per cell; draw one, "
+                        f"e.g. plot --timeline {cells[0] if cells else run_dir / 'cell_0'}")
     summary = run_dir / "summary.json"
     text = summary.read_text(encoding="utf-8") if summary.is_file() else "{}"
     if '"asynchronous"' in text:

@@ -92,13 +92,18 @@ def _warnings(items):
 
 
 def _timeline_png(run_dir, rounds=3):
+    """The timeline of the run's first rounds, and whose they are: '' for the run, ' of cell c'
+    for the first cell of a run of several cells."""
     import tempfile
 
-    from ..plots.timeline import plot_timeline
+    from ..plots.timeline import cell_folders, plot_timeline
 
+    cells = cell_folders(run_dir)
+    whose = f" of cell {cells[0].name[5:]}" if cells else ""
     with tempfile.TemporaryDirectory(prefix="multispin-report-") as tmp:
-        png, _ = plot_timeline(run_dir, rounds=rounds, out=Path(tmp) / "timeline.png")
-        return base64.b64encode(Path(png).read_bytes()).decode("ascii")
+        png, _ = plot_timeline(cells[0] if cells else run_dir, rounds=rounds,
+                               out=Path(tmp) / "timeline.png")
+        return base64.b64encode(Path(png).read_bytes()).decode("ascii"), whose
 
 
 def _yaml_text(path):

@@ -133,9 +133,10 @@ def _run_figures(folder, summary, tables):
                      "uploads its draft distribution) or a DL correction (the server sends the "
                      "target distribution)."))
     try:
-        figs.append(_img(_timeline_png(folder, 3), "timeline of the first rounds",
-                         "The first three rounds: drafting, waiting, the batched verification and "
-                         "the UL/DL corrections of each device."))
+        png, whose = _timeline_png(folder, 3)
+        figs.append(_img(png, "timeline of the first rounds",
+                         f"The first three rounds{whose}: drafting, waiting, the batched "
+                         "verification and the UL/DL corrections of each device."))
     except Exception as exc:  # a figure that cannot be drawn is reported, not fatal
         figs.append(f'<div class="warn">timeline not drawn: {_e(exc)}</div>')
     return figs, budget

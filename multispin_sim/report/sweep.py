@@ -140,8 +140,9 @@ def sweep_report(checked):
     if ok:
         first = folder / ok[0]["run_dir"]
         try:
-            body.append(_img(_timeline_png(first, 3), "timeline of the first rounds of the first run",
-                             f"The first three rounds of <code>{_e(ok[0]['run_dir'])}</code>."))
+            png, whose = _timeline_png(first, 3)
+            body.append(_img(png, "timeline of the first rounds of the first run",
+                             f"The first three rounds{whose} of <code>{_e(ok[0]['run_dir'])}</code>."))
         except Exception as exc:  # a figure that cannot be drawn is reported, not fatal
             body.append(f'<div class="warn">timeline not drawn: {_e(exc)}</div>')
     body.append("<h2>Sweep file</h2><pre>" + _e(_yaml_text(folder / "sweep.yaml")) + "</pre>")

@@ -78,6 +78,26 @@ def test_run_report(run_dir, capsys):
     assert "name: default" in text                                          # the scenario
 
 
+def test_report_and_timeline_of_a_run_of_several_cells(tmp_path, capsys):
+    """A run of 7 cells merges its cells' rounds in one rounds.csv: the report draws the timeline
+    of cell 0 (its own folder), and ``plot --timeline`` of the merged folder names that folder
+    instead of drawing every cell's rounds as one."""
+    out = tmp_path / "run"
+    assert main(["run", "--set", "cells.layout=hex", "--set", "cells.count=7", "--set",
+                 "devices.count=14", "--rounds", "12",
+                 "--out", str(out), "--quiet"]) == 0
+    assert main(["report", str(out)]) == 0
+    text = (out / "report.html").read_text(encoding="utf-8")
+    assert len(_pngs(text)) == 4 and "timeline not drawn" not in text
+    assert "The first three rounds of cell 0:" in text and "<h2>Cells</h2>" in text
+    capsys.readouterr()
+    assert main(["plot", "--timeline", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "a run of several cells" in err and str(out / "cell_0") in err and err.count("\n") == 1
+    assert not (out / "timeline.png").exists()
+    assert main(["plot", "--timeline", str(out / "cell_0")]) == 0
+
+
 def test_sweep_report_lists_cells_and_failures(sweep_dir, tmp_path):
     path = tmp_path / "sweep.html"
     assert main(["report", str(sweep_dir), "--out", str(path)]) == 0
