@@ -53,6 +53,17 @@ def read_run(folder):
 
 
 
+def _device_axis(dev, dr):
+    """Where each device and each device-round go on the per-device axes, and the axis label:
+    the device index; in a run of several cells (a ``cell`` column, device indices counted
+    within each cell) the devices cell by cell."""
+    if "cell" not in dev:
+        return dev["device"], dr["device"], "device"
+    pos = {pair: i for i, pair in enumerate(zip(dev["cell"].tolist(), dev["device"].tolist()))}
+    at = np.array([pos[pair] for pair in zip(dr["cell"].tolist(), dr["device"].tolist())])
+    return np.arange(len(pos)), at, "device (cell by cell)"
+
+
 def _run_figures(folder, summary, tables):
     Figure = _figure_class()
     rt, dr, dev = tables["rounds"], tables["device_rounds"], tables["devices"]
@@ -79,8 +90,9 @@ def _run_figures(folder, summary, tables):
     a1.set(xlabel="tokens / round length (tokens/s)", ylabel="rounds", title="goodput of each round")
     from matplotlib.ticker import MaxNLocator
 
-    a2.bar(dev["device"], dev["goodput_tps"], color="#55A868")
-    a2.set(xlabel="device", ylabel="tokens/s", title="goodput per device")
+    devices, device_of_row, device_label = _device_axis(dev, dr)
+    a2.bar(devices, dev["goodput_tps"], color="#55A868")
+    a2.set(xlabel=device_label, ylabel="tokens/s", title="goodput per device")
     a2.xaxis.set_major_locator(MaxNLocator(integer=True))
     figs.append(_img(_png(fig), "goodput distribution",
                      "Left: tokens of each round divided by its length (the run's goodput is the "
@@ -119,14 +131,13 @@ def _run_figures(folder, summary, tables):
         bottom += v
     a1.set_xticks([0], ["all"]); a1.set(ylabel="share of device-rounds", ylim=(0, 1))
     a1.legend(fontsize=8, loc="lower center")
-    devices = dev["device"]
     bottom = np.zeros(len(devices))
     for name, code in (("no correction", ""), ("UL", "ul"), ("DL", "dl")):
-        v = np.array([np.mean(modes[dr["device"] == k] == code) if np.any(dr["device"] == k) else 0.0
-                      for k in devices])
+        v = np.array([np.mean(modes[device_of_row == k] == code)
+                      if np.any(device_of_row == k) else 0.0 for k in devices])
         a2.bar(devices, v, bottom=bottom, color=colours[name])
         bottom += v
-    a2.set(xlabel="device", ylim=(0, 1), title="per device")
+    a2.set(xlabel=device_label, ylim=(0, 1), title="per device")
     a2.xaxis.set_major_locator(MaxNLocator(integer=True))
     figs.append(_img(_png(fig), "UL and DL shares",
                      f"How the {n:,} device-rounds ended: no correction, a UL correction (the device "

@@ -17,6 +17,7 @@ import pytest
 
 from multispin_sim.cli import main
 from multispin_sim.outputs.records import read_table
+from multispin_sim.report.run import _device_axis
 
 pytest.importorskip("matplotlib", reason="the report draws figures with matplotlib (the 'plot' extra)")
 
@@ -90,6 +91,11 @@ def test_report_and_timeline_of_a_run_of_several_cells(tmp_path, capsys):
     text = (out / "report.html").read_text(encoding="utf-8")
     assert len(_pngs(text)) == 4 and "timeline not drawn" not in text
     assert "The first three rounds of cell 0:" in text and "<h2>Cells</h2>" in text
+    # per-device figures: one place per (cell, device), each device-round at its own device
+    dev, dr = read_table(out / "devices.csv"), read_table(out / "device_rounds.csv")
+    places, at, label = _device_axis(dev, dr)
+    assert len(set(places.tolist())) == len(dev["device"]) == 14 and "cell by cell" in label
+    assert (dev["cell"][at] == dr["cell"]).all() and (dev["device"][at] == dr["device"]).all()
     capsys.readouterr()
     assert main(["plot", "--timeline", str(out)]) == 2
     err = capsys.readouterr().err
