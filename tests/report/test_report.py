@@ -94,7 +94,7 @@ def test_report_and_timeline_of_a_run_of_several_cells(tmp_path, capsys):
     # per-device figures: one place per (cell, device), each device-round at its own device
     dev, dr = read_table(out / "devices.csv"), read_table(out / "device_rounds.csv")
     places, at, label = _device_axis(dev, dr)
-    assert len(set(places.tolist())) == len(dev["device"]) == 14 and "cell by cell" in label
+    assert len(set(places.tolist())) == len(dev["device"]) == 7 * 14 and "cell by cell" in label
     assert (dev["cell"][at] == dr["cell"]).all() and (dev["device"][at] == dr["device"]).all()
     capsys.readouterr()
     assert main(["plot", "--timeline", str(out)]) == 2
