@@ -53,7 +53,7 @@ def read_run(folder):
 
 
 
-def _device_axis(dev, dr):
+def device_axis(dev, dr):
     """Where each device and each device-round go on the per-device axes, and the axis label:
     the device index; in a run of several cells (a ``cell`` column, device indices counted
     within each cell) the devices cell by cell."""
@@ -90,7 +90,7 @@ def _run_figures(folder, summary, tables):
     a1.set(xlabel="tokens / round length (tokens/s)", ylabel="rounds", title="goodput of each round")
     from matplotlib.ticker import MaxNLocator
 
-    devices, device_of_row, device_label = _device_axis(dev, dr)
+    devices, device_of_row, device_label = device_axis(dev, dr)
     a2.bar(devices, dev["goodput_tps"], color="#55A868")
     a2.set(xlabel=device_label, ylabel="tokens/s", title="goodput per device")
     a2.xaxis.set_major_locator(MaxNLocator(integer=True))

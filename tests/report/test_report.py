@@ -17,7 +17,7 @@ import pytest
 
 from multispin_sim.cli import main
 from multispin_sim.outputs.records import read_table
-from multispin_sim.report.run import _device_axis
+from multispin_sim.report.run import device_axis
 
 pytest.importorskip("matplotlib", reason="the report draws figures with matplotlib (the 'plot' extra)")
 
@@ -93,7 +93,7 @@ def test_report_and_timeline_of_a_run_of_several_cells(tmp_path, capsys):
     assert "The first three rounds of cell 0:" in text and "<h2>Cells</h2>" in text
     # per-device figures: one place per (cell, device), each device-round at its own device
     dev, dr = read_table(out / "devices.csv"), read_table(out / "device_rounds.csv")
-    places, at, label = _device_axis(dev, dr)
+    places, at, label = device_axis(dev, dr)
     assert len(set(places.tolist())) == len(dev["device"]) == 7 * 14 and "cell by cell" in label
     assert (dev["cell"][at] == dr["cell"]).all() and (dev["device"][at] == dr["device"]).all()
     capsys.readouterr()
