@@ -92,14 +92,15 @@ def parse_slo(text):
 
 def wilson_interval(p, n, z):
     """Wilson score interval of a proportion ``p`` seen in ``n`` (effective) trials, quantile
-    ``z``; always within [0, 1]; [0, 1] when n is 0."""
+    ``z``; always within [0, 1] and around ``p`` (at p = 1 the upper end is 1 in exact
+    arithmetic, one ulp below it in floats); [0, 1] when n is 0."""
     if not n > 0:
         return 0.0, 1.0
     z2 = z * z
     denom = 1.0 + z2 / n
     centre = (p + z2 / (2.0 * n)) / denom
     half = z * math.sqrt(max(p * (1.0 - p), 0.0) / n + z2 / (4.0 * n * n)) / denom
-    return max(0.0, centre - half), min(1.0, centre + half)
+    return max(0.0, min(p, centre - half)), min(1.0, max(p, centre + half))
 
 
 def attainment_interval(met, counted, level=0.95):

@@ -7,6 +7,8 @@ interval (shaded). Writes ``capacity.png`` (beside the CSV, or ``out``).
 import json
 from pathlib import Path
 
+import numpy as np
+
 from ..outputs.atomic import replacing
 from ..outputs.records import read_table
 from .figures import PlotError, _require_matplotlib
@@ -37,7 +39,9 @@ def plot_capacity(folder, out=None):
     for verdict, colour in _COLOURS.items():
         sel = curve["verdict"] == verdict
         if sel.any():
-            ax.errorbar(rate[sel], mean[sel], yerr=[mean[sel] - lo[sel], hi[sel] - mean[sel]],
+            # clipped at 0: an end may sit one ulp inside the mean (a capacity.csv of 0.1.0)
+            yerr = np.maximum([mean[sel] - lo[sel], hi[sel] - mean[sel]], 0.0)
+            ax.errorbar(rate[sel], mean[sel], yerr=yerr,
                         fmt="o", color=colour, capsize=3, label=verdict or "?", zorder=2)
     ax.axhline(res["target"], color="grey", linestyle="--", linewidth=0.8,
                label=f"target {res['target']:.0%}")

@@ -99,6 +99,14 @@ def test_capacity_curve_to_its_folder_a_png_or_another_folder(tmp_path, capsys):
         assert png.read_bytes()[:8] == PNG_MAGIC
     assert sorted(p.name for p in folder.iterdir()) == ["capacity.csv", "capacity.json",
                                                         "capacity.png"]
+    # an interval end one ulp inside its mean (as earlier versions wrote at 100% attainment)
+    # is drawn as a zero error bar, not refused
+    text = (folder / "capacity.csv").read_text().splitlines()
+    head = text[0].split(",")
+    row = text[1].split(",")
+    row[head.index("ci95_hi")] = repr(float(row[head.index("attainment_mean")]) - 1e-16)
+    (folder / "capacity.csv").write_text("\n".join([text[0], ",".join(row)] + text[2:]) + "\n")
+    assert main(["plot", str(folder)]) == 0
 
 
 def test_timeline_from_a_small_run(tmp_path, capsys):
