@@ -104,6 +104,31 @@ def test_report_and_timeline_of_a_run_of_several_cells(tmp_path, capsys):
     assert main(["plot", "--timeline", str(out / "cell_0")]) == 0
 
 
+def test_capacity_report(tmp_path, capsys):
+    """A capacity folder's page: the capacity and its interval, the curve as 'plot' draws it,
+    and one table row per rate tried, in rate order."""
+    from multispin_sim.experiments.capacity import CapacitySearch, write_capacity
+
+    sc = {"devices": {"count": 1, "overrides": {0: {"alpha": 1.0, "draft_latency_ms": 5.0}}},
+          "channel": {"fading": "none"}, "serving": {"protocol": "asynchronous"},
+          "workload": {"arrivals": "poisson", "rate_per_s": 5.0, "length_tokens": 5}}
+    search = CapacitySearch(sc, 0.1, None, 0.9, duration_s=20, reps_min=2, reps_max=2,
+                            rel_tol=0.3)
+    search.run()
+    folder = tmp_path / "cap"
+    write_capacity(folder, search)
+    assert main(["report", str(folder)]) == 0
+    text = (folder / "report.html").read_text(encoding="utf-8")
+    _self_contained(text)
+    assert len(_pngs(text)) == 1
+    result = json.loads((folder / "capacity.json").read_text())
+    rates = read_table(folder / "capacity.csv")["rate_per_s"]
+    assert result["message"] in text
+    table = text.split("<h2>Rates tried</h2>")[1]
+    shown = [float(r) for r in re.findall(r"<tr><td>([0-9.e+-]+)</td>", table)]
+    assert shown == pytest.approx(sorted(rates), rel=1e-3)
+
+
 def test_sweep_report_lists_cells_and_failures(sweep_dir, tmp_path):
     path = tmp_path / "sweep.html"
     assert main(["report", str(sweep_dir), "--out", str(path)]) == 0

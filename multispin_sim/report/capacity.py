@@ -1,0 +1,57 @@
+"""The report page of a capacity folder (``multispin-sim capacity``): the capacity and its
+interval, the attainment curve as ``multispin-sim plot`` draws it, and every rate tried."""
+from __future__ import annotations
+
+import base64
+import tempfile
+from pathlib import Path
+
+from .checks import ReportError, read_csv, read_json
+from .common import _cards, _e, _fmt, _img, _page
+
+CURVE = (("rate_per_s", "rate (requests/s per device)", 4), ("replications", "runs", 4),
+         ("requests", "requests", 4), ("attainment_mean", "SLO attainment", 3),
+         ("ci95_lo", "95% CI low", 3), ("ci95_hi", "95% CI high", 3), ("verdict", "verdict", None))
+
+
+def read_capacity_folder(folder):
+    """capacity.json and capacity.csv, checked before the figure is drawn."""
+    folder = Path(folder)
+    result = read_json(folder / "capacity.json", ("target", "slo", "scenario", "message"))
+    curve = read_csv(folder / "capacity.csv", [c for c, _, _ in CURVE],
+                     ("rate_per_s", "attainment_mean", "ci95_lo", "ci95_hi"))
+    return folder, result, curve
+
+
+def capacity_report(checked):
+    from ..plots.capacity import plot_capacity
+    from ..plots.figures import PlotError
+
+    folder, res, curve = checked
+    slo = ", ".join(f"{k.split('_')[0].upper()} &le; {_fmt(v)} s" for k, v in res["slo"].items()
+                    if v is not None)
+    lo, hi = res.get("interval") or (None, None)
+    body = [_cards([("capacity (requests/s per device)", _fmt(res.get("capacity_per_device_rps"))),
+                    ("interval", f"{_fmt(lo)} to {_fmt(hi)}" if lo is not None else "none"),
+                    ("target attainment", f"{res['target']:.0%}"), ("SLO", slo or "none"),
+                    ("runs", _e(res.get("runs", "?")))]),
+            f"<p>{_e(res['message'])}; the search stopped: {_e(res.get('stopped_by', '?'))}"
+            + ("" if res.get("complete", True) else " (interrupted: not complete)") + ".</p>"]
+    try:
+        with tempfile.TemporaryDirectory(prefix="multispin-report-") as tmp:
+            png, = plot_capacity(folder, Path(tmp) / "capacity.png")
+            data = base64.b64encode(Path(png).read_bytes()).decode("ascii")
+    except PlotError as exc:
+        raise ReportError(str(exc)) from None
+    body.append("<h2>Figures</h2>" + _img(data, "SLO attainment against the arrival rate",
+                "The attainment of every rate tried with its 95% interval, coloured by verdict; "
+                "the dashed line is the target, the shaded band the capacity's interval."))
+    head = "".join(f"<th>{_e(label)}</th>" for _, label, _ in CURVE)
+    rows = []
+    for i in curve["rate_per_s"].argsort():
+        cells = [_e(curve[c][i]) if digits is None else _fmt(curve[c][i], digits)
+                 for c, _, digits in CURVE]
+        rows.append("<tr>" + "".join(f"<td>{v}</td>" for v in cells) + "</tr>")
+    body.append(f"<h2>Rates tried</h2><table><tr>{head}</tr>{''.join(rows)}</table>")
+    sub = f"capacity folder <code>{_e(folder.resolve())}</code>"
+    return _page(f"multispin-sim capacity report: {res['scenario']}", sub, "\n".join(body))
