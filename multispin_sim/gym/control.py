@@ -56,6 +56,12 @@ class AgentSplit(ReactivePolicy):
         self.own = own
         self.kind = kind
         self.action = None
+        # the scenario's own policy may defer corrections (the warm-up rounds' decisions, or
+        # any round without an action): they are still sent at the next round start
+        self.defers = own.defers
+
+    def carry(self, problem):
+        return self.own.carry(problem)
 
     def ul_mask(self, problem):
         """(M, K) bool: the devices correcting by UL under the agent's action."""

@@ -213,6 +213,19 @@ def test_per_device_modes_follow_the_action():
     env.close()
 
 
+def test_corrections_deferred_by_the_scenarios_policy_are_still_sent():
+    """policy.mode 'deadline' defers the slowest corrections to the next round start: those of
+    the warm-up rounds (the scenario's own decisions) go out after the agent takes over (it
+    raised "'AgentSplit' object has no attribute 'carry'")."""
+    env = G.MultiSpinEnv("scenarios/link/deadline.yaml", "mode", {"devices.count": 8},
+                         rounds=30, warmup=10, price=100.0)
+    _, _, infos = play(env, ConstantAgent(8), seed=4)
+    assert len(infos) == 20
+    deferred = env.result.summary["deferred"]
+    assert deferred["corrections"] > 0 and deferred["pending_at_end"] == 0
+    env.close()
+
+
 def test_tokens_per_joule_reward():
     env = small_env(objective="tokens-per-joule")
     _, rewards, infos = play(env, ConstantAgent(np.full(4, 3)), seed=1)
