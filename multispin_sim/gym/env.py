@@ -39,7 +39,7 @@ from ..engine.compute import energy_powers
 from ..engine.guards import LimitReached
 from ..engine.simulation import build_run, read_inputs, simulate
 from ..model.energy import device_round_energy
-from ..scenario import dump_scenario_yaml, load_scenario
+from ..scenario import ScenarioError, dump_scenario_yaml, load_scenario
 from .control import AgentDraft, AgentSplit
 from .spaces import Observer, action_space, check_action, observation_space
 
@@ -120,6 +120,12 @@ class MultiSpinEnv(gymnasium.Env):
                       else float(price))
         self.regret = bool(regret)
         self.regret_samples = int(regret_samples)
+        if self.regret and self.objective != sc.policy.objective:
+            try:   # the regret evaluates the draft objective: the scenario must allow it
+                load_scenario(sc, {"policy.objective": self.objective})
+            except ScenarioError as exc:
+                raise ValueError(f"objective {self.objective!r} with regret: the regret searches "
+                                 f"that draft objective, and {exc}") from None
         self.k = k = sc.devices.count
         self.max_draft = sc.policy.max_draft
         self._inputs = read_inputs(sc)

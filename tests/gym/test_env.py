@@ -179,6 +179,23 @@ def _rejected_rounds(infos):
     return [i for i in infos if i["rejected"].any()]
 
 
+def test_regret_of_an_objective_the_scenario_refuses_is_refused_up_front():
+    """The regret searches the draft objective: tokens per joule under a shared-band antenna
+    scheme (which the scenario refuses as policy.objective) is refused when the environment is
+    made, in one line naming the key, not at the first step with an internal error. The reward
+    alone (no regret) is the round's tokens over its energy, which any scheme has."""
+    overrides = {"run.rounds": 6}
+    with pytest.raises(ValueError) as info:
+        G.MultiSpinEnv("scenarios/antennas/mu-mimo.yaml", "draft", overrides, price=100.0,
+                       objective="tokens-per-joule", regret=True)
+    assert "policy.objective" in str(info.value) and "\n" not in str(info.value)
+    env = G.MultiSpinEnv("scenarios/antennas/mu-mimo.yaml", "draft", overrides, price=100.0,
+                         objective="tokens-per-joule")
+    _, rewards, _ = play(env, ConstantAgent(np.full(20, 3)), seed=1)
+    assert len(rewards) == 6 and all(r > 0 for r in rewards)
+    env.close()
+
+
 def test_prefix_mode_all_ul_and_all_dl():
     """n = K: every rejected device corrects by UL at full power; n = 0: all by DL, the DL
     budget shared so that their delays are equal (the paper's power optimisation)."""
