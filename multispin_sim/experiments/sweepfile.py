@@ -503,7 +503,12 @@ def load_sweep(source, overrides=None):
             for k in keys:
                 if exc.path == k or exc.path.startswith(k + "."):
                     where = f"sweep.{_axis_of(axes, k).kind}.{exc.path}"
-            raise _err(where, f"{exc.problem} (in sweep cell {index}: {cell})", exc.allowed,
+            allowed = exc.allowed
+            value = values.get(exc.path)
+            if isinstance(value, float) and value.is_integer() and "integer" in allowed:
+                allowed += ("; a range gives integers only from integer start and stop with an "
+                            "integer step, or a num that lands on whole numbers")
+            raise _err(where, f"{exc.problem} (in sweep cell {index}: {cell})", allowed,
                        path) from None
         cells.append(Cell(index, values, scenario_to_dict(sc)))
 

@@ -99,6 +99,8 @@ def test_base_file_relative_to_the_sweep_file(tmp_path):
     ({"sweep": {"grid": {"server.dl_power_dmb": [1, 2]}}}, "sweep.grid.server.dl_power_dmb",
      "dl_power_dbm"),
     ({"sweep": {"grid": {"devices.count": [2, 0]}}}, "sweep.grid.devices.count", "cell 1"),
+    ({"sweep": {"grid": {"devices.count": {"start": 2, "stop": 5, "num": 3}}}},
+     "sweep.grid.devices.count", "integer step, or a num that lands on whole numbers"),
     ({"sweep": {"grid": {"devices.count": {"start": 2, "stop": 9}}}}, "sweep.grid.devices.count",
      "exactly one of"),
     ({"sweep": {"grid": {"devices.count": {"start": 2, "stop": 9, "step": -1}}}},
