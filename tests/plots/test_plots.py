@@ -78,19 +78,11 @@ def test_plot_without_plot_section_draws_goodput(tmp_path):
     assert len(read_table(tmp_path / "figs" / "goodput_tps.csv")["x"]) == 2
 
 
-def test_capacity_curve_to_its_folder_a_png_or_another_folder(tmp_path, capsys):
+def test_capacity_curve_to_its_folder_a_png_or_another_folder(capacity_folder, tmp_path,
+                                                             capsys):
     """A capacity folder gets one figure: capacity.png beside the CSV, or where --out says (a
     PNG file, or a folder to hold capacity.png); no sweep 'figures' folder appears."""
-    from multispin_sim.experiments.capacity import CapacitySearch, write_capacity
-
-    sc = {"devices": {"count": 1, "overrides": {0: {"alpha": 1.0, "draft_latency_ms": 5.0}}},
-          "channel": {"fading": "none"}, "serving": {"protocol": "asynchronous"},
-          "workload": {"arrivals": "poisson", "rate_per_s": 5.0, "length_tokens": 5}}
-    search = CapacitySearch(sc, 0.1, None, 0.9, duration_s=20, reps_min=2, reps_max=2,
-                            rel_tol=0.3)
-    search.run()
-    folder = tmp_path / "cap"
-    write_capacity(folder, search)
+    folder = capacity_folder
     for out, png in ((None, folder / "capacity.png"), (tmp_path / "a" / "c.png", None),
                      (tmp_path / "b", tmp_path / "b" / "capacity.png")):
         png = png or out

@@ -104,19 +104,10 @@ def test_report_and_timeline_of_a_run_of_several_cells(tmp_path, capsys):
     assert main(["plot", "--timeline", str(out / "cell_0")]) == 0
 
 
-def test_capacity_report(tmp_path, capsys):
+def test_capacity_report(capacity_folder):
     """A capacity folder's page: the capacity and its interval, the curve as 'plot' draws it,
     and one table row per rate tried, in rate order."""
-    from multispin_sim.experiments.capacity import CapacitySearch, write_capacity
-
-    sc = {"devices": {"count": 1, "overrides": {0: {"alpha": 1.0, "draft_latency_ms": 5.0}}},
-          "channel": {"fading": "none"}, "serving": {"protocol": "asynchronous"},
-          "workload": {"arrivals": "poisson", "rate_per_s": 5.0, "length_tokens": 5}}
-    search = CapacitySearch(sc, 0.1, None, 0.9, duration_s=20, reps_min=2, reps_max=2,
-                            rel_tol=0.3)
-    search.run()
-    folder = tmp_path / "cap"
-    write_capacity(folder, search)
+    folder = capacity_folder
     assert main(["report", str(folder)]) == 0
     text = (folder / "report.html").read_text(encoding="utf-8")
     _self_contained(text)
