@@ -426,7 +426,8 @@ def build_parser():
                     "RUN_DIR/timeline.png)")
     sp.set_defaults(func=cmd_plot)
 
-    sp = sub.add_parser("report", help="write one self-contained report.html for a run, sweep or capacity folder")
+    sp = sub.add_parser("report", help="write one self-contained report.html for a run, sweep "
+                        "or capacity folder")
     sp.add_argument("results_dir", metavar="RESULTS_DIR",
                     help="output folder of 'multispin-sim run', 'sweep' or 'capacity'")
     sp.add_argument("--out", help="the HTML file to write (default RESULTS_DIR/report.html)")

@@ -391,8 +391,8 @@ def _parse_plot(doc, keys, source):
             raise _err(f"{path}.x", f"{fig['x']!r} is not a swept key",
                        f"expected one of {', '.join(keys)}", source)
         ys = fig["y"] if isinstance(fig["y"], list) else [fig["y"]]
+        plottable = [m for m in METRICS if m not in WALL_CLOCK]
         for y in ys:
-            plottable = [m for m in METRICS if m not in WALL_CLOCK]
             if y in WALL_CLOCK:
                 raise _err(f"{path}.y", f"{y!r} is a wall-clock figure (runs.csv only; figures "
                            "plot the per-cell means of cells.csv)",

@@ -20,12 +20,11 @@ device energy (``model.energy.device_round_energy``). ``info`` always carries th
 tokens, duration, energy, modes and delays, so any other reward is one wrapper away.
 
 Episodes: ``rounds`` rounds (default ``run.rounds``), the first ``warmup`` of them decided by
-the scenario's own controllers inside ``reset`` (``rounds - warmup`` steps); ``reset(seed=s)`` runs the scenario with seed s
-(common random numbers: two agents with the same seed see the same devices, channels and
-acceptance draws, since the agent consumes none of the engine's streams). A run's records go to
-``out/episode-NNNN`` (default: a temporary folder holding the latest episode only), formatted
-in this process (the same bytes as a writer process).
-"""
+the scenario's own controllers inside ``reset`` (``rounds - warmup`` steps); ``reset(seed=s)``
+runs the scenario with seed s (common random numbers: two agents with the same seed see the
+same devices, channels and acceptance draws, since the agent consumes none of the engine's
+streams). A run's records go to ``out/episode-NNNN`` (default: a temporary folder holding the
+latest episode only), formatted in this process (the same bytes as a writer process)."""
 import itertools
 import shutil
 import tempfile

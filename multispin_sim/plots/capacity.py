@@ -29,6 +29,19 @@ def plot_capacity(folder, out=None):
             or any(curve[c].dtype.kind == "U" for c in need[:4])):
         raise PlotError(f"{folder}: capacity.json or capacity.csv is damaged (a key, a column or a "
                         "number is missing); rerun 'multispin-sim capacity'")
+    fig = capacity_figure(res, curve)
+    png = Path(out) if out else folder / "capacity.png"
+    if png.suffix != ".png":
+        png = png / "capacity.png"
+    png.parent.mkdir(parents=True, exist_ok=True)
+    with replacing(png) as tmp:
+        fig.savefig(tmp, dpi=120)
+    return [png]
+
+
+def capacity_figure(res, curve):
+    """The matplotlib Figure of a capacity search: ``res`` its capacity.json, ``curve`` the
+    columns of its capacity.csv."""
     Figure = _require_matplotlib()
     fig = Figure(figsize=(6.4, 4.2), layout="constrained")
     ax = fig.subplots()
@@ -60,10 +73,4 @@ def plot_capacity(folder, out=None):
     ax.set_ylim(-0.02, 1.02)
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=8)
-    png = Path(out) if out else folder / "capacity.png"
-    if png.suffix != ".png":
-        png = png / "capacity.png"
-    png.parent.mkdir(parents=True, exist_ok=True)
-    with replacing(png) as tmp:
-        fig.savefig(tmp, dpi=120)
-    return [png]
+    return fig

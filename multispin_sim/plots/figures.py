@@ -195,10 +195,13 @@ def render_figure(spec, meta, cells, max_curves=None, legend_outside=False, max_
             head = m.split("_")[0] + "_"
             kin = [k for k in metrics if k.startswith(head)]
             close = difflib.get_close_matches(m, kin, n=1)
-            hint = (f"did you mean {close[0]!r}?" if close else
-                    f"{head}... metrics here: {', '.join(kin[:8])}" if kin else
-                    f"its runs have no {head}... metric (that part of summary.json comes with "
-                    "some components only)")
+            if close:
+                hint = f"did you mean {close[0]!r}?"
+            elif kin:
+                hint = f"{head}... metrics here: {', '.join(kin[:8])}"
+            else:
+                hint = (f"its runs have no {head}... metric (that part of summary.json comes "
+                        "with some components only)")
             raise PlotError(f"{spec['name']}: cells.csv has no metric {m!r}; {hint}")
     panel_order, panel_masks = _groups(cells, panels)
     curve_order, curve_masks = _groups(cells, curves)

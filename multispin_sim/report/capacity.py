@@ -2,12 +2,10 @@
 interval, the attainment curve as ``multispin-sim plot`` draws it, and every rate tried."""
 from __future__ import annotations
 
-import base64
-import tempfile
 from pathlib import Path
 
-from .checks import ReportError, read_csv, read_json
-from .common import _cards, _e, _fmt, _img, _page
+from .checks import read_csv, read_json
+from .common import _cards, _e, _figure_class, _fmt, _img, _page, _png
 
 CURVE = (("rate_per_s", "rate (requests/s per device)", 4), ("replications", "runs", 4),
          ("requests", "requests", 4), ("attainment_mean", "SLO attainment", 3),
@@ -17,17 +15,18 @@ CURVE = (("rate_per_s", "rate (requests/s per device)", 4), ("replications", "ru
 def read_capacity_folder(folder):
     """capacity.json and capacity.csv, checked before the figure is drawn."""
     folder = Path(folder)
-    result = read_json(folder / "capacity.json", ("target", "slo", "scenario", "message"))
+    result = read_json(folder / "capacity.json",
+                       ("target", "slo", "scenario", "protocol", "draft", "message"))
     curve = read_csv(folder / "capacity.csv", [c for c, _, _ in CURVE],
                      ("rate_per_s", "attainment_mean", "ci95_lo", "ci95_hi"))
     return folder, result, curve
 
 
 def capacity_report(checked):
-    from ..plots.capacity import plot_capacity
-    from ..plots.figures import PlotError
+    from ..plots.capacity import capacity_figure
 
     folder, res, curve = checked
+    _figure_class()  # matplotlib missing: the report's own message
     slo = ", ".join(f"{k.split('_')[0].upper()} &le; {_fmt(v)} s" for k, v in res["slo"].items()
                     if v is not None)
     lo, hi = res.get("interval") or (None, None)
@@ -37,13 +36,8 @@ def capacity_report(checked):
                     ("runs", _e(res.get("runs", "?")))]),
             f"<p>{_e(res['message'])}; the search stopped: {_e(res.get('stopped_by', '?'))}"
             + ("" if res.get("complete", True) else " (interrupted: not complete)") + ".</p>"]
-    try:
-        with tempfile.TemporaryDirectory(prefix="multispin-report-") as tmp:
-            png, = plot_capacity(folder, Path(tmp) / "capacity.png")
-            data = base64.b64encode(Path(png).read_bytes()).decode("ascii")
-    except PlotError as exc:
-        raise ReportError(str(exc)) from None
-    body.append("<h2>Figures</h2>" + _img(data, "SLO attainment against the arrival rate",
+    figure = _png(capacity_figure(res, curve))
+    body.append("<h2>Figures</h2>" + _img(figure, "SLO attainment against the arrival rate",
                 "The attainment of every rate tried with its 95% interval, coloured by verdict; "
                 "the dashed line is the target, the shaded band the capacity's interval."))
     head = "".join(f"<th>{_e(label)}</th>" for _, label, _ in CURVE)

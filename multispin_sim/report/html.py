@@ -1,6 +1,7 @@
 """``write_report``: the page of a run folder (``report.run``), a sweep folder
-(``report.sweep``) or a capacity folder (``report.capacity``). The folder and the output location are checked before any figure is drawn;
-the page is written atomically (a signal leaves the old file or the new one)."""
+(``report.sweep``) or a capacity folder (``report.capacity``). The folder and the output
+location are checked before any figure is drawn; the page is written atomically (a signal
+leaves the old file or the new one)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -14,8 +15,8 @@ def write_report(folder, out=None):
 
     folder = Path(folder)
     if not folder.is_dir():
-        raise ReportError(f"{folder}: not a folder; expected the output folder of 'multispin-sim run', "
-                          "'multispin-sim sweep' or 'multispin-sim capacity'")
+        raise ReportError(f"{folder}: not a folder; expected the output folder of 'multispin-sim "
+                          "run', 'multispin-sim sweep' or 'multispin-sim capacity'")
     if (folder / "cells.csv").is_file():
         from .sweep import read_sweep_folder as read, sweep_report as page
     elif (folder / "summary.json").is_file() and (folder / "rounds.csv").is_file():

@@ -142,7 +142,8 @@ def sweep_report(checked):
         try:
             png, whose = _timeline_png(first, 3)
             body.append(_img(png, "timeline of the first rounds of the first run",
-                             f"The first three rounds{whose} of <code>{_e(ok[0]['run_dir'])}</code>."))
+                             f"The first three rounds{whose} of "
+                             f"<code>{_e(ok[0]['run_dir'])}</code>."))
         except Exception as exc:  # a figure that cannot be drawn is reported, not fatal
             body.append(f'<div class="warn">timeline not drawn: {_e(exc)}</div>')
     body.append("<h2>Sweep file</h2><pre>" + _e(_yaml_text(folder / "sweep.yaml")) + "</pre>")
