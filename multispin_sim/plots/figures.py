@@ -174,6 +174,26 @@ def draw_figure(spec, meta, cells, folder):
     return png, csv_path
 
 
+def check_metrics(spec, cells):
+    """PlotError unless cells.csv has every metric the figure ``spec`` plots; the message says
+    what there is (the closest metric of the same family, or that the runs have none)."""
+    metrics = [c[:-5] for c in cells if c.endswith("_mean")]
+    for m in (spec["y"] if isinstance(spec["y"], list) else [spec["y"]]):
+        if m in metrics:
+            continue
+        head = m.split("_")[0] + "_"
+        kin = [k for k in metrics if k.startswith(head)]
+        close = difflib.get_close_matches(m, kin, n=1)
+        if close:
+            hint = f"did you mean {close[0]!r}?"
+        elif kin:
+            hint = f"{head}... metrics here: {', '.join(kin[:8])}"
+        else:
+            hint = (f"its runs have no {head}... metric (that part of summary.json comes with "
+                    "some components only)")
+        raise PlotError(f"{spec['name']}: cells.csv has no metric {m!r}; {hint}")
+
+
 def render_figure(spec, meta, cells, max_curves=None, legend_outside=False, max_cols=3):
     """The matplotlib Figure of one figure spec and the rows of its CSV.
 
@@ -189,20 +209,7 @@ def render_figure(spec, meta, cells, max_curves=None, legend_outside=False, max_
     for k in keys:  # a swept key not shown otherwise becomes a curve: never average silently
         if k != x and k not in panels and k not in curves and len(set(cells[k].tolist())) > 1:
             curves.append(k)
-    metrics = [c[:-5] for c in cells if c.endswith("_mean")]
-    for m in ys:
-        if m not in metrics:
-            head = m.split("_")[0] + "_"
-            kin = [k for k in metrics if k.startswith(head)]
-            close = difflib.get_close_matches(m, kin, n=1)
-            if close:
-                hint = f"did you mean {close[0]!r}?"
-            elif kin:
-                hint = f"{head}... metrics here: {', '.join(kin[:8])}"
-            else:
-                hint = (f"its runs have no {head}... metric (that part of summary.json comes "
-                        "with some components only)")
-            raise PlotError(f"{spec['name']}: cells.csv has no metric {m!r}; {hint}")
+    check_metrics(spec, cells)
     panel_order, panel_masks = _groups(cells, panels)
     curve_order, curve_masks = _groups(cells, curves)
     xs_all = cells[x]
@@ -315,6 +322,8 @@ def plot_sweep(results_dir, out=None):
     if not specs:
         raise PlotError(f"{results_dir}: the sweep has no swept key and no plot section; "
                         "nothing to draw")
+    for spec in specs:   # every figure checked before any is drawn: nothing half written
+        check_metrics(spec, cells)
     out = Path(out) if out else Path(results_dir) / "figures"
     paths = []
     for spec in specs:

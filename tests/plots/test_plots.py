@@ -1,4 +1,6 @@
 """Tests of multispin_sim.plots: sweep figures (PNG + CSV) and the round timeline, from files."""
+import json
+import shutil
 import subprocess
 import sys
 
@@ -161,6 +163,20 @@ def test_a_metric_the_runs_lack_is_named_with_what_there_is(sweep_dir, y, words)
     with pytest.raises(PlotError) as info:
         render_figure({"name": "f", "x": "server.dl_power_dbm", "y": y}, meta, cells)
     assert words in str(info.value) and "\n" not in str(info.value)
+
+
+def test_a_figure_that_cannot_be_drawn_stops_plot_before_any_is_written(sweep_dir, tmp_path,
+                                                                        capsys):
+    folder = tmp_path / "copy"
+    shutil.copytree(sweep_dir, folder, ignore=shutil.ignore_patterns("figures"))
+    meta = json.loads((folder / "sweep.json").read_text())
+    meta["plot"].append({"name": "late", "x": "server.dl_power_dbm",
+                         "y": "requests_latency_s_median"})
+    (folder / "sweep.json").write_text(json.dumps(meta))
+    assert main(["plot", str(folder)]) == 2
+    err = capsys.readouterr().err
+    assert "late: cells.csv has no metric" in err and err.count("\n") == 1
+    assert not any((folder / "figures").glob("*"))   # checked, maybe made, and left empty
 
 
 def test_plots_read_files_only_and_import_matplotlib_lazily(sweep_dir, tmp_path):
