@@ -79,7 +79,7 @@ class DraftObjective:
         # score(tokens, gammas, drafting, t_ver, t_comm) -> values: None = goodput; else e.g.
         # tokens per joule (``model.energy.TokensPerJoule``)
         self.score = score
-        # a compiled search needs a constant T_ver and the goodput ratio
+        # a constant T_ver and the goodput ratio: the same devices get the same answer
         self.precomputable = self.verify_fn is None and score is None
         self.active = np.asarray(active, dtype=bool)
         self.caps = np.where(self.active, np.asarray(caps, dtype=np.int64), 0)
@@ -118,6 +118,15 @@ class DraftObjective:
         if tab is None:
             tab = self._en_tab = en_table(self.alpha, self.top)
         return tab
+
+    def verify_table(self):
+        """T_ver at every total draft length 0..sum(caps), (sum(caps) + 1,), what a compiled
+        search reads; None when T_ver is not a function of that total."""
+        top = int(self.caps.sum())
+        if self.verify_fn is None:
+            return np.full(top + 1, self.verify_s)
+        by_total = getattr(self.verify_fn, "by_total", None)   # a plain function has none
+        return None if by_total is None else by_total(top)
 
     def tokens(self, gammas):
         return self._expected(np.asarray(gammas)) @ self._w

@@ -22,6 +22,10 @@ Interface (``VerificationCost``):
   draft-length arrays, so controllers optimise the cost model the engine uses.
 - ``pass_s(n_devices, n_tokens)``: what a model defines, T_ver of non-empty batches (arrays);
   ``batch_time_s`` gives empty batches their 0 around it.
+- ``by_total(n_devices, top)``: T_ver of a batch of ``n_devices`` devices whose drafts hold
+  s = 0..top tokens in all: a table a compiled draft search reads instead of calling
+  ``time_s`` (a model that overrides ``time_s`` with something other than a function of the
+  batch's tokens returns None here).
 - ``depends_on_draft``: False when T_ver does not change with the draft lengths of a fixed
   batch (``linear``): the objective can then keep one number.
 
@@ -76,6 +80,11 @@ class VerificationCost:
         n = int(active.sum())
         tokens = np.where(active, gammas + 1, 0).sum(axis=-1)
         return np.asarray(self.batch_time_s(n, tokens), dtype=float)
+
+    def by_total(self, n_devices, top):
+        # the tokens of ``time_s``: the drafts plus one position per device
+        return np.asarray(self.batch_time_s(n_devices, np.arange(top + 1) + n_devices),
+                          dtype=float)
 
     @classmethod
     def from_scenario(cls, scenario):
@@ -275,13 +284,24 @@ def make_verification_cost(model="linear", fixed_s=0.0, per_device_s=0.0, per_to
     return cls.from_settings(fixed_s, per_device_s, per_token_s, table)
 
 
+class DraftVerification:
+    """T_ver of candidate draft lengths, the batch being the active devices: ``self(gammas)``
+    (n, K) -> (n,); ``by_total(top)``: T_ver at every total draft length 0..top (or None)."""
+
+    def __init__(self, cost, active):
+        self.cost = cost
+        self.active = np.asarray(active, dtype=bool)
+
+    def __call__(self, gammas):
+        return self.cost.time_s(gammas, self.active)
+
+    def by_total(self, top):
+        return self.cost.by_total(int(np.count_nonzero(self.active)), top)
+
+
 def objective_verification(cost, active):
     """What the draft objective takes as T_ver: a number when the cost does not depend on the
-    draft lengths (``linear``: the paper's constant T_ver), else a function gammas (n, K) -> (n,)."""
-    active = np.asarray(active, dtype=bool)
+    draft lengths (``linear``: the paper's constant T_ver), else a ``DraftVerification``."""
     if not cost.depends_on_draft:
-        return cost.batch_s(np.zeros(int(np.count_nonzero(active))))
-
-    def t_ver(gammas):
-        return cost.time_s(gammas, active)
-    return t_ver
+        return cost.batch_s(np.zeros(int(np.count_nonzero(np.asarray(active, dtype=bool)))))
+    return DraftVerification(cost, active)

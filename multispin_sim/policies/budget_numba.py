@@ -26,43 +26,47 @@ def _times(masks, samples, n, work, out, mode, qr, vr, ur, coin, c):
 
 
 @_jit
-def _scan(path, pos, order, start, buf, work, enw, draft_s, verify, m_count, kern):
-    """G, tokens and drafting time at every point of a nondecreasing path, and the number of
-    events ``buf`` keeps (for ``_state_at``)."""
+def _scan(path, pos, order, start, buf, work, enw, draft_s, vt, m_count, kern):
+    """G, tokens, drafting time and T_ver at every point of a nondecreasing path, and the
+    number of events ``buf`` keeps (for ``_state_at``). vt: T_ver at every total draft length
+    (``DraftObjective.verify_table``)."""
     masks, samples, at, out = buf
     e = _path_events(path, pos, order, start, masks, samples, at)
     _times(masks, samples, e, work, out, *kern)
     t_mean = _path_totals(out, samples, at, e, path.shape[0], m_count)
     n = path.shape[0]
-    values, tokens, drafting = np.empty(n), np.zeros(n), np.zeros(n)
+    values, tokens, drafting, t_ver = np.empty(n), np.zeros(n), np.zeros(n), np.empty(n)
     for p in range(n):
+        length = 0
         for d in range(path.shape[1]):
             tokens[p] += enw[path[p, d], d]
             drafting[p] = max(drafting[p], path[p, d] * draft_s[d])
-        values[p] = _goodput(tokens[p], drafting[p], verify, t_mean[p])
-    return values, tokens, drafting, e
+            length += path[p, d]
+        t_ver[p] = vt[length]
+        values[p] = _goodput(tokens[p], drafting[p], t_ver[p], t_mean[p])
+    return values, tokens, drafting, t_ver, e
 
 
 @_jit
-def _uniform_scan(caps, pos, order, start, buf, work, enw, draft_s, verify, m_count, kern):
+def _uniform_scan(caps, pos, order, start, buf, work, enw, draft_s, vt, m_count, kern):
     """The uniform path (``draft_search.uniform_path``: row c is min(c, caps)) and ``_scan``'s
-    G, tokens and drafting time along it."""
+    G, tokens, drafting time and T_ver along it."""
     top, k = caps.max(), caps.shape[0]
     path = np.empty((top + 1, k), dtype=np.int64)
     for p in range(top + 1):
         for d in range(k):
             path[p, d] = min(p, caps[d])
-    values, tokens, drafting, _ = _scan(path, pos, order, start, buf, work, enw, draft_s,
-                                        verify, m_count, kern)
-    return path, values, tokens, drafting
+    values, tokens, drafting, t_ver, _ = _scan(path, pos, order, start, buf, work, enw,
+                                               draft_s, vt, m_count, kern)
+    return path, values, tokens, drafting, t_ver
 
 
 @_jit
-def uniform(runs, caps, enw, draft_s, verify, mode, pos, qr, vr, ur, coin, c, buf, work):
+def uniform(runs, caps, enw, draft_s, vt, mode, pos, qr, vr, ur, coin, c, buf, work):
     """``draft_search.uniform_search`` on the SAA objective: (gamma, G, the chosen level c)."""
     order, start = _by_run(runs, caps.max() + 1)
-    path, pv, _, _ = _uniform_scan(caps, pos, order, start, buf, work, enw, draft_s, verify,
-                                   runs.shape[0], (mode, qr, vr, ur, coin, c))
+    path, pv, _, _, _ = _uniform_scan(caps, pos, order, start, buf, work, enw, draft_s, vt,
+                                      runs.shape[0], (mode, qr, vr, ur, coin, c))
     cu = best_index(pv)
     return path[cu].copy(), pv[cu], cu
 
@@ -80,14 +84,16 @@ def _state_at(p, buf, e, mask, t):
 
 
 @_jit
-def _set(gamma, t, enw, draft_s, verify, st):
-    """st = (value, tokens, largest drafting time d1, its device i1, second largest d2)."""
-    tok = 0.0
+def _set(gamma, t, enw, draft_s, vt, st):
+    """st = (value, tokens, largest drafting time d1, its device i1, second largest d2, total
+    draft length)."""
+    tok, length = 0.0, 0
     for d in range(gamma.shape[0]):
         tok += enw[gamma[d], d]
+        length += gamma[d]
     d1, i1, d2 = _largest_two(gamma, draft_s)
-    st[0], st[1], st[2], st[3], st[4] = _goodput(tok, d1, verify, t.sum() / t.shape[0]), tok, \
-        d1, i1, d2
+    st[0], st[1], st[2], st[3], st[4], st[5] = \
+        _goodput(tok, d1, vt[length], t.sum() / t.shape[0]), tok, d1, i1, d2, length
 
 
 @_jit
@@ -107,7 +113,7 @@ def _reset(gamma, runs, bit, mask, t, buf, work, kern):
 
 @_jit
 def _move_values(dev, new, limit, gamma, mask, t, st, bit, order, start, buf, work, enw,
-                 draft_s, verify, kern):
+                 draft_s, vt, kern):
     """G after each single-device move (dev[i] to new[i]), T_comm estimated on the first
     ``limit`` samples (``DraftObjective.move_values``). The moves of one device cover disjoint
     runs (+1 and -1; to 0 and to the fill), so ``buf`` holds their events: M x K at most
@@ -132,23 +138,24 @@ def _move_values(dev, new, limit, gamma, mask, t, st, bit, order, start, buf, wo
     for i in range(e):
         sums[who[i]] += out[i] - t[samples[i]]
     t_base = t[:limit].sum() / limit
-    d1, i1, d2 = st[2], int(st[3]), st[4]
+    d1, i1, d2, length = st[2], int(st[3]), st[4], int(st[5])
     values = np.empty(dev.shape[0])
     for i in range(dev.shape[0]):
         d = dev[i]
         tok = st[1] - enw[gamma[d], d] + enw[new[i], d]
         draft = max(d2 if d == i1 else d1, new[i] * draft_s[d])
-        values[i] = _goodput(tok, draft, verify, t_base + sums[i] / limit)
+        values[i] = _goodput(tok, draft, vt[length - gamma[d] + new[i]],
+                             t_base + sums[i] / limit)
     return values
 
 
 @_jit
 def _screened(dev, new, screen, keep, gamma, mask, t, st, bit, order, start, buf, work, enw,
-              draft_s, verify, kern):
+              draft_s, vt, kern):
     """``_move_values`` ranked on the first ``screen`` samples, the best ``keep`` evaluated on
     all (the others -inf); returns (values, evaluations)."""
     m_count = t.shape[0]
-    args = (gamma, mask, t, st, bit, order, start, buf, work, enw, draft_s, verify, kern)
+    args = (gamma, mask, t, st, bit, order, start, buf, work, enw, draft_s, vt, kern)
     if dev.shape[0] <= keep or screen >= m_count:
         return _move_values(dev, new, m_count, *args), dev.shape[0]
     rough = _move_values(dev, new, screen, *args)
@@ -204,7 +211,7 @@ def _moves(gamma, caps, draft_s, long):
 
 
 @_jit
-def budget(runs, caps, enw, draft_s, verify, order_all, screen, keep, mode, pos, qr, vr, ur,
+def budget(runs, caps, enw, draft_s, vt, order_all, screen, keep, mode, pos, qr, vr, ur,
            coin, c, buf, work, g_scratch):
     """``draft_search.budget_search`` on the SAA objective, gains common to every sample.
 
@@ -221,20 +228,20 @@ def budget(runs, caps, enw, draft_s, verify, order_all, screen, keep, mode, pos,
     for d in range(k):
         bit[d] = np.uint64(1) << np.uint64(pos[d])
     mask, t = np.empty(m_count, dtype=np.uint64), np.empty(m_count)
-    st = np.empty(5)
+    st = np.empty(6)
     evaluations = 0
     # the uniform scan, its best point and the greedy
-    path, pv, tokens, drafting = _uniform_scan(caps, pos, order, start, buf, work, enw,
-                                               draft_s, verify, m_count, kern)
+    path, pv, tokens, drafting, t_ver = _uniform_scan(caps, pos, order, start, buf, work,
+                                                      enw, draft_s, vt, m_count, kern)
     evaluations += top + 1
     cu = best_index(pv)
     values = np.full(4, -math.inf)
     values[0] = pv[cu]
-    g_gamma, values[1], _, _, g_evals = greedy(runs, caps, enw, draft_s, verify, mode, pos, qr,
+    g_gamma, values[1], _, _, g_evals = greedy(runs, caps, enw, draft_s, vt, mode, pos, qr,
                                                vr, ur, coin, c, g_scratch)
     evaluations += g_evals
     # the budget a communication-free round would use
-    free = tokens / (drafting + verify)
+    free = tokens / (drafting + t_ver)
     pf = best_index(free)
     if pf < 0:    # as ``ties.best_index`` in numpy: the first where the largest is +inf
         pf = 0 if free.max() == math.inf else top
@@ -257,7 +264,7 @@ def budget(runs, caps, enw, draft_s, verify, order_all, screen, keep, mode, pos,
                 bpath[s + 1] = bpath[s]
                 bpath[s + 1, order_all[i]] += 1
                 s += 1
-        bv, _, drafting, e = _scan(bpath, pos, order, start, buf, work, enw, draft_s, verify,
+        bv, _, drafting, _, e = _scan(bpath, pos, order, start, buf, work, enw, draft_s, vt,
                                    m_count, kern)
         evaluations += steps + 1
         s = best_index(bv)
@@ -276,13 +283,13 @@ def budget(runs, caps, enw, draft_s, verify, order_all, screen, keep, mode, pos,
             ref += 1
         gamma[:] = bpath[ref]
         _state_at(ref, buf, e, mask, t)
-        _set(gamma, t, enw, draft_s, verify, st)
+        _set(gamma, t, enw, draft_s, vt, st)
         dev = np.flatnonzero(gamma > 0)
         if dev.shape[0] == 0:
             break
         xv, n_eval = _screened(dev, np.zeros(dev.shape[0], dtype=np.int64), screen, keep,
                                gamma, mask, t, st, bit, order, start, buf, work, enw, draft_s,
-                               verify, kern)
+                               vt, kern)
         evaluations += n_eval
         i = best_index(xv)
         if i < 0 or not improves(xv[i], st[0]):
@@ -299,7 +306,7 @@ def budget(runs, caps, enw, draft_s, verify, order_all, screen, keep, mode, pos,
     else:
         gamma[:] = best_scan
     _reset(gamma, runs, bit, mask, t, buf, work, kern)
-    _set(gamma, t, enw, draft_s, verify, st)
+    _set(gamma, t, enw, draft_s, vt, st)
     max_steps = 8 * k * max(1, top)
     steps, long = 0, False
     while steps < max_steps:
@@ -308,16 +315,16 @@ def budget(runs, caps, enw, draft_s, verify, order_all, screen, keep, mode, pos,
         if dev.shape[0]:
             if long:
                 vals, n_eval = _screened(dev, new, screen, keep, gamma, mask, t, st, bit,
-                                         order, start, buf, work, enw, draft_s, verify, kern)
+                                         order, start, buf, work, enw, draft_s, vt, kern)
             else:
                 vals = _move_values(dev, new, m_count, gamma, mask, t, st, bit, order, start,
-                                    buf, work, enw, draft_s, verify, kern)
+                                    buf, work, enw, draft_s, vt, kern)
                 n_eval = dev.shape[0]
             evaluations += n_eval
             i = best_index(vals)
         if i >= 0 and improves(vals[i], st[0]):
             _apply_move(dev[i], new[i], gamma, mask, t, bit, order, start, buf, work, kern)
-            _set(gamma, t, enw, draft_s, verify, st)
+            _set(gamma, t, enw, draft_s, vt, st)
             steps += 1
             long = False
         elif not long:

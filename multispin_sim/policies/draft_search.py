@@ -19,11 +19,11 @@ Every search works on a ``DraftObjective`` (whatever its T_comm estimator) and r
 ``make_objective`` builds the objective of one decision from the system, this round's gains (or
 sampled fading), the active devices and the reactive policy, with common random numbers drawn
 from the controller's stream. Where it applies (the SAA estimator, a closed-form kernel, the
-goodput ratio with a constant T_ver, at most 64 devices) and numba is importable, the objective
-carries a compiled implementation (``search_numba``): the greedy, the uniform and the budget
-search (``budget_numba``) run there whole, each one call; everything else evaluates the
-objective in numpy. ``MULTISPIN_NUMBA=0`` keeps everything in numpy. Both compare candidates by the
-one tie rule of ``model.ties``.
+goodput ratio with T_ver a function of the total draft length, at most 64 devices) and numba is
+importable, the objective carries a compiled implementation (``search_numba``): the greedy, the
+uniform and the budget search (``budget_numba``) run there whole, each one call; everything else
+evaluates the objective in numpy. ``MULTISPIN_NUMBA=0`` keeps everything in numpy. Both compare
+candidates by the one tie rule of ``model.ties``.
 """
 import os
 from dataclasses import dataclass, field

@@ -3,7 +3,8 @@
 An implementation of the same objective as the numpy reference (``model.goodput``,
 ``model.tcomm``, ``policies.draft_search``), used where it applies: the SAA estimator, a
 closed-form Shannon kernel (optimal split, all-UL, all-DL, random split), the goodput ratio
-with a constant T_ver, finite positive gains and at most 64 devices (a rejected set is one
+with T_ver a function of the total draft length (every verification cost model: a table over
+that total), finite positive gains and at most 64 devices (a rejected set is one
 64-bit mask). Plain sequential loops and numba's own math: values agree with numpy's within
 rtol 1e-12 (different summation order and libm), and candidates are compared by the shared
 tie rule (``model.ties``, compiled from the same source), so decisions agree except at
@@ -219,11 +220,12 @@ def _largest_two(gamma, draft_s):
 
 
 @_jit
-def greedy(runs, caps, enw, draft_s, verify, mode, pos, qr, vr, ur, coin, c, scratch):
+def greedy(runs, caps, enw, draft_s, vt, mode, pos, qr, vr, ur, coin, c, scratch):
     """The paper's greedy (``draft_search.greedy_search``) on the SAA objective, gains common
     to every sample.
 
-    enw: (top + 1, K) E[N] at every length times the active weight; scratch: its work arrays
+    enw: (top + 1, K) E[N] at every length times the active weight; vt: T_ver at every total
+    draft length (``DraftObjective.verify_table``); scratch: its work arrays
     (``greedy_scratch``). Returns (gamma, G, phase-1 level, phase-2 steps, evaluations).
     """
     m_count, k = runs.shape
@@ -238,8 +240,8 @@ def greedy(runs, caps, enw, draft_s, verify, mode, pos, qr, vr, ur, coin, c, scr
     mask = np.zeros(m_count, dtype=np.uint64)
     t = np.zeros(m_count)
     tok = enw[0].sum()
-    value = _goodput(tok, 0.0, verify, 0.0)
-    level, evaluations = 0, 1
+    value = _goodput(tok, 0.0, vt[0], 0.0)
+    level, evaluations, total_len = 0, 1, 0
     for d in range(k):       # (K, M): the loops over samples run along rows
         for m in range(m_count):
             runs_t[d, m] = runs[m, d]
@@ -261,18 +263,19 @@ def greedy(runs, caps, enw, draft_s, verify, mode, pos, qr, vr, ur, coin, c, scr
         total = t.sum()
         for i in range(e):
             total += out[i] - t[samples[i]]
-        tok_new, draft = 0.0, 0.0
+        tok_new, draft, len_new = 0.0, 0.0, 0
         for d in range(k):
             gd = min(level + 1, caps[d])
             tok_new += enw[gd, d]
             draft = max(draft, gd * draft_s[d])
-        g_new = _goodput(tok_new, draft, verify, total / m_count)
+            len_new += gd
+        g_new = _goodput(tok_new, draft, vt[len_new], total / m_count)
         evaluations += 1
         if not improves(g_new, value):
             break
         for i in range(e):
             mask[samples[i]], t[samples[i]] = masks[i], out[i]
-        value, tok = g_new, tok_new
+        value, tok, total_len = g_new, tok_new, len_new
         level += 1
     gamma = np.minimum(np.full(k, level, dtype=np.int64), caps)
     phase1 = level
@@ -303,8 +306,8 @@ def greedy(runs, caps, enw, draft_s, verify, mode, pos, qr, vr, ur, coin, c, scr
                 vals[d] = -math.inf
                 continue
             draft = max(d2 if d == i1 else d1, (gamma[d] + 1) * draft_s[d])
-            vals[d] = _goodput(tok - enw[gamma[d], d] + enw[gamma[d] + 1, d], draft, verify,
-                               t_mean + col[d] / m_count)
+            vals[d] = _goodput(tok - enw[gamma[d], d] + enw[gamma[d] + 1, d], draft,
+                               vt[total_len + 1], t_mean + col[d] / m_count)
             evaluations += 1
         j = best_index(vals)
         if j < 0 or not improves(vals[j], value):
@@ -322,6 +325,7 @@ def greedy(runs, caps, enw, draft_s, verify, mode, pos, qr, vr, ur, coin, c, scr
                         e += 1
         tok += enw[gamma[j] + 1, j] - enw[gamma[j], j]
         gamma[j] += 1
+        total_len += 1
         if gamma[j] < caps[j]:
             for m in range(m_count):
                 if runs[m, j] == gamma[j]:
@@ -388,7 +392,8 @@ class CompiledSearch:
     @classmethod
     def for_objective(cls, obj):
         tcomm = obj.tcomm
-        if not isinstance(tcomm, SAATcomm) or not obj.precomputable or obj.k > MAX_DEVICES:
+        if not isinstance(tcomm, SAATcomm) or obj.score is not None or obj.k > MAX_DEVICES \
+                or obj.verify_table() is None:
             return None
         ref = tcomm.kernel
         if not getattr(ref, "shannon", False) or getattr(ref, "mode", None) not in _MODES \
@@ -401,10 +406,10 @@ class CompiledSearch:
 
     def inputs(self):
         """What every compiled search reads of the objective: (runs, caps, E[N] table times
-        the active weight, drafting latencies, T_ver)."""
+        the active weight, drafting latencies, T_ver at every total draft length)."""
         obj = self.obj
         return (obj.tcomm.runs, obj.caps, np.ascontiguousarray(obj.en_table() * obj._w),
-                obj.draft_s, float(obj.verify_s))
+                obj.draft_s, obj.verify_table())
 
     def greedy(self):
         """(gamma, G, evaluations, info) of the greedy."""

@@ -112,6 +112,22 @@ def test_objective_uses_the_engine_cost_model():
     np.testing.assert_allclose(moved, obj.values(cand), rtol=1e-12)
 
 
+@pytest.mark.parametrize("model", ["tokens", "table"])
+def test_verification_by_total_draft_length_is_the_batch_cost(model):
+    """The table a compiled search reads (T_ver at every total draft length of the active
+    devices) holds, at each candidate's total, the engine's cost of that candidate's batch."""
+    cost = make_verification_cost(model, fixed_s=0.02, per_token_s=0.003,
+                                  table="vidur-a100-codellama34b")
+    s = small_system(cost=cost)
+    active = np.array([True, False, True])
+    obj = make_objective(s, s.pathloss, s.pathloss, active, np.full(3, 9), estimator="exact")
+    table = obj.verify_table()
+    assert table.shape == (19,)      # totals 0..9 + 9 of the two active devices
+    gam = np.random.default_rng(3).integers(0, 10, (200, 3)) * active
+    want = [cost.batch_s(g[active]) for g in gam]
+    np.testing.assert_array_equal(table[gam.sum(axis=1)], want)
+
+
 def test_best_draft_length_moves_up_under_the_flat_table():
     # exhaustive search over 0..8 per device, exact E[T_comm]: the steep 'tokens' model
     # (T1 = 7.6 ms / 5 per token) versus the flat Vidur profile

@@ -41,7 +41,8 @@ def _objective(system, mode, seed, samples=400, active=None, caps=20):
 
 def _numpy_twin(obj):
     """The same objective with no compiled implementation."""
-    twin = ds.DraftObjective(obj.alpha, obj.draft_s, obj.verify_s, obj.caps, obj.active,
+    verify = obj.verify_s if obj.verify_fn is None else obj.verify_fn
+    twin = ds.DraftObjective(obj.alpha, obj.draft_s, verify, obj.caps, obj.active,
                              ds.SAATcomm(obj.tcomm.runs.copy(), obj.tcomm.kernel))
     assert twin.compiled is None
     return twin
@@ -66,15 +67,15 @@ def _state(obj, gamma):
     """The compiled search's state at ``gamma`` (``budget_numba._reset``, ``_set``): the
     arguments its path scans and moves take after the moves themselves."""
     kern = obj.compiled.kernel
-    (runs, caps, enw, draft_s, verify), buf, work = bn._inputs(obj)
+    (runs, caps, enw, draft_s, vt), buf, work = bn._inputs(obj)
     m = runs.shape[0]
     order, start = sn._by_run(runs, int(caps.max()) + 1)
     bit = np.left_shift(np.uint64(1), kern.pos.astype(np.uint64))
-    mask, t, st = np.empty(m, np.uint64), np.empty(m), np.empty(5)
+    mask, t, st = np.empty(m, np.uint64), np.empty(m), np.empty(6)
     gamma = np.array(gamma, dtype=np.int64)
     bn._reset(gamma, runs, bit, mask, t, buf, work, kern.loads)
-    bn._set(gamma, t, enw, draft_s, verify, st)
-    return (gamma, mask, t, st, bit, order, start, buf, work, enw, draft_s, verify, kern.loads)
+    bn._set(gamma, t, enw, draft_s, vt, st)
+    return (gamma, mask, t, st, bit, order, start, buf, work, enw, draft_s, vt, kern.loads)
 
 
 def _same_decision(a, b, twin):
@@ -105,12 +106,12 @@ def test_path_scans_equal_numpy(mode):
     system = _system(12, seed=3)
     obj = _objective(system, mode, seed=4)
     twin = _numpy_twin(obj)
-    gamma, mask, t, st, bit, order, start, buf, work, enw, draft_s, verify, kern = \
+    gamma, mask, t, st, bit, order, start, buf, work, enw, draft_s, vt, kern = \
         _state(obj, np.zeros(12))
     for path in (ds.uniform_path(obj.caps),
                  ds.budget_path(obj.caps, obj.draft_s, np.arange(12) % 3 > 0)):
         got = bn._scan(path, obj.compiled.kernel.pos, order, start, buf, work, enw, draft_s,
-                       verify, obj.tcomm.m, kern)[0]
+                       vt, obj.tcomm.m, kern)[0]
         np.testing.assert_allclose(got, twin.path_values(path), rtol=1e-12)
 
 
@@ -199,12 +200,49 @@ def test_compiled_budget_equals_numpy_budget(mode, k, decisions):
     assert near_ties <= max(1, decisions // 50)
 
 
+@pytest.mark.parametrize("verify_model", ["tokens", "table"])
+@pytest.mark.parametrize("name", ["greedy", "uniform", "budget"])
+def test_searches_with_a_verification_cost_of_the_draft(verify_model, name):
+    """T_ver a function of the batch's tokens (``server.verify_model`` 'tokens' or 'table'):
+    the compiled searches read it as a table over the total draft length and agree with the
+    numpy reference, which calls the cost component on every candidate."""
+    system = _system(12, seed=8, **{"server.verify_model": verify_model})
+    search = getattr(ds, f"{name}_search")
+    near_ties = 0
+    for r in range(10):
+        active = np.arange(12) % 4 > 0 if r % 3 == 0 else None
+        obj = _objective(system, "optimal", seed=400 + r, samples=300, active=active,
+                         caps=20 if r % 2 else 3 + r)
+        assert obj.compiled is not None and obj.verify_fn is not None
+        twin = _numpy_twin(obj)
+        a, b = search(obj), search(twin)
+        assert _same_decision(a, b, twin), (r, a.gamma, b.gamma)
+        near_ties += not np.array_equal(a.gamma, b.gamma)
+        if np.array_equal(a.gamma, b.gamma):
+            assert a.value == pytest.approx(b.value, rel=1e-12)
+    assert near_ties <= 1
+    # the pieces: path scans and single-device moves
+    obj = _objective(system, "optimal", seed=9)
+    twin = _numpy_twin(obj)
+    gamma = np.random.default_rng(2).integers(0, 12, 12)
+    state = _state(obj, gamma)
+    for path in (ds.uniform_path(obj.caps), ds.budget_path(obj.caps, obj.draft_s, obj.caps > 0)):
+        got = bn._scan(path, obj.compiled.kernel.pos, *state[5:10], state[10], state[11],
+                       obj.tcomm.m, state[12])[0]
+        np.testing.assert_allclose(got, twin.path_values(path), rtol=1e-12)
+    twin.reset(gamma)
+    dev, new = np.repeat(np.arange(12), 2), np.tile([0, 17], 12)
+    np.testing.assert_allclose(bn._move_values(dev, new, obj.tcomm.m, *state),
+                               twin.move_values(dev, new), rtol=1e-12)
+
+
 def test_compiled_only_where_it_applies(monkeypatch):
     system = _system(5)
     assert _objective(system, "optimal", 1).compiled is not None
     rng = np.random.default_rng(0)
     g = channel_gains(rng, system.pathloss)
-    # a reactive policy without a closed form, sampled fading, a callable T_ver, 65 devices
+    # a reactive policy without a closed form, sampled fading, a T_ver function that has no
+    # table by total draft length, 65 devices
     assert ds.make_objective(system, *g, np.ones(5, bool), np.full(5, 9),
                              make_reactive_policy("deadline"), rng, 200).compiled is None
     assert ds.make_objective(system, *g, np.ones(5, bool), np.full(5, 9), None, rng, 200,
