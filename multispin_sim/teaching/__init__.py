@@ -20,7 +20,9 @@ __all__ = ["EXERCISES", "check_best_split", "check_best_uniform_gamma", "check_d
 
 
 def run(overrides=None, **kwargs):
-    """Run the default scenario with ``overrides`` ({"devices.count": 3, ...}); returns a Result."""
-    import multispin_sim as ms
+    """Run the default scenario with ``overrides`` ({"devices.count": 3, ...}); returns a Result
+    (``kwargs``: those of ``engine.simulation.simulate``)."""
+    from ..engine.simulation import simulate
+    from ..scenario import load_scenario
 
-    return ms.simulate(ms.load_scenario(None, overrides=dict(overrides or {})), **kwargs)
+    return simulate(load_scenario(None, overrides=dict(overrides or {})), **kwargs)
