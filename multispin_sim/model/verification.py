@@ -24,8 +24,8 @@ Interface (``VerificationCost``):
   ``batch_time_s`` gives empty batches their 0 around it.
 - ``by_total(n_devices, top)``: T_ver of a batch of ``n_devices`` devices whose drafts hold
   s = 0..top tokens in all: a table a compiled draft search reads instead of calling
-  ``time_s`` (a model that overrides ``time_s`` with something other than a function of the
-  batch's tokens returns None here).
+  ``time_s``; None (the numpy search) for a model that writes its own ``time_s`` and no
+  ``by_total``.
 - ``depends_on_draft``: False when T_ver does not change with the draft lengths of a fixed
   batch (``linear``): the objective can then keep one number.
 
@@ -57,6 +57,13 @@ class VerificationCost:
 
     name = "?"
     depends_on_draft = True
+
+    def __init_subclass__(cls, **kwargs):
+        # a model with a ``time_s`` of its own has no table by total draft length unless it
+        # gives one again (the base class's table is that of ``pass_s``)
+        super().__init_subclass__(**kwargs)
+        if "time_s" in cls.__dict__ and "by_total" not in cls.__dict__:
+            cls.by_total = lambda self, n_devices, top: None
 
     def batch_time_s(self, n_devices, n_tokens):
         """T_ver for batches of ``n_devices`` devices holding ``n_tokens`` tokens (arrays); an

@@ -128,6 +128,22 @@ def test_verification_by_total_draft_length_is_the_batch_cost(model):
     np.testing.assert_array_equal(table[gam.sum(axis=1)], want)
 
 
+def test_a_verification_cost_of_its_own_shape_keeps_the_numpy_search():
+    """A model whose T_ver is not a function of the batch's tokens (here the longest draft)
+    writes its own ``time_s``: it has no table by total, and the search calls it as it is."""
+    class LongestDraft(TokenVerification):
+        def time_s(self, gammas, active):
+            return self.fixed_s + self.slope_s * np.max(np.where(active, gammas, 0), axis=-1)
+
+    cost = LongestDraft(0.02, 0.003)
+    assert cost.by_total(3, 10) is None
+    s = small_system(cost=cost)
+    obj = make_objective(s, s.pathloss, s.pathloss, np.ones(3, bool), np.full(3, 6),
+                         rng=np.random.default_rng(0), samples=100)
+    assert obj.verify_table() is None and obj.compiled is None
+    np.testing.assert_allclose(obj.t_ver(np.array([[1, 5, 2]])), [0.02 + 0.003 * 5])
+
+
 def test_best_draft_length_moves_up_under_the_flat_table():
     # exhaustive search over 0..8 per device, exact E[T_comm]: the steep 'tokens' model
     # (T1 = 7.6 ms / 5 per token) versus the flat Vidur profile
