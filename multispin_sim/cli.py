@@ -21,7 +21,6 @@ from .errors import RECEIVED, CliError, debug_enabled, first_signal, report
 from .scenario import dump_scenario_yaml, load_scenario
 
 EXIT_BAD_INPUT = 2
-EXIT_INTERRUPTED = 130
 
 
 def _load(args):

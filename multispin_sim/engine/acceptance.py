@@ -6,7 +6,8 @@ makes the ``model.acceptance`` component and the belief the server uses.
 """
 import inspect
 
-from ..model.acceptance import ACCEPTANCE_MODELS, BELIEFS, TASK_CATEGORIES
+from ..model.acceptance import ACCEPTANCE_MODELS, TASK_CATEGORIES
+from ..model.beliefs import BELIEFS
 from ..model.acceptance_trace import TraceError, read_trace, select_answers, shipped_trace_path
 from ..scenario import TASKS, ScenarioError
 

@@ -29,7 +29,7 @@ from ..scenario import dump_scenario_yaml
 from ..version import __version__
 from .cell_plan import cell_layout, cell_plan, mobile_plan, noise_psd
 from .handover import AttachedWorkload, CellMover
-from .interference import InterferenceField, InterferingChannel, Tx  # noqa: F401 (Tx: re-exported)
+from .interference import InterferenceField, InterferingChannel
 
 CELLS_STREAM_KEY = 1000   # SeedSequence(seed, spawn_key=(1000,)): layout, drops, cross links
 

@@ -19,7 +19,7 @@ import math
 
 import numpy as np
 
-from ..model.fading import FADING_MODELS, GridFading, time_to_deliver  # noqa: F401 (GridFading: re-exported)
+from ..model.fading import FADING_MODELS, time_to_deliver
 from ..model.rates import shannon_rate
 from ..model.reactive import UL
 from .guards import LIMIT_TODO, LimitReached

@@ -112,13 +112,6 @@ class InterferenceField:
         return self.now_psd[UL][cell] * 1.0
 
     # -- the interference measured now (the 'last' CSI) -----------------------------------------
-    def measured_psd(self, cell, mode, globs):
-        """Interference power per Hz over ``cell``'s band now, at its server (UL, one value)
-        or at its devices ``globs`` (DL), each interferer at its large-scale gain."""
-        if mode == UL:
-            return np.full(len(globs), self.ul_psd(cell))
-        return self.dl_psd(cell, globs)
-
     def ul_psd(self, cell):
         """The UL interference PSD at ``cell``'s server now (0.0 exactly when none)."""
         gain, co = self.links.gain, self._co_to[cell]

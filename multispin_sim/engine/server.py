@@ -3,7 +3,8 @@ import dataclasses
 
 import numpy as np
 
-from ..model.acceptance import AgreementTally, IIDAcceptance, OracleBelief
+from ..model.acceptance import IIDAcceptance
+from ..model.beliefs import AgreementTally, OracleBelief
 from ..model.reactive import ReactiveDecision
 
 

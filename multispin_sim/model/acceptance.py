@@ -33,9 +33,7 @@ from __future__ import annotations
 import numpy as np
 
 from .acceptance_trace import UNKNOWN, mean_agreement
-from .beliefs import (BELIEFS, AgreementTally, Belief, FilteredBelief,  # noqa: F401
-                      LearnedBelief, NominalBelief, OracleBelief)      # (re-exported)
-from .markov import markov_chain, markov_moments, markov_stationary  # noqa: F401
+from .markov import markov_chain, markov_stationary
 from .registry import Registry, section_keywords
 from .speculative import acceptance_uniforms, run_length
 

@@ -12,10 +12,8 @@ compared by one tie rule (``model.ties``).
 """
 import numpy as np
 
-from .estimators import (RUN_CAP, ExactTcomm, SAATcomm, ZeroTcomm,  # noqa: F401 (re-exported)
-                         acceptance_runs)
+from .estimators import SAATcomm
 from .speculative import expected_tokens
-from .tcomm import FAST_MODES, PolicyKernel, RowStream, TcommKernel  # noqa: F401 (re-exported)
 
 _EN_TABLES = {}
 

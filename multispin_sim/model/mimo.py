@@ -32,8 +32,7 @@ import math
 import numpy as np
 
 from .antennas import vectors_of
-from .mimo_batch import (mmse_power_descent, mmse_sinr, mmse_sinr_stack, norms2,  # noqa: F401
-                         zf_gains, zf_gains_stack)
+from .mimo_batch import mmse_power_descent, mmse_sinr, norms2, zf_gains_stack
 from .mimo_problem import ArrayProblem
 from .reactive import (DL, UL, ReactiveProblem, dl_common_delay, dl_power_for_delay,
                        ul_full_power_delay)

@@ -15,7 +15,7 @@ engine uses.
 """
 import numpy as np
 
-from ..model.goodput import PolicyKernel, TcommKernel
+from ..model.tcomm import PolicyKernel, TcommKernel
 from ..model.reactive import DL, UL
 from .reactive import ReactivePolicy
 

@@ -19,7 +19,7 @@ class ReactivePolicy:
     """Interface: ``decide(problem, rng) -> ReactiveDecision``. ``rng`` is the policy's own stream.
 
     ``tcomm_kernel``: how the draft objective evaluates this policy's T_comm on many outcomes:
-    the name of a closed form of ``model.goodput.TcommKernel`` ('optimal', 'all-ul', 'all-dl',
+    the name of a closed form of ``model.tcomm.TcommKernel`` ('optimal', 'all-ul', 'all-dl',
     'random'), a callable ``(system, g_ul, g_dl, coin_uniforms, seed) -> kernel``, or None
     (the objective calls ``decide`` on batches of outcomes).
 

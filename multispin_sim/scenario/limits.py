@@ -19,7 +19,8 @@ import math
 import yaml
 
 from .errors import ScenarioError
-from .schema import MAX_DRAFT_LIMIT, cross_check
+from .cross_checks import cross_check
+from .names import MAX_DRAFT_LIMIT
 
 MAX_YAML_DEPTH = 64             # nesting levels of a YAML document
 MAX_YAML_NODES = 200_000        # nodes after alias expansion

@@ -13,7 +13,9 @@ import yaml
 from .errors import ScenarioError
 from .params import FrozenMap, build_section, kind_of, section_hints, to_plain
 from .presets import MODEL_PAIRS
-from .schema import CROSS_CHECKS, DEFAULT_DL_POWER_RATIO, Scenario
+from .cross_checks import CROSS_CHECKS
+from .names import DEFAULT_DL_POWER_RATIO
+from .schema import Scenario
 from .limits import check_yaml_text  # also registers the limit checks (cross checks)
 
 __all__ = ["load_scenario", "parse_set_options", "apply_overrides", "scenario_to_dict",

@@ -16,15 +16,13 @@ from __future__ import annotations
 import re
 
 from .cross_checks import CROSS_CHECKS, cross_check
-from .names import (ACCEPTANCE_BELIEFS, ACCEPTANCE_MODELS, ACCEPTANCE_SESSIONS, ALPHA,
-                    ARRIVAL_MODELS, BATCHING_POLICIES, CQI_TABLES, DEFAULT_DL_POWER_RATIO,
-                    DEVICE_TASKS, DRAFT_POLICIES, DRAFT_UPDATES, EXHAUSTIVE_MAX_DEVICES,
-                    FADING_MODELS, HARQ_COMBINING, LENGTH_MODELS, LINK_MODELS, MAX_DRAFT_LIMIT,
-                    MOBILITY_MODELS, PAYLOAD_FORMATS, PAYLOAD_MODELS, POLICY_MODES, PROB,
-                    PROTOCOLS, SHIPPED_VERIFY_TABLES, SUBCARRIER_SPACINGS_KHZ, TOPOLOGY_LAYOUTS,
-                    TRACE_ASSIGN, TRACE_NEXT)
+from .names import (ACCEPTANCE_BELIEFS, ACCEPTANCE_MODELS, ARRIVAL_MODELS, BATCHING_POLICIES,
+                    DEFAULT_DL_POWER_RATIO, DEVICE_TASKS, DRAFT_POLICIES, DRAFT_UPDATES,
+                    EXHAUSTIVE_MAX_DEVICES, FADING_MODELS, LENGTH_MODELS, MAX_DRAFT_LIMIT,
+                    MOBILITY_MODELS, PAYLOAD_FORMATS, PAYLOAD_MODELS, POLICY_MODES, PROTOCOLS,
+                    TOPOLOGY_LAYOUTS)
 from .params import Check, Params, ge, param, section
-from .presets import DEFAULT_MODEL_PAIR, MODEL_PAIRS, TASKS
+from .presets import DEFAULT_MODEL_PAIR, MODEL_PAIRS
 from .sections_components import (Acceptance, Adaptive, Compute, Csi, Energy, Limits, Link,
                                   Mobility, PowerMode, Serving, Straggler, Topology, Workload)
 from .sections_cells import Cells

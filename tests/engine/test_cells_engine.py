@@ -197,7 +197,7 @@ def test_region_drops_associate_on_the_drawn_gains_with_shadowing():
 def test_the_measured_interference_is_each_direction_at_its_receivers():
     from types import SimpleNamespace
 
-    from multispin_sim.engine.cells import InterferenceField, Tx
+    from multispin_sim.engine.interference import InterferenceField, Tx
     from multispin_sim.model.reactive import DL
     from multispin_sim.model.sinr import cochannel
 
@@ -210,11 +210,11 @@ def test_the_measured_interference_is_each_direction_at_its_receivers():
         tx.cell, tx.glob, tx.mode, tx.power = 1, 1, mode, power
         field.active[mode].append(tx)
     # at cell 0's server: device 1's UL power times its gain to server 0, per Hz of the band
-    np.testing.assert_allclose(field.measured_psd(0, UL, np.array([0])), 0.01 * 3e-12 / 1e6)
+    np.testing.assert_allclose(field.ul_psd(0), 0.01 * 3e-12 / 1e6)
     # at cell 0's device 0: server 1's DL power times its gain to device 0
-    np.testing.assert_allclose(field.measured_psd(0, DL, np.array([0])), 0.04 * 2e-11 / 1e6)
+    np.testing.assert_allclose(field.dl_psd(0, np.array([0])), 0.04 * 2e-11 / 1e6)
     # a cell does not interfere with itself
-    assert field.measured_psd(1, DL, np.array([1]))[0] == 0.0
+    assert field.dl_psd(1, np.array([1]))[0] == 0.0
 
 
 def test_the_narrator_names_the_cell():

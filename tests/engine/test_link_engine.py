@@ -164,7 +164,7 @@ def test_too_few_prbs_refused_up_front_with_the_numbers(tmp_path, monkeypatch, c
 @pytest.mark.parametrize("mode", ["optimal", "all-ul", "all-dl"])
 def test_draft_kernel_on_the_nr_link_equals_the_policy(mode):
     """The closed-form T_comm kernel with the link's delay = the link-aware policy's T_comm."""
-    from multispin_sim.model.goodput import PolicyKernel
+    from multispin_sim.model.tcomm import PolicyKernel
     from multispin_sim.policies import make_reactive_policy
     from multispin_sim.policies.linkaware import LinkAwarePolicy, LinkTcommKernel
     from multispin_sim.scenario import load_scenario

@@ -8,7 +8,7 @@ from scipy import stats
 from multispin_sim.engine.population import _stratified_draws, build_population
 from multispin_sim.engine.streams import RandomStreams
 from multispin_sim.scenario import ScenarioError, load_scenario
-from multispin_sim.scenario.schema import TASKS
+from multispin_sim.scenario.presets import TASKS
 
 N_DROPS = 4000
 P_MIN = 1e-3   # a correct law fails one of these fixed-seed tests with probability ~1e-3 each

@@ -11,6 +11,8 @@ import multispin_sim as ms
 from multispin_sim.cli import main
 from multispin_sim.model import acceptance as acc
 from multispin_sim.model import acceptance_fit as fit
+from multispin_sim.model.beliefs import FilteredBelief, LearnedBelief, OracleBelief
+from multispin_sim.model.markov import markov_moments
 from multispin_sim.model.acceptance_trace import (UNKNOWN, Answer, read_trace,
                                                   reconstruct_draft_lengths, select_answers,
                                                   shipped_trace_path, steps_to_bits)
@@ -108,7 +110,7 @@ def test_markov_stationary_rate_and_lag1_autocorrelation():
     mean = pi * e + (1 - pi) * h
     lam = 1 - p - q
     rho = pi * (1 - pi) * (e - h) ** 2 * lam / (mean * (1 - mean))
-    m, rho_hat = acc.markov_moments(e, h, p, q)
+    m, rho_hat = markov_moments(e, h, p, q)
     assert m == pytest.approx(mean) and rho_hat == pytest.approx(rho)
     # batch means give the standard errors of a correlated sequence
     bm = [b.mean() for b in _batches(x, 100)]
@@ -249,7 +251,7 @@ def test_outputs_realised_agreement_and_summary(tmp_path):
 def test_learned_belief_converges_for_an_iid_device():
     alpha = np.array([0.8, 0.6])
     model = acc.IIDAcceptance(alpha, np.random.default_rng(21))
-    belief = acc.LearnedBelief(model, prior_mean=0.3, prior_weight=10)
+    belief = LearnedBelief(model, prior_mean=0.3, prior_weight=10)
     gamma = np.array([4, 4])
     for _ in range(3000):
         a = model.accepted(gamma)
@@ -368,7 +370,7 @@ def test_trace_assignment_by_task_and_oracle_rates():
         assert model.nominal[i] == pytest.approx(sum(a.agreements for a in pool)
                                                  / sum(a.known for a in pool))
     # the oracle reports the current answer's own agreement rate
-    belief = acc.OracleBelief(model)
+    belief = OracleBelief(model)
     rates = {a.agreements / a.known for a in answers}
     for _ in range(50):
         assert all(any(abs(r - x) < 1e-12 for x in rates) for r in belief.alpha())
@@ -383,7 +385,7 @@ def test_filtered_belief_is_calibrated_under_its_markov_chain():
     model = acc.MarkovAcceptance(np.full(k, 0.5), np.random.default_rng(31), easy_rate=chain[0],
                                  hard_rate=chain[1], easy_to_hard=chain[2],
                                  hard_to_easy=chain[3])
-    belief = acc.FilteredBelief(model, markov=chain, max_draft=8)
+    belief = FilteredBelief(model, markov=chain, max_draft=8)
     gamma = np.full(k, 4)
     pred, seen = [], []
     for _ in range(1500):

@@ -14,7 +14,8 @@ from scipy import stats
 
 from multispin_sim.model.antennas import (ArrayGains, ServerArray, exponential_correlation,
                                           vectors_of)
-from multispin_sim.model.mimo import Transmission, mmse_sinr, zf_gains
+from multispin_sim.model.mimo import Transmission, mmse_sinr
+from multispin_sim.model.mimo_batch import zf_gains
 from multispin_sim.model.reactive import (DL, UL, ReactiveProblem, evaluate_assignment,
                                           exhaustive_split, optimal_split)
 

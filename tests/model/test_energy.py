@@ -444,7 +444,7 @@ def test_compute_timeseries_from_files(throttled_run, tmp_path):
 
 
 def test_shipped_table_names_agree_and_missing_file_is_refused(tmp_path, capsys):
-    from multispin_sim.scenario.schema import SHIPPED_VERIFY_TABLES
+    from multispin_sim.scenario.names import SHIPPED_VERIFY_TABLES
     assert SHIPPED_VERIFY_TABLES == SHIPPED_TABLES
     code = main(["validate", "--set", "server.verify_model=table", "--set",
                  f"server.verify_table={tmp_path / 'nope.csv'}"])

@@ -16,7 +16,8 @@ from scipy import stats
 from scipy.special import j0
 
 import multispin_sim as ms
-from multispin_sim.engine.channel import GridFading, OFDMAChannel
+from multispin_sim.engine.channel import OFDMAChannel
+from multispin_sim.model.fading import GridFading
 from multispin_sim.engine.streams import RandomStreams
 from multispin_sim.model.fading import (complex_gaussian, gauss_markov_series, gauss_markov_step,
                                         jakes_correlation, power, small_scale_powers,

@@ -14,7 +14,7 @@ from multispin_sim.policies import DRAFT_CONTROLLERS, DraftContext, make_draft_c
 from multispin_sim.policies.draft import FixedDraft
 from multispin_sim.policies.reactive import make_reactive_policy
 from multispin_sim.scenario import load_scenario
-from multispin_sim.scenario.schema import DRAFT_POLICIES
+from multispin_sim.scenario.names import DRAFT_POLICIES
 
 SEARCHES = ("greedy", "uniform", "computation-only", "budget")
 

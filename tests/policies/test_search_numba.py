@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from multispin_sim.engine.population import build_population
 from multispin_sim.engine.streams import RandomStreams
 from multispin_sim.model.fading import channel_gains
-from multispin_sim.model.goodput import RUN_CAP, acceptance_runs
+from multispin_sim.model.estimators import RUN_CAP, acceptance_runs
 from multispin_sim.policies import draft_search as ds
 from multispin_sim.policies import make_reactive_policy
 from multispin_sim.scenario import load_scenario
