@@ -36,6 +36,10 @@ class RunInterrupted(Exception):
     """Ctrl-C stopped a run (the engine finished its round and returned ``complete: false``)."""
 
 
+class RunStopped(Exception):
+    """A limit stopped a run (``limits.*``): its cell fails with the reason, the others go on."""
+
+
 def simulate_run(scenario, out):
     """The default runner: run the engine on a plain scenario dict, write into ``out``."""
     from ..engine.simulation import simulate
@@ -44,7 +48,7 @@ def simulate_run(scenario, out):
     result = simulate(load_scenario(scenario), out=out)
     if not result.complete:
         if getattr(result, "stop_signal", None) is None:  # a limit: this cell fails, others go on
-            raise RuntimeError(f"run stopped early: {result.summary.get('stop_reason')}")
+            raise RunStopped(f"run stopped early: {result.summary.get('stop_reason')}")
         raise RunInterrupted("the run was interrupted (summary complete: false)")
     return result.summary
 
@@ -85,14 +89,16 @@ def execute_run(task, runner=None):
     except RunInterrupted as exc:  # Ctrl-C: not a failure of the cell; the sweep stops
         return {"status": "interrupted", "error": _one_line(exc)}
     except Exception as exc:  # reported per run; the sweep goes on
-        tb = traceback.format_exc()
+        # a limit's stop is a finding about the scenario, not a fault: its reason, no traceback
+        stopped = isinstance(exc, RunStopped)
         try:
             run_dir.mkdir(parents=True, exist_ok=True)
-            (run_dir / "error.txt").write_text(tb, encoding="utf-8")
+            (run_dir / "error.txt").write_text(f"{exc}\n" if stopped else traceback.format_exc(),
+                                               encoding="utf-8")
         except OSError:
             pass
-        return {"status": "failed", "error": _one_line(f"{type(exc).__name__}: {exc}"),
-                "elapsed_s": time.perf_counter() - t0}
+        error = exc if stopped else f"{type(exc).__name__}: {exc}"
+        return {"status": "failed", "error": _one_line(error), "elapsed_s": time.perf_counter() - t0}
 
 
 def _crashed(exc):

@@ -349,6 +349,28 @@ def test_a_failing_cell_is_reported_and_the_others_complete(tmp_path, executor):
     assert retry.ran == 2 and retry.reused == 6 and retry.complete
 
 
+def test_a_cell_a_limit_stops_fails_with_the_reason(tmp_path):
+    """A run stopped by a limit (here a correction longer than one fading block allows) is a
+    finding about its cell: the failure is the limit's reason, error.txt holds it (no
+    traceback), the partial run is flagged incomplete and the other cells complete."""
+    sw = small_sweep(base={"devices": {"count": 3}, "run": {"rounds": 20},
+                           "channel": {"fading": "jakes", "doppler_hz": 194.0,
+                                       "coherence_time_ms": 0.1}},
+                     sweep={"grid": {"limits.max_blocks_per_transmission": [1, 1_000_000]},
+                            "replications": 1, "seed": 11}, plot=[])
+    result = run_sweep(sw, tmp_path / "out", executor="serial")
+    (failure,) = result.failures
+    assert failure["error"].startswith("run stopped early: ")
+    assert "limits.max_blocks_per_transmission" in failure["error"]
+    assert "Error" not in failure["error"].split(":")[0]
+    err = (tmp_path / "out" / failure["run_dir"] / "error.txt").read_text()
+    assert err.strip() == failure["error"] and "Traceback" not in err
+    summary = json.loads((tmp_path / "out" / failure["run_dir"] / "summary.json").read_text())
+    assert summary["complete"] is False
+    runs = read_table(tmp_path / "out" / "runs.csv")
+    assert list(runs["status"]) == ["failed", "ok"]
+
+
 def test_output_folder_of_another_sweep_is_refused(tmp_path):
     run_sweep(small_sweep(), tmp_path / "out", executor="serial")
     with pytest.raises(OutputConflictError):
