@@ -14,7 +14,8 @@ import os
 import signal
 import sys
 import threading
-from itertools import chain, repeat
+import warnings
+from itertools import chain, islice, repeat
 from pathlib import Path
 
 import numpy as np
@@ -359,20 +360,76 @@ class ChunkedCsv:
             self._file.close()
 
 
-def read_table(path):
-    """A CSV written by ``CsvStream`` as a dict of numpy arrays (numeric where possible)."""
+def read_table(path, columns=None, max_rows=None):
+    """A CSV written by ``CsvStream`` as a dict of numpy arrays: int64 where every value of a
+    column is an integer, float where every value is a number, else str. ``columns``: the
+    names to read, in that order (default: every column; a name the header lacks is a
+    KeyError); ``max_rows``: the first rows only (default: all).
+
+    Read by numpy's C parser (``loadtxt``, the same floats as Python's ``float``), one pass
+    per kind of column: a run of a million rounds has millions of device rows, which lists of
+    Python strings would hold in gigabytes. The kinds are guessed from the first rows and
+    confirmed by the pass: a later value that does not fit demotes its column (int, float,
+    str) and the column is read again."""
     with open(path, newline="", encoding="utf-8") as f:
         reader = csv.reader(f)
-        header = next(reader)
-        columns = list(zip(*reader)) or [() for _ in header]
+        header = next(reader, [])
+        sample = list(islice(reader, min(_SAMPLE_ROWS, max_rows or _SAMPLE_ROWS)))
+    names = list(header if columns is None else columns)
+    where = {name: i for i, name in enumerate(header)}
+    missing = [n for n in names if n not in where]
+    if missing:
+        raise KeyError(f"{path}: no column {', '.join(missing)}")
+    if not sample:
+        return {n: np.zeros(0, dtype=np.int64) for n in names}
+    kinds = {n: _kind(row[where[n]] for row in sample if len(row) > where[n]) for n in names}
     table = {}
-    for name, values in zip(header, columns):
+    for kind in _KINDS:
+        group = [n for n in names if kinds[n] == kind]
         try:
-            arr = np.array([int(v) for v in values], dtype=np.int64)
-        except ValueError:
+            table.update(_load(path, [where[n] for n in group], group, kind, max_rows))
+        except ValueError:   # a later value of another kind: each column on its own
+            for n in group:
+                table[n] = _load_demoting(path, where[n], n, kind, max_rows)
+    return {n: table[n] for n in names}
+
+
+_SAMPLE_ROWS = 1000
+_KINDS = (np.int64, float, str)   # int, then float, then text: the first every value fits
+
+
+def _kind(values):
+    kind = 0
+    for v in values:
+        while kind < 2:
             try:
-                arr = np.array([float(v) for v in values])
+                (int, float)[kind](v)
+                break
             except ValueError:
-                arr = np.array(values, dtype=str)
-        table[name] = arr
-    return table
+                kind += 1
+    return _KINDS[kind]
+
+
+def _load(path, usecols, names, kind, max_rows=None):
+    """Columns ``usecols`` of the rows as ``kind`` (ValueError where a value is not one)."""
+    if not usecols:
+        return {}
+    with warnings.catch_warnings():
+        # an int parsed from a float's text, which older numpy only warns about, is no fit
+        warnings.simplefilter("error", DeprecationWarning)
+        data = np.loadtxt(path, delimiter=",", skiprows=1, usecols=usecols, dtype=kind,
+                          comments=None, quotechar='"', ndmin=2, encoding="utf-8",
+                          max_rows=max_rows)
+    if kind is str:   # each text column as wide as its own longest value
+        return {n: data[:, i].astype(f"U{max(1, int(np.char.str_len(data[:, i]).max(initial=0)))}")
+                for i, n in enumerate(names)}
+    return {n: np.ascontiguousarray(data[:, i]) for i, n in enumerate(names)}
+
+
+def _load_demoting(path, col, name, kind, max_rows):
+    for k in _KINDS[_KINDS.index(kind):]:
+        try:
+            return _load(path, [col], [name], k, max_rows)[name]
+        except ValueError:
+            if k is str:
+                raise

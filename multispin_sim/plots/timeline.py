@@ -53,14 +53,12 @@ def cell_folders(run_dir):
 def timeline_segments(run_dir, rounds=3, first=0):
     """[(lane, round, kind, start_s, end_s)] of rounds ``first .. first + rounds - 1``."""
     run_dir = Path(run_dir)
-    tables = {}
     for name in ("rounds", "device_rounds", "devices"):
         path = run_dir / f"{name}.csv"
         if not path.is_file():
             raise PlotError(f"{path}: not found; expected a run folder of 'multispin-sim run' "
                             "(or a runs/... folder of a sweep)")
-        tables[name] = read_table(path)
-    rt, dr, dev = tables["rounds"], tables["device_rounds"], tables["devices"]
+    rt, dev = read_table(run_dir / "rounds.csv"), read_table(run_dir / "devices.csv")
     if "cell" in rt:   # the merged tables of several cells: each cell has its own rounds
         cells = cell_folders(run_dir)
         raise PlotError(f"{run_dir}: a run of several cells has one timeline per cell; draw one, "
@@ -75,6 +73,11 @@ def timeline_segments(run_dir, rounds=3, first=0):
         raise PlotError(f"{run_dir}: the run has no rounds"
                         + (f" (it stopped before its first round ended: {stopped})"
                            if stopped else ""))
+    # the device rows (K a round, millions in a long run): those up to the last round drawn,
+    # the columns the chart draws
+    path = run_dir / "device_rounds.csv"
+    dr = read_table(path, ("round", "device", "draft_len", "mode", "delay_s"),
+                    _rows_through(path, first + rounds - 1))
     t_draft = dict(zip(dev["device"].tolist(), dev["draft_latency_s"].tolist()))
     wanted = [r for r in rt["round"].tolist() if first <= r < first + rounds]
     if not wanted:
@@ -106,6 +109,22 @@ def timeline_segments(run_dir, rounds=3, first=0):
             if end > tx_end:
                 segs.append((lane, r, "waiting", tx_end, end))
     return segs
+
+
+def _rows_through(path, last_round):
+    """How many rows of a table in round order (``device_rounds.csv``) come before the first
+    row of a round after ``last_round``."""
+    with open(path, "rb") as f:
+        col = f.readline().decode("utf-8").rstrip("\n").split(",").index("round")
+        n = 0
+        for line in f:
+            try:
+                if int(line.split(b",", col + 1)[col]) > last_round:
+                    break
+            except (ValueError, IndexError):   # a damaged row: the reader says where
+                return None
+            n += 1
+    return n
 
 
 def plot_timeline(run_dir, rounds=3, first=0, out=None):

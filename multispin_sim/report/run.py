@@ -30,15 +30,17 @@ def read_run(folder):
                               f"(an integer >= 0): rerun the command that wrote it (or restore "
                               "the file)")
     tables = {}
-    for name, required, finite in (("rounds", ROUND_COLUMNS, ROUND_COLUMNS),
-                                   ("device_rounds", DEVICE_ROUND_COLUMNS, ("round", "device")),
-                                   ("devices", DEVICE_COLUMNS, ("device",))):
+    # the device rows (K a round): only the columns the page draws
+    for name, required, finite, columns in (
+            ("rounds", ROUND_COLUMNS, ROUND_COLUMNS, None),
+            ("device_rounds", DEVICE_ROUND_COLUMNS, ("round", "device"), ("cell",)),
+            ("devices", DEVICE_COLUMNS, ("device",), None)):
         path = folder / f"{name}.csv"
         if not path.is_file():
             raise ReportError(f"{path}: not found; expected a whole run folder of "
                               "'multispin-sim run' (summary.json and rounds.csv, "
                               "device_rounds.csv, devices.csv)")
-        tables[name] = read_csv(path, required, finite)
+        tables[name] = read_csv(path, required, finite, columns)
     n = len(tables["rounds"]["round"])
     if n == 0 and summary.get("complete") is False:
         raise ReportError(f"{folder}: the run stopped before its first round ended "
