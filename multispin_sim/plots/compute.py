@@ -27,10 +27,15 @@ def compute_timeseries(run_dir, window_s=30.0):
         if not (run / name).exists():
             raise PlotError(f"{run}: no {name} (is this a run folder?)")
     rd = read_table(run / "rounds.csv")
-    dr = read_table(run / "device_rounds.csv")
-    dv = read_table(run / "devices.csv")
-    if "slowdown" not in dr:
+    with open(run / "device_rounds.csv", encoding="utf-8") as f:
+        header = f.readline().rstrip("\n").split(",")
+    if "slowdown" not in header:
         raise PlotError(f"{run}: device_rounds.csv has no slowdown column (an older run?)")
+    # the device rows (K a round): only the columns of the series
+    dr = read_table(run / "device_rounds.csv",
+                    [c for c in ("round", "device", "draft_len", "slowdown", "temperature_c")
+                     if c in header])
+    dv = read_table(run / "devices.csv")
     start = np.asarray(rd["start_s"], float)
     end = float(start[-1] + rd["duration_s"][-1]) if start.size else 0.0
     edges = np.arange(0.0, end + window_s, window_s)
