@@ -17,7 +17,7 @@ from pathlib import Path
 
 from .version import __version__
 from .benchmarks import IN_ALL
-from .errors import RECEIVED, CliError, debug_enabled, first_signal, report
+from .errors import RECEIVED, CliError, catch, debug_enabled, first_signal, report
 from .scenario import dump_scenario_yaml, load_scenario
 
 EXIT_BAD_INPUT = 2
@@ -301,8 +301,7 @@ def _write_or_stop(write):
         raise KeyboardInterrupt
 
     main_thread = threading.current_thread() is threading.main_thread()
-    previous = {sig: signal.signal(sig, again) for sig in (signal.SIGINT,) + _STOP_SIGNALS} \
-        if main_thread else {}
+    previous = catch((signal.SIGINT,) + _STOP_SIGNALS, again) if main_thread else {}
     try:
         write()
         return True
@@ -499,7 +498,7 @@ def main(argv=None, *, exiting=False):
     previous = {}
     main_thread = threading.current_thread() is threading.main_thread()
     if main_thread:
-        previous = {sig: signal.signal(sig, _stop) for sig in _STOP_SIGNALS}
+        previous = catch(_STOP_SIGNALS, _stop)
     try:
         return args.func(args)
     except KeyboardInterrupt:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import errno
 import os
+import signal
 import sys
 import traceback
 
@@ -26,6 +27,29 @@ RECEIVED = []
 def first_signal(default=2):
     """The first stop signal received (``default``, SIGINT, when none was: a plain Ctrl-C)."""
     return RECEIVED[0] if RECEIVED else default
+
+
+# The stop signals this process was started ignoring stay ignored: ``nohup`` ignores SIGHUP so
+# that a long sweep outlives its terminal, and a shell script's background job ignores SIGINT.
+# Read once, when the package is first imported: a sweep's forked worker inherits this record,
+# not the ignoring it does itself between runs (``engine.guards.die_with_parent``).
+IGNORED_AT_START = frozenset(
+    s for s in (getattr(signal, n, None) for n in ("SIGINT", "SIGTERM", "SIGHUP"))
+    if s is not None and signal.getsignal(s) == signal.SIG_IGN)
+
+
+def catch(signals, handler):
+    """Install ``handler`` for each of ``signals`` but those ignored at start
+    (``IGNORED_AT_START``); the handlers it replaced, to put back."""
+    previous = {}
+    for sig in signals:
+        if sig in IGNORED_AT_START:
+            continue
+        try:
+            previous[sig] = signal.signal(sig, handler)
+        except (ValueError, OSError):   # not the main thread, or not a signal here
+            pass
+    return previous
 
 
 class CliError(Exception):

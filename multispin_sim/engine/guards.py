@@ -23,7 +23,7 @@ import threading
 import time
 from pathlib import Path
 
-from ..errors import RECEIVED
+from ..errors import RECEIVED, catch
 from ..model.mobility import LegLimit
 
 STOP_SIGNALS = tuple(s for s in (getattr(signal, "SIGINT", None), getattr(signal, "SIGTERM", None),
@@ -108,11 +108,7 @@ class StopSignals:
 
     def __enter__(self):
         if threading.current_thread() is threading.main_thread():
-            for s in STOP_SIGNALS:
-                try:
-                    self._previous[s] = signal.signal(s, self._handler)
-                except (ValueError, OSError):
-                    pass
+            self._previous = catch(STOP_SIGNALS, self._handler)
         return self
 
     def __exit__(self, *exc):

@@ -19,11 +19,12 @@ from __future__ import annotations
 import logging
 import os
 import shutil
-import signal
 import time
 import traceback
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
+
+from ..errors import first_signal
 
 EXECUTORS = ("serial", "local", "dask")
 
@@ -120,10 +121,11 @@ def _worker_init(parent_pid):
 
 
 def _stop_workers(pool):
-    """Ask the pool's workers to stop their runs at a round boundary (as a Ctrl-C would)."""
+    """Ask the pool's workers to stop their runs at a round boundary, with the signal that
+    stopped this process (a Ctrl-C when none did): one its workers do not ignore either."""
     for process in list(getattr(pool, "_processes", {}).values()):
         try:
-            os.kill(process.pid, signal.SIGINT)
+            os.kill(process.pid, first_signal())
         except (OSError, AttributeError):
             pass
 

@@ -73,7 +73,9 @@ def test_ctrl_c_leaves_valid_partial_output(tmp_path):
     out = tmp_path / "run"
     proc = subprocess.Popen([sys.executable, "-m", "multispin_sim", "run", "--rounds", "100000000",
                              "--out", str(out), "--quiet"], cwd=tmp_path,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            # Ctrl-C as at a terminal, whatever started the tests
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.time() + 60
     while time.time() < deadline:
         f = out / "rounds.csv"

@@ -38,8 +38,12 @@ TINY = {"name": "tiny", "devices": {"count": 3}, "run": {"rounds": 30}}
 # ------------------------------------------------------------------------------------------
 # helpers
 
-def _limits(memory=MEMORY_LIMIT, fsize=None):
+def _limits(memory=MEMORY_LIMIT, fsize=None, ignore=()):
     def apply():
+        # the stop signals as a terminal leaves them, whatever started these tests (a script's
+        # background job ignores SIGINT); ``ignore``: those the command is started ignoring
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            signal.signal(sig, signal.SIG_IGN if sig in ignore else signal.SIG_DFL)
         resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
         if fsize is not None:
             signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails (EFBIG)
@@ -74,10 +78,10 @@ def cli(*args, cwd, timeout=TIMEOUT_S, memory=MEMORY_LIMIT, fsize=None):
     return Outcome(p.returncode, p.stdout, p.stderr, time.perf_counter() - t0)
 
 
-def start(*args, cwd):
+def start(*args, cwd, ignore=()):
     return subprocess.Popen([sys.executable, "-m", "multispin_sim", *map(str, args)], cwd=cwd,
                             env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, start_new_session=True, preexec_fn=_limits())
+                            text=True, start_new_session=True, preexec_fn=_limits(ignore=ignore))
 
 
 def error_line(o, status):

@@ -44,3 +44,47 @@ def test_signal_bench_stops(tmp_path, sig):
     _, err = p.communicate(timeout=30)
     assert p.returncode == 128 + sig, err
     assert "Traceback" not in err and "interrupted" in err
+
+
+def _started(p, folder, deadline_s=30):
+    deadline = time.monotonic() + deadline_s
+    while not list(folder.glob("**/rounds.csv")):
+        assert time.monotonic() < deadline and p.poll() is None, "the run did not start"
+        time.sleep(0.05)
+    time.sleep(0.3)
+    assert p.poll() is None, "it ended before the signal: make its runs longer"
+
+
+def test_a_signal_ignored_at_start_stays_ignored(tmp_path):
+    """FAULT_CLASS signals: ``nohup`` starts a command ignoring SIGHUP so that it outlives its
+    terminal; the run's own handlers used to take SIGHUP back and stop the run. A SIGHUP now
+    leaves it running to its end; SIGTERM still stops it."""
+    out = tmp_path / "run"
+    p = start("run", "--rounds", "30000", "--out", out, "--quiet", cwd=tmp_path,
+              ignore=(signal.SIGHUP,))
+    _started(p, out)
+    p.send_signal(signal.SIGHUP)
+    _, err = p.communicate(timeout=120)
+    assert p.returncode == 0, err
+    assert '"complete": true' in (out / "summary.json").read_text()
+    p = start("run", "--rounds", "100000000", "--out", tmp_path / "stop", "--quiet",
+              cwd=tmp_path, ignore=(signal.SIGHUP,))
+    _started(p, tmp_path / "stop")
+    p.send_signal(signal.SIGTERM)
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == 128 + signal.SIGTERM, err
+
+
+def test_a_local_sweep_stops_its_workers_with_the_signal_it_took(tmp_path):
+    """FAULT_CLASS signals: a sweep started ignoring SIGINT (a shell script's background job)
+    and stopped by SIGTERM asks its worker processes to stop with SIGTERM, which they take (a
+    SIGINT they would ignore, and each run would go on to its end: minutes here)."""
+    sw = sweep_file(tmp_path, rounds=2_000_000, counts=(2, 3), reps=1)
+    p = start("sweep", sw, "--out", tmp_path / "a", "--executor", "local", "--jobs", "2",
+              cwd=tmp_path, ignore=(signal.SIGINT,))
+    _started(p, tmp_path / "a" / "runs", deadline_s=60)
+    t0 = time.monotonic()
+    p.send_signal(signal.SIGTERM)
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == 128 + signal.SIGTERM, err
+    assert time.monotonic() - t0 < 30 and "rerun the same command to resume" in err
