@@ -61,9 +61,13 @@ def device_axis(dev, dr):
     within each cell) the devices cell by cell."""
     if "cell" not in dev:
         return dev["device"], dr["device"], "device"
-    pos = {pair: i for i, pair in enumerate(zip(dev["cell"].tolist(), dev["device"].tolist()))}
-    at = np.array([pos[pair] for pair in zip(dr["cell"].tolist(), dr["device"].tolist())])
-    return np.arange(len(pos)), at, "device (cell by cell)"
+    # a (cell, device) pair as one number, looked up in the devices table's order (millions
+    # of device rows in a long run: no Python loop over them)
+    width = int(max(dev["device"].max(initial=0), dr["device"].max(initial=0))) + 1
+    keys = dev["cell"] * width + dev["device"]
+    order = np.argsort(keys, kind="stable")
+    at = order[np.searchsorted(keys, dr["cell"] * width + dr["device"], sorter=order)]
+    return np.arange(keys.size), at, "device (cell by cell)"
 
 
 def _run_figures(folder, summary, tables):
@@ -134,9 +138,12 @@ def _run_figures(folder, summary, tables):
     a1.set_xticks([0], ["all"]); a1.set(ylabel="share of device-rounds", ylim=(0, 1))
     a1.legend(fontsize=8, loc="lower center")
     bottom = np.zeros(len(devices))
+    size = int(max(np.max(devices, initial=0), np.max(device_of_row, initial=0))) + 1
+    rows = np.bincount(device_of_row, minlength=size)
     for name, code in (("no correction", ""), ("UL", "ul"), ("DL", "dl")):
-        v = np.array([np.mean(modes[device_of_row == k] == code)
-                      if np.any(device_of_row == k) else 0.0 for k in devices])
+        hits = np.bincount(device_of_row, weights=modes == code, minlength=size)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            v = np.where(rows > 0, hits / rows, 0.0)[devices]
         a2.bar(devices, v, bottom=bottom, color=colours[name])
         bottom += v
     a2.set(xlabel=device_label, ylim=(0, 1), title="per device")
