@@ -76,8 +76,12 @@ def timeline_segments(run_dir, rounds=3, first=0):
     # the device rows (K a round, millions in a long run): those up to the last round drawn,
     # the columns the chart draws
     path = run_dir / "device_rounds.csv"
-    dr = read_table(path, ("round", "device", "draft_len", "mode", "delay_s"),
-                    _rows_through(path, first + rounds - 1))
+    try:
+        dr = read_table(path, ("round", "device", "draft_len", "mode", "delay_s"),
+                        _rows_through(path, first + rounds - 1))
+    except KeyError as exc:   # a column missing: not the file 'run' writes
+        raise PlotError(f"{exc.args[0]}; expected the device_rounds.csv of 'multispin-sim "
+                        "run': rerun the command that wrote it") from None
     t_draft = dict(zip(dev["device"].tolist(), dev["draft_latency_s"].tolist()))
     wanted = [r for r in rt["round"].tolist() if first <= r < first + rounds]
     if not wanted:

@@ -138,6 +138,22 @@ def test_timeline_from_a_small_run(tmp_path, capsys):
                 assert not tx
     kinds = {s[2] for s in segs}
     assert {"drafting", "waiting", "verification"} <= kinds
+    # a later window reads the device rows up to its last round: each of its device lanes has
+    # the rows of its rounds
+    later = timeline_segments(run, rounds=3, first=6)
+    assert {s[1] for s in later} == {6, 7, 8}
+    for r in (6, 7, 8):
+        assert {s[0] for s in later if s[1] == r} == \
+            {f"device {k}" for k in dr["device"][dr["round"] == r]} | {"server"}
+    # a device_rounds.csv without a column the chart draws: one line naming it, exit 2
+    text = (run / "device_rounds.csv").read_text().splitlines()
+    col = text[0].split(",").index("delay_s")
+    (run / "device_rounds.csv").write_text("\n".join(
+        ",".join(v for j, v in enumerate(line.split(",")) if j != col) for line in text) + "\n")
+    capsys.readouterr()
+    assert main(["plot", "--timeline", str(run), "--out", str(tmp_path / "x.png")]) == 2
+    err = capsys.readouterr().err
+    assert "no column delay_s" in err and err.count("\n") == 1 and not (tmp_path / "x.png").exists()
 
 
 def test_plot_errors_exit_2(tmp_path, capsys):
