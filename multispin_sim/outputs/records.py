@@ -360,6 +360,12 @@ class ChunkedCsv:
             self._file.close()
 
 
+def read_header(path):
+    """The column names of a CSV written by ``CsvStream`` (its first line)."""
+    with open(path, newline="", encoding="utf-8") as f:
+        return next(csv.reader(f), [])
+
+
 def read_table(path, columns=None, max_rows=None):
     """A CSV written by ``CsvStream`` as a dict of numpy arrays: int64 where every value of a
     column is an integer, float where every value is a number, else str. ``columns``: the

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from ..outputs.atomic import replacing
-from ..outputs.records import read_table
+from ..outputs.records import read_header, read_table
 from .figures import PlotError, _require_matplotlib
 
 
@@ -27,8 +27,7 @@ def compute_timeseries(run_dir, window_s=30.0):
         if not (run / name).exists():
             raise PlotError(f"{run}: no {name} (is this a run folder?)")
     rd = read_table(run / "rounds.csv")
-    with open(run / "device_rounds.csv", encoding="utf-8") as f:
-        header = f.readline().rstrip("\n").split(",")
+    header = read_header(run / "device_rounds.csv")
     if "slowdown" not in header:
         raise PlotError(f"{run}: device_rounds.csv has no slowdown column (an older run?)")
     # the device rows (K a round): only the columns of the series

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from ..outputs.atomic import replacing
-from ..outputs.records import read_table
+from ..outputs.records import read_header, read_table
 from .figures import PlotError, _require_matplotlib
 
 COLOURS = {
@@ -118,8 +118,9 @@ def timeline_segments(run_dir, rounds=3, first=0):
 def _rows_through(path, last_round):
     """How many rows of a table in round order (``device_rounds.csv``) come before the first
     row of a round after ``last_round``."""
+    col = read_header(path).index("round")
     with open(path, "rb") as f:
-        col = f.readline().decode("utf-8").rstrip("\n").split(",").index("round")
+        f.readline()
         n = 0
         for line in f:
             try:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..outputs.records import read_table
+from ..outputs.records import read_header, read_table
 
 RERUN = "rerun the command that wrote it (or restore the file)"
 
@@ -123,8 +123,7 @@ def _check_rows(path):
                     commas += int(np.count_nonzero(b == 44))
             line += ends.size
             last = chunk[-1:]
-    with open(path, newline="", encoding="utf-8") as f:
-        header = next(csv.reader(f), [])
+    header = read_header(path)
     if not "".join(header).strip():
         raise ReportError(f"{path}: empty; expected a header line and rows: {RERUN}")
     if last != NEWLINE:
