@@ -203,11 +203,20 @@ def dask_runs(tasks, jobs=None, runner=None, scheduler=None, processes=True, **_
 RUNNERS = {"serial": serial_runs, "local": local_runs, "dask": dask_runs}
 
 
-def check_executor(name):
-    """Fail early (before any output is written) on an unknown executor or a missing dask."""
+def check_executor(name, scheduler=None):
+    """Fail early (before any output is written) on an unknown executor, a missing dask, or a
+    scheduler that is not an address or does not answer."""
     get_executor(name)
     if name == "dask":
-        _dask()
+        distributed = _dask()
+        if scheduler:
+            try:
+                distributed.comm.parse_address(scheduler)
+                distributed.Client(scheduler, timeout="15s").close()
+            except (ValueError, OSError, TimeoutError) as exc:
+                raise ExecutorError(f"cannot start the dask executor on {scheduler}: "
+                                    f"{_one_line(exc)}; give the address of a running scheduler, "
+                                    "e.g. tcp://host:8786 (or use --executor local)") from None
 
 
 def _dask():

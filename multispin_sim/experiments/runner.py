@@ -187,17 +187,20 @@ def prepare_output(folder, sweep):
                 raise OutputConflictError(
                     f"{folder}: holds the sweep {name!r}, not {sweep.name!r}; choose another --out "
                     "(a folder is resumed only by the sweep that made it)")
-        elif any(folder.iterdir()):
+        elif any(p.name != LOCK for p in folder.iterdir()):   # a lock alone: stopped at once
             raise OutputConflictError(f"{folder}: output folder exists, is not empty and holds no "
                                       "sweep.json; choose another --out")
     check_folder(folder, "--out")
     lock_folder(folder)
+    if not meta.exists():   # first: a sweep stopped from here on leaves a folder it resumes
+        _write_json(meta, sweep_description(sweep, status="running"))
     (folder / "runs").mkdir(parents=True, exist_ok=True)
     (folder / "sweep.yaml").write_text(dump_sweep_yaml(sweep), encoding="utf-8")
     return folder
 
 
 _LOCKS = {}
+LOCK = ".lock"
 
 
 def lock_folder(folder):
@@ -210,7 +213,7 @@ def lock_folder(folder):
     key = str(Path(folder).resolve())
     if key in _LOCKS:
         return
-    fd = os.open(Path(folder) / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+    fd = os.open(Path(folder) / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
@@ -248,7 +251,7 @@ def run_sweep(sweep, out=None, *, executor="local", jobs=None, scheduler=None, r
     Ctrl-C writes the tables of the runs finished so far and re-raises ``KeyboardInterrupt``.
     """
     stream = stream or sys.stderr
-    check_executor(executor)
+    check_executor(executor, scheduler)
     folder = prepare_output(out or default_output(sweep), sweep)
     try:
         return _run_sweep(sweep, folder, executor, jobs, scheduler, runner, progress, stream,

@@ -57,6 +57,9 @@ def test_plot_timeline_bounded(tmp_path, args, key):
     (["--scheduler", ""], "--scheduler ''"),
     (["--executor", "local", "--scheduler", "tcp://127.0.0.1:1"], "--scheduler"),
     (["--executor", "serial", "--scheduler", "tcp://127.0.0.1:1"], "--scheduler"),
+    # not an address (was an internal error), and no scheduler there (wrote the folder first)
+    (["--scheduler", "notanaddress"], "cannot start the dask executor on notanaddress"),
+    (["--scheduler", "tcp://127.0.0.1:1"], "cannot start the dask executor on tcp://127.0.0.1:1"),
 ])
 def test_sweep_scheduler_options_refused_before_any_work(tmp_path, args, what):
     """FAULT_CLASS messages: the scheduler options had no "what to do" ('' even ran a local

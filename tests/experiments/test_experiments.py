@@ -322,6 +322,32 @@ def test_interrupted_sweep_keeps_finished_runs(tmp_path):
     assert resumed.reused == 3 and resumed.ran == 5 and resumed.complete
 
 
+@pytest.mark.parametrize("stop_at", ["lock", "planning"])
+def test_a_sweep_stopped_as_it_starts_is_resumed(tmp_path, monkeypatch, stop_at):
+    """A stop in the moment after the folder is made (its lock taken, the runs being planned)
+    left a folder that the rerun refused as "not empty and holds no sweep.json"."""
+    sw = small_sweep()
+    out = tmp_path / "out"
+    if stop_at == "lock":            # the state a stop between the lock and sweep.json leaves
+        out.mkdir()
+        (out / ".lock").write_text("")
+    else:
+        def stop(*_):
+            raise KeyboardInterrupt
+        monkeypatch.setattr(type(sw), "run_scenario", stop)
+        with pytest.raises(KeyboardInterrupt):
+            run_sweep(sw, out, executor="serial")
+        monkeypatch.undo()
+        assert json.loads((out / "sweep.json").read_text())["name"] == "small"
+    resumed = run_sweep(sw, out, executor="serial")
+    assert resumed.complete and resumed.ran == 8
+    # anything else in a folder without sweep.json is still somebody else's
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "notes.txt").write_text("mine")
+    with pytest.raises(OutputConflictError, match="holds no sweep.json"):
+        run_sweep(sw, tmp_path / "other", executor="serial")
+
+
 @pytest.mark.parametrize("executor", ["serial", "local"])
 def test_a_failing_cell_is_reported_and_the_others_complete(tmp_path, executor):
     sw = small_sweep()
