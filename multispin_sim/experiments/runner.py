@@ -213,7 +213,8 @@ def lock_folder(folder):
     key = str(Path(folder).resolve())
     if key in _LOCKS:
         return
-    fd = os.open(Path(folder) / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+    path = Path(folder) / LOCK
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
@@ -224,8 +225,12 @@ def lock_folder(folder):
         os.close(fd)
         raise OutputConflictError(f"{folder}: in use by another sweep (process {owner}); wait "
                                   "for it to end (then rerun to resume) or choose another --out")
-    os.ftruncate(fd, 0)
-    os.write(fd, str(os.getpid()).encode())
+    try:
+        os.ftruncate(fd, 0)
+        os.write(fd, str(os.getpid()).encode())
+    except OSError as exc:   # a full disk: say which file
+        os.close(fd)
+        raise OSError(exc.errno, exc.strerror, str(path)) from None
     _LOCKS[key] = fd
 
 

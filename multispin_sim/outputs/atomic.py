@@ -44,7 +44,9 @@ def replacing(path):
     try:
         yield tmp
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
+        if isinstance(exc, OSError) and exc.filename is None:   # a write's error names no file
+            exc.filename = str(path)
         try:
             tmp.unlink()
         except OSError:

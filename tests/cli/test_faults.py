@@ -584,6 +584,17 @@ def test_output_full_disk(tmp_path, how):
         _unmount(mounted)
 
 
+def test_output_full_disk_as_a_sweep_starts(tmp_path):
+    """FAULT_CLASS outputs: no room for the sweep's lock file: the line named "a file", not the
+    file, and the empty lock left behind made the rerun refuse the folder as somebody else's."""
+    sw = sweep_file(tmp_path, rounds=10, counts=(2,), reps=1)
+    line = error_line(cli("sweep", sw, "--out", tmp_path / "o", cwd=tmp_path, fsize=0), 1)
+    assert line.startswith(f"error: {tmp_path / 'o' / '.lock'}: ") and "large" in line
+    o = cli("sweep", sw, "--out", tmp_path / "o", cwd=tmp_path)   # room again: it runs
+    assert o.rc == 0, o
+    assert json.loads((tmp_path / "o" / "sweep.json").read_text())["status"] == "complete"
+
+
 # ------------------------------------------------------------------------------------------
 # signals
 
