@@ -10,6 +10,8 @@ adds the traceback.
 """
 import argparse
 import json
+import os
+import select
 import signal
 import sys
 import threading
@@ -371,6 +373,13 @@ def build_parser():
     p.add_argument("--debug", action="store_true",
                    help="print the traceback of an error (also MULTISPIN_SIM_DEBUG=1)")
     sub = p.add_subparsers(dest="command", required=True)
+    # ``--debug`` after the command too (the error lines say "rerun with --debug")
+    debug = argparse.ArgumentParser(add_help=False)
+    debug.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                       help="print the traceback of an error")
+
+    def command(name, **kwargs):
+        return sub.add_parser(name, parents=[debug], **kwargs)
 
     def scenario_args(sp):
         sp.add_argument("scenario", nargs="?", default=None,
@@ -378,11 +387,11 @@ def build_parser():
         sp.add_argument("--set", action="append", metavar="KEY=VALUE",
                         help="override a scenario key, e.g. --set devices.count=8 (repeatable)")
 
-    sp = sub.add_parser("validate", help="check a scenario and print it with every default filled in")
+    sp = command("validate", help="check a scenario and print it with every default filled in")
     scenario_args(sp)
     sp.set_defaults(func=cmd_validate)
 
-    sp = sub.add_parser("run", help="run one scenario and write its records")
+    sp = command("run", help="run one scenario and write its records")
     scenario_args(sp)
     sp.add_argument("--seed", type=int, help="override the scenario's seed")
     sp.add_argument("--rounds", type=int, help="override run.rounds")
@@ -393,7 +402,7 @@ def build_parser():
                     "split and why, powers, delays, times)")
     sp.set_defaults(func=cmd_run)
 
-    sp = sub.add_parser("sweep", help="run a sweep file: cells x replications, resumable; "
+    sp = command("sweep", help="run a sweep file: cells x replications, resumable; "
                         "writes runs.csv and cells.csv")
     sp.add_argument("file", help="sweep YAML file (format: multispin_sim.experiments.sweepfile)")
     sp.add_argument("--jobs", type=_positive_int, help="worker processes (default: all cores)")
@@ -409,7 +418,7 @@ def build_parser():
                     "(repeatable; swept keys cannot be set)")
     sp.set_defaults(func=cmd_sweep)
 
-    sp = sub.add_parser("plot", help="draw a sweep's figures (PNG + CSV), a capacity curve, or a "
+    sp = command("plot", help="draw a sweep's figures (PNG + CSV), a capacity curve, or a "
                         "run's timeline")
     sp.add_argument("results_dir", nargs="?", default=None, metavar="RESULTS_DIR",
                     help="output folder of 'multispin-sim sweep' or 'multispin-sim capacity'")
@@ -424,13 +433,13 @@ def build_parser():
                     "RUN_DIR/timeline.png)")
     sp.set_defaults(func=cmd_plot)
 
-    sp = sub.add_parser("report", help="write one self-contained report.html for a run, sweep "
+    sp = command("report", help="write one self-contained report.html for a run, sweep "
                         "or capacity folder")
     sp.add_argument("results_dir", metavar="RESULTS_DIR",
                     help="output folder of 'multispin-sim run', 'sweep' or 'capacity'")
     sp.add_argument("--out", help="the HTML file to write (default RESULTS_DIR/report.html)")
     sp.set_defaults(func=cmd_report)
-    sp = sub.add_parser("capacity", help="the highest per-device Poisson arrival rate whose SLO "
+    sp = command("capacity", help="the highest per-device Poisson arrival rate whose SLO "
                         "attainment stays >= the target (bracketing search with replications)")
     scenario_args(sp)
     sp.add_argument("--slo", required=True, metavar="ttft=S,tpot=S",
@@ -453,11 +462,12 @@ def build_parser():
                     "capacity.json of an earlier search in --out")
     sp.add_argument("--quiet", action="store_true", help="no progress lines")
     sp.set_defaults(func=cmd_capacity)
-    sp = sub.add_parser("acceptance", help="acceptance models: 'fit TRACE' fits iid, beta and "
+    sp = command("acceptance", help="acceptance models: 'fit TRACE' fits iid, beta and "
                         "markov to an agreement trace and prints the validation table")
     acc = sp.add_subparsers(dest="action", required=True)
-    sp = acc.add_parser("fit", help="fit the acceptance models to a trace (Spec-Bench JSONL or "
-                        "0/1 CSV), print the validation table and the fitted keys as YAML")
+    sp = acc.add_parser("fit", parents=[debug],
+                        help="fit the acceptance models to a trace (Spec-Bench JSONL or 0/1 CSV), "
+                        "print the validation table and the fitted keys as YAML")
     sp.add_argument("trace", nargs="?", default=None,
                     help="trace file (default: the shipped Spec-Bench trace)")
     sp.add_argument("--by", choices=("category",), help="also fit each category on its own")
@@ -471,10 +481,10 @@ def build_parser():
                     "+- standard error (default 20)")
     sp.set_defaults(func=cmd_acceptance)
 
-    sp = sub.add_parser("keys", help="print the reference of every scenario key (markdown)")
+    sp = command("keys", help="print the reference of every scenario key (markdown)")
     sp.set_defaults(func=cmd_keys)
 
-    sp = sub.add_parser("bench", help="print speed and memory figures")
+    sp = command("bench", help="print speed and memory figures")
     sp.add_argument("what", nargs="?", default=None,
                     help=f"{', '.join(IN_ALL)}, all (these) or paper (the paper's figure "
                     "sweeps timed, about 15 min); without it: all of them with --quick")
@@ -500,11 +510,15 @@ def main(argv=None, *, exiting=False):
     if main_thread:
         previous = catch(_STOP_SIGNALS, _stop)
     try:
-        return args.func(args)
+        status = args.func(args)
+        sys.stdout.flush()   # a reader that went away shows here, not as Python exits
+        return status
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 128 + first_signal()
     except Exception as exc:  # noqa: BLE001 -- the one error path: one line, no traceback
+        if isinstance(exc, BrokenPipeError) and _reader_gone(sys.stdout):
+            return _quiet_stdout()
         return report(exc, debug=debug)
     finally:
         if exiting and main_thread:
@@ -512,6 +526,26 @@ def main(argv=None, *, exiting=False):
         else:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
+
+
+def _reader_gone(stream):
+    """The reader of ``stream`` closed its end (``multispin-sim ... | head``): a broken pipe
+    there is the reader's choice, not an error (a broken pipe elsewhere is one)."""
+    try:
+        poll = select.poll()
+        poll.register(stream.fileno(), select.POLLOUT)
+        return any(events & select.POLLERR for _, events in poll.poll(0))
+    except (AttributeError, OSError, ValueError):   # no poll (Windows), no file descriptor
+        return False
+
+
+def _quiet_stdout():
+    """End quietly with 128 + SIGPIPE, as a command a pipe's reader stops does: what is still
+    buffered for stdout goes nowhere (Python would otherwise report it failing as it exits)."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return 128 + getattr(signal, "SIGPIPE", 13)
 
 
 def _ignore_late_signals():

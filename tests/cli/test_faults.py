@@ -885,6 +885,10 @@ def test_error_debug_shows_traceback(tmp_path):
     o = cli("--debug", "run", path, "--out", disk / "o2", "--quiet", cwd=tmp_path,
             fsize=48 * 1024)
     assert o.rc == 1 and "Traceback" in o.err
+    # after the command too, where the error lines' "rerun with --debug" invites it
+    o = cli("run", path, "--out", disk / "o3", "--quiet", "--debug", cwd=tmp_path,
+            fsize=48 * 1024)
+    assert o.rc == 1 and "Traceback" in o.err
 
 
 # ------------------------------------------------------------------------------------------

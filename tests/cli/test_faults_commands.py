@@ -1,5 +1,6 @@
 """Fault injection: the options of ``bench`` and ``plot`` (the method of tests/cli/test_faults.py):
 a bare ``bench`` starts the quick set, and a timeline of too many rounds is refused up front."""
+import json
 import os
 
 import pytest
@@ -93,3 +94,23 @@ def test_plot_error_lines_say_what_to_do(tmp_path):
     assert cli("run", scenario(tmp_path), "--out", run, "--quiet", cwd=tmp_path).rc == 0
     line = error_line(cli("plot", "--timeline", run, "--first", "100000", cwd=tmp_path), 2)
     assert "no round in" in line
+
+
+def test_a_reader_that_goes_away_is_not_an_error(tmp_path):
+    """FAULT_CLASS messages: ``multispin-sim run ... --explain 50 | head -1`` printed "error: a
+    file: Broken pipe" (exit 1) after writing every output; it now ends quietly with 128 +
+    SIGPIPE, as a command stopped by its pipe's reader does, and the run is whole."""
+    import subprocess
+    import sys
+
+    from test_faults import _env, _limits
+
+    p = subprocess.Popen([sys.executable, "-m", "multispin_sim", "run", scenario(tmp_path),
+                          "--rounds", "60", "--explain", "50", "--out", tmp_path / "r"],
+                         cwd=tmp_path, env=_env(), stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, preexec_fn=_limits())
+    p.stdout.close()            # the reader is gone before the first line
+    err = p.stderr.read().decode()
+    assert p.wait(timeout=120) == 141, err
+    assert err == ""
+    assert json.loads((tmp_path / "r" / "run.json").read_text())["complete"] is True
