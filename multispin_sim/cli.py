@@ -163,9 +163,14 @@ def cmd_sweep(args):
     return 1 if result.failures else 0
 
 
+TIMELINE_FORMATS = (".png", ".svg", ".pdf")
+
+
 def cmd_plot(args):
     from .outputs.atomic import check_folder
-    from .plots import PlotError, plot_sweep, plot_timeline
+    from .outputs.checked import OutputError
+    from .plots import plot_sweep, plot_timeline
+    from .plots.figures import load_sweep_output
     from .plots.timeline import MAX_TIMELINE_ROUNDS
 
     if (args.results_dir is None) == (args.timeline is None):
@@ -195,14 +200,18 @@ def cmd_plot(args):
         png = Path(args.out) if args.out else source / "timeline.png"
         if png.is_dir():
             raise CliError(f"--out {png}", "is a folder", "give the PNG file to write")
+        if png.suffix.lower() not in TIMELINE_FORMATS:
+            raise CliError(f"--out {png}", "is not a .png, .svg or .pdf file",
+                           "give the image file to write, e.g. timeline.png")
         if (source / "rounds.csv").is_file():   # else plot_timeline says what is missing
             check_folder(png.parent, "--out")
     elif capacity:   # one figure: a PNG file, or capacity.png in a folder
         out = Path(args.out) if args.out else source
         check_folder(out.parent if out.suffix == ".png" else out, "--out")
-    elif (source / "sweep.json").exists():   # else plot_sweep says what is missing
-        check_folder(Path(args.out) if args.out else source / "figures", "--out")
     try:
+        if args.timeline is None and not capacity and (source / "sweep.json").exists():
+            load_sweep_output(source)   # a damaged folder is refused before --out is made
+            check_folder(Path(args.out) if args.out else source / "figures", "--out")
         if args.timeline is not None:
             paths = plot_timeline(args.timeline, rounds=args.rounds, first=args.first, out=args.out)
         elif capacity:
@@ -211,7 +220,7 @@ def cmd_plot(args):
             paths = plot_capacity(args.results_dir, out=args.out)
         else:
             paths = plot_sweep(args.results_dir, out=args.out)
-    except PlotError as exc:
+    except OutputError as exc:   # PlotError and a damaged file it reads
         print(f"error: {_with_todo(exc, 'see multispin-sim plot --help')}", file=sys.stderr)
         return EXIT_BAD_INPUT
     for path in paths:
@@ -220,11 +229,12 @@ def cmd_plot(args):
 
 
 def cmd_report(args):
-    from .report import ReportError, write_report
+    from .outputs.checked import OutputError
+    from .report import write_report
 
     try:
         path = write_report(args.results_dir, out=args.out)
-    except ReportError as exc:
+    except OutputError as exc:   # the report's own errors and a damaged file it reads
         print(f"error: {_with_todo(exc, 'see multispin-sim report --help')}", file=sys.stderr)
         return EXIT_BAD_INPUT
     print(path)
@@ -403,7 +413,7 @@ def build_parser():
     sp.set_defaults(func=cmd_run)
 
     sp = command("sweep", help="run a sweep file: cells x replications, resumable; "
-                        "writes runs.csv and cells.csv")
+                 "writes runs.csv and cells.csv")
     sp.add_argument("file", help="sweep YAML file (format: multispin_sim.experiments.sweepfile)")
     sp.add_argument("--jobs", type=_positive_int, help="worker processes (default: all cores)")
     sp.add_argument("--executor", choices=("serial", "local", "dask"),
@@ -419,7 +429,7 @@ def build_parser():
     sp.set_defaults(func=cmd_sweep)
 
     sp = command("plot", help="draw a sweep's figures (PNG + CSV), a capacity curve, or a "
-                        "run's timeline")
+                 "run's timeline")
     sp.add_argument("results_dir", nargs="?", default=None, metavar="RESULTS_DIR",
                     help="output folder of 'multispin-sim sweep' or 'multispin-sim capacity'")
     sp.add_argument("--timeline", metavar="RUN_DIR",
@@ -429,18 +439,18 @@ def build_parser():
     sp.add_argument("--first", type=int, default=0, help="first round on the timeline (default 0)")
     sp.add_argument("--out", help="output folder for a sweep's figures (default "
                     "RESULTS_DIR/figures); the PNG file (or its folder) of a capacity curve "
-                    "(default RESULTS_DIR/capacity.png); the PNG file of the timeline (default "
-                    "RUN_DIR/timeline.png)")
+                    "(default RESULTS_DIR/capacity.png); the image file of the timeline, .png, "
+                    ".svg or .pdf (default RUN_DIR/timeline.png)")
     sp.set_defaults(func=cmd_plot)
 
     sp = command("report", help="write one self-contained report.html for a run, sweep "
-                        "or capacity folder")
+                 "or capacity folder")
     sp.add_argument("results_dir", metavar="RESULTS_DIR",
                     help="output folder of 'multispin-sim run', 'sweep' or 'capacity'")
     sp.add_argument("--out", help="the HTML file to write (default RESULTS_DIR/report.html)")
     sp.set_defaults(func=cmd_report)
     sp = command("capacity", help="the highest per-device Poisson arrival rate whose SLO "
-                        "attainment stays >= the target (bracketing search with replications)")
+                 "attainment stays >= the target (bracketing search with replications)")
     scenario_args(sp)
     sp.add_argument("--slo", required=True, metavar="ttft=S,tpot=S",
                     help="SLO limits in seconds (or with an ms suffix), e.g. ttft=0.5,tpot=50ms")
@@ -463,7 +473,7 @@ def build_parser():
     sp.add_argument("--quiet", action="store_true", help="no progress lines")
     sp.set_defaults(func=cmd_capacity)
     sp = command("acceptance", help="acceptance models: 'fit TRACE' fits iid, beta and "
-                        "markov to an agreement trace and prints the validation table")
+                 "markov to an agreement trace and prints the validation table")
     acc = sp.add_subparsers(dest="action", required=True)
     sp = acc.add_parser("fit", parents=[debug],
                         help="fit the acceptance models to a trace (Spec-Bench JSONL or 0/1 CSV), "

@@ -412,9 +412,12 @@ class CapacitySearch:
         return rows
 
 
+OTHER_OUTPUTS = (("sweep", "sweep.json"), ("run", "summary.json"))
+
+
 def check_output(folder, overwrite=False):
-    """Before any run: ``folder`` can take the search's files and holds no other search (nor
-    anything else) unless ``overwrite``. Returns the folder (created)."""
+    """Before any run: ``folder`` can take the search's files, holds no sweep or run, and holds
+    no other search (nor anything else) unless ``overwrite``. Returns the folder (created)."""
     from ..errors import OutputLocationError
     from ..outputs.atomic import check_folder
 
@@ -423,6 +426,11 @@ def check_output(folder, overwrite=False):
         raise OutputLocationError("--out ''", "is empty", "give the folder to write the "
                                   "capacity curve into (or leave --out out)")
     try:
+        other = next((f"holds a {kind}'s outputs ({name})" for kind, name in OTHER_OUTPUTS
+                      if (folder / name).exists()), None)
+        if other:   # a search written there would make plot and report take it for the other
+            raise OutputLocationError(f"--out {folder}", other, "give the capacity search a "
+                                      "folder of its own")
         if folder.is_dir() and any(folder.iterdir()) and not overwrite:
             has = ("holds a capacity search" if (folder / "capacity.json").exists()
                    else "is not empty")

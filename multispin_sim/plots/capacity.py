@@ -4,31 +4,36 @@ Reads ``capacity.csv`` and ``capacity.json`` of a capacity folder; draws the mea
 its 95% interval at every rate tried (colour by verdict), the target, and the capacity with its
 interval (shaded). Writes ``capacity.png`` (beside the CSV, or ``out``).
 """
-import json
 from pathlib import Path
 
 import numpy as np
 
 from ..outputs.atomic import replacing
-from ..outputs.records import read_table
-from .figures import PlotError, _require_matplotlib
+from ..outputs.checked import read_csv, read_json
+from .figures import _require_matplotlib
 
 _COLOURS = {"meets": "tab:green", "fails": "tab:red", "undecided": "tab:orange", "": "grey"}
 
 
+CURVE = (("rate_per_s", "rate (requests/s per device)", 4), ("replications", "runs", 4),
+         ("requests", "requests", 4), ("attainment_mean", "SLO attainment", 3),
+         ("ci95_lo", "95% CI low", 3), ("ci95_hi", "95% CI high", 3), ("verdict", "verdict", None))
+
+
+def read_capacity_output(folder):
+    """capacity.json and capacity.csv of a capacity folder, checked (``OutputError`` naming the
+    file and the line): what ``plot`` and ``report`` draw."""
+    folder = Path(folder)
+    result = read_json(folder / "capacity.json",
+                       ("target", "slo", "scenario", "protocol", "draft", "message"))
+    curve = read_csv(folder / "capacity.csv", [c for c, _, _ in CURVE],
+                     ("rate_per_s", "attainment_mean", "ci95_lo", "ci95_hi"))
+    return result, curve
+
+
 def plot_capacity(folder, out=None):
     folder = Path(folder)
-    try:
-        res = json.loads((folder / "capacity.json").read_text(encoding="utf-8"))
-        curve = read_table(folder / "capacity.csv")
-    except (OSError, ValueError, UnicodeDecodeError, StopIteration) as exc:
-        raise PlotError(f"cannot read the capacity output in {folder}: {exc}") from None
-    need = ("rate_per_s", "attainment_mean", "ci95_lo", "ci95_hi", "verdict")
-    if (not isinstance(res, dict) or not all(k in res for k in ("target", "slo", "scenario"))
-            or not all(c in curve and curve[c].dtype.kind in "fiU" for c in need)
-            or any(curve[c].dtype.kind == "U" for c in need[:4])):
-        raise PlotError(f"{folder}: capacity.json or capacity.csv is damaged (a key, a column or a "
-                        "number is missing); rerun 'multispin-sim capacity'")
+    res, curve = read_capacity_output(folder)
     fig = capacity_figure(res, curve)
     png = Path(out) if out else folder / "capacity.png"
     if png.suffix != ".png":

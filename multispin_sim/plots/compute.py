@@ -15,7 +15,8 @@ from pathlib import Path
 import numpy as np
 
 from ..outputs.atomic import replacing
-from ..outputs.records import read_header, read_table
+from ..outputs.checked import read_csv
+from ..outputs.records import read_header
 from .figures import PlotError, _require_matplotlib
 
 
@@ -26,15 +27,14 @@ def compute_timeseries(run_dir, window_s=30.0):
     for name in ("rounds.csv", "device_rounds.csv", "devices.csv"):
         if not (run / name).exists():
             raise PlotError(f"{run}: no {name} (is this a run folder?)")
-    rd = read_table(run / "rounds.csv")
+    rd = read_csv(run / "rounds.csv", ("start_s", "duration_s", "tokens"))
     header = read_header(run / "device_rounds.csv")
     if "slowdown" not in header:
         raise PlotError(f"{run}: device_rounds.csv has no slowdown column (an older run?)")
     # the device rows (K a round): only the columns of the series
-    dr = read_table(run / "device_rounds.csv",
-                    [c for c in ("round", "device", "draft_len", "slowdown", "temperature_c")
-                     if c in header])
-    dv = read_table(run / "devices.csv")
+    dr = read_csv(run / "device_rounds.csv", ("round", "device", "draft_len", "slowdown"),
+                  columns=("temperature_c",))
+    dv = read_csv(run / "devices.csv", ("device",))
     start = np.asarray(rd["start_s"], float)
     end = float(start[-1] + rd["duration_s"][-1]) if start.size else 0.0
     edges = np.arange(0.0, end + window_s, window_s)

@@ -20,18 +20,18 @@ from __future__ import annotations
 
 import csv
 import difflib
-import json
 import math
 from pathlib import Path
 
 import numpy as np
 
 from ..outputs.atomic import replacing
-from ..outputs.records import read_table
+from ..outputs.checked import RERUN, OutputError, read_csv, read_json
 
 
-class PlotError(ValueError):
-    """Missing or unreadable input files, or matplotlib not installed."""
+class PlotError(OutputError):
+    """Missing input files, a figure the data cannot draw, or matplotlib not installed (a
+    damaged file is an ``OutputError`` of its reader)."""
 
 
 METRIC_LABELS = {
@@ -101,16 +101,27 @@ def _require_matplotlib():
 
 
 def load_sweep_output(folder):
+    """sweep.json and cells.csv of a sweep folder, checked (``OutputError`` naming the file and
+    the line): what ``plot`` and ``report`` draw a sweep from."""
     folder = Path(folder)
     meta_path, cells_path = folder / "sweep.json", folder / "cells.csv"
-    for p in (meta_path, cells_path):
-        if not p.is_file():
-            raise PlotError(f"{p}: not found; expected the output folder of 'multispin-sim sweep'")
-    try:
-        meta = json.loads(meta_path.read_text(encoding="utf-8"))
-    except ValueError as exc:
-        raise PlotError(f"{meta_path}: not valid JSON ({exc})") from None
-    return meta, read_table(cells_path)
+    if not meta_path.is_file():
+        raise PlotError(f"{meta_path}: not found; expected the output folder of 'multispin-sim "
+                        "sweep' (sweep.json and cells.csv)")
+    meta = read_json(meta_path, ("keys",))
+    keys = meta["keys"]
+    if not isinstance(keys, list) or not all(isinstance(k, str) for k in keys):
+        raise OutputError(f"{meta_path}: keys is {keys!r}; expected the list of swept keys: "
+                          f"{RERUN}")
+    if not cells_path.is_file():
+        raise PlotError(f"{cells_path}: not found: the sweep stopped before writing its tables "
+                        f"(status {meta.get('status')!r} in sweep.json); rerun the sweep command "
+                        "to finish it (its finished runs are kept)")
+    cells = read_csv(cells_path, ("cell", "n", *keys), ("cell", "n"))
+    if len(cells["cell"]) == 0:
+        raise PlotError(f"{cells_path}: no cells, nothing to draw; rerun the sweep (failed runs "
+                        "are retried)")
+    return meta, cells
 
 
 def _scalar(v):

@@ -15,12 +15,12 @@ and one lane for the server: the batched verification. Segments are also written
 from __future__ import annotations
 
 import csv
-import json
 from pathlib import Path
 
 import numpy as np
 
 from ..outputs.atomic import replacing
+from ..outputs.checked import read_csv, read_json
 from ..outputs.records import read_header, read_table
 from .figures import PlotError, _require_matplotlib
 
@@ -44,6 +44,10 @@ LABELS = {
 }
 
 
+ROUND_COLUMNS = ("round", "start_s", "draft_s", "verify_s", "duration_s")
+DEVICE_COLUMNS = ("round", "device", "draft_len", "mode", "delay_s")
+
+
 def cell_folders(run_dir):
     """The cell folders of a run of several cells (``cell_<c>``, those with devices), by c."""
     found = [p for p in Path(run_dir).glob("cell_*") if p.is_dir() and p.name[5:].isdigit()]
@@ -58,30 +62,32 @@ def timeline_segments(run_dir, rounds=3, first=0):
         if not path.is_file():
             raise PlotError(f"{path}: not found; expected a run folder of 'multispin-sim run' "
                             "(or a runs/... folder of a sweep)")
-    rt, dev = read_table(run_dir / "rounds.csv"), read_table(run_dir / "devices.csv")
-    if "cell" in rt:   # the merged tables of several cells: each cell has its own rounds
+    rt = read_csv(run_dir / "rounds.csv", ROUND_COLUMNS, ROUND_COLUMNS, ("cell",))
+    if "cell" in rt:   # several cells' merged tables
         cells = cell_folders(run_dir)
         raise PlotError(f"{run_dir}: a run of several cells has one timeline per cell; draw one, "
                         f"e.g. plot --timeline {cells[0] if cells else run_dir / 'cell_0'}")
     summary = run_dir / "summary.json"
-    text = summary.read_text(encoding="utf-8") if summary.is_file() else "{}"
-    if '"asynchronous"' in text:
+    summary = read_json(summary) if summary.is_file() else {}
+    if isinstance(summary.get("asynchronous"), dict):
         raise PlotError(f"{run_dir}: an asynchronous run has batches, not rounds: the timeline "
                         "draws synchronous rounds only")
+    dev = read_csv(run_dir / "devices.csv", ("device", "draft_latency_s"), ("draft_latency_s",))
     if len(rt["round"]) == 0:
-        stopped = json.loads(text).get("stop_reason")
+        stopped = summary.get("stop_reason")
         raise PlotError(f"{run_dir}: the run has no rounds"
                         + (f" (it stopped before its first round ended: {stopped})"
                            if stopped else ""))
     # the device rows (K a round, millions in a long run): those up to the last round drawn,
-    # the columns the chart draws
+    # the columns the chart draws; a damaged row among them: the whole file checked says where
     path = run_dir / "device_rounds.csv"
     try:
-        dr = read_table(path, ("round", "device", "draft_len", "mode", "delay_s"),
-                        _rows_through(path, first + rounds - 1))
+        dr = read_table(path, DEVICE_COLUMNS, _rows_through(path, first + rounds - 1))
     except KeyError as exc:   # a column missing: not the file 'run' writes
         raise PlotError(f"{exc.args[0]}; expected the device_rounds.csv of 'multispin-sim "
                         "run': rerun the command that wrote it") from None
+    except ValueError:
+        dr = read_csv(path, DEVICE_COLUMNS, columns=DEVICE_COLUMNS)
     t_draft = dict(zip(dev["device"].tolist(), dev["draft_latency_s"].tolist()))
     wanted = [r for r in rt["round"].tolist() if first <= r < first + rounds]
     if not wanted:

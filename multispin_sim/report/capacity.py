@@ -4,26 +4,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .checks import read_csv, read_json
 from .common import _cards, _e, _figure_class, _fmt, _img, _page, _png
-
-CURVE = (("rate_per_s", "rate (requests/s per device)", 4), ("replications", "runs", 4),
-         ("requests", "requests", 4), ("attainment_mean", "SLO attainment", 3),
-         ("ci95_lo", "95% CI low", 3), ("ci95_hi", "95% CI high", 3), ("verdict", "verdict", None))
-
 
 def read_capacity_folder(folder):
     """capacity.json and capacity.csv, checked before the figure is drawn."""
-    folder = Path(folder)
-    result = read_json(folder / "capacity.json",
-                       ("target", "slo", "scenario", "protocol", "draft", "message"))
-    curve = read_csv(folder / "capacity.csv", [c for c, _, _ in CURVE],
-                     ("rate_per_s", "attainment_mean", "ci95_lo", "ci95_hi"))
-    return folder, result, curve
+    from ..plots.capacity import read_capacity_output
+
+    return (Path(folder), *read_capacity_output(folder))
 
 
 def capacity_report(checked):
-    from ..plots.capacity import capacity_figure
+    from ..plots.capacity import CURVE, capacity_figure
 
     folder, res, curve = checked
     _figure_class()  # matplotlib missing: the report's own message

@@ -17,7 +17,7 @@ def write_report(folder, out=None):
     if not folder.is_dir():
         raise ReportError(f"{folder}: not a folder; expected the output folder of 'multispin-sim "
                           "run', 'multispin-sim sweep' or 'multispin-sim capacity'")
-    if (folder / "cells.csv").is_file():
+    if (folder / "cells.csv").is_file() or (folder / "sweep.json").is_file():
         from .sweep import read_sweep_folder as read, sweep_report as page
     elif (folder / "summary.json").is_file() and (folder / "rounds.csv").is_file():
         from .run import read_run_folder as read, run_report as page
@@ -25,7 +25,7 @@ def write_report(folder, out=None):
         from .capacity import capacity_report as page, read_capacity_folder as read
     else:
         raise ReportError(f"{folder}: neither a run folder (summary.json, rounds.csv), a sweep "
-                          "folder (cells.csv) nor a capacity folder (capacity.json); give the "
+                          "folder (sweep.json, cells.csv) nor a capacity folder (capacity.json); give the "
                           "output folder of 'multispin-sim run', 'sweep' or 'capacity'")
     path = check_output(out, folder)
     text = page(read(folder))

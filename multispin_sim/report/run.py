@@ -10,7 +10,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .checks import ReportError, number, read_csv, read_json
+from ..outputs.checked import number, read_csv, read_json
+from .checks import ReportError
 from .common import (_cards, _e, _figure_class, _fmt, _img, _page, _png, _timeline_png,
                      _warnings, _yaml_text)
 

@@ -14,7 +14,8 @@ import csv
 import io
 from pathlib import Path
 
-from .checks import ReportError, read_csv, read_json
+from ..outputs.checked import OutputError, read_csv, read_json
+from .checks import ReportError
 from .common import _cards, _e, _figure_class, _fmt, _img, _page, _png, _timeline_png, _warnings
 from .common import _yaml_text
 
@@ -39,20 +40,10 @@ def _num(v):
 
 def read_sweep_folder(folder):
     """sweep.json, cells.csv and runs.csv, checked before any figure is drawn."""
+    from ..plots.figures import load_sweep_output
+
     folder = Path(folder)
-    meta_path = folder / "sweep.json"
-    if not meta_path.is_file():
-        raise ReportError(f"{meta_path}: not found; expected a whole sweep folder of "
-                          "'multispin-sim sweep' (sweep.json and cells.csv)")
-    meta = read_json(meta_path, ("keys",))
-    keys = meta["keys"]
-    if not isinstance(keys, list) or not all(isinstance(k, str) for k in keys):
-        raise ReportError(f"{meta_path}: keys is {keys!r}; expected the list of swept keys: "
-                          "rerun the command that wrote it (or restore the file)")
-    table = read_csv(folder / "cells.csv", ("cell", "n", *keys), ("cell", "n"))
-    if len(table["cell"]) == 0:
-        raise ReportError(f"{folder / 'cells.csv'}: no cells, nothing to report; rerun the sweep "
-                          "(failed runs are retried)")
+    meta, table = load_sweep_output(folder)
     cells = _rows((folder / "cells.csv").read_text(encoding="utf-8"))
     runs = []
     if (folder / "runs.csv").is_file():
@@ -111,7 +102,7 @@ def sweep_report(checked):
         if path.is_file():
             try:
                 run_warnings = read_json(path).get("warnings") or []
-            except ReportError as exc:
+            except OutputError as exc:
                 run_warnings = [f"not read: {exc}"]
             for w in run_warnings:
                 if w not in seen:

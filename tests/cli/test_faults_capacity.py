@@ -63,6 +63,14 @@ def test_capacity_one_search_per_folder(tmp_path):
     o = cli(*args, "--overwrite", "--seed", "5", cwd=tmp_path)
     assert o.rc == 0, o
     assert strict_json(out / "capacity.json")["verdict"] == "found"
+    # a sweep's folder, --overwrite or not: plot drew the search there instead of the sweep's
+    # figures
+    sweep = tmp_path / "sweep"
+    sweep.mkdir()
+    (sweep / "sweep.json").write_text("{}")
+    line = error_line(cli(*args[:-2], sweep, "--quiet", "--overwrite", cwd=tmp_path), 2)
+    assert "holds a sweep's outputs (sweep.json)" in line
+    assert [p.name for p in sweep.iterdir()] == ["sweep.json"]
 
 
 def test_capacity_issue_example_counts_requests_and_extends(tmp_path):

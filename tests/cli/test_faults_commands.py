@@ -114,3 +114,18 @@ def test_a_reader_that_goes_away_is_not_an_error(tmp_path):
     assert p.wait(timeout=120) == 141, err
     assert err == ""
     assert json.loads((tmp_path / "r" / "run.json").read_text())["complete"] is True
+
+
+def test_timeline_out_is_an_image_file(tmp_path):
+    """FAULT_CLASS messages: ``plot --timeline RUN --out NAME`` without .png was an internal
+    error from matplotlib ("Format 'tmp' is not supported"); a .png, .svg or .pdf is drawn in
+    that format, anything else refused before any work."""
+    pytest.importorskip("matplotlib")
+    run = tmp_path / "run"
+    assert cli("run", scenario(tmp_path), "--out", run, "--quiet", cwd=tmp_path).rc == 0
+    for name in ("timeline", "t.xyz"):
+        line = error_line(cli("plot", "--timeline", run, "--out", tmp_path / name, cwd=tmp_path), 2)
+        assert line.startswith(f"error: --out {tmp_path / name}: is not a .png, .svg or .pdf")
+    assert cli("plot", "--timeline", run, "--out", tmp_path / "t.svg", cwd=tmp_path).rc == 0
+    assert (tmp_path / "t.svg").read_text().lstrip().startswith("<?xml")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run", "scenario.yaml", "t.csv", "t.svg"]

@@ -55,17 +55,21 @@ DAMAGE = {
 }
 
 
+@pytest.mark.parametrize("command", ["report", "timeline"])
 @pytest.mark.parametrize("name", sorted(DAMAGE))
-def test_report_refuses_damaged_run_folder(good_run, tmp_path, name):
-    """FAULT_CLASS report: a damaged run folder gave "internal error" or a silent page; now the
-    file, the line and what is expected, exit 2, no page."""
+def test_report_refuses_damaged_run_folder(good_run, tmp_path, name, command):
+    """FAULT_CLASS report: a damaged run folder gave "internal error" or a silent page (and
+    ``plot --timeline`` an internal error for a cut rounds.csv); now the file, the line and what
+    is expected, exit 2, nothing written."""
     damage, where, why = DAMAGE[name]
     folder = tmp_path / name
     shutil.copytree(good_run, folder)
     damage(folder)
-    line = error_line(cli("report", folder, cwd=tmp_path), 2)
+    before = sorted(p.name for p in folder.iterdir())
+    args = ("report", folder) if command == "report" else ("plot", "--timeline", folder)
+    line = error_line(cli(*args, cwd=tmp_path), 2)
     assert where in line and why in line and "internal error" not in line
-    assert not (folder / "report.html").exists()
+    assert sorted(p.name for p in folder.iterdir()) == before
 
 
 @pytest.mark.parametrize("out, why", [("", "is empty"), (".", "is a folder"),
@@ -80,17 +84,46 @@ def test_report_checks_its_output_before_any_work(good_run, tmp_path, out, why):
     assert not (folder / "report.html").exists()
 
 
-def test_report_refuses_damaged_sweep_folder(tmp_path):
-    """FAULT_CLASS report: a sweep folder whose cells.csv is cut mid-row."""
-    sw = tmp_path / "s.yaml"
+@pytest.fixture(scope="module")
+def good_sweep(tmp_path_factory):
+    base = tmp_path_factory.mktemp("sweep")
+    sw = base / "s.yaml"
     sw.write_text("name: s\nbase: {devices: {count: 2}, run: {rounds: 10}}\n"
                   "sweep: {grid: {devices.count: [2, 3]}, replications: 1, seed: 1}\n")
-    out = tmp_path / "out"
-    assert cli("sweep", sw, "--out", out, "--executor", "serial", cwd=tmp_path).rc == 0
-    text = (out / "cells.csv").read_bytes()
-    (out / "cells.csv").write_bytes(text[:-5])
-    line = error_line(cli("report", out, cwd=tmp_path), 2)
-    assert "cells.csv:" in line and "cut mid-row" in line
+    out = base / "out"
+    assert cli("sweep", sw, "--out", out, "--executor", "serial", cwd=base).rc == 0
+    return out
+
+
+SWEEP_DAMAGE = {
+    "cut-mid-row": (lambda d: (d / "cells.csv").write_bytes((d / "cells.csv").read_bytes()[:-5]),
+                    "cells.csv:", "cut mid-row"),
+    "empty-cells": (lambda d: (d / "cells.csv").write_text(""), "cells.csv:", "empty"),
+    "header-only": (lambda d: (d / "cells.csv").write_text(
+        (d / "cells.csv").read_text().splitlines()[0] + "\n"), "cells.csv:", "no cells"),
+    "no-key-column": (lambda d: (d / "cells.csv").write_text("x,y\n1,2\n"), "cells.csv:1:",
+                      "no column cell, n, devices.count"),
+    "sweep-json-list": (lambda d: (d / "sweep.json").write_text("[]"), "sweep.json:",
+                        "expected an object"),
+    # a sweep killed before it wrote its tables (SIGKILL): say how to finish it
+    "no-tables": (lambda d: (d / "cells.csv").unlink(), "cells.csv: not found",
+                  "rerun the sweep command to finish it"),
+}
+
+
+@pytest.mark.parametrize("command", ["report", "plot"])
+@pytest.mark.parametrize("name", sorted(SWEEP_DAMAGE))
+def test_report_refuses_damaged_sweep_folder(good_sweep, tmp_path, name, command):
+    """FAULT_CLASS report: a damaged sweep folder (``plot`` gave internal errors, KeyError,
+    "range() arg 3 must not be zero", and left an empty figures/ folder)."""
+    damage, where, why = SWEEP_DAMAGE[name]
+    folder = tmp_path / name
+    shutil.copytree(good_sweep, folder)
+    damage(folder)
+    before = sorted(p.name for p in folder.iterdir())
+    line = error_line(cli(command, folder, cwd=tmp_path), 2)
+    assert where in line and why in line, line
+    assert sorted(p.name for p in folder.iterdir()) == before
 
 
 def test_report_and_timeline_of_a_run_stopped_before_its_first_round_give_the_reason(tmp_path):

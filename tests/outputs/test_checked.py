@@ -1,4 +1,4 @@
-"""The report's reading of a CSV (``report.checks.read_csv``): the streaming check of its rows
+"""Reading an output CSV back (``outputs.checked.read_csv``, used by ``report`` and ``plot``): the streaming check of its rows
 finds the line a damaged file goes wrong on, whatever the chunks its bytes are read in, as the
 csv module reading every row would."""
 import csv
@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from multispin_sim.report import checks
-from multispin_sim.report.checks import ReportError
+from multispin_sim.outputs import checked as checks
+from multispin_sim.outputs.checked import OutputError
 
 
 def first_bad_line(path):
@@ -42,7 +42,7 @@ def test_field_counts_are_checked_at_every_chunk_boundary(tmp_path_factory, rows
         if want is None:
             assert checks._check_rows(path) == header
         else:
-            with pytest.raises(ReportError, match=rf"t\.csv:{want}: \d+ fields, the header has 3"):
+            with pytest.raises(OutputError, match=rf"t\.csv:{want}: \d+ fields, the header has 3"):
                 checks._check_rows(path)
 
 
@@ -58,6 +58,6 @@ def test_damaged_files_name_their_line(tmp_path, data, words):
     for chunk in (1, 3, 1 << 24):
         with pytest.MonkeyPatch.context() as mp:
             mp.setattr(checks, "_CHUNK", chunk)
-            with pytest.raises(ReportError, match=words.replace(".", r"\.").replace("(", r"\(")
+            with pytest.raises(OutputError, match=words.replace(".", r"\.").replace("(", r"\(")
                                .replace(")", r"\)")):
                 checks._check_rows(path)
