@@ -50,7 +50,7 @@ import yaml
 from ..scenario import (ScenarioError, load_scenario, parse_set_options, reference_rows,
                         scenario_to_dict)
 from ..scenario import Scenario, apply_overrides, read_yaml_file
-from ..scenario.params import kind_of, section_hints
+from ..scenario.params import kind_of, python_values, section_hints
 
 __all__ = ["Sweep", "Cell", "Axis", "load_sweep", "replication_seeds", "run_key", "METRICS",
            "TOP_KEYS", "SWEEP_KEYS"]
@@ -433,7 +433,7 @@ def load_sweep(source, overrides=None):
         path = os.fspath(source)
         doc = read_yaml_file(path, "sweep file")
     else:
-        doc = source
+        doc = python_values(source)
     if not isinstance(doc, Mapping):
         raise _err(path or "", f"the sweep file holds {kind_of(doc)}",
                    f"expected a mapping with keys {', '.join(TOP_KEYS)}", path)

@@ -11,7 +11,7 @@ from typing import Any, Iterable, Optional, Union
 import yaml
 
 from .errors import ScenarioError
-from .params import FrozenMap, build_section, kind_of, section_hints, to_plain
+from .params import FrozenMap, build_section, kind_of, python_values, section_hints, to_plain
 from .presets import MODEL_PAIRS
 from .cross_checks import CROSS_CHECKS
 from .names import DEFAULT_DL_POWER_RATIO
@@ -146,7 +146,7 @@ def apply_overrides(raw: Mapping[str, Any], overrides: Overrides) -> dict[str, A
             node[key] = child
             node = child
         last = next((k for k in node if str(k) == parts[-1]), parts[-1])
-        node[last] = _merge(node.get(last), value)
+        node[last] = _merge(node.get(last), python_values(value))
         sibling = _exclusive_sibling(parts)
         if sibling and value is not None and ".".join(parts[:-1] + [sibling]) not in overrides:
             for k in [k for k in node if str(k) == sibling]:
@@ -218,7 +218,7 @@ def load_scenario(source: Source = None, overrides: Overrides = None) -> Scenari
     elif isinstance(source, Scenario):
         raw = scenario_to_dict(source)
     elif isinstance(source, Mapping):
-        raw = source
+        raw = python_values(source)
     elif isinstance(source, (str, os.PathLike)):
         file = os.fspath(source)
         raw = read_yaml_file(file)

@@ -446,6 +446,18 @@ def build_section(cls: type, data: Any, path: str = "") -> Any:
     return cls(**kwargs)
 
 
+def python_values(value: Any) -> Any:
+    """A document given from Python with numpy scalars and arrays in it (``np.int64(3)``,
+    ``np.arange(2, 10)``), with the Python numbers and lists YAML would give instead."""
+    if isinstance(value, Mapping):
+        return {python_values(k): python_values(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(python_values(v) for v in value)
+    if type(value).__module__ == "numpy" and hasattr(value, "tolist"):
+        return value.tolist()
+    return value
+
+
 def to_plain(value: Any) -> Any:
     """Sections -> dicts, tuples -> lists, FrozenMaps -> dicts (YAML-safe).
 

@@ -483,3 +483,24 @@ def test_dynamics_scenarios_load(name):
     first = path.read_text().splitlines()[0]
     assert first.startswith("# ")  # a comment saying what it shows
     load_scenario(path)
+
+
+def test_numpy_values_from_python_are_the_numbers_yaml_would_give():
+    """A sweep written from ``np.arange`` or ``np.linspace`` was refused ("np.int64(3) (int64)
+    is not allowed; expected an integer >= 1"): numpy scalars and arrays, in a mapping, in
+    overrides, as keys and in a sweep's grid, load as the Python numbers."""
+    import numpy as np
+
+    from multispin_sim.experiments import load_sweep
+
+    want = load_scenario({"devices": {"count": 3, "overrides": {1: {"distance_m": 50.0}}},
+                          "run": {"rounds": 5}})
+    got = load_scenario({"devices": {"count": np.int64(3),
+                                     "overrides": {np.int64(1): {"distance_m": np.float32(50)}}}},
+                        overrides={"run.rounds": np.int32(5)})
+    assert got == want
+    assert type(got.devices.count) is int and type(got.run.rounds) is int
+    sweep = load_sweep({"base": {"run": {"rounds": 5}},
+                        "sweep": {"grid": {"devices.count": np.arange(2, 5)},
+                                  "seed": np.uint8(1)}})
+    assert [c.values["devices.count"] for c in sweep.cells] == [2, 3, 4]
