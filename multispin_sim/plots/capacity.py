@@ -10,7 +10,7 @@ import numpy as np
 
 from ..outputs.atomic import replacing
 from ..outputs.checked import read_csv, read_json
-from .figures import _require_matplotlib
+from .figures import _require_matplotlib, save_figure
 
 _COLOURS = {"meets": "tab:green", "fails": "tab:red", "undecided": "tab:orange", "": "grey"}
 
@@ -40,7 +40,7 @@ def plot_capacity(folder, out=None):
         png = png / "capacity.png"
     png.parent.mkdir(parents=True, exist_ok=True)
     with replacing(png) as tmp:
-        fig.savefig(tmp, dpi=120)
+        save_figure(fig, tmp, dpi=120)
     return [png]
 
 

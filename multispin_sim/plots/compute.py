@@ -17,7 +17,7 @@ import numpy as np
 from ..outputs.atomic import replacing
 from ..outputs.checked import read_csv
 from ..outputs.records import read_header
-from .figures import PlotError, _require_matplotlib
+from .figures import PlotError, _require_matplotlib, save_figure
 
 
 def compute_timeseries(run_dir, window_s=30.0):
@@ -93,5 +93,5 @@ def plot_compute_timeseries(run_dir, out=None, window_s=30.0):
     fig.suptitle(f"{Path(run_dir).name}: {window_s:g} s windows")
     fig.tight_layout()
     with replacing(out) as tmp:
-        fig.savefig(tmp, dpi=110)
+        save_figure(fig, tmp, dpi=110)
     return out

@@ -21,6 +21,7 @@ from __future__ import annotations
 import csv
 import difflib
 import math
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -100,6 +101,20 @@ def _require_matplotlib():
     return Figure
 
 
+def save_figure(fig, target, **kwargs):
+    """``fig.savefig`` without matplotlib's warning for each character its font lacks (a CJK
+    folder or sweep name in a title): such characters are drawn as boxes, the figure is whole."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r"Glyph \d+ .*missing from", category=UserWarning)
+        fig.savefig(target, **kwargs)
+
+
+def shown(text):
+    """``text`` with what cannot be shown replaced: a file name that is not UTF-8 (Python holds
+    its bytes as lone surrogates) would stop matplotlib and the HTML writer."""
+    return str(text).encode("utf-8", "replace").decode("utf-8")
+
+
 def load_sweep_output(folder):
     """sweep.json and cells.csv of a sweep folder, checked (``OutputError`` naming the file and
     the line): what ``plot`` and ``report`` draw a sweep from."""
@@ -174,7 +189,7 @@ def draw_figure(spec, meta, cells, folder):
     folder.mkdir(parents=True, exist_ok=True)
     png = folder / f"{spec['name']}.png"
     with replacing(png) as tmp:
-        fig.savefig(tmp, dpi=120)
+        save_figure(fig, tmp, dpi=120)
     csv_path = folder / f"{spec['name']}.csv"
     with replacing(csv_path) as tmp, open(tmp, "w", newline="", encoding="utf-8") as f:
         w = csv.writer(f, lineterminator="\n")

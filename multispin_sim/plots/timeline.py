@@ -22,7 +22,7 @@ import numpy as np
 from ..outputs.atomic import replacing
 from ..outputs.checked import read_csv, read_json
 from ..outputs.records import read_header, read_table
-from .figures import PlotError, _require_matplotlib
+from .figures import PlotError, _require_matplotlib, save_figure, shown
 
 COLOURS = {
     "drafting": "#4C72B0",
@@ -167,7 +167,7 @@ def plot_timeline(run_dir, rounds=3, first=0, out=None):
     ax.set_yticks([ypos[l] for l in lanes], lanes)
     ax.set_ylim(-0.6, len(lanes) - 0.1)
     ax.set_xlabel("time since the first round shown (ms)")
-    ax.set_title(f"{Path(run_dir).name}: rounds {min(round_starts)}..{max(round_starts)}",
+    ax.set_title(f"{shown(Path(run_dir).name)}: rounds {min(round_starts)}..{max(round_starts)}",
                  fontsize=10)
     kinds = [k for k in COLOURS if any(s[2] == k for s in segs)]
     ax.legend(handles=[Patch(facecolor=COLOURS[k], label=LABELS[k]) for k in kinds],
@@ -176,7 +176,7 @@ def plot_timeline(run_dir, rounds=3, first=0, out=None):
     png = Path(out) if out else Path(run_dir) / "timeline.png"
     png.parent.mkdir(parents=True, exist_ok=True)
     with replacing(png) as tmp:
-        fig.savefig(tmp, dpi=120)
+        save_figure(fig, tmp, dpi=120)
     csv_path = png.with_suffix(".csv")
     with replacing(csv_path) as tmp, open(tmp, "w", newline="", encoding="utf-8") as f:
         w = csv.writer(f, lineterminator="\n")

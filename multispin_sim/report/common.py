@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..plots.figures import save_figure
 from .checks import ReportError
 
 CSS = """
@@ -43,7 +44,7 @@ def _figure_class():
 
 def _png(fig):
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=100)
+    save_figure(fig, buf, format="png", dpi=100)
     return base64.b64encode(buf.getvalue()).decode("ascii")
 
 

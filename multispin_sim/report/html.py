@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..plots.figures import shown
 from .checks import ReportError, check_output
 
 
@@ -29,5 +30,5 @@ def write_report(folder, out=None):
                           "output folder of 'multispin-sim run', 'sweep' or 'capacity'")
     path = check_output(out, folder)
     text = page(read(folder))
-    write_text(path, text)
+    write_text(path, shown(text))
     return path

@@ -129,3 +129,31 @@ def test_timeline_out_is_an_image_file(tmp_path):
     assert cli("plot", "--timeline", run, "--out", tmp_path / "t.svg", cwd=tmp_path).rc == 0
     assert (tmp_path / "t.svg").read_text().lstrip().startswith("<?xml")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["run", "scenario.yaml", "t.csv", "t.svg"]
+
+
+@pytest.mark.parametrize("name", [b"caf\xe9", "日本 run".encode()], ids=["latin-1", "cjk"])
+def test_plot_and_report_of_a_folder_with_any_name(tmp_path, name):
+    """FAULT_CLASS messages: a folder name that is not UTF-8 stopped ``plot --timeline`` (in
+    matplotlib) and ``report`` (in the HTML writer) with internal errors; a CJK one printed
+    matplotlib's warnings with source lines. Both draw, and stderr stays empty."""
+    pytest.importorskip("matplotlib")
+    run = os.fsdecode(os.path.join(os.fsencode(tmp_path), name))
+    try:
+        os.mkdir(run)
+        os.rmdir(run)
+    except (OSError, UnicodeError):
+        pytest.skip("this file system does not take the name")
+    assert cli("run", scenario(tmp_path), "--out", run, "--quiet", "--rounds", "3",
+               cwd=tmp_path).rc == 0
+    import subprocess
+    import sys
+
+    from test_faults import _env, _limits
+
+    for args in (("plot", "--timeline", run), ("report", run)):
+        # bytes: what is printed is the folder's name as it is, not UTF-8
+        o = subprocess.run([sys.executable, "-m", "multispin_sim", *args], cwd=tmp_path,
+                           env=_env(), capture_output=True, timeout=120, preexec_fn=_limits())
+        assert o.returncode == 0 and o.stderr == b"", o
+    assert os.path.isfile(os.path.join(run, "timeline.png"))
+    assert os.path.isfile(os.path.join(run, "report.html"))
