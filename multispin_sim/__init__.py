@@ -21,6 +21,9 @@ def simulate(scenario, out=None, *, explain=None, **kwargs):
     """
     from .engine.simulation import simulate as _simulate
 
+    if explain is not None and (type(explain) is bool or not hasattr(explain, "__index__")
+                                or explain < 0):   # before the run, not after it
+        raise ValueError(f"explain={explain!r}: expected a number of rounds >= 0 (or None)")
     result = _simulate(scenario, out, **kwargs)
     if explain:
         from .teaching.narrator import explain as _explain

@@ -48,7 +48,8 @@ def cmd_run(args):
     from .outputs.metadata import OutputExistsError
 
     if args.out is not None and not args.out.strip():  # '' would write into this folder
-        raise CliError("--out ''", "is empty", "give the output folder (or leave --out out)")
+        raise CliError(f"--out {args.out!r}", "is empty", "give the output folder (or leave --out "
+                       "out)")
     scenario = _load(args)
     try:
         result = simulate(scenario, out=args.out, results_dir=None if args.out else "results",
@@ -256,8 +257,8 @@ def cmd_capacity(args):
                             progress=progress)  # every option checked: nothing written yet
     if args.out is not None:
         if not args.out.strip():
-            raise CliError("--out ''", "is empty", "give the folder to write the capacity curve "
-                           "into (or leave --out out)")
+            raise CliError(f"--out {args.out!r}", "is empty", "give the folder to write the "
+                           "capacity curve into (or leave --out out)")
         out = Path(args.out)
     else:
         out = Path("results") / f"capacity-{search.base.name}"

@@ -24,7 +24,7 @@ import traceback
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
-from ..errors import first_signal
+from ..errors import CliError, first_signal
 
 EXECUTORS = ("serial", "local", "dask")
 
@@ -98,7 +98,12 @@ def execute_run(task, runner=None):
                                                encoding="utf-8")
         except OSError:
             pass
-        error = exc if stopped else f"{type(exc).__name__}: {exc}"
+        if stopped:
+            error = exc
+        elif isinstance(exc, CliError):   # its own one line (a full disk): no class name
+            error = exc.line()[len("error: "):]
+        else:
+            error = f"{type(exc).__name__}: {exc}"
         return {"status": "failed", "error": _one_line(error), "elapsed_s": time.perf_counter() - t0}
 
 
@@ -203,10 +208,13 @@ def dask_runs(tasks, jobs=None, runner=None, scheduler=None, processes=True, **_
 RUNNERS = {"serial": serial_runs, "local": local_runs, "dask": dask_runs}
 
 
-def check_executor(name, scheduler=None):
-    """Fail early (before any output is written) on an unknown executor, a missing dask, or a
-    scheduler that is not an address or does not answer."""
+def check_executor(name, scheduler=None, jobs=None):
+    """Fail early (before any output is written) on an unknown executor, a number of jobs that
+    is not a count, a missing dask, or a scheduler that is not an address or does not answer."""
     get_executor(name)
+    if jobs is not None and (type(jobs) is bool or not hasattr(jobs, "__index__") or jobs < 1):
+        raise ExecutorError(f"jobs={jobs!r}: expected a number of worker processes >= 1 (or "
+                            "None for one per core)")
     if name == "dask":
         distributed = _dask()
         if scheduler:

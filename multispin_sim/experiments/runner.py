@@ -256,7 +256,7 @@ def run_sweep(sweep, out=None, *, executor="local", jobs=None, scheduler=None, r
     Ctrl-C writes the tables of the runs finished so far and re-raises ``KeyboardInterrupt``.
     """
     stream = stream or sys.stderr
-    check_executor(executor, scheduler)
+    check_executor(executor, scheduler, jobs)
     folder = prepare_output(out or default_output(sweep), sweep)
     try:
         return _run_sweep(sweep, folder, executor, jobs, scheduler, runner, progress, stream,

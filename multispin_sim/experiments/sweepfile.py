@@ -454,7 +454,7 @@ def load_sweep(source, overrides=None):
     name = doc.get("name", default_name)
     if not isinstance(name, str) or not _NAME_RE.match(name) or name in (".", ".."):
         raise _err("name", f"{name!r} is not allowed",
-                   "a non-empty folder name of letters, digits, '-', '_' and '.'", path)
+                   "a non-empty folder name of ASCII letters, digits, '-', '_' and '.'", path)
     description = doc.get("description") or ""
     if not isinstance(description, str):
         raise _err("description", f"{kind_of(description)} is not allowed", "expected text", path)

@@ -38,6 +38,7 @@ from ..engine.compute import energy_powers
 from ..engine.guards import LimitReached
 from ..engine.simulation import build_run, read_inputs, simulate
 from ..model.energy import device_round_energy
+from ..outputs.atomic import check_folder
 from ..scenario import ScenarioError, dump_scenario_yaml, load_scenario
 from .control import AgentDraft, AgentSplit
 from .spaces import Observer, action_space, check_action, observation_space
@@ -132,7 +133,7 @@ class MultiSpinEnv(gymnasium.Env):
         self.observation_space = observation_space(k, self.max_draft, self.queueing,
                                                    sc.compute.thermal)
         self.action_space = action_space(k, self.max_draft, control, mode_action)
-        self._out = None if out is None else Path(out)
+        self._out = None if out is None else check_folder(out, "out")   # a file there: now
         self._tmp = None
         self._episodes = itertools.count()
         self._seeded = False

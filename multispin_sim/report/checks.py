@@ -19,10 +19,13 @@ def check_output(out, folder):
     from ..outputs.atomic import check_folder
 
     if out is not None and not str(out).strip():
-        raise ReportError("--out '': is empty; give the HTML file to write (or leave --out out "
-                          "for RESULTS_DIR/report.html)")
+        raise ReportError(f"--out {str(out)!r}: is empty; give the HTML file to write (or leave "
+                          "--out out for RESULTS_DIR/report.html)")
     path = Path(out) if out is not None else Path(folder) / "report.html"
     option = "--out" if out is not None else "RESULTS_DIR"
+    if path.parent.exists() and not path.parent.is_dir():
+        raise ReportError(f"{option} {path}: {path.parent} is a file, not a folder; give an HTML "
+                          "file in a folder")
     if path.is_dir():
         raise ReportError(f"{option} {path}: is a folder; give the HTML file to write")
     if path.exists() and not path.is_file():

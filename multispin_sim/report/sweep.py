@@ -93,6 +93,10 @@ def sweep_report(checked):
     ok = [r for r in runs if r.get("status") == "ok"]
     failed = [r for r in runs if r.get("status") not in (None, "ok")]
     warnings = [f"run {r.get('run_dir')} failed: {r.get('error')}" for r in failed]
+    if meta.get("status") in ("interrupted", "running"):   # running: killed, or still going
+        warnings.insert(0, f"the sweep is not complete (status {meta['status']!r} in sweep.json):"
+                        f" {len(ok)} of {meta.get('runs', '?')} runs finished; rerun the sweep "
+                        "command to finish it")
     for c in cells:
         if _num(c.get("n")) < 2:
             warnings.append(f"cell {c.get('cell')} has {c.get('n')} successful replication(s): no confidence interval")

@@ -42,7 +42,7 @@ __all__ = [
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9._-]+$")
 _NAME = Check(lambda v: bool(_NAME_RE.match(v)) and v not in (".", ".."),
-              "a non-empty folder name of letters, digits, '-', '_' and '.'", standalone=True)
+              "a non-empty folder name of ASCII letters, digits, '-', '_' and '.'", standalone=True)
 
 
 @section

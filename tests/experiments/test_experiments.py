@@ -1,4 +1,5 @@
 """Tests of multispin_sim.experiments: sweep files, seeds, executors, resume, failures, tables."""
+import importlib.util
 import json
 import math
 from pathlib import Path
@@ -8,7 +9,7 @@ import pytest
 import yaml
 
 from multispin_sim.cli import main
-from multispin_sim.experiments import (OutputConflictError, load_sweep, replication_seeds,
+from multispin_sim.experiments import (ExecutorError, OutputConflictError, load_sweep, replication_seeds,
                                        run_sweep)
 from multispin_sim.experiments.executors import simulate_run
 from multispin_sim.experiments.tables import mean_ci
@@ -318,8 +319,38 @@ def test_interrupted_sweep_keeps_finished_runs(tmp_path):
     meta = json.loads((tmp_path / "out" / "sweep.json").read_text())
     assert meta["status"] == "interrupted"
     assert len(read_table(tmp_path / "out" / "runs.csv")["cell"]) == 3
+    if importlib.util.find_spec("matplotlib"):   # its report says so, and how to finish it
+        from multispin_sim.report import write_report
+
+        page = write_report(tmp_path / "out").read_text()
+        assert "the sweep is not complete (status &#x27;interrupted&#x27; in sweep.json): 3 of 8 " \
+               "runs finished; rerun the sweep command to finish it" in page
     resumed = run_sweep(sw, tmp_path / "out", executor="serial")
     assert resumed.reused == 3 and resumed.ran == 5 and resumed.complete
+
+
+def test_a_run_failing_with_its_own_line_is_listed_by_that_line(tmp_path):
+    """A run that failed with the CLI's own one-line error (a full disk) was listed as
+    "RunFailed: error: writing ...": its line, once."""
+    from multispin_sim.errors import RunFailed
+    from multispin_sim.experiments.executors import execute_run
+
+    def full(scenario, out):
+        raise RunFailed(f"writing {out}", "No space left on device", "free some disk space")
+
+    outcome = execute_run({"run_dir": str(tmp_path / "r"), "scenario": {}}, full)
+    assert outcome["status"] == "failed"
+    assert outcome["error"] == (f"writing {tmp_path / 'r'}: No space left on device; free some "
+                                "disk space")
+
+
+@pytest.mark.parametrize("jobs", ["2", 0, -1, 1.5, True])
+def test_jobs_that_are_not_a_count_are_refused_before_the_folder(tmp_path, jobs):
+    """``run_sweep(jobs="2")`` made the folder, then raised a TypeError; 0 and -1 ran silently
+    with one worker per core."""
+    with pytest.raises(ExecutorError, match="expected a number of worker processes >= 1"):
+        run_sweep(small_sweep(), tmp_path / "out", jobs=jobs)
+    assert not (tmp_path / "out").exists()
 
 
 @pytest.mark.parametrize("stop_at", ["lock", "planning"])

@@ -330,3 +330,13 @@ def test_pickle_gives_a_fresh_copy():
 def test_import_multispin_sim_imports_no_gym(modules_after):
     loaded = modules_after("import multispin_sim, multispin_sim.engine.simulation")
     assert not {"gymnasium", "pettingzoo", "greenlet", "multispin_sim.gym"} & set(loaded)
+
+
+def test_out_that_is_a_file_is_refused_at_construction(tmp_path):
+    """``MultiSpinEnv(out="somefile")`` raised NotADirectoryError at the first reset; the
+    environment now refuses it when made, with one line naming ``out``."""
+    from multispin_sim.errors import OutputLocationError
+
+    (tmp_path / "somefile").write_text("")
+    with pytest.raises(OutputLocationError, match="out .*somefile: exists and is a file"):
+        small_env(out=tmp_path / "somefile")

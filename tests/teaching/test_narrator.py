@@ -109,3 +109,13 @@ def test_explain_from_the_api_and_the_cli(result, tmp_path, capsys):
     with pytest.raises(SystemExit) as exc:
         main(["run", "--explain", "0"])
     assert exc.value.code == 2
+
+
+@pytest.mark.parametrize("bad", [-1, 1.5, True, "3"])
+def test_explain_refuses_what_is_not_a_count_before_the_run(bad, monkeypatch):
+    """``simulate(explain=-1)`` ran and then printed "The first -1 rounds"."""
+    from multispin_sim.engine import simulation
+
+    monkeypatch.setattr(simulation, "simulate", lambda *a, **k: pytest.fail("it ran"))
+    with pytest.raises(ValueError, match="expected a number of rounds >= 0"):
+        ms.simulate(ms.load_scenario(None), explain=bad)
