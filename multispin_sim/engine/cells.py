@@ -23,6 +23,7 @@ from ..model.mobility import MOBILITY_MODELS
 from ..model.pathloss_3gpp import PATHLOSS_MODELS
 from ..model.sinr import cochannel
 from ..outputs.atomic import write_json
+from ..outputs.energy import summed_energy
 from ..outputs.metadata import run_metadata
 from ..outputs.statistics import describe
 from ..scenario import dump_scenario_yaml
@@ -176,6 +177,8 @@ def cells_summary(scenario, summaries, ids, field, wall, round_tables):
         "goodput_tps": float(goodputs.sum()),   # each cell's tokens over its own time
         "goodput_ci95": [float(goodputs.sum()) - spread, float(goodputs.sum()) + spread],
         "tokens": tokens, "rounds": rounds, "sim_time_s": time_s,
+        # cell by cell, in the order of devices.csv
+        "device_goodput_tps": [g for s in summaries for g in s["device_goodput_tps"]],
         "device_rounds": device_rounds,
         "mean_draft_len": (sum(s["mean_draft_len"] * s["device_rounds"] for s in summaries)
                            / device_rounds if device_rounds else 0.0),
@@ -185,6 +188,7 @@ def cells_summary(scenario, summaries, ids, field, wall, round_tables):
         "rounds_per_s": rounds / wall if wall > 0 else 0.0,
         "ul_corrections": ul, "dl_corrections": dl,
         "ul_share": ul / (ul + dl) if ul + dl else 0.0,
+        "energy": summed_energy([s["energy"] for s in summaries], tokens),
         "cells": per_cell,
         "load_balance": float(goodputs.min() / goodputs.max()) if goodputs.max() > 0 else 1.0,
         "interference": {"transmissions": len(field.log) if field.log is not None else None,

@@ -32,8 +32,8 @@ class TokenServer(EdgeServer):
     """Verification by token-level speculative sampling on a ``model.tokens.PayloadModel``."""
 
     def __init__(self, system, reactive_policy, policy_rng, acceptance_rng, model, token_rng,
-                 max_draft, folder=None, channel=None):
-        super().__init__(system, reactive_policy, policy_rng, acceptance_rng)
+                 max_draft, folder=None, channel=None, belief=None):
+        super().__init__(system, reactive_policy, policy_rng, acceptance_rng, belief=belief)
         self.model = model
         self.rng = token_rng
         self.g = max(int(max_draft), 1)
@@ -109,6 +109,8 @@ class TokenServer(EdgeServer):
         self.tokens_total += int(accepted.sum()) + k
         self.first_tokens = x[:, 0].copy()
         self._first_rejected = rejected & (accepted == 0)
+        self.tally.add(accepted, rejected)
+        self.belief.observe(accepted, rejected, active)
         return accepted, accepted + 1, rejected
 
     # -- reaction and corrections ----------------------------------------------------------
@@ -275,7 +277,8 @@ class TokenPayload:
         population = dataclasses.replace(population, system=system)
         channel.system, channel.bits = system, float(system.payload_bits)
         token = TokenServer(system, server.policy, server.policy_rng, server.acceptance_rng,
-                            model, streams.tokens, scenario.policy.max_draft, folder, channel)
+                            model, streams.tokens, scenario.policy.max_draft, folder, channel,
+                            belief=server.belief)
         return token, population
 
 

@@ -105,3 +105,12 @@ class EnergyAccount:
 def _running(total, values):
     """``total`` plus each of ``values`` in turn (a Python float; the loop in C)."""
     return reduce(add, values.tolist(), total)
+
+
+def summed_energy(blocks, tokens):
+    """The ``energy`` block of several cells' summaries: every energy (J) summed over the cells,
+    tokens per joule of the sums (``tokens``: the network's tokens)."""
+    out = {key: float(sum(b[key] for b in blocks)) for key in blocks[0] if key.endswith("_j")}
+    out["tokens_per_j_device"] = float(tokens_per_joule(tokens, out["device_j"]))
+    out["tokens_per_j_total"] = float(tokens_per_joule(tokens, out["total_j"]))
+    return out

@@ -330,3 +330,25 @@ def test_the_run_folder_holds_the_scenario_that_was_run(tmp_path):
         assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
     meta = json.loads((first.folder / "run.json").read_text())
     assert meta["complete"] is True and "numpy" in meta["packages"]
+
+
+def test_the_network_summary_sums_the_cells(tmp_path):
+    """The network's tokens, corrections and energy are the cells' sums, tokens per joule the
+    ratio of those sums, and device_goodput_tps lists every device cell by cell."""
+    res = ms.simulate(ms.load_scenario(None, overrides={
+        "cells.layout": "hex", "cells.count": 7, "devices.count": 2, "run.rounds": 20}),
+        out=tmp_path / "net")
+    net = json.loads((tmp_path / "net" / "summary.json").read_text())
+    cells = [json.loads((tmp_path / "net" / f"cell_{c}" / "summary.json").read_text())
+             for c in range(7)]
+    assert net["tokens"] == sum(c["tokens"] for c in cells)
+    assert net["rejections"] == net["ul_corrections"] + net["dl_corrections"]
+    for key in ("device_j", "draft_j", "ul_j", "dl_j", "idle_j", "verify_j", "total_j"):
+        assert net["energy"][key] == pytest.approx(sum(c["energy"][key] for c in cells),
+                                                   rel=1e-12)
+    assert net["energy"]["total_j"] == pytest.approx(
+        net["energy"]["device_j"] + net["energy"]["server_j"], rel=1e-12)
+    assert net["energy"]["tokens_per_j_total"] == pytest.approx(
+        net["tokens"] / net["energy"]["total_j"], rel=1e-12)
+    assert net["device_goodput_tps"] == [g for c in cells for g in c["device_goodput_tps"]]
+    assert len(net["device_goodput_tps"]) == len(res.devices["device"]) == 14

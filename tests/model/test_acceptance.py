@@ -119,6 +119,45 @@ def test_markov_stationary_rate_and_lag1_autocorrelation():
     assert abs(np.mean(r1) - rho) < Z * np.std(r1, ddof=1) / 10 + 0.005  # + batch-edge bias
 
 
+def markov_expected_tokens(easy, hard, easy_to_hard, hard_to_easy, gamma):
+    """E[N] per round of a device drafting gamma under the Gilbert-Elliott chain, in the long
+    run. A round spans A + 1 positions, each followed by one step of the chain: j agreements
+    and a disagreement ((DP)^j (I - D) P), or gamma agreements and the bonus position
+    ((DP)^gamma P); the state at a round's start has the stationary law of that round-to-round
+    chain."""
+    d = np.diag([easy, hard])
+    p = np.array([[1 - easy_to_hard, easy_to_hard], [hard_to_easy, 1 - hard_to_easy]])
+    eye = np.eye(2)
+    powers = [np.linalg.matrix_power(d @ p, j) for j in range(gamma + 1)]
+    rounds = sum(powers[j] @ (eye - d) @ p for j in range(gamma)) + powers[gamma] @ p
+    w, v = np.linalg.eig(rounds.T)
+    start = np.real(v[:, np.argmin(abs(w - 1))])
+    start /= start.sum()
+    pmf = [start @ powers[j] @ (eye - d) @ np.ones(2) for j in range(gamma)]
+    pmf.append(start @ powers[gamma] @ np.ones(2))
+    return float(np.dot(pmf, np.arange(gamma + 1) + 1))
+
+
+def test_markov_tokens_per_round_in_the_engine():
+    """Fixed draft lengths 2 and 6 under Markov acceptance: the engine's tokens per round match
+    the chain's exact E[N] (batch means over rounds: the rounds of a device are correlated)."""
+    chain = (0.92, 0.35, 0.04, 0.08)
+    gammas = [2, 6]
+    res = ms.simulate(ms.load_scenario(None, overrides={
+        "devices.count": 2, "acceptance.model": "markov", "acceptance.easy_rate": chain[0],
+        "acceptance.hard_rate": chain[1], "acceptance.easy_to_hard": chain[2],
+        "acceptance.hard_to_easy": chain[3], "run.rounds": 60000, "seed": 3,
+        "devices.overrides": {i: {"draft_length": g} for i, g in enumerate(gammas)}}))
+    d = res.device_rounds
+    for k, g in enumerate(gammas):
+        n = d["tokens"][d["device"] == k].astype(float)
+        batches = n[:n.size // 40 * 40].reshape(40, -1).mean(axis=1)
+        half = Z * batches.std(ddof=1) / math.sqrt(40)
+        assert abs(n.mean() - markov_expected_tokens(*chain, g)) < half
+        # a chain that stays in its easy state would give more tokens: the test can tell
+        assert abs(n.mean() - markov_expected_tokens(0.92, 0.92, 0.04, 0.08, g)) > half
+
+
 def test_beta_mean_and_overdispersion_of_session_rates():
     m, kappa, n = 0.8, 5.0, 40
     model = acc.BetaAcceptance(np.array([m]), np.random.default_rng(5), concentration=kappa,

@@ -372,6 +372,36 @@ def test_token_model_refuses_a_non_iid_acceptance_model():
         load_scenario(None, overrides={"payload.model": "token", "acceptance.model": "markov"})
 
 
+def test_token_runs_count_agreements_and_feed_the_belief():
+    """A token-level run tallies its verified positions like any run (devices.csv and the
+    summary's acceptance block agree with device_rounds.csv and the payload's own rate), and
+    the scenario's belief is the one the controllers are told: a pessimistic learned prior
+    (mean 0.3) shortens the drafts against the nominal belief."""
+    import multispin_sim as ms
+
+    base = {"devices.count": 4, "payload.model": "token", "run.rounds": 150, "seed": 3}
+    res = ms.simulate(ms.load_scenario(None, overrides=base))
+    d, dev = res.device_rounds, res.devices
+    agreed = np.bincount(d["device"], weights=d["accepted"], minlength=4)
+    verified = agreed + np.bincount(d["device"], weights=d["rejected"], minlength=4)
+    assert agreed.sum() > 0
+    np.testing.assert_array_equal(dev["agreed_positions"], agreed)
+    np.testing.assert_array_equal(dev["verified_positions"], verified)
+    acc = res.summary["acceptance"]
+    assert acc["verified_positions"] == verified.sum()
+    assert acc["realised_agreement_rate"] == pytest.approx(agreed.sum() / verified.sum(),
+                                                           rel=1e-12)
+    assert res.summary["payload"]["acceptance_rate"] == pytest.approx(
+        acc["realised_agreement_rate"], rel=1e-12)
+
+    def mean_draft(belief):
+        o = {**base, "policy.draft": "greedy", "policy.saa_samples": 100, "run.rounds": 60,
+             "acceptance.belief": belief, "acceptance.belief_prior_mean": 0.3}
+        return ms.simulate(ms.load_scenario(None, overrides=o)).device_rounds["draft_len"].mean()
+
+    assert mean_draft("learned") < 0.5 * mean_draft("nominal")
+
+
 def test_pairs_file_too_large_refused_before_reading(tmp_path):
     """A file whose arrays would not fit limits.max_memory_mb is refused from the archive's
     directory (the sizes), before numpy reads an array."""

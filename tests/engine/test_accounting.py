@@ -1,0 +1,102 @@
+"""The records add up in non-default settings, and controllers do not bias the outcomes.
+
+tests/engine/test_engine.py checks the timing and goodput identities on the paper's setting;
+here the same identities (and the energy and agreement tallies) hold to rounding under every
+component that changes how a round is timed or costed: draft control, verification cost, the NR
+link, thermal throttling, server antennas, token-level payloads.
+"""
+import numpy as np
+import pytest
+from scipy import stats
+
+import multispin_sim as ms
+from multispin_sim.model.speculative import accepted_pmf, expected_tokens
+
+CONFIGS = {
+    "budget": {"devices.count": 6, "policy.draft": "budget", "policy.saa_samples": 100},
+    "tokens-verify": {"devices.count": 6, "policy.draft": "greedy",
+                      "server.verify_model": "tokens"},
+    "nr-link": {"devices.count": 6, "link.model": "mcs", "channel.coherence_time_ms": 5.0},
+    "thermal": {"devices.count": 4, "compute.thermal": True, "compute.throttle_c": 35.0,
+                "compute.time_constant_s": 5.0, "run.rounds": 1500},
+    "antennas-zf": {"devices.count": 6, "server.antennas": 4, "server.dl_scheme": "mu-mimo-zf",
+                    "server.ul_scheme": "mu-mimo-mmse"},
+    "token-payload": {"devices.count": 4, "payload.model": "token"},
+}
+
+
+def run(overrides):
+    return ms.simulate(ms.load_scenario(None, overrides=overrides))
+
+
+def close(a, b):
+    np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", sorted(CONFIGS))
+def test_the_records_add_up(name):
+    res = run({"run.rounds": 300, **CONFIGS[name]})
+    s, r, d, dev = res.summary, res.rounds, res.device_rounds, res.devices
+    n, pos = r["round"].size, d["round"]
+
+    def per_round(x):
+        return np.bincount(pos, weights=np.asarray(x, float), minlength=n)
+
+    def per_device(x):
+        return np.bincount(d["device"], weights=np.asarray(x, float), minlength=dev["device"].size)
+
+    # time: goodput is a ratio of totals; a round is drafting + verification + the slowest
+    # correction; drafting is the slowest device's gamma t_k (slowed down when throttled)
+    close(s["goodput_tps"], s["tokens"] / s["sim_time_s"])
+    close(s["sim_time_s"], r["duration_s"].sum())
+    close(r["duration_s"], r["draft_s"] + r["verify_s"] + r["comm_s"])
+    t_k = dev["draft_latency_s"][d["device"]] * d["slowdown"]
+    slowest = np.zeros(n)
+    np.maximum.at(slowest, pos, d["draft_len"] * t_k)
+    close(r["draft_s"], slowest)
+    slowest = np.zeros(n)
+    np.maximum.at(slowest, pos, np.where(d["rejected"] == 1, d["delay_s"], 0.0))
+    close(r["comm_s"], slowest)
+    # tokens and corrections
+    close(r["tokens"], per_round(d["tokens"]))
+    close(r["n_rejected"], per_round(d["rejected"]))
+    close(r["n_ul"] + r["n_dl"], r["n_rejected"])
+    assert s["ul_corrections"] + s["dl_corrections"] == s["rejections"] == d["rejected"].sum()
+    # energy: a device's parts, drafting at its power, idle for the rest of the round
+    close(d["energy_j"], d["energy_draft_j"] + d["energy_ul_j"] + d["energy_dl_j"]
+          + d["energy_idle_j"])
+    close(d["energy_draft_j"], dev["draft_power_w"][d["device"]] * d["draft_len"] * t_k)
+    busy = d["draft_len"] * t_k + np.where(d["rejected"] == 1, d["delay_s"], 0.0)
+    close(d["energy_idle_j"], res.scenario.energy.idle_power_w * (r["duration_s"][pos] - busy))
+    close(r["device_energy_j"], per_round(d["energy_j"]))
+    close(r["energy_j"], r["device_energy_j"] + r["server_dl_energy_j"] + r["verify_energy_j"])
+    close(s["energy"]["total_j"], r["energy_j"].sum())
+    # agreement tallies: A agreements per round, and one disagreement per rejection
+    agreed = per_device(d["accepted"])
+    close(dev["agreed_positions"], agreed)
+    close(dev["verified_positions"], agreed + per_device(d["rejected"]))
+
+
+def test_outcomes_given_the_chosen_draft_length_are_the_truncated_geometric_law():
+    """The budget controller picks gamma from sampled outcomes of the same stream family; the
+    rounds' real outcomes, taken per (device, gamma), still follow E[N] = (1 - a^(g+1)) / (1 - a)
+    with the truncated geometric variance: a chi-square over the cells."""
+    alphas = [0.6, 0.75, 0.9, 0.95]
+    res = run({"devices.count": 4, "devices.overrides": {i: {"alpha": a}
+                                                        for i, a in enumerate(alphas)},
+               "policy.draft": "budget", "policy.saa_samples": 200, "run.rounds": 4000,
+               "seed": 5, "server.dl_power_ratio": 16})
+    d = res.device_rounds
+    chi2, cells = 0.0, 0
+    for k, a in enumerate(alphas):
+        for g in np.unique(d["draft_len"][d["device"] == k]).tolist():
+            m = (d["device"] == k) & (d["draft_len"] == g)
+            if g == 0 or m.sum() < 30:
+                continue
+            pmf = accepted_pmf(a, g)
+            j = np.arange(g + 1)
+            var = pmf @ j ** 2 - (pmf @ j) ** 2
+            chi2 += (d["tokens"][m].mean() - expected_tokens(a, g)) ** 2 / (var / m.sum())
+            cells += 1
+    assert cells >= 3
+    assert stats.chi2.sf(chi2, cells) > 1e-3
