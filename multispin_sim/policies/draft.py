@@ -154,7 +154,7 @@ class SearchDraft(DraftController):
     def scenario_options(cls, scenario, draft_length, powers):
         p = scenario.policy
         out = {**super().scenario_options(scenario, draft_length, powers),
-               "saa_samples": p.saa_samples, "mode": p.mode}
+               "saa_samples": p.saa_samples, "mode": p.mode, "estimator": p.estimator}
         if p.objective != "goodput":
             out.update(objective=p.objective, powers=powers, energy_scope=p.energy_scope)
         return out

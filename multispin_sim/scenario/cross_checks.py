@@ -11,7 +11,7 @@ import os
 from typing import Callable
 
 from .errors import ScenarioError
-from .names import EXHAUSTIVE_MAX_DEVICES, SHIPPED_VERIFY_TABLES
+from .names import EXACT_ESTIMATOR_MAX_DEVICES, EXHAUSTIVE_MAX_DEVICES, SHIPPED_VERIFY_TABLES
 from .params import Params
 
 # a check receives the resolved ``schema.Scenario``; named by its base class here because the
@@ -99,6 +99,18 @@ def _check_exhaustive(sc: Scenario) -> None:
                             "assignments per round", f"expected devices.count <= "
                             f"{EXHAUSTIVE_MAX_DEVICES} for 'exhaustive' (or mode 'optimal', "
                             "which is exact)")
+
+
+@cross_check
+def _check_estimator(sc: Scenario) -> None:
+    p = sc.policy
+    limit = EXACT_ESTIMATOR_MAX_DEVICES.get(p.mode, EXACT_ESTIMATOR_MAX_DEVICES[None])
+    if p.estimator == "exact" and sc.devices.count > limit:
+        sets = "3^K (rejected set, coin)" if p.mode == "random" else "2^K rejected"
+        raise ScenarioError("policy.estimator", f"'exact' with devices.count = "
+                            f"{sc.devices.count} would weigh {sets} sets at every evaluation "
+                            "of the draft objective", f"expected devices.count <= {limit} for "
+                            "'exact' (or estimator 'saa')")
 
 
 @cross_check

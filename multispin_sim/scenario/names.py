@@ -33,6 +33,9 @@ MAX_DRAFT_LIMIT = 64            # upper bound of policy.max_draft
 # verification tables shipped in multispin_sim/data/verify_tables (= model.verification)
 SHIPPED_VERIFY_TABLES: tuple[str, ...] = ("vidur-a100-codellama34b", "paper-linear-qwen2.5")
 EXHAUSTIVE_MAX_DEVICES = 16     # mode "exhaustive" tries 2^K UL/DL assignments
+# policy.estimator "exact" enumerates 2^K rejected sets (3^K with the random split's coins)
+EXACT_ESTIMATOR_MAX_DEVICES = {"random": 10, None: 14}
+ESTIMATORS: tuple[str, ...] = ("saa", "exact")
 DEFAULT_DL_POWER_RATIO = 4.0    # P_dl = 4 x P_ul (10 mW) = 40 mW = 16.02 dBm when no DL key given
 
 LINK_MODELS = Registered("multispin_sim.model.link", "LINK_MODELS")

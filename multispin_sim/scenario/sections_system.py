@@ -9,8 +9,9 @@ from collections.abc import Mapping
 from typing import ClassVar, Optional, Union
 
 from .choices import Registered
-from .names import (ALPHA, DEVICE_TASKS, DRAFT_POLICIES, DRAFT_UPDATES, FADING_MODELS,
-                    MAX_DRAFT_LIMIT, PAYLOAD_FORMATS, PAYLOAD_MODELS, POLICY_MODES)
+from .names import (ALPHA, DEVICE_TASKS, DRAFT_POLICIES, DRAFT_UPDATES, ESTIMATORS,
+                    FADING_MODELS, MAX_DRAFT_LIMIT, PAYLOAD_FORMATS, PAYLOAD_MODELS,
+                    POLICY_MODES)
 from .params import (Check, FrozenMap, Params, between, ge, gt, in_interval, int_or_choice, param,
                      number_or_range, range_pair, section)
 from .presets import TASKS
@@ -242,6 +243,10 @@ class Policy(Params):
     max_draft: int = param(20, "Largest draft length gamma_max", check=between(0, MAX_DRAFT_LIMIT))
     saa_samples: int = param(1000, "Sampled outcomes N_SAA for E[T_comm] (sample average "
                              "approximation)", check=ge(1))
+    estimator: str = param(
+        "saa", "E[T_comm] in the draft objective: 'saa' (the mean over saa_samples sampled "
+        "outcomes, the paper) or 'exact' (every rejected set weighted by its probability: "
+        "2^K sets, 3^K with mode 'random'; small K only)", choices=ESTIMATORS)
     draft_update: Union[int, str] = param(
         "every-round", "When draft lengths are re-optimised: every round, once, or every N "
         "rounds", check=int_or_choice(1, DRAFT_UPDATES, "(every N rounds)"))

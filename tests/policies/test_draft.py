@@ -172,3 +172,38 @@ def test_simulate_end_to_end(draft, mode, update):
     assert gamma.size == 6 * 8
     assert gamma.max() <= 20 and gamma.min() >= 0
     assert s["mean_draft_len"] > 0
+
+
+def test_the_exact_estimator_is_free_of_sampling_noise():
+    """policy.estimator 'exact' weighs every rejected set by its probability: the decisions do
+    not depend on the sample count, which changes those of the sampled estimator. The greedy
+    decision of each round is the greedy on the exact objective of that round's gains."""
+    import multispin_sim as ms
+    from multispin_sim.policies.draft_search import greedy_search, make_objective
+
+    def lengths(estimator, samples):
+        res = ms.simulate(load_scenario(None, overrides={
+            "devices.count": 4, "policy.draft": "greedy", "policy.estimator": estimator,
+            "policy.saa_samples": samples, "run.rounds": 40, "seed": 5}))
+        return res, res.device_rounds["draft_len"].reshape(40, 4)
+
+    exact, few = lengths("exact", 10)
+    assert np.array_equal(few, lengths("exact", 1000)[1])
+    assert not np.array_equal(lengths("saa", 10)[1], lengths("saa", 1000)[1])
+    d, system = exact.device_rounds, exact.population.system
+    for r in range(0, 40, 7):
+        row = d["round"] == r
+        obj = make_objective(system, d["gain_ul"][row], d["gain_dl"][row], np.ones(4, bool),
+                             np.full(4, 20), estimator="exact")
+        assert greedy_search(obj).gamma.tolist() == few[r].tolist()
+
+
+def test_the_exact_estimator_is_refused_for_many_devices():
+    from multispin_sim.scenario import ScenarioError
+
+    load_scenario(None, overrides={"policy.estimator": "exact", "devices.count": 14})
+    with pytest.raises(ScenarioError, match=r"^policy\.estimator: 'exact' with devices.count = 15"):
+        load_scenario(None, overrides={"policy.estimator": "exact", "devices.count": 15})
+    with pytest.raises(ScenarioError, match=r"devices.count <= 10"):
+        load_scenario(None, overrides={"policy.estimator": "exact", "devices.count": 11,
+                                       "policy.mode": "random"})
