@@ -5,6 +5,8 @@ K <= 3, gamma <= 8; the greedy and uniform answers on the same objective (ours m
 worse); constructed instances with a known structure (a device in a deep fade).
 """
 import dataclasses
+import itertools
+import math
 
 import numpy as np
 import pytest
@@ -14,6 +16,7 @@ from multispin_sim.engine.streams import RandomStreams
 from multispin_sim.model.fading import channel_gains
 from multispin_sim.model.pathloss import pathloss_gain
 from multispin_sim.model.system import System
+from multispin_sim.model.verification import make_verification_cost
 from multispin_sim.policies.draft_search import (budget_search, exhaustive_search, greedy_search,
                                                  local_search, make_objective, uniform_search)
 from multispin_sim.scenario import load_scenario
@@ -69,6 +72,55 @@ def small_results():
                              greedy=greedy_search(obj).value, uniform=uniform_search(obj).value,
                              budget=budget_search(obj).value))
     return rows
+
+
+@pytest.mark.parametrize("mode", ("optimal", "all-ul", "all-dl"))
+def test_exact_objective_with_token_verification_is_the_formula(mode):
+    """docs/model.md section 7 written out independently, with T_ver of the 'tokens' cost model
+    (T_ver0 + T_tok * tokens in the batch, sum of gamma_k + 1): sum E[N] over the max drafting time +
+    T_ver + E[T_comm], E[T_comm] enumerated over the 2^K outcomes, each outcome's T_comm the
+    mode's best UL/DL assignment by brute force. Equal at every gamma of a K = 3 grid, and the
+    searches' values are the formula at their answers."""
+    rng = np.random.default_rng(2024 + len(mode))
+    k, cap, bits, p_ul, per_token = 3, 4, 34_816.0, 0.01, 2e-3
+    s = small_system(rng, k, (0.5, 2.0))
+    s = dataclasses.replace(s, verify_cost=make_verification_cost(
+        "tokens", fixed_s=s.verify_fixed_s, per_device_s=s.verify_per_device_s,
+        per_token_s=per_token))
+    g = s.pathloss * rng.exponential(size=k)
+
+    def t_comm(rejected):
+        if not rejected:
+            return 0.0
+        b = s.bandwidth_hz / len(rejected)
+        ul = {j: bits / (b * math.log2(1 + p_ul * g[j] / (N0 * b))) for j in rejected}
+
+        def dl(devs):
+            return bits / (b * math.log2(1 + s.p_dl_w / (N0 * b * sum(1 / g[j] for j in devs)))) \
+                if devs else 0.0
+        splits = {"all-ul": [rejected], "all-dl": [()]}.get(mode) or [
+            c for n in range(len(rejected) + 1) for c in itertools.combinations(rejected, n)]
+        return min(max([ul[j] for j in up] + [dl([j for j in rejected if j not in up])])
+                   for up in splits)
+
+    outcomes = [(np.array(o, bool), t_comm(tuple(j for j in range(k) if o[j])))
+                for o in itertools.product((0, 1), repeat=k)]
+
+    def formula(gamma):
+        gamma = np.asarray(gamma)
+        q = 1 - s.alpha ** gamma                       # P(device rejected)
+        e_comm = sum(np.prod(np.where(o, q, 1 - q)) * t for o, t in outcomes)
+        tokens = np.sum((1 - s.alpha ** (gamma + 1)) / (1 - s.alpha))
+        t_ver = s.verify_fixed_s + per_token * np.sum(gamma + 1)
+        return tokens / (np.max(gamma * s.draft_latency_s) + t_ver + e_comm)
+
+    obj = make_objective(s, g, g, np.ones(k, bool), np.full(k, cap), mode, estimator="exact")
+    grid = np.array(list(itertools.product(range(cap + 1), repeat=k)))
+    np.testing.assert_allclose(obj.values(grid), [formula(x) for x in grid], rtol=1e-12)
+    for search in (exhaustive_search, greedy_search, uniform_search, budget_search):
+        res = search(obj)
+        assert res.value == pytest.approx(formula(res.gamma), rel=1e-12)
+    assert exhaustive_search(obj).value == pytest.approx(max(formula(x) for x in grid), rel=1e-12)
 
 
 def _gaps(rows, name):
