@@ -5,8 +5,9 @@
 'off-under-load'), built from the environment's scenario and its episode's population as the
 engine builds it, deciding on the environment's round-start context (``env.unwrapped.context``:
 the same ``DraftContext``, the same controller stream) and told the outcomes the engine would
-tell it (``observe``, from the step's info). Its actions reproduce the run of the scenario with
-that controller, round for round. ``ConstantAgent`` always plays one action.
+tell it (``observe``, from the step's info); the scenario's own controller is the episode's own
+instance, which also decided the warm-up rounds. Its actions reproduce the run of the scenario
+with that controller, round for round. ``ConstantAgent`` always plays one action.
 """
 import numpy as np
 
@@ -24,21 +25,29 @@ class ControllerAgent:
         DRAFT_CONTROLLERS.lookup(self.name)  # an unknown name fails here, listing the allowed
         self.overrides = dict(overrides or {})
         self._episode = None
+        self._told = False
         self.controller = None
 
     def _build(self):
         u = self.env
+        self._episode = u.episode
+        # the scenario's own controller: the episode's instance, which decided the warm-up
+        # rounds and is told every outcome by the engine (the state a learning controller
+        # carries out of the warm-up is its own)
+        self._told = self.name == u.scenario.policy.draft and not self.overrides
+        if self._told:
+            self.controller = u.own_controller
+            return
         sc = load_scenario(u.scenario, {"policy.draft": self.name, **self.overrides})
         population = u.run.population
         self.controller = DRAFT_CONTROLLERS.lookup(self.name).from_scenario(
             sc, draft_length=population.draft_length, powers=energy_powers(sc, population))
-        self._episode = u.episode
 
     def __call__(self, obs=None, info=None):
         u = self.env
         if self._episode != u.episode:
             self._build()
-        observe = getattr(self.controller, "observe", None)
+        observe = None if self._told else getattr(self.controller, "observe", None)
         if observe is not None and info is not None and "gamma" in info:
             observe(info["gamma"], info["accepted"], info["active"])
         return np.asarray(self.controller.lengths(u.context), dtype=np.int64)

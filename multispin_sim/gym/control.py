@@ -27,12 +27,13 @@ class AgentDraft:
     name = "agent"
     context_free = False   # the answer depends on the agent: never reused by the round loop
 
-    def __init__(self, own, ask, forward_observe=False):
+    def __init__(self, own, ask):
         self.own = own
         self.ask = ask
         observe = getattr(own, "observe", None)
-        if forward_observe and observe is not None:
-            # the scenario's own controller still decides (control='mode'): it learns outcomes
+        if observe is not None:
+            # the scenario's own controller decides the rounds the agent leaves to it (warm-up,
+            # control='mode'): it learns every outcome, as in a run of its own
             self.observe = observe
 
     def lengths(self, ctx):

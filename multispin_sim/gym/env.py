@@ -60,14 +60,20 @@ def reference_price(scenario, rounds=500):
 
 
 class _Witness:
-    """The recorder as the round loop sees it, keeping the last round's record for the step."""
+    """The recorder as the round loop sees it, keeping the last round's record for the step
+    (and, while ``warmup`` is a list, the outcomes of the warm-up rounds for ``reset``)."""
 
     def __init__(self, recorder):
         self._recorder = recorder
         self.last = None
+        self.warmup = []
 
     def round(self, record):
         self.last = record
+        if self.warmup is not None:
+            self.warmup.append({"gamma": np.array(record.gamma, dtype=np.int64),
+                                "accepted": np.array(record.accepted, dtype=np.int64),
+                                "active": np.array(record.active, dtype=bool)})
         self._recorder.round(record)
 
     def __getattr__(self, name):
@@ -139,6 +145,7 @@ class MultiSpinEnv(gymnasium.Env):
         self._seeded = False
         self._sim = None
         self.run = None
+        self.own_controller = None   # the scenario's draft controller of the episode
         self.result = None
         self.context = None
         self.episode = -1
@@ -147,6 +154,12 @@ class MultiSpinEnv(gymnasium.Env):
     # picklable; vector environments build each copy in its own process anyway)
     def __reduce__(self):
         return (_rebuild, (self._args,))
+
+    def _agent_draft(self, own):
+        """The round loop's draft controller: the agent's, around the scenario's own ``own``
+        (kept as ``own_controller``: it decides the rounds the agent leaves to it)."""
+        self.own_controller = own
+        return AgentDraft(own, self._ask)
 
     # -- the greenlet's side -------------------------------------------------------------------
     def _ask(self, ctx):
@@ -218,8 +231,7 @@ class MultiSpinEnv(gymnasium.Env):
             split.append(AgentSplit(own, self.mode_action))
             return split[0]
         run = build_run(sc, self._folder(self.episode), self._inputs,
-                        controller=lambda own: AgentDraft(own, self._ask,
-                                                          forward_observe=self.control == "mode"),
+                        controller=self._agent_draft,
                         reactive=None if self.control == "draft" else wrap_reactive,
                         writer_process=False)  # vector envs run copies in daemonic workers
         self._split = split[0] if split else None
@@ -241,7 +253,8 @@ class MultiSpinEnv(gymnasium.Env):
                                f"before the first step: lower warmup (now {self.warmup})")
         self.context = got
         self._t_last = run.env.now
-        return self._obs(), {"round": int(got.round), "time_s": run.env.now}
+        warmup, self._witness.warmup = self._witness.warmup, None
+        return self._obs(), {"round": int(got.round), "time_s": run.env.now, "warmup": warmup}
 
     def _obs(self):
         ctx, run = self.context, self.run

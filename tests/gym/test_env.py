@@ -82,6 +82,32 @@ def test_controller_actions_reproduce_the_run(name, tmp_path):
     env.close()
 
 
+@pytest.mark.parametrize("control", ["draft", "mode"])
+def test_a_learning_controller_after_warm_up_rounds_reproduces_the_run(control):
+    """backoff adapts gamma to the outcomes it is told: the scenario's own backoff decides the
+    warm-up rounds learning every outcome (with the agent deciding gamma too), and a
+    ControllerAgent handed reset's info learns the same outcomes, so the whole episode is the
+    run with backoff."""
+    over = {"devices.count": 3, "policy.draft": "backoff"}
+    env = G.MultiSpinEnv(None, control, over, rounds=14, warmup=6, price=1.0)
+    obs, info = env.reset(seed=1)
+    assert len(info["warmup"]) == 6
+    agent = ControllerAgent(env)
+    while True:
+        action = agent(obs, info) if control == "draft" else 3   # mode: all UL, own gamma
+        obs, _, terminated, truncated, info = env.step(action)
+        if terminated or truncated:
+            break
+    want = simulate(load_scenario(None, {**over, "run.rounds": 14, "seed": 1}))
+    gamma = env.result.device_rounds["draft_len"]
+    if control == "draft":
+        np.testing.assert_array_equal(gamma, want.device_rounds["draft_len"])
+    else:   # the warm-up rounds are the run's; every round's gamma is backoff's
+        np.testing.assert_array_equal(gamma[:18], want.device_rounds["draft_len"][:18])
+    assert len(set(gamma.tolist())) > 1   # backoff did move gamma
+    env.close()
+
+
 def test_return_is_tokens_minus_price_times_time_from_the_records(tmp_path):
     price = 150.0
     env = small_env(rounds=40, price=price, out=tmp_path)
