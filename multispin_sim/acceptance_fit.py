@@ -97,9 +97,11 @@ def check_yaml_output(path):
 
 
 def run(trace=None, by=None, benchmark=None, model=None, categories=(), out_yaml=None, seed=0,
-        draws=fit.DRAWS, out=sys.stdout):
+        draws=fit.DRAWS, out=None):
     """Fit and report; returns the YAML document (dict). Raises TraceError on bad input (before
-    anything is written)."""
+    anything is written). ``out``: where the report goes (None: standard output, looked up at
+    the call)."""
+    out = sys.stdout if out is None else out
     if seed is None or int(seed) < 0:
         raise TraceError(f"--seed {seed}: a negative seed is not allowed; give an integer >= 0")
     if int(draws) < 1:
@@ -124,8 +126,9 @@ def run(trace=None, by=None, benchmark=None, model=None, categories=(), out_yaml
         trace_keys["trace_categories"] = list(categories)
     out.write(f"# acceptance fit: {path}\n")
     out.write("Trace vs synthetic traces of each fitted model (same answer lengths, observed as "
-              "the trace was: HF adaptive draft length, bonus positions hidden). E[A+1]: tokens "
-              "per step replayed at draft length g; lag-1 corr: agreement sequence; KS: run "
+              "the trace was: HF adaptive draft length, bonus positions hidden when the trace "
+              "hides them). E[A+1]: tokens per step replayed at draft length g; lag-1 corr: "
+              "agreement sequence; KS: run "
               "lengths before a disagreement. E[A+1] and P(A=0) are expectations over the "
               "hidden positions (each an agreement at the known positions' rate), exact; a "
               f"model's row is the mean +- standard error over {draws} synthetic traces "

@@ -33,7 +33,8 @@ def power_series(res):
 def lag_excess(series, lag, theory):
     """Mean over devices of (p_i - 1)(p_{i+lag} - 1) minus its theoretical covariance, and the
     standard error of that mean over devices."""
-    d = np.array([np.mean((p[:-lag] - 1) * (p[lag:] - 1) - theory(t[:-lag], t[lag:], r[:-lag], r[lag:]))
+    d = np.array([np.mean((p[:-lag] - 1) * (p[lag:] - 1)
+                          - theory(t[:-lag], t[lag:], r[:-lag], r[lag:]))
                   for t, p, r in series if len(p) > lag])
     return d.mean(), d.std(ddof=1) / math.sqrt(d.size)
 

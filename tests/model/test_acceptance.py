@@ -338,6 +338,41 @@ def test_fits_recover_generating_parameters():
     assert b["concentration"] == pytest.approx(8.0, rel=0.25)
 
 
+@pytest.mark.parametrize("hidden", [False, True])
+def test_validation_observes_the_models_as_the_trace_was_observed(hidden):
+    """An i.i.d. trace, every position known (a 0/1 CSV) or decoded as Spec-Bench records it
+    (bonus positions hidden): the synthetic traces of the fitted iid model are observed the same
+    way, so its run lengths match the trace's (KS distance at sampling noise: about
+    1.36 sqrt(2 / 7,000 runs) = 0.02 for one draw; the mean run within the trace's error).
+    Observed the other way, KS is 0.25."""
+    seqs = fit.synthetic("iid", {"mean": 0.65}, [200] * 100, np.random.default_rng(1))
+    if hidden:
+        seqs = [fit.hf_observe(b) for b in seqs]
+    answers = [Answer(bits=np.asarray(b)) for b in seqs]
+    rows = fit.validate(answers, {"iid": fit.fit_iid(answers)}, draws=4)
+    assert rows["iid"]["ks_runs"] < 0.05
+    runs = fit.run_lengths(seqs)   # the trace's mean run is known to runs.std() / sqrt(n)
+    assert abs(rows["iid"]["mean_run"] - rows["trace"]["mean_run"]) < Z * runs.std() / math.sqrt(
+        runs.size)
+
+
+def test_acceptance_fit_reports_to_the_standard_output_of_each_call(tmp_path):
+    """The report goes to whatever sys.stdout is when the command runs (two calls in one
+    process, each under its own redirection)."""
+    import contextlib
+    import io
+
+    path = tmp_path / "t.csv"
+    seqs = fit.synthetic("iid", {"mean": 0.65}, [50] * 10, np.random.default_rng(1))
+    path.write_text("answer,agree\n" + "".join(f"a{i},{int(x)}\n" for i, b in enumerate(seqs)
+                                               for x in b))
+    for _ in range(2):
+        buf = io.StringIO()
+        with contextlib.redirect_stdout(buf):
+            assert main(["acceptance", "fit", str(path), "--draws", "2"]) == 0
+        assert "| iid |" in buf.getvalue()
+
+
 def test_hf_observe_hides_exactly_the_bonus_positions():
     bits = np.array([1, 1, 1, 1, 1, 1, 0, 1, 1, 0], dtype=np.int8)
     # d = 5: positions 0-4 agree (full), bonus at 5 hidden; d = 7: run from 6 is 0 -> rejected
