@@ -158,6 +158,27 @@ def test_markov_tokens_per_round_in_the_engine():
         assert abs(n.mean() - markov_expected_tokens(0.92, 0.92, 0.04, 0.08, g)) > half
 
 
+def test_beta_request_sessions_finish_in_one_round_with_the_beta_moment():
+    """session: request, requests of gamma + 1 tokens: a request ends in its first round iff all
+    gamma drafts are accepted, on a fresh alpha ~ Beta(m kappa, (1 - m) kappa) per request, so
+    P(one round) = E[p^gamma] = prod_i (a + i) / (a + b + i); an i.i.d. alpha = m would give
+    m^gamma (the test tells them apart)."""
+    m, kappa, g = 0.7, 4.0, 4
+    res = ms.simulate(ms.load_scenario(None, overrides={
+        "devices.count": 4, "acceptance.model": "beta", "acceptance.mean": m,
+        "acceptance.concentration": kappa, "acceptance.session": "request",
+        "workload.arrivals": "poisson", "workload.rate_per_s": 2.0, "workload.length": "fixed",
+        "workload.length_tokens": g + 1, "policy.draft_length": g, "run.max_time_s": 700,
+        "run.rounds": 10**7, "seed": 5}))
+    q = res.requests
+    one = (q["rounds"][np.isfinite(q["completion_s"])] == 1).astype(float)
+    a, b = m * kappa, (1 - m) * kappa
+    p_full = math.prod((a + i) / (a + b + i) for i in range(g))
+    half = Z * math.sqrt(p_full * (1 - p_full) / one.size)
+    assert abs(one.mean() - p_full) < half
+    assert abs(one.mean() - m**g) > half
+
+
 def test_beta_mean_and_overdispersion_of_session_rates():
     m, kappa, n = 0.8, 5.0, 40
     model = acc.BetaAcceptance(np.array([m]), np.random.default_rng(5), concentration=kappa,
