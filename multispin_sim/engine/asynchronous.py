@@ -281,7 +281,7 @@ class AsyncLoop(ProtocolLoop):
             self._in_progress += 1
             t_ver = yield from server.verify(env, n, gamma, active)
             self.server_busy_s += t_ver
-            accepted, tokens, rejected = server.outcomes(gamma, active)
+            accepted, tokens, rejected = server.outcomes(gamma, active, self.workload.needed())
             tokens = np.where(active, tokens, 0)
             rejected &= active
             if observe is not None:

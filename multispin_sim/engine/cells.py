@@ -173,6 +173,9 @@ def cells_summary(scenario, summaries, ids, field, wall, round_tables):
     spread = float(np.sqrt(np.sum(np.square(half))))
     rounds = sum(s["rounds"] for s in summaries)
     device_rounds = sum(s["device_rounds"] for s in summaries)
+    # energy.record false: no cell accounts energy
+    energy = ({"energy": summed_energy([s["energy"] for s in summaries], tokens)}
+              if all("energy" in s for s in summaries) else {})
     return {
         "goodput_tps": float(goodputs.sum()),   # each cell's tokens over its own time
         "goodput_ci95": [float(goodputs.sum()) - spread, float(goodputs.sum()) + spread],
@@ -188,7 +191,7 @@ def cells_summary(scenario, summaries, ids, field, wall, round_tables):
         "rounds_per_s": rounds / wall if wall > 0 else 0.0,
         "ul_corrections": ul, "dl_corrections": dl,
         "ul_share": ul / (ul + dl) if ul + dl else 0.0,
-        "energy": summed_energy([s["energy"] for s in summaries], tokens),
+        **energy,
         "cells": per_cell,
         "load_balance": float(goodputs.min() / goodputs.max()) if goodputs.max() > 0 else 1.0,
         "interference": {"transmissions": len(field.log) if field.log is not None else None,

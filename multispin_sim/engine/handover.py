@@ -245,6 +245,9 @@ class AttachedWorkload:
     def remaining(self):
         return None
 
+    def needed(self):
+        return None
+
     def tokens_delivered(self, now, tokens):
         self.network.generated += tokens
         self.network.round_ended(self.cell, now)

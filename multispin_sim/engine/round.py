@@ -275,11 +275,9 @@ class RoundLoop(ProtocolLoop):
             reuse = plan is not None and carry is None
             if reuse:
                 _, gamma, draft_s, active_list, draft_list, n_active, t_draft = plan
-                remaining = None  # saturated
             else:
                 plan_now = self._plan(r, self._system_now(gains, slowdown), g_ul, g_dl, active)
                 ctx, gamma, draft_s, active_list, draft_list, n_active, t_draft = plan_now
-                remaining = ctx.remaining
                 if steady and carry is None:
                     gamma.flags.writeable = False  # the same array every round from now on
                     plan = plan_now
@@ -295,7 +293,7 @@ class RoundLoop(ProtocolLoop):
                 accepted, tokens, rejected, rejected_idx = steady_outcomes(gamma, active)
                 n_rej = len(rejected_idx)
             else:
-                accepted, tokens, rejected = server.outcomes(gamma, active, remaining)
+                accepted, tokens, rejected = server.outcomes(gamma, active, self.workload.needed())
                 if n_active < k:
                     tokens = np.where(active, tokens, 0)
                     rejected = rejected & active

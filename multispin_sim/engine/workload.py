@@ -67,6 +67,9 @@ class Saturated(Arrivals):
     def remaining(self):
         return None
 
+    def needed(self):
+        return None
+
     def tokens_delivered(self, now, tokens):
         """Account the tokens each device got from the round that ended at ``now``."""
 
@@ -212,6 +215,11 @@ class QueueingWorkload:
         """Tokens the head-of-line request of each device still needs (0 when idle), or None
         when draft lengths are not capped to it."""
         return self._remaining.copy() if self.cap else None
+
+    def needed(self):
+        """Tokens the head-of-line request of each device still needs (0 when idle), whether or
+        not draft lengths are capped to it: where requests end (acceptance sessions per request)."""
+        return self._remaining.copy()
 
     def tokens_delivered(self, now, tokens):
         """A round ended at ``now``: each device being served got ``tokens[k]`` tokens."""

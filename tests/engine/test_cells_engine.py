@@ -352,3 +352,10 @@ def test_the_network_summary_sums_the_cells(tmp_path):
         net["tokens"] / net["energy"]["total_j"], rel=1e-12)
     assert net["device_goodput_tps"] == [g for c in cells for g in c["device_goodput_tps"]]
     assert len(net["device_goodput_tps"]) == len(res.devices["device"]) == 14
+
+
+def test_a_network_without_energy_records_has_no_energy_block():
+    res = ms.simulate(ms.load_scenario(None, overrides={
+        "cells.layout": "hex", "cells.count": 7, "devices.count": 2, "run.rounds": 5,
+        "energy.record": False}))
+    assert "energy" not in res.summary and res.summary["tokens"] > 0

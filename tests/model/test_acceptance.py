@@ -158,13 +158,17 @@ def test_markov_tokens_per_round_in_the_engine():
         assert abs(n.mean() - markov_expected_tokens(0.92, 0.92, 0.04, 0.08, g)) > half
 
 
-def test_beta_request_sessions_finish_in_one_round_with_the_beta_moment():
+@pytest.mark.parametrize("protocol, cap", [("synchronous", True), ("synchronous", False),
+                                           ("asynchronous", True)])
+def test_beta_request_sessions_finish_in_one_round_with_the_beta_moment(protocol, cap):
     """session: request, requests of gamma + 1 tokens: a request ends in its first round iff all
     gamma drafts are accepted, on a fresh alpha ~ Beta(m kappa, (1 - m) kappa) per request, so
     P(one round) = E[p^gamma] = prod_i (a + i) / (a + b + i); an i.i.d. alpha = m would give
-    m^gamma (the test tells them apart)."""
+    m^gamma (the test tells them apart). Whatever the protocol, and whether or not drafts are
+    capped to what the request still needs."""
     m, kappa, g = 0.7, 4.0, 4
     res = ms.simulate(ms.load_scenario(None, overrides={
+        "serving.protocol": protocol, "workload.cap_draft_to_remaining": cap,
         "devices.count": 4, "acceptance.model": "beta", "acceptance.mean": m,
         "acceptance.concentration": kappa, "acceptance.session": "request",
         "workload.arrivals": "poisson", "workload.rate_per_s": 2.0, "workload.length": "fixed",
