@@ -121,6 +121,8 @@ class CellsRun:
         running = list(zip(self.ids, procs))
         while running:
             yield env.any_of([p for _, p in running])
+            for c, p in running:
+                network.ended[c] |= p.triggered
             running = [(c, p) for c, p in running if not p.triggered]
             if running and all(network.idle(c) for c, _ in running):
                 network.close()

@@ -80,6 +80,7 @@ class Network:
         self.rate = cells.backhaul_rate_mbps * 1e6
         self.period = cells.measurement_period_ms * 1e-3
         self.arrivals = {}          # cell -> event fired when a device arrives
+        self.ended = np.zeros(layout.count, dtype=bool)   # cells whose round loop has ended
         self.log = []               # handovers: dicts (handovers.csv)
         self.env = None
         self.closing = False
@@ -152,7 +153,9 @@ class Network:
                                                         movable=mine))
             else:
                 choice = self.rule.choose(self.view(self.gain, self.pos))
-            move = np.flatnonzero(mine & (choice != cell))
+            # a cell whose loop has ended takes nobody: a device sent there would wait for good
+            # (its re-association comes only at that cell's round ends)
+            move = np.flatnonzero(mine & (choice != cell) & ~self.ended[choice])
             if move.size:
                 pong = self.trigger.hand_over(now, move, choice[move])
                 for dev, target, p in zip(move.tolist(), choice[move].tolist(), pong.tolist()):

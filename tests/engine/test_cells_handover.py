@@ -148,3 +148,21 @@ def test_load_aware_re_association_moves_static_devices_off_an_overloaded_server
     assert len(moved) == len(set(moved))
     rsrp = net.p_dl * still.network.gain
     assert still.network.attached.tolist() == np.argmax(rsrp, axis=1).tolist()
+
+
+@pytest.mark.parametrize("seed", [0, 7])
+def test_association_handovers_of_moving_devices_never_target_a_finished_cell(seed):
+    """cells.handover 'association' re-places a cell's devices at its round ends. A cell whose
+    rounds are all done takes nobody (a device sent there would wait for ever, and the run with
+    it): every run completes, and each handover's target was still running at its time."""
+    import numpy as np
+
+    res = run(**{"cells.handover": "association", "devices.count": 4, "run.rounds": 200,
+                 "mobility.speed_mps": 30.0, "seed": seed})
+    assert res.summary["complete"]
+    log = res.table("handovers")
+    assert log["time_s"].size > 10
+    r = res.rounds
+    for t, target in zip(log["time_s"].tolist(), log["target"].tolist()):
+        mine = r["cell"] == target
+        assert mine.any() and t <= np.max(r["start_s"][mine] + r["duration_s"][mine]) + 1e-9
