@@ -13,6 +13,8 @@ sees). Its ``decide`` is not a registered one, so the draft objective evaluates 
 generic policy kernel (``draft_search.make_kernel``): the controller optimises the link the
 engine uses.
 """
+import dataclasses
+
 import numpy as np
 
 from ..model.tcomm import PolicyKernel, TcommKernel
@@ -57,11 +59,25 @@ class LinkAwarePolicy:
     def __getattr__(self, item):
         if item == "inner":  # not set yet (copy, unpickling): no delegation loop
             raise AttributeError(item)
-        return getattr(self.inner, item)
+        found = getattr(self.inner, item)
+        # a policy deciding on per-device payload tables: its decisions replanned too
+        return self._decide_with if item == "decide_with" else found
 
     def decide(self, problem, rng=None):
         decision = self.inner.decide(problem, rng)
         return self.replan(problem, decision)
+
+    def _decide_with(self, problem, ul_bits, dl_bits, dl_tv, rng=None):
+        """The inner policy's ``decide_with`` (per-device payload tables of token-level
+        payloads: ``policies.fidelity``), replanned on the link with each device's own bits."""
+        decision = self.inner.decide_with(problem, ul_bits, dl_bits, dl_tv, rng)
+        mode = decision.mode
+        choice = getattr(decision, "dl_choice", None)
+        choice = np.zeros(mode.shape, dtype=np.int64) if choice is None else choice
+        dl = np.take_along_axis(np.broadcast_to(np.asarray(dl_bits, float), mode.shape + (
+            np.shape(dl_bits)[-1],)), np.maximum(choice, 0)[..., None], axis=-1)[..., 0]
+        bits = np.where(mode == DL, dl, np.asarray(ul_bits, float))
+        return self.replan(dataclasses.replace(problem, payload_bits=bits), decision)
 
     # one outcome through ``decide`` (the inner policy's scalar split has Shannon delays)
     one_outcome = ReactivePolicy.one_outcome

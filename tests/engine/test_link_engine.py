@@ -243,3 +243,20 @@ def test_many_transport_blocks_repetition_total_is_negative_binomial():
     mean, var = n_tb / (1 - q), n_tb * q / (1 - q) ** 2
     assert abs(tx.mean() - mean) < 4 * math.sqrt(var / tx.size)
     assert 0.85 < tx.var(ddof=1) / var < 1.15
+
+
+@pytest.mark.parametrize("mode", ["fidelity", "optimal"])
+def test_token_payloads_on_the_nr_link_share_whole_prbs(mode):
+    """Token-level payloads (the fidelity policy decides on per-device payload tables) on the
+    NR link: every correction of a round with |R| rejected devices gets floor(24 / |R|) PRBs of
+    360 kHz (10 MHz at 30 kHz spacing: 24 PRBs, TS 38.101-1 Table 5.3.2-1), as with bits."""
+    import multispin_sim as ms
+
+    res = ms.simulate(ms.load_scenario(None, overrides={
+        "devices.count": 4, "run.rounds": 150, "payload.model": "token", "policy.mode": mode,
+        "link.model": "mcs"}))
+    d = res.device_rounds
+    rej = d["rejected"] == 1
+    n_rej = np.bincount(d["round"], weights=rej)[d["round"]]
+    assert rej.sum() > 50
+    np.testing.assert_array_equal(d["bandwidth_hz"][rej], (24 // n_rej[rej]) * 360e3)
