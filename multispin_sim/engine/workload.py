@@ -214,7 +214,7 @@ class QueueingWorkload:
     def remaining(self):
         """Tokens the head-of-line request of each device still needs (0 when idle), or None
         when draft lengths are not capped to it."""
-        return self._remaining.copy() if self.cap else None
+        return self.needed() if self.cap else None
 
     def needed(self):
         """Tokens the head-of-line request of each device still needs (0 when idle), whether or
