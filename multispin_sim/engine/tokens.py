@@ -16,6 +16,7 @@ import dataclasses
 
 import numpy as np
 
+from ..model.payload import correction_bits
 from ..model.reactive import DL, UL
 from ..outputs.records import CsvStream
 from ..outputs.statistics import GrowingArray
@@ -144,7 +145,7 @@ class TokenServer(EdgeServer):
         mode = decision.mode[0]
         choice = getattr(decision, "dl_choice", None)
         choice = self._zero_choice if choice is None else choice[0]
-        bits = np.where(mode == UL, ul_bits, dl_bits[self.index, choice])
+        bits = correction_bits(mode == UL, choice, ul_bits, dl_bits)
         if self.channel is not None:
             self.channel.round_bits = bits  # multi-block transmissions deliver these bits
         self._corrections(np.flatnonzero(mode > 0), mode, choice, bits)

@@ -38,6 +38,14 @@ def index_bits(vocab):
     return math.ceil(math.log2(int(vocab)))
 
 
+def correction_bits(ul, choice, ul_bits, dl_bits):
+    """Bits of each device's correction: ``ul_bits`` (K,) where ``ul`` (K,) or (M, K) is True,
+    else ``dl_bits`` (K, F) of the DL format ``choice`` picked (same shape as ``ul``)."""
+    dl_bits = np.asarray(dl_bits, float)
+    dl = dl_bits[np.arange(dl_bits.shape[0]), np.maximum(choice, 0)]
+    return np.where(ul, np.asarray(ul_bits, float), dl)
+
+
 def payload_bits(effective_vocab=1024, vocab=151_665, prob_bits=16):
     """Bits of one distribution.
 

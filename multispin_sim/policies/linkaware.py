@@ -17,6 +17,7 @@ import dataclasses
 
 import numpy as np
 
+from ..model.payload import correction_bits
 from ..model.tcomm import PolicyKernel, TcommKernel
 from ..model.reactive import DL, UL
 from .reactive import ReactivePolicy
@@ -71,12 +72,9 @@ class LinkAwarePolicy:
         """The inner policy's ``decide_with`` (per-device payload tables of token-level
         payloads: ``policies.fidelity``), replanned on the link with each device's own bits."""
         decision = self.inner.decide_with(problem, ul_bits, dl_bits, dl_tv, rng)
-        mode = decision.mode
         choice = getattr(decision, "dl_choice", None)
-        choice = np.zeros(mode.shape, dtype=np.int64) if choice is None else choice
-        dl = np.take_along_axis(np.broadcast_to(np.asarray(dl_bits, float), mode.shape + (
-            np.shape(dl_bits)[-1],)), np.maximum(choice, 0)[..., None], axis=-1)[..., 0]
-        bits = np.where(mode == DL, dl, np.asarray(ul_bits, float))
+        bits = correction_bits(decision.mode != DL, 0 if choice is None else choice, ul_bits,
+                               dl_bits)
         return self.replan(dataclasses.replace(problem, payload_bits=bits), decision)
 
     # one outcome through ``decide`` (the inner policy's scalar split has Shannon delays)
