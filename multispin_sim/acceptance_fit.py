@@ -1,5 +1,6 @@
 """``multispin-sim acceptance fit``: fit the acceptance models to a trace, print the validation
-table, write the fitted ``acceptance`` keys as YAML (the numbers: ``model.acceptance_fit``)."""
+table and the likelihood comparison, write the fitted ``acceptance`` keys as YAML (the numbers:
+``model.acceptance_fit`` and ``model.acceptance_likelihood``)."""
 from __future__ import annotations
 
 import os
@@ -9,6 +10,7 @@ from pathlib import Path
 import yaml
 
 from .model import acceptance_fit as fit
+from .model import acceptance_likelihood as likelihood
 from .outputs.atomic import write_text
 from .model.acceptance_trace import TraceError, read_trace, select_answers, shipped_trace_path
 
@@ -43,6 +45,42 @@ def parameters_line(fits):
             f"{m['hard_to_easy']:.4f} (pi_easy {pe:.3f}, {m['iterations']} EM iterations)")
 
 
+# printed name and format of each fitted parameter (its standard error uses the same format)
+PARAMETER_LABELS = {"alpha": ("alpha", "{:.4f}"), "mean": ("mean", "{:.4f}"),
+                    "concentration": ("kappa", "{:.2f}"), "easy_rate": ("easy", "{:.4f}"),
+                    "hard_rate": ("hard", "{:.4f}"), "em_easy_to_hard": ("EM e->h", "{:.5f}"),
+                    "em_hard_to_easy": ("EM h->e", "{:.5f}"),
+                    "em_initial_easy": ("EM start easy", "{:.3f}")}
+
+
+def _estimate(name, value, se):
+    label, fmt = PARAMETER_LABELS[name]
+    return f"{label} {fmt.format(value)} +- {'n/a' if se is None else fmt.format(se)}"
+
+
+def statistics_lines(stats):
+    """The likelihood comparison (``likelihood.model_statistics``): a header, one line per
+    model (estimates +- standard errors, log-likelihood, AIC, BIC, parameters counted) and the
+    models AIC and BIC prefer, with the others' differences."""
+    models = stats["models"]
+    lines = [f"Likelihood of the {stats['n']:,} known positions (unknown ones marginalised; "
+             "+- standard error from the observed information, n/a at a boundary; "
+             "BIC with n = known positions):"]
+    for name, row in models.items():
+        est = ", ".join(_estimate(p, row["estimates"][p], row["se"][p]) for p in row["se"])
+        lines.append(f"  {name}: {est}; log-likelihood {row['log_likelihood']:,.1f}, "
+                     f"AIC {row['aic']:,.1f}, BIC {row['bic']:,.1f} "
+                     f"({row['parameters']} parameter{'s' if row['parameters'] > 1 else ''})")
+    prefers = []
+    for crit in ("aic", "bic"):
+        best = stats[crit]
+        others = ", ".join(f"{m} +{models[m][crit] - models[best][crit]:,.1f}"
+                           for m in sorted(models, key=lambda m: models[m][crit]) if m != best)
+        prefers.append(f"{crit.upper()} prefers {best}" + (f" ({others})" if others else ""))
+    lines.append("  " + "; ".join(prefers))
+    return lines
+
+
 def fit_and_report(answers, label, trace_keys, out, start=None, seed=0, name="all",
                    draws=fit.DRAWS):
     fits = {"iid": fit.fit_iid(answers), "beta": fit.fit_beta(answers),
@@ -52,6 +90,7 @@ def fit_and_report(answers, label, trace_keys, out, start=None, seed=0, name="al
     out.write(f"\n## {label}: {len(answers)} answers, {known:,} known positions\n\n")
     out.write(table(rows) + "\n\n")
     out.write(parameters_line(fits) + "\n")
+    out.write("\n".join(statistics_lines(likelihood.model_statistics(answers, fits))) + "\n")
     return fits, fit.scenario_snippet(fits, trace_keys)
 
 

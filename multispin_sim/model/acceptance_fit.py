@@ -12,7 +12,9 @@
   state with the higher agreement rate is "easy". The trace's chains restart at every answer,
   the simulator's never: the switching probabilities keep EM's total switching rate (at least
   one switch per answer length) split so that the stationary law is the trace's posterior
-  state occupancy (EM's own values are reported as ``em_*``).
+  state occupancy (EM's own values are reported as ``em_*``, with ``em_initial_easy`` the
+  fitted probability that an answer starts in the easy state; ``log_likelihood`` is that of the
+  parameters before the last EM update, ``model.acceptance_likelihood`` evaluates the final ones).
 
 ``validate(answers, fits)`` compares the trace with synthetic traces of each fitted model of the
 same answer lengths, observed as the trace was (decoded with HF's adaptive draft length, bonus
@@ -147,7 +149,7 @@ def fit_markov(answers, iterations=100, tol=1e-7, start=None):
     return {"easy_rate": float(r[easy]), "hard_rate": float(r[hard]),
             "easy_to_hard": s * (1 - pe), "hard_to_easy": s * pe,
             "em_easy_to_hard": float(a[easy, hard]), "em_hard_to_easy": float(a[hard, easy]),
-            "log_likelihood": ll, "iterations": it}
+            "em_initial_easy": float(pi[easy]), "log_likelihood": ll, "iterations": it}
 
 
 def fit_all(answers):
