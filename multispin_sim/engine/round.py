@@ -356,8 +356,10 @@ class RoundLoop(ProtocolLoop):
                 tokens = tokens - self._deferred  # the correction token comes next round
             rec_active, delay, planned = active, self.realised_delay, self.delay
             if carry is not None:
-                if self._carry_pending:
+                if self._carry_pending:   # the round ends with the carried correction: its
+                    waited = env.now       # wait is communication time too
                     yield self._carry_done
+                    t_comm += env.now - waited
                 tokens = tokens + carry
                 rec_active = active | carry
                 self.mode = np.where(carry, carried.mode[0], self.mode)

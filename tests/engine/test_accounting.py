@@ -100,3 +100,15 @@ def test_outcomes_given_the_chosen_draft_length_are_the_truncated_geometric_law(
             cells += 1
     assert cells >= 3
     assert stats.chi2.sf(chi2, cells) > 1e-3
+
+
+def test_a_deadline_round_lasts_its_parts_with_the_carried_correction():
+    """``policy.mode: deadline`` carries corrections over to the next round, which ends when
+    they arrive: that wait is communication time, so a round is still draft + verify + comm."""
+    res = run({"devices.count": 4, "run.rounds": 300, "seed": 7, "policy.mode": "deadline",
+               "csi.delay_ms": 20.0})
+    r, s = res.rounds, res.summary
+    assert s["deferred"]["corrections"] > 0     # the case is exercised
+    close(r["duration_s"], r["draft_s"] + r["verify_s"] + r["comm_s"])
+    close(s["sim_time_s"], r["duration_s"].sum())
+    close(s["comm_s"]["mean"], r["comm_s"].mean())
