@@ -170,8 +170,10 @@ def cells_summary(scenario, summaries, ids, field, wall, round_tables):
                  "ul_corrections": s["ul_corrections"], "dl_corrections": s["dl_corrections"],
                  "mean_duration_s": s["duration_s"]["mean"]} for c, s in zip(ids, summaries)]
     goodputs = np.array([c["goodput_tps"] for c in per_cell])
-    # the cells' intervals combined as if independent: the sum +- the root sum of squares
-    half = [(s["goodput_ci95"][1] - s["goodput_ci95"][0]) / 2 for s in summaries]
+    # the cells' intervals combined as if independent: the sum +- the root sum of squares (a
+    # cell without rounds has goodput 0 exactly)
+    half = [(s["goodput_ci95"][1] - s["goodput_ci95"][0]) / 2 if s["rounds"] else 0.0
+            for s in summaries]
     spread = float(np.sqrt(np.sum(np.square(half))))
     rounds = sum(s["rounds"] for s in summaries)
     device_rounds = sum(s["device_rounds"] for s in summaries)

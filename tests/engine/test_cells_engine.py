@@ -359,3 +359,17 @@ def test_a_network_without_energy_records_has_no_energy_block():
         "cells.layout": "hex", "cells.count": 7, "devices.count": 2, "run.rounds": 5,
         "energy.record": False}))
     assert "energy" not in res.summary and res.summary["tokens"] > 0
+
+
+def test_a_cell_without_rounds_adds_nothing_to_the_networks_interval():
+    """Devices that all leave a cell leave it without rounds: its goodput is 0 exactly, so the
+    network's interval is the root sum of squares of the other cells' half-widths."""
+    res = run(**{"devices.count": 4, "run.rounds": 60, "seed": 7, "cells.layout": "hex",
+                 "cells.count": 7, "cells.drop": "region", "cells.reassociate": True})
+    s, cells = res.summary, [c.summary for c in res.cells]
+    assert any(c["rounds"] == 0 for c in cells) and any(c["rounds"] > 1 for c in cells)
+    half = np.sqrt(sum(((c["goodput_ci95"][1] - c["goodput_ci95"][0]) / 2) ** 2
+                       for c in cells if c["rounds"]))
+    assert np.isfinite(half) and half > 0
+    np.testing.assert_allclose(s["goodput_ci95"], [s["goodput_tps"] - half,
+                                                   s["goodput_tps"] + half], rtol=1e-12)
