@@ -102,46 +102,53 @@ class RobustSplit(ReactivePolicy):
         if rng is None:
             rng = np.random.default_rng(self.seed)
         m, k = problem.shape
-        ul_mask = np.zeros((m, k), dtype=bool)
         g_ul = np.broadcast_to(problem.g_ul, (m, k))
         g_dl = np.broadcast_to(problem.g_dl, (m, k))
         reciprocal = np.array_equal(problem.g_ul, problem.g_dl)
-        for i in range(m):
-            idx = np.flatnonzero(problem.rejected[i])
-            if idx.size == 0:
-                continue
-            order = idx[np.argsort(-(problem.p_ul[idx] * g_ul[i, idx]), kind="stable")]
-            n = self._best_prefix(problem, order, g_ul[i], g_dl[i], reciprocal, rng)
-            ul_mask[i, order[:n]] = True
+        pl = self.pathloss() if callable(self.pathloss) else self.pathloss
+        pl = np.ones(k) if pl is None else np.asarray(pl, float)
+        p_ul = np.broadcast_to(problem.p_ul, (k,))
+        # each row's rejected devices first, in UL order (P g descending, ties by device)
+        order = np.argsort(np.where(problem.rejected, -(p_ul * g_ul), np.inf), axis=1,
+                           kind="stable")
+        size = problem.rejected.sum(axis=1)
+        ul_mask = np.zeros((m, k), dtype=bool)
+        for r in np.unique(size[size > 0]).tolist():   # the rows of r rejected devices at once
+            rows = np.flatnonzero(size == r)
+            o = order[rows, :r]
+            n_ul = self._best_prefix(problem, p_ul[o], g_ul[rows[:, None], o],
+                                     g_dl[rows[:, None], o], pl[o], reciprocal, rng)
+            ul_mask[rows[:, None], o] = np.arange(r) < n_ul[:, None]
         return solver.evaluate_assignment(problem, ul_mask)
 
     def _truth(self, g, pl, shape, rng):
-        """Samples of the true gains given the estimated gains ``g`` = G |h_hat|^2 (|R|,) and
-        the path loss G: G |rho h_hat + w|^2, w ~ CN(0, 1 - rho^2 + rho^2 s2)."""
+        """Samples of the true gains given the estimated gains ``g`` = G |h_hat|^2 and the path
+        loss G (both (n, 1, r)): G |rho h_hat + w|^2, w ~ CN(0, 1 - rho^2 + rho^2 s2)."""
         var = 1.0 - self.rho ** 2 + self.rho ** 2 * self.s2
         w = (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)) * np.sqrt(var / 2)
         return pl * np.abs(self.rho * np.sqrt(g / pl) + w) ** 2
 
-    def _best_prefix(self, problem, order, g_ul, g_dl, reciprocal, rng):
-        r = order.size
+    def _best_prefix(self, problem, p_ul, g_ul, g_dl, pl, reciprocal, rng):
+        """The number of UL devices of the best prefix split of each of n rejected sets of r
+        devices, given in UL order: p_ul, g_ul, g_dl, pl are (n, r)."""
+        n, r = g_ul.shape
         n0b = problem.n0 * problem.bandwidth_hz / r
-        pl = self.pathloss() if callable(self.pathloss) else self.pathloss
-        pl = np.ones(g_ul.shape) if pl is None else np.asarray(pl, float)
-        pl = pl[order]
-        shape = (self.samples, r)
-        true_ul = self._truth(g_ul[order], pl, shape, rng)
-        true_dl = true_ul if reciprocal else self._truth(g_dl[order], pl, shape, rng)
-        snr_ul = problem.p_ul[order] * true_ul / n0b                      # (N, r)
-        inv = 1.0 / g_dl[order]
-        load = np.concatenate([np.cumsum(inv[::-1])[::-1], [0.0]])      # L_n: DL set = n..r-1
-        ratio = true_dl / g_dl[order]                                    # realised / planned gain
+        shape = (n, self.samples, r)
+        true_ul = self._truth(g_ul[:, None], pl[:, None], shape, rng)
+        true_dl = true_ul if reciprocal else self._truth(g_dl[:, None], pl[:, None], shape, rng)
+        snr_ul = p_ul[:, None] * true_ul / n0b                           # (n, N, r)
+        inv = 1.0 / g_dl
+        load = np.concatenate([np.cumsum(inv[:, ::-1], axis=1)[:, ::-1], np.zeros((n, 1))],
+                              axis=1)[:, None]        # L_i: the DL set is devices i..r-1
+        ratio = true_dl / g_dl[:, None]                                  # realised / planned gain
         suffix_min = np.concatenate(
-            [np.minimum.accumulate(ratio[:, ::-1], axis=1)[:, ::-1],
-             np.full((self.samples, 1), np.inf)], axis=1)
+            [np.minimum.accumulate(ratio[..., ::-1], axis=2)[..., ::-1],
+             np.full((n, self.samples, 1), np.inf)], axis=2)
         prefix_min = np.concatenate(
-            [np.full((self.samples, 1), np.inf), np.minimum.accumulate(snr_ul, axis=1)], axis=1)
+            [np.full((n, self.samples, 1), np.inf), np.minimum.accumulate(snr_ul, axis=2)],
+            axis=2)
         with np.errstate(divide="ignore", invalid="ignore"):
             dl_snr = np.where(load > 0, problem.p_dl * suffix_min / (load * n0b), np.inf)
-        slowest = np.minimum(prefix_min, dl_snr)                          # (N, r + 1)
-        score = np.quantile(slowest, 1.0 - self.quantile, axis=0)
-        return int(np.argmax(score))
+        slowest = np.minimum(prefix_min, dl_snr)                         # (n, N, r + 1)
+        score = np.quantile(slowest, 1.0 - self.quantile, axis=1)
+        return np.argmax(score, axis=1)

@@ -101,6 +101,34 @@ def test_robust_minimises_the_quantile_over_prefix_splits(seed):
                                         np.random.default_rng(seed)) * 1.03
 
 
+
+class _NoError:
+    """A stream whose normal draws are all 0: the true gains are rho^2 times the estimates."""
+
+    def standard_normal(self, shape):
+        return np.zeros(shape)
+
+
+def test_robust_decides_many_rejected_sets_as_it_decides_each_alone():
+    """Rows of every size (none, one, some, all rejected), decided together, get the split
+    each gets alone (with the CSI error's draws at 0, a decision depends on its row only); at
+    rho^2 < 1 every gain shrinks alike, so the split is the optimal one on the estimates."""
+    rng = np.random.default_rng(3)
+    k, m = 8, 30
+    pl = 1e-3 * rng.uniform(100, 500, k) ** -3.5
+    g = pl * rng.standard_exponential((m, k))
+    rej = rng.random((m, k)) < 0.5
+    rej[0], rej[1], rej[2] = False, True, np.arange(k) == 3
+    p = ReactiveProblem(rej, g, g, 0.01, 0.04, S, 10e6, N0)
+    robust = RobustSplit(0.9, 16, 0.8, 0.1, pathloss=pl)
+    together = robust.decide(p, _NoError())
+    for i in range(m):
+        alone = robust.decide(ReactiveProblem(rej[i:i + 1], g[i], g[i], 0.01, 0.04, S, 10e6,
+                                              N0), _NoError())
+        assert together.mode[i].tolist() == alone.mode[0].tolist()
+        np.testing.assert_allclose(together.power_w[i], alone.power_w[0], rtol=1e-12)
+    assert np.array_equal(together.mode, solver.optimal_split(p).mode)
+
 def test_policies_are_registered_and_configured_from_the_scenario():
     from multispin_sim.scenario import load_scenario
 
