@@ -62,6 +62,9 @@ class DeadlineSplit(ReactivePolicy):
         return solver.optimal_split(problem)
 
 
+_DRAWS_PER_SLICE = 1 << 18   # channel draws of the rejected sets solved together (~30 MB)
+
+
 @REACTIVE_POLICIES.register("robust")
 class RobustSplit(ReactivePolicy):
     """The prefix split that minimises the ``quantile`` of T_comm under the CSI error model,
@@ -113,12 +116,14 @@ class RobustSplit(ReactivePolicy):
                            kind="stable")
         size = problem.rejected.sum(axis=1)
         ul_mask = np.zeros((m, k), dtype=bool)
-        for r in np.unique(size[size > 0]).tolist():   # the rows of r rejected devices at once
-            rows = np.flatnonzero(size == r)
-            o = order[rows, :r]
-            n_ul = self._best_prefix(problem, p_ul[o], g_ul[rows[:, None], o],
-                                     g_dl[rows[:, None], o], pl[o], reciprocal, rng)
-            ul_mask[rows[:, None], o] = np.arange(r) < n_ul[:, None]
+        for r in np.unique(size[size > 0]).tolist():   # the rows of r rejected devices at once,
+            same = np.flatnonzero(size == r)            # in slices of bounded memory
+            step = max(1, _DRAWS_PER_SLICE // (self.samples * r))
+            for rows in np.split(same, range(step, same.size, step)):
+                o = order[rows, :r]
+                n_ul = self._best_prefix(problem, p_ul[o], g_ul[rows[:, None], o],
+                                         g_dl[rows[:, None], o], pl[o], reciprocal, rng)
+                ul_mask[rows[:, None], o] = np.arange(r) < n_ul[:, None]
         return solver.evaluate_assignment(problem, ul_mask)
 
     def _truth(self, g, pl, shape, rng):
