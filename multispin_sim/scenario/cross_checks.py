@@ -12,7 +12,7 @@ from typing import Callable
 
 from .errors import ScenarioError
 from .names import EXACT_ESTIMATOR_MAX_DEVICES, EXHAUSTIVE_MAX_DEVICES, SHIPPED_VERIFY_TABLES
-from .params import Params
+from .params import Params, show_value, value_at
 
 # a check receives the resolved ``schema.Scenario``; named by its base class here because the
 # schema imports this module
@@ -255,4 +255,5 @@ def _check_antennas(sc: Scenario) -> None:
     )
     for key, bad, allowed in refused:
         if bad:
-            raise ScenarioError(key, f"not supported with {why}", f"expected {allowed}")
+            raise ScenarioError(key, f"{show_value(value_at(sc, key))} is not supported with "
+                                f"{why}", f"expected {allowed}")

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import functools
 import math
 import re
 import typing
@@ -193,6 +194,11 @@ def section_hints(cls: type) -> dict[str, Any]:
         hints = typing.get_type_hints(cls)
         _cache[cls] = hints
     return hints
+
+
+def value_at(params: Any, key: str) -> Any:
+    """The value of a dotted key (``"link.model"``) in a scenario or section."""
+    return functools.reduce(getattr, key.split("."), params)
 
 
 def show_value(value: Any, limit: int = 60) -> str:

@@ -8,7 +8,8 @@ from typing import ClassVar, Optional
 
 from .choices import Registered
 from .cross_checks import cross_check
-from .params import Check, FrozenMap, Params, ge, gt, in_interval, param, section
+from .params import (Check, FrozenMap, Params, ge, gt, in_interval, param, section, show_value,
+                     value_at)
 
 CELL_LAYOUTS = Registered("multispin_sim.model.cells", "CELL_LAYOUTS")
 PATHLOSS_MODELS = Registered("multispin_sim.model.pathloss_3gpp", "PATHLOSS_MODELS")
@@ -146,6 +147,6 @@ def _check_cells(sc) -> None:
                             "are dropped by cells.drop, the file gives the servers")
     for key, ok, allowed in needs:
         if not ok:
-            raise ScenarioError(key, f"is not supported with cells.layout "
-                                f"{sc.cells.layout!r} (several cells)",
+            raise ScenarioError(key, f"{show_value(value_at(sc, key))} is not supported with "
+                                f"cells.layout {sc.cells.layout!r} (several cells)",
                                 f"expected {allowed} (or cells.layout: single)")

@@ -2,6 +2,7 @@
 import pytest
 
 from multispin_sim.scenario import ScenarioError, load_scenario
+from multispin_sim.scenario.params import show_value
 
 
 @pytest.mark.parametrize("overrides,key", [
@@ -25,6 +26,8 @@ def test_refused_with_the_key_named(overrides, key):
     with pytest.raises(ScenarioError) as err:
         load_scenario(None, overrides=overrides)
     assert key in str(err.value)
+    # the value given is named: as not allowed alone, or not supported with another key
+    assert str(err.value).startswith(f"{key}: {show_value(overrides[key])} is not ")
 
 
 def test_allowed_combinations_load():
