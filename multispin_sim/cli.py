@@ -474,11 +474,13 @@ def build_parser():
     sp.add_argument("--quiet", action="store_true", help="no progress lines")
     sp.set_defaults(func=cmd_capacity)
     sp = command("acceptance", help="acceptance models: 'fit TRACE' fits iid, beta and "
-                 "markov to an agreement trace and prints the validation table")
+                 "markov to an agreement trace and prints the validation table and their "
+                 "likelihoods (AIC, BIC, standard errors)")
     acc = sp.add_subparsers(dest="action", required=True)
     sp = acc.add_parser("fit", parents=[debug],
                         help="fit the acceptance models to a trace (Spec-Bench JSONL or 0/1 CSV), "
-                        "print the validation table and the fitted keys as YAML")
+                        "print the validation table, the likelihood comparison and the fitted "
+                        "keys as YAML")
     sp.add_argument("trace", nargs="?", default=None,
                     help="trace file (default: the shipped Spec-Bench trace)")
     sp.add_argument("--by", choices=("category",), help="also fit each category on its own")
