@@ -255,6 +255,9 @@ class AttachedWorkload:
         self.network.generated += tokens
         self.network.round_ended(self.cell, now)
 
+    def close(self):
+        """The cell's run has ended (``Network.ended`` keeps devices away from it)."""
+
     def finish(self, now):
         return None
 

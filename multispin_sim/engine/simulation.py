@@ -199,10 +199,18 @@ class Run:
 
     def __init__(self, **parts):
         self.__dict__.update(parts)
+        self.end_s = None   # when the loop ended (cells share one clock that runs on)
 
     def start(self):
-        """The loop's SimPy process (started, not yet run)."""
-        return self.env.process(self.loop.run(self.env))
+        """The loop's SimPy process (started, not yet run). When it ends, the run's end time
+        is kept and its workload takes no more requests."""
+        process = self.env.process(self.loop.run(self.env))
+        process.callbacks.append(self._ended)
+        return process
+
+    def _ended(self, _event):
+        self.end_s = self.env.now
+        self.workload.close()
 
     def abort(self):
         if self.log is not None:
@@ -223,7 +231,7 @@ class Run:
             server.close()
         complete = not loop.stop_requested
         stop_reason = stop_reason or loop.stop_reason
-        requests = workload.finish(env.now)
+        requests = workload.finish(env.now if self.end_s is None else self.end_s)
         if log is not None:
             log.close()
         wall = time.perf_counter() - wall0

@@ -9,7 +9,8 @@
 
 The interface the round loop uses: ``saturated``, ``has_work()``, ``work_event(env)``,
 ``start_round(now) -> active (K,) bool``, ``remaining() -> (K,) or None``,
-``tokens_delivered(now, tokens)``, ``finish(now) -> summary dict or None``.
+``tokens_delivered(now, tokens)``, ``close()`` (the run has ended: no request arrives after),
+``finish(now) -> summary dict or None``.
 
 The names of the workloads (``workload.arrivals``) are registered in
 ``scenario.engine_registries.ARRIVAL_MODELS`` (the one list the schema also reads; its docstring
@@ -72,6 +73,9 @@ class Saturated(Arrivals):
 
     def tokens_delivered(self, now, tokens):
         """Account the tokens each device got from the round that ended at ``now``."""
+
+    def close(self):
+        """The run has ended."""
 
     def finish(self, now):
         return None
@@ -148,6 +152,7 @@ class QueueingWorkload:
         self._remaining = np.zeros(k, dtype=np.int64)
         self._serving_idx = []
         self._waiter = None
+        self.closed = False   # the run has ended (its cell's; the clock may run on)
         self._snap_every = 1
         self._snap_count = 0
         self._snap_max = snapshots
@@ -164,6 +169,8 @@ class QueueingWorkload:
 
     def arrive(self, k, now, length):
         """A request of ``length`` tokens arrives at device ``k`` at ``now``."""
+        if self.closed:
+            return
         self._account(k, now)
         self.queues[k].append(Request(self.next_id, k, now, int(length)))
         self.next_id += 1
@@ -181,6 +188,10 @@ class QueueingWorkload:
     # -- the round loop's interface ------------------------------------------------------------
     def has_work(self):
         return self.in_system > 0
+
+    def close(self):
+        """The run has ended: requests that come later are not its requests."""
+        self.closed = True
 
     def exhausted(self):
         """True when no request will ever arrive again."""

@@ -373,3 +373,19 @@ def test_a_cell_without_rounds_adds_nothing_to_the_networks_interval():
     assert np.isfinite(half) and half > 0
     np.testing.assert_allclose(s["goodput_ci95"], [s["goodput_tps"] - half,
                                                    s["goodput_tps"] + half], rtol=1e-12)
+
+
+def test_each_cells_requests_end_with_that_cells_run():
+    """Cells share one clock that runs until the last cell ends: each cell's request figures
+    are over its own run (its throughput is completed requests over its own time) and no
+    request arrives after it ended."""
+    res = run(**{"devices.count": 4, "seed": 7, "cells.layout": "hex", "cells.count": 7,
+                 "workload.arrivals": "poisson", "workload.rate_per_s": 0.2,
+                 "run.max_time_s": 300.0, "run.rounds": 10**6})
+    ends = [c.summary["sim_time_s"] for c in res.cells]
+    assert max(ends) > min(ends)       # the cells end at different times
+    for c, end in zip(res.cells, ends):
+        q = c.summary["requests"]
+        np.testing.assert_allclose(q["throughput_rps"], q["completed"] / end, rtol=1e-12)
+        assert np.nanmax(c.requests["arrival_s"]) <= end
+        assert q["arrivals"] == c.requests["arrival_s"].size
