@@ -25,12 +25,15 @@ from ..model.sinr import cochannel
 from ..outputs.atomic import write_json
 from ..outputs.energy import summed_energy
 from ..outputs.metadata import run_metadata
+from ..outputs.records import read_table
 from ..outputs.statistics import describe
 from ..scenario import dump_scenario_yaml
 from ..version import __version__
 from .cell_plan import cell_layout, cell_plan, mobile_plan, noise_psd
 from .handover import AttachedWorkload, CellMover
 from .interference import InterferenceField, InterferingChannel
+
+ROUND_TIMES = ("duration_s", "comm_s")   # the columns of the cells' rounds the network reads
 
 CELLS_STREAM_KEY = 1000   # SeedSequence(seed, spawn_key=(1000,)): layout, drops, cross links
 
@@ -137,7 +140,8 @@ class CellsRun:
         results = [r.finish(None, command_line, stop_reason) for r in self.runs]
         summary = cells_summary(self.scenario, [r.summary for r in results], self.ids,
                                 self.field, time.perf_counter() - self.wall0,
-                                [r.rounds for r in results])
+                                [read_table(r.folder / "rounds.csv", ROUND_TIMES)
+                                 for r in results])
         for name in ("rounds", "device_rounds", "devices"):
             combine_tables(self.folder, name, self.ids)
         if self.network is not None:
@@ -198,7 +202,7 @@ def cells_summary(scenario, summaries, ids, field, wall, round_tables):
         **energy,
         "cells": per_cell,
         "load_balance": float(goodputs.min() / goodputs.max()) if goodputs.max() > 0 else 1.0,
-        "interference": {"transmissions": len(field.log) if field.log is not None else None,
+        "interference": {"transmissions": field.transmissions,
                          "cells": int(len(summaries)), "reuse": scenario.cells.reuse},
         "complete": all(s["complete"] for s in summaries),
         "wall_time_s": wall,

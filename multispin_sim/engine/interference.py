@@ -19,6 +19,7 @@ import math
 import numpy as np
 
 from ..model.reactive import DL, UL
+from ..scenario import limits
 
 
 class Tx:
@@ -40,17 +41,20 @@ class InterferenceField:
     corrections of other servers at this device (cross-link server-server and device-device
     interference of unsynchronised TDD is left out). An interferer x adds P_x g_xy o / b_x on
     receiver y, o the overlap of their subbands, g_xy the large-scale gain (read when y's rate
-    is worked out) times an Exp(1) fading draw per pair of transmissions. The field's log keeps
-    every transmission's intervals (``log``) for the bit-conservation check."""
+    is worked out) times an Exp(1) fading draw per pair of transmissions. ``transmissions``
+    counts them; the log keeps the intervals of the first ``log_limit`` (``log``: for checks
+    such as bit conservation, in bounded memory, about 1 kB each)."""
 
-    def __init__(self, links, co, n0, bandwidth, rng, keep_log=True):
+    def __init__(self, links, co, n0, bandwidth, rng, log_limit=None):
         self.links, self.co, self.n0, self.bandwidth, self.rng = links, co, n0, bandwidth, rng
         self._co = np.asarray(co).tolist()   # rows of Python bools: read per transmission
         self._co_to = np.asarray(co).T.tolist()   # _co_to[c][x]: x interferes at cell c
         self._rows = {}   # cell -> (gains, its devices, their rows of the gains)
         self.active = {UL: [], DL: []}   # the transmissions in flight, by direction
         self.env = None
-        self.log = [] if keep_log else None
+        self.log = []
+        self.log_limit = limits.LOGGED_TRANSMISSIONS if log_limit is None else log_limit
+        self.transmissions = 0
         self._due = []     # (time, sequence, tx, version) of the scheduled deliveries
         self._wakes = []   # times of the pending SimPy timeouts that wake the field
         self._seq = itertools.count()
@@ -290,7 +294,8 @@ class InterferenceField:
             self._update(x, end)
         # the log keeps the intervals, not the event or the links to other transmissions
         tx.terms = tx.fades = tx.seen = tx.event = tx.contrib = None
-        if self.log is not None:
+        self.transmissions += 1
+        if len(self.log) < self.log_limit:
             self.log.append(tx)
         return tx.planned if clear and tx.version == 1 else end - tx.start
 

@@ -206,13 +206,29 @@ def _check_value_bounds(sc) -> None:
 PER_VOCAB_BYTES = 64            # token payload model: logits, noise, p and q over the vocabulary
 PER_SESSION_TOKEN_BYTES = 24    # beta acceptance: agreements and rates of a block of sessions
 PER_HARQ_BYTES = 256            # NR link: combining thresholds per HARQ transmission
+PER_LOGGED_TRANSMISSION_BYTES = 1024   # several cells: a transmission's intervals in the log
+LOGGED_TRANSMISSIONS = 50_000          # of the first transmissions (engine.interference)
+
+
+def _cells(sc):
+    """The cells of a run, each a whole single-cell system: the hexagonal grid's sites, the
+    Poisson layout's mean number of servers (the GraphML file's are not read here: 1)."""
+    if sc.cells.layout == "hex":
+        return sc.cells.count
+    if sc.cells.layout == "ppp":
+        return max(1, math.ceil(sc.cells.density_per_km2 * math.pi * (sc.cells.region_m / 1e3) ** 2))
+    return 1
 
 
 def memory_terms(sc) -> dict:
     """Bytes of a run's peak memory by the key that scales them (see ``estimated_memory_bytes``)."""
     k = sc.devices.count
+    cells = _cells(sc)
     per_device = PER_DEVICE_BYTES + 16 * sc.policy.saa_samples // 8 + 8 * (MAX_DRAFT_LIMIT + 1)
-    terms = {"devices.count": k * per_device, "run.rounds": _max_rounds(sc) * PER_ROUND_BYTES}
+    terms = {"devices.count": cells * k * per_device,
+             "run.rounds": cells * _max_rounds(sc) * PER_ROUND_BYTES}
+    if cells > 1:   # the interference field's log of transmissions (bounded)
+        terms["cells.count"] = PER_LOGGED_TRANSMISSION_BYTES * LOGGED_TRANSMISSIONS
     if getattr(sc.payload, "model", "bits") == "token":
         terms["payload.vocab"] = PER_VOCAB_BYTES * sc.payload.vocab
     if sc.acceptance.model == "beta":
@@ -247,6 +263,7 @@ _ADVICE = {
     "payload.vocab": "use a smaller payload.vocab (or payload.model 'bits')",
     "acceptance.session_tokens": "use a smaller acceptance.session_tokens",
     "link.harq_max_transmissions": "use fewer link.harq_max_transmissions (NR allows 4 to 32)",
+    "cells.count": "use fewer cells",
 }
 
 
@@ -258,13 +275,15 @@ def _check_memory(sc) -> None:
     if need > limit:
         key = max(terms, key=terms.get)
         if key in ("devices.count", "run.rounds"):
-            what = (f"devices.count {sc.devices.count:,} and run.rounds {_max_rounds(sc):,} need "
-                    f"about {need / (1 << 20):,.0f} MB")
+            cells = f" in each of {_cells(sc):,} cells" if _cells(sc) > 1 else ""
+            what = (f"devices.count {sc.devices.count:,} and run.rounds {_max_rounds(sc):,}"
+                    f"{cells} need about {need / (1 << 20):,.0f} MB")
             todo = "use fewer devices or rounds"
         else:
             value = {"payload.vocab": lambda: sc.payload.vocab,
                      "acceptance.session_tokens": lambda: sc.acceptance.session_tokens,
-                     "link.harq_max_transmissions": lambda: sc.link.harq_max_transmissions}[key]()
+                     "link.harq_max_transmissions": lambda: sc.link.harq_max_transmissions,
+                     "cells.count": lambda: _cells(sc)}[key]()
             what = f"{key} {value:,} needs about {need / (1 << 20):,.0f} MB"
             todo = _ADVICE[key]
         raise ScenarioError(key, what, f"expected at most limits.max_memory_mb "

@@ -389,3 +389,35 @@ def test_each_cells_requests_end_with_that_cells_run():
         np.testing.assert_allclose(q["throughput_rps"], q["completed"] / end, rtol=1e-12)
         assert np.nanmax(c.requests["arrival_s"]) <= end
         assert q["arrivals"] == c.requests["arrival_s"].size
+
+
+def test_the_field_counts_every_transmission_and_keeps_the_first_ones(monkeypatch):
+    """The interference field's log is bounded (a long run of several cells would otherwise
+    keep every transmission's intervals); the summary counts all of them."""
+    from multispin_sim.scenario import limits
+
+    overrides = {"cells.layout": "hex", "cells.count": 7, "devices.count": 4, "run.rounds": 30}
+    whole = run(**overrides)
+    n = whole.summary["interference"]["transmissions"]
+    assert n == len(whole.field.log) == whole.field.transmissions > 20
+    monkeypatch.setattr(limits, "LOGGED_TRANSMISSIONS", 20)
+    cut = run(**overrides)
+    assert cut.summary["interference"]["transmissions"] == n and len(cut.field.log) == 20
+    assert [tx.start for tx in cut.field.log] == [tx.start for tx in whole.field.log[:20]]
+    assert_tables_equal(whole, cut, rtol=0)
+
+
+def test_the_memory_estimate_counts_every_cell():
+    """Each cell is a whole single-cell system: the estimate of devices and rounds grows with
+    the cells, and a run too large for limits.max_memory_mb is refused naming them."""
+    from multispin_sim.scenario import ScenarioError, load_scenario
+    from multispin_sim.scenario.limits import memory_terms
+
+    one = memory_terms(load_scenario(None, overrides={"run.rounds": 10**6}))
+    seven = memory_terms(load_scenario(None, overrides={"run.rounds": 10**6, "cells.layout": "hex",
+                                                        "cells.count": 7}))
+    assert seven["run.rounds"] == 7 * one["run.rounds"]
+    assert seven["devices.count"] == 7 * one["devices.count"] and "cells.count" in seven
+    with pytest.raises(ScenarioError, match=r"^run.rounds: .* in each of 7 cells need"):
+        load_scenario(None, overrides={"run.rounds": 10**8, "cells.layout": "hex",
+                                       "cells.count": 7, "limits.max_memory_mb": 20000})
