@@ -21,7 +21,9 @@ def capacity_report(checked):
     slo = ", ".join(f"{k.split('_')[0].upper()} &le; {_fmt(v)} s" for k, v in res["slo"].items()
                     if v is not None)
     lo, hi = res.get("interval") or (None, None)
-    body = [_cards([("capacity (requests/s per device)", _fmt(res.get("capacity_per_device_rps"))),
+    capacity = res.get("capacity_per_device_rps")
+    shown = _fmt(capacity) if capacity is not None else f"none ({_e(res.get('verdict', '?'))})"
+    body = [_cards([("capacity (requests/s per device)", shown),
                     ("interval", f"{_fmt(lo)} to {_fmt(hi)}" if lo is not None else "none"),
                     ("target attainment", f"{res['target']:.0%}"), ("SLO", slo or "none"),
                     ("runs", _e(res.get("runs", "?")))]),

@@ -58,6 +58,8 @@ def _e(x):
 
 
 def _fmt(x, digits=4):
+    if x is None:
+        return "-"
     if isinstance(x, (int, np.integer)):
         return f"{int(x):,}"
     try:

@@ -104,6 +104,28 @@ def test_report_and_timeline_of_a_run_of_several_cells(tmp_path, capsys):
     assert main(["plot", "--timeline", str(out / "cell_0")]) == 0
 
 
+
+def test_report_of_rounds_all_alike(tmp_path):
+    """With too few devices drafting (off-under-load), every round is the same to rounding:
+    the per-round goodput histogram takes one bin instead of failing on 40 bins of 1e-13."""
+    out = tmp_path / "run"
+    assert main(["run", "--set", "devices.count=10", "--set", "policy.draft=off-under-load",
+                 "--rounds", "40", "--out", str(out), "--quiet"]) == 0
+    assert main(["report", str(out)]) == 0
+    text = (out / "report.html").read_text(encoding="utf-8")
+    assert len(_pngs(text)) == 4 and "not drawn" not in text
+
+
+def test_a_capacity_without_a_value_says_why(capacity_folder):
+    """A search that found no capacity (verdict 'below', 'above', ...) shows its verdict, not
+    Python's None."""
+    result = json.loads((capacity_folder / "capacity.json").read_text())
+    result.update(capacity_per_device_rps=None, verdict="below")
+    (capacity_folder / "capacity.json").write_text(json.dumps(result))
+    assert main(["report", str(capacity_folder)]) == 0
+    text = (capacity_folder / "report.html").read_text(encoding="utf-8")
+    assert "none (below)" in text and "None" not in text
+
 def test_capacity_report(capacity_folder):
     """A capacity folder's page: the capacity and its interval, the curve as 'plot' draws it,
     and one table row per rate tried, in rate order."""
