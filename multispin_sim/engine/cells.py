@@ -181,9 +181,11 @@ def cells_summary(scenario, summaries, ids, field, wall, round_tables):
     spread = float(np.sqrt(np.sum(np.square(half))))
     rounds = sum(s["rounds"] for s in summaries)
     device_rounds = sum(s["device_rounds"] for s in summaries)
-    # energy.record false: no cell accounts energy
-    energy = ({"energy": summed_energy([s["energy"] for s in summaries], tokens)}
-              if all("energy" in s for s in summaries) else {})
+    blocks = {}
+    if all("energy" in s for s in summaries):     # energy.record false: no cell has one
+        blocks["energy"] = summed_energy([s["energy"] for s in summaries], tokens)
+    if all("requests" in s for s in summaries):   # queueing workloads
+        blocks["requests"] = network_requests([s["requests"] for s in summaries], ids)
     return {
         "goodput_tps": float(goodputs.sum()),   # each cell's tokens over its own time
         "goodput_ci95": [float(goodputs.sum()) - spread, float(goodputs.sum()) + spread],
@@ -199,7 +201,7 @@ def cells_summary(scenario, summaries, ids, field, wall, round_tables):
         "rounds_per_s": rounds / wall if wall > 0 else 0.0,
         "ul_corrections": ul, "dl_corrections": dl,
         "ul_share": ul / (ul + dl) if ul + dl else 0.0,
-        **energy,
+        **blocks,
         "cells": per_cell,
         "load_balance": float(goodputs.min() / goodputs.max()) if goodputs.max() > 0 else 1.0,
         "interference": {"transmissions": field.transmissions,
@@ -207,6 +209,27 @@ def cells_summary(scenario, summaries, ids, field, wall, round_tables):
         "complete": all(s["complete"] for s in summaries),
         "wall_time_s": wall,
     }
+
+
+SUMMED_REQUEST_KEYS = ("arrivals", "completed", "in_system_at_end", "throughput_rps",
+                       "tokens_per_s", "queue_length_mean", "waiting_mean")
+
+
+def network_requests(blocks, ids):
+    """The cells' request figures that add up across cells: counts, rates (each over its
+    cell's time), time averages and the SLO's met and counted requests. Latencies and their
+    quantiles stay in each cell's summary."""
+    out = {key: sum(b[key] for b in blocks) for key in SUMMED_REQUEST_KEYS}
+    out["stable"] = all(b["stable"] for b in blocks)
+    out["warnings"] = [f"cell {c}: {w}" for c, b in zip(ids, blocks) for w in b["warnings"]]
+    slos = [b["slo"] for b in blocks]
+    if all("met" in slo for slo in slos):   # SLO limits set: the same in every cell
+        met, counted = sum(slo["met"] for slo in slos), sum(slo["counted"] for slo in slos)
+        out["slo"] = {"ttft_limit_s": slos[0]["ttft_limit_s"],
+                      "tpot_limit_s": slos[0]["tpot_limit_s"], "met": met, "counted": counted,
+                      "attainment": met / counted if counted else float("nan"),
+                      "goodput_rps": sum(slo["goodput_rps"] for slo in slos)}
+    return out
 
 
 def combine_tables(folder, name, ids):

@@ -421,3 +421,27 @@ def test_the_memory_estimate_counts_every_cell():
     with pytest.raises(ScenarioError, match=r"^run.rounds: .* in each of 7 cells need"):
         load_scenario(None, overrides={"run.rounds": 10**8, "cells.layout": "hex",
                                        "cells.count": 7, "limits.max_memory_mb": 20000})
+
+
+def test_the_network_adds_up_its_cells_requests():
+    """With a queueing workload the network summary has the request figures that add up across
+    cells (counts, rates, SLO met and counted), so a capacity search or a sweep of several cells
+    sees requests; the capacity search counts them."""
+    from multispin_sim.experiments.capacity import CapacitySearch
+
+    overrides = {"devices.count": 4, "seed": 7, "cells.layout": "hex", "cells.count": 7,
+                 "workload.arrivals": "poisson", "workload.rate_per_s": 0.1,
+                 "run.max_time_s": 60.0, "run.rounds": 10**6, "serving.slo_ttft_s": 2.0}
+    res = run(**overrides)
+    net, cells = res.summary["requests"], [c.summary["requests"] for c in res.cells]
+    for key in ("arrivals", "completed", "in_system_at_end"):
+        assert net[key] == sum(c[key] for c in cells)
+    assert net["throughput_rps"] == pytest.approx(sum(c["throughput_rps"] for c in cells),
+                                                  rel=1e-12)
+    assert net["slo"]["counted"] == sum(c["slo"]["counted"] for c in cells) > 0
+    assert net["slo"]["attainment"] == net["slo"]["met"] / net["slo"]["counted"]
+    search = CapacitySearch(None, 2.0, None, 0.9, duration_s=60.0, min_requests=1,
+                            overrides=[f"{k}={v}" for k, v in overrides.items()
+                                       if k.split(".")[0] in ("devices", "cells", "workload")])
+    search._replicate(0.1)
+    assert search.points[0.1]["reps"][0]["counted"] > 0
