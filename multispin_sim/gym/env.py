@@ -113,6 +113,9 @@ class MultiSpinEnv(gymnasium.Env):
         if sc.serving.protocol != "synchronous":
             raise ValueError(f"serving.protocol is {sc.serving.protocol!r}; the environment "
                              "steps synchronous rounds (serving.protocol: synchronous)")
+        if sc.cells.layout != "single":
+            raise ValueError(f"cells.layout is {sc.cells.layout!r}; the environment steps the "
+                             "rounds of one cell (cells.layout: single)")
         self.control = control
         self.mode_action = mode_action
         self.warmup = int(warmup)

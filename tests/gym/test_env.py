@@ -366,3 +366,17 @@ def test_out_that_is_a_file_is_refused_at_construction(tmp_path):
     (tmp_path / "somefile").write_text("")
     with pytest.raises(OutputLocationError, match="out .*somefile: exists and is a file"):
         small_env(out=tmp_path / "somefile")
+
+
+@pytest.mark.parametrize("overrides, words", [
+    ({"serving.protocol": "asynchronous"}, ["serving.protocol", "synchronous"]),
+    ({"cells.layout": "hex", "cells.count": 7}, ["cells.layout", "'hex'", "single"]),
+])
+def test_what_the_environments_do_not_step_is_refused_at_construction(overrides, words):
+    """An environment steps synchronous rounds of one cell; a scenario it would step only in
+    part (one cell of several) is refused with one line naming the key, by both APIs."""
+    for make in (lambda: G.MultiSpinEnv(None, "draft", overrides, rounds=5),
+                 lambda: G.parallel_env(None, overrides, rounds=5)):
+        with pytest.raises(ValueError) as err:
+            make()
+        assert all(w in str(err.value) for w in words) and "\n" not in str(err.value)
