@@ -17,6 +17,7 @@ a function of its scenario (seed included) only.
 from __future__ import annotations
 
 import logging
+import multiprocessing
 import os
 import shutil
 import time
@@ -77,8 +78,14 @@ def _one_line(text):
     return " ".join(str(text).split())
 
 
+_STOPPING = None   # in a local worker: the pool's "the sweep is stopping" event
+
+
 def execute_run(task, runner=None):
-    """One run: a fresh ``run_dir`` (a partial one from a killed sweep is replaced)."""
+    """One run: a fresh ``run_dir`` (a partial one from a killed sweep is replaced); none when
+    the sweep is stopping (a task a worker had already taken from the pool's queue)."""
+    if _STOPPING is not None and _STOPPING.is_set():
+        return {"status": "interrupted", "error": "not started: the sweep was stopping"}
     run_dir = Path(task["run_dir"])
     t0 = time.perf_counter()
     try:
@@ -116,7 +123,9 @@ def serial_runs(tasks, jobs=1, runner=None, **_):
         yield task, execute_run(task, runner)
 
 
-def _worker_init(parent_pid):
+def _worker_init(parent_pid, stopping=None):
+    global _STOPPING
+    _STOPPING = stopping
     try:
         from ..engine.guards import die_with_parent
 
@@ -125,9 +134,11 @@ def _worker_init(parent_pid):
         os._exit(1)
 
 
-def _stop_workers(pool):
+def _stop_workers(pool, stopping):
     """Ask the pool's workers to stop their runs at a round boundary, with the signal that
-    stopped this process (a Ctrl-C when none did): one its workers do not ignore either."""
+    stopped this process (a Ctrl-C when none did): one its workers do not ignore either; and
+    to start no other (``stopping``)."""
+    stopping.set()
     for process in list(getattr(pool, "_processes", {}).values()):
         try:
             os.kill(process.pid, first_signal())
@@ -141,8 +152,9 @@ def local_runs(tasks, jobs=None, runner=None, **_):
         return
     workers = max(1, min(jobs or cpu_count(), len(tasks)))
     # workers die with this process (even on SIGKILL) and leave stop signals to it
+    stopping = multiprocessing.Event()
     pool = ProcessPoolExecutor(max_workers=workers, initializer=_worker_init,
-                               initargs=(os.getpid(),))
+                               initargs=(os.getpid(), stopping))
     finished = False
     try:
         futures = {pool.submit(execute_run, t, runner): t for t in tasks}
@@ -155,7 +167,7 @@ def local_runs(tasks, jobs=None, runner=None, **_):
         finished = True
     finally:
         if not finished:
-            _stop_workers(pool)
+            _stop_workers(pool, stopping)
         pool.shutdown(wait=True, cancel_futures=True)
 
 

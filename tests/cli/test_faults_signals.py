@@ -88,3 +88,19 @@ def test_a_local_sweep_stops_its_workers_with_the_signal_it_took(tmp_path):
     _, err = p.communicate(timeout=60)
     assert p.returncode == 128 + signal.SIGTERM, err
     assert time.monotonic() - t0 < 30 and "rerun the same command to resume" in err
+
+
+def test_a_local_sweep_starts_no_run_after_the_signal(tmp_path):
+    """FAULT_CLASS signals: a worker has the next run queued while it runs one; after Ctrl-C
+    it stops the one in flight and starts no other (a whole extra run, then discarded), so the
+    sweep ends at once with only the interrupted run's folder."""
+    sw = sweep_file(tmp_path, rounds=2_000_000, counts=(2, 3, 4), reps=1)
+    p = start("sweep", sw, "--out", tmp_path / "a", "--executor", "local", "--jobs", "1",
+              cwd=tmp_path)
+    _started(p, tmp_path / "a" / "runs", deadline_s=60)
+    t0 = time.monotonic()
+    p.send_signal(signal.SIGINT)
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == 128 + signal.SIGINT, err
+    assert time.monotonic() - t0 < 10 and "rerun the same command to resume" in err
+    assert len(list((tmp_path / "a" / "runs").iterdir())) == 1
