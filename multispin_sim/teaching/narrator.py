@@ -82,12 +82,13 @@ def explain(result, rounds=3):
                  "and delays are the scheme's (device_rounds.csv: gain_eff, snr_eff; "
                  "docs/components/antennas.md).")
     parts = [head]
+    verify_model = getattr(server, "verify_model", "linear")
     for i in range(n):
-        parts.append(explain_round(rt, dr, dev, system, i, mode_name))
+        parts.append(explain_round(rt, dr, dev, system, i, mode_name, verify_model))
     return "\n\n".join(parts) + "\n"
 
 
-def explain_round(rt, dr, dev, system, i, mode_name="optimal"):
+def explain_round(rt, dr, dev, system, i, mode_name="optimal", verify_model="linear"):
     """Round at row ``i`` of the rounds table as a paragraph."""
     r = int(rt["round"][i])
     rows = np.flatnonzero(dr["round"] == r)
@@ -136,8 +137,10 @@ def explain_round(rt, dr, dev, system, i, mode_name="optimal"):
     lines.append(
         f"  Time: draft {_ms(float(rt['draft_s'][i]))}"
         + (f" (slowest drafter: device {slowest_dev})" if slowest_dev is not None and slowest_draft > 0 else "")
-        + f" + verify {_ms(float(rt['verify_s'][i]))} ({ver0 * 1e3:.1f} + {int(rt['batch_size'][i])} x "
-        f"{ver1 * 1e3:.1f} ms) + comm {_ms(comm)}{slow_tx} = {_ms(float(rt['duration_s'][i]))}; "
+        + f" + verify {_ms(float(rt['verify_s'][i]))} ("
+        + (f"{ver0 * 1e3:.1f} + {int(rt['batch_size'][i])} x {ver1 * 1e3:.1f} ms"
+           if verify_model == "linear" else f"server.verify_model = {verify_model}")
+        + f") + comm {_ms(comm)}{slow_tx} = {_ms(float(rt['duration_s'][i]))}; "
         f"{int(rt['tokens'][i])} tokens this round.")
     return "\n".join(lines)
 
@@ -199,8 +202,11 @@ def _corrections(dr, rej, modes, rows, system, p_ul, mode_name, n_rej):
         elif m == "dl":
             share = p / system.p_dl_w if system.p_dl_w > 0 else float("nan")
             out.append(f"      device {k}: DL at {_mw(p)} ({share:.0%} of the DL budget) -> {_ms(d)}{note}")
+        elif not m:   # policy.mode deadline: no correction this round
+            out.append(f"      device {k}: deferred: its correction goes out at the start of "
+                       "the next round, while the others draft")
         else:
-            out.append(f"      device {k}: mode {m or '?'} -> {_ms(d)}{note}")
+            out.append(f"      device {k}: mode {m} -> {_ms(d)}{note}")
     return out
 
 

@@ -119,3 +119,18 @@ def test_explain_refuses_what_is_not_a_count_before_the_run(bad, monkeypatch):
     monkeypatch.setattr(simulation, "simulate", lambda *a, **k: pytest.fail("it ran"))
     with pytest.raises(ValueError, match="expected a number of rounds >= 0"):
         ms.simulate(ms.load_scenario(None), explain=bad)
+
+
+def test_the_story_names_the_verification_model_and_a_deferred_correction():
+    """The verification time is the linear formula only under the linear model; a correction
+    that policy.mode deadline put off is told as deferred, not as an unknown mode."""
+    r = ms.simulate(ms.load_scenario(None, overrides={**OVERRIDES, "server.verify_model": "tokens"}))
+    assert "(server.verify_model = tokens)" in explain(r, 1) and "42.8 + 3 x" not in explain(r, 1)
+    r = ms.simulate(ms.load_scenario(None, overrides={
+        "devices.count": 6, "seed": 7, "run.rounds": 6, "policy.mode": "deadline",
+        "straggler.deadline_median_multiple": 1.0}))
+    dr = r.device_rounds
+    deferred = int(((dr["rejected"] == 1) & (dr["mode"] == "")).sum())   # rejected, not sent
+    text = explain(r, 6)
+    assert deferred > 0 and text.count("deferred: its correction goes out") == deferred
+    assert "mode ?" not in text
