@@ -55,7 +55,8 @@ def reference_price(scenario, rounds=500):
     sc = load_scenario(scenario, overrides={"policy.draft": "fixed", "run.rounds": int(rounds)})
     key = dump_scenario_yaml(sc)
     if key not in _PRICES:
-        _PRICES[key] = float(simulate(sc).summary["goodput_tps"])
+        with tempfile.TemporaryDirectory(prefix="multispin-price-") as tmp:
+            _PRICES[key] = float(simulate(sc, Path(tmp) / "run").summary["goodput_tps"])
     return _PRICES[key]
 
 

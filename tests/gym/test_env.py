@@ -380,3 +380,18 @@ def test_what_the_environments_do_not_step_is_refused_at_construction(overrides,
         with pytest.raises(ValueError) as err:
             make()
         assert all(w in str(err.value) for w in words) and "\n" not in str(err.value)
+
+
+def test_an_environment_leaves_no_temporary_folder_to_the_garbage_collector():
+    """The default price's run writes into a folder removed as soon as the price is read (no
+    ResourceWarning for a TemporaryDirectory cleaned up implicitly)."""
+    import gc
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        env = G.MultiSpinEnv(None, "draft", {"devices.count": 3, "seed": 13}, rounds=5)
+        env.reset(seed=1)
+        env.close()
+        del env
+        gc.collect()
+    assert not [w for w in caught if issubclass(w.category, ResourceWarning)]
