@@ -434,7 +434,8 @@ def build_parser():
     sp.add_argument("results_dir", nargs="?", default=None, metavar="RESULTS_DIR",
                     help="output folder of 'multispin-sim sweep' or 'multispin-sim capacity'")
     sp.add_argument("--timeline", metavar="RUN_DIR",
-                    help="draw a Gantt chart of a few rounds of one run folder instead")
+                    help="draw a Gantt chart of a few rounds of one (synchronous) run folder "
+                    "instead")
     sp.add_argument("--rounds", type=_positive_int, default=3,
                     help=f"rounds on the timeline (default 3, at most {TIMELINE_ROUNDS_HELP})")
     sp.add_argument("--first", type=int, default=0, help="first round on the timeline (default 0)")
