@@ -376,8 +376,14 @@ class CapacitySearch:
             return f"capacity between {lo:.4g} and {hi:.4g} requests/s per device"
         if verdict == "below":
             low = getattr(self, "lowest_failing", None) or tried[0]
-            note = (f" (lower rates, down to {tried[0]:.3g}/s, had too few requests to decide)"
-                    if tried[0] < low else "")
+            note = ""
+            if tried[0] < low:
+                few = self.expected_requests(tried[0]) < self.min_requests
+                why = ("had too few requests to decide, even in runs lengthened to "
+                       f"{self.max_extension:g} x --duration" if few else
+                       f"stayed undecided: their 95% intervals still held the target after "
+                       f"{self.reps_max} replications (raise --reps-max or --duration)")
+                note = f" (lower rates, down to {tried[0]:.3g}/s, {why})"
             return (f"no arrival rate tried reaches {goal}; the capacity is below {low:.3g}/s "
                     f"per device{note}")
         if verdict == "above":

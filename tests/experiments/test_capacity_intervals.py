@@ -90,3 +90,19 @@ def test_coverage_correlated_requests():
         half = 1.96 * np.sqrt(q * (1 - q) / n.sum())
         naive += q - half <= p <= q + half
     assert naive / 2000 < 0.6  # the test has the power to see an interval that ignores it
+
+
+def test_a_below_verdict_says_why_the_lower_rates_did_not_decide():
+    """Lower rates that stayed undecided are told apart from rates with too few requests even in
+    the longest runs allowed (max_extension x --duration)."""
+    from multispin_sim.experiments.capacity import CapacitySearch
+
+    search = CapacitySearch(None, 2.0, None, 0.9, duration_s=60.0, reps_max=3,
+                            overrides=["workload.arrivals=poisson"])
+    search.lowest_failing = 0.2
+    assert search.expected_requests(0.05) >= search.min_requests
+    text = search.message("below", None, 0.2, [0.05, 0.1, 0.2])
+    assert "stayed undecided" in text and "3 replications" in text
+    assert search.expected_requests(1e-7) < search.min_requests
+    text = search.message("below", None, 0.2, [1e-7, 0.1, 0.2])
+    assert "too few requests" in text and "100 x --duration" in text
