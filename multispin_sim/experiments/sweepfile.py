@@ -27,7 +27,8 @@ random numbers, and adding replications later keeps the seeds of the existing on
 
 Validation happens before anything runs: unknown or misspelt keys, bad ranges, and every cell's
 scenario is actually loaded (``load_scenario``), so a value that the schema refuses in one cell
-is reported with the cell it belongs to. Errors are :class:`ScenarioError` with the one-line
+is reported with the cell it belongs to (the base alone need not be valid when the swept keys
+make every cell so). Errors are :class:`ScenarioError` with the one-line
 ``path: problem; allowed`` message of the scenario package.
 """
 from __future__ import annotations
@@ -268,7 +269,7 @@ def _plain(value):
 # loading
 
 
-def _load_base(doc, source, overrides):
+def _load_base(doc, source, overrides, first_cell=None):
     base_dir = Path(source).parent if source else Path.cwd()
     raw = {}
     if doc.get("base_file") is not None:
@@ -296,6 +297,10 @@ def _load_base(doc, source, overrides):
     try:
         base = load_scenario(raw)
     except ScenarioError as exc:
+        try:   # a base valid only with the swept keys (exhaustive, devices.count: [3, 4]):
+            return raw, load_scenario(raw, overrides=first_cell or {})   # every cell is checked
+        except ScenarioError:
+            pass
         if any(exc.path == k or exc.path.startswith(k + ".") or k.startswith(exc.path + ".")
                for k in overrides):
             raise _err(exc.path, f"{exc.problem} (from --set)", exc.allowed, source) from None
@@ -467,7 +472,9 @@ def load_sweep(source, overrides=None):
             raise _err(k, "--set sets keys of the base scenario, and this is a key of the sweep "
                        "file", f"edit {k} in the sweep file (--set applies to scenario keys, e.g. "
                        "--set run.rounds=100)", path)
-    base_raw, base = _load_base(doc, path, overrides)
+    axes = _parse_axes(sweep, path)
+    first_cell = {k: v for a in axes for k, v in zip(a.keys, a.values[0])}
+    base_raw, base = _load_base(doc, path, overrides, first_cell)
 
     reps = sweep.get("replications", 1)
     if not isinstance(reps, int) or isinstance(reps, bool) or reps < 1:
@@ -477,7 +484,6 @@ def load_sweep(source, overrides=None):
     if not isinstance(master, int) or isinstance(master, bool) or master < 0:
         raise _err("sweep.seed", f"{master!r} is not allowed", "expected an integer >= 0", path)
 
-    axes = _parse_axes(sweep, path)
     keys = [k for a in axes for k in a.keys]
     for k in overrides:
         if k in keys:

@@ -122,6 +122,9 @@ def test_base_file_relative_to_the_sweep_file(tmp_path):
      "wall-clock"),
     ({"sweep": {"grid": {"devices.count": [20], "policy.mode": ["optimal", "exhaustive"]}}},
      "sweep.grid.policy.mode", "devices.count=20"),
+    # a base refused alone and in the first cell: the base's own error
+    ({"base": {"policy": {"mode": "exhaustive"}},
+      "sweep": {"grid": {"server.dl_power_dbm": [20, 30]}}}, "base.policy.mode", "devices"),
 ])
 def test_invalid_sweeps_are_one_line_errors(doc, path, words):
     with pytest.raises(ScenarioError) as info:
@@ -512,3 +515,11 @@ def test_cli_sweep_reports_failures_with_exit_1(tmp_path, capsys, monkeypatch):
     lines = [l for l in captured.err.splitlines() if l.startswith("failed: cell")]
     assert len(lines) == 2 and all("policy.mode=all-dl, server.dl_power_dbm=25" in l and
                                    "RuntimeError: injected failure" in l for l in lines)
+
+
+def test_a_base_valid_only_with_the_swept_keys_loads():
+    """Every cell is validated on its own, so a base that the swept keys make valid (exhaustive
+    search needs few devices; the base alone has the default 20) is not refused."""
+    sw = load_sweep({"base": {"policy": {"mode": "exhaustive"}},
+                     "sweep": {"grid": {"devices.count": [3, 4]}}})
+    assert [c.scenario["devices"]["count"] for c in sw.cells] == [3, 4]
