@@ -41,3 +41,23 @@ def test_the_goodput_interval_is_the_documented_batch_means_interval(overrides):
     n, (lo, hi) = documented_interval(r["tokens"], r["duration_s"] + idle)
     assert s["goodput_ci_batches"] == n and (10 <= n <= 19 or n == len(r["round"]) < 20)
     np.testing.assert_allclose(s["goodput_ci95"], [lo, hi], rtol=1e-9)
+
+
+def test_short_runs_of_correlated_rounds_keep_most_of_the_coverage():
+    """Markov acceptance correlates a device's rounds over about 4 rounds: batches of 4 rounds
+    (32 to 63 batches in 200 rounds) covered the true goodput in 82% of runs; batches of 10 to
+    19 rounds cover about 90%. 200 runs of 200 rounds at one fixed placement; the truth,
+    102.85 +- 0.11 tokens/s, is the mean of 5 runs of 40,000 rounds. The bound 0.86 is 2 binomial
+    standard errors (0.021 each) below 0.905 and 1.5 above the 0.82 of the shorter batches."""
+    tasks = ["humaneval", "gsm8k", "ifeval", "mt-bench"]
+    base = {"devices.count": 8, "acceptance.model": "markov", "channel.coherence_time_ms": 5,
+            "run.rounds": 200,
+            "devices.overrides": {i: {"task": tasks[i % 4], "distance_m": 100.0 + 50.0 * (i + 0.5),
+                                      "draft_latency_ms": 15.2 * (1.0 + 0.15 * (i + 0.5) / 8)}
+                                  for i in range(8)}}
+    covered = 0
+    for seed in range(1000, 1200):
+        lo, hi = ms.simulate(ms.load_scenario(None, overrides={**base, "seed": seed})).summary[
+            "goodput_ci95"]
+        covered += lo <= 102.85 <= hi
+    assert covered / 200 >= 0.86
