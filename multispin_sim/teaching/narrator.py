@@ -68,6 +68,11 @@ def explain(result, rounds=3):
             "A rejected device needs a correction: by UL the device sends its draft distribution "
             "up at full power; by DL the server sends the target distribution down, sharing its "
             "DL budget so that all DL delays are equal.")
+    payload = getattr(result.scenario, "payload", None)
+    if getattr(payload, "model", "bits") == "token":
+        head += ("\npayload.model = token: a correction's bits depend on its distributions "
+                 f"(payload.format = {payload.format}); the split tables below use the nominal "
+                 "size above, the recorded powers and delays are the real ones.")
     protocol = getattr(getattr(result.scenario, "serving", None), "protocol", "synchronous")
     if protocol != "synchronous":
         head += (f"\nserving.protocol = {protocol}: each 'round' below is one batch of the server; "

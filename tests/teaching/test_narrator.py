@@ -134,3 +134,10 @@ def test_the_story_names_the_verification_model_and_a_deferred_correction():
     text = explain(r, 6)
     assert deferred > 0 and text.count("deferred: its correction goes out") == deferred
     assert "mode ?" not in text
+
+
+def test_the_story_says_token_level_payloads_vary_in_size():
+    r = ms.simulate(ms.load_scenario(None, overrides={**OVERRIDES, "payload.model": "token",
+                                                      "payload.format": "topp",
+                                                      "policy.mode": "fidelity"}))
+    assert "payload.model = token: a correction's bits depend on its distributions" in explain(r, 1)
