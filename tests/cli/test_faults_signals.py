@@ -75,32 +75,32 @@ def test_a_signal_ignored_at_start_stays_ignored(tmp_path):
     assert p.returncode == 128 + signal.SIGTERM, err
 
 
+def _stop_local_sweep(tmp_path, counts, jobs, sig, ignore=()):
+    """Start a sweep of long runs on the local executor, send ``sig`` once a run has started;
+    (seconds until it ended, its stderr), after checking its exit status and resume hint."""
+    sw = sweep_file(tmp_path, rounds=2_000_000, counts=counts, reps=1)
+    p = start("sweep", sw, "--out", tmp_path / "a", "--executor", "local", "--jobs", str(jobs),
+              cwd=tmp_path, ignore=ignore)
+    _started(p, tmp_path / "a" / "runs", deadline_s=60)
+    t0 = time.monotonic()
+    p.send_signal(sig)
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == 128 + sig, err
+    assert "rerun the same command to resume" in err
+    return time.monotonic() - t0, err
+
+
 def test_a_local_sweep_stops_its_workers_with_the_signal_it_took(tmp_path):
     """FAULT_CLASS signals: a sweep started ignoring SIGINT (a shell script's background job)
     and stopped by SIGTERM asks its worker processes to stop with SIGTERM, which they take (a
     SIGINT they would ignore, and each run would go on to its end: minutes here)."""
-    sw = sweep_file(tmp_path, rounds=2_000_000, counts=(2, 3), reps=1)
-    p = start("sweep", sw, "--out", tmp_path / "a", "--executor", "local", "--jobs", "2",
-              cwd=tmp_path, ignore=(signal.SIGINT,))
-    _started(p, tmp_path / "a" / "runs", deadline_s=60)
-    t0 = time.monotonic()
-    p.send_signal(signal.SIGTERM)
-    _, err = p.communicate(timeout=60)
-    assert p.returncode == 128 + signal.SIGTERM, err
-    assert time.monotonic() - t0 < 30 and "rerun the same command to resume" in err
+    took, _ = _stop_local_sweep(tmp_path, (2, 3), 2, signal.SIGTERM, ignore=(signal.SIGINT,))
+    assert took < 30
 
 
 def test_a_local_sweep_starts_no_run_after_the_signal(tmp_path):
     """FAULT_CLASS signals: a worker has the next run queued while it runs one; after Ctrl-C
     it stops the one in flight and starts no other (a whole extra run, then discarded), so the
     sweep ends at once with only the interrupted run's folder."""
-    sw = sweep_file(tmp_path, rounds=2_000_000, counts=(2, 3, 4), reps=1)
-    p = start("sweep", sw, "--out", tmp_path / "a", "--executor", "local", "--jobs", "1",
-              cwd=tmp_path)
-    _started(p, tmp_path / "a" / "runs", deadline_s=60)
-    t0 = time.monotonic()
-    p.send_signal(signal.SIGINT)
-    _, err = p.communicate(timeout=60)
-    assert p.returncode == 128 + signal.SIGINT, err
-    assert time.monotonic() - t0 < 10 and "rerun the same command to resume" in err
-    assert len(list((tmp_path / "a" / "runs").iterdir())) == 1
+    took, _ = _stop_local_sweep(tmp_path, (2, 3, 4), 1, signal.SIGINT)
+    assert took < 10 and len(list((tmp_path / "a" / "runs").iterdir())) == 1
