@@ -67,8 +67,9 @@ class ArrayChannel(OFDMAChannel):
         (SNR = p gamma / (N0 B_link)) and its SNR (SINR for MMSE); 0 without a correction."""
         return {"gain_eff": np.float64, "snr_eff": np.float64}
 
-    def round_columns(self):
-        """This round's effective gains and SNRs (then cleared for the next round)."""
+    def round_columns(self, devices=None):
+        """This round's effective gains and SNRs (then cleared for the next round); every
+        device's (a server array runs synchronous rounds only, so ``devices`` is None)."""
         mode = self._mode
         if not mode.any():
             zeros = np.zeros(len(mode))

@@ -359,7 +359,7 @@ class AsyncLoop(ProtocolLoop):
             bandwidth=b.bandwidth, delay=b.delay, g_ul=b.g_ul, g_dl=b.g_dl,
             planned=b.planned if channel.dynamic_csi else None, advance=now - self._last_end,
             draft_each=draft_each,
-            extra=channel.round_columns() if channel.extra_columns else None))
+            extra=channel.round_columns(b.rejected) if channel.extra_columns else None))
         self._last_end = now
         self.rounds_done += 1
         self._in_progress -= 1

@@ -322,8 +322,8 @@ class InterferingChannel:
     fading, reciprocal, g_ul, g_dl = map(_forward, ("fading", "reciprocal", "g_ul", "g_dl"))
     extra_columns = _forward("extra_columns")   # a multi-antenna base records its streams
 
-    def round_columns(self):
-        return self.base.round_columns()
+    def round_columns(self, devices=None):
+        return self.base.round_columns(devices)
 
     def __init__(self, base, field, cell, globs, interference_csi="last"):
         self.base, self.field, self.cell, self.globs = base, field, cell, globs

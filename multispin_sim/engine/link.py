@@ -119,11 +119,18 @@ class LinkChannel(OFDMAChannel):
             return {}
         return {"harq_transmissions": np.int64, "harq_failures": np.int64, "outages": np.int64}
 
-    def round_columns(self):
-        """This round's per-device HARQ records (then zeroed for the next round)."""
-        out = {name: col.copy() for name, col in self._columns.items()}
+    def round_columns(self, devices=None):
+        """This round's per-device HARQ records (then zeroed for the next round); ``devices``:
+        a (K,) mask, the only devices whose records are taken (a batch of the asynchronous
+        protocol: the others may still be transmitting for another batch)."""
+        if devices is None:
+            out = {name: col.copy() for name, col in self._columns.items()}
+            for col in self._columns.values():
+                col[:] = 0
+            return out
+        out = {name: np.where(devices, col, 0) for name, col in self._columns.items()}
         for col in self._columns.values():
-            col[:] = 0
+            col[devices] = 0
         return out
 
     plain_transmit = False  # a transmission draws link errors and estimates: see transmit

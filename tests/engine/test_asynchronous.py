@@ -462,3 +462,17 @@ def test_serving_scenario_and_sweep_files_load():
     assert base.workload.arrivals == "poisson" and base.serving.slo_ttft_s == 2.0
     sweep = load_sweep(root / "slo_load.yaml")
     assert len(sweep.cells) == 3 * 10 * 2 * 3
+
+
+def test_overlapping_batches_keep_their_own_harq_records():
+    """On the NR link a batch can end while an earlier batch's corrections are still being
+    sent: each batch takes only its own devices' HARQ counts, so device_rounds.csv adds up to
+    the summary's link block and every correction row has at least one transmission."""
+    r = ms.simulate(ms.load_scenario(None, overrides={
+        "serving.protocol": "asynchronous", "run.rounds": 300, "serving.batching": "max-batch",
+        "serving.max_batch": 3, "link.model": "mcs", "payload.model": "token",
+        "link.harq_max_transmissions": 4, "channel.coherence_time_ms": 5}))
+    d, link = r.device_rounds, r.summary["link"]
+    assert int(d["harq_transmissions"].sum()) == link["harq_transmissions"]
+    assert int(d["outages"].sum()) == link["outages"]
+    assert (d["harq_transmissions"][d["mode"] != ""] >= 1).all()
