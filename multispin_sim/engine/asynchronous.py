@@ -304,7 +304,6 @@ class AsyncLoop(ProtocolLoop):
                 i = d.device
                 if not rej_l[i]:
                     d.done.succeed((acc_l[i], tok_l[i], 0, 0.0, 0.0, 0.0))
-            channel.new_block(env.now)  # one block per batch (a grid lookup with T_c)
         # stop: no new batches; let the batches already verified finish their corrections
         self._stopping = True
         if self._in_progress:
@@ -361,6 +360,9 @@ class AsyncLoop(ProtocolLoop):
             draft_each=draft_each,
             extra=channel.round_columns(b.rejected) if channel.extra_columns else None))
         self._last_end = now
+        # one fading block per batch (a grid lookup with T_c), the next one drawn when this
+        # batch has ended: its corrections were decided and sent on the same block
+        channel.new_block(now)
         self.rounds_done += 1
         self._in_progress -= 1
         if self.progress is not None:

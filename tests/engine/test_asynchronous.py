@@ -42,6 +42,8 @@ def same_tables(a, b, names=("rounds", "device_rounds", "requests")):
     ["workload.arrivals=poisson", "workload.rate_per_s=0.5", "policy.draft=greedy",
      "policy.saa_samples=50"],
     ["policy.draft=backoff", "policy.mode=random"],
+    # the NR link with one fading block per round: corrections decided and sent on one block
+    ["policy.draft=greedy", "policy.saa_samples=50", "link.model=mcs"],
 ])
 def test_one_device_async_equals_sync_event_by_event(extra):
     base = ["devices.count=1", "run.rounds=150"] + extra
