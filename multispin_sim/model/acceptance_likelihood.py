@@ -30,6 +30,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import special, stats
 
+from .acceptance_fit import answer_counts
 from .acceptance_trace import UNKNOWN
 
 PARAMETERS = {"iid": ("alpha",),
@@ -47,9 +48,9 @@ STEP = 1e-3
 
 
 def _counts(answers):
-    """(agreements, known positions) per answer, answers without known positions left out."""
-    s = np.array([np.count_nonzero(np.asarray(a.bits) == 1) for a in answers], dtype=float)
-    n = np.array([np.count_nonzero(np.asarray(a.bits) >= 0) for a in answers], dtype=float)
+    """(agreements, known positions) per answer (``acceptance_fit.answer_counts``), answers
+    without known positions left out."""
+    s, n = answer_counts(answers)
     return s[n > 0], n[n > 0]
 
 
