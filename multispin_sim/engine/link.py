@@ -123,14 +123,10 @@ class LinkChannel(OFDMAChannel):
         """This round's per-device HARQ records (then zeroed for the next round); ``devices``:
         a (K,) mask, the only devices whose records are taken (a batch of the asynchronous
         protocol: the others may still be transmitting for another batch)."""
-        if devices is None:
-            out = {name: col.copy() for name, col in self._columns.items()}
-            for col in self._columns.values():
-                col[:] = 0
-            return out
-        out = {name: np.where(devices, col, 0) for name, col in self._columns.items()}
+        take = np.ones(self.system.k, dtype=bool) if devices is None else devices
+        out = {name: np.where(take, col, 0) for name, col in self._columns.items()}
         for col in self._columns.values():
-            col[devices] = 0
+            col[take] = 0
         return out
 
     plain_transmit = False  # a transmission draws link errors and estimates: see transmit
