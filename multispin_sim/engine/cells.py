@@ -25,15 +25,12 @@ from ..model.sinr import cochannel
 from ..outputs.atomic import write_json
 from ..outputs.energy import summed_energy
 from ..outputs.metadata import run_metadata
-from ..outputs.records import read_table
 from ..outputs.statistics import describe
 from ..scenario import dump_scenario_yaml
 from ..version import __version__
 from .cell_plan import cell_layout, cell_plan, mobile_plan, noise_psd
 from .handover import AttachedWorkload, CellMover
 from .interference import InterferenceField, InterferingChannel
-
-ROUND_TIMES = ("duration_s", "comm_s")   # the columns of the cells' rounds the network reads
 
 CELLS_STREAM_KEY = 1000   # SeedSequence(seed, spawn_key=(1000,)): layout, drops, cross links
 
@@ -140,8 +137,7 @@ class CellsRun:
         results = [r.finish(None, command_line, stop_reason) for r in self.runs]
         summary = cells_summary(self.scenario, [r.summary for r in results], self.ids,
                                 self.field, time.perf_counter() - self.wall0,
-                                [read_table(r.folder / "rounds.csv", ROUND_TIMES)
-                                 for r in results])
+                                [r.recorder.stats for r in self.runs])
         for name in ("rounds", "device_rounds", "devices"):
             combine_tables(self.folder, name, self.ids)
         if self.network is not None:
@@ -162,7 +158,7 @@ class CellsRun:
         return result
 
 
-def cells_summary(scenario, summaries, ids, field, wall, round_tables):
+def cells_summary(scenario, summaries, ids, field, wall, stats):
     """The run's summary: the one-cell summary's totals over the cells (the goodput the sum of
     the cells'; round statistics over every cell's rounds) and a ``cells`` block per cell."""
     time_s = max(s["sim_time_s"] for s in summaries)
@@ -196,8 +192,9 @@ def cells_summary(scenario, summaries, ids, field, wall, round_tables):
         "mean_draft_len": (sum(s["mean_draft_len"] * s["device_rounds"] for s in summaries)
                            / device_rounds if device_rounds else 0.0),
         "rejections": sum(s["rejections"] for s in summaries),
-        "duration_s": describe(np.concatenate([rt["duration_s"] for rt in round_tables])),
-        "comm_s": describe(np.concatenate([rt["comm_s"] for rt in round_tables])),
+        # the cells' round times as their summaries keep them (the rounds.csv columns)
+        "duration_s": describe(np.concatenate([st.duration.values() for st in stats])),
+        "comm_s": describe(np.concatenate([st.comm.values() for st in stats])),
         "rounds_per_s": rounds / wall if wall > 0 else 0.0,
         "ul_corrections": ul, "dl_corrections": dl,
         "ul_share": ul / (ul + dl) if ul + dl else 0.0,
