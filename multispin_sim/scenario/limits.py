@@ -275,7 +275,8 @@ def _check_memory(sc) -> None:
     if need > limit:
         key = max(terms, key=terms.get)
         if key in ("devices.count", "run.rounds"):
-            cells = f" in each of {_cells(sc):,} cells" if _cells(sc) > 1 else ""
+            n = _cells(sc)
+            cells = f" in each of {n:,} cells" if n > 1 else ""
             what = (f"devices.count {sc.devices.count:,} and run.rounds {_max_rounds(sc):,}"
                     f"{cells} need about {need / (1 << 20):,.0f} MB")
             todo = "use fewer devices or rounds"
