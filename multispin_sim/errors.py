@@ -109,6 +109,8 @@ def report(exc, debug=False, stream=None):
         line, status = exc.line(), exc.status
     elif isinstance(exc, ScenarioError):
         text = str(exc)
+        if exc.source and not text.startswith(str(exc.source)):   # which file holds the key
+            text = f"{exc.source}: {text}"
         if "; " not in text:
             text += "; fix the value and try again"
         line, status = one_line(f"error: {text}"), EXIT_BAD_INPUT

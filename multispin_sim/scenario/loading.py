@@ -241,9 +241,15 @@ def load_scenario(source: Source = None, overrides: Overrides = None) -> Scenari
         sc = build_section(Scenario, raw, "")
         return resolve_scenario(sc)
     except ScenarioError as exc:
-        if file is not None and exc.source is None:
+        if file is not None and exc.source is None and not _overridden(exc.path, overrides):
             exc.source = file
         raise
+
+
+def _overridden(path: str, overrides: Overrides) -> bool:
+    """Whether the key ``path`` (or a section holding it) was given by ``overrides``."""
+    keys = overrides if isinstance(overrides, Mapping) else parse_set_options(overrides or [])
+    return any(path == k or path.startswith(f"{k}.") for k in map(str, keys))
 
 
 # --------------------------------------------------------------------------------------------

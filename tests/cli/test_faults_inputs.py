@@ -89,3 +89,16 @@ def test_input_verification_table_refused(tmp_path, name):
     line = error_line(o, 2)
     assert expected in line and "internal error" not in line
     assert not out.exists()
+
+
+def test_input_a_bad_key_names_the_file_it_is_in_unless_set_on_the_command_line(tmp_path):
+    """FAULT_CLASS a bad key in a scenario file: the line names the file before the key path; a
+    bad value given by ``--set`` is not blamed on the file."""
+    path = scenario(tmp_path, devices={"count": -3})
+    line = error_line(cli("run", path, "--out", tmp_path / "o", cwd=tmp_path), 2)
+    assert line.startswith(f"error: {path}: devices.count: -3 is not allowed"), line
+    good = scenario(tmp_path)
+    line = error_line(cli("run", good, "--set", "devices.count=0", "--out", tmp_path / "o",
+                          cwd=tmp_path), 2)
+    assert line.startswith("error: devices.count: 0 is not allowed"), line
+    assert not (tmp_path / "o").exists()

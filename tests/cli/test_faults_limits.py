@@ -14,9 +14,9 @@ def test_limit_memory_counts_every_key(tmp_path, sections, key):
     """FAULT_CLASS limits: a key that scales memory is named, with advice about that key (not
     about devices and rounds), before anything is written."""
     out = tmp_path / "run"
-    o = cli("run", scenario(tmp_path, **sections), "--out", out, "--quiet", cwd=tmp_path)
-    line = error_line(o, 2)
-    assert line.startswith(f"error: {key}:") and "fewer devices" not in line
+    path = scenario(tmp_path, **sections)
+    line = error_line(cli("run", path, "--out", out, "--quiet", cwd=tmp_path), 2)
+    assert line.startswith(f"error: {path}: {key}:") and "fewer devices" not in line
     assert not out.exists()
 
 
@@ -39,10 +39,9 @@ def test_limit_absurd_finite_values_refused(tmp_path, key, value):
     ended 'complete' with infinite delays, NaN gains or NaN temperatures: refused with the limit."""
     section, name = key.split(".")
     out = tmp_path / "run"
-    o = cli("run", scenario(tmp_path, **{section: {name: value}}), "--out", out, "--quiet",
-            cwd=tmp_path)
-    line = error_line(o, 2)
-    assert line.startswith(f"error: {key}:") and "expected at most" in line
+    path = scenario(tmp_path, **{section: {name: value}})
+    line = error_line(cli("run", path, "--out", out, "--quiet", cwd=tmp_path), 2)
+    assert line.startswith(f"error: {path}: {key}:") and "expected at most" in line
     assert not out.exists()
 
 

@@ -492,7 +492,7 @@ def test_cli_sweep_bad_input_exits_2_before_any_work(tmp_path, capsys):
     out = tmp_path / "out"
     assert main(["sweep", str(f), "--out", str(out)]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("error: sweep.grid.devices.count: 0 is not allowed")
+    assert err.startswith(f"error: {f}: sweep.grid.devices.count: 0 is not allowed")
     assert err.count("\n") == 1
     assert not out.exists()
     good = tmp_path / "good.yaml"
