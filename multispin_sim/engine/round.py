@@ -343,12 +343,20 @@ class RoundLoop(ProtocolLoop):
                 self.delay_list = delay_list
             else:
                 self.realised_delay = np.zeros(k)
+            carry_wait = 0.0
+            if carry is not None and self._carry_pending and any(self.mode_list):
+                # the band is the carried corrections' until they end: this round's own
+                # corrections start after them (communication time too)
+                waited = env.now
+                yield self._carry_done
+                carry_wait = env.now - waited
             yield from self._phase(env, "verified", n_active)
             if plain:  # every transmission took its planned delay
                 t_comm = (float(self.realised_delay.max(initial=0.0)) if mode_list is None
                           else max(delay_list))  # >= 0, no NaN: the same maximum as numpy's
             else:
                 t_comm = float(self.realised_delay.max(initial=0.0))
+            t_comm += carry_wait
             deferred = getattr(decision, "deferred", None) if decision is not None else None
             if deferred is not None and deferred.any():
                 self._deferred = deferred[0].copy()
@@ -362,6 +370,7 @@ class RoundLoop(ProtocolLoop):
                     t_comm += env.now - waited
                 tokens = tokens + carry
                 rec_active = active | carry
+                bandwidth = np.where(carry, self.carry_bandwidth, bandwidth if n_rej else 0.0)
                 self.mode = np.where(carry, carried.mode[0], self.mode)
                 power = np.where(carry, carried.power_w[0], power)
                 delay = np.where(carry, self.carry_delay, delay)
@@ -374,7 +383,7 @@ class RoundLoop(ProtocolLoop):
                 r, start, t_draft, t_ver, t_comm, env.now - start, rec_active, gamma, accepted,
                 tokens, rejected, self.mode, power, bandwidth, delay, g_ul, g_dl,
                 planned=planned if dynamic_csi else None, distance=distance, draft_each=draft_s,
-                slowdown=slowdown,
+                slowdown=slowdown, verified=n_active if carry is not None else None,
                 extra=channel.round_columns() if link_columns else None))
             self.rounds_done = r + 1
             if self.progress is not None:

@@ -52,7 +52,10 @@ class RoundRecord:
     ``bandwidth``: each correction's bandwidth (Hz). Optional: ``planned`` delays (CSI that
     changes within a round), ``distance`` (moving devices), ``draft_each`` (per-device drafting
     time, energy records), ``slowdown`` (throttled drafting), ``extra`` (name -> (K,) column a
-    component adds)."""
+    component adds), ``verified``: the devices in the verification batch (None: the active
+    ones; a device that only sends a correction carried from the last round is active, not
+    verified). ``bandwidth`` may be (K,) when corrections have bands of their own (carried ones).
+    """
 
     round: int
     start: float
@@ -77,6 +80,7 @@ class RoundRecord:
     slowdown: Any = None
     advance: Optional[float] = None
     extra: Optional[dict] = None
+    verified: Optional[int] = None
 
 
 class Recorder:
@@ -127,8 +131,9 @@ class Recorder:
         self._distance_m = np.zeros(shape) if distance else None
         self._extra_values = {name: np.zeros(shape, dtype=dt) for name, dt in self._extra.items()}
         # per round: (round, start, draft, verify, comm, duration, advance, bandwidth,
-        #            g_dl is g_ul, no slowdown)
+        #            g_dl is g_ul, no slowdown, verified)
         self._scalars = []
+        self._bandwidth_each = {}   # row -> (K,) bandwidths of a round whose bands differ
         self._idle = []      # (rounds recorded before it in the block, seconds)
         self._n = 0          # rounds in the block
         self._done = 0       # of which already in the statistics and turned into columns
@@ -167,9 +172,13 @@ class Recorder:
         same_dl = r.g_dl is r.g_ul
         if not same_dl:  # a reciprocal channel passes one array for both
             self._g_dl[i] = r.g_dl
+        bandwidth = r.bandwidth
+        if np.ndim(bandwidth):   # per device: kept aside (rare: carried corrections)
+            self._bandwidth_each[i] = np.array(bandwidth, dtype=float)
+            bandwidth = 0.0
         self._scalars.append((r.round, r.start, r.draft, r.verify, r.comm, r.duration,
-                              r.duration if r.advance is None else r.advance, r.bandwidth,
-                              same_dl, r.slowdown is None))
+                              r.duration if r.advance is None else r.advance, bandwidth,
+                              same_dl, r.slowdown is None, r.verified))
         if self._energy is not None:
             self._draft_each[i] = r.draft_each
             if r.slowdown is not None:
@@ -200,7 +209,7 @@ class Recorder:
             return
         k = self.k
         (rnd, start, draft, verify, comm, duration, advance, bandwidth, dl_same,
-         no_slowdown) = zip(*self._scalars[lo:hi])
+         no_slowdown, verified) = zip(*self._scalars[lo:hi])
         active = self._active[lo:hi]
         mode = self._mode[lo:hi]
         tokens = self._tokens[lo:hi]
@@ -209,9 +218,13 @@ class Recorder:
             np.count_nonzero(x, axis=1).astype(np.int64, copy=False)
             for x in (active, self._rejected[lo:hi], mode == 1, mode == 2))
         totals = tokens.sum(axis=1)
+        batch = n_active
+        if any(v is not None for v in verified):
+            batch = np.array([n if v is None else v for n, v in zip(n_active.tolist(), verified)],
+                             dtype=np.int64)
         self._stats.add_rounds(
             advance, comm, totals.tolist(), tokens.sum(axis=0),
-            int(np.where(active, gamma, 0).sum()), int(n_active.sum()), int(n_rej.sum()),
+            int(np.where(active, gamma, 0).sum()), int(batch.sum()), int(n_rej.sum()),
             int(n_ul.sum()), int(n_dl.sum()), idle=[(j - lo, s) for j, s in idle])
 
         rounds = np.array(rnd, dtype=np.int64)
@@ -221,20 +234,23 @@ class Recorder:
         # the active entries, row by row: with every device active, the rows laid end to end
         # (a view, no copy: the parts are written before these rows are recorded over)
         pick = _flat if len(devices) == active.size else (lambda x: x[active])
-        bw = np.where(n_rej > 0, np.array(bandwidth, dtype=float), 0.0)
+        bw = np.where(mode > 0, np.where(n_rej > 0, np.array(bandwidth, dtype=float), 0.0)[:, None],
+                      0.0)
+        for row in [i for i in self._bandwidth_each if lo <= i < hi]:
+            bw[row - lo] = np.where(mode[row - lo] > 0, self._bandwidth_each.pop(row), 0.0)
         values = {
             "round": rounds[rows], "device": devices, "draft_len": pick(gamma),
             "accepted": pick(self._accepted[lo:hi]), "tokens": pick(tokens),
             "rejected": pick(self._rejected[lo:hi]).astype(np.int64),
             "mode": Labels(pick(mode), _MODE_LABELS),
             "power_w": pick(self._power[lo:hi]),
-            "bandwidth_hz": pick(np.where(mode > 0, bw[:, None], 0.0)),
+            "bandwidth_hz": pick(bw),
             "delay_s": pick(self._delay[lo:hi]), "gain_ul": pick(self._g_ul[lo:hi]),
             "gain_dl": pick(np.where(np.array(dl_same)[:, None], self._g_ul[lo:hi],
                                      self._g_dl[lo:hi])),
         }
         round_columns = [rounds, np.array(start, dtype=float), np.array(draft, dtype=float),
-                         verify, np.array(comm, dtype=float), durations, n_active, n_rej, n_ul,
+                         verify, np.array(comm, dtype=float), durations, batch, n_rej, n_ul,
                          n_dl, totals]
         if self._energy is not None:
             per_device, per_round = self._energy.rounds(
