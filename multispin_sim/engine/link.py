@@ -20,6 +20,7 @@ import math
 import numpy as np
 
 from ..model.csi import ImperfectCsi, PerfectCsi
+from ..model.energy import AIRTIME, RADIATED
 from ..model.fading import FADING_MODELS
 from ..model.link import LINK_MODELS, BlockLimit, IidBlocks, McsLink, PermanentOutage
 from ..model.nr_tables import CarrierError
@@ -110,14 +111,16 @@ class LinkChannel(OFDMAChannel):
         k = self.system.k
         self._bits = float(self.bits) if np.ndim(self.bits) == 0 else None
         self._p_ul = np.broadcast_to(np.asarray(self.system.p_ul_w, float), (k,)).tolist()
-        self._columns = {name: np.zeros(k, dtype=np.int64) for name in self.extra_columns}
+        self._columns = {name: np.zeros(k, dtype=dt) for name, dt in self.extra_columns.items()}
 
     @property
     def extra_columns(self):
-        """Per-device-round columns of ``device_rounds.csv`` (the NR link's HARQ records)."""
+        """Per-device-round columns of ``device_rounds.csv`` (the NR link's HARQ records, and
+        the time on air and radiated energy the energy accounting charges: ``outputs.energy``)."""
         if self.link is None:
             return {}
-        return {"harq_transmissions": np.int64, "harq_failures": np.int64, "outages": np.int64}
+        return {"harq_transmissions": np.int64, "harq_failures": np.int64, "outages": np.int64,
+                AIRTIME: float, RADIATED: float}
 
     def round_columns(self, devices=None):
         """This round's per-device HARQ records (then zeroed for the next round); ``devices``:
@@ -228,6 +231,8 @@ class LinkChannel(OFDMAChannel):
         self.multi_block += used > 1
         cols = self._columns
         cols["harq_transmissions"][device] += out.transmissions
+        cols[AIRTIME][device] += out.airtime_s
+        cols[RADIATED][device] += out.radiated_j
         if out.failures:
             cols["harq_failures"][device] += out.failures
         if out.outages:

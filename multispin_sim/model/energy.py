@@ -39,6 +39,12 @@ from .tcomm import PolicyKernel
 
 UL, DL = 1, 2
 
+# Per-device columns a link records when a correction is not on air for its whole delay (the
+# NR link waits for a new fading block after an outage or a dropped block): the time on air,
+# charged at the transmit and receive powers (the rest of the delay is idle), and the energy the
+# transmitter radiated (a retry may use another power). Without them: the delay, power x delay.
+AIRTIME, RADIATED = "airtime_s", "tx_energy_j"
+
 
 @dataclass(frozen=True)
 class Powers:
@@ -51,11 +57,12 @@ class Powers:
     server_w: float = 300.0
 
 
-def device_round_energy(powers, draft_s, mode, power_w, delay_s, duration_s):
+def device_round_energy(powers, draft_s, mode, power_w, delay_s, duration_s, link=None):
     """Per-device energies of one round (arrays over the given devices).
 
     draft_s: drafting times; mode: 0/1(UL)/2(DL); power_w: transmit power (device for UL);
-    delay_s: realised correction delays; duration_s: the round's duration.
+    delay_s: realised correction delays; duration_s: the round's duration; ``link``: the
+    link's columns of the round, with ``AIRTIME`` and ``RADIATED`` when it records them.
     Returns (draft, ul, dl, idle, total) joules.
     """
     draft_s = np.asarray(draft_s, dtype=float)
@@ -64,17 +71,24 @@ def device_round_energy(powers, draft_s, mode, power_w, delay_s, duration_s):
     ul = mode == UL
     dl = mode == DL
     e_draft = np.asarray(powers.draft_w, dtype=float) * draft_s
-    e_ul = np.where(ul, (np.asarray(power_w, dtype=float) + powers.ul_circuit_w) * delay, 0.0)
+    if link is not None and AIRTIME in link:
+        delay = np.asarray(link[AIRTIME], dtype=float)
+        e_ul = np.where(ul, np.asarray(link[RADIATED], float) + powers.ul_circuit_w * delay, 0.0)
+    else:
+        e_ul = np.where(ul, (np.asarray(power_w, dtype=float) + powers.ul_circuit_w) * delay, 0.0)
     e_dl = np.where(dl, powers.dl_receive_w * delay, 0.0)
     wait = np.maximum(duration_s - draft_s - np.where(ul | dl, delay, 0.0), 0.0)
     e_idle = powers.idle_w * wait
     return e_draft, e_ul, e_dl, e_idle, e_draft + e_ul + e_dl + e_idle
 
 
-def server_round_energy(powers, mode, power_w, delay_s, verify_s):
-    """(DL transmit, verification) joules of one round at the server."""
+def server_round_energy(powers, mode, power_w, delay_s, verify_s, link=None):
+    """(DL transmit, verification) joules of one round at the server (``link``: as in
+    ``device_round_energy``)."""
     dl = np.asarray(mode) == DL
-    e_tx = float(np.where(dl, np.asarray(power_w, float) * np.asarray(delay_s, float), 0.0).sum())
+    radiated = (np.asarray(link[RADIATED], float) if link is not None and RADIATED in link
+                else np.asarray(power_w, float) * np.asarray(delay_s, float))
+    e_tx = float(np.where(dl, radiated, 0.0).sum())
     return e_tx, powers.server_w * float(verify_s)
 
 

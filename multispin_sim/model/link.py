@@ -82,13 +82,17 @@ class BlockLimit(RuntimeError):
 @dataclass
 class LinkOutcome:
     """One correction: realised delay (s), HARQ transmissions (slots used), transport blocks that
-    failed every attempt, fading blocks waited in outage, transport blocks delivered."""
+    failed every attempt, fading blocks waited in outage, transport blocks delivered; the time
+    on air (the slots used, s: the delay less the waits for a new fading block) and the energy
+    the transmitter radiated (J: each slot at the power it was sent with)."""
 
     delay_s: float
     transmissions: int = 0
     failures: int = 0
     outages: int = 0
     blocks: int = 0
+    airtime_s: float = 0.0
+    radiated_j: float = 0.0
 
 
 @LINK_MODELS.register("shannon")
@@ -336,6 +340,8 @@ class McsLink:
             done, used, failed = self._harq(n_tb, pmf, avail, rng)
             out.transmissions += used
             out.blocks += done
+            out.airtime_s += used * slot
+            out.radiated_j += used * slot * power_w
             remaining = max(0.0, remaining - done * tbs)
             t += used * slot
             if failed:

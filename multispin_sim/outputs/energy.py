@@ -12,7 +12,7 @@ from operator import add
 
 import numpy as np
 
-from ..model.energy import tokens_per_joule
+from ..model.energy import AIRTIME, RADIATED, tokens_per_joule
 
 DEVICE_ENERGY_COLUMNS = {"slowdown": float, "energy_draft_j": float, "energy_ul_j": float,
                          "energy_dl_j": float, "energy_idle_j": float, "energy_j": float}
@@ -35,12 +35,13 @@ class EnergyAccount:
         self.verify_j = 0.0
         self._draft_w = np.asarray(powers.draft_w, dtype=float)
 
-    def rounds(self, active, full, draft_s, mode, power, delay, duration, verify):
+    def rounds(self, active, full, draft_s, mode, power, delay, duration, verify, link=None):
         """Energy of a block of rounds; the totals are updated.
 
         ``active``, ``draft_s``, ``mode``, ``power``, ``delay``: (n, K) over all devices (only
         the active entries count); ``full``: (n,) every device active; ``duration``, ``verify``:
-        (n,). Returns the per-device columns as (n, K) arrays (select the active entries) and
+        (n,); ``link``: the link's columns of the rounds, name -> (n, K) (its ``AIRTIME`` and
+        ``RADIATED``, when it records them, replace the delay and power x delay). Returns the per-device columns as (n, K) arrays (select the active entries) and
         the round columns (device_energy_j, server_dl_energy_j, verify_energy_j, energy_j) as
         (n,) arrays. The same arithmetic as ``model.energy.device_round_energy`` and
         ``server_round_energy`` (tests check the identities), element by element; each round's
@@ -51,12 +52,17 @@ class EnergyAccount:
         ul = mode == 1
         dl = mode == 2
         e_draft = self._draft_w * draft_s
-        e_ul = np.where(ul, (power + p.ul_circuit_w) * delay, 0.0)
+        if link is not None and AIRTIME in link:   # on air for part of the delay
+            delay, radiated = link[AIRTIME], link[RADIATED]
+            e_ul = np.where(ul, radiated + p.ul_circuit_w * delay, 0.0)
+        else:
+            radiated = power * delay
+            e_ul = np.where(ul, (power + p.ul_circuit_w) * delay, 0.0)
         e_dl = np.where(dl, p.dl_receive_w * delay, 0.0)
         wait = duration[:, None] - draft_s - np.where(ul | dl, delay, 0.0)
         e_idle = p.idle_w * np.maximum(wait, 0.0, out=wait)
         e = e_draft + e_ul + e_dl + e_idle
-        e_tx = np.where(dl, power * delay, 0.0)
+        e_tx = np.where(dl, radiated, 0.0)
         parts = (e_draft, e_ul, e_dl, e_idle, e_tx, e)
         # a row's sum is the sum of that round's array (the same pairwise summation); where
         # devices were inactive, the sum of the active entries alone (zeros would regroup it),

@@ -255,7 +255,8 @@ class Recorder:
         if self._energy is not None:
             per_device, per_round = self._energy.rounds(
                 active, n_active == k, self._draft_each[lo:hi], mode, self._power[lo:hi],
-                self._delay[lo:hi], durations, verify)
+                self._delay[lo:hi], durations, verify,
+                link={name: column[lo:hi] for name, column in self._extra_values.items()})
             values["slowdown"] = pick(np.where(np.array(no_slowdown)[:, None], 1.0,
                                                self._slowdown[lo:hi]))
             for name, column in per_device.items():

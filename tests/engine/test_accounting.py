@@ -66,7 +66,10 @@ def test_the_records_add_up(name):
     close(d["energy_j"], d["energy_draft_j"] + d["energy_ul_j"] + d["energy_dl_j"]
           + d["energy_idle_j"])
     close(d["energy_draft_j"], dev["draft_power_w"][d["device"]] * d["draft_len"] * t_k)
-    busy = d["draft_len"] * t_k + np.where(d["rejected"] == 1, d["delay_s"], 0.0)
+    # ... and transmitting or receiving while on air (the NR link records that time; a wait for
+    # a new fading block is idle)
+    on_air = d.get("airtime_s", d["delay_s"])
+    busy = d["draft_len"] * t_k + np.where(d["rejected"] == 1, on_air, 0.0)
     close(d["energy_idle_j"], res.scenario.energy.idle_power_w * (r["duration_s"][pos] - busy))
     close(r["device_energy_j"], per_round(d["energy_j"]))
     close(r["energy_j"], r["device_energy_j"] + r["server_dl_energy_j"] + r["verify_energy_j"])
@@ -136,3 +139,36 @@ def test_carried_corrections_neither_overlap_the_rounds_own_nor_join_its_batch()
     # the verification time is the linear cost of the devices verified (batch_size)
     srv = sc.server
     close(r["verify_s"], (srv.verify_fixed_ms + srv.verify_per_device_ms * r["batch_size"]) / 1e3)
+
+
+@pytest.mark.parametrize("mode", ["all-ul", "all-dl"])
+def test_the_nr_link_charges_the_time_on_air_at_the_powers_it_was_sent_with(mode):
+    """``link.model: mcs``: after an outage or a dropped block a correction waits for a new
+    fading block, sending nothing, and a DL retry is sent at P_dl x (its PRBs / all PRBs). The
+    transmit and receive energies count the slots on air at the power of each; the waits idle."""
+    res = run({"run.rounds": 300, "seed": 1, "link.model": "mcs", "devices.count": 4,
+               "devices.distance_m": [400, 500], "policy.mode": mode})
+    d, r, sc = res.device_rounds, res.rounds, res.scenario
+    e = sc.energy
+    slot = 1e-3 / (sc.link.subcarrier_spacing_khz / 15.0)
+    sent = d["mode"] != ""
+    close(d["airtime_s"], d["harq_transmissions"] * slot)
+    waited = sent & (d["outages"] + d["harq_failures"] > 0)
+    assert waited.sum() >= 20 and (d["airtime_s"][waited] < d["delay_s"][waited] - 1e-9).all()
+    plain = sent & ~waited   # one power, on air for the whole delay
+    close(d["airtime_s"][plain], d["delay_s"][plain])
+    close(d["tx_energy_j"][plain], (d["power_w"] * d["delay_s"])[plain])
+    if mode == "all-ul":
+        close(d["energy_ul_j"][sent],
+              (d["tx_energy_j"] + e.ul_circuit_power_w * d["airtime_s"])[sent])
+    else:
+        close(d["energy_dl_j"][sent], (e.dl_receive_power_w * d["airtime_s"])[sent])
+        p_dl = res.population.system.p_dl_w
+        retry_w = p_dl * d["bandwidth_hz"] / (sc.channel.bandwidth_mhz * 1e6)
+        late = waited & (d["power_w"] < 0.5 * retry_w)   # retries sent well above the plan
+        assert late.any() and (d["tx_energy_j"][late] > (d["power_w"] * d["delay_s"])[late]).all()
+        close(np.bincount(d["round"], np.where(sent, d["tx_energy_j"], 0.0), r["round"].size),
+              r["server_dl_energy_j"])
+    duration = r["duration_s"][d["round"]]
+    draft = d["draft_len"] * res.devices["draft_latency_s"][d["device"]] * d["slowdown"]
+    close(d["energy_idle_j"], e.idle_power_w * (duration - draft - np.where(sent, d["airtime_s"], 0.0)))
