@@ -319,7 +319,7 @@ class AsyncLoop(ProtocolLoop):
         self.channel_wait_sum += now - b.queued_at
         self.phases += 1
         b.g_ul, b.g_dl = self.channel.csi(now)
-        decision = self.server.decide(b.rejected, b.g_ul, b.g_dl)
+        decision = self.server.decide(b.rejected, b.g_ul, b.g_dl, len(b.drafts))
         b.mode, b.power = decision.mode[0], decision.power_w[0]
         b.bandwidth = float(decision.bandwidth_hz[0])
         b.planned = decision.delay_s[0]

@@ -324,7 +324,7 @@ class RoundLoop(ProtocolLoop):
                     self.mode = np.array(mode_list, dtype=np.int8)
                     power, self.delay = np.array((power_list, delay_list))  # two rows, one call
             elif n_rej:
-                decision = server.decide(rejected, g_ul, g_dl)
+                decision = server.decide(rejected, g_ul, g_dl, n_active)
                 self.mode, self.delay = decision.mode[0], decision.delay_s[0]
                 power, bandwidth = decision.power_w[0], float(decision.bandwidth_hz[0])
                 mode_list = delay_list = None

@@ -147,8 +147,9 @@ class EdgeServer:
         alpha = self.belief.alpha()
         return system if alpha is None else dataclasses.replace(system, alpha=alpha)
 
-    def decide(self, rejected, g_ul, g_dl):
-        """The reactive policy's decision for this outcome and this round's channel state."""
+    def decide(self, rejected, g_ul, g_dl, present=None):
+        """The reactive policy's decision for this outcome and this round's channel state
+        (``present``: the devices in the round, when the policy counts them)."""
         one = self.one_outcome()
         if one is not None and np.ndim(rejected) == 1 and np.ndim(g_ul) == 1 \
                 and np.ndim(g_dl) == 1:
@@ -157,7 +158,7 @@ class EdgeServer:
                 np.asarray(g_dl, dtype=float).tolist())
             return ReactiveDecision(np.array([mode], dtype=np.int8), np.array([power]),
                                     np.array([delay]), np.array([b]), np.array([t_comm]))
-        problem = self.system.reactive_problem(rejected, g_ul, g_dl)
+        problem = self.system.reactive_problem(rejected, g_ul, g_dl, present)
         return self.policy.decide(problem, self.policy_rng)
 
     def one_outcome(self):
@@ -168,7 +169,8 @@ class EdgeServer:
         system = self.system
         if self._one_for is not system:
             # a shared band (``system.transmission``): decisions need the channel vectors
-            self._one = (None if self.policy.defers or system.transmission is not None
+            self._one = (None if self.policy.defers or self.policy.counts_present
+                         or system.transmission is not None
                          else self.policy.one_outcome(system, self.policy_rng))
             self._one_for = system
         return self._one

@@ -134,8 +134,8 @@ class TokenServer(EdgeServer):
         """None: the decision reads this round's payload tables (``decide``)."""
         return None
 
-    def decide(self, rejected, g_ul, g_dl):
-        problem = self.system.reactive_problem(rejected, g_ul, g_dl)
+    def decide(self, rejected, g_ul, g_dl, present=None):
+        problem = self.system.reactive_problem(rejected, g_ul, g_dl, present)
         ul_bits, dl_bits, dl_tv = self._round_tables()
         decide_with = getattr(self.policy, "decide_with", None)
         if decide_with is not None:

@@ -152,7 +152,7 @@ class EnergyKernel(PolicyKernel):
 
     def __init__(self, system, g_ul, g_dl, policy, powers, n_active, uniforms=None, seed=0,
                  coin=None, scope="devices"):
-        super().__init__(system, g_ul, g_dl, policy, uniforms, seed, coin)
+        super().__init__(system, g_ul, g_dl, policy, uniforms, seed, coin, present=n_active)
         self.powers = powers
         self.n_active = float(n_active)
         self.scope = scope

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import math
 from itertools import product
 from operator import itemgetter
+from typing import Optional
 
 import numpy as np
 
@@ -37,7 +38,9 @@ class ReactiveProblem:
 
     rejected: (M, K) bool; g_ul, g_dl: linear gains, (K,) or (M, K); p_ul: UL power budgets in W,
     scalar or (K,); p_dl: the server's total DL budget in W; payload_bits: S; bandwidth_hz: the
-    total bandwidth B, split equally among each outcome's rejected devices; n0: noise PSD W/Hz.
+    total bandwidth B, split equally among each outcome's rejected devices; n0: noise PSD W/Hz;
+    present: the devices in the round, rejected or not, each waiting while the corrections are
+    sent (None: all K; an energy-aware choice counts their idle energy).
     """
 
     rejected: np.ndarray
@@ -48,6 +51,7 @@ class ReactiveProblem:
     payload_bits: float
     bandwidth_hz: float
     n0: float
+    present: Optional[int] = None
 
     # a problem whose assignments a transmission scheme evaluates (``model.mimo.ArrayProblem``)
     multi_user = False

@@ -34,12 +34,13 @@ class System:
     def k(self):
         return int(self.alpha.shape[0])
 
-    def reactive_problem(self, rejected, g_ul, g_dl):
-        """The reactive problem(s) for rejected mask(s) (K,) or (M, K) under gains g_ul, g_dl."""
+    def reactive_problem(self, rejected, g_ul, g_dl, present=None):
+        """The reactive problem(s) for rejected mask(s) (K,) or (M, K) under gains g_ul, g_dl
+        (``present``: the devices in the round, ``ReactiveProblem.present``)."""
         if self.transmission is not None:
             return self.transmission.problem(self, rejected, g_ul, g_dl)
         return ReactiveProblem(rejected, g_ul, g_dl, self.p_ul_w, self.p_dl_w,
-                               self.payload_bits, self.bandwidth_hz, self.n0)
+                               self.payload_bits, self.bandwidth_hz, self.n0, present)
 
     def verification_cost(self):
         """The verification cost component (``model.verification``)."""

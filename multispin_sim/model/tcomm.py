@@ -194,10 +194,12 @@ class PolicyKernel:
 
     ``uniforms``: (M, K) per-sample uniforms handed to the policy through ``RowStream`` (common
     random numbers for randomised policies); ``seed``: seeds the fallback Generator; ``coin``:
-    (M, K) bool fixed UL coins instead of the policy (the random split under exact enumeration).
+    (M, K) bool fixed UL coins instead of the policy (the random split under exact enumeration);
+    ``present``: the devices in the round (``ReactiveProblem.present``).
     """
 
-    def __init__(self, system, g_ul, g_dl, policy, uniforms=None, seed=0, coin=None):
+    def __init__(self, system, g_ul, g_dl, policy, uniforms=None, seed=0, coin=None,
+                 present=None):
         self.system = system
         self.g_ul = np.asarray(g_ul, dtype=float)
         self.g_dl = np.asarray(g_dl, dtype=float)
@@ -205,6 +207,7 @@ class PolicyKernel:
         self.uniforms = uniforms
         self.seed = seed
         self.coin = None if coin is None else np.asarray(coin, dtype=bool)
+        self.present = present
 
     def decision(self, rejected, rows=None):
         """The ``ReactiveDecision`` of the rejected rows (rows: their sample indices)."""
@@ -214,7 +217,7 @@ class PolicyKernel:
         rows = np.asarray(rows)
         g_ul = self.g_ul[rows] if self.g_ul.ndim == 2 else self.g_ul
         g_dl = self.g_dl[rows] if self.g_dl.ndim == 2 else self.g_dl
-        problem = self.system.reactive_problem(rej, g_ul, g_dl)
+        problem = self.system.reactive_problem(rej, g_ul, g_dl, self.present)
         if self.coin is not None:
             return evaluate_assignment(problem, self.coin[rows] & rej)
         stream = RowStream(self.uniforms, rows, np.random.default_rng(self.seed))

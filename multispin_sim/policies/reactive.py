@@ -29,12 +29,17 @@ class ReactivePolicy:
     ``stateless``: a decision depends on its outcome and channel state alone (no random draw,
     nothing kept from one call to the next), so the engine may ask for many rounds' decisions
     in one ``decide`` call, ahead of time (``EdgeServer.steady_decisions``).
+
+    ``counts_present``: its decisions depend on how many devices are in the round
+    (``ReactiveProblem.present``), so the engine asks ``decide`` with that count, not
+    ``one_outcome``.
     """
 
     name = "?"
     tcomm_kernel = None
     defers = False
     stateless = False
+    counts_present = False
 
     def __init_subclass__(cls, **kwargs):
         # a subclass with decisions of its own no longer has its parent's closed form or
@@ -216,11 +221,14 @@ class ExhaustiveSplit(ReactivePolicy):
 
 def energy_aware_split(problem, powers, tolerance=0.0, scope="devices"):
     """The split choice described in the module docstring, vectorised over the M outcomes;
-    ``scope='total'`` adds the server's DL transmit energy (P_dl tau for a non-empty DL set)."""
+    ``scope='total'`` adds the server's DL transmit energy (P_dl tau for a non-empty DL set).
+    Every device in the round (``problem.present``, all K if None) idles through T_comm
+    but while it transmits or receives, as ``model.energy.correction_energy`` charges it."""
     table = solver.prefix_table(problem)
     f, cols, rej, tau = table.f, table.cols, table.rejected, table.tau
     m, k = problem.shape
     r = rej.sum(axis=1)
+    present = k if problem.present is None else problem.present
     d = np.where(rej, table.d_ul, 0.0)
     p = np.take_along_axis(np.broadcast_to(problem.p_ul, (m, k)), cols, axis=1)
     zero = np.zeros((m, 1))
@@ -230,7 +238,7 @@ def energy_aware_split(problem, powers, tolerance=0.0, scope="devices"):
         n = np.arange(k + 1)[None, :]
         n_dl = np.maximum(r[:, None] - n, 0)
         energy = (e_ul + powers.dl_receive_w * tau * n_dl
-                  + powers.idle_w * (r[:, None] * f - t_ul - tau * n_dl))
+                  + powers.idle_w * (present * f - t_ul - tau * n_dl))
         if scope == "total":
             energy = energy + np.where(n_dl > 0, problem.p_dl * tau, 0.0)
     best = f.min(axis=1, keepdims=True)
@@ -249,8 +257,8 @@ class EnergyAwareSplit(ReactivePolicy):
     ``EnergyAwareSplit`` evaluates every prefix split n (docs/model.md section 6) of each outcome, keeps
     those whose T_comm is within ``tolerance`` (relative) of the optimum, and among them takes the
     one with the least device energy of the correction phase (``model.energy`` powers: UL devices
-    (p + P_circuit) d, DL devices P_rx tau, and P_idle for a rejected device while it waits for
-    the slowest; first such split on exact ties). With ``tolerance`` 0 its T_comm is the optimal
+    (p + P_circuit) d, DL devices P_rx tau, and P_idle for every device in the round,
+    rejected or not, while it waits for the slowest; first such split on exact ties). With ``tolerance`` 0 its T_comm is the optimal
     split's (so the draft objective may use the optimal split's closed-form kernel:
     ``tcomm_kernel = 'optimal'``); with a tolerance > 0 it trades up to that fraction of T_comm for
     energy, and the draft objective calls the policy itself.
@@ -258,6 +266,7 @@ class EnergyAwareSplit(ReactivePolicy):
 
     name = "optimal-energy"
     stateless = True
+    counts_present = True
 
     def __init__(self, powers, tolerance=0.0, scope="devices"):
         self.powers = powers

@@ -162,7 +162,7 @@ def test_draft_objective_kernel_equals_the_reference_call_after_call():
 
     class Sys(_Sys):
         @staticmethod
-        def reactive_problem(rejected, g_ul, g_dl):
+        def reactive_problem(rejected, g_ul, g_dl, present=None):
             return tr.problem(Sys, rejected, g_ul, g_dl)
     kernel = SchemeKernel(Sys, g, g, make_reactive_policy("optimal"))
     rejected = rng.random((200, k)) < 0.6

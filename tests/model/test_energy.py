@@ -349,25 +349,33 @@ def _problem(seed, m=300, k=6):
     return R.ReactiveProblem(rej, g, g, np.full(k, 0.01), 0.04, 34_816.0, 10e6, N0)
 
 
-def _device_energy(dec, pw):
+def _device_energy(dec, pw, present=None):
+    """The correction phase's device energy as the accounting charges it: every device in the
+    round (the first ``present``, all by default) idles through T_comm but while it sends."""
     ul, dl = dec.mode == R.UL, dec.mode == R.DL
     busy = np.where(ul | dl, dec.delay_s, 0.0)
+    there = np.arange(dec.mode.shape[1]) < (dec.mode.shape[1] if present is None else present)
     e = (np.where(ul, (dec.power_w + pw.ul_circuit_w) * dec.delay_s, 0)
          + np.where(dl, pw.dl_receive_w * dec.delay_s, 0)
-         + pw.idle_w * np.where(ul | dl, dec.t_comm[:, None] - busy, 0))
+         + pw.idle_w * np.where(there, dec.t_comm[:, None] - busy, 0))
     return e.sum(axis=1)
 
 
-@pytest.mark.parametrize("tol", [0.0, 0.05, 0.3])
-def test_energy_aware_split(tol):
+@pytest.mark.parametrize("tol, present", [(0.0, None), (0.05, None), (0.3, None), (0.3, 4)])
+def test_energy_aware_split(tol, present):
     pw = Powers(np.zeros(6), idle_w=0.3, ul_circuit_w=0.8, dl_receive_w=0.4)
     prob = _problem(3)
+    if present is not None:   # devices 4 and 5 not in the round (never rejected)
+        rej = prob.rejected.copy()
+        rej[:, present:] = False
+        prob = replace(prob, rejected=rej, present=present)
     opt = R.optimal_split(prob)
     ea = energy_aware_split(prob, pw, tol)
     assert np.all(ea.t_comm <= opt.t_comm * (1 + tol) * (1 + 1e-12))
     if tol == 0:
         np.testing.assert_allclose(ea.t_comm, opt.t_comm, rtol=1e-12)
-    assert np.all(_device_energy(ea, pw) <= _device_energy(opt, pw) * (1 + 1e-9) + 1e-15)
+    assert np.all(_device_energy(ea, pw, present)
+                  <= _device_energy(opt, pw, present) * (1 + 1e-9) + 1e-15)
     # brute force over every prefix split: the chosen one has the least energy among the
     # splits within the tolerance
     f, cols = R.prefix_split_delays(prob)
@@ -379,8 +387,27 @@ def test_energy_aware_split(tol):
         for n in range(r + 1):
             if f[i, n] <= f[i].min() * (1 + tol):
                 dec = R.evaluate_assignment(sub, prob.rejected[i:i + 1] & (rank[i] < n)[None])
-                best = min(best, _device_energy(dec, pw)[0])
-        assert _device_energy(ea, pw)[i] == pytest.approx(best, rel=1e-9, abs=1e-15)
+                best = min(best, _device_energy(dec, pw, present)[0])
+        assert _device_energy(ea, pw, present)[i] == pytest.approx(best, rel=1e-9, abs=1e-15)
+
+
+def test_a_split_traded_for_energy_never_costs_the_round_more_energy():
+    """``policy.energy_tie_tolerance`` trades T_comm for device energy: with the same draws (fixed
+    draft lengths, the same outcomes and channels), no round's device energy is above the
+    exactly optimal split's, and the run's is lower. The devices not rejected idle through the
+    longer T_comm too, so a split slower by the tolerance is taken only when it pays for that."""
+    runs = {}
+    for tol in (0.0, 0.3):
+        runs[tol] = ms.simulate(ms.load_scenario(None, overrides={
+            "run.rounds": 600, "seed": 3, "policy.objective": "tokens-per-joule",
+            "policy.energy_tie_tolerance": tol}))
+    a, b = runs[0.0].rounds, runs[0.3].rounds
+    np.testing.assert_array_equal(a["tokens"], b["tokens"])   # the same outcomes
+    np.testing.assert_array_equal(a["n_rejected"], b["n_rejected"])
+    changed = (a["n_ul"] != b["n_ul"])
+    assert changed.sum() >= 50   # the tolerance changes splits
+    assert np.all(b["device_energy_j"] <= a["device_energy_j"] * (1 + 1e-12))
+    assert b["device_energy_j"].sum() < a["device_energy_j"].sum()
 
 
 # ---------------------------------------------------------------------------- bad input
