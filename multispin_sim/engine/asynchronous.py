@@ -37,6 +37,9 @@ Pre-drafting (``serving.pre_draft``): while a device waits for its verification 
 next draft (same length as the one sent, capped by what its request will still need if fully
 accepted); on full acceptance the time already spent on it counts, on a rejection it is
 discarded and counted as wasted (``asynchronous.wasted_drafts``, ``wasted_draft_tokens``).
+Pre-drafting is charged at the drafting power: a draft's row charges its whole drafting time,
+the pre-drafted part included, and a discarded pre-draft's time in the row of the draft it
+waited on.
 
 Records: one ``rounds.csv`` row per batch (``round`` = batch index, written when the batch's last
 correction ends: ``start_s`` = the earliest draft start of its drafts, ``draft_s`` their longest
@@ -64,11 +67,13 @@ class AsyncDraftContext(DraftContext):
 
 
 class _Draft:
-    __slots__ = ("device", "gamma", "start", "draft_s", "sent", "done", "batch")
+    # drafting_s: the drafting time charged in its batch's row (at the drafting power): its
+    # own draft_s, the part pre-drafted before it started, and a discarded pre-draft's time
+    __slots__ = ("device", "gamma", "start", "draft_s", "sent", "done", "batch", "drafting_s")
 
-    def __init__(self, device, gamma, start, draft_s, sent, done):
+    def __init__(self, device, gamma, start, draft_s, sent, done, drafting_s):
         self.device, self.gamma, self.start, self.draft_s = device, gamma, start, draft_s
-        self.sent, self.done, self.batch = sent, done, None
+        self.sent, self.done, self.batch, self.drafting_s = sent, done, None, drafting_s
 
 
 class _Batch:
@@ -209,15 +214,16 @@ class AsyncLoop(ProtocolLoop):
             self.drafts_started[k] += 1
             if self.load_log is not None:
                 self.load_log.append((k, self.busy, gamma))
-            draft_s = gamma * t_k
+            draft_s = drafting_s = gamma * t_k
             pre = self._pre[k]
             if pre is not None:  # a pre-draft kept after a full acceptance
                 self._pre[k] = None
                 done_s = min(env.now - pre[0], pre[1] * t_k)
                 draft_s = max(gamma * t_k - done_s, 0.0)
+                drafting_s = draft_s + done_s
             if draft_s > 0:
                 yield env.timeout(draft_s)
-            draft = _Draft(k, gamma, start, draft_s, env.now, env.event())
+            draft = _Draft(k, gamma, start, draft_s, env.now, env.event(), drafting_s)
             self._send(draft)
             if self.pre_draft:
                 remaining = workload.remaining()
@@ -231,6 +237,7 @@ class AsyncLoop(ProtocolLoop):
                 else:
                     self.wasted_drafts += 1
                     self.wasted_tokens += min(room, int((env.now - pre_start) / t_k)) if t_k else room
+                    draft.drafting_s += min(env.now - pre_start, room * t_k)
             delay = 0.0
             if mode:
                 delay = yield from channel.transmit(env, k, mode, power, bandwidth, planned)
@@ -349,7 +356,7 @@ class AsyncLoop(ProtocolLoop):
         comm = float(b.delay.max(initial=0.0))
         draft_each = np.zeros(self.k)
         for d in b.drafts:
-            draft_each[d.device] = d.draft_s
+            draft_each[d.device] = d.drafting_s
         channel = self.channel
         self.recorder.round(RoundRecord(
             round=b.index, start=start, draft=t_draft, verify=b.verify, comm=comm,

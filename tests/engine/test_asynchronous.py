@@ -478,3 +478,23 @@ def test_overlapping_batches_keep_their_own_harq_records():
     assert int(d["harq_transmissions"].sum()) == link["harq_transmissions"]
     assert int(d["outages"].sum()) == link["outages"]
     assert (d["harq_transmissions"][d["mode"] != ""] >= 1).all()
+
+
+def test_pre_drafting_is_charged_at_the_drafting_power():
+    """Pre-drafting is drafting: with every draft fully accepted, each batch row charges its
+    draft's whole gamma t_k (20 ms) at the drafting power, though most of it was pre-drafted
+    during the previous pass; with rejections, the discarded pre-drafts' time is charged too
+    (between the whole tokens counted as wasted and one more token per discarded pre-draft)."""
+    r = run(deterministic([10.0], extra=["run.rounds=10", "serving.pre_draft=true"]))
+    p = r.devices["draft_power_w"][0]
+    d = r.device_rounds
+    np.testing.assert_allclose(d["energy_draft_j"], p * 0.02, rtol=1e-12)
+    assert (d["energy_draft_j"][1:] > p * r.rounds["draft_s"][1:] + 1e-9).all()   # pre-drafted
+    r = run(["devices.count=1", "run.rounds=200", "serving.protocol=asynchronous",
+             "serving.pre_draft=true"])
+    d, a = r.device_rounds, r.summary["asynchronous"]
+    t_k = r.devices["draft_latency_s"][0]
+    extra = d["energy_draft_j"].sum() / r.devices["draft_power_w"][0] - (d["draft_len"] * t_k).sum()
+    assert a["wasted_draft_tokens"] * t_k - 1e-9 <= extra
+    assert extra <= (a["wasted_draft_tokens"] + a["wasted_drafts"]) * t_k + 1e-9
+    assert extra > 0
