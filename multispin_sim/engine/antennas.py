@@ -16,7 +16,9 @@ round (the scenario check refuses ``channel.coherence_time_ms`` and the NR link 
 import numpy as np
 
 from ..model.antennas import ServerArray
+from ..model.energy import AIRTIME, RADIATED
 from ..model.mimo import Transmission, effective_gains
+from ..model.reactive import DL
 from .channel import OFDMAChannel
 
 
@@ -43,6 +45,8 @@ class ArrayChannel(OFDMAChannel):
                 max(16, block // self.array.m))
         k = system.k
         self._mode = np.zeros(k, dtype=np.int8)
+        self._delay = np.zeros(k)
+        self._power = np.zeros(k)
         self._b = 0.0
         self._p_ul = np.broadcast_to(np.asarray(system.p_ul_w, float), (k,))
 
@@ -58,14 +62,18 @@ class ArrayChannel(OFDMAChannel):
     def transmit(self, env, device, mode, power_w, bandwidth_hz, planned_s):
         """SimPy: one correction (the planned delay: one block per round); noted for the record."""
         self.note(device, mode, bandwidth_hz)
+        self._delay[device], self._power[device] = planned_s, power_w
         yield env.timeout(planned_s)
         return planned_s
 
     @property
     def extra_columns(self):
         """Per-device-round columns of device_rounds.csv: each stream's effective gain gamma
-        (SNR = p gamma / (N0 B_link)) and its SNR (SINR for MMSE); 0 without a correction."""
-        return {"gain_eff": np.float64, "snr_eff": np.float64}
+        (SNR = p gamma / (N0 B_link)) and its SNR (SINR for MMSE); 0 without a correction; and
+        the time each stream was on air and the energy radiated for it (``model.energy``: a ZF
+        group waits for the earlier groups' turns)."""
+        return {"gain_eff": np.float64, "snr_eff": np.float64, AIRTIME: np.float64,
+                RADIATED: np.float64}
 
     def round_columns(self, devices=None):
         """This round's effective gains and SNRs (then cleared for the next round); every
@@ -73,12 +81,18 @@ class ArrayChannel(OFDMAChannel):
         mode = self._mode
         if not mode.any():
             zeros = np.zeros(len(mode))
-            return {"gain_eff": zeros, "snr_eff": zeros.copy()}
+            return {"gain_eff": zeros, "snr_eff": zeros.copy(), AIRTIME: zeros.copy(),
+                    RADIATED: zeros.copy()}
         s = self.system
         gain, snr = effective_gains(self.transmission, self.g_ul, self.g_dl, mode, self._p_ul,
                                     s.p_dl_w, self.bits, self._b, self.n0)
+        airtime = np.where(mode > 0, self._delay, 0.0)
+        dl = mode == DL
+        if dl.any():
+            airtime[dl] = self.transmission.dl.on_air(airtime[dl])
+        radiated = np.where(mode > 0, self._power, 0.0) * airtime
         self._mode = np.zeros(len(mode), dtype=np.int8)
-        return {"gain_eff": gain, "snr_eff": snr}
+        return {"gain_eff": gain, "snr_eff": snr, AIRTIME: airtime, RADIATED: radiated}
 
 
 def needs_array_channel(scenario):

@@ -55,6 +55,11 @@ class DlScheme:
     def __init__(self, groups="fewest"):
         self.grouping = groups
 
+    def on_air(self, delays):
+        """How long each stream of a DL set was sent, given the delays ``serve`` returned: the
+        whole delay (every stream from the start)."""
+        return np.asarray(delays, dtype=float)
+
 
 @DL_SCHEMES.register("ofdma-mrt")
 class OfdmaMrt(DlScheme):
@@ -72,6 +77,12 @@ class MuMimoZf(DlScheme):
     """The DL set on one band B_D = |D| b, zero-forcing, groups of at most M streams in turn."""
 
     shared = True
+
+    def on_air(self, delays):
+        """Its group's turn: a group's streams end together, after the earlier groups' turns."""
+        delays = np.asarray(delays, dtype=float)
+        ends = np.unique(delays)
+        return delays - np.concatenate([[0.0], ends[:-1]])[np.searchsorted(ends, delays)]
 
     def counts(self, n, m):
         """The numbers of groups tried for n streams: the fewest, ceil(n / M) ('fewest'), or

@@ -192,3 +192,33 @@ def test_ul_power_descent_is_recorded_and_never_slower_than_full_power():
     ul = np.asarray(dr["mode"]) == "ul"
     p, budget = np.asarray(dr["power_w"])[ul], low.devices["ul_power_w"][0]
     assert np.all(p <= budget * (1 + 1e-15)) and np.any(p < budget * 0.9)
+
+
+def test_zf_groups_are_charged_their_own_turns_of_the_band():
+    """DL zero-forcing with more DL devices than antennas serves groups one after another,
+    each with all of P_dl: the server radiates P_dl for the whole DL phase (the sum of the
+    turns), and a device receives only during its group's turn (a wait for the earlier groups
+    is idle). Maximum-ratio transmission sends every stream from the start."""
+    res = run({"run.rounds": 200, "seed": 1, "devices.count": 8, "server.antennas": 2,
+               "server.dl_scheme": "mu-mimo-zf", "policy.mode": "all-dl"})
+    d, r = res.device_rounds, res.rounds
+    p_dl, e = res.population.system.p_dl_w, res.scenario.energy
+    dl = d["mode"] == "dl"
+    grouped = 0
+    for i in np.unique(d["round"][dl]):
+        rows = dl & (d["round"] == i)
+        ends = np.unique(d["delay_s"][rows])
+        turns = np.diff(np.concatenate([[0.0], ends]))
+        for end, turn in zip(ends, turns):
+            group = rows & (d["delay_s"] == end)
+            np.testing.assert_allclose(d["airtime_s"][group], turn, rtol=1e-12)
+            np.testing.assert_allclose(d["power_w"][group].sum(), p_dl, rtol=1e-12)
+        np.testing.assert_allclose(r["server_dl_energy_j"][i], p_dl * ends[-1], rtol=1e-9)
+        grouped += len(ends) > 1
+    assert grouped > 100
+    np.testing.assert_allclose(d["energy_dl_j"][dl], e.dl_receive_power_w * d["airtime_s"][dl],
+                               rtol=1e-12)
+    res = run({"run.rounds": 50, "seed": 1, "devices.count": 8, "server.antennas": 2,
+               "policy.mode": "all-dl"})   # ofdma-mrt
+    d = res.device_rounds
+    np.testing.assert_array_equal(d["airtime_s"], np.where(d["mode"] != "", d["delay_s"], 0.0))
