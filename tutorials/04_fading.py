@@ -4,7 +4,7 @@
 # **Learning goals.**
 # - Rayleigh block fading: |h|^2 ~ Exp(1), redrawn every round;
 # - why the mean correction delay is infinite and the median is not (read medians!);
-# - Gauss-Markov fading, the Jakes correlation J0(2 pi f_D dt) and the coherence time;
+# - the Jakes correlation J0(2 pi f_D tau), Gauss-Markov fading (rho^n) and the coherence time;
 # - how a coherence time bounds the delays in the simulator.
 
 # %%
@@ -48,26 +48,44 @@ plt.show()
 # %% [markdown]
 # ## Gauss-Markov fading and the coherence time
 #
-# The complex gain evolves as h(t + dt) = rho h(t) + sqrt(1 - rho^2) w with rho = J0(2 pi f_D dt). The
-# correlation of h falls with the lag; the rule of thumb T_c = 0.423 / f_D is where it has dropped to about
-# one half. Drag the Doppler slider (walking at 3.5 GHz is about 10 Hz, a car about 200 Hz).
+# Under Jakes' (Clarke's) model of a moving receiver, the complex gain h is correlated over a lag tau by
+# J0(2 pi f_D tau): it halves at tau = 0.24 / f_D, crosses zero at 0.38 / f_D and then oscillates. The rule of
+# thumb T_c = 0.423 / f_D sits just past that zero (J0 = -0.12 there): after T_c the channel is roughly a new
+# draw. (It is a rule of thumb, not a "half" point; Rappaport's stricter T_c = 9 / (16 pi f_D) = 0.18 / f_D is
+# where the correlation is still 0.7.)
+#
+# The simulator has two models of fading over time (`channel.fading`):
+# - `jakes`: a sum-of-sinusoids process with correlation J0(2 pi f_D tau) at every lag (left, blue);
+# - `gauss-markov`: one AR(1) step per fading block of length dt, h(t + dt) = rho h(t) + sqrt(1 - rho^2) w
+#   with rho = J0(2 pi f_D dt). Only the first step has Jakes' correlation; after n steps it is rho^n, which
+#   depends on the block length (left, orange: steps of 1 ms, so rho^n decays far more slowly than J0).
+#
+# Each series is drawn beside its own correlation. Drag the Doppler slider (walking at 3.5 GHz is about 10 Hz, a
+# car about 200 Hz).
 
 # %%
 from scipy.special import j0
 from multispin_sim.model.fading import complex_gaussian, gauss_markov_series, power, jakes_correlation
+from multispin_sim.model.jakes import SumOfSinusoids
 
 def show_doppler(doppler_hz=10.0):
-    dt = 1e-3
+    dt = 1e-3                                                     # 1 ms: the Gauss-Markov block
     rho = float(jakes_correlation(doppler_hz, dt))
     rng = np.random.default_rng(1)
-    h = gauss_markov_series(complex_gaussian(rng, 1), rho, complex_gaussian(rng, (2000, 1)))[:, 0]
+    t = np.arange(2000) * dt
+    h_jakes = SumOfSinusoids(rng, (1,), doppler_hz).gains(t)[:, 0]
+    h_gm = gauss_markov_series(complex_gaussian(rng, 1), rho, complex_gaussian(rng, (2000, 1)))[:, 0]
     lags = np.arange(0, 200)
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 3.2))
-    a1.plot(np.arange(2000) * dt, 10 * np.log10(power(h)))
-    a1.set(xlabel="time (s)", ylabel="|h|^2 (dB)", title=f"f_D = {doppler_hz:.0f} Hz")
-    a2.plot(lags * dt * 1e3, j0(2 * np.pi * doppler_hz * lags * dt), label="J0(2 pi f_D dt)")
-    a2.axvline(0.423 / doppler_hz * 1e3, color="k", ls="--", label="T_c = 0.423 / f_D")
-    a2.set(xlabel="lag (ms)", ylabel="correlation of h", ylim=(-0.5, 1.05)); a2.legend(fontsize=8)
+    a1.plot(t, 10 * np.log10(power(h_jakes)), color="C0", lw=1, label="jakes")
+    a1.plot(t, 10 * np.log10(power(h_gm)), color="C1", lw=1, label="gauss-markov, 1 ms blocks")
+    a1.set(xlabel="time (s)", ylabel="|h|^2 (dB)", title=f"f_D = {doppler_hz:.0f} Hz"); a1.legend(fontsize=8)
+    a2.plot(lags * dt * 1e3, j0(2 * np.pi * doppler_hz * lags * dt), color="C0", label="jakes: J0(2 pi f_D tau)")
+    a2.plot(lags * dt * 1e3, rho ** lags, color="C1", label="gauss-markov: rho^(tau / 1 ms)")
+    a2.axhline(0.5, color="0.6", lw=0.8)
+    a2.axvline(0.242 / doppler_hz * 1e3, color="C0", ls=":", label="J0 = 1/2 at 0.24 / f_D")
+    a2.axvline(0.423 / doppler_hz * 1e3, color="k", ls="--", label="rule of thumb T_c = 0.423 / f_D")
+    a2.set(xlabel="lag tau (ms)", ylabel="correlation of h", ylim=(-0.5, 1.05)); a2.legend(fontsize=7)
     plt.show()
 
 teaching.explore(show_doppler, doppler_hz=(2.0, 200.0, 2.0, 10.0))
@@ -114,7 +132,7 @@ teaching.check_median_delay(my_median_delay)
 
 # %% [markdown]
 # **Exercise 4.2.** Write `my_power_correlation(doppler_hz, dt_s)`: the correlation coefficient of |h|^2 at lag
-# dt under Jakes' model.
+# dt under Jakes' (Clarke's) model, `channel.fading: jakes`.
 
 # %% tags=["exercise-4.2", "starter"]
 def my_power_correlation(doppler_hz, dt_s):

@@ -290,7 +290,9 @@ def check_median_delay(func):
 
 def check_power_correlation(func):
     """Exercise 4.2: ``func(doppler_hz, dt_s)``: the correlation coefficient of |h|^2 at lag dt
-    under Jakes' model (Gauss-Markov fading in the simulator)."""
+    under the Jakes / Clarke model (``channel.fading: jakes``), where h is correlated by
+    J0(2 pi f_D dt) at every lag. (Under ``gauss-markov`` the correlation after n blocks is
+    rho^n, which depends on the block length: not this exercise.)"""
     from scipy.special import jv
 
     hint = ("h is correlated by J0(2 pi f_D dt) (scipy.special.j0); for a complex Gaussian pair "
@@ -333,17 +335,24 @@ def check_pk_wait(func):
 def check_mean_sojourn(func):
     """Exercise 5.2: ``func(requests)``: the mean time in system (completion - arrival) of the
     requests that completed; ``requests`` is a dict of numpy arrays like ``result.requests``."""
-    hint = ("unfinished requests have completion_s = nan: keep only np.isfinite(completion_s) "
-            "before averaging completion_s - arrival_s")
+    hint = ("the time in system runs from arrival_s to completion_s (start_s is when the first "
+            "round served it: completion_s - start_s is the service time, without the wait in "
+            "queue); unfinished requests have completion_s = nan: keep only "
+            "np.isfinite(completion_s) before averaging completion_s - arrival_s")
+    # every time column differs, so that averaging from start_s (the service time) or from
+    # first_token_s fails: confusing the sojourn W with E[S] is what notebook 5 is about
+    nan = np.nan
     arrival = np.array([0.0, 1.0, 2.5, 3.0, 7.0])
-    completion = np.array([2.0, 2.0, 6.0, np.nan, np.nan])
+    start = np.array([0.0, 1.6, 3.2, 6.0, nan])        # request 3 started, 4 never did
+    first_token = np.array([0.3, 1.9, 3.5, 6.4, nan])
+    completion = np.array([1.6, 3.2, 6.0, nan, nan])
     table = {"request": np.arange(5), "device": np.zeros(5, int), "arrival_s": arrival,
-             "start_s": arrival, "first_token_s": arrival, "completion_s": completion,
+             "start_s": start, "first_token_s": first_token, "completion_s": completion,
              "tokens": np.full(5, 64), "rounds": np.full(5, 10)}
     ok, value = _call("5.2", func, ({k: v.copy() for k, v in table.items()},), hint)
     if not ok:
         return value
-    want = (2.0 + 1.0 + 3.5) / 3
+    want = (1.6 + 2.2 + 3.5) / 3
     if not _close(value, want, rtol=1e-12):
         return _report("5.2", False, f"on a 5-request table (2 unfinished) you give {value!r}, "
                        f"expected {want:.4f} s", hint)

@@ -5,12 +5,22 @@ calling ``func(alpha=..., gamma=...)`` when ipywidgets is installed and the code
 Jupyter kernel; otherwise (plain Python, ipywidgets missing, or the environment variable
 ``MULTISPIN_TUTORIALS_STATIC=1``) it calls ``func`` once with the default values, so the
 notebook still runs headless and its figure is still drawn.
+
+A kernel cannot tell whether a frontend will render the sliders: a notebook executed headless
+(``jupyter nbconvert --execute``, nbclient) keeps them only as widget state, and a viewer without
+the widget manager shows the plain-text part of the cell's output instead. That part is
+``HEADLESS_NOTE`` (not the widget's repr), so such a reader learns why there is no figure and how
+to get one.
 """
 from __future__ import annotations
 
 import os
 
-__all__ = ["explore", "static_mode"]
+__all__ = ["explore", "static_mode", "HEADLESS_NOTE"]
+
+HEADLESS_NOTE = ("[sliders: move them in a live Jupyter session with ipywidgets; this view shows "
+                 "no figure without one. For a static figure, run the notebook with "
+                 "MULTISPIN_TUTORIALS_STATIC=1]")
 
 
 def static_mode():
@@ -33,8 +43,15 @@ def explore(func, **sliders):
         func(**defaults)
         return None
     import ipywidgets as w
+    from IPython.display import display
 
-    return w.interact(func, **controls(sliders))
+    ui = w.interactive(func, **controls(sliders))   # runs func once, into the widget's output
+    bundle = ui._repr_mimebundle_()
+    bundle["text/plain"] = HEADLESS_NOTE              # what a viewer without widgets shows
+    display(bundle, raw=True)
+    # nothing returned: a returned value would be echoed under the sliders (``interact``
+    # returns the function, shown as "<function show_pmf ...>")
+    return None
 
 
 def controls(sliders):
