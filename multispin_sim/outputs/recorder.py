@@ -173,7 +173,7 @@ class Recorder:
         if not same_dl:  # a reciprocal channel passes one array for both
             self._g_dl[i] = r.g_dl
         bandwidth = r.bandwidth
-        if np.ndim(bandwidth):   # per device: kept aside (rare: carried corrections)
+        if isinstance(bandwidth, np.ndarray):   # per device: kept aside (carried corrections)
             self._bandwidth_each[i] = np.array(bandwidth, dtype=float)
             bandwidth = 0.0
         self._scalars.append((r.round, r.start, r.draft, r.verify, r.comm, r.duration,
