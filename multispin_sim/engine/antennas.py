@@ -47,6 +47,7 @@ class ArrayChannel(OFDMAChannel):
         self._mode = np.zeros(k, dtype=np.int8)
         self._delay = np.zeros(k)
         self._power = np.zeros(k)
+        self._start = np.zeros(k)   # a DL set is the streams that start together
         self._b = 0.0
         self._p_ul = np.broadcast_to(np.asarray(system.p_ul_w, float), (k,))
 
@@ -62,7 +63,7 @@ class ArrayChannel(OFDMAChannel):
     def transmit(self, env, device, mode, power_w, bandwidth_hz, planned_s):
         """SimPy: one correction (the planned delay: one block per round); noted for the record."""
         self.note(device, mode, bandwidth_hz)
-        self._delay[device], self._power[device] = planned_s, power_w
+        self._delay[device], self._power[device], self._start[device] = planned_s, power_w, env.now
         yield env.timeout(planned_s)
         return planned_s
 
@@ -87,8 +88,8 @@ class ArrayChannel(OFDMAChannel):
         gain, snr = effective_gains(self.transmission, self.g_ul, self.g_dl, mode, self._p_ul,
                                     s.p_dl_w, self.bits, self._b, self.n0)
         airtime = np.where(mode > 0, self._delay, 0.0)
-        dl = mode == DL
-        if dl.any():
+        for start in np.unique(self._start[mode == DL]).tolist():   # carried ones start apart
+            dl = (mode == DL) & (self._start == start)
             airtime[dl] = self.transmission.dl.on_air(airtime[dl])
         radiated = np.where(mode > 0, self._power, 0.0) * airtime
         self._mode = np.zeros(len(mode), dtype=np.int8)

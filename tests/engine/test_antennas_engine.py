@@ -222,3 +222,25 @@ def test_zf_groups_are_charged_their_own_turns_of_the_band():
                "policy.mode": "all-dl"})   # ofdma-mrt
     d = res.device_rounds
     np.testing.assert_array_equal(d["airtime_s"], np.where(d["mode"] != "", d["delay_s"], 0.0))
+
+
+def test_carried_zf_corrections_are_a_dl_set_of_their_own():
+    """``policy.mode: deadline`` under ZF: the corrections carried to a round start are grouped
+    among themselves and the round's own DL set after its verification; each set's turns are
+    counted from its own start."""
+    res = run({"run.rounds": 200, "seed": 1, "devices.count": 8, "server.antennas": 2,
+               "server.dl_scheme": "mu-mimo-zf", "policy.mode": "deadline"})
+    d = res.device_rounds
+    dl = d["mode"] == "dl"
+    both = 0
+    for i in np.unique(d["round"][dl]):
+        for rows in (dl & (d["round"] == i) & (d["rejected"] == 0),
+                     dl & (d["round"] == i) & (d["rejected"] == 1)):
+            if rows.any():
+                ends = np.unique(d["delay_s"][rows])
+                turn = dict(zip(ends, np.diff(np.concatenate([[0.0], ends]))))
+                np.testing.assert_allclose(d["airtime_s"][rows],
+                                           [turn[x] for x in d["delay_s"][rows]], rtol=1e-12)
+        both += ((d["round"] == i) & dl & (d["rejected"] == 0)).any() and \
+            ((d["round"] == i) & dl & (d["rejected"] == 1)).any()
+    assert both >= 3
