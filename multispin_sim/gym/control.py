@@ -58,8 +58,10 @@ class AgentSplit(ReactivePolicy):
         self.kind = kind
         self.action = None
         # the scenario's own policy may defer corrections (the warm-up rounds' decisions, or
-        # any round without an action): they are still sent at the next round start
+        # any round without an action): they are still sent at the next round start; and may
+        # count the devices in the round (an energy tie-break)
         self.defers = own.defers
+        self.counts_present = own.counts_present
 
     def carry(self, problem):
         return self.own.carry(problem)

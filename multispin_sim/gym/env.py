@@ -25,6 +25,7 @@ runs the scenario with seed s (common random numbers: two agents with the same s
 same devices, channels and acceptance draws, since the agent consumes none of the engine's
 streams). A run's records go to ``out/episode-NNNN`` (default: a temporary folder holding the
 latest episode only), formatted in this process (the same bytes as a writer process)."""
+import dataclasses
 import itertools
 import shutil
 import tempfile
@@ -256,7 +257,12 @@ class MultiSpinEnv(gymnasium.Env):
             raise RuntimeError(f"the run ended after {run.loop.rounds_done} warm-up rounds, "
                                f"before the first step: lower warmup (now {self.warmup})")
         self.context = got
-        self._t_last = run.env.now
+        last = self._witness.last   # the last warm-up round: the first step's previous round
+        if last is not None:
+            self._observe.outcome(last)
+        # the episode's time runs from the warm-up's end (0 without): the first step's elapsed
+        # time includes any wait for work before its round
+        self._t_last = 0.0 if last is None else last.start + last.duration
         warmup, self._witness.warmup = self._witness.warmup, None
         return self._obs(), {"round": int(got.round), "time_s": run.env.now, "warmup": warmup}
 
@@ -275,6 +281,8 @@ class MultiSpinEnv(gymnasium.Env):
         if self.regret and draft is not None:
             from .regret import round_regret
 
+            if self._split is not None:   # the draft objective under this step's split
+                self._split.action = mode
             gamma = AgentDraft(None, lambda _: draft).lengths(ctx)
             regret = round_regret(ctx, gamma, self._regret_rng, self.max_draft, self.regret_samples,
                                   energy=self._powers if self.objective != "goodput" else None)
@@ -316,12 +324,22 @@ class MultiSpinEnv(gymnasium.Env):
             limit = (loop.rounds_done >= loop.rounds or now >= loop.max_time_s
                      or loop.stop_requested)
             truncated, terminated = limit, not limit
-            obs = self._observe(ctx, now, getattr(run.workload, "n", None)
+            obs = self._observe(self._after(ctx), now, getattr(run.workload, "n", None)
                                 if self.queueing else None)
         else:
             self.context = got
             obs = self._obs()
         return obs, float(reward), terminated, truncated, info
+
+    def _after(self, ctx):
+        """The last round start's context with the workload as the run left it (the devices
+        with work and what they still need): the final observation, no round starting."""
+        workload = self.run.workload
+        remaining = workload.remaining()
+        n = getattr(workload, "n", None)
+        active = ctx.active if n is None else np.asarray(n) > 0
+        return dataclasses.replace(ctx, active=active,
+                                   remaining=ctx.remaining if remaining is None else remaining)
 
     def close(self):
         self._abort()

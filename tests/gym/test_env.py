@@ -395,3 +395,99 @@ def test_an_environment_leaves_no_temporary_folder_to_the_garbage_collector():
         del env
         gc.collect()
     assert not [w for w in caught if issubclass(w.category, ResourceWarning)]
+
+
+def test_the_first_step_after_warm_up_observes_the_last_warm_up_round():
+    """After warm-up rounds the first observation's previous round is the last warm-up round."""
+    env = G.MultiSpinEnv(None, "draft", {"devices.count": 4}, rounds=8, warmup=3, price=1.0)
+    obs, info = env.reset(seed=2)
+    last = info["warmup"][-1]
+    rec = env._witness.last
+    np.testing.assert_array_equal(obs["last_accepted"], np.asarray(last["accepted"], np.float32))
+    np.testing.assert_array_equal(obs["last_rejected"], np.asarray(rec.rejected, np.int8))
+    assert obs["last_rejected"].any()   # the case is exercised (seed 2: device 2 rejected)
+    env.close()
+
+
+@pytest.mark.parametrize("warmup", [0, 3])
+def test_the_return_counts_the_wait_before_the_first_round(warmup):
+    """A trace whose first request arrives at 0.1 s: the episode's time runs from its start (or
+    the warm-up's end), so the return is N - c T with T the run's time after the warm-up."""
+    import tempfile
+    from pathlib import Path
+    with tempfile.TemporaryDirectory() as d:
+        trace = Path(d) / "trace.csv"
+        trace.write_text("time_s,device\n0.1,0\n0.15,1\n0.3,0\n0.9,1\n2.5,0\n", encoding="utf-8")
+        price = 5.0
+        env = G.MultiSpinEnv(None, "draft", {"devices.count": 2, "workload.arrivals": "trace",
+                                             "workload.trace_file": str(trace)},
+                             rounds=400, warmup=warmup, price=price)
+        _, info = env.reset(seed=1)
+        start = 0.0 if not warmup else env._witness.last.start + env._witness.last.duration
+        _, rewards, infos = play_from(env, ConstantAgent(np.full(2, 2)))
+        tokens = sum(i["tokens"] for i in infos)
+        end = env.result.summary["sim_time_s"]
+        assert sum(rewards) == pytest.approx(tokens - price * (end - start), rel=1e-12)
+        if not warmup:
+            assert infos[0]["elapsed_s"] > env.result.rounds["duration_s"][0] + 0.09
+        env.close()
+
+
+def play_from(env, agent):
+    obs, info, rewards, infos = None, {}, [], []
+    while True:
+        obs, reward, terminated, truncated, info = env.step(agent(obs, info))
+        rewards.append(reward)
+        infos.append(info)
+        if terminated or truncated:
+            return obs, rewards, infos
+
+
+def test_regret_under_both_evaluates_this_steps_split():
+    """control='both': the regret of a step depends on that step's context and action only, not
+    on the previous step's mode action."""
+    def regrets(first_mode):
+        env = small_env("both", rounds=4, regret=True, regret_samples=50)
+        env.reset(seed=5)
+        out = []
+        for t in range(3):
+            info = env.step({"draft": np.full(4, 3), "mode": first_mode if t == 0 else 2})[4]
+            out.append((info["regret"]["agent"], info["regret"]["best"]))
+        env.close()
+        return out
+    a, b = regrets(0), regrets(4)
+    assert a[1:] == b[1:]   # the same context and action at steps 1, 2
+    assert a[0] != b[0]     # step 0's own mode counts
+
+
+def test_the_final_observation_shows_the_workload_as_the_run_left_it():
+    env = G.MultiSpinEnv("scenarios/light-load.yaml", "draft",
+                         {"devices.count": 4, "workload.rate_per_s": 0.5, "run.max_time_s": 20},
+                         rounds=10_000, price_rounds=50)
+    obs, info = env.reset(seed=1)
+    while True:
+        obs, _, terminated, truncated, info = env.step(np.full(4, 3))
+        if terminated or truncated:
+            break
+    workload = env.run.workload
+    np.testing.assert_array_equal(obs["remaining"], workload.remaining().astype(np.float32))
+    np.testing.assert_array_equal(obs["active"], (np.asarray(workload.n) > 0).astype(np.int8))
+    np.testing.assert_array_equal(obs["backlog"], np.asarray(workload.n, np.float32))
+    env.close()
+
+
+def test_the_agents_split_keeps_the_scenarios_energy_tie_break():
+    """control='mode' wraps the scenario's reactive policy: rounds without an action (warm-up)
+    are decided as in the scenario's own run, the energy tie-break with the devices present."""
+    over = {"devices.count": 6, "workload.rate_per_s": 0.3, "policy.objective": "tokens-per-joule",
+            "policy.energy_tie_tolerance": 0.3}
+    env = G.MultiSpinEnv("scenarios/light-load.yaml", "mode", over, rounds=151, warmup=150,
+                         price=1.0)
+    env.reset(seed=4)
+    env.step(0)
+    got = env.result.rounds
+    env.close()
+    want = simulate(load_scenario("scenarios/light-load.yaml", {**over, "run.rounds": 151,
+                                                                 "seed": 4}))
+    for col in ("n_ul", "n_dl", "batch_size"):
+        np.testing.assert_array_equal(got[col][:150], want.rounds[col][:150])
