@@ -168,10 +168,8 @@ TIMELINE_FORMATS = (".png", ".svg", ".pdf")
 
 
 def cmd_plot(args):
-    from .outputs.atomic import check_folder
-    from .outputs.checked import OutputError
+    from .outputs.checked import OutputError, read_json
     from .plots import plot_sweep, plot_timeline
-    from .plots.figures import load_sweep_output
     from .plots.timeline import MAX_TIMELINE_ROUNDS
 
     if (args.results_dir is None) == (args.timeline is None):
@@ -204,15 +202,9 @@ def cmd_plot(args):
         if png.suffix.lower() not in TIMELINE_FORMATS:
             raise CliError(f"--out {png}", "is not a .png, .svg or .pdf file",
                            "give the image file to write, e.g. timeline.png")
-        if (source / "rounds.csv").is_file():   # else plot_timeline says what is missing
-            check_folder(png.parent, "--out")
-    elif capacity:   # one figure: a PNG file, or capacity.png in a folder
-        out = Path(args.out) if args.out else source
-        check_folder(out.parent if out.suffix == ".png" else out, "--out")
+    # each plot function reads and checks its inputs, then checks --out without creating it,
+    # and makes folders only as it writes: a refused command leaves nothing behind
     try:
-        if args.timeline is None and not capacity and (source / "sweep.json").exists():
-            load_sweep_output(source)   # a damaged folder is refused before --out is made
-            check_folder(Path(args.out) if args.out else source / "figures", "--out")
         if args.timeline is not None:
             paths = plot_timeline(args.timeline, rounds=args.rounds, first=args.first, out=args.out)
         elif capacity:
@@ -221,6 +213,10 @@ def cmd_plot(args):
             paths = plot_capacity(args.results_dir, out=args.out)
         else:
             paths = plot_sweep(args.results_dir, out=args.out)
+            status = read_json(source / "sweep.json").get("status")
+            if status not in (None, "complete"):   # the figures' titles say it too
+                print(f"warning: the sweep is not complete (status {status!r} in sweep.json): "
+                      "the figures show the runs finished so far", file=sys.stderr)
     except OutputError as exc:   # PlotError and a damaged file it reads
         print(f"error: {_with_todo(exc, 'see multispin-sim plot --help')}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -440,9 +436,11 @@ def build_parser():
                     help=f"rounds on the timeline (default 3, at most {TIMELINE_ROUNDS_HELP})")
     sp.add_argument("--first", type=int, default=0, help="first round on the timeline (default 0)")
     sp.add_argument("--out", help="output folder for a sweep's figures (default "
-                    "RESULTS_DIR/figures); the PNG file (or its folder) of a capacity curve "
-                    "(default RESULTS_DIR/capacity.png); the image file of the timeline, .png, "
-                    ".svg or .pdf (default RUN_DIR/timeline.png)")
+                    "RESULTS_DIR/figures); the image file, .png, .svg or .pdf, of a capacity "
+                    "curve, or a folder for its capacity.png (default RESULTS_DIR/capacity.png); "
+                    "the image file of the timeline, .png, .svg or .pdf (default "
+                    "RUN_DIR/timeline.png), its segments written beside it as <stem>.csv "
+                    "(refused if that would replace a file of the run)")
     sp.set_defaults(func=cmd_plot)
 
     sp = command("report", help="write one self-contained report.html for a run, sweep "

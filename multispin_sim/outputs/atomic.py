@@ -67,13 +67,15 @@ def write_json(path, data):
     write_text(path, dumps(data))
 
 
-def check_folder(path, option="--out"):
+def check_folder(path, option="--out", create=True):
     """Make sure ``path`` is (or can become) a writable folder, before any work starts.
 
     Raises ``OutputLocationError`` naming the option, with the reason and what to do: an
     existing file or device (``/dev/null``), a path under a file, a read-only or unwritable
     place. Creates the folder (and its parents); an existing folder may hold files (callers
-    with rules about its contents, e.g. a sweep's resume, check them).
+    with rules about its contents, e.g. a sweep's resume, check them). With ``create=False``
+    nothing is made: the write test is made in the nearest folder that exists (for commands
+    that still check their inputs after this, and must leave nothing behind if they refuse).
     """
     path = Path(path)
     what = f"{option} {path}"
@@ -88,8 +90,9 @@ def check_folder(path, option="--out"):
         raise OutputLocationError(what, f"{parent} is a file, not a folder",
                                   f"give {option} a folder that is not under a file")
     try:
-        path.mkdir(parents=True, exist_ok=True)
-        probe = path / f".multispin-write-test-{os.getpid()}"
+        if create:
+            path.mkdir(parents=True, exist_ok=True)
+        probe = (path if create else parent) / f".multispin-write-test-{os.getpid()}"
         probe.write_bytes(b"")
         probe.unlink()
     except OSError as exc:

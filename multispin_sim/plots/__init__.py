@@ -8,7 +8,8 @@ no global backend state).
   temperatures over simulated time.
 """
 from .compute import compute_timeseries, plot_compute_timeseries
-from .figures import PlotError, plot_sweep
+from .figures import plot_sweep
+from .output import PlotError
 from .timeline import plot_timeline, timeline_segments
 
 __all__ = ["PlotError", "plot_sweep", "plot_timeline", "timeline_segments",

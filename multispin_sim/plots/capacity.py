@@ -2,15 +2,16 @@
 
 Reads ``capacity.csv`` and ``capacity.json`` of a capacity folder; draws the mean attainment with
 its 95% interval at every rate tried (colour by verdict), the target, and the capacity with its
-interval (shaded). Writes ``capacity.png`` (beside the CSV, or ``out``).
+interval (shaded). Writes ``capacity.png`` beside the CSV, or ``out`` (a .png, .svg or .pdf
+file, or a folder for ``capacity.png``).
 """
 from pathlib import Path
 
 import numpy as np
 
-from ..outputs.atomic import replacing
 from ..outputs.checked import read_csv, read_json
-from .figures import _require_matplotlib, save_figure
+from .figures import _require_matplotlib
+from .output import IMAGE_FORMATS, PlotError, check_out_folder, save_image
 
 _COLOURS = {"meets": "tab:green", "fails": "tab:red", "undecided": "tab:orange", "": "grey"}
 
@@ -31,17 +32,32 @@ def read_capacity_output(folder):
     return result, curve
 
 
+def capacity_image(folder, out=None):
+    """Where the figure goes: ``out`` if it is a .png, .svg or .pdf file, ``out/capacity.png``
+    if it is a folder (an existing one, or a name without a suffix), ``folder/capacity.png``
+    without ``out``; another suffix is refused (``PlotError``) rather than taken as a folder."""
+    if not out:
+        return Path(folder) / "capacity.png"
+    out = Path(out)
+    if out.is_dir():
+        return out / "capacity.png"
+    if out.suffix.lower() in IMAGE_FORMATS:
+        return out
+    if out.suffix:
+        raise PlotError(f"--out {out}: is neither a .png, .svg or .pdf file nor a folder; give "
+                        "the image file to write, or a folder for capacity.png")
+    return out / "capacity.png"
+
+
 def plot_capacity(folder, out=None):
+    """Draw the capacity curve (see ``capacity_image`` for where); the inputs and the place are
+    checked before anything is written. Returns [image path]."""
     folder = Path(folder)
+    png = capacity_image(folder, out)
     res, curve = read_capacity_output(folder)
+    check_out_folder(png.parent)
     fig = capacity_figure(res, curve)
-    png = Path(out) if out else folder / "capacity.png"
-    if png.suffix != ".png":
-        png = png / "capacity.png"
-    png.parent.mkdir(parents=True, exist_ok=True)
-    with replacing(png) as tmp:
-        save_figure(fig, tmp, dpi=120)
-    return [png]
+    return [save_image(fig, png, dpi=120)]
 
 
 def capacity_figure(res, curve):

@@ -3,9 +3,12 @@
 Reads only a run folder: ``rounds.csv`` (start, duration, tokens), ``device_rounds.csv``
 (draft_len, slowdown, temperature_c when thermal throttling is on) and ``devices.csv``
 (power_mode). ``compute_timeseries`` bins them into windows of ``window_s`` seconds of simulated
-time; ``plot_compute_timeseries`` draws three panels: goodput (tokens / time within the window),
-share of device-rounds throttled and mean draft length per power mode, and mean temperature per
-power mode (when recorded). The series are also written as CSV beside the PNG.
+time; ``plot_compute_timeseries`` draws four panels: goodput (tokens / time within the window),
+the share of device-rounds throttled, the mean draft length and the mean temperature (when
+recorded), each per power mode. The series are also written as CSV beside the image
+(``<stem>.csv``; another file of that name, such as the run's ``devices.csv``, is refused, never
+replaced). A run of several cells is refused: its
+merged tables number rounds and devices within each cell; draw a cell folder instead.
 """
 from __future__ import annotations
 
@@ -17,7 +20,8 @@ import numpy as np
 from ..outputs.atomic import replacing
 from ..outputs.checked import read_csv
 from ..outputs.records import read_header
-from .figures import PlotError, _require_matplotlib, save_figure
+from .figures import _require_matplotlib
+from .output import IMAGE_FORMATS, PlotError, check_out_folder, save_image, sidecar_csv
 
 
 def compute_timeseries(run_dir, window_s=30.0):
@@ -27,6 +31,13 @@ def compute_timeseries(run_dir, window_s=30.0):
     for name in ("rounds.csv", "device_rounds.csv", "devices.csv"):
         if not (run / name).exists():
             raise PlotError(f"{run}: no {name} (is this a run folder?)")
+    if "cell" in read_header(run / "rounds.csv"):
+        from .timeline import cell_folders
+
+        cells = cell_folders(run)
+        raise PlotError(f"{run}: a run of several cells numbers its rounds and devices within "
+                        "each cell; draw one cell, e.g. "
+                        f"{cells[0] if cells else run / 'cell_0'}")
     rd = read_csv(run / "rounds.csv", ("start_s", "duration_s", "tokens"))
     header = read_header(run / "device_rounds.csv")
     if "slowdown" not in header:
@@ -63,18 +74,23 @@ def compute_timeseries(run_dir, window_s=30.0):
 
 
 def plot_compute_timeseries(run_dir, out=None, window_s=30.0):
-    """PNG (default RUN_DIR/compute_timeseries.png) and CSV of ``compute_timeseries``."""
-    ts = compute_timeseries(run_dir, window_s)
+    """The image (.png, .svg or .pdf; default RUN_DIR/compute_timeseries.png) and CSV
+    (``<stem>.csv`` beside it) of ``compute_timeseries``; returns the image's path."""
     out = Path(out) if out else Path(run_dir) / "compute_timeseries.png"
-    with replacing(out.with_suffix(".csv")) as tmp, \
-            open(tmp, "w", newline="", encoding="utf-8") as f:
+    if out.suffix.lower() not in IMAGE_FORMATS:
+        raise PlotError(f"out {out}: is not a .png, .svg or .pdf file; give the image to write")
+    ts = compute_timeseries(run_dir, window_s)
+    names = [f"{k}[{m or 'none'}]" for m in ts["modes"] for k in ts["modes"][m]]
+    check_out_folder(out.parent, "out")
+    csv_path = sidecar_csv(out, ["t_s", "goodput_tps"] + names, "out")
+    Figure = _require_matplotlib()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with replacing(csv_path) as tmp, open(tmp, "w", newline="", encoding="utf-8") as f:
         w = csv.writer(f)
-        names = [f"{k}[{m or 'none'}]" for m in ts["modes"] for k in ts["modes"][m]]
         w.writerow(["t_s", "goodput_tps"] + names)
         for i, t in enumerate(ts["t_s"]):
             w.writerow([t, ts["goodput_tps"][i]] + [ts["modes"][m][k][i] for m in ts["modes"]
                                                     for k in ts["modes"][m]])
-    Figure = _require_matplotlib()
     fig = Figure(figsize=(8, 8))
     axes = fig.subplots(4, 1, sharex=True)
     t = ts["t_s"] + window_s / 2
@@ -92,6 +108,4 @@ def plot_compute_timeseries(run_dir, out=None, window_s=30.0):
     axes[1].legend(fontsize="small")
     fig.suptitle(f"{Path(run_dir).name}: {window_s:g} s windows")
     fig.tight_layout()
-    with replacing(out) as tmp:
-        save_figure(fig, tmp, dpi=110)
-    return out
+    return save_image(fig, out, dpi=110)

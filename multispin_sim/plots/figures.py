@@ -10,11 +10,14 @@ Reads only the sweep's output folder (``sweep.json`` and ``cells.csv``). A figur
     panels: server.dl_power_ratio # optional: swept key(s), one subplot per value
     title, xlabel, ylabel, logx, logy   # optional
 
-Swept keys named in none of x / curves / panels but taking several values become curves too,
-so points are never averaged silently. Without a ``plot:`` section one figure of goodput
-against the first swept key is drawn. Error bars are the 95% confidence intervals across
-replications from cells.csv (``<metric>_ci95_lo`` / ``_hi``); a curve's CSV holds
-panel, curve, metric, x, mean, ci95_lo, ci95_hi and n.
+Swept keys named in none of x / curves / panels that still take several values among the cells
+with the same x, panel and curve become curves too, so points are never averaged silently (a
+key zipped with one of them adds nothing). Without a ``plot:`` section one figure of goodput
+against the first numeric swept key (else the first) is drawn. Error bars are the 95% confidence
+intervals across replications from cells.csv (``<metric>_ci95_lo`` / ``_hi``); the title says
+over how many replications (the ``n`` of the cells drawn) and whether the sweep is complete;
+a cell no run finished is not drawn. ``logx`` needs a numeric x above 0. A figure's CSV holds
+panel, curve, metric, x, mean, ci95_lo, ci95_hi and n of every cell.
 """
 from __future__ import annotations
 
@@ -28,11 +31,7 @@ import numpy as np
 
 from ..outputs.atomic import replacing
 from ..outputs.checked import RERUN, OutputError, read_csv, read_json
-
-
-class PlotError(OutputError):
-    """Missing input files, a figure the data cannot draw, or matplotlib not installed (a
-    damaged file is an ``OutputError`` of its reader)."""
+from .output import PlotError, check_out_folder, save_image
 
 
 METRIC_LABELS = {
@@ -101,14 +100,6 @@ def _require_matplotlib():
     return Figure
 
 
-def save_figure(fig, target, **kwargs):
-    """``fig.savefig`` without matplotlib's warning for each character its font lacks (a CJK
-    folder or sweep name in a title): such characters are drawn as boxes, the figure is whole."""
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=r"Glyph \d+ .*missing from", category=UserWarning)
-        fig.savefig(target, **kwargs)
-
-
 def shown(text):
     """``text`` with what cannot be shown replaced: a file name that is not UTF-8 (Python holds
     its bytes as lone surrogates) would stop matplotlib and the HTML writer."""
@@ -162,7 +153,8 @@ def default_figures(meta, cells):
 
 
 def _groups(cells, keys):
-    """Ordered unique tuples of the values of ``keys`` (first-appearance order) and row masks."""
+    """Unique tuples of the values of ``keys`` and their row masks; ordered key by key, a
+    numeric key by value, any other in first-appearance order (the sweep file's)."""
     n = len(cells["cell"])
     order, masks = [], {}
     for i in range(n):
@@ -171,10 +163,25 @@ def _groups(cells, keys):
             order.append(t)
             masks[t] = np.zeros(n, dtype=bool)
         masks[t][i] = True
+    ranks = [{v: (v if _is_numeric(cells[k]) else j) for j, v in
+              enumerate(dict.fromkeys(t[i] for t in order))} for i, k in enumerate(keys)]
+    order.sort(key=lambda t: tuple(r[v] for r, v in zip(ranks, t)))
     return order, masks
 
 
+def _varies_within(cells, key, given):
+    """Whether ``key`` takes more than one value among the cells that agree on ``given``: a key
+    zipped with a panel or curve key (or with x) adds nothing to tell the points apart."""
+    seen = {}
+    for i in range(len(cells["cell"])):
+        group = tuple(_scalar(cells[k][i]) for k in given)
+        if seen.setdefault(group, _scalar(cells[key][i])) != _scalar(cells[key][i]):
+            return True
+    return False
+
+
 def _label(keys, values):
+    """A curve's name in the figure's CSV: the value, or key=value pairs."""
     if not keys:
         return ""
     if len(keys) == 1:
@@ -185,12 +192,15 @@ def _label(keys, values):
 def draw_figure(spec, meta, cells, folder):
     """Draw one figure spec into ``folder`` (PNG + CSV); return the two paths."""
     fig, rows = render_figure(spec, meta, cells)
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    png = folder / f"{spec['name']}.png"
-    with replacing(png) as tmp:
-        save_figure(fig, tmp, dpi=120)
-    csv_path = folder / f"{spec['name']}.csv"
+    return write_figure(fig, rows, spec["name"], folder)
+
+
+def write_figure(fig, rows, name, folder):
+    """The PNG of a rendered figure and the CSV of its points, in ``folder`` (made if
+    missing); return the two paths."""
+
+    png = save_image(fig, Path(folder) / f"{name}.png", dpi=120)
+    csv_path = Path(folder) / f"{name}.csv"
     with replacing(csv_path) as tmp, open(tmp, "w", newline="", encoding="utf-8") as f:
         w = csv.writer(f, lineterminator="\n")
         cols = ["panel", "curve", "metric", "x", "mean", "ci95_lo", "ci95_hi", "n"]
@@ -220,48 +230,121 @@ def check_metrics(spec, cells):
         raise PlotError(f"{spec['name']}: cells.csv has no metric {m!r}; {hint}")
 
 
+def check_logx(spec, cells):
+    """PlotError unless a ``logx`` figure has a numeric x above 0: a category or 0 has no place
+    on a log axis (matplotlib would pile the points up at an edge)."""
+    if not spec.get("logx"):
+        return
+    x = spec["x"]
+    xs = cells[x]
+    if not _is_numeric(xs):
+        values = ", ".join(map(_fmt, dict.fromkeys(xs.tolist())))
+        raise PlotError(f"{spec['name']}: logx: {x} is not numeric ({values}), a log axis "
+                        "cannot show it; remove logx from this plot entry (sweep.json and the "
+                        "sweep file)")
+    low = xs.astype(float).min(initial=np.inf)
+    if not low > 0:
+        raise PlotError(f"{spec['name']}: logx: {x} takes the value {_fmt(low)}, which a log axis "
+                        "cannot show; remove logx from this plot entry (sweep.json and the sweep "
+                        "file), or sweep values above 0")
+
+
+def figure_keys(spec, meta, cells):
+    """The panel and curve keys of a figure: those the spec names, and every other swept key
+    that still varies among the cells with the same x, panel and curve (so points are never
+    averaged silently); a key zipped with one of those adds no curve."""
+    x = spec["x"]
+    panels = list(spec.get("panels") or [])
+    curves = list(spec.get("curves") or [])
+    for k in meta["keys"]:
+        if k != x and k not in panels and k not in curves \
+                and _varies_within(cells, k, [x, *panels, *curves]):
+            curves.append(k)
+    return panels, curves
+
+
+def _subtitle(meta, rows, n_cells):
+    """What the points are: the replications actually behind them (the n of cells.csv), and
+    whether the sweep is complete."""
+    ns = [r["n"] for r in rows if r["n"] > 0]
+    if not ns:
+        text = "no replication finished"
+    else:
+        lo, hi = min(ns), max(ns)
+        n = f"{lo}" if lo == hi else f"{lo} to {hi}"
+        if hi < 2:
+            text = f"mean of {n} replication{'s' if hi > 1 else ''} (no CI: fewer than 2)"
+        elif lo < 2:
+            text = f"mean and 95% CI over {n} replications (no CI where n < 2)"
+        else:
+            text = f"mean and 95% CI over {n} replications"
+    if n_cells:
+        text += f"\n{n_cells} cell{'s' if n_cells > 1 else ''} without a finished run not drawn"
+    status = meta.get("status")
+    if status not in (None, "complete"):
+        text += f"\n(sweep not complete: status {status!r} in sweep.json)"
+    return text
+
+
+def _legend_width(labels, title):
+    """Inches a legend beside the axes takes: about 0.07 in a character at font size 8."""
+    chars = max([len(str(t)) for t in labels] + [len(title or "")], default=0)
+    return min(0.5 + 0.07 * chars, 4.5)
+
+
 def render_figure(spec, meta, cells, max_curves=None, legend_outside=False, max_cols=3):
     """The matplotlib Figure of one figure spec and the rows of its CSV.
 
     ``max_curves``: at most this many curves per panel; a panel with more is split into several
     (titled "curves i-j of n"), so any grid stays legible. ``legend_outside``: each panel's
-    legend to the right of its axes, never over the points."""
+    legend to the right of its axes, never over the points, the figure widened to hold it.
+    A curve keeps its colour, marker and line style in every panel; its legend shows its
+    values, the legend's title the keys."""
     Figure = _require_matplotlib()
-    keys = meta["keys"]
     x = spec["x"]
     ys = spec["y"] if isinstance(spec["y"], list) else [spec["y"]]
-    panels = list(spec.get("panels") or [])
-    curves = list(spec.get("curves") or [])
-    for k in keys:  # a swept key not shown otherwise becomes a curve: never average silently
-        if k != x and k not in panels and k not in curves and len(set(cells[k].tolist())) > 1:
-            curves.append(k)
     check_metrics(spec, cells)
+    check_logx(spec, cells)
+    panels, curves = figure_keys(spec, meta, cells)
     panel_order, panel_masks = _groups(cells, panels)
     curve_order, curve_masks = _groups(cells, curves)
+    drawn = cells["n"] > 0   # a cell no run finished has no point (its means are nan)
     xs_all = cells[x]
     numeric_x = _is_numeric(xs_all)
     categories = list(dict.fromkeys(xs_all.tolist()))
+    multi = len(ys) > 1 and len(curve_order) > 1   # colour = metric, line style = curve
 
-    per_panel = len(curve_order)
-    if max_curves and len(curve_order) * len(ys) > max_curves:
-        per_panel = max(1, max_curves // len(ys))
-    chunks = [curve_order[i:i + per_panel] for i in range(0, len(curve_order), per_panel)]
-    layout = [(pvals, ci) for pvals in panel_order for ci in range(len(chunks))]
+    def label(m, cvals):
+        parts = [metric_label(m)[0] if len(ys) > 1 else "", ", ".join(map(_fmt, cvals))]
+        return ", ".join(p for p in parts if p) or None
+
+    legend_title = ", ".join(KEY_LABELS.get(k, k) for k in curves) or None
+    # the curves each panel has, split into chunks of at most max_curves (curves x metrics)
+    per_panel = max(1, max_curves // len(ys)) if max_curves else None
+    layout = []
+    for pvals in panel_order:
+        have = [ci for ci, cvals in enumerate(curve_order)
+                if (panel_masks[pvals] & curve_masks[cvals]).any()]
+        size = per_panel or max(len(have), 1)
+        chunks = [have[i:i + size] for i in range(0, len(have), size)] or [[]]
+        layout.extend((pvals, chunk, i * size, len(chunks), len(have))
+                      for i, chunk in enumerate(chunks))
     n_panels = len(layout)
     ncols = min(n_panels, max_cols)
     nrows = math.ceil(n_panels / ncols)
-    fig = Figure(figsize=(5.2 * ncols, 3.9 * nrows), layout="constrained")
+    extra = 0.0
+    if legend_outside and (len(ys) > 1 or curves):
+        extra = _legend_width([label(m, c) for m in ys for c in curve_order], legend_title)
+    fig = Figure(figsize=((5.2 + extra) * ncols, 3.9 * nrows), layout="constrained")
     axes = fig.subplots(nrows, ncols, squeeze=False)
     rows = []
     units = {metric_label(m)[1] for m in ys}
     shared_unit = next(iter(units)) if len(units) == 1 and "" not in units else "value"
-    for pi, (pvals, chunk) in enumerate(layout):
+    for pi, (pvals, chunk, first, n_chunks, n_have) in enumerate(layout):
         ax = axes[pi // ncols][pi % ncols]
-        pmask = panel_masks[pvals]
-        for ci, cvals in enumerate(chunks[chunk]):
-            mask = pmask & curve_masks[cvals]
-            if not mask.any():
-                continue
+        for ci in chunk:
+            cvals = curve_order[ci]
+            mask = panel_masks[pvals] & curve_masks[cvals]
             for mi, m in enumerate(ys):
                 xv = xs_all[mask]
                 mean = cells[f"{m}_mean"][mask].astype(float)
@@ -275,28 +358,26 @@ def render_figure(spec, meta, cells, max_curves=None, legend_outside=False, max_
                     order = np.argsort([categories.index(v) for v in xv.tolist()], kind="stable")
                     pos = np.array([categories.index(v) for v in xv[order].tolist()], dtype=float)
                 mean, lo, hi, nn, xv = mean[order], lo[order], hi[order], nn[order], xv[order]
+                for i in range(len(pos)):
+                    rows.append({"panel": _label(panels, pvals), "curve": _label(curves, cvals),
+                                 "metric": m, "x": _scalar(xv[i]), "mean": float(mean[i]),
+                                 "ci95_lo": float(lo[i]), "ci95_hi": float(hi[i]),
+                                 "n": int(nn[i])})
+                keep = drawn[mask][order]
+                if not keep.any():
+                    continue
+                pos, mean, lo, hi = pos[keep], mean[keep], lo[keep], hi[keep]
                 err = np.vstack([np.where(np.isfinite(lo), mean - lo, 0.0),
                                  np.where(np.isfinite(hi), hi - mean, 0.0)])
-                parts = [p for p in (metric_label(m)[0] if len(ys) > 1 else "",
-                                     _label(curves, cvals)) if p]
-                label = ", ".join(parts) or None
-                style = {}
-                if len(ys) > 1 and len(curve_order) > 1:  # colour = metric, line style = curve
-                    style = {"color": f"C{mi}", "linestyle": LINESTYLES[ci % len(LINESTYLES)]}
+                style = ({"color": f"C{mi % 10}", "linestyle": LINESTYLES[ci % len(LINESTYLES)]}
+                         if multi else {"color": f"C{(ci if len(ys) == 1 else mi) % 10}"})
                 if not numeric_x:
                     style["linestyle"] = "none"
                 ax.errorbar(pos, mean, yerr=err, marker=MARKERS[ci % len(MARKERS)], markersize=4,
-                            capsize=3, linewidth=1.4, label=label, **style)
-                for i in range(len(pos)):
-                    rows.append({"panel": _label(panels, pvals), "curve": label or "",
-                                 "metric": m, "x": _scalar(xv[i]),
-                                 "mean": float(mean[i]), "ci95_lo": float(lo[i]),
-                                 "ci95_hi": float(hi[i]),
-                                 "n": int(nn[i])})
+                            capsize=3, linewidth=1.4, label=label(m, cvals), **style)
         titles = [", ".join(f"{KEY_LABELS.get(k, k)} = {_fmt(v)}" for k, v in zip(panels, pvals))]
-        if len(chunks) > 1:
-            first = chunk * per_panel + 1
-            titles.append(f"curves {first}-{first + len(chunks[chunk]) - 1} of {len(curve_order)}")
+        if n_chunks > 1:
+            titles.append(f"curves {first + 1}-{first + len(chunk)} of {n_have}")
         if any(titles):
             ax.set_title("\n".join(t for t in titles if t), fontsize=10)
         ax.set_xlabel(spec.get("xlabel") or key_label(x, meta.get("key_info")))
@@ -315,43 +396,43 @@ def render_figure(spec, meta, cells, max_curves=None, legend_outside=False, max_
             ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         if spec.get("logx"):
             ax.set_xscale("log")
-            if numeric_x:
-                ticks = sorted(set(xs_all.astype(float).tolist()))
-                ax.set_xticks(ticks, [_fmt(t) for t in ticks])
-                ax.minorticks_off()
+            ticks = sorted(set(xs_all.astype(float).tolist()))
+            ax.set_xticks(ticks, [_fmt(t) for t in ticks])
+            ax.minorticks_off()
         if spec.get("logy"):
             ax.set_yscale("log")
         ax.grid(True, alpha=0.3)
         if ax.get_legend_handles_labels()[1]:
-            if legend_outside:
-                ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0),
-                          borderaxespad=0.0)
-            else:
-                ax.legend(fontsize=8)
+            where = ({"loc": "upper left", "bbox_to_anchor": (1.02, 1.0), "borderaxespad": 0.0}
+                     if legend_outside else {})
+            ax.legend(fontsize=8, title=legend_title, title_fontsize=8, **where)
     for j in range(n_panels, nrows * ncols):
         axes[j // ncols][j % ncols].set_visible(False)
     title = spec.get("title") or meta.get("name", "")
-    reps = meta.get("replications")
-    if reps:
-        title += f"\nmean and 95% CI over {reps} replications"
-    fig.suptitle(title, fontsize=11)
+    empty = int((~drawn).sum())
+    fig.suptitle(f"{title}\n{_subtitle(meta, rows, empty)}" if title
+                 else _subtitle(meta, rows, empty), fontsize=11)
     return fig, rows
 
 
 def plot_sweep(results_dir, out=None):
     """Draw every figure of a sweep output folder into ``out`` (default ``results_dir/figures``).
 
-    Returns the written paths (PNG and CSV of each figure).
+    Every figure is drawn, and ``out`` checked, before any file is written: a figure that cannot
+    be drawn leaves nothing behind. Returns the written paths (PNG and CSV of each figure).
     """
+
     meta, cells = load_sweep_output(results_dir)
     specs = meta.get("plot") or default_figures(meta, cells)
     if not specs:
         raise PlotError(f"{results_dir}: the sweep has no swept key and no plot section; "
                         "nothing to draw")
-    for spec in specs:   # every figure checked before any is drawn: nothing half written
+    for spec in specs:   # the cheap checks of every figure before any is drawn
         check_metrics(spec, cells)
-    out = Path(out) if out else Path(results_dir) / "figures"
+        check_logx(spec, cells)
+    out = check_out_folder(Path(out) if out else Path(results_dir) / "figures")
+    figures = [(spec["name"], *render_figure(spec, meta, cells)) for spec in specs]
     paths = []
-    for spec in specs:
-        paths.extend(draw_figure(spec, meta, cells, out))
+    for name, fig, rows in figures:
+        paths.extend(write_figure(fig, rows, name, out))
     return paths

@@ -4,13 +4,16 @@ Reads only a run folder: ``rounds.csv`` (start, drafting, verification and commu
 times of each round), ``device_rounds.csv`` (each device's draft length, mode and transmission
 delay) and ``devices.csv`` (each device's per-token drafting latency). One lane per device:
 
-- drafting: gamma_k t_k from the round start;
+- drafting: gamma_k t_k (times the ``slowdown`` of a throttled device) from the round start;
 - waiting: for the slowest draft and the server's verification, then for the slowest
   correction (the round ends when the last correction is delivered);
 - UL transmission (the device uploads its draft distribution) or DL transmission (the server
-  sends the target distribution), coloured by mode;
+  sends the target distribution), coloured by mode; a correction a ``deadline`` policy carried
+  over from the last round is sent from the round start, while the others draft;
 
-and one lane for the server: the batched verification. Segments are also written as CSV.
+and one lane for the server: the batched verification. Segments are also written as CSV
+beside the image (``<stem>.csv``; a file of that name that is not such a CSV, e.g. the run's
+``rounds.csv`` beside ``RUN/rounds.png``, is refused, never replaced).
 """
 from __future__ import annotations
 
@@ -22,7 +25,8 @@ import numpy as np
 from ..outputs.atomic import replacing
 from ..outputs.checked import read_csv, read_json
 from ..outputs.records import read_header, read_table
-from .figures import PlotError, _require_matplotlib, save_figure, shown
+from .figures import _require_matplotlib, shown
+from .output import IMAGE_FORMATS, PlotError, check_out_folder, save_image, sidecar_csv
 
 COLOURS = {
     "drafting": "#4C72B0",
@@ -46,6 +50,9 @@ LABELS = {
 
 ROUND_COLUMNS = ("round", "start_s", "draft_s", "verify_s", "duration_s")
 DEVICE_COLUMNS = ("round", "device", "draft_len", "mode", "delay_s")
+# drawn when the run has them: throttled drafting, and the corrections a deadline carried over
+OPTIONAL_DEVICE_COLUMNS = ("slowdown", "rejected")
+SEGMENT_COLUMNS = ("lane", "round", "kind", "start_s", "end_s")
 
 
 def cell_folders(run_dir):
@@ -81,43 +88,64 @@ def timeline_segments(run_dir, rounds=3, first=0):
     # the device rows (K a round, millions in a long run): those up to the last round drawn,
     # the columns the chart draws; a damaged row among them: the whole file checked says where
     path = run_dir / "device_rounds.csv"
+    columns = DEVICE_COLUMNS + tuple(c for c in OPTIONAL_DEVICE_COLUMNS if c in read_header(path))
     try:
-        dr = read_table(path, DEVICE_COLUMNS, _rows_through(path, first + rounds - 1))
+        dr = read_table(path, columns, _rows_through(path, first + rounds - 1))
     except KeyError as exc:   # a column missing: not the file 'run' writes
         raise PlotError(f"{exc.args[0]}; expected the device_rounds.csv of 'multispin-sim "
                         "run': rerun the command that wrote it") from None
     except ValueError:
-        dr = read_csv(path, DEVICE_COLUMNS, columns=DEVICE_COLUMNS)
+        dr = read_csv(path, DEVICE_COLUMNS, columns=columns)
     t_draft = dict(zip(dev["device"].tolist(), dev["draft_latency_s"].tolist()))
     wanted = [r for r in rt["round"].tolist() if first <= r < first + rounds]
     if not wanted:
         raise PlotError(f"{run_dir}: no round in {first}..{first + rounds - 1} "
                         f"(the run has rounds {rt['round'][0]}..{rt['round'][-1]})")
     by_round = {r: i for i, r in enumerate(rt["round"].tolist())}
-    modes = dr["mode"].astype(str)
     segs = []
     for r in wanted:
         i = by_round[r]
-        start = float(rt["start_s"][i])
-        drafts_done = start + float(rt["draft_s"][i])
-        ver_end = drafts_done + float(rt["verify_s"][i])
-        end = start + float(rt["duration_s"][i])
-        segs.append(("server", r, "verification", drafts_done, ver_end))
-        for j in np.flatnonzero(dr["round"] == r):
-            k = int(dr["device"][j])
-            lane = f"device {k}"
-            draft_end = start + int(dr["draft_len"][j]) * t_draft[k]
+        segs.extend(_round_segments(r, float(rt["start_s"][i]), float(rt["draft_s"][i]),
+                                    float(rt["verify_s"][i]), float(rt["duration_s"][i]),
+                                    dr, np.flatnonzero(dr["round"] == r), t_draft))
+    return segs
+
+
+def _round_segments(r, start, draft_s, verify_s, duration_s, dr, rows, t_draft):
+    """The segments of round ``r``: ``rows`` its rows of device_rounds.csv.
+
+    A device drafts gamma_k t_k times its ``slowdown`` (thermal throttling). A correction
+    deferred by ``policy.mode: deadline`` is carried into this round (a row with ``rejected`` 0
+    and a mode): it is sent from the round start while the others draft, and the round's own
+    corrections start only once every carried one has ended (docs/components/csi.md)."""
+    drafts_done = start + draft_s
+    ver_end = drafts_done + verify_s
+    end = start + duration_s
+    modes = [str(m).strip().lower() for m in dr["mode"][rows]]
+    carried = [m in ("ul", "dl") and "rejected" in dr and int(dr["rejected"][j]) == 0
+               for j, m in zip(rows, modes)]
+    carry_end = max((start + float(dr["delay_s"][j]) for j, c in zip(rows, carried) if c),
+                    default=start)
+    tx_start = max(ver_end, carry_end)
+    segs = [("server", r, "verification", drafts_done, ver_end)]
+    for j, mode, carry in zip(rows, modes, carried):
+        lane = f"device {int(dr['device'][j])}"
+        if carry:
+            tx_end = start + float(dr["delay_s"][j])
+            segs.append((lane, r, mode, start, tx_end))
+        else:
+            slow = float(dr["slowdown"][j]) if "slowdown" in dr else 1.0
+            draft_end = start + int(dr["draft_len"][j]) * t_draft[int(dr["device"][j])] * slow
             if draft_end > start:
                 segs.append((lane, r, "drafting", start, draft_end))
-            if ver_end > draft_end:
-                segs.append((lane, r, "waiting", draft_end, ver_end))
-            tx_end = ver_end
-            mode = modes[j].strip().lower()
+            tx_end = draft_end
             if mode in ("ul", "dl"):
-                tx_end = ver_end + float(dr["delay_s"][j])
-                segs.append((lane, r, mode, ver_end, tx_end))
-            if end > tx_end:
-                segs.append((lane, r, "waiting", tx_end, end))
+                if tx_start > draft_end:
+                    segs.append((lane, r, "waiting", draft_end, tx_start))
+                tx_end = tx_start + float(dr["delay_s"][j])
+                segs.append((lane, r, mode, tx_start, tx_end))
+        if end > tx_end:
+            segs.append((lane, r, "waiting", tx_end, end))
     return segs
 
 
@@ -139,14 +167,21 @@ def _rows_through(path, last_round):
 
 
 def plot_timeline(run_dir, rounds=3, first=0, out=None):
-    """Draw the Gantt chart; ``out``: PNG path (default ``run_dir/timeline.png``; the CSV of
-    the segments is written beside it). Returns (png, csv) paths."""
+    """Draw the Gantt chart; ``out``: the image, .png, .svg or .pdf (default
+    ``run_dir/timeline.png``); the segments are written beside it as ``<stem>.csv``. Returns
+    (image, csv) paths. The inputs and the place are checked before anything is written."""
     if not 1 <= rounds <= MAX_TIMELINE_ROUNDS:
         raise PlotError(f"--rounds {rounds}: expected an integer from 1 to {MAX_TIMELINE_ROUNDS}")
+    png = Path(out) if out else Path(run_dir) / "timeline.png"
+    if png.suffix.lower() not in IMAGE_FORMATS:
+        raise PlotError(f"--out {png}: is not a .png, .svg or .pdf file; give the image file "
+                        "to write, e.g. timeline.png")
     Figure = _require_matplotlib()
     from matplotlib.patches import Patch
 
     segs = timeline_segments(run_dir, rounds, first)
+    check_out_folder(png.parent)
+    csv_path = sidecar_csv(png, SEGMENT_COLUMNS)
     devices = sorted({int(s[0].split()[1]) for s in segs if s[0].startswith("device")})
     lanes = [f"device {k}" for k in devices] + ["server"]
     ypos = {lane: len(lanes) - 1 - i for i, lane in enumerate(lanes)}
@@ -173,14 +208,10 @@ def plot_timeline(run_dir, rounds=3, first=0, out=None):
     ax.legend(handles=[Patch(facecolor=COLOURS[k], label=LABELS[k]) for k in kinds],
               loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=min(len(kinds), 3), fontsize=8)
     ax.grid(True, axis="x", alpha=0.3)
-    png = Path(out) if out else Path(run_dir) / "timeline.png"
-    png.parent.mkdir(parents=True, exist_ok=True)
-    with replacing(png) as tmp:
-        save_figure(fig, tmp, dpi=120)
-    csv_path = png.with_suffix(".csv")
+    save_image(fig, png, dpi=120)
     with replacing(csv_path) as tmp, open(tmp, "w", newline="", encoding="utf-8") as f:
         w = csv.writer(f, lineterminator="\n")
-        w.writerow(["lane", "round", "kind", "start_s", "end_s"])
+        w.writerow(SEGMENT_COLUMNS)
         for lane, r, kind, a, b in segs:
             w.writerow([lane, r, kind, repr(a), repr(b)])
     return png, csv_path

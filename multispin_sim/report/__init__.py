@@ -1,4 +1,5 @@
-"""``multispin-sim report RESULTS_DIR``: one self-contained ``report.html`` for a run or a sweep.
+"""``multispin-sim report RESULTS_DIR``: one self-contained ``report.html`` for a run, a sweep or a
+capacity search.
 
 Reads output files only (like ``plots``); figures are drawn with matplotlib and embedded as
 base64 PNG, so the page needs no network, no JavaScript and no other file.

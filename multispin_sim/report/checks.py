@@ -14,9 +14,11 @@ class ReportError(OutputError):
 
 def check_output(out, folder):
     """The HTML file to write: ``out`` or ``folder/report.html``; refused before any work when
-    it is empty, a folder, not a regular file, or in a place that cannot be written."""
+    it is empty, a folder, not a regular file, or in a place that cannot be written. Nothing is
+    created here: the folder is made when the page is written, so a refused report leaves
+    nothing behind."""
     from ..errors import OutputLocationError
-    from ..outputs.atomic import check_folder
+    from ..plots.output import check_out_folder
 
     if out is not None and not str(out).strip():
         raise ReportError(f"--out {str(out)!r}: is empty; give the HTML file to write (or leave "
@@ -32,7 +34,7 @@ def check_output(out, folder):
         raise ReportError(f"{option} {path}: exists and is not a regular file; give the HTML "
                           "file to write")
     try:
-        check_folder(path.parent, option)
+        check_out_folder(path.parent, option)
     except OutputLocationError as exc:
         raise ReportError(exc.line()[len("error: "):]) from None
     return path

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..plots.figures import save_figure
+from ..plots.output import save_figure
 from .checks import ReportError
 
 CSS = """

@@ -1,7 +1,7 @@
 """``write_report``: the page of a run folder (``report.run``), a sweep folder
 (``report.sweep``) or a capacity folder (``report.capacity``). The folder and the output
-location are checked before any figure is drawn; the page is written atomically (a signal
-leaves the old file or the new one)."""
+location are checked before any figure is drawn, without creating anything; the page is
+written atomically (a signal leaves the old file or the new one)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -30,5 +30,6 @@ def write_report(folder, out=None):
                           "output folder of 'multispin-sim run', 'sweep' or 'capacity'")
     path = check_output(out, folder)
     text = page(read(folder))
+    path.parent.mkdir(parents=True, exist_ok=True)
     write_text(path, shown(text))
     return path

@@ -1,8 +1,9 @@
 """The report page of a run folder (``multispin-sim run``): the scenario, the headline figures
-with their 95% confidence intervals, the round's time budget, distributions of per-round goodput
-and of the communication time (with its heavy tail on a log-log survival plot), the UL/DL shares
-of the corrections (overall and per device), a timeline of the first rounds, the warnings, and
-how the run was made (version, seed, command)."""
+with their 95% confidence intervals, the run's time budget (shares of the simulated time, idle
+included; of the summed batch spans for the asynchronous protocol), distributions of per-round
+goodput and of the communication time (with its heavy tail on a log-log survival plot), the
+UL/DL shares of the corrections (overall and per device), a timeline of the first rounds, the
+warnings, and how the run was made (version, seed, command)."""
 from __future__ import annotations
 
 import json
@@ -71,17 +72,61 @@ def device_axis(dev, dr):
     return np.arange(keys.size), at, "device (cell by cell)"
 
 
-def _run_figures(folder, summary, tables):
-    Figure = _figure_class()
-    rt, dr, dev = tables["rounds"], tables["device_rounds"], tables["devices"]
-    figs = []
-    dur = rt["duration_s"]
-    # time budget
-    parts = {"drafting": rt["draft_s"].sum(), "verification": rt["verify_s"].sum(),
-             "communication": rt["comm_s"].sum()}
-    total = sum(parts.values())
-    budget = {k: v / total if total > 0 else 0.0 for k, v in parts.items()}
+def time_budget(summary, tables, cell_times=None):
+    """(shares, what they are of): where the time of the run went, from rounds.csv.
 
+    Synchronous: shares of the simulated time (summary ``sim_time_s``), with the time no round
+    was running (a light load waiting for requests) as ``idle``; several cells: of the cells'
+    simulated times summed (``cell_times``, each cell's own ``sim_time_s``). Asynchronous:
+    batches overlap, so the shares are of the summed batch spans (rounds.csv ``duration_s``,
+    from a batch's earliest draft start to its last correction's end), the rest of a span
+    being the waits for the server and the channel."""
+    rt = tables["rounds"]
+    parts = {"drafting": float(rt["draft_s"].sum()), "verification": float(rt["verify_s"].sum()),
+             "communication": float(rt["comm_s"].sum())}
+    spans = float(rt["duration_s"].sum())
+    if is_asynchronous(summary):
+        total = spans
+        parts["waiting for the server or the channel"] = max(spans - sum(parts.values()), 0.0)
+        what = ("of the summed batch spans (each from the batch's earliest draft start to its "
+                "last correction's end; batches overlap, so these are not shares of the "
+                "simulated time)")
+    elif cell_times:
+        total = float(sum(cell_times.values()))
+        parts["idle"] = max(total - spans, 0.0)
+        what = (f"of the simulated time of the {len(cell_times)} cells with rounds (each cell's "
+                f"own sim_time_s, summed: {total:.4g} s)")
+    else:
+        total = number(summary.get("sim_time_s"))
+        total = total if np.isfinite(total) else spans
+        parts["idle"] = max(total - spans, 0.0)
+        what = "of the simulated time"
+    if "idle" in parts:
+        parts["idle (no round running)"] = parts.pop("idle")
+    return {k: v / total if total > 0 else 0.0 for k, v in parts.items()}, what
+
+
+def is_asynchronous(summary):
+    return isinstance(summary.get("asynchronous"), dict)
+
+
+def _cell_goodputs(summary):
+    cells = summary.get("cells")
+    if not isinstance(cells, list):
+        return []
+    return [number(c.get("goodput_tps")) for c in cells if isinstance(c, dict)
+            and np.isfinite(number(c.get("goodput_tps")))]
+
+
+def goodput_figure(summary, tables):
+    """Goodput of each round (of each batch: tokens over its span, asynchronous) against the
+    run's goodput, or each cell's in a run of several cells (the network's is their sum, far
+    right of any round); and the goodput of each device. Returns (figure, caption)."""
+    Figure = _figure_class()
+    from matplotlib.ticker import MaxNLocator
+
+    rt, dr, dev = tables["rounds"], tables["device_rounds"], tables["devices"]
+    dur = rt["duration_s"]
     fig = Figure(figsize=(10, 3.4), layout="constrained")
     a1, a2 = fig.subplots(1, 2)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -93,20 +138,47 @@ def _run_figures(folder, summary, tables):
             color="#4C72B0")
     g = number(summary.get("goodput_tps"))
     lo, hi = _interval(summary)
-    if np.isfinite(g):
-        a1.axvspan(lo, hi, color="#DD8452", alpha=0.3, label="95% CI of the run's goodput")
-        a1.axvline(g, color="#DD8452", label=f"run goodput {g:.1f} tokens/s")
+    cells = _cell_goodputs(summary)
+    if is_asynchronous(summary):
+        a1.set(xlabel="tokens / batch span (tokens/s)", title="goodput of each batch")
+        caption = ("Left: tokens of each batch divided by its span (earliest draft start to last "
+                   "correction). Batches overlap, so the run's goodput, tokens over the "
+                   f"simulated time ({_f(g, '.1f')} tokens/s), is not read from this histogram.")
+    elif cells:
+        for i, c in enumerate(cells):
+            a1.axvline(c, color="#DD8452", linewidth=1.0,
+                       label="each cell's goodput" if i == 0 else None)
         a1.legend(fontsize=8)
-    a1.set(xlabel="tokens / round length (tokens/s)", ylabel="rounds", title="goodput of each round")
-    from matplotlib.ticker import MaxNLocator
-
-    devices, device_of_row, device_label = device_axis(dev, dr)
+        a1.set(xlabel="tokens / round length (tokens/s)", title="goodput of each round, all cells")
+        caption = ("Left: tokens of each round of every cell divided by its length; the lines are "
+                   "the cells' goodputs (each the ratio of its sums). The network's goodput, "
+                   f"{_f(g, '.1f')} tokens/s, is their sum.")
+    else:
+        if np.isfinite(lo) and np.isfinite(hi):
+            a1.axvspan(lo, hi, color="#DD8452", alpha=0.3, label="95% CI of the run's goodput")
+        if np.isfinite(g):
+            a1.axvline(g, color="#DD8452", label=f"run goodput {g:.1f} tokens/s")
+            a1.legend(fontsize=8)
+        a1.set(xlabel="tokens / round length (tokens/s)", title="goodput of each round")
+        caption = ("Left: tokens of each round divided by its length (the run's goodput is the "
+                   "ratio of sums, not the mean of this histogram).")
+    a1.set(ylabel="batches" if is_asynchronous(summary) else "rounds")
+    devices, _, device_label = device_axis(dev, dr)
     a2.bar(devices, dev["goodput_tps"], color="#55A868")
     a2.set(xlabel=device_label, ylabel="tokens/s", title="goodput per device")
     a2.xaxis.set_major_locator(MaxNLocator(integer=True))
-    figs.append(_img(_png(fig), "goodput distribution",
-                     "Left: tokens of each round divided by its length (the run's goodput is the "
-                     "ratio of sums, not the mean of this histogram). Right: per-device goodput."))
+    return fig, caption + " Right: per-device goodput."
+
+
+def _run_figures(folder, summary, tables):
+    Figure = _figure_class()
+    from matplotlib.ticker import MaxNLocator
+
+    rt, dr, dev = tables["rounds"], tables["device_rounds"], tables["devices"]
+    fig, caption = goodput_figure(summary, tables)
+    figs = [_img(_png(fig), "goodput distribution", _e(caption))]
+
+    devices, device_of_row, device_label = device_axis(dev, dr)
 
     fig = Figure(figsize=(10, 3.4), layout="constrained")
     a1, a2 = fig.subplots(1, 2)
@@ -121,9 +193,12 @@ def _run_figures(folder, summary, tables):
             v = np.quantile(comm, q)
             a1.axvline(v, color="k", ls=ls, label=f"{'median' if q == 0.5 else 'p95'} {v:.2f} ms")
         a1.legend(fontsize=8)
-    a1.set(xlabel="communication time per round (ms)", ylabel="rounds",
-           title=f"comm time ({comm.size} rounds with a correction)")
-    a2.set(xlabel="communication time (ms)", ylabel="P(comm > x)", title="survival (log-log): the tail")
+    unit = "batch" if is_asynchronous(summary) else "round"
+    a1.set(xlabel=f"communication time per {unit} (ms)", ylabel=f"{unit}s",
+           title=f"comm time ({comm.size} {unit}s with a correction)")
+    # the empirical survival at the sorted values, each counted in: P(comm >= x), 1 at the least
+    a2.set(xlabel="communication time (ms)", ylabel="P(comm \u2265 x)",
+           title="survival (log-log): the tail")
     figs.append(_img(_png(fig), "communication delay distribution",
                      "The correction phase of each round. Under Rayleigh fading the delay has a 1/t "
                      "tail (infinite mean): read the median and p95 rather than the mean."))
@@ -163,7 +238,7 @@ def _run_figures(folder, summary, tables):
                          "verification and the UL/DL corrections of each device."))
     except Exception as exc:  # a figure that cannot be drawn is reported, not fatal
         figs.append(f'<div class="warn">timeline not drawn: {_e(exc)}</div>')
-    return figs, budget
+    return figs
 
 
 def _interval(summary):
@@ -210,26 +285,47 @@ def read_run_folder(folder):
     folder = Path(folder)
     summary, tables = read_run(folder)
     meta = read_json(folder / "run.json") if (folder / "run.json").is_file() else {}
-    return folder, summary, tables, meta
+    return folder, summary, tables, meta, cell_times(folder, tables["rounds"])
+
+
+def cell_times(folder, rounds):
+    """{cell: its simulated time} of a run of several cells (None for one cell): each cell's
+    ``cell_<c>/summary.json`` ``sim_time_s``, or without that folder the end of its last
+    round (a cell without rounds takes no time in the budget)."""
+    if "cell" not in rounds:
+        return None
+    times = {}
+    for c in np.unique(rounds["cell"]).tolist():
+        path = folder / f"cell_{c}" / "summary.json"
+        t = number(read_json(path, ("sim_time_s",))["sim_time_s"]) if path.is_file() else np.nan
+        if not np.isfinite(t):
+            sel = rounds["cell"] == c
+            t = float((rounds["start_s"][sel] + rounds["duration_s"][sel]).max())
+        times[c] = t
+    return times
 
 
 def run_report(checked):
-    folder, summary, tables, meta = checked
-    figs, budget = _run_figures(folder, summary, tables)
+    folder, summary, tables, meta, cells = checked
+    figs = _run_figures(folder, summary, tables)
+    budget, of_what = time_budget(summary, tables, cells)
+    batches = is_asynchronous(summary)
     lo, hi = _interval(summary)
     comm_med, comm_p95 = _stat(summary, "comm_s", "median", 1e3), _stat(summary, "comm_s", "p95", 1e3)
     cards = [
         ("goodput (tokens/s), 95% CI", f"{_f(number(summary['goodput_tps']))}<br><small>"
                                        f"{_f(lo)} to {_f(hi)}</small>"),
-        ("rounds / simulated time", f"{summary['rounds']:,}<br><small>"
-                                    f"{_f(number(summary['sim_time_s']))} s</small>"),
+        (f"{'batches' if batches else 'rounds'} / simulated time",
+         f"{summary['rounds']:,}<br><small>{_f(number(summary['sim_time_s']))} s</small>"),
         ("mean draft length", _f(number(summary.get("mean_draft_len")))),
         ("corrections UL / DL", f"{summary.get('ul_corrections', 0):,} / "
                                 f"{summary.get('dl_corrections', 0):,}"),
         ("comm time median / p95", f"{_f(comm_med)} ms<br><small>p95 {_f(comm_p95)} ms</small>"),
     ]
     rows = []
-    for key, label in (("duration_s", "round length"), ("comm_s", "communication time")):
+    # asynchronous: summary.json duration_s is the time between batch ends (serving.md)
+    length = "time between batch ends" if batches else "round length"
+    for key, label in (("duration_s", length), ("comm_s", "communication time")):
         s = summary.get(key)
         if isinstance(s, dict):
             rows.append(f"<tr><td class=l>{label}</td>" + "".join(
@@ -237,8 +333,9 @@ def run_report(checked):
     body = [_cards(cards)]
     if budget:
         body.append("<p>Time budget of the run: " + ", ".join(
-            f"{k} {v:.0%}" for k, v in budget.items()) + " of the simulated time.</p>")
-    body.append("<table><tr><th class=l>per round (ms)</th><th>mean</th><th>median</th><th>p95</th>"
+            f"{k} {v:.0%}" for k, v in budget.items()) + f" {_e(of_what)}.</p>")
+    body.append(f"<table><tr><th class=l>per {'batch' if batches else 'round'} (ms)</th>"
+                "<th>mean</th><th>median</th><th>p95</th>"
                 "<th>max</th></tr>" + "".join(rows) + "</table>")
     req = summary.get("requests")
     if isinstance(req, dict):

@@ -68,7 +68,8 @@ def default_specs(meta, table):
 def sweep_figures(meta, table):
     """[(matplotlib Figure, name)] of the page: the plot entries (or the defaults), each with
     at most MAX_CURVES curves a panel and its legends outside the axes."""
-    from ..plots.figures import PlotError, render_figure
+    from ..plots.figures import render_figure
+    from ..plots.output import PlotError
 
     _figure_class()  # matplotlib missing: the report's own message
     specs = meta.get("plot") or default_specs(meta, table)

@@ -13,7 +13,8 @@ from multispin_sim.cli import main  # noqa: E402
 from multispin_sim.experiments import load_sweep, run_sweep  # noqa: E402
 from multispin_sim.outputs.records import read_table  # noqa: E402
 from multispin_sim.plots import timeline_segments  # noqa: E402
-from multispin_sim.plots.figures import PlotError, load_sweep_output, render_figure  # noqa: E402
+from multispin_sim.plots.figures import load_sweep_output, render_figure  # noqa: E402
+from multispin_sim.plots.output import PlotError  # noqa: E402
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
