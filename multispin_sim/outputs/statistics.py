@@ -67,8 +67,12 @@ class GrowingArray:
 
 
 def describe(values):
+    """Mean, median, p95 and max of ``values``; nan (null in summary.json) for an empty sample:
+    a run without rounds, or without a completed request, has no such value (a 0 would be
+    averaged as one)."""
     if values.size == 0:
-        return {"mean": 0.0, "median": 0.0, "p95": 0.0, "max": 0.0}
+        nan = float("nan")
+        return {"mean": nan, "median": nan, "p95": nan, "max": nan}
     v = values.astype(float)
     return {
         "mean": float(v.mean()),

@@ -61,3 +61,20 @@ def test_short_runs_of_correlated_rounds_keep_most_of_the_coverage():
             "goodput_ci95"]
         covered += lo <= 102.85 <= hi
     assert covered / 200 >= 0.86
+
+
+def test_a_figure_of_no_values_is_null_not_zero(tmp_path):
+    """A queueing run in which no request arrives has no round and no completed request: its
+    round-time and latency figures have no value (null in summary.json), not 0 s, which a
+    sweep's mean over replications would average as a real latency."""
+    import json
+
+    res = ms.simulate(ms.load_scenario(None, overrides={
+        "workload.arrivals": "poisson", "workload.rate_per_s": 1e-6, "run.max_time_s": 5.0,
+        "devices.count": 2}), out=tmp_path / "run")
+    s = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert s["rounds"] == 0 and s["requests"]["completed"] == 0
+    for block in (s["duration_s"], s["comm_s"], s["requests"]["latency_s"],
+                  s["requests"]["time_to_first_token_s"], s["requests"]["wait_s"]):
+        assert all(block[q] is None for q in ("mean", "median", "p95", "max")), block
+    assert res.summary["requests"]["latency_s"]["mean"] != 0.0
