@@ -459,7 +459,9 @@ def build_parser():
     sp.add_argument("--duration", type=float, default=300.0,
                     help="simulated seconds per run (default 300)")
     sp.add_argument("--reps-min", type=_positive_int, default=3,
-                    help="replications per rate at least (default 3)")
+                    help="replications per rate at least (default 3); it also sets how many "
+                    "requests each run must expect, so low rates run longer than --duration "
+                    "(far longer with --reps-min 2: docs/components/serving.md)")
     sp.add_argument("--reps-max", type=_positive_int, default=10,
                     help="replications per rate at most (default 10)")
     sp.add_argument("--tol", type=float, default=0.05,
@@ -468,8 +470,8 @@ def build_parser():
     sp.add_argument("--seed", type=int, help="first replication's seed")
     sp.add_argument("--out", help="output folder (default results/capacity-<name>); one search "
                     "per folder: a folder that is not empty is refused")
-    sp.add_argument("--overwrite", action="store_true", help="replace the capacity.csv and "
-                    "capacity.json of an earlier search in --out")
+    sp.add_argument("--overwrite", action="store_true", help="replace the capacity.csv, "
+                    "capacity_reps.csv and capacity.json of an earlier search in --out")
     sp.add_argument("--quiet", action="store_true", help="no progress lines")
     sp.set_defaults(func=cmd_capacity)
     sp = command("acceptance", help="acceptance models: 'fit TRACE' fits iid, beta and "

@@ -9,10 +9,14 @@ many of them met TTFT <= ttft_s and TPOT <= tpot_s.
 
 Requests, not runs: a rate's attainment is met / counted over all its replications. A run that
 counts no request adds no evidence (it is not attainment 0). So that a run can decide anything,
-a rate whose runs expect fewer than ``min_requests`` requests (rate x devices x duration) is
-*extended*: its runs last min_requests / (rate x devices) seconds, at most ``max_extension`` x
-``duration_s``; the curve's ``duration_s`` column and the result's ``extended`` list say which
-rates were extended and to how long.
+a rate whose runs expect fewer than ``min_requests`` requests (rate x devices x duration, with
+devices the network's: devices.count in each cell of a multi-cell scenario) is *extended*: its
+runs last min_requests / (rate x devices) seconds, at most ``max_extension`` x ``duration_s``;
+the curve's ``duration_s`` column and the result's ``extended`` list say which rates were
+extended and to how long. By default ``min_requests`` is what a run needs for "all requests
+met" to decide *meets* after ``reps_min`` replications: 2 z^2 target / (1 - target) / reps_min
+with z the t quantile of reps_min - 1 degrees of freedom, so a small ``reps_min`` (wide t
+quantile: 12.7 at 2 replications) makes every run much longer.
 
 Interval (bounded in [0, 1]): the Wilson score interval of the pooled proportion with the
 effective number of requests n / deff, where the design effect deff >= 1 is the variance of
@@ -32,7 +36,8 @@ Search, bounded in rate and in the number of runs:
 2. bisection (geometric midpoints, at most ``max_steps``) of [lo, hi] = [highest rate that met,
    lowest that failed], until hi / lo - 1 <= ``rel_tol``, or a midpoint stays undecided after
    ``reps_max`` replications (the target is within the simulation's resolution there: the
-   midpoints of [lo, m] and [m, hi] are tried once more, then the search stops).
+   midpoints of [lo, m] and [m, hi] are tried once more, each narrowing [lo, hi] by its own
+   verdict, then the search stops).
 
 The result's ``verdict``: ``found`` (the capacity is in ``interval`` [lo, hi] unless one of the
 95% decisions at lo or hi was wrong; the point estimate interpolates the attainment linearly
@@ -57,6 +62,9 @@ from ..scenario import ScenarioError, load_scenario
 
 CURVE_COLUMNS = ("rate_per_s", "replications", "attainment_mean", "ci95_lo", "ci95_hi",
                  "slo_goodput_rps", "verdict", "requests", "met", "duration_s", "unstable_runs")
+# capacity_reps.csv: one row per run, the values a rate's interval is computed from
+REPS_COLUMNS = ("rate_per_s", "replication", "seed", "duration_s", "counted", "met",
+                "slo_goodput_rps", "unstable")
 MAX_DURATION_S = 1e9      # simulated seconds of one run (about 32 years)
 MAX_REPLICATIONS = 1000
 
@@ -181,7 +189,7 @@ class CapacitySearch:
                                 "workload.arrivals=poisson)")
         self.base = base
         self.ttft_s, self.tpot_s = ttft_s, tpot_s
-        self.devices = int(base.devices.count)
+        self.devices = network_devices(base)
         rate = base.workload.rate_per_s
         self.start_rate = _number("--rate", start_rate if start_rate is not None
                                   else float(np.mean(rate)), "expected requests/s per device "
@@ -241,7 +249,9 @@ class CapacitySearch:
         unstable = stopped or not req.get("stable", True)
         point["reps"].append({"met": int(slo.get("met", 0)), "counted": int(slo.get("counted", 0)),
                               "goodput": float(slo.get("goodput_rps", 0.0)),
-                              "unstable": bool(unstable)})  # one append: a signal never halves it
+                              "unstable": bool(unstable),
+                              "seed": int(self.base.seed + len(point["reps"]))})
+        # (one append: a signal never leaves half a replication)
         self.runs += 1
 
     def stats_at(self, rate):
@@ -326,7 +336,7 @@ class CapacitySearch:
             failed = [r for r in self.points if self.points[r].get("verdict") == "fails"]
             self.lowest_failing = min(failed) if failed else None
             return self._result(None, hi, "below" if failed else "undecided", "max_halvings")
-        stop = "tolerance"
+        stop = None
         for _ in range(self.max_steps):
             if hi / lo - 1 <= self.rel_tol:
                 break
@@ -338,16 +348,19 @@ class CapacitySearch:
                 hi = mid
             else:  # the target is within resolution at mid: narrow [lo, hi] around it, stop
                 stop = "undecided"
-                for side in ("lo", "hi"):
-                    q = math.sqrt(lo * mid) if side == "lo" else math.sqrt(mid * hi)
+                # each probe narrows the bracket by its own verdict, whichever side of mid it
+                # is on (a probe below mid that fails lowers hi); a verdict that contradicts
+                # the other probe's (noise: a rate above one that failed meets) leaves the
+                # bracket as the first one made it, so lo < hi holds
+                for q in (math.sqrt(lo * mid), math.sqrt(mid * hi)):
                     w = self.verdict(q)
-                    if side == "lo" and w == "meets":
+                    if w == "meets" and lo < q < hi:
                         lo = q
-                    if side == "hi" and w == "fails":
+                    elif w == "fails" and lo < q < hi:
                         hi = q
                 break
-        else:
-            stop = "max_steps"
+        if stop is None:   # the last step may have brought the bracket within the tolerance
+            stop = "tolerance" if hi / lo - 1 <= self.rel_tol else "max_steps"
         return self._result(lo, hi, "found", stop)
 
     def _result(self, lo, hi, verdict, stop):
@@ -418,6 +431,35 @@ class CapacitySearch:
         return rows
 
 
+    def replications(self):
+        """Rows of capacity_reps.csv: every run's counted and met requests (the pooled
+        attainment and its interval at a rate are computed from these, ``attainment_interval``)."""
+        rows = []
+        for rate in sorted(self.points):
+            for i, r in enumerate(self.points[rate]["reps"]):
+                rows.append((rate, i, r.get("seed", self.base.seed + i), self.duration_for(rate),
+                             r["counted"], r["met"], r["goodput"], int(r["unstable"])))
+        return rows
+
+
+def network_devices(scenario):
+    """The devices of the whole network: devices.count, times the number of cells when each
+    cell gets its own (``cells.drop: per-cell`` with a layout of several servers; a Poisson
+    layout: the servers it draws at the scenario's seed, as the engine does)."""
+    count = int(scenario.devices.count)
+    cells = scenario.cells
+    if cells.layout == "single" or cells.drop != "per-cell":
+        return count
+    if cells.layout == "hex":
+        return count * int(cells.count)
+    from ..engine.cell_plan import cell_layout
+    from ..engine.cells import CELLS_STREAM_KEY
+
+    rng = np.random.Generator(np.random.PCG64(
+        np.random.SeedSequence(scenario.seed, spawn_key=(CELLS_STREAM_KEY,))))
+    return count * max(int(cell_layout(scenario, rng).count), 1)
+
+
 OTHER_OUTPUTS = (("sweep", "sweep.json"), ("run", "summary.json"))
 
 
@@ -441,8 +483,8 @@ def check_output(folder, overwrite=False):
             has = ("holds a capacity search" if (folder / "capacity.json").exists()
                    else "is not empty")
             raise OutputLocationError(f"--out {folder}", has, "give a new folder, or add "
-                                      "--overwrite to replace capacity.csv and capacity.json "
-                                      "there")
+                                      "--overwrite to replace capacity.csv, capacity_reps.csv "
+                                      "and capacity.json there")
         return check_folder(folder, "--out")
     except OSError as exc:  # e.g. a name longer than the file system allows
         from ..errors import os_reason
@@ -451,18 +493,24 @@ def check_output(folder, overwrite=False):
                                   "other folder name") from None
 
 
+def _csv_text(columns, rows):
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(columns)
+    for row in rows:
+        w.writerow([repr(float(x)) if isinstance(x, float) else x for x in row])
+    return buf.getvalue()
+
+
 def write_capacity(folder, search):
-    """capacity.csv (the curve) and capacity.json (the result) in ``folder`` (created); each
-    file is written whole or not at all (temporary file + rename)."""
+    """capacity.csv (the curve), capacity_reps.csv (every run's counted and met requests) and
+    capacity.json (the result) in ``folder`` (created); each file is written whole or not at
+    all (temporary file + rename)."""
     from ..outputs.atomic import write_json, write_text
 
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    w.writerow(CURVE_COLUMNS)
-    for row in search.curve():
-        w.writerow([repr(float(x)) if isinstance(x, float) else x for x in row])
-    write_text(folder / "capacity.csv", buf.getvalue())
+    write_text(folder / "capacity_reps.csv", _csv_text(REPS_COLUMNS, search.replications()))
+    write_text(folder / "capacity.csv", _csv_text(CURVE_COLUMNS, search.curve()))
     write_json(folder / "capacity.json", search.result)
     return folder / "capacity.csv", folder / "capacity.json"

@@ -4,7 +4,8 @@ Every executor is a generator ``(tasks, jobs, runner, ...) -> (task, outcome)`` 
 order. A task is a plain dict (``cell``, ``replication``, ``key``, ``run_dir``, ``scenario``);
 ``execute_run`` does one run and never raises: an exception becomes
 ``{"status": "failed", "error": ...}`` (its traceback goes to ``run_dir/error.txt``), so one
-failing cell does not stop the others. Results are identical whatever the executor: each run is
+failing cell does not stop the others. An outcome with ``"stop": True`` is a complete run made
+while a stop signal came: the sweep records it, then stops. Results are identical whatever the executor: each run is
 a function of its scenario (seed included) only.
 
 - ``serial``: one run after the other, in this process (debugging, tests).
@@ -42,16 +43,29 @@ class RunStopped(Exception):
     """A limit stopped a run (``limits.*``): its cell fails with the reason, the others go on."""
 
 
+class StopAfterRun(Exception):
+    """A stop signal came while a run was already finishing: the run is complete and kept
+    (``summary``), and the sweep stops after recording it. The engine's own stop handler took
+    the signal, so nothing else would tell the sweep that it was asked to stop."""
+
+    def __init__(self, summary):
+        super().__init__("a stop signal came as the run finished")
+        self.summary = summary
+
+
 def simulate_run(scenario, out):
     """The default runner: run the engine on a plain scenario dict, write into ``out``."""
     from ..engine.simulation import simulate
     from ..scenario import load_scenario
 
     result = simulate(load_scenario(scenario), out=out)
+    signalled = getattr(result, "stop_signal", None) is not None
     if not result.complete:
-        if getattr(result, "stop_signal", None) is None:  # a limit: this cell fails, others go on
+        if not signalled:  # a limit: this cell fails, others go on
             raise RunStopped(f"run stopped early: {result.summary.get('stop_reason')}")
         raise RunInterrupted("the run was interrupted (summary complete: false)")
+    if signalled:
+        raise StopAfterRun(result.summary)
     return result.summary
 
 
@@ -94,6 +108,9 @@ def execute_run(task, runner=None):
         run_dir.parent.mkdir(parents=True, exist_ok=True)
         summary = plain((runner or simulate_run)(task["scenario"], run_dir))
         return {"status": "ok", "summary": summary, "elapsed_s": time.perf_counter() - t0}
+    except StopAfterRun as exc:  # a whole run, then the sweep stops
+        return {"status": "ok", "summary": plain(exc.summary),
+                "elapsed_s": time.perf_counter() - t0, "stop": True}
     except RunInterrupted as exc:  # Ctrl-C: not a failure of the cell; the sweep stops
         return {"status": "interrupted", "error": _one_line(exc)}
     except Exception as exc:  # reported per run; the sweep goes on

@@ -11,12 +11,19 @@ Output folder (default ``results/<sweep name>``)::
 Resume: a run is identified by the hash of its full resolved scenario (every key with its
 default filled in, seed included). Rerunning a sweep into the same folder reuses every run whose
 ``done.json`` holds that hash -- also after the grid was extended or reordered -- and runs the
-rest. A code update that adds a scenario key or changes a default changes the hash, so such runs
-are made afresh rather than mixed with results of the old code (the old folders stay until
-removed). Markers are written by this process as
+rest. A code update that adds a scenario key or changes a default changes the hash. A marker
+also records the fingerprint of the code that made the run and the content hashes of the input
+files its scenario names (``fingerprint``): a run made by other code, or from an input file
+that has changed since, is made again rather than mixed with results of the current code and
+inputs (how many, and why, is printed and kept in ``sweep.json`` as ``redone``). Folders of
+runs that no cell uses any more stay until removed. Markers are written by this process as
 each run finishes, so killing a sweep loses only the runs in flight. A failed run writes
 ``error.txt`` in its folder, is listed in ``sweep.json`` and ``runs.csv`` (status ``failed``),
 and is retried on the next invocation.
+
+A stop signal (Ctrl-C, SIGTERM, SIGHUP) ends the sweep: the runs in flight stop at a round
+boundary and are not kept; a run that was already writing its outputs when the signal came is
+complete, so it is kept, and the sweep stops after it.
 """
 from __future__ import annotations
 
@@ -30,6 +37,7 @@ from pathlib import Path
 from ..version import __version__
 from ..outputs.atomic import check_folder, write_json
 from .executors import check_executor, get_executor
+from .fingerprint import code_fingerprint, input_fingerprints, stale_reason
 from .sweepfile import dump_sweep_yaml, run_key
 from .tables import write_tables
 
@@ -49,6 +57,7 @@ class SweepResult:
     paths: dict
     ran: int = 0                        # runs executed now
     reused: int = 0                     # runs found complete from an earlier invocation
+    redone: dict = field(default_factory=dict)   # reason -> runs made again (not reused)
     failures: list = field(default_factory=list)
     wall_time_s: float = 0.0
     n_runs: int = 0
@@ -139,17 +148,37 @@ def _write_json(path, data):
 
 
 def scan_markers(runs_dir):
-    """{run key: (folder, marker)} of every completed run under ``runs_dir``."""
+    """{run key: [(folder, marker), ...]} of every completed run under ``runs_dir`` (a key can
+    have several folders: a run made again by other code in a cell of another index)."""
     found = {}
     if not runs_dir.is_dir():
         return found
     for marker in sorted(runs_dir.glob(f"*/{MARKER}")):
         try:
             data = json.loads(marker.read_text(encoding="utf-8"))
-            found[data["key"]] = (marker.parent, data)
-        except (OSError, ValueError, KeyError):
+            found.setdefault(data["key"], []).append((marker.parent, data))
+        except (OSError, ValueError, KeyError, TypeError):
             continue  # a damaged marker: the run is redone
     return found
+
+
+def reusable(candidates, code, inputs):
+    """(folder, marker) of a finished run that this code and these inputs would make, else
+    (None, why the candidates cannot be reused, or None when there are none)."""
+    why = None
+    for run_dir, marker in candidates:
+        reason = stale_reason(marker, code, inputs)
+        if reason is None:
+            return (run_dir, marker), None
+        why = why or reason
+    return None, why
+
+
+def redone_text(redone):
+    """``'3 finished runs redone (2 made by other code, 1 an input file changed)'``."""
+    total = sum(redone.values())
+    parts = ", ".join(f"{n} {why}" for why, n in sorted(redone.items()))
+    return f"{total} finished run{'s' if total != 1 else ''} redone ({parts})"
 
 
 def sweep_description(sweep, **status):
@@ -270,35 +299,48 @@ def _run_sweep(sweep, folder, executor, jobs, scheduler, runner, progress, strea
     runs_dir = folder / "runs"
     t0 = time.perf_counter()
     done = scan_markers(runs_dir)
+    code = code_fingerprint()
 
     records, pending = {}, {}
     reused = 0
+    redone = {}
     for cell in sweep.cells:
+        inputs = input_fingerprints(cell.scenario)   # the seed names no file
         for rep in range(sweep.replications):
             scenario = sweep.run_scenario(cell, rep)
             key = run_key(scenario)
-            if key in done:
-                run_dir, marker = done[key]
+            if key in pending:  # two cells with the same resolved scenario: run it once
+                pending[key]["also"].append((cell.index, rep))
+                continue
+            found, why = reusable(done.get(key, ()), code, inputs)
+            if found is not None:
+                run_dir, marker = found
                 records[(cell.index, rep)] = {"status": "ok", "summary": marker["summary"],
                                               "run_dir": str(run_dir.relative_to(folder))}
                 reused += 1
                 continue
-            if key in pending:  # two cells with the same resolved scenario: run it once
-                pending[key]["also"].append((cell.index, rep))
-                continue
+            if why is not None:
+                redone[why] = redone.get(why, 0) + 1
             name = f"c{cell.index:04d}-r{rep:03d}-{key[:10]}"
             pending[key] = {"cell": cell.index, "replication": rep, "key": key,
                             "run_dir": str(runs_dir / name), "scenario": scenario,
-                            "values": cell.values, "seed": sweep.seeds[rep], "also": []}
+                            "values": cell.values, "seed": sweep.seeds[rep], "inputs": inputs,
+                            "also": []}
+    if redone:
+        stream.write(f"sweep: {redone_text(redone)}: their done.json differs from this code or "
+                     "these input files\n")
+        stream.flush()
 
-    status = {"status": "running", "executor": executor, "jobs": jobs, "scheduler": scheduler}
+    status = {"status": "running", "executor": executor, "jobs": jobs, "scheduler": scheduler,
+              "code": code, "redone": redone}
     _write_json(folder / "sweep.json", sweep_description(sweep, **status))
     bar = SweepProgress(sweep, stream, progress)
     bar.start(records, sum(1 + len(t["also"]) for t in pending.values()))
     failures = []
     ran = 0
     interrupted = False
-    tasks = [{k: v for k, v in t.items() if k != "also"} for t in pending.values()]
+    tasks = [{k: v for k, v in t.items() if k not in ("also", "inputs")}
+             for t in pending.values()]
     try:
         for task, outcome in get_executor(executor)(tasks, jobs=jobs, runner=runner,
                                                     scheduler=scheduler, processes=dask_processes):
@@ -314,6 +356,7 @@ def _run_sweep(sweep, folder, executor, jobs, scheduler, runner, progress, strea
                     "key": task["key"], "cell": task["cell"], "replication": task["replication"],
                     "values": task["values"], "seed": task["seed"], "summary": outcome["summary"],
                     "elapsed_s": outcome.get("elapsed_s"), "multispin_sim_version": __version__,
+                    "code": code, "inputs": pending[task["key"]]["inputs"],
                 })
                 rec = {"status": "ok", "summary": outcome["summary"], "run_dir": rel}
             else:
@@ -324,6 +367,8 @@ def _run_sweep(sweep, folder, executor, jobs, scheduler, runner, progress, strea
             for target in targets:
                 records[target] = rec
                 bar.update(target[0], rec["status"] == "ok")
+            if outcome.get("stop"):   # a stop signal came as this run finished: kept, then stop
+                raise KeyboardInterrupt
     except KeyboardInterrupt:
         interrupted = True
     wall = time.perf_counter() - t0
@@ -336,4 +381,4 @@ def _run_sweep(sweep, folder, executor, jobs, scheduler, runner, progress, strea
     if interrupted:
         raise KeyboardInterrupt
     return SweepResult(folder, records, rows, cell_rows, paths, ran=ran, reused=reused,
-                       failures=failures, wall_time_s=wall, n_runs=sweep.n_runs)
+                       redone=redone, failures=failures, wall_time_s=wall, n_runs=sweep.n_runs)

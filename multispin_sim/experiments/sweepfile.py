@@ -28,8 +28,11 @@ random numbers, and adding replications later keeps the seeds of the existing on
 Validation happens before anything runs: unknown or misspelt keys, bad ranges, and every cell's
 scenario is actually loaded (``load_scenario``), so a value that the schema refuses in one cell
 is reported with the cell it belongs to (the base alone need not be valid when the swept keys
-make every cell so). Errors are :class:`ScenarioError` with the one-line
-``path: problem; allowed`` message of the scenario package.
+make every cell so). A range that gives a value twice is refused as a list with a repeated
+value is, and so is a ``--set`` that the swept keys would override in every cell (a swept key,
+its parent or part, its exclusive sibling; ``seed`` when ``sweep.seed`` is given). Errors are
+:class:`ScenarioError` with the one-line ``path: problem; allowed`` message of the scenario
+package.
 """
 from __future__ import annotations
 
@@ -51,7 +54,9 @@ import yaml
 from ..scenario import (ScenarioError, load_scenario, parse_set_options, reference_rows,
                         scenario_to_dict)
 from ..scenario import Scenario, apply_overrides, read_yaml_file
+from ..scenario.loading import exclusive_sibling
 from ..scenario.params import kind_of, python_values, section_hints
+from .metrics import CELLS_METRICS, METRICS, SUMMARY_BLOCKS, WALL_CLOCK, is_metric
 
 __all__ = ["Sweep", "Cell", "Axis", "load_sweep", "replication_seeds", "run_key", "METRICS",
            "TOP_KEYS", "SWEEP_KEYS"]
@@ -63,24 +68,6 @@ PLOT_KEYS = ("name", "title", "x", "y", "curves", "panels", "xlabel", "ylabel", 
 MAX_AXIS_VALUES = 10_000
 MAX_RUNS = 100_000  # cells x replications of one sweep (checked before the grid is expanded)
 _NAME_RE = re.compile(r"^[A-Za-z0-9._-]+$")
-
-# The per-run metrics of the tidy table (flattened summary + derived shares), in table order.
-# ``plot`` entries are checked against this list.
-METRICS = (
-    "goodput_tps", "goodput_ci95_lo", "goodput_ci95_hi", "goodput_ci_batches", "tokens", "rounds",
-    "sim_time_s", "mean_draft_len", "rejections", "ul_corrections", "dl_corrections",
-    "duration_s_mean", "duration_s_median", "duration_s_p95", "duration_s_max",
-    "comm_s_mean", "comm_s_median", "comm_s_p95", "comm_s_max", "complete",
-    "device_rounds", "share_accepted", "share_ul", "share_dl",
-    "wall_time_s", "rounds_per_s",
-)
-
-# Nested sections of the summary some scenarios add (queueing requests, fading-block delays):
-# their flattened metrics (``requests_latency_s_median``, ...) are accepted as plot y too.
-# Wall-clock metrics differ from one machine and one run to the next: runs.csv has them, the
-# per-cell means of cells.csv (which figures plot) leave them out.
-WALL_CLOCK = ("wall_time_s", "rounds_per_s")
-NESTED_METRIC_PREFIXES = ("requests_", "delays_", "energy_", "payload_")
 
 
 @dataclass(frozen=True)
@@ -197,7 +184,7 @@ def expand_range(spec, path, source=None):
         ints = isinstance(start, int) and isinstance(stop, int)
         if ints and all(float(v).is_integer() for v in values):
             values = [int(v) for v in values]
-        return values
+        return _distinct(values, path, source)
     step = spec["step"]
     if not _is_number(step) or step == 0 or (stop - start) * step < 0:
         raise _err(f"{path}.step", f"{step!r} is not allowed",
@@ -208,7 +195,20 @@ def expand_range(spec, path, source=None):
                    f"expected at most {MAX_AXIS_VALUES}", source)
     if all(isinstance(x, int) and not isinstance(x, bool) for x in (start, stop, step)):
         return [start + i * step for i in range(n)]
-    return [_tidy(start + i * step) for i in range(n)]
+    return _distinct([_tidy(start + i * step) for i in range(n)], path, source)
+
+
+def _distinct(values, path, source):
+    """A range's values, refused when one comes twice (start == stop with num > 1, or values
+    closer than the 12 significant digits a range keeps): as a list with a repeated value is."""
+    seen = set()
+    for v in values:
+        if v in seen:
+            raise _err(path, f"the range gives the value {_show(v)} more than once",
+                       "a range of distinct values (start != stop for num > 1, values apart in "
+                       "their first 12 significant digits)", source)
+        seen.add(v)
+    return values
 
 
 def _axis_values(value, path, source):
@@ -402,9 +402,11 @@ def _parse_plot(doc, keys, source):
                 raise _err(f"{path}.y", f"{y!r} is a wall-clock figure (runs.csv only; figures "
                            "plot the per-cell means of cells.csv)",
                            f"one of {', '.join(plottable)}", source)
-            if y not in METRICS and not y.startswith(NESTED_METRIC_PREFIXES):
+            if not is_metric(y):
                 raise _err(f"{path}.y", f"{y!r} is not a metric",
-                           f"expected one of {', '.join(plottable)}", source)
+                           f"expected one of {', '.join(plottable + list(CELLS_METRICS))}, or "
+                           f"a metric of a summary block ({', '.join(SUMMARY_BLOCKS)}: "
+                           "<block>_<key>, as the columns of cells.csv)", source)
         fig["y"] = ys
         for opt in ("curves", "panels"):
             v = fig.get(opt)
@@ -485,10 +487,7 @@ def load_sweep(source, overrides=None):
         raise _err("sweep.seed", f"{master!r} is not allowed", "expected an integer >= 0", path)
 
     keys = [k for a in axes for k in a.keys]
-    for k in overrides:
-        if k in keys:
-            raise _err(k, "--set overrides a swept key",
-                       f"remove it from --set or from sweep.{_axis_of(axes, k).kind}", path)
+    _check_set_against_sweep(overrides, sweep, axes, path)
     plot = _parse_plot(doc, keys, path)
 
     n_cells = math.prod(len(a.values) for a in axes)
@@ -544,6 +543,46 @@ def _flatten(mapping, prefix=""):
 
 def _axis_of(axes, key):
     return next(a for a in axes if key in a.keys)
+
+
+def _check_set_against_sweep(overrides, sweep, axes, source):
+    """Refuse a --set that the sweep would override in every cell, so it would have no effect:
+    a swept key itself, its parent or sub-key, its exclusive sibling (server.dl_power_ratio
+    given while server.dl_power_dbm is swept), and the seed when sweep.seed is given."""
+    if "seed" in overrides and "seed" in sweep:
+        raise _err("seed", "--set seed is overridden by sweep.seed (the master seed the "
+                   "replications' seeds are spawned from)", "remove --set seed, or change "
+                   "sweep.seed in the sweep file", source)
+    for k, value in overrides.items():
+        k = str(k)
+        for leaf in _leaves(k, value):
+            parts = leaf.split(".")
+            sibling = exclusive_sibling(parts)
+            sibling = ".".join(parts[:-1] + [sibling]) if sibling else None
+            for axis in axes:
+                for s, values in zip(axis.keys, zip(*axis.values)):
+                    swept = {x for v in values for x in _leaves(s, v)}
+                    if not any(leaf == x or leaf.startswith(x + ".") or x.startswith(leaf + ".")
+                               or sibling == x for x in swept):
+                        continue
+                    if k == s:
+                        how = "--set overrides a swept key"
+                    elif s.startswith(k + "."):
+                        how = f"--set of a key that holds the swept key {s}"
+                    elif k.startswith(s + "."):
+                        how = f"--set of a part of the swept key {s}"
+                    else:
+                        how = (f"--set of a key that the swept key {s} excludes (only one of "
+                               "them is given, and the swept one wins in every cell)")
+                    raise _err(k, how, f"remove it from --set, or from sweep.{axis.kind}",
+                               source)
+
+
+def _leaves(key, value):
+    """The key paths a value set at ``key`` gives (a mapping sets each of its leaves)."""
+    if isinstance(value, Mapping) and value:
+        return list(_flatten(value, key))
+    return [key]
 
 
 def dump_sweep_yaml(sweep):

@@ -5,16 +5,22 @@ key path), ``status`` (ok / failed), ``error``, ``run_dir``, then every scalar m
 summary, flattened (``goodput_ci95`` -> ``goodput_ci95_lo`` / ``_hi``, ``comm_s`` ->
 ``comm_s_mean`` ...), and the derived shares of device-rounds:
 
-- ``device_rounds`` = rounds x devices.count (the paper's saturated workload: every device takes
-  part in every round; the summary's own ``device_rounds`` wins when the engine reports one;
-  other workloads without it get NaN shares rather than wrong ones);
+- ``device_rounds`` = the summary's own ``device_rounds`` when the engine reports one (0 for a
+  run without rounds), else rounds x devices.count (the paper's saturated workload: every
+  device takes part in every round); other workloads without it get NaN rather than a guess;
 - ``share_accepted`` = 1 - rejections / device_rounds (all drafts accepted, or no draft);
-- ``share_ul`` = ul_corrections / device_rounds, ``share_dl`` = dl_corrections / device_rounds.
+- ``share_ul`` = ul_corrections / device_rounds, ``share_dl`` = dl_corrections / device_rounds
+  (the three shares are NaN when device_rounds is 0 or unknown).
 
 ``cells.csv``: one row per cell: ``cell``, the swept values, ``n`` (replications that succeeded),
-``n_failed``, and for each metric ``<metric>_mean``, ``<metric>_ci95_lo``, ``<metric>_ci95_hi``:
-the mean across replications and its 95% confidence interval (Student t with n - 1 degrees of
-freedom; NaN when n < 2). Wall-clock metrics (``wall_time_s``, ``rounds_per_s``) are left out of
+``n_failed``, and for each metric ``<metric>_mean``, ``<metric>_ci95_lo``, ``<metric>_ci95_hi``
+and ``<metric>_n``: the mean across the successful replications that have a value of that
+metric, its 95% confidence interval (Student t with ``<metric>_n`` - 1 degrees of freedom; NaN
+when ``<metric>_n`` < 2), and that number of replications. ``<metric>_n`` is below ``n`` when
+some runs have no value (null in their summary.json: a latency of a run that completed no
+request, an SLO attainment with no request counted). An infinite value is stored as null in
+summary.json too (strict JSON), so it counts as missing alike, and a run read back on resume
+gives the same row. Wall-clock metrics (``wall_time_s``, ``rounds_per_s``) are left out of
 ``cells.csv``, so that file is byte-identical whatever the executor and the number of workers.
 
 Floats are written with Python's shortest round-trip repr (like ``outputs.records``).
@@ -30,7 +36,7 @@ import numpy as np
 
 from ..outputs.atomic import strict
 from ..outputs.tquantile import t_quantile
-from .sweepfile import METRICS, WALL_CLOCK
+from .metrics import METRICS, WALL_CLOCK
 
 
 def flatten_summary(summary, prefix=""):
@@ -54,21 +60,22 @@ def flatten_summary(summary, prefix=""):
 def derived_metrics(summary, scenario):
     """Shares of device-rounds accepted / corrected by UL / by DL.
 
-    The denominator is the summary's ``device_rounds`` when the engine reports it, else
-    rounds x devices.count, exact for the saturated workload (every device in every round);
-    for other workloads without that key the shares are NaN rather than wrong.
+    The denominator is the summary's ``device_rounds`` when the engine reports it (kept as
+    reported, 0 included), else rounds x devices.count, exact for the saturated workload (every
+    device in every round); for other workloads without that key it is NaN rather than wrong.
+    The shares are NaN without device-rounds to share.
     """
     count = int(scenario["devices"]["count"])
     arrivals = (scenario.get("workload") or {}).get("arrivals", "saturated")
-    if "device_rounds" in summary:
+    if summary.get("device_rounds") is not None:
         device_rounds = int(summary["device_rounds"])
     elif arrivals == "saturated":
         device_rounds = int(summary["rounds"]) * count
     else:
-        device_rounds = 0
-    if device_rounds <= 0:
-        return {"device_rounds": math.nan, "share_accepted": math.nan, "share_ul": math.nan,
-                "share_dl": math.nan}
+        device_rounds = math.nan
+    if not device_rounds > 0:
+        return {"device_rounds": device_rounds, "share_accepted": math.nan,
+                "share_ul": math.nan, "share_dl": math.nan}
     return {
         "device_rounds": device_rounds,
         "share_accepted": 1.0 - summary["rejections"] / device_rounds,
@@ -110,13 +117,17 @@ def write_csv(path, columns, rows):
 
 
 def write_parquet(path, columns, rows):
-    """Parquet copy of a table when pyarrow is importable; returns whether it was written."""
+    """Parquet copy of a table when pyarrow is importable; returns whether it was written.
+
+    Each column gets its own type; a column whose values Arrow cannot hold in one type (a swept
+    key with values of mixed types, ``[every-round, 5]``) is written as text, that column only.
+    """
     try:
         import pyarrow as pa
         import pyarrow.parquet as pq
     except ImportError:
         return False
-    data = {}
+    arrays = []
     for c in columns:
         vals = [row.get(c) for row in rows]
         if any(isinstance(v, (list, tuple, dict)) for v in vals):
@@ -125,19 +136,25 @@ def write_parquet(path, columns, rows):
                 v is None or (isinstance(v, (int, float)) and not isinstance(v, bool))
                 for v in vals):
             vals = [None if v is None else float(v) for v in vals]
-        data[c] = vals
-    try:
-        pq.write_table(pa.table(data), path)
-    except (pa.ArrowInvalid, pa.ArrowTypeError):  # mixed types in a swept column
-        pq.write_table(pa.table({c: [None if v is None else _cell_text(v) for v in data[c]]
-                                 for c in columns}), path)
+        try:
+            arrays.append(pa.array(vals))
+        except (pa.ArrowInvalid, pa.ArrowTypeError):
+            arrays.append(pa.array([None if v is None else _cell_text(v) for v in vals],
+                                   type=pa.string()))
+    pq.write_table(pa.Table.from_arrays(arrays, names=list(columns)), path)
     return True
 
 
-def mean_ci(values, level=0.95):
-    """(mean, lo, hi) of a sample; Student t interval, NaN bounds when fewer than 2 values."""
+def finite_values(values):
+    """The values that count in a cell's statistics: not None, not NaN, not infinite."""
     x = np.asarray([v for v in values if v is not None], dtype=float)
-    x = x[np.isfinite(x)]
+    return x[np.isfinite(x)]
+
+
+def mean_ci(values, level=0.95):
+    """(mean, lo, hi) of the finite values of a sample; Student t interval, NaN bounds when
+    fewer than 2 values."""
+    x = finite_values(values)
     n = x.size
     if n == 0:
         return math.nan, math.nan, math.nan
@@ -187,12 +204,14 @@ def build_tables(sweep, records):
         crow = {"cell": cell.index, **cell.values, "n": len(ok),
                 "n_failed": sum(r["status"] != "ok" for r in mine)}
         for m in cell_metrics:
-            mean, lo, hi = mean_ci([r[m] for r in ok])
+            values = [r[m] for r in ok]
+            mean, lo, hi = mean_ci(values)
             crow[f"{m}_mean"], crow[f"{m}_ci95_lo"], crow[f"{m}_ci95_hi"] = mean, lo, hi
+            crow[f"{m}_n"] = int(finite_values(values).size)
         cell_rows.append(crow)
     cell_cols = ["cell", *keys, "n", "n_failed"]
     for m in cell_metrics:
-        cell_cols += [f"{m}_mean", f"{m}_ci95_lo", f"{m}_ci95_hi"]
+        cell_cols += [f"{m}_mean", f"{m}_ci95_lo", f"{m}_ci95_hi", f"{m}_n"]
     return run_cols, rows, cell_cols, cell_rows
 
 

@@ -350,7 +350,8 @@ def render_figure(spec, meta, cells, max_curves=None, legend_outside=False, max_
                 mean = cells[f"{m}_mean"][mask].astype(float)
                 lo = cells[f"{m}_ci95_lo"][mask].astype(float)
                 hi = cells[f"{m}_ci95_hi"][mask].astype(float)
-                nn = cells["n"][mask]
+                # the replications behind this metric's mean (those with a value)
+                nn = cells[f"{m}_n" if f"{m}_n" in cells else "n"][mask]
                 if numeric_x:
                     order = np.argsort(xv.astype(float), kind="stable")
                     pos = xv.astype(float)[order]

@@ -147,14 +147,14 @@ def apply_overrides(raw: Mapping[str, Any], overrides: Overrides) -> dict[str, A
             node = child
         last = next((k for k in node if str(k) == parts[-1]), parts[-1])
         node[last] = _merge(node.get(last), python_values(value))
-        sibling = _exclusive_sibling(parts)
+        sibling = exclusive_sibling(parts)
         if sibling and value is not None and ".".join(parts[:-1] + [sibling]) not in overrides:
             for k in [k for k in node if str(k) == sibling]:
                 node[k] = None
     return result
 
 
-def _exclusive_sibling(parts: list[str]) -> Optional[str]:
+def exclusive_sibling(parts: list[str]) -> Optional[str]:
     """The ``exclusive_with`` sibling of the schema key at ``parts`` (None if none / unknown)."""
     cls: Any = Scenario
     for part in parts[:-1]:

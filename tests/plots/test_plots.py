@@ -93,7 +93,7 @@ def test_capacity_curve_to_its_folder_a_png_or_another_folder(capacity_folder, t
         assert capsys.readouterr().out.split() == [str(png)]
         assert png.read_bytes()[:8] == PNG_MAGIC
     assert sorted(p.name for p in folder.iterdir()) == ["capacity.csv", "capacity.json",
-                                                        "capacity.png"]
+                                                        "capacity.png", "capacity_reps.csv"]
     # an interval end one ulp inside its mean (as earlier versions wrote at 100% attainment)
     # is drawn as a zero error bar, not refused
     text = (folder / "capacity.csv").read_text().splitlines()

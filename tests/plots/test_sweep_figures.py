@@ -99,10 +99,12 @@ def test_the_title_counts_the_replications_behind_the_points(sweep):
     spec = meta["plot"][0]
     title = render_figure(spec, dict(meta, replications=5), cells)[0].get_suptitle()
     assert "over 2 replications" in title and "over 5" not in title   # cells.csv's n
-    one = dict(cells, n=np.ones_like(cells["n"]))
+    one = {k: (np.ones_like(cells["n"]) if k == "n" or k.endswith("_n") else v)
+           for k, v in cells.items()}   # one replication behind every mean
     assert "no CI" in render_figure(spec, meta, one)[0].get_suptitle()
     # an interrupted sweep: cells without a run are not drawn, and the title says so
-    part = dict(cells, n=np.where(cells["policy.mode"] == "optimal", cells["n"], 0))
+    part = {k: (np.where(cells["policy.mode"] == "optimal", v, 0)
+                if k == "n" or k.endswith("_n") else v) for k, v in cells.items()}
     for m in ("goodput_tps_mean", "goodput_tps_ci95_lo", "goodput_tps_ci95_hi"):
         part[m] = np.where(part["n"] > 0, cells[m], np.nan)
     fig, rows = render_figure(spec, dict(meta, status="interrupted"), part)
@@ -152,7 +154,8 @@ def test_a_refused_plot_writes_nothing(sweep, capacity_folder, tmp_path, capsys)
         assert capsys.readouterr().err.count("\n") == 1
     assert sorted(p.name for p in tmp_path.iterdir()) == ["badcap", "cap", "copy"]
     assert not (folder / "figures").exists()
-    assert sorted(p.name for p in bad_capacity.iterdir()) == ["capacity.csv", "capacity.json"]
+    assert sorted(p.name for p in bad_capacity.iterdir()) == ["capacity.csv", "capacity.json",
+                                                             "capacity_reps.csv"]
 
 
 @pytest.mark.parametrize("name, magic", [("fig.svg", b"<?xml"), ("fig.pdf", b"%PDF"),
