@@ -32,3 +32,16 @@ def capacity_folder(tmp_path):
     folder = tmp_path / "cap"
     write_capacity(folder, search)
     return folder
+
+
+@pytest.fixture(scope="session")
+def swept(tmp_path_factory):
+    """``swept(doc, name)``: the output folder of the sweep ``doc`` (a sweep file's mapping),
+    run serially."""
+    from multispin_sim.experiments import load_sweep, run_sweep
+
+    def run(doc, name):
+        out = tmp_path_factory.mktemp(name) / "out"
+        run_sweep(load_sweep(doc), out, executor="serial")
+        return out
+    return run

@@ -189,11 +189,9 @@ QUEUEING = {
 
 
 @pytest.fixture(scope="module")
-def sparse(tmp_path_factory):
+def sparse(swept):
     """Poisson arrivals so rare that some runs see no request, hence no round."""
-    out = tmp_path_factory.mktemp("sparse") / "out"
-    run_sweep(load_sweep(QUEUEING), out, executor="serial")
-    return out
+    return swept(QUEUEING, "sparse")
 
 
 def test_a_run_without_rounds_has_zero_device_rounds(sparse):

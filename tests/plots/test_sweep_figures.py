@@ -12,7 +12,6 @@ import pytest
 pytest.importorskip("matplotlib")
 
 from multispin_sim.cli import main  # noqa: E402
-from multispin_sim.experiments import load_sweep, run_sweep  # noqa: E402
 from multispin_sim.outputs.records import read_table  # noqa: E402
 from multispin_sim.plots.figures import load_sweep_output, render_figure  # noqa: E402
 from multispin_sim.plots.output import PlotError  # noqa: E402
@@ -32,10 +31,8 @@ SWEEP = {
 
 
 @pytest.fixture(scope="module")
-def sweep(tmp_path_factory):
-    out = tmp_path_factory.mktemp("zipped") / "out"
-    run_sweep(load_sweep(SWEEP), out, executor="serial")
-    return out
+def sweep(swept):
+    return swept(SWEEP, "zipped")
 
 
 def _visible(fig):
