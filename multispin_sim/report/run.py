@@ -18,7 +18,7 @@ from .common import (_cards, _e, _figure_class, _fmt, _img, _page, _png, _timeli
 
 ROUND_COLUMNS = ("round", "start_s", "draft_s", "verify_s", "comm_s", "duration_s", "tokens")
 DEVICE_ROUND_COLUMNS = ("round", "device", "draft_len", "mode")
-DEVICE_COLUMNS = ("device", "goodput_tps")
+DEVICE_COLUMNS = ("device", "goodput_tps", "draft_latency_s")
 SUMMARY_KEYS = ("rounds", "goodput_tps", "sim_time_s")
 
 
@@ -58,11 +58,15 @@ def read_run(folder):
 
 
 def device_axis(dev, dr):
-    """Where each device and each device-round go on the per-device axes, and the axis label:
-    the device index; in a run of several cells (a ``cell`` column, device indices counted
-    within each cell) the devices cell by cell."""
+    """Where each device (row of ``devices.csv``) and each device-round go on the per-device
+    axes, and the axis label: the device index; in a run of several cells (a ``cell`` column,
+    device indices counted within each cell) the devices cell by cell; but where every cell
+    lists the network's devices (moving devices, reassociation), each device once, its rows in
+    the cells together."""
     if "cell" not in dev:
         return dev["device"], dr["device"], "device"
+    if _shared_devices(dev):
+        return dev["device"], dr["device"], "device (over the cells it was in)"
     # a (cell, device) pair as one number, looked up in the devices table's order (millions
     # of device rows in a long run: no Python loop over them)
     width = int(max(dev["device"].max(initial=0), dr["device"].max(initial=0))) + 1
@@ -70,6 +74,24 @@ def device_axis(dev, dr):
     order = np.argsort(keys, kind="stable")
     at = order[np.searchsorted(keys, dr["cell"] * width + dr["device"], sorter=order)]
     return np.arange(keys.size), at, "device (cell by cell)"
+
+
+def _shared_devices(dev):
+    """Whether every cell's table lists the same devices (the same indices with the same
+    drafting latencies, drawn once for the network) rather than devices of its own."""
+    cells = np.unique(dev["cell"])
+    if cells.size < 2 or "draft_latency_s" not in dev:
+        return False
+    first = None
+    for c in cells:
+        rows = dev["cell"] == c
+        order = np.argsort(dev["device"][rows], kind="stable")
+        here = (dev["device"][rows][order], dev["draft_latency_s"][rows][order])
+        if first is None:
+            first = here
+        elif not (np.array_equal(here[0], first[0]) and np.array_equal(here[1], first[1])):
+            return False
+    return True
 
 
 def time_budget(summary, tables, cell_times=None):
@@ -164,7 +186,8 @@ def goodput_figure(summary, tables):
                    "ratio of sums, not the mean of this histogram).")
     a1.set(ylabel="batches" if is_asynchronous(summary) else "rounds")
     devices, _, device_label = device_axis(dev, dr)
-    a2.bar(devices, dev["goodput_tps"], color="#55A868")
+    places = np.unique(devices)
+    a2.bar(places, np.bincount(devices, weights=dev["goodput_tps"])[places], color="#55A868")
     a2.set(xlabel=device_label, ylabel="tokens/s", title="goodput per device")
     a2.xaxis.set_major_locator(MaxNLocator(integer=True))
     return fig, caption + " Right: per-device goodput."
@@ -216,14 +239,15 @@ def _run_figures(folder, summary, tables):
         bottom += v
     a1.set_xticks([0], ["all"]); a1.set(ylabel="share of device-rounds", ylim=(0, 1))
     a1.legend(fontsize=8, loc="lower center")
-    bottom = np.zeros(len(devices))
+    places = np.unique(devices)
+    bottom = np.zeros(len(places))
     size = int(max(np.max(devices, initial=0), np.max(device_of_row, initial=0))) + 1
     rows = np.bincount(device_of_row, minlength=size)
     for name, code in (("no correction", ""), ("UL", "ul"), ("DL", "dl")):
         hits = np.bincount(device_of_row, weights=modes == code, minlength=size)
         with np.errstate(invalid="ignore", divide="ignore"):
-            v = np.where(rows > 0, hits / rows, 0.0)[devices]
-        a2.bar(devices, v, bottom=bottom, color=colours[name])
+            v = np.where(rows > 0, hits / rows, 0.0)[places]
+        a2.bar(places, v, bottom=bottom, color=colours[name])
         bottom += v
     a2.set(xlabel=device_label, ylim=(0, 1), title="per device")
     a2.xaxis.set_major_locator(MaxNLocator(integer=True))

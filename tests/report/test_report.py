@@ -328,3 +328,23 @@ def test_paper_sweep_report_in_headless_chromium(paper_sweep, tmp_path):
     images, loaded, small, overflow = map(int, match.groups())
     # the plot entry and the timeline; every one shown at >= 60% of its size, no side scrolling
     assert images == loaded == 2 and small == 0 and overflow == 0
+
+
+def test_report_of_moving_devices_in_cells_draws_each_device_once(tmp_path):
+    """With moving devices every cell lists the network's devices: the per-device goodput is
+    each device's goodput summed over the cells it was in, one bar a device."""
+    out = tmp_path / "run"
+    assert main(["run", "--set", "cells.layout=hex", "--set", "cells.count=7", "--set",
+                 "devices.count=3", "--set", "mobility.model=random-waypoint", "--rounds", "20",
+                 "--out", str(out), "--quiet"]) == 0
+    dev, dr = read_table(out / "devices.csv"), read_table(out / "device_rounds.csv")
+    places, at, label = device_axis(dev, dr)
+    assert len(dev["device"]) == 7 * 21 and len(set(places.tolist())) == 21
+    from multispin_sim.report.run import goodput_figure
+    summary = json.loads((out / "summary.json").read_text())
+    fig, _ = goodput_figure(summary, {"rounds": read_table(out / "rounds.csv"),
+                                      "device_rounds": dr, "devices": dev})
+    bars = fig.axes[1].patches
+    assert len(bars) == 21
+    want = np.bincount(dev["device"], weights=dev["goodput_tps"])
+    np.testing.assert_allclose([b.get_height() for b in bars], want, rtol=1e-12)
