@@ -13,8 +13,11 @@ import numpy as np
 from ..model.association import ASSOCIATION_RULES, AssociationView
 from ..model.cells import CELL_LAYOUTS
 from ..model.payload import format_from_scenario
+from ..model.pathloss import pathloss_gain
 from ..model.rates import noise_psd_watt_per_hz
-from ..model.topology import uniform_in_annulus
+from ..model.shadowing import shadowing_gain
+from ..model.sinr import cochannel
+from ..model.topology import annulus_positions
 from .handover import Network
 from .population import dl_power_w
 
@@ -52,21 +55,27 @@ def read_graphml_servers(path):
 
 
 def initial_positions(scenario, layout, rng):
-    """(D, 2) start positions: ``devices.count`` around each site in the annulus of
-    ``devices.distance_m`` (drop: per-cell), or ``devices.count`` over the region."""
+    """(D, 2) start positions: ``devices.count`` around each site at distances uniform in
+    ``devices.distance_m`` and uniform bearings (drop: per-cell; the law of a static per-cell
+    drop, the single-cell annulus layout), or ``devices.count`` over the region. Per site: the
+    distances, then the bearings."""
     cells = scenario.cells
     k = scenario.devices.count
     if cells.drop == "per-cell":
         d = scenario.devices.distance_m
         lo, hi = (d if isinstance(d, tuple) else (d, d))
-        return np.vstack([uniform_in_annulus(rng, k, float(lo), float(hi), site)
-                          for site in layout.sites])
+        out = []
+        for site in layout.sites:
+            r = rng.uniform(float(lo), float(hi), size=k)
+            out.append(annulus_positions(r, rng.random(k) * 2.0 * np.pi, site))
+        return np.vstack(out)
     return drop_over_region(scenario, layout, rng)
 
 
 def drop_over_region(scenario, layout, rng):
-    """(positions (K, 2), cells (K,)): devices.count devices uniform over the region, attached
-    by ``cells.association`` on their long-term received power at the start."""
+    """(K, 2) positions of devices.count devices uniform over the region: a hexagonal grid's
+    cells (a cell drawn uniformly, then a point uniform in its hexagon), else the disc of
+    ``cells.region_m`` around ``layout.centre`` (a Poisson layout's own disc)."""
     k = scenario.devices.count
     if getattr(layout, "drop_in_cell", None) is not None:
         cell = rng.integers(layout.count, size=k)
@@ -74,8 +83,34 @@ def drop_over_region(scenario, layout, rng):
     else:
         r = scenario.cells.region_m * np.sqrt(rng.random(k))
         a = rng.random(k) * 2 * np.pi
-        pos = layout.sites.mean(axis=0) + np.column_stack([r * np.cos(a), r * np.sin(a)])
+        pos = layout.centre + np.column_stack([r * np.cos(a), r * np.sin(a)])
     return pos
+
+
+def wrapped_population(layout, model, cell, population):
+    """A cell's population seen on the wrap-around torus: each device at its image nearest the
+    cell's server, so its ``distance_m`` (devices.csv) is the wrapped distance every gain
+    uses. For a model whose own-link gains are the population's (``population_gain``: the
+    power law), a device whose distance changed gets G_0 d^-eta at the new one times its own
+    shadowing. Unchanged (the same object) without wrap-around or when nothing moves: a drop
+    inside the torus's fundamental region keeps its numbers exactly."""
+    if layout.lattice is None or population.positions is None:
+        return population
+    pos = layout.nearest_image(population.positions, cell)
+    changed = np.any(pos != population.positions, axis=1)
+    if not np.any(changed):
+        return population
+    d = population.distance_m.copy()
+    d[changed] = np.hypot(*(pos[changed] - layout.sites[cell]).T)
+    pathloss = population.system.pathloss
+    if model.population_gain:
+        pathloss = pathloss.copy()
+        own = pathloss_gain(d[changed], model.ref_gain_db, model.exponent)
+        if population.shadowing_db is not None and model.sigma_db > 0:
+            own = own * shadowing_gain(population.shadowing_db[changed])
+        pathloss[changed] = own
+    return dataclasses.replace(population, positions=pos, distance_m=d,
+                               system=dataclasses.replace(population.system, pathloss=pathloss))
 
 
 def association_view(scenario, layout, gain, positions, serving=None, movable=None):
@@ -91,7 +126,7 @@ def association_view(scenario, layout, gain, positions, serving=None, movable=No
         np.array([(v.verify_fixed_ms or 0.0) * 1e-3 for v in servers]),
         np.array([(v.verify_per_device_ms or 0.0) * 1e-3 for v in servers]),
         np.full(s, scenario.channel.bandwidth_mhz * 1e6 / scenario.cells.reuse),
-        noise_psd(scenario), bits, serving, movable)
+        noise_psd(scenario), bits, serving, movable, cochannel(layout, scenario.cells.reuse))
 
 
 def server_of(scenario, c):
@@ -132,9 +167,11 @@ def mobile_plan(scenario, layout, model, links, rng, moving=True):
         network.attach(rule.choose(association_view(scenario, layout, network.gain, positions)))
     links.gain = network.gain
     bandwidth = scenario.channel.bandwidth_mhz / scenario.cells.reuse
-    xy = tuple(map(tuple, positions.tolist()))
     plan = []
     for c in range(layout.count):
+        # the devices at their images nearest this cell's server: the population's distances
+        # (devices.csv) are the wrapped ones of the gains
+        xy = tuple(map(tuple, layout.nearest_image(positions, c).tolist()))
         sc = dataclasses.replace(
             scenario, cells=dataclasses.replace(scenario.cells, layout="single"),
             channel=dataclasses.replace(scenario.channel, bandwidth_mhz=bandwidth),
@@ -166,7 +203,9 @@ def cell_plan(scenario, layout, model, links, rng):
     rule = ASSOCIATION_RULES.lookup(cells.association).from_scenario(scenario)
     chosen = rule.choose(association_view(scenario, layout, gain, positions))
     for c in range(layout.count):
-        mine = positions[chosen == c]
+        # the devices at their images nearest their server: the population's distance is the
+        # wrapped one the drawn gains use
+        mine = layout.nearest_image(positions[chosen == c], c)
         if mine.shape[0] == 0:
             continue
         links.drawn[c] = gain[chosen == c]

@@ -11,6 +11,10 @@ seed (cell 0 the run's seed, cell c > 0 a seed derived from (seed, c)) and its f
 as their timing makes them. The cell's channel is the ``OFDMAChannel`` with its interference
 part (``InterferingChannel``): a correction's rate follows its SINR, recomputed whenever a
 co-channel transmission of another cell starts or ends (``engine.interference``).
+
+The network has one horizon (``Horizon``): every cell serves, and so interferes, until each
+cell has completed ``run.rounds`` rounds; then every cell stops at the end of its round in
+progress. The network's goodput is its tokens over that common span.
 """
 import dataclasses
 import functools
@@ -27,9 +31,11 @@ from ..outputs.energy import summed_energy
 from ..outputs.metadata import run_metadata
 from ..outputs.statistics import describe
 from ..scenario import dump_scenario_yaml
+from ..scenario.limits import BASE_BYTES, PER_ROUND_BYTES, memory_terms
 from ..version import __version__
-from .cell_plan import cell_layout, cell_plan, mobile_plan, noise_psd
+from .cell_plan import cell_layout, cell_plan, mobile_plan, noise_psd, wrapped_population
 from .handover import AttachedWorkload, CellMover
+from .progress import Progress
 from .interference import InterferenceField, InterferingChannel
 
 CELLS_STREAM_KEY = 1000   # SeedSequence(seed, spawn_key=(1000,)): layout, drops, cross links
@@ -59,6 +65,8 @@ class Links:
         are ``drawn`` (the rows the region drop associated on) or drawn here; a model that is
         the population's own (``model.population_gain``: today's power law, per-cell drops)
         keeps the population's gains to its server."""
+        if drawn is None:   # a per-cell drop: its devices at their torus points
+            population = wrapped_population(self.layout, self.model, cell, population)
         d = self.layout.distances(population.positions)
         gain = self.model.draw(self.rng, d)[0] if drawn is None else np.array(drawn)
         k = d.shape[0]
@@ -93,41 +101,152 @@ class CellLoops:
         return sum(loop.rounds_done for loop in self.loops)
 
 
+MEMORY_TODO = ("use fewer rounds, or raise limits.max_memory_mb if this machine has the memory "
+               "(the summary has the run up to the stop)")
+
+
+def round_budget(scenario):
+    """Rounds the network may record within ``limits.max_memory_mb``: the memory estimate's
+    room after every other term, at ``PER_ROUND_BYTES`` a round. A cell's rounds are not
+    bounded by ``run.rounds`` (it serves until the horizon), so this bounds their total."""
+    terms = memory_terms(scenario)
+    terms.pop("run.rounds", None)
+    room = scenario.limits.max_memory_mb * (1 << 20) - BASE_BYTES - sum(terms.values())
+    return max(int(room // PER_ROUND_BYTES), 1)
+
+
+class Horizon:
+    """The network's one horizon, so that every cell's span covers one interference regime.
+
+    The network runs until every cell has completed ``rounds`` rounds (or ``run.max_time_s``,
+    or a stop); a cell that has done its rounds keeps serving, and so keeps interfering, until
+    then. At the horizon every cell stops at the end of its round in progress (its loop's
+    ``max_time_s`` lowered to now: the loop checks it at its next round start), and a cell
+    waiting for work stops at once (its workload closed and woken; with moving devices
+    ``Network.close``). A cell counts as done when its loop has ended (a trace replayed to its
+    end), and with devices that hand over when none is attached or on its way to it (only a
+    handover could bring it work, and a static re-association may never).
+
+    Each loop reports its rounds through its ``progress`` hook (``round_done``) and its end
+    through its process's callback (``loop_ended``). ``budget`` bounds the rounds of all cells
+    (``round_budget``): at it the run stops as ``limits`` stops a run (``complete: false``).
+    ``progress``: the display (``Progress``) of the slowest cell's rounds, or None.
+    """
+
+    def __init__(self, env, runs, ids, rounds, budget, network=None, progress=None):
+        self.env, self.runs, self.ids, self.rounds = env, runs, ids, rounds
+        self.budget, self.network, self.progress = budget, network, progress
+        n = len(runs)
+        self.done = np.zeros(n, dtype=np.int64)     # rounds recorded, per cell
+        self.ended = np.zeros(n, dtype=bool)        # loops that have ended
+        self.below = n          # cells short of ``rounds`` whose loops run
+        self.total = 0
+        self.time = None        # when the horizon was reached
+        self._shown = -1
+        for i, run in enumerate(runs):
+            run.loop.rounds = budget   # the horizon (or the budget) ends a loop, not a count
+            run.loop.progress = functools.partial(self.round_done, i)
+
+    def watch(self, procs):
+        for i, proc in enumerate(procs):
+            proc.callbacks.append(functools.partial(self.loop_ended, i))
+
+    def round_done(self, i, done, now):
+        """Cell ``i``'s loop recorded its round ``done`` at ``now``."""
+        self.done[i] = done
+        self.total += 1
+        if done == self.rounds:
+            self.below -= 1
+        if self.progress is not None:
+            self._show(now)
+        if self.time is not None:
+            return
+        if self.total >= self.budget:
+            self.stop(f"the network's cells recorded {self.total:,} rounds, what "
+                      f"limits.max_memory_mb ({self.runs[0].scenario.limits.max_memory_mb:,.0f} "
+                      "MB) allows", MEMORY_TODO)
+        elif self.all_done():
+            self.reach(now)
+            if self.progress is not None and self._shown != self.rounds:
+                self._shown = self.rounds   # the cells short of it have no work: done
+                self.progress(self.rounds, now)
+
+    def loop_ended(self, i, _event):
+        """Cell ``i``'s loop has ended (at the horizon, or on its own: a stop, the time limit,
+        its workload exhausted)."""
+        self.ended[i] = True
+        if self.network is not None:
+            self.network.ended[self.ids[i]] = True
+        if self.done[i] < self.rounds:
+            self.below -= 1
+        if self.time is None and (self.runs[i].loop.stop_requested or self.all_done()):
+            self.reach(self.env.now)   # a stopped cell stops the network
+
+    def all_done(self):
+        if self.below == 0:
+            return True
+        if self.network is None:
+            return False
+        short = np.flatnonzero(~self.ended & (self.done < self.rounds))
+        return all(self.network.idle(self.ids[i]) for i in short.tolist())
+
+    def reach(self, now):
+        """Every cell stops at the end of its round in progress; a cell waiting for work now."""
+        self.time = now
+        for i, run in enumerate(self.runs):
+            if self.ended[i]:
+                continue
+            loop, workload = run.loop, run.workload
+            loop.max_time_s = min(loop.max_time_s, now)
+            if self.network is None and not workload.saturated and not workload.has_work():
+                # its loop waits for an arrival: requests from now on are not its own (closed
+                # first, so no arrival wakes the same event twice)
+                workload.close()
+                event = workload.work_event(self.env)
+                if not event.triggered:
+                    event.succeed()
+        if self.network is not None:
+            self.network.close()
+
+    def stop(self, reason, todo):
+        """Stop every cell at the end of its round in progress, as a ``limits`` bound does."""
+        for run in self.runs:
+            loop = run.loop
+            if loop.stop_reason is None:
+                loop.stop_reason, loop.stop_todo = reason, todo
+            loop.stop_requested = True
+        self.reach(self.env.now)
+
+    def _show(self, now):
+        """The slowest cell's rounds (the cells that count: running, with work to do)."""
+        left = [int(self.done[i]) for i in range(len(self.runs)) if not self.ended[i]
+                and (self.network is None or not self.network.idle(self.ids[i]))]
+        slowest = min(min(left, default=self.rounds), self.rounds)
+        if slowest != self._shown:
+            self._shown = slowest
+            self.progress(slowest, now)
+
+
 class CellsRun:
     """The cells' runs in one environment; ``start``, ``finish``, ``abort`` as ``Run``."""
 
-    def __init__(self, scenario, folder, runs, ids, field, links, wall0, result):
+    def __init__(self, scenario, folder, runs, ids, field, links, wall0, result, horizon):
         self.scenario, self.folder, self.runs, self.field, self.links = (
             scenario, folder, runs, field, links)
         self.ids = ids
         self.result = result
-        self.network = None
+        self.horizon = horizon
+        self.network = horizon.network
         self.env = runs[0].env
         self.loop = CellLoops([r.loop for r in runs])
         self.wall0 = wall0
 
     def start(self):
         procs = [r.start() for r in self.runs]
-        if self.network is None:
-            return self.env.all_of(procs)
-        self.env.process(self.network.run(self.env))
-        return self.env.process(self._until_done(procs))
-
-    def _until_done(self, procs):
-        """SimPy: until every cell's loop has ended. With moving devices a cell may be left
-        without devices: when a loop ends and every cell still running is idle, they end too
-        (their rounds would wait for devices that only a handover could bring)."""
-        env, network = self.env, self.network
-        running = list(zip(self.ids, procs))
-        while running:
-            yield env.any_of([p for _, p in running])
-            for c, p in running:
-                network.ended[c] |= p.triggered
-            running = [(c, p) for c, p in running if not p.triggered]
-            if running and all(network.idle(c) for c, _ in running):
-                network.close()
-                yield env.all_of([p for _, p in running])
-                running = []
+        self.horizon.watch(procs)
+        if self.network is not None:
+            self.env.process(self.network.run(self.env))
+        return self.env.all_of(procs)
 
     def abort(self):
         for r in self.runs:
@@ -159,8 +278,12 @@ class CellsRun:
 
 
 def cells_summary(scenario, summaries, ids, field, wall, stats):
-    """The run's summary: the one-cell summary's totals over the cells (the goodput the sum of
-    the cells'; round statistics over every cell's rounds) and a ``cells`` block per cell."""
+    """The run's summary: the one-cell summary's totals over the cells (round statistics over
+    every cell's rounds) and a ``cells`` block per cell. The network's goodput is the sum of
+    the cells' goodputs, each cell's tokens over its own span: every span covers the common
+    horizon and passes it by less than the cell's last round, so the sum is over one
+    interference regime. (Dividing all tokens by the longest span would charge every cell for
+    one cell's last round, which can be far longer than the others' heavy-tailed rounds.)"""
     time_s = max(s["sim_time_s"] for s in summaries)
     tokens = sum(s["tokens"] for s in summaries)
     ul = sum(s["ul_corrections"] for s in summaries)
@@ -168,8 +291,10 @@ def cells_summary(scenario, summaries, ids, field, wall, stats):
     per_cell = [{"cell": c, "devices": len(s["device_goodput_tps"]),
                  "goodput_tps": s["goodput_tps"], "rounds": s["rounds"],
                  "ul_corrections": s["ul_corrections"], "dl_corrections": s["dl_corrections"],
-                 "mean_duration_s": s["duration_s"]["mean"]} for c, s in zip(ids, summaries)]
+                 "mean_duration_s": s["duration_s"]["mean"], "sim_time_s": s["sim_time_s"]}
+                for c, s in zip(ids, summaries)]
     goodputs = np.array([c["goodput_tps"] for c in per_cell])
+    goodput = float(goodputs.sum())
     # the cells' intervals combined as if independent: the sum +- the root sum of squares (a
     # cell without rounds has goodput 0 exactly)
     half = [(s["goodput_ci95"][1] - s["goodput_ci95"][0]) / 2 if s["rounds"] else 0.0
@@ -183,8 +308,8 @@ def cells_summary(scenario, summaries, ids, field, wall, stats):
     if all("requests" in s for s in summaries):   # queueing workloads
         blocks["requests"] = network_requests([s["requests"] for s in summaries], ids)
     return {
-        "goodput_tps": float(goodputs.sum()),   # each cell's tokens over its own time
-        "goodput_ci95": [float(goodputs.sum()) - spread, float(goodputs.sum()) + spread],
+        "goodput_tps": goodput,
+        "goodput_ci95": [goodput - spread, goodput + spread],
         "tokens": tokens, "rounds": rounds, "sim_time_s": time_s,
         # cell by cell, in the order of devices.csv
         "device_goodput_tps": [g for s in summaries for g in s["device_goodput_tps"]],
@@ -253,7 +378,10 @@ def combine_tables(folder, name, ids):
 
 
 def build_cells(scenario, folder, inputs, *, build_run, result, progress=False):
-    """The cells' runs in one environment, ready to ``start`` (``CellsRun``)."""
+    """The cells' runs in one environment, ready to ``start`` (``CellsRun``); ``progress``:
+    show the slowest cell's rounds on stderr (a terminal's)."""
+    import sys
+
     import simpy
 
     wall0 = time.perf_counter()
@@ -276,7 +404,7 @@ def build_cells(scenario, folder, inputs, *, build_run, result, progress=False):
     else:
         plan = cell_plan(scenario, layout, model, links, rng)
     env = simpy.Environment()
-    field = InterferenceField(links, cochannel(layout.count, cells.reuse), noise_psd(scenario),
+    field = InterferenceField(links, cochannel(layout, cells.reuse), noise_psd(scenario),
                               np.full(layout.count, band), rng)
     runs = []
     for c, cell_scenario in plan:
@@ -304,8 +432,10 @@ def build_cells(scenario, folder, inputs, *, build_run, result, progress=False):
                               channel_hook=wrap, writer_process=False, **hooks))
     # the scenario that was run (each cell_<c>/scenario.yaml is its one-cell part)
     (folder / "scenario.yaml").write_text(dump_scenario_yaml(scenario), encoding="utf-8")
-    out = CellsRun(scenario, folder, runs, [c for c, _ in plan], field, links, wall0, result)
-    out.network = network
-    return out
+    ids = [c for c, _ in plan]
+    show = (Progress(scenario.run.rounds, max_time_s=scenario.run.max_time_s)
+            if progress and sys.stderr.isatty() else None)
+    horizon = Horizon(env, runs, ids, scenario.run.rounds, round_budget(scenario), network, show)
+    return CellsRun(scenario, folder, runs, ids, field, links, wall0, result, horizon)
 
 

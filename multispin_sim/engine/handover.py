@@ -27,6 +27,7 @@ import numpy as np
 
 from ..model.handover import A3Trigger
 from ..model.mobility import RandomWaypoint
+from ..model.pathloss_spatial import ConsistentLinks
 from ..model.units import linear_to_db
 from .guards import walk_to
 
@@ -34,9 +35,11 @@ from .guards import walk_to
 def walk_region(scenario, layout):
     """(centre, (r_min, r_max)) of the waypoints: ``mobility.region_m`` around the sites'
     centroid, else the disc reaching half an ISD (or cells.region_m) beyond the farthest site."""
-    centre = layout.sites.mean(axis=0)
+    centre = layout.centre
     if scenario.mobility.region_m is not None:
         return centre, scenario.mobility.region_m
+    if layout.region_m is not None:   # the Poisson layout's disc
+        return centre, (0.0, layout.region_m)
     spread = float(np.max(np.hypot(*(layout.sites - centre).T), initial=0.0))
     margin = getattr(layout, "isd_m", None)
     margin = margin / 2.0 if margin is not None else scenario.cells.region_m
@@ -59,9 +62,10 @@ class Network:
                                        max_legs=scenario.limits.max_legs_per_round)
         self.pos = np.asarray(positions, dtype=float)
         d = layout.distances(positions)
-        # each link's LOS state and shadowing, drawn once: gain = mean gain x shadowing
-        drawn, self.los = model.draw(rng, d)
-        self.shadow = drawn / model.mean_gain(d, self.los)
+        # each link's LOS state and shadowing: the static drop's, then spatially consistent
+        self.state = ConsistentLinks.from_scenario(scenario, model, rng, d)
+        drawn, self.los = self.state.gain, self.state.los
+        self._travelled = np.zeros(self.pos.shape[0])
         self.d = self.pos.shape[0]
         self.distance = d
         self.gain = drawn
@@ -101,11 +105,28 @@ class Network:
         self._t = t
         pos = self.pos = walk_to(self.walk, t)
         self.distance = self.layout.distances(pos)
-        self.gain = self.model.mean_gain(self.distance, self.los) * self.shadow
+        travelled = self.walk.travelled
+        self.gain = self.state.move(self.distance, travelled - self._travelled)
+        self.los = self.state.los
+        self._travelled = travelled.copy()
         self.links.gain = self.gain
 
     def rsrp_db(self):
         return linear_to_db(self.p_dl * self.gain)
+
+    def measured_rsrp_db(self):
+        """What the A3 trigger compares: a migrating device sees only its target (it is not
+        considered), and a cell whose loop has ended is no target (it would never serve the
+        device); the serving cell's own entry stays as measured."""
+        rsrp = self.rsrp_db()
+        serving = self.trigger.serving
+        rows = np.arange(self.d)
+        own = rsrp[rows, serving]
+        rsrp[:, self.ended] = -np.inf
+        busy = self.attached < 0
+        rsrp[busy] = -np.inf
+        rsrp[rows, serving] = own
+        return rsrp
 
     # -- the measurement process ---------------------------------------------------------------
     def run(self, env):
@@ -113,15 +134,14 @@ class Network:
         self.env = env
         if self.rule is not None:
             return   # handovers come at round boundaries (round_ended)
+        k = 0
         while True:
-            yield env.timeout(self.period)
+            # the k-th measurement at k x period (a product, not a sum of k timeouts: the
+            # instants stay on the grid the time-to-trigger counts in)
+            k += 1
+            yield env.timeout(max(k * self.period - env.now, 0.0))
             self.update(env.now)
-            rsrp = self.rsrp_db()
-            busy = self.attached < 0
-            if busy.any():   # a migrating device is not considered (its serving = its target)
-                keep = rsrp[busy, self.trigger.serving[busy]]
-                rsrp[busy] = -np.inf
-                rsrp[busy, self.trigger.serving[busy]] = keep
+            rsrp = self.measured_rsrp_db()
             source = self.trigger.serving.copy()
             devices, targets, pong = self.trigger.step(env.now, rsrp)
             for dev, target, p in zip(devices.tolist(), targets.tolist(), pong.tolist()):

@@ -21,9 +21,12 @@ depend on the loads (max-rsrp, nearest) keeps static devices where they are.
   added, T0_s + (n_s + 1) T1_s, counting the devices already placed (ties: the stronger server).
 - ``joint``: radio plus compute. In the same order, each device takes the server minimising
   its expected round time there: verification T0_s + (n_s + 1) T1_s plus the time to send one
-  correction, ``bits`` over an equal share B_s / (n_s + 1) of that server's band at the
-  long-term SINR RSRP_s / (N0 B_s / (n_s + 1) + sum of the other servers' RSRP) (every
-  co-channel server interfering: the pessimistic, fully loaded reuse-1 case).
+  correction, ``bits`` over an equal share b = B_s / (n_s + 1) of that server's band at the
+  long-term SINR on that share with every co-channel server transmitting (fully loaded). Each
+  server spreads its power over its band, so on the share the signal is RSRP_s b / B_s, a
+  co-channel server j adds RSRP_j b / B_j and the noise is N0 b: the SINR is
+  (RSRP_s / B_s) / (N0 + sum over co-channel j of RSRP_j / B_j), the same for any share.
+  ``view.cochannel`` says which servers share a sub-band (None: all, reuse 1).
 """
 import dataclasses
 
@@ -37,7 +40,8 @@ ASSOCIATION_RULES = Registry("association rule")
 @dataclasses.dataclass
 class AssociationView:
     """What a rule sees. rsrp_w (K, S); distance_m (K, S); verify_fixed_s, verify_per_device_s,
-    bandwidth_hz (S,); noise_psd_w_hz (N0); bits: one correction's payload."""
+    bandwidth_hz (S,); noise_psd_w_hz (N0); bits: one correction's payload; cochannel (S, S),
+    ``model.sinr.cochannel``."""
 
     rsrp_w: np.ndarray
     distance_m: np.ndarray
@@ -48,6 +52,7 @@ class AssociationView:
     bits: float = 0.0
     serving: np.ndarray = None   # (K,) the servers now (a re-evaluation), None at the drop
     movable: np.ndarray = None   # (K,) bool: the devices a re-evaluation may move (None: all)
+    cochannel: np.ndarray = None   # (S, S) bool: j interferes at i (None: every other one)
 
     @property
     def servers(self):
@@ -153,8 +158,11 @@ class Joint(Greedy):
     def cost(self, view, k, counts):
         rsrp = view.rsrp_w[k]
         share = view.bandwidth_hz / (counts + 1.0)
-        interference = rsrp.sum() - rsrp
-        sinr = rsrp / (view.noise_psd_w_hz * share + interference)
+        co = view.cochannel
+        if co is None:
+            co = ~np.eye(rsrp.size, dtype=bool)
+        psd = rsrp / view.bandwidth_hz   # W/Hz: each server's power over its band
+        sinr = psd / (view.noise_psd_w_hz + np.asarray(co, dtype=float) @ psd)
         with np.errstate(divide="ignore"):
             airtime = view.bits / (share * np.log2(1.0 + sinr))
         return self.verify_time(view, counts) + airtime

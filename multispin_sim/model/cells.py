@@ -10,10 +10,18 @@
 
 Wrap-around (``cells.wrap_around``): the hexagonal cluster of N = 3n^2 + 3n + 1 sites tiles the
 plane by the translations i a + j b, with a, b the axial vectors (2n + 1, -n) and (n, n + 1)
-(length sqrt(N) ISD, 60 degrees apart); a link's distance is the shortest over the site's seven
-images (itself and its six nearest translations), so every site sees the same surroundings and
-the edge cells are as interfered as the centre one (3GPP TR 38.901 / 36.814 system-level
-practice).
+(length sqrt(N) ISD, 60 degrees apart); a link's distance is the shortest over all the images of
+its site (the distance on the torus), so every site sees the same surroundings and the edge
+cells are as interfered as the centre one (3GPP TR 38.901 / 36.814 system-level practice). The
+shortest image is found for any position, also far outside the cluster (``link_vectors``).
+
+Frequency reuse (``CellLayout.colours``): reuse 3 gives a hexagonal site the colour (q - r) mod 3
+of its axial coordinates, so no two neighbours share a sub-band and co-channel sites are
+sqrt(3) ISD apart. A wrap-around cluster has no such plan (N = 3n^2 + 3n + 1 is never a
+multiple of 3, and the 7-site torus makes every cell a neighbour of every other), so reuse 3
+is refused there. Layouts without a grid colour server c with c mod 3: for a Poisson layout,
+whose servers are drawn independently of their index, a colouring independent of the
+positions (each colour a thinning of the process); for 'graphml', the file's order.
 """
 import numpy as np
 
@@ -40,9 +48,9 @@ def axial_to_xy(q, r, isd_m):
     return np.stack([isd_m * (q + 0.5 * r), isd_m * (SQRT3 / 2.0) * r], axis=-1)
 
 
-def hex_sites(count, isd_m, centre=(0.0, 0.0)):
-    """Site positions (count, 2) of a hexagonal cluster: the centre first, then ring by ring
-    (within a ring, counter-clockwise from the east)."""
+def hex_axial(count):
+    """Axial coordinates (q (count,), r (count,)) of a hexagonal cluster's sites: the centre
+    first, then ring by ring (within a ring, counter-clockwise from the east)."""
     n = hex_rings(count)
     qr = [(0, 0)]
     # the six directions of a hexagonal ring walk in axial coordinates
@@ -54,35 +62,54 @@ def hex_sites(count, isd_m, centre=(0.0, 0.0)):
                 qr.append((q, r))
                 q, r = q + dq, r + dr
     q, r = np.array(qr).T
+    return q, r
+
+
+def hex_sites(count, isd_m, centre=(0.0, 0.0)):
+    """Site positions (count, 2) of a hexagonal cluster, in the order of ``hex_axial``."""
+    q, r = hex_axial(count)
     return np.asarray(centre, dtype=float) + axial_to_xy(q, r, isd_m)
 
 
-def wrap_shifts(count, isd_m):
-    """The seven translations (7, 2) of the wrap-around: zero, then the six nearest copies of
-    the cluster (+-a, +-b, +-(b - a))."""
+def wrap_lattice(count, isd_m):
+    """The translations of the wrap-around as a basis (2, 2), rows a and b: every copy of the
+    cluster is shifted by i a + j b (integers i, j)."""
     n = hex_rings(count)
-    a = axial_to_xy(2 * n + 1, -n, isd_m)
-    b = axial_to_xy(n, n + 1, isd_m)
-    return np.array([np.zeros(2), a, -a, b, -b, b - a, a - b])
+    return np.array([axial_to_xy(2 * n + 1, -n, isd_m), axial_to_xy(n, n + 1, isd_m)])
 
 
-def link_vectors(points, sites, shifts=None):
-    """Vectors (P, S, 2) from each site to each point, the shortest over the site's images when
-    ``shifts`` (M, 2) are given (wrap-around), else direct."""
+# lattice coordinates (x, y) of a vector are split into floor(x, y) plus a part in [0, 1)^2;
+# a and b are 60 degrees apart, so that unit cell is two equilateral triangles of the lattice
+# (Delaunay triangles) and the nearest lattice point is one of its four corners
+_CORNERS = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
+
+
+def image_shifts(delta, lattice):
+    """The wrap-around translations (..., 2) to take off the vectors ``delta`` (..., 2) to get
+    their shortest images (exactly 0.0 where a vector is its own shortest image)."""
+    basis = np.asarray(lattice, dtype=float)
+    base = np.floor(delta @ np.linalg.inv(basis))
+    shifts = (base[..., None, :] + _CORNERS) @ basis
+    images = delta[..., None, :] - shifts
+    best = np.argmin(np.einsum("...mc,...mc->...m", images, images), axis=-1)
+    return np.take_along_axis(shifts, best[..., None, None], axis=-2)[..., 0, :]
+
+
+def link_vectors(points, sites, lattice=None):
+    """Vectors (P, S, 2) from each site to each point: direct, or with ``lattice`` (2, 2) (the
+    wrap-around basis, ``wrap_lattice``) from the site's image nearest the point, for any
+    position of the point (the minimum-image vector on the torus)."""
     points = np.asarray(points, dtype=float)
     sites = np.asarray(sites, dtype=float)
     delta = points[:, None, :] - sites[None, :, :]
-    if shifts is None:
+    if lattice is None:
         return delta
-    images = delta[:, :, None, :] - np.asarray(shifts, dtype=float)[None, None, :, :]
-    d2 = np.einsum("psmc,psmc->psm", images, images)
-    best = np.argmin(d2, axis=-1)
-    return np.take_along_axis(images, best[..., None, None], axis=2)[:, :, 0, :]
+    return delta - image_shifts(delta, lattice)
 
 
-def link_distances(points, sites, shifts=None):
-    """2-D distances (P, S) from every point to every site (wrap-around with ``shifts``)."""
-    v = link_vectors(points, sites, shifts)
+def link_distances(points, sites, lattice=None):
+    """2-D distances (P, S) from every point to every site (wrap-around with ``lattice``)."""
+    v = link_vectors(points, sites, lattice)
     return np.hypot(v[..., 0], v[..., 1])
 
 
@@ -116,12 +143,14 @@ def uniform_in_hexagon(rng, n, isd_m, centre=(0.0, 0.0)):
 class CellLayout:
     """Interface of a cell layout: the server positions, and the images used for distances.
 
-    ``sites`` (S, 2) server positions (metres); ``shifts`` the wrap-around translations (M, 2),
-    or None; ``cell_radius_m`` the radius device drops per cell use (None: the layout has no
-    regular cells, drops go over the region)."""
+    ``sites`` (S, 2) server positions (metres); ``lattice`` the wrap-around basis (2, 2), or
+    None; ``cell_radius_m`` the radius of a regular cell (None: the layout has none);
+    ``centre`` (2,) the centre of the region devices are dropped over (drop: region, layouts
+    without ``drop_in_cell``) and ``region_m`` its radius (None: the layout has no disc)."""
 
-    shifts = None
+    lattice = None
     cell_radius_m = None
+    region_m = None
     several = True   # the engine builds one round loop per server (False: today's one cell)
     reads_servers = False   # the engine reads the server positions from a file for it
 
@@ -135,9 +164,27 @@ class CellLayout:
     def count(self):
         return self.sites.shape[0]
 
+    @property
+    def centre(self):
+        return self.sites.mean(axis=0)
+
     def distances(self, points):
         """2-D distances (P, S) of ``points`` (P, 2) to every server."""
-        return link_distances(points, self.sites, self.shifts)
+        return link_distances(points, self.sites, self.lattice)
+
+    def nearest_image(self, points, cell):
+        """``points`` (P, 2) moved by whole wrap-around translations to their image nearest
+        the server ``cell`` (the same points on the torus; unchanged without wrap-around), so
+        their plain distance to it is the one the gains use."""
+        points = np.asarray(points, dtype=float).reshape(-1, 2)
+        if self.lattice is None:
+            return points
+        return points - image_shifts(points - self.sites[cell], self.lattice)
+
+    def colours(self, reuse):
+        """The sub-band (S,) of each server under frequency reuse ``reuse`` (1 or 3): the
+        index modulo ``reuse`` (no grid to colour)."""
+        return np.arange(self.count) % int(reuse)
 
 
 @CELL_LAYOUTS.register("single")
@@ -165,9 +212,37 @@ class HexGrid(CellLayout):
 
     def __init__(self, count, isd_m, wrap_around=True, centre=(0.0, 0.0)):
         self.isd_m = float(isd_m)
-        self.sites = hex_sites(count, self.isd_m, centre)
-        self.shifts = wrap_shifts(count, self.isd_m) if wrap_around and count > 1 else None
+        self.axial = hex_axial(count)
+        self._centre = np.asarray(centre, dtype=float)
+        self.sites = self._centre + axial_to_xy(*self.axial, self.isd_m)
+        self.lattice = wrap_lattice(count, self.isd_m) if wrap_around and count > 1 else None
         self.cell_radius_m = self.isd_m / SQRT3
+
+    @property
+    def centre(self):
+        return self._centre
+
+    @property
+    def torus_inradius_m(self):
+        """With wrap-around, the inradius sqrt(N) ISD / 2 of the torus's hexagonal fundamental
+        region around a site: a point closer than this to a site has that site itself as its
+        nearest image (None without wrap-around)."""
+        return None if self.lattice is None else float(np.hypot(*self.lattice[0])) / 2.0
+
+    def colours(self, reuse):
+        """Reuse 3: (q - r) mod 3 of the axial coordinates (neighbours differ by (1, 0),
+        (0, 1) or (1, -1), so none shares a sub-band; the nearest co-channel sites are (1, 1)
+        apart, sqrt(3) ISD). Refused with wrap-around (ValueError): no translation-invariant
+        reuse-3 plan exists on that torus."""
+        if int(reuse) == 1:
+            return np.zeros(self.count, dtype=np.int64)
+        if int(reuse) != 3:
+            raise ValueError(f"reuse {reuse} is not supported; expected 1 or 3")
+        if self.lattice is not None:
+            raise ValueError(f"no reuse-3 plan exists on a wrap-around cluster of {self.count} "
+                             "sites; expected reuse 1, or no wrap-around")
+        q, r = self.axial
+        return (q - r) % 3
 
     def drop_in_cell(self, rng, cell, n):
         """``n`` positions uniform in the hexagonal cell of site ``cell``."""
@@ -184,8 +259,14 @@ class PoissonServers(CellLayout):
         return cls(rng, c.density_per_km2 * 1e-6, c.region_m, scenario.topology.server_xy_m)
 
     def __init__(self, rng, density_per_m2, radius_m, centre=(0.0, 0.0)):
-        self.radius_m = float(radius_m)
+        self.radius_m = self.region_m = float(radius_m)
+        self._centre = np.asarray(centre, dtype=float)
         self.sites = ppp_disc(rng, density_per_m2, self.radius_m, centre)
+
+    @property
+    def centre(self):
+        """The disc's centre (not the servers' centroid, which is off it by chance)."""
+        return self._centre
 
 
 @CELL_LAYOUTS.register("graphml")

@@ -8,6 +8,9 @@
   the LOS probability of Table 7.4.2-1 (outdoor devices) and the shadow-fading standard
   deviations of Table 7.4.1-1. The formulas and their ranges are in docs/model.md section 14.
 
+``draw`` gives a static drop's links; a moving device's links evolve with its path
+(``model.pathloss_spatial``).
+
 Conventions of the standard: fc in GHz, distances in metres, d3D = sqrt(d2D^2 + (hBS - hUT)^2),
 breakpoint d'BP = 4 h'BS h'UT fc / c with h' = h - hE and the effective environment height
 hE = 1 m (the standard's value for UMi, and for UMa devices up to 13 m, for which its C(d2D,
@@ -40,6 +43,10 @@ class PathLossModel:
         return cls(fc_ghz=c.fc_ghz, h_bs_m=c.h_bs_m, h_ut_m=c.h_ut_m)
 
     population_gain = False
+    # the correlation distance (m) of the LOS state of a moving device's link
+    # (``model.pathloss_spatial``): TR 38.901 Table 7.6.3.1-2, LOS/NLOS state, 50 m for UMa and
+    # UMi (a model that is LOS everywhere never changes state)
+    los_correlation_m = 50.0
 
     def gain_db(self, d2d_m, los):
         raise NotImplementedError

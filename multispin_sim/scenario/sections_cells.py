@@ -44,16 +44,19 @@ class Cells(Params):
     count: int = param(7, "Sites of the hexagonal grid (1, 7, 19, 37, ...)", check=ge(1))
     isd_m: float = param(500.0, "Inter-site distance of the hexagonal grid", unit="m", check=gt(0))
     wrap_around: bool = param(True, "Hexagonal grid: distances to the nearest image of each "
-                              "site (every cell sees the same surroundings)")
+                              "site, the distance on the torus the cluster's copies tile "
+                              "(every cell sees the same surroundings; cells.reuse must be 1)")
     density_per_km2: float = param(10.0, "Server density of the 'ppp' layout", unit="1/km^2",
                                    check=gt(0))
     region_m: float = param(1000.0, "Radius of the disc the 'ppp' layout draws servers in, and "
                             "of the region devices are dropped over (drop: region, non-hex)",
                             unit="m", check=gt(0))
     drop: str = param("per-cell", "'per-cell': devices.count devices around each server, placed "
-                      "by topology.layout; 'region': devices.count devices uniform over the "
-                      "region, each attached to the server cells.association picks",
-                      choices=CELL_DROPS)
+                      "by topology.layout (the annulus: devices.distance_m from it, uniform in "
+                      "distance, whatever the ISD), each attached to it; 'region': "
+                      "devices.count devices uniform over the region (the hexagons of a 'hex' "
+                      "grid, else the disc of cells.region_m), each attached to the server "
+                      "cells.association picks", choices=CELL_DROPS)
     pathloss: str = param("power-law", "'power-law': channel.ref_gain_db and "
                           "channel.pathloss_exponent (today's); 'uma', 'umi': 3GPP TR 38.901 "
                           "urban macro / micro street canyon with LOS probability and shadowing",
@@ -104,8 +107,10 @@ class Cells(Params):
         "PSD in their SINR): 'last', measured at the decision; 'mean', its time average over "
         "the run so far; 'none', none (blind: the SNR of one cell)",
         choices=INTERFERENCE_CSI)
-    reuse: int = param(1, "Frequency reuse: 1 (every cell the whole band) or 3 (cell c uses "
-                       "the third c mod 3 of the band)", check=_REUSE)
+    reuse: int = param(1, "Frequency reuse: 1 (every cell the whole band) or 3 (a third of "
+                       "the band per cell: on a 'hex' grid the third (q - r) mod 3 of its axial "
+                       "coordinates, so no neighbours share one, refused with "
+                       "cells.wrap_around; other layouts the third c mod 3)", check=_REUSE)
 
 
 @cross_check
@@ -137,6 +142,15 @@ def _check_cells(sc) -> None:
         raise ScenarioError("cells.count", f"{count} sites do not make a hexagonal grid",
                             "expected 1, 7, 19, 37, 61, ... (3n^2 + 3n + 1: n rings around "
                             "the centre)")
+    if (sc.cells.layout == "hex" and sc.cells.reuse == 3 and sc.cells.wrap_around
+            and count > 1):
+        # the torus of N = 3n^2 + 3n + 1 sites (never a multiple of 3) has no reuse-3 plan that
+        # its translations keep: some neighbours would share a sub-band (all 7 sites of n = 1
+        # are mutual neighbours)
+        raise ScenarioError("cells.reuse", f"3 is not supported with cells.wrap_around true on "
+                            f"a hexagonal grid of {count} sites (no wrap-around cluster has a "
+                            "reuse-3 plan)", "expected cells.reuse 1, or cells.wrap_around "
+                            "false for reuse 3")
     if sc.cells.layout == "graphml" and not sc.topology.graphml_file:
         raise ScenarioError("topology.graphml_file", "is not set",
                             "expected the GraphML file whose 'server' nodes are the cells' "

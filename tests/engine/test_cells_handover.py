@@ -166,3 +166,88 @@ def test_association_handovers_of_moving_devices_never_target_a_finished_cell(se
     for t, target in zip(log["time_s"].tolist(), log["target"].tolist()):
         mine = r["cell"] == target
         assert mine.any() and t <= np.max(r["start_s"][mine] + r["duration_s"][mine]) + 1e-9
+
+
+def test_the_time_to_trigger_fires_at_the_first_measurement_it_has_held_for():
+    """Measurement instants are float sums of the period: 4 x 40 ms may add up to just below
+    160 ms. A device whose A3 condition holds from one measurement on hands over 160 ms later,
+    at the 4th measurement after, whatever the rounding of the instants."""
+    import numpy as np
+
+    from multispin_sim.model.handover import A3Trigger
+
+    period, ttt = 0.04, 0.16
+    late = []
+    for start in range(0, 1500, 7):        # the condition begins at measurement `start`
+        trig = A3Trigger([0], 3.0, ttt)
+        t, fired = 0.0, None
+        for m in range(start + 10):
+            t += period                    # the clock as a sum of timeouts
+            better = m >= start
+            rsrp = np.array([[0.0, 10.0 if better else -10.0]])
+            devices, targets, _ = trig.step(t, rsrp)
+            if devices.size:
+                fired = m
+                assert targets.tolist() == [1]
+                break
+        late.append(fired - start)
+    assert set(late) == {4}
+
+
+def test_a3_handovers_fire_exactly_the_time_to_trigger_after_the_condition(monkeypatch):
+    """In the engine every A3 handover comes ttt after its condition began (to the clock's
+    rounding), not one measurement period later."""
+    import numpy as np
+
+    from multispin_sim.engine import handover as handover_engine
+    from multispin_sim.model.handover import A3Trigger
+
+    held = []
+
+    class Recording(A3Trigger):
+        def step(self, t, rsrp_db):
+            entered = self.entered.copy()
+            devices, targets, pong = super().step(t, rsrp_db)
+            held.extend((t - entered[devices]).tolist())
+            return devices, targets, pong
+
+    monkeypatch.setattr(handover_engine, "A3Trigger", Recording)
+    res = run(**{"devices.count": 10, "mobility.speed_mps": 20.0, "run.rounds": 200})
+    ttt = res.scenario.cells.time_to_trigger_ms * 1e-3
+    assert len(held) == res.summary["handover"]["handovers"] > 20
+    np.testing.assert_allclose(held, ttt, rtol=0, atol=1e-9)
+
+
+def test_a3_never_hands_over_to_a_cell_that_has_stopped(tmp_path):
+    """A stopped cell takes nobody (a device sent there would get no service): with cell 0's
+    loop marked ended from the start, A3 hands over to every other cell but never to it."""
+    from multispin_sim.engine.cells import builder
+    from multispin_sim.engine.simulation import Result, build_run, read_inputs
+
+    sc = ms.load_scenario(None, overrides={**MOVING, "devices.count": 10,
+                                           "cells.hysteresis_db": 0.0,
+                                           "cells.time_to_trigger_ms": 0.0})
+    net = builder(sc, build_run, Result)(sc, tmp_path / "run", read_inputs(sc))
+    net.network.ended[0] = True
+    net.env.run(until=net.start())
+    net.finish()
+    log = net.network.log
+    assert len(log) > 50
+    assert all(r["target"] != 0 for r in log)
+    assert any(r["source"] == 0 for r in log)     # devices still leave it
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_a3_handovers_target_cells_still_running(seed):
+    """With one horizon the cells stop together: each A3 handover's target was still in a
+    round or waiting for work at its time (it served after it, or the network stopped)."""
+    import numpy as np
+
+    res = run(**{"devices.count": 10, "mobility.speed_mps": 20.0, "run.rounds": 150,
+                 "seed": seed})
+    log = res.table("handovers")
+    assert log["time_s"].size > 20
+    r = res.rounds
+    for t, target in zip(log["time_s"].tolist(), log["target"].tolist()):
+        mine = r["cell"] == target
+        assert mine.any() and t <= np.max(r["start_s"][mine] + r["duration_s"][mine]) + 1e-9

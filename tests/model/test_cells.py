@@ -44,7 +44,7 @@ def test_with_wrap_around_every_site_sees_the_same_surroundings(count):
     # (the parallelogram of a and b, centred) has its wrapped nearest site within the cell
     # circumradius, and each site is nearest for 1/N of the domain
     rng = np.random.default_rng(3)
-    a, b = grid.shifts[1], grid.shifts[3]
+    a, b = grid.lattice
     u = rng.random((40000, 2)) - 0.5
     points = u[:, :1] * a + u[:, 1:] * b
     dw = grid.distances(points)
