@@ -57,19 +57,21 @@ def _summaries(folder):
 
 def test_a_stop_signal_as_a_run_writes_its_outputs_stops_the_sweep(tmp_path, monkeypatch,
                                                                    capsys):
-    """A Ctrl-C that lands after the engine decided the run complete (it is writing the
+    """A stop signal that lands after the engine decided the run complete (it is writing the
     run's files) is taken by the engine's handler; the sweep went on to the end and exited 0.
-    Now the complete run is kept and the sweep stops there: status interrupted, exit 130, and a
-    rerun makes the other runs."""
+    Now the complete run is kept and the sweep stops there: status interrupted, exit 128 + N,
+    and a rerun makes the other runs."""
     from multispin_sim.engine import simulation
 
     original = simulation.write_topology
     calls = []
 
+    # SIGTERM, as a batch system's stop (a background job, CI's too, is started ignoring
+    # SIGINT, and the engine keeps a signal ignored at start ignored)
     def write_topology(*args, **kwargs):
         calls.append(1)
         if len(calls) == 3:
-            os.kill(os.getpid(), signal.SIGINT)   # as a Ctrl-C typed at this moment
+            os.kill(os.getpid(), signal.SIGTERM)
         return original(*args, **kwargs)
 
     monkeypatch.setattr(simulation, "write_topology", write_topology)
@@ -80,7 +82,7 @@ def test_a_stop_signal_as_a_run_writes_its_outputs_stops_the_sweep(tmp_path, mon
         rc = main(["sweep", str(f), "--executor", "serial", "--out", str(out)])
     finally:
         del errors.RECEIVED[received:]
-    assert rc == 128 + signal.SIGINT
+    assert rc == 128 + signal.SIGTERM
     assert "interrupted" in capsys.readouterr().err
     meta = json.loads((out / "sweep.json").read_text())
     assert meta["status"] == "interrupted" and meta["ran"] == 3 and len(calls) == 3
