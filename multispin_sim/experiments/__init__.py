@@ -11,8 +11,9 @@
 >>> result = run_sweep(sweep, "results/fig9", executor="local", jobs=2)   # doctest: +SKIP
 """
 from .executors import EXECUTORS, ExecutorError
+from .metrics import METRICS
 from .runner import OutputConflictError, SweepResult, default_output, run_sweep
-from .sweepfile import METRICS, Sweep, load_sweep, replication_seeds, run_key
+from .sweepfile import Sweep, load_sweep, replication_seeds, run_key
 
 __all__ = ["load_sweep", "run_sweep", "Sweep", "SweepResult", "METRICS", "EXECUTORS",
            "ExecutorError", "OutputConflictError", "replication_seeds", "run_key",

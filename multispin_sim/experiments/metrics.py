@@ -31,3 +31,17 @@ def is_metric(name):
     included."""
     return isinstance(name, str) and (name in METRICS or name in CELLS_METRICS
                                       or name.startswith(NESTED_METRIC_PREFIXES))
+
+
+def plot_y_problem(y):
+    """(what is wrong, what is allowed) when ``y`` cannot be a figure's y, else None."""
+    plottable = [m for m in METRICS if m not in WALL_CLOCK]
+    if y in WALL_CLOCK:
+        return (f"{y!r} is a wall-clock figure (runs.csv only; figures plot the per-cell means "
+                "of cells.csv)", f"one of {', '.join(plottable)}")
+    if not is_metric(y):
+        return (f"{y!r} is not a metric",
+                f"expected one of {', '.join(plottable + list(CELLS_METRICS))}, or a metric of a "
+                f"summary block ({', '.join(SUMMARY_BLOCKS)}: <block>_<key>, as the columns of "
+                "cells.csv)")
+    return None

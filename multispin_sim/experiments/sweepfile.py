@@ -56,10 +56,10 @@ from ..scenario import (ScenarioError, load_scenario, parse_set_options, referen
 from ..scenario import Scenario, apply_overrides, read_yaml_file
 from ..scenario.loading import exclusive_sibling
 from ..scenario.params import kind_of, python_values, section_hints
-from .metrics import CELLS_METRICS, METRICS, SUMMARY_BLOCKS, WALL_CLOCK, is_metric
+from .metrics import plot_y_problem
 
-__all__ = ["Sweep", "Cell", "Axis", "load_sweep", "replication_seeds", "run_key", "METRICS",
-           "TOP_KEYS", "SWEEP_KEYS"]
+__all__ = ["Sweep", "Cell", "Axis", "load_sweep", "replication_seeds", "run_key", "TOP_KEYS",
+           "SWEEP_KEYS"]
 
 TOP_KEYS = ("name", "description", "base", "base_file", "sweep", "plot")
 SWEEP_KEYS = ("grid", "zip", "replications", "seed")
@@ -396,17 +396,10 @@ def _parse_plot(doc, keys, source):
             raise _err(f"{path}.x", f"{fig['x']!r} is not a swept key",
                        f"expected one of {', '.join(keys)}", source)
         ys = fig["y"] if isinstance(fig["y"], list) else [fig["y"]]
-        plottable = [m for m in METRICS if m not in WALL_CLOCK]
         for y in ys:
-            if y in WALL_CLOCK:
-                raise _err(f"{path}.y", f"{y!r} is a wall-clock figure (runs.csv only; figures "
-                           "plot the per-cell means of cells.csv)",
-                           f"one of {', '.join(plottable)}", source)
-            if not is_metric(y):
-                raise _err(f"{path}.y", f"{y!r} is not a metric",
-                           f"expected one of {', '.join(plottable + list(CELLS_METRICS))}, or "
-                           f"a metric of a summary block ({', '.join(SUMMARY_BLOCKS)}: "
-                           "<block>_<key>, as the columns of cells.csv)", source)
+            why = plot_y_problem(y)
+            if why is not None:
+                raise _err(f"{path}.y", *why, source)
         fig["y"] = ys
         for opt in ("curves", "panels"):
             v = fig.get(opt)
