@@ -14,7 +14,8 @@ co-channel transmission of another cell starts or ends (``engine.interference``)
 
 The network has one horizon (``Horizon``): every cell serves, and so interferes, until each
 cell has completed ``run.rounds`` rounds; then every cell stops at the end of its round in
-progress. The network's goodput is its tokens over that common span.
+progress. The network's goodput is the sum of the cells' goodputs, each cell's tokens over its
+own span; every span covers the common horizon.
 """
 import dataclasses
 import functools
@@ -35,8 +36,8 @@ from ..scenario.limits import BASE_BYTES, PER_ROUND_BYTES, memory_terms
 from ..version import __version__
 from .cell_plan import cell_layout, cell_plan, mobile_plan, noise_psd, wrapped_population
 from .handover import AttachedWorkload, CellMover
-from .progress import Progress
 from .interference import InterferenceField, InterferingChannel
+from .progress import Progress
 
 CELLS_STREAM_KEY = 1000   # SeedSequence(seed, spawn_key=(1000,)): layout, drops, cross links
 
