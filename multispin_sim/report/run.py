@@ -309,19 +309,20 @@ def read_run_folder(folder):
     folder = Path(folder)
     summary, tables = read_run(folder)
     meta = read_json(folder / "run.json") if (folder / "run.json").is_file() else {}
-    return folder, summary, tables, meta, cell_times(folder, tables["rounds"])
+    return folder, summary, tables, meta, cell_times(summary, tables["rounds"])
 
 
-def cell_times(folder, rounds):
-    """{cell: its simulated time} of a run of several cells (None for one cell): each cell's
-    ``cell_<c>/summary.json`` ``sim_time_s``, or without that folder the end of its last
-    round (a cell without rounds takes no time in the budget)."""
+def cell_times(summary, rounds):
+    """{cell: its simulated time} of a run of several cells (None for one cell): the
+    ``sim_time_s`` of the summary's block of each cell, or (a folder written before the blocks
+    had it) the end of its last round (a cell without rounds takes no time in the budget)."""
     if "cell" not in rounds:
         return None
+    given = {b.get("cell"): number(b.get("sim_time_s")) for b in summary.get("cells") or []
+             if isinstance(b, dict)}
     times = {}
     for c in np.unique(rounds["cell"]).tolist():
-        path = folder / f"cell_{c}" / "summary.json"
-        t = number(read_json(path, ("sim_time_s",))["sim_time_s"]) if path.is_file() else np.nan
+        t = given.get(c, np.nan)
         if not np.isfinite(t):
             sel = rounds["cell"] == c
             t = float((rounds["start_s"][sel] + rounds["duration_s"][sel]).max())
