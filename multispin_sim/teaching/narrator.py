@@ -25,7 +25,8 @@ import numpy as np
 
 from ..model.mimo import Transmission
 from ..model.mobility import clamped_pathloss_gain
-from ..model.reactive import ReactiveProblem, dl_common_delay, prefix_split_delays
+from ..model.reactive import (ReactiveProblem, dl_common_delay, evaluate_assignment,
+                              prefix_split_delays)
 
 __all__ = ["explain", "explain_round"]
 
@@ -286,16 +287,6 @@ def _csi(dr, j, static_pl, distance, ctx):
     return csi + f", DL gain {_db(gd)} ({label} {_db(pl)})"
 
 
-def _assignment_delay(system, b, g_ul, g_dl, pu, ul):
-    """T_comm of the orthogonal-band model (docs/model.md section 6) of one assignment:
-    the slowest full-power UL delay and the common DL delay of the others."""
-    d_ul = [system.payload_bits / (b * math.log2(1 + pu[c] * g_ul[c] / (system.n0 * b)))
-            for c in range(len(ul)) if ul[c]]
-    inv = sum(1.0 / g_dl[c] for c in range(len(ul)) if not ul[c])
-    d_dl = float(dl_common_delay(system.payload_bits, b, system.p_dl_w, inv, system.n0)) if inv else 0.0
-    return max(d_ul + [d_dl])
-
-
 def _share(dr, sent, deferred, b, ctx):
     """The band sentence: from the recorded bandwidth_hz of the corrections sent."""
     n = len(sent)
@@ -353,7 +344,8 @@ def _corrections(dr, rejected, sent, deferred, system, p_ul, ctx):
         out.append(f"      n = {m}: max(UL {ul_part}, DL {dl_part}) = {_ms(float(f[m]))}{mark}")
     ul = [_mode(dr, j) == "ul" for j in sent]
     chosen_ul = sorted(k for k, u in zip(devs, ul) if u)
-    f_rec = _assignment_delay(system, b, g_ul, g_dl, pu, ul)   # this table's f of the records
+    # this table's f of the recorded assignment
+    f_rec = float(evaluate_assignment(problem, np.array([ul], dtype=bool)).t_comm[0])
     out.append(_why(devs, cols, best, f, chosen_ul, f_rec, deferred, dr, ctx))
     realised = max(float(dr["delay_s"][j]) for j in sent)
     if not math.isclose(realised, f_rec, rel_tol=1e-6, abs_tol=1e-12):
