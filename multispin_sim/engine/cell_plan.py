@@ -23,7 +23,8 @@ from .population import dl_power_w
 
 
 def cell_seed(seed, c):
-    """The seed of cell c: the run's for cell 0 (a one-cell run is today's), else derived."""
+    """The seed of cell c: the run's for cell 0 (a one-cell run is the paper's single-cell
+    run), else derived."""
     return seed if c == 0 else int(np.random.SeedSequence((seed, c)).generate_state(1)[0])
 
 

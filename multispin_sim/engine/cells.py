@@ -64,7 +64,7 @@ class Links:
     def add_cell(self, cell, population, drawn=None):
         """The rows of ``cell``'s devices; returns the population with its own gains. The gains
         are ``drawn`` (the rows the region drop associated on) or drawn here; a model that is
-        the population's own (``model.population_gain``: today's power law, per-cell drops)
+        the population's own (``model.population_gain``: the paper's power law, per-cell drops)
         keeps the population's gains to its server."""
         if drawn is None:   # a per-cell drop: its devices at their torus points
             population = wrapped_population(self.layout, self.model, cell, population)

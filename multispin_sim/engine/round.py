@@ -108,12 +108,15 @@ class RoundLoop(ProtocolLoop):
 
     # -- called by the devices -------------------------------------------------------------
     def draft_arrived(self, k):
-        """Device k's draft is in (the server verifies when every active device's is)."""
-        # counted here and in device_finished, not in a helper both call: one Python call
-        # less per device and phase
+        """Device k's draft is in (the server verifies when every active device's is); as
+        ``device_finished``, device k is done with this round (its correction delivered, or
+        none needed). Either report counts down the phase under way (``_phase``)."""
+        # the count inline, not in a helper: one Python call less per device and phase
         self._pending -= 1
         if self._pending == 0:
             self._all_reported.succeed()
+
+    device_finished = draft_arrived
 
     def carry_finished(self, k):
         """Device k's carried correction is delivered."""
@@ -134,12 +137,6 @@ class RoundLoop(ProtocolLoop):
         self._carry_pending = int(np.count_nonzero(carry))
         self._carry_done = env.event()
         return decision
-
-    def device_finished(self, k):
-        """Device k is done with this round (its correction delivered, or none needed)."""
-        self._pending -= 1
-        if self._pending == 0:
-            self._all_reported.succeed()
 
     def _phase(self, env, signal, n_active):
         """SimPy: start a phase of the round (drafting, or the corrections after the

@@ -10,7 +10,8 @@ Modules are named for the part of the model they compute:
 - ``rates``: noise power and Shannon rate of an OFDMA link.
 - ``topology``: positions and distances in the plane.
 - ``cells``: layouts of several servers (hexagonal grid with wrap-around, PPP, given positions).
-- ``pathloss_3gpp``: large-scale models per link: today's power law, 3GPP TR 38.901 UMa / UMi.
+- ``pathloss_3gpp``: large-scale models per link: the paper's power law, 3GPP TR 38.901 UMa /
+  UMi.
 - ``association``: which server a device attaches to (max-RSRP, nearest, load-aware, joint).
 - ``sinr``: SINR, frequency reuse, delivery at a piecewise-constant rate.
 - ``handover``: the A3 trigger (hysteresis, time-to-trigger, ping-pongs).

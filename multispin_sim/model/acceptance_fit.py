@@ -40,7 +40,7 @@ import numpy as np
 from scipy import optimize, stats
 
 from .acceptance_trace import UNKNOWN, mean_agreement
-from .markov import markov_chain, markov_moments, markov_stationary
+from .markov import markov_chain, markov_stationary
 
 GAMMAS = (4, 8)
 MODELS = ("iid", "beta", "markov")
@@ -349,17 +349,6 @@ def validate(answers, fits, seed=0, name="all", draws=DRAWS):
     return rows
 
 
-def closed_forms(fits):
-    """Model-side closed forms printed beside the table: mean rate and lag-1 autocorrelation."""
-    out = {"iid": (fits["iid"]["mean"], 0.0)}
-    b = fits["beta"]
-    out["beta"] = (b["mean"], None)
-    mk = fits["markov"]
-    out["markov"] = markov_moments(mk["easy_rate"], mk["hard_rate"], mk["easy_to_hard"],
-                                   mk["hard_to_easy"])
-    return out
-
-
 def scenario_snippet(fits, trace=None):
     """The ``acceptance`` keys of each fitted model (a dict per model, for YAML)."""
     mk = fits["markov"]
@@ -378,4 +367,4 @@ def scenario_snippet(fits, trace=None):
 
 __all__ = ["fit_iid", "fit_beta", "fit_markov", "fit_all", "validate", "replay", "run_lengths",
            "synthetic", "metrics", "expected_steps", "selection_seed", "scenario_snippet",
-           "closed_forms", "markov_stationary"]
+           "markov_stationary"]

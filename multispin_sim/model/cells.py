@@ -1,6 +1,6 @@
 """Where the cells' servers are (pure numpy): ``cells.layout`` names a class of ``CELL_LAYOUTS``.
 
-- ``single``: one server at ``topology.server_xy_m`` (the paper; today's system).
+- ``single``: one server at ``topology.server_xy_m`` (the paper's system).
 - ``hex``: ``cells.count`` sites (1, 7, 19, 37, ... = 1 + 3 n (n + 1): the centre and n rings)
   on a hexagonal grid of inter-site distance ``cells.isd_m``, optionally with wrap-around.
 - ``ppp``: a Poisson point process of ``cells.density_per_km2`` servers in a disc of radius
@@ -65,12 +65,6 @@ def hex_axial(count):
     return q, r
 
 
-def hex_sites(count, isd_m, centre=(0.0, 0.0)):
-    """Site positions (count, 2) of a hexagonal cluster, in the order of ``hex_axial``."""
-    q, r = hex_axial(count)
-    return np.asarray(centre, dtype=float) + axial_to_xy(q, r, isd_m)
-
-
 def wrap_lattice(count, isd_m):
     """The translations of the wrap-around as a basis (2, 2), rows a and b: every copy of the
     cluster is shifted by i a + j b (integers i, j)."""
@@ -124,7 +118,7 @@ def ppp_disc(rng, density_per_m2, radius_m, centre=(0.0, 0.0)):
 
 def uniform_in_hexagon(rng, n, isd_m, centre=(0.0, 0.0)):
     """``n`` points uniform in area in the hexagonal cell of a site: the points closer to it
-    than to any neighbour (the neighbours lie at 0, 60, ..., 300 degrees, ``hex_sites``), a
+    than to any neighbour (the neighbours lie at 0, 60, ..., 300 degrees, ``axial_to_xy``), a
     hexagon of inradius ISD/2 with its edge normals at 0, 60 and 120 degrees. Rejection from
     the bounding box; draws blocks of 2n + 8 pairs of uniforms until n are kept."""
     out = np.empty((0, 2))
@@ -144,14 +138,13 @@ class CellLayout:
     """Interface of a cell layout: the server positions, and the images used for distances.
 
     ``sites`` (S, 2) server positions (metres); ``lattice`` the wrap-around basis (2, 2), or
-    None; ``cell_radius_m`` the radius of a regular cell (None: the layout has none);
-    ``centre`` (2,) the centre of the region devices are dropped over (drop: region, layouts
-    without ``drop_in_cell``) and ``region_m`` its radius (None: the layout has no disc)."""
+    None; ``centre`` (2,) the centre of the region devices are dropped over (drop: region,
+    layouts without ``drop_in_cell``) and ``region_m`` its radius (None: the layout has no
+    disc)."""
 
     lattice = None
-    cell_radius_m = None
     region_m = None
-    several = True   # the engine builds one round loop per server (False: today's one cell)
+    several = True   # the engine builds one round loop per server (False: the paper's one cell)
     reads_servers = False   # the engine reads the server positions from a file for it
 
     @classmethod
@@ -189,7 +182,7 @@ class CellLayout:
 
 @CELL_LAYOUTS.register("single")
 class SingleCell(CellLayout):
-    """One server (today's system)."""
+    """One server (the paper's system)."""
 
     several = False
 
@@ -216,7 +209,6 @@ class HexGrid(CellLayout):
         self._centre = np.asarray(centre, dtype=float)
         self.sites = self._centre + axial_to_xy(*self.axial, self.isd_m)
         self.lattice = wrap_lattice(count, self.isd_m) if wrap_around and count > 1 else None
-        self.cell_radius_m = self.isd_m / SQRT3
 
     @property
     def centre(self):

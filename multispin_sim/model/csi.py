@@ -17,8 +17,8 @@ power |h|^2 of every device (UL and DL), built in three optional steps:
    highest CQI whose switching SNR it reaches, ``McsLink.switch_db``); the decision takes the
    lower edge of the reported bin (CQI 0: one bin width below CQI 1's edge).
 
-Perfect CSI (all three off) returns the very same arrays: decisions are exactly today's.
-Draws come from the ``csi`` random stream.
+Perfect CSI (all three off) returns the very same arrays: decisions are exactly the paper's
+(made on the true channel). Draws come from the ``csi`` random stream.
 """
 import numpy as np
 

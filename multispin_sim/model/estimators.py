@@ -113,7 +113,9 @@ class ExactTcomm(_StatelessTcomm):
         idx = np.flatnonzero(self.active)
         k = self.alpha.size
         states = (0, 1, 2) if random_split else (0, 1)
-        combos = np.array(list(product(states, repeat=idx.size)), dtype=np.int8).reshape(-1, idx.size)
+        # one row per outcome; no active device: the one outcome where nobody is rejected
+        combos = np.array(list(product(states, repeat=idx.size)), dtype=np.int8).reshape(
+            len(states) ** idx.size, idx.size)
         masks = np.zeros((combos.shape[0], k), dtype=bool)
         masks[:, idx] = combos > 0
         self.masks = masks
@@ -270,12 +272,8 @@ class SAATcomm:
         self.gamma = np.array(gamma, dtype=np.int64)
         if t is None:
             t = self._from_path(self.gamma)
-        if t is None:
-            self.rej = self._rejected(self.gamma)
-            self.t = self.kernel(self.rej, np.arange(self.m))
-        else:
-            self.rej = self._rejected(self.gamma)
-            self.t = t
+        self.rej = self._rejected(self.gamma)
+        self.t = self.kernel(self.rej, np.arange(self.m)) if t is None else t
         self._plus = None
         self.value = float(self.t.sum()) / self.m   # t.mean(), fewer calls
         return self.value

@@ -1,8 +1,8 @@
 """Large-scale models of a link to any server: ``cells.pathloss`` names a class of
 ``PATHLOSS_MODELS`` (pure numpy).
 
-- ``power-law``: G(d) = G_0 d^-eta with log-normal shadowing of ``channel.shadowing_db`` (today's
-  model, ``model.pathloss``), every link LOS.
+- ``power-law``: G(d) = G_0 d^-eta with log-normal shadowing of ``channel.shadowing_db`` (the
+  paper's model, ``model.pathloss``), every link LOS.
 - ``uma``, ``umi``: 3GPP TR 38.901 V17.0.0 (ETSI TR 138 901, 2022-04) Table 7.4.1-1 path loss
   of the urban macro (UMa) and urban micro street-canyon (UMi) scenarios, LOS and NLOS, with
   the LOS probability of Table 7.4.2-1 (outdoor devices) and the shadow-fading standard
@@ -32,7 +32,7 @@ class PathLossModel:
     """A large-scale model: mean gain (dB) given the LOS state, LOS probability, shadowing std.
 
     ``population_gain``: the model is the one the single-cell population already drew for a
-    device's own server (today's power law), so a cell keeps those gains.
+    device's own server (the paper's power law), so a cell keeps those gains.
 
     ``draw(rng, d2d)`` -> (linear gains, los): one uniform per link for its LOS state (in the
     order of ``d2d.ravel()``), then one standard normal per link for its shadowing."""

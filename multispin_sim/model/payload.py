@@ -22,8 +22,8 @@ carries its count n in ceil(log2(V + 1)) bits; ``quantized`` carries the scale (
 probability) as one float32 (32 bits). Quantiser: level_i = round(x_i / x_max (2^b - 1)),
 x~_i = level_i x_max / (2^b - 1), then renormalised (the largest entry is never zero).
 
-``topk`` with the defaults (k = 1024, V = 151,665, Q = 16) is today's 34,816 bits
-(``payload_bits``).
+``topk`` with the defaults (k = 1024, V = 151,665, Q = 16) is the default payload,
+34,816 bits (``payload_bits``).
 """
 import math
 
@@ -206,6 +206,6 @@ def format_from_scenario(payload, **override):
     if name == DENSE:
         kw["effective_vocab"] = DENSE
     elif name == "topk" and kw["effective_vocab"] == DENSE:
-        name = DENSE  # today's 'effective_vocab: dense'
+        name = DENSE  # 'effective_vocab: dense' under the default format: the dense payload
     kw.update(override)
     return make_format(name, **kw)

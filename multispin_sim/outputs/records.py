@@ -19,6 +19,7 @@ from itertools import chain, islice, repeat
 from pathlib import Path
 
 import numpy as np
+import orjson  # a C serialiser writing the same shortest round-trip digits as Python's repr
 
 
 class CsvStream:
@@ -56,11 +57,6 @@ class CsvStream:
             self._file.close()
 
 
-try:  # a C serialiser writing the same shortest round-trip digits as Python's repr, ~20x faster
-    import orjson as _orjson
-except ImportError:  # pragma: no cover -- a core dependency; the pure-Python path gives the same bytes
-    _orjson = None
-
 # where orjson's layout differs from Python's: exponents -5..-9 ("e-7", Python "e-07"), 1e-5 <= |x|
 # < 1e-4 (positional), |x| >= 1e16 ("1e16", Python "1e+16"), and non-finite values (JSON has none):
 # the values in [1e-9, 1e-4) or >= 1e16 in size, and NaN, take Python's repr
@@ -72,11 +68,11 @@ def format_column(values):
     text that reads back to the same float), byte for byte; integer and float64 columns go
     through orjson, with the few values where its text differs from Python's redone by repr."""
     kind = values.dtype.kind
-    if _orjson is None or values.ndim != 1 or not len(values) or kind not in "iuf" or (
+    if values.ndim != 1 or not len(values) or kind not in "iuf" or (
             kind == "f" and values.dtype != np.float64):
         return list(map(str, values.tolist()))
     values = np.ascontiguousarray(values)
-    out = _orjson.dumps(values, option=_orjson.OPT_SERIALIZE_NUMPY).decode()[1:-1].split(",")
+    out = orjson.dumps(values, option=orjson.OPT_SERIALIZE_NUMPY).decode()[1:-1].split(",")
     if kind == "f":
         for i in np.flatnonzero(_python_floats(values)).tolist():
             out[i] = repr(float(values[i]))
@@ -161,7 +157,7 @@ def _group_rows(kind, group, n, comma):
         marked = not fix.size or np.isfinite(values[fix]).all()
         block[:, m] = np.nan
     if marked:
-        text = _orjson.dumps(block.reshape(-1), option=_orjson.OPT_SERIALIZE_NUMPY)
+        text = orjson.dumps(block.reshape(-1), option=orjson.OPT_SERIALIZE_NUMPY)
         if kind == "i":  # "[a,b,M,c,d,M]"
             rows = text[1:-len(_INT_SPLIT)].split(_INT_SPLIT)
             if not comma:
@@ -171,7 +167,7 @@ def _group_rows(kind, group, n, comma):
         else:
             rows = text[1:-6].split(b",null,")
     else:
-        text = _orjson.dumps(np.ascontiguousarray(values), option=_orjson.OPT_SERIALIZE_NUMPY)
+        text = orjson.dumps(np.ascontiguousarray(values), option=orjson.OPT_SERIALIZE_NUMPY)
         rows = text[2:-2].split(b"],[")
         if comma:
             rows = [r + b"," for r in rows]
@@ -196,9 +192,6 @@ def format_rows_bytes(columns):
     n = len(columns[0]) if columns else 0
     if not n:
         return b""
-    if _orjson is None:
-        columns = [c.values() if isinstance(c, Labels) else c for c in columns]
-        return ("\n".join(map(",".join, zip(*map(format_column, columns)))) + "\n").encode()
     plan = _plan(columns, n)
     pieces = []  # per step: the rows' texts, each but the last step's ending with a comma
     for j, (kind, what) in enumerate(plan):

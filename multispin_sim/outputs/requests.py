@@ -94,7 +94,7 @@ class RequestLog:
         self.csv.close()
 
     def summary(self, end, *, area, wait_area, arrived, completed, in_system, useful_tokens,
-                warnings=(), busy_s=None):
+                warnings=()):
         """The ``requests`` block of the run summary (``end``: the run's end time)."""
         t = float(end)
         lat = self.latency.values()
@@ -109,7 +109,7 @@ class RequestLog:
             first = np.asarray([f if f == f else t for f in self._unfinished_first], dtype=float)
             late = first - np.asarray(self._unfinished_arrival, dtype=float) > self.slo_ttft_s
             self._late_unfinished = int(np.count_nonzero(late))
-        out = {
+        return {
             "arrivals": n_arr,
             "completed": int(sum(completed)),
             "in_system_at_end": int(sum(in_system)),
@@ -133,6 +133,3 @@ class RequestLog:
             "stable": not warnings,
             "warnings": list(warnings),
         }
-        if busy_s is not None and t > 0:
-            out["server_utilisation"] = busy_s / t
-        return out

@@ -189,12 +189,6 @@ def _label(keys, values):
     return ", ".join(f"{KEY_LABELS.get(k, k)}={_fmt(v)}" for k, v in zip(keys, values))
 
 
-def draw_figure(spec, meta, cells, folder):
-    """Draw one figure spec into ``folder`` (PNG + CSV); return the two paths."""
-    fig, rows = render_figure(spec, meta, cells)
-    return write_figure(fig, rows, spec["name"], folder)
-
-
 def write_figure(fig, rows, name, folder):
     """The PNG of a rendered figure and the CSV of its points, in ``folder`` (made if
     missing); return the two paths."""

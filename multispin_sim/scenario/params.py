@@ -184,16 +184,10 @@ def join_path(path: str, key: Any) -> str:
     return f"{path}.{key}" if path else str(key)
 
 
-_cache: dict[type, dict[str, Any]] = {}
-
-
+@functools.cache
 def section_hints(cls: type) -> dict[str, Any]:
     """Resolved type hints of a section's fields (cached)."""
-    hints = _cache.get(cls)
-    if hints is None:
-        hints = typing.get_type_hints(cls)
-        _cache[cls] = hints
-    return hints
+    return typing.get_type_hints(cls)
 
 
 def value_at(params: Any, key: str) -> Any:

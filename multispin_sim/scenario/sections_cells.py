@@ -1,5 +1,5 @@
 """The ``cells`` section: several edge servers, their layout, path loss, association and
-frequency reuse (docs/components/cells.md). The default, one cell, is today's system."""
+frequency reuse (docs/components/cells.md). The default, one cell, is the paper's system."""
 
 from __future__ import annotations
 
@@ -37,9 +37,9 @@ class ServerOverride(Params):
 class Cells(Params):
     """Edge servers, each with its own queue, batching, cost model, band and DL budget."""
 
-    layout: str = param("single", "'single': one server (today's system); 'hex': cells.count "
-                        "sites on a hexagonal grid; 'ppp': a Poisson point process of servers; "
-                        "'graphml': the server nodes of topology.graphml_file",
+    layout: str = param("single", "'single': one server (the paper's system); 'hex': "
+                        "cells.count sites on a hexagonal grid; 'ppp': a Poisson point process "
+                        "of servers; 'graphml': the server nodes of topology.graphml_file",
                         choices=CELL_LAYOUTS)
     count: int = param(7, "Sites of the hexagonal grid (1, 7, 19, 37, ...)", check=ge(1))
     isd_m: float = param(500.0, "Inter-site distance of the hexagonal grid", unit="m", check=gt(0))
@@ -58,8 +58,9 @@ class Cells(Params):
                       "grid, else the disc of cells.region_m), each attached to the server "
                       "cells.association picks", choices=CELL_DROPS)
     pathloss: str = param("power-law", "'power-law': channel.ref_gain_db and "
-                          "channel.pathloss_exponent (today's); 'uma', 'umi': 3GPP TR 38.901 "
-                          "urban macro / micro street canyon with LOS probability and shadowing",
+                          "channel.pathloss_exponent (the paper's model); 'uma', 'umi': 3GPP "
+                          "TR 38.901 urban macro / micro street canyon with LOS probability and "
+                          "shadowing",
                           choices=PATHLOSS_MODELS)
     fc_ghz: float = param(3.5, "Carrier frequency of the 3GPP path loss", unit="GHz",
                           check=in_interval(0.5, 100.0))

@@ -108,7 +108,7 @@ class Server(Params):
         default_text="verify_per_device_ms / 5")
     verify_table: str = param(
         "vidur-a100-codellama34b", "Profile for verify_model 'table': a shipped table "
-        "('vidur-a100-codellama34b': A100, CodeLlama-34B, linear layers only; "
+        "('vidur-a100-codellama34b': A100, CodeLlama-34B, every layer operator but attention; "
         "'paper-linear-qwen2.5') or the path of a CSV with a header and rows 'batched tokens, "
         "milliseconds' sorted by tokens (relative to the working directory)")
     power_w: float = param(300.0, "Server power while verifying (energy = power_w x T_ver; "

@@ -82,6 +82,17 @@ def test_exact_inactive_devices_do_not_count():
     assert obj.tokens(gamma) == pytest.approx(expected_tokens(s.alpha[active], gamma[active]).sum())
 
 
+
+@pytest.mark.parametrize("mode", ["optimal", "random"])
+def test_exact_with_no_active_device_has_no_communication(mode):
+    # a round where every device only sends a carried correction (policy.mode: deadline):
+    # the one outcome is "nobody rejected", T_comm 0, and the searches answer gamma = 0
+    s = make_system(3, seed=2)
+    g = s.pathloss * np.ones(3)
+    obj = make_objective(s, g, g, np.zeros(3, bool), np.full(3, 5), mode, estimator="exact")
+    assert obj.tcomm.mean(np.array([[0, 0, 0], [2, 1, 3]])).tolist() == [0.0, 0.0]
+
+
 # ---------------------------------------------------------------------------- SAA
 
 

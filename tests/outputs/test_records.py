@@ -51,19 +51,6 @@ def test_strided_and_other_dtypes():
         assert format_column(values) == python_text(values)
 
 
-def test_same_bytes_without_orjson(monkeypatch):
-    rng = np.random.default_rng(3)
-    columns = [np.arange(500), np.array(["ul", "", "dl"] * 166 + ["", ""], dtype=object),
-               rng.exponential(size=500) * 1e-6, rng.normal(size=500), np.zeros(500)]
-    fast = io.StringIO()
-    write_rows(fast, columns)
-    monkeypatch.setattr(records, "_orjson", None)
-    slow = io.StringIO()
-    write_rows(slow, columns)
-    assert fast.getvalue() == slow.getvalue()
-    assert records._orjson is None
-
-
 @pytest.mark.parametrize("n", [1, 3])
 def test_single_rows(n):
     values = np.full(n, 0.020655126265036947)
