@@ -11,8 +11,18 @@ Records: ``corrections.csv`` (one row per correction: round, device, mode, the p
 and its bits, the acceptance probability of the rejected position, the DL TV of the output token
 to p and the TV of the residual), and a ``payload`` section in the summary (realised acceptance
 rate, mean and p99 DL TV, TV per token, ``exact``).
+
+Every decision reads the context of the outcome it decides (``_Verified``: the round, each
+device's rejected position and its uniform), whichever outcomes came since: ``outcomes`` queues
+the context of each outcome with rejected devices and ``decide`` takes the oldest, the order
+both protocols decide in (the synchronous round right after its outcomes; the asynchronous
+protocol's correction phases first come first served, a phase possibly after later batches were
+verified). A correction a deferring policy ('deadline') carries to the next round start keeps
+the context of the round it was deferred from: ``decide_carry`` records it (row, bits, summary)
+in the round that sends it, the round device_rounds.csv has it in.
 """
 import dataclasses
+from collections import deque
 
 import numpy as np
 
@@ -27,6 +37,19 @@ from .server import EdgeServer
 CORRECTION_COLUMNS = ("round", "device", "mode", "format", "bits", "accept_prob", "dl_tv",
                       "residual_tv")
 _MODE = np.array(["", "ul", "dl"], dtype=object)
+
+
+class _Verified:
+    """What the decision of one outcome reads: its round, per device the rejected position's
+    pair row and the uniform of its correction token (K,), the outputs of the first positions
+    (K,; the correction tokens of the devices rejected there go in when drawn) and which
+    devices were rejected at their first position (K,)."""
+
+    __slots__ = ("round", "rows", "u_last", "first_tokens", "first_rejected")
+
+    def __init__(self, round_index, rows, u_last, first_tokens, first_rejected):
+        self.round, self.rows, self.u_last = round_index, rows, u_last
+        self.first_tokens, self.first_rejected = first_tokens, first_rejected
 
 
 class TokenServer(EdgeServer):
@@ -63,8 +86,10 @@ class TokenServer(EdgeServer):
         self.lossy = 0
         self.bits_sum = 0.0
         self.dl_counts = np.zeros(len(model.dl_formats), dtype=np.int64)
-        self.first_tokens = np.zeros(system.k, dtype=np.int64)  # output of each device's 1st position
-        self._first_rejected = np.zeros(system.k, dtype=bool)
+        # output of each device's 1st position in the last outcome (with its corrections)
+        self.first_tokens = np.zeros(system.k, dtype=np.int64)
+        self._verified = deque()  # contexts of the outcomes with rejections, not decided yet
+        self._carried = {}  # device -> context of the round its deferred correction is from
         bind = getattr(reactive_policy, "bind_payload", None)
         if bind is not None:
             bind(model)
@@ -96,7 +121,6 @@ class TokenServer(EdgeServer):
         rejected = accepted < gamma
         self.round_index += 1
         last = rows[self.index, accepted]
-        self._rows, self._u_last = last, u_last
         examined = np.minimum(accepted + 1, gamma)
         self.positions += int(examined.sum())
         self.accepted_total += int(accepted.sum())
@@ -109,15 +133,19 @@ class TokenServer(EdgeServer):
             table.draw(table.p_cdf, last[done], u_last[done])
         self.tokens_total += int(accepted.sum()) + k
         self.first_tokens = x[:, 0].copy()
-        self._first_rejected = rejected & (accepted == 0)
+        # the engines decide every outcome with rejected devices in the batch, in this order
+        if (rejected if active is None else rejected & active).any():
+            self._verified.append(_Verified(self.round_index, last, u_last, self.first_tokens,
+                                            rejected & (accepted == 0)))
         self.tally.add(accepted, rejected)
         self.belief.observe(accepted, rejected, active)
         return accepted, accepted + 1, rejected
 
     # -- reaction and corrections ----------------------------------------------------------
-    def _round_tables(self):
-        """Per device, at this round's rejected position: UL bits (K,), DL bits and TV (K, F)."""
-        table, r = self.model.table, self._rows
+    def _round_tables(self, r):
+        """Per device, at its rejected position (pair rows ``r``, (K,)): UL bits (K,), DL bits
+        and TV (K, F)."""
+        table = self.model.table
         if self.single_row and self._tables is not None:
             return self._tables
         tables = (table.ul_bits[r].astype(float), np.stack([b[r] for b in table.dl_bits], 1),
@@ -135,8 +163,12 @@ class TokenServer(EdgeServer):
         return None
 
     def decide(self, rejected, g_ul, g_dl, present=None):
+        if not self._verified:
+            raise RuntimeError("TokenServer.decide: no verified outcome with rejected devices "
+                               "is waiting for its decision (outcomes() first)")
+        ctx = self._verified.popleft()  # the oldest outcome not decided: the one decided now
         problem = self.system.reactive_problem(rejected, g_ul, g_dl, present)
-        ul_bits, dl_bits, dl_tv = self._round_tables()
+        ul_bits, dl_bits, dl_tv = self._round_tables(ctx.rows)
         decide_with = getattr(self.policy, "decide_with", None)
         if decide_with is not None:
             decision = decide_with(problem, ul_bits, dl_bits, dl_tv, self.policy_rng)
@@ -148,13 +180,49 @@ class TokenServer(EdgeServer):
         bits = correction_bits(mode == UL, choice, ul_bits, dl_bits)
         if self.channel is not None:
             self.channel.round_bits = bits  # multi-block transmissions deliver these bits
-        self._corrections(np.flatnonzero(mode > 0), mode, choice, bits)
+        idx = np.flatnonzero(mode > 0)
+        tokens = self._corrections(idx, mode, choice, bits, ctx.rows[idx], ctx.u_last[idx],
+                                   ctx.round)
+        first = ctx.first_rejected[idx]
+        if first.any():
+            ctx.first_tokens[idx[first]] = tokens[first]
+        deferred = getattr(decision, "deferred", None)
+        if deferred is not None:  # sent at the next round start (decide_carry)
+            for i in np.flatnonzero(deferred[0]).tolist():
+                self._carried[i] = ctx
         return decision
 
-    def _corrections(self, idx, mode, choice, bits):
+    def decide_carry(self, deferred, g_ul, g_dl):
+        """The corrections deferred last round, sent from this round start: the policy's
+        modes and powers (``EdgeServer.decide_carry``), each correction drawn at the position
+        rejected in the round it was deferred from, recorded in this round (the next outcomes'
+        round) with its token-level bits, which the channel delivers."""
+        decision = super().decide_carry(deferred, g_ul, g_dl)
+        mode = decision.mode[0]
+        choice = getattr(decision, "dl_choice", None)
+        choice = self._zero_choice if choice is None else choice[0]
+        idx = np.flatnonzero(deferred & (mode > 0))
+        ctxs = [self._carried.pop(i) for i in idx.tolist()]
+        rows = self.model.row0.copy()  # any position for the devices not carried (not sent)
+        u = np.zeros(self.system.k)
+        for i, ctx in zip(idx.tolist(), ctxs):
+            rows[i], u[i] = ctx.rows[i], ctx.u_last[i]
+        ul_bits, dl_bits, _ = self._round_tables(rows)
+        bits = correction_bits(mode == UL, choice, ul_bits, dl_bits)
+        if self.channel is not None:
+            self.channel.round_bits = bits  # read when the carried transmissions start
+        tokens = self._corrections(idx, mode, choice, bits, rows[idx], u[idx],
+                                   self.round_index + 1)
+        for j, (i, ctx) in enumerate(zip(idx.tolist(), ctxs)):
+            if ctx.first_rejected[i]:
+                ctx.first_tokens[i] = tokens[j]
+        return decision
+
+    def _corrections(self, idx, mode, choice, bits, rows, u, round_index):
+        """Draws and records the corrections of devices ``idx`` (``mode``, ``choice``, ``bits``:
+        (K,)) at their rejected positions' pair ``rows`` with the uniforms ``u`` (per device of
+        ``idx``), in round ``round_index``; returns their tokens."""
         table = self.model.table
-        rows = self._rows[idx]
-        u = self._u_last[idx]
         m, c = mode[idx], choice[idx]
         is_dl = m == DL
         n_dl = int(np.count_nonzero(is_dl))
@@ -177,9 +245,6 @@ class TokenServer(EdgeServer):
                 self.tv.add(value)
             self.tv_sum += float(t.sum())
             self.lossy += int(np.count_nonzero(t > 0))
-        first = self._first_rejected[idx]
-        if first.any():
-            self.first_tokens[idx[first]] = tokens[first]
         self.n_ul += idx.size - n_dl
         self.n_dl += n_dl
         b = bits[idx]
@@ -187,9 +252,10 @@ class TokenServer(EdgeServer):
         if self.csv is not None and idx.size:
             fmt = (np.where(is_dl, self.names[c], self.ul_name) if n_dl
                    else np.full(idx.size, self.ul_name, dtype=object))
-            self.csv.append(round=np.full(idx.size, self.round_index), device=idx,
+            self.csv.append(round=np.full(idx.size, round_index), device=idx,
                             mode=_MODE[m], format=fmt, bits=b.astype(np.int64),
                             accept_prob=table.beta[rows], dl_tv=tv, residual_tv=rtv)
+        return tokens
 
     # -- outputs ---------------------------------------------------------------------------
     def close(self):
