@@ -109,7 +109,6 @@ class LinkChannel(OFDMAChannel):
         self.harq_failures = 0
         self.outages = 0
         k = self.system.k
-        self._bits = float(self.bits) if np.ndim(self.bits) == 0 else None
         self._p_ul = np.broadcast_to(np.asarray(self.system.p_ul_w, float), (k,)).tolist()
         self._columns = {name: np.zeros(k, dtype=dt) for name, dt in self.extra_columns.items()}
 
@@ -180,10 +179,18 @@ class LinkChannel(OFDMAChannel):
     def _true_gain(self, device, mode):
         return float((self.g_dl if mode == DL else self.g_ul)[device])
 
+    def _payload_bits(self, device):
+        """The bits of ``device``'s correction: this round's (``round_bits``, the token-level
+        payload's per correction) where set, else the payload size, read when sent (the token
+        payload sets it after the channel is built)."""
+        if self.round_bits is not None:
+            return float(self.round_bits[device])
+        return float(self.bits) if np.ndim(self.bits) == 0 else float(self.bits[device])
+
     def shannon_delay(self, device, mode, power_w, bandwidth_hz, t0):
         """The paper's link on the true channel."""
         rate = float(shannon_rate(bandwidth_hz, power_w, self._true_gain(device, mode), self.n0))
-        first = self.bits / rate if rate > 0 else math.inf
+        first = self._payload_bits(device) / rate if rate > 0 else math.inf
         if self.grid is None:
             return first
         end = (self.block_index(t0) + 1) * self.coherence_s - t0
@@ -210,7 +217,7 @@ class LinkChannel(OFDMAChannel):
                                functools.partial(self._retry_gain, device), self.retry_block_s)
             blocks.static = self.fading_model.static
         retry = self.system.p_dl_w * n_prb / link.n_prb if dl else self._p_ul[device]
-        bits = self._bits if self._bits is not None else float(self.bits[device])
+        bits = self._payload_bits(device)
         try:
             out = link.deliver(bits, n_prb, power_w, snr_reported, blocks, self.link_rng,
                                retry_power_w=retry, max_blocks=self.max_blocks)

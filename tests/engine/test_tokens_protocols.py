@@ -250,3 +250,26 @@ def test_default_token_run_corrections_unchanged_byte_for_byte(tmp_path, extra, 
     data = (folder / "corrections.csv").read_bytes()
     assert hashlib.sha256(data).hexdigest() == digest
     assert_joinable(folder)
+
+
+@pytest.mark.parametrize("payload", [
+    {"payload.model": "token", "payload.format": "topp", "policy.mode": "fidelity"},
+    {"payload.model": "token", "policy.mode": "fidelity", "payload.tv_budget": 0.5},
+])
+def test_the_nr_link_delivers_each_corrections_token_level_bits(tmp_path, monkeypatch, payload):
+    """On the NR link every correction carries the bits corrections.csv records for it (the
+    token-level payload's bits, set per decision), not the bits-only payload size."""
+    from multispin_sim.model.link import McsLink
+
+    sent = []
+    deliver = McsLink.deliver
+
+    def spy(self, bits, *args, **kwargs):
+        sent.append(bits)
+        return deliver(self, bits, *args, **kwargs)
+
+    monkeypatch.setattr(McsLink, "deliver", spy)
+    overrides = {"devices.count": 4, "run.rounds": 40, "link.model": "mcs", **payload}
+    _, folder = run(tmp_path, overrides)
+    rows = correction_rows(folder)
+    assert rows and sorted(sent) == sorted(float(r["bits"]) for r in rows)
