@@ -228,9 +228,10 @@ class Transmission:
                             a_ul=self.vectors(g_ul), a_dl=self.vectors(g_dl), transmission=self,
                             memo=getattr(g_ul, "memo", None))
 
-    def kernel(self, system, g_ul, g_dl, policy, uniforms=None, seed=0):
-        """The draft objective's T_comm kernel of ``policy`` on this channel state."""
-        return SchemeKernel(system, g_ul, g_dl, policy, uniforms, seed)
+    def kernel(self, system, g_ul, g_dl, policy, uniforms=None, seed=0, coin=None):
+        """The draft objective's T_comm kernel of ``policy`` on this channel state (``coin``:
+        fixed UL coins instead of the policy, the random split under exact enumeration)."""
+        return SchemeKernel(system, g_ul, g_dl, policy, uniforms, seed, coin=coin)
 
     def links(self, a_ul, a_dl, ul_idx, dl_idx, p_ul, p_dl, bits, b, n0):
         """(delays, powers, gains, bands) of one assignment, each (K,) (0 where idle)."""
@@ -265,8 +266,8 @@ class SchemeKernel(PolicyKernel):
     """``PolicyKernel`` on one channel state whose gains keep their channel vectors (the draft
     objective sees the schemes the engine uses)."""
 
-    def __init__(self, system, g_ul, g_dl, policy, uniforms=None, seed=0):
-        super().__init__(system, g_ul, g_dl, policy, uniforms, seed)
+    def __init__(self, system, g_ul, g_dl, policy, uniforms=None, seed=0, coin=None):
+        super().__init__(system, g_ul, g_dl, policy, uniforms, seed, coin=coin)
         if np.ndim(g_ul) != 1 or np.ndim(g_dl) != 1:
             raise ValueError("multi-user schemes evaluate one channel state at a time")
         self.g_ul, self.g_dl = g_ul, g_dl

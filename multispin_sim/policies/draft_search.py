@@ -123,6 +123,8 @@ def make_objective(system, g_ul, g_dl, active, caps, policy=None, rng=None, samp
                 if energy is not None:
                     return EnergyKernel(system, g_ul, g_dl, policy, energy, n_active, coin=coin,
                                         scope=energy_scope)
+                if system.transmission is not None:   # a shared band: the scheme's delays
+                    return system.transmission.kernel(system, g_ul, g_dl, policy, coin=coin)
                 return TcommKernel(system, g_ul, g_dl, "random", coin=coin)
             tcomm = ExactTcomm(system.alpha, active, random_split=True, make_kernel=kernel_for)
         else:

@@ -136,6 +136,43 @@ def test_draft_objective_evaluates_the_scheme():
         system.reactive_problem(rejected[0], np.asarray(g), np.asarray(g))
 
 
+
+def test_exact_random_split_objective_evaluates_the_scheme():
+    """Under exact enumeration the random split's objective takes each (rejected set, coin)
+    outcome's T_comm from the shared band's schemes, as the engine does, not from the
+    orthogonal closed forms on the array gains."""
+    from itertools import product
+
+    from multispin_sim.engine.population import build_population
+    from multispin_sim.engine.streams import RandomStreams
+    from multispin_sim.model.antennas import ArrayGains
+    from multispin_sim.model.reactive import evaluate_assignment
+    from multispin_sim.policies.draft_search import make_objective
+
+    k = 4
+    sc = ms.load_scenario(None, overrides={"devices.count": k, "server.antennas": 2,
+                                           "server.dl_scheme": "mu-mimo-zf",
+                                           "server.ul_scheme": "mu-mimo-mmse"})
+    st = RandomStreams(3)
+    system = build_population(sc, st.devices, st.topology, st.shadowing).system
+    rng = np.random.default_rng(4)
+    a = np.sqrt(system.pathloss)[:, None] * (rng.standard_normal((k, 2))
+                                             + 1j * rng.standard_normal((k, 2)))
+    g = ArrayGains.of(a)
+    obj = make_objective(system, g, g, np.ones(k, bool), np.full(k, 6), "random",
+                         estimator="exact")
+    gamma = np.array([1, 3, 2, 5])
+    q = 1.0 - system.alpha ** gamma            # rejection probabilities
+    want = 0.0
+    for states in product((0, 1, 2), repeat=k):   # 0 accepted, 1 rejected UL, 2 rejected DL
+        s = np.array(states)
+        rej = s > 0
+        p = np.prod(np.where(rej, q, 1 - q)) * 0.5 ** rej.sum()
+        if rej.any():
+            problem = system.reactive_problem(rej, g, g)
+            want += p * evaluate_assignment(problem, (s == 1)[None, :]).t_comm[0]
+    assert obj.tcomm.mean(gamma[None])[0] == pytest.approx(want, rel=1e-12)
+
 @pytest.mark.parametrize("fading,extra", [("rayleigh", {"server.antenna_correlation": 0.8}),
                                           ("gauss-markov", {}), ("jakes", {})])
 def test_every_fading_model_runs_per_antenna(fading, extra):
