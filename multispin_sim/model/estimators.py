@@ -311,6 +311,10 @@ class SAATcomm:
             base, m = self.value, self.m
         else:
             base, m = float(self.t[:samples].mean()), samples
+        if not np.isfinite(base):   # a sample's T_comm is infinite: increments give inf - inf
+            cand = np.repeat(self.gamma[None, :], dev.size, axis=0)
+            cand[np.arange(dev.size), dev] = new
+            return self._grid(cand)[:, :m].mean(axis=1)
         mv, rows = self._move_rows(dev, new, samples)
         delta = self._evaluate_moves(dev, new, mv, rows) if rows.size else np.zeros(0)
         return base + np.bincount(mv, weights=delta, minlength=dev.size) / m
@@ -340,6 +344,8 @@ class SAATcomm:
         sums (kept up to date by the changes of a step, as the compiled greedy keeps them).
         """
         dev = np.asarray(dev, dtype=np.int64)
+        if not np.isfinite(self.value):   # no increments from an infinite T_comm
+            return self.move_means(dev, self.gamma[dev] + 1)
         if self._plus is None:
             contrib = np.zeros((self.m, self.k))
             all_dev = np.arange(self.k)

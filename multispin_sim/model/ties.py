@@ -33,7 +33,8 @@ def best_index(values):
     top = np.fmax.reduce(values, initial=-math.inf)   # fmax: NaNs are passed over
     if top == -math.inf:
         return -1
-    return int(np.argmax(values >= top - REL * abs(top)))
+    floor = top - REL * abs(top) if top < math.inf else top   # inf - inf would be NaN
+    return int(np.argmax(values >= floor))
 
 
 def best_index_loop(values):
@@ -44,7 +45,7 @@ def best_index_loop(values):
             top = values[i]
     if top == -math.inf:
         return -1
-    floor = top - REL * abs(top)
+    floor = top - REL * abs(top) if top < math.inf else top
     for i in range(values.shape[0]):
         if values[i] >= floor:
             return i

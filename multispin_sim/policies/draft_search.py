@@ -355,7 +355,7 @@ def budget_search(obj, max_excluded=None, compiled=True):
     path = uniform_path(caps)
     pv = obj.path_values(path)
     uni = uniform_search(obj, pv)
-    gre = greedy_search(obj, pv)
+    gre = greedy_search(obj, pv, compiled=compiled)
     cands = {"uniform": uni, "greedy": gre}
 
     # the budget a communication-free round would use: where exclusions are judged
@@ -415,10 +415,10 @@ def exhaustive_search(obj, chunk=4096):
     grid = product(*(range(int(c) + 1) for c in caps[dev]))
     while True:
         block = np.array([x for _, x in zip(range(chunk), grid)], dtype=np.int64)
-        if block.size == 0:
+        if len(block) == 0:   # (no device can draft: one vector, all zeros, shape (1, 0))
             break
         full = np.zeros((block.shape[0], obj.k), dtype=np.int64)
-        full[:, dev] = block.reshape(block.shape[0], -1)
+        full[:, dev] = block.reshape(block.shape[0], dev.size)
         vals = obj.values(full)
         i = best_index(vals)
         if i >= 0 and (best_v == -np.inf or improves(vals[i], best_v)):

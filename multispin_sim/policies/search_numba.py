@@ -402,6 +402,9 @@ class CompiledSearch:
         gains = (np.asarray(ref.q), np.asarray(ref.v))
         if not all(np.isfinite(g).all() and (g > 0).all() for g in gains):
             return None   # zero or infinite gains: the numpy kernel's conventions apply
+        if not (np.isfinite(obj.draft_s).all() and math.isfinite(float(ref.p_dl))
+                and np.isfinite(obj.verify_table()).all()):
+            return None   # NaN or infinite times or power: numpy's arithmetic says what G is
         return cls(obj, CompiledKernel(ref))
 
     def inputs(self):

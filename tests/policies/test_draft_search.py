@@ -281,3 +281,70 @@ def test_searches_deterministic():
             out.append(search(obj))
         np.testing.assert_array_equal(out[0].gamma, out[1].gamma)
         assert out[0].value == out[1].value
+
+
+# ---------------------------------------------------------------------------- edge cases
+
+
+@pytest.mark.parametrize("caps,active", [(0, True), (8, False)])
+def test_exhaustive_with_no_device_able_to_draft_scores_gamma_zero(caps, active):
+    rng = np.random.default_rng(7)
+    s = small_system(rng, 3)
+    g = s.pathloss * rng.exponential(size=3)
+    obj = make_objective(s, g, g, np.full(3, active), np.full(3, caps), "optimal",
+                         np.random.default_rng(1), 50)
+    ex = exhaustive_search(obj)
+    assert list(ex.gamma) == [0, 0, 0]
+    assert ex.value == obj.value_of(np.zeros(3, dtype=np.int64)) == greedy_search(obj).value
+
+
+def test_budget_search_uncompiled_runs_no_compiled_search(monkeypatch):
+    pytest.importorskip("numba")
+    from multispin_sim.policies import search_numba
+
+    system, g_ul, g_dl = default_instance(3, 4)
+    obj = make_objective(system, g_ul, g_dl, np.ones(system.k, bool), np.full(system.k, 12),
+                         "optimal", np.random.default_rng(2), 1000)
+    if obj.compiled is None:
+        pytest.skip("the compiled search is switched off (MULTISPIN_NUMBA=0)")
+    calls = []
+    monkeypatch.setattr(search_numba.CompiledSearch, "greedy",
+                        lambda self: calls.append(1) or pytest.fail("compiled greedy ran"))
+    budget_search(obj, compiled=False)
+    assert calls == []
+
+
+@pytest.mark.parametrize("field", ["draft_latency_s", "p_dl_w"])
+def test_nan_times_or_power_leave_the_search_to_numpy(field):
+    system, g_ul, g_dl = default_instance(3, 4)
+    bad = np.array(system.draft_latency_s, float)
+    bad[2] = np.nan
+    system = dataclasses.replace(system, **{field: bad if field == "draft_latency_s" else np.nan})
+    obj = make_objective(system, g_ul, g_dl, np.ones(system.k, bool), np.full(system.k, 8),
+                         "optimal", np.random.default_rng(2), 200)
+    assert obj.compiled is None
+    got = greedy_search(obj)
+    assert got.value == obj.value_of(got.gamma) or (math.isnan(got.value)
+                                                    and math.isnan(obj.value_of(got.gamma)))
+
+
+@pytest.mark.parametrize("mode", ["all-dl", "optimal"])
+def test_moves_from_an_infinite_communication_time_are_scored_as_from_scratch(mode):
+    # a zero DL gain under all-DL: every sample rejecting device 0 has T_comm = inf; the moves
+    # (device 0 to 0 above all) are the values of the moved points, not inf - inf
+    system, g_ul, g_dl = default_instance(3, 4)
+    g_dl = g_dl.copy()
+    g_dl[0] = 0.0
+    g_ul = g_ul.copy()
+    g_ul[0] = 0.0
+    obj = make_objective(system, g_ul, g_dl, np.ones(system.k, bool), np.full(system.k, 8), mode,
+                         np.random.default_rng(2), 300)
+    obj.reset(np.full(system.k, 3))
+    dev = np.arange(system.k)
+    for new in (np.zeros(system.k, np.int64), np.full(system.k, 4)):
+        moved = np.repeat(obj.gamma[None, :], system.k, axis=0)
+        moved[dev, dev] = new
+        np.testing.assert_allclose(obj.move_values(dev, new), obj.values(moved), rtol=1e-12)
+    moved = np.repeat(obj.gamma[None, :], system.k, axis=0)
+    moved[dev, dev] += 1
+    np.testing.assert_allclose(obj.plus_one_values(), obj.values(moved), rtol=1e-12)
