@@ -98,6 +98,11 @@ def cmd_run(args):
         print(f"interrupted ({s.get('stop_reason')}): partial output in {result.folder} "
               "(complete: false)", file=sys.stderr)
         return 128 + signum
+    signum = getattr(result, "stop_signal", None)
+    if signum is not None:   # it came as the outputs were written: they are whole, still stop
+        print(f"interrupted ({signal.Signals(signum).name}) after the last round: the run is "
+              f"complete in {result.folder}", file=sys.stderr)
+        return 128 + signum
     return 0
 
 
@@ -129,6 +134,9 @@ def cmd_sweep(args):
     from .experiments import (ExecutorError, OutputConflictError, default_output, load_sweep,
                               run_sweep)
 
+    if args.out is not None and not args.out.strip():  # '' was ignored: refused as run does
+        raise CliError(f"--out {args.out!r}", "is empty", "give the output folder (or leave "
+                       "--out out: results/<sweep name>)")
     if args.scheduler is not None and not args.scheduler.strip():
         raise CliError("--scheduler ''", "is empty", "give the address of a running Dask "
                        "scheduler, e.g. tcp://host:8786 (or leave --scheduler out)")

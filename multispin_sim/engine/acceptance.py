@@ -22,10 +22,13 @@ def read_acceptance_trace(scenario):
     path = trace_path(a)
     try:
         answers = read_trace(path)
+    except TraceError as exc:
+        raise ScenarioError("acceptance.trace_file", str(exc)) from None
+    try:
         answers = select_answers(answers, path=str(path), benchmark=a.trace_benchmark,
                                  model=a.trace_model, categories=a.trace_categories)
     except TraceError as exc:
-        raise ScenarioError("acceptance.trace_file", str(exc)) from None
+        raise ScenarioError(_selection_key(a, answers), str(exc)) from None
     if a.trace_assign == "task":
         dev = scenario.devices
         tasks = set(TASKS) if dev.task == "uniform" else {dev.task}
@@ -39,6 +42,23 @@ def read_acceptance_trace(scenario):
                                     f"the selection has {', '.join(sorted(have))}; use "
                                     "'uniform' or select those categories")
     return answers
+
+
+def _selection_key(a, answers):
+    """The key whose selection left no answers (``select_answers`` filters by benchmark, then
+    model, then categories); the file when the selection's answers have no usable steps."""
+    chosen = answers
+    if a.trace_benchmark:
+        chosen = [x for x in chosen if x.benchmark == a.trace_benchmark]
+        if not chosen:
+            return "acceptance.trace_benchmark"
+    if a.trace_model:
+        chosen = [x for x in chosen if a.trace_model in x.model]
+        if not chosen:
+            return "acceptance.trace_model"
+    if a.trace_categories and not set(a.trace_categories) <= {x.category for x in chosen}:
+        return "acceptance.trace_categories"
+    return "acceptance.trace_file"
 
 
 def acceptance_inputs(scenario):

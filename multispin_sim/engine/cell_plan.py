@@ -28,12 +28,36 @@ def cell_seed(seed, c):
     return seed if c == 0 else int(np.random.SeedSequence((seed, c)).generate_state(1)[0])
 
 
+CELLS_STREAM_KEY = 1000   # SeedSequence(seed, spawn_key=(1000,)): layout, drops, cross links
+
+
 def cell_layout(scenario, rng):
     cells = scenario.cells
     cls = CELL_LAYOUTS.lookup(cells.layout)
     servers = (read_graphml_servers(scenario.topology.graphml_file) if cls.reads_servers
                else None)
     return cls.from_scenario(scenario, rng, servers)
+
+
+def check_cell_layout(scenario):
+    """The servers a run of several cells would place, drawn now from the cells stream at the
+    scenario's seed (as ``engine.cells.build_cells`` does: the same draw), before anything is
+    written: a 'graphml' file without servers, or a Poisson layout that drew none, is refused
+    (ScenarioError)."""
+    from ..scenario import ScenarioError
+
+    cells = scenario.cells
+    if cells.layout == "single":
+        return
+    rng = np.random.Generator(np.random.PCG64(
+        np.random.SeedSequence(scenario.seed, spawn_key=(CELLS_STREAM_KEY,))))
+    if cell_layout(scenario, rng).count == 0:
+        raise ScenarioError("cells.density_per_km2", "the Poisson point process drew no server "
+                            f"in the disc of cells.region_m = {cells.region_m:g} m (at seed "
+                            f"{scenario.seed}: mean lambda pi R^2 = "
+                            f"{cells.density_per_km2 * np.pi * (cells.region_m / 1e3) ** 2:.3g})",
+                            "expected a density and region with servers (lambda pi R^2 >> 1), "
+                            "or another seed")
 
 
 def read_graphml_servers(path):

@@ -34,12 +34,12 @@ from ..outputs.statistics import describe
 from ..scenario import dump_scenario_yaml
 from ..scenario.limits import BASE_BYTES, PER_ROUND_BYTES, memory_terms
 from ..version import __version__
-from .cell_plan import cell_layout, cell_plan, mobile_plan, noise_psd, wrapped_population
+from .cell_plan import (CELLS_STREAM_KEY, cell_layout, cell_plan, mobile_plan, noise_psd,
+                        wrapped_population)
 from .handover import AttachedWorkload, CellMover
 from .interference import InterferenceField, InterferingChannel
 from .progress import Progress
 
-CELLS_STREAM_KEY = 1000   # SeedSequence(seed, spawn_key=(1000,)): layout, drops, cross links
 
 
 def builder(scenario, build_run, result):
@@ -256,7 +256,7 @@ class CellsRun:
     def finish(self, tmp=None, command_line=None, stop_reason=None):
         results = [r.finish(None, command_line, stop_reason) for r in self.runs]
         summary = cells_summary(self.scenario, [r.summary for r in results], self.ids,
-                                self.field, time.perf_counter() - self.wall0,
+                                time.perf_counter() - self.wall0,
                                 [r.recorder.stats for r in self.runs])
         for name in ("rounds", "device_rounds", "devices"):
             combine_tables(self.folder, name, self.ids)
@@ -269,6 +269,7 @@ class CellsRun:
         write_json(self.folder / "summary.json", summary)
         write_json(self.folder / "run.json", run_metadata(
             __version__, self.scenario.seed, summary["wall_time_s"], command_line,
+            compiled_search=any(r.compiled_search for r in self.runs),   # any cell's controller
             scenario=self.scenario.name, complete=summary["complete"]))
         result = self.result(summary, self.folder, results[0].population, self.scenario, _tmp=tmp)
         result.cells = results
@@ -278,7 +279,7 @@ class CellsRun:
         return result
 
 
-def cells_summary(scenario, summaries, ids, field, wall, stats):
+def cells_summary(scenario, summaries, ids, wall, stats):
     """The run's summary: the one-cell summary's totals over the cells (round statistics over
     every cell's rounds) and a ``cells`` block per cell. The network's goodput is the sum of
     the cells' goodputs, each cell's tokens over its own span: every span covers the common
@@ -327,7 +328,9 @@ def cells_summary(scenario, summaries, ids, field, wall, stats):
         **blocks,
         "cells": per_cell,
         "load_balance": float(goodputs.min() / goodputs.max()) if goodputs.max() > 0 else 1.0,
-        "interference": {"transmissions": field.transmissions,
+        # the cells' transmissions of their recorded rounds (the field's own count, the same in
+        # a complete run, has those of a round a stopped run cut short too)
+        "interference": {"transmissions": sum(s["delays"]["transmissions"] for s in summaries),
                          "cells": int(len(summaries)), "reuse": scenario.cells.reuse},
         "complete": all(s["complete"] for s in summaries),
         "wall_time_s": wall,

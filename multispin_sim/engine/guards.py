@@ -11,6 +11,8 @@
 - ``LimitReached``: raised by engine parts when a bound of ``limits`` is reached mid-round
   (e.g. a correction that needs more fading blocks than ``limits.max_blocks_per_transmission``);
   the run stops there and still writes its outputs.
+- ``RecordedTotals``: what a run stopped mid-round (a limit, a second signal) had counted of
+  its unrecorded last round is taken back, so that every total describes the recorded rounds.
 - ``die_with_parent``: worker processes (sweeps) never outlive the process that started them.
 """
 from __future__ import annotations
@@ -77,21 +79,26 @@ def _recording(frame):
 class StopSignals:
     """Installs the stop handlers (main thread only) for the duration of a run.
 
-    ``signum``: the first signal received (None if none); ``loop``: the round loop to stop
-    (may be attached after the handlers are installed: a signal before it exists stops the run
-    before its first round).
+    ``signum``: the first signal received (None if none), also one that came during the
+    shutdown (the caller honours it: exit status 128 + N, a sweep stops); ``loop``: the round
+    loop to stop (may be attached after the handlers are installed: a signal before it exists
+    stops the run before its first round). ``shutdown``: set when the loop has ended (the
+    outputs are being written): a signal from then on changes nothing of the run (a run whose
+    every round ran stays complete) and waits for the outputs.
     """
 
     def __init__(self):
         self.signum = None
         self.count = 0
+        self.stopped_by = None   # the first signal before the shutdown: the one that stopped
+        self.stops = 0           # signals before the shutdown
         self.loop = None
         self.shutdown = False
         self._previous = {}
 
     def attach(self, loop):
         self.loop = loop
-        if self.signum is not None:
+        if self.stopped_by is not None:
             loop.stop_requested = True
 
     def _handler(self, signum, frame):
@@ -99,10 +106,15 @@ class StopSignals:
         RECEIVED.append(signum)
         if self.signum is None:
             self.signum = signum
+        if self.shutdown:   # the loop has ended: the run is what it made, the outputs are written
+            return
+        self.stops += 1
+        if self.stopped_by is None:
+            self.stopped_by = signum
             if self.loop is not None:
                 self.loop.stop_requested = True
             return
-        if self.shutdown or self.loop is None or _recording(frame):
+        if self.loop is None or _recording(frame):
             return
         raise KeyboardInterrupt
 
@@ -119,10 +131,41 @@ class StopSignals:
 
     @property
     def reason(self):
-        if self.signum is None:
+        """The stop reason of a run a signal stopped (None: none came before the shutdown)."""
+        if self.stopped_by is None:
             return None
-        name = signal.Signals(self.signum).name
-        return f"stopped by {name}" + (" (twice: stopped mid-round)" if self.count > 1 else "")
+        name = signal.Signals(self.stopped_by).name
+        return f"stopped by {name}" + (" (twice: stopped mid-round)" if self.stops > 1 else "")
+
+
+class RecordedTotals:
+    """Counters that engine parts update before a round is recorded (a correction's HARQ
+    transmissions and fading blocks as it is sent, a deferral as it is decided), as of the last
+    recorded round: ``commit()`` (called by the recorder after each round it records) keeps
+    their values, ``restore()`` puts them back. A run stopped mid-round (``LimitReached``, a
+    second stop signal) so reports the rounds its records hold, nothing of the round it left
+    unrecorded; after a whole round (or a complete run) ``restore`` changes nothing.
+
+    ``parts``: (object, attribute names) pairs; names an object lacks are left out. The values
+    are kept, not copied: attributes holding numbers, or objects replaced rather than changed.
+    """
+
+    def __init__(self, parts):
+        self.parts = [(obj, names) for obj, names in
+                      ((obj, tuple(n for n in names if hasattr(obj, n))) for obj, names in parts)
+                      if names]
+        self.commit()
+
+    def __bool__(self):
+        return bool(self.parts)
+
+    def commit(self):
+        self.saved = [[getattr(obj, n) for n in names] for obj, names in self.parts]
+
+    def restore(self):
+        for (obj, names), values in zip(self.parts, self.saved):
+            for n, v in zip(names, values):
+                setattr(obj, n, v)
 
 
 def guard_backlog(workload, loop, limit):

@@ -19,12 +19,14 @@ from ..outputs.recorder import Recorder
 from ..outputs.requests import RequestLog
 from ..policies import DRAFT_CONTROLLERS
 from ..scenario import dump_scenario_yaml, load_scenario
+from ..scenario.loading import names_scenario_file
 from ..scenario.engine_registries import ARRIVAL_MODELS
 from ..outputs.energy import EnergyAccount
 from .acceptance import acceptance_inputs, acceptance_summary, build_acceptance
+from .cell_plan import check_cell_layout
 from .compute import check_verification, energy_powers, reactive_policy, thermal_state
 from .link import build_channel, check_link, link_policy
-from .guards import LimitReached, StopSignals, guard_backlog
+from .guards import LimitReached, RecordedTotals, StopSignals, guard_backlog
 from .population import build_population
 from .progress import Progress
 from .protocols import make_loop
@@ -87,12 +89,15 @@ def write_topology(path, population):
     nx.write_graphml(population.graph, path)
 
 
+@names_scenario_file   # its errors name the scenario file, as the loader's do
 def read_inputs(scenario):
     """Files a scenario refers to, read and checked before anything is written: each chosen
-    component reads its own (``read_inputs``), plus the verification table and the PRB check."""
+    component reads its own (``read_inputs``), plus the verification table, the PRB check and
+    the servers of several cells."""
     inputs = {}
     check_verification(scenario)
     check_link(scenario)
+    check_cell_layout(scenario)
     inputs.update(ARRIVAL_MODELS.lookup(scenario.workload.arrivals).read_inputs(scenario))
     inputs.update(acceptance_inputs(scenario))
     inputs.update(layout_inputs(scenario))
@@ -141,6 +146,9 @@ def _simulate(scenario, folder, inputs, tmp, signals, progress, command_line):
     run = builder(scenario, build_run, Result)(scenario, folder, inputs, progress=progress)
     signals.attach(run.loop)
     main = run.start()
+    # the loop has ended: every round it made is recorded; a signal from here on waits for the
+    # outputs and leaves the run as complete as the loop made it (``StopSignals.shutdown``)
+    main.callbacks.append(lambda _event: setattr(signals, "shutdown", True))
     try:
         run.env.run(until=main)
     except KeyboardInterrupt:
@@ -180,6 +188,13 @@ class Run:
         self.end_s = self.env.now
         self.workload.close()
 
+    @property
+    def compiled_search(self):
+        """Whether this run's draft controller (or the scenario's own, when an outside one was
+        put around it) ran the compiled search: run.json's ``compiled_search``."""
+        return any(getattr(c, "compiled_search", False)
+                   for c in (self.controller, self.__dict__.get("own_controller")))
+
     def abort(self):
         if self.log is not None:
             self.log.close()  # what was written stays a valid CSV
@@ -194,18 +209,24 @@ class Run:
         env, channel, server, recorder, log, workload, loop = (
             self.env, self.channel, self.server, self.recorder, self.log, self.workload, self.loop)
         wall0 = self.wall0
+        # complete: the loop ended without a stop (a signal, a limit); decided before anything
+        # is written (a signal during the writing does not change it: ``StopSignals``)
+        complete = not loop.stop_requested
         recorder.close()
+        self.totals.restore()  # a run stopped mid-round: the totals of the recorded rounds
         if hasattr(server, "close"):
             server.close()
-        complete = not loop.stop_requested
         stop_reason = stop_reason or loop.stop_reason
         requests = workload.finish(env.now if self.end_s is None else self.end_s)
         if log is not None:
             log.close()
         wall = time.perf_counter() - wall0
+        # the agreements of the recorded rounds (the server's tally also has those of a round a
+        # stopped run cut short)
+        stats = recorder.stats
         recorder.write_devices(population, extra={
-            "agreed_positions": server.tally.agreed, "verified_positions": server.tally.verified,
-            "agreement_rate": server.tally.rate()})
+            "agreed_positions": stats.agreed, "verified_positions": stats.verified,
+            "agreement_rate": stats.agreement_rate()})
         write_topology(folder / "topology.graphml", population)
         summary = recorder.stats.summary()
         if recorder.energy is not None:
@@ -215,7 +236,7 @@ class Run:
         if hasattr(loop, "summary"):  # the protocol's own block (asynchronous)
             block = loop.summary(env.now)
             summary[block["protocol"]] = block
-        summary["acceptance"] = acceptance_summary(scenario, acceptance, belief, server.tally)
+        summary["acceptance"] = acceptance_summary(scenario, acceptance, belief, stats)
         warnings = []
         if requests is not None:
             stats = recorder.stats
@@ -256,7 +277,8 @@ class Run:
             summary["stop_reason"] = stop_reason or "stopped"
         write_json(folder / "summary.json", summary)  # strict JSON (null for NaN), atomic
         meta = run_metadata(__version__, scenario.seed, wall, command_line,
-                            scenario=scenario.name, complete=complete)
+                            compiled_search=self.compiled_search, scenario=scenario.name,
+                            complete=complete)
         write_json(folder / "run.json", meta)
         result = Result(summary, folder, population, scenario, _tmp=tmp)
         result.stop_todo = getattr(self.loop, "stop_todo", None)  # the limit's own advice
@@ -342,9 +364,22 @@ def build_run(scenario, folder, inputs, *, progress=False, controller=None, reac
                      thermal=thermal, serving=scenario.serving)
     channel.max_blocks = scenario.limits.max_blocks_per_transmission
     loop.stop_reason = None
+    # counters the summary reports that are updated before a round is recorded (summary.json's
+    # delays and link blocks, deferred): kept as of each record, so that a run stopped
+    # mid-round reports its recorded rounds (none on the paper's channel: nothing to keep)
+    counted = []
+    if channel.dynamic_csi:
+        counted.append((channel, ("transmissions", "blocks_used", "multi_block",
+                                  "harq_transmissions", "harq_failures", "outages")))
+    if getattr(server.policy, "defers", False):
+        counted.append((loop, ("deferred_total", "_deferred")))
+    totals = RecordedTotals(counted)
+    if totals:
+        recorder.commits.append(totals.commit)
     if log is not None:
         guard_backlog(workload, loop, scenario.limits.max_backlog_requests)
     return Run(scenario=scenario, folder=folder, wall0=wall0, streams=streams,
                population=population, acceptance=acceptance, belief=belief, controller=controller,
+               own_controller=own_controller,
                env=env, channel=channel, server=server, thermal=thermal, recorder=recorder,
-               log=log, workload=workload, loop=loop)
+               log=log, workload=workload, loop=loop, totals=totals)

@@ -17,7 +17,7 @@ from ..model.mobility import MOBILITY_MODELS, clamped_pathloss_gain
 from ..model.shadowing import shadowing_gain, shadowing_step
 from ..model.topology import LAYOUTS, distances
 from ..scenario import ScenarioError
-from ..scenario.limits import MAX_DISTANCE_M
+from ..scenario.limits import MAX_DISTANCE_M, MIN_DISTANCE_M
 from .guards import walk_to
 
 GRAPHML_KEY = "topology.graphml_file"
@@ -70,6 +70,11 @@ def read_graphml_positions(path, count):
     if np.any(distances(devices, server) == 0):
         raise ScenarioError(GRAPHML_KEY, f"{path!r} has a device at the server position",
                             "expected every device at a distance > 0")
+    near = float(np.min(distances(devices, server), initial=np.inf))
+    if near < MIN_DISTANCE_M:
+        raise ScenarioError(GRAPHML_KEY, f"{path!r} has a device {near:.4g} m from the server",
+                            f"expected distances of at least {MIN_DISTANCE_M:g} m (the "
+                            "reference distance of the path loss G_0)")
     return server, devices
 
 

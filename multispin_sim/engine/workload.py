@@ -24,6 +24,7 @@ import numpy as np
 
 from ..model.queueing import LENGTH_MODELS
 from ..scenario import ScenarioError
+from ..scenario.names import MAX_REQUEST_TOKENS
 
 
 class Arrivals:
@@ -381,10 +382,11 @@ def read_trace(path, k):
         except (ValueError, IndexError):
             raise ScenarioError(key, f"{path!r} line {line}: {','.join(row)!r} is not valid",
                                 fix) from None
-        if not (math.isfinite(t) and t >= 0) or not 0 <= d < k or (itok is not None and n < 1):
+        if not (math.isfinite(t) and t >= 0) or not 0 <= d < k or (
+                itok is not None and not 1 <= n <= MAX_REQUEST_TOKENS):
             raise ScenarioError(key, f"{path!r} line {line}: {','.join(row)!r} is out of range",
                                 f"expected time_s >= 0, 0 <= device < devices.count ({k}) and "
-                                "tokens >= 1")
+                                f"tokens in 1..{MAX_REQUEST_TOKENS:,}")
         times.append(t)
         devices.append(d)
         tokens.append(n)

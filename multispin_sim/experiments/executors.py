@@ -163,7 +163,28 @@ def _stop_workers(pool, stopping):
             pass
 
 
-def local_runs(tasks, jobs=None, runner=None, **_):
+def _late_outcomes(futures, yielded, late, result):
+    """Into ``late``: (task, outcome) of the runs that succeeded after the sweep stopped taking
+    their outcomes (``futures``: {future: task}; ``result(future)``: its outcome). They are
+    complete (a run the stop signal reached in its rounds is ``interrupted``), so the sweep
+    keeps them; any other outcome is left out: the run is made again on the next invocation."""
+    if late is None:
+        return
+    for fut, task in futures.items():
+        if fut in yielded:
+            continue
+        try:
+            outcome = result(fut)
+        except Exception:   # not finished, cancelled, or its worker died
+            continue
+        if isinstance(outcome, dict) and outcome.get("status") == "ok":
+            late.append((task, outcome))
+
+
+def local_runs(tasks, jobs=None, runner=None, late=None, **_):
+    """``late``: a list that gets the runs that succeed after the caller stopped taking
+    outcomes (it left the loop on a stop signal): the workers are asked to stop, and a run
+    already writing its files when they were is complete (``_late_outcomes``)."""
     tasks = list(tasks)
     if not tasks:
         return
@@ -173,6 +194,7 @@ def local_runs(tasks, jobs=None, runner=None, **_):
     pool = ProcessPoolExecutor(max_workers=workers, initializer=_worker_init,
                                initargs=(os.getpid(), stopping))
     finished = False
+    futures, yielded = {}, set()
     try:
         futures = {pool.submit(execute_run, t, runner): t for t in tasks}
         for fut in as_completed(futures):
@@ -180,15 +202,21 @@ def local_runs(tasks, jobs=None, runner=None, **_):
                 outcome = fut.result()
             except Exception as exc:  # a worker process died (BrokenProcessPool, ...)
                 outcome = _crashed(exc)
+            yielded.add(fut)
             yield futures[fut], outcome
         finished = True
     finally:
         if not finished:
             _stop_workers(pool, stopping)
         pool.shutdown(wait=True, cancel_futures=True)
+        if not finished:
+            _late_outcomes(futures, yielded, late,
+                           lambda f: f.result(timeout=0) if f.done() else None)
 
 
-def dask_runs(tasks, jobs=None, runner=None, scheduler=None, processes=True, **_):
+def dask_runs(tasks, jobs=None, runner=None, scheduler=None, processes=True, late=None, **_):
+    """``late``: as ``local_runs``'s, the runs that had succeeded (but were not taken yet) when
+    the caller stopped taking outcomes; the runs still going are cancelled."""
     tasks = list(tasks)
     if not tasks:
         return
@@ -213,8 +241,8 @@ def dask_runs(tasks, jobs=None, runner=None, scheduler=None, processes=True, **_
         raise ExecutorError(f"cannot start the dask executor on {where}: {_one_line(exc)}; "
                             "check that the scheduler runs and this machine reaches it (or use "
                             "--executor local)") from None
+    futures, yielded, finished = {}, set(), False
     try:
-        futures = {}
         for t in tasks:
             fut = client.submit(execute_run, t, runner, pure=False)
             futures[fut.key] = (fut, t)
@@ -223,8 +251,14 @@ def dask_runs(tasks, jobs=None, runner=None, scheduler=None, processes=True, **_
                 outcome = fut.result()
             except Exception as exc:
                 outcome = _crashed(exc)
+            yielded.add(fut.key)
             yield futures[fut.key][1], outcome
+        finished = True
     finally:
+        if not finished:
+            _late_outcomes({key: t for key, (_, t) in futures.items()}, yielded, late,
+                           lambda key: (futures[key][0].result(timeout=5)
+                                        if futures[key][0].status == "finished" else None))
         try:
             client.cancel([f for f, _ in futures.values()]) if futures else None
         except Exception:

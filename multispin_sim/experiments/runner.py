@@ -23,19 +23,26 @@ and is retried on the next invocation.
 
 A stop signal (Ctrl-C, SIGTERM, SIGHUP) ends the sweep: the runs in flight stop at a round
 boundary and are not kept; a run that was already writing its outputs when the signal came is
-complete, so it is kept, and the sweep stops after it.
+complete, so it is kept (with its ``done.json``, also one a worker finished as the pool
+stopped), and the sweep stops after it. Whenever the signal comes (``SweepSignals``: also
+during the scan of the markers, before the runs, or while the tables are written) the sweep
+ends the same way: every finished run has its ``done.json``, the tables hold those runs, and
+``sweep.json`` says ``interrupted``. Every table is written to a temporary file and renamed.
 """
 from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..version import __version__
-from ..outputs.atomic import check_folder, write_json
+from ..errors import IGNORED_AT_START, RECEIVED
+from ..outputs.atomic import check_folder, write_json, write_text
 from .executors import check_executor, get_executor
 from .fingerprint import code_fingerprint, input_fingerprints, stale_reason
 from .sweepfile import dump_sweep_yaml, run_key
@@ -224,7 +231,7 @@ def prepare_output(folder, sweep):
     if not meta.exists():   # first: a sweep stopped from here on leaves a folder it resumes
         _write_json(meta, sweep_description(sweep, status="running"))
     (folder / "runs").mkdir(parents=True, exist_ok=True)
-    (folder / "sweep.yaml").write_text(dump_sweep_yaml(sweep), encoding="utf-8")
+    write_text(folder / "sweep.yaml", dump_sweep_yaml(sweep))   # temporary file + rename
     return folder
 
 
@@ -269,6 +276,64 @@ def unlock_folder(folder):
         os.close(fd)
 
 
+STOP_SIGNALS = tuple(getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP")
+                     if hasattr(signal, n))
+
+
+class SweepSignals:
+    """The stop signals (SIGINT, SIGTERM, SIGHUP) for the whole of a sweep, installed once (no
+    signal falls between two handlers); main thread only, and not those ignored (``nohup``, a
+    background job's SIGINT).
+
+    While the sweep keeps its books (the marker scan before the runs; after them the markers
+    of the runs that finished as the workers stopped, the tables and sweep.json), a signal is
+    held: recorded (``signum``, and ``errors.RECEIVED``: the exit status 128 + N) and acted on
+    when the books are written: no run starts after it and the sweep ends ``interrupted``; a
+    further signal waits too. While the runs go (``passing`` true) the first signal raises
+    ``KeyboardInterrupt`` out of the executor's loop, as a Ctrl-C does (SIGTERM and SIGHUP too,
+    as the CLI takes them), and the books are held from then on. A run made in this process
+    (the serial executor) installs its own handlers for its duration (``engine.guards``).
+    """
+
+    def __init__(self):
+        self.signum = None
+        self.passing = False
+        self._previous = {}
+
+    def _handler(self, signum, frame):
+        RECEIVED.append(signum)
+        if self.signum is None:
+            self.signum = signum
+        if self.passing:
+            self.passing = False   # the sweep now keeps its books: a further signal waits
+            raise KeyboardInterrupt
+
+    def release(self):
+        """Let the next signal raise ``KeyboardInterrupt`` (the runs go); at once when one was
+        held already."""
+        self.passing = True
+        if self.signum is not None:
+            self.passing = False
+            raise KeyboardInterrupt
+
+    def __enter__(self):
+        if threading.current_thread() is not threading.main_thread():
+            return self
+        for sig in STOP_SIGNALS:
+            previous = signal.getsignal(sig)
+            if sig in IGNORED_AT_START or previous == signal.SIG_IGN:
+                continue
+            self._previous[sig] = previous
+            signal.signal(sig, self._handler)
+        return self
+
+    def __exit__(self, *exc):
+        for sig, previous in self._previous.items():
+            signal.signal(sig, signal.SIG_DFL if previous is None else previous)
+        self._previous = {}
+        return False
+
+
 def default_output(sweep, results_dir="results"):
     return Path(results_dir) / sweep.name
 
@@ -282,20 +347,23 @@ def run_sweep(sweep, out=None, *, executor="local", jobs=None, scheduler=None, r
     makes it threads in this process). ``runner(scenario_dict, run_dir) -> summary`` replaces the
     engine (tests; it must be picklable for the process and dask executors). ``progress``: show
     the progress bar (default: when ``stream``, stderr by default, is a terminal).
-    Ctrl-C writes the tables of the runs finished so far and re-raises ``KeyboardInterrupt``.
+    A stop signal (Ctrl-C, SIGTERM, SIGHUP), whenever it comes, writes the tables of the runs
+    finished so far and sweep.json (status ``interrupted``), then raises ``KeyboardInterrupt``.
     """
     stream = stream or sys.stderr
     check_executor(executor, scheduler, jobs)
-    folder = prepare_output(out or default_output(sweep), sweep)
-    try:
-        return _run_sweep(sweep, folder, executor, jobs, scheduler, runner, progress, stream,
-                          dask_processes)
-    finally:
-        unlock_folder(folder)
+    folder = Path(out or default_output(sweep))
+    with SweepSignals() as signals:
+        try:
+            prepare_output(folder, sweep)
+            return _run_sweep(sweep, folder, executor, jobs, scheduler, runner, progress, stream,
+                              dask_processes, signals)
+        finally:
+            unlock_folder(folder)
 
 
 def _run_sweep(sweep, folder, executor, jobs, scheduler, runner, progress, stream,
-               dask_processes):
+               dask_processes, signals):
     runs_dir = folder / "runs"
     t0 = time.perf_counter()
     done = scan_markers(runs_dir)
@@ -338,47 +406,71 @@ def _run_sweep(sweep, folder, executor, jobs, scheduler, runner, progress, strea
     bar.start(records, sum(1 + len(t["also"]) for t in pending.values()))
     failures = []
     ran = 0
-    interrupted = False
     tasks = [{k: v for k, v in t.items() if k not in ("also", "inputs")}
              for t in pending.values()]
-    try:
-        for task, outcome in get_executor(executor)(tasks, jobs=jobs, runner=runner,
-                                                    scheduler=scheduler, processes=dask_processes):
-            if outcome["status"] == "interrupted":
-                raise KeyboardInterrupt
-            ran += 1
-            run_dir = Path(task["run_dir"])
-            rel = str(run_dir.relative_to(folder))
-            targets = [(task["cell"], task["replication"])] + pending[task["key"]]["also"]
-            if outcome["status"] == "ok":
-                run_dir.mkdir(parents=True, exist_ok=True)
-                _write_json(run_dir / MARKER, {
-                    "key": task["key"], "cell": task["cell"], "replication": task["replication"],
-                    "values": task["values"], "seed": task["seed"], "summary": outcome["summary"],
-                    "elapsed_s": outcome.get("elapsed_s"), "multispin_sim_version": __version__,
-                    "code": code, "inputs": pending[task["key"]]["inputs"],
-                })
-                rec = {"status": "ok", "summary": outcome["summary"], "run_dir": rel}
-            else:
-                rec = {"status": "failed", "error": outcome["error"], "run_dir": rel}
-                for cell, rep in targets:
-                    failures.append({"cell": cell, "replication": rep, "error": outcome["error"],
-                                     "run_dir": rel})
-            for target in targets:
-                records[target] = rec
-                bar.update(target[0], rec["status"] == "ok")
-            if outcome.get("stop"):   # a stop signal came as this run finished: kept, then stop
-                raise KeyboardInterrupt
-    except KeyboardInterrupt:
-        interrupted = True
+
+    def record(task, outcome):
+        """A run's outcome: its marker (a success), its records and the progress."""
+        nonlocal ran
+        ran += 1
+        run_dir = Path(task["run_dir"])
+        rel = str(run_dir.relative_to(folder))
+        targets = [(task["cell"], task["replication"])] + pending[task["key"]]["also"]
+        if outcome["status"] == "ok":
+            run_dir.mkdir(parents=True, exist_ok=True)
+            _write_json(run_dir / MARKER, {
+                "key": task["key"], "cell": task["cell"], "replication": task["replication"],
+                "values": task["values"], "seed": task["seed"], "summary": outcome["summary"],
+                "elapsed_s": outcome.get("elapsed_s"), "multispin_sim_version": __version__,
+                "code": code, "inputs": pending[task["key"]]["inputs"],
+            })
+            rec = {"status": "ok", "summary": outcome["summary"], "run_dir": rel}
+        else:
+            rec = {"status": "failed", "error": outcome["error"], "run_dir": rel}
+            for cell, rep in targets:
+                failures.append({"cell": cell, "replication": rep, "error": outcome["error"],
+                                 "run_dir": rel})
+        for target in targets:
+            records[target] = rec
+            bar.update(target[0], rec["status"] == "ok")
+
+    # a signal held so far (the marker scan): no run starts; else the runs, where the first
+    # signal raises KeyboardInterrupt (SweepSignals.passing)
+    interrupted = signals.signum is not None
+    late = []   # runs that succeeded as the workers stopped (the executor's ``late``)
+    if not interrupted:
+        runs = get_executor(executor)(tasks, jobs=jobs, runner=runner, scheduler=scheduler,
+                                      processes=dask_processes, late=late)
+        try:
+            try:
+                signals.release()
+                for task, outcome in runs:
+                    signals.passing = False   # this outcome's marker and records: held
+                    if outcome["status"] == "interrupted":
+                        raise KeyboardInterrupt
+                    record(task, outcome)
+                    if outcome.get("stop"):   # a signal came as this run finished: kept, stop
+                        raise KeyboardInterrupt
+                    signals.release()
+            finally:
+                signals.passing = False   # from here on the books: a signal waits for them
+        except KeyboardInterrupt:
+            interrupted = True
+        runs.close()   # the executor stops its workers (a run writing its files finishes: late)
+    for task, outcome in late:
+        record(task, outcome)
     wall = time.perf_counter() - t0
     paths, rows, cell_rows = write_tables(folder, sweep, records)
     failures.sort(key=lambda f: (f["cell"], f["replication"]))
-    final = "interrupted" if interrupted else ("failed" if failures else "complete")
-    status.update(status=final, runs=sweep.n_runs, ran=ran, reused=reused, failures=failures,
-                  wall_time_s=wall)
-    _write_json(folder / "sweep.json", sweep_description(sweep, **status))
-    if interrupted:
+    while True:   # a signal held as sweep.json was written: written again, interrupted
+        stopped = interrupted or signals.signum is not None
+        final = "interrupted" if stopped else ("failed" if failures else "complete")
+        status.update(status=final, runs=sweep.n_runs, ran=ran, reused=reused,
+                      failures=failures, wall_time_s=wall)
+        _write_json(folder / "sweep.json", sweep_description(sweep, **status))
+        if stopped or signals.signum is None:
+            break
+    if stopped:
         raise KeyboardInterrupt
     return SweepResult(folder, records, rows, cell_rows, paths, ran=ran, reused=reused,
                        redone=redone, failures=failures, wall_time_s=wall, n_runs=sweep.n_runs)

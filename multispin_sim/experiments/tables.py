@@ -34,7 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..outputs.atomic import strict
+from ..outputs.atomic import replacing, strict
 from ..outputs.tquantile import t_quantile
 from .metrics import METRICS, WALL_CLOCK
 
@@ -109,11 +109,14 @@ def _cell_text(value):
 
 
 def write_csv(path, columns, rows):
-    with open(path, "w", newline="", encoding="utf-8") as f:
-        w = csv.writer(f, lineterminator="\n")
-        w.writerow(columns)
-        for row in rows:
-            w.writerow([_cell_text(row.get(c)) for c in columns])
+    """The table as CSV, written to a temporary file beside ``path`` and renamed over it: a
+    reader, or a sweep stopped at any moment, sees the old table or the new one, never part."""
+    with replacing(path) as tmp:
+        with open(tmp, "w", newline="", encoding="utf-8") as f:
+            w = csv.writer(f, lineterminator="\n")
+            w.writerow(columns)
+            for row in rows:
+                w.writerow([_cell_text(row.get(c)) for c in columns])
 
 
 def write_parquet(path, columns, rows):
@@ -141,7 +144,9 @@ def write_parquet(path, columns, rows):
         except (pa.ArrowInvalid, pa.ArrowTypeError):
             arrays.append(pa.array([None if v is None else _cell_text(v) for v in vals],
                                    type=pa.string()))
-    pq.write_table(pa.Table.from_arrays(arrays, names=list(columns)), path)
+    table = pa.Table.from_arrays(arrays, names=list(columns))
+    with replacing(path) as tmp:   # as write_csv: the old file or the new one, never part
+        pq.write_table(table, tmp)
     return True
 
 
@@ -216,7 +221,8 @@ def build_tables(sweep, records):
 
 
 def write_tables(folder, sweep, records):
-    """Write runs.csv, cells.csv (and runs.parquet, cells.parquet with pyarrow); return paths."""
+    """Write runs.csv, cells.csv (and runs.parquet, cells.parquet with pyarrow), each to a
+    temporary file renamed over the table; return paths."""
     folder = Path(folder)
     run_cols, rows, cell_cols, cell_rows = build_tables(sweep, records)
     paths = {"runs": folder / "runs.csv", "cells": folder / "cells.csv"}

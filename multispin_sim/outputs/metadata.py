@@ -25,8 +25,13 @@ def _versions():
     return versions
 
 
-def run_metadata(version, seed, wall_time_s, command_line=None, **extra):
-    """What ``run.json`` holds: enough to say which code and inputs made a result."""
+def run_metadata(version, seed, wall_time_s, command_line=None, *, compiled_search=False,
+                 **extra):
+    """What ``run.json`` holds: enough to say which code and inputs made a result.
+
+    ``compiled_search``: whether this run's draft controller ran the compiled search (the
+    engine asks the run's controller; not whether this process ever imported it: a sweep
+    worker or a second ``simulate`` call runs other scenarios after a searching one)."""
     return {
         "multispin_sim_version": version,
         "seed": seed,
@@ -34,15 +39,9 @@ def run_metadata(version, seed, wall_time_s, command_line=None, **extra):
         "command_line": list(sys.argv if command_line is None else command_line),
         "packages": package_versions(),
         "platform": _platform(),
-        "compiled_search": compiled_search(),
+        "compiled_search": bool(compiled_search),
         **extra,
     }
-
-
-def compiled_search():
-    """Whether this process ran the compiled draft search: its module is imported only when a
-    searching controller builds an objective with numba on (``MULTISPIN_NUMBA`` not 0)."""
-    return "multispin_sim.policies.search_numba" in sys.modules
 
 
 @functools.lru_cache(maxsize=1)

@@ -139,6 +139,9 @@ class Recorder:
         self._done = 0       # of which already in the statistics and turned into columns
         self._device_parts = []
         self._round_parts = []
+        # called after each round is recorded: engine parts that count totals before a round
+        # is recorded keep them as of the last record (``engine.guards.RecordedTotals``)
+        self.commits = []
 
     @property
     def stats(self):
@@ -196,6 +199,8 @@ class Recorder:
             for name, column in r.extra.items():
                 values[name][i] = column
         self._n = i + 1
+        for commit in self.commits:
+            commit()
         if self._n == self._capacity:
             self.flush()
 
@@ -226,6 +231,13 @@ class Recorder:
             advance, comm, totals.tolist(), tokens.sum(axis=0),
             int(np.where(active, gamma, 0).sum()), int(batch.sum()), int(n_rej.sum()),
             int(n_ul.sum()), int(n_dl.sum()), idle=[(j - lo, s) for j, s in idle])
+        rejected = self._rejected[lo:hi]
+        if n_active.sum() == active.size:
+            self._stats.add_agreements(self._accepted[lo:hi].sum(axis=0),
+                                       np.count_nonzero(rejected, axis=0))
+        else:
+            self._stats.add_agreements(np.where(active, self._accepted[lo:hi], 0).sum(axis=0),
+                                       np.count_nonzero(rejected & active, axis=0))
 
         rounds = np.array(rnd, dtype=np.int64)
         durations = np.array(duration, dtype=float)

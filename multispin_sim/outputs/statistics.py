@@ -83,13 +83,18 @@ def describe(values):
 
 
 class RunStatistics:
-    """Totals, per-device tokens, batch means for the goodput CI, and round-time quantiles."""
+    """Totals, per-device tokens and agreements, batch means for the goodput CI, and
+    round-time quantiles."""
 
     def __init__(self, k, n_batches=10):
         self.k = k
         self.rounds = 0
         self.tokens = 0
         self.device_tokens = np.zeros(k, dtype=np.int64)
+        # draft positions the target agreed on, and tested (agreed, plus one disagreement per
+        # rejection), per device over the recorded rounds (devices.csv, summary's acceptance)
+        self.agreed = np.zeros(k, dtype=np.int64)
+        self.verified = np.zeros(k, dtype=np.int64)
         self.draft_len_sum = 0
         self.draft_len_count = 0
         self.rejections = 0
@@ -173,6 +178,17 @@ class RunStatistics:
                 self._close_batch()
         for _, seconds in idle[q:]:
             self.add_idle(seconds)
+
+    def add_agreements(self, accepted, rejections):
+        """Rounds' accepted drafts and rejections (K,), summed over the rounds."""
+        self.agreed += accepted
+        self.verified += accepted
+        self.verified += rejections
+
+    def agreement_rate(self):
+        """Per device: agreed / verified positions (nan for a device never verified)."""
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(self.verified > 0, self.agreed / np.maximum(self.verified, 1), np.nan)
 
     def add_idle(self, duration):
         """Time the server spent with no work (queueing workloads): counts in the goodput."""

@@ -66,6 +66,9 @@ class DraftController:
     """Interface: ``decide(ctx) -> (K,) int array``; ``lengths(ctx)`` adds the update schedule."""
 
     name = "?"
+    # whether a decision of this controller ran a compiled search (``policies.search_numba``):
+    # run.json's ``compiled_search`` (the controllers that search set it; others never do)
+    compiled_search = False
 
     def __init__(self, max_draft=20, update="every-round", **_):
         self.max_draft = int(max_draft)
@@ -201,6 +204,8 @@ class SearchDraft(DraftController):
             self.last = None
             return np.zeros(ctx.system.k, dtype=np.int64)
         self.last = self.search(objective)
+        if objective.compiled is not None:   # the searches run the compiled implementation
+            self.compiled_search = True
         return self.last.gamma.copy()
 
 

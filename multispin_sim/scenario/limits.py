@@ -20,12 +20,12 @@ import yaml
 
 from .errors import ScenarioError
 from .cross_checks import cross_check
-from .names import MAX_DRAFT_LIMIT
+from .names import (MAX_DISTANCE_M, MAX_DRAFT_LIMIT, MAX_POWER_DBM, MIN_DISTANCE_M,
+                    MIN_POWER_DBM)
 
 MAX_YAML_DEPTH = 64             # nesting levels of a YAML document
 MAX_YAML_NODES = 200_000        # nodes after alias expansion
 MAX_YAML_BYTES = 16 << 20       # size of a YAML document
-MAX_DISTANCE_M = 100_000.0      # 100 km: beyond any cell; path loss then underflows rates
 MAX_SPEED_MPS = 1_000.0         # 3,600 km/h
 MIN_REGION_M = 1.0              # the path-loss reference distance (model.mobility.MIN_DISTANCE_M)
 MIN_COHERENCE_MS = 0.01         # 10 us: far below one OFDM symbol (66.7 us at 15 kHz)
@@ -129,6 +129,11 @@ def _check_geometry(sc) -> None:
                 raise ScenarioError(f"topology.device_xy_m.{i}", f"a device {dist:.4g} m from "
                                     "the server", f"expected at most {MAX_DISTANCE_M:,.0f} m "
                                     "(beyond that no rate is left to deliver a payload)")
+            if dist < MIN_DISTANCE_M:
+                raise ScenarioError(f"topology.device_xy_m.{i}", f"a device {dist:.4g} m from "
+                                    "the server", f"expected at least {MIN_DISTANCE_M:g} m (the "
+                                    "reference distance of the path loss G_0; nearer, the gain "
+                                    "grows without bound)")
     dist = d.distance_m if isinstance(d.distance_m, tuple) else (d.distance_m,)
     if max(dist) > MAX_DISTANCE_M:
         raise ScenarioError("devices.distance_m", f"{max(dist):.4g} m is not allowed",
@@ -139,6 +144,20 @@ def _check_geometry(sc) -> None:
             raise ScenarioError(f"devices.overrides.{index}.distance_m",
                                 f"{ov.distance_m:.4g} m is not allowed",
                                 f"expected at most {MAX_DISTANCE_M:,.0f} m")
+
+
+@cross_check
+def _check_dl_power(sc) -> None:
+    """The DL budget dl_power_ratio gives (P_dl = rho P_ul) within the bounds of dl_power_dbm."""
+    s = sc.server
+    if s.dl_power_dbm is not None or s.dl_power_ratio is None:
+        return
+    dbm = sc.devices.ul_power_dbm + 10.0 * math.log10(s.dl_power_ratio)
+    if not MIN_POWER_DBM <= dbm <= MAX_POWER_DBM:
+        raise ScenarioError("server.dl_power_ratio", f"{s.dl_power_ratio!r} gives P_dl = "
+                            f"{dbm:.4g} dBm with devices.ul_power_dbm {sc.devices.ul_power_dbm:g}",
+                            f"expected a ratio giving {MIN_POWER_DBM} to {MAX_POWER_DBM} dBm "
+                            "(or server.dl_power_dbm)")
 
 
 @cross_check
@@ -208,6 +227,10 @@ PER_SESSION_TOKEN_BYTES = 24    # beta acceptance: agreements and rates of a blo
 PER_HARQ_BYTES = 256            # NR link: combining thresholds per HARQ transmission
 PER_LOGGED_TRANSMISSION_BYTES = 1024   # several cells: a transmission's intervals in the log
 LOGGED_TRANSMISSIONS = 50_000          # of the first transmissions (engine.interference)
+PER_SAA_SAMPLE_BYTES = 2        # per device: the sampled outcomes of the SAA estimator (16 bits)
+PER_ROBUST_DRAW_BYTES = 160     # 'robust': a channel sample of one rejected device, its gains,
+ROBUST_SLICE_DRAWS = 1 << 18    # SNRs and order statistics (policies.straggler solves at least
+                                # this many draws together, about 40 MB)
 
 
 def _cells(sc):
@@ -216,32 +239,51 @@ def _cells(sc):
     if sc.cells.layout == "hex":
         return sc.cells.count
     if sc.cells.layout == "ppp":
-        return max(1, math.ceil(sc.cells.density_per_km2 * math.pi * (sc.cells.region_m / 1e3) ** 2))
+        mean = sc.cells.density_per_km2 * math.pi * (sc.cells.region_m / 1e3) ** 2
+        return max(1, math.ceil(mean)) if math.isfinite(mean) else mean
     return 1
 
 
+def _cell_key(sc):
+    """The key that sets the number of cells (named when the cells take the memory)."""
+    return "cells.density_per_km2" if sc.cells.layout == "ppp" else "cells.count"
+
+
+def _robust_samples(sc):
+    """Whether the 'robust' policy samples channels (inexact or aged CSI; else it is exact)."""
+    c, ch = sc.csi, sc.channel
+    still = ch.fading == "none" or c.delay_ms == 0 or ch.doppler_hz == 0
+    return sc.policy.mode == "robust" and (c.estimation_error_variance > 0 or not still)
+
+
 def memory_terms(sc) -> dict:
-    """Bytes of a run's peak memory by the key that scales them (see ``estimated_memory_bytes``)."""
+    """Bytes of a run's peak memory by the key that scales them (see ``estimated_memory_bytes``);
+    the terms of devices.count, policy.saa_samples and run.rounds are for all cells."""
     k = sc.devices.count
     cells = _cells(sc)
-    per_device = PER_DEVICE_BYTES + 16 * sc.policy.saa_samples // 8 + 8 * (MAX_DRAFT_LIMIT + 1)
+    per_device = PER_DEVICE_BYTES + 8 * (MAX_DRAFT_LIMIT + 1)
     terms = {"devices.count": cells * k * per_device,
+             "policy.saa_samples": cells * k * PER_SAA_SAMPLE_BYTES * sc.policy.saa_samples,
              "run.rounds": cells * _max_rounds(sc) * PER_ROUND_BYTES}
     if cells > 1:   # the interference field's log of transmissions (bounded)
-        terms["cells.count"] = PER_LOGGED_TRANSMISSION_BYTES * LOGGED_TRANSMISSIONS
+        terms[_cell_key(sc)] = PER_LOGGED_TRANSMISSION_BYTES * LOGGED_TRANSMISSIONS
     if getattr(sc.payload, "model", "bits") == "token":
         terms["payload.vocab"] = PER_VOCAB_BYTES * sc.payload.vocab
     if sc.acceptance.model == "beta":
         terms["acceptance.session_tokens"] = k * PER_SESSION_TOKEN_BYTES * sc.acceptance.session_tokens
     if sc.link.model != "shannon":
         terms["link.harq_max_transmissions"] = PER_HARQ_BYTES * sc.link.harq_max_transmissions
+    if _robust_samples(sc):   # one decision at a time, whatever the cells
+        terms["straggler.robust_samples"] = PER_ROBUST_DRAW_BYTES * max(
+            ROBUST_SLICE_DRAWS, sc.straggler.robust_samples * k)
     return terms
 
 
 def estimated_memory_bytes(sc) -> int:
     """A run's peak memory, estimated from every key that scales it (devices.count, run.rounds,
-    payload.vocab in token mode, acceptance.session_tokens of 'beta', the HARQ transmissions of
-    the NR link); an upper bound for the paper's settings (see ``PER_DEVICE_BYTES``)."""
+    policy.saa_samples, the cells, payload.vocab in token mode, acceptance.session_tokens of
+    'beta', the HARQ transmissions of the NR link, straggler.robust_samples of 'robust'); an
+    upper bound for the paper's settings (see ``PER_DEVICE_BYTES``)."""
     return BASE_BYTES + sum(memory_terms(sc).values())
 
 
@@ -260,11 +302,45 @@ def _max_rounds(sc):
 _ADVICE = {
     "devices.count": "use fewer devices",
     "run.rounds": "use fewer rounds (or a shorter run.max_time_s)",
+    "policy.saa_samples": "use fewer policy.saa_samples",
     "payload.vocab": "use a smaller payload.vocab (or payload.model 'bits')",
     "acceptance.session_tokens": "use a smaller acceptance.session_tokens",
     "link.harq_max_transmissions": "use fewer link.harq_max_transmissions (NR allows 4 to 32)",
+    "straggler.robust_samples": "use fewer straggler.robust_samples",
     "cells.count": "use fewer cells",
+    "cells.density_per_km2": "use a lower cells.density_per_km2 (or a smaller cells.region_m)",
 }
+_PER_CELL = ("devices.count", "policy.saa_samples", "run.rounds")   # terms counted per cell
+
+
+def _compact(x) -> str:
+    """A count or size for a message: ``31,416``; ``3.14e+300`` when it would be long (also
+    for integers beyond any float)."""
+    if x < 1e9:
+        return f"{x:,.0f}"
+    try:
+        return f"{float(x):.3g}"
+    except OverflowError:   # an integer of more than 308 digits
+        digits = str(int(x))
+        return f"{digits[0]}.{digits[1:3]}e+{len(digits) - 1}"
+
+
+def _mb(nbytes):
+    """Bytes in MB, in integers when they are (exact, and no float overflow)."""
+    return nbytes // (1 << 20) if isinstance(nbytes, int) else nbytes / (1 << 20)
+
+
+def _culprit(sc, terms):
+    """The key to blame: the largest term; with several cells, the cell count when the cells
+    beyond the first take more than any one key (every cell repeats the per-cell terms)."""
+    key = max(terms, key=terms.get)
+    cells = _cells(sc)
+    if cells > 1:
+        total = sum(terms[t] for t in _PER_CELL)
+        extra = total * (cells - 1) // cells if isinstance(cells, int) else total
+        if extra + terms.get(_cell_key(sc), 0) > terms[key]:
+            key = _cell_key(sc)
+    return key
 
 
 @cross_check
@@ -272,21 +348,31 @@ def _check_memory(sc) -> None:
     terms = memory_terms(sc)
     need = BASE_BYTES + sum(terms.values())
     limit = sc.limits.max_memory_mb * (1 << 20)
-    if need > limit:
-        key = max(terms, key=terms.get)
-        if key in ("devices.count", "run.rounds"):
-            n = _cells(sc)
-            cells = f" in each of {n:,} cells" if n > 1 else ""
-            what = (f"devices.count {sc.devices.count:,} and run.rounds {_max_rounds(sc):,}"
-                    f"{cells} need about {need / (1 << 20):,.0f} MB")
-            todo = "use fewer devices or rounds"
-        else:
-            value = {"payload.vocab": lambda: sc.payload.vocab,
-                     "acceptance.session_tokens": lambda: sc.acceptance.session_tokens,
-                     "link.harq_max_transmissions": lambda: sc.link.harq_max_transmissions,
-                     "cells.count": lambda: _cells(sc)}[key]()
-            what = f"{key} {value:,} needs about {need / (1 << 20):,.0f} MB"
-            todo = _ADVICE[key]
-        raise ScenarioError(key, what, f"expected at most limits.max_memory_mb "
-                            f"({sc.limits.max_memory_mb:,.0f} MB): {todo}, or raise "
-                            "limits.max_memory_mb if this machine has the memory")
+    if need <= limit:
+        return
+    key = _culprit(sc, terms)
+    mb = f"about {_compact(_mb(need))} MB"
+    n = _cells(sc)
+    each = (f"devices.count {_compact(sc.devices.count)} and run.rounds "
+            f"{_compact(_max_rounds(sc))}")
+    if key == "cells.count":
+        what = f"cells.count {_compact(n)} cells with {each} each need {mb}"
+    elif key == "cells.density_per_km2":
+        what = (f"cells.density_per_km2 {sc.cells.density_per_km2:g} per km^2 in the disc of "
+                f"cells.region_m {sc.cells.region_m:g} m makes about {_compact(n)} cells, "
+                f"which with {each} each need {mb}")
+    elif key in ("devices.count", "run.rounds"):
+        cells = f" in each of {_compact(n)} cells" if n > 1 else ""
+        what = f"{each}{cells} need {mb}"
+    else:
+        value = {"policy.saa_samples": lambda: sc.policy.saa_samples,
+                 "payload.vocab": lambda: sc.payload.vocab,
+                 "acceptance.session_tokens": lambda: sc.acceptance.session_tokens,
+                 "link.harq_max_transmissions": lambda: sc.link.harq_max_transmissions,
+                 "straggler.robust_samples": lambda: sc.straggler.robust_samples}[key]()
+        what = f"{key} {_compact(value)} needs {mb}"
+    todo = ("use fewer devices or rounds" if key in ("devices.count", "run.rounds")
+            else _ADVICE[key])
+    raise ScenarioError(key, what, f"expected at most limits.max_memory_mb "
+                        f"({_compact(sc.limits.max_memory_mb)} MB): {todo}, or raise "
+                        "limits.max_memory_mb if this machine has the memory")

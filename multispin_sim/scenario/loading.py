@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 import os
+import weakref
 from collections.abc import Mapping
 from typing import Any, Iterable, Optional, Union
 
@@ -19,7 +21,7 @@ from .schema import Scenario
 from .limits import check_yaml_text  # also registers the limit checks (cross checks)
 
 __all__ = ["load_scenario", "parse_set_options", "apply_overrides", "scenario_to_dict",
-           "dump_scenario_yaml", "resolve_scenario"]
+           "dump_scenario_yaml", "resolve_scenario", "name_scenario_file", "names_scenario_file"]
 
 Source = Union[None, str, "os.PathLike[str]", Mapping, Scenario]
 Overrides = Union[None, Mapping[str, Any], Iterable[str]]
@@ -239,11 +241,49 @@ def load_scenario(source: Source = None, overrides: Overrides = None) -> Scenari
     try:
         raw = apply_overrides(raw, overrides)
         sc = build_section(Scenario, raw, "")
-        return resolve_scenario(sc)
+        sc = resolve_scenario(sc)
     except ScenarioError as exc:
         if file is not None and exc.source is None and not _overridden(exc.path, overrides):
             exc.source = file
         raise
+    if file is not None:
+        _remember_file(sc, file, overrides)
+    return sc
+
+
+# the file each loaded scenario came from, and the overrides applied to it: checks made later
+# (the files a scenario refers to, checks needing the model) name the file as the loader does
+_FILES: dict = {}
+
+
+def _remember_file(sc: Scenario, file: str, overrides: Overrides) -> None:
+    key = id(sc)
+    keys = overrides if isinstance(overrides, Mapping) else parse_set_options(overrides or [])
+    _FILES[key] = (weakref.ref(sc, lambda _, key=key: _FILES.pop(key, None)), file,
+                   tuple(map(str, keys)))
+
+
+def name_scenario_file(exc: ScenarioError, scenario: Any) -> ScenarioError:
+    """``exc`` with its ``source`` set to the file ``scenario`` was loaded from, unless the key
+    it names was given by an override (then the file is not at fault) or it already names one."""
+    entry = _FILES.get(id(scenario))
+    if exc.source is None and entry is not None and entry[0]() is scenario \
+            and not _overridden(exc.path, dict.fromkeys(entry[2])):
+        exc.source = entry[1]
+    return exc
+
+
+def names_scenario_file(func):
+    """Decorator of a check ``func(scenario, ...)``: its ScenarioError names the scenario file
+    (``name_scenario_file``)."""
+    @functools.wraps(func)
+    def checked(scenario, *args, **kwargs):
+        try:
+            return func(scenario, *args, **kwargs)
+        except ScenarioError as exc:
+            name_scenario_file(exc, scenario)
+            raise
+    return checked
 
 
 def _overridden(path: str, overrides: Overrides) -> bool:

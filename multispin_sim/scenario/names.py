@@ -46,3 +46,21 @@ FREQUENCY_RANGES: tuple[str, ...] = ("FR1", "FR2")   # = model.nr_tables.FREQUEN
 
 ALPHA = in_interval(0, 1, low_open=True)    # a per-token acceptance rate 0 < alpha <= 1
 PROB = in_interval(0, 1)                    # a probability 0 <= p <= 1
+
+# bounds of single keys: beyond them a power, gain or time over- or underflows (an infinite
+# delay, a rate of 0, a NaN energy) or a count overflows numpy's integers, instead of simulating
+# to finite numbers; each is far beyond any physical or practical value
+MIN_POWER_DBM, MAX_POWER_DBM = -100, 100    # 0.1 pW to 10 MW: beyond any radio transmitter
+POWER_DBM = in_interval(MIN_POWER_DBM, MAX_POWER_DBM)
+POWER_W = in_interval(0, 1_000_000)         # a megawatt: a server rack draws 10 to 50 kW
+MAX_NOISE_FIGURE_DB = 100                   # receivers: about 2 to 15 dB
+MIN_DISTANCE_M = 1.0      # the path-loss reference distance of G_0 (model.mobility.MIN_DISTANCE_M)
+MAX_DISTANCE_M = 100_000.0                  # 100 km: beyond any cell; path loss then underflows
+MAX_STEP_MS = 60_000      # one minute: a time of one step of a round (a verification pass, a
+                          # token drafted, a backhaul hop, a CSI age); measured ones are ms
+STEP_MS = in_interval(0, MAX_STEP_MS)
+POSITIVE_STEP_MS = in_interval(0, MAX_STEP_MS, low_open=True)
+MAX_REQUEST_TOKENS = 10_000_000             # tokens of one request: 10x the longest contexts
+MAX_SLOWDOWN = 100        # drafting-latency factors (device spread, thermal throttling)
+MAX_NAME_CHARS = 200      # scenario names (a folder name, with -seed<seed> appended: <= 255)
+MAX_SEED = 2 ** 64 - 1    # seeds: numpy's 64-bit words (and a folder name that fits)

@@ -111,12 +111,19 @@ class Check:
         return f"Check({self.text!r})"
 
 
+def _num(value: float) -> str:
+    """A bound as written in "what is allowed": ``100000``, ``0.5``, ``1e+09``."""
+    if float(value).is_integer() and abs(value) < 1e7:
+        return str(int(value))
+    return f"{value:g}"
+
+
 def ge(low: float) -> Check:
-    return Check(lambda v: v >= low, f">= {low}")
+    return Check(lambda v: v >= low, f">= {_num(low)}")
 
 
 def gt(low: float) -> Check:
-    return Check(lambda v: v > low, f"> {low}")
+    return Check(lambda v: v > low, f"> {_num(low)}")
 
 
 def between(low: int, high: int) -> Check:
@@ -127,22 +134,37 @@ def between(low: int, high: int) -> Check:
 def in_interval(low: float, high: float, low_open: bool = False, high_open: bool = False) -> Check:
     def ok(v: float) -> bool:
         return (v > low if low_open else v >= low) and (v < high if high_open else v <= high)
-    text = f"in {'(' if low_open else '['}{low}, {high}{')' if high_open else ']'}"
+    text = f"in {'(' if low_open else '['}{_num(low)}, {_num(high)}{')' if high_open else ']'}"
     return Check(ok, text)
 
 
-def range_pair(low_gt: float) -> Check:
-    """A 2-tuple ``(low, high)`` with ``low_gt < low <= high``."""
-    return Check(lambda v: low_gt < v[0] <= v[1],
-                 f"a range [low, high] of numbers with {low_gt} < low <= high", standalone=True)
-
-
-def number_or_range(low_gt: float) -> Check:
-    """One number ``> low_gt`` or a 2-tuple ``(low, high)`` with ``low_gt < low <= high``."""
-    def ok(v: Any) -> bool:
-        return low_gt < v[0] <= v[1] if isinstance(v, tuple) else v > low_gt
-    return Check(ok, f"a number > {low_gt} or a range [low, high] with {low_gt} < low <= high",
+def range_pair(low_gt: float, at_most: Optional[float] = None) -> Check:
+    """A 2-tuple ``(low, high)`` with ``low_gt < low <= high`` (and ``high <= at_most``)."""
+    top = math.inf if at_most is None else at_most
+    cap = "" if at_most is None else f" <= {_num(at_most)}"
+    return Check(lambda v: low_gt < v[0] <= v[1] <= top,
+                 f"a range [low, high] of numbers with {_num(low_gt)} < low <= high{cap}",
                  standalone=True)
+
+
+def number_or_range(low: float, at_most: Optional[float] = None,
+                    inclusive: bool = False) -> Check:
+    """One number ``> low`` or a 2-tuple ``(low', high)`` with ``low < low' <= high`` (``>=``
+    with ``inclusive``; and at most ``at_most`` when given)."""
+    top = math.inf if at_most is None else at_most
+
+    def above(x: float) -> bool:
+        return x >= low if inclusive else x > low
+
+    def ok(v: Any) -> bool:
+        return above(v[0]) and v[0] <= v[1] <= top if isinstance(v, tuple) else \
+            above(v) and v <= top
+    op = "<=" if inclusive else "<"
+    cap = "" if at_most is None else f" <= {_num(at_most)}"
+    single = (f"in {'[' if inclusive else '('}{_num(low)}, {_num(at_most)}]"
+              if at_most is not None else f"{'>=' if inclusive else '>'} {_num(low)}")
+    return Check(ok, f"a number {single} or a range [low, high] with {_num(low)} {op} low <= "
+                 f"high{cap}", standalone=True)
 
 
 def int_or_choice(low: int, choices: tuple[str, ...], meaning: str = "") -> Check:

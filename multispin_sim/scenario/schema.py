@@ -13,15 +13,17 @@ components beyond it), the allowed values in ``names``, the cross-field checks i
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
 from .cross_checks import CROSS_CHECKS, cross_check
 from .names import (ACCEPTANCE_BELIEFS, ACCEPTANCE_MODELS, ARRIVAL_MODELS, BATCHING_POLICIES,
                     DEFAULT_DL_POWER_RATIO, DEVICE_TASKS, DRAFT_POLICIES, DRAFT_UPDATES,
                     EXHAUSTIVE_MAX_DEVICES, FADING_MODELS, LENGTH_MODELS, MAX_DRAFT_LIMIT,
+                    MAX_NAME_CHARS, MAX_SEED,
                     MOBILITY_MODELS, PAYLOAD_FORMATS, PAYLOAD_MODELS, POLICY_MODES, PROTOCOLS,
                     TOPOLOGY_LAYOUTS)
-from .params import Check, Params, ge, param, section
+from .params import Check, Params, between, ge, param, section
 from .presets import DEFAULT_MODEL_PAIR, MODEL_PAIRS
 from .sections_components import (Acceptance, Adaptive, Compute, Csi, Energy, Limits, Link,
                                   Mobility, PowerMode, Serving, Straggler, Topology, Workload)
@@ -41,16 +43,20 @@ __all__ = [
 
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9._-]+$")
-_NAME = Check(lambda v: bool(_NAME_RE.match(v)) and v not in (".", ".."),
-              "a non-empty folder name of ASCII letters, digits, '-', '_' and '.'", standalone=True)
+_NAME = Check(lambda v: bool(_NAME_RE.match(v)) and v not in (".", "..")
+              and len(v) <= MAX_NAME_CHARS,
+              f"a non-empty folder name of at most {MAX_NAME_CHARS} ASCII letters, digits, '-', "
+              "'_' and '.'", standalone=True)
 
 
-@section
+# a section that can be weakly referenced: the loader remembers which file a scenario came from
+# (``loading.name_scenario_file``) without keeping it alive
+@dataclasses.dataclass(frozen=True, slots=True, weakref_slot=True)
 class Scenario(Params):
     """A complete, validated scenario (load it with ``load_scenario``)."""
 
     name: str = param("default", "Scenario name (used as a folder name)", check=_NAME)
-    seed: int = param(1, "Master random seed", check=ge(0))
+    seed: int = param(1, "Master random seed (a 64-bit word)", check=between(0, MAX_SEED))
     model_pair: str = param(DEFAULT_MODEL_PAIR, "Draft/target model pair: fills "
                             "devices.draft_latency_ms, devices.acceptance, server.verify_fixed_ms "
                             "and server.verify_per_device_ms unless given",

@@ -8,8 +8,10 @@ from typing import ClassVar, Optional
 
 from .choices import Registered
 from .cross_checks import cross_check
-from .params import (Check, FrozenMap, Params, ge, gt, in_interval, param, section, show_value,
-                     value_at)
+from .names import (MAX_DISTANCE_M, MAX_REQUEST_TOKENS, MAX_STEP_MS, MIN_DISTANCE_M, POWER_DBM,
+                    STEP_MS)
+from .params import (Check, FrozenMap, Params, between, ge, gt, in_interval, param, section,
+                     show_value, value_at)
 
 CELL_LAYOUTS = Registered("multispin_sim.model.cells", "CELL_LAYOUTS")
 PATHLOSS_MODELS = Registered("multispin_sim.model.pathloss_3gpp", "PATHLOSS_MODELS")
@@ -18,6 +20,10 @@ CELL_DROPS: tuple[str, ...] = ("per-cell", "region")
 HANDOVER_TRIGGERS: tuple[str, ...] = ("a3", "association")
 INTERFERENCE_CSI: tuple[str, ...] = ("last", "mean", "none")
 _REUSE = Check(lambda v: v in (1, 3), "1 or 3", standalone=True)
+MAX_CELLS = 10_000              # sites of a hexagonal grid (57 rings: 9,919)
+MAX_DENSITY_PER_KM2 = 1e6       # one server per square metre
+MAX_ISD_M = 10_000_000          # 10,000 km: far enough for cells that do not interfere
+_SPAN_M = in_interval(MIN_DISTANCE_M, MAX_DISTANCE_M)   # 1 m to 100 km
 
 
 @section
@@ -26,11 +32,13 @@ class ServerOverride(Params):
 
     _omit_none: ClassVar[bool] = True
 
-    verify_fixed_ms: Optional[float] = param(None, "T_ver0 of this server", unit="ms",
-                                             check=ge(0))
-    verify_per_device_ms: Optional[float] = param(None, "T_ver1 of this server", unit="ms",
-                                                  check=ge(0))
-    dl_power_dbm: Optional[float] = param(None, "DL power budget of this server", unit="dBm")
+    verify_fixed_ms: Optional[float] = param(None, "T_ver0 of this server (at most a minute, as "
+                                             "server.verify_fixed_ms)", unit="ms", check=STEP_MS)
+    verify_per_device_ms: Optional[float] = param(None, "T_ver1 of this server (at most a "
+                                                  "minute)", unit="ms", check=STEP_MS)
+    dl_power_dbm: Optional[float] = param(None, "DL power budget of this server (-100 to 100 "
+                                          "dBm, as server.dl_power_dbm)", unit="dBm",
+                                          check=POWER_DBM)
 
 
 @section
@@ -41,16 +49,22 @@ class Cells(Params):
                         "cells.count sites on a hexagonal grid; 'ppp': a Poisson point process "
                         "of servers; 'graphml': the server nodes of topology.graphml_file",
                         choices=CELL_LAYOUTS)
-    count: int = param(7, "Sites of the hexagonal grid (1, 7, 19, 37, ...)", check=ge(1))
-    isd_m: float = param(500.0, "Inter-site distance of the hexagonal grid", unit="m", check=gt(0))
+    count: int = param(7, "Sites of the hexagonal grid (1, 7, 19, 37, ..., at most 10,000)",
+                       check=between(1, MAX_CELLS))
+    isd_m: float = param(500.0, "Inter-site distance of the hexagonal grid (1 m to 10,000 km: "
+                         "sites that far apart no longer interfere; beyond, positions "
+                         "overflow)", unit="m", check=in_interval(MIN_DISTANCE_M, MAX_ISD_M))
     wrap_around: bool = param(True, "Hexagonal grid: distances to the nearest image of each "
                               "site, the distance on the torus the cluster's copies tile "
                               "(every cell sees the same surroundings; cells.reuse must be 1)")
-    density_per_km2: float = param(10.0, "Server density of the 'ppp' layout", unit="1/km^2",
-                                   check=gt(0))
+    density_per_km2: float = param(10.0, "Server density of the 'ppp' layout (at most one "
+                                   "server per square metre; the servers the run draws, at its "
+                                   "seed, are checked up front: at least one in the disc)",
+                                   unit="1/km^2",
+                                   check=in_interval(0, MAX_DENSITY_PER_KM2, low_open=True))
     region_m: float = param(1000.0, "Radius of the disc the 'ppp' layout draws servers in, and "
-                            "of the region devices are dropped over (drop: region, non-hex)",
-                            unit="m", check=gt(0))
+                            "of the region devices are dropped over (drop: region, non-hex; 1 m "
+                            "to 100 km)", unit="m", check=_SPAN_M)
     drop: str = param("per-cell", "'per-cell': devices.count devices around each server, placed "
                       "by topology.layout (the annulus: devices.distance_m from it, uniform in "
                       "distance, whatever the ISD), each attached to it; 'region': "
@@ -89,16 +103,18 @@ class Cells(Params):
     time_to_trigger_ms: float = param(160.0, "Handover: how long the A3 condition must hold",
                                       unit="ms", check=ge(0))
     measurement_period_ms: float = param(40.0, "Handover: RSRP measured (positions updated) "
-                                         "every this", unit="ms", check=gt(0))
+                                         "every this (1 ms to a minute: NR measures every 5 "
+                                         "ms or more; shorter ones made millions of events)",
+                                         unit="ms", check=in_interval(1, MAX_STEP_MS))
     ping_pong_s: float = param(1.0, "Handover: a return to the cell left within this counts as "
                                "a ping-pong", unit="s", check=ge(0))
-    backhaul_latency_ms: float = param(5.0, "Context migration: backhaul latency", unit="ms",
-                                       check=ge(0))
-    backhaul_rate_mbps: float = param(1000.0, "Context migration: backhaul rate", unit="Mbit/s",
-                                      check=gt(0))
+    backhaul_latency_ms: float = param(5.0, "Context migration: backhaul latency (at most a "
+                                       "minute)", unit="ms", check=STEP_MS)
+    backhaul_rate_mbps: float = param(1000.0, "Context migration: backhaul rate (at least 1 "
+                                      "kbit/s)", unit="Mbit/s", check=ge(0.001))
     context_prompt_tokens: int = param(512, "Context migration: prompt tokens sent with the "
-                                       "generated ones (ceil(log2 payload.vocab) bits each)",
-                                       check=ge(0))
+                                       "generated ones (ceil(log2 payload.vocab) bits each; at "
+                                       "most 10 million)", check=between(0, MAX_REQUEST_TOKENS))
     servers: Mapping[int, ServerOverride] = param(
         FrozenMap(), "Per-cell server settings: cell index (0-based) -> verify_fixed_ms, "
         "verify_per_device_ms, dl_power_dbm (servers that differ)",

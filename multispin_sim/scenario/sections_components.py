@@ -11,16 +11,22 @@ from typing import Optional, Union
 
 from .names import (ACCEPTANCE_BELIEFS, ACCEPTANCE_MODELS, ACCEPTANCE_SESSIONS, ALPHA,
                     ARRIVAL_MODELS, BATCHING_POLICIES, CQI_TABLES, FREQUENCY_RANGES,
-                    HARQ_COMBINING, LENGTH_MODELS, LINK_MODELS, MOBILITY_MODELS, PROB, PROTOCOLS,
-                    SUBCARRIER_SPACINGS_KHZ, TOPOLOGY_LAYOUTS, TRACE_ASSIGN, TRACE_NEXT)
-from .params import Check, FrozenMap, Params, ge, gt, in_interval, number_or_range, param, section
+                    HARQ_COMBINING, LENGTH_MODELS, LINK_MODELS, MAX_DRAFT_LIMIT,
+                    MAX_REQUEST_TOKENS, MAX_SLOWDOWN, MOBILITY_MODELS, POSITIVE_STEP_MS, POWER_W, PROB,
+                    PROTOCOLS, STEP_MS, SUBCARRIER_SPACINGS_KHZ, TOPOLOGY_LAYOUTS, TRACE_ASSIGN,
+                    TRACE_NEXT)
+from .params import (Check, FrozenMap, Params, between, ge, gt, in_interval, number_or_range,
+                     param, section)
 from .presets import TASKS
+
+MAX_MEMORY_MB = 10 ** 9   # a petabyte: keeps every count the estimate admits within 64 bits
 
 _POSITIVE_RATES = Check(
     lambda v: v > 0 if isinstance(v, float) else all(x > 0 for x in v),
     "a number > 0 or a list of devices.count numbers > 0 (one per device)", standalone=True)
-_LENGTH_LIST = Check(lambda v: all(x >= 1 for x in v), "a list of integers >= 1",
-                     standalone=True)
+_REQUEST_TOKENS = between(1, MAX_REQUEST_TOKENS)   # 10 million: 10x the longest contexts
+_LENGTH_LIST = Check(lambda v: all(1 <= x <= MAX_REQUEST_TOKENS for x in v),
+                     f"a list of integers in 1..{MAX_REQUEST_TOKENS}", standalone=True)
 _XY = Check(lambda v: True, "[x, y] in metres", standalone=True)
 _XY_LIST = Check(lambda v: True, "a list of [x, y] pairs in metres, one per device",
                  standalone=True)
@@ -48,14 +54,16 @@ class Workload(Params):
                         "draws from length_values), 'per-task' (length_per_task of the device's "
                         "task, else length_tokens)", choices=LENGTH_MODELS)
     length_tokens: int = param(64, "Fixed request length, or the mean for 'geometric' and "
-                               "'lognormal'", unit="tokens", check=ge(1))
+                               "'lognormal' (at most 10 million, 10x the longest context "
+                               "windows, as every request length)", unit="tokens",
+                               check=_REQUEST_TOKENS)
     length_sigma: float = param(1.0, "Standard deviation of ln(length) for 'lognormal'",
                                 check=gt(0))
     length_values: tuple[int, ...] = param((), "Lengths drawn uniformly for 'empirical'",
                                            unit="tokens", check=_LENGTH_LIST)
     length_per_task: Mapping[str, int] = param(
         FrozenMap(), "Request length per task for 'per-task' (tasks not listed use "
-        "length_tokens)", unit="tokens", check=ge(1), keys=TASKS, key_allowed="task",
+        "length_tokens)", unit="tokens", check=_REQUEST_TOKENS, keys=TASKS, key_allowed="task",
         default_text="{}")
     cap_draft_to_remaining: bool = param(
         True, "Never draft more than the request still needs (gamma <= remaining - 1); false: "
@@ -170,10 +178,10 @@ class PowerMode(Params):
     """One named power mode of a device (a row of compute.power_modes)."""
 
     draft_latency_ms: float = param(15.2, "Reference per-token drafting latency in this mode "
-                                    "(t_k = this x s_k, the device's spread)", unit="ms/token",
-                                    check=gt(0))
-    draft_power_w: float = param(4.0, "Device power while drafting in this mode", unit="W",
-                                 check=ge(0))
+                                    "(t_k = this x s_k, the device's spread; at most a minute)",
+                                    unit="ms/token", check=POSITIVE_STEP_MS)
+    draft_power_w: float = param(4.0, "Device power while drafting in this mode (at most a "
+                                 "megawatt, as every power in W)", unit="W", check=POWER_W)
     thermal_resistance_c_per_w: Optional[float] = param(
         None, "Thermal resistance R_th of a device in this mode (a phone's is larger than a "
         "heatsinked board's; null: compute.thermal_resistance_c_per_w)", unit="degC/W",
@@ -206,7 +214,8 @@ class Compute(Params):
         None, "Temperature below which throttling stops (hysteresis; null: throttle_c)",
         unit="degC")
     throttle_factor: float = param(2.0, "Drafting-latency multiplier while throttled (2: half "
-                                   "the drafting speed)", check=ge(1))
+                                   "the drafting speed; at most 100)",
+                                   check=in_interval(1, MAX_SLOWDOWN))
 
 
 @section
@@ -214,16 +223,17 @@ class Energy(Params):
     """Power of each phase for the energy accounting (model/energy.py)."""
 
     draft_power_w: float = param(4.0, "Device power while drafting (devices without a power "
-                                 "mode; assumed: phone/Jetson SoC under load)", unit="W",
-                                 check=ge(0))
+                                 "mode; assumed: phone/Jetson SoC under load; at most a "
+                                 "megawatt, as every power in W: beyond, energies overflow)",
+                                 unit="W", check=POWER_W)
     idle_power_w: float = param(0.5, "Device power while waiting in a round (for the others' "
                                 "drafts, the verification, the corrections)", unit="W",
-                                check=ge(0))
+                                check=POWER_W)
     ul_circuit_power_w: float = param(0.1, "Device transmit-chain circuit power added to its "
                                       "UL transmit power while sending a correction", unit="W",
-                                      check=ge(0))
+                                      check=POWER_W)
     dl_receive_power_w: float = param(0.2, "Device power while receiving a DL correction",
-                                      unit="W", check=ge(0))
+                                      unit="W", check=POWER_W)
     record: bool = param(True, "Write the energy columns (with slowdown and temperature_c) and "
                          "the summary's energy block (false: skip the accounting, about 10% "
                          "faster recording)")
@@ -243,7 +253,8 @@ class Serving(Params):
         "drafts waiting), 'window' (wait until window_ms after the oldest waiting draft arrived "
         "or until max_batch drafts wait), 'max-batch' (at most max_batch of the waiting drafts)",
         choices=BATCHING_POLICIES)
-    window_ms: float = param(5.0, "Batching window W of 'window'", unit="ms", check=ge(0))
+    window_ms: float = param(5.0, "Batching window W of 'window' (at most a minute)", unit="ms",
+                             check=STEP_MS)
     max_batch: Optional[int] = param(
         None, "Largest batch B of 'window' and 'max-batch' (null: no limit)", check=ge(1))
     pre_draft: bool = param(
@@ -265,11 +276,15 @@ class Adaptive(Params):
         0.5, "'threshold': draft while the probability that every token drafted so far is "
         "accepted (product of the per-position agreement probabilities) stays >= this",
         check=in_interval(0, 1, low_open=True, high_open=True))
-    backoff_initial: int = param(5, "'backoff': initial draft length", check=ge(1))
+    backoff_initial: int = param(5, "'backoff': initial draft length (as every backoff key, at "
+                                 f"most {MAX_DRAFT_LIMIT}, the largest policy.max_draft)",
+                                 check=between(1, MAX_DRAFT_LIMIT))
     backoff_increase: int = param(2, "'backoff': added after a fully accepted draft",
-                                  check=ge(0))
-    backoff_decrease: int = param(1, "'backoff': removed after a rejection", check=ge(0))
-    backoff_min: int = param(1, "'backoff': smallest draft length", check=ge(0))
+                                  check=between(0, MAX_DRAFT_LIMIT))
+    backoff_decrease: int = param(1, "'backoff': removed after a rejection",
+                                  check=between(0, MAX_DRAFT_LIMIT))
+    backoff_min: int = param(1, "'backoff': smallest draft length",
+                             check=between(0, MAX_DRAFT_LIMIT))
     load_threshold: int = param(
         8, "'off-under-load': no speculation (gamma = 0) while more than this many devices "
         "have work (the server's running batch, as vLLM's disable-by-batch-size); otherwise "
@@ -312,8 +327,8 @@ class Link(Params):
                                 "m SNR; 'repetition': independent attempts", choices=HARQ_COMBINING)
     retry_block_ms: float = param(10.0, "With one fading block per round "
                                   "(channel.coherence_time_ms null): how long an outage or a "
-                                  "dropped block waits for a new fading draw", unit="ms",
-                                  check=gt(0))
+                                  "dropped block waits for a new fading draw (at most a "
+                                  "minute)", unit="ms", check=POSITIVE_STEP_MS)
 
 
 @section
@@ -322,8 +337,8 @@ class Csi(Params):
 
     delay_ms: float = param(0.0, "Age of the CSI at the decision: under channel.fading "
                             "'jakes' the same process read delay earlier; otherwise aged by one "
-                            "draw with rho = J0(2 pi channel.doppler_hz delay)", unit="ms",
-                            check=ge(0))
+                            "draw with rho = J0(2 pi channel.doppler_hz delay); at most a "
+                            "minute, far beyond any coherence time", unit="ms", check=STEP_MS)
     cqi_quantisation: bool = param(False, "Decisions see a 4-bit CQI of the reference SNR "
                                    "P_ul g K / (N0 B) (full power on a 1/K share of the band; "
                                    "lower edge of its bin on the link's CQI grid) instead of the "
@@ -348,8 +363,9 @@ class Straggler(Params):
                                    "model) the split minimises", check=in_interval(0, 1,
                                                                                   low_open=True,
                                                                                   high_open=True))
-    robust_samples: int = param(64, "'robust': samples of the true channel per decision",
-                                check=ge(1))
+    robust_samples: int = param(64, "'robust': samples of the true channel per decision (their "
+                                "memory, with devices.count, counts against "
+                                "limits.max_memory_mb)", check=ge(1))
 
 
 @section
@@ -362,8 +378,9 @@ class Limits(Params):
         "when more requests than this wait in all queues together (an unstable queue grows "
         "without bound)", unit="requests", check=ge(1))
     max_memory_mb: float = param(
-        4096.0, "Refuse a scenario whose estimated memory (devices.count, run.rounds) exceeds "
-        "this", unit="MB", check=gt(0))
+        4096.0, "Refuse a scenario whose estimated memory (devices.count, run.rounds, the "
+        "sample counts, the cells) exceeds this (at most 1e9 MB, a petabyte)", unit="MB",
+        check=in_interval(0, MAX_MEMORY_MB, low_open=True))
     max_blocks_per_transmission: int = param(
         1_000_000, "With channel.coherence_time_ms or link.model mcs: the run stops (complete: "
         "false) when one correction would need more fading blocks than this", check=ge(1))

@@ -10,8 +10,9 @@ from typing import ClassVar, Optional, Union
 
 from .choices import Registered
 from .names import (ALPHA, DEVICE_TASKS, DRAFT_POLICIES, DRAFT_UPDATES, ESTIMATORS,
-                    FADING_MODELS, MAX_DRAFT_LIMIT, PAYLOAD_FORMATS, PAYLOAD_MODELS,
-                    POLICY_MODES)
+                    FADING_MODELS, MAX_DISTANCE_M, MAX_DRAFT_LIMIT, MAX_NOISE_FIGURE_DB,
+                    MAX_SLOWDOWN, MIN_DISTANCE_M, PAYLOAD_FORMATS, PAYLOAD_MODELS, POLICY_MODES,
+                    POSITIVE_STEP_MS, POWER_DBM, POWER_W, STEP_MS)
 from .params import (Check, FrozenMap, Params, between, ge, gt, in_interval, int_or_choice, param,
                      number_or_range, range_pair, section)
 from .presets import TASKS
@@ -34,10 +35,14 @@ class DeviceOverride(Params):
     alpha: Optional[float] = param(None, "Per-token acceptance rate of this device (wins over "
                                    "its task's rate)", check=ALPHA)
     draft_latency_ms: Optional[float] = param(None, "Exact drafting latency t_k of this device "
-                                              "(no spread applied)", unit="ms/token", check=gt(0))
-    distance_m: Optional[float] = param(None, "Distance of this device to the server",
-                                        unit="m", check=gt(0))
-    ul_power_dbm: Optional[float] = param(None, "UL power budget of this device", unit="dBm")
+                                              "(no spread applied; at most a minute)",
+                                              unit="ms/token", check=POSITIVE_STEP_MS)
+    distance_m: Optional[float] = param(None, "Distance of this device to the server (at "
+                                        "least the 1 m reference distance of the path loss)",
+                                        unit="m", check=ge(MIN_DISTANCE_M))
+    ul_power_dbm: Optional[float] = param(None, "UL power budget of this device (-100 to 100 "
+                                          "dBm, as devices.ul_power_dbm)", unit="dBm",
+                                          check=POWER_DBM)
     draft_length: Optional[int] = param(None, "Draft length of this device (wins over "
                                         "policy.draft_length)", check=between(0, MAX_DRAFT_LIMIT),
                                         allowed="an integer 0..policy.max_draft")
@@ -57,15 +62,19 @@ class Devices(Params):
         "model pair's table (assumed values, docs/model.md section 3)", check=ALPHA, keys=TASKS,
         key_allowed="task", preset="acceptance", default_text="model_pair's table")
     draft_latency_ms: Optional[float] = param(
-        None, "Reference per-token drafting latency t_ref (t_k = t_ref * s_k)", unit="ms/token",
-        check=gt(0), preset="draft_latency_ms")
+        None, "Reference per-token drafting latency t_ref (t_k = t_ref * s_k; at most a "
+        "minute, measured ones are tens of ms)", unit="ms/token", check=POSITIVE_STEP_MS,
+        preset="draft_latency_ms")
     draft_latency_spread: tuple[float, float] = param(
-        (1.0, 1.15), "Device heterogeneity: s_k ~ U[low, high], drawn once per device",
-        check=range_pair(0))
+        (1.0, 1.15), "Device heterogeneity: s_k ~ U[low, high], drawn once per device (a "
+        "device at most 100 times slower than t_ref)", check=range_pair(0, MAX_SLOWDOWN))
     distance_m: Union[float, tuple[float, float]] = param(
-        (100.0, 500.0), "Distance to the server: d_k ~ U[low, high], or one fixed distance",
-        unit="m", check=number_or_range(0))
-    ul_power_dbm: float = param(10.0, "UL power budget P_ul of each device", unit="dBm")
+        (100.0, 500.0), "Distance to the server: d_k ~ U[low, high], or one fixed distance "
+        "(from the 1 m reference distance of the path loss G_0 to 100 km)",
+        unit="m", check=number_or_range(MIN_DISTANCE_M, MAX_DISTANCE_M, inclusive=True))
+    ul_power_dbm: float = param(10.0, "UL power budget P_ul of each device (-100 to 100 dBm, "
+                                "0.1 pW to 10 MW: beyond any radio; outside it a power or a "
+                                "rate over- or underflows)", unit="dBm", check=POWER_DBM)
     draw: str = param("iid", "How the devices' tasks, speed factors and distances are drawn: "
                       "'iid' (independently, the paper's); 'stratified' (each device keeps the "
                       "same law, but the K draws cover their ranges evenly and tasks are balanced "
@@ -83,18 +92,21 @@ class Server(Params):
 
     dl_power_dbm: Optional[float] = param(
         None, "Total DL power budget P_dl shared by all DL transmissions of a round (give this "
-        "or dl_power_ratio, not both)", unit="dBm", exclusive_with="dl_power_ratio")
+        "or dl_power_ratio, not both; -100 to 100 dBm, as devices.ul_power_dbm)", unit="dBm",
+        check=POWER_DBM, exclusive_with="dl_power_ratio")
     dl_power_ratio: Optional[float] = param(
         None, "DL-to-UL power-budget ratio rho: P_dl = rho * P_ul in linear units (assumed "
         "reading, docs/model.md section 5); used when dl_power_dbm is not given, default 4 "
-        "(4 x 10 mW = 16.02 dBm)", check=gt(0), default_text="4 (if dl_power_dbm is not given)",
+        "(4 x 10 mW = 16.02 dBm); the P_dl it gives must lie in -100 to 100 dBm", check=gt(0),
+        default_text="4 (if dl_power_dbm is not given)",
         exclusive_with="dl_power_dbm")
     verify_fixed_ms: Optional[float] = param(
-        None, "Fixed part T_ver0 of one batched verification pass", unit="ms", check=ge(0),
-        preset="verify_fixed_ms")
+        None, "Fixed part T_ver0 of one batched verification pass (at most a minute, as every "
+        "verification and drafting time: measured passes take tens of ms)", unit="ms",
+        check=STEP_MS, preset="verify_fixed_ms")
     verify_per_device_ms: Optional[float] = param(
-        None, "Verification time T_ver1 added per device in the batch", unit="ms", check=ge(0),
-        preset="verify_per_device_ms")
+        None, "Verification time T_ver1 added per device in the batch (at most a minute)",
+        unit="ms", check=STEP_MS, preset="verify_per_device_ms")
     verify_model: str = param(
         "linear", "Verification cost of a batch: 'linear' (T_ver0 + K_b T_ver1, the paper), "
         "'tokens' (T_ver0 + verify_per_token_ms x tokens in the batch, tokens = sum over the "
@@ -104,7 +116,7 @@ class Server(Params):
     verify_per_token_ms: Optional[float] = param(
         None, "Time T1 per token in the batch for verify_model 'tokens' (null: "
         "verify_per_device_ms / 5, equal to 'linear' when every device drafts 4 tokens, the "
-        "paper's default)", unit="ms/token", check=ge(0),
+        "paper's default; at most a minute)", unit="ms/token", check=STEP_MS,
         default_text="verify_per_device_ms / 5")
     verify_table: str = param(
         "vidur-a100-codellama34b", "Profile for verify_model 'table': a shipped table "
@@ -112,7 +124,8 @@ class Server(Params):
         "'paper-linear-qwen2.5') or the path of a CSV with a header and rows 'batched tokens, "
         "milliseconds' sorted by tokens (relative to the working directory)")
     power_w: float = param(300.0, "Server power while verifying (energy = power_w x T_ver; "
-                           "assumed: A100 board power under load)", unit="W", check=ge(0))
+                           "assumed: A100 board power under load; at most a megawatt)", unit="W",
+                           check=POWER_W)
     antennas: int = param(1, "Antennas M at the server (devices have one): per-device channel "
                           "vectors h_k in C^M, one fading process per antenna element "
                           "(docs/components/antennas.md)", check=between(1, 256))
@@ -145,7 +158,8 @@ class Server(Params):
 class Channel(Params):
     """The OFDMA channel."""
 
-    bandwidth_mhz: float = param(10.0, "Total bandwidth B", unit="MHz", check=gt(0))
+    bandwidth_mhz: float = param(10.0, "Total bandwidth B (at least 1 kHz, narrower than one "
+                                 "NR subcarrier; at most 100 GHz)", unit="MHz", check=ge(0.001))
     # bounds: beyond them a gain or the noise power underflows to 0 and a rate divides by it
     noise_psd_dbm_hz: float = param(-174.0, "Noise power spectral density N0 (assumed; "
                                     "thermal noise at 290 K is -174)", unit="dBm/Hz",
@@ -182,8 +196,10 @@ class Channel(Params):
         50.0, "Decorrelation distance of shadowing for moving devices (Gudmundson: correlation "
         "exp(-moved / this))", unit="m", check=gt(0))
     noise_figure_db: float = param(0.0, "Receiver noise figure, added to noise_psd_dbm_hz for "
-                                   "both link models (N0 = noise_psd_dbm_hz + noise_figure_db)",
-                                   unit="dB", check=ge(0))
+                                   "both link models (N0 = noise_psd_dbm_hz + noise_figure_db; "
+                                   "receivers have 2 to 15 dB, 100 dB already leaves a link "
+                                   "almost no rate)", unit="dB",
+                                   check=in_interval(0, MAX_NOISE_FIGURE_DB))
 
 
 _MENU = Check(lambda v: len(v) >= 1 and all(x == "dense" if isinstance(x, str) else x >= 1
@@ -198,8 +214,10 @@ class Payload(Params):
     effective_vocab: Union[int, str] = param(
         1024, "Kept entries V_eff (top-k 'effective vocabulary'), or 'dense' (full fp "
         "distribution)", check=int_or_choice(1, ("dense",), "(<= vocab)"))
-    vocab: int = param(151665, "Vocabulary size V (token ids)", check=ge(2))
-    prob_bits: int = param(16, "Bits per probability Q", unit="bit", check=ge(1))
+    vocab: int = param(151665, "Vocabulary size V (token ids; at most 2^32, vocabularies have "
+                       "about 10^5)", check=between(2, 2 ** 32))
+    prob_bits: int = param(16, "Bits per probability Q (at most 64, a double)", unit="bit",
+                           check=between(1, 64))
     format: str = param("topk", "Payload format of one distribution: 'dense' (V Q bits), 'topk' "
                         "(k = effective_vocab entries, k (ceil(log2 V) + Q) bits), 'topp' (the "
                         "fewest entries with mass >= top_p, plus a ceil(log2(V+1))-bit count; "
@@ -208,8 +226,8 @@ class Payload(Params):
                         "model/payload.py", choices=PAYLOAD_FORMATS)
     top_p: float = param(0.95, "Probability mass p kept by format 'topp'",
                          check=in_interval(0, 1, low_open=True))
-    quant_bits: int = param(8, "Bits per probability b of format 'quantized'", unit="bit",
-                            check=ge(1))
+    quant_bits: int = param(8, "Bits per probability b of format 'quantized' (at most 64)",
+                            unit="bit", check=between(1, 64))
     model: str = param("bits", "'bits': payloads count only as bits, outcomes from alpha (the "
                        "paper); 'token': token-level speculative sampling on explicit p and q "
                        "per drafted position (the device drafts from the UL format of q; DL "
