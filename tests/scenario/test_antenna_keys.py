@@ -14,6 +14,9 @@ from multispin_sim.scenario.params import show_value
     ({"server.ul_scheme": "mu-mimo-mmse", "serving.protocol": "asynchronous"},
      "serving.protocol"),
     ({"server.antennas": 4, "policy.draft_update": "once"}, "policy.draft_update"),
+    # one antenna sharing its band: the 'once' objective's sampled fading has no vectors
+    ({"server.dl_scheme": "mu-mimo-zf", "policy.draft": "greedy", "policy.draft_update": "once"},
+     "policy.draft_update"),
     ({"server.antennas": 4, "server.dl_scheme": "mu-mimo-zf", "channel.fading": "none"},
      "channel.fading"),
     # several cells: orthogonal streams only (the interference does not enter ZF / MMSE)
