@@ -46,10 +46,7 @@ def one_error_line(p, status=2):
 def merged(sections):
     data = json.loads(json.dumps(TINY))
     for key, value in sections.items():
-        if isinstance(value, dict):
-            data.setdefault(key, {}).update(value)
-        else:
-            data[key] = value
+        data[key] = {**data.get(key, {}), **value} if isinstance(value, dict) else value
     return data
 
 
