@@ -39,10 +39,15 @@ def table(rows):
 def parameters_line(fits):
     b, m = fits["beta"], fits["markov"]
     pe = fit.markov_stationary(m["easy_to_hard"], m["hard_to_easy"])
-    return (f"iid alpha = {fits['iid']['mean']:.4f}; beta kappa = {b['concentration']:.2f} "
-            f"(session {b['session_tokens']} tokens); markov easy {m['easy_rate']:.3f} / hard "
-            f"{m['hard_rate']:.3f}, switch e->h {m['easy_to_hard']:.4f} h->e "
-            f"{m['hard_to_easy']:.4f} (pi_easy {pe:.3f}, {m['iterations']} EM iterations)")
+    line = (f"iid alpha = {fits['iid']['mean']:.4f}; beta mean = {b['mean']:.4f}, kappa = "
+            f"{b['concentration']:.2f} (session {b['session_tokens']} tokens); markov easy "
+            f"{m['easy_rate']:.3f} / hard {m['hard_rate']:.3f}, switch e->h "
+            f"{m['easy_to_hard']:.4f} h->e {m['hard_to_easy']:.4f} (pi_easy {pe:.3f}, "
+            f"{m['iterations']} EM iterations + {m.get('polish_iterations', 0)} L-BFGS-B)")
+    if not m.get("converged", True):
+        line += (f"\nWARNING: the markov fit did not converge ({m.get('message', '')}); its "
+                 "parameters and log-likelihood are those of the last iterate")
+    return line
 
 
 # printed name and format of each fitted parameter (its standard error uses the same format)

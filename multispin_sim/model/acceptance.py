@@ -21,8 +21,9 @@ own sequence of per-position agreements; in a round with draft length gamma the 
 is the run of agreements at the device's position, capped at gamma, and the position then
 advances by accepted + 1 (the correction or bonus token is the target's, its agreement is not
 tested). A device's sequence is a function of the seed and its index only (each device has its
-own child generator of the acceptance stream), so two policies under the same seed see the same
-agreements (common random numbers), whatever draft lengths they choose.
+own child generator of the acceptance stream, and the trace's hidden positions come from a child
+of that one), so two policies under the same seed see the same agreements (common random
+numbers), whatever draft lengths they choose, and so does a run with more or fewer devices.
 
 Beliefs (``acceptance.belief``, what the draft controllers are told about alpha) are in
 ``model.beliefs``, the Gilbert-Elliott chain's formulas in ``model.markov``; both are
@@ -155,10 +156,11 @@ class AgreementWalk(AcceptanceModel):
     array), stops: indices where a run may not continue past, or None). Blocks have a fixed
     make-up (not the number of positions a refill needs), so a device's sequence is the same
     whenever its blocks are made. UNKNOWN positions are drawn with ``unknown_rate`` from a
-    second generator of the device, in position order (so a device's sequence does not depend
-    on when its pieces are made). A window of ``window`` positions per device is kept in
-    (K, window) arrays; it is refilled before any device comes within ``margin`` (> the largest
-    draft length + 1) of its end, so runs capped at gamma are exact.
+    second generator of the device (a child of the device's own), in position order (so a
+    device's sequence depends neither on when its pieces are made nor on the number of
+    devices). A window of ``window`` positions per device is kept in (K, window) arrays; it is
+    refilled before any device comes within ``margin`` (> the largest draft length + 1) of its
+    end, so runs capped at gamma are exact.
     """
 
     window = 16384
@@ -169,7 +171,9 @@ class AgreementWalk(AcceptanceModel):
     def __init__(self, alpha, rng, **kwargs):
         super().__init__(alpha, rng)
         self.device_rngs = rng.spawn(self.k)     # the pieces of each device's sequence
-        self.unknown_rngs = rng.spawn(self.k)    # its UNKNOWN positions, in position order
+        # its UNKNOWN positions, in position order: a child of the device's own stream (not
+        # child k + i of the acceptance stream, which would tie device i to the device count)
+        self.unknown_rngs = [g.spawn(1)[0] for g in self.device_rngs]
         self._offsets = np.arange(self.k) * self.window
         self._carry = [(np.zeros(0, dtype=bool), np.zeros(0), np.zeros(0, dtype=bool))
                        for _ in range(self.k)]

@@ -241,6 +241,29 @@ def test_two_policies_see_the_same_agreements(name):
 
 
 @pytest.mark.parametrize("name", ["beta", "markov", "trace"])
+def test_a_devices_agreements_do_not_depend_on_the_number_of_devices(name):
+    """Device 0 of K = 2 and of K = 5 devices (same seed, same draft lengths for device 0):
+    the same accepted counts and true rates round after round, the trace's hidden (bonus)
+    positions included (they were drawn from child K + i of the acceptance stream, so device
+    0's changed with K)."""
+    kwargs = {"answers": select_answers(read_trace(shipped_trace_path()),
+                                        benchmark="spec_bench")} if name == "trace" else {}
+    gammas = np.random.default_rng(6).integers(0, 13, 3000)
+    seen = {}
+    for k in (2, 5):
+        model = acc.make_acceptance_model(name, np.full(k, 0.7), np.random.default_rng(3),
+                                          **kwargs)
+        rows = []
+        for g in gammas:
+            rate = float(model.true_rate()[0])
+            rows.append((int(model.accepted(np.full(k, g))[0]), rate))
+        seen[k] = rows, int(model.positions_walked[0])
+    assert seen[2] == seen[5]
+    # thousands of positions (the trace's: about 1,000 of them hidden bonus positions)
+    assert seen[2][1] > 5000
+
+
+@pytest.mark.parametrize("name", ["beta", "markov", "trace"])
 def test_the_window_refills_are_seamless(name):
     """A device's sequence is held in a window of positions refilled as it is walked (16,384
     per device: a run reaches the first refill after thousands of rounds). With a window of
