@@ -13,6 +13,7 @@ from multispin_sim.model import acceptance_fit as fit
 from multispin_sim.model import acceptance_likelihood as lik
 from multispin_sim.model.acceptance_trace import (UNKNOWN, Answer, read_trace, select_answers,
                                                   shipped_trace_path)
+from test_acceptance_fit_stats import path_weights
 
 Z = 4.0  # half-width of the intervals in standard errors (fixed seeds; about 1 in 16,000)
 
@@ -82,15 +83,7 @@ def brute_force_em_update(seqs, theta):
     start = (theta[4], 1 - theta[4])
     xi, agree, seen, first = np.zeros((2, 2)), np.zeros(2), np.zeros(2), np.zeros(2)
     for bits in seqs:
-        paths, weights = list(itertools.product((0, 1), repeat=len(bits))), []
-        for path in paths:
-            w = start[path[0]]
-            for t in range(1, len(bits)):
-                w *= trans[path[t - 1]][path[t]]
-            for t, x in enumerate(bits.tolist()):
-                if x != UNKNOWN:
-                    w *= r[path[t]] if x == 1 else 1 - r[path[t]]
-            weights.append(w)
+        paths, weights = path_weights(bits, r, trans, start)
         weights = np.array(weights) / math.fsum(weights)
         for path, w in zip(paths, weights):
             first[path[0]] += w

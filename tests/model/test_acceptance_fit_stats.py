@@ -33,24 +33,27 @@ def tiny_answers(rng, count=12):
     return out
 
 
+def path_weights(bits, rates, trans, start):
+    """Every hidden state path of one answer (state 0 easy) and its P(path) times the emission
+    probabilities of the known positions."""
+    paths = list(itertools.product((0, 1), repeat=len(bits)))
+    weights = []
+    for path in paths:
+        w = start[path[0]]
+        for t in range(1, len(bits)):
+            w *= trans[path[t - 1]][path[t]]
+        for t, x in enumerate(bits.tolist()):
+            if x != UNKNOWN:
+                w *= rates[path[t]] if x == 1 else 1 - rates[path[t]]
+        weights.append(w)
+    return paths, weights
+
+
 def brute_force_markov(seqs, rates, e2h, h2e, initial):
-    """Sum over answers of the log of the sum over every hidden state path (state 0 easy) of
-    P(path) times the emission probabilities of the known positions."""
+    """Sum over answers of the log of the sum over every hidden state path of its weight."""
     trans = ((1 - e2h, e2h), (h2e, 1 - h2e))
     start = (initial, 1 - initial)
-    total = 0.0
-    for bits in seqs:
-        paths = []
-        for path in itertools.product((0, 1), repeat=len(bits)):
-            w = start[path[0]]
-            for t in range(1, len(bits)):
-                w *= trans[path[t - 1]][path[t]]
-            for t, x in enumerate(bits.tolist()):
-                if x != UNKNOWN:
-                    w *= rates[path[t]] if x == 1 else 1 - rates[path[t]]
-            paths.append(w)
-        total += math.log(math.fsum(paths))
-    return total
+    return sum(math.log(math.fsum(path_weights(bits, rates, trans, start)[1])) for bits in seqs)
 
 
 # --- (a) the likelihoods are the probabilities of the known positions --------------------------
