@@ -16,7 +16,7 @@ class EdgeServer:
     floor(ln U / ln alpha_k) truncated at gamma_k, drawn ``block`` rounds at a time). ``belief``
     is what the draft controllers are told about alpha (``controller_system``); ``tally``
     counts the realised agreements per device as they are drawn (the outputs count those of the
-    recorded rounds: ``RunStatistics.agreed``, ``verified``).
+    recorded rounds: ``RunStatistics.agreements``).
     """
 
     def __init__(self, system, reactive_policy, policy_rng, acceptance_rng, block=1024,

@@ -223,10 +223,10 @@ class Run:
         wall = time.perf_counter() - wall0
         # the agreements of the recorded rounds (the server's tally also has those of a round a
         # stopped run cut short)
-        stats = recorder.stats
+        tally = recorder.stats.agreements
         recorder.write_devices(population, extra={
-            "agreed_positions": stats.agreed, "verified_positions": stats.verified,
-            "agreement_rate": stats.agreement_rate()})
+            "agreed_positions": tally.agreed, "verified_positions": tally.verified,
+            "agreement_rate": tally.rate()})
         write_topology(folder / "topology.graphml", population)
         summary = recorder.stats.summary()
         if recorder.energy is not None:
@@ -236,7 +236,7 @@ class Run:
         if hasattr(loop, "summary"):  # the protocol's own block (asynchronous)
             block = loop.summary(env.now)
             summary[block["protocol"]] = block
-        summary["acceptance"] = acceptance_summary(scenario, acceptance, belief, stats)
+        summary["acceptance"] = acceptance_summary(scenario, acceptance, belief, tally)
         warnings = []
         if requests is not None:
             stats = recorder.stats

@@ -233,10 +233,10 @@ class Recorder:
             int(n_ul.sum()), int(n_dl.sum()), idle=[(j - lo, s) for j, s in idle])
         rejected = self._rejected[lo:hi]
         if n_active.sum() == active.size:
-            self._stats.add_agreements(self._accepted[lo:hi].sum(axis=0),
+            self._stats.agreements.add(self._accepted[lo:hi].sum(axis=0),
                                        np.count_nonzero(rejected, axis=0))
         else:
-            self._stats.add_agreements(np.where(active, self._accepted[lo:hi], 0).sum(axis=0),
+            self._stats.agreements.add(np.where(active, self._accepted[lo:hi], 0).sum(axis=0),
                                        np.count_nonzero(rejected & active, axis=0))
 
         rounds = np.array(rnd, dtype=np.int64)

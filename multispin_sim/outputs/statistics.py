@@ -18,6 +18,7 @@ from operator import add
 
 import numpy as np
 
+from ..model.beliefs import AgreementTally
 from .tquantile import t_quantile
 
 
@@ -93,8 +94,7 @@ class RunStatistics:
         self.device_tokens = np.zeros(k, dtype=np.int64)
         # draft positions the target agreed on, and tested (agreed, plus one disagreement per
         # rejection), per device over the recorded rounds (devices.csv, summary's acceptance)
-        self.agreed = np.zeros(k, dtype=np.int64)
-        self.verified = np.zeros(k, dtype=np.int64)
+        self.agreements = AgreementTally(k)
         self.draft_len_sum = 0
         self.draft_len_count = 0
         self.rejections = 0
@@ -178,17 +178,6 @@ class RunStatistics:
                 self._close_batch()
         for _, seconds in idle[q:]:
             self.add_idle(seconds)
-
-    def add_agreements(self, accepted, rejections):
-        """Rounds' accepted drafts and rejections (K,), summed over the rounds."""
-        self.agreed += accepted
-        self.verified += accepted
-        self.verified += rejections
-
-    def agreement_rate(self):
-        """Per device: agreed / verified positions (nan for a device never verified)."""
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return np.where(self.verified > 0, self.agreed / np.maximum(self.verified, 1), np.nan)
 
     def add_idle(self, duration):
         """Time the server spent with no work (queueing workloads): counts in the goodput."""
