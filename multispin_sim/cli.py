@@ -19,7 +19,8 @@ from pathlib import Path
 
 from .version import __version__
 from .benchmarks import IN_ALL
-from .errors import RECEIVED, CliError, catch, debug_enabled, first_signal, report
+from .errors import (RECEIVED, STOP_SIGNALS, CliError, catch, debug_enabled, first_signal,
+                     report)
 from .scenario import dump_scenario_yaml, load_scenario
 
 EXIT_BAD_INPUT = 2
@@ -356,8 +357,7 @@ def _positive_int(text):
     return value
 
 
-_STOP_SIGNALS = tuple(s for s in (getattr(signal, "SIGTERM", None), getattr(signal, "SIGHUP", None))
-                      if s is not None)
+_STOP_SIGNALS = tuple(s for s in STOP_SIGNALS if s != signal.SIGINT)   # Ctrl-C: KeyboardInterrupt
 
 
 def _stop(signum, frame):

@@ -33,9 +33,9 @@ def first_signal(default=2):
 # that a long sweep outlives its terminal, and a shell script's background job ignores SIGINT.
 # Read once, when the package is first imported: a sweep's forked worker inherits this record,
 # not the ignoring it does itself between runs (``engine.guards.die_with_parent``).
-IGNORED_AT_START = frozenset(
-    s for s in (getattr(signal, n, None) for n in ("SIGINT", "SIGTERM", "SIGHUP"))
-    if s is not None and signal.getsignal(s) == signal.SIG_IGN)
+STOP_SIGNALS = tuple(getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP")
+                     if hasattr(signal, n))
+IGNORED_AT_START = frozenset(s for s in STOP_SIGNALS if signal.getsignal(s) == signal.SIG_IGN)
 
 
 def catch(signals, handler):

@@ -25,11 +25,9 @@ import threading
 import time
 from pathlib import Path
 
-from ..errors import RECEIVED, catch
+from ..errors import RECEIVED, STOP_SIGNALS, catch
 from ..model.mobility import LegLimit
 
-STOP_SIGNALS = tuple(s for s in (getattr(signal, "SIGINT", None), getattr(signal, "SIGTERM", None),
-                                 getattr(signal, "SIGHUP", None)) if s is not None)
 
 _OUTPUTS = str(Path(__file__).resolve().parent.parent / "outputs")
 

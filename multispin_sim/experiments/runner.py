@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..version import __version__
-from ..errors import IGNORED_AT_START, RECEIVED
+from ..errors import IGNORED_AT_START, RECEIVED, STOP_SIGNALS
 from ..outputs.atomic import check_folder, write_json, write_text
 from .executors import check_executor, get_executor
 from .fingerprint import code_fingerprint, input_fingerprints, stale_reason
@@ -276,8 +276,6 @@ def unlock_folder(folder):
         os.close(fd)
 
 
-STOP_SIGNALS = tuple(getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP")
-                     if hasattr(signal, n))
 
 
 class SweepSignals:
