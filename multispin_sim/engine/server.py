@@ -176,6 +176,12 @@ class EdgeServer:
             self._one_for = system
         return self._one
 
+    def counters(self):
+        """(object, attribute names) of the totals this server updates before a round is
+        recorded (``engine.guards.RecordedTotals``): none here, its tally is of the recorded
+        rounds already."""
+        return []
+
     def decide_carry(self, deferred, g_ul, g_dl):
         """Modes and powers of the corrections a deferring policy carried to this round start."""
         problem = self.system.reactive_problem(deferred, g_ul, g_dl)

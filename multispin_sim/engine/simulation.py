@@ -364,15 +364,17 @@ def build_run(scenario, folder, inputs, *, progress=False, controller=None, reac
                      thermal=thermal, serving=scenario.serving)
     channel.max_blocks = scenario.limits.max_blocks_per_transmission
     loop.stop_reason = None
-    # counters the summary reports that are updated before a round is recorded (summary.json's
-    # delays and link blocks, deferred): kept as of each record, so that a run stopped
-    # mid-round reports its recorded rounds (none on the paper's channel: nothing to keep)
+    # counters the outputs report that are updated before a round is recorded (summary.json's
+    # delays and link blocks, deferred, the token payload's totals and corrections.csv): kept as
+    # of each record, so that a run stopped mid-round reports its recorded rounds (none on the
+    # paper's channel: nothing to keep)
     counted = []
     if channel.dynamic_csi:
         counted.append((channel, ("transmissions", "blocks_used", "multi_block",
                                   "harq_transmissions", "harq_failures", "outages")))
     if getattr(server.policy, "defers", False):
         counted.append((loop, ("deferred_total", "_deferred")))
+    counted += server.counters()
     totals = RecordedTotals(counted)
     if totals:
         recorder.commits.append(totals.commit)

@@ -237,12 +237,12 @@ class TokenServer(EdgeServer):
                 sel = is_dl & (c == j) if self.several_dl else is_dl
                 rs = rows[sel]
                 tokens[sel] = table.draw(table.dl_cdf[j], rs, u[sel])
-                self.dl_counts[j] += int(np.count_nonzero(sel))
                 tv[sel] = table.dl_tv[j][rs]
                 rtv[sel] = table.dl_residual_tv[j][rs]
+            # a new array, not added in place: RecordedTotals keeps the value of each record
+            self.dl_counts = self.dl_counts + np.bincount(c[is_dl], minlength=self.dl_counts.size)
             t = tv[is_dl]
-            for value in t.tolist():
-                self.tv.add(value)
+            self.tv.extend(t)
             self.tv_sum += float(t.sum())
             self.lossy += int(np.count_nonzero(t > 0))
         self.n_ul += idx.size - n_dl
@@ -258,6 +258,15 @@ class TokenServer(EdgeServer):
         return tokens
 
     # -- outputs ---------------------------------------------------------------------------
+    def counters(self):
+        """The totals of the summary's payload section and the rows of corrections.csv, which
+        the round counts before it is recorded (``EdgeServer.counters``)."""
+        parts = [(self, ("positions", "accepted_total", "beta_sum", "n_ul", "n_dl", "tv_sum",
+                         "tokens_total", "lossy", "bits_sum", "dl_counts")), (self.tv, ("n",))]
+        if self.csv is not None:
+            parts.append((self.csv, ("rows",)))
+        return parts
+
     def close(self):
         if self.csv is not None:
             self.csv.close()

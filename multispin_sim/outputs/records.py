@@ -23,7 +23,11 @@ import orjson  # a C serialiser writing the same shortest round-trip digits as P
 
 
 class CsvStream:
-    """A CSV file written column-chunk by column-chunk; the header is written at once."""
+    """A CSV file written column-chunk by column-chunk; the header is written at once.
+
+    ``rows``: the rows appended so far; setting it lower takes the later rows back (a run
+    stopped mid-round keeps the rows of its recorded rounds: ``engine.guards.RecordedTotals``).
+    """
 
     def __init__(self, path, columns, chunk=8192):
         self.path = Path(path)
@@ -32,6 +36,28 @@ class CsvStream:
         self._file = open_csv(self.path, "w", self.columns)
         self._parts = {c: [] for c in self.columns}
         self._buffered = 0
+        self._written = 0
+
+    @property
+    def rows(self):
+        return self._written + self._buffered
+
+    @rows.setter
+    def rows(self, n):
+        if n >= self.rows:
+            return
+        if n < self._written:  # rare (a stop after a flush within the round): rewrite the file
+            self.flush()
+            self._file.close()
+            lines = self.path.read_bytes().splitlines(keepends=True)[: n + 1]  # + the header
+            self.path.write_bytes(b"".join(lines))
+            self._file = open(self.path, "ab")
+            self._written = n
+            return
+        keep = n - self._written
+        for c in self.columns:
+            self._parts[c] = [np.concatenate(self._parts[c])[:keep]] if keep else []
+        self._buffered = keep
 
     def append(self, **columns):
         """Add rows given as equal-length arrays (or scalars for a single row), one per column."""
@@ -49,6 +75,7 @@ class CsvStream:
             return
         write_rows(self._file, [np.concatenate(self._parts[c]) for c in self.columns])
         self._parts = {c: [] for c in self.columns}
+        self._written += self._buffered
         self._buffered = 0
 
     def close(self):

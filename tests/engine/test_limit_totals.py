@@ -18,6 +18,7 @@ import pytest
 import multispin_sim as ms
 from multispin_sim.engine import link as engine_link
 from multispin_sim.errors import RECEIVED
+from multispin_sim.outputs.records import read_table
 
 # 3 devices at 500 m on the NR link: a correction needs more than 4 fading blocks in round 10
 LIMITED = {"devices.count": 3, "devices.distance_m": 500, "run.rounds": 100,
@@ -37,6 +38,11 @@ STOPPED = {
     "shannon-grid": ({**LIMITED, "devices.count": 6, "devices.distance_m": 1500, "seed": 2,
                       "link.model": "shannon", "channel.coherence_time_ms": 1,
                       "limits.max_blocks_per_transmission": 16}, (1, 99)),
+    "token-payload": ({**LIMITED, "payload.model": "token", "payload.vocab": 64,
+                       "payload.effective_vocab": 8}, (1, 99)),
+    "token-fidelity": ({**LIMITED, "devices.count": 6, "payload.model": "token",
+                        "payload.vocab": 64, "payload.effective_vocab": 8,
+                        "payload.menu": [4, "dense"], "policy.mode": "fidelity"}, (1, 99)),
 }
 
 
@@ -80,6 +86,17 @@ def assert_totals_match_records(res):
         assert s["deferred"]["corrections"] == int(np.count_nonzero(rejected & ~corrected))
         assert s["deferred"]["pending_at_end"] == s["rejections"] - int(
             np.count_nonzero(corrected))
+    if s.get("payload", {}).get("model") == "token":
+        # corrections.csv and the payload section: the recorded rounds' corrections, each in
+        # the round device_rounds.csv has it in, and their verified positions
+        payload, rows = s["payload"], read_table(res.folder / "corrections.csv")
+        sent = sorted(zip(d["round"][corrected].tolist(), d["device"][corrected].tolist()))
+        assert sorted(zip(rows["round"].tolist(), rows["device"].tolist())) == sent
+        assert payload["corrections"] == len(sent)
+        assert sum(payload["dl_by_format"].values()) == int(np.count_nonzero(mode == "dl"))
+        assert payload["positions"] == int(verified.sum())
+        assert payload["mean_bits"] == pytest.approx(rows["bits"].mean() if len(sent) else 0.0,
+                                                     rel=1e-12)
 
 
 @pytest.mark.parametrize("name", sorted(STOPPED))

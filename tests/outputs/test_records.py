@@ -165,3 +165,28 @@ def test_read_table_columns_and_first_rows(tmp_path):
         records.read_table(path, ("a", "d"))
     (tmp_path / "h.csv").write_text("a,b\n")
     assert {k: v.size for k, v in records.read_table(tmp_path / "h.csv").items()} == {"a": 0, "b": 0}
+
+
+@settings(max_examples=60, deadline=None)
+@given(sizes=st.lists(st.integers(0, 7), min_size=1, max_size=8), chunk=st.integers(1, 10),
+       keep=st.integers(0, 60))
+def test_csv_stream_takes_later_rows_back(tmp_path_factory, sizes, chunk, keep):
+    """Setting ``rows`` lower leaves the file as if only the first ``rows`` had been appended,
+    whether they were still buffered or already written (a chunk flushed), and later rows
+    append after them."""
+    path = tmp_path_factory.mktemp("csv") / "t.csv"
+    stream = records.CsvStream(path, ("a", "b"), chunk=chunk)
+    start = 0
+    for n in sizes:
+        stream.append(a=np.arange(start, start + n), b=np.arange(start, start + n) * 0.5)
+        start += n
+    assert stream.rows == start
+    keep = min(keep, start)
+    stream.rows = keep
+    stream.rows = start + 5  # a higher value changes nothing
+    assert stream.rows == keep
+    stream.append(a=-1, b=-1.0)
+    stream.close()
+    table = records.read_table(path)
+    np.testing.assert_array_equal(table["a"], np.r_[np.arange(keep), -1])
+    np.testing.assert_array_equal(table["b"], np.r_[np.arange(keep) * 0.5, -1.0])
