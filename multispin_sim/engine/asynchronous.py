@@ -77,9 +77,11 @@ class _Draft:
 
 
 class _Batch:
+    # wait: its correction phase's wait for the channel (None: no phase); wasted, wasted_tokens:
+    # the pre-drafts discarded on its rejections
     __slots__ = ("index", "drafts", "pending", "verify", "active", "gamma", "accepted", "tokens",
                  "rejected", "mode", "power", "bandwidth", "delay", "g_ul", "g_dl", "corrections",
-                 "queued_at", "planned")
+                 "queued_at", "planned", "wait", "wasted", "wasted_tokens")
 
 
 class DraftQueue:
@@ -148,6 +150,7 @@ class AsyncLoop(ProtocolLoop):
         self.queue = DraftQueue()
         self.stop_requested = False
         self.rounds_done = 0  # batches whose records are written
+        self.drafts_done = 0  # the drafts of those batches
         self.batches_started = 0
         self.busy = 0  # devices in a draft-verify-correct cycle
         self.drafts_started = [0] * k
@@ -166,6 +169,8 @@ class AsyncLoop(ProtocolLoop):
         self._in_progress = 0  # batches verified whose corrections are not all over
         self._all_done = None
         self._last_end = 0.0
+        # the batch totals of the summary count the recorded batches (added as each is
+        # recorded): a run stopped with batches in flight reports what its records hold
         self.server_busy_s = 0.0
         self.wasted_drafts = 0
         self.wasted_tokens = 0
@@ -235,8 +240,9 @@ class AsyncLoop(ProtocolLoop):
                 if accepted == gamma:
                     self._pre[k] = (pre_start, room)
                 else:
-                    self.wasted_drafts += 1
-                    self.wasted_tokens += min(room, int((env.now - pre_start) / t_k)) if t_k else room
+                    draft.batch.wasted += 1
+                    draft.batch.wasted_tokens += (min(room, int((env.now - pre_start) / t_k))
+                                                  if t_k else room)
                     draft.drafting_s += min(env.now - pre_start, room * t_k)
             delay = 0.0
             if mode:
@@ -287,7 +293,6 @@ class AsyncLoop(ProtocolLoop):
                 d.batch = b
             self._in_progress += 1
             t_ver = yield from server.verify(env, n, gamma, active)
-            self.server_busy_s += t_ver
             accepted, tokens, rejected = server.outcomes(gamma, active, self.workload.needed())
             tokens = np.where(active, tokens, 0)
             rejected &= active
@@ -301,6 +306,7 @@ class AsyncLoop(ProtocolLoop):
             b.planned = self._zeros
             b.corrections = int(np.count_nonzero(rejected))
             b.queued_at = env.now
+            b.wait, b.wasted, b.wasted_tokens = None, 0, 0
             if b.corrections:
                 if self._phase is None:
                     self._start_phase(b)
@@ -323,8 +329,7 @@ class AsyncLoop(ProtocolLoop):
         """The correction phase of batch ``b`` starts now: decide and tell its rejected devices."""
         now = self.env.now
         self._phase = b
-        self.channel_wait_sum += now - b.queued_at
-        self.phases += 1
+        b.wait = now - b.queued_at
         b.g_ul, b.g_dl = self.channel.csi(now)
         decision = self.server.decide(b.rejected, b.g_ul, b.g_dl, len(b.drafts))
         b.mode, b.power = decision.mode[0], decision.power_w[0]
@@ -367,6 +372,13 @@ class AsyncLoop(ProtocolLoop):
             draft_each=draft_each,
             extra=channel.round_columns(b.rejected) if channel.extra_columns else None))
         self._last_end = now
+        self.drafts_done += len(b.drafts)
+        self.server_busy_s += b.verify
+        if b.wait is not None:
+            self.phases += 1
+            self.channel_wait_sum += b.wait
+        self.wasted_drafts += b.wasted
+        self.wasted_tokens += b.wasted_tokens
         # one fading block per batch (a grid lookup with T_c), the next one drawn when this
         # batch has ended: its corrections were decided and sent on the same block
         channel.new_block(now)
@@ -380,8 +392,10 @@ class AsyncLoop(ProtocolLoop):
 
     # -- summary ------------------------------------------------------------------------------
     def summary(self, end):
-        """The ``asynchronous`` block of summary.json: batches, the server queue (Little's law
-        on its own sample path), server utilisation (busy verifying / time), wasted pre-drafts."""
+        """The ``asynchronous`` block of summary.json: the recorded batches (their drafts,
+        verification time, correction phases, wasted pre-drafts), the server queue up to
+        ``end`` (Little's law on its own sample path), server utilisation (busy verifying /
+        time)."""
         queue = self.queue
         area, wait_sum = queue.totals(end)
         t = float(end)
@@ -390,7 +404,7 @@ class AsyncLoop(ProtocolLoop):
             "batching": self.batching.name,
             "batches": self.rounds_done,
             "drafts": queue.sent,
-            "mean_batch_size": queue.taken / self.batches_started if self.batches_started else 0.0,
+            "mean_batch_size": self.drafts_done / self.rounds_done if self.rounds_done else 0.0,
             "server_busy_s": self.server_busy_s,
             "server_utilisation": self.server_busy_s / t if t > 0 else 0.0,
             "server_queue_mean": area / t if t > 0 else 0.0,

@@ -33,6 +33,9 @@ STOPPED = {
     "deadline": ({**LIMITED, "policy.mode": "deadline"}, (1, 99)),
     "asynchronous": ({**LIMITED, "devices.count": 6, "serving.protocol": "asynchronous"},
                      (1, 99)),
+    "asynchronous-pre-draft": ({**LIMITED, "devices.count": 8, "serving.protocol": "asynchronous",
+                               "serving.pre_draft": True, "serving.batching": "window",
+                               "serving.window_ms": 20}, (1, 99)),
     "coherence-time": ({**LIMITED, "devices.count": 6, "seed": 2,
                         "channel.coherence_time_ms": 5, "policy.mode": "deadline"}, (1, 99)),
     "shannon-grid": ({**LIMITED, "devices.count": 6, "devices.distance_m": 1500, "seed": 2,
@@ -86,6 +89,14 @@ def assert_totals_match_records(res):
         assert s["deferred"]["corrections"] == int(np.count_nonzero(rejected & ~corrected))
         assert s["deferred"]["pending_at_end"] == s["rejections"] - int(
             np.count_nonzero(corrected))
+    if "asynchronous" in s:
+        # the batch totals: those of the recorded batches (rounds.csv's rows)
+        block, rounds = s["asynchronous"], res.rounds
+        assert block["batches"] == rounds["round"].size
+        assert block["mean_batch_size"] == pytest.approx(
+            rounds["batch_size"].mean() if rounds["round"].size else 0.0, rel=1e-12)
+        assert block["server_busy_s"] == pytest.approx(rounds["verify_s"].sum(), rel=1e-12)
+        assert block["correction_phases"] == int(np.count_nonzero(rounds["n_rejected"] > 0))
     if s.get("payload", {}).get("model") == "token":
         # corrections.csv and the payload section: the recorded rounds' corrections, each in
         # the round device_rounds.csv has it in, and their verified positions
