@@ -34,7 +34,7 @@ from __future__ import annotations
 import numpy as np
 
 from .acceptance_trace import UNKNOWN, mean_agreement
-from .markov import markov_chain, markov_stationary
+from .markov import MARKOV_KEYS, markov_chain, markov_moments
 from .registry import Registry, section_keywords
 from .speculative import acceptance_uniforms, run_length
 
@@ -230,19 +230,16 @@ class AgreementWalk(AcceptanceModel):
         pos = self.pos
         for i in range(self.k):
             p = int(pos[i])
-            c0, r0, e0 = self._carry[i]
+            got = self._carry[i]   # (continue-run flags, rates, segment ends)
             if self._runs is not None:
                 if p > 0:
                     self._prev_end[i] = self._end[i, min(p, n) - 1]
-                c0 = np.concatenate([self._cont[i, p:], c0])
-                r0 = np.concatenate([self._rate[i, p:], r0])
-                e0 = np.concatenate([self._end[i, p:], e0])
-            if len(c0) < n:
-                c1, r1, e1 = self._extend(i, n - len(c0))
-                c0, r0, e0 = (np.concatenate([c0, c1]), np.concatenate([r0, r1]),
-                              np.concatenate([e0, e1]))
-            cont[i], rate[i], end[i] = c0[:n], r0[:n], e0[:n]
-            self._carry[i] = (c0[n:], r0[n:], e0[n:])
+                got = [np.concatenate([old[i, p:], x])
+                       for old, x in zip((self._cont, self._rate, self._end), got)]
+            if len(got[0]) < n:
+                got = [np.concatenate(pair) for pair in zip(got, self._extend(i, n - len(got[0])))]
+            cont[i], rate[i], end[i] = (x[:n] for x in got)
+            self._carry[i] = tuple(x[n:] for x in got)
         self._cont, self._rate, self._end = cont, rate, end
         self._runs = runs_of_agreement(cont)
         self._walked += self.pos
@@ -334,8 +331,7 @@ class MarkovAcceptance(AgreementWalk):
         super().__init__(alpha, rng)
         self.rates = np.array([float(easy_rate), float(hard_rate)])
         self.switch = np.array([float(easy_to_hard), float(hard_to_easy)])
-        pe = markov_stationary(*self.switch)
-        self.nominal = np.full(self.k, pe * self.rates[0] + (1 - pe) * self.rates[1])
+        self.nominal = np.full(self.k, markov_moments(*self.rates, *self.switch)[0])
         self._state = [None] * self.k
 
     def segment(self, i, rng):
@@ -348,8 +344,7 @@ class MarkovAcceptance(AgreementWalk):
         would never find one)."""
 
     def parameters(self):
-        return {"easy_rate": float(self.rates[0]), "hard_rate": float(self.rates[1]),
-                "easy_to_hard": float(self.switch[0]), "hard_to_easy": float(self.switch[1])}
+        return dict(zip(MARKOV_KEYS, map(float, (*self.rates, *self.switch))))
 
 
 @ACCEPTANCE_MODELS.register("trace")

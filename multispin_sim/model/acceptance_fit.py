@@ -119,25 +119,26 @@ def beta_mle(s, n):
     return float(special.expit(u[0])), float(np.exp(u[1]))
 
 
-def _padded(answers):
-    n = max(len(a.bits) for a in answers)
-    obs = np.full((len(answers), n), UNKNOWN, dtype=np.int8)
-    lengths = np.array([len(a.bits) for a in answers])
-    for i, a in enumerate(answers):
-        obs[i, :len(a.bits)] = a.bits
-    return obs, lengths
+def sorted_padded(seqs):
+    """Agreement sequences as observations (N, T) int8 padded with UNKNOWN, the longest first
+    (equal lengths in their order), their lengths (N,), and the list live: the sequences still
+    under way at position t (longer than t: an empty one never) are the first live[t]."""
+    seqs = sorted((np.asarray(b) for b in seqs), key=len, reverse=True)
+    lengths = np.array([len(b) for b in seqs], dtype=np.int64)
+    obs = np.full((len(seqs), int(lengths[0]) if len(seqs) else 0), UNKNOWN, dtype=np.int8)
+    for i, b in enumerate(seqs):
+        obs[i, :len(b)] = b
+    live = np.searchsorted(-lengths, -np.arange(obs.shape[1]), side="left").tolist()
+    return obs, lengths, live
 
 
 class _Chains:
-    """The answers as padded observations for the forward-backward passes of ``fit_markov``: the
-    longest first, so the answers still under way at position t are the first ``live[t]``."""
+    """The answers as padded observations for the forward-backward passes of ``fit_markov``
+    (``sorted_padded``)."""
 
     def __init__(self, answers):
-        answers = sorted(answers, key=lambda a: -len(a.bits))
-        self.obs, self.lengths = _padded(answers)
-        n_seq, t_max = self.obs.shape
-        # answers longer than t (position t is one of theirs): the others have ended
-        self.live = [int(np.searchsorted(-self.lengths, -t, side="left")) for t in range(t_max)]
+        self.obs, self.lengths, self.live = sorted_padded(a.bits for a in answers)
+        t_max = self.obs.shape[1]
         self.known = self.obs >= 0
         self.ones = self.obs == 1
         self.inside = np.arange(t_max)[None, :] < self.lengths[:, None]
@@ -374,18 +375,13 @@ def expected_steps(seqs, rate, gamma):
     independently. The accepted count of the step under way is a Markov chain over positions;
     its forward law gives the probability that a step ends at each position, so both
     expectations are exact sums over positions."""
-    seqs = sorted((np.asarray(b) for b in seqs), key=len, reverse=True)
-    lengths = np.array([len(b) for b in seqs], dtype=np.int64)
-    if not len(seqs) or lengths[0] == 0:
+    obs, lengths, live = sorted_padded(seqs)
+    if not len(lengths) or lengths[0] == 0:
         return 0.0, 0.0
     g = int(gamma)
-    agree = np.zeros((len(seqs), int(lengths[0])))
-    for i, b in enumerate(seqs):
-        agree[i, :len(b)] = np.where(b == UNKNOWN, rate, b == 1)
-        agree[i, len(b) - 1] = 0.0   # the answer's last position ends a step
-    # sequences still under way at position t (the longest come first)
-    live = np.searchsorted(-lengths, -np.arange(int(lengths[0])), side="left").tolist()
-    law = np.zeros((len(seqs), g + 1))   # law[:, k]: k positions accepted in the step under way
+    agree = np.where(obs == UNKNOWN, rate, obs == 1)   # read only where a sequence is live
+    agree[np.arange(len(lengths)), lengths - 1] = 0.0   # the answer's last position ends a step
+    law = np.zeros((len(lengths), g + 1))   # law[:, k]: k positions accepted in the step under way
     law[:, 0] = 1.0
     steps = empty = 0.0
     for t, q in enumerate(live):

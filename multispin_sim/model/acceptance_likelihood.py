@@ -30,8 +30,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import special, stats
 
-from .acceptance_fit import answer_counts
-from .acceptance_trace import UNKNOWN
+from .acceptance_fit import answer_counts, sorted_padded
 
 PARAMETERS = {"iid": ("alpha",),
               "beta": ("mean", "concentration"),
@@ -99,18 +98,6 @@ def _beta_ll(s, n, mean, concentration):
     return float(out) if out.ndim == 0 else out
 
 
-def _sorted_padded(answers):
-    """Observations (N, T) int8 padded with UNKNOWN, the longest answers first, and the number
-    of answers still under way at each position."""
-    bits = sorted((np.asarray(a.bits) for a in answers if len(a.bits)), key=len, reverse=True)
-    lengths = np.array([len(b) for b in bits], dtype=np.int64)
-    obs = np.full((len(bits), int(lengths[0]) if len(bits) else 0), UNKNOWN, dtype=np.int8)
-    for i, b in enumerate(bits):
-        obs[i, :len(b)] = b
-    live = np.searchsorted(-lengths, -np.arange(obs.shape[1]), side="left")
-    return obs, live
-
-
 def _markov_ll(obs, live, theta):
     """Forward algorithm for parameter rows ``theta`` (P, 5): easy rate, hard rate,
     easy -> hard, hard -> easy, P(first state easy); state 0 is easy. Returns (P,)."""
@@ -121,7 +108,7 @@ def _markov_ll(obs, live, theta):
     first = np.stack([theta[:, 4], 1 - theta[:, 4]], -1)[:, None, :]    # (P, 1, 2)
     ll = np.zeros(len(theta))
     f = None
-    for t, q in enumerate(live.tolist()):
+    for t, q in enumerate(live):
         x = obs[:q, t][None, :, None]
         # an unknown position is a missing observation: emission probability 1 in both states
         e = np.where(x == 1, rates, np.where(x == 0, 1 - rates, 1.0))
@@ -143,26 +130,20 @@ def markov_log_likelihood(answers, easy_rate, hard_rate, easy_to_hard, hard_to_e
         easy_rate, hard_rate, easy_to_hard, hard_to_easy, initial_easy)))
     shape = args[0].shape
     theta = np.stack([x.ravel() for x in args], -1)
-    obs, live = _sorted_padded(answers)
+    obs, _, live = sorted_padded(a.bits for a in answers)
     out = _markov_ll(obs, live, theta).reshape(shape)
     return float(out) if out.ndim == 0 else out
 
 
-def _markov_theta(fit):
-    return [fit[k] for k in PARAMETERS["markov"]]
+# model -> its log-likelihood, called with the model's ``estimates`` in ``PARAMETERS`` order
+LOG_LIKELIHOODS = {"iid": iid_log_likelihood, "beta": beta_log_likelihood,
+                   "markov": markov_log_likelihood}
 
 
 def log_likelihoods(answers, fits):
     """{model: log-likelihood of the known positions} for the fitted models in ``fits``."""
-    out = {}
-    if "iid" in fits:
-        out["iid"] = iid_log_likelihood(answers, fits["iid"]["mean"])
-    if "beta" in fits:
-        out["beta"] = beta_log_likelihood(answers, fits["beta"]["mean"],
-                                          fits["beta"]["concentration"])
-    if "markov" in fits:
-        out["markov"] = markov_log_likelihood(answers, *_markov_theta(fits["markov"]))
-    return out
+    return {name: ll(answers, *estimates(name, fits[name]).values())
+            for name, ll in LOG_LIKELIHOODS.items() if name in fits}
 
 
 def information_criteria(log_likelihood, parameters, n):
@@ -265,9 +246,9 @@ def beta_standard_errors(answers, fit):
 def markov_standard_errors(answers, fit):
     """{easy_rate, hard_rate, em_easy_to_hard, em_hard_to_easy, em_initial_easy}: observed
     information on the logits of the five probabilities."""
-    obs, live = _sorted_padded(answers)
-    se = observed_information_se(lambda rows: _markov_ll(obs, live, rows), _markov_theta(fit),
-                                 (LOGIT,) * 5)
+    obs, _, live = sorted_padded(a.bits for a in answers)
+    se = observed_information_se(lambda rows: _markov_ll(obs, live, rows),
+                                 [fit[k] for k in PARAMETERS["markov"]], (LOGIT,) * 5)
     return dict(zip(PARAMETERS["markov"], se))
 
 

@@ -20,7 +20,7 @@ fading model's own source (the same draws as without this module).
 """
 import numpy as np
 
-from .fading import complex_gaussian, gauss_markov_step, jakes_correlation
+from .fading import BlockRows, RoundChain, complex_gaussian
 from .jakes import SumOfSinusoids
 from .registry import Registry
 
@@ -119,28 +119,19 @@ class ServerArray:
 
 
 class _VectorSource:
-    """h (K, M) per link and round; ``factor`` correlates the antennas (h = L w)."""
+    """h (K, M) per link and round; ``factor`` correlates the antennas (h = L w).
+
+    ``_w.take()``: the next (K, 2, M) complex normals, UL then DL, from blocks of ``block``
+    rounds (the DL ones drawn also when reciprocal, so the UL draws never shift)."""
 
     def __init__(self, rng, k, m, reciprocal, doppler_hz, block, factor):
         self.rng, self.k, self.m = rng, int(k), int(m)
         self.reciprocal, self.doppler_hz, self.block = reciprocal, float(doppler_hz), int(block)
         self.factor = factor
+        self._w = BlockRows(lambda: complex_gaussian(self.rng, (self.block, self.k, 2, self.m)))
 
     def _correlate(self, w):
         return w if self.factor is None else w @ self.factor.T
-
-    _buf = None
-    _next = 0
-
-    def _draw(self):
-        """The next (K, 2, M) complex normals, UL then DL, from blocks of ``block`` rounds (the
-        DL ones drawn also when reciprocal, so the UL draws never shift)."""
-        if self._buf is None or self._next == len(self._buf):
-            self._buf = complex_gaussian(self.rng, (self.block, self.k, 2, self.m))
-            self._next = 0
-        w = self._buf[self._next]
-        self._next += 1
-        return w
 
     def round_powers(self, now):
         """(h_ul, h_dl) small-scale vectors (K, M) at a round start (``now``)."""
@@ -151,11 +142,10 @@ class _VectorSource:
 
 @VECTOR_SOURCES.register("rayleigh")
 class IidVectors(_VectorSource):
-    """i.i.d. CN(0, 1) per antenna and round: (block, K, 2, M) complex normals at a time,
-    UL then DL (the DL ones drawn also when reciprocal, so the UL draws never shift)."""
+    """i.i.d. CN(0, 1) per antenna and round."""
 
     def _white(self, now):
-        w = self._draw()
+        w = self._w.take()
         return w[:, 0], w[:, 1]
 
 
@@ -173,18 +163,15 @@ class UnitVectors(_VectorSource):
 
 @VECTOR_SOURCES.register("gauss-markov")
 class GaussMarkovVectors(_VectorSource):
-    """AR(1) per antenna element between round starts, rho = J0(2 pi f_D dt): (block, K, 2, M)
-    complex innovations at a time (the first round: a CN(0, 1) draw)."""
+    """AR(1) per antenna element between round starts (``fading.RoundChain``)."""
 
-    _h = None
-    _t = None
+    def __init__(self, *args):
+        super().__init__(*args)
+        self._chain = RoundChain(self.doppler_hz)
 
     def _white(self, now):
-        w = self._draw()
-        rho = 0.0 if self._h is None else jakes_correlation(self.doppler_hz, now - self._t)
-        self._h = gauss_markov_step(w if self._h is None else self._h, rho, w)
-        self._t = now
-        return self._h[:, 0], self._h[:, 1]
+        h = self._chain.step(now, self._w.take())
+        return h[:, 0], h[:, 1]
 
 
 @VECTOR_SOURCES.register("jakes")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .markov import markov_stationary
+from .markov import MARKOV_KEYS, markov_stationary
 from .registry import Registry
 
 BELIEFS = Registry("acceptance belief")
@@ -150,8 +150,7 @@ class FilteredBelief(Belief):
         return (self.f @ self.trans) @ self.rates
 
     def parameters(self):
-        return {"easy_rate": float(self.rates[0]), "hard_rate": float(self.rates[1]),
-                "easy_to_hard": float(self.trans[0, 1]), "hard_to_easy": float(self.trans[1, 0])}
+        return dict(zip(MARKOV_KEYS, map(float, (*self.rates, self.trans[0, 1], self.trans[1, 0]))))
 
 
 class AgreementTally:

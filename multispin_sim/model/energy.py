@@ -105,11 +105,8 @@ class TokensPerJoule:
 
     powers: ``Powers``; draft_s: (K,) per-token drafting latencies; active: (K,) bool.
     Called as score(tokens, gammas (n, K), drafting D (n,), t_ver, z) -> (n,), z = E[Z] in
-    joules from an ``EnergyKernel`` (with a plain T_comm kernel, pass ``comm_is_energy=False``:
-    the corrections are then charged at P_idle).
+    joules from an ``EnergyKernel``.
     """
-
-    comm_is_energy = True
 
     def __init__(self, powers, draft_s, active, scope="devices"):
         active = np.asarray(active, dtype=bool)
@@ -124,9 +121,6 @@ class TokensPerJoule:
         gammas = np.atleast_2d(gammas)
         span = np.asarray(drafting, float) + t_ver
         server = self.server_w * np.asarray(t_ver, float)
-        if not self.comm_is_energy:  # z is E[T_comm]
-            return (gammas @ self.excess + self.n_active * self.idle * (span + np.asarray(z, float))
-                    + server)
         return gammas @ self.excess + self.n_active * self.idle * span + np.asarray(z, float) + server
 
     def __call__(self, tokens, gammas, drafting, t_ver, t_comm):

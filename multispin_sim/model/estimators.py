@@ -50,6 +50,13 @@ def nonzero_2d(mask):
     return np.divmod(np.flatnonzero(mask), mask.shape[1])
 
 
+def moved(gamma, dev, new):
+    """Candidate draft lengths (n, K): row i is ``gamma`` with device dev[i] moved to new[i]."""
+    cand = np.repeat(gamma[None, :], dev.size, axis=0)
+    cand[np.arange(dev.size), dev] = new
+    return cand
+
+
 def _chunked(kernel, rejected, rows):
     """Call ``kernel`` on a big batch in chunks of bounded size."""
     n, k = rejected.shape
@@ -84,9 +91,7 @@ class _StatelessTcomm:
 
     def move_means(self, dev, new, samples=None):
         dev = np.asarray(dev, dtype=np.int64)
-        cand = np.repeat(self.gamma[None, :], dev.size, axis=0)
-        cand[np.arange(dev.size), dev] = new
-        return self.mean(cand) if dev.size else np.zeros(0)
+        return self.mean(moved(self.gamma, dev, new)) if dev.size else np.zeros(0)
 
     def plus_one_means(self, dev):
         return self.move_means(dev, self.gamma[dev] + 1)
@@ -275,7 +280,11 @@ class SAATcomm:
         self.rej = self._rejected(self.gamma)
         self.t = self.kernel(self.rej, np.arange(self.m)) if t is None else t
         self._plus = None
-        self.value = float(self.t.sum()) / self.m   # t.mean(), fewer calls
+        return self._mean_now()
+
+    def _mean_now(self):
+        """``value``: the mean T_comm of the current point (t.mean(), fewer calls)."""
+        self.value = float(self.t.sum()) / self.m
         return self.value
 
     def _rejected(self, gamma):
@@ -297,14 +306,9 @@ class SAATcomm:
         return self.kernel(rej, rows) - self.t[rows]
 
     def move_means(self, dev, new, samples=None):
-        """Mean T_comm after each single-device move. ``samples``: estimate it on the first
-        ``samples`` samples only (a cheaper screening estimate)."""
-        dev = np.asarray(dev, dtype=np.int64)
-        new = np.asarray(new, dtype=np.int64)
-        if new.shape != dev.shape:
-            new = np.full(dev.shape, new) if new.ndim == 0 else np.broadcast_to(new, dev.shape)
-        if dev.size == 0:
-            return np.zeros(0)
+        """Mean T_comm after each single-device move: ``dev``, ``new`` int64 arrays of one
+        shape, not empty (as ``DraftObjective.move_values`` passes them). ``samples``: estimate
+        it on the first ``samples`` samples only (a cheaper screening estimate)."""
         if samples is not None and samples >= self.m:
             samples = None
         if samples is None:
@@ -312,9 +316,7 @@ class SAATcomm:
         else:
             base, m = float(self.t[:samples].mean()), samples
         if not np.isfinite(base):   # a sample's T_comm is infinite: increments give inf - inf
-            cand = np.repeat(self.gamma[None, :], dev.size, axis=0)
-            cand[np.arange(dev.size), dev] = new
-            return self._grid(cand)[:, :m].mean(axis=1)
+            return self._grid(moved(self.gamma, dev, new))[:, :m].mean(axis=1)
         mv, rows = self._move_rows(dev, new, samples)
         delta = self._evaluate_moves(dev, new, mv, rows) if rows.size else np.zeros(0)
         return base + np.bincount(mv, weights=delta, minlength=dev.size) / m
@@ -332,8 +334,7 @@ class SAATcomm:
             self.t[rows] = self.kernel(self.rej[rows], rows)
         self.gamma = gamma
         self._plus = None
-        self.value = float(self.t.sum()) / self.m   # t.mean(), fewer calls
-        return self.value
+        return self._mean_now()
 
     # -- the +1 cache (greedy phase 2) -----------------------------------------------------
     def plus_one_means(self, dev):
@@ -382,5 +383,4 @@ class SAATcomm:
             new = self.kernel(rej, rows) - self.t[rows]
             sums += np.bincount(devs, weights=new - contrib[rows, devs], minlength=self.k)
             contrib[rows, devs] = new
-        self.value = float(self.t.sum()) / self.m   # t.mean(), fewer calls
-        return self.value
+        return self._mean_now()

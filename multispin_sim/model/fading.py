@@ -213,6 +213,40 @@ def time_to_deliver(bits, rates_bps, durations_s, start=0, carried=0.0):
 # ---------------------------------------------------------------------------- sources in time
 
 
+class BlockRows:
+    """Rows of random blocks, one at a time: ``draw()`` returns the next block (its rows along
+    the first axis), ``take()`` the next row. One numpy call per block instead of one per row,
+    and the same numbers: a generator fills a block in the order its rows are taken."""
+
+    def __init__(self, draw, block=()):
+        self.draw = draw
+        self.block = block
+        self.i = -1  # the row taken last
+
+    def take(self):
+        self.i += 1
+        if self.i == len(self.block):
+            self.block = self.draw()
+            self.i = 0
+        return self.block[self.i]
+
+
+class RoundChain:
+    """Gauss-Markov gains from round start to round start: h = rho h_prev + sqrt(1 - rho^2) w,
+    rho = J0(2 pi f_D dt), dt the time between the two starts (the first round: h = w, a
+    CN(0, 1) draw)."""
+
+    def __init__(self, doppler_hz):
+        self.doppler_hz = float(doppler_hz)
+        self.h = self.t = None
+
+    def step(self, now, w):
+        rho = 0.0 if self.h is None else jakes_correlation(self.doppler_hz, now - self.t)
+        self.h = gauss_markov_step(w if self.h is None else self.h, rho, w)
+        self.t = now
+        return self.h
+
+
 class IidRounds:
     """One i.i.d. block per round, drawn ``block`` rounds at a time (the same numbers as round
     by round: each round takes 2K exponentials from ``rng``, UL then DL)."""
@@ -220,49 +254,36 @@ class IidRounds:
     def __init__(self, rng, k, fading, reciprocal, block=1024):
         self.rng, self.k, self.fading = rng, int(k), fading
         self.reciprocal, self.block = reciprocal, int(block)
-        self._ul = self._dl = np.empty((0, self.k))
-        self._next = 0
+        self._dl = np.empty((0, self.k))
+        self._ul = BlockRows(self._draw, self._dl)
+
+    def _draw(self):
+        h_ul, h_dl = small_scale_powers(self.rng, (self.block, self.k), self.fading,
+                                        self.reciprocal)
+        self._dl = h_ul if self.reciprocal else h_dl
+        return h_ul
 
     def round_powers(self, now):
-        if self._next == len(self._ul):
-            h_ul, h_dl = small_scale_powers(self.rng, (self.block, self.k), self.fading,
-                                            self.reciprocal)
-            self._ul, self._dl = h_ul, (h_ul if self.reciprocal else h_dl)
-            self._next = 0
-        i = self._next
-        self._next += 1
-        ul = self._ul[i]
-        return ul, (ul if self.reciprocal else self._dl[i])
+        ul = self._ul.take()
+        return ul, (ul if self.reciprocal else self._dl[self._ul.i])
 
     def ahead(self):
         """(UL block, DL block, row of the round ``round_powers`` returned last): the rounds
         drawn ahead, for a caller that works out many rounds at once (``OFDMAChannel.gains_ahead``)."""
-        return self._ul, (self._ul if self.reciprocal else self._dl), self._next - 1
+        return self._ul.block, self._dl, self._ul.i
 
 
 class GaussMarkovRounds:
-    """One AR(1) block per round: each round's h follows the previous round's with
-    rho = J0(2 pi f_D dt), dt the time between their starts (the first round: a CN(0, 1) draw).
-    Innovations come ``block`` rounds at a time: 2K complex normals per round, UL then DL."""
+    """One AR(1) block per round (``RoundChain``). Innovations come ``block`` rounds at a time:
+    2K complex normals per round, UL then DL."""
 
     def __init__(self, rng, k, reciprocal, doppler_hz, block=1024):
-        self.rng, self.k, self.reciprocal = rng, int(k), reciprocal
-        self.doppler_hz, self.block = float(doppler_hz), int(block)
-        self._w = None
-        self._next = 0
-        self._h = None  # complex (K, 2) state of the last round
-        self._t = None
+        self.reciprocal = reciprocal
+        self._w = BlockRows(lambda: complex_gaussian(rng, (int(block), int(k), 2)))
+        self._chain = RoundChain(doppler_hz)
 
     def round_powers(self, now):
-        if self._w is None or self._next == len(self._w):
-            self._w = complex_gaussian(self.rng, (self.block, self.k, 2))
-            self._next = 0
-        w = self._w[self._next]
-        self._next += 1
-        rho = 0.0 if self._h is None else jakes_correlation(self.doppler_hz, now - self._t)
-        self._h = gauss_markov_step(w if self._h is None else self._h, rho, w)
-        self._t = now
-        p = power(self._h)
+        p = power(self._chain.step(now, self._w.take()))
         ul = p[:, 0]
         return ul, (ul if self.reciprocal else p[:, 1])
 

@@ -12,7 +12,7 @@ compared by one tie rule (``model.ties``).
 """
 import numpy as np
 
-from .estimators import SAATcomm
+from .estimators import SAATcomm, moved
 from .speculative import expected_tokens
 
 _EN_TABLES = {}
@@ -201,9 +201,7 @@ class DraftObjective:
         draft = np.maximum(base, new * self.draft_s[dev])
         if self.verify_fn is None and self.score is None:
             return goodput(tok, draft, self.verify_s, t_comm)
-        cand = np.repeat(self.gamma[None, :], dev.size, axis=0)  # the moved draft lengths
-        cand[np.arange(dev.size), dev] = new
-        return self._score(tok, cand, draft, t_comm)
+        return self._score(tok, moved(self.gamma, dev, new), draft, t_comm)
 
     def move_values(self, dev, new, screen=None):
         """G after moving device dev[i] to new[i] alone, for every i (from the current point).

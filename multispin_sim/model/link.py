@@ -59,6 +59,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import nr_tables as nr
+from .fading import BlockRows
 from .registry import Registry
 
 # link.model -> class; ``from_scenario(scenario, system)`` builds the run's link, ``ideal`` says
@@ -190,6 +191,8 @@ class McsLink:
         self._chase_db = [self.curve.slope * 10.0 * math.log10(m)
                           for m in range(1, self.harq_max + 1)]
         self.re_per_prb = nr.data_re_per_prb()
+        # continuous table: the reported SNR lowered so that the BLER target is met
+        self._snr_eff = 10.0 ** (-self.shift_db / 10.0) if self.curve.enabled else 1.0
         if table == "continuous":
             self.eff = self.thr_db = self.switch_db = self.tbs = None
         else:
@@ -224,9 +227,7 @@ class McsLink:
         if not snr_reported > 0:
             return None
         if self.table == "continuous":
-            snr_eff = snr_reported * 10.0 ** (-self.shift_db / 10.0) if self.curve.enabled \
-                else snr_reported
-            eff = math.log2(1.0 + snr_eff / self.curve.gap)
+            eff = math.log2(1.0 + snr_reported * self._snr_eff / self.curve.gap)
             return self.re_per_prb * n_prb * eff, float(self.curve.threshold_db(eff))
         c = bisect.bisect_right(self._switch, 10.0 * math.log10(snr_reported))
         if c == 0:
@@ -258,8 +259,7 @@ class McsLink:
         bits = np.broadcast_to(np.asarray(bits, float), snr.shape)
         if self.table == "continuous":
             with np.errstate(divide="ignore", invalid="ignore"):
-                snr_eff = snr * 10.0 ** (-self.shift_db / 10.0) if self.curve.enabled else snr
-                tbs = self.re_per_prb * n_prb * np.log2(1.0 + snr_eff / self.curve.gap)
+                tbs = self.re_per_prb * n_prb * np.log2(1.0 + snr * self._snr_eff / self.curve.gap)
                 return np.ceil(bits / tbs - 1e-12) * self.slot_s
         c = self.cqi(snr)
         tbs = self.tbs[np.maximum(c, 1) - 1, n_prb]
@@ -322,33 +322,32 @@ class McsLink:
             got = self.choose(rep, n_prb)
             if got is None or got[0] <= 0:
                 out.outages += 1
-                waited += 1
-                if getattr(blocks, "static", False) and waited > 2:
+                if getattr(blocks, "static", False) and waited >= 2:
                     raise PermanentOutage(
                         f"a correction is in outage for good: SNR "
                         f"{10 * math.log10(max(snr, 1e-300)):.1f} dB is below CQI 1's "
                         f"{self.switch_db[0] if self.switch_db is not None else 0:.1f} dB and the "
                         "channel does not change (no fading): raise the power, lower the noise "
                         "or use cqi_table 64qam-low-se")
-                t = blocks.next(t)
-                power_w = power_w if retry_power_w is None else retry_power_w
-                continue
-            tbs, thr = got
-            n_tb = math.ceil(remaining / tbs - 1e-12)
-            pmf = self.attempt_pmf(thr, snr)
-            avail = (t_end - t) / slot  # attempts that can start in this fading block
-            done, used, failed = self._harq(n_tb, pmf, avail, rng)
-            out.transmissions += used
-            out.blocks += done
-            out.airtime_s += used * slot
-            out.radiated_j += used * slot * power_w
-            remaining = max(0.0, remaining - done * tbs)
-            t += used * slot
-            if failed:
+            else:
+                tbs, thr = got
+                n_tb = math.ceil(remaining / tbs - 1e-12)
+                pmf = self.attempt_pmf(thr, snr)
+                avail = (t_end - t) / slot  # attempts that can start in this fading block
+                done, used, failed = self._harq(n_tb, pmf, avail, rng)
+                out.transmissions += used
+                out.blocks += done
+                out.airtime_s += used * slot
+                out.radiated_j += used * slot * power_w
+                remaining = max(0.0, remaining - done * tbs)
+                t += used * slot
+                if not failed:
+                    continue
                 out.failures += 1
-                waited += 1
-                t = blocks.next(t)
-                power_w = power_w if retry_power_w is None else retry_power_w
+            # an outage or a block that failed every attempt: wait for the next fading block
+            waited += 1
+            t = blocks.next(t)
+            power_w = power_w if retry_power_w is None else retry_power_w
         out.delay_s = t
         self.transmissions += out.transmissions
         self.failures += out.failures
@@ -407,23 +406,15 @@ class McsLink:
         return done, used, False
 
 
-class Uniforms:
-    """Uniforms of a numpy Generator drawn ``size`` at a time: the link's scalar draws cost a
-    list index, not a numpy call (the stream's numbers are the same either way)."""
+class Uniforms(BlockRows):
+    """Uniforms of a numpy Generator drawn ``size`` at a time as a list: the link's scalar draws
+    cost a list index, not a numpy call."""
 
     def __init__(self, rng, size=1024):
+        super().__init__(lambda: rng.random(size).tolist())
         self.rng = rng
-        self.size = size
-        self._buf = []
-        self._i = 0
 
-    def random(self):
-        if self._i == len(self._buf):
-            self._buf = self.rng.random(self.size).tolist()
-            self._i = 0
-        u = self._buf[self._i]
-        self._i += 1
-        return u
+    random = BlockRows.take
 
 
 def _binomial(n, q, rng):
@@ -453,7 +444,6 @@ class IidBlocks:
         self.gain = float(gain)
         self.draw = draw
         self.block_s = float(block_s)
-        self.t0 = 0.0
 
     def current(self, t):
         return self.gain, math.inf

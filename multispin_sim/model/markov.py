@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import numpy as np
 
+# the chain's parameters as the scenario's ``acceptance`` keys name them
+MARKOV_KEYS = ("easy_rate", "hard_rate", "easy_to_hard", "hard_to_easy")
+
 
 def markov_stationary(easy_to_hard, hard_to_easy):
     """Stationary probability of the easy state, pi_e = h2e / (e2h + h2e)."""

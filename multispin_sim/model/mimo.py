@@ -27,12 +27,11 @@ their link has at most one device.
 ``Transmission`` is the component (both links, M); ``ArrayProblem`` is the reactive problem of
 one channel state whose assignments it evaluates (``model.reactive`` hands it its problems).
 """
-import math
-
 import numpy as np
 
 from .antennas import vectors_of
-from .mimo_batch import mmse_power_descent, mmse_sinr, norms2, zf_gains_stack
+from .mimo_batch import (mmse_power_descent, mmse_sinr, norms2, shared_band_delays,
+                         zf_gains_stack)
 from .mimo_problem import ArrayProblem
 from .reactive import (DL, UL, ReactiveProblem, dl_common_delay, dl_power_for_delay,
                        ul_full_power_delay)
@@ -41,8 +40,6 @@ from .tcomm import PolicyKernel
 
 DL_SCHEMES = Registry("DL transmission scheme")
 UL_SCHEMES = Registry("UL transmission scheme")
-
-_LN2 = math.log(2.0)
 
 
 class DlScheme:
@@ -180,7 +177,7 @@ class MuMimoMmse(UlScheme):
         else:
             sinr = mmse_sinr(a, p, noise)
         with np.errstate(divide="ignore", invalid="ignore"):
-            delays = bits / (band * (np.log1p(sinr) / _LN2))
+            delays = shared_band_delays(bits, band, sinr)
             gains = sinr * noise / p
         return delays, gains, p
 

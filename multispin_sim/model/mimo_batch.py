@@ -26,14 +26,7 @@ def norms2(a):
 
 def zf_gains(a):
     """ZF stream gains 1 / [(A^H A)^-1]_kk of vectors a (n, M), n <= M (0 for a singular set)."""
-    gram = a.conj() @ a.T
-    try:
-        inv = np.linalg.inv(gram)
-    except np.linalg.LinAlgError:
-        return np.zeros(len(a))
-    d = np.real(np.diagonal(inv))
-    with np.errstate(divide="ignore"):
-        return np.where(d > 0, 1.0 / d, 0.0)
+    return _zf_one(a.conj() @ a.T)
 
 
 def zf_gains_stack(a):
@@ -54,6 +47,7 @@ def zf_from_gram(gram):
 
 
 def _zf_one(gram):
+    """``zf_from_gram`` of one Gram matrix (n, n)."""
     try:
         d = np.real(np.diagonal(np.linalg.inv(gram)))
     except np.linalg.LinAlgError:
@@ -118,8 +112,7 @@ def mmse_power_descent(a, p_max, noise_w, bits, band, levels=POWER_LEVELS):
         v = lv.shape[1]
         p = (p_max[:, None, :] * grid[lv]).reshape(-1, n)
         sinr = mmse_sinr_stack(np.repeat(a, v, axis=0), p, np.repeat(noise_w, v))
-        with np.errstate(divide="ignore"):
-            d = bits / (np.repeat(band, v)[:, None] * (np.log1p(sinr) / _LN2))
+        d = shared_band_delays(bits, np.repeat(band, v)[:, None], sinr)
         return d.max(axis=1).reshape(nset, v)
 
     t = slowest(level[:, None, :])[:, 0]
@@ -129,7 +122,7 @@ def mmse_power_descent(a, p_max, noise_w, bits, band, levels=POWER_LEVELS):
             trial = np.repeat(level[:, None, :], levels, axis=1)
             trial[:, :, j] = np.arange(levels)[None, :]
             tt = slowest(trial)
-            pick = np.argmin(np.where(np.isnan(tt), np.inf, tt), axis=1)
+            pick = first_min(tt)
             new = tt[np.arange(nset), pick]
             better = new < t * (1.0 - 1e-12)
             level[better] = trial[better, pick[better]]
@@ -146,9 +139,28 @@ _R_BITS = 6
 MAX_DEVICES = 63 - _R_BITS
 
 
+def shared_band_delays(bits, band, sinr):
+    """S / (band log2(1 + SINR)): the delay of a stream on a shared band (inf at SINR 0)."""
+    with np.errstate(divide="ignore"):
+        return bits / (band * (np.log1p(sinr) / _LN2))
+
+
+def first_min(t):
+    """Index of the first minimum along the last axis (NaN never wins, as with a strict ``<``
+    scan from inf; all-inf rows: 0)."""
+    return np.argmin(np.where(np.isnan(t), np.inf, t), axis=-1)
+
+
 def fits(k):
     """Whether K devices fit the evaluator's bitmasks."""
     return k <= MAX_DEVICES
+
+
+def popcount(bits):
+    """Members of each set ``bits`` (int64 array)."""
+    if hasattr(np, "bitwise_count"):   # numpy >= 2.0
+        return np.bitwise_count(bits)
+    return np.array([bin(int(s)).count("1") for s in bits])
 
 
 def bit_weights(k):
@@ -223,9 +235,7 @@ class SchemeEvaluator:
     # -- the links: the slowest delay of new (set, |R|) keys --------------------------------
     def _split(self, keys):
         sets, r = keys >> _R_BITS, keys & ((1 << _R_BITS) - 1)
-        size = np.bitwise_count(sets) if hasattr(np, "bitwise_count") else np.array(
-            [bin(int(s)).count("1") for s in sets])
-        return sets, r, size
+        return sets, r, popcount(sets)
 
     def _ul_delays(self, keys):
         sets, r, size = self._split(keys)
@@ -264,8 +274,7 @@ class SchemeEvaluator:
                     cov /= noise[:, None, None]
                     vt = (self.a_ul[idx] * np.sqrt(w)[:, :, None]).transpose(0, 2, 1)
                     sinr = mmse_many(cov, vt)
-                with np.errstate(divide="ignore"):
-                    d = self.bits / (band[:, None] * (np.log1p(sinr) / _LN2))
+                d = shared_band_delays(self.bits, band[:, None], sinr)
             out[at] = d.max(axis=1)
         return out
 
@@ -322,9 +331,7 @@ class SchemeEvaluator:
 
     def _group_load(self, bits):
         """sum of 1 / ZF gain over each group ``bits`` (N,) (members ascending)."""
-        size = int(np.bitwise_count(bits[0])) if hasattr(np, "bitwise_count") else bin(
-            int(bits[0])).count("1")
-        flat = members(bits, size, self.k)
+        flat = members(bits, int(popcount(bits[:1])[0]), self.k)
         if self._gram_dl is None:
             self._gram_dl = self.a_dl.conj() @ self.a_dl.T
         gains = zf_from_gram(self._gram_dl[flat[:, :, None], flat[:, None, :]])

@@ -10,12 +10,11 @@ reads them for one outcome a round; the draft objective never does).
 """
 from dataclasses import dataclass
 import math
-from itertools import product
 
 import numpy as np
 
-from .mimo_batch import SchemeEvaluator, bit_weights, fits
-from .reactive import DL, UL, ReactiveDecision, ReactiveProblem
+from .mimo_batch import SchemeEvaluator, bit_weights, first_min, fits
+from .reactive import DL, UL, ReactiveDecision, ReactiveProblem, assignment_masks
 
 
 class _Detail:
@@ -145,12 +144,6 @@ class ArrayProblem(ReactiveProblem):
         key = (self.p_ul * self.g_ul)[idx]
         return idx[np.argsort(-key, kind="stable")]
 
-    @staticmethod
-    def _first_min(t):
-        """Index of the first minimum along the last axis (NaN never wins, as with a strict
-        ``<`` scan from inf; all-inf rows: 0)."""
-        return np.argmin(np.where(np.isnan(t), np.inf, t), axis=-1)
-
     def prefix_masks(self):
         """(UL masks (n, K), T_comm (n,)): the best prefix split of every outcome (UL prefix in
         the paper's order, each prefix evaluated under the scheme; the first minimiser)."""
@@ -178,7 +171,7 @@ class ArrayProblem(ReactiveProblem):
             table = np.full((n, k + 1), np.inf)
             table[:, 0] = t[:n]
             table[rows, cols + 1] = t[n:]
-        j = self._first_min(table)
+        j = first_min(table)
         best = table[np.arange(n), j]
         masks = np.zeros((n, k), dtype=bool)
         masks[:, order] = rs & (np.arange(k)[None, :] < j[:, None])
@@ -194,11 +187,9 @@ class ArrayProblem(ReactiveProblem):
         masks, t = np.zeros((n, k), dtype=bool), np.zeros(n)
         for i in range(n):
             idx = np.flatnonzero(self.rejected[i])
-            cand = np.zeros((2 ** idx.size, k), dtype=bool)
-            cand[:, idx] = np.array(list(product((False, True), repeat=idx.size)),
-                                    dtype=bool).reshape(len(cand), idx.size)
+            cand = assignment_masks(idx, k)
             ti = self.t_of(np.full(len(cand), i), cand)
-            j = self._first_min(ti)
+            j = first_min(ti)
             masks[i], t[i] = cand[j], ti[j]
         return self._decision(masks, t)
 
@@ -235,7 +226,7 @@ class ArrayProblem(ReactiveProblem):
         for row, move in enumerate(flips):
             trials[row, list(move)] = ~trials[row, list(move)]
         t = self.t_of(np.full(len(flips), i), trials)
-        j = int(self._first_min(t))
+        j = int(first_min(t))
         if not t[j] < math.inf:
             return math.inf, None
         return float(t[j]), trials[j]

@@ -98,15 +98,15 @@ class PowerLaw(PathLossModel):
 class TR38901(PathLossModel):
     """A TR 38.901 street scenario: ``fc_ghz``, base-station and device heights (m).
 
-    A scenario gives its row of Table 7.4.1-1 as coefficients (dB), lg = log10:
+    A scenario gives its default hBS (m), its shadow-fading standard deviations (dB) and its
+    row of Table 7.4.1-1 as coefficients (dB), lg = log10:
     ``los_db = (a, b, c, e)``: PL1 = a + b lg d3D + c lg fc and
     PL2 = a + 40 lg d3D + c lg fc - e lg(d'BP^2 + (hBS - hUT)^2);
     ``nlos_db = (a, b, c, e)``: PL'NLOS = a + b lg d3D + c lg fc - e (hUT - 1.5)."""
 
-    h_bs_default = 25.0
-    # Table 7.4.1-1 shadow-fading standard deviations (dB): LOS, NLOS
-    sigma_los_db = 4.0
-    sigma_nlos_db = 6.0
+    h_bs_default: float
+    sigma_los_db: float
+    sigma_nlos_db: float
     los_db: tuple
     nlos_db: tuple
 
@@ -157,8 +157,7 @@ class TR38901(PathLossModel):
 
 @PATHLOSS_MODELS.register("uma")
 class UMa(TR38901):
-    """Urban macro: hBS 25 m; LOS PL1 28 + 22 lg d3D + 20 lg fc, PL2 with 40 lg d3D and
-    -9 lg(d'BP^2 + (hBS - hUT)^2); NLOS 13.54 + 39.08 lg d3D + 20 lg fc - 0.6 (hUT - 1.5)."""
+    """Urban macro (the UMa rows of Tables 7.4.1-1 and 7.4.2-1)."""
 
     h_bs_default = 25.0
     sigma_los_db, sigma_nlos_db = 4.0, 6.0
@@ -176,9 +175,7 @@ class UMa(TR38901):
 
 @PATHLOSS_MODELS.register("umi")
 class UMi(TR38901):
-    """Urban micro street canyon: hBS 10 m; LOS PL1 32.4 + 21 lg d3D + 20 lg fc, PL2 with
-    40 lg d3D and -9.5 lg(d'BP^2 + (hBS - hUT)^2); NLOS 22.4 + 35.3 lg d3D + 21.3 lg fc
-    - 0.3 (hUT - 1.5)."""
+    """Urban micro street canyon (the UMi rows of Tables 7.4.1-1 and 7.4.2-1)."""
 
     h_bs_default = 10.0
     sigma_los_db, sigma_nlos_db = 4.0, 7.82

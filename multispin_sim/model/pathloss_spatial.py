@@ -27,16 +27,10 @@ own (``rng_move``).
 """
 import numpy as np
 
+from .fading import gauss_markov_step
 from .units import db_to_linear
 
 MOVE_STREAM_KEY = (1000, 1)   # under the cells stream's key (engine.cells.CELLS_STREAM_KEY)
-
-
-def gauss_markov(x, moved_m, correlation_m, w):
-    """X after moving ``moved_m`` (broadcast to x): rho X + sqrt(1 - rho^2) W, rho =
-    exp(-moved / correlation_m); X unchanged where nothing moved."""
-    rho = np.exp(-np.asarray(moved_m, dtype=float) / float(correlation_m))
-    return rho * x + np.sqrt(1.0 - rho * rho) * w
 
 
 class ConsistentLinks:
@@ -77,9 +71,10 @@ class ConsistentLinks:
         moved = np.broadcast_to(np.asarray(moved_m, dtype=float)[:, None], d.shape)
         w = self.rng.standard_normal((2,) + d.shape)
         went = moved > 0
-        self.x_sf = np.where(went, gauss_markov(self.x_sf, moved, self.decorrelation_m, w[0]),
-                             self.x_sf)
-        x_los = gauss_markov(self.x_los, moved, self.los_correlation_m, w[1])
+        # X after moving m metres: the Gauss-Markov step with rho = exp(-m / d_corr)
+        x_sf = gauss_markov_step(self.x_sf, np.exp(-moved / self.decorrelation_m), w[0])
+        self.x_sf = np.where(went, x_sf, self.x_sf)
+        x_los = gauss_markov_step(self.x_los, np.exp(-moved / self.los_correlation_m), w[1])
         from scipy.special import ndtr
 
         self.u = np.where(went, ndtr(x_los), self.u)

@@ -452,9 +452,7 @@ def exhaustive_split(problem):
         idx = np.flatnonzero(problem.rejected[i])
         if idx.size == 0:
             continue
-        masks = np.array(list(product((False, True), repeat=idx.size)), dtype=bool)
-        full = np.zeros((masks.shape[0], k), dtype=bool)
-        full[:, idx] = masks
+        full = assignment_masks(idx, k)
         sub = ReactiveProblem(
             np.broadcast_to(problem.rejected[i], full.shape),
             _row(problem.g_ul, i), _row(problem.g_dl, i), problem.p_ul, problem.p_dl,
@@ -463,6 +461,15 @@ def exhaustive_split(problem):
         t = evaluate_assignment(sub, full).t_comm
         best[i] = full[int(np.argmin(t))]
     return evaluate_assignment(problem, best)
+
+
+def assignment_masks(idx, k):
+    """The 2^|idx| UL sets of the devices ``idx`` as masks (2^|idx|, K), in binary order (the
+    first all DL, the last device flipping fastest)."""
+    full = np.zeros((2 ** idx.size, k), dtype=bool)
+    full[:, idx] = np.array(list(product((False, True), repeat=idx.size)),
+                            dtype=bool).reshape(len(full), idx.size)
+    return full
 
 
 def _row(gain, i):

@@ -283,12 +283,7 @@ def make_verification_cost(model="linear", fixed_s=0.0, per_device_s=0.0, per_to
                            table=None):
     """The component for ``server.verify_model``. ``table``: (tokens, ms) arrays, or a spec
     (shipped name or path)."""
-    try:
-        cls = VERIFY_MODELS[model]
-    except KeyError:
-        raise ValueError(f"unknown verification model {model!r}; allowed: "
-                         f"{', '.join(VERIFY_MODELS)}") from None
-    return cls.from_settings(fixed_s, per_device_s, per_token_s, table)
+    return VERIFY_MODELS.lookup(model).from_settings(fixed_s, per_device_s, per_token_s, table)
 
 
 class DraftVerification:
