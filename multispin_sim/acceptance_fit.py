@@ -156,18 +156,13 @@ def run(trace=None, by=None, benchmark=None, model=None, categories=(), out_yaml
     answers = select_answers(read_trace(path), path=str(path), benchmark=benchmark, model=model,
                              categories=tuple(categories))
     check_fittable(answers, str(path))
-    if by == "category":
-        for cat in sorted({a.category for a in answers}):
-            check_fittable([a for a in answers if a.category == cat], f"{path} (category {cat})")
-    trace_keys = {}
-    if trace:
-        trace_keys["trace_file"] = str(trace)
-    if benchmark:
-        trace_keys["trace_benchmark"] = benchmark
-    if model:
-        trace_keys["trace_model"] = model
-    if categories:
-        trace_keys["trace_categories"] = list(categories)
+    by_category = ({cat: [a for a in answers if a.category == cat]
+                    for cat in sorted({a.category for a in answers})} if by == "category" else {})
+    for cat, sub in by_category.items():
+        check_fittable(sub, f"{path} (category {cat})")
+    given = (("trace_file", trace and str(trace)), ("trace_benchmark", benchmark),
+             ("trace_model", model), ("trace_categories", list(categories)))
+    trace_keys = {key: value for key, value in given if value}
     out.write(f"# acceptance fit: {path}\n")
     out.write("Trace vs synthetic traces of each fitted model (same answer lengths, observed as "
               "the trace was: HF adaptive draft length, bonus positions hidden when the trace "
@@ -183,8 +178,7 @@ def run(trace=None, by=None, benchmark=None, model=None, categories=(), out_yaml
         doc = {"all": doc, "by_category": {}}
         m = fits["markov"]
         start = (m["easy_rate"], m["hard_rate"], m["easy_to_hard"], m["hard_to_easy"])
-        for cat in sorted({a.category for a in answers}):
-            sub = [a for a in answers if a.category == cat]
+        for cat, sub in by_category.items():
             keys = dict(trace_keys, trace_categories=[cat])
             _, snippet = fit_and_report(sub, f"category {cat}", keys, out, start=start, seed=seed,
                                         name=f"category {cat}", draws=draws)

@@ -19,20 +19,38 @@ from pathlib import Path
 
 from .version import __version__
 from .benchmarks import IN_ALL
-from .errors import (RECEIVED, STOP_SIGNALS, CliError, catch, debug_enabled, first_signal,
-                     report)
+from .errors import (EXIT_BAD_INPUT, RECEIVED, STOP_SIGNALS, CliError, catch, debug_enabled,
+                     first_signal, one_line, report, restore)
 from .scenario import dump_scenario_yaml, load_scenario
 
-EXIT_BAD_INPUT = 2
 
-
-def _load(args):
+def _overrides(args):
+    """--set, then --seed and --rounds (those a command has) as overrides."""
     overrides = list(args.set or [])
     if getattr(args, "seed", None) is not None:
         overrides.append(f"seed={args.seed}")
     if getattr(args, "rounds", None) is not None:
         overrides.append(f"run.rounds={args.rounds}")
-    return load_scenario(args.scenario, overrides=overrides)
+    return overrides
+
+
+def _load(args):
+    return load_scenario(args.scenario, overrides=_overrides(args))
+
+
+def _check_out(out, todo):
+    """Refuse an empty --out ('' would write into the current folder)."""
+    if out is not None and not out.strip():
+        raise CliError(f"--out {out!r}", "is empty", todo)
+
+
+def _refused(exc, todo):
+    """A command's own error as one line (with ``todo`` when it lacks what to do): status 2."""
+    text = one_line(exc)
+    if "; " not in text:
+        text = f"{text}; {todo}"
+    print(f"error: {text}", file=sys.stderr)
+    return EXIT_BAD_INPUT
 
 
 def cmd_validate(args):
@@ -48,9 +66,7 @@ def cmd_run(args):
     from .engine import simulate
     from .outputs.metadata import OutputExistsError
 
-    if args.out is not None and not args.out.strip():  # '' would write into this folder
-        raise CliError(f"--out {args.out!r}", "is empty", "give the output folder (or leave --out "
-                       "out)")
+    _check_out(args.out, "give the output folder (or leave --out out)")
     scenario = _load(args)
     try:
         result = simulate(scenario, out=args.out, results_dir=None if args.out else "results",
@@ -135,9 +151,7 @@ def cmd_sweep(args):
     from .experiments import (ExecutorError, OutputConflictError, default_output, load_sweep,
                               run_sweep)
 
-    if args.out is not None and not args.out.strip():  # '' was ignored: refused as run does
-        raise CliError(f"--out {args.out!r}", "is empty", "give the output folder (or leave "
-                       "--out out: results/<sweep name>)")
+    _check_out(args.out, "give the output folder (or leave --out out: results/<sweep name>)")
     if args.scheduler is not None and not args.scheduler.strip():
         raise CliError("--scheduler ''", "is empty", "give the address of a running Dask "
                        "scheduler, e.g. tcp://host:8786 (or leave --scheduler out)")
@@ -156,8 +170,7 @@ def cmd_sweep(args):
     try:
         result = run_sweep(sweep, out, executor=executor, jobs=args.jobs, scheduler=args.scheduler)
     except (OutputConflictError, ExecutorError) as exc:
-        print(f"error: {_with_todo(exc, 'see multispin-sim sweep --help')}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return _refused(exc, "see multispin-sim sweep --help")
     except KeyboardInterrupt:
         print(f"interrupted: finished runs are kept in {out}; rerun the same command to resume",
               file=sys.stderr)
@@ -227,8 +240,7 @@ def cmd_plot(args):
                 print(f"warning: the sweep is not complete (status {status!r} in sweep.json): "
                       "the figures show the runs finished so far", file=sys.stderr)
     except OutputError as exc:   # PlotError and a damaged file it reads
-        print(f"error: {_with_todo(exc, 'see multispin-sim plot --help')}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return _refused(exc, "see multispin-sim plot --help")
     for path in paths:
         print(path)
     return 0
@@ -241,8 +253,7 @@ def cmd_report(args):
     try:
         path = write_report(args.results_dir, out=args.out)
     except OutputError as exc:   # the report's own errors and a damaged file it reads
-        print(f"error: {_with_todo(exc, 'see multispin-sim report --help')}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return _refused(exc, "see multispin-sim report --help")
     print(path)
     return 0
 
@@ -252,18 +263,13 @@ def cmd_capacity(args):
                                        parse_slo, write_capacity)
 
     ttft, tpot = parse_slo(args.slo)
-    overrides = list(args.set or [])
-    if args.seed is not None:
-        overrides.append(f"seed={args.seed}")
     progress = None if args.quiet else (lambda line: print(line, file=sys.stderr))
-    search = CapacitySearch(args.scenario, ttft, tpot, args.target, overrides=overrides,
+    search = CapacitySearch(args.scenario, ttft, tpot, args.target, overrides=_overrides(args),
                             duration_s=args.duration, reps_min=args.reps_min,
                             reps_max=args.reps_max, rel_tol=args.tol, start_rate=args.rate,
                             progress=progress)  # every option checked: nothing written yet
+    _check_out(args.out, "give the folder to write the capacity curve into (or leave --out out)")
     if args.out is not None:
-        if not args.out.strip():
-            raise CliError(f"--out {args.out!r}", "is empty", "give the folder to write the "
-                           "capacity curve into (or leave --out out)")
         out = Path(args.out)
     else:
         out = Path("results") / f"capacity-{search.base.name}"
@@ -304,14 +310,6 @@ def cmd_capacity(args):
     return 0
 
 
-def _with_todo(exc, todo):
-    """The one line of a command's own error, with what to do when its message lacks it."""
-    from .errors import one_line
-
-    text = one_line(exc)
-    return text if "; " in text else f"{text}; {todo}"
-
-
 def _write_or_stop(write):
     """Write the outputs of a command a signal interrupted; a further signal stops the writing
     at once (each file is written whole or not at all). True when written."""
@@ -326,8 +324,7 @@ def _write_or_stop(write):
     except KeyboardInterrupt:
         return False
     finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+        restore(previous)
 
 
 def cmd_acceptance(args):
@@ -339,11 +336,8 @@ def cmd_acceptance(args):
             categories=args.category or (), out_yaml=args.out, seed=args.seed,
             draws=args.draws)
     except TraceError as exc:
-        text = str(exc)
-        if "; " not in text:
-            text += "; fix the trace file (see multispin-sim acceptance fit --help for the formats)"
-        print(f"error: {' '.join(text.split())}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return _refused(exc, "fix the trace file (see multispin-sim acceptance fit --help for "
+                        "the formats)")
     return 0
 
 
@@ -546,8 +540,7 @@ def main(argv=None, *, exiting=False):
         if exiting and main_thread:
             _ignore_late_signals()
         else:
-            for sig, handler in previous.items():
-                signal.signal(sig, handler)
+            restore(previous)
 
 
 def _reader_gone(stream):

@@ -52,6 +52,13 @@ def catch(signals, handler):
     return previous
 
 
+def restore(previous):
+    """Put back the handlers ``catch`` replaced (``None``, one not installed from Python: the
+    default action)."""
+    for sig, handler in previous.items():
+        signal.signal(sig, signal.SIG_DFL if handler is None else handler)
+
+
 class CliError(Exception):
     """An anticipated failure: ``what`` failed ``why``; ``todo`` says what to do."""
 

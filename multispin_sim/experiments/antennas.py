@@ -42,21 +42,27 @@ def _local(problem):
     return problem.local_search() if problem.multi_user else optimal_split(problem)
 
 
+def _drop(k, antennas, seed, correlation=0.0, overrides=None):
+    """The default scenario's drop of ``k`` devices (the engine's streams of ``seed``): its
+    system, the server array, the array's i.i.d. Rayleigh source and the acceptance stream."""
+    sc = load_scenario(None, overrides={"devices.count": k, **(overrides or {}), "seed": seed})
+    st = RandomStreams(seed)
+    system = build_population(sc, st.devices, st.topology, st.shadowing).system
+    array = ServerArray(antennas, correlation)
+    source = array.rounds("rayleigh", st.fading, k, True, 0.0, block=64)
+    return system, array, source, st.acceptance
+
+
 def mode_study(k=20, antennas=4, dl="ofdma-mrt", ul="ofdma-mrc", power_ratio=4.0,
                outcomes=300, gamma=4, seed=1, exhaustive=False, zf_groups="fewest",
                correlation=0.0):
     """Means over ``outcomes`` outcomes (channel state and rejected set) of one configuration."""
-    sc = load_scenario(None, overrides={"devices.count": k, "server.dl_power_ratio": power_ratio,
-                                        "seed": seed})
-    st = RandomStreams(seed)
-    system = build_population(sc, st.devices, st.topology, st.shadowing).system
+    system, array, source, rng = _drop(k, antennas, seed, correlation,
+                                       {"server.dl_power_ratio": power_ratio})
     transmission = Transmission(antennas, dl, ul, zf_groups)
     system = dataclasses.replace(system, transmission=transmission
                                  if transmission.multi_user else None)
-    array = ServerArray(antennas, correlation)
-    source = array.rounds("rayleigh", st.fading, k, True, 0.0, block=64)
     p_reject = 1.0 - system.alpha ** gamma
-    rng = st.acceptance
     rows = []
     for _ in range(outcomes):
         g, _ = array.gains(system.pathloss, *source.round_powers(0.0), True)
@@ -110,16 +116,11 @@ def ul_power_study(n=4, antennas=2, levels=8, outcomes=200, seed=1, k=20):
     largest gain of the grid optimum (T_full / T_grid - 1), and how often coordinate descent
     finds the grid optimum."""
     from ..model.mimo_batch import mmse_sinr_stack
-    sc = load_scenario(None, overrides={"devices.count": k, "seed": seed})
-    st = RandomStreams(seed)
-    system = build_population(sc, st.devices, st.topology, st.shadowing).system
-    array = ServerArray(antennas)
-    source = array.rounds("rayleigh", st.fading, k, True, 0.0, block=64)
+    system, array, source, rng = _drop(k, antennas, seed)
     p_max = np.broadcast_to(np.asarray(system.p_ul_w, dtype=float), (k,))
     grid = 2.0 ** -np.arange(levels)
     band = float(system.bandwidth_hz)
     noise = system.n0 * band
-    rng = st.acceptance
 
     def t_ul(a, powers):      # powers (V, n) -> T_UL (V,)
         sinr = mmse_sinr_stack(np.broadcast_to(a, (len(powers),) + a.shape), powers,
@@ -179,39 +180,37 @@ def main(argv=None):
     ap.add_argument("--json")
     a = ap.parse_args(argv)
     rows = []
+
+    def emit(row, rounded=False):
+        """Keep the row (for --json) and print it (its floats to 4 decimals with ``rounded``)."""
+        rows.append(row)
+        print(json.dumps({x: (round(y, 4) if rounded and isinstance(y, float) and math.isfinite(y)
+                              else y) for x, y in row.items()}), flush=True)
+
     if a.part == "greedy":   # the docs' table: 40 rounds, N_SAA 200 (shared band: 20, 100)
         for dl, ul in PAIRS[::3]:
             shared = dl != "ofdma-mrt"
             for m in ANTENNAS:
                 for draft in ("greedy", "fixed"):
-                    r = greedy_goodput(m, dl, ul, draft, rounds=20 if shared else 40,
-                                       samples=100 if shared else 200)
-                    rows.append(r)
-                    print(json.dumps(r), flush=True)
+                    emit(greedy_goodput(m, dl, ul, draft, rounds=20 if shared else 40,
+                                        samples=100 if shared else 200))
     elif a.part == "correlation":   # M = 8, ratio 4: spatial correlation rho
         for dl, ul in PAIRS:
             for rho in (0.0, 0.5, 0.9, 0.99):
-                r = mode_study(20, 8, dl, ul, 4.0, a.outcomes, zf_groups=a.zf_groups,
-                               correlation=rho)
-                rows.append(r)
-                print(json.dumps(r), flush=True)
+                emit(mode_study(20, 8, dl, ul, 4.0, a.outcomes, zf_groups=a.zf_groups,
+                                correlation=rho))
     elif a.part == "ulpower":   # tiny instances: the grid's brute force is levels^n
         for m, n in ((1, 3), (2, 3), (2, 4), (4, 4), (4, 5)):
-            r = ul_power_study(n, m, outcomes=a.outcomes)
-            rows.append(r)
-            print(json.dumps(r), flush=True)
+            emit(ul_power_study(n, m, outcomes=a.outcomes))
     else:
         for ratio in (4.0, 16.0):
             for dl, ul in PAIRS:
                 if a.zf_groups != "fewest" and dl != "mu-mimo-zf":
                     continue
                 for m in ANTENNAS:
-                    r = mode_study(a.k_exhaustive if a.part == "prefix" else 20, m, dl, ul,
-                                   ratio, a.outcomes, exhaustive=a.part == "prefix",
-                                   zf_groups=a.zf_groups)
-                    rows.append(r)
-                    print(json.dumps({x: (round(y, 4) if isinstance(y, float) and math.isfinite(y)
-                                          else y) for x, y in r.items()}), flush=True)
+                    emit(mode_study(a.k_exhaustive if a.part == "prefix" else 20, m, dl, ul,
+                                    ratio, a.outcomes, exhaustive=a.part == "prefix",
+                                    zf_groups=a.zf_groups), rounded=True)
     if a.json:
         with open(a.json, "w") as f:
             json.dump(rows, f, indent=1)

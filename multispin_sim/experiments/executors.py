@@ -23,10 +23,11 @@ import os
 import shutil
 import time
 import traceback
+from collections.abc import Mapping
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
-from ..errors import CliError, first_signal
+from ..errors import CliError, first_signal, one_line
 
 EXECUTORS = ("serial", "local", "dask")
 
@@ -70,8 +71,9 @@ def simulate_run(scenario, out):
 
 
 def plain(value):
-    """JSON-ready copy of a summary: numpy scalars and arrays become Python numbers and lists."""
-    if isinstance(value, dict):
+    """JSON- and YAML-ready copy of a summary or a document: mappings become dicts, tuples lists,
+    numpy scalars and arrays Python numbers and lists."""
+    if isinstance(value, Mapping):
         return {str(k): plain(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [plain(v) for v in value]
@@ -86,10 +88,6 @@ def cpu_count():
         return len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
         return os.cpu_count() or 1
-
-
-def _one_line(text):
-    return " ".join(str(text).split())
 
 
 _STOPPING = None   # in a local worker: the pool's "the sweep is stopping" event
@@ -112,7 +110,7 @@ def execute_run(task, runner=None):
         return {"status": "ok", "summary": plain(exc.summary),
                 "elapsed_s": time.perf_counter() - t0, "stop": True}
     except RunInterrupted as exc:  # Ctrl-C: not a failure of the cell; the sweep stops
-        return {"status": "interrupted", "error": _one_line(exc)}
+        return {"status": "interrupted", "error": one_line(exc)}
     except Exception as exc:  # reported per run; the sweep goes on
         # a limit's stop is a finding about the scenario, not a fault: its reason, no traceback
         stopped = isinstance(exc, RunStopped)
@@ -128,11 +126,11 @@ def execute_run(task, runner=None):
             error = exc.line()[len("error: "):]
         else:
             error = f"{type(exc).__name__}: {exc}"
-        return {"status": "failed", "error": _one_line(error), "elapsed_s": time.perf_counter() - t0}
+        return {"status": "failed", "error": one_line(error), "elapsed_s": time.perf_counter() - t0}
 
 
 def _crashed(exc):
-    return {"status": "failed", "error": _one_line(f"worker failed: {type(exc).__name__}: {exc}")}
+    return {"status": "failed", "error": one_line(f"worker failed: {type(exc).__name__}: {exc}")}
 
 
 def serial_runs(tasks, jobs=1, runner=None, **_):
@@ -161,6 +159,18 @@ def _stop_workers(pool, stopping):
             os.kill(process.pid, first_signal())
         except (OSError, AttributeError):
             pass
+
+
+def _outcomes(completed, tasks, key, yielded):
+    """(task, outcome) of each future of ``completed`` as it finishes (``tasks``: {key(future):
+    task}); a run whose worker died fails. ``yielded`` gets the keys of the outcomes taken."""
+    for fut in completed:
+        try:
+            outcome = fut.result()
+        except Exception as exc:  # a worker process died (BrokenProcessPool, ...)
+            outcome = _crashed(exc)
+        yielded.add(key(fut))
+        yield tasks[key(fut)], outcome
 
 
 def _late_outcomes(futures, yielded, late, result):
@@ -197,13 +207,7 @@ def local_runs(tasks, jobs=None, runner=None, late=None, **_):
     futures, yielded = {}, set()
     try:
         futures = {pool.submit(execute_run, t, runner): t for t in tasks}
-        for fut in as_completed(futures):
-            try:
-                outcome = fut.result()
-            except Exception as exc:  # a worker process died (BrokenProcessPool, ...)
-                outcome = _crashed(exc)
-            yielded.add(fut)
-            yield futures[fut], outcome
+        yield from _outcomes(as_completed(futures), futures, lambda f: f, yielded)
         finished = True
     finally:
         if not finished:
@@ -238,29 +242,24 @@ def dask_runs(tasks, jobs=None, runner=None, scheduler=None, processes=True, lat
         if cluster is not None:
             cluster.close()
         where = scheduler or "a LocalCluster"
-        raise ExecutorError(f"cannot start the dask executor on {where}: {_one_line(exc)}; "
+        raise ExecutorError(f"cannot start the dask executor on {where}: {one_line(exc)}; "
                             "check that the scheduler runs and this machine reaches it (or use "
                             "--executor local)") from None
-    futures, yielded, finished = {}, set(), False
+    futures, by_key, yielded, finished = {}, {}, set(), False   # by the futures' keys
     try:
         for t in tasks:
             fut = client.submit(execute_run, t, runner, pure=False)
-            futures[fut.key] = (fut, t)
-        for fut in distributed.as_completed([f for f, _ in futures.values()]):
-            try:
-                outcome = fut.result()
-            except Exception as exc:
-                outcome = _crashed(exc)
-            yielded.add(fut.key)
-            yield futures[fut.key][1], outcome
+            futures[fut.key], by_key[fut.key] = fut, t
+        yield from _outcomes(distributed.as_completed(list(futures.values())), by_key,
+                             lambda f: f.key, yielded)
         finished = True
     finally:
         if not finished:
-            _late_outcomes({key: t for key, (_, t) in futures.items()}, yielded, late,
-                           lambda key: (futures[key][0].result(timeout=5)
-                                        if futures[key][0].status == "finished" else None))
+            _late_outcomes(by_key, yielded, late,
+                           lambda key: (futures[key].result(timeout=5)
+                                        if futures[key].status == "finished" else None))
         try:
-            client.cancel([f for f, _ in futures.values()]) if futures else None
+            client.cancel(list(futures.values())) if futures else None
         except Exception:
             pass
         client.close()
@@ -286,7 +285,7 @@ def check_executor(name, scheduler=None, jobs=None):
                 distributed.Client(scheduler, timeout="15s").close()
             except (ValueError, OSError, TimeoutError) as exc:
                 raise ExecutorError(f"cannot start the dask executor on {scheduler}: "
-                                    f"{_one_line(exc)}; give the address of a running scheduler, "
+                                    f"{one_line(exc)}; give the address of a running scheduler, "
                                     "e.g. tcp://host:8786 (or use --executor local)") from None
 
 

@@ -21,28 +21,24 @@ each run finishes, so killing a sweep loses only the runs in flight. A failed ru
 ``error.txt`` in its folder, is listed in ``sweep.json`` and ``runs.csv`` (status ``failed``),
 and is retried on the next invocation.
 
-A stop signal (Ctrl-C, SIGTERM, SIGHUP) ends the sweep: the runs in flight stop at a round
-boundary and are not kept; a run that was already writing its outputs when the signal came is
-complete, so it is kept (with its ``done.json``, also one a worker finished as the pool
-stopped), and the sweep stops after it. Whenever the signal comes (``SweepSignals``: also
-during the scan of the markers, before the runs, or while the tables are written) the sweep
-ends the same way: every finished run has its ``done.json``, the tables hold those runs, and
-``sweep.json`` says ``interrupted``. Every table is written to a temporary file and renamed.
+A stop signal (Ctrl-C, SIGTERM, SIGHUP), whenever it comes, ends the sweep with every finished
+run kept and the tables written (``SweepSignals``). Every table is written to a temporary file
+and renamed.
 """
 from __future__ import annotations
 
+import functools
 import json
 import os
 import signal
 import sys
-import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..version import __version__
-from ..errors import IGNORED_AT_START, RECEIVED, STOP_SIGNALS
-from ..outputs.atomic import check_folder, write_json, write_text
+from ..errors import RECEIVED, STOP_SIGNALS, catch, restore
+from ..outputs.atomic import check_folder, write_json, write_text   # strict JSON, file + rename
 from .executors import check_executor, get_executor
 from .fingerprint import code_fingerprint, input_fingerprints, stale_reason
 from .sweepfile import dump_sweep_yaml, run_key
@@ -108,35 +104,22 @@ class SweepProgress:
         self.show(force=self.new == self.todo)
 
     def show(self, force=False):
+        """The bar, redrawn at most every 0.2 s; off a terminal one line every ``LINE_PERIOD_S``."""
+        if not (self.enabled or self.lines):
+            return
+        now = time.perf_counter()
+        if not force and now - self.last < (self.LINE_PERIOD_S if self.lines else 0.2):
+            return
+        self.last = now
+        cells, runs, elapsed, left, failed = self._state(now)
         if self.lines:
-            return self.show_line(force)
-        if not self.enabled:
-            return
-        now = time.perf_counter()
-        if not force and now - self.last < 0.2:
-            return
-        self.last = now
-        cells, runs, elapsed, left, failed = self._state(now)
-        width = 30
-        fill = int(width * cells / max(self.n_cells, 1))
-        self.stream.write(f"\r[{'#' * fill}{'.' * (width - fill)}] cells {cells}/{self.n_cells}  "
-                          f"runs {runs}/{self.n_runs}{failed}  {elapsed:,.0f} s{left} ")
-        if self.new >= self.todo:
-            self.stream.write("\n")
-        self.stream.flush()
-
-    def show_line(self, force=False):
-        """One line every ``LINE_PERIOD_S`` (the first period after the start stays quiet)."""
-        now = time.perf_counter()
-        if not force and now - self.last < self.LINE_PERIOD_S:
-            return
-        if self.last == 0.0 and not force:
-            self.last = now
-            return
-        self.last = now
-        cells, runs, elapsed, left, failed = self._state(now)
-        self.stream.write(f"sweep: cells {cells}/{self.n_cells}, runs {runs}/{self.n_runs}"
-                          f"{failed}, {elapsed:,.0f} s{left}\n")
+            self.stream.write(f"sweep: cells {cells}/{self.n_cells}, runs {runs}/{self.n_runs}"
+                              f"{failed}, {elapsed:,.0f} s{left}\n")
+        else:
+            fill = int(30 * cells / max(self.n_cells, 1))   # a bar 30 characters wide
+            end = "\n" if self.new >= self.todo else ""
+            self.stream.write(f"\r[{'#' * fill}{'.' * (30 - fill)}] cells {cells}/{self.n_cells}  "
+                              f"runs {runs}/{self.n_runs}{failed}  {elapsed:,.0f} s{left} {end}")
         self.stream.flush()
 
     def _state(self, now):
@@ -148,10 +131,6 @@ class SweepProgress:
                 if self.new and self.new < self.todo else "")
         failed = f", {self.failed} failed" if self.failed else ""
         return cells, runs, elapsed, left, failed
-
-
-def _write_json(path, data):
-    write_json(path, data)  # strict JSON (null for NaN), temporary file + rename
 
 
 def scan_markers(runs_dir):
@@ -229,7 +208,7 @@ def prepare_output(folder, sweep):
     check_folder(folder, "--out")
     lock_folder(folder)
     if not meta.exists():   # first: a sweep stopped from here on leaves a folder it resumes
-        _write_json(meta, sweep_description(sweep, status="running"))
+        write_json(meta, sweep_description(sweep, status="running"))
     (folder / "runs").mkdir(parents=True, exist_ok=True)
     write_text(folder / "sweep.yaml", dump_sweep_yaml(sweep))   # temporary file + rename
     return folder
@@ -276,12 +255,17 @@ def unlock_folder(folder):
         os.close(fd)
 
 
-
-
 class SweepSignals:
     """The stop signals (SIGINT, SIGTERM, SIGHUP) for the whole of a sweep, installed once (no
     signal falls between two handlers); main thread only, and not those ignored (``nohup``, a
     background job's SIGINT).
+
+    Whenever a signal comes (also during the scan of the markers, before the runs, or while the
+    tables are written) the sweep ends the same way: the runs in flight stop at a round boundary
+    and are not kept; a run that was already writing its outputs is complete, so it is kept
+    (with its ``done.json``, also one a worker finished as the pool stopped); every finished run
+    has its ``done.json``, the tables hold those runs, ``sweep.json`` says ``interrupted``, and
+    ``run_sweep`` raises ``KeyboardInterrupt``.
 
     While the sweep keeps its books (the marker scan before the runs; after them the markers
     of the runs that finished as the workers stopped, the tables and sweep.json), a signal is
@@ -315,19 +299,12 @@ class SweepSignals:
             raise KeyboardInterrupt
 
     def __enter__(self):
-        if threading.current_thread() is not threading.main_thread():
-            return self
-        for sig in STOP_SIGNALS:
-            previous = signal.getsignal(sig)
-            if sig in IGNORED_AT_START or previous == signal.SIG_IGN:
-                continue
-            self._previous[sig] = previous
-            signal.signal(sig, self._handler)
+        self._previous = catch([s for s in STOP_SIGNALS if signal.getsignal(s) != signal.SIG_IGN],
+                               self._handler)
         return self
 
     def __exit__(self, *exc):
-        for sig, previous in self._previous.items():
-            signal.signal(sig, signal.SIG_DFL if previous is None else previous)
+        restore(self._previous)
         self._previous = {}
         return False
 
@@ -345,23 +322,25 @@ def run_sweep(sweep, out=None, *, executor="local", jobs=None, scheduler=None, r
     makes it threads in this process). ``runner(scenario_dict, run_dir) -> summary`` replaces the
     engine (tests; it must be picklable for the process and dask executors). ``progress``: show
     the progress bar (default: when ``stream``, stderr by default, is a terminal).
-    A stop signal (Ctrl-C, SIGTERM, SIGHUP), whenever it comes, writes the tables of the runs
-    finished so far and sweep.json (status ``interrupted``), then raises ``KeyboardInterrupt``.
+    A stop signal ends the sweep as ``SweepSignals`` says.
     """
     stream = stream or sys.stderr
     check_executor(executor, scheduler, jobs)
     folder = Path(out or default_output(sweep))
+    execute = functools.partial(get_executor(executor), jobs=jobs, runner=runner,
+                                scheduler=scheduler, processes=dask_processes)
+    where = {"executor": executor, "jobs": jobs, "scheduler": scheduler}
     with SweepSignals() as signals:
         try:
             prepare_output(folder, sweep)
-            return _run_sweep(sweep, folder, executor, jobs, scheduler, runner, progress, stream,
-                              dask_processes, signals)
+            return _run_sweep(sweep, folder, execute, where, progress, stream, signals)
         finally:
             unlock_folder(folder)
 
 
-def _run_sweep(sweep, folder, executor, jobs, scheduler, runner, progress, stream,
-               dask_processes, signals):
+def _run_sweep(sweep, folder, execute, where, progress, stream, signals):
+    """``execute(tasks, late=...)``: the executor with its options; ``where``: them, for
+    sweep.json."""
     runs_dir = folder / "runs"
     t0 = time.perf_counter()
     done = scan_markers(runs_dir)
@@ -397,9 +376,8 @@ def _run_sweep(sweep, folder, executor, jobs, scheduler, runner, progress, strea
                      "these input files\n")
         stream.flush()
 
-    status = {"status": "running", "executor": executor, "jobs": jobs, "scheduler": scheduler,
-              "code": code, "redone": redone}
-    _write_json(folder / "sweep.json", sweep_description(sweep, **status))
+    status = {"status": "running", **where, "code": code, "redone": redone}
+    write_json(folder / "sweep.json", sweep_description(sweep, **status))
     bar = SweepProgress(sweep, stream, progress)
     bar.start(records, sum(1 + len(t["also"]) for t in pending.values()))
     failures = []
@@ -416,7 +394,7 @@ def _run_sweep(sweep, folder, executor, jobs, scheduler, runner, progress, strea
         targets = [(task["cell"], task["replication"])] + pending[task["key"]]["also"]
         if outcome["status"] == "ok":
             run_dir.mkdir(parents=True, exist_ok=True)
-            _write_json(run_dir / MARKER, {
+            write_json(run_dir / MARKER, {
                 "key": task["key"], "cell": task["cell"], "replication": task["replication"],
                 "values": task["values"], "seed": task["seed"], "summary": outcome["summary"],
                 "elapsed_s": outcome.get("elapsed_s"), "multispin_sim_version": __version__,
@@ -437,8 +415,7 @@ def _run_sweep(sweep, folder, executor, jobs, scheduler, runner, progress, strea
     interrupted = signals.signum is not None
     late = []   # runs that succeeded as the workers stopped (the executor's ``late``)
     if not interrupted:
-        runs = get_executor(executor)(tasks, jobs=jobs, runner=runner, scheduler=scheduler,
-                                      processes=dask_processes, late=late)
+        runs = execute(tasks, late=late)
         try:
             try:
                 signals.release()
@@ -465,7 +442,7 @@ def _run_sweep(sweep, folder, executor, jobs, scheduler, runner, progress, strea
         final = "interrupted" if stopped else ("failed" if failures else "complete")
         status.update(status=final, runs=sweep.n_runs, ran=ran, reused=reused,
                       failures=failures, wall_time_s=wall)
-        _write_json(folder / "sweep.json", sweep_description(sweep, **status))
+        write_json(folder / "sweep.json", sweep_description(sweep, **status))
         if stopped or signals.signum is None:
             break
     if stopped:

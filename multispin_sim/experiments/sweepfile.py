@@ -56,6 +56,7 @@ from ..scenario import (ScenarioError, load_scenario, parse_set_options, referen
 from ..scenario import Scenario, apply_overrides, read_yaml_file
 from ..scenario.loading import exclusive_sibling
 from ..scenario.params import kind_of, python_values, section_hints
+from .executors import plain
 from .metrics import plot_y_problem
 
 __all__ = ["Sweep", "Cell", "Axis", "load_sweep", "replication_seeds", "run_key", "TOP_KEYS",
@@ -254,15 +255,6 @@ def run_key(scenario_dict):
     plain = {k: v for k, v in scenario_dict.items() if k != "name"}
     text = json.dumps(plain, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(text.encode()).hexdigest()
-
-
-def _plain(value):
-    """YAML-safe copy (tuples -> lists) for values written back to the record."""
-    if isinstance(value, Mapping):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    return value
 
 
 # ------------------------------------------------------------------------------------------
@@ -490,9 +482,7 @@ def load_sweep(source, overrides=None):
                    "use fewer or coarser axes, or split the sweep into several files", path)
     cells = []
     for index, combo in enumerate(itertools.product(*[a.values for a in axes])):
-        values = {}
-        for axis, vals in zip(axes, combo):
-            values.update(zip(axis.keys, vals))
+        values = {k: v for axis, vals in zip(axes, combo) for k, v in zip(axis.keys, vals)}
         try:
             sc = load_scenario(base_raw, overrides=dict(values))
         except ScenarioError as exc:
@@ -512,13 +502,13 @@ def load_sweep(source, overrides=None):
 
     rows = {r[0]: {"unit": r[2], "doc": r[4]} for r in reference_rows()}
     key_info = {k: rows.get(k, {"unit": "", "doc": ""}) for k in keys}
-    spec = _plain(doc)
+    spec = plain(doc)
     if overrides:
-        spec["set"] = {k: _plain(v) for k, v in overrides.items()}
+        spec["set"] = {k: plain(v) for k, v in overrides.items()}
     return Sweep(name=name, description=description, source=path, spec=spec, axes=axes,
                  cells=cells, replications=reps, seed=master,
                  seeds=replication_seeds(master, reps), plot=plot, key_info=key_info,
-                 base_raw=_plain(base_raw))
+                 base_raw=plain(base_raw))
 
 
 def _flatten(mapping, prefix=""):

@@ -73,14 +73,12 @@ def derived_metrics(summary, scenario):
         device_rounds = int(summary["rounds"]) * count
     else:
         device_rounds = math.nan
-    if not device_rounds > 0:
-        return {"device_rounds": device_rounds, "share_accepted": math.nan,
-                "share_ul": math.nan, "share_dl": math.nan}
+    some = device_rounds > 0
     return {
         "device_rounds": device_rounds,
-        "share_accepted": 1.0 - summary["rejections"] / device_rounds,
-        "share_ul": summary["ul_corrections"] / device_rounds,
-        "share_dl": summary["dl_corrections"] / device_rounds,
+        "share_accepted": 1.0 - summary["rejections"] / device_rounds if some else math.nan,
+        "share_ul": summary["ul_corrections"] / device_rounds if some else math.nan,
+        "share_dl": summary["dl_corrections"] / device_rounds if some else math.nan,
     }
 
 
@@ -214,9 +212,8 @@ def build_tables(sweep, records):
             crow[f"{m}_mean"], crow[f"{m}_ci95_lo"], crow[f"{m}_ci95_hi"] = mean, lo, hi
             crow[f"{m}_n"] = int(finite_values(values).size)
         cell_rows.append(crow)
-    cell_cols = ["cell", *keys, "n", "n_failed"]
-    for m in cell_metrics:
-        cell_cols += [f"{m}_mean", f"{m}_ci95_lo", f"{m}_ci95_hi", f"{m}_n"]
+    cell_cols = ["cell", *keys, "n", "n_failed",
+                 *(f"{m}_{s}" for m in cell_metrics for s in ("mean", "ci95_lo", "ci95_hi", "n"))]
     return run_cols, rows, cell_cols, cell_rows
 
 

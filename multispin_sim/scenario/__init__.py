@@ -15,11 +15,11 @@ from .loading import (apply_overrides, dump_scenario_yaml, load_scenario, parse_
 from .params import FrozenMap
 from .presets import DEFAULT_MODEL_PAIR, MODEL_PAIRS, TASKS, ModelPair
 from .reference import reference_markdown, reference_rows
-from .schema import (Channel, DeviceOverride, Devices, Mobility, Payload, Policy, Run, Scenario,
-                     Server, Topology, Workload, ARRIVAL_MODELS, DEVICE_TASKS, DRAFT_POLICIES,
-                     DRAFT_UPDATES, FADING_MODELS, LENGTH_MODELS, MOBILITY_MODELS, POLICY_MODES,
-                     TOPOLOGY_LAYOUTS)
-from .schema import Compute, Energy, PowerMode
+from .schema import Scenario
+from .names import (ARRIVAL_MODELS, DEVICE_TASKS, DRAFT_POLICIES, DRAFT_UPDATES, FADING_MODELS,
+                    LENGTH_MODELS, MOBILITY_MODELS, POLICY_MODES, TOPOLOGY_LAYOUTS)
+from .sections_components import Compute, Energy, Mobility, PowerMode, Topology, Workload
+from .sections_system import Channel, DeviceOverride, Devices, Payload, Policy, Run, Server
 
 __all__ = [
     "Scenario", "ScenarioError", "load_scenario", "scenario_to_dict", "dump_scenario_yaml",

@@ -26,6 +26,26 @@ def cross_check(func: Callable[[Scenario], None]) -> Callable[[Scenario], None]:
     return func
 
 
+def _above_max_draft(key: str, length: int, max_draft: int) -> ScenarioError:
+    return ScenarioError(key, f"{length} is larger than policy.max_draft",
+                         f"expected an integer 0..{max_draft}")
+
+
+def _need_file(key: str, path: str, expected: str) -> None:
+    """Refuse a path that names no file (its contents are read when a run starts)."""
+    if not os.path.isfile(path):
+        raise ScenarioError(key, f"{path!r} is not a readable file", expected)
+
+
+def refuse_unsupported(sc: Scenario, refused, why: str, alternative: str = "") -> None:
+    """Refuse the first key of ``refused`` (key, whether its value is refused, what is allowed)
+    whose value is not supported with ``why``."""
+    for key, bad, allowed in refused:
+        if bad:
+            raise ScenarioError(key, f"{show_value(value_at(sc, key))} is not supported with "
+                                f"{why}", f"expected {allowed}{alternative}")
+
+
 @cross_check
 def _check_overrides(sc: Scenario) -> None:
     count, max_draft = sc.devices.count, sc.policy.max_draft
@@ -34,9 +54,8 @@ def _check_overrides(sc: Scenario) -> None:
             raise ScenarioError(f"devices.overrides.{index}", f"device index {index} is out of "
                                 f"range", f"expected 0 <= index < devices.count ({count})")
         if ov.draft_length is not None and ov.draft_length > max_draft:
-            raise ScenarioError(f"devices.overrides.{index}.draft_length",
-                                f"{ov.draft_length} is larger than policy.max_draft",
-                                f"expected an integer 0..{max_draft}")
+            raise _above_max_draft(f"devices.overrides.{index}.draft_length", ov.draft_length,
+                                   max_draft)
 
 
 @cross_check
@@ -49,11 +68,9 @@ def _check_draft_length(sc: Scenario) -> None:
                                 f"devices.count ({sc.devices.count}) integers")
         for i, x in enumerate(dl):
             if x > max_draft:
-                raise ScenarioError(f"policy.draft_length.{i}", f"{x} is larger than "
-                                    "policy.max_draft", f"expected an integer 0..{max_draft}")
+                raise _above_max_draft(f"policy.draft_length.{i}", x, max_draft)
     elif dl > max_draft:
-        raise ScenarioError("policy.draft_length", f"{dl} is larger than policy.max_draft",
-                            f"expected an integer 0..{max_draft}")
+        raise _above_max_draft("policy.draft_length", dl, max_draft)
 
 
 @cross_check
@@ -86,9 +103,9 @@ def _check_payload_model(sc: Scenario) -> None:
         raise ScenarioError("payload.format", "'topp' gives every device and direction its own "
                             f"payload size, which policy.mode {sc.policy.mode!r} cannot use",
                             "expected policy.mode 'fidelity' with format 'topp'")
-    if p.pairs_file is not None and not os.path.isfile(p.pairs_file):
-        raise ScenarioError("payload.pairs_file", f"{p.pairs_file!r} is not a readable file",
-                            "expected the path of an npz with arrays p and q")
+    if p.pairs_file is not None:
+        _need_file("payload.pairs_file", p.pairs_file,
+                   "expected the path of an npz with arrays p and q")
 
 
 @cross_check
@@ -124,9 +141,9 @@ def _check_workload(sc: Scenario) -> None:
     if w.arrivals == "trace" and not w.trace_file:
         raise ScenarioError("workload.trace_file", "arrivals 'trace' needs a trace file",
                             "expected the path of a CSV with columns time_s, device[, tokens]")
-    if w.arrivals == "trace" and not os.path.isfile(w.trace_file):
-        raise ScenarioError("workload.trace_file", f"{w.trace_file!r} is not a readable file",
-                            "expected the path of a CSV with columns time_s, device[, tokens]")
+    if w.arrivals == "trace":
+        _need_file("workload.trace_file", w.trace_file,
+                   "expected the path of a CSV with columns time_s, device[, tokens]")
     if w.length == "empirical" and not w.length_values:
         raise ScenarioError("workload.length_values", "length 'empirical' needs values",
                             "expected a non-empty list of integers >= 1")
@@ -149,9 +166,7 @@ def _check_topology(sc: Scenario) -> None:
         if not t.graphml_file:
             raise ScenarioError("topology.graphml_file", "layout 'graphml' needs a file",
                                 "expected the path of a GraphML file")
-        if not os.path.isfile(t.graphml_file):
-            raise ScenarioError("topology.graphml_file", f"{t.graphml_file!r} is not a "
-                                "readable file", "expected the path of a GraphML file")
+        _need_file("topology.graphml_file", t.graphml_file, "expected the path of a GraphML file")
 
 
 @cross_check
@@ -209,9 +224,9 @@ def _check_acceptance(sc: Scenario) -> None:
         raise ScenarioError("acceptance.easy_to_hard", "both switching probabilities are 0 "
                             "(the chain never moves, its stationary state is undefined)",
                             "expected easy_to_hard + hard_to_easy > 0")
-    if a.model == "trace" and a.trace_file and not os.path.isfile(a.trace_file):
-        raise ScenarioError("acceptance.trace_file", f"{a.trace_file!r} is not a readable file",
-                            "expected the path of a Spec-Bench JSONL or a 0/1 CSV trace")
+    if a.model == "trace" and a.trace_file:
+        _need_file("acceptance.trace_file", a.trace_file,
+                   "expected the path of a Spec-Bench JSONL or a 0/1 CSV trace")
     if a.model != "iid" and sc.payload.model == "token":
         raise ScenarioError("acceptance.model", f"{a.model!r} with payload.model 'token' (the "
                             "token model's distributions decide every acceptance)",
@@ -239,7 +254,7 @@ def _check_antennas(sc: Scenario) -> None:
     why = (f"server.antennas = {s.antennas}" if s.antennas > 1
            else f"server.dl_scheme / ul_scheme = {s.dl_scheme} / {s.ul_scheme}")
     c = sc.csi
-    refused = (
+    refuse_unsupported(sc, (
         ("channel.coherence_time_ms", sc.channel.coherence_time_ms is not None, "null"),
         ("link.model", sc.link.model != "shannon", "'shannon'"),
         ("csi.delay_ms", c.delay_ms != 0, "0"),
@@ -252,8 +267,4 @@ def _check_antennas(sc: Scenario) -> None:
         ("policy.objective", shared and sc.policy.objective != "goodput", "'goodput'"),
         ("channel.fading", shared and s.antennas > 1 and sc.channel.fading == "none",
          "a fading model other than 'none' (equal vectors make shared-band streams singular)"),
-    )
-    for key, bad, allowed in refused:
-        if bad:
-            raise ScenarioError(key, f"{show_value(value_at(sc, key))} is not supported with "
-                                f"{why}", f"expected {allowed}")
+    ), why)

@@ -22,6 +22,7 @@ from .errors import ScenarioError
 from .cross_checks import cross_check
 from .names import (MAX_DISTANCE_M, MAX_DRAFT_LIMIT, MAX_POWER_DBM, MIN_DISTANCE_M,
                     MIN_POWER_DBM)
+from .params import value_at
 
 MAX_YAML_DEPTH = 64             # nesting levels of a YAML document
 MAX_YAML_NODES = 200_000        # nodes after alias expansion
@@ -105,12 +106,11 @@ def _check_expansion(text, where, source):
 # cross checks on the resolved scenario
 
 
-def _finite_xy(path, xy, limit=MAX_DISTANCE_M * 10):
+def _finite_xy(path, xy, what="a finite coordinate", limit=MAX_DISTANCE_M * 10):
     for i, v in enumerate(xy):
         if not math.isfinite(v) or abs(v) > limit:
             raise ScenarioError(f"{path}.{i}" if len(xy) > 2 else path,
-                                f"{v!r} is not allowed",
-                                f"expected a finite coordinate within +-{limit:,.0f} m")
+                                f"{v!r} is not allowed", f"expected {what} within +-{limit:,.0f} m")
 
 
 @cross_check
@@ -119,11 +119,7 @@ def _check_geometry(sc) -> None:
     _finite_xy("topology.server_xy_m", t.server_xy_m)
     if t.layout == "coordinates":
         for i, (x, y) in enumerate(t.device_xy_m):
-            for v in (x, y):
-                if not math.isfinite(v) or abs(v) > MAX_DISTANCE_M * 10:
-                    raise ScenarioError(f"topology.device_xy_m.{i}", f"{v!r} is not allowed",
-                                        "expected finite coordinates within "
-                                        f"+-{MAX_DISTANCE_M * 10:,.0f} m")
+            _finite_xy(f"topology.device_xy_m.{i}", (x, y), "finite coordinates")
             dist = math.hypot(x - t.server_xy_m[0], y - t.server_xy_m[1])
             if dist > MAX_DISTANCE_M:
                 raise ScenarioError(f"topology.device_xy_m.{i}", f"a device {dist:.4g} m from "
@@ -300,8 +296,8 @@ def _max_rounds(sc):
 
 
 _ADVICE = {
-    "devices.count": "use fewer devices",
-    "run.rounds": "use fewer rounds (or a shorter run.max_time_s)",
+    "devices.count": "use fewer devices or rounds",
+    "run.rounds": "use fewer devices or rounds",
     "policy.saa_samples": "use fewer policy.saa_samples",
     "payload.vocab": "use a smaller payload.vocab (or payload.model 'bits')",
     "acceptance.session_tokens": "use a smaller acceptance.session_tokens",
@@ -365,14 +361,7 @@ def _check_memory(sc) -> None:
         cells = f" in each of {_compact(n)} cells" if n > 1 else ""
         what = f"{each}{cells} need {mb}"
     else:
-        value = {"policy.saa_samples": lambda: sc.policy.saa_samples,
-                 "payload.vocab": lambda: sc.payload.vocab,
-                 "acceptance.session_tokens": lambda: sc.acceptance.session_tokens,
-                 "link.harq_max_transmissions": lambda: sc.link.harq_max_transmissions,
-                 "straggler.robust_samples": lambda: sc.straggler.robust_samples}[key]()
-        what = f"{key} {_compact(value)} needs {mb}"
-    todo = ("use fewer devices or rounds" if key in ("devices.count", "run.rounds")
-            else _ADVICE[key])
+        what = f"{key} {_compact(value_at(sc, key))} needs {mb}"
     raise ScenarioError(key, what, f"expected at most limits.max_memory_mb "
-                        f"({_compact(sc.limits.max_memory_mb)} MB): {todo}, or raise "
+                        f"({_compact(sc.limits.max_memory_mb)} MB): {_ADVICE[key]}, or raise "
                         "limits.max_memory_mb if this machine has the memory")

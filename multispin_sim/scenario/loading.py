@@ -110,11 +110,16 @@ def parse_set_options(options: Union[str, Iterable[str]]) -> dict[str, Any]:
     return out
 
 
+def _same_key(node: Mapping, key: Any) -> Any:
+    """The key of ``node`` with the text of ``key`` (``3`` matches ``"3"``), else ``key``."""
+    return next((k for k in node if str(k) == str(key)), key)
+
+
 def _merge(base: Any, value: Any) -> Any:
     if isinstance(base, Mapping) and isinstance(value, Mapping):
         merged = dict(base)
         for k, v in value.items():
-            match = next((bk for bk in merged if str(bk) == str(k)), k)
+            match = _same_key(merged, k)
             merged[match] = _merge(merged.get(match), v)
         return merged
     return copy.deepcopy(value)
@@ -139,15 +144,11 @@ def apply_overrides(raw: Mapping[str, Any], overrides: Overrides) -> dict[str, A
                                 "expected a dotted key path, e.g. devices.count")
         node: dict[Any, Any] = result
         for part in parts[:-1]:
-            key = next((k for k in node if str(k) == part), part)
-            child = node.get(key)
-            if not isinstance(child, Mapping):
-                child = {}
-            else:
-                child = dict(child)
-            node[key] = child
-            node = child
-        last = next((k for k in node if str(k) == parts[-1]), parts[-1])
+            key = _same_key(node, part)
+            # the level as a dict (it may be a FrozenMap or another mapping), or a new one
+            node[key] = dict(node[key]) if isinstance(node.get(key), Mapping) else {}
+            node = node[key]
+        last = _same_key(node, parts[-1])
         node[last] = _merge(node.get(last), python_values(value))
         sibling = exclusive_sibling(parts)
         if sibling and value is not None and ".".join(parts[:-1] + [sibling]) not in overrides:

@@ -96,19 +96,16 @@ def section(cls: type) -> type:
     return dataclasses.dataclass(frozen=True, slots=True)(cls)
 
 
+@dataclasses.dataclass(frozen=True, eq=False)
 class Check:
     """A value check: ``check(value) -> bool`` plus the text of what it allows (``">= 1"``)."""
 
-    def __init__(self, func: Callable[[Any], bool], text: str, standalone: bool = False) -> None:
-        self.func = func
-        self.text = text
-        self.standalone = standalone  # text is a full description (no type noun in front)
+    func: Callable[[Any], bool] = dataclasses.field(repr=False)
+    text: str
+    standalone: bool = False  # text is a full description (no type noun in front)
 
     def __call__(self, value: Any) -> bool:
         return bool(self.func(value))
-
-    def __repr__(self) -> str:
-        return f"Check({self.text!r})"
 
 
 def _num(value: float) -> str:
@@ -234,23 +231,14 @@ def show_value(value: Any, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+# the first type that matches names the value (bool before int: a bool is an int)
+_KINDS = ((type(None), "null"), (bool, "a boolean"), (int, "an integer"), (float, "a number"),
+          (str, "a string"), ((list, tuple), "a list"), (Mapping, "a mapping"))
+
+
 def kind_of(value: Any) -> str:
     """'a number', 'a string', 'a list', ... for error messages."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int):
-        return "an integer"
-    if isinstance(value, float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, (list, tuple)):
-        return "a list"
-    if isinstance(value, Mapping):
-        return "a mapping"
-    return type(value).__name__
+    return next((kind for t, kind in _KINDS if isinstance(value, t)), type(value).__name__)
 
 
 _NOUNS = {int: "an integer", float: "a number", str: "a string", bool: "true or false"}
@@ -337,8 +325,8 @@ def _coerce(value: Any, hint: Any) -> Any:
         if len(value) != len(args):
             raise _Mismatch
         return tuple(_coerce(v, a) for v, a in zip(value, args))
-    if hint is bool:
-        if isinstance(value, bool):
+    if hint in (bool, str):
+        if isinstance(value, hint):
             return value
         raise _Mismatch
     if hint is int:
@@ -360,10 +348,6 @@ def _coerce(value: Any, hint: Any) -> Any:
         if not math.isfinite(out):
             raise _Mismatch
         return out
-    if hint is str:
-        if isinstance(value, str):
-            return value
-        raise _Mismatch
     raise TypeError(f"scenario schema: unsupported type hint {hint!r}")  # a schema bug
 
 

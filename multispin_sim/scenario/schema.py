@@ -8,7 +8,7 @@ derived from the fields, nothing else needs to change.
 
 The sections live in ``sections_system`` (the paper's system) and ``sections_components`` (the
 components beyond it), the allowed values in ``names``, the cross-field checks in
-``cross_checks``; this module assembles :class:`Scenario` and re-exports every name.
+``cross_checks``; this module assembles :class:`Scenario`.
 """
 
 from __future__ import annotations
@@ -16,30 +16,15 @@ from __future__ import annotations
 import dataclasses
 import re
 
-from .cross_checks import CROSS_CHECKS, cross_check
-from .names import (ACCEPTANCE_BELIEFS, ACCEPTANCE_MODELS, ARRIVAL_MODELS, BATCHING_POLICIES,
-                    DEFAULT_DL_POWER_RATIO, DEVICE_TASKS, DRAFT_POLICIES, DRAFT_UPDATES,
-                    EXHAUSTIVE_MAX_DEVICES, FADING_MODELS, LENGTH_MODELS, MAX_DRAFT_LIMIT,
-                    MAX_NAME_CHARS, MAX_SEED,
-                    MOBILITY_MODELS, PAYLOAD_FORMATS, PAYLOAD_MODELS, POLICY_MODES, PROTOCOLS,
-                    TOPOLOGY_LAYOUTS)
-from .params import Check, Params, between, ge, param, section
+from .names import MAX_NAME_CHARS, MAX_SEED
+from .params import Check, Params, between, param
 from .presets import DEFAULT_MODEL_PAIR, MODEL_PAIRS
+from .sections_cells import Cells
 from .sections_components import (Acceptance, Adaptive, Compute, Csi, Energy, Limits, Link,
                                   Mobility, PowerMode, Serving, Straggler, Topology, Workload)
-from .sections_cells import Cells
 from .sections_system import Channel, DeviceOverride, Devices, Payload, Policy, Run, Server
 
-__all__ = [
-    "Scenario", "Devices", "DeviceOverride", "Server", "Channel", "Payload", "Policy", "Run",
-    "Workload", "Topology", "Mobility", "Limits", "Compute", "Energy", "PowerMode", "Serving", "Adaptive",
-    "PROTOCOLS", "BATCHING_POLICIES", "Acceptance", "ACCEPTANCE_MODELS", "ACCEPTANCE_BELIEFS",
-    "Link", "Csi", "Straggler", "Cells",
-    "FADING_MODELS", "DEVICE_TASKS", "POLICY_MODES", "DRAFT_POLICIES", "DRAFT_UPDATES",
-    "ARRIVAL_MODELS", "LENGTH_MODELS", "TOPOLOGY_LAYOUTS", "MOBILITY_MODELS",
-    "PAYLOAD_FORMATS", "PAYLOAD_MODELS", "MAX_DRAFT_LIMIT", "EXHAUSTIVE_MAX_DEVICES", "DEFAULT_DL_POWER_RATIO", "CROSS_CHECKS",
-    "cross_check",
-]
+__all__ = ["Scenario"]
 
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9._-]+$")

@@ -7,11 +7,11 @@ from collections.abc import Mapping
 from typing import ClassVar, Optional
 
 from .choices import Registered
-from .cross_checks import cross_check
+from .cross_checks import cross_check, refuse_unsupported
+from .errors import ScenarioError
 from .names import (MAX_DISTANCE_M, MAX_REQUEST_TOKENS, MAX_STEP_MS, MIN_DISTANCE_M, POWER_DBM,
                     STEP_MS)
-from .params import (Check, FrozenMap, Params, between, ge, gt, in_interval, param, section,
-                     show_value, value_at)
+from .params import Check, FrozenMap, Params, between, ge, gt, in_interval, param, section
 
 CELL_LAYOUTS = Registered("multispin_sim.model.cells", "CELL_LAYOUTS")
 PATHLOSS_MODELS = Registered("multispin_sim.model.pathloss_3gpp", "PATHLOSS_MODELS")
@@ -135,8 +135,6 @@ def _check_cells(sc) -> None:
     """Several cells run the synchronous protocol on the Shannon link with one fading block
     per round, exact CSI and orthogonal antenna schemes (what the interference model covers);
     moving devices (handover) need the saturated workload."""
-    from .errors import ScenarioError
-
     if sc.cells.layout == "single":
         return
     needs = (("serving.protocol", sc.serving.protocol == "synchronous", "'synchronous'"),
@@ -176,8 +174,6 @@ def _check_cells(sc) -> None:
         raise ScenarioError("topology.layout", "'graphml' is not supported with cells.layout "
                             "'graphml'", "expected 'annulus' or 'coordinates': the devices "
                             "are dropped by cells.drop, the file gives the servers")
-    for key, ok, allowed in needs:
-        if not ok:
-            raise ScenarioError(key, f"{show_value(value_at(sc, key))} is not supported with "
-                                f"cells.layout {sc.cells.layout!r} (several cells)",
-                                f"expected {allowed} (or cells.layout: single)")
+    refuse_unsupported(sc, ((key, not ok, allowed) for key, ok, allowed in needs),
+                       f"cells.layout {sc.cells.layout!r} (several cells)",
+                       " (or cells.layout: single)")
