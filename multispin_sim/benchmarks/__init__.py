@@ -36,11 +36,7 @@ def run(what="all", quick=False):
     for name in names:
         if name not in BENCHMARKS:
             raise SystemExit(f"error: unknown benchmark {name!r}; allowed: all, {', '.join(BENCHMARKS)}")
-        try:
-            module = importlib.import_module(f"{__name__}.{name}")
-        except ModuleNotFoundError:
-            print(f"[{name}] not available yet")
-            continue
+        module = importlib.import_module(f"{__name__}.{name}")
         stop_if_signalled()
         print(f"[{name}]")
         figures[name] = module.run(quick=quick)

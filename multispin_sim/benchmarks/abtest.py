@@ -12,6 +12,7 @@ import itertools
 import resource
 import shutil
 import time
+from unittest import mock
 
 import numpy as np
 
@@ -68,6 +69,13 @@ def interleaved(a, b, pairs=3):
     }
 
 
+def quantiles_ms(label, t, what="repetitions", digits=3):
+    """Print and return the median and 95th percentile, in ms, of the times ``t`` (s)."""
+    med, p95 = np.median(t) * 1e3, np.quantile(t, 0.95) * 1e3
+    print(f"{label}: median {med:.{digits}f} ms, p95 {p95:.{digits}f} ms ({t.size} {what})")
+    return {"median_ms": float(med), "p95_ms": float(p95)}
+
+
 def describe(label_a, label_b, res, units=None):
     """Lines: each side's median wall and CPU time (or rate), then the ratio and every pair."""
     def side(name, wall, cpu):
@@ -106,17 +114,11 @@ def scenario_run(folder, overrides=None):
     return run
 
 
-@contextlib.contextmanager
 def records_in_process():
     """Runs format their CSV records in this process (no forked writer): one core each."""
     from ..engine import simulation
 
-    limit = simulation.WRITER_PROCESS_MIN_ROWS
-    simulation.WRITER_PROCESS_MIN_ROWS = float("inf")
-    try:
-        yield
-    finally:
-        simulation.WRITER_PROCESS_MIN_ROWS = limit
+    return mock.patch.object(simulation, "WRITER_PROCESS_MIN_ROWS", float("inf"))
 
 
 def against(base, cases, rounds, pairs, folder, base_name="the base"):

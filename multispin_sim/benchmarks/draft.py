@@ -9,9 +9,11 @@ interleaved against the numpy reference search (``MULTISPIN_NUMBA=0``: what runs
 numba), A B A B ..., with the median of the pairwise ratios.
 """
 import contextlib
+import functools
 import io
 import os
 import time
+from unittest import mock
 
 import numpy as np
 
@@ -21,13 +23,7 @@ from ..model.fading import channel_gains
 from ..policies import DraftContext, make_draft_controller, make_reactive_policy
 from ..policies.draft_search import compiled_enabled
 from ..scenario import load_scenario
-from .abtest import describe, interleaved
-
-
-def _report(label, t):
-    med, p95 = np.median(t) * 1e3, np.quantile(t, 0.95) * 1e3
-    print(f"{label}: median {med:.2f} ms, p95 {p95:.2f} ms ({t.size} decisions)")
-    return {"median_ms": float(med), "p95_ms": float(p95), "decisions": int(t.size)}
+from .abtest import describe, interleaved, quantiles_ms
 
 
 def decision_times(name, repeat, k=20, samples=1000, mode="optimal", seed=0, warmup=3):
@@ -39,13 +35,14 @@ def decision_times(name, repeat, k=20, samples=1000, mode="optimal", seed=0, war
     fading = np.random.default_rng(seed)
     stream = np.random.default_rng(seed + 1)
     policy = make_reactive_policy(mode)
-    ctl = make_draft_controller(name, saa_samples=samples, max_draft=sc.policy.max_draft, mode=mode)
+    make = functools.partial(make_draft_controller, name, saa_samples=samples,
+                             max_draft=sc.policy.max_draft, mode=mode)
+    ctl = make()
     active = np.ones(k, dtype=bool)
     # warm-up on streams of its own (the timed decisions stay the same): numba compiles or
     # loads its cache on a process's first decisions, which must not land in the timed loop
     warm = np.random.default_rng([seed, 99])
-    warm_ctl = make_draft_controller(name, saa_samples=samples, max_draft=sc.policy.max_draft,
-                                     mode=mode)
+    warm_ctl = make()
     for r in range(warmup):
         g_ul, g_dl = channel_gains(warm, system.pathloss)
         warm_ctl.lengths(DraftContext(r, system, g_ul, g_dl, active, None, policy, warm))
@@ -61,18 +58,9 @@ def decision_times(name, repeat, k=20, samples=1000, mode="optimal", seed=0, war
     return out, lengths
 
 
-@contextlib.contextmanager
 def numpy_search():
     """The numpy reference search (the compiled one switched off)."""
-    saved = os.environ.get("MULTISPIN_NUMBA")
-    os.environ["MULTISPIN_NUMBA"] = "0"
-    try:
-        yield
-    finally:
-        if saved is None:
-            del os.environ["MULTISPIN_NUMBA"]
-        else:
-            os.environ["MULTISPIN_NUMBA"] = saved
+    return mock.patch.dict(os.environ, {"MULTISPIN_NUMBA": "0"})
 
 
 def run_rates(rounds, draft="greedy", samples=1000, pairs=3):
@@ -84,14 +72,13 @@ def run_rates(rounds, draft="greedy", samples=1000, pairs=3):
                                         "name": "bench-draft"})
     results = {}
 
-    def compiled():
-        with contextlib.redirect_stderr(io.StringIO()):
-            results["compiled"] = simulate(sc).summary
+    def runner(name, search):
+        def run():
+            with search(), contextlib.redirect_stderr(io.StringIO()):
+                results[name] = simulate(sc).summary
+        return run
 
-    def numpy():
-        with numpy_search(), contextlib.redirect_stderr(io.StringIO()):
-            results["numpy"] = simulate(sc).summary
-
+    compiled, numpy = runner("compiled", contextlib.nullcontext), runner("numpy", numpy_search)
     compiled()   # warm-up (numba compiles or loads its cache once per process)
     res = interleaved(compiled, numpy, pairs)
     a, b = results["compiled"]["goodput_tps"], results["numpy"]["goodput_tps"]
@@ -114,8 +101,9 @@ def run(quick=False):
     for name in ("greedy", "budget", "uniform", "computation-only"):
         reps = repeat if name != "budget" else max(repeat // 3, 10)
         t, _ = decision_times(name, reps)
-        figures[f"{name}_decision_K20_M1000"] = _report(
-            f"{name} decision, K = 20, 1,000 SAA samples", t)
+        figures[f"{name}_decision_K20_M1000"] = {
+            **quantiles_ms(f"{name} decision, K = 20, 1,000 SAA samples", t, "decisions", 2),
+            "decisions": int(t.size)}
     figures["run_greedy_every_round"] = run_rates(200 if quick else 2_000, "greedy")
     figures["run_budget_every_round"] = run_rates(40 if quick else 400, "budget")
     return figures

@@ -11,6 +11,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from unittest import mock
 
 import simpy
 
@@ -72,23 +73,17 @@ def _events_per_round_engine(rounds):
     """Events scheduled per round by the engine (counting environment)."""
     import multispin_sim.engine.simulation as simulation
 
-    real = simulation.simpy.Environment
-    simulation.simpy.Environment = _CountingEnvironment
-    try:
-        envs = []
-        orig_init = _CountingEnvironment.__init__
+    envs = []
 
-        def init(self, *a, **kw):
-            orig_init(self, *a, **kw)
+    class Kept(_CountingEnvironment):   # each environment made, to read its count afterwards
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
             envs.append(self)
 
-        _CountingEnvironment.__init__ = init
-        with tempfile.TemporaryDirectory() as tmp:
-            run = scenario_run(tmp, {"run.rounds": rounds})
-            run()
-        _CountingEnvironment.__init__ = orig_init
-    finally:
-        simulation.simpy.Environment = real
+    with mock.patch.object(simulation.simpy, "Environment", Kept), \
+            tempfile.TemporaryDirectory() as tmp:
+        run = scenario_run(tmp, {"run.rounds": rounds})
+        run()
     return envs[0].scheduled / rounds, run.summary["rejections"] / rounds
 
 

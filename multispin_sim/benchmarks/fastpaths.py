@@ -12,6 +12,7 @@ objective (as ``bench draft`` times whole runs).
 import contextlib
 import functools
 import tempfile
+from unittest import mock
 
 from ..engine.channel import OFDMAChannel
 from ..engine.server import EdgeServer
@@ -73,14 +74,10 @@ COMPILED = {
 @contextlib.contextmanager
 def switched_off(switches):
     """The general paths of ``switches`` in place while the block runs."""
-    saved = [(owner, name, owner.__dict__[name]) for owner, name, _ in switches]
-    try:
+    with contextlib.ExitStack() as stack:
         for owner, name, general in switches:
-            setattr(owner, name, general)
+            stack.enter_context(mock.patch.object(owner, name, general))
         yield
-    finally:
-        for owner, name, fast in saved:
-            setattr(owner, name, fast)
 
 
 def _without(fn, switches):

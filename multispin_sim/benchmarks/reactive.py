@@ -1,26 +1,17 @@
 """Time of one optimal mode selection (|R| = 20) and of 1,000 outcomes at once (K = 20)."""
-import time
+import timeit
 
 import numpy as np
 
 from ..model import reactive
 from ..model.pathloss import pathloss_gain
 from ..model.rates import noise_psd_watt_per_hz
+from .abtest import quantiles_ms
 
 
 def _times(fn, repeat):
-    out = np.empty(repeat)
-    for i in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        out[i] = time.perf_counter() - t0
-    return out
-
-
-def _report(label, t):
-    med, p95 = np.median(t) * 1e3, np.quantile(t, 0.95) * 1e3
-    print(f"{label}: median {med:.3f} ms, p95 {p95:.3f} ms ({t.size} repetitions)")
-    return {"median_ms": med, "p95_ms": p95}
+    """Seconds of each of ``repeat`` calls of ``fn``."""
+    return np.array(timeit.repeat(fn, number=1, repeat=repeat))
 
 
 def run(quick=False):
@@ -33,14 +24,14 @@ def run(quick=False):
     many = reactive.ReactiveProblem(rng.random((1000, k)) < 0.5, *args)
     repeat = 200 if quick else 2000
     figures = {
-        "one_outcome_R20": _report("optimal split, one outcome, |R| = 20 (engine path)",
-                                   _times(lambda: reactive.optimal_split(one), repeat)),
-        "one_outcome_R20_vectorised": _report(
+        "one_outcome_R20": quantiles_ms("optimal split, one outcome, |R| = 20 (engine path)",
+                                        _times(lambda: reactive.optimal_split(one), repeat)),
+        "one_outcome_R20_vectorised": quantiles_ms(
             "optimal split, one outcome, |R| = 20 (vectorised path)",
             _times(lambda: reactive.prefix_split_delays(one), repeat)),
-        "outcomes_1000_K20": _report("optimal split, 1,000 outcomes at once, K = 20",
-                                     _times(lambda: reactive.optimal_split(many), repeat // 10)),
-        "exhaustive_R12": _report(
+        "outcomes_1000_K20": quantiles_ms("optimal split, 1,000 outcomes at once, K = 20",
+                                          _times(lambda: reactive.optimal_split(many), repeat // 10)),
+        "exhaustive_R12": quantiles_ms(
             "exhaustive search, one outcome, |R| = 12 (reference)",
             _times(lambda: reactive.exhaustive_split(reactive.ReactiveProblem(
                 np.ones((1, 12), bool), gains[:12], gains[:12], 0.01, 0.04, 34_816, 10e6, n0)),

@@ -12,6 +12,7 @@ import dataclasses
 import tempfile
 import time
 from pathlib import Path
+from unittest import mock
 
 import numpy as np
 
@@ -38,13 +39,10 @@ def _capture(rounds, folder):
             if isinstance(getattr(record, f.name), np.ndarray)}))
         original_round(self, record)
 
-    module.Recorder.__init__, module.Recorder.round = init, capture
-    try:
-        with records_in_process():
-            simulation.simulate(load_scenario(None, overrides={"run.rounds": rounds,
-                                                               "name": "bench"}), out=folder)
-    finally:
-        module.Recorder.__init__, module.Recorder.round = original_init, original_round
+    with mock.patch.object(module.Recorder, "__init__", init), \
+            mock.patch.object(module.Recorder, "round", capture), records_in_process():
+        simulation.simulate(load_scenario(None, overrides={"run.rounds": rounds,
+                                                           "name": "bench"}), out=folder)
     return calls, made
 
 

@@ -1,20 +1,5 @@
-"""The environment's two decision points in the real round loop, as the engine's own interfaces.
-
-``AgentDraft`` is a draft controller (``policies.draft`` interface: ``lengths(ctx)``) whose
-gamma comes from outside: at each round start it hands the ``DraftContext`` to ``ask`` (the
-environment, which switches to the agent and back) and applies the agent's answer exactly as
-``DraftController.lengths`` applies a decision (0 for idle devices, capped to the request's
-remaining tokens minus one). ``ask`` returning None lets the scenario's own controller decide
-(warm-up rounds, control='mode').
-
-``AgentSplit`` is a reactive policy (``policies.reactive`` interface) whose UL/DL split comes
-from outside, powers then optimised for that split as the paper does (UL at full power, DL
-delay-equalising, ``model.reactive.evaluate_assignment``). The agent's action is either
-``n``, the number of UL devices taken in the optimal split's prefix order (rejected devices by
-UL delay, docs/model.md section 6; n larger than the rejected set means all UL), or one mode
-per device (0 UL, 1 DL; only the rejected devices transmit). With no action set it is the
-scenario's own policy.
-"""
+"""The environment's two decision points in the real round loop, as the engine's own interfaces:
+``AgentDraft``, a draft controller, and ``AgentSplit``, a reactive policy."""
 import numpy as np
 
 from ..model import reactive as solver
@@ -22,7 +7,12 @@ from ..policies.reactive import ReactivePolicy
 
 
 class AgentDraft:
-    """Draft controller whose decision comes from ``ask(ctx) -> (K,) ints or None``."""
+    """Draft controller (``policies.draft`` interface: ``lengths(ctx)``) whose gamma comes from
+    outside: at each round start it hands the ``DraftContext`` to ``ask`` (the environment,
+    which switches to the agent and back) and applies the answer, (K,) ints, exactly as
+    ``DraftController.lengths`` applies a decision (0 for idle devices, capped to the request's
+    remaining tokens minus one). ``ask`` returning None lets the scenario's own controller
+    ``own`` decide (warm-up rounds, control='mode')."""
 
     name = "agent"
     context_free = False   # the answer depends on the agent: never reused by the round loop
@@ -47,9 +37,13 @@ class AgentDraft:
 
 
 class AgentSplit(ReactivePolicy):
-    """Reactive policy: the agent's split (``action``), powers optimised for it; without an
-    action, the scenario's own policy ``own``. ``kind``: 'prefix' (action n) or 'per-device'
-    (action: (K,) modes, 0 UL, 1 DL)."""
+    """Reactive policy (``policies.reactive`` interface) whose UL/DL split comes from outside,
+    powers then optimised for that split as the paper does (UL at full power, DL
+    delay-equalising, ``model.reactive.evaluate_assignment``). ``action``: under ``kind``
+    'prefix', n, the number of UL devices taken in the optimal split's prefix order (rejected
+    devices by UL delay, docs/model.md section 6; n larger than the rejected set means all UL);
+    under 'per-device', (K,) modes (0 UL, 1 DL; only the rejected devices transmit). With no
+    action set, the scenario's own policy ``own`` decides."""
 
     name = "agent"
 

@@ -100,12 +100,10 @@ class MultiSpinEnv(gymnasium.Env):
     def __init__(self, scenario=None, control="draft", overrides=None, *, mode_action="prefix",
                  rounds=None, warmup=0, seed=None, price="reference", price_rounds=500,
                  objective=None, regret=False, regret_samples=200, out=None):
+        # the arguments, for pickling: taken first, while the arguments are the only locals
+        self._args = {name: value for name, value in locals().items() if name != "self"}
         if control not in CONTROLS:
             raise ValueError(f"control is {control!r}; allowed: {', '.join(CONTROLS)}")
-        self._args = dict(scenario=scenario, control=control, overrides=overrides,
-                          mode_action=mode_action, rounds=rounds, warmup=warmup, seed=seed,
-                          price=price, price_rounds=price_rounds, objective=objective,
-                          regret=regret, regret_samples=regret_samples, out=out)
         extra = {} if rounds is None else {"run.rounds": int(rounds)}
         if seed is not None:
             extra["seed"] = int(seed)
@@ -166,6 +164,12 @@ class MultiSpinEnv(gymnasium.Env):
         self.own_controller = own
         return AgentDraft(own, self._ask)
 
+    def _agent_split(self, own):
+        """The round loop's reactive policy (control 'mode' or 'both'): the agent's split,
+        around the scenario's own policy ``own``."""
+        self._split = AgentSplit(own, self.mode_action)
+        return self._split
+
     # -- the greenlet's side -------------------------------------------------------------------
     def _ask(self, ctx):
         """AgentDraft's question at a round start: the agent's gamma (None: the own controller)."""
@@ -186,8 +190,8 @@ class MultiSpinEnv(gymnasium.Env):
         except LimitReached as exc:
             run.loop.stop_requested = True
             run.loop.stop_reason = run.loop.stop_reason or exc.reason
-        except GreenletExit:
-            return _END
+        except GreenletExit:   # thrown in by _abort: the run ends here
+            pass
         return _END
 
     # -- the caller's side ---------------------------------------------------------------------
@@ -230,16 +234,11 @@ class MultiSpinEnv(gymnasium.Env):
         self.episode = next(self._episodes)
         self.result = None
         self.episode_seed = episode_seed
-        split = []
-
-        def wrap_reactive(own):
-            split.append(AgentSplit(own, self.mode_action))
-            return split[0]
+        self._split = None
         run = build_run(sc, self._folder(self.episode), self._inputs,
                         controller=self._agent_draft,
-                        reactive=None if self.control == "draft" else wrap_reactive,
+                        reactive=None if self.control == "draft" else self._agent_split,
                         writer_process=False)  # vector envs run copies in daemonic workers
-        self._split = split[0] if split else None
         self.run = run
         self._witness = run.loop.recorder = _Witness(run.recorder)
         self._powers = energy_powers(sc, run.population)
@@ -264,12 +263,12 @@ class MultiSpinEnv(gymnasium.Env):
         # time includes any wait for work before its round
         self._t_last = 0.0 if last is None else last.start + last.duration
         warmup, self._witness.warmup = self._witness.warmup, None
-        return self._obs(), {"round": int(got.round), "time_s": run.env.now, "warmup": warmup}
+        return self._obs(got), {"round": int(got.round), "time_s": run.env.now, "warmup": warmup}
 
-    def _obs(self):
-        ctx, run = self.context, self.run
-        backlog = getattr(run.workload, "n", None) if self.queueing else None
-        return self._observe(ctx, run.env.now, backlog)
+    def _obs(self, ctx):
+        """The observation of ``ctx`` now (with the backlog of a queueing workload)."""
+        backlog = getattr(self.run.workload, "n", None) if self.queueing else None
+        return self._observe(ctx, self.run.env.now, backlog)
 
     def step(self, action):
         if self._sim is None:
@@ -324,11 +323,10 @@ class MultiSpinEnv(gymnasium.Env):
             limit = (loop.rounds_done >= loop.rounds or now >= loop.max_time_s
                      or loop.stop_requested)
             truncated, terminated = limit, not limit
-            obs = self._observe(self._after(ctx), now, getattr(run.workload, "n", None)
-                                if self.queueing else None)
+            obs = self._obs(self._after(ctx))
         else:
             self.context = got
-            obs = self._obs()
+            obs = self._obs(got)
         return obs, float(reward), terminated, truncated, info
 
     def _after(self, ctx):

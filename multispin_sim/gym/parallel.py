@@ -16,6 +16,7 @@ from gymnasium import spaces
 from pettingzoo import ParallelEnv
 
 from .env import MultiSpinEnv
+from .spaces import scalar_int
 
 GLOBAL_KEYS = ("p_dl_w", "time_s")
 
@@ -96,12 +97,11 @@ class MultiSpinParallelEnv(ParallelEnv):
 
     def _check(self, agent, a):
         hi = self.env.max_draft
-        value = np.asarray(a)
-        if value.size != 1 or value.dtype.kind not in "iuf" or not np.isfinite(value).all() \
-                or not float(value.reshape(-1)[0]).is_integer() or not 0 <= value.reshape(-1)[0] <= hi:
+        gamma = scalar_int(a, hi)
+        if gamma is None:
             raise ValueError(f"draft action for device {self._index[agent]} ({agent}) is {a!r}; "
                              f"allowed: integers 0..{hi}")
-        return int(value.reshape(-1)[0])
+        return gamma
 
     def state(self):
         return spaces.flatten(self.env.observation_space, self._obs)

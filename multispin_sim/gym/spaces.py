@@ -96,6 +96,18 @@ def _integers(action, what, k, hi):
     raise ValueError(f"{what} action for device {i} is {a[i]!r}; allowed: integers 0..{hi}")
 
 
+def scalar_int(action, hi):
+    """``action`` as an int when it is one number (a scalar or a size-1 array, integer or float)
+    of an integer value in 0..hi, else None."""
+    a = np.asarray(action)
+    if a.size != 1 or a.dtype.kind not in "iuf":
+        return None
+    x = a.reshape(-1)[0]
+    if not np.isfinite(x) or x != np.floor(x) or not 0 <= x <= hi:
+        return None
+    return int(x)
+
+
 def check_draft(action, k, max_draft):
     return _integers(action, "draft", k, max_draft)
 
@@ -103,12 +115,11 @@ def check_draft(action, k, max_draft):
 def check_mode(action, k, kind):
     if kind == "per-device":
         return _integers(action, "mode", k, 1)
-    a = np.asarray(action)
-    if a.size != 1 or a.dtype.kind not in "iuf" or not np.isfinite(a).all() \
-            or a.reshape(-1)[0] != np.floor(a.reshape(-1)[0]) or not 0 <= a.reshape(-1)[0] <= k:
+    n = scalar_int(action, k)
+    if n is None:
         raise ValueError(f"mode action is {action!r}; allowed: one integer 0..{k} (the number "
                          "of rejected devices correcting by UL, in the prefix order)")
-    return int(a.reshape(-1)[0])
+    return n
 
 
 def check_action(action, control, k, max_draft, mode_action):

@@ -6,22 +6,19 @@ Reads only a run folder: ``rounds.csv`` (start, duration, tokens), ``device_roun
 time; ``plot_compute_timeseries`` draws four panels: goodput (tokens / time within the window),
 the share of device-rounds throttled, the mean draft length and the mean temperature (when
 recorded), each per power mode. The series are also written as CSV beside the image
-(``<stem>.csv``; another file of that name, such as the run's ``devices.csv``, is refused, never
-replaced). A run of several cells is refused: its
-merged tables number rounds and devices within each cell; draw a cell folder instead.
+(``output.sidecar_csv``). A run of several cells is refused: its merged tables number rounds
+and devices within each cell; draw a cell folder instead.
 """
 from __future__ import annotations
 
-import csv
 from pathlib import Path
 
 import numpy as np
 
-from ..outputs.atomic import replacing
 from ..outputs.checked import read_csv
 from ..outputs.records import read_header
 from .figures import _require_matplotlib
-from .output import IMAGE_FORMATS, PlotError, check_out_folder, save_image, sidecar_csv
+from .output import PlotError, check_image, check_out_folder, save_image, sidecar_csv, write_csv
 
 
 def compute_timeseries(run_dir, window_s=30.0):
@@ -32,12 +29,10 @@ def compute_timeseries(run_dir, window_s=30.0):
         if not (run / name).exists():
             raise PlotError(f"{run}: no {name} (is this a run folder?)")
     if "cell" in read_header(run / "rounds.csv"):
-        from .timeline import cell_folders
+        from .timeline import first_cell
 
-        cells = cell_folders(run)
         raise PlotError(f"{run}: a run of several cells numbers its rounds and devices within "
-                        "each cell; draw one cell, e.g. "
-                        f"{cells[0] if cells else run / 'cell_0'}")
+                        f"each cell; draw one cell, e.g. {first_cell(run)}")
     rd = read_csv(run / "rounds.csv", ("start_s", "duration_s", "tokens"))
     header = read_header(run / "device_rounds.csv")
     if "slowdown" not in header:
@@ -61,12 +56,14 @@ def compute_timeseries(run_dir, window_s=30.0):
     for m in np.unique(modes):
         sel = dmode == m
         n = np.bincount(dbin[sel], minlength=nb).astype(float)
+
+        def mean(values):   # per window, over the device-rounds of mode m (``values``: theirs)
+            return np.bincount(dbin[sel], weights=values, minlength=nb) / n
         with np.errstate(invalid="ignore", divide="ignore"):
             series = {
-                "draft_len": np.bincount(dbin[sel], weights=dr["draft_len"][sel], minlength=nb) / n,
-                "throttled": np.bincount(dbin[sel], weights=dr["slowdown"][sel] > 1, minlength=nb) / n,
-                "temperature_c": (np.bincount(dbin[sel], weights=dr["temperature_c"][sel],
-                                              minlength=nb) / n if "temperature_c" in dr
+                "draft_len": mean(dr["draft_len"][sel]),
+                "throttled": mean(dr["slowdown"][sel] > 1),
+                "temperature_c": (mean(dr["temperature_c"][sel]) if "temperature_c" in dr
                                   else np.full(nb, np.nan)),
             }
         out["modes"][str(m)] = series
@@ -76,34 +73,28 @@ def compute_timeseries(run_dir, window_s=30.0):
 def plot_compute_timeseries(run_dir, out=None, window_s=30.0):
     """The image (.png, .svg or .pdf; default RUN_DIR/compute_timeseries.png) and CSV
     (``<stem>.csv`` beside it) of ``compute_timeseries``; returns the image's path."""
-    out = Path(out) if out else Path(run_dir) / "compute_timeseries.png"
-    if out.suffix.lower() not in IMAGE_FORMATS:
-        raise PlotError(f"out {out}: is not a .png, .svg or .pdf file; give the image to write")
+    out = check_image(out or Path(run_dir) / "compute_timeseries.png", "out",
+                      "give the image to write")
     ts = compute_timeseries(run_dir, window_s)
-    names = [f"{k}[{m or 'none'}]" for m in ts["modes"] for k in ts["modes"][m]]
+    header = ["t_s", "goodput_tps"] + [f"{k}[{m or 'none'}]" for m in ts["modes"]
+                                       for k in ts["modes"][m]]
     check_out_folder(out.parent, "out")
-    csv_path = sidecar_csv(out, ["t_s", "goodput_tps"] + names, "out")
+    csv_path = sidecar_csv(out, header, "out")
     Figure = _require_matplotlib()
     out.parent.mkdir(parents=True, exist_ok=True)
-    with replacing(csv_path) as tmp, open(tmp, "w", newline="", encoding="utf-8") as f:
-        w = csv.writer(f)
-        w.writerow(["t_s", "goodput_tps"] + names)
-        for i, t in enumerate(ts["t_s"]):
-            w.writerow([t, ts["goodput_tps"][i]] + [ts["modes"][m][k][i] for m in ts["modes"]
-                                                    for k in ts["modes"][m]])
+    rows = ([t, ts["goodput_tps"][i]] + [ts["modes"][m][k][i] for m in ts["modes"]
+                                         for k in ts["modes"][m]] for i, t in enumerate(ts["t_s"]))
+    write_csv(csv_path, header, rows, "\r\n")   # csv's default line ends
     fig = Figure(figsize=(8, 8))
     axes = fig.subplots(4, 1, sharex=True)
     t = ts["t_s"] + window_s / 2
     axes[0].plot(t, ts["goodput_tps"], "k-")
     axes[0].set_ylabel("goodput (tokens/s)")
-    for m, s in ts["modes"].items():
-        label = m or "no mode"
-        axes[1].plot(t, s["throttled"], label=label)
-        axes[2].plot(t, s["draft_len"], label=label)
-        axes[3].plot(t, s["temperature_c"], label=label)
-    axes[1].set_ylabel("share throttled")
-    axes[2].set_ylabel("mean draft length")
-    axes[3].set_ylabel("temperature (degC)")
+    for ax, key, ylabel in zip(axes[1:], ("throttled", "draft_len", "temperature_c"),
+                               ("share throttled", "mean draft length", "temperature (degC)")):
+        for m, s in ts["modes"].items():
+            ax.plot(t, s[key], label=m or "no mode")
+        ax.set_ylabel(ylabel)
     axes[3].set_xlabel("simulated time (s)")
     axes[1].legend(fontsize="small")
     fig.suptitle(f"{Path(run_dir).name}: {window_s:g} s windows")

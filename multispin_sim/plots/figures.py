@@ -21,17 +21,14 @@ panel, curve, metric, x, mean, ci95_lo, ci95_hi and n of every cell.
 """
 from __future__ import annotations
 
-import csv
 import difflib
 import math
-import warnings
 from pathlib import Path
 
 import numpy as np
 
-from ..outputs.atomic import replacing
 from ..outputs.checked import RERUN, OutputError, read_csv, read_json
-from .output import PlotError, check_out_folder, save_image
+from .output import PlotError, check_out_folder, save_image, write_csv
 
 
 METRIC_LABELS = {
@@ -80,8 +77,7 @@ MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 
 
 def metric_label(name):
-    what, unit = METRIC_LABELS.get(name, (name, ""))
-    return what, unit
+    return METRIC_LABELS.get(name, (name, ""))
 
 
 def key_label(key, info=None):
@@ -92,11 +88,14 @@ def key_label(key, info=None):
     return f"{label} ({unit})" if unit else label
 
 
-def _require_matplotlib():
+def _require_matplotlib(error=None):
+    """matplotlib's Figure class; without matplotlib, ``error`` (a caller's own, such as the
+    report's) or the plot command's PlotError."""
     try:
         from matplotlib.figure import Figure
     except ImportError:
-        raise PlotError("plot: plotting needs matplotlib; pip install 'multispin_sim[plot]'") from None
+        raise error or PlotError("plot: plotting needs matplotlib; pip install "
+                                 "'multispin_sim[plot]'") from None
     return Figure
 
 
@@ -192,15 +191,11 @@ def _label(keys, values):
 def write_figure(fig, rows, name, folder):
     """The PNG of a rendered figure and the CSV of its points, in ``folder`` (made if
     missing); return the two paths."""
-
     png = save_image(fig, Path(folder) / f"{name}.png", dpi=120)
     csv_path = Path(folder) / f"{name}.csv"
-    with replacing(csv_path) as tmp, open(tmp, "w", newline="", encoding="utf-8") as f:
-        w = csv.writer(f, lineterminator="\n")
-        cols = ["panel", "curve", "metric", "x", "mean", "ci95_lo", "ci95_hi", "n"]
-        w.writerow(cols)
-        for r in rows:
-            w.writerow([repr(r[c]) if isinstance(r[c], float) else r[c] for c in cols])
+    cols = ["panel", "curve", "metric", "x", "mean", "ci95_lo", "ci95_hi", "n"]
+    write_csv(csv_path, cols, ([repr(r[c]) if isinstance(r[c], float) else r[c] for c in cols]
+                               for r in rows), "\n")
     return png, csv_path
 
 

@@ -3,6 +3,7 @@ creating anything (a refused command leaves no folder behind), and folders made 
 file is written."""
 from __future__ import annotations
 
+import csv
 import warnings
 from pathlib import Path
 
@@ -25,6 +26,13 @@ def save_figure(fig, target, **kwargs):
         fig.savefig(target, **kwargs)
 
 
+def check_image(path, option, give):
+    """``path`` as a Path when it names an image of ``IMAGE_FORMATS``; else PlotError
+    '<option> <path>: is not a .png, .svg or .pdf file; <give>'."""
+    path = Path(path)
+    if path.suffix.lower() not in IMAGE_FORMATS:
+        raise PlotError(f"{option} {path}: is not a .png, .svg or .pdf file; {give}")
+    return path
 
 
 def check_out_folder(path, option="--out"):
@@ -39,6 +47,14 @@ def save_image(fig, path, dpi):
     with replacing(path) as tmp:
         save_figure(fig, tmp, dpi=dpi)
     return path
+
+
+def write_csv(path, header, rows, lineterminator):
+    """The CSV ``path`` written atomically: the line ``header``, then ``rows``."""
+    with replacing(path) as tmp, open(tmp, "w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f, lineterminator=lineterminator)
+        w.writerow(header)
+        w.writerows(rows)
 
 
 def sidecar_csv(image, header, option="--out"):

@@ -12,21 +12,18 @@ delay) and ``devices.csv`` (each device's per-token drafting latency). One lane 
   over from the last round is sent from the round start, while the others draft;
 
 and one lane for the server: the batched verification. Segments are also written as CSV
-beside the image (``<stem>.csv``; a file of that name that is not such a CSV, e.g. the run's
-``rounds.csv`` beside ``RUN/rounds.png``, is refused, never replaced).
+beside the image (``output.sidecar_csv``).
 """
 from __future__ import annotations
 
-import csv
 from pathlib import Path
 
 import numpy as np
 
-from ..outputs.atomic import replacing
 from ..outputs.checked import read_csv, read_json
 from ..outputs.records import read_header, read_table
 from .figures import _require_matplotlib, shown
-from .output import IMAGE_FORMATS, PlotError, check_out_folder, save_image, sidecar_csv
+from .output import PlotError, check_image, check_out_folder, save_image, sidecar_csv, write_csv
 
 COLOURS = {
     "drafting": "#4C72B0",
@@ -61,6 +58,12 @@ def cell_folders(run_dir):
     return sorted(found, key=lambda p: int(p.name[5:]))
 
 
+def first_cell(run_dir):
+    """The folder of the first cell of a run of several cells, to name in a message."""
+    cells = cell_folders(run_dir)
+    return cells[0] if cells else Path(run_dir) / "cell_0"
+
+
 def timeline_segments(run_dir, rounds=3, first=0):
     """[(lane, round, kind, start_s, end_s)] of rounds ``first .. first + rounds - 1``."""
     run_dir = Path(run_dir)
@@ -71,9 +74,8 @@ def timeline_segments(run_dir, rounds=3, first=0):
                             "(or a runs/... folder of a sweep)")
     rt = read_csv(run_dir / "rounds.csv", ROUND_COLUMNS, ROUND_COLUMNS, ("cell",))
     if "cell" in rt:   # several cells' merged tables
-        cells = cell_folders(run_dir)
         raise PlotError(f"{run_dir}: a run of several cells has one timeline per cell; draw one, "
-                        f"e.g. plot --timeline {cells[0] if cells else run_dir / 'cell_0'}")
+                        f"e.g. plot --timeline {first_cell(run_dir)}")
     summary = run_dir / "summary.json"
     summary = read_json(summary) if summary.is_file() else {}
     if isinstance(summary.get("asynchronous"), dict):
@@ -172,10 +174,8 @@ def plot_timeline(run_dir, rounds=3, first=0, out=None):
     (image, csv) paths. The inputs and the place are checked before anything is written."""
     if not 1 <= rounds <= MAX_TIMELINE_ROUNDS:
         raise PlotError(f"--rounds {rounds}: expected an integer from 1 to {MAX_TIMELINE_ROUNDS}")
-    png = Path(out) if out else Path(run_dir) / "timeline.png"
-    if png.suffix.lower() not in IMAGE_FORMATS:
-        raise PlotError(f"--out {png}: is not a .png, .svg or .pdf file; give the image file "
-                        "to write, e.g. timeline.png")
+    png = check_image(out or Path(run_dir) / "timeline.png", "--out",
+                      "give the image file to write, e.g. timeline.png")
     Figure = _require_matplotlib()
     from matplotlib.patches import Patch
 
@@ -209,9 +209,6 @@ def plot_timeline(run_dir, rounds=3, first=0, out=None):
               loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=min(len(kinds), 3), fontsize=8)
     ax.grid(True, axis="x", alpha=0.3)
     save_image(fig, png, dpi=120)
-    with replacing(csv_path) as tmp, open(tmp, "w", newline="", encoding="utf-8") as f:
-        w = csv.writer(f, lineterminator="\n")
-        w.writerow(SEGMENT_COLUMNS)
-        for lane, r, kind, a, b in segs:
-            w.writerow([lane, r, kind, repr(a), repr(b)])
+    write_csv(csv_path, SEGMENT_COLUMNS, ([lane, r, kind, repr(a), repr(b)]
+                                          for lane, r, kind, a, b in segs), "\n")
     return png, csv_path

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .common import _cards, _e, _figure_class, _fmt, _img, _page, _png
+from .common import _cards, _e, _figure_class, _fmt, _img, _page, _png, _table
+
 
 def read_capacity_folder(folder):
     """capacity.json and capacity.csv, checked before the figure is drawn."""
@@ -33,12 +34,8 @@ def capacity_report(checked):
     body.append("<h2>Figures</h2>" + _img(figure, "SLO attainment against the arrival rate",
                 "The attainment of every rate tried with its 95% interval, coloured by verdict; "
                 "the dashed line is the target, the shaded band the capacity's interval."))
-    head = "".join(f"<th>{_e(label)}</th>" for _, label, _ in CURVE)
-    rows = []
-    for i in curve["rate_per_s"].argsort():
-        cells = [_e(curve[c][i]) if digits is None else _fmt(curve[c][i], digits)
-                 for c, _, digits in CURVE]
-        rows.append("<tr>" + "".join(f"<td>{v}</td>" for v in cells) + "</tr>")
-    body.append(f"<h2>Rates tried</h2><table><tr>{head}</tr>{''.join(rows)}</table>")
+    rows = [[_e(curve[c][i]) if digits is None else _fmt(curve[c][i], digits)
+             for c, _, digits in CURVE] for i in curve["rate_per_s"].argsort()]
+    body.append("<h2>Rates tried</h2>" + _table([_e(label) for _, label, _ in CURVE], rows))
     sub = f"capacity folder <code>{_e(folder.resolve())}</code>"
     return _page(f"multispin-sim capacity report: {res['scenario']}", sub, "\n".join(body))

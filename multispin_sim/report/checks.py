@@ -13,10 +13,9 @@ class ReportError(OutputError):
 
 
 def check_output(out, folder):
-    """The HTML file to write: ``out`` or ``folder/report.html``; refused before any work when
-    it is empty, a folder, not a regular file, or in a place that cannot be written. Nothing is
-    created here: the folder is made when the page is written, so a refused report leaves
-    nothing behind."""
+    """The HTML file to write: ``out`` or ``folder/report.html``; refused when it is empty, a
+    folder, not a regular file, or in a place that cannot be written (nothing is created:
+    ``plots.output``)."""
     from ..errors import OutputLocationError
     from ..plots.output import check_out_folder
 

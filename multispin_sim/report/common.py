@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..plots.figures import _require_matplotlib
 from ..plots.output import save_figure
 from .checks import ReportError
 
@@ -31,15 +32,10 @@ pre { background: #f6f6f6; padding: 0.8em; overflow-x: auto; font-size: 0.85em; 
 """
 
 
-
-
 def _figure_class():
-    try:
-        from matplotlib.figure import Figure
-    except ImportError:
-        raise ReportError("report: the figures are drawn with matplotlib; "
-                          "pip install 'multispin_sim[plot]'") from None
-    return Figure
+    """matplotlib's Figure class, or the report's own message when it is missing."""
+    return _require_matplotlib(ReportError("report: the figures are drawn with matplotlib; "
+                                           "pip install 'multispin_sim[plot]'"))
 
 
 def _png(fig):
@@ -55,6 +51,15 @@ def _img(data, alt, caption):
 
 def _e(x):
     return html.escape(str(x))
+
+
+def _table(head, rows, left=0):
+    """An HTML table of the header cells ``head`` and the ``rows`` (cells as HTML), its first
+    ``left`` columns aligned left."""
+    def row(cells, tag):
+        return "<tr>" + "".join(f"<{tag} class=l>{c}</{tag}>" if i < left else f"<{tag}>{c}</{tag}>"
+                                for i, c in enumerate(cells)) + "</tr>"
+    return "<table>" + row(head, "th") + "".join(row(r, "td") for r in rows) + "</table>"
 
 
 def _fmt(x, digits=4):
@@ -92,21 +97,24 @@ def _warnings(items):
     return "".join(f'<div class="warn">{_e(w)}</div>' for w in items)
 
 
+def _timeline(run_dir, alt, caption):
+    """The page's figure of the timeline of the run's first three rounds (of its first cell in
+    a run of several cells), captioned 'The first three rounds[ of cell c]<caption>'; a timeline
+    that cannot be drawn is reported, not fatal."""
+    try:
+        import tempfile
 
+        from ..plots.timeline import cell_folders, plot_timeline
 
-def _timeline_png(run_dir, rounds=3):
-    """The timeline of the run's first rounds, and whose they are: '' for the run, ' of cell c'
-    for the first cell of a run of several cells."""
-    import tempfile
-
-    from ..plots.timeline import cell_folders, plot_timeline
-
-    cells = cell_folders(run_dir)
-    whose = f" of cell {cells[0].name[5:]}" if cells else ""
-    with tempfile.TemporaryDirectory(prefix="multispin-report-") as tmp:
-        png, _ = plot_timeline(cells[0] if cells else run_dir, rounds=rounds,
-                               out=Path(tmp) / "timeline.png")
-        return base64.b64encode(Path(png).read_bytes()).decode("ascii"), whose
+        cells = cell_folders(run_dir)
+        whose = f" of cell {cells[0].name[5:]}" if cells else ""
+        with tempfile.TemporaryDirectory(prefix="multispin-report-") as tmp:
+            png, _ = plot_timeline(cells[0] if cells else run_dir, rounds=3,
+                                   out=Path(tmp) / "timeline.png")
+            data = base64.b64encode(Path(png).read_bytes()).decode("ascii")
+        return _img(data, alt, f"The first three rounds{whose}{caption}")
+    except Exception as exc:  # a figure that cannot be drawn is reported, not fatal
+        return f'<div class="warn">timeline not drawn: {_e(exc)}</div>'
 
 
 def _yaml_text(path):

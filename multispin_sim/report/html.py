@@ -1,7 +1,7 @@
 """``write_report``: the page of a run folder (``report.run``), a sweep folder
 (``report.sweep``) or a capacity folder (``report.capacity``). The folder and the output
-location are checked before any figure is drawn, without creating anything; the page is
-written atomically (a signal leaves the old file or the new one)."""
+location (``checks.check_output``) are checked first; the page is written atomically (a
+signal leaves the old file or the new one)."""
 from __future__ import annotations
 
 from pathlib import Path

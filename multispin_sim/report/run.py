@@ -13,13 +13,15 @@ import numpy as np
 
 from ..outputs.checked import number, read_csv, read_json
 from .checks import ReportError
-from .common import (_cards, _e, _figure_class, _fmt, _img, _page, _png, _timeline_png,
+from .common import (_cards, _e, _figure_class, _fmt, _img, _page, _png, _table, _timeline,
                      _warnings, _yaml_text)
 
 ROUND_COLUMNS = ("round", "start_s", "draft_s", "verify_s", "comm_s", "duration_s", "tokens")
 DEVICE_ROUND_COLUMNS = ("round", "device", "draft_len", "mode")
 DEVICE_COLUMNS = ("device", "goodput_tps", "draft_latency_s")
 SUMMARY_KEYS = ("rounds", "goodput_tps", "sim_time_s")
+# how a device-round ended (device_rounds.csv mode): (name, mode, colour)
+MODES = (("no correction", "", "#D9D9D9"), ("UL", "ul", "#DD8452"), ("DL", "dl", "#55A868"))
 
 
 def read_run(folder):
@@ -53,8 +55,6 @@ def read_run(folder):
                           "report; run it again with more rounds (run.rounds) or a longer "
                           "run.max_time_s")
     return summary, tables
-
-
 
 
 def device_axis(dev, dr):
@@ -115,16 +115,14 @@ def time_budget(summary, tables, cell_times=None):
                 "simulated time)")
     elif cell_times:
         total = float(sum(cell_times.values()))
-        parts["idle"] = max(total - spans, 0.0)
+        parts["idle (no round running)"] = max(total - spans, 0.0)
         what = (f"of the simulated time of the {len(cell_times)} cells with rounds (each cell's "
                 f"own sim_time_s, summed: {total:.4g} s)")
     else:
         total = number(summary.get("sim_time_s"))
         total = total if np.isfinite(total) else spans
-        parts["idle"] = max(total - spans, 0.0)
+        parts["idle (no round running)"] = max(total - spans, 0.0)
         what = "of the simulated time"
-    if "idle" in parts:
-        parts["idle (no round running)"] = parts.pop("idle")
     return {k: v / total if total > 0 else 0.0 for k, v in parts.items()}, what
 
 
@@ -140,17 +138,26 @@ def _cell_goodputs(summary):
             and np.isfinite(number(c.get("goodput_tps")))]
 
 
+def _two_panels(**subplots):
+    """(figure, left axes, right axes): the page's figure of two panels side by side."""
+    fig = _figure_class()(figsize=(10, 3.4), layout="constrained")
+    return (fig, *fig.subplots(1, 2, **subplots))
+
+
+def _integer_ticks(ax):
+    """Integer ticks on the x axis (device indices)."""
+    from matplotlib.ticker import MaxNLocator
+
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+
+
 def goodput_figure(summary, tables):
     """Goodput of each round (of each batch: tokens over its span, asynchronous) against the
     run's goodput, or each cell's in a run of several cells (the network's is their sum, far
     right of any round); and the goodput of each device. Returns (figure, caption)."""
-    Figure = _figure_class()
-    from matplotlib.ticker import MaxNLocator
-
     rt, dr, dev = tables["rounds"], tables["device_rounds"], tables["devices"]
     dur = rt["duration_s"]
-    fig = Figure(figsize=(10, 3.4), layout="constrained")
-    a1, a2 = fig.subplots(1, 2)
+    fig, a1, a2 = _two_panels()
     with np.errstate(divide="ignore", invalid="ignore"):
         per_round = np.where(dur > 0, rt["tokens"] / dur, np.nan)
     per_round = per_round[np.isfinite(per_round)]
@@ -189,22 +196,18 @@ def goodput_figure(summary, tables):
     places = np.unique(devices)
     a2.bar(places, np.bincount(devices, weights=dev["goodput_tps"])[places], color="#55A868")
     a2.set(xlabel=device_label, ylabel="tokens/s", title="goodput per device")
-    a2.xaxis.set_major_locator(MaxNLocator(integer=True))
+    _integer_ticks(a2)
     return fig, caption + " Right: per-device goodput."
 
 
 def _run_figures(folder, summary, tables):
-    Figure = _figure_class()
-    from matplotlib.ticker import MaxNLocator
-
     rt, dr, dev = tables["rounds"], tables["device_rounds"], tables["devices"]
     fig, caption = goodput_figure(summary, tables)
     figs = [_img(_png(fig), "goodput distribution", _e(caption))]
 
     devices, device_of_row, device_label = device_axis(dev, dr)
 
-    fig = Figure(figsize=(10, 3.4), layout="constrained")
-    a1, a2 = fig.subplots(1, 2)
+    fig, a1, a2 = _two_panels()
     comm = rt["comm_s"][rt["comm_s"] > 0] * 1e3
     if comm.size:
         bins = np.logspace(np.log10(comm.min()), np.log10(max(comm.max(), comm.min() * 1.01)), 40)
@@ -226,16 +229,13 @@ def _run_figures(folder, summary, tables):
                      "The correction phase of each round. Under Rayleigh fading the delay has a 1/t "
                      "tail (infinite mean): read the median and p95 rather than the mean."))
 
-    fig = Figure(figsize=(10, 3.4), layout="constrained")
-    a1, a2 = fig.subplots(1, 2, width_ratios=(1, 3))
+    fig, a1, a2 = _two_panels(width_ratios=(1, 3))
     modes = np.char.lower(np.char.strip(dr["mode"].astype(str)))
     n = max(len(modes), 1)
-    shares = {"no correction": np.mean(modes == ""), "UL": np.mean(modes == "ul"),
-              "DL": np.mean(modes == "dl")}
-    colours = {"no correction": "#D9D9D9", "UL": "#DD8452", "DL": "#55A868"}
     bottom = 0.0
-    for name, v in shares.items():
-        a1.bar([0], [v], bottom=bottom, color=colours[name], label=f"{name} {v:.1%}")
+    for name, code, colour in MODES:
+        v = np.mean(modes == code)
+        a1.bar([0], [v], bottom=bottom, color=colour, label=f"{name} {v:.1%}")
         bottom += v
     a1.set_xticks([0], ["all"]); a1.set(ylabel="share of device-rounds", ylim=(0, 1))
     a1.legend(fontsize=8, loc="lower center")
@@ -243,25 +243,20 @@ def _run_figures(folder, summary, tables):
     bottom = np.zeros(len(places))
     size = int(max(np.max(devices, initial=0), np.max(device_of_row, initial=0))) + 1
     rows = np.bincount(device_of_row, minlength=size)
-    for name, code in (("no correction", ""), ("UL", "ul"), ("DL", "dl")):
+    for _, code, colour in MODES:
         hits = np.bincount(device_of_row, weights=modes == code, minlength=size)
         with np.errstate(invalid="ignore", divide="ignore"):
             v = np.where(rows > 0, hits / rows, 0.0)[places]
-        a2.bar(places, v, bottom=bottom, color=colours[name])
+        a2.bar(places, v, bottom=bottom, color=colour)
         bottom += v
     a2.set(xlabel=device_label, ylim=(0, 1), title="per device")
-    a2.xaxis.set_major_locator(MaxNLocator(integer=True))
+    _integer_ticks(a2)
     figs.append(_img(_png(fig), "UL and DL shares",
                      f"How the {n:,} device-rounds ended: no correction, a UL correction (the device "
                      "uploads its draft distribution) or a DL correction (the server sends the "
                      "target distribution)."))
-    try:
-        png, whose = _timeline_png(folder, 3)
-        figs.append(_img(png, "timeline of the first rounds",
-                         f"The first three rounds{whose}: drafting, waiting, the batched "
-                         "verification and the UL/DL corrections of each device."))
-    except Exception as exc:  # a figure that cannot be drawn is reported, not fatal
-        figs.append(f'<div class="warn">timeline not drawn: {_e(exc)}</div>')
+    figs.append(_timeline(folder, "timeline of the first rounds", ": drafting, waiting, the "
+                          "batched verification and the UL/DL corrections of each device."))
     return figs
 
 
@@ -289,13 +284,12 @@ def _cells_section(summary):
     keys = (("cell", "cell", "d"), ("devices", "devices", "d"), ("goodput_tps", "goodput (tokens/s)", ".2f"),
             ("rounds", "rounds", "d"), ("ul_corrections", "UL", "d"), ("dl_corrections", "DL", "d"),
             ("mean_duration_s", "mean round (s)", ".4f"))
-    head = "".join(f"<th>{_e(label)}</th>" for _, label, _ in keys)
-    rows = "".join("<tr>" + "".join(
-        f"<td>{_e(format(c.get(k), spec)) if isinstance(c.get(k), (int, float)) else '-'}</td>"
-        for k, _, spec in keys) + "</tr>" for c in cells if isinstance(c, dict))
+    rows = [[_e(format(c.get(k), spec)) if isinstance(c.get(k), (int, float)) else "-"
+             for k, _, spec in keys] for c in cells if isinstance(c, dict)]
     out = [f"<h2>Cells</h2><p>{len(cells)} cells; UL share of corrections "
            f"{_fmt(summary.get('ul_share'))}; load balance (smallest over largest cell goodput) "
-           f"{_fmt(summary.get('load_balance'))}.</p><table><tr>{head}</tr>{rows}</table>"]
+           f"{_fmt(summary.get('load_balance'))}.</p>"
+           + _table([_e(label) for _, label, _ in keys], rows)]
     ho = summary.get("handover")
     if isinstance(ho, dict):
         out.append(f"<p>Handovers: {ho.get('handovers', '?')} ({ho.get('ping_pongs', '?')} "
@@ -350,21 +344,19 @@ def run_report(checked):
         (f"comm time median / p95, all {'batches' if batches else 'rounds'}",
          f"{_f(comm_med)} ms<br><small>p95 {_f(comm_p95)} ms</small>"),
     ]
-    rows = []
+    stats = ("mean", "median", "p95", "max")
     # asynchronous: summary.json duration_s is the time between batch ends (serving.md)
     length = "time between batch ends" if batches else "round length"
+    rows = []
     for key, label in (("duration_s", length), ("comm_s", "communication time")):
         s = summary.get(key)
         if isinstance(s, dict):
-            rows.append(f"<tr><td class=l>{label}</td>" + "".join(
-                f"<td>{_f(number(s.get(q)) * 1e3, '.3f')}</td>" for q in ("mean", "median", "p95", "max")) + "</tr>")
+            rows.append([label] + [_f(number(s.get(q)) * 1e3, ".3f") for q in stats])
     body = [_cards(cards)]
     if budget:
         body.append("<p>Time budget of the run: " + ", ".join(
             f"{k} {v:.0%}" for k, v in budget.items()) + f" {_e(of_what)}.</p>")
-    body.append(f"<table><tr><th class=l>per {'batch' if batches else 'round'} (ms)</th>"
-                "<th>mean</th><th>median</th><th>p95</th>"
-                "<th>max</th></tr>" + "".join(rows) + "</table>")
+    body.append(_table([f"per {'batch' if batches else 'round'} (ms)", *stats], rows, left=1))
     req = summary.get("requests")
     if isinstance(req, dict):
         lat = req.get("latency_s", {})
@@ -384,5 +376,3 @@ def run_report(checked):
         body.append("<h2>How it was made</h2><pre>" + _e(json.dumps(keep or meta, indent=2)) + "</pre>")
     sub = f"run folder <code>{_e(folder.resolve())}</code>"
     return _page(f"multispin-sim run report: {folder.name}", sub, "\n".join(body))
-
-

@@ -16,8 +16,8 @@ from pathlib import Path
 
 from ..outputs.checked import OutputError, read_csv, read_json
 from .checks import ReportError
-from .common import _cards, _e, _figure_class, _fmt, _img, _page, _png, _timeline_png, _warnings
-from .common import _yaml_text
+from .common import (_cards, _e, _figure_class, _fmt, _img, _page, _png, _table, _timeline,
+                     _warnings, _yaml_text)
 
 MAX_CURVES = 5   # curves per panel: more are not told apart by colour and marker
 MAX_COLS = 2     # panels a row: the page is at most 1100 px wide
@@ -118,30 +118,23 @@ def sweep_report(checked):
                     ("swept keys", "<br>".join(_e(k) for k in keys) or "-")])]
     if meta.get("description"):
         body.append(f"<p>{_e(meta['description'])}</p>")
-    head = "".join(f"<th class=l>{_e(k)}</th>" for k in keys)
     rows = []
     for c in cells:
         def ci(m, scale=1.0, digits=4):
             return (f"{_fmt(_num(c.get(m + '_mean')) * scale, digits)} "
                     f"<small>[{_fmt(_num(c.get(m + '_ci95_lo')) * scale, digits)}, "
                     f"{_fmt(_num(c.get(m + '_ci95_hi')) * scale, digits)}]</small>")
-        rows.append("<tr>" + "".join(f"<td class=l>{_e(c[k])}</td>" for k in keys)
-                    + f"<td>{_e(c.get('n'))}</td><td>{ci('goodput_tps')}</td>"
-                    f"<td>{ci('comm_s_median', 1e3, 3)}</td><td>{ci('share_ul', 1, 3)}</td>"
-                    f"<td>{ci('share_dl', 1, 3)}</td></tr>")
-    body.append("<h2>Cells</h2><table><tr>" + head + "<th>n</th><th>goodput (tokens/s) [95% CI]</th>"
-                "<th>median comm (ms)</th><th>UL share</th><th>DL share</th></tr>" + "".join(rows) + "</table>")
+        rows.append([_e(c[k]) for k in keys] + [
+            _e(c.get("n")), ci("goodput_tps"), ci("comm_s_median", 1e3, 3), ci("share_ul", 1, 3),
+            ci("share_dl", 1, 3)])
+    head = [_e(k) for k in keys] + ["n", "goodput (tokens/s) [95% CI]", "median comm (ms)",
+                                    "UL share", "DL share"]
+    body.append("<h2>Cells</h2>" + _table(head, rows, left=len(keys)))
     body.append("<h2>Warnings</h2>" + _warnings(warnings))
     body.append("<h2>Figures</h2>" + "".join(figures))
     if ok:
-        first = folder / ok[0]["run_dir"]
-        try:
-            png, whose = _timeline_png(first, 3)
-            body.append(_img(png, "timeline of the first rounds of the first run",
-                             f"The first three rounds{whose} of "
-                             f"<code>{_e(ok[0]['run_dir'])}</code>."))
-        except Exception as exc:  # a figure that cannot be drawn is reported, not fatal
-            body.append(f'<div class="warn">timeline not drawn: {_e(exc)}</div>')
+        body.append(_timeline(folder / ok[0]["run_dir"], "timeline of the first rounds of the "
+                              "first run", f" of <code>{_e(ok[0]['run_dir'])}</code>."))
     body.append("<h2>Sweep file</h2><pre>" + _e(_yaml_text(folder / "sweep.yaml")) + "</pre>")
     sub = f"sweep folder <code>{_e(folder.resolve())}</code>"
     return _page(f"multispin-sim sweep report: {meta.get('name', folder.name)}", sub, "\n".join(body))

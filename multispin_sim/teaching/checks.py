@@ -24,6 +24,8 @@ __all__ = [
     "EXERCISES",
 ]
 
+N0_W_PER_HZ = 10 ** (-174 / 10) * 1e-3   # thermal noise, -174 dBm/Hz, in W/Hz
+
 #: exercise id -> (notebook, title); the tests walk this list.
 EXERCISES = {
     "1.1": ("01_one_round", "E[N] as a sum of P(A >= j)"),
@@ -72,6 +74,30 @@ def _close(a, b, rtol=1e-6, atol=0.0):
         return False
 
 
+def _cases(ex, func, hint, cases, reference, wrong, passed, rtol=1e-9, atol=0.0):
+    """Exercise ``ex`` passes with the message ``passed`` when ``func(*args)`` is close to
+    ``reference(*args)`` for every ``args`` in ``cases``; else it fails on the first wrong case
+    with the message ``wrong(value, want, *args)``."""
+    for args in cases:
+        ok, value = _call(ex, func, args, hint)
+        if not ok:
+            return value
+        want = reference(*args)
+        if not _close(value, want, rtol=rtol, atol=atol):
+            return _report(ex, False, wrong(value, want, *args), hint)
+    return _report(ex, True, passed)
+
+
+def _expected_tokens(alpha, gamma):
+    """E[N] = sum_{j=0..gamma} alpha^j, written as the sum (the closed form is the exercise)."""
+    return sum(alpha**j for j in range(int(gamma) + 1))
+
+
+def _round_time(gamma, t, v0, v1, t_comm):
+    """max_k gamma_k t_k + T_ver0 + K T_ver1 + T_comm (every device in the batch)."""
+    return max(int(g) * float(x) for g, x in zip(gamma, t)) + v0 + len(gamma) * v1 + t_comm
+
+
 # ---------------------------------------------------------------------------- notebook 1
 
 
@@ -80,15 +106,10 @@ def check_expected_tokens(func):
     hint = ("N = A + 1 and P(A >= j) = alpha^j for j = 1..gamma, so E[N] = 1 + sum_j alpha^j; "
             "mind alpha = 1 and gamma = 0")
     cases = [(0.8, 4), (0.6, 3), (0.9, 7), (0.95, 0), (1.0, 5), (0.5, 20)]
-    for alpha, gamma in cases:
-        ok, value = _call("1.1", func, (alpha, gamma), hint)
-        if not ok:
-            return value
-        want = sum(alpha**j for j in range(gamma + 1))
-        if not _close(value, want, rtol=1e-9):
-            return _report("1.1", False, f"E[N] at alpha={alpha}, gamma={gamma}: you give "
-                           f"{value!r}, expected {want:.6f}", hint)
-    return _report("1.1", True, f"E[N] right on {len(cases)} cases, e.g. alpha=0.8, gamma=4 -> 3.3616")
+    return _cases("1.1", func, hint, cases, _expected_tokens,
+                  lambda value, want, alpha, gamma: f"E[N] at alpha={alpha}, gamma={gamma}: you "
+                  f"give {value!r}, expected {want:.6f}",
+                  f"E[N] right on {len(cases)} cases, e.g. alpha=0.8, gamma=4 -> 3.3616")
 
 
 def check_round_time(func):
@@ -101,15 +122,9 @@ def check_round_time(func):
         (np.array([0, 0]), np.array([0.0152, 0.0152]), 0.0428, 0.0076, 0.0),
         (np.array([1, 9, 3, 3]), np.array([0.02, 0.0152, 0.03, 0.0152]), 0.0693, 0.0091, 0.123),
     ]
-    for gamma, t, v0, v1, tc in cases:
-        ok, value = _call("1.2", func, (gamma, t, v0, v1, tc), hint)
-        if not ok:
-            return value
-        want = max(int(g) * float(x) for g, x in zip(gamma, t)) + v0 + len(gamma) * v1 + tc
-        if not _close(value, want, rtol=1e-9):
-            return _report("1.2", False, f"gamma={gamma.tolist()}: you give {value!r} s, "
-                           f"expected {want:.6f} s", hint)
-    return _report("1.2", True, "round lengths right on 3 cases")
+    return _cases("1.2", func, hint, cases, _round_time,
+                  lambda value, want, gamma, *_: f"gamma={gamma.tolist()}: you give {value!r} s, "
+                  f"expected {want:.6f} s", "round lengths right on 3 cases")
 
 
 def check_full_acceptance(value):
@@ -140,17 +155,12 @@ def check_full_acceptance(value):
 def check_ul_delay(func):
     """Exercise 2.1: ``func(bits, bandwidth_hz, power_w, gain, n0)`` returns S / rate in s."""
     hint = "rate = b log2(1 + P g / (N0 b)) bit/s; the delay is S / rate"
-    n0 = 10 ** (-174 / 10) * 1e-3
+    n0 = N0_W_PER_HZ
     cases = [(34816, 5e5, 0.01, 1e-12, n0), (34816, 1e7, 0.01, 3e-11, n0), (2433024, 2e6, 0.04, 1e-13, n0)]
-    for bits, b, p, g, n in cases:
-        ok, value = _call("2.1", func, (bits, b, p, g, n), hint)
-        if not ok:
-            return value
-        want = bits / (b * math.log2(1 + p * g / (n * b)))
-        if not _close(value, want, rtol=1e-9):
-            return _report("2.1", False, f"b={b:g} Hz, g={g:g}: you give {value!r} s, expected "
-                           f"{want:.6g} s", hint)
-    return _report("2.1", True, "UL delays right on 3 cases")
+    return _cases("2.1", func, hint, cases,
+                  lambda bits, b, p, g, n: bits / (b * math.log2(1 + p * g / (n * b))),
+                  lambda value, want, bits, b, p, g, n: f"b={b:g} Hz, g={g:g}: you give {value!r} "
+                  f"s, expected {want:.6g} s", "UL delays right on 3 cases")
 
 
 def check_dl_delay(func):
@@ -160,26 +170,24 @@ def check_dl_delay(func):
 
     hint = ("equal delays tau need p_k = (N0 b / g_k)(2^(S/(b tau)) - 1); sum_k p_k = P_dl gives "
             "tau = S / (b log2(1 + P_dl / (N0 b sum_k 1/g_k)))")
-    n0 = 10 ** (-174 / 10) * 1e-3
+    n0 = N0_W_PER_HZ
     rng = np.random.default_rng(2)
     cases = [(34816, 2.5e6, 0.04, np.array([1e-12, 3e-12, 5e-13, 2e-11]), n0),
              (34816, 1e7, 0.0398, np.array([7e-12]), n0),
              (34816, 1e6, 1.0, 10 ** rng.uniform(-13, -10, 10), n0)]
-    for bits, b, p, g, n in cases:
-        ok, value = _call("2.2", func, (bits, b, p, g, n), hint)
-        if not ok:
-            return value
 
+    def reference(bits, b, p, g, n):
         def excess(tau):  # total power needed for delay tau minus the budget (a root finder's view)
             return float(np.sum(n * b / g * (2.0 ** (bits / (b * tau)) - 1.0))) - p
 
         lo = bits / (b * math.log2(1 + p * g.max() / (n * b))) * 0.999
         hi = bits / (b * math.log2(1 + p / len(g) * g.min() / (n * b))) * 1.001
-        want = brentq(excess, lo, hi, rtol=1e-13)
-        if not _close(value, want, rtol=1e-7):
-            return _report("2.2", False, f"{len(g)} DL devices: you give {value!r} s, expected "
-                           f"{want:.6g} s (the delay at which their powers add up to P_dl)", hint)
-    return _report("2.2", True, "the DL delays match a root finder on 3 cases")
+        return brentq(excess, lo, hi, rtol=1e-13)
+
+    return _cases("2.2", func, hint, cases, reference,
+                  lambda value, want, bits, b, p, g, n: f"{len(g)} DL devices: you give {value!r} "
+                  f"s, expected {want:.6g} s (the delay at which their powers add up to P_dl)",
+                  "the DL delays match a root finder on 3 cases", rtol=1e-7)
 
 
 def check_best_split(func):
@@ -189,7 +197,7 @@ def check_best_split(func):
     hint = ("sort the devices by d_ul; for n = 0..|R| put the first n on UL and the rest on DL, "
             "f(n) = max(largest UL delay among the first n, the shared DL delay of the rest); "
             "T_comm = min_n f(n)")
-    n0 = 10 ** (-174 / 10) * 1e-3
+    n0 = N0_W_PER_HZ
     rng = np.random.default_rng(7)
     bits = 34816
     for trial in range(6):
@@ -219,9 +227,8 @@ def check_best_split(func):
 
 
 def _goodput_reference(gamma, alpha, t, v0, v1, t_comm):
-    gamma = np.asarray(gamma)
-    tokens = sum(sum(a**j for j in range(int(g) + 1)) for a, g in zip(alpha, gamma))
-    return tokens / (max(int(g) * x for g, x in zip(gamma, t)) + v0 + len(gamma) * v1 + t_comm)
+    tokens = sum(_expected_tokens(a, g) for a, g in zip(alpha, gamma))
+    return tokens / _round_time(gamma, t, v0, v1, t_comm)
 
 
 def check_goodput(func):
@@ -233,15 +240,9 @@ def check_goodput(func):
              (np.array([0, 0]), np.array([0.9, 0.9]), np.array([0.0152, 0.0152]), 0.0428, 0.0076, 0.0),
              (np.array([9, 2, 0, 12]), np.array([0.91, 0.83, 0.86, 0.93]),
               np.array([0.0152, 0.0175, 0.016, 0.0155]), 0.0693, 0.0091, 0.051)]
-    for case in cases:
-        ok, value = _call("3.1", func, case, hint)
-        if not ok:
-            return value
-        want = _goodput_reference(*case)
-        if not _close(value, want, rtol=1e-9):
-            return _report("3.1", False, f"gamma={case[0].tolist()}: you give {value!r}, expected "
-                           f"{want:.4f} tokens/s", hint)
-    return _report("3.1", True, "G(gamma) right on 3 cases")
+    return _cases("3.1", func, hint, cases, _goodput_reference,
+                  lambda value, want, gamma, *_: f"gamma={gamma.tolist()}: you give {value!r}, "
+                  f"expected {want:.4f} tokens/s", "G(gamma) right on 3 cases")
 
 
 def check_best_uniform_gamma(value, alpha, t_draft_s, verify_fixed_s, verify_per_device_s,
@@ -275,17 +276,17 @@ def check_median_delay(func):
 
     hint = ("the delay is a decreasing function of |h|^2, so its median is the delay at the "
             "median of |h|^2, which is ln 2 for Exp(1)")
-    for bits, b, snr in [(34816, 5e5, 100.0), (34816, 1e7, 3.0), (2433024, 1e6, 1000.0)]:
-        ok, value = _call("4.1", func, (bits, b, snr), hint)
-        if not ok:
-            return value
+
+    def reference(bits, b, snr):
         # P(T <= t) = exp(-(2^(S/(b t)) - 1) / snr): solve CDF = 1/2 numerically
         cdf = lambda t: math.exp(-(2.0 ** (bits / (b * t)) - 1.0) / snr) - 0.5  # noqa: E731
-        want = brentq(cdf, bits / (b * math.log2(1 + 100 * snr)), bits / (b * math.log2(1 + 1e-6 * snr)),
-                      rtol=1e-13)
-        if not _close(value, want, rtol=1e-7):
-            return _report("4.1", False, f"snr={snr:g}: you give {value!r} s, expected {want:.6g} s", hint)
-    return _report("4.1", True, "medians match the Rayleigh delay CDF on 3 cases")
+        return brentq(cdf, bits / (b * math.log2(1 + 100 * snr)),
+                      bits / (b * math.log2(1 + 1e-6 * snr)), rtol=1e-13)
+
+    return _cases("4.1", func, hint, [(34816, 5e5, 100.0), (34816, 1e7, 3.0), (2433024, 1e6, 1000.0)],
+                  reference, lambda value, want, bits, b, snr: f"snr={snr:g}: you give {value!r} s, "
+                  f"expected {want:.6g} s", "medians match the Rayleigh delay CDF on 3 cases",
+                  rtol=1e-7)
 
 
 def check_power_correlation(func):
@@ -297,15 +298,11 @@ def check_power_correlation(func):
 
     hint = ("h is correlated by J0(2 pi f_D dt) (scipy.special.j0); for a complex Gaussian pair "
             "the correlation of the powers |h|^2 is the square of that")
-    for fd, dt in [(10.0, 0.0), (10.0, 0.01), (10.0, 0.0423), (200.0, 0.001), (50.0, 0.05)]:
-        ok, value = _call("4.2", func, (fd, dt), hint)
-        if not ok:
-            return value
-        want = float(jv(0, 2 * math.pi * fd * dt)) ** 2
-        if not _close(value, want, rtol=1e-9, atol=1e-12):
-            return _report("4.2", False, f"f_D={fd:g} Hz, dt={dt:g} s: you give {value!r}, "
-                           f"expected {want:.6f}", hint)
-    return _report("4.2", True, "the |h|^2 correlation is right on 5 lags")
+    return _cases("4.2", func, hint,
+                  [(10.0, 0.0), (10.0, 0.01), (10.0, 0.0423), (200.0, 0.001), (50.0, 0.05)],
+                  lambda fd, dt: float(jv(0, 2 * math.pi * fd * dt)) ** 2,
+                  lambda value, want, fd, dt: f"f_D={fd:g} Hz, dt={dt:g} s: you give {value!r}, "
+                  f"expected {want:.6f}", "the |h|^2 correlation is right on 5 lags", atol=1e-12)
 
 
 # ---------------------------------------------------------------------------- notebook 5
@@ -435,7 +432,11 @@ def check_threshold_policy(func, seed=2, rounds=150, factor=1.4):
     if func is None or not callable(func):
         return _report("7.2", False, "no function given yet (the TODO is still there)", hint)
     try:
-        probe = func(msgym.MultiSpinEnv(None, "draft", rounds=2, price=0.0).reset(seed=seed)[0])
+        probe_env = msgym.MultiSpinEnv(None, "draft", rounds=2, price=0.0)
+        try:
+            probe = func(probe_env.reset(seed=seed)[0])
+        finally:
+            probe_env.close()
         if probe is None:
             return _report("7.2", False, "your function returned None (the TODO is still there)",
                            hint)

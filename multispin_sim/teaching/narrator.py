@@ -118,10 +118,6 @@ class Context:
         return "; ".join(self.components)
 
 
-def _tables(result):
-    return result.rounds, result.device_rounds, result.devices
-
-
 def explain(result, rounds=3, _cell=False):
     """The first ``rounds`` rounds of ``result`` (a ``Result``) as plain text; a run of several
     cells is told cell by cell, each from its own records."""
@@ -132,7 +128,7 @@ def explain(result, rounds=3, _cell=False):
             f"{cell.population.server_position[1]:.0f}) m, {block['devices']} devices):\n"
             + explain(cell, rounds, _cell=True)
             for block, cell in zip(result.summary["cells"], cells))
-    rt, dr, dev = _tables(result)
+    rt, dr, dev = result.rounds, result.device_rounds, result.devices
     system = result.population.system
     ctx = Context.from_result(result, cells=_cell)
     n = min(int(rounds), len(rt["round"]))
@@ -228,7 +224,7 @@ def explain_round(rt, dr, dev, system, i, ctx=None, verify_model=None):
         drafts = f"drafts {g} token{_s(g)} ({how})"
         if j in carried:
             story = (f"skips drafting: it sends the correction deferred last round, "
-                     f"{_link(dr, j, system)}, from the round start while the others draft; that "
+                     f"{_link(dr, j)}, from the round start while the others draft; that "
                      f"correction is its {toks} token{_s(toks)} this round")
         elif g == 0:
             story = "drafts nothing; the server generates 1 token for it (plain decoding)"
@@ -251,7 +247,7 @@ def explain_round(rt, dr, dev, system, i, ctx=None, verify_model=None):
     return "\n".join(lines)
 
 
-def _link(dr, j, system):
+def _link(dr, j):
     """'by UL at 10.00 mW -> 4.31 ms' of a transmission's row."""
     p, d = float(dr["power_w"][j]), float(dr["delay_s"][j])
     return f"by {_mode(dr, j).upper()} at {_mw(p)} -> {_ms(d)}"
@@ -338,8 +334,8 @@ def _corrections(dr, rejected, sent, deferred, system, p_ul, ctx):
     for m in range(len(sent) + 1):
         ul_part = _ms(float(d_ul[cols[m - 1]])) if m else "-"
         dl_inv = float(np.sum(1.0 / g_dl[cols[m:]])) if m < len(sent) else 0.0
-        dl_part = "-" if m == len(sent) else _ms(float(f[m]) if dl_inv == 0 else
-                                                  float(_dl_tau(system, b, dl_inv)))
+        dl_part = "-" if m == len(sent) else _ms(float(f[m]) if dl_inv == 0 else float(
+            dl_common_delay(system.payload_bits, b, system.p_dl_w, dl_inv, system.n0)))
         mark = "  <- smallest" if m == best else ""
         out.append(f"      n = {m}: max(UL {ul_part}, DL {dl_part}) = {_ms(float(f[m]))}{mark}")
     ul = [_mode(dr, j) == "ul" for j in sent]
@@ -440,7 +436,3 @@ def _time_line(rt, dr, i, sent, carried, slowest_draft, slowest_dev, system, ctx
         line += (f" + waiting {_ms(wait)} (the server or the channel busy with other batches)"
                  if ctx.asynchronous else f" + waiting {_ms(wait)}")
     return line + f" = {_ms(duration)}; {int(rt['tokens'][i])} tokens this round."
-
-
-def _dl_tau(system, b, inv_gain_sum):
-    return dl_common_delay(system.payload_bits, b, system.p_dl_w, inv_gain_sum, system.n0)
