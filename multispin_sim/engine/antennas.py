@@ -38,8 +38,8 @@ class ArrayChannel(OFDMAChannel):
         if self.array.m > 1:
             # the vector source replaces the one-antenna source the base class made (which drew
             # nothing from the stream, except Jakes' angles: the same for every policy); with
-            # one antenna the base class's source stays: the same channel as the paper's
-            # fewer rounds per draw as M grows (bounded memory; the same numbers for any block)
+            # one antenna the base class's source stays: the same channel as the paper's.
+            # Fewer rounds per draw as M grows (bounded memory; the same numbers for any block).
             self.rounds = self.fading_source = self.array.rounds(
                 fading, rng, system.k, reciprocal, self.doppler_hz,
                 max(16, block // self.array.m))

@@ -47,23 +47,13 @@ drafting time, ``duration_s`` = end - start); the run statistics advance by the 
 successive batch ends, so the goodput is tokens / run time as in the synchronous protocol.
 """
 from collections import deque
-from typing import Optional
 
 import numpy as np
 
 from ..outputs.recorder import RoundRecord
 from ..policies.batching import make_batching_policy
-from ..policies.draft import DraftContext
 from .guards import stop_if_not_finite
 from .round import ProtocolLoop
-
-
-class AsyncDraftContext(DraftContext):
-    """A ``DraftContext`` with the load (devices with work) the draft is decided under."""
-
-    def __init__(self, *args, load: Optional[int] = None, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.load = load
 
 
 class _Draft:
@@ -129,7 +119,7 @@ class DraftQueue:
 
 
 class AsyncLoop(ProtocolLoop):
-    """Same constructor as ``round.RoundLoop`` plus ``serving`` (the scenario's section);
+    """Same constructor as ``round.RoundLoop`` (``serving``: the scenario's section, read here);
     ``rounds`` counts batches."""
 
     def __init__(self, env, population, channel, server, controller, workload, streams,
@@ -148,8 +138,6 @@ class AsyncLoop(ProtocolLoop):
         self.pre_draft = bool(getattr(serving, "pre_draft", False))
         self.t = self.system.draft_latency_s.tolist()
         self.queue = DraftQueue()
-        self.stop_requested = False
-        self.rounds_done = 0  # batches whose records are written
         self.drafts_done = 0  # the drafts of those batches
         self.batches_started = 0
         self.busy = 0  # devices in a draft-verify-correct cycle
@@ -163,8 +151,6 @@ class AsyncLoop(ProtocolLoop):
         self._phases = deque()
         self.channel_wait_sum = 0.0
         self.phases = 0
-        self._no_mode = np.zeros(k, dtype=np.int8)
-        self._zeros = np.zeros(k)
         self._stopping = False
         self._in_progress = 0  # batches verified whose corrections are not all over
         self._all_done = None
@@ -206,11 +192,8 @@ class AsyncLoop(ProtocolLoop):
             # (it dates the decision a planned delay holds for, and moves an estimator's state)
             g_ul, g_dl = channel.csi(start)
             if fixed is None:
-                ctx = AsyncDraftContext(self.drafts_started[k],
-                                        self.server.controller_system(self.system), g_ul, g_dl,
-                                        mask, workload.remaining(), self.server.policy,
-                                        self.streams.controller, channel.fading,
-                                        channel.reciprocal, load=self.busy)
+                ctx = self.draft_context(self.drafts_started[k], self.system, g_ul, g_dl, mask,
+                                         load=self.busy)
                 gamma = int(controller.lengths(ctx)[k])
                 if steady:
                     fixed = gamma

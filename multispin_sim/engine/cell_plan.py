@@ -12,14 +12,14 @@ import numpy as np
 
 from ..model.association import ASSOCIATION_RULES, AssociationView
 from ..model.cells import CELL_LAYOUTS
-from ..model.payload import format_from_scenario
 from ..model.pathloss import pathloss_gain
-from ..model.rates import noise_psd_watt_per_hz
 from ..model.shadowing import shadowing_gain
 from ..model.sinr import cochannel
 from ..model.topology import annulus_positions
+from ..scenario import ScenarioError
 from .handover import Network
-from .population import dl_power_w
+from .population import dl_power_w, fixed_payload_bits, noise_psd
+from .topology import as_range, read_graphml
 
 
 def cell_seed(seed, c):
@@ -39,39 +39,35 @@ def cell_layout(scenario, rng):
     return cls.from_scenario(scenario, rng, servers)
 
 
-def check_cell_layout(scenario):
-    """The servers a run of several cells would place, drawn now from the cells stream at the
-    scenario's seed (as ``engine.cells.build_cells`` does: the same draw), before anything is
-    written: a 'graphml' file without servers, or a Poisson layout that drew none, is refused
-    (ScenarioError)."""
-    from ..scenario import ScenarioError
-
+def cells_layout(scenario):
+    """(the cells stream, the servers' layout): the stream at the scenario's seed, which has
+    drawn the layout (the same draw wherever it is asked). A Poisson layout that drew no server
+    is refused (ScenarioError)."""
     cells = scenario.cells
-    if cells.layout == "single":
-        return
     rng = np.random.Generator(np.random.PCG64(
         np.random.SeedSequence(scenario.seed, spawn_key=(CELLS_STREAM_KEY,))))
-    if cell_layout(scenario, rng).count == 0:
+    layout = cell_layout(scenario, rng)
+    if layout.count == 0:
         raise ScenarioError("cells.density_per_km2", "the Poisson point process drew no server "
                             f"in the disc of cells.region_m = {cells.region_m:g} m (at seed "
                             f"{scenario.seed}: mean lambda pi R^2 = "
                             f"{cells.density_per_km2 * np.pi * (cells.region_m / 1e3) ** 2:.3g})",
                             "expected a density and region with servers (lambda pi R^2 >> 1), "
                             "or another seed")
+    return rng, layout
+
+
+def check_cell_layout(scenario):
+    """The servers a run of several cells would place (``cells_layout``), drawn before anything
+    is written: a 'graphml' file without servers, or a Poisson layout that drew none, is
+    refused (ScenarioError)."""
+    if scenario.cells.layout != "single":
+        cells_layout(scenario)
 
 
 def read_graphml_servers(path):
     """Positions (S, 2) of the nodes with role 'server' of a GraphML file."""
-    import networkx as nx
-
-    from ..scenario import ScenarioError
-
-    try:
-        graph = nx.read_graphml(path)
-    except Exception as exc:  # noqa: BLE001 -- any parse failure is a bad input file
-        raise ScenarioError("topology.graphml_file", f"cannot read {path!r} as GraphML: {exc}",
-                            "expected a GraphML file with x and y node attributes") from None
-    xy = [(float(d["x"]), float(d["y"])) for _, d in graph.nodes(data=True)
+    xy = [(float(d["x"]), float(d["y"])) for _, d in read_graphml(path).nodes(data=True)
           if str(d.get("role", "")) == "server"]
     if not xy:
         raise ScenarioError("topology.graphml_file", f"{path!r} has no server node",
@@ -87,11 +83,10 @@ def initial_positions(scenario, layout, rng):
     cells = scenario.cells
     k = scenario.devices.count
     if cells.drop == "per-cell":
-        d = scenario.devices.distance_m
-        lo, hi = (d if isinstance(d, tuple) else (d, d))
+        lo, hi = as_range(scenario.devices.distance_m)
         out = []
         for site in layout.sites:
-            r = rng.uniform(float(lo), float(hi), size=k)
+            r = rng.uniform(lo, hi, size=k)
             out.append(annulus_positions(r, rng.random(k) * 2.0 * np.pi, site))
         return np.vstack(out)
     return drop_over_region(scenario, layout, rng)
@@ -141,8 +136,7 @@ def wrapped_population(layout, model, cell, population):
 def association_view(scenario, layout, gain, positions, serving=None, movable=None):
     """What the rule sees: RSRP = DL budget x the long-term gains ``gain`` (D, S); one
     correction's payload bits (a top-k distribution, ``model.payload``)."""
-    fmt = format_from_scenario(scenario.payload)
-    bits = float(fmt.bits()) if fmt.fixed_size else 0.0
+    bits = fixed_payload_bits(scenario.payload)
     d = layout.distances(positions)
     s = layout.count
     servers = [server_of(scenario, c) for c in range(s)]
@@ -171,9 +165,21 @@ def server_powers(scenario, count):
                      for c in range(count)])
 
 
-def noise_psd(scenario):
-    ch = scenario.channel
-    return noise_psd_watt_per_hz(ch.noise_psd_dbm_hz + ch.noise_figure_db)
+def cell_scenario(scenario, layout, c, seed, xy=None):
+    """Cell c's one-cell scenario: its server (at its site, ``cells.servers[c]`` applied) on its
+    share of the band (``cells.reuse``), with ``seed``; ``xy``: its devices' positions (a
+    'coordinates' topology of that many devices), else the scenario's own devices."""
+    topology = {"server_xy_m": tuple(float(v) for v in layout.sites[c])}
+    devices = scenario.devices
+    if xy is not None:
+        topology.update(layout="coordinates", device_xy_m=xy)
+        devices = dataclasses.replace(devices, count=len(xy))
+    return dataclasses.replace(
+        scenario, seed=seed, devices=devices, server=server_of(scenario, c),
+        cells=dataclasses.replace(scenario.cells, layout="single"),
+        channel=dataclasses.replace(
+            scenario.channel, bandwidth_mhz=scenario.channel.bandwidth_mhz / scenario.cells.reuse),
+        topology=dataclasses.replace(scenario.topology, **topology))
 
 
 def mobile_plan(scenario, layout, model, links, rng, moving=True):
@@ -191,38 +197,21 @@ def mobile_plan(scenario, layout, model, links, rng, moving=True):
     else:
         network.attach(rule.choose(association_view(scenario, layout, network.gain, positions)))
     links.gain = network.gain
-    bandwidth = scenario.channel.bandwidth_mhz / scenario.cells.reuse
-    plan = []
-    for c in range(layout.count):
-        # the devices at their images nearest this cell's server: the population's distances
-        # (devices.csv) are the wrapped ones of the gains
-        xy = tuple(map(tuple, layout.nearest_image(positions, c).tolist()))
-        sc = dataclasses.replace(
-            scenario, cells=dataclasses.replace(scenario.cells, layout="single"),
-            channel=dataclasses.replace(scenario.channel, bandwidth_mhz=bandwidth),
-            devices=dataclasses.replace(scenario.devices, count=len(xy)),
-            server=server_of(scenario, c),
-            topology=dataclasses.replace(scenario.topology, layout="coordinates", device_xy_m=xy,
-                                         server_xy_m=tuple(float(v) for v in layout.sites[c])))
-        plan.append((c, sc))
+    # the devices at their images nearest each cell's server: the population's distances
+    # (devices.csv) are the wrapped ones of the gains
+    plan = [(c, cell_scenario(scenario, layout, c, scenario.seed,
+                              tuple(map(tuple, layout.nearest_image(positions, c).tolist()))))
+            for c in range(layout.count)]
     return plan, network
 
 
 def cell_plan(scenario, layout, model, links, rng):
     """[(cell, its scenario)]: each cell's seed, server position, devices and band."""
     cells = scenario.cells
-    bandwidth = scenario.channel.bandwidth_mhz / cells.reuse
     out = []
-
-    def cell_scenario(c, **topology):
-        sc = dataclasses.replace(scenario, seed=cell_seed(scenario.seed, c), cells=dataclasses.replace(
-            cells, layout="single"), channel=dataclasses.replace(scenario.channel,
-                                                                 bandwidth_mhz=bandwidth),
-            server=server_of(scenario, c))
-        return dataclasses.replace(sc, topology=dataclasses.replace(
-            sc.topology, server_xy_m=tuple(float(v) for v in layout.sites[c]), **topology))
     if cells.drop == "per-cell":
-        return [(c, cell_scenario(c)) for c in range(layout.count)]
+        return [(c, cell_scenario(scenario, layout, c, cell_seed(scenario.seed, c)))
+                for c in range(layout.count)]
     positions = drop_over_region(scenario, layout, rng)
     gain, _ = model.draw(rng, layout.distances(positions))
     rule = ASSOCIATION_RULES.lookup(cells.association).from_scenario(scenario)
@@ -234,7 +223,6 @@ def cell_plan(scenario, layout, model, links, rng):
         if mine.shape[0] == 0:
             continue
         links.drawn[c] = gain[chosen == c]
-        sc = cell_scenario(c, layout="coordinates", device_xy_m=tuple(map(tuple, mine.tolist())))
-        out.append((c, dataclasses.replace(sc, devices=dataclasses.replace(
-            sc.devices, count=int(mine.shape[0])))))
+        out.append((c, cell_scenario(scenario, layout, c, cell_seed(scenario.seed, c),
+                                     tuple(map(tuple, mine.tolist())))))
     return out

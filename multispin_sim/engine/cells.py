@@ -34,10 +34,10 @@ from ..outputs.statistics import describe
 from ..scenario import dump_scenario_yaml
 from ..scenario.limits import BASE_BYTES, PER_ROUND_BYTES, memory_terms
 from ..version import __version__
-from .cell_plan import (CELLS_STREAM_KEY, cell_layout, cell_plan, mobile_plan, noise_psd,
-                        wrapped_population)
+from .cell_plan import cell_plan, cells_layout, mobile_plan, wrapped_population
 from .handover import AttachedWorkload, CellMover
 from .interference import InterferenceField, InterferingChannel
+from .population import noise_psd
 from .progress import Progress
 
 
@@ -287,9 +287,11 @@ def cells_summary(scenario, summaries, ids, wall, stats):
     interference regime. (Dividing all tokens by the longest span would charge every cell for
     one cell's last round, which can be far longer than the others' heavy-tailed rounds.)"""
     time_s = max(s["sim_time_s"] for s in summaries)
-    tokens = sum(s["tokens"] for s in summaries)
-    ul = sum(s["ul_corrections"] for s in summaries)
-    dl = sum(s["dl_corrections"] for s in summaries)
+    total = {key: sum(s[key] for s in summaries)   # counts: integer sums
+             for key in ("tokens", "rounds", "device_rounds", "rejections", "ul_corrections",
+                         "dl_corrections")}
+    tokens, rounds, device_rounds = total["tokens"], total["rounds"], total["device_rounds"]
+    ul, dl = total["ul_corrections"], total["dl_corrections"]
     per_cell = [{"cell": c, "devices": len(s["device_goodput_tps"]),
                  "goodput_tps": s["goodput_tps"], "rounds": s["rounds"],
                  "ul_corrections": s["ul_corrections"], "dl_corrections": s["dl_corrections"],
@@ -302,8 +304,6 @@ def cells_summary(scenario, summaries, ids, wall, stats):
     half = [(s["goodput_ci95"][1] - s["goodput_ci95"][0]) / 2 if s["rounds"] else 0.0
             for s in summaries]
     spread = float(np.sqrt(np.sum(np.square(half))))
-    rounds = sum(s["rounds"] for s in summaries)
-    device_rounds = sum(s["device_rounds"] for s in summaries)
     blocks = {}
     if all("energy" in s for s in summaries):     # energy.record false: no cell has one
         blocks["energy"] = summed_energy([s["energy"] for s in summaries], tokens)
@@ -318,7 +318,7 @@ def cells_summary(scenario, summaries, ids, wall, stats):
         "device_rounds": device_rounds,
         "mean_draft_len": (sum(s["mean_draft_len"] * s["device_rounds"] for s in summaries)
                            / device_rounds if device_rounds else 0.0),
-        "rejections": sum(s["rejections"] for s in summaries),
+        "rejections": total["rejections"],
         # the cells' round times as their summaries keep them (the rounds.csv columns)
         "duration_s": describe(np.concatenate([st.duration.values() for st in stats])),
         "comm_s": describe(np.concatenate([st.comm.values() for st in stats])),
@@ -384,20 +384,11 @@ def combine_tables(folder, name, ids):
 def build_cells(scenario, folder, inputs, *, build_run, result, progress=False):
     """The cells' runs in one environment, ready to ``start`` (``CellsRun``); ``progress``:
     show the slowest cell's rounds on stderr (a terminal's)."""
-    import sys
-
     import simpy
 
     wall0 = time.perf_counter()
     cells = scenario.cells
-    rng = np.random.Generator(np.random.PCG64(
-        np.random.SeedSequence(scenario.seed, spawn_key=(CELLS_STREAM_KEY,))))
-    layout = cell_layout(scenario, rng)
-    if layout.count == 0:
-        from ..scenario import ScenarioError
-        raise ScenarioError("cells.density_per_km2", "the Poisson point process drew no server "
-                            f"in the disc of cells.region_m = {cells.region_m:g} m",
-                            "expected a density and region with servers (lambda pi R^2 >> 1)")
+    rng, layout = cells_layout(scenario)
     model = PATHLOSS_MODELS.lookup(cells.pathloss).from_scenario(scenario)
     links = Links(layout, model, rng)
     band = scenario.channel.bandwidth_mhz * 1e6 / cells.reuse
@@ -437,9 +428,8 @@ def build_cells(scenario, folder, inputs, *, build_run, result, progress=False):
     # the scenario that was run (each cell_<c>/scenario.yaml is its one-cell part)
     (folder / "scenario.yaml").write_text(dump_scenario_yaml(scenario), encoding="utf-8")
     ids = [c for c, _ in plan]
-    show = (Progress(scenario.run.rounds, max_time_s=scenario.run.max_time_s)
-            if progress and sys.stderr.isatty() else None)
-    horizon = Horizon(env, runs, ids, scenario.run.rounds, round_budget(scenario), network, show)
+    horizon = Horizon(env, runs, ids, scenario.run.rounds, round_budget(scenario), network,
+                      Progress.for_run(scenario, progress))
     return CellsRun(scenario, folder, runs, ids, field, links, wall0, result, horizon)
 
 

@@ -161,25 +161,34 @@ class OFDMAChannel:
         if self.grid is None:
             yield env.timeout(planned_s)
             return planned_s
-        t0 = env.now
-        n0 = self.block_index(t0)
-        first = (n0 + 1) * self.coherence_s - t0
         self.transmissions += 1
-        if planned_s <= first and self.grid.planned_holds(t0, self._decided_t):
-            self.blocks_used += 1
-            yield env.timeout(planned_s)
-            return planned_s
-        delay = self.delivery_time(device, mode, power_w, bandwidth_hz, t0, planned_s)
+        delay = self.grid_delay(device, mode, power_w, bandwidth_hz, env.now, planned_s)
         yield env.timeout(delay)
         return delay
 
-    def delivery_time(self, device, mode, power_w, bandwidth_hz, t0, planned_s=None):
+    def payload_bits(self, device):
+        """The bits of ``device``'s correction: this round's (``round_bits``, the token-level
+        payload's per correction) where set, else the payload size; read when it is sent (the
+        token payload sets both after the channel is built)."""
+        return self.bits if self.round_bits is None else float(self.round_bits[device])
+
+    def grid_delay(self, device, mode, power_w, bandwidth_hz, t0, one_block_s):
+        """The delay of a correction starting at ``t0`` on the grid: ``one_block_s`` (its delay
+        at the rate of its first block) when it ends within that block and the block is the one
+        the decision saw, else its delivery over the blocks (``delivery_time``)."""
+        end = (self.block_index(t0) + 1) * self.coherence_s - t0
+        if one_block_s <= end and self.grid.planned_holds(t0, self._decided_t):
+            self.blocks_used += 1
+            return one_block_s
+        return self.delivery_time(device, mode, power_w, bandwidth_hz, t0)
+
+    def delivery_time(self, device, mode, power_w, bandwidth_hz, t0):
         """Seconds to deliver the payload from ``t0`` over the grid's blocks (a pure lookup):
         16 blocks, then 8 times as many while they do not suffice (at most ``_CHUNK`` more at a
         time, so a correction of a million blocks never holds them all)."""
         n0 = self.block_index(t0)
         first = (n0 + 1) * self.coherence_s - t0
-        bits = self.bits if self.round_bits is None else float(self.round_bits[device])
+        bits = self.payload_bits(device)
         read, m, carried = 0, 16, 0.0
         while True:
             h = self.grid.segments(device, mode != UL, t0, m, read)

@@ -87,7 +87,6 @@ class StopSignals:
 
     def __init__(self):
         self.signum = None
-        self.count = 0
         self.stopped_by = None   # the first signal before the shutdown: the one that stopped
         self.stops = 0           # signals before the shutdown
         self.loop = None
@@ -100,7 +99,6 @@ class StopSignals:
             loop.stop_requested = True
 
     def _handler(self, signum, frame):
-        self.count += 1
         RECEIVED.append(signum)
         if self.signum is None:
             self.signum = signum

@@ -53,22 +53,18 @@ class Network:
                  view=None, moving=True):
         self.scenario, self.layout, self.model, self.links = scenario, layout, model, links
         cells = scenario.cells
-        m = scenario.mobility
         self.walk = None   # static devices (cells.reassociate): no walk, the gains stay
         if moving:
-            speed = m.speed_mps if isinstance(m.speed_mps, tuple) else (m.speed_mps, m.speed_mps)
             centre, region = walk_region(scenario, layout)
-            self.walk = RandomWaypoint(positions, centre, region, speed, m.pause_s, rng,
-                                       max_legs=scenario.limits.max_legs_per_round)
+            self.walk = RandomWaypoint.from_scenario(scenario, positions, centre, region, rng)
         self.pos = np.asarray(positions, dtype=float)
         d = layout.distances(positions)
         # each link's LOS state and shadowing: the static drop's, then spatially consistent
         self.state = ConsistentLinks.from_scenario(scenario, model, rng, d)
-        drawn, self.los = self.state.gain, self.state.los
+        self.gain, self.los = self.state.gain, self.state.los
         self._travelled = np.zeros(self.pos.shape[0])
         self.d = self.pos.shape[0]
         self.distance = d
-        self.gain = drawn
         self.p_dl = p_dl   # (S,) the servers' DL budgets: RSRP = P_dl,s x gain
         # cells.handover 'association' (moving) or static devices: the rule and its view,
         # re-evaluated at round ends (static devices: on the loads now, ``reevaluate``)
@@ -253,8 +249,6 @@ class AttachedWorkload:
         active = self.network.attached == self.cell
         self.network.in_round[self.cell] = active
         return active
-
-    active = start_round
 
     def has_work(self):
         return bool(np.any(self.network.attached == self.cell))

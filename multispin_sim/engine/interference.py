@@ -102,18 +102,18 @@ class InterferenceField:
             return np.full(len(globs), self.mean_ul(cell, now))
         if self.now_psd is None:
             return np.zeros(len(globs))
-        self._track_time(now)
-        if self.t_int > 0:
-            return self.int_psd[DL][globs, cell] * (1.0 / self.t_int)
-        return self.now_psd[DL][globs, cell] * 1.0
+        return self._mean(DL, (globs, cell), now)
 
     def mean_ul(self, cell, now):
-        if self.now_psd is None:
-            return 0.0
+        return 0.0 if self.now_psd is None else self._mean(UL, cell, now)
+
+    def _mean(self, mode, where, now):
+        """The time average up to ``now`` of the ``mode`` PSD at index ``where`` (the PSD now
+        before any time has passed)."""
         self._track_time(now)
         if self.t_int > 0:
-            return self.int_psd[UL][cell] * (1.0 / self.t_int)
-        return self.now_psd[UL][cell] * 1.0
+            return self.int_psd[mode][where] * (1.0 / self.t_int)
+        return self.now_psd[mode][where] * 1.0
 
     # -- the interference measured now (the 'last' CSI) -----------------------------------------
     def ul_psd(self, cell):
@@ -371,7 +371,7 @@ class InterferingChannel:
         tx.f0 = self._band_next
         tx.f1 = self._band_next = self._band_next + bandwidth_hz
         tx.gain = float((base.g_ul if mode == UL else base.g_dl)[device])
-        tx.bits = base.bits if base.round_bits is None else float(base.round_bits[device])
+        tx.bits = base.payload_bits(device)
         # the planned delay is the delivery time when the decision saw no interference and
         # none is there at the start (then it is kept exactly, as on one cell)
         clear = self._clear_ul if mode == UL else self._clear_dl[device]

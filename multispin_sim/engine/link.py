@@ -2,8 +2,8 @@
 whose transmissions meet the truth through the scenario's link model.
 
 ``LinkChannel`` extends ``OFDMAChannel`` and is used only when the scenario leaves the paper's
-setting (``link.model`` not shannon, or imperfect CSI); otherwise the plain channel runs, so
-default runs are unchanged. It overrides four things:
+setting (``link.model`` not shannon, or imperfect CSI); otherwise the plain channel runs. It
+overrides four things:
 
 - ``new_block`` / ``csi``: the true gains are drawn as before; the caller gets the CSI estimate
   (``model.csi``), made once per fading block (the round start's, or the grid block's);
@@ -132,10 +132,7 @@ class LinkChannel(OFDMAChannel):
         return out
 
     plain_transmit = False  # a transmission draws link errors and estimates: see transmit
-
-    @property
-    def dynamic_csi(self):
-        return True
+    dynamic_csi = True
 
     # -- CSI -----------------------------------------------------------------------------------
     def _estimated(self, g_ul, g_dl, key, now):
@@ -179,25 +176,13 @@ class LinkChannel(OFDMAChannel):
     def _true_gain(self, device, mode):
         return float((self.g_dl if mode == DL else self.g_ul)[device])
 
-    def _payload_bits(self, device):
-        """The bits of ``device``'s correction: this round's (``round_bits``, the token-level
-        payload's per correction) where set, else the payload size, read when sent (the token
-        payload sets it after the channel is built)."""
-        if self.round_bits is not None:
-            return float(self.round_bits[device])
-        return float(self.bits) if np.ndim(self.bits) == 0 else float(self.bits[device])
-
     def shannon_delay(self, device, mode, power_w, bandwidth_hz, t0):
         """The paper's link on the true channel."""
         rate = float(shannon_rate(bandwidth_hz, power_w, self._true_gain(device, mode), self.n0))
-        first = self._payload_bits(device) / rate if rate > 0 else math.inf
+        first = self.payload_bits(device) / rate if rate > 0 else math.inf
         if self.grid is None:
             return first
-        end = (self.block_index(t0) + 1) * self.coherence_s - t0
-        if first <= end and self.grid.planned_holds(t0, self._decided_t):
-            self.blocks_used += 1
-            return first
-        return self.delivery_time(device, mode, power_w, bandwidth_hz, t0)
+        return self.grid_delay(device, mode, power_w, bandwidth_hz, t0, first)
 
     def mcs_delay(self, device, mode, power_w, bandwidth_hz, t0):
         link = self.link
@@ -217,7 +202,7 @@ class LinkChannel(OFDMAChannel):
                                functools.partial(self._retry_gain, device), self.retry_block_s)
             blocks.static = self.fading_model.static
         retry = self.system.p_dl_w * n_prb / link.n_prb if dl else self._p_ul[device]
-        bits = self._payload_bits(device)
+        bits = self.payload_bits(device)
         try:
             out = link.deliver(bits, n_prb, power_w, snr_reported, blocks, self.link_rng,
                                retry_power_w=retry, max_blocks=self.max_blocks)
@@ -278,11 +263,6 @@ class LinkChannel(OFDMAChannel):
         return out
 
 
-def build_link(scenario, system):
-    """The scenario's link component (None for the paper's Shannon link: the channel's own path)."""
-    return LINK_MODELS.lookup(scenario.link.model).from_scenario(scenario, system)
-
-
 def build_csi(scenario, system, link):
     """The scenario's CSI model (``PerfectCsi`` when every imperfection is off)."""
     c, ch = scenario.csi, scenario.channel
@@ -296,7 +276,7 @@ def build_csi(scenario, system, link):
                        table=lk.cqi_table if lk.cqi_table != "continuous" else "64qam",
                        bler_target=lk.bler_target, gap_db=lk.implementation_gap_db,
                        waterfall_db=lk.bler_waterfall_db)
-    switch = None if grid is None or grid.switch_db is None else grid.switch_db
+    switch = getattr(grid, "switch_db", None)
     if c.cqi_quantisation and switch is None:
         raise ValueError("csi.cqi_quantisation needs a CQI table (link.cqi_table 'continuous' "
                          "has none)")
@@ -322,14 +302,6 @@ def csi_is_perfect(scenario):
 def needs_link_channel(scenario):
     """True when the scenario leaves the paper's link or perfect CSI."""
     return not LINK_MODELS.lookup(scenario.link.model).ideal or not csi_is_perfect(scenario)
-
-
-def outage_wait_s(scenario):
-    """The wait an outage plans: one fading block."""
-    ch = scenario.channel
-    if ch.coherence_time_ms is not None:
-        return ch.coherence_time_ms * 1e-3
-    return scenario.link.retry_block_ms * 1e-3
 
 
 def check_link(scenario):
@@ -361,7 +333,7 @@ def build_channel(scenario, system, streams, coherence_s, moving):
         return build_array_channel(scenario, system, streams, moving)
     if not needs_link_channel(scenario):
         return OFDMAChannel(*args, **kwargs)
-    link = build_link(scenario, system)
+    link = LINK_MODELS.lookup(scenario.link.model).from_scenario(scenario, system)
     csi = build_csi(scenario, system, link)
     aged = FADING_MODELS.lookup(ch.fading).continuous and not csi.perfect
     return LinkChannel(*args, link=link, csi_model=csi,
@@ -380,4 +352,7 @@ def link_policy(scenario, channel, policy):
         return policy
     from ..policies.linkaware import LinkAwarePolicy
 
-    return LinkAwarePolicy(policy, link, outage_wait_s(scenario))
+    block_ms = scenario.channel.coherence_time_ms   # an outage plans a wait of one fading block
+    if block_ms is None:
+        block_ms = scenario.link.retry_block_ms
+    return LinkAwarePolicy(policy, link, block_ms * 1e-3)

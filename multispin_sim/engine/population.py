@@ -15,7 +15,7 @@ from ..model.units import dbm_to_watt
 from ..model.compute import apply_power_modes
 from ..model.verification import VERIFY_MODELS
 from ..scenario import TASKS
-from .topology import build_layout
+from .topology import as_range, build_layout
 
 
 @dataclass(frozen=True)
@@ -39,12 +39,6 @@ class Population:
     draft_power_w: Optional[np.ndarray] = None  # drafting power per device (W)
 
 
-def _as_range(value):
-    if isinstance(value, (list, tuple)):
-        return float(value[0]), float(value[1])
-    return float(value), float(value)
-
-
 def dl_power_w(scenario):
     """The server's total DL budget in W: ``dl_power_dbm`` or ``dl_power_ratio`` x P_ul."""
     server = scenario.server
@@ -53,9 +47,17 @@ def dl_power_w(scenario):
     return float(server.dl_power_ratio * dbm_to_watt(scenario.devices.ul_power_dbm))
 
 
-def _fixed_bits(fmt):
-    """Bits of a fixed-size format; 0 for 'topp' (its sizes are per position: token model)."""
-    return fmt.bits() if fmt.fixed_size else 0
+def fixed_payload_bits(payload):
+    """Bits of one correction in the ``payload`` section's format; 0 for 'topp' (its sizes are
+    per position: token model)."""
+    fmt = format_from_scenario(payload)
+    return float(fmt.bits()) if fmt.fixed_size else 0.0
+
+
+def noise_psd(scenario):
+    """The receivers' noise PSD N0 (W/Hz): ``channel.noise_psd_dbm_hz`` plus the noise figure."""
+    ch = scenario.channel
+    return noise_psd_watt_per_hz(ch.noise_psd_dbm_hz + ch.noise_figure_db)
 
 
 def _stratified_draws(rng, k, n_tasks, spread_range, distance_range):
@@ -89,8 +91,8 @@ def build_population(scenario, rng, topology_rng=None, shadowing_rng=None, graph
 
     dev = scenario.devices
     k = dev.count
-    lo, hi = _as_range(dev.draft_latency_spread)
-    dlo, dhi = _as_range(dev.distance_m)
+    lo, hi = as_range(dev.draft_latency_spread)
+    dlo, dhi = as_range(dev.distance_m)
     if dev.draw == "stratified":
         task_idx, spread, distance = _stratified_draws(rng, k, len(TASKS), (lo, hi), (dlo, dhi))
     else:
@@ -126,7 +128,6 @@ def build_population(scenario, rng, topology_rng=None, shadowing_rng=None, graph
     modes, draft_power = device_power_modes(scenario, spread, t_draft)
 
     ch = scenario.channel
-    pl = scenario.payload
     large_scale = pathloss_gain(distance, ch.ref_gain_db, ch.pathloss_exponent)
     shadow_db = np.zeros(k)
     if ch.shadowing_db > 0:
@@ -140,12 +141,12 @@ def build_population(scenario, rng, topology_rng=None, shadowing_rng=None, graph
         p_ul_w=p_ul,
         pathloss=large_scale,
         p_dl_w=dl_power_w(scenario),
-        payload_bits=float(_fixed_bits(format_from_scenario(pl))),
+        payload_bits=fixed_payload_bits(scenario.payload),
         bandwidth_hz=ch.bandwidth_mhz * 1e6,
-        n0=noise_psd_watt_per_hz(ch.noise_psd_dbm_hz + ch.noise_figure_db),
+        n0=noise_psd(scenario),
         verify_fixed_s=scenario.server.verify_fixed_ms * 1e-3,
         verify_per_device_s=scenario.server.verify_per_device_ms * 1e-3,
-        verify_cost=verification_cost(scenario),
+        verify_cost=VERIFY_MODELS.lookup(scenario.server.verify_model).from_scenario(scenario),
         transmission=shared_band_transmission(scenario),
     )
     population = Population(tuple(tasks), distance, gamma, system, positions, server_xy, shadow_db,
@@ -159,11 +160,6 @@ def shared_band_transmission(scenario):
     None: the orthogonal schemes need only the array gains, the paper's reactive problem."""
     transmission = Transmission.from_scenario(scenario)
     return transmission if transmission.multi_user else None
-
-
-def verification_cost(scenario):
-    """The verification cost component of ``server.verify_model`` (``model.verification``)."""
-    return VERIFY_MODELS.lookup(scenario.server.verify_model).from_scenario(scenario)
 
 
 def device_power_modes(scenario, spread, t_draft):

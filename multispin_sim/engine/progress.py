@@ -17,6 +17,14 @@ class Progress:
         self.t0 = time.perf_counter()
         self.last = 0.0
 
+    @classmethod
+    def for_run(cls, scenario, progress):
+        """The display of ``scenario``'s rounds when ``progress`` is asked for and stderr is a
+        terminal (a line redrawn in place would litter a file), else None."""
+        if progress and sys.stderr.isatty():
+            return cls(scenario.run.rounds, max_time_s=scenario.run.max_time_s)
+        return None
+
     def __call__(self, done, now):
         if done & 63 and done != self.total:
             return

@@ -25,7 +25,7 @@ outcomes of such rounds come from blocks of rounds capped at once when the accep
 offers them (``EdgeServer.steady_outcomes``); the reactive decision of one outcome is the
 policy's own (``ReactivePolicy.one_outcome``: Python floats, no ``ReactiveProblem``, for the
 built-in splits); on a plain channel the devices wait their planned delays themselves
-(``OFDMAChannel.plain_transmit``). Every process and event stays as it was. One shortcut
+(``OFDMAChannel.plain_transmit``). The shortcuts keep every process and event. One shortcut
 changes numbers in their last bits, within rtol 1e-12, and no decision: a steady plan's
 reactive decisions come many rounds at a time from the policy's vectorised ``decide``
 (``EdgeServer.steady_decisions``, on the outcome blocks and the gains the channel drew ahead)
@@ -46,8 +46,14 @@ from .guards import stop_if_not_finite
 class ProtocolLoop:
     """What every protocol's loop holds: the run's actors, its limits and its witness.
 
-    ``run(env)`` is the SimPy process a protocol defines; ``rounds`` counts its records
-    (rounds, or batches in the asynchronous protocol)."""
+    A protocol (``serving.protocol``) is a subclass registered in
+    ``scenario.engine_registries.PROTOCOLS``, built with the arguments of ``RoundLoop``.
+    ``run(env)`` is the SimPy process it defines; ``rounds`` counts its records (rounds, or
+    batches in the asynchronous protocol), ``rounds_done`` those written, and
+    ``stop_requested`` (set by a Ctrl-C) stops it cleanly at its next record boundary. A loop
+    may add ``summary(end)`` (a summary block of its own) and ``server_busy_s`` (time the
+    server verified).
+    """
 
     def __init__(self, env, population, channel, server, controller, workload, streams,
                  recorder, rounds, max_time_s=None, progress=None):
@@ -63,20 +69,35 @@ class ProtocolLoop:
         self.rounds = rounds
         self.max_time_s = np.inf if max_time_s is None else max_time_s
         self.progress = progress
-        self.k = self.system.k
+        self.k = k = self.system.k
         self.observe = getattr(controller, "observe", None)  # controllers that learn outcomes
+        self.rounds_done = 0
+        self.stop_requested = False
+        self._no_mode = np.zeros(k, dtype=np.int8)   # the rows of a record without corrections
+        self._zeros = np.zeros(k)
+        self._zeros.flags.writeable = False
+
+    def draft_context(self, index, system, g_ul, g_dl, active, load=None):
+        """The ``DraftContext`` the draft controller decides on: draft ``index``, the
+        controller's view of ``system``, the CSI, who drafts, the tokens the requests still
+        need and (asynchronous) the devices with work."""
+        server, channel = self.server, self.channel
+        return DraftContext(index, server.controller_system(system), g_ul, g_dl, active,
+                            self.workload.remaining(), server.policy, self.streams.controller,
+                            channel.fading, channel.reciprocal, load)
 
 
 class RoundLoop(ProtocolLoop):
     """Drives the rounds; devices and the server are its actors, the recorder its witness.
 
     ``tick_period_s``: rounds start only at multiples of it (null: as soon as possible);
-    ``mover``: ``topology.Mover`` for moving devices (None: fixed positions).
+    ``mover``: ``topology.Mover`` for moving devices (None: fixed positions); ``serving``: the
+    asynchronous protocol's section, not read here.
     """
 
     def __init__(self, env, population, channel, server, controller, workload, streams,
                  recorder, rounds, max_time_s=None, progress=None, tick_period_s=None,
-                 mover=None, thermal=None):
+                 mover=None, serving=None, thermal=None):
         super().__init__(env, population, channel, server, controller, workload, streams,
                          recorder, rounds, max_time_s, progress)
         self.tick = tick_period_s
@@ -93,11 +114,6 @@ class RoundLoop(ProtocolLoop):
         self.power = np.zeros(k)
         self.bandwidth = 0.0
         self.realised_delay = np.zeros(k)
-        self.rounds_done = 0
-        self.stop_requested = False  # set by a Ctrl-C: stop cleanly at the next round boundary
-        self._no_mode = np.zeros(k, dtype=np.int8)
-        self._zeros = np.zeros(k)
-        self._zeros.flags.writeable = False
         # deferred corrections (a policy with ``defers``, e.g. 'deadline'): sent at the next
         # round start instead of that round's draft (``_start_carry``)
         self.carry_list = None
@@ -182,11 +198,7 @@ class RoundLoop(ProtocolLoop):
     def _plan(self, r, system, g_ul, g_dl, active):
         """This round's draft plan: (ctx, gamma, per-device drafting times, who drafts as a
         list, the drafting times as a list, the number drafting, the longest drafting time)."""
-        workload = self.workload
-        ctx = DraftContext(r, self.server.controller_system(system), g_ul, g_dl, active,
-                           workload.remaining(),
-                           self.server.policy, self.streams.controller,
-                           self.channel.fading, self.channel.reciprocal)
+        ctx = self.draft_context(r, system, g_ul, g_dl, active)
         gamma = self.controller.lengths(ctx)
         draft_s = drafting_latency(gamma, system.draft_latency_s)
         # the devices read Python lists: SimPy's clock then stays a Python float;

@@ -43,12 +43,11 @@ class EdgeServer:
         system = self.system
         if self.verify_cost is not None:
             duration = self.verify_cost.batch_s(gamma[active])
-            yield env.timeout(duration)
-            return duration
-        # System.verification_s in Python floats (the same IEEE operations, without numpy's
-        # per-call cost): T_ver0 + K_b T_ver1, 0 for an empty batch
-        duration = (system.verify_fixed_s + float(batch_size) * system.verify_per_device_s
-                    if batch_size > 0 else 0.0)
+        else:
+            # System.verification_s in Python floats (the same IEEE operations, without numpy's
+            # per-call cost): T_ver0 + K_b T_ver1, 0 for an empty batch
+            duration = (system.verify_fixed_s + float(batch_size) * system.verify_per_device_s
+                        if batch_size > 0 else 0.0)
         yield env.timeout(duration)
         return duration
 

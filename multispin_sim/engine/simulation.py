@@ -1,7 +1,6 @@
 """``simulate(scenario)``: build the system from a scenario, run the SimPy rounds, write the outputs."""
 import dataclasses
 import shutil
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -12,6 +11,7 @@ import simpy
 from ..version import __version__
 from ..errors import RunFailed, os_advice, os_reason
 from ..model.link import LINK_MODELS
+from ..model.mobility import MOBILITY_MODELS
 from ..outputs.atomic import write_json
 from ..outputs.metadata import output_folder, run_metadata
 from ..outputs.records import read_table
@@ -20,7 +20,7 @@ from ..outputs.requests import RequestLog
 from ..policies import DRAFT_CONTROLLERS
 from ..scenario import dump_scenario_yaml, load_scenario
 from ..scenario.loading import names_scenario_file
-from ..scenario.engine_registries import ARRIVAL_MODELS
+from ..scenario.engine_registries import ARRIVAL_MODELS, PAYLOAD_MODELS, PROTOCOLS
 from ..outputs.energy import EnergyAccount
 from .acceptance import acceptance_inputs, acceptance_summary, build_acceptance
 from .cell_plan import check_cell_layout
@@ -29,11 +29,10 @@ from .link import build_channel, check_link, link_policy
 from .guards import LimitReached, RecordedTotals, StopSignals, guard_backlog
 from .population import build_population
 from .progress import Progress
-from .protocols import make_loop
 from .server import EdgeServer
 from .streams import RandomStreams
-from .tokens import payload_server, read_pairs
-from .topology import Mover, layout_inputs, moves
+from .tokens import read_pairs
+from .topology import Mover, layout_inputs
 
 
 WRITER_PROCESS_MIN_ROWS = 200_000  # device-round rows from which a writer process pays off
@@ -104,13 +103,6 @@ def read_inputs(scenario):
     if scenario.payload.pairs_file is not None:
         inputs["pairs"] = read_pairs(scenario.payload, scenario.limits)
     return inputs
-
-
-def build_workload(scenario, population, streams, env=None, log=None, inputs=None):
-    """The scenario's workload (``workload.arrivals``); queueing ones start their SimPy
-    arrival processes in ``env`` and write their requests to ``log``."""
-    return ARRIVAL_MODELS.lookup(scenario.workload.arrivals).from_scenario(
-        scenario, population.tasks, streams.arrivals, env, log, inputs)
 
 
 def simulate(scenario, out=None, *, results_dir=None, progress=False, command_line=None):
@@ -316,7 +308,7 @@ def build_run(scenario, folder, inputs, *, progress=False, controller=None, reac
     system = population.system
     policy = scenario.policy
     ch = scenario.channel
-    moving = moves(scenario)
+    moving = MOBILITY_MODELS.lookup(scenario.mobility.model).moves
     own_controller = DRAFT_CONTROLLERS.lookup(policy.draft).from_scenario(
         scenario, draft_length=population.draft_length,
         powers=energy_powers(scenario, population))
@@ -332,8 +324,9 @@ def build_run(scenario, folder, inputs, *, progress=False, controller=None, reac
                         streams.policy, streams.acceptance, acceptance=acceptance, belief=belief,
                         per_request=scenario.acceptance.session == "request")
     thermal = thermal_state(scenario, population)  # None without compute.thermal
-    server, population = payload_server(scenario, server, population, streams, folder, channel,
-                                        inputs)
+    # the server of payload.model and the population it serves
+    server, population = PAYLOAD_MODELS.lookup(scenario.payload.model).serve(
+        scenario, server, population, streams, folder, channel, inputs)
     system = population.system
     # long runs format their CSV rows on the second core (same bytes, see WriterProcess)
     # many devices: fewer rounds per chunk of records (same bytes, bounded memory)
@@ -349,19 +342,19 @@ def build_run(scenario, folder, inputs, *, progress=False, controller=None, reac
     if not ARRIVAL_MODELS.lookup(scenario.workload.arrivals).saturated:
         log = RequestLog(folder / "requests.csv", system.k, slo_ttft_s=scenario.serving.slo_ttft_s,
                          slo_tpot_s=scenario.serving.slo_tpot_s)
-    workload = build_workload(scenario, population, streams, env, log, inputs)
+    # queueing workloads start their SimPy arrival processes and write their requests to log
+    workload = ARRIVAL_MODELS.lookup(scenario.workload.arrivals).from_scenario(
+        scenario, population.tasks, streams.arrivals, env, log, inputs)
     mover = Mover(scenario, population, streams.mobility, streams.shadowing) if moving else None
     if workload_hook is not None:
         workload = workload_hook(workload)
     if mover_hook is not None:
         mover = mover_hook(mover)
-    show = progress and sys.stderr.isatty()
-    loop = make_loop(scenario.serving.protocol, env, population, channel, server, controller,
-                     workload, streams, recorder, scenario.run.rounds, scenario.run.max_time_s,
-                     progress=Progress(scenario.run.rounds, max_time_s=scenario.run.max_time_s)
-                     if show else None,
-                     tick_period_s=scenario.workload.tick_period_s, mover=mover,
-                     thermal=thermal, serving=scenario.serving)
+    loop = PROTOCOLS.lookup(scenario.serving.protocol)(
+        env, population, channel, server, controller, workload, streams, recorder,
+        scenario.run.rounds, scenario.run.max_time_s, progress=Progress.for_run(scenario, progress),
+        tick_period_s=scenario.workload.tick_period_s, mover=mover, thermal=thermal,
+        serving=scenario.serving)
     channel.max_blocks = scenario.limits.max_blocks_per_transmission
     loop.stop_reason = None
     # counters the outputs report that are updated before a round is recorded (summary.json's

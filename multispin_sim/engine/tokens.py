@@ -31,7 +31,6 @@ from ..model.reactive import DL, UL
 from ..outputs.records import CsvStream
 from ..outputs.statistics import GrowingArray
 from ..policies import REACTIVE_POLICIES
-from ..scenario.engine_registries import PAYLOAD_MODELS
 from .server import EdgeServer
 
 CORRECTION_COLUMNS = ("round", "device", "mode", "format", "bits", "accept_prob", "dl_tv",
@@ -174,12 +173,7 @@ class TokenServer(EdgeServer):
             decision = decide_with(problem, ul_bits, dl_bits, dl_tv, self.policy_rng)
         else:
             decision = self.policy.decide(problem, self.policy_rng)
-        mode = decision.mode[0]
-        choice = getattr(decision, "dl_choice", None)
-        choice = self._zero_choice if choice is None else choice[0]
-        bits = correction_bits(mode == UL, choice, ul_bits, dl_bits)
-        if self.channel is not None:
-            self.channel.round_bits = bits  # multi-block transmissions deliver these bits
+        mode, choice, bits = self._correction_bits(decision, ul_bits, dl_bits)
         idx = np.flatnonzero(mode > 0)
         tokens = self._corrections(idx, mode, choice, bits, ctx.rows[idx], ctx.u_last[idx],
                                    ctx.round)
@@ -198,25 +192,31 @@ class TokenServer(EdgeServer):
         rejected in the round it was deferred from, recorded in this round (the next outcomes'
         round) with its token-level bits, which the channel delivers."""
         decision = super().decide_carry(deferred, g_ul, g_dl)
-        mode = decision.mode[0]
-        choice = getattr(decision, "dl_choice", None)
-        choice = self._zero_choice if choice is None else choice[0]
-        idx = np.flatnonzero(deferred & (mode > 0))
+        idx = np.flatnonzero(deferred & (decision.mode[0] > 0))
         ctxs = [self._carried.pop(i) for i in idx.tolist()]
         rows = self.model.row0.copy()  # any position for the devices not carried (not sent)
         u = np.zeros(self.system.k)
         for i, ctx in zip(idx.tolist(), ctxs):
             rows[i], u[i] = ctx.rows[i], ctx.u_last[i]
         ul_bits, dl_bits, _ = self._round_tables(rows)
-        bits = correction_bits(mode == UL, choice, ul_bits, dl_bits)
-        if self.channel is not None:
-            self.channel.round_bits = bits  # read when the carried transmissions start
+        mode, choice, bits = self._correction_bits(decision, ul_bits, dl_bits)
         tokens = self._corrections(idx, mode, choice, bits, rows[idx], u[idx],
                                    self.round_index + 1)
         for j, (i, ctx) in enumerate(zip(idx.tolist(), ctxs)):
             if ctx.first_rejected[i]:
                 ctx.first_tokens[i] = tokens[j]
         return decision
+
+    def _correction_bits(self, decision, ul_bits, dl_bits):
+        """(mode, DL format choice, bits) of each device (K,) under ``decision``; the channel
+        delivers these bits (transmissions over several blocks read them when they start)."""
+        mode = decision.mode[0]
+        choice = getattr(decision, "dl_choice", None)
+        choice = self._zero_choice if choice is None else choice[0]
+        bits = correction_bits(mode == UL, choice, ul_bits, dl_bits)
+        if self.channel is not None:
+            self.channel.round_bits = bits
+        return mode, choice, bits
 
     def _corrections(self, idx, mode, choice, bits, rows, u, round_index):
         """Draws and records the corrections of devices ``idx`` (``mode``, ``choice``, ``bits``:
@@ -299,15 +299,6 @@ class TokenServer(EdgeServer):
 # ---------------------------------------------------------------------------- wiring
 
 
-def dl_menu_formats(payload):
-    """The DL formats of the 'fidelity' policy's menu (top-k sizes at prob_bits, or dense)."""
-    from ..model.payload import format_from_scenario
-
-    return [format_from_scenario(payload, format="dense") if k == "dense"
-            else format_from_scenario(payload, format="topk", effective_vocab=int(k))
-            for k in payload.menu]
-
-
 def build_payload_model(scenario, alpha, pairs=None, rng=None):
     """The token-level ``PayloadModel`` of a scenario (synthetic pairs calibrated to ``alpha``,
     or the ``pairs`` (p, q) read from ``payload.pairs_file``)."""
@@ -316,9 +307,13 @@ def build_payload_model(scenario, alpha, pairs=None, rng=None):
 
     pl = scenario.payload
     ul = format_from_scenario(pl)
-    # a policy that picks the DL format per correction gets the menu (``ReactivePolicy.dl_menu``)
-    menu = REACTIVE_POLICIES.lookup(scenario.policy.mode).dl_menu
-    dl = dl_menu_formats(pl) if menu else [ul]
+    dl = [ul]
+    # a policy that picks the DL format per correction gets the menu (``ReactivePolicy.dl_menu``:
+    # top-k sizes at prob_bits, or dense)
+    if REACTIVE_POLICIES.lookup(scenario.policy.mode).dl_menu:
+        dl = [format_from_scenario(pl, format="dense") if k == "dense"
+              else format_from_scenario(pl, format="topk", effective_vocab=int(k))
+              for k in pl.menu]
     if pairs is not None:
         model = PayloadModel.from_pairs(pairs[0], pairs[1], len(alpha), ul, dl)
     else:
@@ -327,8 +322,7 @@ def build_payload_model(scenario, alpha, pairs=None, rng=None):
     return model
 
 
-# the payload models (payload.model) are registered in scenario.engine_registries.PAYLOAD_MODELS
-# (the one list the schema also reads), pointing to the classes below
+# payload.model: registered in scenario.engine_registries.PAYLOAD_MODELS
 
 
 class BitsPayload:
@@ -356,12 +350,6 @@ class TokenPayload:
                             model, streams.tokens, scenario.policy.max_draft, folder, channel,
                             belief=server.belief)
         return token, population
-
-
-def payload_server(scenario, server, population, streams, folder, channel, inputs=None):
-    """The server of ``payload.model`` and the population it serves: (server, population)."""
-    return PAYLOAD_MODELS.lookup(scenario.payload.model).serve(
-        scenario, server, population, streams, folder, channel, inputs or {})
 
 
 def read_pairs(payload, limits):

@@ -23,16 +23,27 @@ from .guards import walk_to
 GRAPHML_KEY = "topology.graphml_file"
 
 
-def read_graphml_positions(path, count):
-    """(server (2,), devices (K, 2)) from a GraphML file; ScenarioError if it does not fit."""
+def as_range(value):
+    """(low, high) of a key that takes one value or a range [low, high]."""
+    if isinstance(value, (list, tuple)):
+        return float(value[0]), float(value[1])
+    return float(value), float(value)
+
+
+def read_graphml(path):
+    """The networkx graph of the GraphML file ``path`` (ScenarioError if it cannot be read)."""
     import networkx as nx
 
     try:
-        graph = nx.read_graphml(path)
+        return nx.read_graphml(path)
     except Exception as exc:  # noqa: BLE001 -- any parse failure is a bad input file
         raise ScenarioError(GRAPHML_KEY, f"cannot read {path!r} as GraphML: {exc}",
                             "expected a GraphML file with x and y node attributes") from None
-    nodes = list(graph.nodes(data=True))
+
+
+def read_graphml_positions(path, count):
+    """(server (2,), devices (K, 2)) from a GraphML file; ScenarioError if it does not fit."""
+    nodes = list(read_graphml(path).nodes(data=True))
     roles = [str(data.get("role", "")) for _, data in nodes]
     if roles.count("server") > 1:
         raise ScenarioError(GRAPHML_KEY, f"{path!r} has more than one server node",
@@ -123,14 +134,8 @@ def mobility_region(scenario, distance):
     if m.region_m is not None:
         return m.region_m
     if LAYOUTS.lookup(scenario.topology.layout).uses_distance_keys:
-        d = scenario.devices.distance_m
-        return (float(d[0]), float(d[1])) if isinstance(d, tuple) else (float(d), float(d))
+        return as_range(scenario.devices.distance_m)
     return float(np.min(distance)), float(np.max(distance))
-
-
-def moves(scenario):
-    """True when the scenario's mobility model moves the devices (a ``Mover`` is needed)."""
-    return MOBILITY_MODELS.lookup(scenario.mobility.model).moves
 
 
 class Mover:

@@ -12,9 +12,8 @@ The interface the round loop uses: ``saturated``, ``has_work()``, ``work_event(e
 ``tokens_delivered(now, tokens)``, ``close()`` (the run has ended: no request arrives after),
 ``finish(now) -> summary dict or None``.
 
-The names of the workloads (``workload.arrivals``) are registered in
-``scenario.engine_registries.ARRIVAL_MODELS`` (the one list the schema also reads; its docstring
-says why it lives there), pointing to the classes below.
+The workloads (``workload.arrivals``) are registered in
+``scenario.engine_registries.ARRIVAL_MODELS``.
 """
 import csv
 import math
@@ -57,8 +56,6 @@ class Saturated(Arrivals):
 
     def start_round(self, now):
         return self._all
-
-    active = start_round
 
     def has_work(self):
         return True
@@ -213,12 +210,7 @@ class QueueingWorkload:
             if self.n[k]:
                 idx.append(k)
                 if serving[k] is None:
-                    req = self.queues[k][0]
-                    req.start = now
-                    serving[k] = req
-                    self._account(k, now)
-                    self.n_wait[k] -= 1
-                    self._remaining[k] = req.remaining
+                    self._enter_service(k, now)
         self._serving_idx = idx
         self._snapshot(now)
         return self._active
@@ -245,14 +237,17 @@ class QueueingWorkload:
         if not self.n[k]:
             return False
         if self.serving[k] is None:
-            req = self.queues[k][0]
-            req.start = now
-            self.serving[k] = req
-            self._account(k, now)
-            self.n_wait[k] -= 1
-            self._remaining[k] = req.remaining
+            self._enter_service(k, now)
         self._snapshot(now)
         return True
+
+    def _enter_service(self, k, now):
+        """Device ``k``'s head-of-line request, waiting until now, enters service at ``now``."""
+        req = self.serving[k] = self.queues[k][0]
+        req.start = now
+        self._account(k, now)
+        self.n_wait[k] -= 1
+        self._remaining[k] = req.remaining
 
     def device_work_event(self, env, k):
         """An event that fires at device ``k``'s next arrival."""

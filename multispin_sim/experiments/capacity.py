@@ -445,19 +445,17 @@ class CapacitySearch:
 def network_devices(scenario):
     """The devices of the whole network: devices.count, times the number of cells when each
     cell gets its own (``cells.drop: per-cell`` with a layout of several servers; a Poisson
-    layout: the servers it draws at the scenario's seed, as the engine does)."""
+    layout: the servers it draws at the scenario's seed, as the engine does; none is refused,
+    ScenarioError, as the first run would)."""
     count = int(scenario.devices.count)
     cells = scenario.cells
     if cells.layout == "single" or cells.drop != "per-cell":
         return count
     if cells.layout == "hex":
         return count * int(cells.count)
-    from ..engine.cell_plan import cell_layout
-    from ..engine.cells import CELLS_STREAM_KEY
+    from ..engine.cell_plan import cells_layout
 
-    rng = np.random.Generator(np.random.PCG64(
-        np.random.SeedSequence(scenario.seed, spawn_key=(CELLS_STREAM_KEY,))))
-    return count * max(int(cell_layout(scenario, rng).count), 1)
+    return count * int(cells_layout(scenario)[1].count)
 
 
 OTHER_OUTPUTS = (("sweep", "sweep.json"), ("run", "summary.json"))

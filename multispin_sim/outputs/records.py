@@ -21,6 +21,8 @@ from pathlib import Path
 import numpy as np
 import orjson  # a C serialiser writing the same shortest round-trip digits as Python's repr
 
+from ..errors import STOP_SIGNALS
+
 
 class CsvStream:
     """A CSV file written column-chunk by column-chunk; the header is written at once.
@@ -270,9 +272,8 @@ def _writer_main(conn, parent_end):
     traceback; the parent reports it.
     """
     parent_end.close()
-    for s in (signal.SIGINT, getattr(signal, "SIGTERM", None), getattr(signal, "SIGHUP", None)):
-        if s is not None:
-            signal.signal(s, signal.SIG_IGN)
+    for s in STOP_SIGNALS:
+        signal.signal(s, signal.SIG_IGN)
     files = {}
     status = 0
     try:

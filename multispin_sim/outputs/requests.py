@@ -29,6 +29,7 @@ from .tquantile import t_quantile
 
 REQUEST_COLUMNS = ("request", "device", "arrival_s", "start_s", "first_token_s", "completion_s",
                    "tokens", "rounds")
+_DTYPES = (np.int64, np.int64, float, float, float, float, np.int64, np.int64)
 
 
 def batch_means_interval(values, n_batches=20, level=0.95):
@@ -51,15 +52,15 @@ class RequestLog:
         self.slo_ttft_s, self.slo_tpot_s = slo_ttft_s, slo_tpot_s
         self.tpot = GrowingArray(float)
         self._late_unfinished = 0  # unfinished requests already past the TTFT SLO
+        # the requests still in the system at the end: arrival and first-token times
         self._unfinished_arrival, self._unfinished_first = [], []
+        self._unfinished_arrivals = 0.0  # the sum of their arrival times, in arrival order
         self.csv = CsvStream(path, REQUEST_COLUMNS, chunk=chunk)
         self.chunk = chunk
         self._rows = []
         self.latency = GrowingArray(float)
         self.wait = GrowingArray(float)
         self.ttft = GrowingArray(float)
-        self._unfinished = 0  # requests still in the system at the end ...
-        self._unfinished_arrivals = 0.0  # ... and the sum of their arrival times
 
     def write(self, rid, device, arrival, start, first, completion, tokens, rounds,
               finished=True):
@@ -70,7 +71,6 @@ class RequestLog:
             self.ttft.add(first - arrival)
             self.tpot.add((completion - first) / (tokens - 1) if tokens > 1 else math.nan)
         else:
-            self._unfinished += 1
             self._unfinished_arrivals += arrival
             self._unfinished_arrival.append(arrival)
             self._unfinished_first.append(first)
@@ -80,13 +80,8 @@ class RequestLog:
     def flush(self):
         if not self._rows:
             return
-        cols = list(zip(*self._rows))
-        self.csv.append(
-            request=np.array(cols[0], dtype=np.int64), device=np.array(cols[1], dtype=np.int64),
-            arrival_s=np.array(cols[2], dtype=float), start_s=np.array(cols[3], dtype=float),
-            first_token_s=np.array(cols[4], dtype=float),
-            completion_s=np.array(cols[5], dtype=float), tokens=np.array(cols[6], dtype=np.int64),
-            rounds=np.array(cols[7], dtype=np.int64))
+        self.csv.append(**{name: np.array(col, dtype=dtype) for name, dtype, col
+                           in zip(REQUEST_COLUMNS, _DTYPES, zip(*self._rows))})
         self._rows = []
 
     def close(self):
@@ -102,7 +97,8 @@ class RequestLog:
         n_arr = int(sum(arrived))
         per_device = (area / t).tolist() if t > 0 else [0.0] * self.k
         # time in system of every request that arrived, the unfinished ones up to the end
-        sojourn = float(lat.sum()) + self._unfinished * t - self._unfinished_arrivals
+        sojourn = (float(lat.sum()) + len(self._unfinished_arrival) * t
+                   - self._unfinished_arrivals)
         lo, hi = batch_means_interval(lat)
         latency = {**describe(lat), "ci95": [lo, hi]}
         if self.slo_ttft_s is not None:  # unfinished requests that have already missed the SLO

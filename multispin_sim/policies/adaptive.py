@@ -52,7 +52,7 @@ class AdaptiveDraft(DraftController):
 
 def load_of(ctx):
     """Devices with work when the context was made (``ctx.load``, else the active count)."""
-    load = getattr(ctx, "load", None)
+    load = ctx.load
     return int(np.count_nonzero(ctx.active)) if load is None else int(load)
 
 

@@ -47,7 +47,8 @@ class DraftContext:
     None (saturated); reactive: the scenario's reactive policy (to evaluate T_comm);
     rng: the controller's own random stream (sample average approximation);
     fading, reciprocal: the scenario's fading model and UL/DL reciprocity (for controllers that
-    sample fading themselves, such as ``draft_update: once``).
+    sample fading themselves, such as ``draft_update: once``); load: the devices with work when
+    the draft is decided (the asynchronous protocol; None: the active count).
     """
 
     round: int
@@ -60,6 +61,7 @@ class DraftContext:
     rng: object = None
     fading: str = "rayleigh"
     reciprocal: bool = True
+    load: Optional[int] = None
 
 
 class DraftController:
@@ -167,10 +169,7 @@ class SearchDraft(DraftController):
         system = ctx.system
         k = system.k
         every_round = self.update == "every-round"
-        if every_round:
-            active = np.asarray(ctx.active, dtype=bool)
-        else:
-            active = np.ones(k, dtype=bool)
+        active = np.asarray(ctx.active, dtype=bool) if every_round else np.ones(k, dtype=bool)
         caps = self._caps(k)
         if every_round and ctx.remaining is not None:
             room = np.maximum(np.asarray(ctx.remaining, dtype=float) - 1, 0)   # inf: no limit
@@ -213,16 +212,14 @@ class SearchDraft(DraftController):
 class GreedyDraft(SearchDraft):
     """The paper's greedy (Algorithm 1) on G(gamma) with the scenario's reactive policy."""
 
-    def search(self, objective):
-        return greedy_search(objective)
+    search = staticmethod(greedy_search)
 
 
 @DRAFT_CONTROLLERS.register("uniform")
 class UniformDraft(SearchDraft):
     """The best common draft length over 0..max_draft."""
 
-    def search(self, objective):
-        return uniform_search(objective)
+    search = staticmethod(uniform_search)
 
 
 @DRAFT_CONTROLLERS.register("computation-only")
@@ -257,8 +254,7 @@ class BudgetDraft(SearchDraft):
     """Ours: drafting-budget scan with devices left out, then local search (never worse than
     greedy or uniform on the same samples)."""
 
-    def search(self, objective):
-        return budget_search(objective)
+    search = staticmethod(budget_search)
 
 
 def make_draft_controller(name, **kwargs):

@@ -75,16 +75,20 @@ class ReactivePolicy:
         decision for one outcome on ``system``'s constants (``idx``: the rejected devices
         ascending; gains: lists of K floats; mode, power, delay: lists of K). This default asks
         ``decide`` on a one-row problem; a policy with a cheaper scalar form overrides it."""
-        k = system.k
-
         def decide_one(idx, g_ul, g_dl):
-            rejected = np.zeros(k, dtype=bool)
-            rejected[idx] = True
-            d = self.decide(system.reactive_problem(rejected, np.array(g_ul, dtype=float),
-                                                    np.array(g_dl, dtype=float)), rng)
-            return (d.mode[0].tolist(), d.power_w[0].tolist(), d.delay_s[0].tolist(),
-                    float(d.bandwidth_hz[0]), float(d.t_comm[0]))
+            return _one_row(system, idx, g_ul, g_dl, lambda problem: self.decide(problem, rng))
         return decide_one
+
+
+def _one_row(system, idx, g_ul, g_dl, decide):
+    """``decide(problem)`` on the one-outcome problem of the rejected devices ``idx`` and the
+    gain lists, as ``one_outcome`` answers: (mode, power, delay lists, bandwidth, t_comm)."""
+    rejected = np.zeros(system.k, dtype=bool)
+    rejected[idx] = True
+    d = decide(system.reactive_problem(rejected, np.array(g_ul, dtype=float),
+                                       np.array(g_dl, dtype=float)))
+    return (d.mode[0].tolist(), d.power_w[0].tolist(), d.delay_s[0].tolist(),
+            float(d.bandwidth_hz[0]), float(d.t_comm[0]))
 
 
 def _constants(system):
@@ -116,14 +120,10 @@ def _assignment_one(system, rng, coin, all_ul):
         if not idx:
             return _nothing(k)
         if not all(0.0 < g_ul[i] < inf and 0.0 < g_dl[i] < inf for i in idx):
-            rejected = np.zeros(k, dtype=bool)
-            rejected[idx] = True
             mask = np.zeros((1, k), dtype=bool)
             mask[0, idx] = ul
-            d = solver.evaluate_assignment(system.reactive_problem(
-                rejected, np.array(g_ul), np.array(g_dl)), mask)
-            return (d.mode[0].tolist(), d.power_w[0].tolist(), d.delay_s[0].tolist(),
-                    float(d.bandwidth_hz[0]), float(d.t_comm[0]))
+            return _one_row(system, idx, g_ul, g_dl,
+                            lambda problem: solver.evaluate_assignment(problem, mask))
         b = bandwidth / len(idx)
         mode, power, delay, t_comm = solver.assign_one(idx, ul, k, p_ul, g_ul, g_dl, s_bits, n0,
                                                        p_dl, b)
@@ -220,7 +220,7 @@ class ExhaustiveSplit(ReactivePolicy):
 # ---------------------------------------------------------------------------- ties broken by energy
 
 def energy_aware_split(problem, powers, tolerance=0.0, scope="devices"):
-    """The split choice described in the module docstring, vectorised over the M outcomes;
+    """The split choice of ``EnergyAwareSplit`` (its docstring), vectorised over the M outcomes;
     ``scope='total'`` adds the server's DL transmit energy (P_dl tau for a non-empty DL set).
     Every device in the round (``problem.present``, all K if None) idles through T_comm
     but while it transmits or receives, as ``model.energy.correction_energy`` charges it."""

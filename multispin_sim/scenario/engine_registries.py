@@ -47,10 +47,10 @@ class EngineRegistry(dict):
         return factory
 
 
-# serving.protocol -> loop factory (engine/protocols.py)
+# serving.protocol -> loop class (engine/round.py: ProtocolLoop)
 PROTOCOLS = EngineRegistry("protocol")
-PROTOCOLS.register("synchronous", "multispin_sim.engine.protocols:synchronous")
-PROTOCOLS.register("asynchronous", "multispin_sim.engine.protocols:asynchronous")
+PROTOCOLS.register("synchronous", "multispin_sim.engine.round:RoundLoop")
+PROTOCOLS.register("asynchronous", "multispin_sim.engine.asynchronous:AsyncLoop")
 
 # workload.arrivals -> workload class (engine/workload.py)
 ARRIVAL_MODELS = EngineRegistry("arrival model")

@@ -69,11 +69,11 @@ def test_a_protocol_registered_with_its_import_path_is_a_valid_choice():
 
     with pytest.raises(ScenarioError):
         load_scenario(None, overrides={"serving.protocol": "lockstep-copy"})
-    PROTOCOLS.register("lockstep-copy", "multispin_sim.engine.protocols:synchronous")
+    PROTOCOLS.register("lockstep-copy", "multispin_sim.engine.round:RoundLoop")
     try:
         assert load_scenario(None, overrides={"serving.protocol": "lockstep-copy"})
-        from multispin_sim.engine.protocols import synchronous
-        assert PROTOCOLS.lookup("lockstep-copy") is synchronous
+        from multispin_sim.engine.round import RoundLoop
+        assert PROTOCOLS.lookup("lockstep-copy") is RoundLoop
     finally:
         del PROTOCOLS["lockstep-copy"]
 
