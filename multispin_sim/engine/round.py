@@ -217,6 +217,7 @@ class RoundLoop(ProtocolLoop):
             changes["pathloss"] = gains
         if slowdown is not None:
             changes["draft_latency_s"] = self.system.draft_latency_s * slowdown
+            changes["draft_slowdown"] = slowdown
         return dataclasses.replace(self.system, **changes) if changes else self.system
 
     @staticmethod

@@ -299,7 +299,8 @@ class MultiSpinEnv(gymnasium.Env):
         tokens = int(device_tokens[active].sum())
         # on these arrays: the record may hold lists (cheaper converted once)
         _, _, _, _, each = device_round_energy(self._powers, record.draft_each, modes, powers,
-                                               delays, record.duration, link=record.extra)
+                                               delays, record.duration, link=record.extra,
+                                               slowdown=record.slowdown)
         energy = float(each[active].sum())
         info = {"round": int(record.round), "tokens": tokens, "duration_s": float(record.duration),
                 "elapsed_s": elapsed, "energy_j": energy, "time_s": now,

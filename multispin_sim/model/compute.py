@@ -15,10 +15,13 @@ heat is part of the ambient). Over an interval of length dt at constant P the ex
 
 Throttling with hysteresis: a device becomes throttled when its temperature reaches
 ``throttle_c`` and stays throttled until it falls below ``release_c`` (= throttle_c: no
-hysteresis). While throttled its per-token drafting latency is multiplied by
-``throttle_factor`` (the slowdown). The slowdown of a round is fixed at its start from the
-temperature then (the draft controller sees it), and the temperature is advanced at the end of
-the round over the drafting interval (P) and the rest of the round (0), and over idle gaps.
+hysteresis). While throttled its clock runs ``throttle_factor`` (the slowdown) times slower:
+its per-token drafting latency is multiplied by the factor and its drafting power divided by
+it (dynamic power in proportion to the clock at a fixed voltage: the same energy per token),
+so that a throttled device heats less and cools down. The slowdown of a round is fixed at its
+start from the temperature then (the draft controller sees it), and the temperature is advanced
+at the end of the round over the drafting interval (P / slowdown) and the rest of the round
+(0), and over idle gaps.
 """
 import numpy as np
 
@@ -66,6 +69,7 @@ class ThermalState:
         self.temperature = np.full(self.power.shape, self.ambient)
         self.throttled = np.zeros(self.power.shape, dtype=bool)
         self.time = 0.0
+        self._slowdown = np.ones(self.power.shape)  # of the round under way
 
     def _update_flags(self):
         t = self.temperature
@@ -82,13 +86,15 @@ class ThermalState:
     def slowdown(self, now):
         """(K,) drafting-latency multipliers for a round starting at ``now``."""
         self.idle_until(now)
-        return np.where(self.throttled, self.factor, 1.0)
+        self._slowdown = np.where(self.throttled, self.factor, 1.0)
+        return self._slowdown
 
     def advance(self, draft_s, round_s):
         """End of a round that started at ``self.time``: each device drafted ``draft_s[k]``
-        seconds (power P_k) and then waited until ``round_s`` (power 0)."""
+        seconds (power P_k / its slowdown) and then waited until ``round_s`` (power 0)."""
         draft_s = np.asarray(draft_s, dtype=float)
-        t = relax(self.temperature, self.power, draft_s, self.ambient, self.r_th, self.tau)
+        t = relax(self.temperature, self.power / self._slowdown, draft_s, self.ambient,
+                  self.r_th, self.tau)
         self.temperature = relax(t, 0.0, np.maximum(round_s - draft_s, 0.0), self.ambient,
                                  self.r_th, self.tau)
         self.time += round_s

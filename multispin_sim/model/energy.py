@@ -57,12 +57,14 @@ class Powers:
     server_w: float = 300.0
 
 
-def device_round_energy(powers, draft_s, mode, power_w, delay_s, duration_s, link=None):
+def device_round_energy(powers, draft_s, mode, power_w, delay_s, duration_s, link=None,
+                        slowdown=None):
     """Per-device energies of one round (arrays over the given devices).
 
     draft_s: drafting times; mode: 0/1(UL)/2(DL); power_w: transmit power (device for UL);
     delay_s: realised correction delays; duration_s: the round's duration; ``link``: the
-    link's columns of the round, with ``AIRTIME`` and ``RADIATED`` when it records them.
+    link's columns of the round, with ``AIRTIME`` and ``RADIATED`` when it records them;
+    ``slowdown``: thermal throttling (drafting power divided by it; None: 1).
     Returns (draft, ul, dl, idle, total) joules.
     """
     draft_s = np.asarray(draft_s, dtype=float)
@@ -70,7 +72,7 @@ def device_round_energy(powers, draft_s, mode, power_w, delay_s, duration_s, lin
     delay = np.asarray(delay_s, dtype=float)
     ul = mode == UL
     dl = mode == DL
-    e_draft = np.asarray(powers.draft_w, dtype=float) * draft_s
+    e_draft = draft_power(powers.draft_w, slowdown) * draft_s
     if link is not None and AIRTIME in link:
         delay = np.asarray(link[AIRTIME], dtype=float)
         e_ul = np.where(ul, np.asarray(link[RADIATED], float) + powers.ul_circuit_w * delay, 0.0)
@@ -80,6 +82,13 @@ def device_round_energy(powers, draft_s, mode, power_w, delay_s, duration_s, lin
     wait = np.maximum(duration_s - draft_s - np.where(ul | dl, delay, 0.0), 0.0)
     e_idle = powers.idle_w * wait
     return e_draft, e_ul, e_dl, e_idle, e_draft + e_ul + e_dl + e_idle
+
+
+def draft_power(draft_w, slowdown=None):
+    """Drafting power of each device: a throttled device (``slowdown`` > 1, ``model.compute``)
+    runs its clock that many times slower at that many times less power."""
+    draft_w = np.asarray(draft_w, dtype=float)
+    return draft_w if slowdown is None else draft_w / np.asarray(slowdown, dtype=float)
 
 
 def server_round_energy(powers, mode, power_w, delay_s, verify_s, link=None):
@@ -103,18 +112,19 @@ def tokens_per_joule(tokens, joules):
 class TokensPerJoule:
     """Score for ``goodput.DraftObjective``: E[tokens] / E[device energy] of the round.
 
-    powers: ``Powers``; draft_s: (K,) per-token drafting latencies; active: (K,) bool.
+    powers: ``Powers``; draft_s: (K,) per-token drafting latencies; active: (K,) bool;
+    slowdown: (K,) thermal throttling of the round (``draft_power``; None: none).
     Called as score(tokens, gammas (n, K), drafting D (n,), t_ver, z) -> (n,), z = E[Z] in
     joules from an ``EnergyKernel``.
     """
 
-    def __init__(self, powers, draft_s, active, scope="devices"):
+    def __init__(self, powers, draft_s, active, scope="devices", slowdown=None):
         active = np.asarray(active, dtype=bool)
         self.idle = float(powers.idle_w)
         self.server_w = float(powers.server_w) if scope == "total" else 0.0
         self.n_active = float(active.sum())
         # per-token excess of drafting over idle, per device (0 for inactive devices)
-        self.excess = np.where(active, (np.asarray(powers.draft_w, float) - self.idle)
+        self.excess = np.where(active, (draft_power(powers.draft_w, slowdown) - self.idle)
                                * np.asarray(draft_s, float), 0.0)
 
     def energy(self, gammas, drafting, t_ver, z):

@@ -13,7 +13,9 @@ class System:
     alpha: per-token acceptance rates; draft_latency_s: t_k; p_ul_w: UL power budgets;
     pathloss: large-scale gains G_k; p_dl_w: the server's total DL budget; payload_bits: S;
     bandwidth_hz: B; n0: noise PSD in W/Hz; verify_fixed_s / verify_per_device_s: T_ver0, T_ver1;
-    verify_cost: the verification cost component (``model.verification``; None = linear).
+    verify_cost: the verification cost component (``model.verification``; None = linear);
+    draft_slowdown: (K,) thermal throttling of this round (``model.compute``: latencies are
+    already multiplied by it, drafting powers are divided by it; None: none).
     """
 
     alpha: np.ndarray
@@ -29,6 +31,7 @@ class System:
     verify_cost: object = None  # model.verification component; None: linear from the two above
     # model.mimo.Transmission when a link shares its band (None: the paper's orthogonal links)
     transmission: object = None
+    draft_slowdown: object = None
 
     @property
     def k(self):

@@ -35,7 +35,8 @@ class EnergyAccount:
         self.verify_j = 0.0
         self._draft_w = np.asarray(powers.draft_w, dtype=float)
 
-    def rounds(self, active, full, draft_s, mode, power, delay, duration, verify, link=None):
+    def rounds(self, active, full, draft_s, mode, power, delay, duration, verify, link=None,
+               slowdown=None):
         """Energy of a block of rounds; the totals are updated.
 
         ``active``, ``draft_s``, ``mode``, ``power``, ``delay``: (n, K) over all devices (only
@@ -51,7 +52,8 @@ class EnergyAccount:
         p = self.powers
         ul = mode == 1
         dl = mode == 2
-        e_draft = self._draft_w * draft_s
+        # a throttled device drafts at its power / slowdown (model.energy.draft_power)
+        e_draft = (self._draft_w if slowdown is None else self._draft_w / slowdown) * draft_s
         if link is not None and AIRTIME in link:   # on air for part of the delay
             delay, radiated = link[AIRTIME], link[RADIATED]
             e_ul = np.where(ul, radiated + p.ul_circuit_w * delay, 0.0)

@@ -265,12 +265,14 @@ class Recorder:
                          verify, np.array(comm, dtype=float), durations, batch, n_rej, n_ul,
                          n_dl, totals]
         if self._energy is not None:
+            slowdown = (None if all(no_slowdown) else
+                        np.where(np.array(no_slowdown)[:, None], 1.0, self._slowdown[lo:hi]))
             per_device, per_round = self._energy.rounds(
                 active, n_active == k, self._draft_each[lo:hi], mode, self._power[lo:hi],
                 self._delay[lo:hi], durations, verify,
-                link={name: column[lo:hi] for name, column in self._extra_values.items()})
-            values["slowdown"] = pick(np.where(np.array(no_slowdown)[:, None], 1.0,
-                                               self._slowdown[lo:hi]))
+                link={name: column[lo:hi] for name, column in self._extra_values.items()},
+                slowdown=slowdown)
+            values["slowdown"] = pick(np.ones((hi - lo, k)) if slowdown is None else slowdown)
             for name, column in per_device.items():
                 values[name] = pick(column)
             if self._temperature is not None:

@@ -152,7 +152,7 @@ def make_objective(system, g_ul, g_dl, active, caps, policy=None, rng=None, samp
     else:
         raise ValueError(f"unknown estimator {estimator!r}; allowed: saa, exact")
     score = None if energy is None else TokensPerJoule(energy, system.draft_latency_s, active,
-                                                       energy_scope)
+                                                       energy_scope, system.draft_slowdown)
     obj = DraftObjective(system.alpha, system.draft_latency_s, verify, caps, active, tcomm,
                          score=score)
     if fast:

@@ -62,10 +62,12 @@ def test_the_records_add_up(name):
     close(r["n_rejected"], per_round(d["rejected"]))
     close(r["n_ul"] + r["n_dl"], r["n_rejected"])
     assert s["ul_corrections"] + s["dl_corrections"] == s["rejections"] == d["rejected"].sum()
-    # energy: a device's parts, drafting at its power, idle for the rest of the round
+    # energy: a device's parts, drafting at its power (divided by the slowdown when throttled:
+    # the same energy per token), idle for the rest of the round
     close(d["energy_j"], d["energy_draft_j"] + d["energy_ul_j"] + d["energy_dl_j"]
           + d["energy_idle_j"])
-    close(d["energy_draft_j"], dev["draft_power_w"][d["device"]] * d["draft_len"] * t_k)
+    close(d["energy_draft_j"], dev["draft_power_w"][d["device"]] / d["slowdown"] * d["draft_len"]
+          * t_k)
     # ... and transmitting or receiving while on air (the NR link records that time; a wait for
     # a new fading block is idle)
     on_air = d.get("airtime_s", d["delay_s"])

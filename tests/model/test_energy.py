@@ -21,7 +21,7 @@ import multispin_sim as ms
 from multispin_sim.cli import main
 from multispin_sim.model import reactive as R
 from multispin_sim.model.compute import ThermalState, relax
-from multispin_sim.model.energy import Powers
+from multispin_sim.model.energy import Powers, TokensPerJoule, device_round_energy
 from multispin_sim.model.pathloss import pathloss_gain
 from multispin_sim.model.system import System
 from multispin_sim.model.verification import (SHIPPED_TABLES, LinearVerification,
@@ -182,6 +182,48 @@ def test_thermal_closed_form_and_steady_state():
     np.testing.assert_allclose(th.temperature, amb + (t_before - amb) * math.exp(-0.5), rtol=1e-12)
 
 
+def test_a_throttled_device_heats_at_its_slowed_power_and_releases():
+    """Drafting 0.7 s of every 1 s round at P = 4 W heats towards 25 + 15 x 4 x 0.7 = 67 degC,
+    above the 60 degC threshold. Throttled (factor 2), a round drafts 1.4 s of 1.7 s at 2 W:
+    towards 25 + 15 x 2 x 1.4 / 1.7 = 49.7 degC, so the device cools below 60 and is released,
+    again and again (at 4 W throughout it would head for 74 degC and never be released). Each
+    round's temperature is the exact RC solution with the round's own drafting power."""
+    th = ThermalState(np.array([4.0]), 25.0, 15.0, 120.0, throttle_c=60.0, factor=2.0)
+    draft, rest = 0.7, 0.3
+    temperature, flags = [], []
+    for _ in range(3000):
+        slow = th.slowdown(th.time)
+        before = th.temperature.copy()
+        d = draft * slow
+        th.advance(d, d + rest)
+        p = 4.0 / slow
+        want = relax(relax(before, p, d, 25.0, 15.0, 120.0), 0.0, rest, 25.0, 15.0, 120.0)
+        np.testing.assert_allclose(th.temperature, want, rtol=1e-14)
+        temperature.append(float(th.temperature[0]))
+        flags.append(bool(slow[0] > 1))
+    flags = np.array(flags)
+    assert flags.any() and not flags[-500:].all()       # throttled, and released again
+    assert np.count_nonzero(np.diff(flags.astype(int)) == -1) >= 2   # cycles, not once
+    assert max(temperature) < 60.5   # a throttled round cools: no runaway above the threshold
+
+
+def test_the_energy_objective_charges_throttled_drafting_as_the_accounting_does():
+    """A round without corrections: the draft objective's energy (``TokensPerJoule``) equals
+    the devices' accounted energy when device 0 is throttled (latency x 2, power / 2)."""
+    powers = Powers(np.array([4.0, 3.0]), idle_w=0.5, ul_circuit_w=0.1, dl_receive_w=0.2)
+    slowdown = np.array([2.0, 1.0])
+    t_k = np.array([0.01, 0.02]) * slowdown     # the latencies the controller sees
+    gamma, t_ver = np.array([3, 5]), 0.05
+    drafting = float((gamma * t_k).max())
+    score = TokensPerJoule(powers, t_k, np.ones(2, bool), slowdown=slowdown)
+    want = device_round_energy(powers, gamma * t_k, np.zeros(2), np.zeros(2), np.zeros(2),
+                               drafting + t_ver, slowdown=slowdown)[4].sum()
+    assert score.energy(gamma, drafting, t_ver, 0.0)[0] == pytest.approx(want, rel=1e-12)
+    assert device_round_energy(powers, gamma * t_k, np.zeros(2), np.zeros(2), np.zeros(2),
+                               drafting + t_ver, slowdown=slowdown)[0][0] == pytest.approx(
+        4.0 * 3 * 0.01, rel=1e-12)   # the same energy per token as unthrottled
+
+
 def test_thermal_hysteresis():
     th = ThermalState(np.array([5.0]), 25.0, 15.0, 100.0, throttle_c=60.0, release_c=50.0)
     th.temperature[:] = 61.0
@@ -231,7 +273,11 @@ def test_energy_identities(throttled_run):
     ul = dr["mode"] == "ul"
     dl = dr["mode"] == "dl"
     duration = rd["duration_s"][dr["round"]]
-    np.testing.assert_allclose(dr["energy_draft_j"], p_draft * draft, rtol=1e-12, atol=1e-15)
+    # a throttled device drafts at its power / slowdown: the same energy per drafted token
+    np.testing.assert_allclose(dr["energy_draft_j"], p_draft / dr["slowdown"] * draft,
+                               rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(dr["energy_draft_j"], p_draft * dr["draft_len"] * t_k,
+                               rtol=1e-12, atol=1e-15)
     np.testing.assert_allclose(dr["energy_ul_j"],
                                np.where(ul, (dr["power_w"] + e.ul_circuit_power_w) * dr["delay_s"], 0),
                                rtol=1e-12, atol=1e-15)

@@ -109,7 +109,8 @@ def _reference_energy_round(acc, sel, draft_s, mode, power, delay, duration, ver
     p = acc.powers
     full = isinstance(sel, slice)
     draft = draft_s if full else draft_s[sel]
-    draft_w = acc._draft_w if full else acc._draft_w[sel]
+    draft_w = acc._draft_w if slowdown is None else acc._draft_w / slowdown  # throttled: P / s
+    draft_w = draft_w if full else draft_w[sel]
     ul = mode == 1
     dl = mode == 2
     e_draft = draft_w * draft
