@@ -201,7 +201,12 @@ class LinkChannel(OFDMAChannel):
             blocks = IidBlocks(self._true_gain(device, mode),
                                functools.partial(self._retry_gain, device), self.retry_block_s)
             blocks.static = self.fading_model.static
-        retry = self.system.p_dl_w * n_prb / link.n_prb if dl else self._p_ul[device]
+        # a retry on a new fading block: the DL's share of P_dl at a flat PSD (the decided
+        # power equalised gains that have changed); on a static channel nothing changed
+        if self.fading_model.static:
+            retry = None
+        else:
+            retry = self.system.p_dl_w * n_prb / link.n_prb if dl else self._p_ul[device]
         bits = self.payload_bits(device)
         try:
             out = link.deliver(bits, n_prb, power_w, snr_reported, blocks, self.link_rng,

@@ -56,6 +56,9 @@ class LinkAwarePolicy:
         self.name = getattr(inner, "name", "?")
         self.link = link
         self.outage_wait_s = float(outage_wait_s)
+        plan_with = getattr(inner, "plan_with", None)
+        if plan_with is not None:  # a policy that compares delays (deadline) compares the link's
+            plan_with(self.replan)
 
     def __getattr__(self, item):
         if item == "inner":  # not set yet (copy, unpickling): no delegation loop

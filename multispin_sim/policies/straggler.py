@@ -17,7 +17,9 @@ class DeadlineSplit(ReactivePolicy):
     holding up this round; the optimal split is solved again for the corrections that remain.
 
     The deadline is ``deadline_ms`` when given, else ``median_multiple`` x the median planned
-    delay of the round's corrections (so with a multiple >= 1 at least half of them stay).
+    delay of the round's corrections (so with a multiple >= 1 at least half of them stay). The
+    planned delays are those the corrections will have: Shannon's, or the link's when a link
+    wraps the policy (``plan_with``: ``policies.linkaware``).
     ``deferred`` (M, K) bool is attached to the decision; ``carry(problem)`` decides the
     deferred corrections at the next round start (the optimal split, nothing deferred again).
     The engine gives a deferred device no draft in that round; its pending token is delivered
@@ -30,6 +32,16 @@ class DeadlineSplit(ReactivePolicy):
     def __init__(self, deadline_ms=None, median_multiple=2.0):
         self.deadline_s = None if deadline_ms is None else float(deadline_ms) * 1e-3
         self.median_multiple = float(median_multiple)
+        self._plan = None
+
+    def plan_with(self, plan):
+        """Compare the deadline with the delays of ``plan(problem, decision)`` (a link's planned
+        delays for the split's modes and powers) instead of the split's Shannon delays."""
+        self._plan = plan
+
+    def _split(self, problem):
+        decision = solver.optimal_split(problem)
+        return decision if self._plan is None else self._plan(problem, decision)
 
     @classmethod
     def from_scenario(cls, scenario):
@@ -47,14 +59,14 @@ class DeadlineSplit(ReactivePolicy):
         return np.where(np.isnan(med), np.inf, self.median_multiple * med)
 
     def decide(self, problem, rng=None):
-        first = solver.optimal_split(problem)
+        first = self._split(problem)
         rejected = problem.rejected
         defer = rejected & (first.delay_s > self.deadline(first, rejected)[:, None])
         if not defer.any():
             first.deferred = defer
             return first
         rest = dataclasses.replace(problem, rejected=rejected & ~defer)
-        decision = solver.optimal_split(rest)
+        decision = self._split(rest)
         decision.deferred = defer
         return decision
 

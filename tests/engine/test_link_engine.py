@@ -260,3 +260,74 @@ def test_token_payloads_on_the_nr_link_share_whole_prbs(mode):
     n_rej = np.bincount(d["round"], weights=rej)[d["round"]]
     assert rej.sum() > 50
     np.testing.assert_array_equal(d["bandwidth_hz"][rej], (24 // n_rej[rej]) * 360e3)
+
+
+@pytest.mark.parametrize("policy_args", [{"deadline_ms": 40.0}, {"median_multiple": 2.0}],
+                         ids=["fixed", "median"])
+def test_deadline_on_the_nr_link_compares_the_links_planned_delays(policy_args):
+    """'deadline' on the NR link defers exactly the corrections whose planned link delay (what
+    the engine waits for and records as planned_delay_s) is over the deadline, and every
+    correction it sends meets the deadline on the link, not only on Shannon's formula."""
+    from multispin_sim.model.reactive import DL, UL, ReactiveProblem
+    from multispin_sim.policies.linkaware import LinkAwarePolicy
+    from multispin_sim.policies.straggler import DeadlineSplit
+
+    n0 = 1e-3 * 10 ** (-17.4)
+    link = McsLink(10e6, n0)
+    deadline = DeadlineSplit(**policy_args)
+    policy = LinkAwarePolicy(deadline, link, 0.01)
+    plain = LinkAwarePolicy(make_reactive_policy_optimal(), link, 0.01)
+    rng = np.random.default_rng(3)
+    g = 1e-3 * rng.uniform(100, 500, (200, 20)) ** -3.5 * rng.standard_exponential((200, 20))
+    rej = rng.random((200, 20)) < 0.5
+    problem = ReactiveProblem(rej, g, g, 0.01, 0.04, 34816.0, 10e6, n0)
+    first = plain.decide(problem)          # the optimal split's planned link delays
+    limit = deadline.deadline(first, rej)[:, None]
+    d = policy.decide(problem)
+    assert np.array_equal(d.deferred, rej & (first.delay_s > limit))
+    assert d.deferred.any()
+    sent = (d.mode == UL) | (d.mode == DL)
+    assert np.all(d.delay_s[sent] <= np.broadcast_to(limit, sent.shape)[sent] * (1 + 1e-12))
+
+
+def make_reactive_policy_optimal():
+    from multispin_sim.policies import make_reactive_policy
+
+    return make_reactive_policy("optimal")
+
+
+def test_deadline_on_the_nr_link_sends_no_correction_planned_over_the_deadline():
+    """The engine: a correction sent in its own round (its device drafted) has a planned
+    delay within straggler.deadline_ms; only carried ones (drafting nothing) may be slower."""
+    import multispin_sim as ms
+
+    res = ms.simulate(ms.load_scenario(None, overrides={
+        "devices.count": 20, "run.rounds": 200, "link.model": "mcs", "policy.mode": "deadline",
+        "straggler.deadline_ms": 40, "policy.draft": "fixed", "policy.draft_length": 4,
+        "server.dl_power_ratio": 4, "seed": 1}))
+    d = res.device_rounds
+    own = (d["mode"] != "") & (d["draft_len"] > 0)
+    assert own.sum() > 500
+    assert d["planned_delay_s"][own].max() <= 0.040
+    assert ((d["mode"] != "") & (d["draft_len"] == 0)).any()   # some were carried
+
+
+def test_a_static_channel_retries_a_failed_block_at_the_decided_power():
+    """No fading, all-DL, one HARQ transmission per block: a far device's block fails now and
+    then, and its retry meets the same channel. The near device (alpha 0.01) is rejected in
+    every round, so the far one always shares the band, with almost all of P_dl on half the
+    PRBs: about -7.7 dB, above CQI 1. At the decided power the retry succeeds and the run
+    completes; at the flat-PSD share of P_dl (3 dB less, below CQI 1) it would be an outage 'for
+    good' that stops the run in its first round."""
+    import multispin_sim as ms
+
+    res = ms.simulate(ms.load_scenario(None, overrides={
+        "devices.count": 2,
+        "devices.overrides": {0: {"distance_m": 100, "alpha": 0.01}, 1: {"distance_m": 789}},
+        "channel.fading": "none", "server.dl_power_ratio": 4, "policy.mode": "all-dl",
+        "policy.draft": "fixed", "policy.draft_length": 4, "run.rounds": 200,
+        "link.model": "mcs", "link.harq_max_transmissions": 1, "seed": 1}))
+    s = res.summary
+    assert s["complete"] is True and s["rounds"] == 200
+    assert s["link"]["harq_failures"] > 0    # retries happened
+    assert s["link"]["outages"] == 0
