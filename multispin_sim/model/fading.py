@@ -403,9 +403,9 @@ class GridFading:
         return self.index(t)
 
     def planned_holds(self, t0, t_decided):
-        """The block at a transmission's start is the one its plan was made on (as long as the
-        transmission ends inside it)."""
-        return True
+        """Whether a transmission starting at ``t0`` starts in the block its plan was made on
+        at ``t_decided`` (it may start later: a correction waiting for a carried one)."""
+        return t_decided is not None and self.index(t0) == self.index(t_decided)
 
     def segments(self, device, dl, t0, m, start=0):
         """|h|^2 of ``device`` over blocks start..m-1 counted from the one holding ``t0``."""

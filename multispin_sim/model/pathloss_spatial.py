@@ -30,7 +30,7 @@ import numpy as np
 from .fading import gauss_markov_step
 from .units import db_to_linear
 
-MOVE_STREAM_KEY = (1000, 1)   # under the cells stream's key (engine.cells.CELLS_STREAM_KEY)
+MOVE_STREAM_KEY = (1000, 1)   # under the cells stream's key (engine.cell_plan.CELLS_STREAM_KEY)
 
 
 class ConsistentLinks:

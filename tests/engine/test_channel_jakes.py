@@ -77,3 +77,33 @@ def test_grid_delivery_read_in_chunks_is_the_delivery_over_all_blocks(fading):
             assert used == want_used and delay == pytest.approx(want, rel=1e-12)
             used_many += used > 1024 + 4096
     assert used_many   # some corrections went past the third chunk
+
+
+@pytest.mark.parametrize("link", ["plain", "shannon-link"])
+def test_a_correction_that_starts_in_a_later_block_is_delivered_on_that_blocks_gains(
+        monkeypatch, link):
+    """Under 'deadline' a round's corrections wait for a carried one, and may start in a later
+    fading block than the one they were decided on: every realised delay is the delivery time
+    over the blocks the correction really occupies (the plan's delay only when it starts and
+    ends in the decision's block). 'shannon-link': the imperfect-CSI channel (engine.link)."""
+    from multispin_sim.engine.channel import OFDMAChannel
+
+    real = OFDMAChannel.grid_delay
+    seen = []
+
+    def grid_delay(self, device, mode, power_w, bandwidth_hz, t0, one_block_s):
+        delay = real(self, device, mode, power_w, bandwidth_hz, t0, one_block_s)
+        truth = self.delivery_time(device, mode, power_w, bandwidth_hz, t0)
+        seen.append((delay, truth, self.block_index(t0) != self.block_index(self._decided_t)))
+        return delay
+
+    monkeypatch.setattr(OFDMAChannel, "grid_delay", grid_delay)
+    overrides = {"policy.mode": "deadline", "straggler.deadline_ms": 20,
+                 "channel.coherence_time_ms": 50, "run.rounds": 400, "policy.draft": "fixed",
+                 "policy.draft_length": 2, "devices.distance_m": [100, 1200], "seed": 1}
+    if link == "shannon-link":
+        overrides["csi.delay_ms"] = 1.0
+    ms.simulate(ms.load_scenario(None, overrides=overrides))
+    delay, truth, later = map(np.array, zip(*seen))
+    assert later.sum() >= 20          # the case occurs
+    np.testing.assert_allclose(delay, truth, rtol=1e-9)
