@@ -232,7 +232,9 @@ class AsyncLoop(ProtocolLoop):
                 delay = yield from channel.transmit(env, k, mode, power, bandwidth, planned)
                 self._correction_ended(draft.batch)
             self.busy -= 1
-            workload.device_tokens(k, env.now, tokens)
+            used = workload.device_tokens(k, env.now, tokens)
+            if used != tokens:   # a request's surplus over its end is discarded
+                draft.batch.tokens[k] = used
             self._device_done(draft.batch, k, delay)
             if workload.exhausted() and not workload.has_work():  # a trace replayed to its end
                 event, self._arrival = self._arrival, env.event()

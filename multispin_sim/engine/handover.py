@@ -268,6 +268,7 @@ class AttachedWorkload:
     def tokens_delivered(self, now, tokens):
         self.network.generated += tokens
         self.network.round_ended(self.cell, now)
+        return tokens
 
     def close(self):
         """The cell's run has ended (``Network.ended`` keeps devices away from it)."""

@@ -386,7 +386,7 @@ class RoundLoop(ProtocolLoop):
                 delay = np.where(carry, self.carry_delay, delay)
                 planned = np.where(carry, self.carry_planned, planned)
 
-            workload.tokens_delivered(env.now, tokens)
+            tokens = workload.tokens_delivered(env.now, tokens)  # those the requests used
             if self.thermal is not None:
                 self.thermal.advance(draft_s, env.now - start)
             recorder.round(RoundRecord(

@@ -70,7 +70,9 @@ class Saturated(Arrivals):
         return None
 
     def tokens_delivered(self, now, tokens):
-        """Account the tokens each device got from the round that ended at ``now``."""
+        """Account the tokens each device got from the round that ended at ``now``; returns
+        the tokens the work used (all of them here)."""
+        return tokens
 
     def close(self):
         """The run has ended."""
@@ -86,7 +88,8 @@ class Saturated(Arrivals):
         raise RuntimeError("a saturated device always has work")
 
     def device_tokens(self, k, now, got):
-        """Account the ``got`` tokens device ``k`` received at ``now``."""
+        """Account the ``got`` tokens device ``k`` received at ``now``; returns those used."""
+        return got
 
 
 class Request:
@@ -145,6 +148,7 @@ class QueueingWorkload:
         self.completed = [0] * k
         self.in_system = 0
         self.useful_tokens = 0
+        self.surplus_tokens = 0   # drafted past a request's end (drafts not capped), discarded
         self.next_id = 0
         self._active = np.zeros(k, dtype=bool)
         self._remaining = np.zeros(k, dtype=np.int64)
@@ -226,9 +230,17 @@ class QueueingWorkload:
         return self._remaining.copy()
 
     def tokens_delivered(self, now, tokens):
-        """A round ended at ``now``: each device being served got ``tokens[k]`` tokens."""
+        """A round ended at ``now``: each device being served got ``tokens[k]`` tokens.
+        Returns the tokens the requests used: a request's surplus over its end (drafts not
+        capped to it, ``workload.cap_draft_to_remaining: false``) is discarded."""
+        used = tokens
         for k in self._serving_idx:
-            self.device_tokens(k, now, int(tokens[k]))
+            got = int(tokens[k])
+            useful = self.device_tokens(k, now, got)
+            if useful < got:
+                used = used.copy() if used is tokens else used
+                used[k] = useful
+        return used
 
     # -- the asynchronous protocol's per-device interface (engine/asynchronous.py) ------------
     def start_device(self, k, now):
@@ -257,16 +269,19 @@ class QueueingWorkload:
         return event
 
     def device_tokens(self, k, now, got):
-        """Device ``k``'s draft-verify-correct cycle ended at ``now`` with ``got`` tokens."""
+        """Device ``k``'s draft-verify-correct cycle ended at ``now`` with ``got`` tokens;
+        returns those its request used (a surplus over its end is discarded)."""
         req = self.serving[k]
         if req.rounds == 0:
             req.first = now
         req.rounds += 1
-        self.useful_tokens += min(got, req.remaining)
+        useful = min(got, req.remaining)
+        self.useful_tokens += useful
+        self.surplus_tokens += got - useful
         req.remaining -= got
         if req.remaining > 0:
             self._remaining[k] = req.remaining
-            return
+            return useful
         self._account(k, now)
         self.queues[k].popleft()
         self.serving[k] = None
@@ -279,6 +294,7 @@ class QueueingWorkload:
         if self.log is not None:
             self.log.write(req.id, k, req.arrival, req.start, req.first, now, req.length,
                            req.rounds)
+        return useful
 
     def _snapshot(self, now):
         self._snap_count += 1
@@ -305,6 +321,7 @@ class QueueingWorkload:
         return self.log.summary(
             now, area=self.area, wait_area=self.wait_area, arrived=self.arrived,
             completed=self.completed, in_system=self.n, useful_tokens=self.useful_tokens,
+            surplus_tokens=self.surplus_tokens,
             warnings=self.stability_warnings(now))
 
     def stability_warnings(self, now):

@@ -89,7 +89,7 @@ class RequestLog:
         self.csv.close()
 
     def summary(self, end, *, area, wait_area, arrived, completed, in_system, useful_tokens,
-                warnings=()):
+                surplus_tokens=0, warnings=()):
         """The ``requests`` block of the run summary (``end``: the run's end time)."""
         t = float(end)
         lat = self.latency.values()
@@ -114,6 +114,7 @@ class RequestLog:
             "wait_s": describe(self.wait.values()),
             "throughput_rps": sum(completed) / t if t > 0 else 0.0,
             "tokens_per_s": useful_tokens / t if t > 0 else 0.0,
+            "surplus_tokens": int(surplus_tokens),
             "queue_length_mean": float(area.sum() / t) if t > 0 else 0.0,
             "queue_length_mean_per_device": per_device,
             "waiting_mean": float(np.sum(wait_area) / t) if t > 0 else 0.0,
