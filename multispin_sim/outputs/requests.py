@@ -6,9 +6,9 @@ first tokens), ``completion_s`` (end of the round that completed it), ``tokens``
 ``rounds`` (rounds that served it). Requests unfinished at the end of the run come last, with
 ``nan`` for the times that had not happened.
 
-The summary's ``requests`` block: latency (completion - arrival), time to first token, waiting
-time (start - arrival) -- mean with a 95% batch-means interval, median, p95 -- over completed
-requests; time-average number of requests in the system (waiting or in service) and waiting, per
+The summary's ``requests`` block: latency (completion - arrival; mean with a 95% batch-means
+interval, median, p95, max), time to first token and waiting time (start - arrival; mean,
+median, p95, max) over completed requests; time-average number of requests in the system (waiting or in service) and waiting, per
 device and in total; server utilisation (time in rounds / run time); throughput; and Little's
 law on the run's own sample path: time-average number in system = arrival rate x mean time in
 system, where requests still in the system count up to the end of the run (an identity).
@@ -90,7 +90,9 @@ class RequestLog:
 
     def summary(self, end, *, area, wait_area, arrived, completed, in_system, useful_tokens,
                 surplus_tokens=0, warnings=()):
-        """The ``requests`` block of the run summary (``end``: the run's end time)."""
+        """The ``requests`` block of the run summary (``end``: the run's end time, ``time_s``:
+        the sim_time_s of a run whose rounds all ended; a run stopped mid-round by a limit
+        counts its requests up to the stop)."""
         t = float(end)
         lat = self.latency.values()
         area = np.asarray(area, dtype=float)
@@ -106,6 +108,7 @@ class RequestLog:
             late = first - np.asarray(self._unfinished_arrival, dtype=float) > self.slo_ttft_s
             self._late_unfinished = int(np.count_nonzero(late))
         return {
+            "time_s": t,
             "arrivals": n_arr,
             "completed": int(sum(completed)),
             "in_system_at_end": int(sum(in_system)),

@@ -78,7 +78,9 @@ def check_little(result):
     ones counted up to the end) -- and both agree with requests.csv."""
     s = result.summary
     req = s["requests"]
-    end = s["sim_time_s"]
+    end = req["time_s"]   # the run's sim_time_s, or where a limit stopped it mid-round
+    if s["complete"]:
+        assert end == pytest.approx(s["sim_time_s"], rel=1e-12)
     little = req["little"]
     assert little["in_system_mean"] == pytest.approx(little["arrival_rate_x_mean_time_in_system"],
                                                      rel=1e-9, abs=1e-12)
@@ -292,6 +294,19 @@ def test_uncapped_drafts_discard_the_surplus(protocol):
     assert req["surplus_tokens"] > 0
     done = ~np.isnan(r.requests["completion_s"])
     assert r.summary["tokens"] >= r.requests["tokens"][done].sum()
+    check_little(r)
+
+
+def test_a_run_the_backlog_stops_mid_round_counts_its_requests_to_the_stop():
+    """Arrivals pass 1.25 x limits.max_backlog_requests within a round: the run stops there.
+    The requests block covers the run up to the stop (its time_s, past the recorded rounds'
+    sim_time_s), and Little's law holds on that path."""
+    r = run({"devices.count": 3, "workload.arrivals": "poisson", "workload.rate_per_s": 300,
+             "limits.max_backlog_requests": 40, "run.max_time_s": 300, "seed": 3})
+    s = r.summary
+    assert not s["complete"] and "max_backlog_requests" in s["stop_reason"]
+    assert s["requests"]["time_s"] > s["sim_time_s"]
+    assert r.requests["arrival_s"].max() <= s["requests"]["time_s"]
     check_little(r)
 
 
