@@ -159,10 +159,8 @@ class TR38901(PathLossModel):
 class UMa(TR38901):
     """Urban macro (the UMa rows of Tables 7.4.1-1 and 7.4.2-1)."""
 
-    h_bs_default = 25.0
-    sigma_los_db, sigma_nlos_db = 4.0, 6.0
-    los_db = (28.0, 22.0, 20.0, 9.0)
-    nlos_db = (13.54, 39.08, 20.0, 0.6)
+    h_bs_default, sigma_los_db, sigma_nlos_db = 25.0, 4.0, 6.0
+    los_db, nlos_db = (28.0, 22.0, 20.0, 9.0), (13.54, 39.08, 20.0, 0.6)
 
     def los_probability(self, d2d_m):
         d2d = np.asarray(d2d_m, dtype=float)
@@ -177,10 +175,8 @@ class UMa(TR38901):
 class UMi(TR38901):
     """Urban micro street canyon (the UMi rows of Tables 7.4.1-1 and 7.4.2-1)."""
 
-    h_bs_default = 10.0
-    sigma_los_db, sigma_nlos_db = 4.0, 7.82
-    los_db = (32.4, 21.0, 20.0, 9.5)
-    nlos_db = (22.4, 35.3, 21.3, 0.3)
+    h_bs_default, sigma_los_db, sigma_nlos_db = 10.0, 4.0, 7.82
+    los_db, nlos_db = (32.4, 21.0, 20.0, 9.5), (22.4, 35.3, 21.3, 0.3)
 
     def los_probability(self, d2d_m):
         return self._los_street(np.asarray(d2d_m, dtype=float), 36.0)

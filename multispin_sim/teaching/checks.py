@@ -24,8 +24,6 @@ __all__ = [
     "EXERCISES",
 ]
 
-N0_W_PER_HZ = 10 ** (-174 / 10) * 1e-3   # thermal noise, -174 dBm/Hz, in W/Hz
-
 #: exercise id -> (notebook, title); the tests walk this list.
 EXERCISES = {
     "1.1": ("01_one_round", "E[N] as a sum of P(A >= j)"),
@@ -150,6 +148,8 @@ def check_full_acceptance(value):
 
 
 # ---------------------------------------------------------------------------- notebook 2
+
+N0_W_PER_HZ = 10 ** (-174 / 10) * 1e-3   # thermal noise, -174 dBm/Hz, in W/Hz
 
 
 def check_ul_delay(func):
