@@ -48,6 +48,12 @@ DEFAULT_CALIBRATION_DRAFT = 4  # server.verify_per_token_ms default: T_ver1 / (4
 SHIPPED_TABLES = ("vidur-a100-codellama34b", "paper-linear-qwen2.5")
 
 
+# bounds of a table row: a pass of at most a minute (the scenario's verification times have
+# the same bound), batches of at most a billion tokens (beyond any devices x draft lengths)
+MAX_TABLE_MS = 60_000.0
+MAX_TABLE_TOKENS = 1e9
+
+
 class VerifyTableError(ValueError):
     """A verification table file is malformed: ``str(error)`` is one line naming file and line."""
 
@@ -213,7 +219,8 @@ def resolve_table(spec):
 def read_verify_table(spec):
     """(tokens, milliseconds) arrays from a CSV: a header ``tokens,ms`` (names free), then rows
     of two numbers; ``#`` lines are comments. Checks: numeric cells, at least two rows, tokens
-    strictly increasing and >= 1, times >= 0. Errors name the file and line (one line)."""
+    strictly increasing from 1 to ``MAX_TABLE_TOKENS``, times above 0 and up to a minute, a
+    last segment that does not fall. Errors name the file and line (one line)."""
     path = resolve_table(spec)
     try:
         if path.stat().st_size > (16 << 20):
@@ -256,9 +263,12 @@ def _table_rows(spec, text):
                                    "numbers: batched tokens, milliseconds") from None
         if not (math.isfinite(n) and math.isfinite(ms)):
             raise VerifyTableError(f"{where}: non-finite value; expected finite numbers")
-        if n < 1:
-            raise VerifyTableError(f"{where}: batched tokens {row[0].strip()} < 1; expected "
-                                   "an integer >= 1")
+        if not 1 <= n <= MAX_TABLE_TOKENS:
+            raise VerifyTableError(f"{where}: batched tokens {row[0].strip()} out of range; "
+                                   f"expected 1 to {MAX_TABLE_TOKENS:.0e}")
+        if ms > MAX_TABLE_MS:
+            raise VerifyTableError(f"{where}: time {row[1].strip()} ms is more than a minute; "
+                                   f"expected milliseconds up to {MAX_TABLE_MS:,.0f}")
         if ms <= 0:  # a verification takes time: 0 ms would allow rounds of zero duration
             raise VerifyTableError(f"{where}: time {row[1].strip()} ms is "
                                    f"{'negative' if ms < 0 else 'zero'}; expected "

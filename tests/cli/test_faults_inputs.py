@@ -73,6 +73,8 @@ TABLES = {
     "zero-times": (b"tokens,ms\n1,0\n100,0\n", "expected milliseconds > 0"),
     "falling-tail": (b"tokens,ms\n1,40\n2,5\n", "last two rows decrease"),
     "unterminated": (b'tokens,ms\n1,"40\n2,50\n', "unexpected end of data"),
+    "absurd-tokens": (b"tokens,ms\n1,40\n1e300,50\n", "line 3: batched tokens 1e300 out of range"),
+    "absurd-time": (b"tokens,ms\n1,40\n100,1e12\n", "line 3: time 1e12 ms is more than a minute"),
 }
 
 
