@@ -165,9 +165,9 @@ def expand_range(spec, path, source=None):
         if k not in spec:
             raise _err(path, f"a range without '{k}'",
                        "expected {start, stop, step} or {start, stop, num}", source)
-        if not _is_number(spec[k]):
-            raise _err(f"{path}.{k}", f"{kind_of(spec[k])} is not allowed",
-                       "expected a finite number", source)
+        if not _is_number(spec[k]):   # a number here is inf or nan: named by its value
+            what = repr(spec[k]) if isinstance(spec[k], float) else kind_of(spec[k])
+            raise _err(f"{path}.{k}", f"{what} is not allowed", "expected a finite number", source)
     if ("step" in spec) == ("num" in spec):
         raise _err(path, "a range needs exactly one of 'step' and 'num'",
                    "expected {start, stop, step} or {start, stop, num}", source)
@@ -189,7 +189,7 @@ def expand_range(spec, path, source=None):
     step = spec["step"]
     if not _is_number(step) or step == 0 or (stop - start) * step < 0:
         raise _err(f"{path}.step", f"{step!r} is not allowed",
-                   "expected a non-zero number that goes from start towards stop", source)
+                   "expected a finite non-zero number that goes from start towards stop", source)
     n = math.floor((stop - start) / step * (1 + 1e-12) + 1e-9) + 1
     if n > MAX_AXIS_VALUES:
         raise _err(f"{path}.step", f"{step!r} gives {n} values",

@@ -314,6 +314,17 @@ def test_a_range_with_repeated_values_is_refused_like_a_list(spec):
     assert info.value.path == "sweep.grid.server.dl_power_dbm"
 
 
+@pytest.mark.parametrize("key, value, said", [("start", math.nan, "nan is not allowed"),
+                                              ("stop", math.inf, "inf is not allowed"),
+                                              ("start", "a", "a string is not allowed")])
+def test_a_range_end_that_is_not_a_finite_number_is_named_by_its_value(key, value, said):
+    with pytest.raises(ScenarioError) as info:
+        load_sweep({"sweep": {"grid": {"devices.count": {"start": 2, "stop": 10, "step": 2,
+                                                         key: value}}}})
+    assert info.value.path == f"sweep.grid.devices.count.{key}"
+    assert said in str(info.value) and "expected a finite number" in str(info.value)
+
+
 def test_every_metric_of_cells_csv_is_a_plot_y(tmp_path):
     """Figures may plot any metric cells.csv has (link, asynchronous, acceptance, interference,
     load balance, ...): each one of three small sweeps' cells.csv is accepted as plot y."""
