@@ -300,6 +300,8 @@ def build_run(scenario, folder, inputs, *, progress=False, controller=None, reac
                                    inputs.get("graphml"))
     if population_hook is not None:
         population = population_hook(population)
+    payload = PAYLOAD_MODELS.lookup(scenario.payload.model)
+    population, prepared = payload.prepare(scenario, population, streams, inputs)
     acceptance, belief = build_acceptance(scenario, population, streams.acceptance,
                                           inputs.get("acceptance_trace"))
     if acceptance.nominal is not population.system.alpha:   # the model's mean rates
@@ -324,10 +326,7 @@ def build_run(scenario, folder, inputs, *, progress=False, controller=None, reac
                         streams.policy, streams.acceptance, acceptance=acceptance, belief=belief,
                         per_request=scenario.acceptance.session == "request")
     thermal = thermal_state(scenario, population)  # None without compute.thermal
-    # the server of payload.model and the population it serves
-    server, population = PAYLOAD_MODELS.lookup(scenario.payload.model).serve(
-        scenario, server, population, streams, folder, channel, inputs)
-    system = population.system
+    server = payload.serve(scenario, server, prepared, streams, folder, channel)
     # long runs format their CSV rows on the second core (same bytes, see WriterProcess)
     # many devices: fewer rounds per chunk of records (same bytes, bounded memory)
     rounds_per_block = max(16, min(1024, (1 << 22) // system.k))

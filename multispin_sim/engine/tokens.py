@@ -243,7 +243,10 @@ class TokenServer(EdgeServer):
             self.dl_counts = self.dl_counts + np.bincount(c[is_dl], minlength=self.dl_counts.size)
             t = tv[is_dl]
             self.tv.extend(t)
-            self.tv_sum += float(t.sum())
+            # a DL-corrected token is drawn from the compressed residual instead of the
+            # residual: its law is off by the residual TV (dl_tv = (1 - beta) x that is the
+            # position's, averaged over acceptance too)
+            self.tv_sum += float(rtv[is_dl].sum())
             self.lossy += int(np.count_nonzero(t > 0))
         self.n_ul += idx.size - n_dl
         self.n_dl += n_dl
@@ -326,30 +329,39 @@ def build_payload_model(scenario, alpha, pairs=None, rng=None):
 
 
 class BitsPayload:
-    """``payload.model: bits`` (the paper): payloads count only as bits; the server as it is."""
+    """``payload.model: bits`` (the paper): payloads count only as bits; the server as it is.
+
+    A payload model answers two calls: ``prepare`` (before the acceptance model, the channel
+    and the server are built from the population) and ``serve`` (the server of the run)."""
 
     @classmethod
-    def serve(cls, scenario, server, population, streams, folder, channel, inputs):
-        return server, population
+    def prepare(cls, scenario, population, streams, inputs):
+        """(the population the run serves, what ``serve`` needs)."""
+        return population, None
+
+    @classmethod
+    def serve(cls, scenario, server, prepared, streams, folder, channel):
+        return server
 
 
 class TokenPayload:
-    """``payload.model: token``: a ``TokenServer`` with the same policy and streams, and the
-    population whose system has the effective acceptance rates alpha_eff = sum min(p, q_d) and
-    the UL payload's bits."""
+    """``payload.model: token``: the population whose system has the effective acceptance rates
+    alpha_eff = sum min(p, q_d) (what the acceptance summary, the beliefs and the controllers
+    see) and the UL payload's bits; a ``TokenServer`` with the server's policy and streams."""
 
     @classmethod
-    def serve(cls, scenario, server, population, streams, folder, channel, inputs):
+    def prepare(cls, scenario, population, streams, inputs):
         system = population.system
         model = build_payload_model(scenario, system.alpha, inputs.get("pairs"), streams.tokens)
         system = dataclasses.replace(system, alpha=model.alpha_effective,
                                      payload_bits=float(model.ul_bits.max()))
-        population = dataclasses.replace(population, system=system)
-        channel.system, channel.bits = system, float(system.payload_bits)
-        token = TokenServer(system, server.policy, server.policy_rng, server.acceptance_rng,
-                            model, streams.tokens, scenario.policy.max_draft, folder, channel,
-                            belief=server.belief)
-        return token, population
+        return dataclasses.replace(population, system=system), model
+
+    @classmethod
+    def serve(cls, scenario, server, prepared, streams, folder, channel):
+        return TokenServer(server.system, server.policy, server.policy_rng,
+                           server.acceptance_rng, prepared, streams.tokens,
+                           scenario.policy.max_draft, folder, channel, belief=server.belief)
 
 
 def read_pairs(payload, limits):
@@ -357,9 +369,12 @@ def read_pairs(payload, limits):
     from ..model.tokens import PairsFileError, load_pairs
     from ..scenario import ScenarioError
 
-    try:
+    from ..scenario.limits import token_row_vocab_bytes
+
+    try:   # the arrays: 16 bytes per row and entry (p and q in float64); the table: more
         return load_pairs(payload.pairs_file, payload.vocab,
-                          max_bytes=limits.max_memory_mb * 2**20)
+                          max_bytes=limits.max_memory_mb * 2**20,
+                          expansion=1.0 + token_row_vocab_bytes(payload) / 16)
     except PairsFileError as exc:
         raise ScenarioError("payload.pairs_file", f"{payload.pairs_file!r} {exc}",
                             exc.todo or "expected an npz with arrays p and q (or p_logits and "

@@ -64,7 +64,9 @@ def _renormalise(x):
 
 
 def _top_mask(x, k):
-    """Mask of the k largest entries of each row (ties broken by index, as ``argsort``)."""
+    """Mask of the k largest entries of each row (among equal entries at the k-th place, which
+    ones are kept is numpy's ``argpartition``'s choice: one mask serves a row's bits and its
+    compression alike)."""
     v = x.shape[-1]
     if k >= v:
         return np.ones(x.shape, dtype=bool)

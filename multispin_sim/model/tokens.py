@@ -160,18 +160,22 @@ class PairsFileError(ValueError):
         self.todo = todo
 
 
-def load_pairs(path, vocab, atol=1e-6, max_bytes=None):
+def load_pairs(path, vocab, atol=1e-6, max_bytes=None, expansion=1.0):
     """(p, q) arrays (N, V) from an npz with ``p`` and ``q`` or ``p_logits`` and ``q_logits``.
 
-    ``max_bytes``: refuse a file whose arrays would take more memory than this, from the
-    sizes in the archive's directory, before any array is read."""
+    ``max_bytes``: refuse a file whose arrays, times ``expansion`` (the memory of what is built
+    from them per byte of them), would take more memory than this, from the sizes in the
+    archive's directory, before any array is read."""
     try:
         with np.load(path, allow_pickle=False) as f:
             names = set(f.files)
             size = sum(info.file_size for info in f.zip.infolist())
-            if max_bytes is not None and size > max_bytes:
-                raise PairsFileError(f"holds {size / 2**20:,.0f} MB of arrays, more than "
-                                     f"limits.max_memory_mb ({max_bytes / 2**20:,.0f} MB) allows",
+            if max_bytes is not None and size * max(expansion, 1.0) > max_bytes:
+                need = size * max(expansion, 1.0)
+                raise PairsFileError(f"holds {size / 2**20:,.0f} MB of arrays (about "
+                                     f"{need / 2**20:,.0f} MB with the tables built from them), "
+                                     f"more than limits.max_memory_mb "
+                                     f"({max_bytes / 2**20:,.0f} MB) allows",
                                      "use fewer rows, or raise limits.max_memory_mb if this "
                                      "machine has the memory")
             if {"p", "q"} <= names:
@@ -243,7 +247,7 @@ class PairTable:
     def build(cls, p, q, ul_format, dl_formats):
         p, q = np.atleast_2d(p), np.atleast_2d(q)
         q_d = ul_format.compress(q)
-        ul_bits = _row_bits(ul_format, q_d)
+        ul_bits = _row_bits(ul_format, q)   # the format of q: q_d is what it sends
         beta = acceptance_probability(p, q_d)
         table = cls(p, q_d, beta, ul_bits)
         table.beta_uncompressed = acceptance_probability(p, q)

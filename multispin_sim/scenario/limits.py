@@ -219,6 +219,8 @@ def _check_value_bounds(sc) -> None:
 
 
 PER_VOCAB_BYTES = 64            # token payload model: logits, noise, p and q over the vocabulary
+PER_ROW_VOCAB_BYTES = 48        # its table, per pair row: p, q_d, their CDFs, the UL residual's
+PER_FORMAT_VOCAB_BYTES = 16     # and per format: a compressed residual's CDF (and p while built)
 PER_SESSION_TOKEN_BYTES = 24    # beta acceptance: agreements and rates of a block of sessions
 PER_HARQ_BYTES = 256            # NR link: combining thresholds per HARQ transmission
 PER_LOGGED_TRANSMISSION_BYTES = 1024   # several cells: a transmission's intervals in the log
@@ -252,6 +254,23 @@ def _robust_samples(sc):
     return sc.policy.mode == "robust" and (c.estimation_error_variance > 0 or not still)
 
 
+def token_row_vocab_bytes(payload):
+    """Bytes per vocabulary entry of one row of the token model's table, every format of the
+    menu counted (an upper bound when the policy uses one format)."""
+    return PER_ROW_VOCAB_BYTES + PER_FORMAT_VOCAB_BYTES * (len(payload.menu) + 1)
+
+
+def _token_rows(sc):
+    """Rows of the token model's table: one per distinct alpha of the devices (synthetic pairs),
+    at most the tasks' rates and the devices' own; a pairs file's rows are checked when read
+    (``engine.tokens.read_pairs``)."""
+    if sc.payload.pairs_file is not None:
+        return 0
+    d = sc.devices
+    own = sum(1 for o in d.overrides.values() if o.alpha is not None)
+    return max(1, min(d.count, len(set(d.acceptance.values())) + own))
+
+
 def memory_terms(sc) -> dict:
     """Bytes of a run's peak memory by the key that scales them (see ``estimated_memory_bytes``);
     the terms of devices.count, policy.saa_samples and run.rounds are for all cells."""
@@ -264,7 +283,8 @@ def memory_terms(sc) -> dict:
     if cells > 1:   # the interference field's log of transmissions (bounded)
         terms[_cell_key(sc)] = PER_LOGGED_TRANSMISSION_BYTES * LOGGED_TRANSMISSIONS
     if getattr(sc.payload, "model", "bits") == "token":
-        terms["payload.vocab"] = PER_VOCAB_BYTES * sc.payload.vocab
+        terms["payload.vocab"] = sc.payload.vocab * (PER_VOCAB_BYTES + _token_rows(sc)
+                                                      * token_row_vocab_bytes(sc.payload))
     if sc.acceptance.model == "beta":
         terms["acceptance.session_tokens"] = k * PER_SESSION_TOKEN_BYTES * sc.acceptance.session_tokens
     if sc.link.model != "shannon":

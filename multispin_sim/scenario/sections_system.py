@@ -244,8 +244,9 @@ class Payload(Params):
     menu: tuple[Union[int, str], ...] = param(
         (64, 256, 1024, "dense"), "DL payload sizes (top-k entries, or 'dense') the 'fidelity' "
         "policy chooses from per rejected device", check=_MENU)
-    tv_budget: float = param(0.01, "Policy 'fidelity': largest TV distance of a DL-corrected "
-                             "token's distribution to p (0: lossless DL only)", check=ge(0))
+    tv_budget: float = param(0.01, "Policy 'fidelity': largest TV distance to p of the output "
+                             "law of a position corrected DL, TV(o, p) = (1 - beta) TV(r~, r) "
+                             "(0: lossless DL only)", check=ge(0))
 
 
 @section

@@ -413,3 +413,44 @@ def test_pairs_file_too_large_refused_before_reading(tmp_path):
     with pytest.raises(PairsFileError, match="more than limits.max_memory_mb") as info:
         load_pairs(tmp_path / "p.npz", V_SMALL, max_bytes=p.nbytes)
     assert "raise limits.max_memory_mb" in info.value.todo
+
+
+def test_a_top_p_uplink_is_charged_for_every_entry_it_sends():
+    """UL top-p: the device sends q_d, the nucleus of q (every entry up to mass top_p): its
+    bits are the count plus one (index, probability) per nonzero of q_d, not the nucleus of the
+    renormalised q_d (a quarter of them)."""
+    p, q = small_pair()
+    fmt = pf.make_format("topp", vocab=V_SMALL, top_p=0.8)
+    model = PayloadModel.from_pairs(p, q, 2, fmt, [fmt])
+    q_d = fmt.compress(np.atleast_2d(q))[0]
+    count_bits, per_entry = math.ceil(math.log2(V_SMALL + 1)), math.ceil(math.log2(V_SMALL)) + 16
+    assert model.ul_bits[0] == fmt.bits(q) == count_bits + np.count_nonzero(q_d) * per_entry
+
+
+def test_tv_per_token_is_the_mean_tv_of_the_delivered_tokens_laws():
+    """All-DL top-k: each DL-corrected token is drawn from the compressed residual r~ instead of
+    r (TV(r~, r) off), every other token exactly: tv_per_token = corrections x TV(r~, r) /
+    tokens; the position's TV(o, p) = (1 - beta) TV(r~, r) is dl_tv_mean."""
+    p, q = small_pair()
+    top = pf.make_format("topk", vocab=V_SMALL, effective_vocab=3)
+    model = PayloadModel.from_pairs(p, q, 8, top, [top])
+    server, _, _ = run_server(model, "all-dl", 2000, 5)
+    s = server.summary()
+    beta = np.minimum(p, top.compress(q)).sum()
+    residual_tv = model.table.dl_residual_tv[0][0]
+    assert s["dl_tv_mean"] == pytest.approx((1 - beta) * residual_tv, rel=1e-12)
+    assert s["tv_per_token"] == pytest.approx(s["corrections"] * residual_tv
+                                              / server.tokens_total, rel=1e-12)
+
+
+def test_token_runs_report_the_effective_acceptance_rate():
+    """The acceptance block of a token-level run (and the beliefs built from it) has the rate
+    the outcomes have, alpha_eff = sum min(p, q_d), not the alpha before the UL format."""
+    import multispin_sim as ms
+
+    res = ms.simulate(ms.load_scenario(None, overrides={
+        "devices.count": 4, "payload.model": "token", "payload.vocab": 4096, "run.rounds": 50}))
+    s = res.summary
+    assert s["acceptance"]["nominal_rate"] == pytest.approx(
+        s["payload"]["alpha_effective_mean"], rel=1e-12)
+    assert s["payload"]["acceptance_loss"] > 0   # the UL format costs acceptance: they differ

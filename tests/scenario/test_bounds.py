@@ -271,6 +271,25 @@ def test_memory_terms_count_the_sample_counts():
     assert small["straggler.robust_samples"] == PER_ROBUST_DRAW_BYTES * ROBUST_SLICE_DRAWS
 
 
+def test_the_token_models_memory_grows_with_its_table_rows():
+    """One row of the token model's table per distinct alpha, each V x (48 + 16 x formats)
+    bytes: twenty devices of their own alphas need twenty rows (measured: 427 MB at the full
+    vocabulary against 116 MB for one row), which a 400 MB limit refuses, naming payload.vocab;
+    the same devices on the tasks' four rates fit."""
+    from multispin_sim.scenario import load_scenario
+    from multispin_sim.scenario.limits import memory_terms
+
+    own = {i: {"alpha": 0.80 + 0.005 * i} for i in range(20)}
+    base = {"payload": {"model": "token"}, "limits": {"max_memory_mb": 400}}
+    err = error_of({**base, "devices": {"count": 20, "overrides": own}})
+    assert err.path == "payload.vocab", str(err)
+    load_scenario({**base, "devices": {"count": 20}})   # the tasks' rates: fits
+    roomy = {**base, "limits": {"max_memory_mb": 4096}}
+    tasks = memory_terms(load_scenario(roomy))["payload.vocab"]
+    assert memory_terms(load_scenario({**roomy, "devices": {"count": 20, "overrides": own}}))[
+        "payload.vocab"] > 3 * tasks
+
+
 def test_memory_of_many_cells_names_the_cells_and_stays_short():
     err = error_of({"cells": {"layout": "ppp", "density_per_km2": 1e6, "region_m": 1e5},
                     "limits": {"max_memory_mb": 1e9}})
