@@ -117,14 +117,17 @@ def make_objective(system, g_ul, g_dl, active, caps, policy=None, rng=None, samp
     if ignore_comm:
         tcomm = ZeroTcomm()
     elif estimator == "exact":
-        mode = fast_mode(policy)
-        if mode == "random":
+        if getattr(policy, "coin_split", False):
+            own = getattr(policy, "tcomm_kernel", None)
+
             def kernel_for(coin):
                 if energy is not None:
                     return EnergyKernel(system, g_ul, g_dl, policy, energy, n_active, coin=coin,
                                         scope=energy_scope)
                 if system.transmission is not None:   # a shared band: the scheme's delays
                     return system.transmission.kernel(system, g_ul, g_dl, policy, coin=coin)
+                if callable(own):   # the policy's own delays (a link's) for these coins
+                    return own(system, g_ul, g_dl, None, coin=coin)
                 return TcommKernel(system, g_ul, g_dl, "random", coin=coin)
             tcomm = ExactTcomm(system.alpha, active, random_split=True, make_kernel=kernel_for)
         else:

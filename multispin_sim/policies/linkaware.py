@@ -83,15 +83,17 @@ class LinkAwarePolicy:
     # one outcome through ``decide`` (the inner policy's scalar split has Shannon delays)
     one_outcome = ReactivePolicy.one_outcome
 
-    def tcomm_kernel(self, system, g_ul, g_dl, coin_uniforms, seed=0):
+    def tcomm_kernel(self, system, g_ul, g_dl, coin_uniforms, seed=0, coin=None):
         """The draft objective's T_comm kernel: closed forms on the link when the inner policy
-        has one, else this policy called as is."""
+        has one, else this policy called as is. ``coin``: (M, K) fixed UL coins of a coin split
+        (the exact estimator's enumeration), else drawn from ``coin_uniforms``."""
         from .draft_search import fast_mode
 
         mode = fast_mode(self.inner)
         if mode is None:
-            return PolicyKernel(system, g_ul, g_dl, self, coin_uniforms, seed)
-        coin = None if coin_uniforms is None else coin_uniforms < 0.5
+            return PolicyKernel(system, g_ul, g_dl, self, coin_uniforms, seed, coin=coin)
+        if coin is None and coin_uniforms is not None:
+            coin = coin_uniforms < 0.5
         return LinkTcommKernel(system, g_ul, g_dl, mode, coin, self.link, self.outage_wait_s)
 
     def _replan_one(self, problem, decision):

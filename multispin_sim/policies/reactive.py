@@ -33,6 +33,9 @@ class ReactivePolicy:
     ``counts_present``: its decisions depend on how many devices are in the round
     (``ReactiveProblem.present``), so the engine asks ``decide`` with that count, not
     ``one_outcome``.
+
+    ``coin_split``: its split is a fair coin per rejected device, so the exact estimator
+    enumerates the coins (a callable ``tcomm_kernel`` then takes them as ``coin=``).
     """
 
     name = "?"
@@ -40,6 +43,7 @@ class ReactivePolicy:
     defers = False
     stateless = False
     counts_present = False
+    coin_split = False
 
     def __init_subclass__(cls, **kwargs):
         # a subclass with decisions of its own no longer has its parent's closed form or
@@ -52,6 +56,8 @@ class ReactivePolicy:
                 cls.one_outcome = ReactivePolicy.one_outcome
             if "stateless" not in cls.__dict__:
                 cls.stateless = False
+            if "coin_split" not in cls.__dict__:
+                cls.coin_split = False
 
     @classmethod
     def from_scenario(cls, scenario):
@@ -194,6 +200,7 @@ class RandomSplit(ReactivePolicy):
     """A fair coin per rejected device; powers optimised for the resulting split."""
 
     tcomm_kernel = "random"
+    coin_split = True
 
     def decide(self, problem, rng=None):
         if rng is None:
