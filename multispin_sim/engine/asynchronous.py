@@ -24,9 +24,9 @@ the wait for the channel (``asynchronous.channel_wait_mean_s``) is part of a dev
 except behind a correction in a deep fade.)
 
 Fading: with one fading block per round (no ``channel.coherence_time_ms``), a block lasts from
-one batch's verification end to the next: a device's controller sees the block in force when it
-starts drafting, a correction phase the block in force when it starts, and a new block is drawn
-right after each batch's verification (and its phase's decision, when the channel was free).
+one batch's end to the next: a device's controller sees the block in force when it starts
+drafting, a correction phase the block in force when it starts, and a new block is drawn when a
+batch has ended (its last correction delivered).
 With a coherence time the grid's block at each moment is used (``channel.csi``).
 
 Draft controllers see a ``DraftContext`` with only the drafting device active and ``load`` = the

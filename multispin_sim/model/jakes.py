@@ -14,8 +14,9 @@ angles and phases (the ensemble: devices, links, seeds), E[h(t) h*(t + tau)] = J
 exactly for every tau and every M (the a_n cover [0, pi/2) uniformly, and the average of
 cos(x cos a) over it is J0(x)); E|h|^2 = 1 and the phase of h is uniform. The sinusoids make h
 Gaussian only as M grows: var |h|^2 = 1 - 3 / (4 M) instead of 1, and the correlation of
-|h|^2 at lag tau differs from J0^2 by at most about 0.52 / M (0.008 for the default M = 64;
-computed from the model's exact fourth moments). A single realisation is not ergodic: its time
+|h|^2 at lag tau differs from J0^2 by at most about 0.52 / M (0.008 for the default M = 64)
+while w_D tau stays below about 3 M, and by up to about 1.3 / M (0.021) beyond, where the
+regular grid of angles aliases (computed from the model's exact fourth moments). A single realisation is not ergodic: its time
 averages carry the angles it drew, so statistics are taken over many independent processes.
 
 The process is a function of time: the same draws give the same h(t) whatever asks for it and
