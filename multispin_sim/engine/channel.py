@@ -166,6 +166,15 @@ class OFDMAChannel:
         yield env.timeout(delay)
         return delay
 
+    # totals counted as corrections are sent, before their round is recorded
+    counted = ("transmissions", "blocks_used", "multi_block")
+
+    def counters(self):
+        """(object, attribute names) of the totals a round counts before it is recorded
+        (``engine.guards.RecordedTotals``): none when every transmission is one timeout of its
+        planned delay (``dynamic_csi`` false: nothing is counted as it is sent)."""
+        return [(self, self.counted)] if self.dynamic_csi else []
+
     def payload_bits(self, device):
         """The bits of ``device``'s correction: this round's (``round_bits``, the token-level
         payload's per correction) where set, else the payload size; read when it is sent (the

@@ -142,14 +142,12 @@ class RecordedTotals:
     second stop signal) so reports the rounds its records hold, nothing of the round it left
     unrecorded; after a whole round (or a complete run) ``restore`` changes nothing.
 
-    ``parts``: (object, attribute names) pairs; names an object lacks are left out. The values
-    are kept, not copied: attributes holding numbers, or objects replaced rather than changed.
+    ``parts``: (object, attribute names) pairs, each component's ``counters()``. The values are
+    kept, not copied: attributes holding numbers, or objects replaced rather than changed.
     """
 
     def __init__(self, parts):
-        self.parts = [(obj, names) for obj, names in
-                      ((obj, tuple(n for n in names if hasattr(obj, n))) for obj, names in parts)
-                      if names]
+        self.parts = list(parts)
         self.commit()
 
     def __bool__(self):

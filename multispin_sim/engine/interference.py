@@ -325,6 +325,10 @@ class InterferingChannel:
     def round_columns(self, devices=None):
         return self.base.round_columns(devices)
 
+    def counters(self):
+        """The transmissions counted as they are sent (``OFDMAChannel.counters``)."""
+        return [(self, ("transmissions",))]
+
     def __init__(self, base, field, cell, globs, interference_csi="last"):
         self.base, self.field, self.cell, self.globs = base, field, cell, globs
         self.interference_csi = interference_csi

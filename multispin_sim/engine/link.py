@@ -132,6 +132,7 @@ class LinkChannel(OFDMAChannel):
         return out
 
     plain_transmit = False  # a transmission draws link errors and estimates: see transmit
+    counted = OFDMAChannel.counted + ("harq_transmissions", "harq_failures", "outages")
     dynamic_csi = True
 
     # -- CSI -----------------------------------------------------------------------------------

@@ -77,6 +77,11 @@ class ProtocolLoop:
         self._zeros = np.zeros(k)
         self._zeros.flags.writeable = False
 
+    def counters(self):
+        """(object, attribute names) of the totals the loop counts before a round is recorded
+        (``engine.guards.RecordedTotals``): none here."""
+        return []
+
     def draft_context(self, index, system, g_ul, g_dl, active, load=None):
         """The ``DraftContext`` the draft controller decides on: draft ``index``, the
         controller's view of ``system``, the CSI, who drafts, the tokens the requests still
@@ -121,6 +126,10 @@ class RoundLoop(ProtocolLoop):
         self.deferred_total = 0
         for device in self.devices:
             env.process(device.run(env))
+
+    def counters(self):
+        """The deferrals, counted as they are decided (a policy that defers)."""
+        return [(self, ("deferred_total", "_deferred"))] if self.server.policy.defers else []
 
     # -- called by the devices -------------------------------------------------------------
     def draft_arrived(self, k):

@@ -360,14 +360,7 @@ def build_run(scenario, folder, inputs, *, progress=False, controller=None, reac
     # delays and link blocks, deferred, the token payload's totals and corrections.csv): kept as
     # of each record, so that a run stopped mid-round reports its recorded rounds (none on the
     # paper's channel: nothing to keep)
-    counted = []
-    if channel.dynamic_csi:
-        counted.append((channel, ("transmissions", "blocks_used", "multi_block",
-                                  "harq_transmissions", "harq_failures", "outages")))
-    if getattr(server.policy, "defers", False):
-        counted.append((loop, ("deferred_total", "_deferred")))
-    counted += server.counters()
-    totals = RecordedTotals(counted)
+    totals = RecordedTotals(channel.counters() + loop.counters() + server.counters())
     if totals:
         recorder.commits.append(totals.commit)
     if log is not None:

@@ -368,7 +368,6 @@ def read_pairs(payload, limits):
     """(p, q) from ``payload.pairs_file``, or a ``ScenarioError`` naming the key (one line)."""
     from ..model.tokens import PairsFileError, load_pairs
     from ..scenario import ScenarioError
-
     from ..scenario.limits import token_row_vocab_bytes
 
     try:   # the arrays: 16 bytes per row and entry (p and q in float64); the table: more

@@ -170,8 +170,8 @@ def load_pairs(path, vocab, atol=1e-6, max_bytes=None, expansion=1.0):
         with np.load(path, allow_pickle=False) as f:
             names = set(f.files)
             size = sum(info.file_size for info in f.zip.infolist())
-            if max_bytes is not None and size * max(expansion, 1.0) > max_bytes:
-                need = size * max(expansion, 1.0)
+            need = size * max(expansion, 1.0)
+            if max_bytes is not None and need > max_bytes:
                 raise PairsFileError(f"holds {size / 2**20:,.0f} MB of arrays (about "
                                      f"{need / 2**20:,.0f} MB with the tables built from them), "
                                      f"more than limits.max_memory_mb "
