@@ -254,23 +254,22 @@ class IidRounds:
     def __init__(self, rng, k, fading, reciprocal, block=1024):
         self.rng, self.k, self.fading = rng, int(k), fading
         self.reciprocal, self.block = reciprocal, int(block)
-        self._dl = np.empty((0, self.k))
-        self._ul = BlockRows(self._draw, self._dl)
-
-    def _draw(self):
-        h_ul, h_dl = small_scale_powers(self.rng, (self.block, self.k), self.fading,
-                                        self.reciprocal)
-        self._dl = h_ul if self.reciprocal else h_dl
-        return h_ul
+        self._ul = self._dl = np.empty((0, self.k))   # the block drawn (DL: the UL if reciprocal)
+        self._i = -1   # the row of the round returned last
 
     def round_powers(self, now):
-        ul = self._ul.take()
-        return ul, (ul if self.reciprocal else self._dl[self._ul.i])
+        self._i += 1
+        if self._i == len(self._ul):
+            h_ul, h_dl = small_scale_powers(self.rng, (self.block, self.k), self.fading,
+                                            self.reciprocal)
+            self._ul, self._dl, self._i = h_ul, (h_ul if self.reciprocal else h_dl), 0
+        ul = self._ul[self._i]
+        return ul, (ul if self.reciprocal else self._dl[self._i])
 
     def ahead(self):
         """(UL block, DL block, row of the round ``round_powers`` returned last): the rounds
         drawn ahead, for a caller that works out many rounds at once (``OFDMAChannel.gains_ahead``)."""
-        return self._ul.block, self._dl, self._ul.i
+        return self._ul, self._dl, self._i
 
 
 class GaussMarkovRounds:
