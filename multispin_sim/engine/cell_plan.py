@@ -28,7 +28,8 @@ def cell_seed(seed, c):
     return seed if c == 0 else int(np.random.SeedSequence((seed, c)).generate_state(1)[0])
 
 
-CELLS_STREAM_KEY = 1000   # SeedSequence(seed, spawn_key=(1000,)): layout, drops, cross links
+CELLS_STREAM_KEY = 1000   # SeedSequence(seed, spawn_key=(1000,)): layout, drops, links to servers
+CROSS_STREAM_KEY = (CELLS_STREAM_KEY, 2)   # the cross links' gains (cells.cross_link)
 
 
 def cell_layout(scenario, rng):

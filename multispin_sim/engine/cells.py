@@ -23,7 +23,7 @@ import time
 
 import numpy as np
 
-from ..model.cells import CELL_LAYOUTS
+from ..model.cells import CELL_LAYOUTS, link_distances
 from ..model.mobility import MOBILITY_MODELS
 from ..model.pathloss_3gpp import PATHLOSS_MODELS
 from ..model.sinr import cochannel
@@ -34,7 +34,8 @@ from ..outputs.statistics import describe
 from ..scenario import dump_scenario_yaml
 from ..scenario.limits import BASE_BYTES, PER_ROUND_BYTES, memory_terms
 from ..version import __version__
-from .cell_plan import cell_plan, cells_layout, mobile_plan, wrapped_population
+from .cell_plan import (CROSS_STREAM_KEY, cell_plan, cells_layout, mobile_plan,
+                        wrapped_population)
 from .handover import AttachedWorkload, CellMover
 from .interference import InterferenceField, InterferingChannel
 from .population import noise_psd
@@ -57,6 +58,7 @@ class Links:
     def __init__(self, layout, model, rng):
         self.layout, self.model, self.rng = layout, model, rng
         self.gain = np.zeros((0, layout.count))
+        self.positions = np.zeros((0, 2))   # the devices' (wrapped) positions, by global index
         self.cell_of = np.zeros(0, dtype=np.int64)
         self.base = {}
         self.drawn = {}   # cell -> gains (its devices, S) drawn at a region drop
@@ -80,8 +82,33 @@ class Links:
                 population.system, pathloss=own))
         self.base[cell] = self.gain.shape[0]
         self.gain = np.vstack([self.gain, gain])
+        self.positions = np.vstack([self.positions, population.positions])
         self.cell_of = np.concatenate([self.cell_of, np.full(k, cell)])
         return population
+
+    def cross_gains(self, rng):
+        """(S, S) server-to-server and (D, D) device-to-device large-scale gains of the cross
+        links (``cells.cross_link``): the model's ``cross_models`` at the wrapped distances,
+        one draw per pair (the same gain both ways), 0 from an end to itself. Draws the
+        servers' pairs, then the devices', each in the order of ``np.triu_indices``."""
+        ss_model, dd_model = self.model.cross_models()
+        layout = self.layout
+        ss = _pair_gains(ss_model, rng, layout.sites, layout.lattice)
+        return ss, _pair_gains(dd_model, rng, self.positions, layout.lattice)
+
+
+def _pair_gains(model, rng, points, lattice, rows=256):
+    """Symmetric (P, P) gains of ``model`` between ``points`` (distances in blocks of ``rows``
+    rows: the minimum-image search holds 8 numbers per pair)."""
+    n = points.shape[0]
+    d = np.empty((n, n))
+    for i in range(0, n, rows):
+        d[i:i + rows] = link_distances(points[i:i + rows], points, lattice)
+    upper = np.triu_indices(n, 1)
+    gain = np.zeros((n, n))
+    gain[upper] = model.draw(rng, d[upper])[0]
+    gain.T[upper] = gain[upper]
+    return gain
 
 
 class CellLoops:
@@ -331,7 +358,8 @@ def cells_summary(scenario, summaries, ids, wall, stats):
         # the cells' transmissions of their recorded rounds (the field's own count, the same in
         # a complete run, has those of a round a stopped run cut short too)
         "interference": {"transmissions": sum(s["delays"]["transmissions"] for s in summaries),
-                         "cells": int(len(summaries)), "reuse": scenario.cells.reuse},
+                         "cells": int(len(summaries)), "reuse": scenario.cells.reuse,
+                         "cross_link": scenario.cells.cross_link},
         "complete": all(s["complete"] for s in summaries),
         "wall_time_s": wall,
     }
@@ -425,6 +453,9 @@ def build_cells(scenario, folder, inputs, *, build_run, result, progress=False):
             **({"mover_hook": lambda _, c=c: CellMover(network, c)} if moving else {})}
         runs.append(build_run(cell_scenario, sub, inputs, env=env, population_hook=add,
                               channel_hook=wrap, writer_process=False, **hooks))
+    if cells.cross_link:
+        field.cross_link(*links.cross_gains(np.random.Generator(np.random.PCG64(
+            np.random.SeedSequence(scenario.seed, spawn_key=CROSS_STREAM_KEY)))))
     # the scenario that was run (each cell_<c>/scenario.yaml is its one-cell part)
     (folder / "scenario.yaml").write_text(dump_scenario_yaml(scenario), encoding="utf-8")
     ids = [c for c, _ in plan]

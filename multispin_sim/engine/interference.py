@@ -38,12 +38,14 @@ class InterferenceField:
     """The co-channel transmissions in flight across cells, and their mutual interference.
 
     Interference is same-direction: UL corrections of other cells at this cell's server, DL
-    corrections of other servers at this device (cross-link server-server and device-device
-    interference of unsynchronised TDD is left out). An interferer x adds P_x g_xy o / b_x on
-    receiver y, o the overlap of their subbands, g_xy the large-scale gain (read when y's rate
-    is worked out) times an Exp(1) fading draw per pair of transmissions. ``transmissions``
-    counts them; the log keeps the intervals of the first ``log_limit`` (``log``: for checks
-    such as bit conservation, in bounded memory, about 1 kB each)."""
+    corrections of other servers at this device; with ``cross_link`` also across directions:
+    DL corrections of other servers at this server (server-to-server gains ``ss``), UL
+    corrections of other cells' devices at this device (device-to-device gains ``dd``). An
+    interferer x adds P_x g_xy o / b_x on receiver y, o the overlap of their subbands, g_xy the
+    large-scale gain (read when y's rate is worked out) times an Exp(1) fading draw per pair of
+    transmissions. ``transmissions`` counts them; the log keeps the intervals of the first
+    ``log_limit`` (``log``: for checks such as bit conservation, in bounded memory, about 1 kB
+    each)."""
 
     def __init__(self, links, co, n0, bandwidth, rng, log_limit=None):
         self.links, self.co, self.n0, self.bandwidth, self.rng = links, co, n0, bandwidth, rng
@@ -51,6 +53,7 @@ class InterferenceField:
         self._co_to = np.asarray(co).T.tolist()   # _co_to[c][x]: x interferes at cell c
         self._rows = {}   # cell -> (gains, its devices, their rows of the gains)
         self.active = {UL: [], DL: []}   # the transmissions in flight, by direction
+        self.ss = self.dd = None   # the cross links' gains (``cross_link``)
         self.env = None
         self.log = []
         self.log_limit = limits.LOGGED_TRANSMISSIONS if log_limit is None else log_limit
@@ -65,6 +68,11 @@ class InterferenceField:
         self.now_psd = self.int_psd = None
         self.t_int = 0.0
 
+    def cross_link(self, ss, dd):
+        """Interference across directions from now on: ``ss`` (S, S) server-to-server and
+        ``dd`` (D, D) device-to-device large-scale gains."""
+        self.ss, self.dd = ss, dd
+
     def _start_mean(self):
         """The PSDs, at the first transmission (every cell's devices are in the gains by then)."""
         shape = self.links.gain.shape
@@ -78,14 +86,24 @@ class InterferenceField:
         if self.now_psd is None:
             self._start_mean()
         self._track_time(now)
+        other = DL if tx.mode == UL else UL
         if sign < 0:
-            self.now_psd[tx.mode] -= tx.contrib
+            own, cross = tx.contrib
+            self.now_psd[tx.mode] -= own
+            if cross is not None:
+                self.now_psd[other] -= cross
             return
         weight = self.co[tx.cell] / self.bandwidth
         gain = self.links.gain
-        tx.contrib = (tx.power * gain[tx.glob] * weight if tx.mode == UL
-                      else tx.power * np.outer(gain[:, tx.cell], weight))
-        self.now_psd[tx.mode] += tx.contrib
+        own = (tx.power * gain[tx.glob] * weight if tx.mode == UL
+               else tx.power * np.outer(gain[:, tx.cell], weight))
+        self.now_psd[tx.mode] += own
+        cross = None
+        if self.ss is not None:   # at the other direction's receivers: devices (UL), servers
+            cross = (tx.power * np.outer(self.dd[tx.glob], weight) if tx.mode == UL
+                     else tx.power * self.ss[tx.cell] * weight)
+            self.now_psd[other] += cross
+        tx.contrib = (own, cross)
 
     def _track_time(self, now):
         dt = now - self.t_int
@@ -123,6 +141,10 @@ class InterferenceField:
         for x in self.active[UL]:
             if co[x.cell]:
                 total += x.power * gain.item(x.glob, cell)
+        if self.ss is not None:   # other servers sending DL
+            for x in self.active[DL]:
+                if co[x.cell]:
+                    total += x.power * self.ss.item(x.cell, cell)
         return total / self.bandwidth[cell]
 
     def dl_psd(self, cell, globs):
@@ -135,22 +157,35 @@ class InterferenceField:
                 if power is None:
                     power = [0.0] * len(co)
                 power[x.cell] += x.power
+        cross = None
+        if self.dd is not None:   # other cells' devices sending UL
+            for x in self.active[UL]:
+                if co[x.cell]:
+                    term = x.power * self.dd[x.glob, globs]
+                    cross = term if cross is None else cross + term
         if power is None:
-            return np.zeros(len(globs))
+            return np.zeros(len(globs)) if cross is None else cross / self.bandwidth[cell]
         gain = self.links.gain
         cached = self._rows.get(cell)
         if cached is None or cached[0] is not gain or cached[1] is not globs:
             cached = self._rows[cell] = (gain, globs, gain[globs])
-        return (cached[2] @ np.array(power)) / self.bandwidth[cell]
+        psd = cached[2] @ np.array(power)
+        return (psd if cross is None else psd + cross) / self.bandwidth[cell]
 
     # -- rates -----------------------------------------------------------------------------------
+    def _gain(self, x, y):
+        """The large-scale gain from x's transmitter to y's receiver: x's device to y's server
+        (both UL), x's server to y's device (both DL), or a cross link: server to server (x DL,
+        y UL), device to device (x UL, y DL)."""
+        if x.mode == y.mode:
+            gain = self.links.gain
+            return gain.item(x.glob, y.cell) if x.mode == UL else gain.item(y.glob, x.cell)
+        return self.ss.item(x.cell, y.cell) if x.mode == DL else self.dd.item(x.glob, y.glob)
+
     def _term(self, x, y, h):
-        """Interference of x at y's receiver over their overlap (UL: x's device to y's server;
-        DL: x's server to y's device), with the pair's fading h."""
+        """Interference of x at y's receiver over their overlap, with the pair's fading h."""
         overlap = min(x.f1, y.f1) - max(x.f0, y.f0)
-        gain = self.links.gain
-        g = gain.item(x.glob, y.cell) if x.mode == UL else gain.item(y.glob, x.cell)
-        return x.power * (g * h) * overlap / (x.f1 - x.f0)
+        return x.power * (self._gain(x, y) * h) * overlap / (x.f1 - x.f0)
 
     def _refresh(self, y):
         """y's terms at the current gains (devices moving replace the gains)."""
@@ -189,6 +224,9 @@ class InterferenceField:
         co, f0, f1 = self._co[tx.cell], tx.f0, tx.f1
         active = self.active[tx.mode]
         hit = [x for x in active if x.f0 < f1 and f0 < x.f1 and co[x.cell]]
+        if self.ss is not None:   # and the other direction's, over the cross links
+            hit += [x for x in self.active[DL if tx.mode == UL else UL]
+                    if x.f0 < f1 and f0 < x.f1 and co[x.cell]]
         gain = tx.seen = self.links.gain
         terms, fades = tx.terms, tx.fades = {}, {}
         if hit:
@@ -198,7 +236,9 @@ class InterferenceField:
             power, cell, glob, b = tx.power, tx.cell, tx.glob, f1 - f0
             for x, h_in, h_out in zip(hit, h[:n], h[n:]):
                 overlap = min(x.f1, f1) - max(x.f0, f0)
-                if ul:
+                if x.mode != tx.mode:
+                    g_in, g_out = self._gain(x, tx), self._gain(tx, x)
+                elif ul:
                     g_in, g_out = gain.item(x.glob, cell), gain.item(glob, x.cell)
                 else:
                     g_in, g_out = gain.item(glob, x.cell), gain.item(x.glob, cell)

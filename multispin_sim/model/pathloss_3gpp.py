@@ -61,6 +61,11 @@ class PathLossModel:
         """Linear gain without shadowing (the long-term gain association reads)."""
         return db_to_linear(self.gain_db(d2d_m, los))
 
+    def cross_models(self):
+        """(server-to-server, device-to-device) models of the cross links
+        (``cells.cross_link``); a model without heights is the same for every link."""
+        return self, self
+
     def draw(self, rng, d2d_m):
         d = np.asarray(d2d_m, dtype=float)
         los = rng.random(d.shape) < self.los_probability(d)
@@ -116,6 +121,13 @@ class TR38901(PathLossModel):
         self.h_ut = float(h_ut_m)
         h_e = 1.0
         self.d_bp = 4.0 * (self.h_bs - h_e) * (self.h_ut - h_e) * self.fc_ghz * 1e9 / SPEED_OF_LIGHT
+
+    def cross_models(self):
+        """The scenario's formulas with both ends at hBS (server to server) or at hUT (device
+        to device): outside the standard's validity (TR 38.901 models links to a base station
+        only), a stand-in where no dedicated model is given."""
+        return (type(self)(self.fc_ghz, self.h_bs, self.h_bs),
+                type(self)(self.fc_ghz, self.h_ut, self.h_ut))
 
     def _d(self, d2d_m):
         d2d = np.maximum(np.asarray(d2d_m, dtype=float), MIN_D2D_M)

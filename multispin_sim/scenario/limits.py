@@ -224,6 +224,7 @@ PER_FORMAT_VOCAB_BYTES = 16     # and per format: a compressed residual's CDF (a
 PER_SESSION_TOKEN_BYTES = 24    # beta acceptance: agreements and rates of a block of sessions
 PER_HARQ_BYTES = 256            # NR link: combining thresholds per HARQ transmission
 PER_LOGGED_TRANSMISSION_BYTES = 1024   # several cells: a transmission's intervals in the log
+PER_CROSS_PAIR_BYTES = 32   # cells.cross_link: device-to-device gains, distances and one draw
 LOGGED_TRANSMISSIONS = 50_000          # of the first transmissions (engine.interference)
 PER_SAA_SAMPLE_BYTES = 2        # per device: the sampled outcomes of the SAA estimator (16 bits)
 PER_ROBUST_DRAW_BYTES = 160     # 'robust': a channel sample of one rejected device, its gains,
@@ -282,6 +283,9 @@ def memory_terms(sc) -> dict:
              "run.rounds": cells * _max_rounds(sc) * PER_ROUND_BYTES}
     if cells > 1:   # the interference field's log of transmissions (bounded)
         terms[_cell_key(sc)] = PER_LOGGED_TRANSMISSION_BYTES * LOGGED_TRANSMISSIONS
+    if cells > 1 and sc.cells.cross_link:   # a gain for every pair of devices
+        devices = cells * k if sc.cells.drop == "per-cell" else k
+        terms["cells.cross_link"] = PER_CROSS_PAIR_BYTES * devices * devices
     if getattr(sc.payload, "model", "bits") == "token":
         terms["payload.vocab"] = sc.payload.vocab * (PER_VOCAB_BYTES + _token_rows(sc)
                                                       * token_row_vocab_bytes(sc.payload))
@@ -324,6 +328,7 @@ _ADVICE = {
     "link.harq_max_transmissions": "use fewer link.harq_max_transmissions (NR allows 4 to 32)",
     "straggler.robust_samples": "use fewer straggler.robust_samples",
     "cells.count": "use fewer cells",
+    "cells.cross_link": "set cells.cross_link false, or use fewer cells or devices",
     "cells.density_per_km2": "use a lower cells.density_per_km2 (or a smaller cells.region_m)",
 }
 _PER_CELL = ("devices.count", "policy.saa_samples", "run.rounds")   # terms counted per cell
@@ -380,6 +385,10 @@ def _check_memory(sc) -> None:
     elif key in ("devices.count", "run.rounds"):
         cells = f" in each of {_compact(n)} cells" if n > 1 else ""
         what = f"{each}{cells} need {mb}"
+    elif key == "cells.cross_link":
+        devices = math.sqrt(terms[key] / PER_CROSS_PAIR_BYTES)
+        what = (f"cells.cross_link true: a gain between each two of {_compact(devices)} "
+                f"devices needs {mb}")
     else:
         what = f"{key} {_compact(value_at(sc, key))} needs {mb}"
     raise ScenarioError(key, what, f"expected at most limits.max_memory_mb "

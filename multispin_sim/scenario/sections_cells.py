@@ -128,6 +128,13 @@ class Cells(Params):
                        "the band per cell: on a 'hex' grid the third (q - r) mod 3 of its axial "
                        "coordinates, so no neighbours share one, refused with "
                        "cells.wrap_around; other layouts the third c mod 3)", check=_REUSE)
+    cross_link: bool = param(False, "Cross-link interference: another cell's DL correction at "
+                             "this server's UL receptions (server-to-server link) and another "
+                             "cell's UL correction at this cell's DL receivers (device-to-device "
+                             "link), on overlapping co-channel subbands; their gains from "
+                             "cells.pathloss with both ends at server (or device) height. "
+                             "false: each direction meets only its own (synchronised TDD); "
+                             "needs devices that stay put")
 
 
 @cross_check
@@ -151,6 +158,14 @@ def _check_cells(sc) -> None:
              # streams would need the interference inside the ZF / MMSE filters
              ("server.dl_scheme", sc.server.dl_scheme == "ofdma-mrt", "'ofdma-mrt'"),
              ("server.ul_scheme", sc.server.ul_scheme == "ofdma-mrc", "'ofdma-mrc'"))
+    moving = sc.mobility.model != "none" or sc.cells.reassociate
+    if sc.cells.cross_link and moving:
+        # the cross links' gains are drawn once, between the drop positions
+        raise ScenarioError("cells.cross_link", "true is not supported with devices that move "
+                            f"or re-associate (mobility.model {sc.mobility.model!r}, "
+                            f"cells.reassociate {str(sc.cells.reassociate).lower()})",
+                            "expected false, or mobility.model 'none' and cells.reassociate "
+                            "false")
     count = sc.cells.count
     rings = round(((12 * count - 3) ** 0.5 - 3) / 6)
     if sc.cells.layout == "hex" and 3 * rings * rings + 3 * rings + 1 != count:
