@@ -24,9 +24,16 @@ the scenario's own controllers inside ``reset`` (``rounds - warmup`` steps); ``r
 runs the scenario with seed s (common random numbers: two agents with the same seed see the
 same devices, channels and acceptance draws, since the agent consumes none of the engine's
 streams). A run's records go to ``out/episode-NNNN`` (default: a temporary folder holding the
-latest episode only), formatted in this process (the same bytes as a writer process)."""
+latest episode only), formatted in this process (the same bytes as a writer process); copies
+given the same ``out`` each write a folder of their own (``folders.hold``).
+
+A run a limit stops inside a round (``engine.guards.LimitReached``: the round is not recorded)
+ends with a truncated step that reports that round as nothing delivered in no time, so that the
+rewards and infos add up to the records (the return is N - c T of the recorded rounds)."""
 import dataclasses
 import itertools
+import math
+import numbers
 import shutil
 import tempfile
 from pathlib import Path
@@ -42,12 +49,33 @@ from ..model.energy import device_round_energy
 from ..outputs.atomic import check_folder
 from ..scenario import ScenarioError, dump_scenario_yaml, load_scenario
 from .control import AgentDraft, AgentSplit
-from .spaces import Observer, action_space, check_action, observation_space
+from .folders import hold
+from .spaces import MODE_ACTIONS, Observer, action_space, check_action, observation_space
 
 CONTROLS = ("draft", "mode", "both")
 OBJECTIVES = ("goodput", "tokens-per-joule")
 _END = object()
 _PRICES = {}
+
+
+def _price(price):
+    """The price c (tokens/s) of ``price`` when it is a finite number >= 0, else one ValueError
+    (a NaN or infinite price makes every reward NaN or infinite; a negative one pays for time)."""
+    real = isinstance(price, numbers.Real) and not isinstance(price, bool)
+    c = float(price) if real else math.nan
+    if not (math.isfinite(c) and c >= 0):
+        raise ValueError(f"price is {price!r}; allowed: a finite number >= 0 (tokens/s), or "
+                         "'reference'")
+    return c
+
+
+def _count(value, name):
+    """``value`` as an int when it is a whole number >= 1, else one ValueError naming ``name``."""
+    whole = isinstance(value, numbers.Integral) or (isinstance(value, float)
+                                                     and value.is_integer())
+    if isinstance(value, bool) or not whole or value < 1:
+        raise ValueError(f"{name} is {value!r}; allowed: integers >= 1")
+    return int(value)
 
 
 def reference_price(scenario, rounds=500):
@@ -104,6 +132,16 @@ class MultiSpinEnv(gymnasium.Env):
         self._args = {name: value for name, value in locals().items() if name != "self"}
         if control not in CONTROLS:
             raise ValueError(f"control is {control!r}; allowed: {', '.join(CONTROLS)}")
+        if mode_action not in MODE_ACTIONS:   # also under control='draft', which ignores it
+            raise ValueError(f"mode_action is {mode_action!r}; allowed: "
+                             f"{', '.join(MODE_ACTIONS)}")
+        if regret and control == "mode":
+            raise ValueError("regret is True with control 'mode'; the regret compares the "
+                             "agent's draft lengths: allowed with control 'draft' or 'both'")
+        price_rounds = _count(price_rounds, "price_rounds")
+        regret_samples = _count(regret_samples, "regret_samples")
+        if price != "reference":
+            price = _price(price)
         extra = {} if rounds is None else {"run.rounds": int(rounds)}
         if seed is not None:
             extra["seed"] = int(seed)
@@ -125,10 +163,9 @@ class MultiSpinEnv(gymnasium.Env):
         self.objective = objective or sc.policy.objective
         if self.objective not in OBJECTIVES:
             raise ValueError(f"objective is {self.objective!r}; allowed: {', '.join(OBJECTIVES)}")
-        self.price = (reference_price(sc, price_rounds) if price == "reference"
-                      else float(price))
+        self.price = reference_price(sc, price_rounds) if price == "reference" else price
         self.regret = bool(regret)
-        self.regret_samples = int(regret_samples)
+        self.regret_samples = regret_samples
         if self.regret and self.objective != sc.policy.objective:
             try:   # the regret evaluates the draft objective: the scenario must allow it
                 load_scenario(sc, {"policy.objective": self.objective})
@@ -143,10 +180,13 @@ class MultiSpinEnv(gymnasium.Env):
                                                    sc.compute.thermal)
         self.action_space = action_space(k, self.max_draft, control, mode_action)
         self._out = None if out is None else check_folder(out, "out")   # a file there: now
+        self._hold = None
+        self.out_folder = None   # where the episodes go: out, or out/copy-N (folders.hold)
         self._tmp = None
         self._episodes = itertools.count()
         self._seeded = False
         self._sim = None
+        self._t_round = self._t_last = 0.0
         self.run = None
         self.own_controller = None   # the scenario's draft controller of the episode
         self.result = None
@@ -187,9 +227,10 @@ class MultiSpinEnv(gymnasium.Env):
         run = self.run
         try:
             run.env.run(until=self._main)
-        except LimitReached as exc:
+        except LimitReached as exc:   # as engine.simulation does: the result says what to do
             run.loop.stop_requested = True
             run.loop.stop_reason = run.loop.stop_reason or exc.reason
+            run.loop.stop_todo = exc.todo
         except GreenletExit:   # thrown in by _abort: the run ends here
             pass
         return _END
@@ -197,7 +238,10 @@ class MultiSpinEnv(gymnasium.Env):
     # -- the caller's side ---------------------------------------------------------------------
     def _folder(self, n):
         if self._out is not None:
-            folder = self._out / f"episode-{n:04d}"
+            if self._hold is None:   # held from the first reset on, let go by close()
+                self._hold = hold(self._out)
+                self.out_folder = self._hold.folder
+            folder = self.out_folder / f"episode-{n:04d}"
             if folder.exists():
                 shutil.rmtree(folder)
             folder.mkdir(parents=True)
@@ -255,7 +299,7 @@ class MultiSpinEnv(gymnasium.Env):
             self.result = run.finish()
             raise RuntimeError(f"the run ended after {run.loop.rounds_done} warm-up rounds, "
                                f"before the first step: lower warmup (now {self.warmup})")
-        self.context = got
+        self.context, self._t_round = got, run.env.now
         last = self._witness.last   # the last warm-up round: the first step's previous round
         if last is not None:
             self._observe.outcome(last)
@@ -266,82 +310,124 @@ class MultiSpinEnv(gymnasium.Env):
         return self._obs(got), {"round": int(got.round), "time_s": run.env.now, "warmup": warmup}
 
     def _obs(self, ctx):
-        """The observation of ``ctx`` now (with the backlog of a queueing workload)."""
-        backlog = getattr(self.run.workload, "n", None) if self.queueing else None
-        return self._observe(ctx, self.run.env.now, backlog)
+        """The observation of ``ctx`` now (with the backlog of a queueing workload, and the
+        tokens its requests in service still need, whether or not drafts are capped to them)."""
+        if not self.queueing:
+            return self._observe(ctx, self.run.env.now)
+        workload = self.run.workload
+        return self._observe(ctx, self.run.env.now, getattr(workload, "n", None),
+                             workload.needed())
 
     def step(self, action):
-        if self._sim is None:
-            raise RuntimeError("step() before reset(), or after the episode ended: call reset()")
+        if self._sim is None or self._sim.dead:
+            # dead: an exception (an interrupt, an engine error) left the run inside a step
+            raise RuntimeError("step() before reset(), after the episode ended, or after an "
+                               "error stopped its run: call reset()")
         draft, mode = check_action(action, self.control, self.k, self.max_draft,
                                    self.mode_action)
         ctx, run = self.context, self.run
-        regret = None
-        if self.regret and draft is not None:
-            from .regret import round_regret
-
-            if self._split is not None:   # the draft objective under this step's split
-                self._split.action = mode
-            gamma = AgentDraft(None, lambda _: draft).lengths(ctx)
-            regret = round_regret(ctx, gamma, self._regret_rng, self.max_draft, self.regret_samples,
-                                  energy=self._powers if self.objective != "goodput" else None)
+        regret = self._regret(ctx, draft, mode)
+        self._witness.last = None
         got = self._switch((draft, mode))
-        record = self._witness.last
-        now = run.env.now
-        elapsed = now - self._t_last
-        self._t_last = now
-        self._observe.outcome(record)
+        record = self._witness.last   # None: a limit stopped the run inside the round
+        # the clock as the records have it: a round cut short adds no time to them
+        now = self._t_round if record is None else run.env.now
+        elapsed, self._t_last = now - self._t_last, now
+        if record is None:
+            info = self._cut_info(ctx, now, elapsed)
+        else:
+            self._observe.outcome(record)
+            info = self._info(record, now, elapsed)
+        if regret is not None:
+            info["regret"] = regret
+        reward = self._reward(info)
+        terminated = truncated = False
+        if got is _END:
+            terminated, truncated = self._end(info)
+            obs = self._obs(self._after(ctx))
+        else:
+            self.context, self._t_round = got, now
+            obs = self._obs(got)
+        return obs, float(reward), terminated, truncated, info
+
+    def _regret(self, ctx, draft, mode):
+        """``info['regret']`` of this step's draft lengths on ``ctx`` (None: not asked)."""
+        if not self.regret or draft is None:
+            return None
+        from .regret import round_regret
+
+        if self._split is not None:   # the draft objective under this step's split
+            self._split.action = mode
+        gamma = AgentDraft(None, lambda _: draft).lengths(ctx)
+        return round_regret(ctx, gamma, self._regret_rng, self.max_draft, self.regret_samples,
+                            energy=self._powers if self.objective != "goodput" else None)
+
+    def _info(self, record, now, elapsed):
+        """The step's info from the round's record."""
         active = np.asarray(record.active, dtype=bool)
         device_tokens = np.array(record.tokens, dtype=np.int64)
         modes = np.array(record.mode, dtype=np.int8)
         delays = np.array(record.delay, dtype=float)
         powers = np.array(record.power, dtype=float)
-        tokens = int(device_tokens[active].sum())
         # on these arrays: the record may hold lists (cheaper converted once)
         _, _, _, _, each = device_round_energy(self._powers, record.draft_each, modes, powers,
                                                delays, record.duration, link=record.extra,
                                                slowdown=record.slowdown)
-        energy = float(each[active].sum())
-        info = {"round": int(record.round), "tokens": tokens, "duration_s": float(record.duration),
-                "elapsed_s": elapsed, "energy_j": energy, "time_s": now,
+        return {"round": int(record.round), "tokens": int(device_tokens[active].sum()),
+                "duration_s": float(record.duration), "elapsed_s": elapsed,
+                "energy_j": float(each[active].sum()), "time_s": now,
                 "gamma": np.array(record.gamma, dtype=np.int64),
                 "accepted": np.array(record.accepted, dtype=np.int64),
                 "device_tokens": device_tokens,
                 "rejected": np.array(record.rejected, dtype=bool),
                 "active": active.copy(),
                 "modes": modes, "delays_s": delays, "powers_w": powers}
-        if regret is not None:
-            info["regret"] = regret
+
+    def _cut_info(self, ctx, now, elapsed):
+        """The step's info for a round a limit stopped before its record: as the records
+        have it, nothing (no tokens, no time, no energy, no draft, no correction)."""
+        k = self.k
+        return {"round": int(ctx.round), "tokens": 0, "duration_s": 0.0, "elapsed_s": elapsed,
+                "energy_j": 0.0, "time_s": now,
+                "gamma": np.zeros(k, dtype=np.int64), "accepted": np.zeros(k, dtype=np.int64),
+                "device_tokens": np.zeros(k, dtype=np.int64),
+                "rejected": np.zeros(k, dtype=bool),
+                "active": np.asarray(ctx.active, dtype=bool).copy(),
+                "modes": np.zeros(k, dtype=np.int8), "delays_s": np.zeros(k),
+                "powers_w": np.zeros(k)}
+
+    def _reward(self, info):
         if self.objective == "goodput":
-            reward = tokens - self.price * elapsed
-        else:
-            reward = tokens / energy if energy > 0 else 0.0
-        terminated = truncated = False
-        if got is _END:
-            loop = run.loop
-            self._sim = None
-            self.result = run.finish()
-            limit = (loop.rounds_done >= loop.rounds or now >= loop.max_time_s
-                     or loop.stop_requested)
-            truncated, terminated = limit, not limit
-            obs = self._obs(self._after(ctx))
-        else:
-            self.context = got
-            obs = self._obs(got)
-        return obs, float(reward), terminated, truncated, info
+            return info["tokens"] - self.price * info["elapsed_s"]
+        energy = info["energy_j"]
+        return info["tokens"] / energy if energy > 0 else 0.0
+
+    def _end(self, info):
+        """The run has ended: its result; (terminated, truncated), and the stop's reason in
+        ``info`` when it stopped early (a limit)."""
+        run = self.run
+        loop = run.loop
+        self._sim = None
+        self.result = run.finish()
+        limit = (loop.rounds_done >= loop.rounds or run.env.now >= loop.max_time_s
+                 or loop.stop_requested)
+        reason = self.result.summary.get("stop_reason")
+        if reason is not None:
+            info["stop_reason"] = reason
+        return not limit, limit
 
     def _after(self, ctx):
-        """The last round start's context with the workload as the run left it (the devices
-        with work and what they still need): the final observation, no round starting."""
-        workload = self.run.workload
-        remaining = workload.remaining()
-        n = getattr(workload, "n", None)
+        """The last round start's context with the devices with work as the run left them:
+        the final observation, no round starting (``_obs`` adds what they still need)."""
+        n = getattr(self.run.workload, "n", None)
         active = ctx.active if n is None else np.asarray(n) > 0
-        return dataclasses.replace(ctx, active=active,
-                                   remaining=ctx.remaining if remaining is None else remaining)
+        return dataclasses.replace(ctx, active=active)
 
     def close(self):
         self._abort()
+        if self._hold is not None:   # the folder's records stay; another env may take it now
+            self._hold.release()
+            self._hold = None
         if self._tmp is not None:
             self._tmp.cleanup()
             self._tmp = None

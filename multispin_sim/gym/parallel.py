@@ -16,9 +16,7 @@ from gymnasium import spaces
 from pettingzoo import ParallelEnv
 
 from .env import MultiSpinEnv
-from .spaces import scalar_int
-
-GLOBAL_KEYS = ("p_dl_w", "time_s")
+from .spaces import GLOBAL_KEYS, scalar_int
 
 
 class MultiSpinParallelEnv(ParallelEnv):

@@ -26,6 +26,8 @@ from gymnasium import spaces
 
 GAIN_FLOOR_DB = -400.0
 BIG = np.float32(1e30)
+MODE_ACTIONS = ("prefix", "per-device")
+GLOBAL_KEYS = ("p_dl_w", "time_s")   # shape (1,): of the system, not of a device
 
 
 def observation_space(k, max_draft, queueing=False, thermal=False):
@@ -56,7 +58,7 @@ def mode_space(k, kind):
         return spaces.Discrete(k + 1)
     if kind == "per-device":
         return spaces.MultiDiscrete(np.full(k, 2, dtype=np.int64))
-    raise ValueError(f"mode_action is {kind!r}; allowed: prefix, per-device")
+    raise ValueError(f"mode_action is {kind!r}; allowed: {', '.join(MODE_ACTIONS)}")
 
 
 def action_space(k, max_draft, control, mode_action="prefix"):
@@ -154,7 +156,9 @@ class Observer:
         self.last_accepted = np.asarray(record.accepted, dtype=np.float32)
         self.last_rejected = np.asarray(record.rejected, dtype=np.int8)
 
-    def __call__(self, ctx, now, backlog=None):
+    def __call__(self, ctx, now, backlog=None, remaining=None):
+        """``backlog``, ``remaining``: (K,) requests at each device and tokens its request in
+        service still needs (queueing workloads; None: zeros)."""
         system = ctx.system
         obs = {
             "g_ul_db": gains_db(ctx.g_ul).astype(np.float32),
@@ -172,7 +176,7 @@ class Observer:
             obs["g_dl_db"] = obs["g_ul_db"].copy()
         if "backlog" in self.keys:
             obs["backlog"] = np.asarray(backlog, dtype=np.float32)
-            obs["remaining"] = np.asarray(ctx.remaining if ctx.remaining is not None
+            obs["remaining"] = np.asarray(remaining if remaining is not None
                                           else np.zeros(self.k), dtype=np.float32)
         if "slowdown" in self.keys:
             obs["slowdown"] = (np.asarray(system.draft_latency_s, dtype=float)
