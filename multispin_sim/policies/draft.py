@@ -23,12 +23,16 @@ and their remaining tokens; ``once`` optimises at the first round against sample
 (|h|^2 ~ Exp(1) on the system's path loss, reciprocal or not as the scenario says; no fading
 when the scenario has none) and sampled outcomes, for every device, and keeps
 gamma; an integer N re-optimises every N rounds for that round's channel, for every device.
+
+Which gains price the corrections (``policy.plan_gains``): this round's CSI, or, where fading
+blocks are shorter than a round, each device's ergodic gain (``ergodic_gains``).
 """
 from dataclasses import dataclass
 from typing import Optional
 
 import numpy as np
 
+from ..model.rates import ergodic_gain
 from ..model.system import System
 from .draft_search import (SearchResult, budget_search, greedy_search, make_objective,
                            uniform_search)
@@ -133,6 +137,29 @@ class FixedDraft(DraftController):
         return np.broadcast_to(self.draft_length, ctx.active.shape).copy()
 
 
+def planned_gains(scenario):
+    """``policy.plan_gains`` with 'auto' resolved: 'ergodic' where fading blocks are on a time
+    grid (``channel.coherence_time_ms``), so a correction decided later and sent over several
+    blocks meets the mean of their rates, not the round start's gains; else 'instantaneous' (one
+    block per round: the round start's gains are the correction's)."""
+    plan, channel = scenario.policy.plan_gains, scenario.channel
+    if plan != "auto":
+        return plan
+    blocks = channel.coherence_time_ms is not None and channel.fading != "none"
+    return "ergodic" if blocks else "instantaneous"
+
+
+def ergodic_gains(system, active):
+    """(g_ul, g_dl) that price each device's correction at its mean Shannon rate over Rayleigh
+    fading (``model.rates.ergodic_gain``), on the band shared by the active devices, with the
+    DL budget split evenly among them (the measured decisions do not move when that share is
+    halved or doubled: at these SNRs the rate's mean hardly depends on it)."""
+    n = max(1, int(np.count_nonzero(active)))
+    band = system.bandwidth_hz / n
+    g_ul = ergodic_gain(system.pathloss, system.p_ul_w, band, system.n0)
+    return g_ul, ergodic_gain(system.pathloss, system.p_dl_w / n, band, system.n0)
+
+
 class SearchDraft(DraftController):
     """Base of the controllers that search G(gamma) (see the module docstring).
 
@@ -145,8 +172,11 @@ class SearchDraft(DraftController):
 
     def __init__(self, max_draft=20, update="every-round", saa_samples=1000, mode="optimal",
                  estimator="saa", objective="goodput", powers=None, energy_scope="devices",
-                 **kwargs):
+                 plan_gains="instantaneous", **kwargs):
         super().__init__(max_draft=max_draft, update=update, **kwargs)
+        if plan_gains not in ("instantaneous", "ergodic"):
+            raise ValueError(f"plan_gains is {plan_gains!r}; allowed: instantaneous, ergodic")
+        self.plan_gains = plan_gains
         # objective 'tokens-per-joule': E[tokens] / E[device energy] (model.energy, powers)
         self.energy = powers if objective == "tokens-per-joule" else None
         self.energy_scope = energy_scope
@@ -159,7 +189,8 @@ class SearchDraft(DraftController):
     def scenario_options(cls, scenario, draft_length, powers):
         p = scenario.policy
         out = {**super().scenario_options(scenario, draft_length, powers),
-               "saa_samples": p.saa_samples, "mode": p.mode, "estimator": p.estimator}
+               "saa_samples": p.saa_samples, "mode": p.mode, "estimator": p.estimator,
+               "plan_gains": planned_gains(scenario)}
         if p.objective != "goodput":
             out.update(objective=p.objective, powers=powers, energy_scope=p.energy_scope)
         return out
@@ -180,8 +211,11 @@ class SearchDraft(DraftController):
         # once: fading is sampled too (Rayleigh on the system's path loss), unless the scenario
         # has no fading
         sampled = self.update == "once" and self.estimator == "saa" and ctx.fading != "none"
+        g_ul, g_dl = ctx.g_ul, ctx.g_dl
+        if self.plan_gains == "ergodic" and not sampled:
+            g_ul, g_dl = ergodic_gains(system, active)
         return make_objective(
-            system, ctx.g_ul, ctx.g_dl, active, caps, policy, ctx.rng, self.saa_samples,
+            system, g_ul, g_dl, active, caps, policy, ctx.rng, self.saa_samples,
             estimator=self.estimator, sampled_fading=sampled, ignore_comm=self.ignore_comm,
             reciprocal=ctx.reciprocal, energy=self.energy,
             energy_scope=self.energy_scope)

@@ -11,8 +11,8 @@ from typing import ClassVar, Optional, Union
 from .choices import Registered
 from .names import (ALPHA, DEVICE_TASKS, DRAFT_POLICIES, DRAFT_UPDATES, ESTIMATORS,
                     FADING_MODELS, MAX_DISTANCE_M, MAX_DRAFT_LIMIT, MAX_NOISE_FIGURE_DB,
-                    MAX_SLOWDOWN, MIN_DISTANCE_M, PAYLOAD_FORMATS, PAYLOAD_MODELS, POLICY_MODES,
-                    POSITIVE_STEP_MS, POWER_DBM, POWER_W, STEP_MS)
+                    MAX_SLOWDOWN, MIN_DISTANCE_M, PAYLOAD_FORMATS, PAYLOAD_MODELS, PLAN_GAINS,
+                    POLICY_MODES, POSITIVE_STEP_MS, POWER_DBM, POWER_W, STEP_MS)
 from .params import (Check, FrozenMap, Params, between, ge, gt, in_interval, int_or_choice, param,
                      number_or_range, range_pair, section)
 from .presets import TASKS
@@ -266,6 +266,13 @@ class Policy(Params):
         "saa", "E[T_comm] in the draft objective: 'saa' (the mean over saa_samples sampled "
         "outcomes, the paper) or 'exact' (every rejected set weighted by its probability: "
         "2^K sets, 3^K with mode 'random'; small K only)", choices=ESTIMATORS)
+    plan_gains: str = param(
+        "auto", "The gains the searching draft controllers price corrections with: "
+        "'instantaneous' (the round start's CSI: exact with one fading block per round, the "
+        "paper), 'ergodic' (each device's mean Shannon rate over Rayleigh fading at its "
+        "large-scale gain: corrections that span many fading blocks) or 'auto' ('ergodic' when "
+        "channel.coherence_time_ms is set and channel.fading is not 'none', else "
+        "'instantaneous')", choices=PLAN_GAINS)
     draft_update: Union[int, str] = param(
         "every-round", "When draft lengths are re-optimised: every round, once, or every N "
         "rounds", check=int_or_choice(1, DRAFT_UPDATES, "(every N rounds)"))

@@ -207,3 +207,42 @@ def test_the_exact_estimator_is_refused_for_many_devices():
     with pytest.raises(ScenarioError, match=r"devices.count <= 10"):
         load_scenario(None, overrides={"policy.estimator": "exact", "devices.count": 11,
                                        "policy.mode": "random"})
+
+
+@pytest.mark.parametrize("overrides, plan", [
+    ({}, "instantaneous"),                                             # one block per round
+    ({"channel.coherence_time_ms": 5.0}, "ergodic"),                   # blocks on a time grid
+    ({"channel.coherence_time_ms": 5.0, "channel.fading": "none"}, "instantaneous"),
+    ({"channel.coherence_time_ms": 5.0, "policy.plan_gains": "instantaneous"}, "instantaneous"),
+    ({"policy.plan_gains": "ergodic"}, "ergodic"),
+])
+def test_auto_plans_on_ergodic_gains_where_blocks_are_shorter_than_rounds(overrides, plan):
+    sc = load_scenario(None, overrides={"policy.draft": "greedy", **overrides})
+    assert DRAFT_CONTROLLERS.lookup("greedy").from_scenario(sc).plan_gains == plan
+
+
+@pytest.mark.parametrize("name", ["greedy", "budget"])
+def test_ergodic_planning_prices_every_device_at_its_mean_rate(name, monkeypatch):
+    """The objective is built on the ergodic gains of the path loss (the round's CSI unused),
+    the band and the DL budget shared by the active devices; the instantaneous plan passes the
+    round's CSI through."""
+    from multispin_sim.model.rates import ergodic_gain
+    from multispin_sim.policies import draft
+
+    seen = []
+    real = draft.make_objective
+    monkeypatch.setattr(draft, "make_objective",
+                        lambda system, g_ul, g_dl, *a, **kw: seen.append((g_ul, g_dl))
+                        or real(system, g_ul, g_dl, *a, **kw))
+    s = system_of(3)
+    active = np.ones(20, bool)
+    active[:5] = False
+    ctx = context(s, 0, np.random.default_rng(1), np.random.default_rng(2), active=active)
+    make_draft_controller(name, saa_samples=200, plan_gains="ergodic").lengths(ctx)
+    make_draft_controller(name, saa_samples=200).lengths(ctx)
+    band = s.bandwidth_hz / 15
+    np.testing.assert_allclose(seen[0][0], ergodic_gain(s.pathloss, s.p_ul_w, band, s.n0),
+                               rtol=1e-12)
+    np.testing.assert_allclose(seen[0][1], ergodic_gain(s.pathloss, s.p_dl_w / 15, band, s.n0),
+                               rtol=1e-12)
+    assert seen[1][0] is ctx.g_ul and seen[1][1] is ctx.g_dl
