@@ -1,7 +1,8 @@
 """The goodput interval of a run, recomputed from rounds.csv by the procedure the outputs page
-describes (consecutive batches of rounds, merged pairwise at 20 so that 10 to 19 remain, the
-batch still filling left out, idle time counted with the next round, the delta-method interval
-of a ratio of sums with Student's t), written here without the package's statistics code."""
+describes (consecutive batches of rounds, merged pairwise at 20 so that 10 to 19 closed ones
+remain, the batch still filling counted as one more, idle time counted with the next round, the
+delta-method interval of a ratio of sums with Student's t), written here without the package's
+statistics code."""
 import numpy as np
 import pytest
 from scipy import stats
@@ -19,6 +20,8 @@ def documented_interval(tokens, times):
             if len(batches) == 20:
                 batches = [(a[0] + b[0], a[1] + b[1]) for a, b in zip(batches[::2], batches[1::2])]
                 size *= 2
+    if cur_y > 0:
+        batches.append((cur_x, cur_y))
     x, y = np.array(batches).T
     r = x.sum() / y.sum()
     half = stats.t.ppf(0.975, x.size - 1) * np.sqrt(np.var(x - r * y, ddof=1) / x.size) / y.mean()
@@ -39,8 +42,10 @@ def test_the_goodput_interval_is_the_documented_batch_means_interval(overrides):
     ends = r["start_s"] + r["duration_s"]
     idle = r["start_s"] - np.concatenate([[0.0], ends[:-1]])
     n, (lo, hi) = documented_interval(r["tokens"], r["duration_s"] + idle)
-    assert s["goodput_ci_batches"] == n and (10 <= n <= 19 or n == len(r["round"]) < 20)
+    assert s["goodput_ci_batches"] == n and (10 <= n <= 20 or n == len(r["round"]) < 20)
     np.testing.assert_allclose(s["goodput_ci95"], [lo, hi], rtol=1e-9)
+    # centred on the run's goodput: the interval is that of the whole run's ratio
+    assert 0.5 * (lo + hi) == pytest.approx(s["goodput_tps"], rel=1e-12)
 
 
 def test_short_runs_of_correlated_rounds_keep_most_of_the_coverage():
@@ -78,3 +83,20 @@ def test_a_figure_of_no_values_is_null_not_zero(tmp_path):
                   s["requests"]["time_to_first_token_s"], s["requests"]["wait_s"]):
         assert all(block[q] is None for q in ("mean", "median", "p95", "max")), block
     assert res.summary["requests"]["latency_s"]["mean"] != 0.0
+
+
+def test_a_long_last_round_moves_the_interval_with_the_goodput():
+    """64 rounds of 1 s and 10 tokens, then a batch still filling whose one round lasts 40 s:
+    the goodput falls to 640 / 104 and the interval, which counts that round too, holds it."""
+    from multispin_sim.outputs.statistics import RunStatistics
+
+    st = RunStatistics(1)
+    one = np.ones(1, dtype=np.int64)
+    for i in range(65):
+        tokens = 10 + (i % 3)          # some spread between batches
+        st.add_round(40.0 if i == 64 else 1.0, 0.0, one * tokens, tokens, one, np.ones(1, bool),
+                     1, 0, 0, 0)
+    s = st.summary()
+    lo, hi = s["goodput_ci95"]
+    assert lo <= s["goodput_tps"] <= hi and s["goodput_tps"] < 7.0
+    assert s["goodput_ci_batches"] == 17   # 16 closed batches of 4 rounds and the last
