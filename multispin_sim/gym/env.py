@@ -47,6 +47,7 @@ from ..engine.guards import LimitReached
 from ..engine.simulation import build_run, read_inputs, simulate
 from ..model.energy import device_round_energy
 from ..outputs.atomic import check_folder
+from ..policies.draft import planned_gains
 from ..scenario import ScenarioError, dump_scenario_yaml, load_scenario
 from .control import AgentDraft, AgentSplit
 from .folders import hold
@@ -166,6 +167,7 @@ class MultiSpinEnv(gymnasium.Env):
         self.price = reference_price(sc, price_rounds) if price == "reference" else price
         self.regret = bool(regret)
         self.regret_samples = regret_samples
+        self._plan_gains = planned_gains(sc)   # the regret prices corrections as controllers do
         if self.regret and self.objective != sc.policy.objective:
             try:   # the regret evaluates the draft objective: the scenario must allow it
                 load_scenario(sc, {"policy.objective": self.objective})
@@ -360,7 +362,8 @@ class MultiSpinEnv(gymnasium.Env):
             self._split.action = mode
         gamma = AgentDraft(None, lambda _: draft).lengths(ctx)
         return round_regret(ctx, gamma, self._regret_rng, self.max_draft, self.regret_samples,
-                            energy=self._powers if self.objective != "goodput" else None)
+                            energy=self._powers if self.objective != "goodput" else None,
+                            plan_gains=self._plan_gains)
 
     def _info(self, record, now, elapsed):
         """The step's info from the round's record."""

@@ -11,12 +11,16 @@ greedy (which is a heuristic).
 """
 import numpy as np
 
+from ..policies.draft import ergodic_gains
 from ..policies.draft_search import exhaustive_search, greedy_search, make_objective
 
 
-def round_regret(ctx, gamma, rng, max_draft, samples=200, max_exhaustive=4096, energy=None):
+def round_regret(ctx, gamma, rng, max_draft, samples=200, max_exhaustive=4096, energy=None,
+                 plan_gains="instantaneous"):
     """dict(agent=G(gamma), best=G(best), regret, best_gamma, method) for one round start
-    (``ctx``: its ``DraftContext``; caps: ``max_draft``, the request's remaining tokens - 1)."""
+    (``ctx``: its ``DraftContext``; caps: ``max_draft``, the request's remaining tokens - 1;
+    ``plan_gains``: the gains the corrections are priced with, as the scenario's controllers
+    price them, ``policies.draft.planned_gains``)."""
     system = ctx.system
     k = system.k
     active = np.asarray(ctx.active, dtype=bool)
@@ -24,7 +28,10 @@ def round_regret(ctx, gamma, rng, max_draft, samples=200, max_exhaustive=4096, e
     if ctx.remaining is not None:
         caps = np.minimum(caps, np.maximum(np.asarray(ctx.remaining) - 1, 0)).astype(np.int64)
     caps = np.where(active, caps, 0)
-    obj = make_objective(system, ctx.g_ul, ctx.g_dl, active, caps, ctx.reactive, rng, samples,
+    g_ul, g_dl = ctx.g_ul, ctx.g_dl
+    if plan_gains == "ergodic":
+        g_ul, g_dl = ergodic_gains(system, active)
+    obj = make_objective(system, g_ul, g_dl, active, caps, ctx.reactive, rng, samples,
                          reciprocal=ctx.reciprocal, energy=energy)
     agent = float(obj.value_of(np.asarray(gamma, dtype=np.int64)))
     if not active.any():
