@@ -71,6 +71,7 @@ class OFDMAChannel:
         # the source the channel samples (CSI aging reads a continuous one at earlier times)
         self.fading_source = self.grid if self.grid is not None else self.rounds
         self._decided_t = None  # the time of the last reactive decision's CSI (grid)
+        self._round_t = self._round_s = None   # the last round start, and the round before's length
         self._ahead = None  # gains_ahead's block: (UL powers, g_ul, g_dl)
         self.max_blocks = _MAX_BLOCKS  # the scenario's limits.max_blocks_per_transmission
         self.transmissions = 0
@@ -102,6 +103,9 @@ class OFDMAChannel:
 
     def new_block(self, now=0.0):
         """The fading at a round start; returns (g_ul, g_dl), path loss included, shape (K,)."""
+        if self._round_t is not None:
+            self._round_s = now - self._round_t
+        self._round_t = now
         if self.grid is not None:
             self.grid.prune_before(now)
             return self._gains(*self.grid.powers_at(now))
@@ -138,6 +142,13 @@ class OFDMAChannel:
         self.g_ul = self.pathloss * h_ul
         self.g_dl = self.g_ul if self.reciprocal else self.pathloss * h_dl
         return self.g_ul, self.g_dl
+
+    def round_gains_hold(self):
+        """Whether the round start's gains are those the round's corrections will meet: one
+        fading block per round, or blocks at least as long as the last round (the first round
+        of blocks on a grid: not known, taken as not)."""
+        return self.grid is None or (self._round_s is not None
+                                     and self._round_s <= self.coherence_s)
 
     def csi(self, now):
         """The CSI the reactive decision uses at ``now`` (the round start's, unless blocks are

@@ -381,6 +381,9 @@ class InterferingChannel:
     def set_pathloss(self, gains):
         self.base.set_pathloss(gains)
 
+    def round_gains_hold(self):
+        return self.base.round_gains_hold()
+
     def _seen(self, now):
         n0, field, cell, globs = self.n0, self.field, self.cell, self.globs
         ul, dl = field.ul_psd(cell), field.dl_psd(cell, globs)

@@ -52,7 +52,9 @@ class DraftContext:
     rng: the controller's own random stream (sample average approximation);
     fading, reciprocal: the scenario's fading model and UL/DL reciprocity (for controllers that
     sample fading themselves, such as ``draft_update: once``); load: the devices with work when
-    the draft is decided (the asynchronous protocol; None: the active count).
+    the draft is decided (the asynchronous protocol; None: the active count); gains_hold: the
+    round start's gains are those the corrections will meet (one fading block per round, or
+    blocks longer than a round: ``channel.round_gains_hold``).
     """
 
     round: int
@@ -66,6 +68,7 @@ class DraftContext:
     fading: str = "rayleigh"
     reciprocal: bool = True
     load: Optional[int] = None
+    gains_hold: bool = True
 
 
 class DraftController:
@@ -138,15 +141,22 @@ class FixedDraft(DraftController):
 
 
 def planned_gains(scenario):
-    """``policy.plan_gains`` with 'auto' resolved: 'ergodic' where fading blocks are on a time
-    grid (``channel.coherence_time_ms``), so a correction decided later and sent over several
-    blocks meets the mean of their rates, not the round start's gains; else 'instantaneous' (one
-    block per round: the round start's gains are the correction's)."""
+    """``policy.plan_gains``, with 'auto' kept where fading blocks are on a time grid
+    (``channel.coherence_time_ms``; decided each round, ``plans_ergodic``) and resolved to
+    'instantaneous' elsewhere (one block per round, or no fading)."""
     plan, channel = scenario.policy.plan_gains, scenario.channel
     if plan != "auto":
         return plan
     blocks = channel.coherence_time_ms is not None and channel.fading != "none"
-    return "ergodic" if blocks else "instantaneous"
+    return "auto" if blocks else "instantaneous"
+
+
+def plans_ergodic(plan, ctx):
+    """Whether this round's corrections are priced at the ergodic gains: always ('ergodic'),
+    never ('instantaneous'), or ('auto') where the round start's gains are not those the
+    corrections will meet (``ctx.gains_hold`` false: blocks shorter than the last round, so a
+    correction decided later and sent over several blocks meets the mean of their rates)."""
+    return plan == "ergodic" or (plan == "auto" and not ctx.gains_hold)
 
 
 def ergodic_gains(system, active):
@@ -174,8 +184,9 @@ class SearchDraft(DraftController):
                  estimator="saa", objective="goodput", powers=None, energy_scope="devices",
                  plan_gains="instantaneous", **kwargs):
         super().__init__(max_draft=max_draft, update=update, **kwargs)
-        if plan_gains not in ("instantaneous", "ergodic"):
-            raise ValueError(f"plan_gains is {plan_gains!r}; allowed: instantaneous, ergodic")
+        if plan_gains not in ("auto", "instantaneous", "ergodic"):
+            raise ValueError(f"plan_gains is {plan_gains!r}; allowed: auto, instantaneous, "
+                             "ergodic")
         self.plan_gains = plan_gains
         # objective 'tokens-per-joule': E[tokens] / E[device energy] (model.energy, powers)
         self.energy = powers if objective == "tokens-per-joule" else None
@@ -212,7 +223,7 @@ class SearchDraft(DraftController):
         # has no fading
         sampled = self.update == "once" and self.estimator == "saa" and ctx.fading != "none"
         g_ul, g_dl = ctx.g_ul, ctx.g_dl
-        if self.plan_gains == "ergodic" and not sampled:
+        if not sampled and plans_ergodic(self.plan_gains, ctx):
             g_ul, g_dl = ergodic_gains(system, active)
         return make_objective(
             system, g_ul, g_dl, active, caps, policy, ctx.rng, self.saa_samples,

@@ -224,7 +224,9 @@ PER_FORMAT_VOCAB_BYTES = 16     # and per format: a compressed residual's CDF (a
 PER_SESSION_TOKEN_BYTES = 24    # beta acceptance: agreements and rates of a block of sessions
 PER_HARQ_BYTES = 256            # NR link: combining thresholds per HARQ transmission
 PER_LOGGED_TRANSMISSION_BYTES = 1024   # several cells: a transmission's intervals in the log
-PER_CROSS_PAIR_BYTES = 32   # cells.cross_link: device-to-device gains, distances and one draw
+PER_CROSS_PAIR_BYTES = 72   # cells.cross_link: the peak of drawing the device-to-device gains
+                            # (distances, gains, pair indices, the model's temporaries; measured
+                            # 45 bytes a pair with the power law, 65 with UMa)
 LOGGED_TRANSMISSIONS = 50_000          # of the first transmissions (engine.interference)
 PER_SAA_SAMPLE_BYTES = 2        # per device: the sampled outcomes of the SAA estimator (16 bits)
 PER_ROBUST_DRAW_BYTES = 160     # 'robust': a channel sample of one rejected device, its gains,

@@ -270,9 +270,9 @@ class Policy(Params):
         "auto", "The gains the searching draft controllers price corrections with: "
         "'instantaneous' (the round start's CSI: exact with one fading block per round, the "
         "paper), 'ergodic' (each device's mean Shannon rate over Rayleigh fading at its "
-        "large-scale gain: corrections that span many fading blocks) or 'auto' ('ergodic' when "
-        "channel.coherence_time_ms is set and channel.fading is not 'none', else "
-        "'instantaneous')", choices=PLAN_GAINS)
+        "large-scale gain: corrections that span many fading blocks) or 'auto' ('ergodic' in a "
+        "round when channel.coherence_time_ms puts fading blocks on a time grid and the last "
+        "round outlasted a block, else 'instantaneous')", choices=PLAN_GAINS)
     draft_update: Union[int, str] = param(
         "every-round", "When draft lengths are re-optimised: every round, once, or every N "
         "rounds", check=int_or_choice(1, DRAFT_UPDATES, "(every N rounds)"))

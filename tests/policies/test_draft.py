@@ -211,12 +211,12 @@ def test_the_exact_estimator_is_refused_for_many_devices():
 
 @pytest.mark.parametrize("overrides, plan", [
     ({}, "instantaneous"),                                             # one block per round
-    ({"channel.coherence_time_ms": 5.0}, "ergodic"),                   # blocks on a time grid
+    ({"channel.coherence_time_ms": 5.0}, "auto"),          # blocks on a time grid: each round
     ({"channel.coherence_time_ms": 5.0, "channel.fading": "none"}, "instantaneous"),
     ({"channel.coherence_time_ms": 5.0, "policy.plan_gains": "instantaneous"}, "instantaneous"),
     ({"policy.plan_gains": "ergodic"}, "ergodic"),
 ])
-def test_auto_plans_on_ergodic_gains_where_blocks_are_shorter_than_rounds(overrides, plan):
+def test_auto_is_decided_each_round_where_blocks_are_on_a_time_grid(overrides, plan):
     sc = load_scenario(None, overrides={"policy.draft": "greedy", **overrides})
     assert DRAFT_CONTROLLERS.lookup("greedy").from_scenario(sc).plan_gains == plan
 
@@ -246,3 +246,22 @@ def test_ergodic_planning_prices_every_device_at_its_mean_rate(name, monkeypatch
     np.testing.assert_allclose(seen[0][1], ergodic_gain(s.pathloss, s.p_dl_w / 15, band, s.n0),
                                rtol=1e-12)
     assert seen[1][0] is ctx.g_ul and seen[1][1] is ctx.g_dl
+
+
+@pytest.mark.parametrize("block_ms, expected", [(5.0, False), (5000.0, True)])
+def test_auto_prices_at_the_ergodic_gains_when_the_last_round_outlasted_a_block(
+        block_ms, expected, monkeypatch):
+    """Rounds last about 0.2-0.5 s here: 5 ms blocks never hold for a round, 5 s blocks hold
+    from the second round on (the first round's is not known: ergodic)."""
+    from multispin_sim.engine.simulation import simulate
+    from multispin_sim.policies import draft
+
+    holds = []
+    real = draft.plans_ergodic
+    monkeypatch.setattr(draft, "plans_ergodic",
+                        lambda plan, ctx: holds.append(ctx.gains_hold) or real(plan, ctx))
+    simulate(load_scenario(None, overrides={
+        "devices.count": 4, "run.rounds": 12, "policy.draft": "greedy",
+        "policy.saa_samples": 50, "channel.coherence_time_ms": block_ms}))
+    assert holds[0] is False and len(holds) == 12
+    assert set(holds[1:]) == {expected}
