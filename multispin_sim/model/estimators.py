@@ -226,32 +226,20 @@ class SAATcomm:
         # steps in the narrowest integer type that holds them: the gathers below move less
         table = table.astype(np.int16 if n < 2**15 else np.int64)
         flip = table[np.arange(self.k)[None, :], np.minimum(self.runs, top + 1)]
-        srt = np.sort(flip, axis=1)
-        ext = np.concatenate([np.zeros((self.m, 1), flip.dtype), srt], axis=1)
-        keep = np.empty(ext.shape, dtype=bool)
-        keep[:, 0] = True
+        # each sample's events: step 0 and every later step at which it flips, by sample and step
+        ext = np.concatenate([np.zeros((self.m, 1), flip.dtype), np.sort(flip, axis=1)], axis=1)
+        keep = np.ones(ext.shape, dtype=bool)
         keep[:, 1:] = (ext[:, 1:] != ext[:, :-1]) & (ext[:, 1:] < n)
-        m_idx, c_idx = nonzero_2d(keep)          # sorted by sample, then by step
+        m_idx, c_idx = nonzero_2d(keep)
         step = ext[m_idx, c_idx].astype(np.int64)
-        rej = flip[m_idx] <= ext[m_idx, c_idx][:, None]
+        rej = flip[m_idx] <= step[:, None]
+        some = ext[m_idx, 1] <= step             # somebody rejected (else T_comm = 0)
         t = np.zeros(m_idx.size)
-        some = srt[m_idx, 0] <= step             # somebody rejected (else T_comm = 0)
-        start = self._from_path(gammas[0])       # the start of this path is known already
-        if start is None and self.gamma is not None and np.array_equal(self.gamma, gammas[0]):
-            start = self.t
-        if start is not None:
-            first = c_idx == 0
-            t[first] = start[m_idx[first]]
-            some &= ~first
-        if some.all():
-            t = _chunked(self.kernel, rej, m_idx)
-        elif some.any():
+        if some.any():
             t[some] = _chunked(self.kernel, rej[some], m_idx[some])
-        prev = np.empty_like(t)
-        prev[0] = 0.0
-        prev[1:] = t[:-1]
+        prev = np.concatenate([[0.0], t[:-1]])
         prev[c_idx == 0] = 0.0                    # first event of a sample: from nothing
-        total = np.cumsum(np.bincount(step, weights=t - prev, minlength=n)[:n])
+        total = np.cumsum(np.bincount(step, weights=t - prev, minlength=n))
         # keep the events: ``reset`` to a point of this path needs no kernel call
         self._path = (gammas, m_idx * (n + 1) + step, t)
         return total / self.m
@@ -271,13 +259,11 @@ class SAATcomm:
         return t[last]
 
     # -- stateful --------------------------------------------------------------------------
-    def reset(self, gamma, t=None):
-        """Move to ``gamma``; ``t``: its per-sample T_comm when the caller has the kernel's
-        values already (a point of a compiled path scan)."""
+    def reset(self, gamma):
+        """Move to ``gamma`` (its per-sample T_comm from the last path when it is a point of it)."""
         self.gamma = np.array(gamma, dtype=np.int64)
-        if t is None:
-            t = self._from_path(self.gamma)
-        self.rej = self._rejected(self.gamma)
+        t = self._from_path(self.gamma)
+        self.rej = self.runs < _run_bound(self.gamma)[None, :]
         self.t = self.kernel(self.rej, np.arange(self.m)) if t is None else t
         self._plus = None
         return self._mean_now()
@@ -286,10 +272,6 @@ class SAATcomm:
         """``value``: the mean T_comm of the current point (t.mean(), fewer calls)."""
         self.value = float(self.t.sum()) / self.m
         return self.value
-
-    def _rejected(self, gamma):
-        """runs < gamma (M, K)."""
-        return self.runs < _run_bound(gamma)[None, :]
 
     def _move_rows(self, dev, new, samples=None):
         """(move index, sample) pairs whose rejection of the moved device changes (among the
@@ -325,14 +307,11 @@ class SAATcomm:
         """Move device j to ``new``; keeps the +1 cache when the move is a +1."""
         if self._plus is not None and new == self.gamma[j] + 1:
             return self._apply_plus(j)
-        gamma = self.gamma.copy()
-        gamma[j] = new
-        col = self.runs_t[j]
-        rows = np.flatnonzero((col >= min(self.gamma[j], new)) & (col < max(self.gamma[j], new)))
+        _, rows = self._move_rows(np.array([j]), np.array([new]))
         if rows.size:
             self.rej[rows, j] = new > self.gamma[j]
             self.t[rows] = self.kernel(self.rej[rows], rows)
-        self.gamma = gamma
+        self.gamma[j] = new
         self._plus = None
         return self._mean_now()
 

@@ -87,8 +87,9 @@ class DraftObjective:
         self.gamma = None
         self.value = None
         self.evaluations = 0
-        self._top = None   # lengths of the E[N] table: 0..top (the largest cap), when first needed
-        self._en_tab = None
+        self.top = int(self.caps.max(initial=0))   # the largest cap
+        # E[N] of every device at every length 0..top, (top + 1, K) (``en_table``)
+        self.en_table = en_table(self.alpha, self.top)
         self._cols = np.arange(self.k)   # every device, as an index
         self.compiled = None   # a compiled implementation (``policies.search_numba``), if any
 
@@ -100,22 +101,8 @@ class DraftObjective:
                 and gammas.max() <= self.top:
             if dev is None:
                 dev = self._cols
-            return self.en_table()[gammas, dev]
+            return self.en_table[gammas, dev]
         return expected_tokens(self.alpha if dev is None else self.alpha[dev], gammas)
-
-    @property
-    def top(self):
-        """The largest cap: the E[N] table's lengths are 0..top."""
-        if self._top is None:
-            self._top = int(self.caps.max(initial=0))
-        return self._top
-
-    def en_table(self):
-        """E[N] of every device at every length 0..max cap, (top + 1, K) (``en_table``)."""
-        tab = self._en_tab
-        if tab is None:
-            tab = self._en_tab = en_table(self.alpha, self.top)
-        return tab
 
     def verify_table(self):
         """T_ver at every total draft length 0..sum(caps), (sum(caps) + 1,), what a compiled
@@ -182,11 +169,9 @@ class DraftObjective:
             self.value = float(self._score(self._tok, g[None, :], self._d1, t_comm)[0])
         return self.value
 
-    def reset(self, gamma, t_comm=None):
-        """Move to ``gamma`` (``t_comm``: its per-sample T_comm if known, ``SAATcomm`` only)."""
+    def reset(self, gamma):
+        """Move to ``gamma``."""
         self.gamma = np.array(gamma, dtype=np.int64)
-        if t_comm is not None:
-            return self._set(self.tcomm.reset(self.gamma, t_comm))
         return self._set(self.tcomm.reset(self.gamma))
 
     def apply_move(self, j, new):

@@ -55,13 +55,9 @@ class TcommKernel:
         self._bits_s, self._n0_bw = self.bits * _LN2 / self.bw, self.n0 * self.bw   # of ``_delay``
         optimal = self.mode == "optimal"
         q = p_ul * g_ul          # UL "SNR power" P_k g_k: larger is faster
-        if g_dl.all() and (q.all() or not optimal):   # no division by zero: no error state
+        with np.errstate(divide="ignore"):
             v = 1.0 / g_dl           # DL load of one device
             u = self.p_dl / q if optimal else None   # the UL device's equivalent DL load
-        else:
-            with np.errstate(divide="ignore"):
-                v = 1.0 / g_dl
-                u = self.p_dl / q if optimal else None
         self.q, self.v = q, v
         self.finite_v = bool(np.isfinite(v).all())
         self.coin = None if coin is None else np.asarray(coin, dtype=bool)

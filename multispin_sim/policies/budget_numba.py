@@ -6,33 +6,26 @@ left out one at a time (each judged by a screened move to 0), then the local sea
 best point found. Only the place of the work changes: one compiled call instead of about a
 hundred numpy calls a decision, each too small to pay its own overhead. The state of the local
 search is each sample's rejected set as a 64-bit mask with its T_comm; T_comm comes from the
-kernel of ``search_numba`` (``_evaluate``, ``_finish``). Candidates are compared by the shared
+kernel of ``search_numba`` (``_times``). Candidates are compared by the shared
 tie rule, so decisions agree with the numpy reference except at near-ties.
 """
 import math
 
 import numpy as np
 
-from .search_numba import (LANES, _by_run, _evaluate, _finish, _goodput, _jit,
-                           _largest_two, _path_events, _path_totals, best_index, greedy,
-                           greedy_scratch, improves, scratch)
+from .search_numba import (LANES, _by_run, _goodput, _jit, _largest_two, _path_events,
+                           _path_totals, _times, best_index, greedy, greedy_scratch, improves,
+                           scratch)
 
 
 @_jit
-def _times(masks, samples, n, work, out, mode, qr, vr, ur, coin, c):
-    """T_comm of the rejected sets masks[:n] of samples samples[:n] into out[:n]."""
-    _evaluate(masks, samples, n, work[0], work[1], work[2], mode, qr, vr, ur, coin, c)
-    _finish(work[0], work[1], work[2], n, mode, c, out)
-
-
-@_jit
-def _scan(path, pos, order, start, buf, work, enw, draft_s, vt, m_count, kern):
+def _scan(path, bit, order, start, buf, enw, draft_s, vt, m_count, kern):
     """G, tokens, drafting time and T_ver at every point of a nondecreasing path, and the
     number of events ``buf`` keeps (for ``_state_at``). vt: T_ver at every total draft length
     (``DraftObjective.verify_table``)."""
     masks, samples, at, out = buf
-    e = _path_events(path, pos, order, start, masks, samples, at)
-    _times(masks, samples, e, work, out, *kern)
+    e = _path_events(path, bit, order, start, masks, samples, at)
+    _times(masks, samples, e, out, *kern)
     t_mean = _path_totals(out, samples, at, e, path.shape[0], m_count)
     n = path.shape[0]
     values, tokens, drafting, t_ver = np.empty(n), np.zeros(n), np.zeros(n), np.empty(n)
@@ -48,7 +41,7 @@ def _scan(path, pos, order, start, buf, work, enw, draft_s, vt, m_count, kern):
 
 
 @_jit
-def _uniform_scan(caps, pos, order, start, buf, work, enw, draft_s, vt, m_count, kern):
+def _uniform_scan(caps, bit, order, start, buf, enw, draft_s, vt, m_count, kern):
     """The uniform path (``draft_search.uniform_path``: row c is min(c, caps)) and ``_scan``'s
     G, tokens, drafting time and T_ver along it."""
     top, k = caps.max(), caps.shape[0]
@@ -56,17 +49,17 @@ def _uniform_scan(caps, pos, order, start, buf, work, enw, draft_s, vt, m_count,
     for p in range(top + 1):
         for d in range(k):
             path[p, d] = min(p, caps[d])
-    values, tokens, drafting, t_ver, _ = _scan(path, pos, order, start, buf, work, enw,
+    values, tokens, drafting, t_ver, _ = _scan(path, bit, order, start, buf, enw,
                                                draft_s, vt, m_count, kern)
     return path, values, tokens, drafting, t_ver
 
 
 @_jit
-def uniform(runs, caps, enw, draft_s, vt, mode, pos, qr, vr, ur, coin, c, buf, work):
+def uniform(runs, caps, enw, draft_s, vt, bit, kern, buf):
     """``draft_search.uniform_search`` on the SAA objective: (gamma, G, the chosen level c)."""
     order, start = _by_run(runs, caps.max() + 1)
-    path, pv, _, _, _ = _uniform_scan(caps, pos, order, start, buf, work, enw, draft_s, vt,
-                                      runs.shape[0], (mode, qr, vr, ur, coin, c))
+    path, pv, _, _, _ = _uniform_scan(caps, bit, order, start, buf, enw, draft_s, vt,
+                                      runs.shape[0], kern)
     cu = best_index(pv)
     return path[cu].copy(), pv[cu], cu
 
@@ -97,22 +90,7 @@ def _set(gamma, t, enw, draft_s, vt, st):
 
 
 @_jit
-def _reset(gamma, runs, bit, mask, t, buf, work, kern):
-    """Every sample's rejected set under gamma and its T_comm."""
-    masks, samples, _, out = buf
-    m_count, k = runs.shape
-    for m in range(m_count):
-        x = np.uint64(0)
-        for d in range(k):
-            if runs[m, d] < gamma[d]:
-                x |= bit[d]
-        mask[m], masks[m], samples[m] = x, x, m
-    _times(masks, samples, m_count, work, out, *kern)
-    t[:] = out[:m_count]
-
-
-@_jit
-def _move_values(dev, new, limit, gamma, mask, t, st, bit, order, start, buf, work, enw,
+def _move_values(dev, new, limit, gamma, mask, t, st, bit, order, start, buf, enw,
                  draft_s, vt, kern):
     """G after each single-device move (dev[i] to new[i]), T_comm estimated on the first
     ``limit`` samples (``DraftObjective.move_values``). The moves of one device cover disjoint
@@ -133,7 +111,7 @@ def _move_values(dev, new, limit, gamma, mask, t, st, bit, order, start, buf, wo
                 masks[e] = mask[m] | bit[d] if new[i] > old else mask[m] & ~bit[d]
                 samples[e], who[e] = m, i
                 e += 1
-    _times(masks, samples, e, work, out, *kern)
+    _times(masks, samples, e, out, *kern)
     sums = np.zeros(dev.shape[0])
     for i in range(e):
         sums[who[i]] += out[i] - t[samples[i]]
@@ -150,12 +128,12 @@ def _move_values(dev, new, limit, gamma, mask, t, st, bit, order, start, buf, wo
 
 
 @_jit
-def _screened(dev, new, screen, keep, gamma, mask, t, st, bit, order, start, buf, work, enw,
+def _screened(dev, new, screen, keep, gamma, mask, t, st, bit, order, start, buf, enw,
               draft_s, vt, kern):
     """``_move_values`` ranked on the first ``screen`` samples, the best ``keep`` evaluated on
     all (the others -inf); returns (values, evaluations)."""
     m_count = t.shape[0]
-    args = (gamma, mask, t, st, bit, order, start, buf, work, enw, draft_s, vt, kern)
+    args = (gamma, mask, t, st, bit, order, start, buf, enw, draft_s, vt, kern)
     if dev.shape[0] <= keep or screen >= m_count:
         return _move_values(dev, new, m_count, *args), dev.shape[0]
     rough = _move_values(dev, new, screen, *args)
@@ -166,7 +144,7 @@ def _screened(dev, new, screen, keep, gamma, mask, t, st, bit, order, start, buf
 
 
 @_jit
-def _apply_move(j, new, gamma, mask, t, bit, order, start, buf, work, kern):
+def _apply_move(j, new, gamma, mask, t, bit, order, start, buf, kern):
     """Move device j to ``new``: the samples whose run of j lies between the two lengths."""
     masks, samples, _, out = buf
     e = 0
@@ -176,7 +154,7 @@ def _apply_move(j, new, gamma, mask, t, bit, order, start, buf, work, kern):
             mask[m] = mask[m] | bit[j] if new > gamma[j] else mask[m] & ~bit[j]
             masks[e], samples[e] = mask[m], m
             e += 1
-    _times(masks, samples, e, work, out, *kern)
+    _times(masks, samples, e, out, *kern)
     for i in range(e):
         t[samples[i]] = out[i]
     gamma[j] = new
@@ -211,34 +189,30 @@ def _moves(gamma, caps, draft_s, long):
 
 
 @_jit
-def budget(runs, caps, enw, draft_s, vt, order_all, screen, keep, mode, pos, qr, vr, ur,
-           coin, c, buf, work, g_scratch):
+def budget(runs, caps, enw, draft_s, vt, order_all, screen, keep, bit, kern, buf, g_scratch):
     """``draft_search.budget_search`` on the SAA objective, gains common to every sample.
 
     order_all: ``budget_order`` with every device included; screen, keep: the long moves'
     screening (``draft_search._screen``). Returns (gamma, G, evaluations,
     start candidate, chosen candidate, excluded devices, candidate values (uniform, greedy,
     budget-scan, local), greedy gamma, uniform gamma); candidates 0 uniform, 1 greedy,
-    2 budget-scan, 3 local. buf, work, g_scratch: work arrays (``budget_search_compiled``)."""
+    2 budget-scan, 3 local. bit, kern: ``CompiledKernel.bit`` and ``.loads``; buf, g_scratch:
+    work arrays (``budget_search_compiled``)."""
     m_count, k = runs.shape
-    kern = (mode, qr, vr, ur, coin, c)
     top = caps.max()
     order, start = _by_run(runs, top + 1)
-    bit = np.empty(k, dtype=np.uint64)
-    for d in range(k):
-        bit[d] = np.uint64(1) << np.uint64(pos[d])
     mask, t = np.empty(m_count, dtype=np.uint64), np.empty(m_count)
     st = np.empty(6)
     evaluations = 0
     # the uniform scan, its best point and the greedy
-    path, pv, tokens, drafting, t_ver = _uniform_scan(caps, pos, order, start, buf, work,
+    path, pv, tokens, drafting, t_ver = _uniform_scan(caps, bit, order, start, buf,
                                                       enw, draft_s, vt, m_count, kern)
     evaluations += top + 1
     cu = best_index(pv)
     values = np.full(4, -math.inf)
     values[0] = pv[cu]
-    g_gamma, values[1], _, _, g_evals = greedy(runs, caps, enw, draft_s, vt, mode, pos, qr,
-                                               vr, ur, coin, c, g_scratch)
+    g_gamma, values[1], _, _, g_evals = greedy(runs, caps, enw, draft_s, vt, bit, kern,
+                                               g_scratch)
     evaluations += g_evals
     # the budget a communication-free round would use
     free = tokens / (drafting + t_ver)
@@ -264,8 +238,8 @@ def budget(runs, caps, enw, draft_s, vt, order_all, screen, keep, mode, pos, qr,
                 bpath[s + 1] = bpath[s]
                 bpath[s + 1, order_all[i]] += 1
                 s += 1
-        bv, _, drafting, _, e = _scan(bpath, pos, order, start, buf, work, enw, draft_s, vt,
-                                   m_count, kern)
+        bv, _, drafting, _, e = _scan(bpath, bit, order, start, buf, enw, draft_s, vt,
+                                      m_count, kern)
         evaluations += steps + 1
         s = best_index(bv)
         if values[2] == -math.inf or improves(bv[s], values[2]):
@@ -288,8 +262,7 @@ def budget(runs, caps, enw, draft_s, vt, order_all, screen, keep, mode, pos, qr,
         if dev.shape[0] == 0:
             break
         xv, n_eval = _screened(dev, np.zeros(dev.shape[0], dtype=np.int64), screen, keep,
-                               gamma, mask, t, st, bit, order, start, buf, work, enw, draft_s,
-                               vt, kern)
+                               gamma, mask, t, st, bit, order, start, buf, enw, draft_s, vt, kern)
         evaluations += n_eval
         i = best_index(xv)
         if i < 0 or not improves(xv[i], st[0]):
@@ -305,7 +278,8 @@ def budget(runs, caps, enw, draft_s, vt, order_all, screen, keep, mode, pos, qr,
         gamma[:] = g_gamma
     else:
         gamma[:] = best_scan
-    _reset(gamma, runs, bit, mask, t, buf, work, kern)
+    e = _scan(gamma.reshape((1, k)), bit, order, start, buf, enw, draft_s, vt, m_count, kern)[4]
+    _state_at(0, buf, e, mask, t)   # every sample's rejected set and T_comm at gamma
     _set(gamma, t, enw, draft_s, vt, st)
     max_steps = 8 * k * max(1, top)
     steps, long = 0, False
@@ -315,15 +289,15 @@ def budget(runs, caps, enw, draft_s, vt, order_all, screen, keep, mode, pos, qr,
         if dev.shape[0]:
             if long:
                 vals, n_eval = _screened(dev, new, screen, keep, gamma, mask, t, st, bit,
-                                         order, start, buf, work, enw, draft_s, vt, kern)
+                                         order, start, buf, enw, draft_s, vt, kern)
             else:
                 vals = _move_values(dev, new, m_count, gamma, mask, t, st, bit, order, start,
-                                    buf, work, enw, draft_s, vt, kern)
+                                    buf, enw, draft_s, vt, kern)
                 n_eval = dev.shape[0]
             evaluations += n_eval
             i = best_index(vals)
         if i >= 0 and improves(vals[i], st[0]):
-            _apply_move(dev[i], new[i], gamma, mask, t, bit, order, start, buf, work, kern)
+            _apply_move(dev[i], new[i], gamma, mask, t, bit, order, start, buf, kern)
             _set(gamma, t, enw, draft_s, vt, st)
             steps += 1
             long = False
@@ -353,13 +327,13 @@ def _inputs(obj):
     buf = (scratch("budget.masks", (size,), np.uint64),
            scratch("budget.samples", (size,), np.int64),
            scratch("budget.at", (size,), np.int64), scratch("budget.out", (size,)))
-    return inputs, buf, scratch("budget.work", (3, size))
+    return inputs, buf
 
 
 def uniform_search_compiled(obj):
     """(gamma, G, evaluations, info) of the uniform search, compiled whole."""
-    inputs, buf, work = _inputs(obj)
-    gamma, value, c = uniform(*inputs, *obj.compiled.kernel.args(), buf, work)
+    inputs, buf = _inputs(obj)
+    gamma, value, c = uniform(*inputs, obj.compiled.kernel.bit, obj.compiled.kernel.loads, buf)
     evaluations = int(obj.caps.max(initial=0)) + 1
     obj.evaluations += evaluations
     return gamma, float(value), evaluations, {"c": int(c)}
@@ -369,10 +343,10 @@ def budget_search_compiled(obj, order, screen):
     """(gamma, G, evaluations, info) of the budget search on an objective with a compiled
     implementation (``obj.compiled``); ``order``: ``draft_search.budget_order`` of every
     device; ``screen``: (samples, keep) of the long moves (``draft_search._screen``)."""
-    inputs, buf, work = _inputs(obj)
+    inputs, buf = _inputs(obj)
     gamma, value, evaluations, first, chosen, excluded, values, g_gamma, u_gamma = budget(
         *inputs, np.ascontiguousarray(order, dtype=np.int64), int(screen[0]), int(screen[1]),
-        *obj.compiled.kernel.args(), buf, work, greedy_scratch(*inputs[0].shape))
+        obj.compiled.kernel.bit, obj.compiled.kernel.loads, buf, greedy_scratch(*inputs[0].shape))
     obj.evaluations += evaluations
     info = {"from": _NAMES[first], "chosen": _NAMES[chosen],
             "excluded": [int(d) for d in excluded],

@@ -67,24 +67,28 @@ def fast_mode(policy):
 
 
 def make_kernel(system, g_ul, g_dl, policy, coin_uniforms, seed=0, energy=None, n_active=0,
-                energy_scope="devices"):
+                energy_scope="devices", coin=None):
     """T_comm kernel for ``policy``: closed forms when known, else the policy itself (a policy
     may bring its own kernel: ``tcomm_kernel``, e.g. ``linkaware.LinkAwarePolicy``).
     With ``energy`` (``model.energy.Powers``): the correction-phase device energy Z instead
-    (``model.energy.EnergyKernel``, the tokens-per-joule objective)."""
+    (``model.energy.EnergyKernel``, the tokens-per-joule objective). ``coin``: (M, K) fixed UL
+    coins of a coin split (the exact estimator's enumeration), else drawn from
+    ``coin_uniforms``."""
     if energy is not None:
         return EnergyKernel(system, g_ul, g_dl, policy, energy, n_active, coin_uniforms, seed,
-                            scope=energy_scope)
+                            coin=coin, scope=energy_scope)
     if system.transmission is not None:   # a shared band: the scheme evaluates the policy
-        return system.transmission.kernel(system, g_ul, g_dl, policy, coin_uniforms, seed)
+        return system.transmission.kernel(system, g_ul, g_dl, policy, coin_uniforms, seed,
+                                          coin=coin)
     own = getattr(policy, "tcomm_kernel", None)
     if callable(own):
-        return own(system, g_ul, g_dl, coin_uniforms, seed)
+        return own(system, g_ul, g_dl, coin_uniforms, seed, coin=coin)
     mode = fast_mode(policy)
     if mode is not None:
-        coin = None if coin_uniforms is None or mode != "random" else coin_uniforms < 0.5
+        if coin is None and coin_uniforms is not None and mode == "random":
+            coin = coin_uniforms < 0.5
         return TcommKernel(system, g_ul, g_dl, mode, coin=coin)
-    return PolicyKernel(system, g_ul, g_dl, policy, coin_uniforms, seed)
+    return PolicyKernel(system, g_ul, g_dl, policy, coin_uniforms, seed, coin=coin)
 
 
 def make_objective(system, g_ul, g_dl, active, caps, policy=None, rng=None, samples=1000,
@@ -117,18 +121,10 @@ def make_objective(system, g_ul, g_dl, active, caps, policy=None, rng=None, samp
     if ignore_comm:
         tcomm = ZeroTcomm()
     elif estimator == "exact":
-        if getattr(policy, "coin_split", False):
-            own = getattr(policy, "tcomm_kernel", None)
-
+        if getattr(policy, "coin_split", False):   # every coin enumerated, with its kernel
             def kernel_for(coin):
-                if energy is not None:
-                    return EnergyKernel(system, g_ul, g_dl, policy, energy, n_active, coin=coin,
-                                        scope=energy_scope)
-                if system.transmission is not None:   # a shared band: the scheme's delays
-                    return system.transmission.kernel(system, g_ul, g_dl, policy, coin=coin)
-                if callable(own):   # the policy's own delays (a link's) for these coins
-                    return own(system, g_ul, g_dl, None, coin=coin)
-                return TcommKernel(system, g_ul, g_dl, "random", coin=coin)
+                return make_kernel(system, g_ul, g_dl, policy, None, energy=energy,
+                                   n_active=n_active, energy_scope=energy_scope, coin=coin)
             tcomm = ExactTcomm(system.alpha, active, random_split=True, make_kernel=kernel_for)
         else:
             kernel = make_kernel(system, g_ul, g_dl, policy, None,
@@ -308,16 +304,15 @@ def _moves(obj, kinds):
     return np.concatenate(out_dev), np.concatenate(out_new)
 
 
-def local_search(obj, gamma, max_steps=None, t_comm=None):
+def local_search(obj, gamma, max_steps=None):
     """Best-improvement local search from ``gamma``.
 
     Cheap moves first (+1 or -1 on one device: they change a few samples each); at a local
     optimum of those, the long moves (one device to 0, or up to the fill of the current drafting
-    budget, floor(D / t_k)); stop when no move improves G. ``t_comm``: the per-sample T_comm
-    at ``gamma`` if known (``DraftObjective.reset``).
+    budget, floor(D / t_k)); stop when no move improves G.
     """
     ev0 = obj.evaluations
-    obj.reset(gamma, t_comm)
+    obj.reset(gamma)
     max_steps = 8 * obj.k * max(1, int(obj.caps.max(initial=0))) if max_steps is None else max_steps
     steps = 0
     kinds = ("+1", "-1")
@@ -343,14 +338,14 @@ def _free_budget(obj, path):
     return float(obj.drafting(path[best_index(g_free)]))
 
 
-def budget_search(obj, max_excluded=None, compiled=True):
+def budget_search(obj, compiled=True):
     """Our controller: budget scan with exclusions, then local search; never worse than the
     greedy and uniform answers on the same objective (both are computed and kept as
     candidates). ``compiled``: run it whole in the objective's compiled implementation when
     it has one (``obj.compiled``; ``budget_numba``)."""
     ev0 = obj.evaluations
     caps = obj.caps
-    if compiled and obj.compiled is not None and max_excluded is None:
+    if compiled and obj.compiled is not None:
         from .budget_numba import budget_search_compiled
 
         order = budget_order(caps, obj.draft_s, caps > 0)
@@ -364,11 +359,10 @@ def budget_search(obj, max_excluded=None, compiled=True):
     # the budget a communication-free round would use: where exclusions are judged
     d_free = _free_budget(obj, path)
     include = caps > 0
-    max_excluded = int(include.sum()) if max_excluded is None else max_excluded
     best_scan = None
     excluded = []
     stale = 0
-    for _ in range(max_excluded + 1):
+    for _ in range(int(include.sum()) + 1):
         bpath = budget_path(caps, obj.draft_s, include)
         bv = obj.path_values(bpath)
         s = best_index(bv)

@@ -12,7 +12,7 @@ near-ties. Imported only when a searching controller runs (it imports numba).
 
 What is compiled: whole searches, each one call (``CompiledSearch``): the greedy here, the
 uniform scan and the budget search in ``budget_numba``; the T_comm of rejected sets they solve
-(``_evaluate``, ``_finish``) and the events of a nondecreasing path (``_path_events``) are
+(``_times``) and the events of a nondecreasing path (``_path_events``) are
 shared by them. Every other use of the objective (the other searches, single evaluations) is
 numpy's.
 """
@@ -30,7 +30,7 @@ _MODES = {"optimal": 0, "all-ul": 1, "all-dl": 2, "random": 3}
 _jit = numba.njit(cache=True, error_model="numpy", nogil=True)
 
 improves = _jit(ties.improves)
-best_index = _jit(ties.best_index_loop)
+best_index = _jit(ties.best_index)
 
 
 LANES = 32      # rejected sets evaluated side by side (independent chains: vectorised loops)
@@ -54,23 +54,22 @@ def greedy_scratch(m_count, k, role="greedy"):
     return (scratch(role + ".masks", (size,), np.uint64),
             scratch(role + ".samples", (size,), np.int64),
             scratch(role + ".who", (size,), np.int64),
-            scratch(role + ".work", (4, size)),
+            scratch(role + ".out", (size,)),
             scratch(role + ".contrib", (m_count, k)),
             scratch(role + ".runs_t", (k, m_count), np.int32))
 
 
 @_jit
-def _evaluate(masks, samples, n, x1, x2, rows_r, mode, qr, vr, ur, coin, c):
-    """The loads of the rejected sets masks[:n] (bit i: the device at position i of ascending UL
-    quality) of samples ``samples[:n]`` (for the coins); read in groups of ``LANES`` (the
-    buffers have room for one more group). qr, vr, ur: P g, 1/g_dl and P_dl / (P g) in that
-    order; coin: the random split's UL coins, a mask per sample; c = (c1, N0 B, P_dl). The
-    closed forms of ``model.tcomm.TcommKernel`` in load space: the optimal split's loop, and
-    one loop for the fixed splits, all-UL and all-DL being the split whose UL coins are all
-    heads or all tails. Writes the rejected count r and the argument x of each delay
-    c1 r / log1p(x) (x2: the random split's DL delay; x = inf for no delay): ``_finish``
-    takes the logarithms."""
-    n0b, p_dl = c[1], c[2]
+def _times(masks, samples, n, out, mode, qr, vr, ur, coin, c):
+    """T_comm of the rejected sets masks[:n] (bit i: the device at position i of ascending UL
+    quality) of samples ``samples[:n]`` (for the coins) into out[:n]; read in groups of
+    ``LANES`` (the buffers have room for one more group). qr, vr, ur: P g, 1/g_dl and
+    P_dl / (P g) in that order; coin: the random split's UL coins, a mask per sample;
+    c = (c1, N0 B, P_dl). The closed forms of ``model.tcomm.TcommKernel`` in load space: the
+    optimal split's loop, and one loop for the fixed splits, all-UL and all-DL being the split
+    whose UL coins are all heads or all tails. A delay is c1 r / log1p(x) (r rejected; x = inf
+    for no delay); a fixed split's T_comm is the larger of its UL and DL delays."""
+    c1, n0b, p_dl = c[0], c[1], c[2]
     k = qr.shape[0]
     one = np.uint64(1)
     mk = np.empty(LANES, dtype=np.uint64)
@@ -106,27 +105,16 @@ def _evaluate(masks, samples, n, x1, x2, rows_r, mode, qr, vr, ur, coin, c):
                     r[j] += bf
                     z[j] = min(z[j], q + (1.0 - bu) * _BIG)
                     s[j] += (bf - bu) * v
-        for j in range(min(LANES, n - start)):
-            i, rj = start + j, r[j]
-            rows_r[i] = rj
+        for j in range(LANES):   # z, s: the arguments x of the delays (UL, DL)
             if mode == 0:
                 load = min(z[j], s[j])
-                x1[i] = p_dl / load * rj / n0b if load > 0 else math.inf
+                z[j] = p_dl / load * r[j] / n0b if load > 0 else math.inf
             else:
-                zx = z[j] * rj / n0b if z[j] < _BIG else math.inf
-                sx = p_dl / s[j] * rj / n0b if s[j] > 0 else math.inf
-                x1[i], x2[i] = (sx, zx) if mode == 2 else (zx, sx)
-
-
-@_jit
-def _finish(x1, x2, rows_r, n, mode, c, out):
-    """T_comm = c1 r / log1p(x) (the larger of two with the random split) for rows 0..n-1."""
-    c1 = c[0]
-    for i in range(n):
-        t = c1 * rows_r[i] / math.log1p(x1[i])
-        if mode == 3:
-            t = max(t, c1 * rows_r[i] / math.log1p(x2[i]))
-        out[i] = t
+                z[j] = z[j] * r[j] / n0b if z[j] < _BIG else math.inf
+                s[j] = p_dl / s[j] * r[j] / n0b if s[j] > 0 else math.inf
+        for j in range(min(LANES, n - start)):
+            t = c1 * r[j] / math.log1p(z[j])
+            out[start + j] = t if mode == 0 else max(t, c1 * r[j] / math.log1p(s[j]))
 
 
 @_jit
@@ -153,11 +141,12 @@ def _by_run(runs, top):
 
 
 @_jit
-def _path_events(path, pos, order, start, masks, samples, at):
+def _path_events(path, bit, order, start, masks, samples, at):
     """The rejected sets of every sample at each point of a nondecreasing path (n, K) where it
     changes, in order of the points: device d of sample m turns rejected at the first point
     whose gamma_d exceeds its run, and stays so (``order``, ``start``: ``_by_run`` up to the
-    path's largest length). Returns how many (mask, sample, point)."""
+    path's largest length; ``bit``: each device's bit in a mask). Returns how many (mask,
+    sample, point)."""
     k, m_count = order.shape
     n = path.shape[0]
     mask = np.zeros(m_count, dtype=np.uint64)
@@ -170,10 +159,9 @@ def _path_events(path, pos, order, start, masks, samples, at):
             hi = path[p, d]
             if hi <= lo:
                 continue
-            bit = np.uint64(1) << np.uint64(pos[d])
             for i in range(start[d, lo], start[d, hi]):
                 m = order[d, i]
-                mask[m] |= bit
+                mask[m] |= bit[d]
                 if event[m] < first:
                     event[m] = e
                     samples[e], at[e] = m, p
@@ -220,22 +208,18 @@ def _largest_two(gamma, draft_s):
 
 
 @_jit
-def greedy(runs, caps, enw, draft_s, vt, mode, pos, qr, vr, ur, coin, c, scratch):
+def greedy(runs, caps, enw, draft_s, vt, bit, kern, scratch):
     """The paper's greedy (``draft_search.greedy_search``) on the SAA objective, gains common
     to every sample.
 
     enw: (top + 1, K) E[N] at every length times the active weight; vt: T_ver at every total
-    draft length (``DraftObjective.verify_table``); scratch: its work arrays
-    (``greedy_scratch``). Returns (gamma, G, phase-1 level, phase-2 steps, evaluations).
+    draft length (``DraftObjective.verify_table``); bit, kern: ``CompiledKernel.bit`` and
+    ``.loads``; scratch: its work arrays (``greedy_scratch``). Returns (gamma, G, phase-1
+    level, phase-2 steps, evaluations).
     """
     m_count, k = runs.shape
     top = caps.max()
-    one = np.uint64(1)
-    bit = np.empty(k, dtype=np.uint64)
-    for d in range(k):
-        bit[d] = one << np.uint64(pos[d])
-    masks, samples, who, work, contrib, runs_t = scratch
-    x1, x2, rows_r, out = work[0], work[1], work[2], work[3]
+    masks, samples, who, out, contrib, runs_t = scratch
     # phase 1: gamma = min(level, caps) while G improves
     mask = np.zeros(m_count, dtype=np.uint64)
     t = np.zeros(m_count)
@@ -258,8 +242,7 @@ def greedy(runs, caps, enw, draft_s, vt, mode, pos, qr, vr, ur, coin, c, scratch
             if new_mask[m] != mask[m]:
                 masks[e], samples[e] = new_mask[m], m
                 e += 1
-        _evaluate(masks, samples, e, x1, x2, rows_r, mode, qr, vr, ur, coin, c)
-        _finish(x1, x2, rows_r, e, mode, c, out)
+        _times(masks, samples, e, out, *kern)
         total = t.sum()
         for i in range(e):
             total += out[i] - t[samples[i]]
@@ -292,8 +275,7 @@ def greedy(runs, caps, enw, draft_s, vt, mode, pos, qr, vr, ur, coin, c, scratch
     col = np.zeros(k)   # column sums of contrib, kept up to date
     steps = 0
     while True:
-        _evaluate(masks, samples, e, x1, x2, rows_r, mode, qr, vr, ur, coin, c)
-        _finish(x1, x2, rows_r, e, mode, c, out)
+        _times(masks, samples, e, out, *kern)
         for i in range(e):
             m, d = samples[i], who[i]
             x = out[i] - t[m]
@@ -351,8 +333,9 @@ def runs_from_logs(log_u, log_alpha, cap):
 
 class CompiledKernel:
     """A ``model.tcomm.TcommKernel``'s closed forms as the compiled searches read them: the
-    devices in ascending UL quality (``pos``: each device's bit in a rejected set's mask), their
-    loads in that order, the random split's coins as masks, and the delay's constants."""
+    devices in ascending UL quality (``bit``: each device's bit in a rejected set's mask), their
+    loads in that order, the random split's coins as masks, and the delay's constants
+    (``loads``: what ``_times`` reads)."""
 
     def __init__(self, kernel):
         p_dl = float(kernel.p_dl)
@@ -360,7 +343,7 @@ class CompiledKernel:
         self.mode = _MODES[mode]
         q = np.asarray(kernel.q, dtype=float)
         order = np.argsort(-q, kind="stable")[::-1]   # ascending UL quality
-        self.pos = np.ascontiguousarray(np.argsort(order), dtype=np.int64)
+        self.bit = np.left_shift(np.uint64(1), np.argsort(order).astype(np.uint64))
         self.qr = np.ascontiguousarray(q[order])
         self.vr = np.ascontiguousarray(np.asarray(kernel.v, dtype=float)[order])
         self.ur = p_dl / self.qr
@@ -374,9 +357,6 @@ class CompiledKernel:
     @property
     def loads(self):
         return self.mode, self.qr, self.vr, self.ur, self.coin, self.c
-
-    def args(self):
-        return (self.mode, self.pos, self.qr, self.vr, self.ur, self.coin, self.c)
 
 
 class CompiledSearch:
@@ -411,7 +391,7 @@ class CompiledSearch:
         """What every compiled search reads of the objective: (runs, caps, E[N] table times
         the active weight, drafting latencies, T_ver at every total draft length)."""
         obj = self.obj
-        return (obj.tcomm.runs, obj.caps, np.ascontiguousarray(obj.en_table() * obj._w),
+        return (obj.tcomm.runs, obj.caps, np.ascontiguousarray(obj.en_table * obj._w),
                 obj.draft_s, obj.verify_table())
 
     def greedy(self):
@@ -419,7 +399,7 @@ class CompiledSearch:
         obj = self.obj
         inputs = self.inputs()
         gamma, value, phase1, steps, evaluations = greedy(
-            *inputs, *self.kernel.args(), greedy_scratch(*inputs[0].shape))
+            *inputs, self.kernel.bit, self.kernel.loads, greedy_scratch(*inputs[0].shape))
         obj.evaluations += evaluations
         return gamma, float(value), int(evaluations), {"phase1": int(phase1),
                                                        "phase2_steps": int(steps)}

@@ -185,7 +185,7 @@ def test_saa_incremental_equals_from_scratch(mode, sampled_fading):
     for path in (uniform_path(caps), budget_path(caps, s.draft_latency_s, active),
                  np.where(active, rng.integers(0, 12, (9, k)), 0)):
         np.testing.assert_allclose(obj.path_values(path), obj.values(path), rtol=1e-12)
-    # a path in pieces, each starting where the last ended (its per-sample T_comm is reused),
+    # a path in pieces, each starting where the last ended,
     # and a reset to a point of the last path
     path = budget_path(caps, s.draft_latency_s, active)
     cut = [0, 7, 30, 31, len(path)]

@@ -49,33 +49,34 @@ def _numpy_twin(obj):
 
 
 def _compiled_times(kernel, rejected, rows):
-    """T_comm of rejected rows (n, K) by the compiled closed forms (``budget_numba._times``)
+    """T_comm of rejected rows (n, K) by the compiled closed forms (``search_numba._times``)
     of a ``CompiledKernel``; rows: their sample indices (the random split's coins)."""
     n = rejected.shape[0]
     size = n + sn.LANES
     masks = np.zeros(size, np.uint64)
-    masks[:n] = (rejected.astype(np.uint64) << kernel.pos.astype(np.uint64)).sum(
-        axis=1, dtype=np.uint64)
+    masks[:n] = (rejected.astype(np.uint64) * kernel.bit).sum(axis=1, dtype=np.uint64)
     samples = np.zeros(size, np.int64)
     samples[:n] = rows
     out = np.empty(n)
-    bn._times(masks, samples, n, np.empty((3, size)), out, *kernel.loads)
+    sn._times(masks, samples, n, out, *kernel.loads)
     return out
 
 
 def _state(obj, gamma):
-    """The compiled search's state at ``gamma`` (``budget_numba._reset``, ``_set``): the
-    arguments its path scans and moves take after the moves themselves."""
+    """The compiled search's state at ``gamma`` (a one-point ``budget_numba._scan``,
+    ``_state_at``, ``_set``): the arguments its path scans and moves take after the moves
+    themselves."""
     kern = obj.compiled.kernel
-    (runs, caps, enw, draft_s, vt), buf, work = bn._inputs(obj)
+    (runs, caps, enw, draft_s, vt), buf = bn._inputs(obj)
     m = runs.shape[0]
     order, start = sn._by_run(runs, int(caps.max()) + 1)
-    bit = np.left_shift(np.uint64(1), kern.pos.astype(np.uint64))
+    bit = kern.bit
     mask, t, st = np.empty(m, np.uint64), np.empty(m), np.empty(6)
     gamma = np.array(gamma, dtype=np.int64)
-    bn._reset(gamma, runs, bit, mask, t, buf, work, kern.loads)
+    e = bn._scan(gamma[None, :], bit, order, start, buf, enw, draft_s, vt, m, kern.loads)[4]
+    bn._state_at(0, buf, e, mask, t)
     bn._set(gamma, t, enw, draft_s, vt, st)
-    return (gamma, mask, t, st, bit, order, start, buf, work, enw, draft_s, vt, kern.loads)
+    return (gamma, mask, t, st, bit, order, start, buf, enw, draft_s, vt, kern.loads)
 
 
 def _same_decision(a, b, twin):
@@ -106,12 +107,12 @@ def test_path_scans_equal_numpy(mode):
     system = _system(12, seed=3)
     obj = _objective(system, mode, seed=4)
     twin = _numpy_twin(obj)
-    gamma, mask, t, st, bit, order, start, buf, work, enw, draft_s, vt, kern = \
+    gamma, mask, t, st, bit, order, start, buf, enw, draft_s, vt, kern = \
         _state(obj, np.zeros(12))
     for path in (ds.uniform_path(obj.caps),
                  ds.budget_path(obj.caps, obj.draft_s, np.arange(12) % 3 > 0)):
-        got = bn._scan(path, obj.compiled.kernel.pos, order, start, buf, work, enw, draft_s,
-                       vt, obj.tcomm.m, kern)[0]
+        got = bn._scan(path, obj.compiled.kernel.bit, order, start, buf, enw, draft_s, vt,
+                       obj.tcomm.m, kern)[0]
         np.testing.assert_allclose(got, twin.path_values(path), rtol=1e-12)
 
 
@@ -227,8 +228,7 @@ def test_searches_with_a_verification_cost_of_the_draft(verify_model, name):
     gamma = np.random.default_rng(2).integers(0, 12, 12)
     state = _state(obj, gamma)
     for path in (ds.uniform_path(obj.caps), ds.budget_path(obj.caps, obj.draft_s, obj.caps > 0)):
-        got = bn._scan(path, obj.compiled.kernel.pos, *state[5:10], state[10], state[11],
-                       obj.tcomm.m, state[12])[0]
+        got = bn._scan(path, obj.compiled.kernel.bit, *state[5:11], obj.tcomm.m, state[11])[0]
         np.testing.assert_allclose(got, twin.path_values(path), rtol=1e-12)
     twin.reset(gamma)
     dev, new = np.repeat(np.arange(12), 2), np.tile([0, 17], 12)
