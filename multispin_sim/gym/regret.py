@@ -11,7 +11,7 @@ greedy (which is a heuristic).
 """
 import numpy as np
 
-from ..policies.draft import ergodic_gains, plans_ergodic
+from ..policies.draft import pricing_gains
 from ..policies.draft_search import exhaustive_search, greedy_search, make_objective
 
 
@@ -28,9 +28,7 @@ def round_regret(ctx, gamma, rng, max_draft, samples=200, max_exhaustive=4096, e
     if ctx.remaining is not None:
         caps = np.minimum(caps, np.maximum(np.asarray(ctx.remaining) - 1, 0)).astype(np.int64)
     caps = np.where(active, caps, 0)
-    g_ul, g_dl = ctx.g_ul, ctx.g_dl
-    if plans_ergodic(plan_gains, ctx):
-        g_ul, g_dl = ergodic_gains(system, active)
+    g_ul, g_dl = pricing_gains(plan_gains, ctx, active)
     obj = make_objective(system, g_ul, g_dl, active, caps, ctx.reactive, rng, samples,
                          reciprocal=ctx.reciprocal, energy=energy)
     agent = float(obj.value_of(np.asarray(gamma, dtype=np.int64)))

@@ -1,4 +1,6 @@
 """Noise and Shannon rate of an OFDMA link, instantaneous and averaged over Rayleigh fading."""
+import math
+
 import numpy as np
 
 from .units import dbm_to_watt
@@ -34,7 +36,7 @@ def _exp_e1(x):
 
     x = np.asarray(x, dtype=float)
     near = np.minimum(x, 100.0)
-    series = sum((-1) ** n * np.prod(np.arange(1, n + 1)) / x ** (n + 1) for n in range(6))
+    series = sum((-1) ** n * math.factorial(n) / x ** (n + 1) for n in range(6))
     return np.where(x <= 100.0, np.exp(near) * exp1(near), series)
 
 

@@ -159,6 +159,14 @@ def plans_ergodic(plan, ctx):
     return plan == "ergodic" or (plan == "auto" and not ctx.gains_hold)
 
 
+def pricing_gains(plan, ctx, active):
+    """(g_ul, g_dl) this round's corrections are priced with: the ergodic gains of the active
+    devices where ``plans_ergodic``, else the round start's CSI."""
+    if plans_ergodic(plan, ctx):
+        return ergodic_gains(ctx.system, active)
+    return ctx.g_ul, ctx.g_dl
+
+
 def ergodic_gains(system, active):
     """(g_ul, g_dl) that price each device's correction at its mean Shannon rate over Rayleigh
     fading (``model.rates.ergodic_gain``), on the band shared by the active devices, with the
@@ -222,9 +230,8 @@ class SearchDraft(DraftController):
         # once: fading is sampled too (Rayleigh on the system's path loss), unless the scenario
         # has no fading
         sampled = self.update == "once" and self.estimator == "saa" and ctx.fading != "none"
-        g_ul, g_dl = ctx.g_ul, ctx.g_dl
-        if not sampled and plans_ergodic(self.plan_gains, ctx):
-            g_ul, g_dl = ergodic_gains(system, active)
+        g_ul, g_dl = (ctx.g_ul, ctx.g_dl) if sampled else pricing_gains(self.plan_gains, ctx,
+                                                                          active)
         return make_objective(
             system, g_ul, g_dl, active, caps, policy, ctx.rng, self.saa_samples,
             estimator=self.estimator, sampled_fading=sampled, ignore_comm=self.ignore_comm,
