@@ -106,16 +106,16 @@ def cmd_run(args):
     for warning in s.get("warnings", []):
         print(f"warning: {warning}", file=sys.stderr)
     if not result.complete:
-        signum = getattr(result, "stop_signal", None)
+        signum = result.stop_signal
         if signum is None:  # a limit stopped the run: a failure during the run
             raise CliError(f"run stopped early after {s['rounds']} rounds",
                            s.get("stop_reason", "stopped"),
-                           f"{getattr(result, 'stop_todo', None) or 'see summary.json'}; "
+                           f"{result.stop_todo or 'see summary.json'}; "
                            f"partial output in {result.folder} (complete: false)", status=1)
         print(f"interrupted ({s.get('stop_reason')}): partial output in {result.folder} "
               "(complete: false)", file=sys.stderr)
         return 128 + signum
-    signum = getattr(result, "stop_signal", None)
+    signum = result.stop_signal
     if signum is not None:   # it came as the outputs were written: they are whole, still stop
         print(f"interrupted ({signal.Signals(signum).name}) after the last round: the run is "
               f"complete in {result.folder}", file=sys.stderr)

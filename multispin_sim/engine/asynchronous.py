@@ -376,15 +376,15 @@ class AsyncLoop(ProtocolLoop):
             self._all_done.succeed()
 
     # -- summary ------------------------------------------------------------------------------
-    def summary(self, end):
-        """The ``asynchronous`` block of summary.json: the recorded batches (their drafts,
+    def summary_blocks(self, end):
+        """The ``asynchronous`` section of summary.json: the recorded batches (their drafts,
         verification time, correction phases, wasted pre-drafts), the server queue up to
         ``end`` (Little's law on its own sample path), server utilisation (busy verifying /
         time)."""
         queue = self.queue
         area, wait_sum = queue.totals(end)
         t = float(end)
-        return {
+        return {"asynchronous": {
             "protocol": "asynchronous",
             "batching": self.batching.name,
             "batches": self.rounds_done,
@@ -400,4 +400,4 @@ class AsyncLoop(ProtocolLoop):
             "channel_wait_mean_s": self.channel_wait_sum / self.phases if self.phases else 0.0,
             "wasted_drafts": self.wasted_drafts,
             "wasted_draft_tokens": self.wasted_tokens,
-        }
+        }}

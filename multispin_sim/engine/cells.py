@@ -302,7 +302,7 @@ class CellsRun:
         result.cells = results
         result.field = self.field
         result.network = self.network
-        result.stop_todo = getattr(stopped[0], "stop_todo", None) if stopped else None
+        result.stop_todo = stopped[0].stop_todo if stopped else None
         return result
 
 

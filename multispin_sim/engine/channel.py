@@ -186,6 +186,10 @@ class OFDMAChannel:
         planned delay (``dynamic_csi`` false: nothing is counted as it is sent)."""
         return [(self, self.counted)] if self.dynamic_csi else []
 
+    def summary_blocks(self):
+        """summary.json sections of this channel's own (the NR link's totals): none here."""
+        return {}
+
     def payload_bits(self, device):
         """The bits of ``device``'s correction: this round's (``round_bits``, the token-level
         payload's per correction) where set, else the payload size; read when it is sent (the

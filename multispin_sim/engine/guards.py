@@ -177,7 +177,7 @@ def guard_backlog(workload, loop, limit):
         arrive(k, now, length)
         n = workload.in_system
         if n >= limit:
-            if getattr(loop, "stop_reason", None) is None:
+            if loop.stop_reason is None:
                 loop.stop_reason, loop.stop_todo = reason, LIMIT_TODO["backlog"]
                 loop.stop_requested = True
             if n >= hard:

@@ -369,6 +369,9 @@ class InterferingChannel:
         """The transmissions counted as they are sent (``OFDMAChannel.counters``)."""
         return [(self, ("transmissions",))]
 
+    def summary_blocks(self):
+        return {}
+
     def __init__(self, base, field, cell, globs, interference_csi="last"):
         self.base, self.field, self.cell, self.globs = base, field, cell, globs
         self.interference_csi = interference_csi

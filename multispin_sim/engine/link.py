@@ -256,8 +256,11 @@ class LinkChannel(OFDMAChannel):
         h = rho * math.sqrt(g / pl) + math.sqrt(1.0 - rho * rho) * w
         return pl * abs(h) ** 2
 
+    def summary_blocks(self):
+        return {"link": self.link_summary()}
+
     def link_summary(self):
-        """Totals for summary.json."""
+        """Totals for summary.json's ``link`` section."""
         out = {"model": "shannon" if self.link is None else self.link.name,
                "corrections": self.transmissions}
         if self.link is not None:

@@ -50,10 +50,14 @@ class ProtocolLoop:
     ``scenario.engine_registries.PROTOCOLS``, built with the arguments of ``RoundLoop``.
     ``run(env)`` is the SimPy process it defines; ``rounds`` counts its records (rounds, or
     batches in the asynchronous protocol), ``rounds_done`` those written, and
-    ``stop_requested`` (set by a Ctrl-C) stops it cleanly at its next record boundary. A loop
-    may add ``summary(end)`` (a summary block of its own) and ``server_busy_s`` (time the
-    server verified).
+    ``stop_requested`` (set by a Ctrl-C) stops it cleanly at its next record boundary;
+    ``stop_reason`` and ``stop_todo`` say why a limit stopped it and what to do about it.
+    ``summary_blocks(end)`` gives the summary.json sections of the protocol's own, and
+    ``server_busy_s`` the time the server verified where the protocol keeps it (None: the
+    rounds' time less the idle time).
     """
+
+    server_busy_s = None
 
     def __init__(self, env, population, channel, server, controller, workload, streams,
                  recorder, rounds, max_time_s=None, progress=None):
@@ -73,6 +77,7 @@ class ProtocolLoop:
         self.observe = getattr(controller, "observe", None)  # controllers that learn outcomes
         self.rounds_done = 0
         self.stop_requested = False
+        self.stop_reason = self.stop_todo = None
         self._no_mode = np.zeros(k, dtype=np.int8)   # the rows of a record without corrections
         self._zeros = np.zeros(k)
         self._zeros.flags.writeable = False
@@ -81,6 +86,10 @@ class ProtocolLoop:
         """(object, attribute names) of the totals the loop counts before a round is recorded
         (``engine.guards.RecordedTotals``): none here."""
         return []
+
+    def summary_blocks(self, end):
+        """summary.json sections of the protocol's own, up to time ``end``: none here."""
+        return {}
 
     def draft_context(self, index, system, g_ul, g_dl, active, load=None):
         """The ``DraftContext`` the draft controller decides on: draft ``index``, the
@@ -130,6 +139,14 @@ class RoundLoop(ProtocolLoop):
     def counters(self):
         """The deferrals, counted as they are decided (a policy that defers)."""
         return [(self, ("deferred_total", "_deferred"))] if self.server.policy.defers else []
+
+    def summary_blocks(self, end):
+        """The ``deferred`` section of a policy that defers: the corrections deferred, and
+        those still pending when the run ended."""
+        if not self.server.policy.defers:
+            return {}
+        pending = 0 if self._deferred is None else int(np.count_nonzero(self._deferred))
+        return {"deferred": {"corrections": self.deferred_total, "pending_at_end": pending}}
 
     # -- called by the devices -------------------------------------------------------------
     def draft_arrived(self, k):

@@ -181,6 +181,14 @@ class EdgeServer:
         rounds already."""
         return []
 
+    def summary_blocks(self, tokens):
+        """summary.json sections of this server's own, given the run's delivered ``tokens``:
+        none here."""
+        return {}
+
+    def close(self):
+        """Nothing to close: a server that writes a file of its own closes it here."""
+
     def decide_carry(self, deferred, g_ul, g_dl):
         """Modes and powers of the corrections a deferring policy carried to this round start."""
         problem = self.system.reactive_problem(deferred, g_ul, g_dl)

@@ -5,7 +5,6 @@ import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
 import simpy
 
 from ..version import __version__
@@ -53,9 +52,11 @@ class Result:
 
     ``result.rounds``, ``result.device_rounds``, ``result.devices`` and (queueing workloads,
     one row per request that arrived) ``result.requests`` read the CSVs back as dicts of numpy
-    arrays.
+    arrays. ``stop_signal``: the signal that interrupted the run, if one did; ``stop_todo``:
+    what to do about the limit that stopped it, if one did.
     """
 
+    stop_signal = stop_todo = None
     rounds = _Table()
     device_rounds = _Table()
     devices = _Table()
@@ -191,8 +192,7 @@ class Run:
         if self.log is not None:
             self.log.close()  # what was written stays a valid CSV
         self.recorder.close()
-        if hasattr(self.server, "close"):
-            self.server.close()
+        self.server.close()
 
     def finish(self, tmp=None, command_line=None, stop_reason=None):
         """Close the records, write the summary, run.json, devices and topology; the Result."""
@@ -206,8 +206,7 @@ class Run:
         complete = not loop.stop_requested
         recorder.close()
         self.totals.restore()  # a run stopped mid-round: the totals of the recorded rounds
-        if hasattr(server, "close"):
-            server.close()
+        server.close()
         stop_reason = stop_reason or loop.stop_reason
         requests = workload.finish(env.now if self.end_s is None else self.end_s)
         if log is not None:
@@ -223,16 +222,15 @@ class Run:
         summary = recorder.stats.summary()
         if recorder.energy is not None:
             summary["energy"] = recorder.energy.summary(recorder.stats.tokens)
-        if hasattr(server, "summary"):
-            summary["payload"] = server.summary(summary["tokens"])
-        if hasattr(loop, "summary"):  # the protocol's own block (asynchronous)
-            block = loop.summary(env.now)
-            summary[block["protocol"]] = block
+        summary.update(server.summary_blocks(summary["tokens"]))
+        summary.update(loop.summary_blocks(env.now))
         summary["acceptance"] = acceptance_summary(scenario, acceptance, belief, tally)
         warnings = []
         if requests is not None:
             stats = recorder.stats
-            busy = getattr(loop, "server_busy_s", stats.sim_time - stats.idle_time)
+            busy = loop.server_busy_s
+            if busy is None:
+                busy = stats.sim_time - stats.idle_time
             requests["server_utilisation"] = busy / stats.sim_time if stats.sim_time > 0 else 0.0
             summary["requests"] = requests
             if requests["warnings"]:
@@ -255,12 +253,7 @@ class Run:
                 transmissions=channel.transmissions, over_several_blocks=channel.multi_block,
                 blocks_per_transmission=(channel.blocks_used / channel.transmissions
                                          if channel.transmissions else 0.0))
-        if hasattr(channel, "link_summary"):
-            summary["link"] = channel.link_summary()
-        if getattr(server.policy, "defers", False):
-            summary["deferred"] = {"corrections": loop.deferred_total,
-                                   "pending_at_end": int(np.count_nonzero(loop._deferred))
-                                   if loop._deferred is not None else 0}
+        summary.update(channel.summary_blocks())
         if warnings:
             summary["warnings"] = warnings  # the CLI prints them; sweeps collect them
         summary.update(complete=complete, wall_time_s=wall,
@@ -273,7 +266,7 @@ class Run:
                             complete=complete)
         write_json(folder / "run.json", meta)
         result = Result(summary, folder, population, scenario, _tmp=tmp)
-        result.stop_todo = getattr(self.loop, "stop_todo", None)  # the limit's own advice
+        result.stop_todo = self.loop.stop_todo  # the limit's own advice
         return result
 
 
@@ -355,7 +348,6 @@ def build_run(scenario, folder, inputs, *, progress=False, controller=None, reac
         tick_period_s=scenario.workload.tick_period_s, mover=mover, thermal=thermal,
         serving=scenario.serving)
     channel.max_blocks = scenario.limits.max_blocks_per_transmission
-    loop.stop_reason = None
     # counters the outputs report that are updated before a round is recorded (summary.json's
     # delays and link blocks, deferred, the token payload's totals and corrections.csv): kept as
     # of each record, so that a run stopped mid-round reports its recorded rounds (none on the

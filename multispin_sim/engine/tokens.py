@@ -274,6 +274,9 @@ class TokenServer(EdgeServer):
         if self.csv is not None:
             self.csv.close()
 
+    def summary_blocks(self, tokens):
+        return {"payload": self.summary(tokens)}
+
     def summary(self, tokens=None):
         """The ``payload`` section of summary.json; ``tokens``: the run's delivered tokens."""
         tokens = self.tokens_total if tokens is None else tokens

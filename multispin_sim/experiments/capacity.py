@@ -239,7 +239,7 @@ class CapacitySearch:
     def _replicate(self, rate):
         point = self.points.setdefault(rate, {"reps": []})
         result = self._simulate(self._scenario(rate, len(point["reps"])))
-        signum = getattr(result, "stop_signal", None)
+        signum = result.stop_signal
         if signum is not None:
             raise SearchInterrupted(signum)
         s = result.summary

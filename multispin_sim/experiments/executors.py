@@ -60,7 +60,7 @@ def simulate_run(scenario, out):
     from ..scenario import load_scenario
 
     result = simulate(load_scenario(scenario), out=out)
-    signalled = getattr(result, "stop_signal", None) is not None
+    signalled = result.stop_signal is not None
     if not result.complete:
         if not signalled:  # a limit: this cell fails, others go on
             raise RunStopped(f"run stopped early: {result.summary.get('stop_reason')}")
