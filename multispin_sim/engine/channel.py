@@ -35,7 +35,10 @@ class OFDMAChannel:
     ``Fading.grid``); per-round sources draw ``block`` rounds at a time (the same numbers as
     round by round).
     ``pathloss`` is the current large-scale gain (K,); mobility replaces it (``set_pathloss``).
+    ``link``: the NR link model of a ``LinkChannel`` (None: Shannon's rate).
     """
+
+    link = None
 
     def __init_subclass__(cls, **kwargs):
         # a subclass that makes its gains its own way no longer has the base class's gains of

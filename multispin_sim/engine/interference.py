@@ -372,6 +372,12 @@ class InterferingChannel:
     def summary_blocks(self):
         return {}
 
+    link = None   # Shannon's rate over the interference
+
+    def gains_ahead(self):
+        """None: the interference of a round is not known ahead."""
+        return None
+
     def __init__(self, base, field, cell, globs, interference_csi="last"):
         self.base, self.field, self.cell, self.globs = base, field, cell, globs
         self.interference_csi = interference_csi

@@ -354,9 +354,8 @@ def build_channel(scenario, system, streams, coherence_s, moving):
 def link_policy(scenario, channel, policy):
     """The reactive policy as the engine uses it: on a non-Shannon link its delays are the
     link's planned delays (``policies.linkaware``)."""
-    if hasattr(policy, "pathloss"):  # 'robust': the scale of the estimated gains
-        policy.pathloss = lambda: channel.pathloss
-    link = getattr(channel, "link", None)
+    policy.use_channel(channel)
+    link = channel.link
     if link is None:
         return policy
     from ..policies.linkaware import LinkAwarePolicy

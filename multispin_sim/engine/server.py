@@ -111,8 +111,8 @@ class EdgeServer:
         ``decide`` on many rows is numpy's vectorised form of the decision ``one_outcome``
         makes on Python floats: the same modes, the numbers within rtol 1e-12
         (tests/engine/test_shortcuts.py)."""
-        gains_ahead = getattr(channel, "gains_ahead", None)
-        if gains_ahead is None or not self.policy.stateless or self.policy.defers \
+        gains_ahead = channel.gains_ahead
+        if not self.policy.stateless or self.policy.defers \
                 or self.system.transmission is not None:
             return None
         system, policy, rng = self.system, self.policy, self.policy_rng

@@ -90,7 +90,7 @@ class RobustSplit(ReactivePolicy):
     non-increasing function of the SNR, so the split with the largest (1 - quantile)-quantile
     of the slowest SNR has the smallest quantile of T_comm, on either link. Perfect CSI (rho 1,
     s2 0) gives the optimal split. Draws come from the policy stream. ``pathloss``: the
-    large-scale gains (the estimate's scale), set by the engine (``engine.link``).
+    large-scale gains (the estimate's scale), the channel's as they change (``use_channel``).
     """
 
     def __init__(self, quantile=0.9, samples=64, rho=1.0, error_variance=0.0, seed=0,
@@ -110,6 +110,9 @@ class RobustSplit(ReactivePolicy):
         still = ch.fading == "none" or c.delay_ms == 0 or ch.doppler_hz == 0
         rho = 1.0 if still else float(j0(2 * np.pi * ch.doppler_hz * c.delay_ms * 1e-3))
         return cls(st.robust_quantile, st.robust_samples, rho, c.estimation_error_variance)
+
+    def use_channel(self, channel):
+        self.pathloss = lambda: channel.pathloss   # mobility replaces the channel's array
 
     def decide(self, problem, rng=None):
         if self.rho == 1.0 and self.s2 == 0.0:
