@@ -393,7 +393,7 @@ class RoundLoop(ProtocolLoop):
             else:
                 t_comm = float(self.realised_delay.max(initial=0.0))
             t_comm += carry_wait
-            deferred = getattr(decision, "deferred", None) if decision is not None else None
+            deferred = None if decision is None else decision.deferred
             if deferred is not None and deferred.any():
                 self._deferred = deferred[0].copy()
                 self.deferred_total += int(np.count_nonzero(self._deferred))

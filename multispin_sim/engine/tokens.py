@@ -89,9 +89,7 @@ class TokenServer(EdgeServer):
         self.first_tokens = np.zeros(system.k, dtype=np.int64)
         self._verified = deque()  # contexts of the outcomes with rejections, not decided yet
         self._carried = {}  # device -> context of the round its deferred correction is from
-        bind = getattr(reactive_policy, "bind_payload", None)
-        if bind is not None:
-            bind(model)
+        reactive_policy.bind_payload(model)
 
     # -- verification ----------------------------------------------------------------------
     def outcomes(self, gamma, active=None, remaining=None):
@@ -180,7 +178,7 @@ class TokenServer(EdgeServer):
         first = ctx.first_rejected[idx]
         if first.any():
             ctx.first_tokens[idx[first]] = tokens[first]
-        deferred = getattr(decision, "deferred", None)
+        deferred = decision.deferred
         if deferred is not None:  # sent at the next round start (decide_carry)
             for i in np.flatnonzero(deferred[0]).tolist():
                 self._carried[i] = ctx
@@ -211,7 +209,7 @@ class TokenServer(EdgeServer):
         """(mode, DL format choice, bits) of each device (K,) under ``decision``; the channel
         delivers these bits (transmissions over several blocks read them when they start)."""
         mode = decision.mode[0]
-        choice = getattr(decision, "dl_choice", None)
+        choice = decision.dl_choice
         choice = self._zero_choice if choice is None else choice[0]
         bits = correction_bits(mode == UL, choice, ul_bits, dl_bits)
         if self.channel is not None:

@@ -98,8 +98,12 @@ class ReactiveDecision:
     mode: (M, K) int8 in {NONE, UL, DL}; power_w: (M, K) transmit power (device for UL, server
     for DL; 0 where not transmitting); delay_s: (M, K) transmission delay (0 where none);
     bandwidth_hz: (M,) bandwidth of each transmitting device; t_comm: (M,) slowest delay.
+    A policy that defers sets ``deferred`` ((1, K) bool: corrections sent at the next round
+    start), one with a menu of DL formats ``dl_choice`` ((M, K): each device's format).
     """
 
+    deferred = None
+    dl_choice = None
     mode: np.ndarray
     power_w: np.ndarray
     delay_s: np.ndarray

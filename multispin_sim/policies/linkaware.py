@@ -75,7 +75,7 @@ class LinkAwarePolicy:
         """The inner policy's ``decide_with`` (per-device payload tables of token-level
         payloads: ``policies.fidelity``), replanned on the link with each device's own bits."""
         decision = self.inner.decide_with(problem, ul_bits, dl_bits, dl_tv, rng)
-        choice = getattr(decision, "dl_choice", None)
+        choice = decision.dl_choice
         bits = correction_bits(decision.mode != DL, 0 if choice is None else choice, ul_bits,
                                dl_bits)
         return self.replan(dataclasses.replace(problem, payload_bits=bits), decision)

@@ -73,6 +73,10 @@ class ReactivePolicy:
         the same policy, unless it breaks its ties by energy (``model.energy.Powers``)."""
         return cls.from_scenario(scenario)
 
+    def bind_payload(self, model):
+        """Called with the token-level payload model (``payload.model: token``): a policy that
+        chooses among its DL formats keeps it (none here)."""
+
     def use_channel(self, channel):
         """Called once the run's channel is built: a policy that needs more of it than each
         decision's gains keeps what it needs (none here)."""
