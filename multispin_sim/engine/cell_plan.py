@@ -98,7 +98,7 @@ def drop_over_region(scenario, layout, rng):
     cells (a cell drawn uniformly, then a point uniform in its hexagon), else the disc of
     ``cells.region_m`` around ``layout.centre`` (a Poisson layout's own disc)."""
     k = scenario.devices.count
-    if getattr(layout, "drop_in_cell", None) is not None:
+    if layout.drop_in_cell is not None:
         cell = rng.integers(layout.count, size=k)
         pos = np.vstack([layout.drop_in_cell(rng, int(c), 1) for c in cell])
     else:

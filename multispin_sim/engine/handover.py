@@ -41,8 +41,7 @@ def walk_region(scenario, layout):
     if layout.region_m is not None:   # the Poisson layout's disc
         return centre, (0.0, layout.region_m)
     spread = float(np.max(np.hypot(*(layout.sites - centre).T), initial=0.0))
-    margin = getattr(layout, "isd_m", None)
-    margin = margin / 2.0 if margin is not None else scenario.cells.region_m
+    margin = scenario.cells.region_m if layout.isd_m is None else layout.isd_m / 2.0
     return centre, (0.0, spread + margin)
 
 

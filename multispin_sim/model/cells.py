@@ -140,10 +140,13 @@ class CellLayout:
     ``sites`` (S, 2) server positions (metres); ``lattice`` the wrap-around basis (2, 2), or
     None; ``centre`` (2,) the centre of the region devices are dropped over (drop: region,
     layouts without ``drop_in_cell``) and ``region_m`` its radius (None: the layout has no
-    disc)."""
+    disc); ``drop_in_cell(rng, cell, n)``: n points uniform in one cell (None: cells without a
+    shape); ``isd_m``: the inter-site distance of a regular grid (None: no grid)."""
 
     lattice = None
     region_m = None
+    drop_in_cell = None
+    isd_m = None
     several = True   # the engine builds one round loop per server (False: the paper's one cell)
     reads_servers = False   # the engine reads the server positions from a file for it
 
