@@ -16,6 +16,7 @@ round (the scenario check refuses ``channel.coherence_time_ms`` and the NR link 
 import numpy as np
 
 from ..model.antennas import ServerArray
+from ..model.ergodic import GainLaw
 from ..model.energy import AIRTIME, RADIATED
 from ..model.mimo import Transmission, effective_gains
 from ..model.reactive import DL
@@ -54,6 +55,15 @@ class ArrayChannel(OFDMAChannel):
     def _gains(self, h_ul, h_dl):
         self.g_ul, self.g_dl = self.array.gains(self.pathloss, h_ul, h_dl, self.reciprocal)
         return self.g_ul, self.g_dl
+
+    def _make_gain_law(self):
+        """The law of the array gains ||h_k||^2 (M Rayleigh elements with the array's
+        correlation, or M without fading) under maximum-ratio transmission and combining;
+        None when a link shares its band (a stream's gain then depends on the other streams'
+        vectors: no law of one device's gain prices its correction)."""
+        if self.transmission.multi_user:
+            return None
+        return GainLaw.of(self.fading, self.array.m, self.array.rho)
 
     def note(self, device, mode, bandwidth_hz):
         """A correction starts: its mode and band, for the round's effective gains."""

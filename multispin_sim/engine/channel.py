@@ -19,6 +19,7 @@ import math
 
 import numpy as np
 
+from ..model.ergodic import GainLaw
 from ..model.fading import FADING_MODELS, time_to_deliver
 from ..model.rates import shannon_rate
 from ..model.reactive import UL
@@ -152,6 +153,17 @@ class OFDMAChannel:
         of blocks on a grid: not known, taken as not)."""
         return self.grid is None or (self._round_s is not None
                                      and self._round_s <= self.coherence_s)
+
+    def gain_law(self):
+        """The law of the small-scale gains the corrections meet (``model.ergodic.GainLaw``:
+        the fading model's, one antenna), for the draft controllers' ergodic gains; made once."""
+        law = self.__dict__.get("_law")
+        if law is None:
+            law = self._law = self._make_gain_law()
+        return law
+
+    def _make_gain_law(self):
+        return GainLaw.of(self.fading)
 
     def csi(self, now):
         """The CSI the reactive decision uses at ``now`` (the round start's, unless blocks are

@@ -393,6 +393,9 @@ class InterferingChannel:
     def round_gains_hold(self):
         return self.base.round_gains_hold()
 
+    def gain_law(self):
+        return self.base.gain_law()
+
     def _seen(self, now):
         n0, field, cell, globs = self.n0, self.field, self.cell, self.globs
         ul, dl = field.ul_psd(cell), field.dl_psd(cell, globs)

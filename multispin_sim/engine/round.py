@@ -98,7 +98,8 @@ class ProtocolLoop:
         server, channel = self.server, self.channel
         return DraftContext(index, server.controller_system(system), g_ul, g_dl, active,
                             self.workload.remaining(), server.policy, self.streams.controller,
-                            channel.fading, channel.reciprocal, load, channel.round_gains_hold())
+                            channel.fading, channel.reciprocal, load, channel.round_gains_hold(),
+                            channel.gain_law())
 
 
 class RoundLoop(ProtocolLoop):

@@ -47,7 +47,7 @@ from ..engine.guards import LimitReached
 from ..engine.simulation import build_run, read_inputs, simulate
 from ..model.energy import device_round_energy
 from ..outputs.atomic import check_folder
-from ..policies.draft import planned_gains
+from ..policies.draft import pricing_options
 from ..scenario import ScenarioError, dump_scenario_yaml, load_scenario
 from .control import AgentDraft, AgentSplit
 from .folders import hold
@@ -167,7 +167,7 @@ class MultiSpinEnv(gymnasium.Env):
         self.price = reference_price(sc, price_rounds) if price == "reference" else price
         self.regret = bool(regret)
         self.regret_samples = regret_samples
-        self._plan_gains = planned_gains(sc)   # the regret prices corrections as controllers do
+        self._pricing = pricing_options(sc)   # the regret prices corrections as controllers do
         if self.regret and self.objective != sc.policy.objective:
             try:   # the regret evaluates the draft objective: the scenario must allow it
                 load_scenario(sc, {"policy.objective": self.objective})
@@ -363,7 +363,7 @@ class MultiSpinEnv(gymnasium.Env):
         gamma = AgentDraft(None, lambda _: draft).lengths(ctx)
         return round_regret(ctx, gamma, self._regret_rng, self.max_draft, self.regret_samples,
                             energy=self._powers if self.objective != "goodput" else None,
-                            plan_gains=self._plan_gains)
+                            pricing=self._pricing)
 
     def _info(self, record, now, elapsed):
         """The step's info from the round's record."""

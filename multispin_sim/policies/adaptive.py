@@ -18,7 +18,9 @@ with only the drafting device active. Parameters come from the scenario's ``adap
   from ``system.alpha`` (the scenario's, or a learned belief passed in its place), b = the load
   (devices with work, at least 1), T_ver the scenario's verification cost (a cost depending on
   the batch's tokens is evaluated as if all b devices drafted g) and c_k the correction delay
-  of device k alone under the scenario's reactive policy on the CSI of this moment.
+  of device k alone under the scenario's reactive policy, on the gains the searching
+  controllers would price it with (``policy.plan_gains``, ``draft.pricing_gains``: the CSI of
+  this moment, or its ergodic gain with the whole band and DL budget, as it is alone).
 - ``off-under-load``: ``policy.draft_length`` while the load (devices with work: the round's
   batch in the synchronous protocol, devices in a draft-verify-correct cycle in the asynchronous
   one) is <= ``load_threshold``; no speculation (gamma = 0) above it.
@@ -26,7 +28,8 @@ with only the drafting device active. Parameters come from the scenario's ``adap
 import numpy as np
 
 from ..model.speculative import expected_tokens
-from .draft import DRAFT_CONTROLLERS, DraftController
+from .draft import (DRAFT_CONTROLLERS, DraftController, checked_plan, planned_gains,
+                    pricing_gains)
 
 _DEFAULTS = {"threshold": 0.5, "backoff_initial": 5, "backoff_increase": 2, "backoff_decrease": 1,
              "backoff_min": 1, "load_threshold": 8}
@@ -92,6 +95,17 @@ class BackoffDraft(AdaptiveDraft):
 
 @DRAFT_CONTROLLERS.register("goodput-argmax")
 class GoodputArgmaxDraft(AdaptiveDraft):
+    """``plan_gains``: how the corrections are priced (``draft.planned_gains``)."""
+
+    def __init__(self, plan_gains="instantaneous", **kwargs):
+        super().__init__(**kwargs)
+        self.plan_gains = checked_plan(plan_gains)
+
+    @classmethod
+    def scenario_options(cls, scenario, draft_length, powers):
+        return {**super().scenario_options(scenario, draft_length, powers),
+                "plan_gains": planned_gains(scenario)}
+
     def decide(self, ctx):
         system = ctx.system
         k = system.k
@@ -103,14 +117,14 @@ class GoodputArgmaxDraft(AdaptiveDraft):
         if ctx.reactive is not None:
             alone = np.zeros((idx.size, k), dtype=bool)
             alone[np.arange(idx.size), idx] = True
-            decision = ctx.reactive.decide(system.reactive_problem(alone, ctx.g_ul, ctx.g_dl),
-                                           ctx.rng)
+            g_ul, g_dl = pricing_gains(self.plan_gains, ctx, 1)   # each device alone
+            decision = ctx.reactive.decide(system.reactive_problem(alone, g_ul, g_dl), ctx.rng)
             correction[idx] = np.asarray(decision.delay_s)[np.arange(idx.size), idx]
         g = np.arange(self.max_draft + 1, dtype=float)
         alpha = np.asarray(system.alpha, dtype=float)[idx, None]
         b = max(load_of(ctx), 1)
-        cost = system.verification_cost() if hasattr(system, "verification_cost") else None
-        if cost is not None and cost.depends_on_draft:  # as if every device of the batch drafted g
+        cost = system.verification_cost()
+        if cost.depends_on_draft:  # as if every device of the batch drafted g
             t_ver = np.asarray(cost.batch_time_s(b, b * (g + 1.0)), dtype=float)[None, :]
         else:
             t_ver = system.verification_s(b)

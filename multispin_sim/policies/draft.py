@@ -26,13 +26,14 @@ gamma; an integer N re-optimises every N rounds for that round's channel, for ev
 
 Which gains price the corrections (``policy.plan_gains``): this round's CSI, or, where fading
 blocks are shorter than a round, each device's ergodic gain (``ergodic_gains``).
+``priced_objective`` builds a decision's objective; the gym regret builds its own with it.
 """
 from dataclasses import dataclass
 from typing import Optional
 
 import numpy as np
 
-from ..model.rates import ergodic_gain
+from ..model.ergodic import GainLaw
 from ..model.system import System
 from .draft_search import (SearchResult, budget_search, greedy_search, make_objective,
                            uniform_search)
@@ -54,7 +55,10 @@ class DraftContext:
     sample fading themselves, such as ``draft_update: once``); load: the devices with work when
     the draft is decided (the asynchronous protocol; None: the active count); gains_hold: the
     round start's gains are those the corrections will meet (one fading block per round, or
-    blocks longer than a round: ``channel.round_gains_hold``).
+    blocks longer than a round: ``channel.round_gains_hold``); gain_law: the law of the
+    small-scale gains the corrections meet, which ``ergodic_gains`` averages over
+    (``channel.gain_law``; None: one antenna under ``fading``, or no law where a link shares
+    its band).
     """
 
     round: int
@@ -69,6 +73,7 @@ class DraftContext:
     reciprocal: bool = True
     load: Optional[int] = None
     gains_hold: bool = True
+    gain_law: Optional[GainLaw] = None
 
 
 class DraftController:
@@ -151,6 +156,13 @@ def planned_gains(scenario):
     return "auto" if blocks else "instantaneous"
 
 
+def checked_plan(plan):
+    """``plan`` when it is a ``policy.plan_gains`` value, else one ValueError."""
+    if plan not in ("auto", "instantaneous", "ergodic"):
+        raise ValueError(f"plan_gains is {plan!r}; allowed: auto, instantaneous, ergodic")
+    return plan
+
+
 def plans_ergodic(plan, ctx):
     """Whether this round's corrections are priced at the ergodic gains: always ('ergodic'),
     never ('instantaneous'), or ('auto') where the round start's gains are not those the
@@ -159,23 +171,66 @@ def plans_ergodic(plan, ctx):
     return plan == "ergodic" or (plan == "auto" and not ctx.gains_hold)
 
 
-def pricing_gains(plan, ctx, active):
-    """(g_ul, g_dl) this round's corrections are priced with: the ergodic gains of the active
-    devices where ``plans_ergodic``, else the round start's CSI."""
+def pricing_gains(plan, ctx, sharing):
+    """(g_ul, g_dl) this round's corrections are priced with: the ergodic gains of ``sharing``
+    devices sharing the band and the DL budget where ``plans_ergodic``, else the round start's
+    CSI."""
     if plans_ergodic(plan, ctx):
-        return ergodic_gains(ctx.system, active)
+        return ergodic_gains(ctx.system, sharing, law_of(ctx))
     return ctx.g_ul, ctx.g_dl
 
 
-def ergodic_gains(system, active):
-    """(g_ul, g_dl) that price each device's correction at its mean Shannon rate over Rayleigh
-    fading (``model.rates.ergodic_gain``), on the band shared by the active devices, with the
-    DL budget split evenly among them (the measured decisions do not move when that share is
-    halved or doubled: at these SNRs the rate's mean hardly depends on it)."""
-    n = max(1, int(np.count_nonzero(active)))
+def law_of(ctx):
+    """The law of the small-scale gains of ``ctx`` (``ctx.gain_law``, else one antenna under
+    ``ctx.fading``); a ValueError where none prices a correction (a link sharing its band:
+    ``policy.plan_gains: ergodic`` is refused with it up front)."""
+    if ctx.gain_law is not None:
+        return ctx.gain_law
+    if ctx.system.transmission is not None:
+        raise ValueError("ergodic gains with a link that shares its band: a stream's gain "
+                         "depends on the other streams (policy.plan_gains: ergodic is "
+                         "allowed with ofdma-mrt and ofdma-mrc only)")
+    return GainLaw.of(ctx.fading)
+
+
+def ergodic_gains(system, sharing, law=None):
+    """(g_ul, g_dl) that price each device's correction at its mean Shannon rate over the
+    small-scale gains' ``law`` (``model.ergodic.GainLaw``; None: one Rayleigh element), on the
+    band shared by ``sharing`` devices (at least one), with the DL budget split evenly among
+    them (the measured decisions do not move when that share is halved or doubled: at these
+    SNRs the rate's mean hardly depends on it)."""
+    law = GainLaw() if law is None else law
+    n = max(1, int(sharing))
     band = system.bandwidth_hz / n
-    g_ul = ergodic_gain(system.pathloss, system.p_ul_w, band, system.n0)
-    return g_ul, ergodic_gain(system.pathloss, system.p_dl_w / n, band, system.n0)
+    g_ul = law.ergodic_gain(system.pathloss, system.p_ul_w, band, system.n0)
+    return g_ul, law.ergodic_gain(system.pathloss, system.p_dl_w / n, band, system.n0)
+
+
+def priced_objective(ctx, active, caps, policy, rng, samples, *, plan="instantaneous",
+                     update="every-round", estimator="saa", ignore_comm=False, energy=None,
+                     energy_scope="devices"):
+    """The draft objective (``draft_search.make_objective``) of a decision on ``ctx`` over the
+    devices ``active`` with ``caps``, its corrections priced as the searching controllers
+    price them: at fading sampled on the path loss where the decision is kept for rounds whose
+    CSI is not known yet (``update`` 'once' with the SAA estimator on a fading channel), else at
+    ``pricing_gains`` (``plan``) of the active devices. The controllers' and the gym regret's
+    one source."""
+    sampled = update == "once" and estimator == "saa" and ctx.fading != "none"
+    if sampled:
+        g_ul, g_dl = ctx.g_ul, ctx.g_dl
+    else:
+        g_ul, g_dl = pricing_gains(plan, ctx, np.count_nonzero(active))
+    return make_objective(
+        ctx.system, g_ul, g_dl, active, caps, policy, rng, samples, estimator=estimator,
+        sampled_fading=sampled, ignore_comm=ignore_comm, reciprocal=ctx.reciprocal,
+        energy=energy, energy_scope=energy_scope)
+
+
+def pricing_options(scenario):
+    """The keyword arguments of ``priced_objective`` the scenario's ``policy`` sets."""
+    p = scenario.policy
+    return {"plan": planned_gains(scenario), "update": p.draft_update,
+            "estimator": p.estimator, "energy_scope": p.energy_scope}
 
 
 class SearchDraft(DraftController):
@@ -192,10 +247,7 @@ class SearchDraft(DraftController):
                  estimator="saa", objective="goodput", powers=None, energy_scope="devices",
                  plan_gains="instantaneous", **kwargs):
         super().__init__(max_draft=max_draft, update=update, **kwargs)
-        if plan_gains not in ("auto", "instantaneous", "ergodic"):
-            raise ValueError(f"plan_gains is {plan_gains!r}; allowed: auto, instantaneous, "
-                             "ergodic")
-        self.plan_gains = plan_gains
+        self.plan_gains = checked_plan(plan_gains)
         # objective 'tokens-per-joule': E[tokens] / E[device energy] (model.energy, powers)
         self.energy = powers if objective == "tokens-per-joule" else None
         self.energy_scope = energy_scope
@@ -227,16 +279,10 @@ class SearchDraft(DraftController):
         policy = ctx.reactive if ctx.reactive is not None else make_reactive_policy(self.mode)
         if ctx.rng is None and not self.ignore_comm and self.estimator == "saa":
             raise ValueError(f"draft controller {self.name!r} needs the controller stream ctx.rng")
-        # once: fading is sampled too (Rayleigh on the system's path loss), unless the scenario
-        # has no fading
-        sampled = self.update == "once" and self.estimator == "saa" and ctx.fading != "none"
-        g_ul, g_dl = (ctx.g_ul, ctx.g_dl) if sampled else pricing_gains(self.plan_gains, ctx,
-                                                                          active)
-        return make_objective(
-            system, g_ul, g_dl, active, caps, policy, ctx.rng, self.saa_samples,
-            estimator=self.estimator, sampled_fading=sampled, ignore_comm=self.ignore_comm,
-            reciprocal=ctx.reciprocal, energy=self.energy,
-            energy_scope=self.energy_scope)
+        return priced_objective(ctx, active, caps, policy, ctx.rng, self.saa_samples,
+                                plan=self.plan_gains, update=self.update,
+                                estimator=self.estimator, ignore_comm=self.ignore_comm,
+                                energy=self.energy, energy_scope=self.energy_scope)
 
     def _caps(self, k):
         """max_draft for each of k devices: one read-only array, kept (the objective copies)."""

@@ -268,3 +268,10 @@ def _check_antennas(sc: Scenario) -> None:
         ("channel.fading", shared and s.antennas > 1 and sc.channel.fading == "none",
          "a fading model other than 'none' (equal vectors make shared-band streams singular)"),
     ), why)
+    if shared and sc.policy.plan_gains == "ergodic":
+        # a shared band's stream gains depend on the other streams' vectors: no law of one
+        # device's gain gives its mean rate ('auto' is 'instantaneous' here: one block a round)
+        raise ScenarioError("policy.plan_gains", f"'ergodic' is not supported with "
+                            f"server.dl_scheme / ul_scheme = {s.dl_scheme} / {s.ul_scheme}",
+                            "expected 'auto' or 'instantaneous', or the schemes 'ofdma-mrt' and "
+                            "'ofdma-mrc'")

@@ -267,10 +267,13 @@ class Policy(Params):
         "outcomes, the paper) or 'exact' (every rejected set weighted by its probability: "
         "2^K sets, 3^K with mode 'random'; small K only)", choices=ESTIMATORS)
     plan_gains: str = param(
-        "auto", "The gains the searching draft controllers price corrections with: "
+        "auto", "The gains the draft controllers that price corrections (the searching ones "
+        "and goodput-argmax) use: "
         "'instantaneous' (the round start's CSI: exact with one fading block per round, the "
-        "paper), 'ergodic' (each device's mean Shannon rate over Rayleigh fading at its "
-        "large-scale gain: corrections that span many fading blocks) or 'auto' ('ergodic' in a "
+        "paper), 'ergodic' (each device's mean Shannon rate over the fading at its "
+        "large-scale gain: Rayleigh, or its M-element array gain, or no fading, as the channel "
+        "has it; corrections that span many fading blocks; not with the shared-band schemes "
+        "mu-mimo-zf and mu-mimo-mmse) or 'auto' ('ergodic' in a "
         "round when channel.coherence_time_ms puts fading blocks on a time grid and the last "
         "round outlasted a block, else 'instantaneous')", choices=PLAN_GAINS)
     draft_update: Union[int, str] = param(
