@@ -166,7 +166,7 @@ class TokenServer(EdgeServer):
         ctx = self._verified.popleft()  # the oldest outcome not decided: the one decided now
         problem = self.system.reactive_problem(rejected, g_ul, g_dl, present)
         ul_bits, dl_bits, dl_tv = self._round_tables(ctx.rows)
-        decide_with = getattr(self.policy, "decide_with", None)
+        decide_with = self.policy.decide_with
         if decide_with is not None:
             decision = decide_with(problem, ul_bits, dl_bits, dl_tv, self.policy_rng)
         else:

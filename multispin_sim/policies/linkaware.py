@@ -56,16 +56,15 @@ class LinkAwarePolicy:
         self.name = getattr(inner, "name", "?")
         self.link = link
         self.outage_wait_s = float(outage_wait_s)
-        plan_with = getattr(inner, "plan_with", None)
-        if plan_with is not None:  # a policy that compares delays (deadline) compares the link's
-            plan_with(self.replan)
+        if inner.plan_with is not None:  # a policy comparing delays (deadline) compares the link's
+            inner.plan_with(self.replan)
 
     def __getattr__(self, item):
         if item == "inner":  # not set yet (copy, unpickling): no delegation loop
             raise AttributeError(item)
         found = getattr(self.inner, item)
         # a policy deciding on per-device payload tables: its decisions replanned too
-        return self._decide_with if item == "decide_with" else found
+        return self._decide_with if item == "decide_with" and found is not None else found
 
     def decide(self, problem, rng=None):
         decision = self.inner.decide(problem, rng)

@@ -66,6 +66,12 @@ class ReactivePolicy:
 
     # chooses among the payload's DL formats (``payload.menu``) rather than using its one format
     dl_menu = False
+    # decide_with(problem, ul_bits, dl_bits, dl_tv, rng): decisions on each device's own payload
+    # tables (token-level payloads); None: ``decide`` on the problem's bits
+    decide_with = None
+    # plan_with(replan): a policy that compares delays is handed the link's planner; None: it
+    # compares none
+    plan_with = None
 
     @classmethod
     def for_energy(cls, scenario, powers):
