@@ -29,11 +29,13 @@ class ArrayChannel(OFDMAChannel):
     plain_transmit = False  # transmissions are seen one by one: the round's streams are recorded
 
     def __init__(self, system, rng, fading="rayleigh", reciprocal=True, block=1024,
-                 doppler_hz=0.0, coherence_s=None, moving=False, array=None, transmission=None):
+                 doppler_hz=0.0, coherence_s=None, moving=False, array=None, transmission=None,
+                 clock=None):
         if coherence_s is not None:
             raise ValueError("an antenna array has one fading block per round "
                              "(channel.coherence_time_ms must be null)")
-        super().__init__(system, rng, fading, reciprocal, block, doppler_hz, None, moving)
+        super().__init__(system, rng, fading, reciprocal, block, doppler_hz, None, moving,
+                         clock)
         self.array = ServerArray() if array is None else array
         self.transmission = Transmission(self.array.m) if transmission is None else transmission
         if self.array.m > 1:
@@ -43,7 +45,7 @@ class ArrayChannel(OFDMAChannel):
             # Fewer rounds per draw as M grows (bounded memory; the same numbers for any block).
             self.rounds = self.fading_source = self.array.rounds(
                 fading, rng, system.k, reciprocal, self.doppler_hz,
-                max(16, block // self.array.m))
+                max(16, block // self.array.m), clock=clock)
         k = system.k
         self._mode = np.zeros(k, dtype=np.int8)
         self._delay = np.zeros(k)
@@ -113,9 +115,9 @@ def needs_array_channel(scenario):
             or Transmission.from_scenario(scenario).multi_user)
 
 
-def build_array_channel(scenario, system, streams, moving):
+def build_array_channel(scenario, system, streams, moving, clock=None):
     ch = scenario.channel
     return ArrayChannel(system, streams.fading, ch.fading, ch.reciprocal,
-                        doppler_hz=ch.doppler_hz, moving=moving,
+                        doppler_hz=ch.doppler_hz, moving=moving, clock=clock,
                         array=ServerArray.from_scenario(scenario),
                         transmission=Transmission.from_scenario(scenario))

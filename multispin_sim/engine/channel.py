@@ -37,6 +37,9 @@ class OFDMAChannel:
     round by round).
     ``pathloss`` is the current large-scale gain (K,); mobility replaces it (``set_pathloss``).
     ``link``: the NR link model of a ``LinkChannel`` (None: Shannon's rate).
+    ``clock``: None, or the wavelengths each device has walked (``model.mobility.Wavelengths``):
+    the fading then follows each device's own speed (``channel.doppler`` 'speed'; a model
+    that ``follows_distance`` only).
     """
 
     link = None
@@ -50,7 +53,7 @@ class OFDMAChannel:
             cls.gains_ahead = OFDMAChannel._no_gains_ahead
 
     def __init__(self, system, rng, fading="rayleigh", reciprocal=True, block=1024,
-                 doppler_hz=0.0, coherence_s=None, moving=False):
+                 doppler_hz=0.0, coherence_s=None, moving=False, clock=None):
         self.system = system
         self.rng = rng
         self.fading = fading
@@ -67,11 +70,18 @@ class OFDMAChannel:
         self.g_dl = None
         self.fading_model = model = FADING_MODELS.lookup(fading)
         self.grid = self.rounds = None
+        self.clock = clock
+        extra = {}
+        if clock is not None:
+            if not model.follows_distance:
+                raise ValueError(f"fading {fading!r} does not follow the distance walked")
+            extra["clock"] = clock
         if self.coherence_s is not None:
             self.grid = model.grid(rng, system.k, reciprocal, self.doppler_hz, self.coherence_s,
-                                   chunk=block)
+                                   chunk=block, **extra)
         else:
-            self.rounds = model.rounds(rng, system.k, reciprocal, self.doppler_hz, block)
+            self.rounds = model.rounds(rng, system.k, reciprocal, self.doppler_hz, block,
+                                       **extra)
         # the source the channel samples (CSI aging reads a continuous one at earlier times)
         self.fading_source = self.grid if self.grid is not None else self.rounds
         self._decided_t = None  # the time of the last reactive decision's CSI (grid)
@@ -204,6 +214,11 @@ class OFDMAChannel:
     def summary_blocks(self):
         """summary.json sections of this channel's own (the NR link's totals): none here."""
         return {}
+
+    def csi_rho(self):
+        """A callable giving each device's correlation with its aged CSI where it differs by
+        device (``LinkChannel``), else None: the CSI here is the gains' own."""
+        return None
 
     def payload_bits(self, device):
         """The bits of ``device``'s correction: this round's (``round_bits``, the token-level

@@ -281,6 +281,7 @@ class CellMover:
 
     def __init__(self, network, cell):
         self.network, self.cell = network, cell
+        self.walk = network.walk   # every cell's devices walk the network's one walk
         self.distance = network.distance[:, cell].copy()
 
     def gains(self, t):

@@ -374,6 +374,9 @@ class InterferingChannel:
 
     link = None   # Shannon's rate over the interference
 
+    def csi_rho(self):
+        return None
+
     def gains_ahead(self):
         """None: the interference of a round is not known ahead."""
         return None

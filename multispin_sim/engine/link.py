@@ -21,12 +21,13 @@ import numpy as np
 
 from ..model.csi import ImperfectCsi, PerfectCsi
 from ..model.energy import AIRTIME, RADIATED
-from ..model.fading import FADING_MODELS
+from ..model.fading import FADING_MODELS, jakes_correlation
 from ..model.link import LINK_MODELS, BlockLimit, IidBlocks, McsLink, PermanentOutage
 from ..model.nr_tables import CarrierError
 from ..model.rates import shannon_rate
 from ..model.reactive import DL
 from ..scenario import ScenarioError
+from ..scenario.limits import still_over_delay
 from .antennas import build_array_channel, needs_array_channel
 from .channel import OFDMAChannel
 from .guards import LIMIT_TODO, LimitReached
@@ -104,6 +105,7 @@ class LinkChannel(OFDMAChannel):
         self.retry_block_s = float(retry_block_s)
         self._key = None       # the fading block the last estimate was made in
         self._estimate = None
+        self._estimate_t = None   # the instant of the last estimate
         self.retry_rho = self.fading_model.correlation(self.doppler_hz, self.retry_block_s)
         self.harq_transmissions = 0
         self.harq_failures = 0
@@ -150,8 +152,24 @@ class LinkChannel(OFDMAChannel):
         else:
             h_ul, h_dl = g_ul / pl, g_dl / pl
         h_ul, h_dl = self.csi_model.estimate(h_ul, h_dl, self.reciprocal, self.csi_rng, pl)
-        self._key, self._estimate = key, (pl * h_ul, pl * h_dl)
+        self._key, self._estimate, self._estimate_t = key, (pl * h_ul, pl * h_dl), now
         return self._estimate
+
+    def csi_rho(self):
+        """Each device's correlation with its aged CSI (``csi_correlation``) where it differs by
+        device (the Doppler follows each device's speed and the CSI is delayed), else None."""
+        return self.csi_correlation if self.clock is not None and self.csi_delay_s else None
+
+    def csi_correlation(self):
+        """(K,) correlation of each device's gain at the last estimate with the gain its CSI
+        was measured on ``csi_delay_s`` earlier: J0(2 pi Delta_x), Delta_x the wavelengths it
+        walked in between (the ``clock``; ``channel.doppler`` 'speed'); ones before the first
+        estimate, or with no clock or no delay."""
+        t, k = self._estimate_t, self.system.k
+        if t is None or self.clock is None or not self.csi_delay_s:
+            return np.ones(k)
+        walked = self.clock(t) - self.clock(t - self.csi_delay_s)
+        return np.asarray(jakes_correlation(1.0, walked), dtype=float)
 
     def new_block(self, now=0.0):
         g_ul, g_dl = super().new_block(now)
@@ -303,9 +321,9 @@ def build_csi(scenario, system, link):
 def csi_is_perfect(scenario):
     """No CSI imperfection, or only a delay over which the channel cannot change (no fading or
     no Doppler: rho = J0(0) = 1)."""
-    c, ch = scenario.csi, scenario.channel
-    still = c.delay_ms == 0 or ch.doppler_hz == 0 or FADING_MODELS.lookup(ch.fading).static
-    return still and c.estimation_error_variance == 0 and not c.cqi_quantisation
+    c = scenario.csi
+    return (still_over_delay(scenario) and c.estimation_error_variance == 0
+            and not c.cqi_quantisation)
 
 
 def needs_link_channel(scenario):
@@ -333,13 +351,17 @@ def check_link(scenario):
             "subcarrier spacing or a wider channel.bandwidth_mhz)")
 
 
-def build_channel(scenario, system, streams, coherence_s, moving):
-    """The run's channel: the paper's ``OFDMAChannel`` unless the link or the CSI leave it."""
+def build_channel(scenario, system, streams, coherence_s, moving, clock=None):
+    """The run's channel: the paper's ``OFDMAChannel`` unless the link or the CSI leave it;
+    ``clock``: the distance walked, for a Doppler that follows each device's speed
+    (``engine.topology.doppler_clock``)."""
     ch = scenario.channel
     args = (system, streams.fading, ch.fading, ch.reciprocal)
     kwargs = dict(doppler_hz=ch.doppler_hz, coherence_s=coherence_s, moving=moving)
+    if clock is not None:
+        kwargs["clock"] = clock
     if needs_array_channel(scenario):   # several antennas or a shared band (engine.antennas)
-        return build_array_channel(scenario, system, streams, moving)
+        return build_array_channel(scenario, system, streams, moving, clock)
     if not needs_link_channel(scenario):
         return OFDMAChannel(*args, **kwargs)
     link = LINK_MODELS.lookup(scenario.link.model).from_scenario(scenario, system)

@@ -31,7 +31,7 @@ from .progress import Progress
 from .server import EdgeServer
 from .streams import RandomStreams
 from .tokens import read_pairs
-from .topology import Mover, layout_inputs
+from .topology import Mover, doppler_clock, layout_inputs
 
 
 WRITER_PROCESS_MIN_ROWS = 200_000  # device-round rows from which a writer process pays off
@@ -310,7 +310,11 @@ def build_run(scenario, folder, inputs, *, progress=False, controller=None, reac
     controller = own_controller if controller is None else controller(own_controller)
     env = simpy.Environment() if env is None else env
     coherence = None if ch.coherence_time_ms is None else ch.coherence_time_ms * 1e-3
-    channel = build_channel(scenario, system, streams, coherence, moving)
+    mover = Mover(scenario, population, streams.mobility, streams.shadowing) if moving else None
+    if mover_hook is not None:
+        mover = mover_hook(mover)
+    channel = build_channel(scenario, system, streams, coherence, moving,
+                            doppler_clock(scenario, mover))
     if channel_hook is not None:
         channel = channel_hook(channel)
     own_policy = reactive_policy(scenario, population)
@@ -337,11 +341,8 @@ def build_run(scenario, folder, inputs, *, progress=False, controller=None, reac
     # queueing workloads start their SimPy arrival processes and write their requests to log
     workload = ARRIVAL_MODELS.lookup(scenario.workload.arrivals).from_scenario(
         scenario, population.tasks, streams.arrivals, env, log, inputs)
-    mover = Mover(scenario, population, streams.mobility, streams.shadowing) if moving else None
     if workload_hook is not None:
         workload = workload_hook(workload)
-    if mover_hook is not None:
-        mover = mover_hook(mover)
     loop = PROTOCOLS.lookup(scenario.serving.protocol)(
         env, population, channel, server, controller, workload, streams, recorder,
         scenario.run.rounds, scenario.run.max_time_s, progress=Progress.for_run(scenario, progress),

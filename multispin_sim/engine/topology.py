@@ -9,13 +9,15 @@ one edge server-device per device with its distance and large-scale gain.
 
 ``Mover`` is the SimPy-free side of mobility: at each round start the engine asks it for the
 large-scale gains at that time (random-waypoint positions, path loss from the new distances,
-shadowing correlated over the distance moved).
+shadowing correlated over the distance moved). ``doppler_clock`` makes its walk the clock of
+the fading under ``channel.doppler`` 'speed'.
 """
 import numpy as np
 
-from ..model.mobility import MOBILITY_MODELS, clamped_pathloss_gain
+from ..model.mobility import MOBILITY_MODELS, Wavelengths, clamped_pathloss_gain
 from ..model.shadowing import shadowing_gain, shadowing_step
 from ..model.topology import LAYOUTS, distances
+from ..model.units import SPEED_OF_LIGHT
 from ..scenario import ScenarioError
 from ..scenario.limits import MAX_DISTANCE_M, MIN_DISTANCE_M
 from .guards import walk_to
@@ -172,3 +174,13 @@ class Mover:
                                             self.decorrelation_m, z)
             gain = gain * shadowing_gain(self.shadow_db)
         return gain
+
+
+def doppler_clock(scenario, mover):
+    """The clock of a fading process whose Doppler follows each device's own speed
+    (``channel.doppler`` 'speed'): the wavelengths of f_c = ``cells.fc_ghz`` each device of the
+    mover's walk has travelled (``model.mobility.Wavelengths``); None under 'fixed' or
+    without a mover."""
+    if scenario.channel.doppler != "speed" or mover is None or mover.walk is None:
+        return None
+    return Wavelengths(mover.walk, SPEED_OF_LIGHT / (scenario.cells.fc_ghz * 1e9))

@@ -102,10 +102,12 @@ class ServerArray:
         s = scenario.server
         return cls(s.antennas, s.antenna_correlation)
 
-    def rounds(self, fading, rng, k, reciprocal, doppler_hz, block=1024):
-        """The per-round source of ``fading`` (a name of ``model.fading.FADING_MODELS``)."""
-        return VECTOR_SOURCES.lookup(fading)(rng, k, self.m, reciprocal, doppler_hz, block,
-                                             self.factor)
+    def rounds(self, fading, rng, k, reciprocal, doppler_hz, block=1024, clock=None):
+        """The per-round source of ``fading`` (a name of ``model.fading.FADING_MODELS``);
+        ``clock``: the distance walked, for a source that follows it (``model.jakes``)."""
+        source = VECTOR_SOURCES.lookup(fading)
+        extra = {} if clock is None else {"clock": clock}
+        return source(rng, k, self.m, reciprocal, doppler_hz, block, self.factor, **extra)
 
     def gains(self, pathloss, h_ul, h_dl, reciprocal):
         """(g_ul, g_dl): ``ArrayGains`` of a_k = sqrt(G_k) h_k for small-scale vectors (K, M);
@@ -176,13 +178,20 @@ class GaussMarkovVectors(_VectorSource):
 
 @VECTOR_SOURCES.register("jakes")
 class JakesVectors(_VectorSource):
-    """One sum-of-sinusoids process per antenna element (``model.jakes``), UL then DL."""
+    """One sum-of-sinusoids process per antenna element (``model.jakes``), UL then DL; with
+    ``clock`` (``JakesProcess``) a device's elements all follow the distance it has walked."""
 
-    def __init__(self, rng, k, m, reciprocal, doppler_hz, block, factor):
+    def __init__(self, rng, k, m, reciprocal, doppler_hz, block, factor, clock=None):
         super().__init__(rng, k, m, reciprocal, doppler_hz, block, factor)
-        self.ul = SumOfSinusoids(rng, (self.k, self.m), doppler_hz)
-        self.dl = SumOfSinusoids(rng, (self.k, self.m), doppler_hz)
+        self.clock = clock
+        rate = doppler_hz if clock is None else 1.0   # cycles per second, or per wavelength
+        self.ul = SumOfSinusoids(rng, (self.k, self.m), rate)
+        self.dl = SumOfSinusoids(rng, (self.k, self.m), rate)
 
     def _white(self, now):
+        if self.clock is not None:
+            x = self.clock(now)[:, None]   # (K, 1): one distance for a device's elements
+            ul = self.ul.gains(x, each=True)
+            return ul, (ul if self.reciprocal else self.dl.gains(x, each=True))
         ul = self.ul.gains(now)
         return ul, (ul if self.reciprocal else self.dl.gains(now))

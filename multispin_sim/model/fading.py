@@ -16,7 +16,9 @@ correlation after n blocks is rho^n, not J0(2 pi f_D n T): it depends on the blo
 (for circular Gaussian h, the correlation of |h|^2 is its square, rho^(2n)).
 
 Jakes fading (``jakes``, ``model/jakes.py``): a sum-of-sinusoids process in continuous time
-with E[h(t) h*(t + tau)] = J0(2 pi f_D tau) at every lag, sampled at the channel's event times.
+with E[h(t) h*(t + tau)] = J0(2 pi f_D tau) at every lag, sampled at the channel's event times;
+given a ``clock`` of the distance each device has walked (``follows_distance``), J0(2 pi
+Delta_s / lambda) instead: each device's Doppler follows its own speed.
 
 Blocks in time: a transmission that outlasts its fading block continues over the next ones, its
 bits accumulating at each block's rate (``time_to_deliver``).
@@ -40,6 +42,7 @@ class Fading:
     iid = True
     static = False
     continuous = False
+    follows_distance = False   # ``rounds`` / ``grid`` take a ``clock`` of distance walked
 
     @classmethod
     def correlation(cls, doppler_hz, dt_s):
@@ -95,14 +98,15 @@ class JakesFading(_DopplerFading):
     """Sum-of-sinusoids Rayleigh process in continuous time: J0(2 pi f_D tau) at every lag."""
 
     continuous = True
+    follows_distance = True
 
     @classmethod
-    def rounds(cls, rng, k, reciprocal, doppler_hz, block=1024):
-        return JakesProcess(rng, k, reciprocal, doppler_hz)
+    def rounds(cls, rng, k, reciprocal, doppler_hz, block=1024, clock=None):
+        return JakesProcess(rng, k, reciprocal, doppler_hz, clock=clock)
 
     @classmethod
-    def grid(cls, rng, k, reciprocal, doppler_hz, block_s, chunk=1024):
-        return JakesProcess(rng, k, reciprocal, doppler_hz, block_s)
+    def grid(cls, rng, k, reciprocal, doppler_hz, block_s, chunk=1024, clock=None):
+        return JakesProcess(rng, k, reciprocal, doppler_hz, block_s, clock=clock)
 
 
 IID_FADING = tuple(name for name, cls in FADING_MODELS.items() if cls.iid)

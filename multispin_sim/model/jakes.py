@@ -21,6 +21,13 @@ averages carry the angles it drew, so statistics are taken over many independent
 
 The process is a function of time: the same draws give the same h(t) whatever asks for it and
 in whatever order (common random numbers), at any event time, for any block length.
+
+A device that moves through a static scattering field sees the channel of where it is: with
+``clock`` (``JakesProcess``) the argument w_D t becomes 2 pi s_k(t) / lambda, s_k(t) the metres
+device k has walked by t (``model.mobility.Wavelengths`` gives s_k / lambda). Two instants then
+correlate as J0(2 pi Delta_s / lambda), Delta_s the distance walked between them: at a constant
+speed v this is the process above at f_D = v / lambda, so every property above carries over,
+and a device that pauses keeps its channel.
 """
 import numpy as np
 
@@ -55,20 +62,26 @@ class SumOfSinusoids:
         self._turns = np.empty_like(self.omega)
         self._z = np.empty(self.omega.shape, np.float32)
 
-    def _sums(self, t, device=None):
+    def _sums(self, t, device=None, each=False):
         """(in-phase, quadrature) sums at the time(s) t, (..., 2): cosines in single precision
         after reducing the argument to [-pi, pi] in double precision (arg - 2 pi rint(arg / 2
         pi); below 2e-7 per term), several times faster than double cosines of large
-        arguments; sums in double precision."""
+        arguments; sums in double precision. ``each``: t holds one time per process (its
+        last axes broadcast against ``shape``), not one time shared by them all."""
         omega = self.omega if device is None else self.omega[device]
         phase = self.phase if device is None else self.phase[device]
         if device is None and np.ndim(t) == 0:  # the per-round call: no allocation
             arg, turns, z = self._arg, self._turns, self._z
             np.multiply(omega, t, out=arg)
             np.add(arg, phase, out=arg)
+        elif (device is None and each
+              and np.broadcast_shapes(np.shape(t), self.shape) == self.shape):  # one per process
+            arg, turns, z = self._arg, self._turns, self._z
+            np.multiply(omega, np.asarray(t, dtype=float)[..., None], out=arg)
+            np.add(arg, phase, out=arg)
         else:
             t = np.asarray(t, dtype=float)
-            arg = t[(...,) + (None,) * omega.ndim] * omega + phase
+            arg = t[(...,) + (None,) * (1 if each else omega.ndim)] * omega + phase
             turns, z = np.empty_like(arg), np.empty(arg.shape, np.float32)
         np.multiply(arg, 1.0 / _TWO_PI, out=turns)
         np.rint(turns, out=turns)
@@ -78,14 +91,16 @@ class SumOfSinusoids:
         np.cos(z, out=z)
         return z.astype(np.float64) @ self.pick
 
-    def gains(self, t, device=None):
-        """Complex h at the time(s) ``t`` (seconds); one process of ``device`` if given."""
-        xy = self._sums(t, device)
+    def gains(self, t, device=None, each=False):
+        """Complex h at the time(s) ``t`` (seconds); one process of ``device`` if given;
+        ``each``: one time per process (``_sums``)."""
+        xy = self._sums(t, device, each)
         return (xy[..., 0] + 1j * xy[..., 1]) * np.sqrt(self._scale2)
 
-    def powers(self, t, device=None):
-        """|h|^2 at the time(s) ``t``; one process of ``device`` if given."""
-        xy = self._sums(t, device)
+    def powers(self, t, device=None, each=False):
+        """|h|^2 at the time(s) ``t``; one process of ``device`` if given; ``each``: one time
+        per process (``_sums``)."""
+        xy = self._sums(t, device, each)
         xy *= xy
         return (xy[..., 0] + xy[..., 1]) * self._scale2
 
@@ -100,19 +115,31 @@ class JakesProcess:
     at time t meets h(t); a transmission holds the value of its start, then of each block
     boundary (n T_c) it crosses, so the block length sets how often the channel is sampled,
     never the correlation between two instants.
+
+    ``clock``: None (every device at ``doppler_hz``), or ``(t, device=None) ->`` the
+    wavelengths each device has travelled by t (t.shape + (K,), or t.shape for one device;
+    ``model.mobility.Wavelengths``), which then replaces f_D t: each device's Doppler is its
+    own speed over the wavelength, and ``doppler_hz`` is not used.
     """
 
     continuous = True
 
-    def __init__(self, rng, k, reciprocal, doppler_hz, block_s=None, sinusoids=SINUSOIDS):
+    def __init__(self, rng, k, reciprocal, doppler_hz, block_s=None, sinusoids=SINUSOIDS,
+                 clock=None):
         self.k = int(k)
         self.reciprocal = bool(reciprocal)
         self.block_s = None if block_s is None else float(block_s)
-        self.ul = SumOfSinusoids(rng, (self.k,), doppler_hz, sinusoids)
-        self.dl = SumOfSinusoids(rng, (self.k,), doppler_hz, sinusoids)
+        self.clock = clock
+        rate = doppler_hz if clock is None else 1.0   # cycles per second, or per wavelength
+        self.ul = SumOfSinusoids(rng, (self.k,), rate, sinusoids)
+        self.dl = SumOfSinusoids(rng, (self.k,), rate, sinusoids)
 
     def powers_at(self, t):
         """(|h_ul|^2, |h_dl|^2) at time ``t`` (scalar: (K,) each; array: t.shape + (K,))."""
+        if self.clock is not None:
+            x = self.clock(t)
+            ul = self.ul.powers(x, each=True)
+            return ul, (ul if self.reciprocal else self.dl.powers(x, each=True))
         ul = self.ul.powers(t)
         return ul, (ul if self.reciprocal else self.dl.powers(t))
 
@@ -123,7 +150,7 @@ class JakesProcess:
     def power(self, device, dl, t):
         """One device's |h|^2 on one link at the time(s) ``t``."""
         link = self.dl if dl and not self.reciprocal else self.ul
-        return link.powers(t, device)
+        return link.powers(t if self.clock is None else self.clock(t, device), device)
 
     # -- the block grid ------------------------------------------------------------------------
     def index(self, t):

@@ -5,7 +5,9 @@
 - ``random-waypoint``: below.
 
 A model that moves builds itself with ``from_scenario(scenario, positions, centre, region_m,
-rng)`` and answers ``advance(t) -> (K, 2)`` positions and ``travelled`` (K,) metres so far.
+rng)`` and answers ``advance(t) -> (K, 2)`` positions and ``travelled`` (K,) metres so far, and
+``travelled_at(t)``: the metres walked by any instant t, without moving (the clock of a fading
+process that follows the devices' speeds, ``channel.doppler`` 'speed'; ``Wavelengths``).
 
 Random waypoint:
 Each device walks in a straight line at its leg's speed towards a waypoint drawn uniformly (in
@@ -14,7 +16,10 @@ and speed, and so on. ``advance(t)`` moves every device to where it is at time `
 of legs may end in between). Each device draws its legs from a stream of its own, spawned from
 the generator given at construction, so a trajectory depends on the seed only, not on when
 positions are asked for; a long gap (a round of hours) costs vectorised draws, not a step per
-leg.
+leg. The walk keeps the leg before the one under way, so ``travelled_at`` is exact from that
+leg's departure on (and ahead, drawing the legs not begun yet); before it, that leg's speed is
+extended backwards (before t = 0: the first leg's), which errs only when two legs end between
+the instant asked and the walk's clock.
 """
 import numpy as np
 
@@ -89,8 +94,11 @@ class RandomWaypoint:
         self._dep, self._end = np.zeros(k), np.zeros(k)
         self._done = np.zeros(k)
         self._queued = [None] * k
+        self._pdep, self._pv, self._plen = np.zeros(k), np.ones(k), np.zeros(k)  # previous leg
         for i in range(k):
             self._catch_up(i, 0.0)
+        # before t = 0: a leg of no length departing with the first one at its speed
+        self._pdep, self._pv, self._plen = self._dep.copy(), self._v.copy(), np.zeros(k)
 
     def _draw(self, i, n):
         """Device i's next ``n`` legs (waypoints (n, 2), speeds (n,)): three uniforms per leg
@@ -121,6 +129,12 @@ class RandomWaypoint:
             if self.max_legs is not None and legs > self.max_legs:
                 raise LegLimit(f"device {i} would walk more than {self.max_legs:,} waypoint "
                                f"legs between t = {self.t:.6g} s and t = {t:.6g} s")
+            if j:
+                self._pdep[i] = ends[j - 2] if j > 1 else self._end[i]
+                self._pv[i], self._plen[i] = speed[j - 1], length[j - 1]
+            else:
+                self._pdep[i], self._pv[i] = self._dep[i], self._v[i]
+                self._plen[i] = self._length[i]
             self._done[i] += self._length[i] + length[:j].sum()
             self._a[i], self._b[i] = starts[j], targets[j]
             self._v[i], self._length[i] = speed[j], length[j]
@@ -141,3 +155,80 @@ class RandomWaypoint:
         self.travelled = self._done + self._length * frac
         self.t = t
         return self.pos
+
+    # -- the distance walked by any instant (pure: the trajectory does not change) ---------------
+    def _queue_until(self, i, t):
+        """Device i's queued legs (targets, speeds), drawn on until they end after ``t`` (the
+        same legs ``_catch_up`` will walk: a leg does not depend on how many are drawn)."""
+        targets, speed = self._queued[i] if self._queued[i] is not None else (
+            np.empty((0, 2)), np.empty(0))
+        n, before = self._FIRST_BATCH, None
+        while True:
+            starts = np.vstack([self._b[i], targets[:-1]])
+            length = np.hypot(*(targets - starts).T)
+            span = float(np.sum(length / speed)) + self.pause_s * len(speed)
+            if self._end[i] + span > t or span == before:   # (no time: legs of no length)
+                break
+            if self.max_legs is not None and len(speed) > self.max_legs:
+                raise LegLimit(f"device {i} would walk more than {self.max_legs:,} waypoint "
+                               f"legs between t = {self.t:.6g} s and t = {t:.6g} s")
+            more, fast = self._draw(i, n)
+            targets, speed = np.vstack([targets, more]), np.concatenate([speed, fast])
+            n, before = min(2 * n, self._MAX_BATCH), span
+        self._queued[i] = (targets, speed) if len(speed) else None
+        return targets, speed, length
+
+    def _knots(self, i, t_max):
+        """(times, metres) of device i's walk as a piecewise-linear function: the previous
+        leg, the one under way, and the queued legs up to one that ends after ``t_max``."""
+        pdep, pv, plen = self._pdep[i], self._pv[i], self._plen[i]
+        dep, v, length, done = self._dep[i], self._v[i], self._length[i], self._done[i]
+        ts = [pdep, pdep + plen / pv, dep, dep + length / v]
+        ss = [done - plen, done, done, done + length]
+        if t_max >= self._end[i]:
+            _, speed, legs = self._queue_until(i, t_max)
+            walk = legs / speed
+            deps = self._end[i] + np.concatenate(([0.0], np.cumsum(walk + self.pause_s)[:-1]))
+            before = done + length + np.concatenate(([0.0], np.cumsum(legs)[:-1]))
+            ts = np.concatenate([ts, np.column_stack([deps, deps + walk]).ravel()])
+            ss = np.concatenate([ss, np.column_stack([before, before + legs]).ravel()])
+        return np.asarray(ts, dtype=float), np.asarray(ss, dtype=float)
+
+    def _one(self, i, t):
+        """Metres device i has walked by the time(s) ``t`` (any shape)."""
+        t = np.asarray(t, dtype=float)
+        if t.ndim == 0 and self._dep[i] <= t < self._end[i]:   # the leg under way
+            return self._done[i] + min((float(t) - self._dep[i]) * self._v[i], self._length[i])
+        ts, ss = self._knots(i, float(np.max(t, initial=-np.inf)))
+        s = np.interp(t, ts, ss)
+        # before the previous leg: its speed extended backwards (module docstring)
+        return np.where(t < ts[0], ss[0] + (t - ts[0]) * self._pv[i], s)
+
+    def travelled_at(self, t, device=None):
+        """Metres s_k(t) each device has walked by the time(s) ``t`` (0 at t = 0), without
+        moving the walk (``advance`` and ``travelled`` are unchanged): t.shape + (K,), or
+        t.shape for one ``device``; exact from the previous leg's departure on, ahead included
+        (module docstring)."""
+        if device is not None:
+            s = self._one(int(device), t)
+            return float(s) if np.ndim(s) == 0 else s
+        if np.ndim(t) == 0:
+            t = float(t)
+            s = self._done + np.minimum(np.maximum(t - self._dep, 0.0) * self._v, self._length)
+            for i in np.flatnonzero((t < self._dep) | (t >= self._end)).tolist():
+                s[i] = self._one(i, t)
+            return s
+        t = np.asarray(t, dtype=float)
+        return np.stack([self._one(i, t) for i in range(self.k)], axis=-1)
+
+
+class Wavelengths:
+    """The distance each device of ``walk`` has travelled, in carrier wavelengths: the clock
+    of a Jakes process whose Doppler follows the device's speed (``model.jakes``): called
+    ``(t, device=None)`` like ``travelled_at``."""
+
+    def __init__(self, walk, wavelength_m):
+        self.walk, self.wavelength_m = walk, float(wavelength_m)
+
+    def __call__(self, t, device=None):
+        return self.walk.travelled_at(t, device) / self.wavelength_m

@@ -20,11 +20,10 @@ mast); beyond 5 km the formulas are extrapolated.
 import numpy as np
 
 from .registry import Registry
-from .units import db_to_linear
+from .units import SPEED_OF_LIGHT, db_to_linear
 
 PATHLOSS_MODELS = Registry("path-loss model")
 
-SPEED_OF_LIGHT = 299_792_458.0
 MIN_D2D_M = 10.0
 
 

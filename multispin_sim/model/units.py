@@ -1,5 +1,7 @@
-"""Decibel conversions."""
+"""Decibel conversions, and the speed of light."""
 import numpy as np
+
+SPEED_OF_LIGHT = 299_792_458.0  # m/s
 
 
 def db_to_linear(db):

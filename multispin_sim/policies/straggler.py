@@ -91,6 +91,9 @@ class RobustSplit(ReactivePolicy):
     of the slowest SNR has the smallest quantile of T_comm, on either link. Perfect CSI (rho 1,
     s2 0) gives the optimal split. Draws come from the policy stream. ``pathloss``: the
     large-scale gains (the estimate's scale), the channel's as they change (``use_channel``).
+    ``rho``: one correlation, or a callable giving each device's (K,), the channel's where the
+    Doppler follows each device's speed (``channel.doppler`` 'speed': rho_k = J0 of the
+    distance it walked over the delay, ``LinkChannel.csi_rho``).
     """
 
     def __init__(self, quantile=0.9, samples=64, rho=1.0, error_variance=0.0, seed=0,
@@ -98,7 +101,7 @@ class RobustSplit(ReactivePolicy):
         self.pathloss = pathloss  # (K,) large-scale gains, or a callable returning them
         self.quantile = float(quantile)
         self.samples = int(samples)
-        self.rho = float(rho)
+        self.rho = rho if callable(rho) else float(rho)
         self.s2 = float(error_variance)
         self.seed = seed
 
@@ -107,15 +110,21 @@ class RobustSplit(ReactivePolicy):
         from scipy.special import j0
 
         c, ch, st = scenario.csi, scenario.channel, scenario.straggler
-        still = ch.fading == "none" or c.delay_ms == 0 or ch.doppler_hz == 0
+        # under doppler 'speed' each device's rho comes from the channel (engine.link)
+        still = (ch.fading == "none" or c.delay_ms == 0 or ch.doppler_hz == 0
+                 or ch.doppler == "speed")
         rho = 1.0 if still else float(j0(2 * np.pi * ch.doppler_hz * c.delay_ms * 1e-3))
         return cls(st.robust_quantile, st.robust_samples, rho, c.estimation_error_variance)
 
     def use_channel(self, channel):
         self.pathloss = lambda: channel.pathloss   # mobility replaces the channel's array
+        rho = channel.csi_rho()
+        if rho is not None:
+            self.rho = rho
 
     def decide(self, problem, rng=None):
-        if self.rho == 1.0 and self.s2 == 0.0:
+        rho = self.rho() if callable(self.rho) else self.rho
+        if np.all(np.asarray(rho) == 1.0) and self.s2 == 0.0:
             return solver.optimal_split(problem)
         if rng is None:
             rng = np.random.default_rng(self.seed)
@@ -136,26 +145,30 @@ class RobustSplit(ReactivePolicy):
             step = max(1, _DRAWS_PER_SLICE // (self.samples * r))
             for rows in np.split(same, range(step, same.size, step)):
                 o = order[rows, :r]
+                rho_o = rho if np.ndim(rho) == 0 else np.asarray(rho, float)[o][:, None]
                 n_ul = self._best_prefix(problem, p_ul[o], g_ul[rows[:, None], o],
-                                         g_dl[rows[:, None], o], pl[o], reciprocal, rng)
+                                         g_dl[rows[:, None], o], pl[o], reciprocal, rng, rho_o)
                 ul_mask[rows[:, None], o] = np.arange(r) < n_ul[:, None]
         return solver.evaluate_assignment(problem, ul_mask)
 
-    def _truth(self, g, pl, shape, rng):
+    def _truth(self, g, pl, rho, shape, rng):
         """Samples of the true gains given the estimated gains ``g`` = G |h_hat|^2 and the path
-        loss G (both (n, 1, r)): G |rho h_hat + w|^2, w ~ CN(0, 1 - rho^2 + rho^2 s2)."""
-        var = 1.0 - self.rho ** 2 + self.rho ** 2 * self.s2
+        loss G (both (n, 1, r)): G |rho h_hat + w|^2, w ~ CN(0, 1 - rho^2 + rho^2 s2) (``rho``
+        one number, or (n, 1, r))."""
+        var = 1.0 - rho ** 2 + rho ** 2 * self.s2
         w = (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)) * np.sqrt(var / 2)
-        return pl * np.abs(self.rho * np.sqrt(g / pl) + w) ** 2
+        return pl * np.abs(rho * np.sqrt(g / pl) + w) ** 2
 
-    def _best_prefix(self, problem, p_ul, g_ul, g_dl, pl, reciprocal, rng):
+    def _best_prefix(self, problem, p_ul, g_ul, g_dl, pl, reciprocal, rng, rho):
         """The number of UL devices of the best prefix split of each of n rejected sets of r
-        devices, given in UL order: p_ul, g_ul, g_dl, pl are (n, r)."""
+        devices, given in UL order: p_ul, g_ul, g_dl, pl are (n, r); ``rho`` one number or
+        (n, 1, r)."""
         n, r = g_ul.shape
         n0b = problem.n0 * problem.bandwidth_hz / r
         shape = (n, self.samples, r)
-        true_ul = self._truth(g_ul[:, None], pl[:, None], shape, rng)
-        true_dl = true_ul if reciprocal else self._truth(g_dl[:, None], pl[:, None], shape, rng)
+        true_ul = self._truth(g_ul[:, None], pl[:, None], rho, shape, rng)
+        true_dl = (true_ul if reciprocal
+                   else self._truth(g_dl[:, None], pl[:, None], rho, shape, rng))
         snr_ul = p_ul[:, None] * true_ul / n0b                           # (n, N, r)
         inv = 1.0 / g_dl
         load = np.concatenate([np.cumsum(inv[:, ::-1], axis=1)[:, ::-1], np.zeros((n, 1))],

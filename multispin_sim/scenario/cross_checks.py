@@ -275,3 +275,20 @@ def _check_antennas(sc: Scenario) -> None:
                             f"server.dl_scheme / ul_scheme = {s.dl_scheme} / {s.ul_scheme}",
                             "expected 'auto' or 'instantaneous', or the schemes 'ofdma-mrt' and "
                             "'ofdma-mrc'")
+
+
+@cross_check
+def _check_doppler(sc: Scenario) -> None:
+    """The Doppler of a device's own speed needs a process in continuous time read at the
+    distance walked (Jakes) and devices that move."""
+    ch = sc.channel
+    if ch.doppler != "speed":
+        return
+    if ch.fading != "jakes":
+        raise ScenarioError("channel.doppler", f"'speed' is not supported with channel.fading "
+                            f"{ch.fading!r} (the distance walked is the clock of the Jakes "
+                            "process)", "expected 'fixed', or channel.fading 'jakes'")
+    if sc.mobility.model == "none":
+        raise ScenarioError("channel.doppler", "'speed' with mobility.model 'none' would keep "
+                            "every device's channel the same forever (a static device has no "
+                            "Doppler)", "expected 'fixed', or a mobility.model that moves")

@@ -250,11 +250,20 @@ def _cell_key(sc):
     return "cells.density_per_km2" if sc.cells.layout == "ppp" else "cells.count"
 
 
+def still_over_delay(sc):
+    """Whether the channel cannot change over the CSI delay: no delay, no fading, or no
+    Doppler (rho = J0(0) = 1); under ``channel.doppler`` 'speed' the devices move (the
+    scenario check refuses mobility.model 'none'), so only the first two."""
+    c, ch = sc.csi, sc.channel
+    no_doppler = ch.doppler == "fixed" and ch.doppler_hz == 0
+    return ch.fading == "none" or c.delay_ms == 0 or no_doppler
+
+
 def _robust_samples(sc):
     """Whether the 'robust' policy samples channels (inexact or aged CSI; else it is exact)."""
-    c, ch = sc.csi, sc.channel
-    still = ch.fading == "none" or c.delay_ms == 0 or ch.doppler_hz == 0
-    return sc.policy.mode == "robust" and (c.estimation_error_variance > 0 or not still)
+    c = sc.csi
+    return sc.policy.mode == "robust" and (c.estimation_error_variance > 0
+                                           or not still_over_delay(sc))
 
 
 def token_row_vocab_bytes(payload):

@@ -76,7 +76,9 @@ class Cells(Params):
                           "TR 38.901 urban macro / micro street canyon with LOS probability and "
                           "shadowing",
                           choices=PATHLOSS_MODELS)
-    fc_ghz: float = param(3.5, "Carrier frequency of the 3GPP path loss", unit="GHz",
+    fc_ghz: float = param(3.5, "Carrier frequency f_c: of the 3GPP path loss, and of the "
+                          "Doppler of moving devices under channel.doppler 'speed' (f_D = v f_c "
+                          "/ c; with any cells.layout, 'single' included)", unit="GHz",
                           check=in_interval(0.5, 100.0))
     h_bs_m: Optional[float] = param(None, "Server antenna height (null: 25 m UMa, 10 m UMi)",
                                     unit="m", check=in_interval(1.0, 150.0, low_open=True))

@@ -179,9 +179,16 @@ class Channel(Params):
     reciprocal: bool = param(True, "UL and DL gains are the same draw (true) or independent "
                              "draws (false)")
     doppler_hz: float = param(10.0, "Maximum Doppler frequency f_D of 'gauss-markov' and "
-                              "'jakes' fading "
+                              "'jakes' fading under doppler 'fixed' "
                               "(f_D = v f_c / c: about 10 Hz walking, 200 Hz at 60 km/h, at "
                               "3.5 GHz)", unit="Hz", check=ge(0))
+    doppler: str = param("fixed", "Where each device's Doppler comes from: 'fixed' "
+                         "(doppler_hz for every device, moving or not) or 'speed' (its own "
+                         "speed under mobility.model: f_D = v f_c / c, f_c = cells.fc_ghz; "
+                         "the channel is that of where the device is, so two instants "
+                         "correlate as J0(2 pi f_c Delta_s / c), Delta_s the distance walked "
+                         "between them, and a device that pauses keeps its channel; 'jakes' "
+                         "fading only)", choices=("fixed", "speed"))
     coherence_time_ms: Optional[float] = param(
         None, "Fading block length T_c: null = one block per round, drawn at its start (the "
         "paper); a number = blocks of T_c on a fixed time grid, so a correction longer than T_c "
