@@ -474,7 +474,7 @@ def test_reference_has_the_dynamics_keys():
 
 
 DYNAMICS_SCENARIOS = ("light-load", "heavy-load", "overload", "doppler-pedestrian",
-                      "doppler-vehicular", "mobility")
+                      "doppler-vehicular", "doppler-walking", "mobility")
 
 
 @pytest.mark.parametrize("name", DYNAMICS_SCENARIOS)
