@@ -56,6 +56,22 @@ def walk_to(walk, t):
         raise LimitReached(f"{exc} (limits.max_legs_per_round)", LIMIT_TODO["legs"]) from None
 
 
+class LegGuard:
+    """``clock(t, device=None)`` (a walk's distance at an instant the walk has not reached,
+    ``model.mobility.Wavelengths``) that stops the run as ``walk_to`` does past the legs'
+    limit."""
+
+    def __init__(self, clock):
+        self.clock = clock
+
+    def __call__(self, t, device=None):
+        try:
+            return self.clock(t, device)
+        except LegLimit as exc:
+            raise LimitReached(f"{exc} (limits.max_legs_per_round)", LIMIT_TODO["legs"]) \
+                from None
+
+
 def stop_if_not_finite(now, index):
     """A round that ends at a time that is not finite (an infinite delay, a NaN gain): the run
     stops after recording it (``complete: false``), since every later round would be

@@ -20,7 +20,7 @@ from ..model.topology import LAYOUTS, distances
 from ..model.units import SPEED_OF_LIGHT
 from ..scenario import ScenarioError
 from ..scenario.limits import MAX_DISTANCE_M, MIN_DISTANCE_M
-from .guards import walk_to
+from .guards import LegGuard, walk_to
 
 GRAPHML_KEY = "topology.graphml_file"
 
@@ -183,4 +183,4 @@ def doppler_clock(scenario, mover):
     without a mover."""
     if scenario.channel.doppler != "speed" or mover is None or mover.walk is None:
         return None
-    return Wavelengths(mover.walk, SPEED_OF_LIGHT / (scenario.cells.fc_ghz * 1e9))
+    return LegGuard(Wavelengths(mover.walk, SPEED_OF_LIGHT / (scenario.cells.fc_ghz * 1e9)))

@@ -136,3 +136,16 @@ def test_refusal_exits_2_before_any_work(tmp_path):
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: channel.doppler:"), r.stderr
     assert not (tmp_path / "results").exists()
+
+
+def test_a_clock_asked_past_the_legs_limit_stops_the_run():
+    """The channel may ask the distance at an instant the walk has not reached; past
+    ``limits.max_legs_per_round`` legs ahead it stops the run as the walk's own advance does."""
+    from multispin_sim.engine.guards import LimitReached
+
+    sc, pop, mover, ch = _built({"limits.max_legs_per_round": 3,
+                                 "mobility.speed_mps": [500.0, 1000.0]})
+    clock = ch.fading_source.clock
+    clock(1.0)   # within the first legs: fine
+    with pytest.raises(LimitReached, match="max_legs_per_round"):
+        clock(1e4, 0)
