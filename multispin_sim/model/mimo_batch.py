@@ -219,17 +219,25 @@ class SchemeEvaluator:
     def t_comm(self, ul_bits, dl_bits, r):
         """T_comm (N,) of assignments: UL set ``ul_bits``, DL set ``dl_bits`` (int64 (N,)),
         |R| = ``r`` (N,)."""
-        ul_bits = np.asarray(ul_bits, dtype=np.int64)
-        dl_bits = np.asarray(dl_bits, dtype=np.int64)
         r = np.asarray(r, dtype=np.int64)
-        t = np.zeros(ul_bits.shape)
-        some = ul_bits != 0
+        return np.maximum(self.ul_time(ul_bits, r), self.dl_time(dl_bits, r))
+
+    def ul_time(self, ul_bits, r):
+        """The UL's slowest delay (N,) of UL sets ``ul_bits`` at |R| = ``r`` (0: empty)."""
+        return self._link(self._ul, ul_bits, r, self._ul_delays)
+
+    def dl_time(self, dl_bits, r):
+        """The DL's slowest delay (N,) of DL sets ``dl_bits`` at |R| = ``r`` (0: empty)."""
+        return self._link(self._dl, dl_bits, r, self._dl_delays)
+
+    @staticmethod
+    def _link(table, bits, r, delays):
+        bits = np.asarray(bits, dtype=np.int64)
+        t = np.zeros(bits.shape)
+        some = bits != 0
         if some.any():
-            t[some] = self._ul.get((ul_bits[some] << _R_BITS) | r[some], self._ul_delays)
-        some = dl_bits != 0
-        if some.any():
-            t[some] = np.maximum(t[some], self._dl.get((dl_bits[some] << _R_BITS) | r[some],
-                                                       self._dl_delays))
+            t[some] = table.get((bits[some] << _R_BITS) | np.asarray(r, dtype=np.int64)[some],
+                                delays)
         return t
 
     # -- the links: the slowest delay of new (set, |R|) keys --------------------------------

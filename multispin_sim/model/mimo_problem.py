@@ -14,7 +14,8 @@ import math
 import numpy as np
 
 from .mimo_batch import SchemeEvaluator, bit_weights, first_min, fits
-from .reactive import DL, UL, ReactiveDecision, ReactiveProblem, assignment_masks
+from .reactive import (DL, UL, ReactiveDecision, ReactiveProblem, assignment_masks,
+                       ul_full_power_delay)
 
 
 class _Detail:
@@ -161,21 +162,59 @@ class ArrayProblem(ReactiveProblem):
                     ul[order[c]] = True
                     table[i, c + 1] = self.row(i, ul)[4]
         else:
-            w = np.where(rs, bit_weights(k)[order], 0)
-            cum = np.cumsum(w, axis=1)                      # the UL set after each column
-            rej_bits = cum[:, -1] if k else np.zeros(n, dtype=np.int64)
-            rows, cols = np.nonzero(rs)
-            ul = np.concatenate([np.zeros(n, dtype=np.int64), cum[rows, cols]])
-            at = np.concatenate([np.arange(n), rows])
-            t = self.evaluator().t_comm(ul, rej_bits[at] ^ ul, self.n_rejected[at])
-            table = np.full((n, k + 1), np.inf)
-            table[:, 0] = t[:n]
-            table[rows, cols + 1] = t[n:]
+            table = self._prefix_table(order, rs)
         j = first_min(table)
         best = table[np.arange(n), j]
         masks = np.zeros((n, k), dtype=bool)
         masks[:, order] = rs & (np.arange(k)[None, :] < j[:, None])
         return masks, best
+
+    def _prefix_table(self, order, rs):
+        """T_comm (n, K + 1) of every outcome's prefixes (column c: the first c rejected devices
+        of ``order`` on UL), inf where no prefix is or where one cannot be the first minimiser.
+
+        T_comm = max(T_UL, T_DL), and T_UL is at least its weakest member's delay alone on the
+        pooled band (interference and combining only lower a stream's SINR below its
+        single-user SNR; an orthogonal UL's subband is narrower still). So the DL of every
+        prefix is worked out, then the UL only where max(T_DL, that floor) does not exceed the
+        best T_comm found: at the lowest floor, the next few, then all that remain; a prefix
+        skipped is slower than the best, so the first minimiser is the one of the full table.
+        """
+        ev = self.evaluator()
+        n, k = self.shape
+        cum = np.zeros((n, k + 1), dtype=np.int64)                 # the UL set of each prefix
+        cum[:, 1:] = np.cumsum(np.where(rs, bit_weights(k)[order], 0), axis=1)
+        valid = np.ones((n, k + 1), dtype=bool)
+        valid[:, 1:] = rs
+        r = np.broadcast_to(self.n_rejected[:, None], cum.shape)
+        rows, cols = np.nonzero(valid)
+        td = np.full((n, k + 1), np.inf)
+        td[rows, cols] = ev.dl_time(cum[rows, -1] ^ cum[rows, cols], r[rows, cols])
+        weakest = np.minimum.accumulate(np.where(rs, (self.p_ul * ev.norms_ul)[order], np.inf),
+                                        axis=1)
+        band = ev.band(self.n_rejected)[:, None] * np.maximum(np.cumsum(rs, axis=1), 1)
+        floor = np.zeros((n, k + 1))
+        # 1e-9: the computed SINR may exceed the single-user SNR by rounding (about 1e-15)
+        floor[:, 1:] = ul_full_power_delay(self.payload_bits, band, weakest, 1.0,
+                                           self.n0) * (1.0 - 1e-9)
+        bound = np.where(np.isnan(td), -np.inf, np.maximum(td, floor))
+        table = np.full((n, k + 1), np.inf)
+        table[:, 0] = td[:, 0]                  # all on DL: no UL to work out
+        todo = valid.copy()
+        todo[:, 0] = False
+        for width in (1, 3, k + 1):
+            best = np.min(np.where(np.isnan(table), np.inf, table), axis=1)
+            open_ = todo & ~(bound > best[:, None])
+            pick = np.argsort(np.where(open_, bound, np.inf), axis=1, kind="stable")[:, :width]
+            sel = np.zeros_like(open_)
+            np.put_along_axis(sel, pick, True, axis=1)
+            sel &= open_
+            rows, cols = np.nonzero(sel)
+            if len(rows):
+                tu = ev.ul_time(cum[rows, cols], r[rows, cols])
+                table[rows, cols] = np.maximum(tu, td[rows, cols])
+            todo &= ~sel
+        return table
 
     def prefix_split(self):
         """The paper's prefix split applied as is (policy 'optimal' under these schemes)."""
