@@ -168,10 +168,12 @@ def bit_weights(k):
     return np.left_shift(np.int64(1), np.arange(k, dtype=np.int64))
 
 
-def members(bits, n, k):
-    """The devices (ascending) of sets ``bits`` (N,) that all have n members: (N, n)."""
-    on = (bits[:, None] >> np.arange(k, dtype=np.int64)[None, :]) & 1
-    return np.nonzero(on)[1].reshape(len(bits), n)
+def members(bits, n, k, order=None):
+    """The devices of sets ``bits`` (N,) that all have n members: (N, n), ascending, or in
+    ``order`` (a permutation of the K devices) when given."""
+    order = np.arange(k, dtype=np.int64) if order is None else order
+    on = ((bits[:, None] >> order[None, :]) & 1).astype(bool)
+    return order[np.flatnonzero(on) % k].reshape(len(bits), n)
 
 
 class _Table:
@@ -181,19 +183,22 @@ class _Table:
         self.keys = np.zeros(0, dtype=np.int64)
         self.vals = np.zeros(0)
 
-    def get(self, keys, compute):
-        uk, inv = np.unique(keys, return_inverse=True)
-        pos = np.searchsorted(self.keys, uk)
+    def _find(self, keys):
+        pos = np.searchsorted(self.keys, keys)
         hit = pos < len(self.keys)
-        hit[hit] = self.keys[pos[hit]] == uk[hit]
+        hit[hit] = self.keys[pos[hit]] == keys[hit]
+        return pos, hit
+
+    def get(self, keys, compute):
+        keys = np.asarray(keys, dtype=np.int64).ravel()
+        pos, hit = self._find(keys)
         if not hit.all():
-            new = uk[~hit]
-            self.keys = np.concatenate([self.keys, new])
-            self.vals = np.concatenate([self.vals, compute(new)])
-            order = np.argsort(self.keys, kind="stable")
-            self.keys, self.vals = self.keys[order], self.vals[order]
-            pos = np.searchsorted(self.keys, uk)
-        return self.vals[pos][inv.ravel()]
+            new = np.unique(keys[~hit])             # sorted, none in the table
+            at = np.searchsorted(self.keys, new)
+            self.vals = np.insert(self.vals, at, compute(new))
+            self.keys = np.insert(self.keys, at, new)
+            pos, _ = self._find(keys)
+        return self.vals[pos]
 
 
 class SchemeEvaluator:
@@ -209,6 +214,7 @@ class SchemeEvaluator:
         self.norms_ul, self.norms_dl = norms2(a_ul), norms2(a_dl)
         self.weights = bit_weights(self.k)
         self.m = a_ul.shape[1]
+        self._by_norm = np.argsort(-self.norms_dl, kind="stable").astype(np.int64)
         self._gram_ul = self._gram_dl = self._outer = None
         self._ul, self._dl, self._groups = _Table(), _Table(), _Table()
 
@@ -293,36 +299,33 @@ class SchemeEvaluator:
         for n in np.unique(size):
             n = int(n)
             at = np.flatnonzero(size == n)
-            idx = members(sets[at], n, self.k)
             b = self.band(r[at])
             if not scheme.shared:   # ofdma-mrt: the paper's equalised delay on ||a||^2
+                idx = members(sets[at], n, self.k)
                 with np.errstate(divide="ignore"):
                     inv = (1.0 / self.norms_dl[idx]).sum(axis=1)
                     out[at] = dl_common_delay(self.bits, b, self.p_dl, inv, self.n0)
                 continue
-            m = self.a_dl.shape[1]
+            # the members by ||a||^2 descending (ties by index), as ``MuMimoZf.groups`` deals
+            order = members(sets[at], n, self.k, self._by_norm)
             band = b * n
             best = np.full(len(at), np.inf)
-            for count in scheme.counts(n, m):
-                inv = self._zf_load(idx, count)                 # (N, groups) in serving order
+            for count in scheme.counts(n, self.m):
+                if count == 1 and n > 1:   # one group: the whole set
+                    inv = self._groups.get(sets[at], self._group_load)[:, None]
+                else:
+                    inv = self._zf_load(order, count)           # (N, groups) in serving order
                 tau = dl_common_delay(self.bits, band[:, None], self.p_dl, inv, self.n0)
                 end = np.cumsum(tau, axis=1).max(axis=1)
                 best = np.where(end < best, end, best)
             out[at] = best
         return out
 
-    def _zf_load(self, idx, count):
-        """sum over each ZF group of 1 / gain, (N, count), for the DL sets ``idx`` (N, n):
-        groups as ``MuMimoZf.groups`` forms them (||a||^2 descending, dealt round-robin, each
-        sorted)."""
-        nsets, n = idx.shape
-        if count == 1:
-            order = idx
-        else:
-            # ||a||^2 descending, ties by index: the stable order of the whole set restricted
-            rank = np.empty(self.k, dtype=np.int64)
-            rank[np.argsort(-self.norms_dl, kind="stable")] = np.arange(self.k)
-            order = np.take_along_axis(idx, np.argsort(rank[idx], axis=1), axis=1)
+    def _zf_load(self, order, count):
+        """sum over each ZF group of 1 / gain, (N, count), for the DL sets whose members are
+        ``order`` (N, n), ||a||^2 descending: groups as ``MuMimoZf.groups`` forms them (dealt
+        round-robin, each sorted)."""
+        nsets, n = order.shape
         inv = np.empty((nsets, count))
         by_size = {}
         for j in range(count):
