@@ -183,22 +183,18 @@ class _Table:
         self.keys = np.zeros(0, dtype=np.int64)
         self.vals = np.zeros(0)
 
-    def _find(self, keys):
-        pos = np.searchsorted(self.keys, keys)
-        hit = pos < len(self.keys)
-        hit[hit] = self.keys[pos[hit]] == keys[hit]
-        return pos, hit
-
     def get(self, keys, compute):
-        keys = np.asarray(keys, dtype=np.int64).ravel()
-        pos, hit = self._find(keys)
+        uk, inv = np.unique(keys, return_inverse=True)
+        pos = np.searchsorted(self.keys, uk)
+        hit = pos < len(self.keys)
+        hit[hit] = self.keys[pos[hit]] == uk[hit]
         if not hit.all():
-            new = np.unique(keys[~hit])             # sorted, none in the table
+            new = uk[~hit]                        # sorted, none in the table: merged in
             at = np.searchsorted(self.keys, new)
-            self.vals = np.insert(self.vals, at, compute(new))
             self.keys = np.insert(self.keys, at, new)
-            pos, _ = self._find(keys)
-        return self.vals[pos]
+            self.vals = np.insert(self.vals, at, compute(new))
+            pos = np.searchsorted(self.keys, uk)
+        return self.vals[pos][inv.ravel()]
 
 
 class SchemeEvaluator:

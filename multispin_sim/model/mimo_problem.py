@@ -177,8 +177,9 @@ class ArrayProblem(ReactiveProblem):
         pooled band (interference and combining only lower a stream's SINR below its
         single-user SNR; an orthogonal UL's subband is narrower still). So the DL of every
         prefix is worked out, then the UL only where max(T_DL, that floor) does not exceed the
-        best T_comm found: at the lowest floor, the next few, then all that remain; a prefix
-        skipped is slower than the best, so the first minimiser is the one of the full table.
+        best T_comm found: first at each outcome's lowest bound, then wherever the bound does not
+        exceed the T_comm found; a prefix skipped is slower than that, so the first minimiser is
+        the one of the full table.
         """
         ev = self.evaluator()
         n, k = self.shape
@@ -198,22 +199,24 @@ class ArrayProblem(ReactiveProblem):
         floor[:, 1:] = ul_full_power_delay(self.payload_bits, band, weakest, 1.0,
                                            self.n0) * (1.0 - 1e-9)
         bound = np.where(np.isnan(td), -np.inf, np.maximum(td, floor))
+        bound[~valid] = np.inf
+        bound[:, 0] = np.inf                    # all on DL: no UL to work out
         table = np.full((n, k + 1), np.inf)
-        table[:, 0] = td[:, 0]                  # all on DL: no UL to work out
-        todo = valid.copy()
-        todo[:, 0] = False
-        for width in (1, 3, k + 1):
-            best = np.min(np.where(np.isnan(table), np.inf, table), axis=1)
-            open_ = todo & ~(bound > best[:, None])
-            pick = np.argsort(np.where(open_, bound, np.inf), axis=1, kind="stable")[:, :width]
-            sel = np.zeros_like(open_)
-            np.put_along_axis(sel, pick, True, axis=1)
-            sel &= open_
-            rows, cols = np.nonzero(sel)
+        table[:, 0] = td[:, 0]
+
+        def fill(rows, cols):
             if len(rows):
                 tu = ev.ul_time(cum[rows, cols], r[rows, cols])
                 table[rows, cols] = np.maximum(tu, td[rows, cols])
-            todo &= ~sel
+
+        first = np.argmin(bound, axis=1)        # the lowest bound first, then what remains
+        rows = np.flatnonzero(valid[np.arange(n), first] & (first > 0))
+        fill(rows, first[rows])
+        best = np.min(np.where(np.isnan(table), np.inf, table), axis=1)
+        todo = valid & ~(bound > best[:, None])
+        todo[:, 0] = False
+        todo[rows, first[rows]] = False
+        fill(*np.nonzero(todo))
         return table
 
     def prefix_split(self):
