@@ -77,6 +77,38 @@ def mmse_sinr_stack(a, p, noise_w):
     return mmse_many(vt @ vt.conj().transpose(0, 2, 1), vt)
 
 
+CLOSED_FORM_M = 4   # up to this many antennas the evaluator's M x M systems go by Cholesky
+
+
+def hermitian_quad_forms(a, v):
+    """v_k^H a_i^-1 v_k (N, K) for Hermitian positive definite a (N, M, M) and columns v (M, K)
+    shared by the N systems: a = L L^H by Cholesky and ||L^-1 v_k||^2, one elementwise
+    operation per entry across the N systems (M small: a batched LAPACK call costs more per
+    system than this)."""
+    m = a.shape[-1]
+    low = [[None] * m for _ in range(m)]
+    for j in range(m):
+        d = a[:, j, j].real.copy()
+        for q in range(j):
+            d -= low[j][q].real ** 2 + low[j][q].imag ** 2
+        low[j][j] = np.sqrt(d)
+        for i in range(j + 1, m):
+            s = a[:, i, j].copy()
+            for q in range(j):
+                s -= low[i][q] * low[j][q].conj()
+            low[i][j] = s / low[j][j]
+    y = [None] * m
+    x = np.zeros((len(a), v.shape[1]))
+    for i in range(m):
+        s = np.broadcast_to(v[i], x.shape)
+        for q in range(i):
+            s = s - low[i][q][:, None] * y[q]
+        y[i] = s / low[i][i][:, None]
+        x += y[i].real ** 2
+        x += y[i].imag ** 2
+    return x
+
+
 def mmse_few(gram, w):
     """MMSE SINRs from the Gram matrices a_i^H a_j (N, n, n) and p / noise (N, n)."""
     s = np.sqrt(w)
@@ -251,8 +283,14 @@ class SchemeEvaluator:
         sets, r, size = self._split(keys)
         out = np.empty(len(keys))
         shared = self.tr.ul.shared
-        for n in np.unique(size):
-            at = np.flatnonzero(size == n)
+        rest = np.arange(len(keys))
+        if shared and self.tr.ul.power != "descent" and self.m <= CLOSED_FORM_M:
+            many = size > self.m     # every size at once: the M x M form, by Cholesky
+            if many.any():
+                out[many] = self._mmse_many_sets(sets[many], r[many], size[many])
+                rest = np.flatnonzero(~many)
+        for n in np.unique(size[rest]):
+            at = rest[size[rest] == n]
             idx = members(sets[at], int(n), self.k)
             b = self.band(r[at])
             p = self.p_ul[idx]
@@ -270,23 +308,43 @@ class SchemeEvaluator:
                         self._gram_ul = self.a_ul.conj() @ self.a_ul.T
                     sinr = mmse_few(self._gram_ul[idx[:, :, None], idx[:, None, :]], w)
                 else:
-                    if self._outer is None:   # p_j a_j a_j^H (K, M^2), real and imaginary
-                        a = self.a_ul
-                        o = (self.p_ul[:, None, None] * a[:, :, None]
-                             * a.conj()[:, None, :]).reshape(self.k, -1)
-                        self._outer = np.concatenate([o.real, o.imag], axis=1)
                     mask = np.zeros((len(at), self.k))
                     mask[np.arange(len(at))[:, None], idx] = 1.0
-                    # einsum, not matmul: a threaded gemm this small waits on its threads
-                    c = np.einsum("nk,kx->nx", mask, self._outer)
-                    mm = self.m * self.m
-                    cov = (c[:, :mm] + 1j * c[:, mm:]).reshape(-1, self.m, self.m)
-                    cov /= noise[:, None, None]
                     vt = (self.a_ul[idx] * np.sqrt(w)[:, :, None]).transpose(0, 2, 1)
-                    sinr = mmse_many(cov, vt)
+                    sinr = mmse_many(self._pooled_cov(mask, noise), vt)
                 d = shared_band_delays(self.bits, band[:, None], sinr)
             out[at] = d.max(axis=1)
         return out
+
+    def _pooled_cov(self, mask, noise):
+        """sum over each set of p_j a_j a_j^H / noise, (N, M, M), for the sets ``mask``
+        (N, K) of 0 and 1 and their noise powers (N,)."""
+        if self._outer is None:   # p_j a_j a_j^H (K, M^2), real and imaginary
+            a = self.a_ul
+            o = (self.p_ul[:, None, None] * a[:, :, None] * a.conj()[:, None, :]).reshape(
+                self.k, -1)
+            self._outer = np.concatenate([o.real, o.imag], axis=1)
+        # einsum, not matmul: a threaded gemm this small waits on its threads
+        c = np.einsum("nk,kx->nx", mask, self._outer)
+        mm = self.m * self.m
+        cov = (c[:, :mm] + 1j * c[:, mm:]).reshape(-1, self.m, self.m)
+        cov /= noise[:, None, None]
+        return cov
+
+    def _mmse_many_sets(self, sets, r, size):
+        """The slowest MMSE delay (N,) of UL sets of any sizes above M at full power: x_k =
+        v_k^H (I + sum_j v_j v_j^H)^-1 v_k for every device k (members or not: one batch), the
+        members' SINRs x_k / (1 - x_k) (``mmse_many``'s formula, by ``hermitian_quad_forms``)."""
+        on = ((sets[:, None] >> np.arange(self.k, dtype=np.int64)[None, :]) & 1).astype(bool)
+        band = self.band(r) * size
+        noise = self.n0 * band
+        cov = self._pooled_cov(on.astype(float), noise)
+        x = hermitian_quad_forms(np.eye(self.m) + cov, self.a_ul.T)
+        x *= self.p_ul[None, :] / noise[:, None]       # v_k = sqrt(p_k / noise) a_k
+        with np.errstate(divide="ignore", invalid="ignore"):
+            sinr = np.maximum(x / (1.0 - x), 0.0)
+        d = shared_band_delays(self.bits, band[:, None], sinr)
+        return np.where(on, d, -np.inf).max(axis=1)
 
     def _dl_delays(self, keys):
         sets, r, size = self._split(keys)
