@@ -161,17 +161,20 @@ class ArrayProblem(ReactiveProblem):
                 for c in np.flatnonzero(rs[i]):
                     ul[order[c]] = True
                     table[i, c + 1] = self.row(i, ul)[4]
-        else:
-            table = self._prefix_table(order, rs)
+        else:   # outcomes with the same rejected set (common among SAA samples) once
+            _, once, again = np.unique(self.rejected.astype(np.int64) @ bit_weights(k),
+                                       return_index=True, return_inverse=True)
+            table = self._prefix_table(order, rs[once], self.n_rejected[once])[again.ravel()]
         j = first_min(table)
         best = table[np.arange(n), j]
         masks = np.zeros((n, k), dtype=bool)
         masks[:, order] = rs & (np.arange(k)[None, :] < j[:, None])
         return masks, best
 
-    def _prefix_table(self, order, rs):
-        """T_comm (n, K + 1) of every outcome's prefixes (column c: the first c rejected devices
-        of ``order`` on UL), inf where no prefix is or where one cannot be the first minimiser.
+    def _prefix_table(self, order, rs, n_rejected):
+        """T_comm (n, K + 1) of the prefixes of outcomes ``rs`` (rejected, columns in ``order``;
+        column c of the table: the first c rejected devices of ``order`` on UL), inf where no
+        prefix is or where one cannot be the first minimiser.
 
         T_comm = max(T_UL, T_DL), and T_UL is at least its weakest member's delay alone on the
         pooled band (interference and combining only lower a stream's SINR below its
@@ -182,18 +185,18 @@ class ArrayProblem(ReactiveProblem):
         the one of the full table.
         """
         ev = self.evaluator()
-        n, k = self.shape
+        n, k = rs.shape
         cum = np.zeros((n, k + 1), dtype=np.int64)                 # the UL set of each prefix
         cum[:, 1:] = np.cumsum(np.where(rs, bit_weights(k)[order], 0), axis=1)
         valid = np.ones((n, k + 1), dtype=bool)
         valid[:, 1:] = rs
-        r = np.broadcast_to(self.n_rejected[:, None], cum.shape)
+        r = np.broadcast_to(n_rejected[:, None], cum.shape)
         rows, cols = np.nonzero(valid)
         td = np.full((n, k + 1), np.inf)
         td[rows, cols] = ev.dl_time(cum[rows, -1] ^ cum[rows, cols], r[rows, cols])
         weakest = np.minimum.accumulate(np.where(rs, (self.p_ul * ev.norms_ul)[order], np.inf),
                                         axis=1)
-        band = ev.band(self.n_rejected)[:, None] * np.maximum(np.cumsum(rs, axis=1), 1)
+        band = ev.band(n_rejected)[:, None] * np.maximum(np.cumsum(rs, axis=1), 1)
         floor = np.zeros((n, k + 1))
         # 1e-9: the computed SINR may exceed the single-user SNR by rounding (about 1e-15)
         floor[:, 1:] = ul_full_power_delay(self.payload_bits, band, weakest, 1.0,
