@@ -78,13 +78,14 @@ def mmse_sinr_stack(a, p, noise_w):
 
 
 CLOSED_FORM_M = 4   # up to this many antennas the evaluator's M x M systems go by Cholesky
+CHUNK = 2048        # sets per batch of that path
 
 
-def hermitian_quad_forms(a, v):
-    """v_k^H a_i^-1 v_k (N, K) for Hermitian positive definite a (N, M, M) and columns v (M, K)
-    shared by the N systems: a = L L^H by Cholesky and ||L^-1 v_k||^2, one elementwise
-    operation per entry across the N systems (M small: a batched LAPACK call costs more per
-    system than this)."""
+def hermitian_quad_forms(a, v, rows):
+    """v_j^H a_{rows_j}^-1 v_j (J,) for Hermitian positive definite a (N, M, M), columns v
+    (M, J) and the system of each, ``rows`` (J,): a = L L^H by Cholesky and ||L^-1 v_j||^2,
+    one elementwise operation per entry across the systems (M small: a batched LAPACK call
+    costs more per system than this)."""
     m = a.shape[-1]
     low = [[None] * m for _ in range(m)]
     for j in range(m):
@@ -98,12 +99,12 @@ def hermitian_quad_forms(a, v):
                 s -= low[i][q] * low[j][q].conj()
             low[i][j] = s / low[j][j]
     y = [None] * m
-    x = np.zeros((len(a), v.shape[1]))
+    x = np.zeros(v.shape[1])
     for i in range(m):
-        s = np.broadcast_to(v[i], x.shape)
+        s = v[i]
         for q in range(i):
-            s = s - low[i][q][:, None] * y[q]
-        y[i] = s / low[i][i][:, None]
+            s = s - low[i][q][rows] * y[q]
+        y[i] = s / low[i][i][rows]
         x += y[i].real ** 2
         x += y[i].imag ** 2
     return x
@@ -287,7 +288,10 @@ class SchemeEvaluator:
         if shared and self.tr.ul.power != "descent" and self.m <= CLOSED_FORM_M:
             many = size > self.m     # every size at once: the M x M form, by Cholesky
             if many.any():
-                out[many] = self._mmse_many_sets(sets[many], r[many], size[many])
+                at = np.flatnonzero(many)
+                for lo in range(0, len(at), CHUNK):   # bounded temporaries (CHUNK x K)
+                    sl = at[lo:lo + CHUNK]
+                    out[sl] = self._mmse_many_sets(sets[sl], r[sl], size[sl])
                 rest = np.flatnonzero(~many)
         for n in np.unique(size[rest]):
             at = rest[size[rest] == n]
@@ -339,12 +343,16 @@ class SchemeEvaluator:
         band = self.band(r) * size
         noise = self.n0 * band
         cov = self._pooled_cov(on.astype(float), noise)
-        x = hermitian_quad_forms(np.eye(self.m) + cov, self.a_ul.T)
-        x *= self.p_ul[None, :] / noise[:, None]       # v_k = sqrt(p_k / noise) a_k
+        flat = np.flatnonzero(on)                       # (set, member) pairs, set by set
+        rows, dev = flat // self.k, flat % self.k
+        x = hermitian_quad_forms(np.eye(self.m) + cov, self.a_ul[dev].T, rows)
+        x *= self.p_ul[dev] / noise[rows]               # v_k = sqrt(p_k / noise) a_k
         with np.errstate(divide="ignore", invalid="ignore"):
             sinr = np.maximum(x / (1.0 - x), 0.0)
-        d = shared_band_delays(self.bits, band[:, None], sinr)
-        return np.where(on, d, -np.inf).max(axis=1)
+        d = shared_band_delays(self.bits, band[rows], sinr)
+        starts = np.zeros(len(sets), dtype=np.int64)
+        starts[1:] = np.cumsum(size[:-1], dtype=np.int64)
+        return np.maximum.reduceat(d, starts)
 
     def _dl_delays(self, keys):
         sets, r, size = self._split(keys)

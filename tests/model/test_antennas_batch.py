@@ -326,7 +326,8 @@ def test_hermitian_quad_forms_against_exact_arithmetic():
         # I + sum of w_j v_j v_j^H over random subsets, SNRs -10..30 dB (the evaluator's form)
         w = 10 ** rng.uniform(-1, 3, (nsys, k)) * (rng.random((nsys, k)) < 0.7)
         a = np.eye(m) + np.einsum("nk,ik,jk->nij", w, v, v.conj())
-        got = hermitian_quad_forms(a, v)
+        rows = np.repeat(np.arange(nsys), k)                  # every column with every system
+        got = hermitian_quad_forms(a, np.tile(v, nsys), rows).reshape(nsys, k)
         for i in range(nsys):
             for j in range(k):
                 worst = max(worst, abs(got[i, j] / _exact_quad(a[i], v[:, j]) - 1))
