@@ -2,7 +2,8 @@
 
 ``ArrayProblem`` holds the channel vectors; every policy's assignments go through the
 channel state's ``SchemeEvaluator`` (``model.mimo_batch``), all outcomes and candidates of one
-call at once: the prefix split evaluates the |R| + 1 prefixes of every outcome in one batch,
+call at once: the prefix split evaluates the |R| + 1 prefixes of every distinct outcome in two
+batches (the UL only where a floor of T_UL leaves a prefix a chance, ``_prefix_table``),
 exhaustive search the 2^|R| assignments of an outcome, local search every move of a pass. A
 decision's T_comm comes from the evaluator; its per-device modes, powers, delays and effective
 gains (``ArrayDecision``) are worked out by ``Transmission.links`` when first read (the engine
@@ -179,10 +180,9 @@ class ArrayProblem(ReactiveProblem):
         T_comm = max(T_UL, T_DL), and T_UL is at least its weakest member's delay alone on the
         pooled band (interference and combining only lower a stream's SINR below its
         single-user SNR; an orthogonal UL's subband is narrower still). So the DL of every
-        prefix is worked out, then the UL only where max(T_DL, that floor) does not exceed the
-        best T_comm found: first at each outcome's lowest bound, then wherever the bound does not
-        exceed the T_comm found; a prefix skipped is slower than that, so the first minimiser is
-        the one of the full table.
+        prefix is worked out, the UL at each outcome's lowest bound max(T_DL, that floor), then
+        wherever the bound does not exceed the T_comm found there: a prefix skipped is slower
+        than that one, so the first minimiser is the full table's.
         """
         ev = self.evaluator()
         n, k = rs.shape
