@@ -17,9 +17,10 @@ of legs may end in between). Each device draws its legs from a stream of its own
 the generator given at construction, so a trajectory depends on the seed only, not on when
 positions are asked for; a long gap (a round of hours) costs vectorised draws, not a step per
 leg. The walk keeps the leg before the one under way, so ``travelled_at`` is exact from that
-leg's departure on (and ahead, drawing the legs not begun yet); before it, that leg's speed is
-extended backwards (before t = 0: the first leg's), which errs only when two legs end between
-the instant asked and the walk's clock.
+leg's departure on (and ahead, drawing the legs not begun yet), and through the pause before
+it; earlier still, that leg's speed is extended backwards (before t = 0: the first leg's, with
+no pause), which errs only when two legs and a pause end between the instant asked and the
+walk's clock.
 """
 import numpy as np
 
@@ -94,6 +95,7 @@ class RandomWaypoint:
         self._dep, self._end = np.zeros(k), np.zeros(k)
         self._done = np.zeros(k)
         self._queued = [None] * k
+        self._ahead = [None] * k   # legs ``travelled_at`` drew beyond the queue, for ``_draw``
         self._pdep, self._pv, self._plen = np.zeros(k), np.ones(k), np.zeros(k)  # previous leg
         for i in range(k):
             self._catch_up(i, 0.0)
@@ -101,8 +103,22 @@ class RandomWaypoint:
         self._pdep, self._pv, self._plen = self._dep.copy(), self._v.copy(), np.zeros(k)
 
     def _draw(self, i, n):
-        """Device i's next ``n`` legs (waypoints (n, 2), speeds (n,)): three uniforms per leg
-        (radius, bearing, speed) in order, so the legs do not depend on ``n``."""
+        """Device i's next ``n`` legs (waypoints (n, 2), speeds (n,)): first those
+        ``travelled_at`` drew ahead, then new ones, so the walk's batches (and the rounding of
+        their sums of leg times) are the same whether or not anything looked ahead."""
+        ahead = self._ahead[i]
+        if ahead is None:
+            return self._fresh(i, n)
+        targets, speed = ahead
+        self._ahead[i] = (targets[n:], speed[n:]) if len(speed) > n else None
+        if len(speed) >= n:
+            return targets[:n], speed[:n]
+        more, fast = self._fresh(i, n - len(speed))
+        return np.vstack([targets, more]), np.concatenate([speed, fast])
+
+    def _fresh(self, i, n):
+        """``n`` new legs of device i from its stream: three uniforms per leg (radius, bearing,
+        speed) in order, so the legs do not depend on how many are drawn at once."""
         u = self._rngs[i].random((n, 3))
         r = np.sqrt(self.r_min ** 2 + u[:, 0] * (self.r_max ** 2 - self.r_min ** 2))
         speed = self.speed_lo + (self.speed_hi - self.speed_lo) * u[:, 2]
@@ -158,10 +174,12 @@ class RandomWaypoint:
 
     # -- the distance walked by any instant (pure: the trajectory does not change) ---------------
     def _queue_until(self, i, t):
-        """Device i's queued legs (targets, speeds), drawn on until they end after ``t`` (the
-        same legs ``_catch_up`` will walk: a leg does not depend on how many are drawn)."""
-        targets, speed = self._queued[i] if self._queued[i] is not None else (
-            np.empty((0, 2)), np.empty(0))
+        """Device i's legs not begun yet (targets, speeds, lengths): the queued ones, then those
+        drawn ahead (``_ahead``, which ``_draw`` hands to the walk later), drawn on until they
+        end after ``t``; the walk's own queue is left as it is."""
+        parts = [p for p in (self._queued[i], self._ahead[i]) if p is not None]
+        targets = np.vstack([p[0] for p in parts]) if parts else np.empty((0, 2))
+        speed = np.concatenate([p[1] for p in parts]) if parts else np.empty(0)
         n, before = self._FIRST_BATCH, None
         while True:
             starts = np.vstack([self._b[i], targets[:-1]])
@@ -172,10 +190,12 @@ class RandomWaypoint:
             if self.max_legs is not None and len(speed) > self.max_legs:
                 raise LegLimit(f"device {i} would walk more than {self.max_legs:,} waypoint "
                                f"legs between t = {self.t:.6g} s and t = {t:.6g} s")
-            more, fast = self._draw(i, n)
+            more, fast = self._fresh(i, n)
+            ahead = self._ahead[i]
+            self._ahead[i] = (more, fast) if ahead is None else (
+                np.vstack([ahead[0], more]), np.concatenate([ahead[1], fast]))
             targets, speed = np.vstack([targets, more]), np.concatenate([speed, fast])
             n, before = min(2 * n, self._MAX_BATCH), span
-        self._queued[i] = (targets, speed) if len(speed) else None
         return targets, speed, length
 
     def _knots(self, i, t_max):
@@ -201,8 +221,12 @@ class RandomWaypoint:
             return self._done[i] + min((float(t) - self._dep[i]) * self._v[i], self._length[i])
         ts, ss = self._knots(i, float(np.max(t, initial=-np.inf)))
         s = np.interp(t, ts, ss)
-        # before the previous leg: its speed extended backwards (module docstring)
-        return np.where(t < ts[0], ss[0] + (t - ts[0]) * self._pv[i], s)
+        # before the previous leg: the pause before it (every leg but the first, which departs
+        # at t = 0), then its speed extended backwards (module docstring)
+        back = ts[0] - t
+        if ts[0] > 0:
+            back = np.maximum(back - self.pause_s, 0.0)
+        return np.where(t < ts[0], ss[0] - back * self._pv[i], s)
 
     def travelled_at(self, t, device=None):
         """Metres s_k(t) each device has walked by the time(s) ``t`` (0 at t = 0), without

@@ -112,6 +112,28 @@ def test_travelled_at_is_the_walk_ahead_and_behind_and_does_not_move_it():
     np.testing.assert_allclose(fresh.travelled_at(-0.5), -0.5 * fresh._v)
 
 
+@pytest.mark.parametrize("pause, speed, region", [(5.0, (10.0, 20.0), (100.0, 500.0)),
+                                                  (0.0, (10.0, 20.0), (0.0, 1.0))])
+def test_looking_ahead_leaves_the_walk_bit_for_bit(pause, speed, region):
+    """Driving walks whose legs end between rounds (short legs, long gaps now and then): a
+    walk asked for s_k(t) ahead and behind at every round reaches the same positions and
+    distances, to the bit, as one never asked (the legs drawn ahead must not change how the
+    walk batches, and so rounds, its sums of leg times)."""
+    def make():
+        rng = np.random.default_rng(3)
+        start = np.column_stack([rng.uniform(-300, 300, 60), rng.uniform(-300, 300, 60)])
+        return RandomWaypoint(start, (0.0, 0.0), region, speed, pause, rng)
+    asked, plain = make(), make()
+    gaps = np.random.default_rng(11)
+    t = 0.0
+    for r in range(300):
+        t += float(gaps.exponential(0.3 if r % 50 else 400.0))
+        for lag in (-0.005, -2.0, 0.005, 7.0, 2237.0):
+            asked.travelled_at(t + lag)
+        np.testing.assert_array_equal(asked.advance(t), plain.advance(t))
+        np.testing.assert_array_equal(asked.travelled, plain.travelled)
+
+
 def test_paused_device_keeps_its_gain_exactly():
     """(3) between arriving at a waypoint and leaving it the device's channel does not move."""
     walk = _walk(k=8, pause=5.0)
