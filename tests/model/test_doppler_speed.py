@@ -91,7 +91,8 @@ def _walk(k=40, pause=3.0, speed=(1.0, 10.0), seed=5):
 
 def test_travelled_at_is_the_walk_ahead_and_behind_and_does_not_move_it():
     """s_k(t) asked ahead of the walk, and behind it back to the previous leg, is the
-    ``travelled`` the walk reaches at t; asking leaves the trajectory as it was."""
+    ``travelled`` the walk reaches at t, back through the pause before the previous leg;
+    asking leaves the trajectory as it was."""
     times = np.arange(0.0, 300.0, 0.25)
     plain = _walk()
     truth = []
@@ -107,6 +108,18 @@ def test_travelled_at_is_the_walk_ahead_and_behind_and_does_not_move_it():
         np.testing.assert_allclose(asked.travelled_at(times[back]), truth[back][0], atol=1e-9)
         np.testing.assert_allclose(asked.travelled_at(times[back:i + 1], 3),
                                    [s[3] for s, _ in truth[back:i + 1]], atol=1e-9)
+    # exact back through the pause before the previous leg (every device, every instant)
+    again = _walk()
+    for i, t in enumerate(times):
+        again.advance(t)
+        for d in range(again.k):
+            since = times[(times >= again._pdep[d] - again.pause_s) & (times <= t)]
+            if again._pdep[d] > 0 and len(since):
+                rows = np.searchsorted(times, since)
+                np.testing.assert_allclose(again.travelled_at(since, d),
+                                           [truth[j][0][d] for j in rows], atol=1e-9)
+        if i > 200:
+            break
     # before t = 0 the first leg's speed runs backwards
     fresh = _walk()
     np.testing.assert_allclose(fresh.travelled_at(-0.5), -0.5 * fresh._v)
