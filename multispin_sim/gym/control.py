@@ -60,6 +60,12 @@ class AgentSplit(ReactivePolicy):
     def carry(self, problem):
         return self.own.carry(problem)
 
+    def use_channel(self, channel):
+        self.own.use_channel(channel)   # the scenario's own policy decides without an action
+
+    def bind_payload(self, model):
+        self.own.bind_payload(model)
+
     def ul_mask(self, problem):
         """(M, K) bool: the devices correcting by UL under the agent's action."""
         if self.kind == "prefix":

@@ -85,6 +85,8 @@ def mean_log1p(rho, eigenvalues):
     ``rho`` >= 0: the trapezoid rule of the module docstring on one grid for every rho."""
     rho = np.asarray(rho, dtype=float)
     lam = np.asarray(eigenvalues, dtype=float)
+    if not np.all(np.isfinite(rho) & (rho >= 0)):
+        raise ValueError("the SNR of an ergodic gain must be finite and non-negative")
     scale = rho.ravel() * lam.sum()
     out = np.zeros(scale.shape)
     some = scale > 0

@@ -114,3 +114,10 @@ def test_one_rayleigh_element_keeps_the_closed_form():
         assert law.one_rayleigh
         np.testing.assert_array_equal(law.ergodic_gain(g, 0.2, 1e6, 4e-21),
                                       ergodic_gain(g, 0.2, 1e6, 4e-21))
+
+
+@pytest.mark.parametrize("bad", [np.inf, np.nan, -1.0])
+def test_a_snr_that_is_not_finite_and_non_negative_is_refused(bad):
+    """No mean rate exists there: one clear error rather than a gain of 0 or a failed grid."""
+    with pytest.raises(ValueError, match="finite and non-negative"):
+        mean_log1p(np.array([1.0, bad]), np.ones(4))
