@@ -36,6 +36,12 @@ def _state(rng, k, m):
     return np.sqrt(1e-11 * rng.uniform(0.05, 5.0, k))[:, None] * _cn(rng, (k, m))
 
 
+def _shared_band(rng, k=12, m=4):
+    """(transmission, vectors, gains) of K devices on a shared band (ZF DL, MMSE UL)."""
+    a = _state(rng, k, m)
+    return Transmission(m, "mu-mimo-zf", "mu-mimo-mmse"), a, ArrayGains.of(a)
+
+
 # ---------------------------------------------------------------- the per-assignment reference
 
 def _ref_dl(tr, a, b, m):
@@ -156,9 +162,7 @@ def test_draft_objective_kernel_equals_the_reference_call_after_call():
 
     rng = np.random.default_rng(8)
     k, m = 12, 4
-    tr = Transmission(m, "mu-mimo-zf", "mu-mimo-mmse")
-    a = _state(rng, k, m)
-    g = ArrayGains.of(a)
+    tr, a, g = _shared_band(rng, k, m)
 
     class Sys(_Sys):
         @staticmethod
@@ -341,9 +345,7 @@ def test_prefix_split_skips_uplinks_that_cannot_win():
     # are the per-assignment reference's (test above), with fewer UL sets worked out
     rng = np.random.default_rng(14)
     k, m = 12, 4
-    tr = Transmission(m, "mu-mimo-zf", "mu-mimo-mmse")
-    a = _state(rng, k, m)
-    g = ArrayGains.of(a)
+    tr, a, g = _shared_band(rng, k, m)
     rejected = rng.random((300, k)) < 0.6
     problem = tr.problem(_Sys, rejected, g, g)
     d = optimal_split(problem)
