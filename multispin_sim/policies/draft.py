@@ -156,10 +156,14 @@ def planned_gains(scenario):
     return "auto" if blocks else "instantaneous"
 
 
+# policy.plan_gains: the scenario's choices are these names (scenario.names.PLAN_GAINS)
+PLANS = ("auto", "instantaneous", "ergodic")
+
+
 def checked_plan(plan):
     """``plan`` when it is a ``policy.plan_gains`` value, else one ValueError."""
-    if plan not in ("auto", "instantaneous", "ergodic"):
-        raise ValueError(f"plan_gains is {plan!r}; allowed: auto, instantaneous, ergodic")
+    if plan not in PLANS:
+        raise ValueError(f"plan_gains is {plan!r}; allowed: {', '.join(PLANS)}")
     return plan
 
 

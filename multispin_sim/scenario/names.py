@@ -36,7 +36,7 @@ EXHAUSTIVE_MAX_DEVICES = 16     # mode "exhaustive" tries 2^K UL/DL assignments
 # policy.estimator "exact" enumerates 2^K rejected sets (3^K with the random split's coins)
 EXACT_ESTIMATOR_MAX_DEVICES = {"random": 10, None: 14}
 ESTIMATORS: tuple[str, ...] = ("saa", "exact")
-PLAN_GAINS: tuple[str, ...] = ("auto", "instantaneous", "ergodic")   # policy.plan_gains
+PLAN_GAINS = Registered("multispin_sim.policies.draft", "PLANS")   # policy.plan_gains
 DEFAULT_DL_POWER_RATIO = 4.0    # P_dl = 4 x P_ul (10 mW) = 40 mW = 16.02 dBm when no DL key given
 
 LINK_MODELS = Registered("multispin_sim.model.link", "LINK_MODELS")
