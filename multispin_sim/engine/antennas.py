@@ -38,6 +38,10 @@ class ArrayChannel(OFDMAChannel):
                          clock)
         self.array = ServerArray() if array is None else array
         self.transmission = Transmission(self.array.m) if transmission is None else transmission
+        # the array gains ||h_k||^2 under maximum-ratio transmission and combining; none where a
+        # link shares its band (a stream's gain depends on the other streams' vectors)
+        self.gain_law = (None if self.transmission.multi_user
+                         else GainLaw.of(fading, self.array.m, self.array.rho))
         if self.array.m > 1:
             # the vector source replaces the one-antenna source the base class made (which drew
             # nothing from the stream, except Jakes' angles: the same for every policy); with
@@ -57,15 +61,6 @@ class ArrayChannel(OFDMAChannel):
     def _gains(self, h_ul, h_dl):
         self.g_ul, self.g_dl = self.array.gains(self.pathloss, h_ul, h_dl, self.reciprocal)
         return self.g_ul, self.g_dl
-
-    def _make_gain_law(self):
-        """The law of the array gains ||h_k||^2 (M Rayleigh elements with the array's
-        correlation, or M without fading) under maximum-ratio transmission and combining;
-        None when a link shares its band (a stream's gain then depends on the other streams'
-        vectors: no law of one device's gain prices its correction)."""
-        if self.transmission.multi_user:
-            return None
-        return GainLaw.of(self.fading, self.array.m, self.array.rho)
 
     def note(self, device, mode, bandwidth_hz):
         """A correction starts: its mode and band, for the round's effective gains."""

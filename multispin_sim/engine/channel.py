@@ -69,6 +69,9 @@ class OFDMAChannel:
         self.g_ul = None
         self.g_dl = None
         self.fading_model = model = FADING_MODELS.lookup(fading)
+        # the law of the small-scale gains the corrections meet, for the draft controllers'
+        # ergodic gains (model.ergodic; an antenna array has its own)
+        self.gain_law = GainLaw.of(fading)
         self.grid = self.rounds = None
         self.clock = clock
         extra = {}
@@ -163,17 +166,6 @@ class OFDMAChannel:
         of blocks on a grid: not known, taken as not)."""
         return self.grid is None or (self._round_s is not None
                                      and self._round_s <= self.coherence_s)
-
-    def gain_law(self):
-        """The law of the small-scale gains the corrections meet (``model.ergodic.GainLaw``:
-        the fading model's, one antenna), for the draft controllers' ergodic gains; made once."""
-        law = self.__dict__.get("_law")
-        if law is None:
-            law = self._law = self._make_gain_law()
-        return law
-
-    def _make_gain_law(self):
-        return GainLaw.of(self.fading)
 
     def csi(self, now):
         """The CSI the reactive decision uses at ``now`` (the round start's, unless blocks are

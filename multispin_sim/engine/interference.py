@@ -361,6 +361,7 @@ class InterferingChannel:
         _forward, ("system", "bits", "round_bits", "n0", "pathloss", "max_blocks"))
     fading, reciprocal, g_ul, g_dl = map(_forward, ("fading", "reciprocal", "g_ul", "g_dl"))
     extra_columns = _forward("extra_columns")   # a multi-antenna base records its streams
+    gain_law = _forward("gain_law")
 
     def round_columns(self, devices=None):
         return self.base.round_columns(devices)
@@ -395,9 +396,6 @@ class InterferingChannel:
 
     def round_gains_hold(self):
         return self.base.round_gains_hold()
-
-    def gain_law(self):
-        return self.base.gain_law()
 
     def _seen(self, now):
         n0, field, cell, globs = self.n0, self.field, self.cell, self.globs

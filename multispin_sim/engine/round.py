@@ -99,7 +99,7 @@ class ProtocolLoop:
         return DraftContext(index, server.controller_system(system), g_ul, g_dl, active,
                             self.workload.remaining(), server.policy, self.streams.controller,
                             channel.fading, channel.reciprocal, load, channel.round_gains_hold(),
-                            channel.gain_law())
+                            channel.gain_law)
 
 
 class RoundLoop(ProtocolLoop):
