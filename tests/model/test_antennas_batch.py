@@ -193,35 +193,50 @@ def test_more_devices_than_the_bitmasks_hold_take_the_one_by_one_path():
         np.testing.assert_allclose(d.t_comm[i], t_ref, rtol=1e-12)
 
 
+def _cmul(x, y):
+    return (x[0] * y[0] - x[1] * y[1], x[0] * y[1] + x[1] * y[0])
+
+
+def _cdiv(x, y):
+    d = y[0] * y[0] + y[1] * y[1]
+    return ((x[0] * y[0] + x[1] * y[1]) / d, (x[1] * y[0] - x[0] * y[1]) / d)
+
+
+def _pairs(values):
+    """Floats or complex numbers as exact (re, im) pairs of Fractions."""
+    return [(Fraction(complex(z).real), Fraction(complex(z).imag)) for z in values]
+
+
+def _quad_exact(c, v):
+    """v^H c^-1 v (a Fraction) for c (M, M) and v (M,) of (re, im) pairs, by Gauss-Jordan
+    elimination in exact rationals."""
+    m = len(v)
+    aug = [row[:] + [v[i]] for i, row in enumerate(c)]
+    for col in range(m):
+        for r in range(m):
+            if r != col:
+                f = _cdiv(aug[r][col], aug[col][col])
+                aug[r] = [(x[0] - _cmul(f, y)[0], x[1] - _cmul(f, y)[1])
+                          for x, y in zip(aug[r], aug[col])]
+    y = [_cdiv(aug[i][m], aug[i][i]) for i in range(m)]
+    return sum((_cmul((v[i][0], -v[i][1]), y[i])[0] for i in range(m)), Fraction(0))
+
+
 def _exact_mmse(a, w):
     """x_k / (1 - x_k), x_k = w_k a_k^H (I + sum_j w_j a_j a_j^H)^-1 a_k, in exact rationals
-    (the float inputs taken as they are); complex numbers as (re, im) pairs."""
-    def mul(x, y):
-        return (x[0] * y[0] - x[1] * y[1], x[0] * y[1] + x[1] * y[0])
-
-    def div(x, y):
-        d = y[0] * y[0] + y[1] * y[1]
-        return ((x[0] * y[0] + x[1] * y[1]) / d, (x[1] * y[0] - x[0] * y[1]) / d)
+    (the float inputs taken as they are)."""
     n, m = a.shape
-    v = [[(Fraction(z.real), Fraction(z.imag)) for z in row] for row in a]
+    v = [_pairs(row) for row in a]
     wf = [Fraction(x) for x in w]
     c = [[(Fraction(int(i == j)), Fraction(0)) for j in range(m)] for i in range(m)]
     for k in range(n):
         for i in range(m):
             for j in range(m):
-                t = mul(v[k][i], (v[k][j][0], -v[k][j][1]))
+                t = _cmul(v[k][i], (v[k][j][0], -v[k][j][1]))
                 c[i][j] = (c[i][j][0] + wf[k] * t[0], c[i][j][1] + wf[k] * t[1])
     out = []
     for k in range(n):
-        aug = [row[:] + [v[k][i]] for i, row in enumerate(c)]
-        for col in range(m):
-            for r in range(m):
-                if r != col:
-                    f = div(aug[r][col], aug[col][col])
-                    aug[r] = [(x[0] - mul(f, y)[0], x[1] - mul(f, y)[1])
-                              for x, y in zip(aug[r], aug[col])]
-        y = [div(aug[i][m], aug[i][i]) for i in range(m)]
-        x = wf[k] * sum((mul((v[k][i][0], -v[k][i][1]), y[i])[0] for i in range(m)), Fraction(0))
+        x = wf[k] * _quad_exact(c, v[k])
         out.append(float(x / (1 - x)))
     return np.array(out)
 
@@ -298,26 +313,8 @@ def test_ul_power_descent_batched_equals_one_set_at_a_time():
 # ---------------------------------------------------------------- the evaluator's shortcuts
 
 def _exact_quad(a, v):
-    """v^H a^-1 v in exact rationals (a Hermitian (M, M), v (M,), floats taken as they are) by
-    Gauss-Jordan elimination; complex numbers as (re, im) pairs."""
-    def mul(x, y):
-        return (x[0] * y[0] - x[1] * y[1], x[0] * y[1] + x[1] * y[0])
-
-    def div(x, y):
-        d = y[0] * y[0] + y[1] * y[1]
-        return ((x[0] * y[0] + x[1] * y[1]) / d, (x[1] * y[0] - x[0] * y[1]) / d)
-    m = len(v)
-    fr = [(Fraction(z.real), Fraction(z.imag)) for z in v]
-    aug = [[(Fraction(z.real), Fraction(z.imag)) for z in row] + [fr[i]]
-           for i, row in enumerate(a)]
-    for col in range(m):
-        for r in range(m):
-            if r != col:
-                f = div(aug[r][col], aug[col][col])
-                aug[r] = [(x[0] - mul(f, y)[0], x[1] - mul(f, y)[1])
-                          for x, y in zip(aug[r], aug[col])]
-    y = [div(aug[i][m], aug[i][i]) for i in range(m)]
-    return float(sum((mul((fr[i][0], -fr[i][1]), y[i])[0] for i in range(m)), Fraction(0)))
+    """v^H a^-1 v in exact rationals (a Hermitian (M, M), v (M,), floats taken as they are)."""
+    return float(_quad_exact([_pairs(row) for row in a], _pairs(v)))
 
 
 def test_hermitian_quad_forms_against_exact_arithmetic():
