@@ -70,7 +70,7 @@ def cmd_run(args):
     scenario = _load(args)
     try:
         result = simulate(scenario, out=args.out, results_dir=None if args.out else "results",
-                          progress=not args.quiet, command_line=sys.argv)
+                          progress=not args.quiet, command_line=args.command_line)
     except OutputExistsError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -519,6 +519,7 @@ def main(argv=None, *, exiting=False):
     with this status instead of being killed by the signal's default action."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    args.command_line = list(sys.argv if argv is None else ["multispin-sim", *argv])
     debug = debug_enabled(args.debug)
     RECEIVED.clear()
     previous = {}

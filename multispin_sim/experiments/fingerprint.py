@@ -5,8 +5,8 @@ changed default makes new runs. A fix inside the engine changes results without 
 scenario, and a trace or GraphML file named by path can be edited in place: the run's marker
 therefore also records
 
-- ``code``: a sha256 over the package's own source files (every ``.py`` file and the packaged
-  data files the model reads, by relative path and content), computed once per process;
+- ``code``: a sha256 over the package's own source files (``outputs.metadata.code_fingerprint``,
+  which every run.json records too);
 - ``inputs``: ``{key path: sha256 of the file's content}`` for every scenario key ending in
   ``_file`` that names a file (``workload.trace_file``, ``payload.pairs_file``,
   ``topology.graphml_file``, ``acceptance.trace_file``, ...).
@@ -20,37 +20,6 @@ import functools
 import hashlib
 import os
 from collections.abc import Mapping
-from pathlib import Path
-
-PACKAGE = Path(__file__).resolve().parents[1]
-_SKIP_DIRS = {"__pycache__"}
-
-
-def _source_files():
-    out = []
-    for root, dirs, files in os.walk(PACKAGE):
-        dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS and not d.startswith("."))
-        here = Path(root)
-        in_data = "data" in here.relative_to(PACKAGE).parts
-        for name in sorted(files):
-            if name.endswith(".py") or (in_data and not name.endswith((".pyc", ".pyo"))):
-                out.append(here / name)
-    return out
-
-
-@functools.lru_cache(maxsize=1)
-def code_fingerprint():
-    """sha256 (hex) of the package's source: the same text on every file, the same value."""
-    h = hashlib.sha256()
-    for path in _source_files():
-        h.update(path.relative_to(PACKAGE).as_posix().encode())
-        h.update(b"\0")
-        try:
-            h.update(path.read_bytes())
-        except OSError:   # a file removed as we walk: its absence is part of the value
-            h.update(b"<unreadable>")
-        h.update(b"\0")
-    return h.hexdigest()
 
 
 @functools.lru_cache(maxsize=256)

@@ -39,8 +39,9 @@ from pathlib import Path
 from ..version import __version__
 from ..errors import RECEIVED, STOP_SIGNALS, catch, restore
 from ..outputs.atomic import check_folder, write_json, write_text   # strict JSON, file + rename
+from ..outputs.metadata import code_fingerprint
 from .executors import check_executor, get_executor
-from .fingerprint import code_fingerprint, input_fingerprints, stale_reason
+from .fingerprint import input_fingerprints, stale_reason
 from .sweepfile import dump_sweep_yaml, run_key
 from .tables import write_tables
 

@@ -1,11 +1,42 @@
 """Run metadata (``run.json``) and the choice of a fresh output folder."""
 import functools
+import hashlib
 import importlib.metadata
+import os
 import platform
-import sys
 from pathlib import Path
 
 PACKAGES = ("numpy", "scipy", "simpy", "networkx", "pyyaml", "numba")
+
+PACKAGE = Path(__file__).resolve().parents[1]
+_SKIP_DIRS = {"__pycache__"}
+
+
+def _source_files():
+    out = []
+    for root, dirs, files in os.walk(PACKAGE):
+        dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS and not d.startswith("."))
+        here = Path(root)
+        in_data = "data" in here.relative_to(PACKAGE).parts
+        for name in sorted(files):
+            if name.endswith(".py") or (in_data and not name.endswith((".pyc", ".pyo"))):
+                out.append(here / name)
+    return out
+
+
+@functools.lru_cache(maxsize=1)
+def code_fingerprint():
+    """sha256 (hex) of the package's source: the same text on every file, the same value."""
+    h = hashlib.sha256()
+    for path in _source_files():
+        h.update(path.relative_to(PACKAGE).as_posix().encode())
+        h.update(b"\0")
+        try:
+            h.update(path.read_bytes())
+        except OSError:   # a file removed as we walk: its absence is part of the value
+            h.update(b"<unreadable>")
+        h.update(b"\0")
+    return h.hexdigest()
 
 
 def package_versions():
@@ -29,6 +60,11 @@ def run_metadata(version, seed, wall_time_s, command_line=None, *, compiled_sear
                  **extra):
     """What ``run.json`` holds: enough to say which code and inputs made a result.
 
+    ``command_line``: the command that made the run (null when it was made through the Python
+    API: the host process's arguments would not reproduce it); ``code_sha256``: the package's
+    source (``code_fingerprint``), which tells two states of the code apart where the version
+    number does not.
+
     ``compiled_search``: whether this run's draft controller ran the compiled search (the
     engine asks the run's controller; not whether this process ever imported it: a sweep
     worker or a second ``simulate`` call runs other scenarios after a searching one)."""
@@ -36,7 +72,8 @@ def run_metadata(version, seed, wall_time_s, command_line=None, *, compiled_sear
         "multispin_sim_version": version,
         "seed": seed,
         "wall_time_s": wall_time_s,
-        "command_line": list(sys.argv if command_line is None else command_line),
+        "command_line": None if command_line is None else list(command_line),
+        "code_sha256": code_fingerprint(),
         "packages": package_versions(),
         "platform": _platform(),
         "compiled_search": bool(compiled_search),

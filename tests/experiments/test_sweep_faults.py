@@ -102,7 +102,7 @@ def test_runs_made_by_other_code_are_redone_not_mixed(tmp_path, capsys):
     """A run's identity is its scenario; an engine fix changes results without changing the
     scenario. Runs whose done.json records another code fingerprint (or none: made before
     fingerprints were recorded) are made again, and the sweep says how many and why."""
-    from multispin_sim.experiments import fingerprint
+    from multispin_sim.outputs import metadata as fingerprint
 
     sw = load_sweep(_doc())
     out = tmp_path / "out"
@@ -134,7 +134,7 @@ def test_runs_made_by_other_code_are_redone_not_mixed(tmp_path, capsys):
 def test_the_code_fingerprint_follows_the_package_source(tmp_path, monkeypatch):
     """The fingerprint covers every .py file of the package: a one-line change in a copy of
     the package changes it, and undoing the change gives the first value back."""
-    from multispin_sim.experiments import fingerprint
+    from multispin_sim.outputs import metadata as fingerprint
 
     copy = tmp_path / "multispin_sim"
     shutil.copytree(fingerprint.PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))

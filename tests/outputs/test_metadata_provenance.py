@@ -1,0 +1,41 @@
+"""run.json says what made a run: the command line only where one made it (null through the
+Python API, where the host process's arguments would not reproduce the run), and a sha256 of
+the package's source, which tells two states of the code apart where the version does not."""
+import hashlib
+import json
+
+import multispin_sim as ms
+from multispin_sim.cli import main
+from multispin_sim.outputs import metadata
+
+SMALL = ["--set", "devices.count=2", "--rounds", "3", "--seed", "4", "--quiet"]
+
+
+def _meta(folder):
+    return json.loads((folder / "run.json").read_text())
+
+
+def test_a_run_through_the_api_records_no_command_line(tmp_path):
+    result = ms.simulate(ms.load_scenario(None, overrides={"devices.count": 2, "run.rounds": 3}),
+                         out=tmp_path / "api")
+    assert _meta(result.folder)["command_line"] is None
+
+
+def test_the_command_records_its_own_arguments_not_the_host_process(tmp_path):
+    out = tmp_path / "cli"
+    assert main(["run", *SMALL, "--out", str(out)]) == 0
+    assert _meta(out)["command_line"] == ["multispin-sim", "run", *SMALL, "--out", str(out)]
+
+
+def test_code_sha256_is_the_hash_of_the_package_source(tmp_path):
+    out = tmp_path / "cli"
+    assert main(["run", *SMALL, "--out", str(out)]) == 0
+    # recomputed here from the files themselves: relative path, NUL, content, NUL, in order
+    h = hashlib.sha256()
+    for path in metadata._source_files():
+        h.update(path.relative_to(metadata.PACKAGE).as_posix().encode() + b"\0")
+        h.update(path.read_bytes() + b"\0")
+    assert _meta(out)["code_sha256"] == h.hexdigest()
+    assert {p.relative_to(metadata.PACKAGE).as_posix()
+            for p in metadata.PACKAGE.rglob("*.py") if "__pycache__" not in p.parts} <= {
+        p.relative_to(metadata.PACKAGE).as_posix() for p in metadata._source_files()}
