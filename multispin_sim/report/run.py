@@ -372,7 +372,8 @@ def run_report(checked):
     body.append("<h2>Scenario</h2><pre>" + _e(_yaml_text(folder / "scenario.yaml")) + "</pre>")
     if meta:
         keep = {k: meta[k] for k in ("version", "multispin_sim_version", "seed", "wall_time_s",
-                                     "command_line", "python", "platform", "complete") if k in meta}
+                                     "command_line", "code_sha256", "python", "platform", "complete")
+                if k in meta}
         body.append("<h2>How it was made</h2><pre>" + _e(json.dumps(keep or meta, indent=2)) + "</pre>")
     sub = f"run folder <code>{_e(folder.resolve())}</code>"
     return _page(f"multispin-sim run report: {folder.name}", sub, "\n".join(body))
