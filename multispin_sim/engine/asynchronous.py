@@ -9,7 +9,8 @@
   server:    when free and drafts wait, the batching policy (``serving.batching``,
              ``policies.batching``) says how many of the oldest waiting drafts form the batch;
              ``EdgeServer.verify`` takes the batched pass, ``EdgeServer.outcomes`` the outcomes
-             (one acceptance row per batch, like one round), ``EdgeServer.decide`` the reactive
+             (per draft: device k's n-th draft reads the acceptance draws of its own n-th draft,
+             whatever the batch), ``EdgeServer.decide`` the reactive
              decision for the batch's rejected devices (see the sharing rule). The server is
              free again as soon as the pass ends (corrections are communication only).
 
@@ -278,7 +279,9 @@ class AsyncLoop(ProtocolLoop):
                 d.batch = b
             self._in_progress += 1
             t_ver = yield from server.verify(env, n, gamma, active)
-            accepted, tokens, rejected = server.outcomes(gamma, active, self.workload.needed())
+            # keyed per draft: the batches depend on timing, hence on the policy
+            accepted, tokens, rejected = server.outcomes(gamma, active, self.workload.needed(),
+                                                         per_draft=True)
             tokens = np.where(active, tokens, 0)
             rejected &= active
             if observe is not None:

@@ -51,11 +51,15 @@ class EdgeServer:
         yield env.timeout(duration)
         return duration
 
-    def outcomes(self, gamma, active=None, remaining=None):
+    def outcomes(self, gamma, active=None, remaining=None, per_draft=False):
         """(accepted, tokens, rejected) per device for this round's draft lengths ``gamma``
         (``active``: the devices in the batch; the others have gamma 0 and do not move;
-        ``remaining``: tokens each request still needs, for acceptance sessions per request)."""
-        accepted = self.acceptance.accepted(gamma, active)
+        ``remaining``: tokens each request still needs, for acceptance sessions per request;
+        ``per_draft``: each device's draws keyed by its own draft number, not by the call, for
+        batches formed by timing: ``AcceptanceModel.accepted_per_draft``)."""
+        acceptance = self.acceptance
+        accepted = (acceptance.accepted_per_draft(gamma, active) if per_draft
+                    else acceptance.accepted(gamma, active))
         if remaining is not None and self.per_request:
             done = accepted + 1 >= remaining
             if active is not None:

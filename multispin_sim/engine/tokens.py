@@ -3,9 +3,10 @@
 ``TokenServer`` is the ``EdgeServer`` of the token mode, behind the same two calls the round
 makes: ``outcomes(gamma)`` (verification) and ``decide(rejected, g_ul, g_dl)`` (the reactive
 decision, then the corrections). It draws, every round, from its own stream (``tokens``):
-3 x K x max_draft uniforms (draft token, acceptance test, pair row of each position) and K
+3 x K x (max_draft + 1) uniforms (draft token, acceptance test, pair row of each position) and K
 uniforms (the correction or bonus token), whatever the outcome: the same tokens for every policy
-(common random numbers). The pure part lives in ``model.tokens`` and ``model.payload``.
+(common random numbers). In the asynchronous protocol (``per_draft``) those rows are handed out
+per draft: device k's n-th draft reads row n's uniforms of device k, whatever the batch. The pure part lives in ``model.tokens`` and ``model.payload``.
 
 Records: ``corrections.csv`` (one row per correction: round, device, mode, the payload format
 and its bits, the acceptance probability of the rejected position, the DL TV of the output token
@@ -27,6 +28,7 @@ from collections import deque
 import numpy as np
 
 from ..model.payload import correction_bits
+from ..model.per_draft import DraftRows
 from ..model.reactive import DL, UL
 from ..outputs.records import CsvStream
 from ..outputs.statistics import GrowingArray
@@ -89,14 +91,38 @@ class TokenServer(EdgeServer):
         self.first_tokens = np.zeros(system.k, dtype=np.int64)
         self._verified = deque()  # contexts of the outcomes with rejections, not decided yet
         self._carried = {}  # device -> context of the round its deferred correction is from
+        self._per_draft = None  # rows per draft number (outcomes per_draft)
         reactive_policy.bind_payload(model)
 
     # -- verification ----------------------------------------------------------------------
-    def outcomes(self, gamma, active=None, remaining=None):
+    def _draw_row(self):
+        """One row of the stream, as a round draws it: u (3, K, G + 1), then K uniforms."""
+        return self.rng.random((3, self.system.k, self.g + 1)), self.rng.random(self.system.k)
+
+    def _device_parts(self):
+        """The next row split per device (``DraftRows``): device k's (3 (G + 1) + 1,) part."""
+        u, u_last = self._draw_row()
+        return [np.append(u[:, i, :], u_last[i])[None, :] for i in range(self.system.k)]
+
+    def _draft_uniforms(self, active):
+        """u and u_last of the active devices' next drafts, device k's n-th draft reading row
+        n's part of device k (the others' entries 0.5, never read for a result)."""
+        if self._per_draft is None:
+            self._per_draft = DraftRows(self.system.k, self._device_parts)
+        k, g = self.system.k, self.g
+        u, u_last = np.full((3, k, g + 1), 0.5), np.full(k, 0.5)
+        for i in (range(k) if active is None else np.flatnonzero(active).tolist()):
+            part = self._per_draft.next(i)
+            u[:, i, :] = part[:-1].reshape(3, g + 1)
+            u_last[i] = part[-1]
+        return u, u_last
+
+    def outcomes(self, gamma, active=None, remaining=None, per_draft=False):
+        """``EdgeServer.outcomes`` by speculative sampling; ``per_draft``: device k's n-th draft
+        reads row n's uniforms of device k, the row a round-by-round draw reads in round n."""
         k, g = self.system.k, self.g
         model, table = self.model, self.model.table
-        u = self.rng.random((3, k, g + 1))
-        u_last = self.rng.random(k)
+        u, u_last = self._draft_uniforms(active) if per_draft else self._draw_row()
         gamma = np.asarray(gamma)
         if self.single_row:
             rows = self.row0_col

@@ -4,7 +4,9 @@ One interface, one small class per setting, registered by name (``acceptance.mod
 
 - ``iid`` (the paper's model, the default): per-token acceptance alpha_k, i.i.d. One uniform U
   per device and round from the acceptance stream, drawn ``block`` rounds at a time (the same
-  numbers as round by round); accepted = min(floor(ln U / ln alpha_k), gamma_k).
+  numbers as round by round); accepted = min(floor(ln U / ln alpha_k), gamma_k). Per draft
+  (``accepted_per_draft``, the asynchronous protocol): device k's n-th draft reads the uniform
+  of row n, column k of the same stream (``model.per_draft``).
 - ``beta``: per-session heterogeneity. Every session of ``session_tokens`` token positions of a
   device draws its own alpha ~ Beta(m kappa, (1 - m) kappa) around the device's mean m
   (concentration kappa); within a session agreements are i.i.d. Bernoulli(alpha).
@@ -35,6 +37,7 @@ import numpy as np
 
 from .acceptance_trace import UNKNOWN, mean_agreement
 from .markov import MARKOV_KEYS, markov_chain, markov_moments
+from .per_draft import DraftRows
 from .registry import Registry, section_keywords
 from .speculative import acceptance_uniforms, run_length
 
@@ -51,7 +54,10 @@ TASK_CATEGORIES = {
 
 
 class AcceptanceModel:
-    """Interface: ``accepted(gamma, active)`` -> accepted drafts per device (int64, (K,)).
+    """Interface: ``accepted(gamma, active)`` -> accepted drafts per device (int64, (K,)), one
+    call per round; ``accepted_per_draft(gamma, active)`` the same for the drafts of the
+    ``active`` devices, each device's draws keyed by its own draft number (the asynchronous
+    protocol, whose batches are formed by timing: see ``accepted_per_draft``).
 
     ``nominal``: each device's long-run agreement rate (K,); ``true_rate()``: the rate the oracle
     belief reports this round; ``parameters()``: what ``summary.json`` records.
@@ -76,6 +82,15 @@ class AcceptanceModel:
 
     def accepted(self, gamma, active=None):
         raise NotImplementedError
+
+    def accepted_per_draft(self, gamma, active=None):
+        """Accepted drafts (int64, (K,)) of the ``active`` devices' next drafts (the others: 0),
+        device k's n-th draft drawn from the same numbers whichever devices are verified with
+        it, so batches formed differently (another policy's timing) keep common random numbers
+        draft by draft. This default is ``accepted``: right for a model whose devices each read
+        their own draws and move only when active; a model drawing one row per call couples
+        batches, not drafts, and overrides this."""
+        return self.accepted(gamma, active)
 
     def true_rate(self):
         return self.nominal
@@ -106,6 +121,7 @@ class IIDAcceptance(AcceptanceModel):
         self._runs = np.empty((0, self.k))
         self._next = 0
         self._capped = self._capped_for = self._capped_gamma = None  # capped_block's cache
+        self._per_draft = None   # accepted_per_draft's rows (a run uses it or the rounds')
 
     def _run_lengths(self):
         if self._next == len(self._runs):
@@ -118,6 +134,24 @@ class IIDAcceptance(AcceptanceModel):
 
     def accepted(self, gamma, active=None):
         return np.minimum(self._run_lengths(), gamma).astype(np.int64)
+
+    def _draft_block(self):
+        """The next ``block`` rows of run lengths, drawn as ``_run_lengths`` draws them, split
+        into each device's column (copies: a device's lag holds its column only)."""
+        runs = run_length(acceptance_uniforms(self.rng, (self.block, self.k)), self.alpha)
+        return [runs[:, i].copy() for i in range(self.k)]
+
+    def accepted_per_draft(self, gamma, active=None):
+        """Device k's n-th draft reads row n, column k of the acceptance stream's rows (drawn
+        ``block`` rows at a time as the most advanced device needs them): in a run where every
+        device drafts every round these are the rows ``accepted`` reads round by round."""
+        if self._per_draft is None:
+            self._per_draft = DraftRows(self.k, self._draft_block)
+        rows = self._per_draft
+        runs = np.zeros(self.k)
+        for i in (range(self.k) if active is None else np.flatnonzero(active).tolist()):
+            runs[i] = rows.next(i)
+        return np.minimum(runs, gamma).astype(np.int64)
 
     def capped_block(self, gamma):
         """``(block, i)``: this round's accepted counts are ``block[i]``, the same values as
@@ -247,6 +281,9 @@ class AgreementWalk(AcceptanceModel):
         self._countdown = (n - self.margin) // self.MAX_STEP
 
     def accepted(self, gamma, active=None):
+        """Also ``accepted_per_draft`` (the interface's default): a device reads its own
+        sequence at its own position and an inactive one (gamma 0) does not move, so its n-th
+        draft's outcome depends on its own drafts only, not on the batches."""
         if self._runs is None:
             self._refill()
         flat = self._flat

@@ -5,7 +5,8 @@
   with its own rejected position: corrections.csv's (round, device, mode) rows are
   device_rounds.csv's corrections, and with real pairs of many rows the accept_prob and DL TV
   of each row are those of the position rejected in that batch (an oracle that replays the
-  ``tokens`` stream: each verification draws 3 x K x (max_draft + 1) then K uniforms).
+  ``tokens`` stream: rows of 3 x K x (max_draft + 1) then K uniforms, device k's n-th draft
+  reading row n's part of device k).
 - ``policy.mode: deadline``: a correction carried to the next round start gets its row in the
   round that sends it (the round device_rounds.csv records it in), drawn at the position
   rejected in the round it was deferred from, and counts in the summary's payload section.
@@ -87,21 +88,28 @@ def make_pairs(path, vocab, n=24, seed=3):
 def replayed_rejected_rows(res, nrows):
     """{(batch, device): pair row of the rejected position}, from device_rounds.csv's draft
     lengths and accepted counts and the ``tokens`` stream replayed (independent of the server's
-    bookkeeping): batches are verified in index order, each drawing u (3, K, G + 1) then K
-    uniforms; a position's row is floor(u[2] n) (one range of n rows for every device)."""
+    bookkeeping): the stream's rows are drawn in order, each u (3, K, G + 1) then K uniforms,
+    and device k's n-th draft (its drafts in batch order) reads row n's part of device k (in a
+    synchronous run every device drafts every round: row n = round n); a position's row is
+    floor(u[2] n) (one range of n rows for every device)."""
     sc = res.scenario
     k, g = sc.devices.count, sc.policy.max_draft
     rng = RandomStreams(sc.seed).tokens
     d = res.device_rounds
-    out = {}
-    for b in range(int(d["round"].max()) + 1):
+    order = np.lexsort((d["round"], d["device"]))   # by device, then batch
+    draft_number = np.empty(len(order), dtype=np.int64)
+    counts = np.bincount(d["device"], minlength=k)
+    draft_number[order] = np.concatenate([np.arange(c) for c in counts])
+    u2 = []
+    for _ in range(int(counts.max())):
         u = rng.random((3, k, g + 1))
         rng.random(k)
-        rows = np.minimum((u[2] * nrows).astype(np.int64), nrows - 1)
-        m = d["round"] == b
-        for i, acc, rej in zip(d["device"][m], d["accepted"][m], d["rejected"][m]):
-            if rej:
-                out[(b, int(i))] = int(rows[i, acc])
+        u2.append(u[2])
+    out = {}
+    for b, i, n, acc, rej in zip(d["round"], d["device"], draft_number, d["accepted"],
+                                 d["rejected"]):
+        if rej:
+            out[(int(b), int(i))] = int(min(int(u2[n][i, acc] * nrows), nrows - 1))
     return out
 
 
