@@ -6,7 +6,8 @@ decision, then the corrections). It draws, every round, from its own stream (``t
 3 x K x (max_draft + 1) uniforms (draft token, acceptance test, pair row of each position) and K
 uniforms (the correction or bonus token), whatever the outcome: the same tokens for every policy
 (common random numbers). In the asynchronous protocol (``per_draft``) those rows are handed out
-per draft: device k's n-th draft reads row n's uniforms of device k, whatever the batch. The pure part lives in ``model.tokens`` and ``model.payload``.
+per draft: device k's n-th draft reads row n's uniforms of device k, whatever the batch. The
+pure part lives in ``model.tokens`` and ``model.payload``.
 
 Records: ``corrections.csv`` (one row per correction: round, device, mode, the payload format
 and its bits, the acceptance probability of the rejected position, the DL TV of the output token
