@@ -7,7 +7,8 @@ network; a device drafts and is verified only in the cell it is attached to
 (``AttachedWorkload``: the cell's active set is its attached devices). ``Network`` owns the
 positions (one ``RandomWaypoint`` of D devices on the cells stream), the large-scale gains of
 every device to every server (``Links.gain``, updated as the devices move; a link's LOS state
-and shadowing are drawn once), the A3 trigger (``model.handover``), and the migrations:
+and shadowing follow the distance its device has walked, ``model.pathloss_spatial``, whatever
+the instants at which they are read), the A3 trigger (``model.handover``), and the migrations:
 
 - at a measurement instant (every ``cells.measurement_period_ms``) the positions move on, the
   gains follow, and the trigger may hand a device over;
@@ -61,7 +62,6 @@ class Network:
         # each link's LOS state and shadowing: the static drop's, then spatially consistent
         self.state = ConsistentLinks.from_scenario(scenario, model, rng, d)
         self.gain, self.los = self.state.gain, self.state.los
-        self._travelled = np.zeros(self.pos.shape[0])
         self.d = self.pos.shape[0]
         self.distance = d
         self.p_dl = p_dl   # (S,) the servers' DL budgets: RSRP = P_dl,s x gain
@@ -100,10 +100,8 @@ class Network:
         self._t = t
         pos = self.pos = walk_to(self.walk, t)
         self.distance = self.layout.distances(pos)
-        travelled = self.walk.travelled
-        self.gain = self.state.move(self.distance, travelled - self._travelled)
+        self.gain = self.state.at(self.distance, self.walk.travelled)
         self.los = self.state.los
-        self._travelled = travelled.copy()
         self.links.gain = self.gain
 
     def rsrp_db(self):

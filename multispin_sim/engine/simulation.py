@@ -310,7 +310,8 @@ def build_run(scenario, folder, inputs, *, progress=False, controller=None, reac
     controller = own_controller if controller is None else controller(own_controller)
     env = simpy.Environment() if env is None else env
     coherence = None if ch.coherence_time_ms is None else ch.coherence_time_ms * 1e-3
-    mover = Mover(scenario, population, streams.mobility, streams.shadowing) if moving else None
+    mover = (Mover(scenario, population, streams.mobility, streams.shadowing_path) if moving
+             else None)
     if mover_hook is not None:
         mover = mover_hook(mover)
     channel = build_channel(scenario, system, streams, coherence, moving,

@@ -16,10 +16,11 @@ STREAMS = (
     "controller",  # sample average approximation in draft-length search
     "mobility",    # device movement
     "topology",    # device bearings of the annulus layout
-    "shadowing",   # log-normal shadowing: initial values and their changes as devices move
+    "shadowing",   # log-normal shadowing: initial values
     "tokens",      # token-level payload model: draft tokens, acceptance tests, corrections
     "link",        # link layer: HARQ/BLER draws and retry fading blocks (link.model: mcs)
     "csi",         # CSI estimation errors at decision time (csi.*)
+    "shadowing_path",  # shadowing along moving devices' paths, one stream per device
 )
 
 

@@ -9,13 +9,13 @@ one edge server-device per device with its distance and large-scale gain.
 
 ``Mover`` is the SimPy-free side of mobility: at each round start the engine asks it for the
 large-scale gains at that time (random-waypoint positions, path loss from the new distances,
-shadowing correlated over the distance moved). ``doppler_clock`` makes its walk the clock of
+shadowing as a function of the distance each device has travelled, ``model.shadowing.PathProcess``). ``doppler_clock`` makes its walk the clock of
 the fading under ``channel.doppler`` 'speed'.
 """
 import numpy as np
 
 from ..model.mobility import MOBILITY_MODELS, Wavelengths, clamped_pathloss_gain
-from ..model.shadowing import shadowing_gain, shadowing_step
+from ..model.shadowing import PathProcess, shadowing_gain
 from ..model.topology import LAYOUTS, distances
 from ..model.units import SPEED_OF_LIGHT
 from ..scenario import ScenarioError
@@ -144,7 +144,13 @@ class Mover:
     """Large-scale gains of moving devices, evaluated at round starts.
 
     gains(t) -> (K,) G_k(t) = path loss at the device's distance at t (clamped to >= 1 m) times
-    its shadowing, which decorrelates with the distance moved (Gudmundson).
+    its shadowing sigma X_k(s_k(t)) dB (``shadow_db``), where s_k(t) is the distance the device has walked by t
+    and X_k the ``PathProcess`` started at the population's drawn value: N(0, sigma^2) dB at
+    every t, correlation exp(-|s - s'| / ``channel.shadowing_decorrelation_m``) between values
+    on its grid or in different grid intervals (Gudmundson), a deterministic function of the
+    walk and the seed. ``shadowing_rng``: the generator the devices' own streams are spawned
+    from (the ``shadowing_path`` stream), so the shadowing does not depend on when, or how
+    often, rounds start.
     """
 
     def __init__(self, scenario, population, rng, shadowing_rng):
@@ -156,22 +162,19 @@ class Mover:
         self.ref_gain_db = ch.ref_gain_db
         self.exponent = ch.pathloss_exponent
         self.sigma_db = ch.shadowing_db
-        self.decorrelation_m = ch.shadowing_decorrelation_m
         self.shadow_db = population.shadowing_db.copy()
-        self.shadowing_rng = shadowing_rng
-        self._travelled = np.zeros(population.system.k)
+        self.path = None
+        if self.sigma_db > 0:
+            self.path = PathProcess(self.shadow_db, ch.shadowing_decorrelation_m,
+                                    shadowing_rng, scale=self.sigma_db)
         self.distance = population.distance_m.copy()
 
     def gains(self, t):
         positions = walk_to(self.walk, t)
         self.distance = distances(positions, self.centre)
         gain = clamped_pathloss_gain(self.distance, self.ref_gain_db, self.exponent)
-        if self.sigma_db > 0:
-            moved = self.walk.travelled - self._travelled
-            self._travelled = self.walk.travelled.copy()
-            z = self.shadowing_rng.standard_normal(moved.size)
-            self.shadow_db = shadowing_step(self.shadow_db, moved, self.sigma_db,
-                                            self.decorrelation_m, z)
+        if self.path is not None:
+            self.shadow_db = self.path.at(self.walk.travelled)
             gain = gain * shadowing_gain(self.shadow_db)
         return gain
 

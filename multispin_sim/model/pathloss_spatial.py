@@ -3,10 +3,11 @@
 A static drop draws each device-server link's LOS state and shadowing once
 (``PathLossModel.draw``). A moving device must see them change with its position, or the LOS
 probability no longer holds at the distance it has reached. ``ConsistentLinks`` keeps, per link,
-two standard normal processes of the distance the device has travelled, each an exponentially
-correlated (Gauss-Markov) process: after moving m metres, X' = rho X + sqrt(1 - rho^2) W with
-rho = exp(-m / d_corr) and W ~ N(0, 1) fresh, so X stays N(0, 1) and the correlation of two
-values m apart along the path is exp(-m / d_corr) (Gudmundson, Electron. Lett. 27(23), 1991):
+two standard normal processes of the distance s the device has travelled
+(``model.shadowing.PathProcess``): exponentially correlated, exp(-|s - s'| / d_corr) between
+values on their grid of d_corr / 16 or in different grid intervals, at most 1/64 more within one
+interval (Gudmundson, Electron. Lett. 27(23), 1991), N(0, 1) at every s, and a function of the
+device's path and the seed only, whatever the instants at which the gains are read:
 
 - the LOS state, TR 38.901 V17.0.0 section 7.6.3.3: the link is LOS when a spatially
   consistent uniform U = Phi(X_los) is below P_LOS(d2D) at the current distance (Table
@@ -22,12 +23,13 @@ The processes follow the distance along each device's path, not a field over the
 device coming back to where it was draws anew (the standard one-dimensional approximation).
 At the drop the state is the one ``draw`` makes from the same generator (one uniform per link
 for the LOS state, then one standard normal per link for the shadowing), so a device that has
-not moved has exactly the static drop's gains. The innovations come from a generator of their
-own (``rng_move``).
+not moved has exactly the static drop's gains. The processes' innovations come from a
+generator of their own (``rng_move``): the shadowing's devices' streams are spawned from it
+first, then the LOS state's.
 """
 import numpy as np
 
-from .fading import gauss_markov_step
+from .shadowing import PathProcess
 from .units import db_to_linear
 
 MOVE_STREAM_KEY = (1000, 1)   # under the cells stream's key (engine.cell_plan.CELLS_STREAM_KEY)
@@ -42,13 +44,14 @@ class ConsistentLinks:
         self.model = model
         self.decorrelation_m = float(decorrelation_m)
         self.los_correlation_m = float(model.los_correlation_m)
-        self.rng = rng_move
         # the draws of PathLossModel.draw, in its order
-        self.u = rng.random(d.shape)
+        self.u0 = self.u = rng.random(d.shape)
         self.x_sf = rng.standard_normal(d.shape)
         from scipy.special import ndtri   # scipy.special only where devices move
 
         self.x_los = ndtri(self.u)
+        self.sf_path = PathProcess(self.x_sf, self.decorrelation_m, rng_move)
+        self.los_path = PathProcess(self.x_los, self.los_correlation_m, rng_move)
         self._set(d)
 
     @classmethod
@@ -64,20 +67,17 @@ class ConsistentLinks:
         self.los = self.u < m.los_probability(d)
         self.gain = db_to_linear(m.gain_db(d, self.los) + m.shadowing_std_db(self.los) * self.x_sf)
 
-    def move(self, d2d_m, moved_m):
-        """The gains (D, S) at the distances ``d2d_m`` after each device moved ``moved_m`` (D,)
-        metres along its path since the last call."""
+    def at(self, d2d_m, travelled_m):
+        """The gains (D, S) at the distances ``d2d_m`` when each device has travelled
+        ``travelled_m`` (D,) metres along its path (non-decreasing from call to call)."""
         d = np.asarray(d2d_m, dtype=float)
-        moved = np.broadcast_to(np.asarray(moved_m, dtype=float)[:, None], d.shape)
-        w = self.rng.standard_normal((2,) + d.shape)
-        went = moved > 0
-        # X after moving m metres: the Gauss-Markov step with rho = exp(-m / d_corr)
-        x_sf = gauss_markov_step(self.x_sf, np.exp(-moved / self.decorrelation_m), w[0])
-        self.x_sf = np.where(went, x_sf, self.x_sf)
-        x_los = gauss_markov_step(self.x_los, np.exp(-moved / self.los_correlation_m), w[1])
+        s = np.asarray(travelled_m, dtype=float)
+        self.x_sf = self.sf_path.at(s)
+        self.x_los = self.los_path.at(s)
         from scipy.special import ndtr
 
-        self.u = np.where(went, ndtr(x_los), self.u)
-        self.x_los = np.where(went, x_los, self.x_los)
+        # a device that has not moved keeps the drop's own uniform (Phi(Phi^-1(u)) may not
+        # return u to the last bit)
+        self.u = np.where((s > 0)[:, None], ndtr(self.x_los), self.u0)
         self._set(d)
         return self.gain

@@ -53,7 +53,7 @@ def _built(overrides, seed=3):
     sc = ms.load_scenario(None, overrides={**MOVING, "channel.doppler": "speed", **overrides})
     streams = RandomStreams(seed)
     pop = build_population(sc, streams.devices, streams.topology, streams.shadowing)
-    mover = Mover(sc, pop, streams.mobility, streams.shadowing)
+    mover = Mover(sc, pop, streams.mobility, streams.shadowing_path)
     coh = sc.channel.coherence_time_ms
     channel = build_channel(sc, pop.system, streams, None if coh is None else coh * 1e-3, True,
                             doppler_clock(sc, mover))

@@ -243,7 +243,7 @@ def test_links_that_have_not_moved_are_the_static_drop():
     gain, los = model.draw(np.random.default_rng(9), d)
     links = ConsistentLinks(model, np.random.default_rng(9), d, 50.0, np.random.default_rng(1))
     assert np.array_equal(links.gain, gain) and np.array_equal(links.los, los)
-    links.move(d, np.zeros(30))
+    links.at(d, np.zeros(30))
     assert np.array_equal(links.gain, gain) and np.array_equal(links.los, los)
 
 
@@ -257,7 +257,7 @@ def test_the_los_fraction_follows_the_distance_a_device_reaches():
     p0 = float(model.los_probability(30.0))
     assert abs(links.los.mean() - p0) < 4.5 * math.sqrt(p0 * (1 - p0) / n)
     for d in np.arange(40.0, 201.0, 10.0):
-        links.move(np.full((n, 1), d), np.full(n, 10.0))
+        links.at(np.full((n, 1), d), np.full(n, d - 30.0))
     p = float(model.los_probability(200.0))
     assert abs(links.los.mean() - p) < 4.5 * math.sqrt(p * (1 - p) / n)
 
@@ -270,7 +270,7 @@ def test_the_los_state_flips_as_a_gaussian_copula_of_the_correlation_distance():
     links = ConsistentLinks(model, np.random.default_rng(5), np.full((n, 1), dist), 50.0,
                             np.random.default_rng(6))
     before = links.los.copy()
-    links.move(np.full((n, 1), dist), np.full(n, moved))
+    links.at(np.full((n, 1), dist), np.full(n, moved))
     p = float(model.los_probability(dist))
     a, rho = stats.norm.ppf(p), math.exp(-moved / model.los_correlation_m)
     both = stats.multivariate_normal([0, 0], [[1, rho], [rho, 1]]).cdf([a, a])
@@ -289,8 +289,25 @@ def test_shadowing_decorrelates_with_the_distance_moved():
                             np.random.default_rng(8))
     mean_db = model.gain_db(d)
     s0 = 10 * np.log10(links.gain) - mean_db
-    s1 = 10 * np.log10(links.move(d, np.full(n, moved))) - mean_db
+    s1 = 10 * np.log10(links.at(d, np.full(n, moved))) - mean_db
     r = np.corrcoef(s0.ravel(), s1.ravel())[0, 1]
     assert abs(r - math.exp(-moved / corr_m)) < 4.5 / math.sqrt(2 * n)
     assert abs(s1.std() / sigma - 1) < 4.5 / math.sqrt(2 * 2 * n)
     assert np.all(links.los)
+
+
+def test_links_do_not_depend_on_how_often_they_are_read():
+    """The gains after a walk are the same whether the links were read at every metre or only
+    at its end: LOS states and shadowing follow the distance walked, not the reads."""
+    model = UMi()
+    d = np.random.default_rng(0).uniform(20, 400, size=(12, 3))
+    often, rarely = (ConsistentLinks(model, np.random.default_rng(9), d, 20.0,
+                                     np.random.default_rng(1)) for _ in range(2))
+    speeds = np.linspace(0.5, 2.0, 12)
+    for t in np.arange(1.0, 201.0):
+        often.at(d, speeds * t)
+    rarely.at(d, speeds * 200.0)
+    np.testing.assert_allclose(rarely.gain, often.gain, rtol=1e-12, atol=0)
+    assert np.array_equal(rarely.los, often.los)
+    drop, _ = model.draw(np.random.default_rng(9), d)
+    assert np.all(rarely.gain != drop)   # 100 to 400 m walked, shadowing decorrelates over 20 m
