@@ -240,11 +240,10 @@ def load_scenario(source: Source = None, overrides: Overrides = None) -> Scenari
                             "run it with 'multispin-sim sweep' (Python: load_sweep), or give a "
                             "scenario file", source=file)
     try:
-        raw = apply_overrides(raw, overrides)
-        sc = build_section(Scenario, raw, "")
-        sc = resolve_scenario(sc)
+        sc = resolve_scenario(build_section(Scenario, apply_overrides(raw, overrides), ""))
     except ScenarioError as exc:
-        if file is not None and exc.source is None and not _overridden(exc.path, overrides):
+        if file is not None and exc.source is None and _files_fault(
+                exc, overrides, lambda: resolve_scenario(build_section(Scenario, raw, ""))):
             exc.source = file
         raise
     if file is not None:
@@ -264,33 +263,50 @@ def _remember_file(sc: Scenario, file: str, overrides: Overrides) -> None:
                    tuple(map(str, keys)))
 
 
-def name_scenario_file(exc: ScenarioError, scenario: Any) -> ScenarioError:
-    """``exc`` with its ``source`` set to the file ``scenario`` was loaded from, unless the key
-    it names was given by an override (then the file is not at fault) or it already names one."""
+def name_scenario_file(exc: ScenarioError, scenario: Any, check=None) -> ScenarioError:
+    """``exc`` with its ``source`` set to the file ``scenario`` was loaded from where the file
+    is at fault (``_files_fault``; ``check(scenario)`` is what raised it, rerun on the file
+    alone), unless it already names one."""
     entry = _FILES.get(id(scenario))
-    if exc.source is None and entry is not None and entry[0]() is scenario \
-            and not _overridden(exc.path, dict.fromkeys(entry[2])):
-        exc.source = entry[1]
+    if exc.source is None and entry is not None and entry[0]() is scenario:
+        file, keys = entry[1], dict.fromkeys(entry[2])
+        alone = None if check is None else (lambda: check(load_scenario(file)))
+        if _files_fault(exc, keys, alone):
+            exc.source = file
     return exc
 
 
 def names_scenario_file(func):
     """Decorator of a check ``func(scenario, ...)``: its ScenarioError names the scenario file
-    (``name_scenario_file``)."""
+    where the file is at fault (``name_scenario_file``)."""
     @functools.wraps(func)
     def checked(scenario, *args, **kwargs):
         try:
             return func(scenario, *args, **kwargs)
         except ScenarioError as exc:
-            name_scenario_file(exc, scenario)
+            name_scenario_file(exc, scenario, lambda sc: func(sc, *args, **kwargs))
             raise
     return checked
 
 
-def _overridden(path: str, overrides: Overrides) -> bool:
-    """Whether the key ``path`` (or a section holding it) was given by ``overrides``."""
+def _files_fault(exc: ScenarioError, overrides: Overrides, alone=None) -> bool:
+    """Whether the scenario file, not the ``overrides`` applied to it, is at fault for ``exc``:
+    never where an override gave its key, a section holding it or a key below it; else, with
+    overrides, only where ``alone()`` (the same load or check of the file without them) fails
+    at the same key too (an override can make a key the file does not write, or one it
+    writes, fail a cross-check)."""
     keys = overrides if isinstance(overrides, Mapping) else parse_set_options(overrides or [])
-    return any(path == k or path.startswith(f"{k}.") for k in map(str, keys))
+    keys = [str(k) for k in keys]
+    path = exc.path
+    if any(path == k or path.startswith(f"{k}.") or k.startswith(f"{path}.") for k in keys):
+        return False
+    if not keys or alone is None:
+        return True
+    try:
+        alone()
+    except ScenarioError as own:
+        return own.path == path
+    return False
 
 
 # --------------------------------------------------------------------------------------------
