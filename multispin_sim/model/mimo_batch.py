@@ -15,6 +15,7 @@ the larger of its two links' (an empty link: 0), as ``Transmission.links`` has i
 Bitmasks hold K + 6 bits in an int64 (the set, then |R|): K <= 57 (``fits``).
 """
 import math
+import os
 
 import numpy as np
 
@@ -211,6 +212,21 @@ def members(bits, n, k, order=None):
     return order[np.flatnonzero(on) % k].reshape(len(bits), n)
 
 
+def compiled_twin(ev):
+    """``ev``'s compiled twin (``model.mimo_numba.CompiledEvaluator``) where it applies: both
+    links on a shared band (mu-mimo-zf / mu-mimo-mmse), the UL at full power, numba importable
+    and not switched off (``MULTISPIN_NUMBA=0``); else None (numpy)."""
+    tr = ev.tr
+    if (os.environ.get("MULTISPIN_NUMBA", "1") == "0" or not (tr.dl.shared and tr.ul.shared)
+            or tr.ul.power != "full"):
+        return None
+    try:
+        from .mimo_numba import CompiledEvaluator
+    except ImportError:
+        return None
+    return CompiledEvaluator(ev)
+
+
 class _Table:
     """int64 keys -> float values, sorted (``get`` works out the missing ones)."""
 
@@ -248,6 +264,7 @@ class SchemeEvaluator:
         self._by_norm = np.argsort(-self.norms_dl, kind="stable").astype(np.int64)
         self._gram_ul = self._gram_dl = self._outer = None
         self._ul, self._dl, self._groups = _Table(), _Table(), _Table()
+        self.compiled = compiled_twin(self)
 
     def band(self, r):
         """b = B / |R| per assignment (as ``ReactiveProblem.bandwidth_per_device``)."""
@@ -261,21 +278,27 @@ class SchemeEvaluator:
 
     def ul_time(self, ul_bits, r):
         """The UL's slowest delay (N,) of UL sets ``ul_bits`` at |R| = ``r`` (0: empty)."""
-        return self._link(self._ul, ul_bits, r, self._ul_delays)
+        return self._link(0, self._ul, ul_bits, r, self._ul_delays)
 
     def dl_time(self, dl_bits, r):
         """The DL's slowest delay (N,) of DL sets ``dl_bits`` at |R| = ``r`` (0: empty)."""
-        return self._link(self._dl, dl_bits, r, self._dl_delays)
+        return self._link(1, self._dl, dl_bits, r, self._dl_delays)
 
-    @staticmethod
-    def _link(table, bits, r, delays):
+    def _link(self, which, table, bits, r, delays):
         bits = np.asarray(bits, dtype=np.int64)
         t = np.zeros(bits.shape)
         some = bits != 0
         if some.any():
-            t[some] = table.get((bits[some] << _R_BITS) | np.asarray(r, dtype=np.int64)[some],
-                                delays)
+            keys = (bits[some] << _R_BITS) | np.asarray(r, dtype=np.int64)[some]
+            if self.compiled is not None:
+                t[some] = self.compiled.times(which, keys)
+            else:
+                t[some] = table.get(keys, delays)
         return t
+
+    def ul_sets_worked_out(self):
+        """How many (UL set, |R|) keys have been worked out on this channel state."""
+        return len(self._ul.keys) if self.compiled is None else self.compiled.used(0)
 
     # -- the links: the slowest delay of new (set, |R|) keys --------------------------------
     def _split(self, keys):

@@ -154,7 +154,8 @@ class ArrayProblem(ReactiveProblem):
         rs = self.rejected[:, order]
         # one outcome (the engine's decision of a round): its prefixes have different sizes,
         # so batches of one; ``Transmission.links`` one at a time costs less
-        if n == 1 or self.evaluator() is None:
+        ev = None if n == 1 else self.evaluator()
+        if ev is None:
             table = np.full((n, k + 1), np.inf)
             for i in range(n):
                 ul = np.zeros(k, dtype=bool)
@@ -165,12 +166,21 @@ class ArrayProblem(ReactiveProblem):
         else:   # outcomes with the same rejected set (common among SAA samples) once
             _, once, again = np.unique(self.rejected.astype(np.int64) @ bit_weights(k),
                                        return_index=True, return_inverse=True)
+            if ev.compiled is not None:   # the first minimiser and its T_comm at once
+                j, best = (x[again.ravel()] for x in
+                           ev.compiled.prefix(order, rs[once], self.n_rejected[once]))
+                return self._prefix_masks(order, rs, j), best
             table = self._prefix_table(order, rs[once], self.n_rejected[once])[again.ravel()]
         j = first_min(table)
-        best = table[np.arange(n), j]
+        return self._prefix_masks(order, rs, j), table[np.arange(n), j]
+
+    @staticmethod
+    def _prefix_masks(order, rs, j):
+        """UL masks (n, K) of the prefixes ``j`` (n,) of outcomes ``rs`` (columns in ``order``)."""
+        n, k = rs.shape
         masks = np.zeros((n, k), dtype=bool)
         masks[:, order] = rs & (np.arange(k)[None, :] < j[:, None])
-        return masks, best
+        return masks
 
     def _prefix_table(self, order, rs, n_rejected):
         """T_comm (n, K + 1) of the prefixes of outcomes ``rs`` (rejected, columns in ``order``;
