@@ -51,33 +51,35 @@ def _rehash(keys, vals, cap):
 
 @_jit
 def _cholesky(h, n, low):
-    """low[:n, :n] = L with h = L L^H (the lower part of h read); False if a pivot is not
-    positive (h not positive definite in floating point)."""
+    """low[:n, :n] = L with h = L L^H (the lower part of h read), its diagonal stored as
+    1 / L_jj (the solves multiply by it); False if a pivot is not positive (h not positive
+    definite in floating point)."""
     for j in range(n):
         d = h[j, j].real
         for q in range(j):
             d -= low[j, q].real ** 2 + low[j, q].imag ** 2
         if not d > 0.0:
             return False
-        low[j, j] = math.sqrt(d)
+        r = 1.0 / math.sqrt(d)
+        low[j, j] = r
         for i in range(j + 1, n):
             s = h[i, j]
             for q in range(j):
                 s -= low[i, q] * low[j, q].conjugate()
-            low[i, j] = s / low[j, j].real
+            low[i, j] = s * r
     return True
 
 
 @_jit
 def _inv_diag(low, n, k, y):
     """[(L L^H)^-1]_kk = ||L^-1 e_k||^2."""
-    y[k] = 1.0 / low[k, k].real
+    y[k] = low[k, k].real
     x = y[k].real ** 2
     for i in range(k + 1, n):
         s = 0j
         for q in range(k, i):
             s -= low[i, q] * y[q]
-        y[i] = s / low[i, i].real
+        y[i] = s * low[i, i].real
         x += y[i].real ** 2 + y[i].imag ** 2
     return x
 
@@ -90,7 +92,7 @@ def _quad(low, n, a, j, y):
         s = a[j, i]
         for q in range(i):
             s -= low[i, q] * y[q]
-        y[i] = s / low[i, i].real
+        y[i] = s * low[i, i].real
         x += y[i].real ** 2 + y[i].imag ** 2
     return x
 
