@@ -12,6 +12,9 @@ formulas (``model.mimo``: ``zf_gains_stack``, ``mmse_sinr_stack``); MMSE sets la
 (``hermitian_quad_forms``: the same SINRs within about 1e-13 relative). An assignment's T_comm is
 the larger of its two links' (an empty link: 0), as ``Transmission.links`` has it.
 
+With both links on the shared band at full UL power the evaluator hands its keys to a
+compiled twin where numba runs (``model.mimo_numba``: the same formulas in plain loops).
+
 Bitmasks hold K + 6 bits in an int64 (the set, then |R|): K <= 57 (``fits``).
 """
 import math
@@ -172,6 +175,7 @@ def mmse_power_descent(a, p_max, noise_w, bits, band, levels=POWER_LEVELS):
 
 _LN2 = math.log(2.0)
 _R_BITS = 6
+_UL, _DL = 0, 1   # the links' tables in the compiled twin (``mimo_numba.UL``, ``.DL``)
 MAX_DEVICES = 63 - _R_BITS
 
 
@@ -278,11 +282,11 @@ class SchemeEvaluator:
 
     def ul_time(self, ul_bits, r):
         """The UL's slowest delay (N,) of UL sets ``ul_bits`` at |R| = ``r`` (0: empty)."""
-        return self._link(0, self._ul, ul_bits, r, self._ul_delays)
+        return self._link(_UL, self._ul, ul_bits, r, self._ul_delays)
 
     def dl_time(self, dl_bits, r):
         """The DL's slowest delay (N,) of DL sets ``dl_bits`` at |R| = ``r`` (0: empty)."""
-        return self._link(1, self._dl, dl_bits, r, self._dl_delays)
+        return self._link(_DL, self._dl, dl_bits, r, self._dl_delays)
 
     def _link(self, which, table, bits, r, delays):
         bits = np.asarray(bits, dtype=np.int64)
@@ -298,7 +302,7 @@ class SchemeEvaluator:
 
     def ul_sets_worked_out(self):
         """How many (UL set, |R|) keys have been worked out on this channel state."""
-        return len(self._ul.keys) if self.compiled is None else self.compiled.used(0)
+        return len(self._ul.keys) if self.compiled is None else self.compiled.used(_UL)
 
     # -- the links: the slowest delay of new (set, |R|) keys --------------------------------
     def _split(self, keys):
