@@ -18,10 +18,10 @@ compiled twin where numba runs (``model.mimo_numba``: the same formulas in plain
 Bitmasks hold K + 6 bits in an int64 (the set, then |R|): K <= 57 (``fits``).
 """
 import math
-import os
 
 import numpy as np
 
+from .compiled import numba_allowed
 from .reactive import dl_common_delay, ul_full_power_delay
 
 
@@ -221,7 +221,7 @@ def compiled_twin(ev):
     links on a shared band (mu-mimo-zf / mu-mimo-mmse), the UL at full power, numba importable
     and not switched off (``MULTISPIN_NUMBA=0``); else None (numpy)."""
     tr = ev.tr
-    if (os.environ.get("MULTISPIN_NUMBA", "1") == "0" or not (tr.dl.shared and tr.ul.shared)
+    if (not numba_allowed() or not (tr.dl.shared and tr.ul.shared)
             or tr.ul.power != "full"):
         return None
     try:

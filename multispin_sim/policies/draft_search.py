@@ -25,12 +25,12 @@ uniform and the budget search (``budget_numba``) run there whole, each one call;
 evaluates the objective in numpy. ``MULTISPIN_NUMBA=0`` keeps everything in numpy. Both compare
 candidates by the one tie rule of ``model.ties``.
 """
-import os
 from dataclasses import dataclass, field
 from itertools import product
 
 import numpy as np
 
+from ..model.compiled import numba_allowed
 from ..model.energy import EnergyKernel, TokensPerJoule
 from ..model.estimators import RUN_CAP, ExactTcomm, SAATcomm, ZeroTcomm, acceptance_runs
 from ..model.goodput import DraftObjective
@@ -173,7 +173,7 @@ def _runs(uniforms, alpha, compiled):
 
 def compiled_enabled():
     """numba importable and not switched off (``MULTISPIN_NUMBA=0``)."""
-    if os.environ.get("MULTISPIN_NUMBA", "1") == "0":
+    if not numba_allowed():
         return False
     try:
         from .search_numba import CompiledSearch  # noqa: F401  (imports numba)
