@@ -67,7 +67,7 @@ class ArrayChannel(OFDMAChannel):
         self._mode[device] = mode
         self._b = bandwidth_hz
 
-    def transmit(self, env, device, mode, power_w, bandwidth_hz, planned_s):
+    def transmit(self, env, device, mode, power_w, bandwidth_hz, planned_s, index=None):
         """SimPy: one correction (the planned delay: one block per round); noted for the record."""
         self.note(device, mode, bandwidth_hz)
         self._delay[device], self._power[device], self._start[device] = planned_s, power_w, env.now

@@ -230,7 +230,8 @@ class AsyncLoop(ProtocolLoop):
                     draft.drafting_s += min(env.now - pre_start, room * t_k)
             delay = 0.0
             if mode:
-                delay = yield from channel.transmit(env, k, mode, power, bandwidth, planned)
+                delay = yield from channel.transmit(env, k, mode, power, bandwidth, planned,
+                                                    draft.batch.index)
                 self._correction_ended(draft.batch)
             self.busy -= 1
             used = workload.device_tokens(k, env.now, tokens)

@@ -182,10 +182,11 @@ class OFDMAChannel:
         """A correction of ``device`` starts in ``mode`` on ``bandwidth_hz``: kept by a channel
         that records its streams (``engine.antennas.ArrayChannel``), ignored here."""
 
-    def transmit(self, env, device, mode, power_w, bandwidth_hz, planned_s):
+    def transmit(self, env, device, mode, power_w, bandwidth_hz, planned_s, index=None):
         """SimPy: one correction of ``device`` (index) in ``mode`` (UL or DL) with the decided
         power and bandwidth; it holds its subband until its ``bits`` are delivered. Returns the
-        realised delay (the planned one unless it outlasts its fading block)."""
+        realised delay (the planned one unless it outlasts its fading block). ``index``: the
+        round (or batch) it belongs to, which keys a link's random draws (unused here)."""
         if self.grid is None:
             yield env.timeout(planned_s)
             return planned_s

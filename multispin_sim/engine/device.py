@@ -32,7 +32,7 @@ class Device:
                     # (the loop leaves such a device out of the round's active set)
                     loop.carry_delay[k] = yield from channel.transmit(
                         env, k, loop.carry_mode[k], float(loop.carry_power[k]),
-                        loop.carry_bandwidth, float(loop.carry_planned[k]))
+                        loop.carry_bandwidth, float(loop.carry_planned[k]), loop.round_index)
                     loop.carry_finished(k)
                 continue
             yield timeout(loop.draft_list[k])  # gamma_k t_k
@@ -46,5 +46,5 @@ class Device:
                 else:
                     loop.realised_delay[k] = yield from channel.transmit(
                         env, k, loop.mode_list[k], float(loop.power[k]), loop.bandwidth,
-                        float(loop.delay[k]))
+                        float(loop.delay[k]), loop.round_index)
             device_finished(k)

@@ -420,7 +420,7 @@ class InterferingChannel:
     def csi(self, now):
         return self._seen(now)
 
-    def transmit(self, env, device, mode, power_w, bandwidth_hz, planned_s):
+    def transmit(self, env, device, mode, power_w, bandwidth_hz, planned_s, index=None):
         # corrections starting together take consecutive subbands of the cell's band
         if self._band_t != env.now:
             self._band_t, self._band_next = env.now, 0.0

@@ -9,20 +9,22 @@ overrides four things:
   (``model.csi``), made once per fading block (the round start's, or the grid block's);
 - ``transmit``: the realised delay of a correction from the true channel: the Shannon delay on
   the true gains (through the fading grid when the correction outlasts its block), or
-  ``McsLink.deliver`` (link adaptation on the reported SNR, HARQ with the ``link`` stream,
-  outages, retries on later fading blocks);
+  ``McsLink.deliver`` (link adaptation on the reported SNR, HARQ, outages, retries on later
+  fading blocks), its random draws addressed by the correction's round (or batch) and device
+  (``streams.KeyedStreams``: the HARQ uniforms from its row, then its own stream; the retries'
+  fresh fading from another), so a correction whose situation is the same in two runs meets
+  the same errors and fades whatever was sent before it;
 - ``dynamic_csi`` is True, so the round asks ``csi`` at the decision and records planned beside
   realised delays.
 """
-import functools
 import math
 
 import numpy as np
 
 from ..model.csi import ImperfectCsi, PerfectCsi
 from ..model.energy import AIRTIME, RADIATED
-from ..model.fading import FADING_MODELS, jakes_correlation
-from ..model.link import LINK_MODELS, BlockLimit, IidBlocks, McsLink, PermanentOutage
+from ..model.fading import FADING_MODELS, BlockRows, jakes_correlation
+from ..model.link import LINK_MODELS, BlockLimit, IidBlocks, McsLink, PermanentOutage, Uniforms
 from ..model.nr_tables import CarrierError
 from ..model.rates import shannon_rate
 from ..model.reactive import DL
@@ -31,6 +33,30 @@ from ..scenario.limits import still_over_delay
 from .antennas import build_array_channel, needs_array_channel
 from .channel import OFDMAChannel
 from .guards import LIMIT_TODO, LimitReached
+from .streams import KeyedStreams
+
+# uniforms a correction's HARQ draws take from its stream at a time (most need at most 4)
+_HARQ_UNIFORMS = 8
+
+
+class CorrectionUniforms(Uniforms):
+    """The HARQ uniforms of one correction: its row of ``KeyedStreams`` (``row``), then, if it
+    needs more, its own stream (``at(index, device)``, part 0), which is also the ``rng`` of
+    the draws ``McsLink`` makes with numpy (a large binomial); made at its first use."""
+
+    def __init__(self, streams, index, device):
+        BlockRows.__init__(self, self._more, streams.row(index, device))
+        self._streams, self._index, self._device = streams, index, device
+        self._rng = None
+
+    @property
+    def rng(self):
+        if self._rng is None:
+            self._rng = self._streams.at(self._index, self._device)
+        return self._rng
+
+    def _more(self):
+        return self.rng.random(_HARQ_UNIFORMS).tolist()
 
 
 class GridBlocks:
@@ -82,11 +108,30 @@ class ProcessBlocks:
         return t
 
 
+class RetryFading:
+    """The fresh fading a correction's retries meet when the channel has one block per round:
+    ``channel.retry_gain`` on the correction's own retry stream (``KeyedStreams`` part 1 of its
+    round and device), made at its first retry (most corrections have none). Each retry takes a
+    fixed number of draws, so the i-th retry's fading depends on the key and i only."""
+
+    def __init__(self, channel, index, device):
+        self.channel = channel
+        self.index = index
+        self.device = device
+        self.rng = None
+
+    def __call__(self, g):
+        if self.rng is None:
+            self.rng = self.channel.link_streams.at(self.index, self.device, 1)
+        return self.channel.retry_gain(self.rng, self.device, g)
+
+
 class LinkChannel(OFDMAChannel):
     """``OFDMAChannel`` with a CSI model and a link model (module docstring).
 
     ``link``: ``McsLink`` or None (Shannon); ``csi_model``: ``PerfectCsi`` or ``ImperfectCsi``;
-    ``link_rng`` / ``csi_rng``: their streams; ``retry_block_s``: the wait for a new fading
+    ``link_rng``: the stream the key of the link's per-correction streams is drawn from
+    (``link_streams``, a ``KeyedStreams``); ``csi_rng``: the CSI's stream; ``retry_block_s``: the wait for a new fading
     block when the channel has one block per round; ``csi_delay_s``: the age of the CSI read
     from the fading process itself at the earlier instant (a continuous process: Jakes; the
     CSI model then leaves the delay out).
@@ -100,7 +145,8 @@ class LinkChannel(OFDMAChannel):
             raise ValueError("csi_delay_s needs a fading process in continuous time")
         self.link = link
         self.csi_model = csi_model or PerfectCsi()
-        self.link_rng = link_rng
+        self.link_streams = (KeyedStreams(link_rng, self.system.k, _HARQ_UNIFORMS)
+                             if link is not None and link_rng is not None else None)
         self.csi_rng = csi_rng
         self.retry_block_s = float(retry_block_s)
         self._key = None       # the fading block the last estimate was made in
@@ -182,13 +228,13 @@ class LinkChannel(OFDMAChannel):
         return self._estimated(g_ul, g_dl, key, now)
 
     # -- transmissions -------------------------------------------------------------------------
-    def transmit(self, env, device, mode, power_w, bandwidth_hz, planned_s):
+    def transmit(self, env, device, mode, power_w, bandwidth_hz, planned_s, index=None):
         t0 = env.now
         self.transmissions += 1
         if self.link is None:
             delay = self.shannon_delay(device, mode, power_w, bandwidth_hz, t0)
         else:
-            delay = self.mcs_delay(device, mode, power_w, bandwidth_hz, t0)
+            delay = self.mcs_delay(device, mode, power_w, bandwidth_hz, t0, index)
         yield env.timeout(delay)
         return delay
 
@@ -203,7 +249,12 @@ class LinkChannel(OFDMAChannel):
             return first
         return self.grid_delay(device, mode, power_w, bandwidth_hz, t0, first)
 
-    def mcs_delay(self, device, mode, power_w, bandwidth_hz, t0):
+    def mcs_delay(self, device, mode, power_w, bandwidth_hz, t0, index):
+        """The realised delay of one correction on the NR link; ``index``: its round (or
+        batch), which with ``device`` keys its random draws (no two corrections share both)."""
+        if index is None:
+            raise ValueError("a correction on the NR link needs its round (or batch) index: "
+                             "it keys the correction's random draws")
         link = self.link
         n_prb = max(1, int(bandwidth_hz / link.prb_hz + 0.5))
         dl = mode == DL
@@ -217,8 +268,8 @@ class LinkChannel(OFDMAChannel):
                                    lambda t: pl * src.power(device, dl, t), t0,
                                    self.retry_block_s)
         else:
-            blocks = IidBlocks(self._true_gain(device, mode),
-                               functools.partial(self._retry_gain, device), self.retry_block_s)
+            blocks = IidBlocks(self._true_gain(device, mode), RetryFading(self, index, device),
+                               self.retry_block_s)
             blocks.static = self.fading_model.static
         # a retry on a new fading block: the DL's share of P_dl at a flat PSD (the decided
         # power equalised gains that have changed); on a static channel nothing changed
@@ -228,7 +279,8 @@ class LinkChannel(OFDMAChannel):
             retry = self.system.p_dl_w * n_prb / link.n_prb if dl else self._p_ul[device]
         bits = self.payload_bits(device)
         try:
-            out = link.deliver(bits, n_prb, power_w, snr_reported, blocks, self.link_rng,
+            draws = CorrectionUniforms(self.link_streams, index, device)
+            out = link.deliver(bits, n_prb, power_w, snr_reported, blocks, draws,
                                retry_power_w=retry, max_blocks=self.max_blocks)
         except PermanentOutage as exc:  # the run stops here, incomplete, with what to change
             reason, _, todo = str(exc).partition(": raise")
@@ -260,13 +312,13 @@ class LinkChannel(OFDMAChannel):
             return self.g_ul, self.g_dl
         return self._estimate
 
-    def _retry_gain(self, device, g):
-        """A new fading block's gain for a retry (one block per round: a fresh i.i.d. draw, or
-        the Gauss-Markov step over ``retry_block_s``); no fading: the same gain."""
+    def retry_gain(self, rng, device, g):
+        """A new fading block's gain for a retry of ``device`` from gain ``g`` (one block per
+        round: a fresh i.i.d. draw from ``rng``, or the Gauss-Markov step over
+        ``retry_block_s``); no fading: the same gain."""
         if self.fading_model.static:
             return g
         pl = float(self.pathloss[device])
-        rng = self.link_rng
         if self.fading_model.iid:
             return pl * rng.standard_exponential()
         rho = self.retry_rho

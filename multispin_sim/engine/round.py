@@ -122,6 +122,7 @@ class RoundLoop(ProtocolLoop):
         self.devices = [Device(i, t, self, channel) for i, t in enumerate(self.system.draft_latency_s)]
         self.round_started = env.event()
         self.verified = env.event()
+        self.round_index = 0   # the round under way: keys its corrections' link draws
         self.active = np.zeros(k, dtype=bool)
         self.gamma = np.zeros(k, dtype=np.int64)
         self.mode = np.zeros(k, dtype=np.int8)
@@ -293,6 +294,7 @@ class RoundLoop(ProtocolLoop):
                 if env.now >= self.max_time_s:
                     break
             start = env.now
+            self.round_index = r
             active = workload.start_round(start)
             if not saturated:
                 active = active.copy()  # the workload updates its mask at the round's end

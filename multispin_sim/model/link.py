@@ -49,7 +49,8 @@ Two settings (``link.model``):
     (the 156 data REs of the 14 x 12 per PRB and slot, over the 12 x 15 kHz x 2^mu bandwidth x
     slot product 180): ``continuous_delay_bounds``.
 
-Random numbers: the BLER draws come from the ``link`` stream only (``engine.streams``).
+Random numbers: the HARQ draws come from the ``rng`` the caller passes to ``deliver`` (the engine
+gives each correction its own, keyed by its round and device: ``engine.streams.KeyedStreams``).
 """
 import bisect
 import itertools

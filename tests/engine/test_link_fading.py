@@ -12,7 +12,7 @@ from scipy import special
 
 import multispin_sim as ms
 from multispin_sim.engine import simulate
-from multispin_sim.engine.link import ProcessBlocks, build_channel
+from multispin_sim.engine.link import ProcessBlocks, RetryFading, build_channel
 from multispin_sim.engine.population import build_population
 from multispin_sim.engine.streams import RandomStreams
 
@@ -52,14 +52,15 @@ def test_gauss_markov_retry_is_one_ar1_step_over_the_retry_wait():
     """One block per round, Gauss-Markov fading: a retry meets h' = rho h + sqrt(1 - rho^2) w,
     rho = J0(2 pi f_D T_retry), so E[g' | g] = rho^2 g + (1 - rho^2) G and
     Var[g' | g] = G^2 ((1 - rho^2)^2 + 2 rho^2 (1 - rho^2) g / G) (a non-central chi-square
-    of 2 degrees of freedom). Checked over 20,000 retries at 5 standard errors."""
+    of 2 degrees of freedom). Checked over the first retries of 20,000 corrections (their keyed
+    streams: rounds 0..19,999 of device 1) at 5 standard errors."""
     ch = _channel(**{"channel.fading": "gauss-markov", "channel.doppler_hz": 20.0,
                      "link.retry_block_ms": 10.0})
     rho = special.j0(2 * math.pi * 20.0 * 0.01)
     assert math.isclose(ch.retry_rho, rho, rel_tol=1e-12)
     pl = float(ch.pathloss[1])
     g = 2.5 * pl
-    draws = np.array([ch._retry_gain(1, g) for _ in range(20_000)])
+    draws = np.array([RetryFading(ch, r, 1)(g) for r in range(20_000)])
     r2 = rho * rho
     mean = r2 * g + (1 - r2) * pl
     var = pl * pl * ((1 - r2) ** 2 + 2 * r2 * (1 - r2) * g / pl)
@@ -69,14 +70,18 @@ def test_gauss_markov_retry_is_one_ar1_step_over_the_retry_wait():
 
 def test_iid_and_static_retries():
     """I.i.d. Rayleigh: a retry is a fresh Exp(1) draw times the path loss, whatever the gain
-    before; no fading: the gain stays."""
+    before: the first retries of 10,000 corrections (rounds 0..9,999 of device 0), then 10,000
+    retries of one correction; no fading: the gain stays."""
     iid = _channel(**{"channel.fading": "rayleigh"})
     pl = float(iid.pathloss[0])
-    draws = np.array([iid._retry_gain(0, 100 * pl) for _ in range(20_000)]) / pl
-    assert abs(draws.mean() - 1) < 5 / math.sqrt(draws.size)
-    assert abs(np.mean(draws > 1) - math.exp(-1)) < 5 * math.sqrt(0.25 / draws.size)
+    one = RetryFading(iid, 0, 0)
+    for draws in ([RetryFading(iid, r, 0)(100 * pl) for r in range(10_000)],
+                  [one(100 * pl) for _ in range(10_000)]):
+        draws = np.array(draws) / pl
+        assert abs(draws.mean() - 1) < 5 / math.sqrt(draws.size)
+        assert abs(np.mean(draws > 1) - math.exp(-1)) < 5 * math.sqrt(0.25 / draws.size)
     still = _channel(**{"channel.fading": "none"})
-    assert still._retry_gain(2, 0.123) == 0.123
+    assert RetryFading(still, 0, 2)(0.123) == 0.123
 
 
 def test_jakes_retry_meets_the_process_at_the_later_instant():
