@@ -131,10 +131,10 @@ class LinkChannel(OFDMAChannel):
 
     ``link``: ``McsLink`` or None (Shannon); ``csi_model``: ``PerfectCsi`` or ``ImperfectCsi``;
     ``link_rng``: the stream the key of the link's per-correction streams is drawn from
-    (``link_streams``, a ``KeyedStreams``); ``csi_rng``: the CSI's stream; ``retry_block_s``: the wait for a new fading
-    block when the channel has one block per round; ``csi_delay_s``: the age of the CSI read
-    from the fading process itself at the earlier instant (a continuous process: Jakes; the
-    CSI model then leaves the delay out).
+    (``link_streams``, a ``KeyedStreams``); ``csi_rng``: the CSI's stream; ``retry_block_s``:
+    the wait for a new fading block when the channel has one block per round; ``csi_delay_s``:
+    the age of the CSI read from the fading process itself at the earlier instant (a
+    continuous process: Jakes; the CSI model then leaves the delay out).
     """
 
     def __init__(self, *args, link=None, csi_model=None, link_rng=None, csi_rng=None,
@@ -278,8 +278,8 @@ class LinkChannel(OFDMAChannel):
         else:
             retry = self.system.p_dl_w * n_prb / link.n_prb if dl else self._p_ul[device]
         bits = self.payload_bits(device)
+        draws = CorrectionUniforms(self.link_streams, index, device)
         try:
-            draws = CorrectionUniforms(self.link_streams, index, device)
             out = link.deliver(bits, n_prb, power_w, snr_reported, blocks, draws,
                                retry_power_w=retry, max_blocks=self.max_blocks)
         except PermanentOutage as exc:  # the run stops here, incomplete, with what to change
