@@ -232,12 +232,15 @@ class AsyncLoop(ProtocolLoop):
             if mode:
                 delay = yield from channel.transmit(env, k, mode, power, bandwidth, planned,
                                                     draft.batch.index)
-                self._correction_ended(draft.batch)
             self.busy -= 1
             used = workload.device_tokens(k, env.now, tokens)
             if used != tokens:   # a request's surplus over its end is discarded
                 draft.batch.tokens[k] = used
+            # the batch's end (its last correction) draws the next fading block before the next
+            # phase decides: that phase decides and sends on one block
             self._device_done(draft.batch, k, delay)
+            if mode:
+                self._correction_ended(draft.batch)
             if workload.exhausted() and not workload.has_work():  # a trace replayed to its end
                 event, self._arrival = self._arrival, env.event()
                 event.succeed()

@@ -498,3 +498,17 @@ def test_pre_drafting_is_charged_at_the_drafting_power():
     assert a["wasted_draft_tokens"] * t_k - 1e-9 <= extra
     assert extra <= (a["wasted_draft_tokens"] + a["wasted_drafts"]) * t_k + 1e-9
     assert extra > 0
+
+
+def test_a_phase_decides_and_sends_its_corrections_on_one_fading_block():
+    """The block drawn at a batch's end is the one the next correction phase decides on and
+    sends on (it starts at that instant): on the NR link with exact CSI, the continuous table
+    and a vanishing BLER, every correction's realised delay is its planned one, as in the
+    synchronous protocol (a phase decided on the old block and sent on the new one differs)."""
+    sc = ms.load_scenario(None, overrides={
+        "serving.protocol": "asynchronous", "link.model": "mcs", "link.cqi_table": "continuous",
+        "link.bler_target": 1e-6, "devices.count": 8, "run.rounds": 300, "seed": 3})
+    rows = ms.simulate(sc).device_rounds
+    sent = rows["mode"] != ""
+    assert sent.sum() > 200
+    np.testing.assert_allclose(rows["delay_s"][sent], rows["planned_delay_s"][sent], rtol=1e-12)

@@ -37,9 +37,7 @@ def _paired(a, b):
 
 @pytest.mark.parametrize("protocol, k, rounds, fading, fewest", [
     ("synchronous", 20, 300, "rayleigh", 1000),
-    # no fading: a correction of the asynchronous protocol can start on the fading block drawn
-    # at its own start instant, after its decision, and the records show the decision's gains
-    ("asynchronous", 8, 400, "none", 50),
+    ("asynchronous", 8, 1000, "rayleigh", 60),
 ])
 def test_a_correction_in_the_same_situation_meets_the_same_link_whatever_the_policy(
         protocol, k, rounds, fading, fewest):
