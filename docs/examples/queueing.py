@@ -2,29 +2,24 @@
 its mean latency (arrival to completion) and the share of requests meeting a time-to-first-token
 SLO of 1 s, against the arrival rate, beside the M/G/1 Pollaczek-Khinchine mean.
 
-The reference applies exactly in this setting (docs/model.md section 10): one device, rounds of
-a fixed length tau = 50 ms (4 drafted tokens of 5 ms, 30 ms of verification, and a two-entry
-vocabulary that makes every correction take nanoseconds, no fading), so a request's service
-time is S = tau R, R the rounds it takes to produce 64 tokens at alpha = 0.8, gamma = 4 (the
-renewal moments of ``round_count_moments``); requests queue FIFO. The simulated mean carries
+The reference applies exactly in this setting (``scenarios/queueing-one-device.yaml``,
+docs/model.md section 10): one device, rounds of a fixed length tau = 50 ms (4 drafted tokens of
+5 ms, 30 ms of verification, and a two-entry vocabulary that makes every correction take
+nanoseconds, no fading), so a request's service time is S = tau R, R the rounds it takes to
+produce 64 tokens at alpha = 0.8, gamma = 4 (the renewal moments of ``round_count_moments``);
+requests queue FIFO. The simulated mean carries
 the run's batch-means 95% interval; at high load a run of this length is short for it
 (docs/guide/outputs.md), so expect a wider gap there.
 
 Run it: ``python docs/examples/queueing.py`` (3 runs of 1,000 simulated seconds, a few seconds).
 """
+from pathlib import Path
+
 import multispin_sim as ms
 from multispin_sim.model.queueing import pollaczek_khinchine, round_count_moments
 
 ALPHA, GAMMA, LENGTH, TAU = 0.8, 4, 64, 0.05
-ONE_DEVICE = {   # rounds of exactly TAU: 4 x 5 ms drafting + 22.4 + 7.6 ms verification
-    "devices.count": 1, "devices.draft_latency_ms": 5.0, "devices.draft_latency_spread": [1, 1],
-    "devices.overrides": {0: {"alpha": ALPHA}}, "policy.draft_length": GAMMA,
-    "server.verify_fixed_ms": 22.4, "server.verify_per_device_ms": 7.6,
-    "payload.effective_vocab": 1, "payload.vocab": 2, "payload.prob_bits": 1,
-    "devices.distance_m": 10.0, "channel.fading": "none",
-    "workload.arrivals": "poisson", "workload.length_tokens": LENGTH,
-    "workload.cap_draft_to_remaining": False, "serving.slo_ttft_s": 1.0,
-    "run.rounds": 10_000_000}
+ONE_DEVICE = Path(__file__).resolve().parents[2] / "scenarios" / "queueing-one-device.yaml"
 
 
 def main(duration_s=1000.0, loads=(0.2, 0.5, 0.8), seed=1):
@@ -33,8 +28,8 @@ def main(duration_s=1000.0, loads=(0.2, 0.5, 0.8), seed=1):
     rows = []
     for rho in loads:
         rate = rho / (TAU * r1)
-        result = ms.simulate(ms.load_scenario(None, overrides={
-            **ONE_DEVICE, "workload.rate_per_s": rate, "run.max_time_s": duration_s,
+        result = ms.simulate(ms.load_scenario(ONE_DEVICE, overrides={
+            "workload.rate_per_s": rate, "run.max_time_s": duration_s, "serving.slo_ttft_s": 1.0,
             "seed": seed}))
         _, sojourn = pollaczek_khinchine(rate, TAU * r1, TAU**2 * r2)
         rows.append({"rate": rate, "rho": rho, "requests": result.summary["requests"],

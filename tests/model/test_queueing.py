@@ -13,6 +13,7 @@ Fixed seeds; statistical tolerances come from the statistics' own laws.
 import math
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -56,20 +57,29 @@ def run(overrides, **kw):
     return ms.simulate(ms.load_scenario(None, overrides=overrides), **kw)
 
 
+ONE_DEVICE = Path(__file__).resolve().parents[2] / "scenarios" / "queueing-one-device.yaml"
+
+
 def one_device(rate, **extra):
-    """One device, fixed round time: 4 drafts x 5 ms + (22.4 + 7.6) ms verification = 50 ms. A
-    2-bit payload at 10 m without fading makes a correction take 1.5e-8 s (a residual of 3e-7
-    of tau in rounds with a rejection, far below the statistical tolerance)."""
-    return {
-        "devices.count": 1, "devices.draft_latency_ms": 5.0, "devices.draft_latency_spread": [1, 1],
-        "devices.overrides": {0: {"alpha": ALPHA}}, "policy.draft_length": GAMMA,
-        "server.verify_fixed_ms": 22.4, "server.verify_per_device_ms": 7.6,
-        "payload.effective_vocab": 1, "payload.vocab": 2, "payload.prob_bits": 1,
-        "devices.distance_m": 10.0, "channel.fading": "none",
-        "workload.arrivals": "poisson", "workload.rate_per_s": rate,
-        "workload.length_tokens": LENGTH, "workload.cap_draft_to_remaining": False,
-        "run.rounds": 10_000_000, **extra,
-    }
+    """``scenarios/queueing-one-device.yaml``: one device, fixed round time 4 drafts x 5 ms +
+    (22.4 + 7.6) ms verification = 50 ms; a 2-bit payload at 10 m without fading makes a
+    correction take 1.5e-8 s (a residual of 3e-7 of tau in rounds with a rejection, far below
+    the statistical tolerance). The overrides for ``run``."""
+    return {"workload.rate_per_s": rate, **extra}
+
+
+def run_one(overrides):
+    return ms.simulate(ms.load_scenario(ONE_DEVICE, overrides=overrides))
+
+
+def test_the_one_device_scenario_is_the_setting_of_the_formula():
+    sc = ms.load_scenario(ONE_DEVICE)
+    assert sc.devices.count == 1 and sc.devices.overrides[0].alpha == ALPHA
+    assert sc.policy.draft_length == GAMMA and sc.workload.length_tokens == LENGTH
+    draft_s = GAMMA * sc.devices.draft_latency_ms * 1e-3
+    verify_s = (sc.server.verify_fixed_ms + sc.server.verify_per_device_ms) * 1e-3
+    assert draft_s + verify_s == pytest.approx(TAU, rel=1e-12)
+    assert sc.devices.draft_latency_spread == (1, 1) and sc.channel.fading == "none"
 
 
 def check_little(result):
@@ -121,7 +131,7 @@ def test_round_count_moments_match_sampling():
 def pk_runs():
     """20 replications at rho = 0.5, 600 s each; requests arriving in [50, 550) s are counted."""
     rate = 0.5 / (TAU * REF_R1)
-    return rate, [run(one_device(rate, seed=seed, **{"run.max_time_s": 600.0})) for seed in range(20)]
+    return rate, [run_one(one_device(rate, seed=seed, **{"run.max_time_s": 600.0})) for seed in range(20)]
 
 
 def pk_interval(runs, warmup=50.0, end=550.0):
@@ -166,8 +176,8 @@ def test_fixed_period_ticks_add_half_a_period():
     rate = 0.5 / (TAU * REF_R1)
     # rounds of 49.999 ms + the correction residual fit in the 50 ms tick
     base = one_device(rate, seed=7, **{"server.verify_fixed_ms": 22.399, "run.max_time_s": 1200.0})
-    free = run(base).requests
-    tick = run({**base, "workload.tick_period_s": TAU}).requests
+    free = run_one(base).requests
+    tick = run_one({**base, "workload.tick_period_s": TAU}).requests
     n = min(np.count_nonzero(~np.isnan(free["completion_s"])),
             np.count_nonzero(~np.isnan(tick["completion_s"])))
     assert n > 400
