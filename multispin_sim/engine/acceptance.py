@@ -10,6 +10,7 @@ from ..model.acceptance import ACCEPTANCE_MODELS, TASK_CATEGORIES
 from ..model.beliefs import BELIEFS
 from ..model.acceptance_trace import TraceError, read_trace, select_answers, shipped_trace_path
 from ..scenario import TASKS, ScenarioError
+from .reading import read_once
 
 
 def trace_path(acceptance):
@@ -21,7 +22,7 @@ def read_acceptance_trace(scenario):
     a = scenario.acceptance
     path = trace_path(a)
     try:
-        answers = read_trace(path)
+        answers = read_once(read_trace, path)
     except TraceError as exc:
         raise ScenarioError("acceptance.trace_file", str(exc)) from None
     try:

@@ -34,6 +34,7 @@ from ..model.reactive import DL, UL
 from ..outputs.records import CsvStream
 from ..outputs.statistics import GrowingArray
 from ..policies import REACTIVE_POLICIES
+from .reading import read_once
 from .server import EdgeServer
 
 CORRECTION_COLUMNS = ("round", "device", "mode", "format", "bits", "accept_prob", "dl_tv",
@@ -399,9 +400,9 @@ def read_pairs(payload, limits):
     from ..scenario.limits import token_row_vocab_bytes
 
     try:   # the arrays: 16 bytes per row and entry (p and q in float64); the table: more
-        return load_pairs(payload.pairs_file, payload.vocab,
-                          max_bytes=limits.max_memory_mb * 2**20,
-                          expansion=1.0 + token_row_vocab_bytes(payload) / 16)
+        return read_once(load_pairs, payload.pairs_file, payload.vocab,
+                         max_bytes=limits.max_memory_mb * 2**20,
+                         expansion=1.0 + token_row_vocab_bytes(payload) / 16)
     except PairsFileError as exc:
         raise ScenarioError("payload.pairs_file", f"{payload.pairs_file!r} {exc}",
                             exc.todo or "expected an npz with arrays p and q (or p_logits and "

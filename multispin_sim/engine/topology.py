@@ -21,6 +21,7 @@ from ..model.units import SPEED_OF_LIGHT
 from ..scenario import ScenarioError
 from ..scenario.limits import MAX_DISTANCE_M, MIN_DISTANCE_M
 from .guards import LegGuard, walk_to
+from .reading import read_once
 
 GRAPHML_KEY = "topology.graphml_file"
 
@@ -33,7 +34,12 @@ def as_range(value):
 
 
 def read_graphml(path):
-    """The networkx graph of the GraphML file ``path`` (ScenarioError if it cannot be read)."""
+    """The networkx graph of the GraphML file ``path`` (ScenarioError if it cannot be read),
+    read once per ``reading_once`` scope (shared: not to be modified)."""
+    return read_once(_parse_graphml, path)
+
+
+def _parse_graphml(path):
     import networkx as nx
 
     try:

@@ -24,6 +24,7 @@ import numpy as np
 from ..model.queueing import LENGTH_MODELS
 from ..scenario import ScenarioError
 from ..scenario.names import MAX_REQUEST_TOKENS
+from .reading import read_once
 
 
 class Arrivals:
@@ -369,44 +370,67 @@ class PoissonArrivals(QueueingWorkload, Arrivals):
 
 
 def read_trace(path, k):
-    """(times, devices, tokens or None) of a trace CSV with columns time_s, device[, tokens]."""
+    """(times, devices, tokens or None) of a trace CSV with columns time_s, device[, tokens];
+    the file is parsed once per ``reading_once`` scope (``engine.reading``), checked against
+    ``k`` = devices.count each time."""
     key = "workload.trace_file"
-    fix = "expected a CSV with a header time_s,device[,tokens] and one arrival per row"
+    lines, rows, times, devices, tokens, fixed_ok, invalid = read_once(_parse_trace, path)
+    bad = ~fixed_ok | (devices < 0) | (devices >= k)
+    if bad.any():   # the first row in file order that is out of range for this k
+        i = int(np.argmax(bad))   # (every parsed row comes before an unparsable one)
+        raise ScenarioError(key, f"{path!r} line {lines[i]}: {','.join(rows[i])!r} is out of "
+                            f"range", f"expected time_s >= 0, 0 <= device < devices.count ({k}) "
+                            f"and tokens in 1..{MAX_REQUEST_TOKENS:,}")
+    if invalid is not None:
+        line, row = invalid
+        raise ScenarioError(key, f"{path!r} line {line}: {','.join(row)!r} is not valid",
+                            TRACE_FORMAT)
+    order = np.argsort(times, kind="stable")
+    return times[order], devices[order], tokens[order] if tokens is not None else None
+
+
+TRACE_FORMAT = "expected a CSV with a header time_s,device[,tokens] and one arrival per row"
+
+
+def _parse_trace(path):
+    """What a trace CSV says independently of devices.count: its rows up to the first one that
+    does not parse, as (line numbers, rows, times, devices (-1 for a negative or huge index),
+    tokens or None (0 where out of range), whether time and tokens are in range, (line, row) of
+    the first unparsable row or None)."""
+    key = "workload.trace_file"
     try:
         with open(path, newline="", encoding="utf-8") as f:
-            rows = list(csv.reader(f))
+            table = list(csv.reader(f))
     except (OSError, UnicodeDecodeError) as exc:
-        raise ScenarioError(key, f"cannot read {path!r}: {exc}", fix) from None
-    if not rows:
-        raise ScenarioError(key, f"{path!r} is empty", fix)
-    header = [h.strip() for h in rows[0]]
+        raise ScenarioError(key, f"cannot read {path!r}: {exc}", TRACE_FORMAT) from None
+    if not table:
+        raise ScenarioError(key, f"{path!r} is empty", TRACE_FORMAT)
+    header = [h.strip() for h in table[0]]
     if "time_s" not in header or "device" not in header:
-        raise ScenarioError(key, f"{path!r} has columns {header}", fix)
+        raise ScenarioError(key, f"{path!r} has columns {header}", TRACE_FORMAT)
     it, idev = header.index("time_s"), header.index("device")
     itok = header.index("tokens") if "tokens" in header else None
-    times, devices, tokens = [], [], []
-    for line, row in enumerate(rows[1:], start=2):
+    lines, rows, times, devices, tokens, ok = [], [], [], [], [], []
+    invalid = None
+    for line, row in enumerate(table[1:], start=2):
         if not row or all(not c.strip() for c in row):
             continue
         try:
             t, d = float(row[it]), int(row[idev])
             n = int(row[itok]) if itok is not None else 0
         except (ValueError, IndexError):
-            raise ScenarioError(key, f"{path!r} line {line}: {','.join(row)!r} is not valid",
-                                fix) from None
-        if not (math.isfinite(t) and t >= 0) or not 0 <= d < k or (
-                itok is not None and not 1 <= n <= MAX_REQUEST_TOKENS):
-            raise ScenarioError(key, f"{path!r} line {line}: {','.join(row)!r} is out of range",
-                                f"expected time_s >= 0, 0 <= device < devices.count ({k}) and "
-                                f"tokens in 1..{MAX_REQUEST_TOKENS:,}")
+            invalid = (line, row)
+            break
+        lines.append(line)
+        rows.append(row)
         times.append(t)
-        devices.append(d)
-        tokens.append(n)
-    order = np.argsort(np.asarray(times), kind="stable")
-    times = np.asarray(times, dtype=float)[order]
-    devices = np.asarray(devices, dtype=np.int64)[order]
-    tokens = np.asarray(tokens, dtype=np.int64)[order] if itok is not None else None
-    return times, devices, tokens
+        fine = math.isfinite(t) and t >= 0 and (itok is None or 1 <= n <= MAX_REQUEST_TOKENS)
+        devices.append(d if 0 <= d < 2**62 else -1)   # (-1: out of range for every count)
+        tokens.append(n if fine else 0)
+        ok.append(fine)
+    tokens = np.asarray(tokens, dtype=np.int64) if itok is not None else None
+    return (lines, rows, np.asarray(times, dtype=float), np.asarray(devices, dtype=np.int64),
+            tokens, np.asarray(ok, dtype=bool), invalid)
 
 
 class TraceArrivals(QueueingWorkload, Arrivals):

@@ -50,6 +50,7 @@ Attainment is measured from the empty system at time 0 (no warm-up deletion): ch
 ``duration_s`` long against the requests' latency (many requests per device).
 """
 import csv
+import dataclasses
 import io
 import math
 import re
@@ -190,6 +191,7 @@ class CapacitySearch:
         self.base = base
         self.ttft_s, self.tpot_s = ttft_s, tpot_s
         self.devices = network_devices(base)
+        check_inputs(base, [base.seed + rep for rep in range(self.reps_max)])
         rate = base.workload.rate_per_s
         self.start_rate = _number("--rate", start_rate if start_rate is not None
                                   else float(np.mean(rate)), "expected requests/s per device "
@@ -440,6 +442,20 @@ class CapacitySearch:
                 rows.append((rate, i, r.get("seed", self.base.seed + i), self.duration_for(rate),
                              r["counted"], r["met"], r["goodput"], int(r["unstable"])))
         return rows
+
+
+def check_inputs(scenario, seeds):
+    """What every run of the search checks before it starts (``engine.simulation.read_inputs``:
+    the files the scenario reads, the checks that need the model), once, before any run; for a
+    layout of several cells, the servers drawn at each replication's seed (a Poisson layout may
+    draw none at some). The rate, duration and SLO the runs set change none of it."""
+    from ..engine.cell_plan import check_cell_layout
+    from ..engine.simulation import read_inputs
+
+    read_inputs(scenario)
+    if scenario.cells.layout != "single":
+        for seed in seeds:
+            check_cell_layout(dataclasses.replace(scenario, seed=seed))
 
 
 def network_devices(scenario):

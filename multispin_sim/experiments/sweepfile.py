@@ -26,8 +26,10 @@ from the master seed with ``numpy.random.SeedSequence``), so cells are compared 
 random numbers, and adding replications later keeps the seeds of the existing ones.
 
 Validation happens before anything runs: unknown or misspelt keys, bad ranges, and every cell's
-scenario is actually loaded (``load_scenario``), so a value that the schema refuses in one cell
-is reported with the cell it belongs to (the base alone need not be valid when the swept keys
+scenario is actually loaded (``load_scenario``) and given the checks a run makes before it starts
+(``engine.simulation.read_inputs``: input files, each read once for all cells; PRBs per device;
+the servers of a layout of several cells at every replication's seed), so a value refused in one
+cell is reported with the cell it belongs to (the base alone need not be valid when the swept keys
 make every cell so). A range that gives a value twice is refused as a list with a repeated
 value is, and so is a ``--set`` that the swept keys would override in every cell (a swept key,
 its parent or part, its exclusive sibling; ``seed`` when ``sweep.seed`` is given). Errors are
@@ -37,6 +39,7 @@ package.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import hashlib
 import itertools
 import json
@@ -56,6 +59,9 @@ from ..scenario import (ScenarioError, load_scenario, parse_set_options, referen
 from ..scenario import Scenario, apply_overrides, read_yaml_file
 from ..scenario.loading import exclusive_sibling
 from ..scenario.params import kind_of, python_values, section_hints
+from ..engine.cell_plan import check_cell_layout
+from ..engine.reading import reading_once
+from ..engine.simulation import read_inputs
 from .executors import plain
 from .metrics import plot_y_problem
 
@@ -480,25 +486,19 @@ def load_sweep(source, overrides=None):
         raise _err("sweep", f"{n_cells:,} cells x {reps} replications = {n_cells * reps:,} runs",
                    f"expected at most {MAX_RUNS:,} runs (each cell is validated and run): "
                    "use fewer or coarser axes, or split the sweep into several files", path)
+    seeds = replication_seeds(master, reps)
     cells = []
-    for index, combo in enumerate(itertools.product(*[a.values for a in axes])):
-        values = {k: v for axis, vals in zip(axes, combo) for k, v in zip(axis.keys, vals)}
-        try:
-            sc = load_scenario(base_raw, overrides=dict(values))
-        except ScenarioError as exc:
-            cell = ", ".join(f"{k}={_show(v)}" for k, v in values.items())
-            where = exc.path
-            for k in keys:
-                if exc.path == k or exc.path.startswith(k + "."):
-                    where = f"sweep.{_axis_of(axes, k).kind}.{exc.path}"
-            allowed = exc.allowed
-            value = values.get(exc.path)
-            if isinstance(value, float) and value.is_integer() and "integer" in allowed:
-                allowed += ("; a range gives integers only from integer start and stop with an "
-                            "integer step, or a num that lands on whole numbers")
-            raise _err(where, f"{exc.problem} (in sweep cell {index}: {cell})", allowed,
-                       path) from None
-        cells.append(Cell(index, values, scenario_to_dict(sc)))
+    with reading_once():   # each input file is read once for all the cells
+        for index, combo in enumerate(itertools.product(*[a.values for a in axes])):
+            values = {k: v for axis, vals in zip(axes, combo) for k, v in zip(axis.keys, vals)}
+            where = [f"in sweep cell {index}: " + ", ".join(f"{k}={_show(v)}"
+                                                            for k, v in values.items())]
+            try:
+                sc = load_scenario(base_raw, overrides=dict(values))
+                _check_inputs(sc, seeds, where)
+            except ScenarioError as exc:
+                raise _cell_error(exc, values, axes, "; ".join(where), path) from None
+            cells.append(Cell(index, values, scenario_to_dict(sc)))
 
     rows = {r[0]: {"unit": r[2], "doc": r[4]} for r in reference_rows()}
     key_info = {k: rows.get(k, {"unit": "", "doc": ""}) for k in keys}
@@ -506,9 +506,37 @@ def load_sweep(source, overrides=None):
     if overrides:
         spec["set"] = {k: plain(v) for k, v in overrides.items()}
     return Sweep(name=name, description=description, source=path, spec=spec, axes=axes,
-                 cells=cells, replications=reps, seed=master,
-                 seeds=replication_seeds(master, reps), plot=plot, key_info=key_info,
-                 base_raw=plain(base_raw))
+                 cells=cells, replications=reps, seed=master, seeds=seeds, plot=plot,
+                 key_info=key_info, base_raw=plain(base_raw))
+
+
+def _check_inputs(scenario, seeds, where):
+    """What a run of the cell checks before it starts (``engine.simulation.read_inputs``: its
+    input files, the checks that need the model), at replication 0's seed; for a layout of
+    several cells, the servers drawn at every replication's seed too (a Poisson layout may
+    draw none at some), with the replication appended to ``where``."""
+    read_inputs(dataclasses.replace(scenario, seed=seeds[0]))
+    if scenario.cells.layout != "single":
+        for rep, seed in enumerate(seeds[1:], start=1):
+            where.append(f"replication {rep}")
+            check_cell_layout(dataclasses.replace(scenario, seed=seed))
+            where.pop()
+
+
+def _cell_error(exc, values, axes, where, source):
+    """A cell's ScenarioError as the sweep's: a swept key's path under ``sweep.grid`` or
+    ``sweep.zip``, the cell (``where``) after the problem."""
+    path = exc.path
+    for axis in axes:
+        for k in axis.keys:
+            if exc.path == k or exc.path.startswith(k + "."):
+                path = f"sweep.{axis.kind}.{exc.path}"
+    allowed = exc.allowed
+    value = values.get(exc.path)
+    if isinstance(value, float) and value.is_integer() and "integer" in (allowed or ""):
+        allowed += ("; a range gives integers only from integer start and stop with an integer "
+                    "step, or a num that lands on whole numbers")
+    return _err(path, f"{exc.problem} ({where})", allowed, source)
 
 
 def _flatten(mapping, prefix=""):
@@ -522,10 +550,6 @@ def _flatten(mapping, prefix=""):
         else:
             out[path] = v
     return out
-
-
-def _axis_of(axes, key):
-    return next(a for a in axes if key in a.keys)
 
 
 def _check_set_against_sweep(overrides, sweep, axes, source):

@@ -239,6 +239,7 @@ def load_scenario(source: Source = None, overrides: Overrides = None) -> Scenari
                             "scenario" if file else "a key of sweep files, not of scenarios",
                             "run it with 'multispin-sim sweep' (Python: load_sweep), or give a "
                             "scenario file", source=file)
+    _refuse_sweep_overrides(overrides)
     try:
         sc = resolve_scenario(build_section(Scenario, apply_overrides(raw, overrides), ""))
     except ScenarioError as exc:
@@ -249,6 +250,19 @@ def load_scenario(source: Source = None, overrides: Overrides = None) -> Scenari
     if file is not None:
         _remember_file(sc, file, overrides)
     return sc
+
+
+def _refuse_sweep_overrides(overrides: Overrides) -> None:
+    """An override (``--set``) of the ``sweep`` section is refused as a scenario mapping with
+    one is: the key belongs to sweep files, rather than "unknown key"."""
+    if not overrides:
+        return
+    keys = overrides if isinstance(overrides, Mapping) else parse_set_options(overrides)
+    for key in map(str, keys):
+        if key.split(".")[0] == "sweep":
+            raise ScenarioError(key, "a key of sweep files, not of scenarios (from --set)",
+                                "write it in a sweep file and run that with 'multispin-sim "
+                                "sweep' (Python: load_sweep); --set takes scenario keys")
 
 
 # the file each loaded scenario came from, and the overrides applied to it: checks made later

@@ -170,3 +170,16 @@ def test_capacity_second_signal_stops_at_once(tmp_path):
     if (out / "capacity.csv").exists():
         read_csv(out / "capacity.csv")
     assert not list(out.glob(".*.tmp"))
+
+
+def test_capacity_inputs_checked_before_the_folder_is_made(tmp_path):
+    """FAULT_CLASS a scenario the runs would refuse (5 MHz at 30 kHz: 11 PRBs, TS 38.101-1
+    Table 5.3.2-1, for 200 devices): refused like `validate` before any run, and before the
+    output folder is made (it was left behind empty)."""
+    out = tmp_path / "cap"
+    o = cli("capacity", md1_scenario_file(tmp_path), "--slo", "ttft=0.1", "--set",
+            "link.model=mcs", "--set", "channel.bandwidth_mhz=5", "--set", "devices.count=200",
+            "--out", out, cwd=tmp_path, timeout=60)
+    line = error_line(o, 2)
+    assert "link.subcarrier_spacing_khz" in line and "11 usable PRBs" in line, line
+    assert "rate " not in o.err and not out.exists()

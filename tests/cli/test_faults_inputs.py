@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from test_faults import cli, error_line, scenario
+from test_faults import cli, error_line, scenario, write_yaml
 
 
 def _corrupt_gzip(path):
@@ -104,3 +104,33 @@ def test_input_a_bad_key_names_the_file_it_is_in_unless_set_on_the_command_line(
                           cwd=tmp_path), 2)
     assert line.startswith("error: devices.count: 0 is not allowed"), line
     assert not (tmp_path / "o").exists()
+
+
+def test_input_a_sweep_cell_whose_trace_lacks_its_devices_is_refused_before_any_run(tmp_path):
+    """FAULT_CLASS files users bring, in a sweep: a trace whose device 50 exists with 60
+    devices but not with 20: the sweep ran cell 0, then failed (exit 1); now exit 2 naming
+    the file, the line and the cell, no output folder."""
+    (tmp_path / "tr.csv").write_text("time_s,device\n0.5,50\n")
+    sweep = write_yaml(tmp_path / "trc.yaml", {
+        "name": "trc", "base": {"run": {"rounds": 5},
+                                "workload": {"arrivals": "trace", "trace_file": "tr.csv"}},
+        "sweep": {"grid": {"devices.count": [60, 20]}}})
+    out = tmp_path / "o_trc"
+    line = error_line(cli("sweep", sweep, "--out", out, "--executor", "serial", cwd=tmp_path), 2)
+    assert "workload.trace_file" in line and "line 2" in line, line
+    assert "(in sweep cell 1: devices.count=20)" in line, line
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("command", ["validate", "run"])
+@pytest.mark.parametrize("key", ["sweep.grid", "sweep"])
+def test_input_a_set_of_the_sweep_section_says_it_belongs_to_sweep_files(tmp_path, command, key):
+    """FAULT_CLASS --set of a sweep file's key on a scenario command: the file loader says a
+    file with a 'sweep' section is a sweep file; --set says the same, not 'unknown key; did
+    you mean seed?'."""
+    out = tmp_path / "o"
+    args = [command, scenario(tmp_path), "--set", f"{key}=1"]
+    line = error_line(cli(*args, *(["--out", out] if command == "run" else []), cwd=tmp_path), 2)
+    assert line.startswith(f"error: {key}: a key of sweep files"), line
+    assert "multispin-sim sweep" in line and "did you mean" not in line, line
+    assert not out.exists()

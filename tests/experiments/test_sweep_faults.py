@@ -368,3 +368,92 @@ def test_the_outputs_page_names_every_column_of_the_tables(sparse):
             assert column in section, column
     for suffix in suffixes:
         assert f"`<metric>{suffix}`" in section
+
+
+# ------------------------------------------------------------------ inputs checked per cell
+
+def _refused(tmp_path, capsys, doc, *words):
+    """The sweep ``doc`` through the CLI: exit 2, one error line holding ``words``, no folder."""
+    f = _write(tmp_path / "s.yaml", doc)
+    out = tmp_path / "out"
+    assert main(["sweep", str(f), "--out", str(out), "--executor", "serial"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(f"error: {f}: "), err
+    for w in words:
+        assert w in err, (w, err)
+    assert not out.exists()
+    return err
+
+
+def test_a_cell_with_fewer_prbs_than_devices_is_refused_before_any_run(tmp_path, capsys):
+    """A cell that passes the schema but fails a check that needs the model (5 MHz at 30 kHz:
+    11 PRBs in TS 38.101-1 Table 5.3.2-1, fewer than 200 devices) ran cell 0, then failed with
+    exit 1; it is refused up front as `validate` refuses that scenario."""
+    doc = {"name": "prb", "base": {"run": {"rounds": 5}, "link": {"model": "mcs"},
+                                   "channel": {"bandwidth_mhz": 5}},
+           "sweep": {"grid": {"devices.count": [2, 200]}}}
+    _refused(tmp_path, capsys, doc, "link.subcarrier_spacing_khz", "11 usable PRBs",
+             "(in sweep cell 1: devices.count=200)")
+
+
+def test_a_trace_device_valid_in_some_cells_only_is_refused_naming_the_cell(tmp_path, capsys):
+    trace = tmp_path / "trace.csv"
+    trace.write_text("time_s,device\n0.5,1\n0.7,4\n")
+    doc = {"name": "trc", "base": {"run": {"rounds": 5},
+                                   "workload": {"arrivals": "trace", "trace_file": str(trace)}},
+           "sweep": {"grid": {"devices.count": [6, 3]}}}
+    _refused(tmp_path, capsys, doc, "workload.trace_file", "line 3", "out of range",
+             "(in sweep cell 1: devices.count=3)")
+
+
+def test_a_swept_trace_file_that_is_bad_is_named_under_the_sweep(tmp_path, capsys):
+    good, bad = tmp_path / "good.csv", tmp_path / "bad.csv"
+    good.write_text("time_s,device\n0.5,1\n")
+    bad.write_text("time_s,device\n0.5,x\n")
+    doc = {"name": "trc", "base": {"run": {"rounds": 5}, "workload": {"arrivals": "trace"}},
+           "sweep": {"grid": {"workload.trace_file": [str(good), str(bad)]}}}
+    _refused(tmp_path, capsys, doc, "sweep.grid.workload.trace_file", "line 2", "not valid",
+             "in sweep cell 1")
+
+
+def test_each_input_file_is_read_once_for_all_the_cells(tmp_path, monkeypatch):
+    """Checking every cell must not read a shared file once per cell (hundreds of cells)."""
+    from multispin_sim.engine import workload
+
+    trace = tmp_path / "trace.csv"
+    trace.write_text("time_s,device\n0.5,0\n0.25,4\n")
+    reads = []
+    parse = workload._parse_trace
+    monkeypatch.setattr(workload, "_parse_trace", lambda path: reads.append(path) or parse(path))
+    doc = {"name": "trc", "base": {"workload": {"arrivals": "trace", "trace_file": str(trace)}},
+           "sweep": {"grid": {"devices.count": [5, 6, 7], "policy.mode": ["optimal", "all-ul"]}}}
+    assert len(load_sweep(doc).cells) == 6
+    assert reads == [str(trace)]
+    # outside a sweep's check every read is made afresh, sorted by time
+    times, devices, tokens = workload.read_trace(str(trace), 5)
+    assert times.tolist() == [0.25, 0.5] and devices.tolist() == [4, 0] and tokens is None
+    assert len(reads) == 2
+
+
+def test_a_poisson_layout_without_servers_in_some_cell_is_refused(tmp_path, capsys):
+    """cells.density_per_km2 1e-7 in a disc of 1 km: P(no server) = exp(-pi 1e-7) > 1 - 1e-6
+    at any seed; 100 per km2: P(none) = exp(-100 pi), nil. So cell 1 is refused, cell 0 not."""
+    doc = {"name": "ppp", "base": {"run": {"rounds": 5},
+                                   "cells": {"layout": "ppp", "region_m": 1000.0}},
+           "sweep": {"grid": {"cells.density_per_km2": [100.0, 1e-7]}, "seed": 4}}
+    _refused(tmp_path, capsys, doc, "sweep.grid.cells.density_per_km2", "drew no server",
+             "(in sweep cell 1: cells.density_per_km2=1e-07")
+
+
+def test_every_replication_seed_of_a_poisson_layout_is_checked():
+    """Each replication draws its own layout: at density ln 2 / pi per km2 in a 1 km disc the
+    mean is ln 2, so P(no server) = 1/2 per seed, independently; with 40 replications some
+    seed draws none with P = 1 - 2^-40. Checking replication 0's seed alone would let the
+    sweep through half the time."""
+    doc = {"name": "ppp", "base": {"run": {"rounds": 5},
+                                   "cells": {"layout": "ppp", "region_m": 1000.0,
+                                             "density_per_km2": math.log(2) / math.pi}},
+           "sweep": {"grid": {"policy.mode": ["optimal"]}, "replications": 40, "seed": 8}}
+    with pytest.raises(ScenarioError) as info:
+        load_sweep(doc)
+    assert info.value.path == "cells.density_per_km2" and "in sweep cell 0" in str(info.value)
