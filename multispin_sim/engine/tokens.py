@@ -101,16 +101,22 @@ class TokenServer(EdgeServer):
         """One row of the stream, as a round draws it: u (3, K, G + 1), then K uniforms."""
         return self.rng.random((3, self.system.k, self.g + 1)), self.rng.random(self.system.k)
 
-    def _device_parts(self):
-        """The next row split per device (``DraftRows``): device k's (3 (G + 1) + 1,) part."""
-        u, u_last = self._draw_row()
-        return [np.append(u[:, i, :], u_last[i])[None, :] for i in range(self.system.k)]
+    def _device_parts(self, rng, rows=64):
+        """The next ``rows`` rows from ``rng``, each drawn as a round draws it (``_draw_row``),
+        split per device (``DraftRows``): device k's (rows, 3 (G + 1) + 1) part."""
+        k, g = self.system.k, self.g
+        parts = np.empty((k, rows, 3 * (g + 1) + 1))
+        for r in range(rows):
+            u, u_last = rng.random((3, k, g + 1)), rng.random(k)
+            parts[:, r, :-1] = u.transpose(1, 0, 2).reshape(k, -1)
+            parts[:, r, -1] = u_last
+        return list(parts)
 
     def _draft_uniforms(self, active):
         """u and u_last of the active devices' next drafts, device k's n-th draft reading row
         n's part of device k (the others' entries 0.5, never read for a result)."""
         if self._per_draft is None:
-            self._per_draft = DraftRows(self.system.k, self._device_parts)
+            self._per_draft = DraftRows(self.system.k, self._device_parts, self.rng)
         k, g = self.system.k, self.g
         u, u_last = np.full((3, k, g + 1), 0.5), np.full(k, 0.5)
         for i in (range(k) if active is None else np.flatnonzero(active).tolist()):

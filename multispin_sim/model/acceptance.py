@@ -135,18 +135,18 @@ class IIDAcceptance(AcceptanceModel):
     def accepted(self, gamma, active=None):
         return np.minimum(self._run_lengths(), gamma).astype(np.int64)
 
-    def _draft_block(self):
-        """The next ``block`` rows of run lengths, drawn as ``_run_lengths`` draws them, split
-        into each device's column (copies: a device's lag holds its column only)."""
-        runs = run_length(acceptance_uniforms(self.rng, (self.block, self.k)), self.alpha)
-        return [runs[:, i].copy() for i in range(self.k)]
+    def _draft_block(self, rng):
+        """The next ``block`` rows of run lengths from ``rng``, drawn as ``_run_lengths`` draws
+        them, split into each device's column."""
+        runs = run_length(acceptance_uniforms(rng, (self.block, self.k)), self.alpha)
+        return [runs[:, i] for i in range(self.k)]
 
     def accepted_per_draft(self, gamma, active=None):
         """Device k's n-th draft reads row n, column k of the acceptance stream's rows (drawn
         ``block`` rows at a time as the most advanced device needs them): in a run where every
         device drafts every round these are the rows ``accepted`` reads round by round."""
         if self._per_draft is None:
-            self._per_draft = DraftRows(self.k, self._draft_block)
+            self._per_draft = DraftRows(self.k, self._draft_block, self.rng)
         rows = self._per_draft
         runs = np.zeros(self.k)
         for i in (range(self.k) if active is None else np.flatnonzero(active).tolist()):

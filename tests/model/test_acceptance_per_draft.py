@@ -5,7 +5,7 @@
   round-by-round run (every device drafting every round) gives.
 - The outcomes keep the i.i.d. model's law: the mean accepted count is
   E[N] - 1 = alpha (1 - alpha^gamma) / (1 - alpha) (``model.speculative``).
-- ``DraftRows`` keeps only the rows a device has not read.
+- ``DraftRows`` holds generator states, not rows, for a device behind the others.
 """
 import math
 
@@ -78,18 +78,18 @@ def test_iid_per_draft_mean_accepted_matches_the_formula():
     assert abs(dev / math.sqrt(var)) < 4
 
 
-def test_draft_rows_keep_only_the_rows_not_read():
-    drawn = []
+def test_draft_rows_hold_states_not_rows_for_a_device_behind():
+    """A device that never drafts holds one generator state per block (until it passes the
+    block), not the rows: device 0 reads 10,000 rows of blocks of 10 while device 1 reads none,
+    so 1,000 states are held and no part of a row; device 1 then reads the same numbers the
+    stream gave (each old block drawn again from its state), and the states it passes go."""
+    def draw(g):   # a block of 10 rows of two devices
+        u = g.random((10, 2))
+        return [u[:, 0], u[:, 1]]
 
-    def draw():   # rows of 3: device i's part of row r is 10 r + i
-        first = 3 * len(drawn)
-        drawn.append(first)
-        return [np.array([10 * (first + r) + i for r in range(3)]) for i in range(2)]
-
-    rows = DraftRows(2, draw)
-    assert [int(rows.next(0)) for _ in range(7)] == [0, 10, 20, 30, 40, 50, 60]
-    assert len(drawn) == 3
-    assert [int(rows.next(1)) for _ in range(2)] == [1, 11]
-    # device 0 has read rows 0..6: it keeps the part of rows 6..8 only; device 1 from row 0
-    assert [first for first, _ in rows._parts[0]] == [6]
-    assert [first for first, _ in rows._parts[1]] == [0, 3, 6]
+    reference = np.random.default_rng(9).random((1000 * 10, 2))
+    rows = DraftRows(2, draw, np.random.default_rng(9))
+    assert [rows.next(0) for _ in range(10_000)] == reference[:, 0].tolist()
+    assert len(rows._states) == 1000 and rows._held[1] is None
+    assert [rows.next(1) for _ in range(5_005)] == reference[:5_005, 1].tolist()
+    assert len(rows._states) == 500 and rows._states[0][0] == 5_000
