@@ -25,6 +25,7 @@ import numpy as np
 from .units import db_to_linear
 
 GRID_POINTS_PER_DECORRELATION = 16
+_STEPS_AT_ONCE = 64   # more grid steps in one read: the device's own recursion (``_advance``)
 
 
 def shadowing_gain(shadowing_db):
@@ -65,22 +66,33 @@ class PathProcess:
 
     def _advance(self, devices, steps):
         """Move each of ``devices`` on by its ``steps`` (>= 1) grid points: one row (Z, W) from
-        its stream per step. The recursion runs step by step over all of them at once, the
-        same arithmetic per device as one device alone, so values do not depend on which
-        devices moved together or in how many calls."""
-        rest = self.lo.shape[1:]
-        z = np.zeros((int(steps.max()), devices.size) + rest)
-        for col, (i, n) in enumerate(zip(devices.tolist(), steps.tolist())):
-            rows = self._rngs[i].standard_normal((n, 2) + rest)
-            z[:n, col] = rows[:, 0]
-            self.w[i] = self.scale * rows[-1, 1]
-        lo, hi = self.lo[devices], self.hi[devices]
-        c = np.sqrt(self._one_minus_rho2) * self.scale
-        for k in range(z.shape[0]):
-            going = (k < steps).reshape((-1,) + (1,) * len(rest))
-            lo, hi = np.where(going, hi, lo), np.where(going, self.rho * hi + c * z[k], hi)
-        self.lo[devices], self.hi[devices] = lo, hi
+        its stream per step. A few steps run over all of them at once, step by step; a device
+        going further (a long read gap, a short d_corr) runs its own recursion in scipy's
+        ``lfilter``, y_n = c Z_n + rho y_(n-1), the same two products and one sum per step, so
+        values do not depend on which devices moved together or in how many calls."""
         self.index[devices] += steps
+        rest = self.lo.shape[1:]
+        c = np.sqrt(self._one_minus_rho2) * self.scale
+        far = steps > _STEPS_AT_ONCE
+        for i, n in zip(devices[far].tolist(), steps[far].tolist()):
+            from scipy.signal import lfilter   # only for long gaps (its import costs ~0.2 s)
+
+            rows = self._rngs[i].standard_normal((n, 2) + rest)
+            self.w[i] = self.scale * rows[-1, 1]
+            y = lfilter([c], [1.0, -self.rho], rows[:, 0], axis=0, zi=[self.rho * self.hi[i]])[0]
+            self.lo[i], self.hi[i] = y[-2], y[-1]
+        devices, steps = devices[~far], steps[~far]
+        if devices.size:
+            z = np.zeros((int(steps.max()), devices.size) + rest)
+            for col, (i, n) in enumerate(zip(devices.tolist(), steps.tolist())):
+                rows = self._rngs[i].standard_normal((n, 2) + rest)
+                z[:n, col] = rows[:, 0]
+                self.w[i] = self.scale * rows[-1, 1]
+            lo, hi = self.lo[devices], self.hi[devices]
+            for k in range(z.shape[0]):
+                going = (k < steps).reshape((-1,) + (1,) * len(rest))
+                lo, hi = np.where(going, hi, lo), np.where(going, self.rho * hi + c * z[k], hi)
+            self.lo[devices], self.hi[devices] = lo, hi
 
     def at(self, travelled_m):
         """The values (shape ``x0.shape``) at the distances ``travelled_m`` (D,) metres along

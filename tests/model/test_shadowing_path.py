@@ -101,3 +101,21 @@ def test_going_back_is_refused():
     path.at(np.array([10.0, 10.0]))
     with pytest.raises(ValueError, match="went back"):
         path.at(np.array([10.0, 1.0]))
+
+
+@pytest.mark.parametrize("shape", [(50,), (7, 3)])
+def test_a_long_gap_gives_the_values_of_many_short_reads(shape):
+    """Devices going thousands of grid points in one read (their own recursion) and the same
+    devices read 400 times on the way (all at once, step by step): the same values, exactly,
+    and a million grid points in one read take a bounded array, not one per step and device."""
+    x0 = np.random.default_rng(1).standard_normal(shape)
+    short, long = (PathProcess(x0, 16.0, np.random.default_rng(5), scale=3.0) for _ in range(2))
+    end = np.linspace(0.0, 5000.0, shape[0]) + 0.37
+    for t in np.linspace(0.0, 1.0, 400):
+        stepped = short.at(end * t)
+    long.at(np.zeros(shape[0]))
+    assert np.array_equal(long.at(end), stepped)
+    far = PathProcess(np.zeros(3), 16.0, np.random.default_rng(2))
+    far.at(np.zeros(3))
+    far.at(np.array([1e6, 1.5, 1.5]))   # 1e6 grid points of one device, one of the others
+    assert far.index.tolist() == [1_000_000, 1, 1]
