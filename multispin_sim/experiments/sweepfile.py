@@ -26,15 +26,13 @@ from the master seed with ``numpy.random.SeedSequence``), so cells are compared 
 random numbers, and adding replications later keeps the seeds of the existing ones.
 
 Validation happens before anything runs: unknown or misspelt keys, bad ranges, and every cell's
-scenario is actually loaded (``load_scenario``) and given the checks a run makes before it starts
-(``engine.simulation.read_inputs``: input files, each read once for all cells; PRBs per device;
-the servers of a layout of several cells at every replication's seed), so a value refused in one
-cell is reported with the cell it belongs to (the base alone need not be valid when the swept keys
-make every cell so). A range that gives a value twice is refused as a list with a repeated
-value is, and so is a ``--set`` that the swept keys would override in every cell (a swept key,
-its parent or part, its exclusive sibling; ``seed`` when ``sweep.seed`` is given). Errors are
-:class:`ScenarioError` with the one-line ``path: problem; allowed`` message of the scenario
-package.
+scenario is loaded and given the checks a run makes before it starts (``read_inputs``: input
+files, read once for all cells; PRBs per device; the servers of several cells at every
+replication's seed), so a value refused in one cell is reported with its cell (the base alone
+need not be valid when the swept keys make every cell so). A range giving a value twice is
+refused as a list with a repeated value is, and so is a ``--set`` that the swept keys would
+override in every cell (a swept key, its parent or part, its exclusive sibling; ``seed`` when
+``sweep.seed`` is given). Errors are one-line :class:`ScenarioError`s.
 """
 from __future__ import annotations
 
@@ -491,13 +489,17 @@ def load_sweep(source, overrides=None):
     with reading_once():   # each input file is read once for all the cells
         for index, combo in enumerate(itertools.product(*[a.values for a in axes])):
             values = {k: v for axis, vals in zip(axes, combo) for k, v in zip(axis.keys, vals)}
-            where = [f"in sweep cell {index}: " + ", ".join(f"{k}={_show(v)}"
-                                                            for k, v in values.items())]
-            try:
+            rep = 0
+            try:   # what a run checks before it starts, at replication 0's seed; the servers
+                # of a layout of several cells at every replication's (a Poisson one may draw none)
                 sc = load_scenario(base_raw, overrides=dict(values))
-                _check_inputs(sc, seeds, where)
+                read_inputs(dataclasses.replace(sc, seed=seeds[0]))
+                for rep, seed in enumerate(seeds[1:], start=1):
+                    check_cell_layout(dataclasses.replace(sc, seed=seed))
             except ScenarioError as exc:
-                raise _cell_error(exc, values, axes, "; ".join(where), path) from None
+                where = (f"in sweep cell {index}: " + ", ".join(f"{k}={_show(v)}" for k, v in
+                         values.items()) + (f"; replication {rep}" if rep else ""))
+                raise _cell_error(exc, values, axes, where, path) from None
             cells.append(Cell(index, values, scenario_to_dict(sc)))
 
     rows = {r[0]: {"unit": r[2], "doc": r[4]} for r in reference_rows()}
@@ -510,27 +512,11 @@ def load_sweep(source, overrides=None):
                  key_info=key_info, base_raw=plain(base_raw))
 
 
-def _check_inputs(scenario, seeds, where):
-    """What a run of the cell checks before it starts (``engine.simulation.read_inputs``: its
-    input files, the checks that need the model), at replication 0's seed; for a layout of
-    several cells, the servers drawn at every replication's seed too (a Poisson layout may
-    draw none at some), with the replication appended to ``where``."""
-    read_inputs(dataclasses.replace(scenario, seed=seeds[0]))
-    if scenario.cells.layout != "single":
-        for rep, seed in enumerate(seeds[1:], start=1):
-            where.append(f"replication {rep}")
-            check_cell_layout(dataclasses.replace(scenario, seed=seed))
-            where.pop()
-
-
 def _cell_error(exc, values, axes, where, source):
     """A cell's ScenarioError as the sweep's: a swept key's path under ``sweep.grid`` or
     ``sweep.zip``, the cell (``where``) after the problem."""
-    path = exc.path
-    for axis in axes:
-        for k in axis.keys:
-            if exc.path == k or exc.path.startswith(k + "."):
-                path = f"sweep.{axis.kind}.{exc.path}"
+    path = next((f"sweep.{a.kind}.{exc.path}" for a in reversed(axes) for k in a.keys
+                 if exc.path == k or exc.path.startswith(k + ".")), exc.path)
     allowed = exc.allowed
     value = values.get(exc.path)
     if isinstance(value, float) and value.is_integer() and "integer" in (allowed or ""):
