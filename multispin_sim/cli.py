@@ -519,7 +519,8 @@ def main(argv=None, *, exiting=False):
     with this status instead of being killed by the signal's default action."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    args.command_line = list(sys.argv if argv is None else ["multispin-sim", *argv])
+    # the command as a user types it again (not the script's or __main__.py's path)
+    args.command_line = ["multispin-sim", *(sys.argv[1:] if argv is None else argv)]
     debug = debug_enabled(args.debug)
     RECEIVED.clear()
     previous = {}

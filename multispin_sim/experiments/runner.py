@@ -36,13 +36,15 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import yaml
+
 from ..version import __version__
 from ..errors import RECEIVED, STOP_SIGNALS, catch, restore
 from ..outputs.atomic import check_folder, write_json, write_text   # strict JSON, file + rename
 from ..outputs.metadata import code_fingerprint
 from .executors import check_executor, get_executor
 from .fingerprint import input_fingerprints, stale_reason
-from .sweepfile import dump_sweep_yaml, run_key
+from .sweepfile import run_key
 from .tables import write_tables
 
 MARKER = "done.json"
@@ -450,3 +452,23 @@ def _run_sweep(sweep, folder, execute, where, progress, stream, signals):
         raise KeyboardInterrupt
     return SweepResult(folder, records, rows, cell_rows, paths, ran=ran, reused=reused,
                        redone=redone, failures=failures, wall_time_s=wall, n_runs=sweep.n_runs)
+
+
+def dump_sweep_yaml(sweep):
+    """A self-contained sweep file for the output folder: ``base_file``, ``base`` and ``--set``
+    merged into one ``base`` mapping, so ``multispin-sim sweep OUT/sweep.yaml --out OUT`` resumes
+    the same runs from anywhere."""
+    doc = {"name": sweep.name}
+    if sweep.description:
+        doc["description"] = sweep.description
+    doc["base"] = sweep.base_raw
+    doc["sweep"] = sweep.spec["sweep"]
+    if sweep.spec.get("plot") is not None:
+        doc["plot"] = sweep.spec["plot"]
+    origin = sweep.source or "a mapping"
+    extra = f" and --set {', '.join(f'{k}={v}' for k, v in sweep.spec.get('set', {}).items())}" \
+        if sweep.spec.get("set") else ""
+    header = (f"# Written by multispin-sim sweep from {origin}: base_file, base{extra} merged into "
+              "base.\n")
+    return header + yaml.safe_dump(doc, sort_keys=False, default_flow_style=None,
+                                   allow_unicode=True)

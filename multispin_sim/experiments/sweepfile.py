@@ -50,7 +50,6 @@ from pathlib import Path
 from typing import Optional
 
 import numpy as np
-import yaml
 
 from ..scenario import (ScenarioError, load_scenario, parse_set_options, reference_rows,
                         scenario_to_dict)
@@ -288,8 +287,7 @@ def _load_base(doc, source, overrides, first_cell=None):
             raise _err("base", f"{kind_of(doc['base'])} is not allowed",
                        "expected a scenario mapping", source)
         raw = apply_overrides(raw, _flatten(doc["base"]))
-    if overrides:
-        raw = apply_overrides(raw, overrides)
+    own, raw = raw, apply_overrides(raw, overrides) if overrides else raw
     try:
         base = load_scenario(raw)
     except ScenarioError as exc:
@@ -297,13 +295,24 @@ def _load_base(doc, source, overrides, first_cell=None):
             return raw, load_scenario(raw, overrides=first_cell or {})   # every cell is checked
         except ScenarioError:
             pass
-        if any(exc.path == k or exc.path.startswith(k + ".") or k.startswith(exc.path + ".")
-               for k in overrides):
-            raise _err(exc.path, f"{exc.problem} (from --set)", exc.allowed, source) from None
+        if overrides and (any(exc.path == k or exc.path.startswith(k + ".") for k in overrides)
+                          or _loads(own, first_cell)):   # the file is not at fault
+            raise _err(exc.path, f"{exc.problem} (from --set)", exc.allowed) from None
         where = "base" if doc.get("base") is not None or not doc.get("base_file") else "base_file"
         raise _err(f"{where}.{exc.path}" if exc.path else where, exc.problem, exc.allowed,
                    source) from None
     return raw, base
+
+
+def _loads(raw, cell):
+    """Whether the scenario ``raw`` loads as it is or with the first cell's values."""
+    for values in ({}, cell or {}):
+        try:
+            load_scenario(raw, overrides=values)
+            return True
+        except ScenarioError:
+            pass
+    return False
 
 
 def _parse_axes(sweep, source):
@@ -576,23 +585,3 @@ def _leaves(key, value):
     if isinstance(value, Mapping) and value:
         return list(_flatten(value, key))
     return [key]
-
-
-def dump_sweep_yaml(sweep):
-    """A self-contained sweep file for the output folder: ``base_file``, ``base`` and ``--set``
-    merged into one ``base`` mapping, so ``multispin-sim sweep OUT/sweep.yaml --out OUT`` resumes
-    the same runs from anywhere."""
-    doc = {"name": sweep.name}
-    if sweep.description:
-        doc["description"] = sweep.description
-    doc["base"] = sweep.base_raw
-    doc["sweep"] = sweep.spec["sweep"]
-    if sweep.spec.get("plot") is not None:
-        doc["plot"] = sweep.spec["plot"]
-    origin = sweep.source or "a mapping"
-    extra = f" and --set {', '.join(f'{k}={v}' for k, v in sweep.spec.get('set', {}).items())}" \
-        if sweep.spec.get("set") else ""
-    header = (f"# Written by multispin-sim sweep from {origin}: base_file, base{extra} merged into "
-              "base.\n")
-    return header + yaml.safe_dump(doc, sort_keys=False, default_flow_style=None,
-                                   allow_unicode=True)

@@ -305,14 +305,14 @@ def names_scenario_file(func):
 
 def _files_fault(exc: ScenarioError, overrides: Overrides, alone=None) -> bool:
     """Whether the scenario file, not the ``overrides`` applied to it, is at fault for ``exc``:
-    never where an override gave its key, a section holding it or a key below it; else, with
-    overrides, only where ``alone()`` (the same load or check of the file without them) fails
-    at the same key too (an override can make a key the file does not write, or one it
-    writes, fail a cross-check)."""
+    never where an override gave its key or a section holding it; else, with overrides, only
+    where ``alone()`` (the same load or check of the file without them) fails at the same key
+    too (an override can make a key the file does not write, or one it writes, fail a
+    cross-check; one below the key may or may not be the cause)."""
     keys = overrides if isinstance(overrides, Mapping) else parse_set_options(overrides or [])
     keys = [str(k) for k in keys]
     path = exc.path
-    if any(path == k or path.startswith(f"{k}.") or k.startswith(f"{path}.") for k in keys):
+    if any(path == k or path.startswith(f"{k}.") for k in keys):
         return False
     if not keys or alone is None:
         return True

@@ -457,3 +457,18 @@ def test_every_replication_seed_of_a_poisson_layout_is_checked():
     with pytest.raises(ScenarioError) as info:
         load_sweep(doc)
     assert info.value.path == "cells.density_per_km2" and "in sweep cell 0" in str(info.value)
+
+
+def test_an_error_of_the_set_options_alone_does_not_name_the_sweep_file(tmp_path):
+    """Both DL powers given by --set over a sound sweep file: the error is the options', with no
+    file prefix; the same powers written in the file's base name the file."""
+    path = tmp_path / "sw.yaml"
+    path.write_text("base: {run: {rounds: 5}}\nsweep:\n  grid:\n    devices.count: [2, 3]\n")
+    with pytest.raises(ScenarioError) as info:
+        load_sweep(str(path), ["server.dl_power_dbm=16", "server.dl_power_ratio=4"])
+    assert info.value.path == "server" and info.value.source is None
+    path.write_text("base: {run: {rounds: 5}, server: {dl_power_dbm: 16, dl_power_ratio: 4}}\n"
+                    "sweep:\n  grid:\n    devices.count: [2, 3]\n")
+    with pytest.raises(ScenarioError) as info:
+        load_sweep(str(path), ["run.rounds=7"])
+    assert info.value.source == str(path)

@@ -48,3 +48,10 @@ def test_the_file_is_named_where_it_is_wrong_on_its_own(tmp_path):
     assert _error(str(path), ["run.rounds=5"]).source == str(path)
     path.write_text("link:\n  model: mcs\nchannel:\n  bandwidth_mhz: 5\ndevices:\n  count: 200\n")
     assert _error(str(path), ["run.rounds=5"], later=True).source == str(path)
+
+
+def test_a_file_wrong_on_its_own_is_named_when_an_override_sets_a_key_below_the_error(tmp_path):
+    path = tmp_path / "both.yaml"     # both DL powers: refused at the section 'server'
+    path.write_text("server:\n  dl_power_dbm: 16\n  dl_power_ratio: 4\n")
+    err = _error(str(path), ["server.antennas=4"])
+    assert err.path == "server" and err.source == str(path)
