@@ -39,3 +39,13 @@ def test_code_sha256_is_the_hash_of_the_package_source(tmp_path):
     assert {p.relative_to(metadata.PACKAGE).as_posix()
             for p in metadata.PACKAGE.rglob("*.py") if "__pycache__" not in p.parts} <= {
         p.relative_to(metadata.PACKAGE).as_posix() for p in metadata._source_files()}
+
+
+def test_the_command_reads_as_typed_however_it_was_started(tmp_path, monkeypatch):
+    """``python -m multispin_sim run ...`` has __main__.py's path in sys.argv[0]: the record is
+    the command a user types again."""
+    out = tmp_path / "m"
+    monkeypatch.setattr("sys.argv", ["/somewhere/multispin_sim/__main__.py", "run", *SMALL,
+                                     "--out", str(out)])
+    assert main() == 0
+    assert _meta(out)["command_line"] == ["multispin-sim", "run", *SMALL, "--out", str(out)]
