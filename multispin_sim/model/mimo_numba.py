@@ -9,9 +9,9 @@ Cholesky factor in plain loops (M is small: a LAPACK call costs more than the ar
 each key is worked out once per channel state and kept in an open-addressing hash table. The
 prefix split of many outcomes is one call (``CompiledEvaluator.prefix``), a branch and bound
 per outcome on the bounds of ``ArrayProblem._prefix_table`` that keeps its first minimiser.
-Values agree with numpy's within rtol 1e-12 (another factorisation, summation order and libm;
-a ZF group's load within about cond(G) eps, as numpy's own is), so decisions agree except at
-near-ties. Imported only where it runs (it imports numba); ``MULTISPIN_NUMBA=0`` keeps the
+Values agree with numpy's within about cond eps (another factorisation, summation order and
+libm), cond the condition number of the matrix inverted (I + S G S, or a ZF group's G): rtol
+1e-12 where cond < 1e4, so decisions agree except at near-ties. Imported only where it runs (it imports numba); ``MULTISPIN_NUMBA=0`` keeps the
 numpy path.
 """
 import math
@@ -124,7 +124,8 @@ def _ul_delay(key, a, p, gram, outer, ascending, par, m, h, low, y, idx, root):
             for j in range(i + 1):
                 h[i, j] = gram[idx[i], idx[j]] * (root[i] * root[j])
             h[i, i] += 1.0
-        _cholesky(h, n, low)
+        if not _cholesky(h, n, low):   # only with non-finite inputs (I + S G S >= I)
+            return math.nan
         for i in range(n):
             sinr = max(1.0 / _inv_diag(low, n, i, y) - 1.0, 0.0)
             weakest = sinr if sinr != sinr or sinr < weakest else weakest
@@ -136,7 +137,8 @@ def _ul_delay(key, a, p, gram, outer, ascending, par, m, h, low, y, idx, root):
                     s += outer[idx[i], u, v]
                 h[u, v] = s / noise
             h[u, u] += 1.0
-        _cholesky(h, m, low)
+        if not _cholesky(h, m, low):
+            return math.nan
         for i in range(n):
             j = idx[i]
             x = _quad(low, m, a, j, y) * (p[j] / noise)

@@ -6,6 +6,8 @@ import os
 import platform
 from pathlib import Path
 
+from ..model.compiled import numba_allowed
+
 PACKAGES = ("numpy", "scipy", "simpy", "networkx", "pyyaml", "numba")
 
 PACKAGE = Path(__file__).resolve().parents[1]
@@ -65,9 +67,11 @@ def run_metadata(version, seed, wall_time_s, command_line=None, *, compiled_sear
     source (``code_fingerprint``), which tells two states of the code apart where the version
     number does not.
 
-    ``compiled_search``: whether this run's draft controller ran the compiled search (the
-    engine asks the run's controller; not whether this process ever imported it: a sweep
-    worker or a second ``simulate`` call runs other scenarios after a searching one)."""
+    ``numba_allowed``: false where ``MULTISPIN_NUMBA=0`` kept every compiled twin off (the
+    search's kernels, the shared-band evaluator); ``compiled_search``: whether this run's draft
+    controller ran the compiled search (the engine asks the run's controller; not whether this
+    process ever imported it: a sweep worker or a second ``simulate`` call runs other scenarios
+    after a searching one)."""
     return {
         "multispin_sim_version": version,
         "seed": seed,
@@ -77,6 +81,7 @@ def run_metadata(version, seed, wall_time_s, command_line=None, *, compiled_sear
         "packages": package_versions(),
         "platform": _platform(),
         "compiled_search": bool(compiled_search),
+        "numba_allowed": numba_allowed(),
         **extra,
     }
 

@@ -49,3 +49,11 @@ def test_the_command_reads_as_typed_however_it_was_started(tmp_path, monkeypatch
                                      "--out", str(out)])
     assert main() == 0
     assert _meta(out)["command_line"] == ["multispin-sim", "run", *SMALL, "--out", str(out)]
+
+
+def test_numba_allowed_says_whether_the_switch_kept_the_compiled_twins_off(tmp_path, monkeypatch):
+    for value, allowed in (("0", False), ("1", True)):
+        monkeypatch.setenv("MULTISPIN_NUMBA", value)
+        out = tmp_path / value
+        assert main(["run", *SMALL, "--out", str(out)]) == 0
+        assert _meta(out)["numba_allowed"] is allowed
