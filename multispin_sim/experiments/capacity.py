@@ -518,13 +518,18 @@ def _csv_text(columns, rows):
 
 def write_capacity(folder, search):
     """capacity.csv (the curve), capacity_reps.csv (every run's counted and met requests) and
-    capacity.json (the result) in ``folder`` (created); each file is written whole or not at
-    all (temporary file + rename)."""
+    capacity.json (the result, and ``made_with``: the code and packages, as a run's run.json
+    records them) in ``folder`` (created); each file is written whole or not at all (temporary
+    file + rename)."""
     from ..outputs.atomic import write_json, write_text
+    from ..outputs.metadata import code_fingerprint, package_versions
+    from ..version import __version__
 
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     write_text(folder / "capacity_reps.csv", _csv_text(REPS_COLUMNS, search.replications()))
     write_text(folder / "capacity.csv", _csv_text(CURVE_COLUMNS, search.curve()))
-    write_json(folder / "capacity.json", search.result)
+    made_with = {"multispin_sim_version": __version__, "code_sha256": code_fingerprint(),
+                 "packages": package_versions(), "seed": search.base.seed}
+    write_json(folder / "capacity.json", {**search.result, "made_with": made_with})
     return folder / "capacity.csv", folder / "capacity.json"

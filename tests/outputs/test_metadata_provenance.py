@@ -57,3 +57,9 @@ def test_numba_allowed_says_whether_the_switch_kept_the_compiled_twins_off(tmp_p
         out = tmp_path / value
         assert main(["run", *SMALL, "--out", str(out)]) == 0
         assert _meta(out)["numba_allowed"] is allowed
+
+
+def test_a_capacity_search_records_the_code_that_made_it(capacity_folder):
+    made = json.loads((capacity_folder / "capacity.json").read_text())["made_with"]
+    assert made["code_sha256"] == metadata.code_fingerprint()
+    assert made["packages"]["numpy"] and made["multispin_sim_version"]
