@@ -35,7 +35,7 @@ STOPPED = {
                      (1, 99)),
     "asynchronous-pre-draft": ({**LIMITED, "devices.count": 8, "serving.protocol": "asynchronous",
                                "serving.pre_draft": True, "serving.batching": "window",
-                               "serving.window_ms": 20}, (1, 99)),
+                               "serving.window_ms": 20, "seed": 2}, (1, 99)),
     "coherence-time": ({**LIMITED, "devices.count": 6, "seed": 2,
                         "channel.coherence_time_ms": 5, "policy.mode": "deadline"}, (1, 99)),
     "shannon-grid": ({**LIMITED, "devices.count": 6, "devices.distance_m": 1500, "seed": 2,
