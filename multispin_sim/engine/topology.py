@@ -9,8 +9,9 @@ one edge server-device per device with its distance and large-scale gain.
 
 ``Mover`` is the SimPy-free side of mobility: at each round start the engine asks it for the
 large-scale gains at that time (random-waypoint positions, path loss from the new distances,
-shadowing as a function of the distance each device has travelled, ``model.shadowing.PathProcess``). ``doppler_clock`` makes its walk the clock of
-the fading under ``channel.doppler`` 'speed'.
+shadowing as a function of the distance each device has travelled,
+``model.shadowing.PathProcess``). ``doppler_clock`` makes its walk the clock of the fading under
+``channel.doppler`` 'speed'.
 """
 import numpy as np
 
@@ -150,11 +151,11 @@ class Mover:
     """Large-scale gains of moving devices, evaluated at round starts.
 
     gains(t) -> (K,) G_k(t) = path loss at the device's distance at t (clamped to >= 1 m) times
-    its shadowing sigma X_k(s_k(t)) dB (``shadow_db``), where s_k(t) is the distance the device has walked by t
-    and X_k the ``PathProcess`` started at the population's drawn value: N(0, sigma^2) dB at
-    every t, correlation exp(-|s - s'| / ``channel.shadowing_decorrelation_m``) between values
-    on its grid or in different grid intervals (Gudmundson), a deterministic function of the
-    walk and the seed. ``shadowing_rng``: the generator the devices' own streams are spawned
+    its shadowing sigma X_k(s_k(t)) dB (``shadow_db``), where s_k(t) is the distance the device
+    has walked by t and X_k the ``PathProcess`` started at the population's drawn value:
+    N(0, sigma^2) dB at every t, correlation exp(-|s - s'| / ``channel.shadowing_decorrelation_m``)
+    between values on its grid or in different grid intervals (Gudmundson), a deterministic
+    function of the walk and the seed. ``shadowing_rng``: the generator the devices' own streams are spawned
     from (the ``shadowing_path`` stream), so the shadowing does not depend on when, or how
     often, rounds start.
     """

@@ -11,8 +11,8 @@ prefix split of many outcomes is one call (``CompiledEvaluator.prefix``), a bran
 per outcome on the bounds of ``ArrayProblem._prefix_table`` that keeps its first minimiser.
 Values agree with numpy's within about cond eps (another factorisation, summation order and
 libm), cond the condition number of the matrix inverted (I + S G S, or a ZF group's G): rtol
-1e-12 where cond < 1e4, so decisions agree except at near-ties. Imported only where it runs (it imports numba); ``MULTISPIN_NUMBA=0`` keeps the
-numpy path.
+1e-12 where cond < 1e4, so decisions agree except at near-ties. Imported only where it runs
+(it imports numba); ``MULTISPIN_NUMBA=0`` keeps the numpy path.
 """
 import math
 
