@@ -97,17 +97,18 @@ class TokenServer(EdgeServer):
         reactive_policy.bind_payload(model)
 
     # -- verification ----------------------------------------------------------------------
-    def _draw_row(self):
-        """One row of the stream, as a round draws it: u (3, K, G + 1), then K uniforms."""
-        return self.rng.random((3, self.system.k, self.g + 1)), self.rng.random(self.system.k)
+    def _draw_row(self, rng):
+        """One row of the stream from ``rng``, as a round draws it: u (3, K, G + 1), then K
+        uniforms (the rounds' and the drafts' one way of drawing it)."""
+        return rng.random((3, self.system.k, self.g + 1)), rng.random(self.system.k)
 
     def _device_parts(self, rng, rows=64):
-        """The next ``rows`` rows from ``rng``, each drawn as a round draws it (``_draw_row``),
-        split per device (``DraftRows``): device k's (rows, 3 (G + 1) + 1) part."""
+        """The next ``rows`` rows from ``rng`` (``_draw_row``), split per device
+        (``DraftRows``): device k's (rows, 3 (G + 1) + 1) part."""
         k, g = self.system.k, self.g
         parts = np.empty((k, rows, 3 * (g + 1) + 1))
         for r in range(rows):
-            u, u_last = rng.random((3, k, g + 1)), rng.random(k)
+            u, u_last = self._draw_row(rng)
             parts[:, r, :-1] = u.transpose(1, 0, 2).reshape(k, -1)
             parts[:, r, -1] = u_last
         return list(parts)
@@ -130,7 +131,7 @@ class TokenServer(EdgeServer):
         reads row n's uniforms of device k, the row a round-by-round draw reads in round n."""
         k, g = self.system.k, self.g
         model, table = self.model, self.model.table
-        u, u_last = self._draft_uniforms(active) if per_draft else self._draw_row()
+        u, u_last = self._draft_uniforms(active) if per_draft else self._draw_row(self.rng)
         gamma = np.asarray(gamma)
         if self.single_row:
             rows = self.row0_col

@@ -54,7 +54,7 @@ import numpy as np
 from ..scenario import (ScenarioError, load_scenario, parse_set_options, reference_rows,
                         scenario_to_dict)
 from ..scenario import Scenario, apply_overrides, read_yaml_file
-from ..scenario.loading import exclusive_sibling
+from ..scenario.loading import exclusive_sibling, file_at_fault
 from ..scenario.params import kind_of, python_values, section_hints
 from ..engine.cell_plan import check_cell_layout
 from ..engine.reading import reading_once
@@ -295,24 +295,13 @@ def _load_base(doc, source, overrides, first_cell=None):
             return raw, load_scenario(raw, overrides=first_cell or {})   # every cell is checked
         except ScenarioError:
             pass
-        if overrides and (any(exc.path == k or exc.path.startswith(k + ".") for k in overrides)
-                          or _loads(own, first_cell)):   # the file is not at fault
+        if overrides and not file_at_fault(
+                exc, overrides, lambda: load_scenario(own, overrides=first_cell or {})):
             raise _err(exc.path, f"{exc.problem} (from --set)", exc.allowed) from None
         where = "base" if doc.get("base") is not None or not doc.get("base_file") else "base_file"
         raise _err(f"{where}.{exc.path}" if exc.path else where, exc.problem, exc.allowed,
                    source) from None
     return raw, base
-
-
-def _loads(raw, cell):
-    """Whether the scenario ``raw`` loads as it is or with the first cell's values."""
-    for values in ({}, cell or {}):
-        try:
-            load_scenario(raw, overrides=values)
-            return True
-        except ScenarioError:
-            pass
-    return False
 
 
 def _parse_axes(sweep, source):

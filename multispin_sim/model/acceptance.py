@@ -123,10 +123,14 @@ class IIDAcceptance(AcceptanceModel):
         self._capped = self._capped_for = self._capped_gamma = None  # capped_block's cache
         self._per_draft = None   # accepted_per_draft's rows (a run uses it or the rounds')
 
+    def _block(self, rng):
+        """The next ``block`` rows of run lengths from ``rng`` (the rounds' and the drafts'
+        one way of drawing them)."""
+        return run_length(acceptance_uniforms(rng, (self.block, self.k)), self.alpha)
+
     def _run_lengths(self):
         if self._next == len(self._runs):
-            u = acceptance_uniforms(self.rng, (self.block, self.k))
-            self._runs = run_length(u, self.alpha)
+            self._runs = self._block(self.rng)
             self._next = 0
         row = self._runs[self._next]
         self._next += 1
@@ -136,10 +140,8 @@ class IIDAcceptance(AcceptanceModel):
         return np.minimum(self._run_lengths(), gamma).astype(np.int64)
 
     def _draft_block(self, rng):
-        """The next ``block`` rows of run lengths from ``rng``, drawn as ``_run_lengths`` draws
-        them, split into each device's column."""
-        runs = run_length(acceptance_uniforms(rng, (self.block, self.k)), self.alpha)
-        return [runs[:, i] for i in range(self.k)]
+        """``_block`` split into each device's column (``DraftRows``)."""
+        return list(self._block(rng).T)
 
     def accepted_per_draft(self, gamma, active=None):
         """Device k's n-th draft reads row n, column k of the acceptance stream's rows (drawn

@@ -37,7 +37,7 @@ class DraftRows:
         if held is None or not held[0] <= n < held[0] + held[1]:
             held = self._held[i] = self._block_of(n, i)
         self.count[i] = n + 1
-        if self._states and self._states[0][0] + self._states[0][1] <= int(self.count.min()):
+        if self._states:
             self._drop_passed()
         return held[2][n - held[0]]
 

@@ -21,7 +21,8 @@ from .schema import Scenario
 from .limits import check_yaml_text  # also registers the limit checks (cross checks)
 
 __all__ = ["load_scenario", "parse_set_options", "apply_overrides", "scenario_to_dict",
-           "dump_scenario_yaml", "resolve_scenario", "name_scenario_file", "names_scenario_file"]
+           "dump_scenario_yaml", "resolve_scenario", "name_scenario_file", "names_scenario_file",
+           "file_at_fault"]
 
 Source = Union[None, str, "os.PathLike[str]", Mapping, Scenario]
 Overrides = Union[None, Mapping[str, Any], Iterable[str]]
@@ -243,7 +244,7 @@ def load_scenario(source: Source = None, overrides: Overrides = None) -> Scenari
     try:
         sc = resolve_scenario(build_section(Scenario, apply_overrides(raw, overrides), ""))
     except ScenarioError as exc:
-        if file is not None and exc.source is None and _files_fault(
+        if file is not None and exc.source is None and file_at_fault(
                 exc, overrides, lambda: resolve_scenario(build_section(Scenario, raw, ""))):
             exc.source = file
         raise
@@ -279,13 +280,13 @@ def _remember_file(sc: Scenario, file: str, overrides: Overrides) -> None:
 
 def name_scenario_file(exc: ScenarioError, scenario: Any, check=None) -> ScenarioError:
     """``exc`` with its ``source`` set to the file ``scenario`` was loaded from where the file
-    is at fault (``_files_fault``; ``check(scenario)`` is what raised it, rerun on the file
+    is at fault (``file_at_fault``; ``check(scenario)`` is what raised it, rerun on the file
     alone), unless it already names one."""
     entry = _FILES.get(id(scenario))
     if exc.source is None and entry is not None and entry[0]() is scenario:
         file, keys = entry[1], dict.fromkeys(entry[2])
         alone = None if check is None else (lambda: check(load_scenario(file)))
-        if _files_fault(exc, keys, alone):
+        if file_at_fault(exc, keys, alone):
             exc.source = file
     return exc
 
@@ -303,7 +304,7 @@ def names_scenario_file(func):
     return checked
 
 
-def _files_fault(exc: ScenarioError, overrides: Overrides, alone=None) -> bool:
+def file_at_fault(exc: ScenarioError, overrides: Overrides, alone=None) -> bool:
     """Whether the scenario file, not the ``overrides`` applied to it, is at fault for ``exc``:
     never where an override gave its key or a section holding it; else, with overrides, only
     where ``alone()`` (the same load or check of the file without them) fails at the same key
