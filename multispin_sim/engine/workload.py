@@ -17,6 +17,7 @@ The workloads (``workload.arrivals``) are registered in
 """
 import csv
 import math
+from array import array
 from collections import deque
 
 import numpy as np
@@ -374,11 +375,12 @@ def read_trace(path, k):
     the file is parsed once per ``reading_once`` scope (``engine.reading``), checked against
     ``k`` = devices.count each time."""
     key = "workload.trace_file"
-    lines, rows, times, devices, tokens, fixed_ok, invalid = read_once(_parse_trace, path)
+    lines, times, devices, tokens, fixed_ok, invalid = read_once(_parse_trace, path)
     bad = ~fixed_ok | (devices < 0) | (devices >= k)
     if bad.any():   # the first row in file order that is out of range for this k
         i = int(np.argmax(bad))   # (every parsed row comes before an unparsable one)
-        raise ScenarioError(key, f"{path!r} line {lines[i]}: {','.join(rows[i])!r} is out of "
+        row = _row_at(path, int(lines[i]))
+        raise ScenarioError(key, f"{path!r} line {lines[i]}: {','.join(row)!r} is out of "
                             f"range", f"expected time_s >= 0, 0 <= device < devices.count ({k}) "
                             f"and tokens in 1..{MAX_REQUEST_TOKENS:,}")
     if invalid is not None:
@@ -394,25 +396,32 @@ TRACE_FORMAT = "expected a CSV with a header time_s,device[,tokens] and one arri
 
 def _parse_trace(path):
     """What a trace CSV says independently of devices.count: its rows up to the first one that
-    does not parse, as (line numbers, rows, times, devices (-1 for a negative or huge index),
-    tokens or None (0 where out of range), whether time and tokens are in range, (line, row) of
-    the first unparsable row or None)."""
+    does not parse, as (line numbers, times, devices (-1 for a negative or huge index), tokens or
+    None (0 where out of range), whether time and tokens are in range, (line, row) of the first
+    unparsable row or None). The file is streamed into typed arrays rather than held as rows:
+    a trace of millions of arrivals would otherwise take about 250 bytes a row while parsing."""
     key = "workload.trace_file"
     try:
         with open(path, newline="", encoding="utf-8") as f:
-            table = list(csv.reader(f))
+            return _parse_rows(csv.reader(f), path)
     except (OSError, UnicodeDecodeError) as exc:
         raise ScenarioError(key, f"cannot read {path!r}: {exc}", TRACE_FORMAT) from None
-    if not table:
+
+
+def _parse_rows(reader, path):
+    key = "workload.trace_file"
+    first = next(reader, None)
+    if first is None:
         raise ScenarioError(key, f"{path!r} is empty", TRACE_FORMAT)
-    header = [h.strip() for h in table[0]]
+    header = [h.strip() for h in first]
     if "time_s" not in header or "device" not in header:
         raise ScenarioError(key, f"{path!r} has columns {header}", TRACE_FORMAT)
     it, idev = header.index("time_s"), header.index("device")
     itok = header.index("tokens") if "tokens" in header else None
-    lines, rows, times, devices, tokens, ok = [], [], [], [], [], []
+    lines, times, devices = array("q"), array("d"), array("q")
+    tokens, ok = array("q"), array("b")
     invalid = None
-    for line, row in enumerate(table[1:], start=2):
+    for line, row in enumerate(reader, start=2):
         if not row or all(not c.strip() for c in row):
             continue
         try:
@@ -422,15 +431,21 @@ def _parse_trace(path):
             invalid = (line, row)
             break
         lines.append(line)
-        rows.append(row)
         times.append(t)
         fine = math.isfinite(t) and t >= 0 and (itok is None or 1 <= n <= MAX_REQUEST_TOKENS)
         devices.append(d if 0 <= d < 2**62 else -1)   # (-1: out of range for every count)
         tokens.append(n if fine else 0)
         ok.append(fine)
-    tokens = np.asarray(tokens, dtype=np.int64) if itok is not None else None
-    return (lines, rows, np.asarray(times, dtype=float), np.asarray(devices, dtype=np.int64),
-            tokens, np.asarray(ok, dtype=bool), invalid)
+    tokens = np.frombuffer(tokens, dtype=np.int64).copy() if itok is not None else None
+    return (np.frombuffer(lines, dtype=np.int64).copy(), np.frombuffer(times, dtype=float).copy(),
+            np.frombuffer(devices, dtype=np.int64).copy(), tokens,
+            np.frombuffer(ok, dtype=np.int8).astype(bool), invalid)
+
+
+def _row_at(path, line):
+    """The CSV row on ``line`` (1-based) of ``path``, read again only to quote it in an error."""
+    with open(path, newline="", encoding="utf-8") as f:
+        return next(row for n, row in enumerate(csv.reader(f), start=1) if n == line)
 
 
 class TraceArrivals(QueueingWorkload, Arrivals):
