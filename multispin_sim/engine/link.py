@@ -24,7 +24,8 @@ import numpy as np
 from ..model.csi import ImperfectCsi, PerfectCsi
 from ..model.energy import AIRTIME, RADIATED
 from ..model.fading import FADING_MODELS, BlockRows, jakes_correlation
-from ..model.link import LINK_MODELS, BlockLimit, IidBlocks, McsLink, PermanentOutage, Uniforms
+from ..model.link import (LINK_MODELS, BlockLimit, Blocks, IidBlocks, McsLink, PermanentOutage,
+                          Uniforms)
 from ..model.nr_tables import CarrierError
 from ..model.rates import shannon_rate
 from ..model.reactive import DL
@@ -37,6 +38,10 @@ from .streams import KeyedStreams
 
 # uniforms a correction's HARQ draws take from its stream at a time (most need at most 4)
 _HARQ_UNIFORMS = 8
+# relative (and, in units of the mean power, absolute) rounding a gain read in a run of blocks
+# may differ by from the same block read alone: single-precision cosines of the Jakes sums
+# round apart by ~1e-7 at most when their arguments differ in the last bits
+_SKIP_MARGIN = 1e-5
 
 
 class CorrectionUniforms(Uniforms):
@@ -59,10 +64,9 @@ class CorrectionUniforms(Uniforms):
         return self.rng.random(_HARQ_UNIFORMS).tolist()
 
 
-class GridBlocks:
-    """The fading grid's blocks as seen by one correction of ``device`` in ``mode`` from ``t0``."""
-
-    static = False
+class GridBlocks(Blocks):
+    """The fading grid's blocks as seen by one correction of ``device`` in ``mode`` from ``t0``;
+    ``skip_below`` reads them in runs (``grid.block_powers``)."""
 
     def __init__(self, channel, device, mode, t0):
         self.channel = channel
@@ -86,12 +90,26 @@ class GridBlocks:
     def next(self, t):
         return (self._index(t) + 1) * self.tc - self.t0
 
+    def skip_below(self, t, floor, limit):
+        # ``block_power`` and ``block_powers`` may round differently (one block against many):
+        # a gain within _SKIP_MARGIN of the floor is left to the caller's exact test
+        n0 = n = self._index(t)
+        pl = float(self.channel.pathloss[self.device])
+        below = floor / pl * (1.0 - _SKIP_MARGIN) - _SKIP_MARGIN
+        grid = self.channel.grid
+        while n - n0 < limit:
+            h = grid.block_powers(self.device, self.dl, self.t0, n, limit - (n - n0))
+            up = np.flatnonzero(h >= below)
+            if up.size:
+                n += int(up[0])
+                break
+            n += len(h)
+        return ((n * self.tc - self.t0) if n > n0 else t), n - n0
 
-class ProcessBlocks:
+
+class ProcessBlocks(Blocks):
     """One block per round on a process in continuous time (Jakes): the round's gain holds
     until a retry; a retry waits ``block_s`` and meets the process at that instant."""
-
-    static = False
 
     def __init__(self, gain, sample, t0, block_s):
         self.gain = float(gain)

@@ -421,5 +421,13 @@ class GridFading:
         h_ul, h_dl = self.at(n)
         return (h_dl if dl else h_ul)[device]
 
+    def block_powers(self, device, dl, t0, n, most):
+        """``block_power`` of blocks n, n + 1, ...: at least one and at most ``most``, up to
+        the end of n's chunk (so that no chunk is made before a block of it is asked)."""
+        c = n // self.chunk
+        ul, dl_ = self._chunk(c)
+        lo = n - c * self.chunk
+        return (dl_ if dl else ul)[lo:lo + max(1, most), device]
+
     def prune_before(self, t):
         self.prune(self.index(t))

@@ -182,6 +182,12 @@ class JakesProcess:
         """|h|^2 of ``device`` in grid block n of a transmission from ``t0``."""
         return float(self.power(device, dl, t0 if n <= self.index(t0) else n * self.block_s))
 
+    def block_powers(self, device, dl, t0, n, most):
+        """``block_power`` of blocks n, n + 1, ..., n + m - 1, m = min(``most``, 256) >= 1 (longer
+        runs are slower per block: their (m, 2M) arguments leave the cache)."""
+        ns = n + np.arange(max(1, min(int(most), 256)))
+        return self.power(device, dl, np.where(ns <= self.index(t0), t0, ns * self.block_s))
+
     def prune_before(self, t):
         """Nothing is stored: the process is a function of time."""
 

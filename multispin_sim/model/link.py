@@ -71,6 +71,10 @@ HARQ_COMBINING = ("chase", "repetition")
 _LN2 = math.log(2.0)
 
 
+# outages in a row after which ``deliver`` passes over the blocks surely in outage at once
+_OUTAGES_BEFORE_SKIPPING = 4
+
+
 class PermanentOutage(RuntimeError):
     """A correction can never be delivered: its SNR is below the lowest MCS and the channel
     does not change (the message names the SNR and what to change)."""
@@ -235,6 +239,13 @@ class McsLink:
             return None
         return self._tbs[c - 1][n_prb], self._thr[c - 1]
 
+    def outage_floor(self, power_w, n_prb):
+        """The true gain below which a block is in outage at ``power_w`` on ``n_prb`` PRBs
+        (its SNR below CQI 1's switching point); 0 where only a zero gain is (continuous)."""
+        if self.switch_db is None or not power_w > 0:
+            return 0.0
+        return 10.0 ** (self._switch[0] / 10.0) * self.noise_w(n_prb) / power_w
+
     def planned_one(self, bits, snr, n_prb, outage_wait_s=0.0):
         """``planned_delays`` for one scalar correction (the engine's per-round path)."""
         got = self.choose(snr, n_prb)
@@ -295,12 +306,12 @@ class McsLink:
                 max_blocks=1_000_000):
         """Realised delivery of ``bits`` on ``n_prb`` PRBs at ``power_w`` (a ``LinkOutcome``).
 
-        ``blocks``: the fading the correction meets, an object with ``current(t) -> (gain,
-        t_end)`` (the true gain of the block containing time t after the start, and when that
-        block ends, inf if it holds until a retry) and ``next(t) -> t'`` (the start of the next
-        fading block after t). ``snr_reported``: the SNR the decision adapts to at the start.
-        Raises ``PermanentOutage`` when the SNR is below the lowest MCS on a channel that does
-        not change, ``BlockLimit`` after waiting ``max_blocks`` later blocks.
+        ``blocks``: the fading the correction meets (``Blocks``). ``snr_reported``: the SNR the
+        decision adapts to at the start. Raises ``PermanentOutage`` when the SNR is below the
+        lowest MCS on a channel that does not change, ``BlockLimit`` after waiting
+        ``max_blocks`` later blocks. After a few outages in a row, the blocks surely in outage
+        are passed over in one ``blocks.skip_below`` call, each counted as the outage it is: a
+        far device can wait through a million blocks.
         """
         if not isinstance(rng, Uniforms):
             if self._uniforms is None or self._uniforms.rng is not rng:
@@ -311,7 +322,7 @@ class McsLink:
         t = 0.0
         out = LinkOutcome(0.0)
         reported = snr_reported
-        waited = 0
+        waited = in_a_row = 0
         while remaining > 0:
             if waited > max_blocks:
                 raise BlockLimit(f"a correction needs more than {max_blocks:,} fading blocks to "
@@ -323,6 +334,7 @@ class McsLink:
             got = self.choose(rep, n_prb)
             if got is None or got[0] <= 0:
                 out.outages += 1
+                in_a_row += 1
                 if getattr(blocks, "static", False) and waited >= 2:
                     raise PermanentOutage(
                         f"a correction is in outage for good: SNR "
@@ -342,6 +354,7 @@ class McsLink:
                 out.radiated_j += used * slot * power_w
                 remaining = max(0.0, remaining - done * tbs)
                 t += used * slot
+                in_a_row = 0
                 if not failed:
                     continue
                 out.failures += 1
@@ -349,6 +362,11 @@ class McsLink:
             waited += 1
             t = blocks.next(t)
             power_w = power_w if retry_power_w is None else retry_power_w
+            if in_a_row >= _OUTAGES_BEFORE_SKIPPING:
+                t, skipped = blocks.skip_below(t, self.outage_floor(power_w, n_prb),
+                                               max_blocks + 1 - waited)
+                out.outages += skipped
+                waited += skipped
         out.delay_s = t
         self.transmissions += out.transmissions
         self.failures += out.failures
@@ -436,7 +454,23 @@ def _binomial(n, q, rng):
     return k
 
 
-class IidBlocks:
+class Blocks:
+    """The fading blocks one correction meets (``McsLink.deliver``): ``current(t) -> (gain,
+    t_end)``, the true gain of the block holding time t after the start and when that block
+    ends (inf if it holds until a retry); ``next(t) -> t'``, the start of the next block; and
+    ``skip_below``, which a kind of blocks that can read many blocks at once overrides."""
+
+    static = False
+
+    def skip_below(self, t, floor, limit):
+        """(t', n): from the block holding ``t`` on, the first n <= ``limit`` blocks whose gains
+        are surely below ``floor``, and the start t' of the block after them, exactly as n calls
+        of ``next`` would give it (a block within rounding of the floor is not skipped). This
+        default reads no block ahead: (t, 0)."""
+        return t, 0
+
+
+class IidBlocks(Blocks):
     """Fading blocks for a correction when the channel has one block per round: the round's
     gain holds until a retry is needed; each retry waits ``block_s`` and meets a new gain
     ``draw(previous_gain)`` (i.i.d. or Gauss-Markov aged, see the engine)."""

@@ -8,7 +8,7 @@ from scipy import stats
 from multispin_sim.cli import main
 from multispin_sim.engine import simulate
 from multispin_sim.model.csi import ImperfectCsi
-from multispin_sim.model.link import McsLink
+from multispin_sim.model.link import Blocks, McsLink
 
 SMALL = {"devices": {"count": 8}, "run": {"rounds": 150}, "seed": 4}
 
@@ -228,7 +228,7 @@ def test_many_transport_blocks_repetition_total_is_negative_binomial():
     tbs = int(link.tbs[6, n_prb])
     n_tb = 40
 
-    class Static:
+    class Static(Blocks):
         static = True
 
         def current(self, t):

@@ -11,14 +11,14 @@ import pytest
 from scipy import stats
 
 from multispin_sim.model import nr_tables as nr
-from multispin_sim.model.link import (BlockLimit, IidBlocks, McsLink, PermanentOutage,
+from multispin_sim.model.link import (BlockLimit, Blocks, IidBlocks, McsLink, PermanentOutage,
                                      continuous_delay_bounds)
 
 N0 = 1e-3 * 10 ** (-17.4)  # -174 dBm/Hz in W/Hz
 S = 34816.0
 
 
-class Static:
+class Static(Blocks):
     """Blocks of a channel that never changes (every retry meets the same gain)."""
 
     static = True
@@ -100,7 +100,7 @@ def test_bad_link_arguments():
             McsLink(10e6, N0, **kwargs)
 
 
-class Recovers:
+class Recovers(Blocks):
     """Blocks in outage (gain ``low``) for the first ``n`` blocks, then ``high`` for good."""
 
     static = False

@@ -1,0 +1,75 @@
+"""Long outages on the fading grid: the blocks surely in outage are passed over in runs.
+
+A far device on the NR link can wait through thousands of fading blocks below CQI 1 before a
+correction gets through. ``McsLink.deliver`` reads them in runs (``GridBlocks.skip_below``, the
+grid's ``block_powers``) once four outages come in a row; what it computes must be what reading
+them one by one gives, block for block, on every kind of grid.
+"""
+import numpy as np
+import pytest
+
+from multispin_sim.engine import simulate
+from multispin_sim.engine.link import GridBlocks
+from multispin_sim.model.link import Blocks
+
+RECORDS = ("rounds", "device_rounds")
+
+
+def _far(fading, **more):
+    return {"devices": {"count": 6, "distance_m": [100.0, 1000.0]}, "run": {"rounds": 60},
+            "seed": 3, "link": {"model": "mcs"},
+            "channel": {"fading": fading, "coherence_time_ms": 5.0, "doppler_hz": 20.0},
+            **more}
+
+
+def _run(scenario, monkeypatch, skip):
+    """The run, and how many blocks were read one at a time (``GridBlocks.current``)."""
+    reads = [0]
+    current = GridBlocks.current
+
+    def counted(self, t):
+        reads[0] += 1
+        return current(self, t)
+
+    with monkeypatch.context() as m:
+        m.setattr(GridBlocks, "current", counted)
+        if not skip:
+            m.setattr(GridBlocks, "skip_below", Blocks.skip_below)
+        return simulate(scenario), reads[0]
+
+
+@pytest.mark.parametrize("fading, more", [
+    ("jakes", {}),
+    ("gauss-markov", {}),
+    ("rayleigh", {}),
+    ("jakes", {"mobility": {"model": "random-waypoint", "speed_mps": [1.0, 3.0]},
+               "channel": {"fading": "jakes", "coherence_time_ms": 5.0, "doppler": "speed"}}),
+])
+def test_outages_read_in_runs_give_what_reading_them_one_by_one_gives(fading, more, monkeypatch):
+    sc = _far(fading, **more)
+    fast, fast_reads = _run(sc, monkeypatch, skip=True)
+    slow, slow_reads = _run(sc, monkeypatch, skip=False)
+    outages = fast.summary["link"]["outages"]
+    # the case is one of long outages (not vacuous): most of them were passed over in runs
+    assert outages > 10_000 and fast_reads < outages / 4
+    assert slow_reads > outages   # one by one: every outage block was read alone
+    assert fast.summary["link"] == slow.summary["link"]
+    assert fast.summary["goodput_tps"] == slow.summary["goodput_tps"]
+    for name in RECORDS:
+        a, b = getattr(fast, name), getattr(slow, name)
+        for col in a:
+            x, y = np.asarray(a[col]), np.asarray(b[col])
+            assert np.array_equal(x, y, equal_nan=x.dtype.kind == "f"), (name, col)
+
+
+def test_the_block_limit_stops_a_correction_after_as_many_blocks_either_way(monkeypatch):
+    """A correction that would need more than ``limits.max_blocks_per_transmission`` blocks
+    stops the run at the same round, with the same message, whether its outages were read in
+    runs or one by one."""
+    sc = _far("jakes", limits={"max_blocks_per_transmission": 3000})
+    sc["devices"]["distance_m"] = [100.0, 2000.0]
+    fast, _ = _run(sc, monkeypatch, skip=True)
+    slow, _ = _run(sc, monkeypatch, skip=False)
+    assert fast.summary["stop_reason"] == slow.summary["stop_reason"]
+    assert "3,000 fading blocks" in fast.summary["stop_reason"]
+    assert fast.summary["rounds"] == slow.summary["rounds"]
