@@ -17,6 +17,7 @@ overrides four things:
 - ``dynamic_csi`` is True, so the round asks ``csi`` at the decision and records planned beside
   realised delays.
 """
+import itertools
 import math
 
 import numpy as np
@@ -109,13 +110,15 @@ class GridBlocks(Blocks):
 
 class ProcessBlocks(Blocks):
     """One block per round on a process in continuous time (Jakes): the round's gain holds
-    until a retry; a retry waits ``block_s`` and meets the process at that instant."""
+    until a retry; a retry waits ``block_s`` and meets the process at that instant.
+    ``skip_below`` samples the process at many retries' instants at once."""
 
-    def __init__(self, gain, sample, t0, block_s):
+    def __init__(self, gain, sample, t0, block_s, mean=1.0):
         self.gain = float(gain)
-        self.sample = sample  # time (s) -> gain, path loss included
+        self.sample = sample  # time(s) (s) -> gain(s), path loss included
         self.t0 = float(t0)
         self.block_s = float(block_s)
+        self.mean = float(mean)  # the mean gain (the path loss): the scale of _SKIP_MARGIN
 
     def current(self, t):
         return self.gain, math.inf
@@ -124,6 +127,21 @@ class ProcessBlocks(Blocks):
         t = t + self.block_s
         self.gain = float(self.sample(self.t0 + t))
         return t
+
+    def skip_below(self, t, floor, limit):
+        # the retries' instants by the additions ``next`` makes; the gain of the block where
+        # the run stops sampled alone, as ``next`` samples it
+        below = floor * (1.0 - _SKIP_MARGIN) - _SKIP_MARGIN * self.mean
+        n = 0
+        while n < limit and self.gain < below:
+            times = list(itertools.accumulate(
+                [t] + [self.block_s] * min(256, limit - n)))[1:]
+            up = np.flatnonzero(np.asarray(self.sample(self.t0 + np.asarray(times))) >= below)
+            skipped = int(up[0]) + 1 if up.size else len(times)
+            n += skipped
+            t = times[skipped - 1]
+            self.gain = float(self.sample(self.t0 + t))
+        return t, n
 
 
 class RetryFading:
@@ -284,7 +302,7 @@ class LinkChannel(OFDMAChannel):
             pl, src = float(self.pathloss[device]), self.rounds
             blocks = ProcessBlocks(self._true_gain(device, mode),
                                    lambda t: pl * src.power(device, dl, t), t0,
-                                   self.retry_block_s)
+                                   self.retry_block_s, mean=pl)
         else:
             blocks = IidBlocks(self._true_gain(device, mode), RetryFading(self, index, device),
                                self.retry_block_s)

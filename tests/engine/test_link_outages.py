@@ -1,18 +1,20 @@
-"""Long outages on the fading grid: the blocks surely in outage are passed over in runs.
+"""Long outages on the NR link: the fading blocks surely in outage are passed over in runs.
 
 A far device on the NR link can wait through thousands of fading blocks below CQI 1 before a
-correction gets through. ``McsLink.deliver`` reads them in runs (``GridBlocks.skip_below``, the
-grid's ``block_powers``) once four outages come in a row; what it computes must be what reading
-them one by one gives, block for block, on every kind of grid.
+correction gets through. ``McsLink.deliver`` reads them in runs once four outages come in a row
+(``skip_below``: of the fading grid, ``GridBlocks`` over the grid's ``block_powers``; of the Jakes
+process sampled at each retry, ``ProcessBlocks``); what it computes must be what reading them one
+by one gives, block for block, on every kind of fading.
 """
 import numpy as np
 import pytest
 
 from multispin_sim.engine import simulate
-from multispin_sim.engine.link import GridBlocks
+from multispin_sim.engine.link import GridBlocks, ProcessBlocks
 from multispin_sim.model.link import Blocks
 
 RECORDS = ("rounds", "device_rounds")
+FARTHER = {"devices": {"count": 6, "distance_m": [100.0, 1300.0]}}
 
 
 def _far(fading, **more):
@@ -23,18 +25,20 @@ def _far(fading, **more):
 
 
 def _run(scenario, monkeypatch, skip):
-    """The run, and how many blocks were read one at a time (``GridBlocks.current``)."""
+    """The run, and how many blocks were read one at a time (``current``)."""
     reads = [0]
-    current = GridBlocks.current
 
-    def counted(self, t):
-        reads[0] += 1
-        return current(self, t)
+    def counted(current):
+        def read(self, t):
+            reads[0] += 1
+            return current(self, t)
+        return read
 
     with monkeypatch.context() as m:
-        m.setattr(GridBlocks, "current", counted)
-        if not skip:
-            m.setattr(GridBlocks, "skip_below", Blocks.skip_below)
+        for kind in (GridBlocks, ProcessBlocks):
+            m.setattr(kind, "current", counted(kind.current))
+            if not skip:
+                m.setattr(kind, "skip_below", Blocks.skip_below)
         return simulate(scenario), reads[0]
 
 
@@ -44,6 +48,10 @@ def _run(scenario, monkeypatch, skip):
     ("rayleigh", {}),
     ("jakes", {"mobility": {"model": "random-waypoint", "speed_mps": [1.0, 3.0]},
                "channel": {"fading": "jakes", "coherence_time_ms": 5.0, "doppler": "speed"}}),
+    # no grid: the process sampled at each retry
+    ("jakes", {"channel": {"fading": "jakes", "doppler_hz": 20.0}, **FARTHER}),
+    ("jakes", {"mobility": {"model": "random-waypoint", "speed_mps": [1.0, 3.0]},
+               "channel": {"fading": "jakes", "doppler": "speed"}, **FARTHER}),
 ])
 def test_outages_read_in_runs_give_what_reading_them_one_by_one_gives(fading, more, monkeypatch):
     sc = _far(fading, **more)
