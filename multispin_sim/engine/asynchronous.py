@@ -164,7 +164,8 @@ class AsyncLoop(ProtocolLoop):
         self.load_log = None  # optional list of (device, load, gamma) for tests
         self._pre = [None] * k  # pre-draft (start time, length) per device
         channel.new_block(0.0)  # the first fading block, before any device decides
-        self._procs = [env.process(self._device(env, i)) for i in range(k)]
+        for i in range(k):
+            env.process(self._device(env, i))
 
     # -- the server's queue ------------------------------------------------------------------
     def _send(self, draft):

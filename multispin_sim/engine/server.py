@@ -13,21 +13,20 @@ class EdgeServer:
 
     Outcomes come from the acceptance component (``model.acceptance``, on the ``acceptance``
     stream; default the paper's i.i.d. model: one uniform per device and round, run length
-    floor(ln U / ln alpha_k) truncated at gamma_k, drawn ``block`` rounds at a time). ``belief``
+    floor(ln U / ln alpha_k) truncated at gamma_k, drawn in blocks of rounds). ``belief``
     is what the draft controllers are told about alpha (``controller_system``); ``tally``
     counts the realised agreements per device as they are drawn (the outputs count those of the
     recorded rounds: ``RunStatistics.agreements``).
     """
 
-    def __init__(self, system, reactive_policy, policy_rng, acceptance_rng, block=1024,
-                 acceptance=None, belief=None, per_request=False):
+    def __init__(self, system, reactive_policy, policy_rng, acceptance_rng, acceptance=None,
+                 belief=None, per_request=False):
         self.system = system
         self.policy = reactive_policy
         self.policy_rng = policy_rng
         self.acceptance_rng = acceptance_rng
-        self.block = block
         if acceptance is None:
-            acceptance = IIDAcceptance(system.alpha, acceptance_rng, block)
+            acceptance = IIDAcceptance(system.alpha, acceptance_rng)
         self.acceptance = acceptance
         self.belief = OracleBelief(acceptance) if belief is None else belief
         self.tally = AgreementTally(system.k)

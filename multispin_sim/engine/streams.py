@@ -37,9 +37,6 @@ class RandomStreams:
         for name, child in zip(STREAMS, children):
             setattr(self, name, np.random.Generator(np.random.PCG64(child)))
 
-    def __getitem__(self, name):
-        return getattr(self, name)
-
 
 class KeyedStreams:
     """Counter-based streams addressed by position, not by order of use, for ``k`` devices.
