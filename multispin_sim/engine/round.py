@@ -17,19 +17,17 @@
 6. end: the tokens go to the requests (``workload.tokens_delivered``), the round's records to
    the recorder.
 
-Shortcuts (tests/engine/test_shortcuts.py runs with and without them),
-each offered by the component it concerns, never chosen here by its class: the draft plan
-(gamma, drafting times) is worked out once while nothing it depends on changes (saturated
-workload, a ``context_free`` controller such as 'fixed', no throttling); the
-outcomes of such rounds come from blocks of rounds capped at once when the acceptance model
-offers them (``EdgeServer.steady_outcomes``); the reactive decision of one outcome is the
-policy's own (``ReactivePolicy.one_outcome``: Python floats, no ``ReactiveProblem``, for the
-built-in splits); on a plain channel the devices wait their planned delays themselves
-(``OFDMAChannel.plain_transmit``). The shortcuts keep every process and event. One shortcut
-changes numbers in their last bits, within rtol 1e-12, and no decision: a steady plan's
-reactive decisions come many rounds at a time from the policy's vectorised ``decide``
-(``EdgeServer.steady_decisions``, on the outcome blocks and the gains the channel drew ahead)
-instead of ``one_outcome`` round by round.
+Shortcuts, each offered by the component it concerns (never chosen here by its class), keep
+every process and event (tests/engine/test_shortcuts.py runs with and without them): the draft
+plan (gamma, drafting times) is worked out once while nothing it depends on changes (saturated
+workload, a ``context_free`` controller such as 'fixed', no throttling); the outcomes of such
+rounds come from blocks of rounds capped at once when the acceptance model offers them
+(``EdgeServer.steady_outcomes``); the reactive decision of one outcome is the policy's own
+(``ReactivePolicy.one_outcome``: Python floats, no ``ReactiveProblem``); on a plain channel the
+devices wait their planned delays themselves (``OFDMAChannel.plain_transmit``). One shortcut
+changes numbers in their last bits (rtol 1e-12), no decision: a steady plan's reactive
+decisions come many rounds at a time from the policy's vectorised ``decide`` on the outcome
+blocks and the gains drawn ahead (``EdgeServer.steady_decisions``).
 """
 import dataclasses
 import math
@@ -62,7 +60,6 @@ class ProtocolLoop:
     def __init__(self, env, population, channel, server, controller, workload, streams,
                  recorder, rounds, max_time_s=None, progress=None):
         self.env = env
-        self.population = population
         self.system = population.system
         self.channel = channel
         self.server = server
@@ -119,12 +116,9 @@ class RoundLoop(ProtocolLoop):
         self.mover = mover
         self.thermal = thermal  # model.compute.ThermalState (throttling), or None
         k = self.k
-        self.devices = [Device(i, t, self, channel) for i, t in enumerate(self.system.draft_latency_s)]
         self.round_started = env.event()
         self.verified = env.event()
         self.round_index = 0   # the round under way: keys its corrections' link draws
-        self.active = np.zeros(k, dtype=bool)
-        self.gamma = np.zeros(k, dtype=np.int64)
         self.mode = np.zeros(k, dtype=np.int8)
         self.delay = np.zeros(k)
         self.power = np.zeros(k)
@@ -135,8 +129,8 @@ class RoundLoop(ProtocolLoop):
         self.carry_list = None
         self._deferred = None
         self.deferred_total = 0
-        for device in self.devices:
-            env.process(device.run(env))
+        for i, t in enumerate(self.system.draft_latency_s):
+            env.process(Device(i, t, self, channel).run(env))
 
     def counters(self):
         """The deferrals, counted as they are decided (a policy that defers)."""
@@ -320,7 +314,6 @@ class RoundLoop(ProtocolLoop):
                 if steady and carry is None:
                     gamma.flags.writeable = False  # the same array every round from now on
                     plan = plan_now
-            self.active, self.gamma = active, gamma
             self.active_list, self.draft_list = active_list, draft_list
 
             # drafting
@@ -390,9 +383,8 @@ class RoundLoop(ProtocolLoop):
                 yield self._carry_done
                 carry_wait = env.now - waited
             yield from self._phase(env, "verified", n_active)
-            if plain:  # every transmission took its planned delay
-                t_comm = (float(self.realised_delay.max(initial=0.0)) if mode_list is None
-                          else max(delay_list))  # >= 0, no NaN: the same maximum as numpy's
+            if plain and mode_list is not None:   # each transmission took its planned delay
+                t_comm = max(delay_list)  # >= 0, no NaN: the same maximum as numpy's
             else:
                 t_comm = float(self.realised_delay.max(initial=0.0))
             t_comm += carry_wait
