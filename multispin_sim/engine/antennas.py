@@ -29,11 +29,7 @@ class ArrayChannel(OFDMAChannel):
     plain_transmit = False  # transmissions are seen one by one: the round's streams are recorded
 
     def __init__(self, system, rng, fading="rayleigh", reciprocal=True, block=1024,
-                 doppler_hz=0.0, coherence_s=None, moving=False, array=None, transmission=None,
-                 clock=None):
-        if coherence_s is not None:
-            raise ValueError("an antenna array has one fading block per round "
-                             "(channel.coherence_time_ms must be null)")
+                 doppler_hz=0.0, moving=False, array=None, transmission=None, clock=None):
         super().__init__(system, rng, fading, reciprocal, block, doppler_hz, None, moving,
                          clock)
         self.array = ServerArray() if array is None else array
@@ -88,9 +84,7 @@ class ArrayChannel(OFDMAChannel):
         device's (a server array runs synchronous rounds only, so ``devices`` is None)."""
         mode = self._mode
         if not mode.any():
-            zeros = np.zeros(len(mode))
-            return {"gain_eff": zeros, "snr_eff": zeros.copy(), AIRTIME: zeros.copy(),
-                    RADIATED: zeros.copy()}
+            return {name: np.zeros(len(mode)) for name in self.extra_columns}
         s = self.system
         gain, snr = effective_gains(self.transmission, self.g_ul, self.g_dl, mode, self._p_ul,
                                     s.p_dl_w, self.bits, self._b, self.n0)

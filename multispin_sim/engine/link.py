@@ -30,6 +30,7 @@ from ..model.link import (LINK_MODELS, BlockLimit, Blocks, IidBlocks, McsLink, P
 from ..model.nr_tables import CarrierError
 from ..model.rates import shannon_rate
 from ..model.reactive import DL
+from ..policies.linkaware import LinkAwarePolicy
 from ..scenario import ScenarioError
 from ..scenario.limits import still_over_delay
 from .antennas import build_array_channel, needs_array_channel
@@ -443,13 +444,11 @@ def build_channel(scenario, system, streams, coherence_s, moving, clock=None):
     """The run's channel: the paper's ``OFDMAChannel`` unless the link or the CSI leave it;
     ``clock``: the distance walked, for a Doppler that follows each device's speed
     (``engine.topology.doppler_clock``)."""
-    ch = scenario.channel
-    args = (system, streams.fading, ch.fading, ch.reciprocal)
-    kwargs = dict(doppler_hz=ch.doppler_hz, coherence_s=coherence_s, moving=moving)
-    if clock is not None:
-        kwargs["clock"] = clock
     if needs_array_channel(scenario):   # several antennas or a shared band (engine.antennas)
         return build_array_channel(scenario, system, streams, moving, clock)
+    ch = scenario.channel
+    args = (system, streams.fading, ch.fading, ch.reciprocal)
+    kwargs = dict(doppler_hz=ch.doppler_hz, coherence_s=coherence_s, moving=moving, clock=clock)
     if not needs_link_channel(scenario):
         return OFDMAChannel(*args, **kwargs)
     link = LINK_MODELS.lookup(scenario.link.model).from_scenario(scenario, system)
@@ -468,8 +467,6 @@ def link_policy(scenario, channel, policy):
     link = channel.link
     if link is None:
         return policy
-    from ..policies.linkaware import LinkAwarePolicy
-
     block_ms = scenario.channel.coherence_time_ms   # an outage plans a wait of one fading block
     if block_ms is None:
         block_ms = scenario.link.retry_block_ms
