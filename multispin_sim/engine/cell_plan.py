@@ -33,8 +33,9 @@ CROSS_STREAM_KEY = (CELLS_STREAM_KEY, 2)   # the cross links' gains (cells.cross
 
 
 def cell_layout(scenario, rng):
-    cells = scenario.cells
-    cls = CELL_LAYOUTS.lookup(cells.layout)
+    """The servers' layout of ``cells.layout``, drawn from ``rng`` (a layout that reads its
+    servers takes those of ``topology.graphml_file``)."""
+    cls = CELL_LAYOUTS.lookup(scenario.cells.layout)
     servers = (read_graphml_servers(scenario.topology.graphml_file) if cls.reads_servers
                else None)
     return cls.from_scenario(scenario, rng, servers)
@@ -100,12 +101,10 @@ def drop_over_region(scenario, layout, rng):
     k = scenario.devices.count
     if layout.drop_in_cell is not None:
         cell = rng.integers(layout.count, size=k)
-        pos = np.vstack([layout.drop_in_cell(rng, int(c), 1) for c in cell])
-    else:
-        r = scenario.cells.region_m * np.sqrt(rng.random(k))
-        a = rng.random(k) * 2 * np.pi
-        pos = layout.centre + np.column_stack([r * np.cos(a), r * np.sin(a)])
-    return pos
+        return np.vstack([layout.drop_in_cell(rng, int(c), 1) for c in cell])
+    r = scenario.cells.region_m * np.sqrt(rng.random(k))
+    a = rng.random(k) * 2 * np.pi
+    return layout.centre + np.column_stack([r * np.cos(a), r * np.sin(a)])
 
 
 def wrapped_population(layout, model, cell, population):
@@ -209,10 +208,10 @@ def mobile_plan(scenario, layout, model, links, rng, moving=True):
 def cell_plan(scenario, layout, model, links, rng):
     """[(cell, its scenario)]: each cell's seed, server position, devices and band."""
     cells = scenario.cells
-    out = []
     if cells.drop == "per-cell":
         return [(c, cell_scenario(scenario, layout, c, cell_seed(scenario.seed, c)))
                 for c in range(layout.count)]
+    out = []
     positions = drop_over_region(scenario, layout, rng)
     gain, _ = model.draw(rng, layout.distances(positions))
     rule = ASSOCIATION_RULES.lookup(cells.association).from_scenario(scenario)

@@ -22,6 +22,7 @@ import functools
 import time
 
 import numpy as np
+import simpy
 
 from ..model.cells import CELL_LAYOUTS, link_distances
 from ..model.mobility import MOBILITY_MODELS
@@ -40,7 +41,6 @@ from .handover import AttachedWorkload, CellMover
 from .interference import InterferenceField, InterferingChannel
 from .population import noise_psd
 from .progress import Progress
-
 
 
 def builder(scenario, build_run, result):
@@ -258,9 +258,8 @@ class Horizon:
 class CellsRun:
     """The cells' runs in one environment; ``start``, ``finish``, ``abort`` as ``Run``."""
 
-    def __init__(self, scenario, folder, runs, ids, field, links, wall0, result, horizon):
-        self.scenario, self.folder, self.runs, self.field, self.links = (
-            scenario, folder, runs, field, links)
+    def __init__(self, scenario, folder, runs, ids, field, wall0, result, horizon):
+        self.scenario, self.folder, self.runs, self.field = scenario, folder, runs, field
         self.ids = ids
         self.result = result
         self.horizon = horizon
@@ -388,32 +387,23 @@ def network_requests(blocks, ids):
 
 def combine_tables(folder, name, ids):
     """``<name>.csv`` of the run: the cells' rows one after another with a leading ``cell``
-    column (the lines copied, the cell prefixed)."""
-    out, header = None, False
-    try:
-        for c in ids:
-            path = folder / f"cell_{c}" / f"{name}.csv"
-            if not path.exists():
-                continue
+    column (the lines copied, the cell prefixed); none when no cell wrote one."""
+    paths = [(c, folder / f"cell_{c}" / f"{name}.csv") for c in ids]
+    paths = [(c, path) for c, path in paths if path.exists()]
+    if not paths:
+        return
+    with open(folder / f"{name}.csv", "w", encoding="utf-8", newline="") as out:
+        for i, (c, path) in enumerate(paths):
             with open(path, encoding="utf-8", newline="") as f:
                 head = f.readline()
-                if out is None:
-                    out = open(folder / f"{name}.csv", "w", encoding="utf-8", newline="")
-                if not header:
+                if i == 0:
                     out.write("cell," + head)
-                    header = True
-                prefix = f"{c},"
-                out.writelines(prefix + line for line in f)
-    finally:
-        if out is not None:
-            out.close()
+                out.writelines(f"{c}," + line for line in f)
 
 
 def build_cells(scenario, folder, inputs, *, build_run, result, progress=False):
     """The cells' runs in one environment, ready to ``start`` (``CellsRun``); ``progress``:
     show the slowest cell's rounds on stderr (a terminal's)."""
-    import simpy
-
     wall0 = time.perf_counter()
     cells = scenario.cells
     rng, layout = cells_layout(scenario)
@@ -461,6 +451,6 @@ def build_cells(scenario, folder, inputs, *, build_run, result, progress=False):
     ids = [c for c, _ in plan]
     horizon = Horizon(env, runs, ids, scenario.run.rounds, round_budget(scenario), network,
                       Progress.for_run(scenario, progress))
-    return CellsRun(scenario, folder, runs, ids, field, links, wall0, result, horizon)
+    return CellsRun(scenario, folder, runs, ids, field, wall0, result, horizon)
 
 
