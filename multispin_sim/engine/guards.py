@@ -47,13 +47,18 @@ NOT_FINITE_TODO = ("check the scenario's extreme values (multispin-sim keys show
                    "limits) and report the scenario if they are all ordinary")
 
 
-def walk_to(walk, t):
-    """``walk.advance(t)``; a walk of more legs than ``limits.max_legs_per_round`` stops the
-    run."""
+def _legs(call, *args):
+    """``call(*args)``, a walk of more legs than ``limits.max_legs_per_round`` stopping the
+    run (``LimitReached``)."""
     try:
-        return walk.advance(t)
+        return call(*args)
     except LegLimit as exc:
         raise LimitReached(f"{exc} (limits.max_legs_per_round)", LIMIT_TODO["legs"]) from None
+
+
+def walk_to(walk, t):
+    """``walk.advance(t)``: the positions (K, 2) in metres at ``t``, within the legs' limit."""
+    return _legs(walk.advance, t)
 
 
 class LegGuard:
@@ -65,11 +70,7 @@ class LegGuard:
         self.clock = clock
 
     def __call__(self, t, device=None):
-        try:
-            return self.clock(t, device)
-        except LegLimit as exc:
-            raise LimitReached(f"{exc} (limits.max_legs_per_round)", LIMIT_TODO["legs"]) \
-                from None
+        return _legs(self.clock, t, device)
 
 
 def stop_if_not_finite(now, index):

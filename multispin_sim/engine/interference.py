@@ -194,6 +194,7 @@ class InterferenceField:
         y.terms = {x: self._term(x, y, fades[x]) for x in y.terms}
 
     def _set_rate(self, y):
+        """y's interference and Shannon rate (bit/s) from its terms now."""
         if y.seen is not self.links.gain:
             self._refresh(y)
         b = y.f1 - y.f0
@@ -209,13 +210,9 @@ class InterferenceField:
             x.intervals.append((t_last, now, x.rate, x.interference))
             x.t_last = now
         old = x.rate
-        if x.seen is not self.links.gain:
-            self._refresh(x)
-        b = x.f1 - x.f0
-        x.interference = i = sum(x.terms.values(), 0.0)
-        x.rate = rate = b * math.log2(1.0 + x.power * x.gain / (self.n0 * b + i))
-        if rate != old:
-            self._schedule(x, x.left / rate if rate > 0 else None)
+        self._set_rate(x)
+        if x.rate != old:
+            self._schedule(x, x.left / x.rate if x.rate > 0 else None)
 
     def _begin(self, tx):
         """Put ``tx`` in flight: its terms from the overlapping co-channel transmissions and
@@ -438,5 +435,4 @@ class InterferingChannel:
         tx.planned = planned_s if clear else None
         self.transmissions += 1
         base.note(device, mode, bandwidth_hz)
-        delay = yield from self.field.transmit(env, tx)
-        return delay
+        return (yield from self.field.transmit(env, tx))
