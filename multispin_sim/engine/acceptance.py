@@ -6,6 +6,8 @@ makes the ``model.acceptance`` component and the belief the server uses.
 """
 import inspect
 
+import numpy as np
+
 from ..model.acceptance import ACCEPTANCE_MODELS, TASK_CATEGORIES
 from ..model.beliefs import BELIEFS
 from ..model.acceptance_trace import TraceError, read_trace, select_answers, shipped_trace_path
@@ -94,8 +96,6 @@ def build_acceptance(scenario, population, rng, answers=None, block=1024):
 
 def acceptance_summary(scenario, model, belief, tally):
     """What summary.json records under ``acceptance``."""
-    import numpy as np
-
     verified = int(tally.verified.sum())
     return {
         "model": model.name, "parameters": model.parameters(), "belief": belief.name,

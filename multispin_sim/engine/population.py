@@ -15,7 +15,7 @@ from ..model.units import dbm_to_watt
 from ..model.compute import apply_power_modes
 from ..model.verification import VERIFY_MODELS
 from ..scenario import TASKS
-from .topology import as_range, build_layout
+from .topology import as_range, build_layout, topology_graph
 
 
 @dataclass(frozen=True)
@@ -87,8 +87,6 @@ def build_population(scenario, rng, topology_rng=None, shadowing_rng=None, graph
     from ``topology_rng`` and the shadowing from ``shadowing_rng`` (fresh generators with seed 0
     when not given); ``graphml``: the parsed GraphML positions, if the layout uses a file.
     """
-    from .topology import topology_graph
-
     dev = scenario.devices
     k = dev.count
     lo, hi = as_range(dev.draft_latency_spread)

@@ -186,7 +186,7 @@ class Run:
         """Whether this run's draft controller (or the scenario's own, when an outside one was
         put around it) ran the compiled search: run.json's ``compiled_search``."""
         return any(getattr(c, "compiled_search", False)
-                   for c in (self.controller, self.__dict__.get("own_controller")))
+                   for c in (self.controller, self.own_controller))
 
     def abort(self):
         if self.log is not None:
@@ -335,13 +335,14 @@ def build_run(scenario, folder, inputs, *, progress=False, controller=None, reac
                         energy=EnergyAccount(energy_powers(scenario, population), system.k,
                                              thermal) if scenario.energy.record else None,
                         extra=channel.extra_columns)
+    arrivals = ARRIVAL_MODELS.lookup(scenario.workload.arrivals)
     log = None
-    if not ARRIVAL_MODELS.lookup(scenario.workload.arrivals).saturated:
+    if not arrivals.saturated:
         log = RequestLog(folder / "requests.csv", system.k, slo_ttft_s=scenario.serving.slo_ttft_s,
                          slo_tpot_s=scenario.serving.slo_tpot_s)
     # queueing workloads start their SimPy arrival processes and write their requests to log
-    workload = ARRIVAL_MODELS.lookup(scenario.workload.arrivals).from_scenario(
-        scenario, population.tasks, streams.arrivals, env, log, inputs)
+    workload = arrivals.from_scenario(scenario, population.tasks, streams.arrivals, env, log,
+                                      inputs)
     if workload_hook is not None:
         workload = workload_hook(workload)
     loop = PROTOCOLS.lookup(scenario.serving.protocol)(

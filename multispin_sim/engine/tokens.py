@@ -28,12 +28,14 @@ from collections import deque
 
 import numpy as np
 
-from ..model.payload import correction_bits
+from ..model.payload import correction_bits, format_from_scenario
 from ..model.per_draft import DraftRows
 from ..model.reactive import DL, UL
 from ..outputs.records import CsvStream
 from ..outputs.statistics import GrowingArray
 from ..policies import REACTIVE_POLICIES
+from ..scenario import ScenarioError
+from ..scenario.limits import token_row_vocab_bytes
 from .reading import read_once
 from .server import EdgeServer
 
@@ -159,7 +161,7 @@ class TokenServer(EdgeServer):
         if self.single_row:
             self.beta_sum += float(table.beta[last] @ examined)
         else:
-            self.beta_sum += float(table.beta[r][np.arange(g)[None, :] < examined[:, None]].sum())
+            self.beta_sum += float(table.beta[r][self.positions_index < examined[:, None]].sum())
         done = np.flatnonzero(~rejected)
         if done.size:  # the bonus token (all accepted, or no draft), from p
             table.draw(table.p_cdf, last[done], u_last[done])
@@ -341,8 +343,7 @@ class TokenServer(EdgeServer):
 def build_payload_model(scenario, alpha, pairs=None, rng=None):
     """The token-level ``PayloadModel`` of a scenario (synthetic pairs calibrated to ``alpha``,
     or the ``pairs`` (p, q) read from ``payload.pairs_file``)."""
-    from ..model.payload import format_from_scenario
-    from ..model.tokens import PayloadModel
+    from ..model.tokens import PayloadModel   # on demand: it loads scipy.optimize (~0.5 s)
 
     pl = scenario.payload
     ul = format_from_scenario(pl)
@@ -403,8 +404,6 @@ class TokenPayload:
 def read_pairs(payload, limits):
     """(p, q) from ``payload.pairs_file``, or a ``ScenarioError`` naming the key (one line)."""
     from ..model.tokens import PairsFileError, load_pairs
-    from ..scenario import ScenarioError
-    from ..scenario.limits import token_row_vocab_bytes
 
     try:   # the arrays: 16 bytes per row and entry (p and q in float64); the table: more
         return read_once(load_pairs, payload.pairs_file, payload.vocab,

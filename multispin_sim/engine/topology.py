@@ -83,14 +83,15 @@ def read_graphml_positions(path, count):
     if not (np.all(np.isfinite(server)) and np.all(np.isfinite(devices))):
         raise ScenarioError(GRAPHML_KEY, f"{path!r} has a node with a coordinate that is not a "
                             "finite number (NaN or infinite)", "expected finite x and y (metres)")
-    far = float(np.max(distances(devices, server), initial=0.0))
+    d = distances(devices, server)
+    far = float(np.max(d, initial=0.0))
     if not far <= MAX_DISTANCE_M:
         raise ScenarioError(GRAPHML_KEY, f"{path!r} has a device {far:.4g} m from the server",
                             f"expected distances of at most {MAX_DISTANCE_M:,.0f} m")
-    if np.any(distances(devices, server) == 0):
+    if np.any(d == 0):
         raise ScenarioError(GRAPHML_KEY, f"{path!r} has a device at the server position",
                             "expected every device at a distance > 0")
-    near = float(np.min(distances(devices, server), initial=np.inf))
+    near = float(np.min(d, initial=np.inf))
     if near < MIN_DISTANCE_M:
         raise ScenarioError(GRAPHML_KEY, f"{path!r} has a device {near:.4g} m from the server",
                             f"expected distances of at least {MIN_DISTANCE_M:g} m (the "
