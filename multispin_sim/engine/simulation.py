@@ -1,4 +1,4 @@
-"""``simulate(scenario)``: build the system from a scenario, run the SimPy rounds, write the outputs."""
+"""``simulate(scenario)``: build a scenario's system, run its SimPy rounds, write the outputs."""
 import dataclasses
 import shutil
 import tempfile
@@ -121,11 +121,12 @@ def simulate(scenario, out=None, *, results_dir=None, progress=False, command_li
     if out is None and results_dir is None:
         tmp = tempfile.TemporaryDirectory(prefix="multispin-")
         out = tmp.name
-    folder = output_folder(out, base=results_dir or "results", name=scenario.name, seed=scenario.seed)
+    folder = output_folder(out, base=results_dir or "results", name=scenario.name,
+                           seed=scenario.seed)
     with StopSignals() as signals:
         try:
             return _simulate(scenario, folder, inputs, tmp, signals, progress, command_line)
-        except OSError as exc:  # a full disk, a folder removed under us: leave nothing half-written
+        except OSError as exc:  # a full disk, a folder removed: leave nothing half-written
             shutil.rmtree(folder, ignore_errors=True)
             raise RunFailed(f"writing {exc.filename or folder}", os_reason(exc),
                             f"{os_advice(exc)}; the partial output {folder} was removed") from exc
@@ -233,21 +234,8 @@ class Run:
                 busy = stats.sim_time - stats.idle_time
             requests["server_utilisation"] = busy / stats.sim_time if stats.sim_time > 0 else 0.0
             summary["requests"] = requests
-            if requests["warnings"]:
-                devices = ", ".join(w.split(":")[0].split()[1] for w in requests["warnings"])
-                warnings.append(
-                    f"queues grow without bound at device(s) {devices}: requests arrive faster than "
-                    "these devices are served, so their latencies grow with the run length (see "
-                    "requests.warnings in summary.json)")
-            longest = summary["duration_s"]["max"]
-            heavy_tail = (LINK_MODELS.lookup(scenario.link.model).ideal
-                          and scenario.channel.coherence_time_ms is None)
-            if heavy_tail and stats.sim_time > 0 and longest > 0.05 * stats.sim_time:
-                warnings.append(
-                    f"one round took {longest:.4g} s ({longest / stats.sim_time:.0%} of the run): a "
-                    "correction in a deep fade; with one fading block per round the correction delay "
-                    "has an infinite mean (docs/model.md section 8), so queues and means depend on such "
-                    "rounds -- channel.coherence_time_ms bounds them physically")
+            warnings = queue_warnings(scenario, requests, summary["duration_s"]["max"],
+                                      stats.sim_time)
         if channel.dynamic_csi:
             summary.setdefault("delays", {}).update(
                 transmissions=channel.transmissions, over_several_blocks=channel.multi_block,
@@ -268,6 +256,27 @@ class Run:
         result = Result(summary, folder, population, scenario, _tmp=tmp)
         result.stop_todo = self.loop.stop_todo  # the limit's own advice
         return result
+
+
+def queue_warnings(scenario, requests, longest, sim_time):
+    """summary.json's warnings of a queueing run (strings): queues that grow without bound, and
+    a round of ``longest`` seconds that takes more than 5% of the ``sim_time`` seconds where the
+    correction delay has an infinite mean (the paper's link, one fading block per round)."""
+    warnings = []
+    if requests["warnings"]:
+        devices = ", ".join(w.split(":")[0].split()[1] for w in requests["warnings"])
+        warnings.append(f"queues grow without bound at device(s) {devices}: requests arrive "
+                        "faster than these devices are served, so their latencies grow with the "
+                        "run length (see requests.warnings in summary.json)")
+    heavy_tail = (LINK_MODELS.lookup(scenario.link.model).ideal
+                  and scenario.channel.coherence_time_ms is None)
+    if heavy_tail and sim_time > 0 and longest > 0.05 * sim_time:
+        warnings.append(f"one round took {longest:.4g} s ({longest / sim_time:.0%} of the run): "
+                        "a correction in a deep fade; with one fading block per round the "
+                        "correction delay has an infinite mean (docs/model.md section 8), so "
+                        "queues and means depend on such rounds -- channel.coherence_time_ms "
+                        "bounds them physically")
+    return warnings
 
 
 def build_run(scenario, folder, inputs, *, progress=False, controller=None, reactive=None,
@@ -347,8 +356,8 @@ def build_run(scenario, folder, inputs, *, progress=False, controller=None, reac
         workload = workload_hook(workload)
     loop = PROTOCOLS.lookup(scenario.serving.protocol)(
         env, population, channel, server, controller, workload, streams, recorder,
-        scenario.run.rounds, scenario.run.max_time_s, progress=Progress.for_run(scenario, progress),
-        tick_period_s=scenario.workload.tick_period_s, mover=mover, thermal=thermal,
+        scenario.run.rounds, scenario.run.max_time_s,
+        progress=Progress.for_run(scenario, progress), tick_period_s=scenario.workload.tick_period_s, mover=mover, thermal=thermal,
         serving=scenario.serving)
     channel.max_blocks = scenario.limits.max_blocks_per_transmission
     # counters the outputs report that are updated before a round is recorded (summary.json's
