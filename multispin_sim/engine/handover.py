@@ -214,6 +214,7 @@ class Network:
         return event
 
     def summary(self, duration_s):
+        """summary.json's ``handover`` section over a run of ``duration_s`` seconds."""
         done = [r for r in self.log if "interruption_s" in r]
         n = len(self.log)
         return {"handovers": n, "ping_pongs": self.trigger.ping_pongs,
@@ -225,13 +226,13 @@ class Network:
                                       if done else 0.0)}
 
     def write(self, path):
+        """handovers.csv: a row per handover, empty where it has not got that far."""
         cols = ["time_s", "device", "source", "target", "ping_pong", "context_bits",
                 "migration_start_s", "migration_s", "arrival_s", "interruption_s"]
         with open(path, "w", newline="", encoding="utf-8") as f:
-            w = csv.writer(f)
-            w.writerow(cols)
-            for r in self.log:
-                w.writerow([r.get(c, "") for c in cols])
+            w = csv.DictWriter(f, cols, restval="", extrasaction="ignore")
+            w.writeheader()
+            w.writerows(self.log)
 
 
 class AttachedWorkload:
