@@ -45,10 +45,10 @@ def thermal_state(scenario, population):
     c = scenario.compute
     if not c.thermal:
         return None
-    r_th = np.array([c.thermal_resistance_c_per_w if m is None
-                     or c.power_modes[m].thermal_resistance_c_per_w is None
-                     else c.power_modes[m].thermal_resistance_c_per_w
-                     for m in population.power_mode], dtype=float)
+    # a power mode's own thermal resistance, else the section's
+    own = [None if m is None else c.power_modes[m].thermal_resistance_c_per_w
+           for m in population.power_mode]
+    r_th = np.array([c.thermal_resistance_c_per_w if r is None else r for r in own], dtype=float)
     return ThermalState(population.draft_power_w, c.ambient_c, r_th, c.time_constant_s,
                         c.throttle_c, c.release_c, c.throttle_factor)
 

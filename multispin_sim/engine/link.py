@@ -338,10 +338,8 @@ class LinkChannel(OFDMAChannel):
         cols["harq_transmissions"][device] += out.transmissions
         cols[AIRTIME][device] += out.airtime_s
         cols[RADIATED][device] += out.radiated_j
-        if out.failures:
-            cols["harq_failures"][device] += out.failures
-        if out.outages:
-            cols["outages"][device] += out.outages
+        cols["harq_failures"][device] += out.failures
+        cols["outages"][device] += out.outages
         return out.delay_s
 
     def _estimate_now(self):
