@@ -217,7 +217,8 @@ class AsyncLoop(ProtocolLoop):
             self._send(draft)
             if self.pre_draft:
                 remaining = workload.remaining()
-                room = gamma if remaining is None else min(gamma, max(int(remaining[k]) - gamma - 2, 0))
+                room = (gamma if remaining is None
+                        else min(gamma, max(int(remaining[k]) - gamma - 2, 0)))
                 pre_start = env.now
             outcome = yield draft.done
             accepted, tokens, mode, power, bandwidth, planned = outcome
@@ -328,12 +329,13 @@ class AsyncLoop(ProtocolLoop):
         b.mode, b.power = decision.mode[0], decision.power_w[0]
         b.bandwidth = float(decision.bandwidth_hz[0])
         b.planned = decision.delay_s[0]
-        mode_l, power_l = b.mode.tolist(), b.power.tolist()
-        delay_l, acc_l, tok_l = decision.delay_s[0].tolist(), b.accepted.tolist(), b.tokens.tolist()
+        mode_l, power_l, delay_l = b.mode.tolist(), b.power.tolist(), b.planned.tolist()
+        acc_l, tok_l = b.accepted.tolist(), b.tokens.tolist()
         for d in b.drafts:
             i = d.device
             if mode_l[i]:
-                d.done.succeed((acc_l[i], tok_l[i], mode_l[i], power_l[i], b.bandwidth, delay_l[i]))
+                d.done.succeed((acc_l[i], tok_l[i], mode_l[i], power_l[i], b.bandwidth,
+                                delay_l[i]))
 
     def _correction_ended(self, b):
         b.corrections -= 1

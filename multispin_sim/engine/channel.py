@@ -88,7 +88,7 @@ class OFDMAChannel:
         # the source the channel samples (CSI aging reads a continuous one at earlier times)
         self.fading_source = self.grid if self.grid is not None else self.rounds
         self._decided_t = None  # the time of the last reactive decision's CSI (grid)
-        self._round_t = self._round_s = None   # the last round start, and the round before's length
+        self._round_t = self._round_s = None   # the last round start, the round before's length
         self._ahead = None  # gains_ahead's block: (UL powers, g_ul, g_dl)
         self.max_blocks = _MAX_BLOCKS  # the scenario's limits.max_blocks_per_transmission
         self.transmissions = 0
@@ -109,7 +109,7 @@ class OFDMAChannel:
         return self.grid is None
 
     def set_pathloss(self, gains):
-        """New large-scale gains (K,) from now on (mobility, at a round start; needs ``moving``)."""
+        """New large-scale gains (K,) from now on (mobility at a round start; needs ``moving``)."""
         if self._static:
             raise RuntimeError("OFDMAChannel(moving=False) has a fixed path loss")
         self.pathloss = gains

@@ -173,6 +173,7 @@ def device_power_modes(scenario, spread, t_draft):
             names[int(index)] = o.power_mode
         if o.draft_latency_ms is not None:
             exact[int(index)] = True
-    table = {name: (m.draft_latency_ms * 1e-3, m.draft_power_w) for name, m in c.power_modes.items()}
+    table = {name: (m.draft_latency_ms * 1e-3, m.draft_power_w)
+             for name, m in c.power_modes.items()}
     power = apply_power_modes(names, table, spread, t_draft, exact, scenario.energy.draft_power_w)
     return tuple(names), power

@@ -361,7 +361,8 @@ class RoundLoop(ProtocolLoop):
                 power, bandwidth = decision.power_w[0], float(decision.bandwidth_hz[0])
                 mode_list = delay_list = None
             else:
-                self.mode, self.delay, power, bandwidth = self._no_mode, self._zeros, self._zeros, 0.0
+                self.mode, self.delay = self._no_mode, self._zeros
+                power, bandwidth = self._zeros, 0.0
                 mode_list = delay_list = None
             self.power, self.bandwidth = power, bandwidth
             self.mode_list = self.mode.tolist() if mode_list is None else mode_list

@@ -156,9 +156,9 @@ class Mover:
     has walked by t and X_k the ``PathProcess`` started at the population's drawn value:
     N(0, sigma^2) dB at every t, correlation exp(-|s - s'| / ``channel.shadowing_decorrelation_m``)
     between values on its grid or in different grid intervals (Gudmundson), a deterministic
-    function of the walk and the seed. ``shadowing_rng``: the generator the devices' own streams are spawned
-    from (the ``shadowing_path`` stream), so the shadowing does not depend on when, or how
-    often, rounds start.
+    function of the walk and the seed. ``shadowing_rng``: the generator the devices' own streams
+    are spawned from (the ``shadowing_path`` stream), so the shadowing does not depend on when,
+    or how often, rounds start.
     """
 
     def __init__(self, scenario, population, rng, shadowing_rng):
