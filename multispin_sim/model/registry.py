@@ -5,6 +5,8 @@ A registry is the one list of a family's names: the scenario schema reads its ch
 (``scenario.choices``), the key reference and the docs test list them from it, and the engine
 builds a component by ``REGISTRY.lookup(name).from_scenario(scenario, ...)``. Names keep their
 order of registration (the order the key reference and error messages show)."""
+import functools
+import inspect
 
 
 class Registry(dict):
@@ -33,20 +35,12 @@ class Registry(dict):
         return self.lookup(name)(*args, **kwargs)
 
 
-_KEYWORDS = {}
-
-
+@functools.cache
 def constructor_keywords(cls):
     """The names ``cls(...)`` takes by keyword (its ``__init__``'s named parameters)."""
-    names = _KEYWORDS.get(cls)
-    if names is None:
-        import inspect
-
-        kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
-        names = tuple(p.name for p in inspect.signature(cls.__init__).parameters.values()
-                      if p.kind in kinds)[1:]   # without self
-        _KEYWORDS[cls] = names
-    return names
+    kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    return tuple(p.name for p in inspect.signature(cls.__init__).parameters.values()
+                 if p.kind in kinds)[1:]   # without self
 
 
 def section_keywords(cls, section, context=None):

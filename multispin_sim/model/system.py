@@ -4,6 +4,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .reactive import ReactiveProblem
+from .verification import LinearVerification
 
 
 @dataclass(frozen=True)
@@ -49,7 +50,6 @@ class System:
         """The verification cost component (``model.verification``)."""
         if self.verify_cost is not None:
             return self.verify_cost
-        from .verification import LinearVerification
         return LinearVerification(self.verify_fixed_s, self.verify_per_device_s)
 
     def verification_s(self, batch_size):
