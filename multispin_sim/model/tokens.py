@@ -87,25 +87,6 @@ def dl_output_tv(p, q_d, p_tilde):
     return total_variation(output_distribution(p, q_d, p_tilde), p)
 
 
-def sample_index(cdf, u):
-    """Inverse-CDF draws: the first index with cdf > u * total (zero-mass entries never)."""
-    idx = np.searchsorted(cdf, u * cdf[-1], side="right")
-    return np.minimum(idx, cdf.shape[-1] - 1)
-
-
-def speculative_step(rng, p, q_d, p_tilde=None, n=1):
-    """``n`` independent positions of real speculative sampling on one pair (vectors of V).
-
-    Returns (tokens, accepted): the output token of each position (the accepted draft or the
-    correction) and whether the draft was accepted.
-    """
-    p, q_d = np.asarray(p, float), np.asarray(q_d, float)
-    x = sample_index(np.cumsum(q_d), rng.random(n))
-    accepted = rng.random(n) * q_d[x] < p[x]
-    corr = sample_index(np.cumsum(residual(p if p_tilde is None else p_tilde, q_d)), rng.random(n))
-    return np.where(accepted, x, corr), accepted
-
-
 # ---------------------------------------------------------------------------- synthetic pairs
 
 
@@ -181,7 +162,8 @@ def load_pairs(path, vocab, atol=1e-6, max_bytes=None, expansion=1.0):
             if {"p", "q"} <= names:
                 p, q, logits = np.asarray(f["p"], float), np.asarray(f["q"], float), False
             elif {"p_logits", "q_logits"} <= names:
-                p, q, logits = np.asarray(f["p_logits"], float), np.asarray(f["q_logits"], float), True
+                p, q = np.asarray(f["p_logits"], float), np.asarray(f["q_logits"], float)
+                logits = True
             else:
                 raise PairsFileError(f"has arrays {sorted(names)}; expected 'p' and 'q' (or "
                                      "'p_logits' and 'q_logits')")
@@ -224,8 +206,10 @@ def _flat_cdf(x):
 class PairTable:
     """Everything one group of devices needs, precomputed over its N pairs (rows).
 
-    p, q_d: (N, V); beta: (N,) acceptance per row (beta_uncompressed: with q instead of q_d); ul_bits: (N,); ul_cdf: flat CDFs of the exact
-    residual; dl_*: one entry per DL format (lists): bits (N,), tv (N,) = TV(o, p), cdf.
+    p, q_d: (N, V); beta: (N,) acceptance per row (beta_uncompressed: with q instead of q_d);
+    ul_bits: (N,); q_cdf, p_cdf, ul_cdf: flat CDFs (``_flat_cdf``) of q_d, p and the exact
+    residual; dl_*: one entry per DL format (lists): bits (N,), tv (N,) = TV(o, p), residual_tv
+    (N,) = TV(r~, r), cdf.
     """
 
     p: np.ndarray

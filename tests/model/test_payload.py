@@ -18,7 +18,7 @@ from multispin_sim.engine.tokens import TokenServer
 from multispin_sim.model import payload as pf
 from multispin_sim.model.reactive import DL, UL, ReactiveProblem, dl_delay_equalising
 from multispin_sim.model.system import System
-from multispin_sim.model.tokens import PayloadModel, ZipfPairs, dl_output_tv, speculative_step
+from multispin_sim.model.tokens import PayloadModel, ZipfPairs, dl_output_tv, residual
 from multispin_sim.policies import make_reactive_policy
 from multispin_sim.policies.fidelity import FidelitySplit
 
@@ -31,6 +31,22 @@ def small_pair(seed=3, v=V_SMALL):
     p = rng.dirichlet(np.full(v, 0.7))
     q = 0.6 * p[rng.permutation(v)] + 0.4 * rng.dirichlet(np.ones(v))
     return p, q / q.sum()
+
+
+def sample_index(cdf, u):
+    """Inverse-CDF draws: the first index with cdf > u * total (zero-mass entries never)."""
+    return np.minimum(np.searchsorted(cdf, u * cdf[-1], side="right"), cdf.shape[-1] - 1)
+
+
+def speculative_step(rng, p, q_d, p_tilde=None, n=1):
+    """``n`` independent positions of real speculative sampling on one pair (vectors of V):
+    (the output token of each, whether its draft was accepted), the reference the simulator's
+    tables are checked against."""
+    p, q_d = np.asarray(p, float), np.asarray(q_d, float)
+    x = sample_index(np.cumsum(q_d), rng.random(n))
+    accepted = rng.random(n) * q_d[x] < p[x]
+    corr = sample_index(np.cumsum(residual(p if p_tilde is None else p_tilde, q_d)), rng.random(n))
+    return np.where(accepted, x, corr), accepted
 
 
 def brute_output(p, q_d, p_res):
