@@ -5,8 +5,7 @@
   tokens still needed.
 - ``pollaczek_khinchine``: M/G/1 mean waiting time W_q = lambda E[S^2] / (2 (1 - rho)).
 - ``LENGTH_MODELS``: the request length models (``workload.length``), each a class whose
-  instances give one device's lengths (``next()``) and whose ``draw`` draws a block of them;
-  ``draw_lengths``: a block of lengths of a model chosen by name.
+  instances give one device's lengths (``next()``) and whose ``draw`` draws a block of them.
 """
 import numpy as np
 
@@ -131,12 +130,6 @@ class PerTaskLengths(FixedLengths):
         raise ValueError("per-task lengths are fixed per device (by its task): nothing to draw")
 
 
-def draw_lengths(rng, n, model, mean=64, sigma=1.0, values=()):
-    """``n`` request lengths (tokens, >= 1) of the length model named ``model`` (its ``draw``;
-    ValueError naming the allowed ones for an unknown name)."""
-    return LENGTH_MODELS.lookup(model).draw(rng, n, mean, sigma, values)
-
-
 def md1_wait_cdf(t, arrival_rate, service_s):
     """M/D/1 waiting-time CDF P(W_q <= t) (Erlang 1909; Crommelin 1932):
     (1 - rho) sum_{j=0}^{floor(t/D)} [lambda (j D - t)]^j / j! e^{-lambda (j D - t)}.
@@ -145,9 +138,7 @@ def md1_wait_cdf(t, arrival_rate, service_s):
     """
     lam, d = float(arrival_rate), float(service_s)
     rho = lam * d
-    if t < 0:
-        return 0.0
-    if rho >= 1.0:
+    if t < 0 or rho >= 1.0:
         return 0.0
     total = 0.0
     fact = 1.0

@@ -20,7 +20,7 @@ import pytest
 from scipy import stats
 
 import multispin_sim as ms
-from multispin_sim.model.queueing import draw_lengths, pollaczek_khinchine, round_count_moments
+from multispin_sim.model.queueing import LENGTH_MODELS, pollaczek_khinchine, round_count_moments
 from multispin_sim.scenario import ScenarioError
 
 ALPHA, GAMMA, LENGTH, TAU = 0.8, 4, 64, 0.05
@@ -382,13 +382,13 @@ def test_length_models():
     rng = np.random.default_rng(5)
     n = 40000
     for model in ("geometric", "lognormal"):
-        x = draw_lengths(rng, n, model, mean=50, sigma=0.8)
+        x = LENGTH_MODELS.lookup(model).draw(rng, n, 50, 0.8, ())
         assert x.min() >= 1
         assert abs(x.mean() - 50) < 5 * x.std() / math.sqrt(n) + 0.6, model  # rounding: +-0.5
-    x = draw_lengths(rng, n, "empirical", values=(3, 8, 100))
+    x = LENGTH_MODELS.lookup("empirical").draw(rng, n, 64, 1.0, (3, 8, 100))
     assert set(np.unique(x)) == {3, 8, 100}
     assert stats.chisquare(np.bincount(np.searchsorted([3, 8, 100], x))).pvalue > 1e-3
-    assert np.all(draw_lengths(rng, 5, "fixed", mean=17) == 17)
+    assert np.all(LENGTH_MODELS.lookup("fixed").draw(rng, 5, 17, 1.0, ()) == 17)
     r = run({"devices.count": 4, "devices.task": "gsm8k", "devices.overrides": {2: {"task": "ifeval"}},
              "workload.arrivals": "poisson", "workload.length": "per-task",
              "workload.length_per_task": {"ifeval": 9}, "workload.length_tokens": 21,
