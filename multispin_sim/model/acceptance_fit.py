@@ -43,7 +43,7 @@ import numpy as np
 from scipy import optimize, special, stats
 
 from .acceptance_trace import UNKNOWN, mean_agreement
-from .markov import markov_chain, markov_stationary
+from .markov import MARKOV_KEYS, markov_chain, markov_stationary
 
 GAMMAS = (4, 8)
 MODELS = ("iid", "beta", "markov")
@@ -51,13 +51,14 @@ DRAWS = 20   # synthetic traces per model and selection
 
 
 def answer_counts(answers):
-    """(agreements, known positions) per answer."""
+    """(agreements, known positions) per answer, answers without known positions left out."""
     s = np.array([a.agreements for a in answers], dtype=float)
     n = np.array([a.known for a in answers], dtype=float)
-    return s, n
+    return s[n > 0], n[n > 0]
 
 
 def fit_iid(answers):
+    """{"mean": the pooled agreement rate of the known positions} (the i.i.d. MLE)."""
     return {"mean": mean_agreement(answers)}
 
 
@@ -75,9 +76,7 @@ def fit_beta(answers):
     above the truth; when answers' lengths go with their rates, as in the shipped trace, the two
     differ by far more.
     """
-    s, n = answer_counts(answers)
-    keep = n > 0
-    m, kappa = beta_mle(s[keep], n[keep])
+    m, kappa = beta_mle(*answer_counts(answers))
     return {"mean": m, "concentration": kappa,
             "session_tokens": int(round(float(np.mean([len(a.bits) for a in answers]))))}
 
@@ -248,27 +247,26 @@ def fit_markov(answers, iterations=500, tol=1e-6, start=None, polish=True, max_p
                                          "gtol": 1e-5})
         theta, polished, converged = special.expit(res.x), int(res.nit), bool(res.success)
         message = f"L-BFGS-B: {res.message}"
-    ll, xi, _, _, _, post = chains.expectations(theta)
-    r = theta[:2]
-    a = np.array([[1 - theta[2], theta[2]], [theta[3], 1 - theta[3]]])
-    pi = np.array([theta[4], 1 - theta[4]])
-    inside, lengths = chains.inside, chains.lengths
-    easy = int(np.argmax(r))
+    ll, _, _, _, _, post = chains.expectations(theta)
+    easy = int(np.argmax(theta[:2]))
     hard = 1 - easy
+    leave = theta[2:4]       # P(0 -> 1), P(1 -> 0): the probability of leaving each state
     # the simulator's chain never restarts, the trace's restarts at every answer: keep the
     # switching rate (at least one switch per answer) and split it so that the stationary
     # law is the posterior state occupancy of the trace
-    occupancy = (post * inside[..., None]).sum((0, 1)) / inside.sum()
-    pe = float(occupancy[easy])
-    s = max(float(a[easy, hard] + a[hard, easy]), 1.0 / float(np.mean(lengths)))
-    return {"easy_rate": float(r[easy]), "hard_rate": float(r[hard]),
+    inside = chains.inside
+    pe = float((post * inside[..., None]).sum((0, 1))[easy] / inside.sum())
+    s = max(float(leave[easy] + leave[hard]), 1.0 / float(np.mean(chains.lengths)))
+    return {"easy_rate": float(theta[easy]), "hard_rate": float(theta[hard]),
             "easy_to_hard": s * (1 - pe), "hard_to_easy": s * pe,
-            "em_easy_to_hard": float(a[easy, hard]), "em_hard_to_easy": float(a[hard, easy]),
-            "em_initial_easy": float(pi[easy]), "log_likelihood": ll, "iterations": it,
-            "polish_iterations": polished, "converged": converged, "message": message}
+            "em_easy_to_hard": float(leave[easy]), "em_hard_to_easy": float(leave[hard]),
+            "em_initial_easy": float(theta[4] if easy == 0 else 1 - theta[4]),
+            "log_likelihood": ll, "iterations": it, "polish_iterations": polished,
+            "converged": converged, "message": message}
 
 
 def fit_all(answers):
+    """{model: its fit} for ``MODELS`` (``fit_iid``, ``fit_beta``, ``fit_markov``)."""
     return {"iid": fit_iid(answers), "beta": fit_beta(answers), "markov": fit_markov(answers)}
 
 
@@ -353,20 +351,15 @@ def _lag1(seqs):
 
 def run_lengths(seqs):
     """Number of agreements before each known disagreement (runs through UNKNOWN are dropped)."""
-    out = []
+    out = [np.zeros(0, dtype=np.int64)]
     for b in seqs:
         b = np.asarray(b)
-        run, clean = 0, True
-        for x in b.tolist():
-            if x == 1:
-                run += 1
-            elif x == 0:
-                if clean:
-                    out.append(run)
-                run, clean = 0, True
-            else:
-                run, clean = 0, False
-    return np.array(out, dtype=np.int64)
+        ends = np.flatnonzero(b != 1)                 # where each run of agreements stops
+        before = np.concatenate(([-1], ends[:-1]))    # the stop before (-1: the start)
+        clean = b[ends] == 0
+        clean[1:] &= b[ends[:-1]] == 0                # a run after an UNKNOWN is not counted
+        out.append((ends - before - 1)[clean])
+    return np.concatenate(out).astype(np.int64)
 
 
 def expected_steps(seqs, rate, gamma):
@@ -419,6 +412,7 @@ def metrics(seqs, reference_runs=None, unknown_rate=None):
 
 
 def mean_agreement_bits(seqs):
+    """Agreement rate of the known positions of agreement sequences (nan: none known)."""
     known = sum(int(np.count_nonzero(np.asarray(b) >= 0)) for b in seqs)
     ones = sum(int(np.count_nonzero(np.asarray(b) == 1)) for b in seqs)
     return ones / known if known else float("nan")
@@ -468,8 +462,8 @@ def scenario_snippet(fits, trace=None):
         "beta": {"acceptance": {"model": "beta", "mean": round(fits["beta"]["mean"], 6),
                                 "concentration": round(fits["beta"]["concentration"], 4),
                                 "session_tokens": fits["beta"]["session_tokens"]}},
-        "markov": {"acceptance": {"model": "markov", **{k: round(mk[k], 6) for k in (
-            "easy_rate", "hard_rate", "easy_to_hard", "hard_to_easy")}}},
+        "markov": {"acceptance": {"model": "markov",
+                                  **{k: round(mk[k], 6) for k in MARKOV_KEYS}}},
     }
     if trace is not None:
         out["trace"] = {"acceptance": {"model": "trace", **trace}}

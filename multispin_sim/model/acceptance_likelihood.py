@@ -46,16 +46,9 @@ LR_HALF = float(stats.chi2.ppf(0.95, 1) / 2)
 STEP = 1e-3
 
 
-def _counts(answers):
-    """(agreements, known positions) per answer (``acceptance_fit.answer_counts``), answers
-    without known positions left out."""
-    s, n = answer_counts(answers)
-    return s[n > 0], n[n > 0]
-
-
 def known_positions(answers):
     """The n of BIC: known positions of all answers."""
-    return int(_counts(answers)[1].sum())
+    return int(answer_counts(answers)[1].sum())
 
 
 def estimates(model, fit):
@@ -69,7 +62,7 @@ def estimates(model, fit):
 
 def iid_log_likelihood(answers, alpha):
     """Sum over known positions of log alpha (agreement) or log(1 - alpha); 0 log 0 = 0."""
-    s, n = _counts(answers)
+    s, n = answer_counts(answers)
     return float(special.xlogy(s.sum(), alpha) + special.xlogy(n.sum() - s.sum(), 1 - alpha))
 
 
@@ -77,7 +70,7 @@ def beta_log_likelihood(answers, mean, concentration):
     """Sum over answers of ln B(a + s, b + n - s) - ln B(a, b), a = m kappa, b = (1 - m) kappa.
 
     ``mean`` and ``concentration`` may be arrays (broadcast; one log-likelihood each)."""
-    s, n = _counts(answers)
+    s, n = answer_counts(answers)
     return _beta_ll(s, n, mean, concentration)
 
 
@@ -237,7 +230,7 @@ def iid_standard_errors(answers, fit):
 
 def beta_standard_errors(answers, fit):
     """{mean, concentration}: observed information on (logit m, log kappa)."""
-    s, n = _counts(answers)
+    s, n = answer_counts(answers)
     se = observed_information_se(lambda rows: _beta_ll(s, n, rows[:, 0], rows[:, 1]),
                                  [fit["mean"], fit["concentration"]], (LOGIT, LOG))
     return dict(zip(PARAMETERS["beta"], se))
