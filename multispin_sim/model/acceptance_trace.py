@@ -10,9 +10,9 @@ Two file formats:
 
 - Spec-Bench JSONL (``.jsonl`` or ``.jsonl.gz``), one answer per line with ``accept_lengths``
   (tokens per verification step = accepted + 1) and optionally ``benchmark``, ``model_id``,
-  ``category``, ``question_id``, ``turn``. A step of length a is a - 1 agreements followed by one
-  disagreement, unless the whole draft was accepted; then its last position is a bonus token
-  whose agreement is UNKNOWN. The draft lengths are not in the file: they are reconstructed with
+  ``category``. A step of length a is a - 1 agreements followed by one disagreement, unless
+  the whole draft was accepted; then its last position is a bonus token whose agreement is
+  UNKNOWN. The draft lengths are not in the file: they are reconstructed with
   Hugging Face assisted generation's default schedule (``reconstruct_draft_lengths``: 5 at the
   start, +2 after a fully accepted draft, -1 otherwise, at least 1), which is consistent with
   every one of the 44,495 steps of the shipped trace (no step accepts more than its
@@ -24,8 +24,6 @@ Two file formats:
 Errors (missing, empty or malformed file; a selection without answers) raise :class:`TraceError`
 with a one-line message naming the file and line.
 """
-from __future__ import annotations
-
 import csv
 import gzip
 import io
@@ -54,17 +52,12 @@ class TraceError(ValueError):
 
 @dataclass(frozen=True)
 class Answer:
-    """One answer's agreement sequence ``bits`` (int8: 1, 0, UNKNOWN) and where it comes from.
-
-    ``steps``: the recorded tokens per verification step (JSONL traces), else None.
-    """
+    """One answer's agreement sequence ``bits`` (int8: 1, 0, UNKNOWN) and where it comes from."""
 
     bits: np.ndarray
     category: str = ""
     benchmark: str = ""
     model: str = ""
-    question: str = ""
-    steps: np.ndarray | None = None
 
     @cached_property
     def known(self):
@@ -76,7 +69,7 @@ class Answer:
 
 
 def shipped_trace_path():
-    """Path of the trace shipped with the package (Spec-Bench, see multispin_sim/data/README.md)."""
+    """Path of the trace shipped with the package (Spec-Bench: multispin_sim/data/README.md)."""
     return Path(str(resources.files("multispin_sim") / "data" / SHIPPED_TRACE))
 
 
@@ -171,9 +164,7 @@ def _read_jsonl(path, text):
         drafts, _ = reconstruct_draft_lengths(steps)
         answers.append(Answer(
             bits=steps_to_bits(steps, drafts), category=str(row.get("category", "")),
-            benchmark=str(row.get("benchmark", "")), model=str(row.get("model_id", "")),
-            question=f"{row.get('question_id', n)}/{row.get('turn', 0)}",
-            steps=np.asarray(steps, dtype=np.int64)))
+            benchmark=str(row.get("benchmark", "")), model=str(row.get("model_id", ""))))
     return answers
 
 
@@ -201,8 +192,7 @@ def _read_csv_rows(path, reader):
 
     def close():
         if bits:
-            answers.append(Answer(bits=np.array(bits, dtype=np.int8), question=str(current),
-                                  **meta))
+            answers.append(Answer(bits=np.array(bits, dtype=np.int8), **meta))
 
     for n, row in enumerate(reader, start=2):
         if not row or all(not c.strip() for c in row):
