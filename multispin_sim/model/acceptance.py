@@ -188,15 +188,16 @@ class AgreementWalk(AcceptanceModel):
     """Devices walking along per-position agreement sequences (see the module docstring).
 
     Subclasses produce a device's sequence block by block: ``segment(i, rng)`` returns the next
-    block (bits int8 with 0/1 and possibly UNKNOWN, rate: the per-position true rate (scalar or
-    array), stops: indices where a run may not continue past, or None). Blocks have a fixed
-    make-up (not the number of positions a refill needs), so a device's sequence is the same
-    whenever its blocks are made. UNKNOWN positions are drawn with ``unknown_rate`` from a
-    second generator of the device (a child of the device's own), in position order (so a
-    device's sequence depends neither on when its pieces are made nor on the number of
-    devices). A window of ``window`` positions per device is kept in (K, window) arrays; it is
-    refilled before any device comes within ``margin`` (> the largest draft length + 1) of its
-    end, so runs capped at gamma are exact.
+    block as (bits: int8 0/1, possibly UNKNOWN; rate: the per-position true rate, scalar or
+    array; stops: indices a run may not continue past; ends: the last positions of segments
+    (sessions, answers), where ``new_request`` moves a device past; each index array may be
+    None). Blocks have a fixed make-up (not the number of positions a refill needs), so a
+    device's sequence is the same whenever its blocks are made. UNKNOWN positions are drawn
+    with ``unknown_rate`` from a second generator of the device (a child of the device's own),
+    in position order (so a device's sequence depends neither on when its pieces are made nor
+    on the number of devices). A window of ``window`` positions per device is kept in
+    (K, window) arrays; it is refilled before any device comes within ``margin`` (> the largest
+    draft length + 1) of its end, so runs capped at gamma are exact.
     """
 
     window = 16384
@@ -235,12 +236,12 @@ class AgreementWalk(AcceptanceModel):
         raise NotImplementedError
 
     def _extend(self, i, need):
-        """At least ``need`` more positions of device i: (continue-run flags, rates)."""
+        """At least ``need`` more positions of device i: (continue-run flags, rates, segment
+        ends)."""
         rng = self.device_rngs[i]
         conts, rates, ends, have = [], [], [], 0
         while have < need:
-            bits, rate, stops, *seg = self.segment(i, rng)
-            seg = seg[0] if seg else stops
+            bits, rate, stops, seg = self.segment(i, rng)
             bits = np.array(bits, dtype=np.int8)
             unknown = bits == UNKNOWN
             if unknown.any():   # one draw per UNKNOWN position, in position order
@@ -376,7 +377,7 @@ class MarkovAcceptance(AgreementWalk):
     def segment(self, i, rng):
         bits, rate, self._state[i] = markov_chain(rng, self.chunk, self.rates, self.switch,
                                                   self._state[i])
-        return bits, rate, None
+        return bits, rate, None, None
 
     def new_request(self, mask):
         """No sessions: a request starts where the chain is (a walk to the next segment start
@@ -397,6 +398,8 @@ class TraceAcceptance(AgreementWalk):
     answer's last position ends the run (the request ends there); UNKNOWN (bonus) positions are
     drawn with the mean agreement rate of the selected answers.
     """
+
+    block = 64   # answers per block
 
     @classmethod
     def from_scenario(cls, scenario, alpha, rng, trace=None, tasks=None, source="trace",
@@ -431,8 +434,6 @@ class TraceAcceptance(AgreementWalk):
         self._lengths = np.array([len(a.bits) for a in self.answers])
         self.nominal = np.array([mean_agreement([self.answers[j] for j in p]) for p in pools])
 
-    block = 64   # answers per block
-
     def next_answers(self, i, rng):
         """The device's next ``block`` answers (indices into ``answers``)."""
         pool = self.pools[i]
@@ -440,23 +441,21 @@ class TraceAcceptance(AgreementWalk):
             pick = np.minimum((rng.random(self.block) * len(pool)).astype(np.int64),
                               len(pool) - 1)
         else:
-            first = self._start(i, rng)
+            if not self._started[i]:   # a random start, drawn when the device first needs one
+                self._started[i] = True
+                self._cursor[i] = int(min(rng.random() * len(pool), len(pool) - 1))
+            first = int(self._cursor[i])
             step = 1 if self.next == "cycle" else 0
             pick = (first + step * np.arange(self.block)) % len(pool)
             self._cursor[i] = first + step * self.block
         return pool[pick]
 
-    def _start(self, i, rng):
-        if not self._started[i]:
-            self._started[i] = True
-            self._cursor[i] = int(min(rng.random() * len(self.pools[i]), len(self.pools[i]) - 1))
-        return int(self._cursor[i])
-
     def segment(self, i, rng):
         idx = self.next_answers(i, rng)
         lengths = self._lengths[idx]
         bits = np.concatenate([self.answers[j].bits for j in idx])
-        return bits, np.repeat(self._answer_rate[idx], lengths), np.cumsum(lengths) - 1
+        ends = np.cumsum(lengths) - 1   # an answer's end also stops a run
+        return bits, np.repeat(self._answer_rate[idx], lengths), ends, ends
 
     def parameters(self):
         return {"source": self.source, "answers": len(self.answers), "assign": self.assign,
