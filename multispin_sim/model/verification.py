@@ -191,28 +191,20 @@ class TableVerification(VerificationCost):
     def check_inputs(cls, scenario):
         read_verify_table(scenario.server.verify_table)
 
-    def interpolate(self, n_tokens):
+    def pass_s(self, n_devices, n_tokens):
         x = np.asarray(n_tokens, dtype=float)
         t = np.interp(x, self.tokens, self.seconds)  # flat below the first point
         return np.where(x > self.tokens[-1],
                         self.seconds[-1] + (x - self.tokens[-1]) * self.slope, t)
 
-    def pass_s(self, n_devices, n_tokens):
-        return self.interpolate(n_tokens)
-
 
 # ---------------------------------------------------------------------------- tables
 
 
-def shipped_table_path(name):
-    """Path of a shipped table (``SHIPPED_TABLES``)."""
-    return resources.files("multispin_sim") / "data" / "verify_tables" / f"{name}.csv"
-
-
 def resolve_table(spec):
-    """A shipped table name or a file path -> the path to read."""
+    """A shipped table name (``SHIPPED_TABLES``) or a file path -> the path to read."""
     if spec in SHIPPED_TABLES:
-        return shipped_table_path(spec)
+        return resources.files("multispin_sim") / "data" / "verify_tables" / f"{spec}.csv"
     return Path(spec)
 
 
@@ -228,8 +220,9 @@ def read_verify_table(spec):
                                    "'batched tokens, milliseconds'")
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
-        raise VerifyTableError(f"{spec}: cannot read the verification table ({exc.strerror or exc})"
-                               "; check the path of server.verify_table") from None
+        raise VerifyTableError(f"{spec}: cannot read the verification table "
+                               f"({exc.strerror or exc}); check the path of "
+                               "server.verify_table") from None
     except UnicodeDecodeError as exc:
         raise VerifyTableError(f"{spec}, byte {exc.start}: not UTF-8 text; save the table as "
                                "UTF-8 (plain ASCII digits and commas)") from None
