@@ -2,9 +2,9 @@
 
 Per device-round (device k active in the round, all in joules = W x s):
 
-- drafting:   E_draft = P_draft,k x gamma_k t_k'            (t_k' the throttled latency)
-- UL:         E_ul    = (p_k + P_circuit) x d_k              (UL correction, p_k its transmit power)
-- DL:         E_dl    = P_rx x d_k                           (DL correction, receiving)
+- drafting:   E_draft = P_draft,k x gamma_k t_k'       (t_k' the throttled latency)
+- UL:         E_ul    = (p_k + P_circuit) x d_k         (UL correction, p_k its transmit power)
+- DL:         E_dl    = P_rx x d_k                      (DL correction, receiving)
 - idle:       E_idle  = P_idle x (T_round - gamma_k t_k' - d_k)   (waiting in the round)
 - total:      E_k     = E_draft + E_ul + E_dl + E_idle
 
@@ -26,18 +26,18 @@ K_a active devices, D = max_k gamma_k t_k, T = D + T_ver + T_comm)
                              + sum over DL corrections (P_rx - P_idle) d_k,
 
 Z being the device energy of the correction phase of one outcome. With ``scope='total'`` the
-server's energy is added: P_server T_ver, and in Z the DL transmit energy sum_DL p_k d_k. ``EnergyKernel`` computes Z
-per outcome from the reactive policy's decision, so the T_comm estimators of ``goodput``
-(exact enumeration, sample average) give E[Z] unchanged: the objective and the accounting are
-the same model (with planned = realised delays, i.e. without fading blocks shorter than rounds).
+server's energy is added: P_server T_ver, and in Z the DL transmit energy sum_DL p_k d_k.
+``EnergyKernel`` computes Z per outcome from the reactive policy's decision, so the T_comm
+estimators of ``goodput`` (exact enumeration, sample average) give E[Z] unchanged: the
+objective and the accounting are the same model (with planned = realised delays, i.e. without
+fading blocks shorter than rounds).
 """
 from dataclasses import dataclass
 
 import numpy as np
 
+from .reactive import DL, UL
 from .tcomm import PolicyKernel
-
-UL, DL = 1, 2
 
 # Per-device columns a link records when a correction is not on air for its whole delay (the
 # NR link waits for a new fading block after an outage or a dropped block): the time on air,
@@ -131,7 +131,8 @@ class TokensPerJoule:
         gammas = np.atleast_2d(gammas)
         span = np.asarray(drafting, float) + t_ver
         server = self.server_w * np.asarray(t_ver, float)
-        return gammas @ self.excess + self.n_active * self.idle * span + np.asarray(z, float) + server
+        return (gammas @ self.excess + self.n_active * self.idle * span + np.asarray(z, float)
+                + server)
 
     def __call__(self, tokens, gammas, drafting, t_ver, t_comm):
         return tokens_per_joule(tokens, self.energy(gammas, drafting, t_ver, t_comm))
