@@ -40,7 +40,9 @@ class ReactiveProblem:
     scalar or (K,); p_dl: the server's total DL budget in W; payload_bits: S; bandwidth_hz: the
     total bandwidth B, split equally among each outcome's rejected devices; n0: noise PSD W/Hz;
     present: the devices in the round, rejected or not, each waiting while the corrections are
-    sent (None: all K; an energy-aware choice counts their idle energy).
+    sent (None: all K; an energy-aware choice counts their idle energy). Derived:
+    n_rejected (M,) = |R| per outcome; bandwidth_per_device (M,) = B / |R| (0 where nobody is
+    rejected).
     """
 
     rejected: np.ndarray
@@ -71,14 +73,12 @@ class ReactiveProblem:
         setattr_(self, "p_ul", p_ul)
         n = rejected.sum(axis=1)
         setattr_(self, "n_rejected", n)
-        setattr_(self, "bandwidth_per_device", np.where(n > 0, self.bandwidth_hz / np.maximum(n, 1), 0.0))
+        setattr_(self, "bandwidth_per_device",
+                 np.where(n > 0, self.bandwidth_hz / np.maximum(n, 1), 0.0))
 
     @property
     def shape(self):
         return self.rejected.shape
-
-    # Derived in __post_init__: n_rejected (M,) = |R| per outcome, and
-    # bandwidth_per_device (M,) = B / |R| (0 where nobody is rejected).
 
     def ul_snr_key(self):
         """P_k^ul g_k^ul: larger means shorter full-power UL delay (for any common b)."""
@@ -157,7 +157,8 @@ def dl_delay_equalising(bits, bandwidth_hz, g_dl, p_dl, n0, xtol=1e-15, rtol=1e-
     equal split P^dl / n (feasible, so an upper bound); scipy's brentq finds it.
     Returns (tau, powers). An empty set gives (0, []); a zero budget gives (inf, zeros).
     """
-    bits, b, g = np.broadcast_arrays(*(np.atleast_1d(np.asarray(a, float)) for a in (bits, bandwidth_hz, g_dl)))
+    bits, b, g = np.broadcast_arrays(*(np.atleast_1d(np.asarray(a, float))
+                                       for a in (bits, bandwidth_hz, g_dl)))
     if bits.size == 0:
         return 0.0, np.zeros(0)
     if p_dl <= 0:
@@ -273,7 +274,7 @@ def optimal_split(problem):
     f, cols = prefix_split_delays(problem)
     n_ul = np.argmin(f, axis=1)
     rank = np.empty_like(cols)
-    np.put_along_axis(rank, cols, np.arange(cols.shape[1])[None, :].repeat(cols.shape[0], 0), axis=1)
+    np.put_along_axis(rank, cols, np.arange(cols.shape[1])[None, :], axis=1)
     ul_mask = problem.rejected & (rank < n_ul[:, None])
     return evaluate_assignment(problem, ul_mask)
 
