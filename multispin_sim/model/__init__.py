@@ -19,7 +19,7 @@ Modules are named for the part of the model they compute:
 - ``queueing``: request lengths and the M/G/1 oracle (rounds per request, Pollaczek-Khinchine).
 - ``payload``: size in bits of one transmitted distribution.
 - ``speculative``: draft outcomes (accepted drafts, tokens, rejection) and E[N].
-- ``latency``: drafting and batched-verification latency.
+- ``latency``: drafting latency (batched verification: ``verification``).
 - ``reactive``: the reactive problem of docs/model.md section 6 (UL delay, DL delay-equalising
   power, prefix-optimal mode selection, exhaustive search), vectorised over outcomes.
 """

@@ -31,7 +31,7 @@ class Belief:
         """The belief of a scenario's ``acceptance.belief`` about the acceptance ``model``."""
         return cls(model)
 
-    def __init__(self, model, prior_mean=None, **_):
+    def __init__(self, model, **_):
         self.model = model
 
     def alpha(self):
@@ -150,7 +150,8 @@ class FilteredBelief(Belief):
         return (self.f @ self.trans) @ self.rates
 
     def parameters(self):
-        return dict(zip(MARKOV_KEYS, map(float, (*self.rates, self.trans[0, 1], self.trans[1, 0]))))
+        switch = (self.trans[0, 1], self.trans[1, 0])
+        return dict(zip(MARKOV_KEYS, map(float, (*self.rates, *switch))))
 
 
 class AgreementTally:

@@ -53,16 +53,16 @@ class ThermalState:
     """Temperatures and throttle flags of K devices; ``slowdown()`` at a round start,
     ``advance(...)`` at its end.
 
-    draft_power_w: (K,) drafting power; ambient, r_th (degC/W, scalar or (K,)), tau (s),
-    throttle_c, release_c
-    (degC), factor (>= 1). Starts at ambient temperature, unthrottled, at time 0.
+    draft_power_w: (K,) drafting power (W); ambient (degC); r_th (degC/W, scalar or (K,));
+    tau (s); throttle_c, release_c (degC); factor (>= 1). Starts at ambient temperature,
+    unthrottled, at time 0.
     """
 
     def __init__(self, draft_power_w, ambient=25.0, r_th=15.0, tau=120.0, throttle_c=60.0,
                  release_c=None, factor=2.0):
         self.power = np.asarray(draft_power_w, dtype=float)
         self.ambient, self.tau = float(ambient), float(tau)
-        self.r_th = np.asarray(r_th, dtype=float)  # scalar or (K,) per device
+        self.r_th = np.asarray(r_th, dtype=float)
         self.throttle_c = float(throttle_c)
         self.release_c = self.throttle_c if release_c is None else float(release_c)
         self.factor = float(factor)

@@ -124,9 +124,7 @@ class TopK(PayloadFormat):
 
     def __init__(self, **kw):
         super().__init__(**kw)
-        if self.k == DENSE:
-            self.k = self.vocab
-        self.k = int(self.k)
+        self.k = self.vocab if self.k == DENSE else int(self.k)
 
     def bits(self, x=None):
         return payload_bits(self.k, self.vocab, self.prob_bits)

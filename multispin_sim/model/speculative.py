@@ -53,9 +53,8 @@ def draft_outcome(u, alpha, gamma):
 
 
 def acceptance_uniforms(rng, size):
-    """Uniforms on (0, 1] for ``accepted_from_uniform`` (1 - U[0, 1) avoids log 0)."""
+    """An array of shape ``size`` of uniforms on (0, 1] for ``accepted_from_uniform``
+    (1 - U[0, 1) avoids log 0)."""
     u = rng.random(size)
-    if isinstance(u, np.ndarray):
-        np.subtract(1.0, u, out=u)   # 1 - U in place: the same values, one array less
-        return u
-    return 1.0 - u
+    np.subtract(1.0, u, out=u)   # 1 - U in place: the same values, one array less
+    return u
