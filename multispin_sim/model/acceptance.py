@@ -31,8 +31,6 @@ Beliefs (``acceptance.belief``, what the draft controllers are told about alpha)
 ``model.beliefs``, the Gilbert-Elliott chain's formulas in ``model.markov``; both are
 importable from here as well.
 """
-from __future__ import annotations
-
 import numpy as np
 
 from .acceptance_trace import UNKNOWN, mean_agreement

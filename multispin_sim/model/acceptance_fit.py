@@ -35,8 +35,6 @@ The model rows are means over ``draws`` synthetic traces with their Monte-Carlo 
 errors; each selection (all answers, each category) and each model draws from its own stream,
 a child of the seed's SeedSequence keyed by the selection's name (``selection_seed``).
 """
-from __future__ import annotations
-
 import zlib
 
 import numpy as np

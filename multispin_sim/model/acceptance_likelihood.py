@@ -25,8 +25,6 @@ interval of the fit has no standard error (None): the quadratic approximation be
 not hold there. The other parameters' errors are then conditional on it; a Hessian that is not
 positive definite gives None for every parameter of the model.
 """
-from __future__ import annotations
-
 import numpy as np
 from scipy import special, stats
 

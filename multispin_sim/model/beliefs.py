@@ -7,8 +7,6 @@ current state's rate for markov, the current answer's agreement rate for trace),
 :class:`LearnedBelief`) or ``filtered`` (Markov-aware: the forward filter of an easy/hard chain,
 :class:`FilteredBelief`). :class:`AgreementTally` counts the agreements realised per device.
 """
-from __future__ import annotations
-
 import numpy as np
 
 from .markov import MARKOV_KEYS, markov_stationary

@@ -2,8 +2,6 @@
 its stationary law, mean and lag-1 autocorrelation, and sampling it. Used by the ``markov``
 acceptance model, the ``filtered`` belief and the acceptance fit.
 """
-from __future__ import annotations
-
 import numpy as np
 
 # the chain's parameters as the scenario's ``acceptance`` keys name them
