@@ -79,6 +79,7 @@ def output_distribution(p, q_d, p_tilde=None):
 
 
 def total_variation(a, b):
+    """Total-variation distance 0.5 sum |a - b| (per row)."""
     return 0.5 * np.abs(np.asarray(a, float) - b).sum(axis=-1)
 
 
@@ -216,6 +217,7 @@ class PairTable:
     q_d: np.ndarray
     beta: np.ndarray
     ul_bits: np.ndarray
+    beta_uncompressed: np.ndarray = None
     dl_bits: list = field(default_factory=list)
     dl_tv: list = field(default_factory=list)
     dl_residual_tv: list = field(default_factory=list)
@@ -233,8 +235,7 @@ class PairTable:
         q_d = ul_format.compress(q)
         ul_bits = _row_bits(ul_format, q)   # the format of q: q_d is what it sends
         beta = acceptance_probability(p, q_d)
-        table = cls(p, q_d, beta, ul_bits)
-        table.beta_uncompressed = acceptance_probability(p, q)
+        table = cls(p, q_d, beta, ul_bits, acceptance_probability(p, q))
         r = residual(p, q_d)
         for fmt in dl_formats:
             p_t = fmt.compress(p)
