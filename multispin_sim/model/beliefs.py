@@ -165,5 +165,5 @@ class AgreementTally:
         self.verified += rejected
 
     def rate(self):
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return np.where(self.verified > 0, self.agreed / np.maximum(self.verified, 1), np.nan)
+        """Agreed / verified positions per device (nan before any was verified)."""
+        return np.where(self.verified > 0, self.agreed / np.maximum(self.verified, 1), np.nan)
