@@ -41,8 +41,5 @@ class Registered(Sequence):
     def __hash__(self):
         return hash((self.module, self.attribute))
 
-    def __add__(self, other):
-        return self._names() + tuple(other)
-
     def __repr__(self):
         return f"Registered({self.module}.{self.attribute}: {', '.join(self._names())})"

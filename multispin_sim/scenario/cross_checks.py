@@ -138,12 +138,12 @@ def _check_workload(sc: Scenario) -> None:
         raise ScenarioError("workload.rate_per_s", f"a list of {len(w.rate_per_s)} rates is not "
                             "allowed", f"expected one number, or a list of exactly devices.count "
                             f"({count}) numbers")
-    if w.arrivals == "trace" and not w.trace_file:
-        raise ScenarioError("workload.trace_file", "arrivals 'trace' needs a trace file",
-                            "expected the path of a CSV with columns time_s, device[, tokens]")
     if w.arrivals == "trace":
-        _need_file("workload.trace_file", w.trace_file,
-                   "expected the path of a CSV with columns time_s, device[, tokens]")
+        expected = "expected the path of a CSV with columns time_s, device[, tokens]"
+        if not w.trace_file:
+            raise ScenarioError("workload.trace_file", "arrivals 'trace' needs a trace file",
+                                expected)
+        _need_file("workload.trace_file", w.trace_file, expected)
     if w.length == "empirical" and not w.length_values:
         raise ScenarioError("workload.length_values", "length 'empirical' needs values",
                             "expected a non-empty list of integers >= 1")
@@ -163,10 +163,10 @@ def _check_topology(sc: Scenario) -> None:
                 raise ScenarioError(f"topology.device_xy_m.{i}", "a device at the server "
                                     "position is not allowed", "expected a distance > 0")
     if t.layout == "graphml":
+        expected = "expected the path of a GraphML file"
         if not t.graphml_file:
-            raise ScenarioError("topology.graphml_file", "layout 'graphml' needs a file",
-                                "expected the path of a GraphML file")
-        _need_file("topology.graphml_file", t.graphml_file, "expected the path of a GraphML file")
+            raise ScenarioError("topology.graphml_file", "layout 'graphml' needs a file", expected)
+        _need_file("topology.graphml_file", t.graphml_file, expected)
 
 
 @cross_check

@@ -54,7 +54,7 @@ def check_yaml_text(text: str, where: str, source=None) -> None:
     if len(text) > MAX_YAML_BYTES:
         raise ScenarioError(where, f"the YAML document has {len(text):,} characters",
                             f"expected at most {MAX_YAML_BYTES:,}", source=source)
-    depth = deepest = 0
+    depth = 0
     aliases = False
     try:
         for token in yaml.scan(text, Loader=yaml.SafeLoader):
@@ -64,7 +64,6 @@ def check_yaml_text(text: str, where: str, source=None) -> None:
                     raise ScenarioError(where, f"YAML nested deeper than {MAX_YAML_DEPTH} levels",
                                         "a scenario needs at most a few levels of nesting",
                                         source=source)
-                deepest = max(deepest, depth)
             elif isinstance(token, _CLOSE):
                 depth -= 1
             elif isinstance(token, yaml.AliasToken):
@@ -106,11 +105,14 @@ def _check_expansion(text, where, source):
 # cross checks on the resolved scenario
 
 
-def _finite_xy(path, xy, what="a finite coordinate", limit=MAX_DISTANCE_M * 10):
-    for i, v in enumerate(xy):
+def _finite_xy(path, xy, what="a finite coordinate"):
+    """Refuse an [x, y] position with a coordinate that is not finite or beyond 10 x
+    ``MAX_DISTANCE_M``."""
+    limit = MAX_DISTANCE_M * 10
+    for v in xy:
         if not math.isfinite(v) or abs(v) > limit:
-            raise ScenarioError(f"{path}.{i}" if len(xy) > 2 else path,
-                                f"{v!r} is not allowed", f"expected {what} within +-{limit:,.0f} m")
+            raise ScenarioError(path, f"{v!r} is not allowed",
+                                f"expected {what} within +-{limit:,.0f} m")
 
 
 @cross_check
@@ -297,11 +299,12 @@ def memory_terms(sc) -> dict:
     if cells > 1 and sc.cells.cross_link:   # a gain for every pair of devices
         devices = cells * k if sc.cells.drop == "per-cell" else k
         terms["cells.cross_link"] = PER_CROSS_PAIR_BYTES * devices * devices
-    if getattr(sc.payload, "model", "bits") == "token":
+    if sc.payload.model == "token":
         terms["payload.vocab"] = sc.payload.vocab * (PER_VOCAB_BYTES + _token_rows(sc)
                                                       * token_row_vocab_bytes(sc.payload))
     if sc.acceptance.model == "beta":
-        terms["acceptance.session_tokens"] = k * PER_SESSION_TOKEN_BYTES * sc.acceptance.session_tokens
+        terms["acceptance.session_tokens"] = (k * PER_SESSION_TOKEN_BYTES
+                                              * sc.acceptance.session_tokens)
     if sc.link.model != "shannon":
         terms["link.harq_max_transmissions"] = PER_HARQ_BYTES * sc.link.harq_max_transmissions
     if _robust_samples(sc):   # one decision at a time, whatever the cells

@@ -162,7 +162,7 @@ def exclusive_sibling(parts: list[str]) -> Optional[str]:
     """The ``exclusive_with`` sibling of the schema key at ``parts`` (None if none / unknown)."""
     cls: Any = Scenario
     for part in parts[:-1]:
-        hint = section_hints(cls).get(part) if dataclasses.is_dataclass(cls) else None
+        hint = section_hints(cls).get(part)
         if not (isinstance(hint, type) and dataclasses.is_dataclass(hint)):
             return None
         cls = hint
@@ -253,13 +253,18 @@ def load_scenario(source: Source = None, overrides: Overrides = None) -> Scenari
     return sc
 
 
+def _override_keys(overrides: Overrides) -> list[str]:
+    """The key paths ``overrides`` (a mapping or ``--set`` options, or None) set, as text."""
+    if not overrides:
+        return []
+    keys = overrides if isinstance(overrides, Mapping) else parse_set_options(overrides)
+    return [str(k) for k in keys]
+
+
 def _refuse_sweep_overrides(overrides: Overrides) -> None:
     """An override (``--set``) of the ``sweep`` section is refused as a scenario mapping with
     one is: the key belongs to sweep files, rather than "unknown key"."""
-    if not overrides:
-        return
-    keys = overrides if isinstance(overrides, Mapping) else parse_set_options(overrides)
-    for key in map(str, keys):
+    for key in _override_keys(overrides):
         if key.split(".")[0] == "sweep":
             raise ScenarioError(key, "a key of sweep files, not of scenarios (from --set)",
                                 "write it in a sweep file and run that with 'multispin-sim "
@@ -273,9 +278,8 @@ _FILES: dict = {}
 
 def _remember_file(sc: Scenario, file: str, overrides: Overrides) -> None:
     key = id(sc)
-    keys = overrides if isinstance(overrides, Mapping) else parse_set_options(overrides or [])
     _FILES[key] = (weakref.ref(sc, lambda _, key=key: _FILES.pop(key, None)), file,
-                   tuple(map(str, keys)))
+                   tuple(_override_keys(overrides)))
 
 
 def name_scenario_file(exc: ScenarioError, scenario: Any, check=None) -> ScenarioError:
@@ -310,8 +314,7 @@ def file_at_fault(exc: ScenarioError, overrides: Overrides, alone=None) -> bool:
     where ``alone()`` (the same load or check of the file without them) fails at the same key
     too (an override can make a key the file does not write, or one it writes, fail a
     cross-check; one below the key may or may not be the cause)."""
-    keys = overrides if isinstance(overrides, Mapping) else parse_set_options(overrides or [])
-    keys = [str(k) for k in keys]
+    keys = _override_keys(overrides)
     path = exc.path
     if any(path == k or path.startswith(f"{k}.") for k in keys):
         return False

@@ -30,7 +30,8 @@ from .errors import ScenarioError
 __all__ = [
     "FrozenMap", "Params", "section", "param", "Check",
     "ge", "gt", "between", "in_interval", "range_pair", "number_or_range", "int_or_choice",
-    "build_section", "to_plain", "kind_of", "allowed_text", "section_hints", "join_path", "show_value",
+    "build_section", "to_plain", "kind_of", "allowed_text", "section_hints", "join_path",
+    "show_value",
 ]
 
 _NoneType = type(None)
@@ -88,7 +89,8 @@ class Params:
         raise AttributeError(f"{type(self).__name__} has no parameter {name!r}; {hint}")
 
     def __reduce__(self):
-        return (type(self), tuple(getattr(self, f.name) for f in dataclasses.fields(self)))  # type: ignore[arg-type]
+        fields = dataclasses.fields(self)  # type: ignore[arg-type]
+        return (type(self), tuple(getattr(self, f.name) for f in fields))
 
 
 def section(cls: type) -> type:
@@ -276,7 +278,7 @@ def _value_allowed(meta: Mapping[str, Any], hint: Any) -> str:
 
 
 def allowed_text(field: dataclasses.Field, hint: Any) -> str:
-    """Human-readable description of what a field accepts (used in errors and the key reference)."""
+    """Human-readable description of what a field accepts (errors and the key reference)."""
     meta = field.metadata
     if dataclasses.is_dataclass(hint):
         return "a mapping (section)"
@@ -431,12 +433,12 @@ def build_section(cls: type, data: Any, path: str = "") -> Any:
     """Build section ``cls`` from a mapping; missing keys take their defaults."""
     if data is None:
         data = {}
-    names = [f.name for f in dataclasses.fields(cls)]
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    names = list(fields)
     if not isinstance(data, Mapping):
         raise ScenarioError(path, f"{show_value(data)} ({kind_of(data)}) is not allowed",
                             f"expected a mapping with keys {', '.join(names)}")
     hints = section_hints(cls)
-    fields = {f.name: f for f in dataclasses.fields(cls)}
     kwargs: dict[str, Any] = {}
     for key, value in data.items():
         if not isinstance(key, str) or key not in fields:

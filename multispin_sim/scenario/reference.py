@@ -34,7 +34,8 @@ def _default_text(field: dataclasses.Field) -> str:
     meta = field.metadata
     preset = meta.get("preset")
     if preset and not isinstance(getattr(next(iter(MODEL_PAIRS.values())), preset), Mapping):
-        per_pair = ", ".join(f"{name} {getattr(pair, preset)}" for name, pair in MODEL_PAIRS.items())
+        per_pair = ", ".join(f"{name} {getattr(pair, preset)}"
+                             for name, pair in MODEL_PAIRS.items())
         return f"from model_pair ({per_pair})"
     if meta.get("default_text"):
         return meta["default_text"]

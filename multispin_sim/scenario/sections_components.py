@@ -12,9 +12,9 @@ from typing import Optional, Union
 from .names import (ACCEPTANCE_BELIEFS, ACCEPTANCE_MODELS, ACCEPTANCE_SESSIONS, ALPHA,
                     ARRIVAL_MODELS, BATCHING_POLICIES, CQI_TABLES, FREQUENCY_RANGES,
                     HARQ_COMBINING, LENGTH_MODELS, LINK_MODELS, MAX_DRAFT_LIMIT,
-                    MAX_REQUEST_TOKENS, MAX_SLOWDOWN, MOBILITY_MODELS, POSITIVE_STEP_MS, POWER_W, PROB,
-                    PROTOCOLS, STEP_MS, SUBCARRIER_SPACINGS_KHZ, TOPOLOGY_LAYOUTS, TRACE_ASSIGN,
-                    TRACE_NEXT)
+                    MAX_REQUEST_TOKENS, MAX_SLOWDOWN, MOBILITY_MODELS, POSITIVE_STEP_MS, POWER_W,
+                    PROB, PROTOCOLS, STEP_MS, SUBCARRIER_SPACINGS_KHZ, TOPOLOGY_LAYOUTS,
+                    TRACE_ASSIGN, TRACE_NEXT)
 from .params import (Check, FrozenMap, Params, between, ge, gt, in_interval, number_or_range,
                      param, section)
 from .presets import TASKS
@@ -107,8 +107,6 @@ class Mobility(Params):
         None, "Annulus [r_min, r_max] around the server where waypoints are drawn (null: "
         "devices.distance_m, or the range of the initial distances)", unit="m",
         check=_REGION)
-
-
 
 
 @section
@@ -289,7 +287,6 @@ class Adaptive(Params):
         8, "'off-under-load': no speculation (gamma = 0) while more than this many devices "
         "have work (the server's running batch, as vLLM's disable-by-batch-size); otherwise "
         "policy.draft_length", check=ge(0))
-
 
 
 @section
