@@ -49,9 +49,7 @@ capacity is at least that), ``undecided`` (too few requests to decide at the rat
 Attainment is measured from the empty system at time 0 (no warm-up deletion): choose
 ``duration_s`` long against the requests' latency (many requests per device).
 """
-import csv
 import dataclasses
-import io
 import math
 import re
 from pathlib import Path
@@ -59,7 +57,15 @@ from pathlib import Path
 import numpy as np
 from scipy import stats
 
+from ..engine import simulate as engine_simulate
+from ..engine.cell_plan import cells_layout, check_cell_layout
+from ..engine.simulation import read_inputs
+from ..errors import OutputLocationError, os_reason
+from ..outputs.atomic import check_folder, write_json
+from ..outputs.metadata import code_fingerprint, package_versions
 from ..scenario import ScenarioError, load_scenario
+from ..version import __version__
+from .tables import write_csv
 
 CURVE_COLUMNS = ("rate_per_s", "replications", "attainment_mean", "ci95_lo", "ci95_hi",
                  "slo_goodput_rps", "verdict", "requests", "met", "duration_s", "unstable_runs")
@@ -75,12 +81,12 @@ _SLO_RE = re.compile(r"^\s*(ttft|tpot)\s*=\s*([0-9.eE+-]+)\s*(ms|s)?\s*$")
 def parse_slo(text):
     """``'ttft=0.5,tpot=0.05'`` (seconds; a value may end in ``ms`` or ``s``) -> (ttft_s, tpot_s),
     either None when absent. Raises ScenarioError('--slo', ...) when malformed."""
-    allowed = "expected ttft=SECONDS and/or tpot=SECONDS separated by a comma, e.g. ttft=0.5,tpot=50ms"
+    allowed = ("expected ttft=SECONDS and/or tpot=SECONDS separated by a comma, e.g. "
+               "ttft=0.5,tpot=50ms")
     out = {}
-    parts = [p for p in str(text).split(",")]
     if not text or not text.strip():
         raise ScenarioError("--slo", "an empty SLO is not allowed", allowed)
-    for part in parts:
+    for part in str(text).split(","):
         m = _SLO_RE.match(part)
         if not m:
             raise ScenarioError("--slo", f"{part.strip()!r} is not allowed", allowed)
@@ -162,22 +168,22 @@ class CapacitySearch:
                  reps_min=3, reps_max=10, rel_tol=0.05, start_rate=None, max_steps=12,
                  max_halvings=12, simulate=None, progress=None, max_doublings=24,
                  max_extension=100.0, min_requests=None):
-        self.target = _number("--target", target, "expected 0 < target < 1", high=1.0)
-        if self.target >= 1:
-            raise ScenarioError("--target", f"{target!r} is not allowed", "expected 0 < target < 1")
+        self.target = _number("--target", target, "expected 0 < target < 1",
+                              high=math.nextafter(1.0, 0.0))   # 1 itself excluded
         if ttft_s is None and tpot_s is None:
-            raise ScenarioError("--slo", "no SLO given", "expected ttft=SECONDS and/or tpot=SECONDS")
+            raise ScenarioError("--slo", "no SLO given",
+                                "expected ttft=SECONDS and/or tpot=SECONDS")
         self.duration_s = _number("--duration", duration_s, "expected simulated seconds per run, "
                                   f"> 0 and <= {MAX_DURATION_S:g}", high=MAX_DURATION_S)
         self.reps_min, self.reps_max = int(reps_min), int(reps_max)
-        if not 1 <= self.reps_min <= MAX_REPLICATIONS or not 1 <= self.reps_max <= MAX_REPLICATIONS:
+        if not all(1 <= n <= MAX_REPLICATIONS for n in (self.reps_min, self.reps_max)):
             raise ScenarioError("--reps-min/--reps-max", f"{reps_min}/{reps_max} is not allowed",
                                 f"expected integers from 1 to {MAX_REPLICATIONS}")
         if self.reps_min > self.reps_max:
             raise ScenarioError("--reps-min", f"{reps_min} is more than --reps-max {reps_max}",
                                 "expected --reps-min <= --reps-max")
-        self.rel_tol = _number("--tol", rel_tol, "expected a relative bracket width > 0, e.g. 0.05",
-                               high=1e6)
+        self.rel_tol = _number("--tol", rel_tol,
+                               "expected a relative bracket width > 0, e.g. 0.05", high=1e6)
         self.max_extension = _number("max_extension", max_extension, "expected >= 1", low=1.0,
                                      strict_low=False)
         self.file = scenario_file
@@ -205,13 +211,12 @@ class CapacitySearch:
                                              / self.reps_min))
         self.min_requests = int(min_requests)
         self._check_duration(self.start_rate * 2.0 ** -self.max_halvings)
-        if simulate is None:
-            from ..engine import simulate
-        self._simulate = simulate
+        self._simulate = engine_simulate if simulate is None else simulate
         self.progress = progress
         self.points = {}  # rate -> {"reps": [{met, counted, goodput, unstable}], "verdict"}
         self.runs = 0
         self.result = None
+        self.lowest_failing = None   # the lowest rate that failed, when none met
 
     def _check_duration(self, rate):
         """The longest run the search may make (lowest rate, extended) is one the limits allow:
@@ -366,8 +371,8 @@ class CapacitySearch:
         return self._result(lo, hi, "found", stop)
 
     def _result(self, lo, hi, verdict, stop):
-        extended = [{"rate_per_s": r, "duration_s": self.duration_for(r)} for r in sorted(self.points)
-                    if self.duration_for(r) > self.duration_s]
+        extended = [{"rate_per_s": r, "duration_s": self.duration_for(r)}
+                    for r in sorted(self.points) if self.duration_for(r) > self.duration_s]
         found = verdict == "found"
         tried = sorted(self.points) or [self.start_rate]
         self.result = {
@@ -390,7 +395,7 @@ class CapacitySearch:
         if verdict == "found":
             return f"capacity between {lo:.4g} and {hi:.4g} requests/s per device"
         if verdict == "below":
-            low = getattr(self, "lowest_failing", None) or tried[0]
+            low = self.lowest_failing or tried[0]
             note = ""
             if tried[0] < low:
                 few = self.expected_requests(tried[0]) < self.min_requests
@@ -405,8 +410,8 @@ class CapacitySearch:
             return (f"every arrival rate up to {lo:.3g}/s per device reaches {goal} with a "
                     "stable queue: the capacity is at least that")
         if verdict == "undecided":
-            return (f"too few requests to decide at rates from {tried[0]:.3g} to {tried[-1]:.3g}/s "
-                    "per device")
+            return (f"too few requests to decide at rates from {tried[0]:.3g} to "
+                    f"{tried[-1]:.3g}/s per device")
         return "interrupted"
 
     def point_estimate(self, lo, hi):
@@ -419,6 +424,7 @@ class CapacitySearch:
         return float(math.sqrt(lo * hi))
 
     def curve(self):
+        """Rows of capacity.csv (``CURVE_COLUMNS``): one per rate tried, in increasing rate."""
         rows = []
         for rate in sorted(self.points):
             p = self.points[rate]
@@ -431,7 +437,6 @@ class CapacitySearch:
                          sum(r["met"] for r in reps), self.duration_for(rate),
                          sum(r["unstable"] for r in reps)))
         return rows
-
 
     def replications(self):
         """Rows of capacity_reps.csv: every run's counted and met requests (the pooled
@@ -449,9 +454,6 @@ def check_inputs(scenario, seeds):
     the files the scenario reads, the checks that need the model), once, before any run; for a
     layout of several cells, the servers drawn at each replication's seed (a Poisson layout may
     draw none at some). The rate, duration and SLO the runs set change none of it."""
-    from ..engine.cell_plan import check_cell_layout
-    from ..engine.simulation import read_inputs
-
     read_inputs(scenario)
     if scenario.cells.layout != "single":
         for seed in seeds:
@@ -469,8 +471,6 @@ def network_devices(scenario):
         return count
     if cells.layout == "hex":
         return count * int(cells.count)
-    from ..engine.cell_plan import cells_layout
-
     return count * int(cells_layout(scenario)[1].count)
 
 
@@ -480,9 +480,6 @@ OTHER_OUTPUTS = (("sweep", "sweep.json"), ("run", "summary.json"))
 def check_output(folder, overwrite=False):
     """Before any run: ``folder`` can take the search's files, holds no sweep or run, and holds
     no other search (nor anything else) unless ``overwrite``. Returns the folder (created)."""
-    from ..errors import OutputLocationError
-    from ..outputs.atomic import check_folder
-
     folder = Path(folder)
     if str(folder).strip() == "":
         raise OutputLocationError("--out ''", "is empty", "give the folder to write the "
@@ -501,19 +498,8 @@ def check_output(folder, overwrite=False):
                                       "and capacity.json there")
         return check_folder(folder, "--out")
     except OSError as exc:  # e.g. a name longer than the file system allows
-        from ..errors import os_reason
-
         raise OutputLocationError(f"--out {folder}", os_reason(exc), "give a shorter or "
                                   "other folder name") from None
-
-
-def _csv_text(columns, rows):
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    w.writerow(columns)
-    for row in rows:
-        w.writerow([repr(float(x)) if isinstance(x, float) else x for x in row])
-    return buf.getvalue()
 
 
 def write_capacity(folder, search):
@@ -521,14 +507,11 @@ def write_capacity(folder, search):
     capacity.json (the result, and ``made_with``: the code and packages, as a run's run.json
     records them) in ``folder`` (created); each file is written whole or not at all (temporary
     file + rename)."""
-    from ..outputs.atomic import write_json, write_text
-    from ..outputs.metadata import code_fingerprint, package_versions
-    from ..version import __version__
-
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    write_text(folder / "capacity_reps.csv", _csv_text(REPS_COLUMNS, search.replications()))
-    write_text(folder / "capacity.csv", _csv_text(CURVE_COLUMNS, search.curve()))
+    for name, columns, rows in (("capacity_reps.csv", REPS_COLUMNS, search.replications()),
+                                ("capacity.csv", CURVE_COLUMNS, search.curve())):
+        write_csv(folder / name, columns, [dict(zip(columns, row)) for row in rows])
     made_with = {"multispin_sim_version": __version__, "code_sha256": code_fingerprint(),
                  "packages": package_versions(), "seed": search.base.seed}
     write_json(folder / "capacity.json", {**search.result, "made_with": made_with})
