@@ -26,9 +26,11 @@ import math
 import numpy as np
 
 from ..engine.population import build_population
+from ..engine.simulation import simulate
 from ..engine.streams import RandomStreams
 from ..model.antennas import ServerArray
 from ..model.mimo import Transmission
+from ..model.mimo_batch import mmse_sinr_stack
 from ..model.reactive import (UL, ReactiveProblem, all_dl, all_ul, evaluate_assignment,
                               exhaustive_split, optimal_split)
 from ..scenario import load_scenario
@@ -78,9 +80,9 @@ def mode_study(k=20, antennas=4, dl="ofdma-mrt", ul="ofdma-mrc", power_ratio=4.0
                                system.n0)
         naive = evaluate_assignment(problem, optimal_split(flat).mode == UL)
         best = exhaustive_split(problem) if exhaustive else _local(problem)
-        row = dict(prefix=pre.t_comm[0], naive=naive.t_comm[0], best=best.t_comm[0], all_ul=all_ul(problem).t_comm[0],
-                   all_dl=all_dl(problem).t_comm[0], n_ul=int(best.n_ul[0]),
-                   n=int(rejected.sum()))
+        row = dict(prefix=pre.t_comm[0], naive=naive.t_comm[0], best=best.t_comm[0],
+                   all_ul=all_ul(problem).t_comm[0], all_dl=all_dl(problem).t_comm[0],
+                   n_ul=int(best.n_ul[0]), n=int(rejected.sum()))
         if exhaustive:
             row["local"] = _local(problem).t_comm[0]
         rows.append(row)
@@ -115,7 +117,6 @@ def ul_power_study(n=4, antennas=2, levels=8, outcomes=200, seed=1, k=20):
     a pass changes nothing). Returns the fraction of outcomes a lower power helps, the mean and
     largest gain of the grid optimum (T_full / T_grid - 1), and how often coordinate descent
     finds the grid optimum."""
-    from ..model.mimo_batch import mmse_sinr_stack
     system, array, source, rng = _drop(k, antennas, seed)
     p_max = np.broadcast_to(np.asarray(system.p_ul_w, dtype=float), (k,))
     grid = 2.0 ** -np.arange(levels)
@@ -159,8 +160,6 @@ def ul_power_study(n=4, antennas=2, levels=8, outcomes=200, seed=1, k=20):
 def greedy_goodput(antennas, dl="ofdma-mrt", ul="ofdma-mrc", draft="greedy", k=20, rounds=40,
                    samples=200, seed=3):
     """Goodput and mean draft length of one engine run with draft control ``draft``."""
-    from ..engine.simulation import simulate
-
     r = simulate(load_scenario(None, overrides={
         "devices.count": k, "run.rounds": rounds, "policy.draft": draft,
         "policy.saa_samples": samples, "server.antennas": antennas, "server.dl_scheme": dl,

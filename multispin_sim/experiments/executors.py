@@ -5,8 +5,8 @@ order. A task is a plain dict (``cell``, ``replication``, ``key``, ``run_dir``, 
 ``execute_run`` does one run and never raises: an exception becomes
 ``{"status": "failed", "error": ...}`` (its traceback goes to ``run_dir/error.txt``), so one
 failing cell does not stop the others. An outcome with ``"stop": True`` is a complete run made
-while a stop signal came: the sweep records it, then stops. Results are identical whatever the executor: each run is
-a function of its scenario (seed included) only.
+while a stop signal came: the sweep records it, then stops. Results are identical whatever the
+executor: each run is a function of its scenario (seed included) only.
 
 - ``serial``: one run after the other, in this process (debugging, tests).
 - ``local``: ``concurrent.futures.ProcessPoolExecutor`` with ``jobs`` worker processes
@@ -27,7 +27,9 @@ from collections.abc import Mapping
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
+from ..engine.simulation import simulate
 from ..errors import CliError, first_signal, one_line
+from ..scenario import load_scenario
 
 EXECUTORS = ("serial", "local", "dask")
 
@@ -56,9 +58,6 @@ class StopAfterRun(Exception):
 
 def simulate_run(scenario, out):
     """The default runner: run the engine on a plain scenario dict, write into ``out``."""
-    from ..engine.simulation import simulate
-    from ..scenario import load_scenario
-
     result = simulate(load_scenario(scenario), out=out)
     signalled = result.stop_signal is not None
     if not result.complete:
@@ -126,7 +125,8 @@ def execute_run(task, runner=None):
             error = exc.line()[len("error: "):]
         else:
             error = f"{type(exc).__name__}: {exc}"
-        return {"status": "failed", "error": one_line(error), "elapsed_s": time.perf_counter() - t0}
+        return {"status": "failed", "error": one_line(error),
+                "elapsed_s": time.perf_counter() - t0}
 
 
 def _crashed(exc):
@@ -259,7 +259,8 @@ def dask_runs(tasks, jobs=None, runner=None, scheduler=None, processes=True, lat
                            lambda key: (futures[key].result(timeout=5)
                                         if futures[key].status == "finished" else None))
         try:
-            client.cancel(list(futures.values())) if futures else None
+            if futures:
+                client.cancel(list(futures.values()))
         except Exception:
             pass
         client.close()
@@ -294,8 +295,8 @@ def _dask():
     try:
         import dask.distributed
     except ImportError:
-        raise ExecutorError("the dask executor needs dask.distributed; "
-                            "pip install 'multispin_sim[dask]' (or use --executor local)") from None
+        raise ExecutorError("the dask executor needs dask.distributed; pip install "
+                            "'multispin_sim[dask]' (or use --executor local)") from None
     return dask.distributed
 
 
@@ -303,4 +304,5 @@ def get_executor(name):
     try:
         return RUNNERS[name]
     except KeyError:
-        raise ExecutorError(f"unknown executor {name!r}; allowed: {', '.join(EXECUTORS)}") from None
+        allowed = ", ".join(EXECUTORS)
+        raise ExecutorError(f"unknown executor {name!r}; allowed: {allowed}") from None

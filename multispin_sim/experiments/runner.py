@@ -33,6 +33,7 @@ import os
 import signal
 import sys
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -87,7 +88,7 @@ class SweepProgress:
         self.n_cells = len(sweep.cells)
         self.n_runs = sweep.n_runs
         self.reps = sweep.replications
-        self.per_cell = {}
+        self.per_cell = Counter()   # cell -> runs done
         self.t0 = time.perf_counter()
         self.new = 0
         self.failed = 0
@@ -95,19 +96,19 @@ class SweepProgress:
         self.last = 0.0
 
     def start(self, records, todo):
-        for cell, _ in records:
-            self.per_cell[cell] = self.per_cell.get(cell, 0) + 1
+        self.per_cell.update(cell for cell, _ in records)
         self.todo = todo
         self.show(force=True)
 
     def update(self, cell, ok):
-        self.per_cell[cell] = self.per_cell.get(cell, 0) + 1
+        self.per_cell[cell] += 1
         self.new += 1
         self.failed += not ok
         self.show(force=self.new == self.todo)
 
     def show(self, force=False):
-        """The bar, redrawn at most every 0.2 s; off a terminal one line every ``LINE_PERIOD_S``."""
+        """The bar, redrawn at most every 0.2 s; off a terminal, one line every
+        ``LINE_PERIOD_S``."""
         if not (self.enabled or self.lines):
             return
         now = time.perf_counter()
@@ -190,12 +191,13 @@ def sweep_description(sweep, **status):
 
 
 def prepare_output(folder, sweep):
-    """Create the output folder or check that it holds this sweep (resume); no run starts before."""
+    """Create the output folder or check that it holds this sweep (resume), before any run."""
     folder = Path(folder)
     meta = folder / "sweep.json"
     if folder.exists():
         if not folder.is_dir():
-            raise OutputConflictError(f"{folder}: exists and is not a folder; choose another --out")
+            raise OutputConflictError(f"{folder}: exists and is not a folder; choose another "
+                                      "--out")
         if meta.exists():
             try:
                 name = json.loads(meta.read_text(encoding="utf-8")).get("name")
@@ -203,8 +205,8 @@ def prepare_output(folder, sweep):
                 name = None
             if name != sweep.name:
                 raise OutputConflictError(
-                    f"{folder}: holds the sweep {name!r}, not {sweep.name!r}; choose another --out "
-                    "(a folder is resumed only by the sweep that made it)")
+                    f"{folder}: holds the sweep {name!r}, not {sweep.name!r}; choose another "
+                    "--out (a folder is resumed only by the sweep that made it)")
         elif any(p.name != LOCK for p in folder.iterdir()):   # a lock alone: stopped at once
             raise OutputConflictError(f"{folder}: output folder exists, is not empty and holds no "
                                       "sweep.json; choose another --out")
@@ -468,7 +470,7 @@ def dump_sweep_yaml(sweep):
     origin = sweep.source or "a mapping"
     extra = f" and --set {', '.join(f'{k}={v}' for k, v in sweep.spec.get('set', {}).items())}" \
         if sweep.spec.get("set") else ""
-    header = (f"# Written by multispin-sim sweep from {origin}: base_file, base{extra} merged into "
-              "base.\n")
+    header = (f"# Written by multispin-sim sweep from {origin}: base_file, base{extra} merged "
+              "into base.\n")
     return header + yaml.safe_dump(doc, sort_keys=False, default_flow_style=None,
                                    allow_unicode=True)

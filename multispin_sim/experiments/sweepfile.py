@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import difflib
 import hashlib
 import itertools
 import json
@@ -142,8 +143,6 @@ def _err(path, problem, allowed=None, source=None):
 
 
 def _check_keys(mapping, allowed, path, source, what):
-    import difflib
-
     for key in mapping:
         if str(key) not in allowed:
             close = difflib.get_close_matches(str(key), allowed, n=1)
@@ -178,7 +177,8 @@ def expand_range(spec, path, source=None):
     if "num" in spec:
         num = spec["num"]
         if not isinstance(num, int) or isinstance(num, bool) or num < 1:
-            raise _err(f"{path}.num", f"{num!r} is not allowed", "expected an integer >= 1", source)
+            raise _err(f"{path}.num", f"{num!r} is not allowed", "expected an integer >= 1",
+                       source)
         if num > MAX_AXIS_VALUES:
             raise _err(f"{path}.num", f"{num} values", f"expected at most {MAX_AXIS_VALUES}",
                        source)
@@ -323,8 +323,8 @@ def _parse_axes(sweep, source):
         raise _err("sweep.zip", f"{kind_of(zips)} is not allowed",
                    "expected a mapping key.path -> list (keys varying together), or a list of "
                    "such mappings", source)
+    single = isinstance(sweep.get("zip"), Mapping)   # one group, written without a list
     for gi, group in enumerate(zips):
-        single = len(zips) == 1 and isinstance(sweep.get("zip"), Mapping)
         gpath = "sweep.zip" if single else f"sweep.zip.{gi}"
         if not isinstance(group, Mapping) or not group:
             raise _err(gpath, f"{kind_of(group)} is not allowed",
@@ -457,7 +457,7 @@ def load_sweep(source, overrides=None):
         overrides = parse_set_options(overrides)
     overrides = dict(overrides or {})
     for k in overrides:
-        if str(k).split(".")[0] in TOP_KEYS and str(k).split(".")[0] not in ("name", "seed"):
+        if str(k).split(".")[0] in TOP_KEYS and str(k).split(".")[0] != "name":
             raise _err(k, "--set sets keys of the base scenario, and this is a key of the sweep "
                        "file", f"edit {k} in the sweep file (--set applies to scenario keys, e.g. "
                        "--set run.rounds=100)", path)

@@ -193,16 +193,19 @@ def build_tables(sweep, records):
                 row.update(metrics)
             rows.append(row)
     if not metric_names:
-        metric_names = [m for m in METRICS]
+        metric_names = list(METRICS)
     for row in rows:
         for m in metric_names:
             row.setdefault(m, math.nan)
     run_cols = ["cell", "replication", "seed", *keys, "status", "error", "run_dir", *metric_names]
 
     cell_metrics = [m for m in metric_names if m not in WALL_CLOCK]
+    by_cell = {}
+    for r in rows:
+        by_cell.setdefault(r["cell"], []).append(r)
     cell_rows = []
     for cell in sweep.cells:
-        mine = [r for r in rows if r["cell"] == cell.index]
+        mine = by_cell.get(cell.index, [])
         ok = [r for r in mine if r["status"] == "ok"]
         crow = {"cell": cell.index, **cell.values, "n": len(ok),
                 "n_failed": sum(r["status"] != "ok" for r in mine)}
