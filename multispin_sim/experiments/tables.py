@@ -175,7 +175,7 @@ def build_tables(sweep, records):
     interrupted sweep) are left out of runs.csv and counted as not done in cells.csv.
     """
     keys = sweep.keys
-    metric_names = []
+    metric_names = {}   # an ordered set: each metric where a run first has it
     rows = []
     for cell in sweep.cells:
         for rep in range(sweep.replications):
@@ -187,13 +187,10 @@ def build_tables(sweep, records):
                    "run_dir": rec.get("run_dir", "")}
             if rec["status"] == "ok":
                 metrics = run_metrics(rec["summary"], cell.scenario)
-                for m in metrics:
-                    if m not in metric_names:
-                        metric_names.append(m)
+                metric_names.update(dict.fromkeys(metrics))
                 row.update(metrics)
             rows.append(row)
-    if not metric_names:
-        metric_names = list(METRICS)
+    metric_names = list(metric_names or METRICS)
     for row in rows:
         for m in metric_names:
             row.setdefault(m, math.nan)
