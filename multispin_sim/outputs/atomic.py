@@ -59,7 +59,6 @@ def write_text(path, text):
     with replacing(path) as tmp:
         with open(tmp, "w", encoding="utf-8") as f:
             f.write(text)
-            f.flush()
 
 
 def write_json(path, data):

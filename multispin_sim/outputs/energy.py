@@ -21,7 +21,8 @@ ROUND_ENERGY_COLUMNS = {"device_energy_j": float, "server_dl_energy_j": float,
 
 
 class EnergyAccount:
-    """Per-round energy columns and run totals for ``Recorder`` (``powers``: ``model.energy.Powers``)."""
+    """Per-round energy columns and run totals for ``Recorder`` (``powers``:
+    ``model.energy.Powers``)."""
 
     def __init__(self, powers, k, thermal=None):
         self.powers = powers
@@ -42,12 +43,12 @@ class EnergyAccount:
         ``active``, ``draft_s``, ``mode``, ``power``, ``delay``: (n, K) over all devices (only
         the active entries count); ``full``: (n,) every device active; ``duration``, ``verify``:
         (n,); ``link``: the link's columns of the rounds, name -> (n, K) (its ``AIRTIME`` and
-        ``RADIATED``, when it records them, replace the delay and power x delay). Returns the per-device columns as (n, K) arrays (select the active entries) and
-        the round columns (device_energy_j, server_dl_energy_j, verify_energy_j, energy_j) as
-        (n,) arrays. The same arithmetic as ``model.energy.device_round_energy`` and
-        ``server_round_energy`` (tests check the identities), element by element; each round's
-        sums are taken over its active devices in device order, as one round's array, and the
-        totals add the rounds in turn.
+        ``RADIATED``, when it records them, replace the delay and power x delay). Returns the
+        per-device columns as (n, K) arrays (select the active entries) and the round columns
+        (device_energy_j, server_dl_energy_j, verify_energy_j, energy_j) as (n,) arrays. The same
+        arithmetic as ``model.energy.device_round_energy`` and ``server_round_energy`` (tests
+        check the identities), element by element; each round's sums are taken over its active
+        devices in device order, as one round's array, and the totals add the rounds in turn.
         """
         p = self.powers
         ul = mode == 1

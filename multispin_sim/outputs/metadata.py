@@ -7,6 +7,7 @@ import platform
 from pathlib import Path
 
 from ..model.compiled import numba_allowed
+from .atomic import check_folder
 
 PACKAGES = ("numpy", "scipy", "simpy", "networkx", "pyyaml", "numba")
 
@@ -100,9 +101,8 @@ def output_folder(out=None, base="results", name="run", seed=0):
 
     With ``out`` given, that folder (it may exist only if empty). Otherwise
     ``base/<name>-seed<seed>``, with ``-2``, ``-3``, ... appended if taken.
+    Raises ``OutputLocationError`` for a location that cannot take it, before any work.
     """
-    from .atomic import check_folder  # an unusable location: OutputLocationError, before work
-
     if out is not None:
         path = Path(out)
         if path.is_dir() and any(path.iterdir()):

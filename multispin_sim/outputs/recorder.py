@@ -8,7 +8,8 @@ Optional ``device_rounds.csv`` columns: ``planned_delay_s`` (when fading blocks 
 rounds: the delay the decision planned on the CSI at its start, beside the realised
 ``delay_s``), ``distance_m`` (moving devices: the distance at the round start), and the
 per-device columns a component declares (``extra``: e.g. the NR link's ``harq_transmissions``,
-``harq_failures``, ``outages``). Energy columns (slowdown and joules per phase): ``outputs.energy``.
+``harq_failures``, ``outages``). Energy columns (slowdown and joules per phase):
+``outputs.energy``.
 
 Recording a round only copies its (K,) arrays and scalars into one row of preallocated block
 buffers (one (rounds, K) array per per-device quantity). The rows of the CSVs, the statistics
@@ -246,8 +247,8 @@ class Recorder:
         # the active entries, row by row: with every device active, the rows laid end to end
         # (a view, no copy: the parts are written before these rows are recorded over)
         pick = _flat if len(devices) == active.size else (lambda x: x[active])
-        bw = np.where(mode > 0, np.where(n_rej > 0, np.array(bandwidth, dtype=float), 0.0)[:, None],
-                      0.0)
+        band = np.where(n_rej > 0, np.array(bandwidth, dtype=float), 0.0)
+        bw = np.where(mode > 0, band[:, None], 0.0)
         for row in [i for i in self._bandwidth_each if lo <= i < hi]:
             bw[row - lo] = np.where(mode[row - lo] > 0, self._bandwidth_each.pop(row), 0.0)
         values = {

@@ -239,11 +239,6 @@ def format_rows_bytes(columns):
     return b"".join(chain.from_iterable(zip(*pieces, repeat(b"\n", n))))
 
 
-def format_rows(columns):
-    """``format_rows_bytes`` as a str."""
-    return format_rows_bytes(columns).decode()
-
-
 def write_rows(file, columns):
     """Write equal-length columns as CSV rows (``format_rows_bytes``) to a file opened in
     binary mode (or, slower, a text file such as ``io.StringIO``)."""

@@ -8,10 +8,11 @@ first tokens), ``completion_s`` (end of the round that completed it), ``tokens``
 
 The summary's ``requests`` block: latency (completion - arrival; mean with a 95% batch-means
 interval, median, p95, max), time to first token and waiting time (start - arrival; mean,
-median, p95, max) over completed requests; time-average number of requests in the system (waiting or in service) and waiting, per
-device and in total; server utilisation (time in rounds / run time); throughput; and Little's
-law on the run's own sample path: time-average number in system = arrival rate x mean time in
-system, where requests still in the system count up to the end of the run (an identity).
+median, p95, max) over completed requests; time-average number of requests in the system
+(waiting or in service) and waiting, per device and in total; server utilisation (time in
+rounds / run time); throughput; and Little's law on the run's own sample path: time-average
+number in system = arrival rate x mean time in system, where requests still in the system
+count up to the end of the run (an identity).
 
 SLO metrics (``outputs.slo``): per request TTFT (first token - arrival), TPOT ((completion -
 first token) / (tokens - 1), requests of one token have none) and end-to-end latency, each with
@@ -66,7 +67,6 @@ class RequestLog:
         self.k = k
         self.slo_ttft_s, self.slo_tpot_s = slo_ttft_s, slo_tpot_s
         self.tpot = GrowingArray(float)
-        self._late_unfinished = 0  # unfinished requests already past the TTFT SLO
         # the requests still in the system at the end: arrival and first-token times
         self._unfinished_arrival, self._unfinished_first = [], []
         self._unfinished_arrivals = 0.0  # the sum of their arrival times, in arrival order
@@ -118,10 +118,11 @@ class RequestLog:
                    - self._unfinished_arrivals)
         lo, hi = batch_means_interval(lat)
         latency = {**describe(lat), "ci95": [lo, hi]}
-        if self.slo_ttft_s is not None:  # unfinished requests that have already missed the SLO
+        late_unfinished = 0   # unfinished requests that have already missed the TTFT SLO
+        if self.slo_ttft_s is not None:
             first = np.asarray([f if f == f else t for f in self._unfinished_first], dtype=float)
             late = first - np.asarray(self._unfinished_arrival, dtype=float) > self.slo_ttft_s
-            self._late_unfinished = int(np.count_nonzero(late))
+            late_unfinished = int(np.count_nonzero(late))
         return {
             "time_s": t,
             "arrivals": n_arr,
@@ -136,7 +137,8 @@ class RequestLog:
             "queue_length_mean": float(area.sum() / t) if t > 0 else 0.0,
             "queue_length_mean_per_device": per_device,
             "waiting_mean": float(np.sum(wait_area) / t) if t > 0 else 0.0,
-            "arrival_rate_per_device": (np.asarray(arrived) / t).tolist() if t > 0 else [0.0] * self.k,
+            "arrival_rate_per_device": ((np.asarray(arrived) / t).tolist() if t > 0
+                                        else [0.0] * self.k),
             "little": {
                 "in_system_mean": float(area.sum() / t) if t > 0 else 0.0,
                 "arrival_rate": n_arr / t if t > 0 else 0.0,
@@ -144,7 +146,7 @@ class RequestLog:
                 "arrival_rate_x_mean_time_in_system": sojourn / t if t > 0 else 0.0,
             },
             "slo": slo_summary(lat, self.ttft.values(), self.tpot.values(), t,
-                               self.slo_ttft_s, self.slo_tpot_s, self._late_unfinished),
+                               self.slo_ttft_s, self.slo_tpot_s, late_unfinished),
             "stable": not warnings,
             "warnings": list(warnings),
         }

@@ -121,7 +121,8 @@ class RunStatistics:
         self.rounds += 1
         self.tokens += total
         self.device_tokens += tokens
-        self.draft_len_sum += int(draft_len.sum()) if n_active == self.k else int(draft_len[active].sum())
+        drafted = draft_len if n_active == self.k else draft_len[active]
+        self.draft_len_sum += int(drafted.sum())
         self.draft_len_count += n_active
         self.rejections += n_rejected
         self.ul += int(n_ul)
@@ -231,7 +232,8 @@ class RunStatistics:
             "sim_time_s": time,
             "device_goodput_tps": per_device,
             "device_rounds": int(self.draft_len_count),
-            "mean_draft_len": self.draft_len_sum / self.draft_len_count if self.draft_len_count else 0.0,
+            "mean_draft_len": (self.draft_len_sum / self.draft_len_count
+                               if self.draft_len_count else 0.0),
             "rejections": int(self.rejections),
             "ul_corrections": int(self.ul),
             "dl_corrections": int(self.dl),

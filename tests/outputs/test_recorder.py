@@ -1,5 +1,5 @@
 """The block-vectorised recorder writes the same bytes, statistics and energy totals as recording
-round by round, and ``format_rows`` writes Python's ``str`` of every value.
+round by round, and ``format_rows_bytes`` writes Python's ``str`` of every value.
 
 ``ReferenceRecorder`` below is the per-round recorder the block version replaced (the rows of
 each round selected, energy summed and accumulated round by round); both are fed the same random
@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from multispin_sim.model.energy import Powers
 from multispin_sim.outputs.energy import EnergyAccount
 from multispin_sim.outputs.recorder import DEVICE_ROUND_COLUMNS, ROUND_COLUMNS, Recorder, RoundRecord
-from multispin_sim.outputs.records import Labels, format_rows
+from multispin_sim.outputs.records import Labels, format_rows_bytes
 from multispin_sim.outputs.statistics import RunStatistics
 
 MODE = np.array(["", "ul", "dl"], dtype=object)
@@ -32,7 +32,7 @@ def python_text(columns):
     return "".join(",".join(row) + "\n" for row in zip(*texts))
 
 
-# ----------------------------------------------------------------------------- format_rows
+# ----------------------------------------------------------------------- format_rows_bytes
 
 def _float_column(rng, n, kind):
     if kind == "plain":
@@ -87,7 +87,7 @@ def test_format_rows_is_python_str(seed, n, kinds):
             columns.append(rng.random(n).astype(np.float32))
         else:
             columns.append(rng.integers(-50, 50, n).astype(np.int32))
-    assert format_rows(columns) == python_text(columns)
+    assert format_rows_bytes(columns).decode() == python_text(columns)
 
 
 def test_format_rows_large_block_with_rare_and_many_fixes():
@@ -98,8 +98,8 @@ def test_format_rows_large_block_with_rare_and_many_fixes():
                Labels(rng.integers(0, 3, n), ("", "ul", "dl")), _float_column(rng, n, "rare"),
                _float_column(rng, n, "any"), _float_column(rng, n, "plain"),
                rng.random(n) * 1e-5, _float_column(rng, n, "const")]
-    assert format_rows(columns) == python_text(columns)
-    assert format_rows([]) == "" and format_rows([np.zeros(0)]) == ""
+    assert format_rows_bytes(columns).decode() == python_text(columns)
+    assert format_rows_bytes([]) == b"" and format_rows_bytes([np.zeros(0)]) == b""
 
 
 # ------------------------------------------------------------------------ reference recorder
