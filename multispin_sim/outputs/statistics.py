@@ -154,33 +154,27 @@ class RunStatistics:
         self.dl += n_dl
         self.duration.extend(durations)
         self.comm.extend(comms)
-        idle = list(idle)
-        if not idle:
-            # the same float additions in the same order, batch by batch (reduce: in C)
-            self.sim_time = reduce(add, durations, self.sim_time)
-            i, n = 0, len(durations)
-            while i < n:
-                j = min(n, i + self.batch_size - self._cur_rounds)
-                self._cur_tokens += sum(totals[i:j])
-                self._cur_time = reduce(add, durations[i:j], self._cur_time)
-                self._cur_rounds += j - i
-                i = j
-                if self._cur_rounds == self.batch_size:
-                    self._close_batch()
-            return
-        q = 0
-        for i, (duration, total) in enumerate(zip(durations, totals)):
-            while q < len(idle) and idle[q][0] <= i:
-                self.add_idle(idle[q][1])
-                q += 1
-            self.sim_time += duration
-            self._cur_tokens += total
-            self._cur_time += duration
-            self._cur_rounds += 1
+        start = 0
+        for i, seconds in idle:
+            self._add_busy(durations[start:i], totals[start:i])
+            self.add_idle(seconds)
+            start = i
+        self._add_busy(durations[start:], totals[start:])
+
+    def _add_busy(self, durations, totals):
+        """Consecutive rounds with no idle time between them into the run time and the batches:
+        the same float additions in the same order as one round at a time, a batch's share of
+        them at once (reduce: the loop in C)."""
+        self.sim_time = reduce(add, durations, self.sim_time)
+        i, n = 0, len(durations)
+        while i < n:
+            j = min(n, i + self.batch_size - self._cur_rounds)
+            self._cur_tokens += sum(totals[i:j])
+            self._cur_time = reduce(add, durations[i:j], self._cur_time)
+            self._cur_rounds += j - i
+            i = j
             if self._cur_rounds == self.batch_size:
                 self._close_batch()
-        for _, seconds in idle[q:]:
-            self.add_idle(seconds)
 
     def add_idle(self, duration):
         """Time the server spent with no work (queueing workloads): counts in the goodput."""

@@ -336,23 +336,32 @@ def test_reading_statistics_does_not_change_the_files(tmp_path):
     assert list(DEVICE_ROUND_COLUMNS)[:2] == ["round", "device"] and "round" in ROUND_COLUMNS
 
 
-@pytest.mark.parametrize("n_batches", [2, 32])
-def test_add_rounds_equals_add_round_in_turn(n_batches):
-    """Blocks of rounds of any size, no idle time: the very same sums (sim time, batch times
-    and tokens, through several doublings of the batch size) as adding round by round."""
+@pytest.mark.parametrize("n_batches, idle_per_block", [(2, 0), (32, 0), (2, 3), (32, 3)])
+def test_add_rounds_equals_add_round_in_turn(n_batches, idle_per_block):
+    """Blocks of rounds of any size, with or without idle periods between their rounds (some
+    before the first round, after the last, or several at one place): the very same sums (sim
+    time, batch times and tokens, through several doublings of the batch size) as adding round
+    by round, and each idle period in its turn."""
     rng = np.random.default_rng(8)
     k, n = 3, 5_000
     durations = (rng.exponential(0.3, n) * 10.0 ** rng.integers(-3, 3, n)).tolist()
     totals = rng.integers(0, 40, n).tolist()
     one, many = RunStatistics(k, n_batches), RunStatistics(k, n_batches)
     zeros = np.zeros(k, dtype=np.int64)
-    for d, t in zip(durations, totals):
-        one.add_round(d, 0.0, zeros, t, np.zeros(k), np.ones(k, bool), k, 0, 0, 0)
     i = 0
     while i < n:
         j = min(n, i + int(rng.integers(1, 400)))
+        places = np.sort(rng.integers(0, j - i + 1, idle_per_block)).tolist()
+        idle = [(p, float(rng.exponential(0.5))) for p in places]
+        for r in range(i, j + 1):
+            for p, seconds in idle:
+                if p == r - i:
+                    one.add_idle(seconds)
+            if r < j:
+                one.add_round(durations[r], 0.0, zeros, totals[r], np.zeros(k),
+                              np.ones(k, bool), k, 0, 0, 0)
         many.add_rounds(durations[i:j], [0.0] * (j - i), totals[i:j], zeros, 0, k * (j - i),
-                        0, 0, 0)
+                        0, 0, 0, idle=idle)
         i = j
     assert many.sim_time == one.sim_time and many.batch_size == one.batch_size > 1
     assert many._batch_time == one._batch_time and many._batch_tokens == one._batch_tokens
