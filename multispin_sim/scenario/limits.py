@@ -132,11 +132,7 @@ def _check_geometry(sc) -> None:
                                     "the server", f"expected at least {MIN_DISTANCE_M:g} m (the "
                                     "reference distance of the path loss G_0; nearer, the gain "
                                     "grows without bound)")
-    dist = d.distance_m if isinstance(d.distance_m, tuple) else (d.distance_m,)
-    if max(dist) > MAX_DISTANCE_M:
-        raise ScenarioError("devices.distance_m", f"{max(dist):.4g} m is not allowed",
-                            f"expected distances of at most {MAX_DISTANCE_M:,.0f} m (beyond "
-                            "that no rate is left to deliver a payload)")
+    # devices.distance_m is bounded by its own check (schema); an override's has no upper bound
     for index, ov in d.overrides.items():
         if ov.distance_m is not None and ov.distance_m > MAX_DISTANCE_M:
             raise ScenarioError(f"devices.overrides.{index}.distance_m",
