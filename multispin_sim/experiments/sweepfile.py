@@ -93,7 +93,8 @@ class Cell:
     scenario: dict       # plain resolved scenario (scenario_to_dict), seed of replication 0
 
     def label(self):
-        return ", ".join(f"{k}={_show(v)}" for k, v in self.values.items())
+        """``key=value, ...`` of the swept values."""
+        return _label(self.values)
 
 
 @dataclass
@@ -130,6 +131,10 @@ class Sweep:
 
 # ------------------------------------------------------------------------------------------
 # helpers
+
+
+def _label(values):
+    return ", ".join(f"{k}={_show(v)}" for k, v in values.items())
 
 
 def _show(value):
@@ -495,8 +500,8 @@ def load_sweep(source, overrides=None):
                 for rep, seed in enumerate(seeds[1:], start=1):
                     check_cell_layout(dataclasses.replace(sc, seed=seed))
             except ScenarioError as exc:
-                where = (f"in sweep cell {index}: " + ", ".join(f"{k}={_show(v)}" for k, v in
-                         values.items()) + (f"; replication {rep}" if rep else ""))
+                where = (f"in sweep cell {index}: {_label(values)}"
+                         + (f"; replication {rep}" if rep else ""))
                 raise _cell_error(exc, values, axes, where, path) from None
             cells.append(Cell(index, values, scenario_to_dict(sc)))
 

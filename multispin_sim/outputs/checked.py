@@ -107,8 +107,7 @@ def _check_rows(path):
             quoted = quoted or bool((b == 34).any())
             ends = np.flatnonzero(b == 10)
             if not quoted:
-                per_line = np.cumsum(b == 44)[ends]
-                per_line[1:] -= per_line[:-1].copy()
+                per_line = np.diff(np.cumsum(b == 44)[ends], prepend=0)   # commas a line
                 if per_line.size:
                     per_line[0] += commas
                     fields = fields or int(per_line[0]) + 1
