@@ -129,10 +129,6 @@ def execute_run(task, runner=None):
                 "elapsed_s": time.perf_counter() - t0}
 
 
-def _crashed(exc):
-    return {"status": "failed", "error": one_line(f"worker failed: {type(exc).__name__}: {exc}")}
-
-
 def serial_runs(tasks, jobs=1, runner=None, **_):
     for task in tasks:
         yield task, execute_run(task, runner)
@@ -168,7 +164,8 @@ def _outcomes(completed, tasks, key, yielded):
         try:
             outcome = fut.result()
         except Exception as exc:  # a worker process died (BrokenProcessPool, ...)
-            outcome = _crashed(exc)
+            outcome = {"status": "failed",
+                       "error": one_line(f"worker failed: {type(exc).__name__}: {exc}")}
         yielded.add(key(fut))
         yield tasks[key(fut)], outcome
 

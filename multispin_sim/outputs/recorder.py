@@ -246,7 +246,7 @@ class Recorder:
         rows, devices = np.nonzero(active)
         # the active entries, row by row: with every device active, the rows laid end to end
         # (a view, no copy: the parts are written before these rows are recorded over)
-        pick = _flat if len(devices) == active.size else (lambda x: x[active])
+        pick = np.ravel if len(devices) == active.size else (lambda x: x[active])
         band = np.where(n_rej > 0, np.array(bandwidth, dtype=float), 0.0)
         bw = np.where(mode > 0, band[:, None], 0.0)
         for row in [i for i in self._bandwidth_each if lo <= i < hi]:
@@ -331,10 +331,6 @@ class Recorder:
             goodput_tps=goodput, **extra,
         )
         devices.close()
-
-
-def _flat(x):
-    return x.reshape(-1)
 
 
 def _concatenate(parts):

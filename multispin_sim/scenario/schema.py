@@ -21,8 +21,8 @@ from .params import Check, Params, between, param
 from .presets import DEFAULT_MODEL_PAIR, MODEL_PAIRS
 from .sections_cells import Cells
 from .sections_components import (Acceptance, Adaptive, Compute, Csi, Energy, Limits, Link,
-                                  Mobility, PowerMode, Serving, Straggler, Topology, Workload)
-from .sections_system import Channel, DeviceOverride, Devices, Payload, Policy, Run, Server
+                                  Mobility, Serving, Straggler, Topology, Workload)
+from .sections_system import Channel, Devices, Payload, Policy, Run, Server
 
 __all__ = ["Scenario"]
 

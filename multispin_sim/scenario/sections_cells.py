@@ -11,7 +11,7 @@ from .cross_checks import cross_check, refuse_unsupported
 from .errors import ScenarioError
 from .names import (MAX_DISTANCE_M, MAX_REQUEST_TOKENS, MAX_STEP_MS, MIN_DISTANCE_M, POWER_DBM,
                     STEP_MS)
-from .params import Check, FrozenMap, Params, between, ge, gt, in_interval, param, section
+from .params import Check, FrozenMap, Params, between, ge, in_interval, param, section
 
 CELL_LAYOUTS = Registered("multispin_sim.model.cells", "CELL_LAYOUTS")
 PATHLOSS_MODELS = Registered("multispin_sim.model.pathloss_3gpp", "PATHLOSS_MODELS")
