@@ -376,11 +376,11 @@ def _culprit(sc, terms):
 
 @cross_check
 def _check_memory(sc) -> None:
-    terms = memory_terms(sc)
-    need = BASE_BYTES + sum(terms.values())
+    need = estimated_memory_bytes(sc)
     limit = sc.limits.max_memory_mb * (1 << 20)
     if need <= limit:
         return
+    terms = memory_terms(sc)
     key = _culprit(sc, terms)
     mb = f"about {_compact(_mb(need))} MB"
     n = _cells(sc)
