@@ -462,7 +462,8 @@ def load_sweep(source, overrides=None):
         overrides = parse_set_options(overrides)
     overrides = dict(overrides or {})
     for k in overrides:
-        if str(k).split(".")[0] in TOP_KEYS and str(k).split(".")[0] != "name":
+        head = str(k).split(".")[0]
+        if head in TOP_KEYS and head != "name":   # the scenario's name is its own key too
             raise _err(k, "--set sets keys of the base scenario, and this is a key of the sweep "
                        "file", f"edit {k} in the sweep file (--set applies to scenario keys, e.g. "
                        "--set run.rounds=100)", path)
