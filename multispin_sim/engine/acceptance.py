@@ -10,13 +10,21 @@ import numpy as np
 
 from ..model.acceptance import ACCEPTANCE_MODELS, TASK_CATEGORIES
 from ..model.beliefs import BELIEFS
-from ..model.acceptance_trace import TraceError, read_trace, select_answers, shipped_trace_path
+from ..model.acceptance_trace import (SHIPPED_TRACE, TraceError, read_trace, select_answers,
+                                      shipped_trace_path)
 from ..scenario import TASKS, ScenarioError
 from .reading import read_once
 
 
 def trace_path(acceptance):
     return acceptance.trace_file or shipped_trace_path()
+
+
+def trace_source(acceptance):
+    """The trace as the summary names it: ``acceptance.trace_file`` as given, or the shipped
+    file by its place in the package (not where this copy of the package is installed, so
+    that two installs write the same summary)."""
+    return acceptance.trace_file or f"multispin_sim/data/{SHIPPED_TRACE}"
 
 
 def read_acceptance_trace(scenario):
@@ -85,7 +93,7 @@ def build_acceptance(scenario, population, rng, answers=None, block=1024):
     try:
         model = cls.from_scenario(scenario, population.system.alpha, rng, block=block,
                                   tasks=population.tasks, trace=trace,
-                                  source=str(trace_path(a)))
+                                  source=trace_source(a))
     except ScenarioError:
         raise
     except ValueError as exc:

@@ -3,6 +3,7 @@ common random numbers, the learned belief, the fits, and bad input."""
 import gzip
 import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -316,6 +317,16 @@ def test_crn_in_the_engine_trace_outcomes_do_not_depend_on_the_mode(tmp_path):
             "acceptance.trace_benchmark": "spec_bench"})
         runs[mode] = ms.simulate(sc, out=tmp_path / mode).device_rounds
     assert np.array_equal(runs["optimal"]["accepted"], runs["all-dl"]["accepted"])
+
+
+def test_the_summary_names_the_shipped_trace_by_its_place_in_the_package(tmp_path):
+    """Two installs of the package write the same summary: the shipped trace is named by its
+    place in the package, not by where this copy lives; a user's file as the scenario gives it."""
+    sc = ms.load_scenario("scenarios/default.yaml", overrides={
+        "run.rounds": 5, "acceptance.model": "trace"})
+    source = ms.simulate(sc, out=tmp_path / "a").summary["acceptance"]["parameters"]["source"]
+    assert source == "multispin_sim/data/specbench-sps.jsonl.gz"
+    assert str(Path(ms.__file__).parent) not in source
 
 
 # --- outputs, learned belief ------------------------------------------------------------------
