@@ -2,8 +2,9 @@
 
 ``CapacitySearch(scenario_file, ttft_s, tpot_s, target).run()`` runs the scenario with
 ``workload.arrivals: poisson`` at trial rates (every device the same rate), each for
-``duration_s`` of simulated time and several replications (seeds ``seed``, ``seed + 1``, ...,
-the same seeds at every rate: common random numbers). A replication counts its requests (the
+``duration_s`` of simulated time and several replications (seeds spawned from the scenario's
+``seed`` as a sweep spawns them, ``sweepfile.replication_seeds``, the same seeds at every rate:
+common random numbers; searches at two seeds share no run). A replication counts its requests (the
 completed ones plus the unfinished ones already past the TTFT limit, ``outputs.slo``) and how
 many of them met TTFT <= ttft_s and TPOT <= tpot_s.
 
@@ -65,6 +66,7 @@ from ..outputs.atomic import check_folder, write_json
 from ..outputs.metadata import code_fingerprint, package_versions
 from ..scenario import ScenarioError, load_scenario
 from ..version import __version__
+from .sweepfile import replication_seeds
 from .tables import write_csv
 
 CURVE_COLUMNS = ("rate_per_s", "replications", "attainment_mean", "ci95_lo", "ci95_hi",
@@ -197,7 +199,8 @@ class CapacitySearch:
         self.base = base
         self.ttft_s, self.tpot_s = ttft_s, tpot_s
         self.devices = network_devices(base)
-        check_inputs(base, [base.seed + rep for rep in range(self.reps_max)])
+        self.seeds = replication_seeds(base.seed, self.reps_max)
+        check_inputs(base, self.seeds)
         rate = base.workload.rate_per_s
         self.start_rate = _number("--rate", start_rate if start_rate is not None
                                   else float(np.mean(rate)), "expected requests/s per device "
@@ -237,7 +240,7 @@ class CapacitySearch:
 
     def _scenario(self, rate, rep):
         over = self.overrides + [
-            f"workload.rate_per_s={rate!r}", f"seed={self.base.seed + rep}",
+            f"workload.rate_per_s={rate!r}", f"seed={self.seeds[rep]}",
             f"run.max_time_s={self.duration_for(rate)!r}", "run.rounds=1000000000",
             f"serving.slo_ttft_s={'null' if self.ttft_s is None else repr(self.ttft_s)}",
             f"serving.slo_tpot_s={'null' if self.tpot_s is None else repr(self.tpot_s)}"]
@@ -257,7 +260,7 @@ class CapacitySearch:
         point["reps"].append({"met": int(slo.get("met", 0)), "counted": int(slo.get("counted", 0)),
                               "goodput": float(slo.get("goodput_rps", 0.0)),
                               "unstable": bool(unstable),
-                              "seed": int(self.base.seed + len(point["reps"]))})
+                              "seed": self.seeds[len(point["reps"])]})
         # (one append: a signal never leaves half a replication)
         self.runs += 1
 
@@ -444,7 +447,7 @@ class CapacitySearch:
         rows = []
         for rate in sorted(self.points):
             for i, r in enumerate(self.points[rate]["reps"]):
-                rows.append((rate, i, r.get("seed", self.base.seed + i), self.duration_for(rate),
+                rows.append((rate, i, r["seed"], self.duration_for(rate),
                              r["counted"], r["met"], r["goodput"], int(r["unstable"])))
         return rows
 

@@ -10,6 +10,7 @@ import pytest
 from scipy import stats
 
 from multispin_sim.experiments.capacity import CapacitySearch, write_capacity
+from multispin_sim.experiments.sweepfile import replication_seeds
 
 ROOT = Path(__file__).resolve().parents[2]
 SERVING = ROOT / "scenarios" / "serving" / "base.yaml"
@@ -135,7 +136,7 @@ def test_the_curve_can_be_recomputed_from_capacity_reps_csv(tmp_path):
     for row in rates:
         mine = [r for r in reps if r["rate_per_s"] == row["rate_per_s"]]
         assert [int(r["replication"]) for r in mine] == list(range(int(row["replications"])))
-        assert [int(r["seed"]) for r in mine] == [40 + i for i in range(len(mine))]
+        assert [int(r["seed"]) for r in mine] == replication_seeds(40, len(mine))
         met = [int(r["met"]) for r in mine]
         counted = [int(r["counted"]) for r in mine]
         assert sum(met) == int(row["met"]) and sum(counted) == int(row["requests"])
