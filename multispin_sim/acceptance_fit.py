@@ -7,8 +7,10 @@ import os
 import sys
 from pathlib import Path
 
+import numpy as np
 import yaml
 
+from .errors import OutputLocationError
 from .model import acceptance_fit as fit
 from .model import acceptance_likelihood as likelihood
 from .outputs.atomic import write_text
@@ -37,6 +39,8 @@ def table(rows):
 
 
 def parameters_line(fits):
+    """The fitted parameters of the three models on one line (str), and a warning line when
+    the markov fit did not converge."""
     b, m = fits["beta"], fits["markov"]
     pe = fit.markov_stationary(m["easy_to_hard"], m["hard_to_easy"])
     line = (f"iid alpha = {fits['iid']['mean']:.4f}; beta mean = {b['mean']:.4f}, kappa = "
@@ -88,6 +92,8 @@ def statistics_lines(stats):
 
 def fit_and_report(answers, label, trace_keys, out, start=None, seed=0, name="all",
                    draws=fit.DRAWS):
+    """Fit the three models to ``answers``, write their section of the report to ``out``;
+    returns (the fits, their scenario fragment)."""
     fits = {"iid": fit.fit_iid(answers), "beta": fit.fit_beta(answers),
             "markov": fit.fit_markov(answers, start=start)}
     rows = fit.validate(answers, fits, seed=seed, name=name, draws=draws)
@@ -105,8 +111,6 @@ MIN_KNOWN = 20  # known positions a fit needs, with at least one 1 and one 0
 def check_fittable(answers, where):
     """Before fitting: the models need agreements and disagreements (a trace of only 1s or only
     0s has no finite beta or markov fit) and a few known positions."""
-    import numpy as np
-
     bits = np.concatenate([np.asarray(a.bits) for a in answers]) if answers else np.zeros(0)
     known = bits[bits >= 0]
     if known.size < MIN_KNOWN:
@@ -122,8 +126,6 @@ def check_fittable(answers, where):
 
 def check_yaml_output(path):
     """--out is a file that can be written, checked before the (long) fit."""
-    from .errors import OutputLocationError
-
     p = Path(path)
     if str(path).strip() == "" or p.is_dir():
         raise OutputLocationError(f"--out {path!r}", "is empty or a folder",

@@ -105,8 +105,8 @@ def cmd_run(args):
         print(f"output: {result.folder}")
     for warning in s.get("warnings", []):
         print(f"warning: {warning}", file=sys.stderr)
+    signum = result.stop_signal
     if not result.complete:
-        signum = result.stop_signal
         if signum is None:  # a limit stopped the run: a failure during the run
             raise CliError(f"run stopped early after {s['rounds']} rounds",
                            s.get("stop_reason", "stopped"),
@@ -115,7 +115,6 @@ def cmd_run(args):
         print(f"interrupted ({s.get('stop_reason')}): partial output in {result.folder} "
               "(complete: false)", file=sys.stderr)
         return 128 + signum
-    signum = result.stop_signal
     if signum is not None:   # it came as the outputs were written: they are whole, still stop
         print(f"interrupted ({signal.Signals(signum).name}) after the last round: the run is "
               f"complete in {result.folder}", file=sys.stderr)

@@ -107,7 +107,3 @@ def run(quick=False):
     figures["run_greedy_every_round"] = run_rates(200 if quick else 2_000, "greedy")
     figures["run_budget_every_round"] = run_rates(40 if quick else 400, "budget")
     return figures
-
-
-if __name__ == "__main__":  # pragma: no cover
-    run()

@@ -116,7 +116,3 @@ def run(quick=False):
           f"{total['cpu_s'] / 60:.1f} min CPU", flush=True)
     figures["total"] = total
     return figures
-
-
-if __name__ == "__main__":  # pragma: no cover
-    run()

@@ -70,9 +70,7 @@ class AgentSplit(ReactivePolicy):
         """(M, K) bool: the devices correcting by UL under the agent's action."""
         if self.kind == "prefix":
             _, cols = solver.prefix_split_delays(problem)  # rejected first, in UL order
-            m, k = problem.shape
-            rank = np.empty_like(cols)
-            np.put_along_axis(rank, cols, np.broadcast_to(np.arange(k), (m, k)).copy(), axis=1)
+            rank = np.argsort(cols, axis=1)   # each device's place in that order
             return problem.rejected & (rank < int(self.action))
         return problem.rejected & (np.asarray(self.action) == 0)[None, :]
 

@@ -145,10 +145,6 @@ class Observer:
         self.keys = tuple(space.spaces)
         self.p_dl = float(p_dl_w)
         self.base_latency = np.asarray(base_latency_s, dtype=float)
-        self.reset()
-
-    def reset(self):
-        k = self.k
         self.last_accepted = np.zeros(k, dtype=np.float32)
         self.last_rejected = np.zeros(k, dtype=np.int8)
 
@@ -160,10 +156,11 @@ class Observer:
         """``backlog``, ``remaining``: (K,) requests at each device and tokens its request in
         service still needs (queueing workloads; None: zeros)."""
         system = ctx.system
+        g_ul = gains_db(ctx.g_ul).astype(np.float32)
+        g_dl = g_ul.copy() if ctx.g_dl is ctx.g_ul else gains_db(ctx.g_dl).astype(np.float32)
         obs = {
-            "g_ul_db": gains_db(ctx.g_ul).astype(np.float32),
-            "g_dl_db": (gains_db(ctx.g_dl).astype(np.float32) if ctx.g_dl is not ctx.g_ul
-                        else None),
+            "g_ul_db": g_ul,
+            "g_dl_db": g_dl,
             "draft_latency_s": np.asarray(system.draft_latency_s, dtype=np.float32),
             "alpha": np.asarray(system.alpha, dtype=np.float32),
             "last_accepted": self.last_accepted.copy(),
@@ -172,8 +169,6 @@ class Observer:
             "p_dl_w": np.array([self.p_dl], dtype=np.float32),
             "time_s": np.array([now], dtype=np.float32),
         }
-        if obs["g_dl_db"] is None:
-            obs["g_dl_db"] = obs["g_ul_db"].copy()
         if "backlog" in self.keys:
             obs["backlog"] = np.asarray(backlog, dtype=np.float32)
             obs["remaining"] = np.asarray(remaining if remaining is not None

@@ -19,6 +19,7 @@ from ..outputs.checked import read_csv
 from ..outputs.records import read_header
 from .figures import _require_matplotlib
 from .output import PlotError, check_image, check_out_folder, save_image, sidecar_csv, write_csv
+from .timeline import first_cell
 
 
 def compute_timeseries(run_dir, window_s=30.0):
@@ -29,8 +30,6 @@ def compute_timeseries(run_dir, window_s=30.0):
         if not (run / name).exists():
             raise PlotError(f"{run}: no {name} (is this a run folder?)")
     if "cell" in read_header(run / "rounds.csv"):
-        from .timeline import first_cell
-
         raise PlotError(f"{run}: a run of several cells numbers its rounds and devices within "
                         f"each cell; draw one cell, e.g. {first_cell(run)}")
     rd = read_csv(run / "rounds.csv", ("start_s", "duration_s", "tokens"))

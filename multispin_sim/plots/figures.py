@@ -49,9 +49,10 @@ METRIC_LABELS = {
     "wall_time_s": ("wall time", "s"),
     "rounds_per_s": ("simulation speed", "rounds/s"),
 }
-for _base, _what in (("duration_s", "round duration"), ("comm_s", "communication time per round")):
-    for _stat in ("mean", "median", "p95", "max"):
-        METRIC_LABELS[f"{_base}_{_stat}"] = (f"{_what}, {_stat}", "s")
+METRIC_LABELS.update({f"{base}_{stat}": (f"{what}, {stat}", "s")
+                      for base, what in (("duration_s", "round duration"),
+                                         ("comm_s", "communication time per round"))
+                      for stat in ("mean", "median", "p95", "max")})
 METRIC_LABELS.update({  # serving (outputs.slo)
     "requests_slo_attainment": ("SLO attainment", "share of requests"),
     "requests_slo_goodput_rps": ("SLO goodput", "requests/s"),
@@ -97,6 +98,13 @@ def _require_matplotlib(error=None):
         raise error or PlotError("plot: plotting needs matplotlib; pip install "
                                  "'multispin_sim[plot]'") from None
     return Figure
+
+
+def integer_ticks(ax):
+    """Integer ticks only on the x axis of ``ax`` (device indices, counts)."""
+    from matplotlib.ticker import MaxNLocator
+
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
 
 
 def shown(text):
@@ -341,12 +349,10 @@ def render_figure(spec, meta, cells, max_curves=None, legend_outside=False, max_
                 hi = cells[f"{m}_ci95_hi"][mask].astype(float)
                 # the replications behind this metric's mean (those with a value)
                 nn = cells[f"{m}_n" if f"{m}_n" in cells else "n"][mask]
-                if numeric_x:
-                    order = np.argsort(xv.astype(float), kind="stable")
-                    pos = xv.astype(float)[order]
-                else:
-                    order = np.argsort([categories.index(v) for v in xv.tolist()], kind="stable")
-                    pos = np.array([categories.index(v) for v in xv[order].tolist()], dtype=float)
+                at = (xv.astype(float) if numeric_x else
+                      np.array([categories.index(v) for v in xv.tolist()], dtype=float))
+                order = np.argsort(at, kind="stable")
+                pos = at[order]
                 mean, lo, hi, nn, xv = mean[order], lo[order], hi[order], nn[order], xv[order]
                 for i in range(len(pos)):
                     rows.append({"panel": _label(panels, pvals), "curve": _label(curves, cvals),
@@ -381,9 +387,7 @@ def render_figure(spec, meta, cells, max_curves=None, legend_outside=False, max_
         if not numeric_x:
             ax.set_xticks(range(len(categories)), [_fmt(c) for c in categories])
         elif xs_all.dtype.kind in "iu":
-            from matplotlib.ticker import MaxNLocator
-
-            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+            integer_ticks(ax)
         if spec.get("logx"):
             ax.set_xscale("log")
             ticks = sorted(set(xs_all.astype(float).tolist()))
@@ -411,7 +415,6 @@ def plot_sweep(results_dir, out=None):
     Every figure is drawn, and ``out`` checked, before any file is written: a figure that cannot
     be drawn leaves nothing behind. Returns the written paths (PNG and CSV of each figure).
     """
-
     meta, cells = load_sweep_output(results_dir)
     specs = meta.get("plot") or default_figures(meta, cells)
     if not specs:

@@ -25,25 +25,17 @@ from ..outputs.records import read_header, read_table
 from .figures import _require_matplotlib, shown
 from .output import PlotError, check_image, check_out_folder, save_image, sidecar_csv, write_csv
 
-COLOURS = {
-    "drafting": "#4C72B0",
-    "waiting": "#D9D9D9",
-    "ul": "#DD8452",
-    "dl": "#55A868",
-    "verification": "#8172B3",
+# kind of segment -> (colour, legend label), in the legend's order
+KINDS = {
+    "drafting": ("#4C72B0", "drafting"),
+    "waiting": ("#D9D9D9", "waiting"),
+    "ul": ("#DD8452", "UL transmission (draft distribution up)"),
+    "dl": ("#55A868", "DL transmission (target distribution down)"),
+    "verification": ("#8172B3", "batched verification"),
 }
 # A Gantt chart of more rounds is unreadable, and drawing one bar per device per round takes
 # minutes for thousands of rounds: ``plot --timeline`` refuses more.
 MAX_TIMELINE_ROUNDS = 50
-
-LABELS = {
-    "drafting": "drafting",
-    "waiting": "waiting",
-    "ul": "UL transmission (draft distribution up)",
-    "dl": "DL transmission (target distribution down)",
-    "verification": "batched verification",
-}
-
 
 ROUND_COLUMNS = ("round", "start_s", "draft_s", "verify_s", "duration_s")
 DEVICE_COLUMNS = ("round", "device", "draft_len", "mode", "delay_s")
@@ -191,7 +183,7 @@ def plot_timeline(run_dir, rounds=3, first=0, out=None):
     ms = 1e3
     for lane, _, kind, a, b in segs:
         ax.broken_barh([((a - t0) * ms, (b - a) * ms)], (ypos[lane] - 0.38, 0.76),
-                       facecolors=COLOURS[kind], edgecolor="white", linewidth=0.4)
+                       facecolors=KINDS[kind][0], edgecolor="white", linewidth=0.4)
     round_starts = {}
     for _, r, _, a, _ in segs:
         round_starts[r] = min(round_starts.get(r, a), a)
@@ -204,8 +196,8 @@ def plot_timeline(run_dir, rounds=3, first=0, out=None):
     ax.set_xlabel("time since the first round shown (ms)")
     ax.set_title(f"{shown(Path(run_dir).name)}: rounds {min(round_starts)}..{max(round_starts)}",
                  fontsize=10)
-    kinds = [k for k in COLOURS if any(s[2] == k for s in segs)]
-    ax.legend(handles=[Patch(facecolor=COLOURS[k], label=LABELS[k]) for k in kinds],
+    kinds = [k for k in KINDS if any(s[2] == k for s in segs)]
+    ax.legend(handles=[Patch(facecolor=KINDS[k][0], label=KINDS[k][1]) for k in kinds],
               loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=min(len(kinds), 3), fontsize=8)
     ax.grid(True, axis="x", alpha=0.3)
     save_image(fig, png, dpi=120)

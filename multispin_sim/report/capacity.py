@@ -4,19 +4,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..plots.capacity import CURVE, capacity_figure, read_capacity_output
 from .common import _cards, _e, _figure_class, _fmt, _img, _page, _png, _table
 
 
 def read_capacity_folder(folder):
     """capacity.json and capacity.csv, checked before the figure is drawn."""
-    from ..plots.capacity import read_capacity_output
-
     return (Path(folder), *read_capacity_output(folder))
 
 
 def capacity_report(checked):
-    from ..plots.capacity import CURVE, capacity_figure
-
+    """The HTML page (str) of a checked capacity folder (``read_capacity_folder``)."""
     folder, res, curve = checked
     _figure_class()  # matplotlib missing: the report's own message
     slo = ", ".join(f"{k.split('_')[0].upper()} &le; {_fmt(v)} s" for k, v in res["slo"].items()

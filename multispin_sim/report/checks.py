@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..errors import OutputLocationError
 from ..outputs.checked import OutputError
+from ..plots.output import check_out_folder
 
 
 class ReportError(OutputError):
@@ -16,9 +18,6 @@ def check_output(out, folder):
     """The HTML file to write: ``out`` or ``folder/report.html``; refused when it is empty, a
     folder, not a regular file, or in a place that cannot be written (nothing is created:
     ``plots.output``)."""
-    from ..errors import OutputLocationError
-    from ..plots.output import check_out_folder
-
     if out is not None and not str(out).strip():
         raise ReportError(f"--out {str(out)!r}: is empty; give the HTML file to write (or leave "
                           "--out out for RESULTS_DIR/report.html)")

@@ -5,12 +5,14 @@ import base64
 import html
 import io
 import math
+import tempfile
 from pathlib import Path
 
 import numpy as np
 
 from ..plots.figures import _require_matplotlib
 from ..plots.output import save_figure
+from ..plots.timeline import cell_folders, plot_timeline
 from .checks import ReportError
 
 CSS = """
@@ -39,12 +41,15 @@ def _figure_class():
 
 
 def _png(fig):
+    """The bytes of the figure as a PNG (100 dpi)."""
     buf = io.BytesIO()
     save_figure(fig, buf, format="png", dpi=100)
-    return base64.b64encode(buf.getvalue()).decode("ascii")
+    return buf.getvalue()
 
 
-def _img(data, alt, caption):
+def _img(png, alt, caption):
+    """The HTML figure of the PNG bytes ``png``, embedded as base64."""
+    data = base64.b64encode(png).decode("ascii")
     return (f'<figure><img src="data:image/png;base64,{data}" alt="{html.escape(alt)}">'
             f"<figcaption>{caption}</figcaption></figure>")
 
@@ -102,16 +107,12 @@ def _timeline(run_dir, alt, caption):
     a run of several cells), captioned 'The first three rounds[ of cell c]<caption>'; a timeline
     that cannot be drawn is reported, not fatal."""
     try:
-        import tempfile
-
-        from ..plots.timeline import cell_folders, plot_timeline
-
         cells = cell_folders(run_dir)
         whose = f" of cell {cells[0].name[5:]}" if cells else ""
         with tempfile.TemporaryDirectory(prefix="multispin-report-") as tmp:
             png, _ = plot_timeline(cells[0] if cells else run_dir, rounds=3,
                                    out=Path(tmp) / "timeline.png")
-            data = base64.b64encode(Path(png).read_bytes()).decode("ascii")
+            data = Path(png).read_bytes()
         return _img(data, alt, f"The first three rounds{whose}{caption}")
     except Exception as exc:  # a figure that cannot be drawn is reported, not fatal
         return f'<div class="warn">timeline not drawn: {_e(exc)}</div>'

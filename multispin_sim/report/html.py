@@ -6,14 +6,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..outputs.atomic import write_text
 from ..plots.figures import shown
 from .checks import ReportError, check_output
 
 
 def write_report(folder, out=None):
     """Write ``report.html`` for a run, sweep or capacity folder; returns its path."""
-    from ..outputs.atomic import write_text
-
     folder = Path(folder)
     if not folder.is_dir():
         raise ReportError(f"{folder}: not a folder; expected the output folder of 'multispin-sim "

@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from ..outputs.checked import number, read_csv, read_json
+from ..plots.figures import integer_ticks
 from .checks import ReportError
 from .common import (_cards, _e, _figure_class, _fmt, _img, _page, _png, _table, _timeline,
                      _warnings, _yaml_text)
@@ -82,16 +83,14 @@ def _shared_devices(dev):
     cells = np.unique(dev["cell"])
     if cells.size < 2 or "draft_latency_s" not in dev:
         return False
-    first = None
-    for c in cells:
+
+    def listed(c):   # the cell's devices and their latencies, in device order
         rows = dev["cell"] == c
         order = np.argsort(dev["device"][rows], kind="stable")
-        here = (dev["device"][rows][order], dev["draft_latency_s"][rows][order])
-        if first is None:
-            first = here
-        elif not (np.array_equal(here[0], first[0]) and np.array_equal(here[1], first[1])):
-            return False
-    return True
+        return np.stack([dev["device"][rows][order], dev["draft_latency_s"][rows][order]])
+
+    first = listed(cells[0])
+    return all(np.array_equal(listed(c), first) for c in cells[1:])
 
 
 def time_budget(summary, tables, cell_times=None):
@@ -134,21 +133,14 @@ def _cell_goodputs(summary):
     cells = summary.get("cells")
     if not isinstance(cells, list):
         return []
-    return [number(c.get("goodput_tps")) for c in cells if isinstance(c, dict)
-            and np.isfinite(number(c.get("goodput_tps")))]
+    goodputs = [number(c.get("goodput_tps")) for c in cells if isinstance(c, dict)]
+    return [g for g in goodputs if np.isfinite(g)]
 
 
 def _two_panels(**subplots):
     """(figure, left axes, right axes): the page's figure of two panels side by side."""
     fig = _figure_class()(figsize=(10, 3.4), layout="constrained")
     return (fig, *fig.subplots(1, 2, **subplots))
-
-
-def _integer_ticks(ax):
-    """Integer ticks on the x axis (device indices)."""
-    from matplotlib.ticker import MaxNLocator
-
-    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
 
 
 def goodput_figure(summary, tables):
@@ -196,7 +188,7 @@ def goodput_figure(summary, tables):
     places = np.unique(devices)
     a2.bar(places, np.bincount(devices, weights=dev["goodput_tps"])[places], color="#55A868")
     a2.set(xlabel=device_label, ylabel="tokens/s", title="goodput per device")
-    _integer_ticks(a2)
+    integer_ticks(a2)
     return fig, caption + " Right: per-device goodput."
 
 
@@ -250,7 +242,7 @@ def _run_figures(folder, summary, tables):
         a2.bar(places, v, bottom=bottom, color=colour)
         bottom += v
     a2.set(xlabel=device_label, ylim=(0, 1), title="per device")
-    _integer_ticks(a2)
+    integer_ticks(a2)
     figs.append(_img(_png(fig), "UL and DL shares",
                      f"How the {n:,} device-rounds ended: no correction, a UL correction (the device "
                      "uploads its draft distribution) or a DL correction (the server sends the "
@@ -347,11 +339,9 @@ def run_report(checked):
     stats = ("mean", "median", "p95", "max")
     # asynchronous: summary.json duration_s is the time between batch ends (serving.md)
     length = "time between batch ends" if batches else "round length"
-    rows = []
-    for key, label in (("duration_s", length), ("comm_s", "communication time")):
-        s = summary.get(key)
-        if isinstance(s, dict):
-            rows.append([label] + [_f(number(s.get(q)) * 1e3, ".3f") for q in stats])
+    rows = [[label] + [_f(_stat(summary, key, q, 1e3), ".3f") for q in stats]
+            for key, label in (("duration_s", length), ("comm_s", "communication time"))
+            if isinstance(summary.get(key), dict)]
     body = [_cards(cards)]
     if budget:
         body.append("<p>Time budget of the run: " + ", ".join(

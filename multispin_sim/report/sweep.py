@@ -15,6 +15,8 @@ import io
 from pathlib import Path
 
 from ..outputs.checked import OutputError, read_csv, read_json
+from ..plots.figures import load_sweep_output, render_figure
+from ..plots.output import PlotError
 from .checks import ReportError
 from .common import (_cards, _e, _figure_class, _fmt, _img, _page, _png, _table, _timeline,
                      _warnings, _yaml_text)
@@ -27,8 +29,9 @@ CAPTION = ("Each point is a cell: the mean over its replications and a 95% Stude
            "curves are tighter than the bars suggest.")
 
 
-def _rows(text):
-    return list(csv.DictReader(io.StringIO(text)))
+def _rows(path):
+    """The rows of the CSV file ``path`` as dicts of strings."""
+    return list(csv.DictReader(io.StringIO(path.read_text(encoding="utf-8"))))
 
 
 def _num(v):
@@ -38,17 +41,22 @@ def _num(v):
         return float("nan")
 
 
+def _ci(cell, metric, scale=1.0, digits=4):
+    """'mean [lo, hi]' (HTML) of ``metric`` in a row of cells.csv, each times ``scale``."""
+    mean, lo, hi = (_fmt(_num(cell.get(f"{metric}_{stat}")) * scale, digits)
+                    for stat in ("mean", "ci95_lo", "ci95_hi"))
+    return f"{mean} <small>[{lo}, {hi}]</small>"
+
+
 def read_sweep_folder(folder):
     """sweep.json, cells.csv and runs.csv, checked before any figure is drawn."""
-    from ..plots.figures import load_sweep_output
-
     folder = Path(folder)
     meta, table = load_sweep_output(folder)
-    cells = _rows((folder / "cells.csv").read_text(encoding="utf-8"))
+    cells = _rows(folder / "cells.csv")
     runs = []
     if (folder / "runs.csv").is_file():
         read_csv(folder / "runs.csv", ("status",))
-        runs = _rows((folder / "runs.csv").read_text(encoding="utf-8"))
+        runs = _rows(folder / "runs.csv")
     return folder, meta, table, cells, runs
 
 
@@ -68,9 +76,6 @@ def default_specs(meta, table):
 def sweep_figures(meta, table):
     """[(matplotlib Figure, name)] of the page: the plot entries (or the defaults), each with
     at most MAX_CURVES curves a panel and its legends outside the axes."""
-    from ..plots.figures import render_figure
-    from ..plots.output import PlotError
-
     _figure_class()  # matplotlib missing: the report's own message
     specs = meta.get("plot") or default_specs(meta, table)
     figs = []
@@ -118,15 +123,9 @@ def sweep_report(checked):
                     ("swept keys", "<br>".join(_e(k) for k in keys) or "-")])]
     if meta.get("description"):
         body.append(f"<p>{_e(meta['description'])}</p>")
-    rows = []
-    for c in cells:
-        def ci(m, scale=1.0, digits=4):
-            return (f"{_fmt(_num(c.get(m + '_mean')) * scale, digits)} "
-                    f"<small>[{_fmt(_num(c.get(m + '_ci95_lo')) * scale, digits)}, "
-                    f"{_fmt(_num(c.get(m + '_ci95_hi')) * scale, digits)}]</small>")
-        rows.append([_e(c[k]) for k in keys] + [
-            _e(c.get("n")), ci("goodput_tps"), ci("comm_s_median", 1e3, 3), ci("share_ul", 1, 3),
-            ci("share_dl", 1, 3)])
+    rows = [[_e(c[k]) for k in keys] + [
+        _e(c.get("n")), _ci(c, "goodput_tps"), _ci(c, "comm_s_median", 1e3, 3),
+        _ci(c, "share_ul", 1, 3), _ci(c, "share_dl", 1, 3)] for c in cells]
     head = [_e(k) for k in keys] + ["n", "goodput (tokens/s) [95% CI]", "median comm (ms)",
                                     "UL share", "DL share"]
     body.append("<h2>Cells</h2>" + _table(head, rows, left=len(keys)))

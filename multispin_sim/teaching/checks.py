@@ -44,11 +44,9 @@ EXERCISES = {
 
 
 def _report(ex, ok, message, hint=""):
-    title = EXERCISES[ex][1]
-    if ok:
-        print(f"PASS  exercise {ex} ({title}): {message}")
-    else:
-        print(f"FAIL  exercise {ex} ({title}): {message}" + (f"\n      hint: {hint}" if hint else ""))
+    """Print exercise ``ex``'s PASS or FAIL line (a FAIL with its hint); returns ``bool(ok)``."""
+    line = f"{'PASS' if ok else 'FAIL'}  exercise {ex} ({EXERCISES[ex][1]}): {message}"
+    print(line + (f"\n      hint: {hint}" if hint and not ok else ""))
     return bool(ok)
 
 
@@ -374,19 +372,9 @@ def check_goodput_and_return(func):
     if not _close(_pair(value), want, rtol=1e-12):
         return _report("7.1", False, f"on 3 rounds of 12, 0, 30 tokens taking 0.5, 2.0, 1.5 s at "
                        f"price 10 you give {value!r}, expected {want}", hint)
-    import multispin_sim.gym as msgym  # the simulator's own records as the reference
-
-    env = msgym.MultiSpinEnv(None, "draft", {"devices.count": 4}, rounds=15, price=150.0)
-    env.reset(seed=3)
-    infos, rewards = [], []
-    while True:
-        _, reward, terminated, truncated, info = env.step(np.full(4, 5))
-        infos.append(info)
-        rewards.append(reward)
-        if terminated or truncated:
-            break
-    summary = env.result.summary
-    env.close()
+    # the simulator's own records as the reference
+    infos, rewards, summary = _episode(lambda obs: np.full(4, 5), 3, rounds=15, price=150.0,
+                                       overrides={"devices.count": 4})
     ok, value = _call("7.1", func, (infos, 150.0), hint)
     if not ok:
         return value
@@ -396,6 +384,25 @@ def check_goodput_and_return(func):
                        f"is {want[0]:.4f} tokens/s and the sum of the rewards {want[1]:.4f}", hint)
     return _report("7.1", True, f"goodput {want[0]:.1f} tokens/s = the run's summary; return "
                    f"{want[1]:.1f} = the sum of the rewards")
+
+
+def _episode(policy, seed, **kwargs):
+    """(infos, rewards, summary) of one episode of ``gym.MultiSpinEnv(None, "draft",
+    **kwargs)`` from ``reset(seed=seed)``, ``policy(obs)`` choosing each step's draft lengths."""
+    import multispin_sim.gym as msgym
+
+    env = msgym.MultiSpinEnv(None, "draft", **kwargs)
+    obs, _ = env.reset(seed=seed)
+    infos, rewards = [], []
+    try:
+        while True:
+            obs, reward, terminated, truncated, info = env.step(policy(obs))
+            infos.append(info)
+            rewards.append(reward)
+            if terminated or truncated:
+                return infos, rewards, env.result.summary
+    finally:
+        env.close()
 
 
 def _pair(value):
@@ -416,18 +423,8 @@ def check_threshold_policy(func, seed=2, rounds=150, factor=1.4):
     import multispin_sim.gym as msgym
 
     def goodput(policy):
-        env = msgym.MultiSpinEnv(None, "draft", rounds=rounds, price=0.0)
-        obs, _ = env.reset(seed=seed)
-        tokens = seconds = 0.0
-        try:
-            while True:
-                obs, _, terminated, truncated, info = env.step(policy(obs))
-                tokens += info["tokens"]
-                seconds += info["elapsed_s"]
-                if terminated or truncated:
-                    return tokens / seconds
-        finally:
-            env.close()
+        infos, _, _ = _episode(policy, seed, rounds=rounds, price=0.0)
+        return sum(i["tokens"] for i in infos) / sum(i["elapsed_s"] for i in infos)
 
     if func is None or not callable(func):
         return _report("7.2", False, "no function given yet (the TODO is still there)", hint)

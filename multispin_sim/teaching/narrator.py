@@ -184,11 +184,10 @@ def _mode(dr, j):
     return str(dr["mode"][j]).strip().lower()
 
 
-def explain_round(rt, dr, dev, system, i, ctx=None, verify_model=None):
-    """Round at row ``i`` of the rounds table as a paragraph. ``ctx``: a ``Context`` (or, as
-    before, the policy mode's name; ``verify_model`` then names the verification model)."""
-    if not isinstance(ctx, Context):
-        ctx = Context(mode_name=ctx or "optimal", verify_model=verify_model or "linear")
+def explain_round(rt, dr, dev, system, i, ctx=None):
+    """Round at row ``i`` of the rounds table as a paragraph (str); ``ctx``: the run's
+    ``Context`` (None: the paper's system)."""
+    ctx = ctx or Context()
     r = int(rt["round"][i])
     rows = np.flatnonzero(dr["round"] == r).tolist()
     ids = dev["device"].tolist()
@@ -242,7 +241,7 @@ def explain_round(rt, dr, dev, system, i, ctx=None, verify_model=None):
     if not rejected:
         lines.append("  Nobody was rejected: no correction, T_comm = 0.")
     else:
-        lines.extend(_corrections(dr, rejected, sent, deferred, system, p_ul, ctx))
+        lines.extend(_corrections(dr, sent, deferred, system, p_ul, ctx))
     lines.append(_time_line(rt, dr, i, sent, carried, slowest_draft, slowest_dev, system, ctx))
     return "\n".join(lines)
 
@@ -309,11 +308,12 @@ def _share(dr, sent, deferred, b, ctx):
             f"is the Shannon idealisation on B/|R| = {_mhz(b)}.")
 
 
-def _corrections(dr, rejected, sent, deferred, system, p_ul, ctx):
-    out = []
-    devs = [int(dr["device"][j]) for j in sent]
+def _corrections(dr, sent, deferred, system, p_ul, ctx):
+    """The lines of the round's corrections: the band, the prefix-split table on the recorded
+    CSI, the split chosen and why, each sent correction's power and delay, the deferred ones."""
     if not sent:
         return [_share(dr, sent, deferred, 0.0, ctx)] + _deferred_lines(dr, deferred)
+    devs = [int(dr["device"][j]) for j in sent]
     # the table is on the corrections sent: 'deadline' solves the split again without the
     # deferred ones, so they take no band
     g_ul = np.array([float(dr["gain_ul"][j]) for j in sent])
@@ -326,7 +326,7 @@ def _corrections(dr, rejected, sent, deferred, system, p_ul, ctx):
     f, cols = prefix_split_delays(problem)
     f, cols = f[0], cols[0]
     best = int(np.argmin(f))
-    out.append(_share(dr, sent, deferred, b, ctx))
+    out = [_share(dr, sent, deferred, b, ctx)]
     order = ", ".join(f"device {devs[c]} ({_ms(d_ul[c])})" for c in cols)
     out.append(f"    Minimum-UL-delay order (the sort of the prefix lemma: full-power UL "
                f"delay, shortest first): {order}.")
