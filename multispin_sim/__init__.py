@@ -15,7 +15,6 @@ from .scenario import Scenario, ScenarioError, load_scenario  # noqa: E402
 
 def simulate(scenario, out=None, *, explain=None, **kwargs):
     """Run a scenario; see ``multispin_sim.engine.simulation.simulate``.
-
     ``explain=N``: also print the first N rounds as a story for a student (the round narrator,
     ``multispin_sim.teaching.explain``); the text is kept in ``result.explanation``.
     """

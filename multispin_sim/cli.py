@@ -185,9 +185,6 @@ def cmd_sweep(args):
     return 1 if result.failures else 0
 
 
-TIMELINE_FORMATS = (".png", ".svg", ".pdf")
-
-
 def cmd_plot(args):
     from .outputs.checked import OutputError, read_json
     from .plots import plot_sweep, plot_timeline
@@ -220,10 +217,7 @@ def cmd_plot(args):
         png = Path(args.out) if args.out else source / "timeline.png"
         if png.is_dir():
             raise CliError(f"--out {png}", "is a folder", "give the PNG file to write")
-        if png.suffix.lower() not in TIMELINE_FORMATS:
-            raise CliError(f"--out {png}", "is not a .png, .svg or .pdf file",
-                           "give the image file to write, e.g. timeline.png")
-    # each plot function reads and checks its inputs, then checks --out without creating it,
+    # each plot function checks its image's name and inputs, then --out without creating it,
     # and makes folders only as it writes: a refused command leaves nothing behind
     try:
         if args.timeline is not None:
@@ -355,7 +349,7 @@ _STOP_SIGNALS = tuple(s for s in STOP_SIGNALS if s != signal.SIGINT)   # Ctrl-C:
 
 def _stop(signum, frame):
     """SIGTERM and SIGHUP outside a run stop like a Ctrl-C (a run has its own handlers; both
-    record the signal in ``guards.RECEIVED``, which gives the exit status 128 + N)."""
+    record the signal in ``errors.RECEIVED``, which gives the exit status 128 + N)."""
     first = not RECEIVED
     RECEIVED.append(signum)
     if first:
@@ -512,7 +506,6 @@ def build_parser():
 
 def main(argv=None, *, exiting=False):
     """Run the command line ``argv``; return the exit status.
-
     ``exiting``: the process ends right after (the ``multispin-sim`` command): stop signals
     arriving after the work is done (outputs written) are ignored, so the process still ends
     with this status instead of being killed by the signal's default action."""

@@ -28,7 +28,6 @@ def stop_if_signalled():
 
 def timed(fn):
     """(wall s, CPU s) of ``fn()`` (CPU: user + system, this process and its children).
-
     The folders of the scenario runs ``fn`` made are removed once it is timed: a run's CSVs are
     tens of MB, and kept they pile up dirty pages that the kernel writes back during the later
     runs (here the 8th run of 10,000 rounds in a row took up to 1.25x the first), which would

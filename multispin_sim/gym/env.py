@@ -113,7 +113,6 @@ class _Witness:
 
 class MultiSpinEnv(gymnasium.Env):
     """The Multi-SPIN simulator as a Gymnasium environment (see the module docstring).
-
     ``scenario``: a YAML path, a dict, a ``Scenario`` or None (the defaults); ``overrides``:
     ``--set``-style ``{"devices.count": 8}`` or ``["devices.count=8"]``; ``control``: 'draft',
     'mode' or 'both'; ``mode_action``: 'prefix' or 'per-device'; ``rounds``, ``warmup``: episode

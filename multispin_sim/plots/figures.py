@@ -291,7 +291,6 @@ def _legend_width(labels, title):
 
 def render_figure(spec, meta, cells, max_curves=None, legend_outside=False, max_cols=3):
     """The matplotlib Figure of one figure spec and the rows of its CSV.
-
     ``max_curves``: at most this many curves per panel; a panel with more is split into several
     (titled "curves i-j of n"), so any grid stays legible. ``legend_outside``: each panel's
     legend to the right of its axes, never over the points, the figure widened to hold it.
@@ -411,7 +410,6 @@ def render_figure(spec, meta, cells, max_curves=None, legend_outside=False, max_
 
 def plot_sweep(results_dir, out=None):
     """Draw every figure of a sweep output folder into ``out`` (default ``results_dir/figures``).
-
     Every figure is drawn, and ``out`` checked, before any file is written: a figure that cannot
     be drawn leaves nothing behind. Returns the written paths (PNG and CSV of each figure).
     """

@@ -26,13 +26,10 @@ from .figures import _require_matplotlib, shown
 from .output import PlotError, check_image, check_out_folder, save_image, sidecar_csv, write_csv
 
 # kind of segment -> (colour, legend label), in the legend's order
-KINDS = {
-    "drafting": ("#4C72B0", "drafting"),
-    "waiting": ("#D9D9D9", "waiting"),
-    "ul": ("#DD8452", "UL transmission (draft distribution up)"),
-    "dl": ("#55A868", "DL transmission (target distribution down)"),
-    "verification": ("#8172B3", "batched verification"),
-}
+KINDS = {"drafting": ("#4C72B0", "drafting"), "waiting": ("#D9D9D9", "waiting"),
+         "ul": ("#DD8452", "UL transmission (draft distribution up)"),
+         "dl": ("#55A868", "DL transmission (target distribution down)"),
+         "verification": ("#8172B3", "batched verification")}
 # A Gantt chart of more rounds is unreadable, and drawing one bar per device per round takes
 # minutes for thousands of rounds: ``plot --timeline`` refuses more.
 MAX_TIMELINE_ROUNDS = 50
@@ -107,7 +104,6 @@ def timeline_segments(run_dir, rounds=3, first=0):
 
 def _round_segments(r, start, draft_s, verify_s, duration_s, dr, rows, t_draft):
     """The segments of round ``r``: ``rows`` its rows of device_rounds.csv.
-
     A device drafts gamma_k t_k times its ``slowdown`` (thermal throttling). A correction
     deferred by ``policy.mode: deadline`` is carried into this round (a row with ``rejected`` 0
     and a mode): it is sent from the round start while the others draft, and the round's own

@@ -95,7 +95,6 @@ def _shared_devices(dev):
 
 def time_budget(summary, tables, cell_times=None):
     """(shares, what they are of): where the time of the run went, from rounds.csv.
-
     Synchronous: shares of the simulated time (summary ``sim_time_s``), with the time no round
     was running (a light load waiting for requests) as ``idle``; several cells: of the cells'
     simulated times summed (``cell_times``, each cell's own ``sim_time_s``). Asynchronous:
@@ -205,6 +204,8 @@ def _run_figures(folder, summary, tables):
         bins = np.logspace(np.log10(comm.min()), np.log10(max(comm.max(), comm.min() * 1.01)), 40)
         a1.hist(comm, bins=bins, color="#8172B3")
         a1.set_xscale("log")
+        # the empirical survival at the sorted values, each counted in: P(comm >= x), 1 at
+        # the least
         c = np.sort(comm)
         a2.loglog(c, 1.0 - np.arange(c.size) / c.size, ".", ms=3, color="#8172B3")
         for q, ls in ((0.5, "--"), (0.95, ":")):
@@ -214,7 +215,6 @@ def _run_figures(folder, summary, tables):
     unit = "batch" if is_asynchronous(summary) else "round"
     a1.set(xlabel=f"communication time per {unit} (ms)", ylabel=f"{unit}s",
            title=f"comm time ({comm.size} {unit}s with a correction)")
-    # the empirical survival at the sorted values, each counted in: P(comm >= x), 1 at the least
     a2.set(xlabel="communication time (ms)", ylabel="P(comm \u2265 x)",
            title="survival (log-log): the tail")
     figs.append(_img(_png(fig), "communication delay distribution",
@@ -229,7 +229,8 @@ def _run_figures(folder, summary, tables):
         v = np.mean(modes == code)
         a1.bar([0], [v], bottom=bottom, color=colour, label=f"{name} {v:.1%}")
         bottom += v
-    a1.set_xticks([0], ["all"]); a1.set(ylabel="share of device-rounds", ylim=(0, 1))
+    a1.set_xticks([0], ["all"])
+    a1.set(ylabel="share of device-rounds", ylim=(0, 1))
     a1.legend(fontsize=8, loc="lower center")
     places = np.unique(devices)
     bottom = np.zeros(len(places))
