@@ -10,9 +10,8 @@ BENCHMARKS = ("startup", "reactive", "engine", "recording", "draft", "fastpaths"
 IN_ALL = BENCHMARKS[:-1]   # 'paper' (the paper's figure sweeps, about 15 min) only by name
 # rough minutes on the 2-core reference machine when idle (full, --quick): said up front
 DURATION_MIN = {"startup": (0.1, 0.1), "reactive": (0.2, 0.1), "engine": (4, 0.3),
-                "recording": (0.5, 0.1),
-                "draft": (6, 0.5), "fastpaths": (5, 0.4), "dynamics": (3, 0.5), "gym": (1, 0.3),
-                "cells": (2, 0.5), "antennas": (4, 1),
+                "recording": (0.5, 0.1), "draft": (6, 0.5), "fastpaths": (5, 0.4),
+                "dynamics": (3, 0.5), "gym": (1, 0.3), "cells": (2, 0.5), "antennas": (4, 1),
                 "paper": (15, 0.5)}
 
 
@@ -21,6 +20,8 @@ def _minutes(m):
 
 
 def run(what="all", quick=False):
+    """Run benchmark ``what`` ('all': each of IN_ALL in turn), printing its figures; returns
+    {name: its figures}."""
     from .abtest import stop_if_signalled
 
     names = IN_ALL if what == "all" else (what,)

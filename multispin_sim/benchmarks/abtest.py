@@ -98,8 +98,8 @@ _WRITTEN = []               # the folders of runs not yet timed (``timed`` remov
 def scenario_run(folder, overrides=None):
     """A function running the default scenario with ``overrides`` end to end, into a fresh
     folder under ``folder`` each time (removed once ``timed``); it keeps the run's summary
-    (``.summary``). The run's own
-    warnings (a deep-fade round in a short run) are not benchmark output."""
+    (``.summary``). The run's own warnings (a deep-fade round in a short run) are not
+    benchmark output."""
     from ..engine.simulation import simulate
     from ..scenario import load_scenario
 

@@ -38,7 +38,8 @@ def static_mode():
 
 def explore(func, **sliders):
     """Sliders for ``func``'s keyword arguments: name=(min, max, step, value) or name=[choices]."""
-    defaults = {name: (spec[0] if isinstance(spec, list) else spec[3]) for name, spec in sliders.items()}
+    defaults = {name: (spec[0] if isinstance(spec, list) else spec[3])
+                for name, spec in sliders.items()}
     if static_mode():
         func(**defaults)
         return None
@@ -58,13 +59,13 @@ def controls(sliders):
     """The ipywidgets controls of ``explore``'s slider specifications."""
     import ipywidgets as w
 
-    controls = {}
+    made = {}
     for name, spec in sliders.items():
         if isinstance(spec, list):
-            controls[name] = w.Dropdown(options=spec, value=spec[0], description=name)
+            made[name] = w.Dropdown(options=spec, value=spec[0], description=name)
             continue
         lo, hi, step, value = spec
         kind = w.IntSlider if all(isinstance(x, int) for x in spec) else w.FloatSlider
-        controls[name] = kind(min=lo, max=hi, step=step, value=value, description=name,
-                              continuous_update=False)
-    return controls
+        made[name] = kind(min=lo, max=hi, step=step, value=value, description=name,
+                          continuous_update=False)
+    return made
