@@ -76,40 +76,37 @@ class Context:
 
     @classmethod
     def from_result(cls, result, cells=False):
+        """The ``Context`` of ``result``'s scenario (``cells``: a cell of a run of several)."""
         sc = result.scenario
-        get = lambda section, key, default: getattr(getattr(sc, section, None), key, default)  # noqa: E731
-        ch = getattr(sc, "channel", None)
-        fading = get("channel", "fading", "rayleigh")
-        power_law = get("cells", "pathloss", "power-law") == "power-law"
-        multi_user = bool(getattr(sc, "server", None) is not None
-                          and Transmission.from_scenario(sc).multi_user)
+        fading = sc.channel.fading
+        multi_user = bool(Transmission.from_scenario(sc).multi_user)
         why = []
-        if get("csi", "estimation_error_variance", 0.0) > 0:
+        if sc.csi.estimation_error_variance > 0:
             why.append("the decision used estimated CSI (csi.estimation_error_variance = "
                        f"{sc.csi.estimation_error_variance:g}), the corrections met the true channel")
-        if get("csi", "delay_ms", 0.0) > 0 and fading != "none":
+        if sc.csi.delay_ms > 0 and fading != "none":
             why.append(f"the CSI was {sc.csi.delay_ms:g} ms old at the decision (csi.delay_ms)")
-        if get("csi", "cqi_quantisation", False):
+        if sc.csi.cqi_quantisation:
             why.append("the decision saw a 4-bit CQI, not the exact gain")
         if cells:
             why.append("the interference of the other cells changed after the decision")
-        if get("channel", "coherence_time_ms", None) is not None and fading != "none":
+        if sc.channel.coherence_time_ms is not None and fading != "none":
             why.append(f"fading blocks of {sc.channel.coherence_time_ms:g} ms "
                        "(channel.coherence_time_ms) change the channel during a correction")
-        if get("link", "model", "shannon") != "shannon":
+        if sc.link.model != "shannon":
             why.append(f"link.model = {sc.link.model} (whole PRBs, MCS, BLER and HARQ, not the "
                        "Shannon rate)")
-        if get("payload", "model", "bits") == "token":
+        if sc.payload.model == "token":
             why.append("payload.model = token (each correction's own size)")
         if multi_user:
             why.append("the antenna scheme's own delays")
+        power_law = sc.cells.pathloss == "power-law"
         return cls(
-            mode_name=get("policy", "mode", "optimal"),
-            verify_model=get("server", "verify_model", "linear"),
-            link_model=get("link", "model", "shannon"), multi_user=multi_user, cells=cells,
-            asynchronous=get("serving", "protocol", "synchronous") != "synchronous",
-            pathloss=(ch.ref_gain_db, ch.pathloss_exponent) if ch is not None and power_law else None,
-            shadowing=bool(get("channel", "shadowing_db", 0.0) > 0), components=tuple(why))
+            mode_name=sc.policy.mode, verify_model=sc.server.verify_model,
+            link_model=sc.link.model, multi_user=multi_user, cells=cells,
+            asynchronous=sc.serving.protocol != "synchronous",
+            pathloss=(sc.channel.ref_gain_db, sc.channel.pathloss_exponent) if power_law else None,
+            shadowing=bool(sc.channel.shadowing_db > 0), components=tuple(why))
 
     def reasons(self):
         if not self.components:
@@ -132,7 +129,8 @@ def explain(result, rounds=3, _cell=False):
     system = result.population.system
     ctx = Context.from_result(result, cells=_cell)
     n = min(int(rounds), len(rt["round"]))
-    draft = getattr(getattr(result.scenario, "policy", None), "draft", "fixed")
+    sc = result.scenario
+    draft = sc.policy.draft
     draft_note = "" if draft == "fixed" else f", draft lengths chosen by policy.draft = {draft}"
     first = "The first round" if n == 1 else f"The first {n} rounds"
     head = (f"{first} of this run ({system.k} devices, "
@@ -142,22 +140,21 @@ def explain(result, rounds=3, _cell=False):
             "A rejected device needs a correction: by UL the device sends its draft distribution "
             "up at full power; by DL the server sends the target distribution down, sharing its "
             "DL budget so that all DL delays are equal.")
-    payload = getattr(result.scenario, "payload", None)
-    if getattr(payload, "model", "bits") == "token":
+    if sc.payload.model == "token":
         head += ("\npayload.model = token: a correction's bits depend on its distributions "
-                 f"(payload.format = {payload.format}); the split tables below use the nominal "
+                 f"(payload.format = {sc.payload.format}); the split tables below use the nominal "
                  "size above, the recorded powers and delays are the real ones.")
     if ctx.asynchronous:
-        protocol = result.scenario.serving.protocol
         # rounds.csv lists batches in the order they end; a batch's duration_s is its span
         # (docs/guide/outputs.md), which includes the time it waits for the server and the
         # channel while other batches use them
-        head += (f"\nserving.protocol = {protocol}: each 'round' below is one batch of the "
-                 "server, told in batch order; batches overlap in time, and a batch's length is "
-                 "its span, from its earliest draft start to its last correction's end, so it "
-                 "includes the time it waits while the server or the channel serves other batches.")
-    server = getattr(result.scenario, "server", None)
-    if server is not None and (server.antennas > 1 or ctx.multi_user):
+        head += (f"\nserving.protocol = {sc.serving.protocol}: each 'round' below is one "
+                 "batch of the server, told in batch order; batches overlap in time, and a "
+                 "batch's length is its span, from its earliest draft start to its last "
+                 "correction's end, so it includes the time it waits while the server or the "
+                 "channel serves other batches.")
+    server = sc.server
+    if server.antennas > 1 or ctx.multi_user:
         head += (f"\nThe server has {server.antennas} antenna(s) (DL {server.dl_scheme}, UL "
                  f"{server.ul_scheme}): the gains below are the array gains ||a_k||^2; the "
                  "split table is the paper's orthogonal-band calculation on them, the powers "
