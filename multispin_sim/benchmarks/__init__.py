@@ -11,8 +11,9 @@ IN_ALL = BENCHMARKS[:-1]   # 'paper' (the paper's figure sweeps, about 15 min) o
 # rough minutes on the 2-core reference machine when idle (full, --quick): said up front
 DURATION_MIN = {"startup": (0.1, 0.1), "reactive": (0.2, 0.1), "engine": (4, 0.3),
                 "recording": (0.5, 0.1), "draft": (6, 0.5), "fastpaths": (5, 0.4),
-                "dynamics": (3, 0.5), "gym": (1, 0.3), "cells": (2, 0.5), "antennas": (4, 1),
-                "paper": (15, 0.5)}
+                "dynamics": (3, 0.5), "payload": (0.4, 0.1), "serving": (0.1, 0.1),
+                "acceptance": (0.3, 0.1), "link": (0.6, 0.1), "gym": (1, 0.3), "cells": (2, 0.5),
+                "antennas": (4, 1), "paper": (15, 0.5)}
 
 
 def _minutes(m):

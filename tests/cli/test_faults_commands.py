@@ -38,6 +38,14 @@ def test_bench_help_names_every_benchmark(capsys):
         assert f"{name}," in named or f"{name} (" in named, name
 
 
+def test_every_benchmark_has_the_duration_bench_says_up_front():
+    """``bench all`` says how long it takes before it starts: the sum over its benchmarks, so
+    each needs its (full, --quick) estimate, the quick one no longer than the full one."""
+    for name in benchmarks.BENCHMARKS:
+        full, quick = benchmarks.DURATION_MIN[name]
+        assert 0 < quick <= full, name
+
+
 def test_timeline_limit_in_help_is_the_plot_limit():
     assert cli_module.TIMELINE_ROUNDS_HELP == MAX_TIMELINE_ROUNDS
 
