@@ -217,13 +217,6 @@ class HexGrid(CellLayout):
     def centre(self):
         return self._centre
 
-    @property
-    def torus_inradius_m(self):
-        """With wrap-around, the inradius sqrt(N) ISD / 2 of the torus's hexagonal fundamental
-        region around a site: a point closer than this to a site has that site itself as its
-        nearest image (None without wrap-around)."""
-        return None if self.lattice is None else float(np.hypot(*self.lattice[0])) / 2.0
-
     def colours(self, reuse):
         """Reuse 3: (q - r) mod 3 of the axial coordinates (neighbours differ by (1, 0),
         (0, 1) or (1, -1), so none shares a sub-band; the nearest co-channel sites are (1, 1)

@@ -112,11 +112,6 @@ class JakesFading(_DopplerFading):
 IID_FADING = tuple(name for name, cls in FADING_MODELS.items() if cls.iid)
 
 
-def rayleigh_power(rng, size):
-    """|h|^2 of Rayleigh fading: Exp(1) samples of the given shape."""
-    return rng.standard_exponential(size)
-
-
 def small_scale_powers(rng, size, fading="rayleigh", reciprocal=True):
     """Return (|h_ul|^2, |h_dl|^2) arrays of shape ``size`` (i.i.d. models only).
 
@@ -129,7 +124,7 @@ def small_scale_powers(rng, size, fading="rayleigh", reciprocal=True):
         extra = ("; it has a state in time: ask FADING_MODELS.lookup(name).rounds / .grid"
                  if fading in FADING_MODELS else "")
         raise ValueError(f"unknown i.i.d. fading model {fading!r}; allowed: {IID_FADING}{extra}")
-    both = rayleigh_power(rng, tuple(np.atleast_1d(size)) + (2,))
+    both = rng.standard_exponential(tuple(np.atleast_1d(size)) + (2,))   # Rayleigh: Exp(1)
     if fading == "none":
         ones = np.ones(both.shape[:-1])
         return ones, ones

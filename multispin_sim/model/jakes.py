@@ -190,15 +190,3 @@ class JakesProcess:
 
     def prune_before(self, t):
         """Nothing is stored: the process is a function of time."""
-
-
-def level_crossing_rate(doppler_hz, rho):
-    """Rice's rate of upward crossings of |h| / rms through rho: sqrt(2 pi) f_D rho e^{-rho^2}."""
-    rho = np.asarray(rho, dtype=float)
-    return np.sqrt(2.0 * np.pi) * doppler_hz * rho * np.exp(-rho * rho)
-
-
-def average_fade_duration(doppler_hz, rho):
-    """Mean time below rho: (e^{rho^2} - 1) / (rho f_D sqrt(2 pi)) (P(|h| < rho) / LCR)."""
-    rho = np.asarray(rho, dtype=float)
-    return np.expm1(rho * rho) / (rho * doppler_hz * np.sqrt(2.0 * np.pi))

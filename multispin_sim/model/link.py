@@ -47,7 +47,7 @@ Two settings (``link.model``):
     (for checks against the Shannon bound; no outage). Its delay is within
         S / (rho b log2(1 + snr / Gamma)) <= d < that + one slot,  rho = 156 / 180
     (the 156 data REs of the 14 x 12 per PRB and slot, over the 12 x 15 kHz x 2^mu bandwidth x
-    slot product 180): ``continuous_delay_bounds``.
+    slot product 180).
 
 Random numbers: the HARQ draws come from the ``rng`` the caller passes to ``deliver`` (the engine
 gives each correction its own, keyed by its round and device: ``engine.streams.KeyedStreams``).
@@ -486,13 +486,3 @@ class IidBlocks(Blocks):
     def next(self, t):
         self.gain = float(self.draw(self.gain))
         return t + self.block_s
-
-
-def continuous_delay_bounds(bits, n_prb, scs_khz, snr, gap_db):
-    """Bounds of the ``continuous`` mcs delay without errors (module docstring)."""
-    b = n_prb * nr.SUBCARRIERS_PER_PRB * scs_khz * 1e3
-    rho = nr.data_re_per_prb() / (nr.SUBCARRIERS_PER_PRB * nr.SYMBOLS_PER_SLOT
-                                  * 15.0 / 14.0 * 1.0)  # 156 / 180
-    gap = 10.0 ** (gap_db / 10.0)
-    low = bits / (rho * b * math.log2(1.0 + snr / gap))
-    return low, low + nr.slot_seconds(scs_khz)

@@ -30,13 +30,9 @@ def norms2(a):
     return np.einsum("...m,...m->...", a, a.conj()).real
 
 
-def zf_gains(a):
-    """ZF stream gains 1 / [(A^H A)^-1]_kk of vectors a (n, M), n <= M (0 for a singular set)."""
-    return _zf_one(a.conj() @ a.T)
-
-
 def zf_gains_stack(a):
-    """``zf_gains`` of N sets at once: a (N, n, M) -> (N, n)."""
+    """ZF stream gains 1 / [(A^H A)^-1]_kk (N, n) of N sets of vectors a (N, n, M), n <= M
+    (0 for a singular set)."""
     return zf_from_gram(a.conj() @ a.transpose(0, 2, 1))
 
 

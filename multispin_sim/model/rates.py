@@ -22,12 +22,6 @@ def shannon_rate(bandwidth_hz, power_w, gain, n0):
     return b * np.log2(1.0 + snr(power_w, gain, b, n0))
 
 
-def transmission_delay(bits, bandwidth_hz, power_w, gain, n0):
-    """Seconds to send ``bits`` at the Shannon rate (inf when the rate is 0)."""
-    with np.errstate(divide="ignore"):
-        return np.asarray(bits, dtype=float) / shannon_rate(bandwidth_hz, power_w, gain, n0)
-
-
 def _exp_e1(x):
     """e^x E1(x) for x > 0 (E1 the exponential integral): scipy's E1 where e^x does not
     overflow its tiny values, the asymptotic series sum_n (-1)^n n! / x^(n+1) beyond (six

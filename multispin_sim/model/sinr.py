@@ -12,14 +12,6 @@ cells of the same colour interfere.
 import numpy as np
 
 
-def sir_of_serving(received_w, serving):
-    """SIR (P,) of each point's serving link: received power (P, S) at the serving index over
-    the sum of the others (every other server transmitting: reuse 1, full load)."""
-    received_w = np.asarray(received_w, dtype=float)
-    signal = np.take_along_axis(received_w, np.asarray(serving)[:, None], axis=1)[:, 0]
-    return signal / (received_w.sum(axis=1) - signal)
-
-
 def cochannel(cells, reuse):
     """(S, S) True where cells i and j share a sub-band, with the diagonal False (a cell's own
     devices are orthogonal in OFDMA). ``cells``: the layout (``CellLayout``, its ``colours``:

@@ -25,17 +25,6 @@ def distances(positions, centre=(0.0, 0.0)):
     return np.hypot(delta[..., 0], delta[..., 1])
 
 
-def uniform_in_annulus(rng, n, r_min, r_max, centre=(0.0, 0.0)):
-    """``n`` points uniform in area in the annulus r_min <= r <= r_max around ``centre``.
-
-    Draws n uniforms for the radius then n for the angle.
-    """
-    u = rng.random(n)
-    r = np.sqrt(r_min * r_min + u * (r_max * r_max - r_min * r_min))
-    angle = rng.random(n) * 2.0 * np.pi
-    return annulus_positions(r, angle, centre)
-
-
 def rescale_to_distance(position, centre, distance_m):
     """``position`` moved along its bearing from ``centre`` to the distance ``distance_m``."""
     position = np.asarray(position, dtype=float)

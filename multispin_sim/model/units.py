@@ -18,8 +18,3 @@ def linear_to_db(x):
 def dbm_to_watt(dbm):
     """Power in dBm to watts."""
     return db_to_linear(dbm) * 1e-3
-
-
-def watt_to_dbm(w):
-    """Power in watts to dBm."""
-    return linear_to_db(np.asarray(w, dtype=float) * 1e3)

@@ -1,5 +1,4 @@
 """Topology (networkx graph, positions -> distances -> path loss) and random-waypoint mobility."""
-import math
 
 import networkx as nx
 import numpy as np
@@ -9,7 +8,7 @@ import multispin_sim as ms
 from multispin_sim.engine.streams import RandomStreams
 from multispin_sim.model.mobility import RandomWaypoint
 from multispin_sim.model.pathloss import pathloss_gain
-from multispin_sim.model.topology import distances, uniform_in_annulus
+from multispin_sim.model.topology import annulus_positions, distances
 from multispin_sim.scenario import ScenarioError
 
 
@@ -90,16 +89,6 @@ def test_graphml_errors(tmp_path, devices, role, fragment):
     assert not (tmp_path / "out").exists()
 
 
-def test_uniform_in_annulus():
-    rng = np.random.default_rng(2)
-    p = uniform_in_annulus(rng, 20000, 100.0, 500.0)
-    d = distances(p)
-    assert d.min() >= 100.0 and d.max() <= 500.0
-    # uniform in area: P(d <= r) = (r^2 - 100^2) / (500^2 - 100^2)
-    frac = np.mean(d <= 300.0)
-    assert abs(frac - (300**2 - 100**2) / (500**2 - 100**2)) < 4 * math.sqrt(0.25 / d.size)
-
-
 def test_random_waypoint_moves_at_its_speed():
     rng = np.random.default_rng(4)
     start = np.array([[200.0, 0.0], [0.0, 300.0]])
@@ -144,7 +133,9 @@ def test_random_waypoint_long_run_speed_is_the_renewal_rate():
                           np.random.default_rng(12))
     pos = walk.advance(t)
     assert np.all(distances(pos) <= 500.0 + 1e-9)
-    pairs = uniform_in_annulus(np.random.default_rng(13), 2_000_000, 100.0, 500.0)
+    rng = np.random.default_rng(13)   # points uniform in area in the annulus: r^2 uniform
+    r = np.sqrt(100.0 ** 2 + rng.random(2_000_000) * (500.0 ** 2 - 100.0 ** 2))
+    pairs = annulus_positions(r, rng.random(r.size) * 2.0 * np.pi)
     mean_leg = np.hypot(*(pairs[::2] - pairs[1::2]).T).mean()
     np.testing.assert_allclose(walk.travelled / t, mean_leg / (mean_leg / v + pause),
                                rtol=5e-3)

@@ -117,8 +117,10 @@ def test_wrapped_distances_are_the_torus_distances_for_any_position(count):
         np.testing.assert_allclose(np.hypot(*(image - grid.sites[cell]).T),
                                    grid.distances(points)[:, cell], rtol=1e-9)
         np.testing.assert_allclose(grid.distances(image), grid.distances(points), rtol=1e-9)
-    # within the torus inradius of its own site a point is its own nearest image
-    near = grid.sites[2] + 0.999 * grid.torus_inradius_m * np.column_stack(
+    # within the inradius sqrt(N) ISD / 2 of the torus's hexagonal fundamental region around
+    # its own site a point is its own nearest image
+    inradius = math.sqrt(count) * isd / 2.0
+    near = grid.sites[2] + 0.999 * inradius * np.column_stack(
         [np.cos(np.linspace(0, 2 * np.pi, 50)), np.sin(np.linspace(0, 2 * np.pi, 50))])
     assert np.array_equal(grid.nearest_image(near, 2), near)
 

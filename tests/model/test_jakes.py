@@ -13,8 +13,7 @@ from scipy.special import j0
 
 import multispin_sim as ms
 from multispin_sim.model.fading import FADING_MODELS
-from multispin_sim.model.jakes import (SINUSOIDS, JakesProcess, SumOfSinusoids,
-                                       average_fade_duration, level_crossing_rate)
+from multispin_sim.model.jakes import SINUSOIDS, JakesProcess, SumOfSinusoids
 
 N = 6000  # independent processes per case
 BIAS = 0.52 / SINUSOIDS
@@ -70,6 +69,16 @@ def test_marginals_exponential_power_uniform_phase():
     assert stats.kstest(np.abs(h) ** 2, "expon").pvalue > 1e-3
     assert stats.kstest((np.angle(h) + np.pi) / (2 * np.pi), "uniform").pvalue > 1e-3
     assert abs(np.mean(np.abs(h) ** 2) - 1) < 4.5 / math.sqrt(20000)
+
+
+def level_crossing_rate(doppler_hz, rho):
+    """Rice's rate of upward crossings of |h| / rms through rho: sqrt(2 pi) f_D rho e^{-rho^2}."""
+    return math.sqrt(2.0 * math.pi) * doppler_hz * rho * math.exp(-rho * rho)
+
+
+def average_fade_duration(doppler_hz, rho):
+    """Mean time below rho: (e^{rho^2} - 1) / (rho f_D sqrt(2 pi)) (P(|h| < rho) / LCR)."""
+    return math.expm1(rho * rho) / (rho * doppler_hz * math.sqrt(2.0 * math.pi))
 
 
 def test_level_crossing_rate_and_fade_duration():

@@ -11,8 +11,7 @@ import pytest
 from scipy import stats
 
 from multispin_sim.model import nr_tables as nr
-from multispin_sim.model.link import (BlockLimit, Blocks, IidBlocks, McsLink, PermanentOutage,
-                                     continuous_delay_bounds)
+from multispin_sim.model.link import BlockLimit, Blocks, IidBlocks, McsLink, PermanentOutage
 
 N0 = 1e-3 * 10 ** (-17.4)  # -174 dBm/Hz in W/Hz
 S = 34816.0
@@ -132,6 +131,15 @@ def test_outage_waits_blocks_up_to_the_limit_then_stops_with_the_right_reason():
 
 
 # ---------------------------------------------------------------------------- Shannon limit
+
+
+def continuous_delay_bounds(bits, n_prb, scs_khz, snr, gap_db):
+    """S / (rho b log2(1 + snr / Gamma)) and that plus one slot, rho = 156 / 180: the 156 data
+    REs of a PRB and slot (14 x 12 less one DM-RS symbol) over its bandwidth x slot product
+    12 x 15 kHz x 2^mu x 1 ms / 2^mu = 180 (the link module's docstring)."""
+    b = n_prb * 12 * scs_khz * 1e3
+    low = bits / (156.0 / 180.0 * b * math.log2(1.0 + snr / 10.0 ** (gap_db / 10.0)))
+    return low, low + 1e-3 / (scs_khz // 15)   # one slot, 1 ms / 2^mu
 
 
 @pytest.mark.parametrize("gap_db", [0.0, 2.0])
