@@ -34,13 +34,6 @@ def exponential_correlation(m, rho):
     return float(rho) ** np.abs(i[:, None] - i[None, :])
 
 
-def correlation_factor(m, rho):
-    """Lower-triangular L with L L^H = R (``exponential_correlation``), or None for rho = 0."""
-    if rho == 0:
-        return None
-    return np.linalg.cholesky(exponential_correlation(m, rho))
-
-
 class ArrayGains(np.ndarray):
     """The (K,) array gains G_k ||h_k||^2 with the channel vectors ``vectors`` (K, M) attached.
 
@@ -84,7 +77,8 @@ def vectors_of(gains):
 
 
 class ServerArray:
-    """The channel's antenna part: M antennas with correlation factor L (None: i.i.d.).
+    """The channel's antenna part: M antennas with the lower-triangular correlation factor
+    ``factor`` L, L L^H = R (``exponential_correlation``; None for i.i.d. elements, rho = 0).
 
     ``rounds(...)``: the per-round source of small-scale vectors; ``gains(pathloss, h_ul,
     h_dl, reciprocal)``: the (g_ul, g_dl) ``ArrayGains`` of a block.
@@ -95,7 +89,8 @@ class ServerArray:
         if self.m < 1:
             raise ValueError(f"antennas = {self.m}: at least one is needed")
         self.rho = float(correlation)
-        self.factor = correlation_factor(self.m, self.rho)
+        self.factor = (None if self.rho == 0
+                       else np.linalg.cholesky(exponential_correlation(self.m, self.rho)))
 
     @classmethod
     def from_scenario(cls, scenario):

@@ -13,7 +13,7 @@ plane by the translations i a + j b, with a, b the axial vectors (2n + 1, -n) an
 (length sqrt(N) ISD, 60 degrees apart); a link's distance is the shortest over all the images of
 its site (the distance on the torus), so every site sees the same surroundings and the edge
 cells are as interfered as the centre one (3GPP TR 38.901 / 36.814 system-level practice). The
-shortest image is found for any position, also far outside the cluster (``link_vectors``).
+shortest image is found for any position, also far outside the cluster (``image_shifts``).
 
 Frequency reuse (``CellLayout.colours``): reuse 3 gives a hexagonal site the colour (q - r) mod 3
 of its axial coordinates, so no two neighbours share a sub-band and co-channel sites are
@@ -26,6 +26,7 @@ positions (each colour a thinning of the process); for 'graphml', the file's ord
 import numpy as np
 
 from .registry import Registry
+from .topology import annulus_positions
 
 CELL_LAYOUTS = Registry("cell layout")
 
@@ -89,21 +90,13 @@ def image_shifts(delta, lattice):
     return np.take_along_axis(shifts, best[..., None, None], axis=-2)[..., 0, :]
 
 
-def link_vectors(points, sites, lattice=None):
-    """Vectors (P, S, 2) from each site to each point: direct, or with ``lattice`` (2, 2) (the
-    wrap-around basis, ``wrap_lattice``) from the site's image nearest the point, for any
-    position of the point (the minimum-image vector on the torus)."""
-    points = np.asarray(points, dtype=float)
-    sites = np.asarray(sites, dtype=float)
-    delta = points[:, None, :] - sites[None, :, :]
-    if lattice is None:
-        return delta
-    return delta - image_shifts(delta, lattice)
-
-
 def link_distances(points, sites, lattice=None):
-    """2-D distances (P, S) from every point to every site (wrap-around with ``lattice``)."""
-    v = link_vectors(points, sites, lattice)
+    """2-D distances (P, S) from every point to every site: direct, or with ``lattice`` (2, 2)
+    (the wrap-around basis, ``wrap_lattice``) from the site's image nearest the point, for any
+    position of the point (the distance on the torus)."""
+    v = np.asarray(points, dtype=float)[:, None, :] - np.asarray(sites, dtype=float)[None, :, :]
+    if lattice is not None:
+        v = v - image_shifts(v, lattice)
     return np.hypot(v[..., 0], v[..., 1])
 
 
@@ -112,8 +105,7 @@ def ppp_disc(rng, density_per_m2, radius_m, centre=(0.0, 0.0)):
     points, uniform in area. Draws the count, then the radii, then the bearings."""
     n = int(rng.poisson(density_per_m2 * np.pi * radius_m * radius_m))
     r = radius_m * np.sqrt(rng.random(n))
-    angle = rng.random(n) * 2.0 * np.pi
-    return np.asarray(centre, dtype=float) + np.stack([r * np.cos(angle), r * np.sin(angle)], -1)
+    return annulus_positions(r, rng.random(n) * 2.0 * np.pi, centre)
 
 
 def uniform_in_hexagon(rng, n, isd_m, centre=(0.0, 0.0)):
@@ -139,10 +131,13 @@ class CellLayout:
 
     ``sites`` (S, 2) server positions (metres); ``lattice`` the wrap-around basis (2, 2), or
     None; ``centre`` (2,) the centre of the region devices are dropped over (drop: region,
-    layouts without ``drop_in_cell``) and ``region_m`` its radius (None: the layout has no
-    disc); ``drop_in_cell(rng, cell, n)``: n points uniform in one cell (None: cells without a
-    shape); ``isd_m``: the inter-site distance of a regular grid (None: no grid)."""
+    layouts without ``drop_in_cell``): the grid's or the disc's own centre where the layout
+    has one (a Poisson layout's servers' centroid is off it by chance), else the servers'
+    centroid; ``region_m`` its radius (None: the layout has no disc); ``drop_in_cell(rng, cell,
+    n)``: n points uniform in one cell (None: cells without a shape); ``isd_m``: the
+    inter-site distance of a regular grid (None: no grid)."""
 
+    _centre = None
     lattice = None
     region_m = None
     drop_in_cell = None
@@ -162,7 +157,7 @@ class CellLayout:
 
     @property
     def centre(self):
-        return self.sites.mean(axis=0)
+        return self.sites.mean(axis=0) if self._centre is None else self._centre
 
     def distances(self, points):
         """2-D distances (P, S) of ``points`` (P, 2) to every server."""
@@ -213,10 +208,6 @@ class HexGrid(CellLayout):
         self.sites = self._centre + axial_to_xy(*self.axial, self.isd_m)
         self.lattice = wrap_lattice(count, self.isd_m) if wrap_around and count > 1 else None
 
-    @property
-    def centre(self):
-        return self._centre
-
     def colours(self, reuse):
         """Reuse 3: (q - r) mod 3 of the axial coordinates (neighbours differ by (1, 0),
         (0, 1) or (1, -1), so none shares a sub-band; the nearest co-channel sites are (1, 1)
@@ -247,14 +238,9 @@ class PoissonServers(CellLayout):
         return cls(rng, c.density_per_km2 * 1e-6, c.region_m, scenario.topology.server_xy_m)
 
     def __init__(self, rng, density_per_m2, radius_m, centre=(0.0, 0.0)):
-        self.radius_m = self.region_m = float(radius_m)
+        self.region_m = float(radius_m)
         self._centre = np.asarray(centre, dtype=float)
-        self.sites = ppp_disc(rng, density_per_m2, self.radius_m, centre)
-
-    @property
-    def centre(self):
-        """The disc's centre (not the servers' centroid, which is off it by chance)."""
-        return self._centre
+        self.sites = ppp_disc(rng, density_per_m2, self.region_m, centre)
 
 
 @CELL_LAYOUTS.register("graphml")

@@ -25,6 +25,11 @@ import numpy as np
 from .fading import jakes_correlation
 
 
+def _cn(rng, shape):
+    """CN(0, 1) samples: all the real parts, then all the imaginary ones."""
+    return (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)) / np.sqrt(2)
+
+
 class PerfectCsi:
     """The decision sees the truth."""
 
@@ -60,11 +65,9 @@ class ImperfectCsi:
         else:
             h = np.sqrt(p).astype(complex)
             if self.rho != 1.0:
-                w = (rng.standard_normal(p.shape) + 1j * rng.standard_normal(p.shape)) / np.sqrt(2)
-                h = self.rho * h + np.sqrt(1.0 - self.rho ** 2) * w
+                h = self.rho * h + np.sqrt(1.0 - self.rho ** 2) * _cn(rng, p.shape)
             if self.s2 > 0.0:
-                w = (rng.standard_normal(p.shape) + 1j * rng.standard_normal(p.shape)) / np.sqrt(2)
-                h = (1.0 - self.s2) * h + np.sqrt((1.0 - self.s2) * self.s2) * w
+                h = (1.0 - self.s2) * h + np.sqrt((1.0 - self.s2) * self.s2) * _cn(rng, p.shape)
             est = np.abs(h) ** 2
         if self.quantise:
             est = self.quantised(est * pathloss) / pathloss

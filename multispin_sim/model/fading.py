@@ -368,11 +368,9 @@ class GridFading:
         c0, c1 = n0 // self.chunk, (n1 - 1) // self.chunk
         if c0 == c1:
             ul, dl = self._chunk(c0)
-            lo = n0 - c0 * self.chunk
-            return ul[lo:lo + n1 - n0], dl[lo:lo + n1 - n0]
-        parts = [self._chunk(c) for c in range(c0, c1 + 1)]
-        ul = np.concatenate([p[0] for p in parts])
-        dl = np.concatenate([p[1] for p in parts])
+        else:
+            parts = [self._chunk(c) for c in range(c0, c1 + 1)]
+            ul, dl = (np.concatenate([p[i] for p in parts]) for i in (0, 1))
         lo = n0 - c0 * self.chunk
         return ul[lo:lo + n1 - n0], dl[lo:lo + n1 - n0]
 
@@ -380,12 +378,6 @@ class GridFading:
         ul, dl = self._chunk(n // self.chunk)
         i = n % self.chunk
         return ul[i], dl[i]
-
-    def prune(self, n):
-        """Forget the chunks that end before block n (time only moves forward)."""
-        keep = n // self.chunk
-        for c in [c for c in self._chunks if c < keep]:
-            del self._chunks[c]
 
     # -- what the channel asks (the interface JakesProcess shares) ---------------------------
     def index(self, t):
@@ -425,4 +417,7 @@ class GridFading:
         return (dl_ if dl else ul)[lo:lo + max(1, most), device]
 
     def prune_before(self, t):
-        self.prune(self.index(t))
+        """Forget the chunks that end before the block of ``t`` (time only moves forward)."""
+        keep = self.index(t) // self.chunk
+        for c in [c for c in self._chunks if c < keep]:
+            del self._chunks[c]

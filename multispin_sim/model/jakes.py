@@ -58,7 +58,7 @@ class SumOfSinusoids:
         self.pick = np.zeros((2 * m, 2))  # sums the in-phase and the quadrature terms
         self.pick[:m, 0] = self.pick[m:, 1] = 1.0
         self._scale2 = 1.0 / m
-        self._arg = np.empty_like(self.omega)   # buffers of one time, scalar t
+        self._arg = np.empty_like(self.omega)   # buffers of one time for all, or one each
         self._turns = np.empty_like(self.omega)
         self._z = np.empty(self.omega.shape, np.float32)
 
@@ -70,14 +70,11 @@ class SumOfSinusoids:
         last axes broadcast against ``shape``), not one time shared by them all."""
         omega = self.omega if device is None else self.omega[device]
         phase = self.phase if device is None else self.phase[device]
-        if device is None and np.ndim(t) == 0:  # the per-round call: no allocation
+        scalar = np.ndim(t) == 0
+        if device is None and (scalar or (each and np.broadcast_shapes(np.shape(t), self.shape)
+                                          == self.shape)):   # the channel's calls: buffered
             arg, turns, z = self._arg, self._turns, self._z
-            np.multiply(omega, t, out=arg)
-            np.add(arg, phase, out=arg)
-        elif (device is None and each
-              and np.broadcast_shapes(np.shape(t), self.shape) == self.shape):  # one per process
-            arg, turns, z = self._arg, self._turns, self._z
-            np.multiply(omega, np.asarray(t, dtype=float)[..., None], out=arg)
+            np.multiply(omega, t if scalar else np.asarray(t, dtype=float)[..., None], out=arg)
             np.add(arg, phase, out=arg)
         else:
             t = np.asarray(t, dtype=float)
@@ -124,15 +121,14 @@ class JakesProcess:
 
     continuous = True
 
-    def __init__(self, rng, k, reciprocal, doppler_hz, block_s=None, sinusoids=SINUSOIDS,
-                 clock=None):
+    def __init__(self, rng, k, reciprocal, doppler_hz, block_s=None, clock=None):
         self.k = int(k)
         self.reciprocal = bool(reciprocal)
         self.block_s = None if block_s is None else float(block_s)
         self.clock = clock
         rate = doppler_hz if clock is None else 1.0   # cycles per second, or per wavelength
-        self.ul = SumOfSinusoids(rng, (self.k,), rate, sinusoids)
-        self.dl = SumOfSinusoids(rng, (self.k,), rate, sinusoids)
+        self.ul = SumOfSinusoids(rng, (self.k,), rate)
+        self.dl = SumOfSinusoids(rng, (self.k,), rate)
 
     def powers_at(self, t):
         """(|h_ul|^2, |h_dl|^2) at time ``t`` (scalar: (K,) each; array: t.shape + (K,))."""

@@ -249,11 +249,9 @@ class McsLink:
     def planned_one(self, bits, snr, n_prb, outage_wait_s=0.0):
         """``planned_delays`` for one scalar correction (the engine's per-round path)."""
         got = self.choose(snr, n_prb)
+        wait = 0.0
         if got is None:
-            got = self.choose_lowest(n_prb)
-            wait = outage_wait_s
-        else:
-            wait = 0.0
+            got, wait = self.choose_lowest(n_prb), outage_wait_s
         return wait + math.ceil(bits / got[0] - 1e-12) * self.slot_s
 
     def choose_lowest(self, n_prb):
