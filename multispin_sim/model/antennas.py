@@ -1,4 +1,5 @@
-"""An antenna array at the edge server: per-device channel vectors h_k in C^M (devices: one antenna).
+"""An antenna array at the edge server: per-device channel vectors h_k in C^M (devices: one
+antenna).
 
 Small-scale vectors are h_k = L w_k, with w_k of M independent unit-variance CN(0, 1) entries
 (one fading process per antenna element, the same fading model the channel uses for one
@@ -35,13 +36,11 @@ def exponential_correlation(m, rho):
 
 
 class ArrayGains(np.ndarray):
-    """The (K,) array gains G_k ||h_k||^2 with the channel vectors ``vectors`` (K, M) attached.
-
-    Only the array the channel builds carries vectors: anything computed from it (a slice, a
-    product) is a plain gain without them (``vectors`` None), so stale vectors never travel.
-    ``memo``: the evaluations of assignments on this channel state (``model.mimo``), kept as
-    long as the state: the draft objective asks the same assignments many times a round.
-    """
+    """The (K,) array gains G_k ||h_k||^2 with the channel vectors ``vectors`` (K, M) attached:
+    only the array the channel builds carries them; anything computed from it (a slice, a
+    product) is a plain gain (``vectors`` None), so stale vectors never travel. ``memo``: the
+    evaluations of assignments on this channel state (``model.mimo``), kept as long as the
+    state: the draft objective asks the same assignments many times a round."""
 
     @classmethod
     def of(cls, vectors):
@@ -78,11 +77,9 @@ def vectors_of(gains):
 
 class ServerArray:
     """The channel's antenna part: M antennas with the lower-triangular correlation factor
-    ``factor`` L, L L^H = R (``exponential_correlation``; None for i.i.d. elements, rho = 0).
-
-    ``rounds(...)``: the per-round source of small-scale vectors; ``gains(pathloss, h_ul,
-    h_dl, reciprocal)``: the (g_ul, g_dl) ``ArrayGains`` of a block.
-    """
+    ``factor`` L, L L^H = R (``exponential_correlation``; None for i.i.d. elements, rho = 0);
+    ``rounds`` gives the per-round source of small-scale vectors, ``gains`` a block's
+    ``ArrayGains``."""
 
     def __init__(self, antennas=1, correlation=0.0):
         self.m = int(antennas)
@@ -116,10 +113,9 @@ class ServerArray:
 
 
 class _VectorSource:
-    """h (K, M) per link and round; ``factor`` correlates the antennas (h = L w).
-
-    ``_w.take()``: the next (K, 2, M) complex normals, UL then DL, from blocks of ``block``
-    rounds (the DL ones drawn also when reciprocal, so the UL draws never shift)."""
+    """h (K, M) per link and round, ``factor`` correlating the antennas (h = L w); ``_w.take()``
+    gives the next (K, 2, M) complex normals, UL then DL, from blocks of ``block`` rounds (the
+    DL ones drawn also when reciprocal, so the UL draws never shift)."""
 
     def __init__(self, rng, k, m, reciprocal, doppler_hz, block, factor):
         self.rng, self.k, self.m = rng, int(k), int(m)

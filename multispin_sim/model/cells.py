@@ -38,7 +38,8 @@ def hex_rings(count):
     (ValueError for any other count)."""
     n = int(round((-3 + np.sqrt(9 + 12 * (count - 1))) / 6)) if count >= 1 else -1
     if n < 0 or 3 * n * n + 3 * n + 1 != count:
-        raise ValueError(f"a hexagonal grid has 1, 7, 19, 37, ... (3n^2 + 3n + 1) sites, not {count}")
+        raise ValueError("a hexagonal grid has 1, 7, 19, 37, ... (3n^2 + 3n + 1) sites, "
+                         f"not {count}")
     return n
 
 
@@ -127,8 +128,7 @@ def uniform_in_hexagon(rng, n, isd_m, centre=(0.0, 0.0)):
 
 
 class CellLayout:
-    """Interface of a cell layout: the server positions, and the images used for distances.
-
+    """Interface of a cell layout, the server positions and the images used for distances:
     ``sites`` (S, 2) server positions (metres); ``lattice`` the wrap-around basis (2, 2), or
     None; ``centre`` (2,) the centre of the region devices are dropped over (drop: region,
     layouts without ``drop_in_cell``): the grid's or the disc's own centre where the layout

@@ -40,11 +40,9 @@ class PerfectCsi:
 
 
 class ImperfectCsi:
-    """Delayed, noisy and/or quantised CSI (module docstring).
-
-    ``ref_snr``: (K,) linear reference SNR per unit gain, P_ul K / (N0 B), used by the quantiser
-    on the gain G |h|^2 (needs ``switch_db``, the CQI switching SNRs in dB, ascending).
-    """
+    """Delayed, noisy and/or quantised CSI (module docstring). ``ref_snr``: (K,) linear
+    reference SNR per unit gain, P_ul K / (N0 B), used by the quantiser on the gain G |h|^2
+    (with ``switch_db``, the CQI switching SNRs in dB, ascending)."""
 
     perfect = False
 

@@ -113,13 +113,9 @@ IID_FADING = tuple(name for name, cls in FADING_MODELS.items() if cls.iid)
 
 
 def small_scale_powers(rng, size, fading="rayleigh", reciprocal=True):
-    """Return (|h_ul|^2, |h_dl|^2) arrays of shape ``size`` (i.i.d. models only).
-
-    The generator is always advanced by the same amount for a given shape (two draws per
-    entry, UL then DL, the second unused when reciprocal), so that switching ``reciprocal`` or
-    the fading model does not shift any later draw of the same stream; and drawing shape
-    (B, K) at once gives the same numbers as B draws of shape (K,).
-    """
+    """(|h_ul|^2, |h_dl|^2) arrays of shape ``size`` (i.i.d. models only). The generator
+    advances by two draws per entry, UL then DL, whatever ``reciprocal`` or the model, so
+    neither shifts a later draw of the stream; a (B, K) draw equals B draws of shape (K,)."""
     if fading not in IID_FADING:
         extra = ("; it has a state in time: ask FADING_MODELS.lookup(name).rounds / .grid"
                  if fading in FADING_MODELS else "")
@@ -151,11 +147,8 @@ def jakes_correlation(doppler_hz, dt_s):
 
 
 def complex_gaussian(rng, size):
-    """CN(0, 1) samples: independent real and imaginary parts of variance 1/2 each.
-
-    Draws 2 normals per entry (real then imaginary, the last axis), so a (B, ...) draw equals B
-    draws of shape (...).
-    """
+    """CN(0, 1) samples: independent real and imaginary parts of variance 1/2 each, drawn as 2
+    normals per entry (real then imaginary), so a (B, ...) draw equals B draws of shape (...)."""
     z = rng.standard_normal(tuple(np.atleast_1d(size)) + (2,))
     return (z[..., 0] + 1j * z[..., 1]) * np.sqrt(0.5)
 
@@ -167,11 +160,9 @@ def gauss_markov_step(h, rho, w):
 
 
 def gauss_markov_series(h_prev, rho, w):
-    """h_n = rho h_{n-1} + sqrt(1 - rho^2) w_n for n = 0..N-1 along axis 0 (constant rho).
-
-    ``h_prev``: the state before the first step, shape ``w.shape[1:]``; ``w``: (N, ...) CN(0, 1)
-    innovations. Returns the (N, ...) series (a first-order IIR filter, scipy's ``lfilter``).
-    """
+    """The series (N, ...) h_n = rho h_{n-1} + sqrt(1 - rho^2) w_n, n = 0..N-1 along axis 0,
+    from the state ``h_prev`` (shape ``w.shape[1:]``) and the CN(0, 1) innovations ``w``
+    (N, ...): a first-order IIR filter (scipy's ``lfilter``)."""
     from scipy.signal import lfilter
 
     rho = float(rho)
@@ -190,14 +181,13 @@ def power(h):
 
 
 def time_to_deliver(bits, rates_bps, durations_s, start=0, carried=0.0):
-    """Seconds to deliver ``bits`` over consecutive fading blocks, or inf if they do not suffice.
-
-    Block j lasts ``durations_s[j]`` (the first one may be the remainder of a block already
-    running) at rate ``rates_bps[j - start]``; the bits accumulate at each block's rate, so the
-    transmission ends inside the first block whose cumulative capacity reaches ``bits``. A long
+    """(seconds, blocks used, bits carried by the blocks read) to deliver ``bits`` over
+    consecutive fading blocks (seconds inf if they do not suffice). Block j lasts
+    ``durations_s[j]`` (the first one may be the remainder of a block already running) at rate
+    ``rates_bps[j - start]``; the bits accumulate at each block's rate, so the transmission
+    ends inside the first block whose cumulative capacity reaches ``bits``. A long
     transmission is read in chunks: blocks before ``start`` were read already and carried
-    ``carried`` bits. Returns (seconds, blocks used, bits carried by the blocks read).
-    """
+    ``carried`` bits."""
     rates = np.asarray(rates_bps, dtype=float)
     durations = np.asarray(durations_s, dtype=float)
     end = start + rates.size
@@ -267,7 +257,8 @@ class IidRounds:
 
     def ahead(self):
         """(UL block, DL block, row of the round ``round_powers`` returned last): the rounds
-        drawn ahead, for a caller that works out many rounds at once (``OFDMAChannel.gains_ahead``)."""
+        drawn ahead, for a caller that works out many rounds at once
+        (``OFDMAChannel.gains_ahead``)."""
         return self._ul, self._dl, self._i
 
 
@@ -289,17 +280,13 @@ class GaussMarkovRounds:
 class GridFading:
     """Small-scale powers of K devices on a time grid of blocks (block n = [n T_c, (n+1) T_c)),
     i.i.d. or AR(1) from block to block (rho = J0(2 pi f_D T_c)); an event at time t meets the
-    value of its block.
-
-    Block values are generated in chunks of ``chunk`` blocks; chunk c's draws come from its own
-    generator, seeded by (entropy, c), so a block's value depends on its index only (the same
-    channel whatever the policy or the workload). Gauss-Markov chunks continue the previous
-    chunk's state: every chunk from 0 up to the one asked is generated in order, except that a
-    gap of more than ``max_gap`` chunks (idle stretches much longer than the correlation time)
-    is bridged by the exact AR(1) transition in one step -- then later blocks have the right
-    law but depend on when the gap occurred.
-    ``powers(n0, n1)`` -> (|h_ul|^2, |h_dl|^2), each (n1 - n0, K).
-    """
+    value of its block. Block values are generated in chunks of ``chunk`` blocks; chunk c's
+    draws come from its own generator, seeded by (entropy, c), so a block's value depends on
+    its index only (the same channel whatever the policy or the workload). Gauss-Markov chunks
+    continue the previous chunk's state: every chunk from 0 up to the one asked is generated in
+    order, except that a gap of more than ``max_gap`` chunks (idle stretches much longer than
+    the correlation time) is bridged by the exact AR(1) transition in one step; later blocks
+    then have the right law but depend on when the gap occurred."""
 
     continuous = False
 
@@ -308,24 +295,25 @@ class GridFading:
         self.entropy = int(entropy)
         self.k = k
         self.fading = fading
-        self.iid = FADING_MODELS.lookup(fading).iid
+        model = FADING_MODELS.lookup(fading)
+        self.iid = model.iid
         self.reciprocal = reciprocal
         self.block_s = float(block_s)
         self.chunk = int(chunk)
         self.max_gap = max_gap
-        self.rho = FADING_MODELS.lookup(fading).correlation(doppler_hz, block_s)
+        self.rho = model.correlation(doppler_hz, block_s)
         self._chunks = {}
         self._last = -1
         self._state = None  # Gauss-Markov: complex (K, 2) gains of the last generated block
 
     def _rng(self, c, extra=()):
-        return np.random.Generator(np.random.PCG64(np.random.SeedSequence((self.entropy, c) + extra)))
+        seed = np.random.SeedSequence((self.entropy, c) + extra)
+        return np.random.Generator(np.random.PCG64(seed))
 
     def _generate(self, c):
         rng = self._rng(c)
         if self.iid:
-            h_ul, h_dl = small_scale_powers(rng, (self.chunk, self.k), self.fading, self.reciprocal)
-            return h_ul, h_dl
+            return small_scale_powers(rng, (self.chunk, self.k), self.fading, self.reciprocal)
         # UL innovations first, then DL (not drawn when reciprocal: the UL draws stay the same)
         links = 1 if self.reciprocal else 2
         w = np.stack([complex_gaussian(rng, (self.chunk, self.k)) for _ in range(links)], axis=-1)
@@ -345,7 +333,8 @@ class GridFading:
         if got is not None:
             return got
         if not self.iid and c <= self._last:
-            raise RuntimeError(f"fading chunk {c} asked after chunk {self._last} (time goes forward)")
+            raise RuntimeError(f"fading chunk {c} asked after chunk {self._last} "
+                               "(time goes forward)")
         if not self.iid and c > self._last + 1:
             gap = c - self._last - 1
             if gap > self.max_gap:

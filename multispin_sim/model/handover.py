@@ -51,7 +51,8 @@ class A3Trigger:
         returns the ping-pong flags."""
         devices = np.asarray(devices, dtype=np.int64)
         targets = np.asarray(targets, dtype=np.int64)
-        pong = (targets == self.previous[devices]) & (t - self.left_at[devices] <= self.ping_pong_s)
+        pong = ((targets == self.previous[devices])
+                & (t - self.left_at[devices] <= self.ping_pong_s))
         self.previous[devices] = self.serving[devices]
         self.left_at[devices] = t
         self.serving[devices] = targets

@@ -16,8 +16,9 @@ cos(x cos a) over it is J0(x)); E|h|^2 = 1 and the phase of h is uniform. The si
 Gaussian only as M grows: var |h|^2 = 1 - 3 / (4 M) instead of 1, and the correlation of
 |h|^2 at lag tau differs from J0^2 by at most about 0.52 / M (0.008 for the default M = 64)
 while w_D tau stays below about 3 M, and by up to about 1.3 / M (0.021) beyond, where the
-regular grid of angles aliases (computed from the model's exact fourth moments). A single realisation is not ergodic: its time
-averages carry the angles it drew, so statistics are taken over many independent processes.
+regular grid of angles aliases (computed from the model's exact fourth moments). A single
+realisation is not ergodic: its time averages carry the angles it drew, so statistics are
+taken over many independent processes.
 
 The process is a function of time: the same draws give the same h(t) whatever asks for it and
 in whatever order (common random numbers), at any event time, for any block length.
@@ -37,10 +38,8 @@ SINUSOIDS = 64  # M: ensemble |h|^2 statistics within 0.52 / M of Rayleigh's (mo
 
 class SumOfSinusoids:
     """Independent gains h(t) of ``shape`` (e.g. (K,)): ``gains(t)`` has shape t.shape + shape.
-
-    Draws from ``rng``: theta of every process, then the 2M phases of every process (in-phase
-    first), all uniform on [-pi, pi).
-    """
+    Draws from ``rng`` theta of every process, then the 2M phases of every process (in-phase
+    first), all uniform on [-pi, pi)."""
 
     def __init__(self, rng, shape, doppler_hz, sinusoids=SINUSOIDS):
         shape = tuple(np.atleast_1d(shape))
@@ -103,21 +102,17 @@ class SumOfSinusoids:
 
 
 class JakesProcess:
-    """UL and DL small-scale powers of K devices in continuous time (``SumOfSinusoids``).
-
-    Draws the UL processes, then the DL ones (drawn also when ``reciprocal``, so that the UL
-    channel is the same either way); reciprocal: the DL power is the UL array itself.
-    Serves both ways the channel samples fading: once per round (``round_powers``) and on a
-    block grid of ``block_s`` seconds (``powers_at``, ``segments``, ``block_power``): an event
-    at time t meets h(t); a transmission holds the value of its start, then of each block
-    boundary (n T_c) it crosses, so the block length sets how often the channel is sampled,
-    never the correlation between two instants.
-
-    ``clock``: None (every device at ``doppler_hz``), or ``(t, device=None) ->`` the
-    wavelengths each device has travelled by t (t.shape + (K,), or t.shape for one device;
-    ``model.mobility.Wavelengths``), which then replaces f_D t: each device's Doppler is its
-    own speed over the wavelength, and ``doppler_hz`` is not used.
-    """
+    """UL and DL small-scale powers of K devices in continuous time (``SumOfSinusoids``): the
+    UL processes are drawn, then the DL ones (also when ``reciprocal``, where the DL power is
+    the UL array itself, so that the UL channel is the same either way). It serves both ways
+    the channel samples fading: once per round (``round_powers``) and on a block grid of
+    ``block_s`` seconds (``powers_at``, ``segments``, ``block_power``): an event at time t
+    meets h(t); a transmission holds the value of its start, then of each block boundary
+    (n T_c) it crosses, so the block length sets how often the channel is sampled, never the
+    correlation between two instants. ``clock``: None (every device at ``doppler_hz``), or
+    ``(t, device=None) ->`` the wavelengths each device has travelled by t (t.shape + (K,), or
+    t.shape for one device; ``model.mobility.Wavelengths``), which then replaces f_D t: each
+    device's Doppler is its own speed over the wavelength."""
 
     continuous = True
 

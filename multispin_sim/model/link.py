@@ -145,10 +145,9 @@ class BlerCurve:
 
 @LINK_MODELS.register("mcs")
 class McsLink:
-    """NR link abstraction (module docstring). Scalars throughout (one correction at a time).
-
-    ``bandwidth_hz``: carrier bandwidth B; ``n0``: noise PSD in W/Hz (noise figure included).
-    """
+    """NR link abstraction (module docstring), scalars throughout (one correction at a time):
+    ``bandwidth_hz`` the carrier bandwidth B, ``n0`` the noise PSD in W/Hz (noise figure
+    included)."""
 
     name = "mcs"
     ideal = False
@@ -158,7 +157,8 @@ class McsLink:
         """The link of the scenario's ``link`` keys on the system's carrier and noise."""
         lk = scenario.link
         return cls(system.bandwidth_hz, system.n0, scs_khz=lk.subcarrier_spacing_khz,
-                   frequency_range=lk.frequency_range, table=lk.cqi_table, bler_target=lk.bler_target,
+                   frequency_range=lk.frequency_range, table=lk.cqi_table,
+                   bler_target=lk.bler_target,
                    gap_db=lk.implementation_gap_db, waterfall_db=lk.bler_waterfall_db,
                    harq_max=lk.harq_max_transmissions, combining=lk.harq_combining)
 
@@ -303,7 +303,6 @@ class McsLink:
     def deliver(self, bits, n_prb, power_w, snr_reported, blocks, rng, retry_power_w=None,
                 max_blocks=1_000_000):
         """Realised delivery of ``bits`` on ``n_prb`` PRBs at ``power_w`` (a ``LinkOutcome``).
-
         ``blocks``: the fading the correction meets (``Blocks``). ``snr_reported``: the SNR the
         decision adapts to at the start. Raises ``PermanentOutage`` when the SNR is below the
         lowest MCS on a channel that does not change, ``BlockLimit`` after waiting
@@ -373,12 +372,10 @@ class McsLink:
         return out
 
     def _harq(self, n_tb, pmf, avail, rng):
-        """Send up to ``n_tb`` transport blocks in sequence: stop at the first block that fails
-        all attempts, or when the next block would start after ``avail`` slots.
-
-        ``rng``: a ``Uniforms``. Returns (blocks delivered, slots used, whether a block failed
-        every attempt).
-        """
+        """(blocks delivered, slots used, whether a block failed every attempt) of sending up to
+        ``n_tb`` transport blocks in sequence, stopping at the first block that fails all
+        attempts or when the next block would start after ``avail`` slots (``rng``: a
+        ``Uniforms``)."""
         m_max = self.harq_max
         p_fail = pmf[-1]
         if pmf[0] == 1.0:  # error-free at this SNR: one attempt per block, no draws

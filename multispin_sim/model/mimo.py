@@ -94,13 +94,12 @@ class MuMimoZf(DlScheme):
             c *= 2
         return out + [n]
 
-    def groups(self, a, norms=None, count=None):
-        """Index arrays of the groups, served in order: ||a||^2 descending, dealt round-robin."""
-        n, m = a.shape
-        count = -(-n // m) if count is None else count
+    def groups(self, norms, count):
+        """Index arrays of ``count`` groups, served in order: the streams by ||a||^2
+        (``norms``) descending, dealt round-robin."""
         if count == 1:
-            return [np.arange(n)]
-        order = np.argsort(-(norms2(a) if norms is None else norms), kind="stable")
+            return [np.arange(len(norms))]
+        order = np.argsort(-norms, kind="stable")
         return [np.sort(g) if len(g) > 1 else g for g in (order[j::count] for j in range(count))]
 
     def serve(self, a, p_dl, bits, b, n0):
@@ -115,7 +114,7 @@ class MuMimoZf(DlScheme):
     def _serve(self, a, norms, count, p_dl, bits, b, n0):
         n = len(a)
         band = b * n
-        groups = self.groups(a, norms, count)
+        groups = self.groups(norms, count)
         gains = np.zeros(n)
         by_size = {}
         for group in groups:
@@ -183,12 +182,9 @@ class MuMimoMmse(UlScheme):
 
 
 class Transmission:
-    """The antenna component: M antennas and one scheme per link.
-
-    ``multi_user``: some link shares its band (the reactive problem then needs the channel
-    vectors: ``problem``); otherwise the array gains ||a_k||^2 are all the paper's formulas
-    need, and the reactive problem is the paper's.
-    """
+    """The antenna component: M antennas and one scheme per link. ``multi_user``: some link
+    shares its band, so the reactive problem needs the channel vectors (``problem``); otherwise
+    the array gains ||a_k||^2 are all the paper's formulas need."""
 
     def __init__(self, antennas=1, dl_scheme="ofdma-mrt", ul_scheme="ofdma-mrc",
                  zf_groups="fewest", ul_power="full"):

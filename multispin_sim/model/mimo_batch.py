@@ -131,9 +131,8 @@ POWER_LEVELS = 8   # the descent's grid: P_max 2^-j, j < 8 (down to -21 dB)
 
 def mmse_power_descent(a, p_max, noise_w, bits, band, levels=POWER_LEVELS):
     """UL powers under MMSE by coordinate descent on the grid p_max 2^-j (j < ``levels``), for
-    N sets at once: a (N, n, M), p_max (N, n), noise (N,), band (N,) the pooled band.
-
-    The slowest stream sets T_UL, and a strong stream's power is interference to the others,
+    N sets at once: a (N, n, M), p_max (N, n), noise (N,), band (N,) the pooled band. The
+    slowest stream sets T_UL, and a strong stream's power is interference to the others,
     so less than full power can be faster. From full power, each device in turn takes the
     level that minimises T_UL = max_k S / (band log2(1 + SINR_k)) with the others fixed (the
     first minimiser; kept only if it is faster by more than 1e-12), pass after pass until a pass
@@ -257,7 +256,8 @@ class SchemeEvaluator:
         self.a_ul, self.a_dl = a_ul, a_dl
         self.k = len(a_ul)
         self.p_ul = np.asarray(p_ul, dtype=float)
-        self.p_dl, self.bits, self.bw, self.n0 = float(p_dl), float(bits), float(bandwidth), float(n0)
+        self.p_dl, self.bits = float(p_dl), float(bits)
+        self.bw, self.n0 = float(bandwidth), float(n0)
         self.norms_ul, self.norms_dl = norms2(a_ul), norms2(a_dl)
         self.weights = bit_weights(self.k)
         self.m = a_ul.shape[1]

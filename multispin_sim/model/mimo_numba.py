@@ -229,9 +229,8 @@ def _times(which, keys, ch, tabs, work):
 @_jit
 def _prefix(order, rs, n_rejected, ch, tabs, work):
     """(first minimiser, T_comm) of the |R| + 1 prefixes of each outcome ``rs`` (columns in
-    ``order``; prefix c: the first c rejected devices of ``order`` on UL, the others on DL).
-
-    Branch and bound on T_comm = max(T_UL, T_DL), from the UL floor of
+    ``order``; prefix c: the first c rejected devices of ``order`` on UL, the others on DL), by
+    branch and bound on T_comm = max(T_UL, T_DL), from the UL floor of
     ``ArrayProblem._prefix_table`` (the weakest UL member alone on the pooled band; all on DL:
     0), the lowest bound first: a prefix's DL is worked out (its bound becomes max(T_DL,
     floor)), then, if its bound is still the lowest, its UL. It stops once the lowest bound

@@ -185,15 +185,13 @@ class ArrayProblem(ReactiveProblem):
     def _prefix_table(self, order, rs, n_rejected):
         """T_comm (n, K + 1) of the prefixes of outcomes ``rs`` (rejected, columns in ``order``;
         column c of the table: the first c rejected devices of ``order`` on UL), inf where no
-        prefix is or where one cannot be the first minimiser.
-
-        T_comm = max(T_UL, T_DL), and T_UL is at least its weakest member's delay alone on the
-        pooled band (interference and combining only lower a stream's SINR below its
-        single-user SNR; an orthogonal UL's subband is narrower still). So the DL of every
-        prefix is worked out, the UL at each outcome's lowest bound max(T_DL, that floor), then
-        wherever the bound does not exceed the T_comm found there: a prefix skipped is slower
-        than that one, so the first minimiser is the full table's.
-        """
+        prefix is or where one cannot be the first minimiser. T_comm = max(T_UL, T_DL), and
+        T_UL is at least its weakest member's delay alone on the pooled band (interference and
+        combining only lower a stream's SINR below its single-user SNR; an orthogonal UL's
+        subband is narrower still). So the DL of every prefix is worked out, the UL at each
+        outcome's lowest bound max(T_DL, that floor), then wherever the bound does not exceed
+        the T_comm found there: a prefix skipped is slower than that one, so the first
+        minimiser is the full table's."""
         ev = self.evaluator()
         n, k = rs.shape
         cum = np.zeros((n, k + 1), dtype=np.int64)                 # the UL set of each prefix

@@ -24,7 +24,7 @@ import numpy as np
 
 SUBCARRIERS_PER_PRB = 12
 SYMBOLS_PER_SLOT = 14
-DMRS_RE_PER_PRB = 12    # one front-loaded DM-RS symbol per slot without data (type 1, 2 CDM groups)
+DMRS_RE_PER_PRB = 12    # one front-loaded DM-RS symbol a slot, no data (type 1, 2 CDM groups)
 OVERHEAD_RE_PER_PRB = 0  # xOverhead (higher-layer parameter) = 0
 NUMEROLOGY = {15: 0, 30: 1, 60: 2, 120: 3}  # subcarrier spacing kHz -> mu
 
@@ -78,8 +78,8 @@ def cqi_table(name):
         rows = CQI_TABLES[name]
     except KeyError:
         raise ValueError(f"unknown CQI table {name!r}; allowed: {', '.join(CQI_TABLES)}") from None
-    qm = np.array([r[0] for r in rows], dtype=float)
-    rate = np.array([r[1] for r in rows], dtype=float) / 1024.0
+    qm, code = np.array(rows, dtype=float).T
+    rate = code / 1024.0
     return qm, rate, qm * rate
 
 
@@ -144,13 +144,11 @@ def transport_block_size(n_prb, qm, rate, layers=1):
         return int(TBS_TABLE[np.searchsorted(TBS_TABLE, n_info_q, side="left")])
     n = math.floor(math.log2(n_info - 24)) - 5
     n_info_q = max(3840, (1 << n) * math.floor((n_info - 24) / (1 << n) + 0.5))
-    if rate <= 0.25:
+    if rate <= 0.25:   # C code blocks: the standard's three cases, one formula
         c = math.ceil((n_info_q + 24) / 3816)
-        return int(8 * c * math.ceil((n_info_q + 24) / (8 * c)) - 24)
-    if n_info_q > 8424:
-        c = math.ceil((n_info_q + 24) / 8424)
-        return int(8 * c * math.ceil((n_info_q + 24) / (8 * c)) - 24)
-    return int(8 * math.ceil((n_info_q + 24) / 8) - 24)
+    else:
+        c = math.ceil((n_info_q + 24) / 8424) if n_info_q > 8424 else 1
+    return int(8 * c * math.ceil((n_info_q + 24) / (8 * c)) - 24)
 
 
 def tbs_table(name, max_prb):

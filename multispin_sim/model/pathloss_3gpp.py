@@ -29,12 +29,10 @@ MIN_D2D_M = 10.0
 
 class PathLossModel:
     """A large-scale model: mean gain (dB) given the LOS state, LOS probability, shadowing std.
-
     ``population_gain``: the model is the one the single-cell population already drew for a
-    device's own server (the paper's power law), so a cell keeps those gains.
-
-    ``draw(rng, d2d)`` -> (linear gains, los): one uniform per link for its LOS state (in the
-    order of ``d2d.ravel()``), then one standard normal per link for its shadowing."""
+    device's own server (the paper's power law), so a cell keeps those gains. ``draw(rng, d2d)``
+    -> (linear gains, los): one uniform per link for its LOS state (in the order of
+    ``d2d.ravel()``), then one standard normal per link for its shadowing."""
 
     @classmethod
     def from_scenario(cls, scenario):
@@ -100,9 +98,8 @@ class PowerLaw(PathLossModel):
 
 
 class TR38901(PathLossModel):
-    """A TR 38.901 street scenario: ``fc_ghz``, base-station and device heights (m).
-
-    A scenario gives its default hBS (m), its shadow-fading standard deviations (dB) and its
+    """A TR 38.901 street scenario: ``fc_ghz``, base-station and device heights (m). A
+    scenario gives its default hBS (m), its shadow-fading standard deviations (dB) and its
     row of Table 7.4.1-1 as coefficients (dB), lg = log10:
     ``los_db = (a, b, c, e)``: PL1 = a + b lg d3D + c lg fc and
     PL2 = a + 40 lg d3D + c lg fc - e lg(d'BP^2 + (hBS - hUT)^2);
@@ -118,8 +115,9 @@ class TR38901(PathLossModel):
         self.fc_ghz = float(fc_ghz)
         self.h_bs = float(self.h_bs_default if h_bs_m is None else h_bs_m)
         self.h_ut = float(h_ut_m)
-        h_e = 1.0
-        self.d_bp = 4.0 * (self.h_bs - h_e) * (self.h_ut - h_e) * self.fc_ghz * 1e9 / SPEED_OF_LIGHT
+        h_e = 1.0   # the effective environment height (module docstring)
+        self.d_bp = (4.0 * (self.h_bs - h_e) * (self.h_ut - h_e) * self.fc_ghz * 1e9
+                     / SPEED_OF_LIGHT)
 
     def cross_models(self):
         """The scenario's formulas with both ends at hBS (server to server) or at hUT (device
