@@ -42,16 +42,13 @@ class ConsistentLinks:
     def __init__(self, model, rng, d2d_m, decorrelation_m, rng_move):
         d = np.asarray(d2d_m, dtype=float)
         self.model = model
-        self.decorrelation_m = float(decorrelation_m)
-        self.los_correlation_m = float(model.los_correlation_m)
         # the draws of PathLossModel.draw, in its order
         self.u0 = self.u = rng.random(d.shape)
         self.x_sf = rng.standard_normal(d.shape)
         from scipy.special import ndtri   # scipy.special only where devices move
 
-        self.x_los = ndtri(self.u)
-        self.sf_path = PathProcess(self.x_sf, self.decorrelation_m, rng_move)
-        self.los_path = PathProcess(self.x_los, self.los_correlation_m, rng_move)
+        self.sf_path = PathProcess(self.x_sf, decorrelation_m, rng_move)
+        self.los_path = PathProcess(ndtri(self.u), model.los_correlation_m, rng_move)
         self._set(d)
 
     @classmethod
@@ -73,11 +70,11 @@ class ConsistentLinks:
         d = np.asarray(d2d_m, dtype=float)
         s = np.asarray(travelled_m, dtype=float)
         self.x_sf = self.sf_path.at(s)
-        self.x_los = self.los_path.at(s)
+        x_los = self.los_path.at(s)
         from scipy.special import ndtr
 
         # a device that has not moved keeps the drop's own uniform (Phi(Phi^-1(u)) may not
         # return u to the last bit)
-        self.u = np.where((s > 0)[:, None], ndtr(self.x_los), self.u0)
+        self.u = np.where((s > 0)[:, None], ndtr(x_los), self.u0)
         self._set(d)
         return self.gain
