@@ -41,11 +41,9 @@ class SumOfSinusoids:
     Draws from ``rng`` theta of every process, then the 2M phases of every process (in-phase
     first), all uniform on [-pi, pi)."""
 
-    def __init__(self, rng, shape, doppler_hz, sinusoids=SINUSOIDS):
+    def __init__(self, rng, shape, doppler_hz):
         shape = tuple(np.atleast_1d(shape))
-        m = int(sinusoids)
-        if m < 1:
-            raise ValueError(f"sinusoids = {m}: at least one is needed")
+        m = SINUSOIDS
         self.shape, self.m = shape, m
         self.doppler_hz = float(doppler_hz)
         theta = rng.uniform(-np.pi, np.pi, shape)

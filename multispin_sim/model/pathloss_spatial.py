@@ -4,10 +4,9 @@ A static drop draws each device-server link's LOS state and shadowing once
 (``PathLossModel.draw``). A moving device must see them change with its position, or the LOS
 probability no longer holds at the distance it has reached. ``ConsistentLinks`` keeps, per link,
 two standard normal processes of the distance s the device has travelled
-(``model.shadowing.PathProcess``): exponentially correlated, exp(-|s - s'| / d_corr) between
-values on their grid of d_corr / 16 or in different grid intervals, at most 1/64 more within one
-interval (Gudmundson, Electron. Lett. 27(23), 1991), N(0, 1) at every s, and a function of the
-device's path and the seed only, whatever the instants at which the gains are read:
+(``model.shadowing.PathProcess``: N(0, 1) at every s, exponentially correlated over a
+correlation distance, a function of the device's path and the seed only, whatever the instants
+at which the gains are read):
 
 - the LOS state, TR 38.901 V17.0.0 section 7.6.3.3: the link is LOS when a spatially
   consistent uniform U = Phi(X_los) is below P_LOS(d2D) at the current distance (Table
