@@ -134,8 +134,8 @@ class TokensPerJoule:
         return (gammas @ self.excess + self.n_active * self.idle * span + np.asarray(z, float)
                 + server)
 
-    def __call__(self, tokens, gammas, drafting, t_ver, t_comm):
-        return tokens_per_joule(tokens, self.energy(gammas, drafting, t_ver, t_comm))
+    def __call__(self, tokens, gammas, drafting, t_ver, z):
+        return tokens_per_joule(tokens, self.energy(gammas, drafting, t_ver, z))
 
 
 def correction_energy(decision, powers, n_active, scope="devices"):
