@@ -462,7 +462,7 @@ def build_parser():
     sp.add_argument("--tol", type=float, default=0.05,
                     help="stop when the bracket's hi/lo - 1 is below this (default 0.05)")
     sp.add_argument("--rate", type=float, help="start rate (default workload.rate_per_s)")
-    sp.add_argument("--seed", type=int, help="first replication's seed")
+    sp.add_argument("--seed", type=int, help="the seed the replications' seeds are spawned from")
     sp.add_argument("--out", help="output folder (default results/capacity-<name>); one search "
                     "per folder: a folder that is not empty is refused")
     sp.add_argument("--overwrite", action="store_true", help="replace the capacity.csv, "

@@ -198,9 +198,10 @@ class CapacitySearch:
                                 "workload.arrivals=poisson)")
         self.base = base
         self.ttft_s, self.tpot_s = ttft_s, tpot_s
-        self.devices = network_devices(base)
         self.seeds = replication_seeds(base.seed, self.reps_max)
         check_inputs(base, self.seeds)
+        # a Poisson layout's servers as the first replication draws them (no run uses base.seed)
+        self.devices = network_devices(dataclasses.replace(base, seed=self.seeds[0]))
         rate = base.workload.rate_per_s
         self.start_rate = _number("--rate", start_rate if start_rate is not None
                                   else float(np.mean(rate)), "expected requests/s per device "
@@ -457,17 +458,17 @@ def check_inputs(scenario, seeds):
     the files the scenario reads, the checks that need the model), once, before any run; for a
     layout of several cells, the servers drawn at each replication's seed (a Poisson layout may
     draw none at some). The rate, duration and SLO the runs set change none of it."""
-    read_inputs(scenario)
+    read_inputs(dataclasses.replace(scenario, seed=seeds[0]))   # no run uses scenario.seed
     if scenario.cells.layout != "single":
-        for seed in seeds:
+        for seed in seeds[1:]:
             check_cell_layout(dataclasses.replace(scenario, seed=seed))
 
 
 def network_devices(scenario):
     """The devices of the whole network: devices.count, times the number of cells when each
     cell gets its own (``cells.drop: per-cell`` with a layout of several servers; a Poisson
-    layout: the servers it draws at the scenario's seed, as the engine does; none is refused,
-    ScenarioError, as the first run would)."""
+    layout: the servers it draws at ``scenario.seed``, as the engine does; none is refused,
+    ScenarioError, as a run would)."""
     count = int(scenario.devices.count)
     cells = scenario.cells
     if cells.layout == "single" or cells.drop != "per-cell":

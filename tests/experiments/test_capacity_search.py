@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from multispin_sim.experiments.capacity import CapacitySearch, write_capacity
+from multispin_sim.experiments.capacity import CapacitySearch, network_devices, write_capacity
 from multispin_sim.experiments.sweepfile import replication_seeds
+from multispin_sim.scenario import ScenarioError
 
 ROOT = Path(__file__).resolve().parents[2]
 SERVING = ROOT / "scenarios" / "serving" / "base.yaml"
@@ -38,12 +39,14 @@ def _fake(attainment, counted=100_000):
 def test_run_length_counts_every_device_of_the_network(overrides):
     """devices.count is per cell with several cells: a 7-cell network of 2 devices each has 14
     devices, and runs planned for 2 expected 7 times the requests they were lengthened for.
-    The search's count is the number of devices an engine run of that scenario has."""
+    The search's count is the number of devices its first run (an engine run of that scenario
+    at the first replication's seed) has."""
     from multispin_sim import load_scenario, simulate
 
     over = ["workload.arrivals=poisson"] + overrides
     search = CapacitySearch(HEX7, 2.0, 0.1, overrides=over, duration_s=30.0, start_rate=0.01)
-    engine = simulate(load_scenario(HEX7, overrides=over + ["run.max_time_s=0.5"]))
+    engine = simulate(load_scenario(HEX7, overrides=over + ["run.max_time_s=0.5",
+                                                          f"seed={search.seeds[0]}"]))
     devices = len(engine.summary["device_goodput_tps"])
     assert search.devices == devices
     rate = 0.01
@@ -145,3 +148,21 @@ def test_the_curve_can_be_recomputed_from_capacity_reps_csv(tmp_path):
         assert float(row["ci95_lo"]) == pytest.approx(lo, rel=1e-9)
         assert float(row["ci95_hi"]) == pytest.approx(hi, rel=1e-9)
         assert {r["duration_s"] for r in mine} == {row["duration_s"]}
+
+
+def test_a_poisson_layout_is_checked_at_the_seeds_the_runs_use():
+    """No run uses the scenario's own seed (the replications' seeds are spawned from it): a
+    Poisson layout that draws no server at seed 6 (lambda pi R^2 = 1.54) but one or more at
+    each replication's seed is searched, its device count from the first replication."""
+    over = ["workload.arrivals=poisson", "cells.layout=ppp", "cells.density_per_km2=1",
+            "cells.region_m=700", "channel.coherence_time_ms=null", "seed=6"]
+    from multispin_sim import load_scenario
+    from multispin_sim.engine.cell_plan import check_cell_layout
+
+    with pytest.raises(ScenarioError, match="drew no server"):
+        check_cell_layout(load_scenario(SERVING, overrides=over))
+    search = CapacitySearch(SERVING, 2.0, 0.1, simulate=_fake(lambda rate, seed: 0.95),
+                            overrides=over, reps_min=2, reps_max=2, start_rate=0.1)
+    assert search.seeds == replication_seeds(6, 2)
+    first = load_scenario(SERVING, overrides=over + [f"seed={search.seeds[0]}"])
+    assert search.devices == network_devices(first) > 0
