@@ -78,9 +78,11 @@ class GridBlocks(Blocks):
         self.tc = channel.coherence_s
 
     def _index(self, t):
+        # a block's start n tc - t0, added back to t0, lands within a few ulps of n: snap to
+        # it, by a margin that grows with n (a fixed 1e-9 missed boundaries past n ~ 5e6)
         x = (self.t0 + t) / self.tc
         n = math.floor(x)
-        if (n + 1) - x <= 1e-9:
+        if (n + 1) - x <= max(1e-9, 1e-13 * x):
             n += 1
         return n
 

@@ -6,6 +6,8 @@ correction gets through. ``McsLink.deliver`` reads them in runs once four outage
 process sampled at each retry, ``ProcessBlocks``); what it computes must be what reading them one
 by one gives, block for block, on every kind of fading.
 """
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 
@@ -81,3 +83,18 @@ def test_the_block_limit_stops_a_correction_after_as_many_blocks_either_way(monk
     assert fast.summary["stop_reason"] == slow.summary["stop_reason"]
     assert "3,000 fading blocks" in fast.summary["stop_reason"]
     assert fast.summary["rounds"] == slow.summary["rounds"]
+
+
+@pytest.mark.parametrize("t0", [0.0123, 5.3e3, 1.38307965e5, 9.9e5])
+def test_the_grid_blocks_move_on_one_block_at_a_time_however_late_the_correction(t0):
+    """``next`` from a block's start is the next block's start, also a day of simulated time
+    and more into a run of 5 ms blocks (block indices past 10^7, where a fixed snapping margin
+    read a boundary as the block before it and ``next`` stood still)."""
+    ch = SimpleNamespace(coherence_s=0.005)
+    blocks = GridBlocks(ch, 0, 0, t0)
+    t = blocks.next(0.0)
+    first = blocks._index(t)
+    for i in range(1, 20_000):
+        t_next = blocks.next(t)
+        assert t_next > t and blocks._index(t_next) == first + i
+        t = t_next
