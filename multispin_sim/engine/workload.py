@@ -374,23 +374,23 @@ def read_trace(path, k):
     """(times, devices, tokens or None) of a trace CSV with columns time_s, device[, tokens];
     the file is parsed once per ``reading_once`` scope (``engine.reading``), checked against
     ``k`` = devices.count each time."""
-    key = "workload.trace_file"
     lines, times, devices, tokens, fixed_ok, invalid = read_once(_parse_trace, path)
     bad = ~fixed_ok | (devices < 0) | (devices >= k)
     if bad.any():   # the first row in file order that is out of range for this k
         i = int(np.argmax(bad))   # (every parsed row comes before an unparsable one)
         row = _row_at(path, int(lines[i]))
-        raise ScenarioError(key, f"{path!r} line {lines[i]}: {','.join(row)!r} is out of "
+        raise ScenarioError(TRACE_KEY, f"{path!r} line {lines[i]}: {','.join(row)!r} is out of "
                             f"range", f"expected time_s >= 0, 0 <= device < devices.count ({k}) "
                             f"and tokens in 1..{MAX_REQUEST_TOKENS:,}")
     if invalid is not None:
         line, row = invalid
-        raise ScenarioError(key, f"{path!r} line {line}: {','.join(row)!r} is not valid",
+        raise ScenarioError(TRACE_KEY, f"{path!r} line {line}: {','.join(row)!r} is not valid",
                             TRACE_FORMAT)
     order = np.argsort(times, kind="stable")
     return times[order], devices[order], tokens[order] if tokens is not None else None
 
 
+TRACE_KEY = "workload.trace_file"
 TRACE_FORMAT = "expected a CSV with a header time_s,device[,tokens] and one arrival per row"
 
 
@@ -400,22 +400,20 @@ def _parse_trace(path):
     None (0 where out of range), whether time and tokens are in range, (line, row) of the first
     unparsable row or None). The file is streamed into typed arrays rather than held as rows:
     a trace of millions of arrivals would otherwise take about 250 bytes a row while parsing."""
-    key = "workload.trace_file"
     try:
         with open(path, newline="", encoding="utf-8") as f:
             return _parse_rows(csv.reader(f), path)
     except (OSError, UnicodeDecodeError) as exc:
-        raise ScenarioError(key, f"cannot read {path!r}: {exc}", TRACE_FORMAT) from None
+        raise ScenarioError(TRACE_KEY, f"cannot read {path!r}: {exc}", TRACE_FORMAT) from None
 
 
 def _parse_rows(reader, path):
-    key = "workload.trace_file"
     first = next(reader, None)
     if first is None:
-        raise ScenarioError(key, f"{path!r} is empty", TRACE_FORMAT)
+        raise ScenarioError(TRACE_KEY, f"{path!r} is empty", TRACE_FORMAT)
     header = [h.strip() for h in first]
     if "time_s" not in header or "device" not in header:
-        raise ScenarioError(key, f"{path!r} has columns {header}", TRACE_FORMAT)
+        raise ScenarioError(TRACE_KEY, f"{path!r} has columns {header}", TRACE_FORMAT)
     it, idev = header.index("time_s"), header.index("device")
     itok = header.index("tokens") if "tokens" in header else None
     lines, times, devices = array("q"), array("d"), array("q")
@@ -436,10 +434,9 @@ def _parse_rows(reader, path):
         devices.append(d if 0 <= d < 2**62 else -1)   # (-1: out of range for every count)
         tokens.append(n if fine else 0)
         ok.append(fine)
-    tokens = np.frombuffer(tokens, dtype=np.int64).copy() if itok is not None else None
-    return (np.frombuffer(lines, dtype=np.int64).copy(), np.frombuffer(times, dtype=float).copy(),
-            np.frombuffer(devices, dtype=np.int64).copy(), tokens,
-            np.frombuffer(ok, dtype=np.int8).astype(bool), invalid)
+    tokens = np.array(tokens, dtype=np.int64) if itok is not None else None
+    return (np.array(lines, dtype=np.int64), np.array(times, dtype=float),
+            np.array(devices, dtype=np.int64), tokens, np.array(ok, dtype=bool), invalid)
 
 
 def _row_at(path, line):
