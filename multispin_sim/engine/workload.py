@@ -401,8 +401,14 @@ def _parse_trace(path):
     unparsable row or None). The file is streamed into typed arrays rather than held as rows:
     a trace of millions of arrivals would otherwise take about 250 bytes a row while parsing."""
     try:
-        with open(path, newline="", encoding="utf-8") as f:
-            return _parse_rows(csv.reader(f), path)
+        # utf-8-sig: a byte-order mark (as spreadsheets write) is not part of the first column
+        with open(path, newline="", encoding="utf-8-sig") as f:
+            reader = csv.reader(f)
+            try:
+                return _parse_rows(reader, path)
+            except csv.Error as exc:   # a field over csv's size limit, a NUL in a field, ...
+                raise ScenarioError(TRACE_KEY, f"{path!r} line {reader.line_num}: {exc}",
+                                    TRACE_FORMAT) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ScenarioError(TRACE_KEY, f"cannot read {path!r}: {exc}", TRACE_FORMAT) from None
 
@@ -419,7 +425,9 @@ def _parse_rows(reader, path):
     lines, times, devices = array("q"), array("d"), array("q")
     tokens, ok = array("q"), array("b")
     invalid = None
-    for line, row in enumerate(reader, start=2):
+    start = reader.line_num + 1   # the next row's first line (a quoted field may span lines)
+    for row in reader:
+        line, start = start, reader.line_num + 1
         if not row or all(not c.strip() for c in row):
             continue
         try:
@@ -440,9 +448,15 @@ def _parse_rows(reader, path):
 
 
 def _row_at(path, line):
-    """The CSV row on ``line`` (1-based) of ``path``, read again only to quote it in an error."""
-    with open(path, newline="", encoding="utf-8") as f:
-        return next(row for n, row in enumerate(csv.reader(f), start=1) if n == line)
+    """The CSV row that begins on ``line`` (1-based) of ``path``, read again only to quote it
+    in an error."""
+    with open(path, newline="", encoding="utf-8-sig") as f:
+        reader = csv.reader(f)
+        start = 1
+        for row in reader:
+            if start == line:
+                return row
+            start = reader.line_num + 1
 
 
 class TraceArrivals(QueueingWorkload, Arrivals):

@@ -125,7 +125,7 @@ def _open_text(path):
             raise TraceError(f"{path}: inflates to more than {MAX_TEXT_BYTES >> 20} MB; expected "
                              f"a trace of at most {MAX_POSITIONS:,} positions")
     try:
-        text = raw.decode("utf-8")
+        text = raw.decode("utf-8-sig")   # a leading BOM is no text
     except UnicodeDecodeError:
         raise TraceError(f"{path}: not UTF-8 text") from None
     if not text.strip():

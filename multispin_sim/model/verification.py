@@ -218,7 +218,7 @@ def read_verify_table(spec):
         if path.stat().st_size > (16 << 20):
             raise VerifyTableError(f"{spec}: larger than 16 MB; expected a small CSV of rows "
                                    "'batched tokens, milliseconds'")
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")   # a leading BOM is no cell
     except OSError as exc:
         raise VerifyTableError(f"{spec}: cannot read the verification table "
                                f"({exc.strerror or exc}); check the path of "

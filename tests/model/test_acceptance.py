@@ -74,6 +74,14 @@ def test_replay_with_unlimited_draft_gives_the_runs_and_fixed_gamma_the_answer_l
             assert int(model.positions_walked[0]) == len(bits)   # ends exactly at the answer end
 
 
+def test_a_csv_trace_with_a_byte_order_mark_reads_as_the_plain_file(tmp_path):
+    text = "answer,agree\na,1\na,0\nb,1\n"
+    (tmp_path / "plain.csv").write_text(text, encoding="utf-8")
+    (tmp_path / "marked.csv").write_text(text, encoding="utf-8-sig")   # a spreadsheet's export
+    plain, marked = read_trace(tmp_path / "plain.csv"), read_trace(tmp_path / "marked.csv")
+    assert [a.bits.tolist() for a in marked] == [a.bits.tolist() for a in plain] == [[1, 0], [1]]
+
+
 def test_hand_made_sequence(tmp_path):
     path = tmp_path / "hand.csv"
     path.write_text("answer,agree\na,1\na,1\na,0\na,1\na,1\na,1\na,1\na,0\nb,0\nb,1\nb,1\n")

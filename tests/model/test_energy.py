@@ -97,6 +97,17 @@ def test_shipped_vidur_table_values_and_extrapolation():
         assert tokens.size >= 2 and np.all(np.diff(tokens) > 0) and np.all(ms_ >= 0)
 
 
+def test_a_table_with_a_byte_order_mark_keeps_its_first_row(tmp_path):
+    # without a header the first row is data; a BOM in front of it must not make it unparsable
+    # (and so be skipped as a header)
+    plain, marked = tmp_path / "plain.csv", tmp_path / "marked.csv"
+    plain.write_text("1,40\n64,45\n512,160\n", encoding="utf-8")
+    marked.write_text("1,40\n64,45\n512,160\n", encoding="utf-8-sig")
+    for a, b in zip(read_verify_table(str(plain)), read_verify_table(str(marked))):
+        np.testing.assert_array_equal(a, b)
+    assert read_verify_table(str(marked))[0].tolist() == [1, 64, 512]
+
+
 def test_objective_uses_the_engine_cost_model():
     cost = make_verification_cost("table", table="vidur-a100-codellama34b")
     s = small_system(cost=cost)
