@@ -8,7 +8,7 @@ Observation (``gymnasium.spaces.Dict``; float32 boxes, one entry per device unle
 | ``g_ul_db``, ``g_dl_db`` | dB | UL / DL channel power gains as the draft controller sees them at the round start (the scenario's CSI model: exact, delayed, quantised or noisy), 10 log10 g, floored at -400 dB |
 | ``draft_latency_s`` | s/token | drafting latency per token (throttled devices: the slowed latency) |
 | ``alpha`` | 1 | acceptance belief: the per-token acceptance rate the controllers are told (the model's mean, or the learned belief) |
-| ``last_accepted`` | tokens | draft tokens accepted in the previous round (0 before the first) |
+| ``last_accepted`` | tokens | draft tokens accepted in the previous round, 0..max_draft (0 before the first) |
 | ``last_rejected`` | 0/1 | the previous round rejected a draft token of this device (MultiBinary) |
 | ``active`` | 0/1 | the device has work this round (MultiBinary) |
 | ``backlog`` | requests | requests at the device, queued or in service (queueing workloads only) |
@@ -31,7 +31,8 @@ GLOBAL_KEYS = ("p_dl_w", "time_s")   # shape (1,): of the system, not of a devic
 
 
 def observation_space(k, max_draft, queueing=False, thermal=False):
-    """The Dict space of one observation for k devices."""
+    """The Dict space of one observation for k devices drafting at most ``max_draft`` tokens
+    (``policy.max_draft``)."""
     def box(lo, hi, shape=(k,)):
         return spaces.Box(np.float32(lo), np.float32(hi), shape=shape, dtype=np.float32)
     entries = {
@@ -39,7 +40,7 @@ def observation_space(k, max_draft, queueing=False, thermal=False):
         "g_dl_db": box(GAIN_FLOOR_DB, 400.0),
         "draft_latency_s": box(0.0, BIG),
         "alpha": box(0.0, 1.0),
-        "last_accepted": box(0.0, BIG),
+        "last_accepted": box(0.0, max_draft),   # accepted <= drafted <= max_draft
         "last_rejected": spaces.MultiBinary(k),
         "active": spaces.MultiBinary(k),
         "p_dl_w": box(0.0, BIG, (1,)),

@@ -137,6 +137,8 @@ class GoodputArgmaxDraft(AdaptiveDraft):
 
 @DRAFT_CONTROLLERS.register("off-under-load")
 class OffUnderLoadDraft(AdaptiveDraft):
+    reads_draft_length = True
+
     def decide(self, ctx):
         if load_of(ctx) > self.params["load_threshold"]:
             return np.zeros(ctx.active.shape, dtype=np.int64)

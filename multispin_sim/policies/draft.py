@@ -83,6 +83,8 @@ class DraftController:
     # whether a decision of this controller ran a compiled search (``policies.search_numba``):
     # run.json's ``compiled_search`` (the controllers that search set it; others never do)
     compiled_search = False
+    # whether it drafts policy.draft_length (the scenario then holds it to policy.max_draft)
+    reads_draft_length = False
 
     def __init__(self, max_draft=20, update="every-round", **_):
         self.max_draft = int(max_draft)
@@ -128,6 +130,7 @@ class FixedDraft(DraftController):
     # ``lengths(ctx)`` reads only ctx.active and ctx.remaining (the engine may reuse its answer
     # while they do not change)
     context_free = True
+    reads_draft_length = True
 
     def __init__(self, draft_length=4, **kwargs):
         super().__init__(**kwargs)

@@ -26,6 +26,10 @@ class Registered(Sequence):
     def __getitem__(self, i):
         return self._names()[i]
 
+    def lookup(self, name):
+        """What is registered under ``name`` (a cross-check asks a component about itself)."""
+        return getattr(importlib.import_module(self.module), self.attribute).lookup(name)
+
     def __len__(self):
         return len(self._names())
 

@@ -11,7 +11,8 @@ import os
 from typing import Callable
 
 from .errors import ScenarioError
-from .names import EXACT_ESTIMATOR_MAX_DEVICES, EXHAUSTIVE_MAX_DEVICES, SHIPPED_VERIFY_TABLES
+from .names import (DRAFT_POLICIES, EXACT_ESTIMATOR_MAX_DEVICES, EXHAUSTIVE_MAX_DEVICES,
+                    SHIPPED_VERIFY_TABLES)
 from .params import Params, show_value, value_at
 
 # a check receives the resolved ``schema.Scenario``; named by its base class here because the
@@ -29,6 +30,13 @@ def cross_check(func: Callable[[Scenario], None]) -> Callable[[Scenario], None]:
 def _above_max_draft(key: str, length: int, max_draft: int) -> ScenarioError:
     return ScenarioError(key, f"{length} is larger than policy.max_draft",
                          f"expected an integer 0..{max_draft}")
+
+
+def _reads_draft_length(sc: Scenario) -> bool:
+    """Whether the draft controller drafts ``policy.draft_length`` (and the overrides' lengths):
+    only then must they fit under ``policy.max_draft`` (a searching controller ignores them, so
+    its ``max_draft`` may be set below the default length)."""
+    return DRAFT_POLICIES.lookup(sc.policy.draft).reads_draft_length
 
 
 def _need_file(key: str, path: str, expected: str) -> None:
@@ -53,7 +61,8 @@ def _check_overrides(sc: Scenario) -> None:
         if index >= count:
             raise ScenarioError(f"devices.overrides.{index}", f"device index {index} is out of "
                                 f"range", f"expected 0 <= index < devices.count ({count})")
-        if ov.draft_length is not None and ov.draft_length > max_draft:
+        if ov.draft_length is not None and ov.draft_length > max_draft \
+                and _reads_draft_length(sc):
             raise _above_max_draft(f"devices.overrides.{index}.draft_length", ov.draft_length,
                                    max_draft)
 
@@ -67,9 +76,9 @@ def _check_draft_length(sc: Scenario) -> None:
                                 "not allowed", f"expected one integer, or a list of exactly "
                                 f"devices.count ({sc.devices.count}) integers")
         for i, x in enumerate(dl):
-            if x > max_draft:
+            if x > max_draft and _reads_draft_length(sc):
                 raise _above_max_draft(f"policy.draft_length.{i}", x, max_draft)
-    elif dl > max_draft:
+    elif dl > max_draft and _reads_draft_length(sc):
         raise _above_max_draft("policy.draft_length", dl, max_draft)
 
 

@@ -264,7 +264,8 @@ class Policy(Params):
                       choices=POLICY_MODES)
     draft: str = param("fixed", "Draft-length control", choices=DRAFT_POLICIES)
     draft_length: Union[int, tuple[int, ...]] = param(
-        4, "Draft length gamma for every device, or one per device (used by draft: fixed)",
+        4, "Draft length gamma for every device, or one per device (used by draft: fixed "
+        "and off-under-load)",
         check=_DRAFT_LENGTH)
     max_draft: int = param(20, "Largest draft length gamma_max", check=between(0, MAX_DRAFT_LIMIT))
     saa_samples: int = param(1000, "Sampled outcomes N_SAA for E[T_comm] (sample average "

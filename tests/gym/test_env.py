@@ -315,6 +315,23 @@ def test_queueing_observation_has_backlog():
     env.close()
 
 
+def test_last_accepted_is_bounded_by_max_draft_and_reaches_it():
+    # accepted draft tokens <= drafted <= policy.max_draft; at acceptance 0.999 a draft of 5
+    # is accepted whole with probability 0.995, so the bound is reached and never passed
+    env = G.MultiSpinEnv("scenarios/default.yaml", "draft",
+                         {**SMALL, "policy.max_draft": 5, "acceptance.mean": 0.999}, rounds=15,
+                         price_rounds=50)
+    assert (env.observation_space["last_accepted"].high == 5).all()
+    obs, _ = env.reset(seed=1)
+    seen = []
+    for _ in range(14):
+        obs = env.step(np.full(4, 5))[0]
+        assert env.observation_space.contains(obs)
+        seen.append(obs["last_accepted"].max())
+    assert max(seen) == 5
+    env.close()
+
+
 def test_flat_observation_and_names():
     env = G.FlatObservation(small_env())
     obs, _ = env.reset(seed=1)

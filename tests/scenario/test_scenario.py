@@ -180,6 +180,22 @@ def test_errors(data, path, fragment):
         assert fragment in str(err), str(err)
 
 
+def test_draft_lengths_are_held_to_max_draft_only_where_a_controller_drafts_them():
+    # a searching controller never drafts policy.draft_length: its max_draft may lie below the
+    # default length of 4 (and below an override's), as a sweep over max_draft needs
+    for draft in ("greedy", "budget", "uniform", "threshold", "backoff"):
+        sc = load_scenario({"policy": {"draft": draft, "max_draft": 3},
+                            "devices": {"overrides": {1: {"draft_length": 9}}}})
+        assert sc.policy.max_draft == 3 and sc.policy.draft_length == 4
+    # the controllers that draft it still refuse a length above max_draft
+    for draft in ("fixed", "off-under-load"):
+        err = error_of({"policy": {"draft": draft, "max_draft": 3}})
+        assert err.path == "policy.draft_length" and "0..3" in str(err)
+        err = error_of({"policy": {"draft": draft, "draft_length": 2, "max_draft": 3},
+                        "devices": {"overrides": {1: {"draft_length": 9}}}})
+        assert err.path == "devices.overrides.1.draft_length"
+
+
 def test_unknown_key_message_format():
     assert str(error_of({"devices": {"cuont": 1}})) == \
         "devices.cuont: unknown key; did you mean 'devices.count'?"
