@@ -2,9 +2,13 @@
 (a byte-order mark), quoted fields that span lines, and fields too large for the csv module.
 Each is either read as the same arrivals as a plain file, or refused in one line that names
 ``workload.trace_file`` and the line where the fault begins."""
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
+import multispin_sim as ms
 from multispin_sim.engine.workload import TRACE_KEY, read_trace
 from multispin_sim.scenario import ScenarioError
 
@@ -42,3 +46,31 @@ def test_a_field_over_the_csv_limit_is_refused_with_its_line(tmp_path):
     path.write_text("time_s,device\n0.5,0\n1.0," + "1" * 200_000 + "\n")
     message = _refused(path)
     assert "line 3" in message and "field larger than field limit" in message
+
+
+@pytest.mark.parametrize("text, fragment", [
+    ("time,device\n1,0\n", "columns"),
+    ("time_s,device\n1,5\n", "out of range"),
+    ("time_s,device\nx,0\n", "not valid"),
+    ("time_s,device,tokens\n1,0,0\n", "out of range"),
+])
+def test_bad_trace_is_a_scenario_error(tmp_path, text, fragment):
+    trace = tmp_path / "t.csv"
+    trace.write_text(text)
+    out = tmp_path / "out"
+    with pytest.raises(ScenarioError) as info:
+        ms.simulate(ms.load_scenario(None, overrides={
+            "devices.count": 2, "workload.arrivals": "trace", "workload.trace_file": str(trace)}),
+            out=out)
+    assert info.value.path == "workload.trace_file" and fragment in str(info.value)
+    assert not out.exists()  # nothing written
+
+
+def test_bad_trace_exits_2_with_one_line(tmp_path):
+    trace = tmp_path / "t.csv"
+    trace.write_text("time_s,device\n1,9\n")
+    proc = subprocess.run([sys.executable, "-m", "multispin_sim", "run", "--set", "devices.count=3",
+                           "--set", "workload.arrivals=trace", "--set", f"workload.trace_file={trace}",
+                           "--out", str(tmp_path / "o")], capture_output=True, text=True)
+    assert proc.returncode == 2
+    assert proc.stderr.count("\n") == 1 and "workload.trace_file" in proc.stderr

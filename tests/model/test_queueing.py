@@ -11,8 +11,6 @@
 Fixed seeds; statistical tolerances come from the statistics' own laws.
 """
 import math
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -21,7 +19,6 @@ from scipy import stats
 
 import multispin_sim as ms
 from multispin_sim.model.queueing import LENGTH_MODELS, pollaczek_khinchine, round_count_moments
-from multispin_sim.scenario import ScenarioError
 
 ALPHA, GAMMA, LENGTH, TAU = 0.8, 4, 64, 0.05
 REF_R1, REF_R2 = 19.503530, 384.845743  # docs/model.md section 10
@@ -349,33 +346,6 @@ def test_trace_workload(tmp_path):
              "workload.length": "empirical", "workload.length_values": [3, 8],
              "run.max_time_s": 50.0, "run.rounds": 1000})
     assert set(r.requests["tokens"]) <= {3, 8}
-
-
-@pytest.mark.parametrize("text, fragment", [
-    ("time,device\n1,0\n", "columns"),
-    ("time_s,device\n1,5\n", "out of range"),
-    ("time_s,device\nx,0\n", "not valid"),
-    ("time_s,device,tokens\n1,0,0\n", "out of range"),
-])
-def test_bad_trace_is_a_scenario_error(tmp_path, text, fragment):
-    trace = tmp_path / "t.csv"
-    trace.write_text(text)
-    out = tmp_path / "out"
-    with pytest.raises(ScenarioError) as info:
-        run({"devices.count": 2, "workload.arrivals": "trace", "workload.trace_file": str(trace)},
-            out=out)
-    assert info.value.path == "workload.trace_file" and fragment in str(info.value)
-    assert not out.exists()  # nothing written
-
-
-def test_bad_trace_exits_2_with_one_line(tmp_path):
-    trace = tmp_path / "t.csv"
-    trace.write_text("time_s,device\n1,9\n")
-    proc = subprocess.run([sys.executable, "-m", "multispin_sim", "run", "--set", "devices.count=3",
-                           "--set", "workload.arrivals=trace", "--set", f"workload.trace_file={trace}",
-                           "--out", str(tmp_path / "o")], capture_output=True, text=True)
-    assert proc.returncode == 2
-    assert proc.stderr.count("\n") == 1 and "workload.trace_file" in proc.stderr
 
 
 def test_length_models():
