@@ -370,6 +370,10 @@ class PoissonArrivals(QueueingWorkload, Arrivals):
                 self.arrive(k, env.now, lengths.next())
 
 
+TRACE_KEY = "workload.trace_file"
+TRACE_FORMAT = "expected a CSV with a header time_s,device[,tokens] and one arrival per row"
+
+
 def read_trace(path, k):
     """(times, devices, tokens or None) of a trace CSV with columns time_s, device[, tokens];
     the file is parsed once per ``reading_once`` scope (``engine.reading``), checked against
@@ -388,10 +392,6 @@ def read_trace(path, k):
                             TRACE_FORMAT)
     order = np.argsort(times, kind="stable")
     return times[order], devices[order], tokens[order] if tokens is not None else None
-
-
-TRACE_KEY = "workload.trace_file"
-TRACE_FORMAT = "expected a CSV with a header time_s,device[,tokens] and one arrival per row"
 
 
 def _parse_trace(path):
@@ -425,9 +425,7 @@ def _parse_rows(reader, path):
     lines, times, devices = array("q"), array("d"), array("q")
     tokens, ok = array("q"), array("b")
     invalid = None
-    start = reader.line_num + 1   # the next row's first line (a quoted field may span lines)
-    for row in reader:
-        line, start = start, reader.line_num + 1
+    for line, row in _numbered(reader):
         if not row or all(not c.strip() for c in row):
             continue
         try:
@@ -447,16 +445,20 @@ def _parse_rows(reader, path):
             np.array(devices, dtype=np.int64), tokens, np.array(ok, dtype=bool), invalid)
 
 
+def _numbered(reader):
+    """(line, row) of each row ``reader`` yields, ``line`` the file line the row begins on (a
+    quoted field may span several; ``line_num`` counts the lines read so far)."""
+    start = reader.line_num + 1
+    for row in reader:
+        yield start, row
+        start = reader.line_num + 1
+
+
 def _row_at(path, line):
     """The CSV row that begins on ``line`` (1-based) of ``path``, read again only to quote it
     in an error."""
     with open(path, newline="", encoding="utf-8-sig") as f:
-        reader = csv.reader(f)
-        start = 1
-        for row in reader:
-            if start == line:
-                return row
-            start = reader.line_num + 1
+        return next(row for n, row in _numbered(csv.reader(f)) if n == line)
 
 
 class TraceArrivals(QueueingWorkload, Arrivals):

@@ -26,7 +26,8 @@ from .fading import jakes_correlation
 
 
 def _cn(rng, shape):
-    """CN(0, 1) samples: all the real parts, then all the imaginary ones."""
+    """CN(0, 1) samples: all the real parts, then all the imaginary ones (the order of the
+    CSI stream's draws; ``fading.complex_gaussian`` interleaves them, so it would move them)."""
     return (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)) / np.sqrt(2)
 
 

@@ -303,6 +303,7 @@ class McsLink:
     def deliver(self, bits, n_prb, power_w, snr_reported, blocks, rng, retry_power_w=None,
                 max_blocks=1_000_000):
         """Realised delivery of ``bits`` on ``n_prb`` PRBs at ``power_w`` (a ``LinkOutcome``).
+
         ``blocks``: the fading the correction meets (``Blocks``). ``snr_reported``: the SNR the
         decision adapts to at the start. Raises ``PermanentOutage`` when the SNR is below the
         lowest MCS on a channel that does not change, ``BlockLimit`` after waiting
