@@ -6,6 +6,8 @@ import os
 import platform
 from pathlib import Path
 
+import numpy as np
+
 from ..model.compiled import numba_allowed
 from .atomic import check_folder
 
@@ -59,6 +61,19 @@ def _versions():
     return versions
 
 
+@functools.lru_cache(maxsize=1)
+def numpy_simd():
+    """The SIMD extensions numpy's kernels dispatch to on this machine (its build's baseline and
+    those found at run time): exp, log and sums can round differently from one CPU to the next,
+    so the same bytes need the same CPU features as well as the same versions. None where this
+    numpy cannot say (``show_config(mode="dicts")`` is numpy >= 1.25's)."""
+    try:
+        simd = np.show_config(mode="dicts")["SIMD Extensions"]
+    except (TypeError, KeyError):
+        return None
+    return list(simd.get("baseline", [])) + list(simd.get("found", []))
+
+
 def run_metadata(version, seed, wall_time_s, command_line=None, *, compiled_search=False,
                  **extra):
     """What ``run.json`` holds: enough to say which code and inputs made a result.
@@ -68,6 +83,7 @@ def run_metadata(version, seed, wall_time_s, command_line=None, *, compiled_sear
     source (``code_fingerprint``), which tells two states of the code apart where the version
     number does not.
 
+    ``numpy_simd``: the CPU features numpy's kernels use (``numpy_simd``);
     ``numba_allowed``: false where ``MULTISPIN_NUMBA=0`` kept every compiled twin off (the
     search's kernels, the shared-band evaluator); ``compiled_search``: whether this run's draft
     controller ran the compiled search (the engine asks the run's controller; not whether this
@@ -81,6 +97,7 @@ def run_metadata(version, seed, wall_time_s, command_line=None, *, compiled_sear
         "code_sha256": code_fingerprint(),
         "packages": package_versions(),
         "platform": _platform(),
+        "numpy_simd": numpy_simd(),
         "compiled_search": bool(compiled_search),
         "numba_allowed": numba_allowed(),
         **extra,

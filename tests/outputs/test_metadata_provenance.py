@@ -1,8 +1,15 @@
 """run.json says what made a run: the command line only where one made it (null through the
 Python API, where the host process's arguments would not reproduce the run), and a sha256 of
-the package's source, which tells two states of the code apart where the version does not."""
+the package's source, which tells two states of the code apart where the version does not; and
+the CPU features numpy's kernels use."""
 import hashlib
 import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
 
 import multispin_sim as ms
 from multispin_sim.cli import main
@@ -63,3 +70,22 @@ def test_a_capacity_search_records_the_code_that_made_it(capacity_folder):
     made = json.loads((capacity_folder / "capacity.json").read_text())["made_with"]
     assert made["code_sha256"] == metadata.code_fingerprint()
     assert made["packages"]["numpy"] and made["multispin_sim_version"]
+
+
+def test_numpy_simd_names_the_cpu_features_numpy_dispatches_to(tmp_path):
+    """The same bytes need the same CPU features: run.json lists numpy's baseline and the
+    extensions found at run time, and switching those off (``NPY_DISABLE_CPU_FEATURES``, numpy's
+    own switch) leaves the baseline alone."""
+    out = tmp_path / "native"
+    assert main(["run", *SMALL, "--out", str(out)]) == 0
+    simd = _meta(out)["numpy_simd"]
+    config = np.show_config(mode="dicts")["SIMD Extensions"]
+    assert simd[:len(config["baseline"])] == config["baseline"]
+    found = simd[len(config["baseline"]):]
+    if not found:
+        pytest.skip("numpy found no SIMD extension beyond its baseline on this CPU")
+    plain = tmp_path / "baseline"
+    env = {**os.environ, "NPY_DISABLE_CPU_FEATURES": " ".join(found)}
+    subprocess.run([sys.executable, "-m", "multispin_sim", "run", *SMALL, "--out", str(plain)],
+                   env=env, check=True, capture_output=True)
+    assert _meta(plain)["numpy_simd"] == config["baseline"]
