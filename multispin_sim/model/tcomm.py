@@ -9,6 +9,8 @@ slowest transmission and the best prefix split are found by comparing loads, wit
 and only the final delay of each row needs one ``log1p``. Results equal ``reactive.optimal_split``
 (and the others) to rounding. Any other reactive policy is called through ``PolicyKernel``.
 """
+from functools import cached_property
+
 import numpy as np
 
 from .reactive import evaluate_assignment
@@ -53,26 +55,34 @@ class TcommKernel:
         self.bw = float(system.bandwidth_hz)
         self.n0 = float(system.n0)
         self._bits_s, self._n0_bw = self.bits * _LN2 / self.bw, self.n0 * self.bw   # of ``_delay``
-        optimal = self.mode == "optimal"
         q = p_ul * g_ul          # UL "SNR power" P_k g_k: larger is faster
         with np.errstate(divide="ignore"):
             v = 1.0 / g_dl           # DL load of one device
-            u = self.p_dl / q if optimal else None   # the UL device's equivalent DL load
         self.q, self.v = q, v
         self.finite_v = bool(np.isfinite(v).all())
         self.coin = None if coin is None else np.asarray(coin, dtype=bool)
         self._work = None   # the optimal split's work array (``_splits``)
-        if optimal:
-            order = np.argsort(-q, axis=-1, kind="stable")
-            self.order_rev = np.ascontiguousarray(order[..., ::-1])
-            if q.ndim == 1 and v.ndim == 1:   # one row: plain indexing, the same elements
-                u_rev, self.v_rev = u[self.order_rev], v[self.order_rev]
-            else:
-                u_rev = np.take_along_axis(u, self.order_rev, axis=-1)
-                self.v_rev = np.take_along_axis(v, self.order_rev, axis=-1)
-            # UL loads of the splits in ``_optimal``, with 0 for the all-DL split at the end
-            pad = np.zeros(u_rev.shape[:-1] + (1,))
-            self.u_split = np.concatenate([u_rev, pad], axis=-1)
+
+    # made when first needed: a compiled search reads only ``order_rev`` of them
+    @cached_property
+    def order_rev(self):
+        """The devices in reversed UL order (P g ascending), per sample where gains are."""
+        return np.ascontiguousarray(np.argsort(-self.q, axis=-1, kind="stable")[..., ::-1])
+
+    @cached_property
+    def _split_loads(self):
+        """(u_split, v_rev): the UL loads P_dl / (P g) of the splits in ``_optimal`` in
+        ``order_rev``, with 0 for the all-DL split at the end, and the DL loads 1/g in it."""
+        q, v, order = self.q, self.v, self.order_rev
+        with np.errstate(divide="ignore"):
+            u = self.p_dl / q    # the UL device's equivalent DL load
+        if not self.per_sample:   # one row: plain indexing, the same elements
+            u_rev, v_rev = u[order], v[order]
+        else:
+            u_rev = np.take_along_axis(u, order, axis=-1)
+            v_rev = np.take_along_axis(v, order, axis=-1)
+        pad = np.zeros(u_rev.shape[:-1] + (1,))
+        return np.concatenate([u_rev, pad], axis=-1), v_rev
 
     # -- helpers ---------------------------------------------------------------------------
     def _delay(self, r, z):
@@ -123,10 +133,11 @@ class TcommKernel:
     def _optimal(self, rej, rows):
         """Prefix lemma in load space: min over splits of max(UL load, DL load) (``_splits``),
         on the rows transposed into the split order."""
+        u_split, v_rev = self._split_loads
         if self.per_sample:
             rs = np.take_along_axis(rej, self.order_rev[rows], axis=1).T
-            return self._splits(rs, self.u_split[rows].T, self.v_rev[rows].T)
-        return self._splits(rej.T[self.order_rev], self.u_split[:, None], self.v_rev[:, None])
+            return self._splits(rs, u_split[rows].T, v_rev[rows].T)
+        return self._splits(rej.T[self.order_rev], u_split[:, None], v_rev[:, None])
 
     def _splits(self, rs, u, v):
         """T_comm of the optimal split of each column of ``rs`` (K, n): rejected devices in

@@ -25,6 +25,7 @@ uniform and the budget search (``budget_numba``) run there whole, each one call;
 evaluates the objective in numpy. ``MULTISPIN_NUMBA=0`` keeps everything in numpy. Both compare
 candidates by the one tie rule of ``model.ties``.
 """
+import functools
 from dataclasses import dataclass, field
 from itertools import product
 
@@ -173,8 +174,11 @@ def _runs(uniforms, alpha, compiled):
 
 def compiled_enabled():
     """numba importable and not switched off (``MULTISPIN_NUMBA=0``)."""
-    if not numba_allowed():
-        return False
+    return numba_allowed() and _numba_importable()
+
+
+@functools.cache
+def _numba_importable():
     try:
         from .search_numba import CompiledSearch  # noqa: F401  (imports numba)
     except ImportError:

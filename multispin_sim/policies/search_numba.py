@@ -90,7 +90,7 @@ def _times(masks, samples, n, out, mode, qr, vr, ur, coin, c):
             for i in range(k):
                 u, v = ur[i], vr[i]
                 for j in range(LANES):
-                    bf = float(mk[j] & one)
+                    bf = 1.0 if mk[j] & one else 0.0   # a select: AVX2 has no u64 -> f64
                     mk[j] >>= one
                     r[j] += bf
                     z[j] = min(z[j], max(u, s[j]) + (1.0 - bf) * _BIG)
@@ -99,8 +99,8 @@ def _times(masks, samples, n, out, mode, qr, vr, ur, coin, c):
             for i in range(k):  # and the DL load
                 q, v = qr[i], vr[i]
                 for j in range(LANES):
-                    bf = float(mk[j] & one)
-                    bu = bf * float((cf[j] >> np.uint64(i)) & one)
+                    bf = 1.0 if mk[j] & one else 0.0
+                    bu = bf if (cf[j] >> np.uint64(i)) & one else 0.0
                     mk[j] >>= one
                     r[j] += bf
                     z[j] = min(z[j], q + (1.0 - bu) * _BIG)
@@ -342,7 +342,7 @@ class CompiledKernel:
         mode = "all-ul" if kernel.mode == "optimal" and p_dl <= 0 else kernel.mode
         self.mode = _MODES[mode]
         q = np.asarray(kernel.q, dtype=float)
-        order = np.argsort(-q, kind="stable")[::-1]   # ascending UL quality
+        order = kernel.order_rev   # ascending UL quality
         self.bit = np.left_shift(np.uint64(1), np.argsort(order).astype(np.uint64))
         self.qr = np.ascontiguousarray(q[order])
         self.vr = np.ascontiguousarray(np.asarray(kernel.v, dtype=float)[order])
@@ -365,15 +365,18 @@ class CompiledSearch:
     (``for_objective``: None where it does not apply; every other evaluation of the objective
     stays numpy's)."""
 
-    def __init__(self, obj, kernel):
+    def __init__(self, obj, kernel, verify_table):
         self.obj = obj
         self.kernel = kernel
+        self.verify_table = verify_table
 
     @classmethod
     def for_objective(cls, obj):
         tcomm = obj.tcomm
-        if not isinstance(tcomm, SAATcomm) or obj.score is not None or obj.k > MAX_DEVICES \
-                or obj.verify_table() is None:
+        if not isinstance(tcomm, SAATcomm) or obj.score is not None or obj.k > MAX_DEVICES:
+            return None
+        vt = obj.verify_table()
+        if vt is None:
             return None
         ref = tcomm.kernel
         if not getattr(ref, "shannon", False) or getattr(ref, "mode", None) not in _MODES \
@@ -383,16 +386,16 @@ class CompiledSearch:
         if not all(np.isfinite(g).all() and (g > 0).all() for g in gains):
             return None   # zero or infinite gains: the numpy kernel's conventions apply
         if not (np.isfinite(obj.draft_s).all() and math.isfinite(float(ref.p_dl))
-                and np.isfinite(obj.verify_table()).all()):
+                and np.isfinite(vt).all()):
             return None   # NaN or infinite times or power: numpy's arithmetic says what G is
-        return cls(obj, CompiledKernel(ref))
+        return cls(obj, CompiledKernel(ref), vt)
 
     def inputs(self):
         """What every compiled search reads of the objective: (runs, caps, E[N] table times
         the active weight, drafting latencies, T_ver at every total draft length)."""
         obj = self.obj
         return (obj.tcomm.runs, obj.caps, np.ascontiguousarray(obj.en_table * obj._w),
-                obj.draft_s, obj.verify_table())
+                obj.draft_s, self.verify_table)
 
     def greedy(self):
         """(gamma, G, evaluations, info) of the greedy."""
