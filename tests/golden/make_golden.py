@@ -57,6 +57,10 @@ def write(name, scenario, tables):
 
 
 def main(names=()):
+    unknown = set(names) - set(GOLDEN) - set(CORRECTIONS)
+    if unknown:
+        raise SystemExit(f"no golden run {', '.join(sorted(unknown))}; "
+                         f"allowed: {', '.join([*GOLDEN, *CORRECTIONS])}")
     root = HERE.parent.parent
     for name, (path, overrides) in GOLDEN.items():
         if not names or name in names:
