@@ -73,14 +73,9 @@ class TcommKernel:
     def _split_loads(self):
         """(u_split, v_rev): the UL loads P_dl / (P g) of the splits in ``_optimal`` in
         ``order_rev``, with 0 for the all-DL split at the end, and the DL loads 1/g in it."""
-        q, v, order = self.q, self.v, self.order_rev
         with np.errstate(divide="ignore"):
-            u = self.p_dl / q    # the UL device's equivalent DL load
-        if not self.per_sample:   # one row: plain indexing, the same elements
-            u_rev, v_rev = u[order], v[order]
-        else:
-            u_rev = np.take_along_axis(u, order, axis=-1)
-            v_rev = np.take_along_axis(v, order, axis=-1)
+            u = self.p_dl / self.q    # the UL device's equivalent DL load
+        u_rev, v_rev = (np.take_along_axis(a, self.order_rev, axis=-1) for a in (u, self.v))
         pad = np.zeros(u_rev.shape[:-1] + (1,))
         return np.concatenate([u_rev, pad], axis=-1), v_rev
 
