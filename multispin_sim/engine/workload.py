@@ -456,9 +456,13 @@ def _numbered(reader):
 
 def _row_at(path, line):
     """The CSV row that begins on ``line`` (1-based) of ``path``, read again only to quote it
-    in an error."""
-    with open(path, newline="", encoding="utf-8-sig") as f:
-        return next(row for n, row in _numbered(csv.reader(f)) if n == line)
+    in an error; [] where the file no longer holds it (changed since it was parsed, in a sweep
+    that reads it once), so the error is still the one line."""
+    try:
+        with open(path, newline="", encoding="utf-8-sig") as f:
+            return next((row for n, row in _numbered(csv.reader(f)) if n == line), [])
+    except (OSError, UnicodeDecodeError, csv.Error):
+        return []
 
 
 class TraceArrivals(QueueingWorkload, Arrivals):

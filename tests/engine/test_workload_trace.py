@@ -74,3 +74,16 @@ def test_bad_trace_exits_2_with_one_line(tmp_path):
                            "--out", str(tmp_path / "o")], capture_output=True, text=True)
     assert proc.returncode == 2
     assert proc.stderr.count("\n") == 1 and "workload.trace_file" in proc.stderr
+
+
+def test_a_row_quoted_from_a_file_changed_since_it_was_parsed_is_still_one_error(tmp_path):
+    """A sweep parses a trace once: if the file changes before a later run finds a row out of
+    range, the message quotes nothing rather than failing with a traceback."""
+    from multispin_sim.engine.workload import _row_at
+
+    path = tmp_path / "t.csv"
+    path.write_text("time_s,device\n0.5,0\n")
+    assert _row_at(path, 2) == ["0.5", "0"]
+    assert _row_at(path, 9) == []
+    path.unlink()
+    assert _row_at(path, 2) == []
