@@ -362,8 +362,10 @@ def run_report(checked):
     body.append("<h2>Figures</h2>" + "".join(figs))
     body.append("<h2>Scenario</h2><pre>" + _e(_yaml_text(folder / "scenario.yaml")) + "</pre>")
     if meta:
-        keep = {k: meta[k] for k in ("version", "multispin_sim_version", "seed", "wall_time_s",
-                                     "command_line", "code_sha256", "python", "platform", "complete")
+        # what tells whether another machine should write the same bytes (docs/reproducibility.md)
+        keep = {k: meta[k] for k in ("multispin_sim_version", "seed", "wall_time_s",
+                                     "command_line", "code_sha256", "packages", "platform",
+                                     "numpy_simd", "compiled_search", "numba_allowed", "complete")
                 if k in meta}
         body.append("<h2>How it was made</h2><pre>" + _e(json.dumps(keep or meta, indent=2)) + "</pre>")
     sub = f"run folder <code>{_e(folder.resolve())}</code>"

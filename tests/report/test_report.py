@@ -77,6 +77,11 @@ def test_run_report(run_dir, capsys):
     for section in ("Warnings", "Figures", "Scenario", "How it was made"):
         assert f"<h2>{section}</h2>" in text
     assert "name: default" in text                                          # the scenario
+    made = text.split("<h2>How it was made</h2>")[1]      # what reproducing the bytes needs
+    meta = json.loads((run_dir / "run.json").read_text())
+    for key in ("code_sha256", "packages", "numpy_simd", "compiled_search", "numba_allowed"):
+        assert f"&quot;{key}&quot;" in made
+    assert meta["packages"]["numpy"] in made
 
 
 def test_report_and_timeline_of_a_run_of_several_cells(tmp_path, capsys):
