@@ -21,8 +21,9 @@ def _minutes(m):
 
 
 def run(what="all", quick=False):
-    """Run benchmark ``what`` ('all': each of IN_ALL in turn), printing its figures; returns
-    {name: its figures}."""
+    """Run benchmark ``what`` ('all': each of IN_ALL in turn), printing the machine
+    (``machine.describe``) and then its figures; returns {"machine": ..., name: its figures}."""
+    from . import machine
     from .abtest import stop_if_signalled
 
     names = IN_ALL if what == "all" else (what,)
@@ -34,7 +35,8 @@ def run(what="all", quick=False):
                  else f"{_minutes(full)} on an idle 2-core machine (--quick: {_minutes(fast)})")
         print(f"bench {what}: {about}"
               + "; ratios are medians of interleaved A/B pairs, CPU time beside wall time")
-    figures = {}
+    figures = {"machine": machine.describe()}
+    print(machine.line(figures["machine"]))
     for name in names:
         if name not in BENCHMARKS:
             raise SystemExit(f"error: unknown benchmark {name!r}; allowed: all, {', '.join(BENCHMARKS)}")
