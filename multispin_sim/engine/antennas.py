@@ -87,7 +87,7 @@ class ArrayChannel(OFDMAChannel):
             return {name: np.zeros(len(mode)) for name in self.extra_columns}
         s = self.system
         gain, snr = effective_gains(self.transmission, self.g_ul, self.g_dl, mode, self._p_ul,
-                                    s.p_dl_w, self.bits, self._b, self.n0)
+                                    s.p_dl_w, self.bits, self._b, self.n0, sent=self._power)
         airtime = np.where(mode > 0, self._delay, 0.0)
         for start in np.unique(self._start[mode == DL]).tolist():   # carried ones start apart
             dl = (mode == DL) & (self._start == start)

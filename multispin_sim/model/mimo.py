@@ -242,10 +242,17 @@ class Transmission:
         return delay, power, gain, band
 
 
-def effective_gains(transmission, g_ul, g_dl, mode, p_ul, p_dl, bits, b, n0):
+def effective_gains(transmission, g_ul, g_dl, mode, p_ul, p_dl, bits, b, n0, sent=None):
     """(effective gain, SNR or SINR) per device (K,) of the transmissions in ``mode`` (UL/DL per
-    device, 0 idle) over the channel state ``g_ul, g_dl``: what the streams of that round saw."""
+    device, 0 idle) over the channel state ``g_ul, g_dl``: what the streams of that round saw.
+
+    ``sent``: the powers (K,) the streams went out at. Orthogonal schemes need nothing more: a
+    stream's gain is its device's array gain and its SNR p g / (N0 b). Where a link shares its
+    band, a stream's gain depends on the other streams, and the sets are solved again."""
     mode = np.asarray(mode)
+    if sent is not None and not transmission.multi_user:
+        gain = np.where(mode == UL, g_ul, np.where(mode == DL, g_dl, 0.0))
+        return gain, np.where(mode > 0, sent * gain / (n0 * b), 0.0)
     a_ul, a_dl = transmission.vectors(g_ul), transmission.vectors(g_dl)
     _, power, gain, band = transmission.links(
         a_ul, a_dl, np.flatnonzero(mode == UL), np.flatnonzero(mode == DL),
