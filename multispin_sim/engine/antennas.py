@@ -58,15 +58,16 @@ class ArrayChannel(OFDMAChannel):
         self.g_ul, self.g_dl = self.array.gains(self.pathloss, h_ul, h_dl, self.reciprocal)
         return self.g_ul, self.g_dl
 
-    def note(self, device, mode, bandwidth_hz):
-        """A correction starts: its mode and band, for the round's effective gains."""
+    def note(self, device, mode, bandwidth_hz, power_w, start, airtime_s):
+        """A correction of this round, for its record (``round_columns``): its mode, band and
+        power, when it started and how long it was on air."""
         self._mode[device] = mode
         self._b = bandwidth_hz
+        self._power[device], self._start[device], self._delay[device] = power_w, start, airtime_s
 
     def transmit(self, env, device, mode, power_w, bandwidth_hz, planned_s, index=None):
         """SimPy: one correction (the planned delay: one block per round); noted for the record."""
-        self.note(device, mode, bandwidth_hz)
-        self._delay[device], self._power[device], self._start[device] = planned_s, power_w, env.now
+        self.note(device, mode, bandwidth_hz, power_w, env.now, planned_s)
         yield env.timeout(planned_s)
         return planned_s
 

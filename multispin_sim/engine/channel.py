@@ -178,9 +178,10 @@ class OFDMAChannel:
     # -- transmissions -------------------------------------------------------------------------
     extra_columns = None   # per-device-round columns a channel adds to device_rounds.csv
 
-    def note(self, device, mode, bandwidth_hz):
-        """A correction of ``device`` starts in ``mode`` on ``bandwidth_hz``: kept by a channel
-        that records its streams (``engine.antennas.ArrayChannel``), ignored here."""
+    def note(self, device, mode, bandwidth_hz, power_w, start, airtime_s):
+        """A correction of ``device`` in ``mode`` on ``bandwidth_hz`` at ``power_w``, started at
+        ``start`` and on air for ``airtime_s``: kept by a channel that records its streams
+        (``engine.antennas.ArrayChannel``), ignored here."""
 
     def transmit(self, env, device, mode, power_w, bandwidth_hz, planned_s, index=None):
         """SimPy: one correction of ``device`` (index) in ``mode`` (UL or DL) with the decided

@@ -434,5 +434,7 @@ class InterferingChannel:
         clear = self._clear_ul if mode == UL else self._clear_dl[device]
         tx.planned = planned_s if clear else None
         self.transmissions += 1
-        base.note(device, mode, bandwidth_hz)
-        return (yield from self.field.transmit(env, tx))
+        start = env.now
+        delay = yield from self.field.transmit(env, tx)
+        base.note(device, mode, bandwidth_hz, power_w, start, delay)   # for a stream's record
+        return delay

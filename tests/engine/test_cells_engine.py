@@ -121,6 +121,27 @@ def test_antenna_array_gains_in_several_cells_are_gamma_m():
     np.testing.assert_allclose(eff[first], seen[first], rtol=1e-12)
 
 
+def test_antenna_streams_in_several_cells_record_their_airtime_energy_and_snr():
+    """A cell's array records each stream as it went: on air for its realised delay, the energy
+    radiated p x airtime, the device's UL or DL energy from that airtime, and the
+    interference-free SNR p g / (N0 b) at the power it was sent at (they were all 0 while the
+    interference channel told its array only the mode and band)."""
+    r = run(**DENSE, **{"server.antennas": 2})
+    n0 = r.cells[0].population.system.n0
+    table = r.cells[0].table("device_rounds")
+    sent = table["mode"] != ""
+    ul, dl = table["mode"] == "ul", table["mode"] == "dl"
+    assert ul.sum() > 20 and dl.sum() > 20
+    airtime, power = table["airtime_s"], table["power_w"]
+    assert (airtime[sent] == table["delay_s"][sent]).all() and (airtime[sent] > 0).all()
+    assert (airtime[~sent] == 0).all()
+    np.testing.assert_allclose(table["tx_energy_j"], power * airtime, rtol=1e-12)
+    assert (table["energy_ul_j"][ul] > 0).all() and (table["energy_dl_j"][dl] > 0).all()
+    np.testing.assert_allclose(
+        table["snr_eff"][sent],
+        power[sent] * table["gain_eff"][sent] / (n0 * table["bandwidth_hz"][sent]), rtol=1e-12)
+
+
 def test_server_antennas_raise_goodput_under_interference():
     """Array gain: corrections get faster at the same interference (per-cell drops fixed)."""
     g = [run(**{**DENSE, "run.rounds": 60, "server.antennas": m}).summary["goodput_tps"]
