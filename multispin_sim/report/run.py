@@ -362,7 +362,8 @@ def run_report(checked):
     body.append("<h2>Figures</h2>" + "".join(figs))
     body.append("<h2>Scenario</h2><pre>" + _e(_yaml_text(folder / "scenario.yaml")) + "</pre>")
     if meta:
-        # what tells whether another machine should write the same bytes (docs/reproducibility.md)
+        # what tells whether another machine should write the same bytes
+        # (docs/background/reproducibility.md)
         keep = {k: meta[k] for k in ("multispin_sim_version", "seed", "wall_time_s",
                                      "command_line", "code_sha256", "packages", "platform",
                                      "numpy_simd", "compiled_search", "numba_allowed", "complete")
