@@ -2,9 +2,9 @@
 2-core machine than on another of the same kind (docs/reference/benchmarks.md), so a figure
 means little without the CPU, the SIMD extensions numpy dispatched to and whether the compiled
 search ran."""
-import os
 import platform
 
+from ..experiments.executors import cpu_count
 from ..outputs.metadata import numpy_simd, package_versions
 from ..policies.draft_search import compiled_enabled
 
@@ -29,18 +29,10 @@ def cpu_model(path="/proc/cpuinfo"):
     return name
 
 
-def usable_cpus():
-    """The CPUs this process may run on (its affinity where the OS says, else all)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:   # not on Linux
-        return os.cpu_count() or 1
-
-
 def describe():
     """{cpu, cpus, numpy_simd, numpy, numba, compiled_search}, as ``bench --json`` gives it."""
     versions = package_versions()
-    return {"cpu": cpu_model(), "cpus": usable_cpus(), "numpy_simd": numpy_simd(),
+    return {"cpu": cpu_model(), "cpus": cpu_count(), "numpy_simd": numpy_simd(),
             "numpy": versions.get("numpy"), "numba": versions.get("numba"),
             "compiled_search": compiled_enabled()}
 
