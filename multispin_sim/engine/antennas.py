@@ -90,9 +90,11 @@ class ArrayChannel(OFDMAChannel):
         gain, snr = effective_gains(self.transmission, self.g_ul, self.g_dl, mode, self._p_ul,
                                     s.p_dl_w, self.bits, self._b, self.n0, sent=self._power)
         airtime = np.where(mode > 0, self._delay, 0.0)
-        for start in np.unique(self._start[mode == DL]).tolist():   # carried ones start apart
-            dl = (mode == DL) & (self._start == start)
-            airtime[dl] = self.transmission.dl.on_air(airtime[dl])
+        dl_scheme = self.transmission.dl
+        if dl_scheme.shared:   # streams on air in turns, set by set; else for the whole delay
+            for start in np.unique(self._start[mode == DL]).tolist():   # carried: apart
+                dl = (mode == DL) & (self._start == start)
+                airtime[dl] = dl_scheme.on_air(airtime[dl])
         radiated = np.where(mode > 0, self._power, 0.0) * airtime
         self._mode = np.zeros(len(mode), dtype=np.int8)
         return {"gain_eff": gain, "snr_eff": snr, AIRTIME: airtime, RADIATED: radiated}
