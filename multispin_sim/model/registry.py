@@ -1,11 +1,13 @@
-"""A name -> class registry shared by the policy families and the model's components
-(acceptance models, beliefs): a setting as written in the scenario file -> its class.
+"""A name -> class registry shared by every plug-in family (the model's components, the
+policies, and the families the engine implements): a setting as written in the scenario file
+-> its class.
 
 A registry is the one list of a family's names: the scenario schema reads its choices from it
 (``scenario.choices``), the key reference and the docs test list them from it, and the engine
 builds a component by ``REGISTRY.lookup(name).from_scenario(scenario, ...)``. Names keep their
 order of registration (the order the key reference and error messages show)."""
 import functools
+import importlib
 import inspect
 
 
@@ -16,7 +18,15 @@ class Registry(dict):
         super().__init__()
         self.kind = kind
 
-    def register(self, name):
+    def register(self, name, factory=None):
+        """Register ``factory`` under ``name``: a class or function, or the
+        ``"module:attribute"`` naming it, imported at the first ``lookup`` (so a registry can
+        list what a module above it implements without importing it). Without ``factory``,
+        a decorator registering its class."""
+        if factory is not None:
+            self[name] = factory
+            return factory
+
         def deco(cls):
             cls.name = name
             self[name] = cls
@@ -26,10 +36,14 @@ class Registry(dict):
     def lookup(self, name):
         """The class registered under ``name`` (ValueError naming the allowed ones if none)."""
         try:
-            return self[name]
+            factory = self[name]
         except KeyError:
             allowed = ", ".join(sorted(self))
             raise ValueError(f"unknown {self.kind} {name!r}; allowed: {allowed}") from None
+        if isinstance(factory, str):
+            module, _, attribute = factory.partition(":")
+            factory = self[name] = getattr(importlib.import_module(module), attribute)
+        return factory
 
     def make(self, name, *args, **kwargs):
         return self.lookup(name)(*args, **kwargs)

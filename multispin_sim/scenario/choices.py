@@ -2,7 +2,8 @@
 
 A key chosen by name (``acceptance.model``, ``policy.mode``, ...) allows exactly the names
 registered in its family's ``Registry`` (``model.registry``). The scenario package must stay a
-leaf that the model, the policies and the engine may all read, so it imports none of them: a
+leaf that the model, the policies and the engine may all read, so it imports none of them
+(the registry class aside, a module of the standard library alone): a
 ``Registered`` choice list names the module holding the registry and reads it the first time
 it is used (at validation, in an error message, in the key reference), never at import. The
 dependency is one way (scenario -> plug-in modules, at run time only; no plug-in module imports
