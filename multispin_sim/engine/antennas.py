@@ -9,27 +9,39 @@ round, the effective gain and SNR (SINR) of every correction's stream (``gain_ef
 ``snr_eff`` in device_rounds.csv), worked out by the same component from the modes the devices
 transmitted in.
 
+With imperfect CSI (``csi_model``, orthogonal schemes only), the decisions see the gains of the
+estimated vectors (``model.csi.ImperfectCsi.estimate_vectors``) and each stream meets the true
+channel through the maximum-ratio beam of its estimate (``model.antennas.matched_gain``): its
+realised delay is the Shannon delay at that gain, recorded beside the planned one.
+
 It is built instead of the plain channel when the server has several antennas or a link shares
 its band (``server.antennas``, ``server.dl_scheme``, ``server.ul_scheme``); one fading block per
 round (the scenario check refuses ``channel.coherence_time_ms`` and the NR link with it).
 """
+import math
+
 import numpy as np
 
-from ..model.antennas import ServerArray
+from ..model.antennas import ServerArray, matched_gain
+from ..model.csi import PerfectCsi
 from ..model.ergodic import GainLaw
 from ..model.energy import AIRTIME, RADIATED
 from ..model.mimo import Transmission, effective_gains
+from ..model.rates import shannon_rate
 from ..model.reactive import DL
 from .channel import OFDMAChannel
 
 
 class ArrayChannel(OFDMAChannel):
-    """``OFDMAChannel`` over M server antennas (``array``) with the schemes ``transmission``."""
+    """``OFDMAChannel`` over M server antennas (``array``) with the schemes ``transmission``;
+    ``csi_model``, ``csi_rng``, ``csi_delay_s``: the decisions' CSI, as ``engine.link.LinkChannel``
+    takes them."""
 
     plain_transmit = False  # transmissions are seen one by one: the round's streams are recorded
 
     def __init__(self, system, rng, fading="rayleigh", reciprocal=True, block=1024,
-                 doppler_hz=0.0, moving=False, array=None, transmission=None, clock=None):
+                 doppler_hz=0.0, moving=False, array=None, transmission=None, clock=None,
+                 csi_model=None, csi_rng=None, csi_delay_s=0.0):
         super().__init__(system, rng, fading, reciprocal, block, doppler_hz, None, moving,
                          clock)
         self.array = ServerArray() if array is None else array
@@ -53,10 +65,45 @@ class ArrayChannel(OFDMAChannel):
         self._start = np.zeros(k)   # a DL set is the streams that start together
         self._b = 0.0
         self._p_ul = np.broadcast_to(np.asarray(system.p_ul_w, float), (k,))
+        self.csi_model = PerfectCsi() if csi_model is None else csi_model
+        if not self.csi_model.perfect and self.transmission.multi_user:
+            raise ValueError("imperfect CSI is modelled for the orthogonal schemes only")
+        self.csi_rng = csi_rng
+        self.csi_delay_s = float(csi_delay_s)
+        self._h = None          # this round's true small-scale vectors (UL, DL)
+        self._estimate = None   # the decisions' gains: those of the estimated vectors
+        self._matched = None    # each device's realised gain through its estimate's beam
+
+    @property
+    def dynamic_csi(self):
+        """True with imperfect CSI: the corrections' delays are realised on the true channel."""
+        return not self.csi_model.perfect
 
     def _gains(self, h_ul, h_dl):
+        self._h = (h_ul, h_dl)
         self.g_ul, self.g_dl = self.array.gains(self.pathloss, h_ul, h_dl, self.reciprocal)
         return self.g_ul, self.g_dl
+
+    def new_block(self, now=0.0):
+        """The round start's gains: the true ones, or with imperfect CSI the estimate's (one
+        measurement per round, read ``csi_delay_s`` earlier from a process in continuous
+        time)."""
+        g_ul, g_dl = super().new_block(now)
+        if self.csi_model.perfect:
+            return g_ul, g_dl
+        h = (self.fading_source.round_powers(now - self.csi_delay_s) if self.csi_delay_s
+             else self._h)
+        est = self.csi_model.estimate_vectors(*h, self.reciprocal, self.csi_rng, self.pathloss,
+                                              self.array.factor)
+        self._estimate = self.array.gains(self.pathloss, *est, self.reciprocal)
+        self._estimate_t = now
+        m_ul = matched_gain(self._estimate[0].vectors, g_ul.vectors)
+        self._matched = (m_ul, m_ul if self.reciprocal else
+                         matched_gain(self._estimate[1].vectors, g_dl.vectors))
+        return self._estimate
+
+    def csi(self, now):
+        return super().csi(now) if self._estimate is None else self._estimate
 
     def note(self, device, mode, bandwidth_hz, power_w, start, airtime_s):
         """A correction of this round, for its record (``round_columns``): its mode, band and
@@ -66,10 +113,17 @@ class ArrayChannel(OFDMAChannel):
         self._power[device], self._start[device], self._delay[device] = power_w, start, airtime_s
 
     def transmit(self, env, device, mode, power_w, bandwidth_hz, planned_s, index=None):
-        """SimPy: one correction (the planned delay: one block per round); noted for the record."""
-        self.note(device, mode, bandwidth_hz, power_w, env.now, planned_s)
-        yield env.timeout(planned_s)
-        return planned_s
+        """SimPy: one correction (one block per round: the planned delay, or with imperfect CSI
+        the Shannon delay at its realised gain); noted for the record."""
+        delay = planned_s
+        if self._matched is not None:
+            self.transmissions += 1
+            gain = float(self._matched[1 if mode == DL else 0][device])
+            rate = float(shannon_rate(bandwidth_hz, power_w, gain, self.n0))
+            delay = self.payload_bits(device) / rate if rate > 0 else math.inf
+        self.note(device, mode, bandwidth_hz, power_w, env.now, delay)
+        yield env.timeout(delay)
+        return delay
 
     @property
     def extra_columns(self):
@@ -87,7 +141,8 @@ class ArrayChannel(OFDMAChannel):
         if not mode.any():
             return {name: np.zeros(len(mode)) for name in self.extra_columns}
         s = self.system
-        gain, snr = effective_gains(self.transmission, self.g_ul, self.g_dl, mode, self._p_ul,
+        g_ul, g_dl = (self.g_ul, self.g_dl) if self._matched is None else self._matched
+        gain, snr = effective_gains(self.transmission, g_ul, g_dl, mode, self._p_ul,
                                     s.p_dl_w, self.bits, self._b, self.n0, sent=self._power)
         airtime = np.where(mode > 0, self._delay, 0.0)
         dl_scheme = self.transmission.dl
@@ -107,9 +162,11 @@ def needs_array_channel(scenario):
             or Transmission.from_scenario(scenario).multi_user)
 
 
-def build_array_channel(scenario, system, streams, moving, clock=None):
+def build_array_channel(scenario, system, streams, moving, clock=None, csi_model=None,
+                        csi_delay_s=0.0):
     ch = scenario.channel
     return ArrayChannel(system, streams.fading, ch.fading, ch.reciprocal,
                         doppler_hz=ch.doppler_hz, moving=moving, clock=clock,
                         array=ServerArray.from_scenario(scenario),
-                        transmission=Transmission.from_scenario(scenario))
+                        transmission=Transmission.from_scenario(scenario),
+                        csi_model=csi_model, csi_rng=streams.csi, csi_delay_s=csi_delay_s)

@@ -20,7 +20,7 @@ import math
 import numpy as np
 
 from ..model.ergodic import GainLaw
-from ..model.fading import FADING_MODELS, time_to_deliver
+from ..model.fading import FADING_MODELS, jakes_correlation, time_to_deliver
 from ..model.rates import shannon_rate
 from ..model.reactive import UL
 from .guards import LIMIT_TODO, LimitReached
@@ -209,10 +209,26 @@ class OFDMAChannel:
         """summary.json sections of this channel's own (the NR link's totals): none here."""
         return {}
 
+    # the age of the CSI read from the fading process itself at an earlier instant, and the
+    # instant of the last estimate (a channel with a CSI model sets them)
+    csi_delay_s = 0.0
+    _estimate_t = None
+
     def csi_rho(self):
-        """A callable giving each device's correlation with its aged CSI where it differs by
-        device (``LinkChannel``), else None: the CSI here is the gains' own."""
-        return None
+        """Each device's correlation with its aged CSI (``csi_correlation``) where it differs by
+        device (the Doppler follows each device's speed and the CSI is delayed), else None."""
+        return self.csi_correlation if self.clock is not None and self.csi_delay_s else None
+
+    def csi_correlation(self):
+        """(K,) correlation of each device's gain at the last estimate with the gain its CSI
+        was measured on ``csi_delay_s`` earlier: J0(2 pi Delta_x), Delta_x the wavelengths it
+        walked in between (the ``clock``; ``channel.doppler`` 'speed'); ones before the first
+        estimate, or with no clock or no delay."""
+        t, k = self._estimate_t, self.system.k
+        if t is None or self.clock is None or not self.csi_delay_s:
+            return np.ones(k)
+        walked = self.clock(t) - self.clock(t - self.csi_delay_s)
+        return np.asarray(jakes_correlation(1.0, walked), dtype=float)
 
     def payload_bits(self, device):
         """The bits of ``device``'s correction: this round's (``round_bits``, the token-level

@@ -24,7 +24,7 @@ import numpy as np
 
 from ..model.csi import ImperfectCsi, PerfectCsi
 from ..model.energy import AIRTIME, RADIATED
-from ..model.fading import FADING_MODELS, BlockRows, jakes_correlation
+from ..model.fading import FADING_MODELS, BlockRows
 from ..model.link import (LINK_MODELS, BlockLimit, Blocks, IidBlocks, McsLink, PermanentOutage,
                           Uniforms)
 from ..model.nr_tables import CarrierError
@@ -240,22 +240,6 @@ class LinkChannel(OFDMAChannel):
         self._key, self._estimate, self._estimate_t = key, (pl * h_ul, pl * h_dl), now
         return self._estimate
 
-    def csi_rho(self):
-        """Each device's correlation with its aged CSI (``csi_correlation``) where it differs by
-        device (the Doppler follows each device's speed and the CSI is delayed), else None."""
-        return self.csi_correlation if self.clock is not None and self.csi_delay_s else None
-
-    def csi_correlation(self):
-        """(K,) correlation of each device's gain at the last estimate with the gain its CSI
-        was measured on ``csi_delay_s`` earlier: J0(2 pi Delta_x), Delta_x the wavelengths it
-        walked in between (the ``clock``; ``channel.doppler`` 'speed'); ones before the first
-        estimate, or with no clock or no delay."""
-        t, k = self._estimate_t, self.system.k
-        if t is None or self.clock is None or not self.csi_delay_s:
-            return np.ones(k)
-        walked = self.clock(t) - self.clock(t - self.csi_delay_s)
-        return np.asarray(jakes_correlation(1.0, walked), dtype=float)
-
     def new_block(self, now=0.0):
         g_ul, g_dl = super().new_block(now)
         key = ("round", now) if self.grid is None else self.grid.sample_key(now)
@@ -445,7 +429,9 @@ def build_channel(scenario, system, streams, coherence_s, moving, clock=None):
     ``clock``: the distance walked, for a Doppler that follows each device's speed
     (``engine.topology.doppler_clock``)."""
     if needs_array_channel(scenario):   # several antennas or a shared band (engine.antennas)
-        return build_array_channel(scenario, system, streams, moving, clock)
+        csi = build_csi(scenario, system, None)
+        return build_array_channel(scenario, system, streams, moving, clock, csi,
+                                   _process_delay_s(scenario, csi))
     ch = scenario.channel
     args = (system, streams.fading, ch.fading, ch.reciprocal)
     kwargs = dict(doppler_hz=ch.doppler_hz, coherence_s=coherence_s, moving=moving, clock=clock)
@@ -453,11 +439,17 @@ def build_channel(scenario, system, streams, coherence_s, moving, clock=None):
         return OFDMAChannel(*args, **kwargs)
     link = LINK_MODELS.lookup(scenario.link.model).from_scenario(scenario, system)
     csi = build_csi(scenario, system, link)
-    aged = FADING_MODELS.lookup(ch.fading).continuous and not csi.perfect
     return LinkChannel(*args, link=link, csi_model=csi,
                        link_rng=streams.link, csi_rng=streams.csi,
                        retry_block_s=scenario.link.retry_block_ms * 1e-3,
-                       csi_delay_s=scenario.csi.delay_ms * 1e-3 if aged else 0.0, **kwargs)
+                       csi_delay_s=_process_delay_s(scenario, csi), **kwargs)
+
+
+def _process_delay_s(scenario, csi):
+    """The CSI's age read from a fading process in continuous time at the earlier instant (0
+    where the CSI model ages it by a draw, ``build_csi``, or the CSI is perfect)."""
+    aged = FADING_MODELS.lookup(scenario.channel.fading).continuous and not csi.perfect
+    return scenario.csi.delay_ms * 1e-3 if aged else 0.0
 
 
 def link_policy(scenario, channel, policy):

@@ -70,6 +70,18 @@ class ArrayGains(np.ndarray):
         return np.asarray(self).__reduce__()
 
 
+def matched_gain(estimate, truth):
+    """|a_hat^H a|^2 / ||a_hat||^2 (K,): the gain of each stream whose maximum-ratio beam
+    (MRT on the DL, MRC on the UL) follows the estimated vector a_hat (K, M) while the channel
+    is a (K, M); ||a||^2 when the estimate is exact, at most that (Cauchy-Schwarz). A zero
+    estimate gives no beam: gain 0."""
+    inner = np.einsum("km,km->k", np.conj(estimate), truth)
+    norm = np.einsum("km,km->k", estimate.real, estimate.real) + np.einsum(
+        "km,km->k", estimate.imag, estimate.imag)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(norm > 0, (inner.real ** 2 + inner.imag ** 2) / norm, 0.0)
+
+
 def vectors_of(gains):
     """The channel vectors (K, M) travelling with ``gains``, or None (plain gains)."""
     return getattr(gains, "vectors", None)

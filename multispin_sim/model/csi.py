@@ -19,6 +19,12 @@ power |h|^2 of every device (UL and DL), built in three optional steps:
 
 Perfect CSI (all three off) returns the very same arrays: decisions are exactly the paper's
 (made on the true channel). Draws come from the ``csi`` random stream.
+
+A server with M antennas (``estimate_vectors``) sees an estimate of each channel vector h in
+C^M, the same steps element by element (the aging innovation correlated across the antennas as
+the channel is; the estimation noise white), the CQI reporting the estimated array gain
+||h_hat||^2. Its maximum-ratio beam (MRT, MRC) points along h_hat, so a stream meets the gain
+|h_hat^H h|^2 / ||h_hat||^2 (``model.antennas.matched_gain``): for M = 1, |h|^2 as above.
 """
 import numpy as np
 
@@ -57,20 +63,36 @@ class ImperfectCsi:
         if self.quantise and (self.switch_db is None or self.ref_snr is None):
             raise ValueError("CQI quantisation needs the CQI grid and the reference SNRs")
 
+    def _noisy(self, h, rng, factor=None):
+        """Steps 1 and 2 on complex gains h (any shape): aged, then the MMSE estimate;
+        ``factor``: L of the antennas' correlation R = L L^H (rows of h are vectors), which the
+        aging innovation shares with the channel (None: white)."""
+        if self.rho != 1.0:
+            w = _cn(rng, h.shape)
+            h = self.rho * h + np.sqrt(1.0 - self.rho ** 2) * (w if factor is None
+                                                                 else w @ factor.T)
+        if self.s2 > 0.0:
+            h = (1.0 - self.s2) * h + np.sqrt((1.0 - self.s2) * self.s2) * _cn(rng, h.shape)
+        return h
+
     def _one(self, power, rng, pathloss):
         p = np.asarray(power, float)
         if self.rho == 1.0 and self.s2 == 0.0:
             est = p
         else:
-            h = np.sqrt(p).astype(complex)
-            if self.rho != 1.0:
-                h = self.rho * h + np.sqrt(1.0 - self.rho ** 2) * _cn(rng, p.shape)
-            if self.s2 > 0.0:
-                h = (1.0 - self.s2) * h + np.sqrt((1.0 - self.s2) * self.s2) * _cn(rng, p.shape)
-            est = np.abs(h) ** 2
+            est = np.abs(self._noisy(np.sqrt(p).astype(complex), rng)) ** 2
         if self.quantise:
             est = self.quantised(est * pathloss) / pathloss
         return est
+
+    def _vectors(self, h, rng, pathloss, factor):
+        h = self._noisy(np.asarray(h, complex), rng, factor)
+        if self.quantise:   # the reported array gain on the CQI grid; the beam keeps its way
+            power = np.einsum("km,km->k", h.real, h.real) + np.einsum("km,km->k", h.imag, h.imag)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                scale = np.sqrt(self.quantised(power * pathloss) / pathloss / power)
+            h = h * np.where(power > 0, scale, 0.0)[:, None]
+        return h
 
     def quantised(self, power):
         """A gain on the lower edge of its reported CQI bin (4 bits: CQI 0..15)."""
@@ -87,4 +109,11 @@ class ImperfectCsi:
         large-scale gains (K,), for the quantiser."""
         est_ul = self._one(h_ul, rng, pathloss)
         est_dl = est_ul if reciprocal else self._one(h_dl, rng, pathloss)
+        return est_ul, est_dl
+
+    def estimate_vectors(self, h_ul, h_dl, reciprocal, rng, pathloss=1.0, factor=None):
+        """Estimated small-scale channel vectors (UL, DL) (K, M) from the true ones; ``factor``:
+        the antennas' correlation factor L (None: i.i.d. elements)."""
+        est_ul = self._vectors(h_ul, rng, pathloss, factor)
+        est_dl = est_ul if reciprocal else self._vectors(h_dl, rng, pathloss, factor)
         return est_ul, est_dl

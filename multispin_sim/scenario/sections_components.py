@@ -342,7 +342,8 @@ class Csi(Params):
                                    "exact gain")
     estimation_error_variance: float = param(
         0.0, "MMSE channel estimation error variance s2 (h = h_hat + e, e ~ CN(0, s2)); the "
-        "decision uses |h_hat|^2", check=in_interval(0, 1, high_open=True))
+        "decision uses |h_hat|^2 (server antennas: ||h_hat||^2, the beam h_hat)",
+        check=in_interval(0, 1, high_open=True))
 
 
 @section

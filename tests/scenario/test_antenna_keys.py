@@ -19,6 +19,13 @@ from multispin_sim.scenario.params import show_value
      "policy.draft_update"),
     ({"server.antennas": 4, "server.dl_scheme": "mu-mimo-zf", "channel.fading": "none"},
      "channel.fading"),
+    # imperfect CSI: orthogonal schemes only (ZF / MMSE on estimated vectors would leak)
+    ({"server.antennas": 4, "server.dl_scheme": "mu-mimo-zf",
+      "csi.estimation_error_variance": 0.1}, "csi.estimation_error_variance"),
+    ({"server.antennas": 4, "server.ul_scheme": "mu-mimo-mmse", "channel.doppler_hz": 50.0,
+      "csi.delay_ms": 2.0}, "csi.delay_ms"),
+    ({"server.antennas": 2, "server.dl_scheme": "mu-mimo-zf", "csi.cqi_quantisation": True},
+     "csi.cqi_quantisation"),
     # several cells: orthogonal streams only (the interference does not enter ZF / MMSE)
     ({"cells.layout": "hex", "cells.count": 7, "server.antennas": 4,
       "server.dl_scheme": "mu-mimo-zf"}, "server.dl_scheme"),
@@ -38,3 +45,15 @@ def test_allowed_combinations_load():
                                         "channel.fading": "jakes",
                                         "server.dl_scheme": "mu-mimo-zf"})
     assert sc.server.antennas == 8
+    sc = load_scenario(None, overrides={"server.antennas": 4, "csi.delay_ms": 2.0,
+                                        "csi.estimation_error_variance": 0.1,
+                                        "csi.cqi_quantisation": True})
+    assert sc.csi.cqi_quantisation
+
+
+def test_imperfect_csi_with_a_shared_band_names_the_schemes():
+    with pytest.raises(ScenarioError) as err:
+        load_scenario(None, overrides={"server.antennas": 4, "server.dl_scheme": "mu-mimo-zf",
+                                       "csi.estimation_error_variance": 0.1})
+    msg = str(err.value)
+    assert "\n" not in msg and "mu-mimo-zf" in msg and "'ofdma-mrt' and 'ofdma-mrc'" in msg
