@@ -105,6 +105,12 @@ class ArrayChannel(OFDMAChannel):
     def csi(self, now):
         return super().csi(now) if self._estimate is None else self._estimate
 
+    def stream_gain(self, device, mode):
+        """The array gain, or with imperfect CSI the gain through the estimate's beam."""
+        if self._matched is None:
+            return super().stream_gain(device, mode)
+        return float(self._matched[1 if mode == DL else 0][device])
+
     def note(self, device, mode, bandwidth_hz, power_w, start, airtime_s):
         """A correction of this round, for its record (``round_columns``): its mode, band and
         power, when it started and how long it was on air."""
@@ -118,8 +124,8 @@ class ArrayChannel(OFDMAChannel):
         delay = planned_s
         if self._matched is not None:
             self.transmissions += 1
-            gain = float(self._matched[1 if mode == DL else 0][device])
-            rate = float(shannon_rate(bandwidth_hz, power_w, gain, self.n0))
+            rate = float(shannon_rate(bandwidth_hz, power_w, self.stream_gain(device, mode),
+                                      self.n0))
             delay = self.payload_bits(device) / rate if rate > 0 else math.inf
         self.note(device, mode, bandwidth_hz, power_w, env.now, delay)
         yield env.timeout(delay)

@@ -19,6 +19,7 @@ import math
 
 import numpy as np
 
+from ..model.csi import PerfectCsi
 from ..model.ergodic import GainLaw
 from ..model.fading import FADING_MODELS, jakes_correlation, time_to_deliver
 from ..model.rates import shannon_rate
@@ -43,6 +44,7 @@ class OFDMAChannel:
     """
 
     link = None
+    csi_model = PerfectCsi()   # the decisions' CSI (a channel with a CSI model sets its own)
 
     def __init_subclass__(cls, **kwargs):
         # a subclass that makes its gains its own way no longer has the base class's gains of
@@ -208,6 +210,11 @@ class OFDMAChannel:
     def summary_blocks(self):
         """summary.json sections of this channel's own (the NR link's totals): none here."""
         return {}
+
+    def stream_gain(self, device, mode):
+        """The gain a correction of ``device`` in ``mode`` meets: the true channel's (the
+        decisions may have seen an estimate)."""
+        return float((self.g_ul if mode == UL else self.g_dl)[device])
 
     # the age of the CSI read from the fading process itself at an earlier instant, and the
     # instant of the last estimate (a channel with a CSI model sets them)

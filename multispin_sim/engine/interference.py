@@ -345,10 +345,12 @@ def _forward(name):
 
 class InterferingChannel:
     """A cell's channel: its ``OFDMAChannel`` ``base`` (fading, path loss, payload bits) with
-    the other cells' interference. Transmissions are delivered over the field; the CSI the
-    draft controller and the reactive policy see is g N0 / (N0 + psi), the SINR of a flat
-    interference PSD psi over the band (``cells.interference_csi``): 'last', the PSD measured
-    at that instant; 'mean', its time average over the run so far; 'none', psi = 0 (blind)."""
+    the other cells' interference. Transmissions are delivered over the field at the gain the
+    base says a stream meets (``stream_gain``); the CSI the draft controller and the reactive
+    policy see is g N0 / (N0 + psi), g the base's CSI (the true gains, or its CSI model's
+    estimate), the SINR of a flat interference PSD psi over the band
+    (``cells.interference_csi``): 'last', the PSD measured at that instant; 'mean', its time
+    average over the run so far; 'none', psi = 0 (blind)."""
 
     plain_transmit = False
     dynamic_csi = True
@@ -358,7 +360,7 @@ class InterferingChannel:
         _forward, ("system", "bits", "round_bits", "n0", "pathloss", "max_blocks"))
     fading, reciprocal, g_ul, g_dl = map(_forward, ("fading", "reciprocal", "g_ul", "g_dl"))
     extra_columns = _forward("extra_columns")   # a multi-antenna base records its streams
-    gain_law = _forward("gain_law")
+    gain_law, csi_model = _forward("gain_law"), _forward("csi_model")
 
     def round_columns(self, devices=None):
         return self.base.round_columns(devices)
@@ -373,7 +375,7 @@ class InterferingChannel:
     link = None   # Shannon's rate over the interference
 
     def csi_rho(self):
-        return None
+        return self.base.csi_rho()
 
     def gains_ahead(self):
         """None: the interference of a round is not known ahead."""
@@ -387,6 +389,7 @@ class InterferingChannel:
         self.transmissions = 0
         self._band_t, self._band_next = None, 0.0
         self._clear_ul = self._clear_dl = None
+        self._g = None   # the base's CSI of this round
 
     def set_pathloss(self, gains):
         self.base.set_pathloss(gains)
@@ -407,14 +410,15 @@ class InterferingChannel:
             ul_seen, dl_seen = 0.0, 0.0
         else:
             ul_seen, dl_seen = ul, dl
-        base = self.base
-        return base.g_ul * (n0 / (n0 + ul_seen)), base.g_dl * (n0 / (n0 + dl_seen))
+        g_ul, g_dl = self._g
+        return g_ul * (n0 / (n0 + ul_seen)), g_dl * (n0 / (n0 + dl_seen))
 
     def new_block(self, now=0.0):
-        self.base.new_block(now)
+        self._g = self.base.new_block(now)
         return self._seen(now)
 
     def csi(self, now):
+        self._g = self.base.csi(now)
         return self._seen(now)
 
     def transmit(self, env, device, mode, power_w, bandwidth_hz, planned_s, index=None):
@@ -427,11 +431,12 @@ class InterferingChannel:
         tx.power = power_w
         tx.f0 = self._band_next
         tx.f1 = self._band_next = self._band_next + bandwidth_hz
-        tx.gain = float((base.g_ul if mode == UL else base.g_dl)[device])
+        tx.gain = base.stream_gain(device, mode)
         tx.bits = base.payload_bits(device)
-        # the planned delay is the delivery time when the decision saw no interference and
-        # none is there at the start (then it is kept exactly, as on one cell)
-        clear = self._clear_ul if mode == UL else self._clear_dl[device]
+        # the planned delay is the delivery time when the decision saw the true gains and no
+        # interference and none is there at the start (then it is kept exactly, as on one cell)
+        clear = base.csi_model.perfect and (self._clear_ul if mode == UL
+                                            else self._clear_dl[device])
         tx.planned = planned_s if clear else None
         self.transmissions += 1
         start = env.now

@@ -261,12 +261,9 @@ class LinkChannel(OFDMAChannel):
         yield env.timeout(delay)
         return delay
 
-    def _true_gain(self, device, mode):
-        return float((self.g_dl if mode == DL else self.g_ul)[device])
-
     def shannon_delay(self, device, mode, power_w, bandwidth_hz, t0):
         """The paper's link on the true channel."""
-        rate = float(shannon_rate(bandwidth_hz, power_w, self._true_gain(device, mode), self.n0))
+        rate = float(shannon_rate(bandwidth_hz, power_w, self.stream_gain(device, mode), self.n0))
         first = self.payload_bits(device) / rate if rate > 0 else math.inf
         if self.grid is None:
             return first
@@ -287,11 +284,11 @@ class LinkChannel(OFDMAChannel):
             blocks = GridBlocks(self, device, mode, t0)
         elif self.fading_model.continuous:
             pl, src = float(self.pathloss[device]), self.rounds
-            blocks = ProcessBlocks(self._true_gain(device, mode),
+            blocks = ProcessBlocks(self.stream_gain(device, mode),
                                    lambda t: pl * src.power(device, dl, t), t0,
                                    self.retry_block_s, mean=pl)
         else:
-            blocks = IidBlocks(self._true_gain(device, mode), RetryFading(self, index, device),
+            blocks = IidBlocks(self.stream_gain(device, mode), RetryFading(self, index, device),
                                self.retry_block_s)
             blocks.static = self.fading_model.static
         # a retry on a new fading block: the DL's share of P_dl at a flat PSD (the decided

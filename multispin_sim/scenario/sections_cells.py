@@ -142,7 +142,7 @@ class Cells(Params):
 @cross_check
 def _check_cells(sc) -> None:
     """Several cells run the synchronous protocol on the Shannon link with one fading block
-    per round, exact CSI and orthogonal antenna schemes (what the interference model covers);
+    per round and orthogonal antenna schemes (what the interference model covers);
     moving devices (handover) need the saturated workload."""
     if sc.cells.layout == "single":
         return
@@ -152,9 +152,6 @@ def _check_cells(sc) -> None:
              ("workload.arrivals", (sc.mobility.model == "none" and not sc.cells.reassociate)
               or sc.workload.arrivals == "saturated",
               "'saturated' (devices moving or cells.reassociate)"),
-             ("csi.delay_ms", sc.csi.delay_ms == 0, "0"),
-             ("csi.cqi_quantisation", not sc.csi.cqi_quantisation, "false"),
-             ("csi.estimation_error_variance", sc.csi.estimation_error_variance == 0, "0"),
              # a multi-antenna server's orthogonal streams meet the other cells' interference
              # as one antenna's do (an Exp(1) draw per interfering pair); a shared band's
              # streams would need the interference inside the ZF / MMSE filters
