@@ -26,6 +26,8 @@ from multispin_sim.scenario.params import show_value
       "csi.delay_ms": 2.0}, "csi.delay_ms"),
     ({"server.antennas": 2, "server.dl_scheme": "mu-mimo-zf", "csi.cqi_quantisation": True},
      "csi.cqi_quantisation"),
+    ({"server.antennas": 4, "server.ul_scheme": "mu-mimo-mmse", "payload.model": "token"},
+     "payload.model"),
     # several cells: orthogonal streams only (the interference does not enter ZF / MMSE)
     ({"cells.layout": "hex", "cells.count": 7, "server.antennas": 4,
       "server.dl_scheme": "mu-mimo-zf"}, "server.dl_scheme"),
@@ -57,3 +59,4 @@ def test_imperfect_csi_with_a_shared_band_names_the_schemes():
                                        "csi.estimation_error_variance": 0.1})
     msg = str(err.value)
     assert "\n" not in msg and "mu-mimo-zf" in msg and "'ofdma-mrt' and 'ofdma-mrc'" in msg
+    assert load_scenario(None, overrides={"server.antennas": 4, "payload.model": "token"})
