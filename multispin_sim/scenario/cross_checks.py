@@ -255,8 +255,8 @@ def _check_link(sc: Scenario) -> None:
 @cross_check
 def _check_antennas(sc: Scenario) -> None:
     """A server antenna array (several antennas, or a link sharing its band) runs one fading
-    block per round on the Shannon link, in synchronous rounds; the orthogonal schemes also take
-    imperfect CSI (a maximum-ratio beam on the estimate) and the token-level payload."""
+    block per round on the Shannon link; the orthogonal schemes also take imperfect CSI (a
+    maximum-ratio beam on the estimate), the token-level payload and asynchronous serving."""
     s = sc.server
     shared = s.dl_scheme != "ofdma-mrt" or s.ul_scheme != "ofdma-mrc"
     if s.antennas == 1 and not shared:
@@ -267,20 +267,20 @@ def _check_antennas(sc: Scenario) -> None:
     refuse_unsupported(sc, (
         ("channel.coherence_time_ms", sc.channel.coherence_time_ms is not None, "null"),
         ("link.model", sc.link.model != "shannon", "'shannon'"),
-        ("serving.protocol", sc.serving.protocol != "synchronous", "'synchronous'"),
         ("policy.draft_update", sc.policy.draft_update == "once",
          "'every-round' (the 'once' objective samples one-antenna fading on orthogonal bands)"),
         ("policy.objective", shared and sc.policy.objective != "goodput", "'goodput'"),
         ("channel.fading", shared and s.antennas > 1 and sc.channel.fading == "none",
          "a fading model other than 'none' (equal vectors make shared-band streams singular)"),
     ), why)
-    if shared:   # a ZF / MMSE filter on estimated vectors leaks between streams, and a shared
-        # band's sets are solved for one payload size: neither is modelled
+    if shared:   # a ZF / MMSE filter on estimated vectors leaks between streams, a shared band's
+        # sets are solved for one payload size, and its streams recorded round by round
         refuse_unsupported(sc, (
             ("csi.delay_ms", c.delay_ms != 0, "0"),
             ("csi.estimation_error_variance", c.estimation_error_variance != 0, "0"),
             ("csi.cqi_quantisation", bool(c.cqi_quantisation), "false"),
             ("payload.model", sc.payload.model != "bits", "'bits'"),
+            ("serving.protocol", sc.serving.protocol != "synchronous", "'synchronous'"),
         ), f"server.dl_scheme / ul_scheme = {s.dl_scheme} / {s.ul_scheme} (a shared band)",
             " (or the orthogonal schemes 'ofdma-mrt' and 'ofdma-mrc', which take it)")
     if shared and sc.policy.plan_gains == "ergodic":

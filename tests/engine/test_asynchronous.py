@@ -44,6 +44,10 @@ def same_tables(a, b, names=("rounds", "device_rounds", "requests")):
     ["policy.draft=backoff", "policy.mode=random"],
     # the NR link with one fading block per round: corrections decided and sent on one block
     ["policy.draft=greedy", "policy.saa_samples=50", "link.model=mcs"],
+    # four server antennas (orthogonal schemes), with and without imperfect CSI
+    ["server.antennas=4", "policy.draft=greedy", "policy.saa_samples=50"],
+    ["server.antennas=4", "csi.estimation_error_variance=0.2", "channel.doppler_hz=30",
+     "csi.delay_ms=2"],
 ])
 def test_one_device_async_equals_sync_event_by_event(extra):
     base = ["devices.count=1", "run.rounds=150"] + extra
@@ -512,3 +516,21 @@ def test_a_phase_decides_and_sends_its_corrections_on_one_fading_block():
     sent = rows["mode"] != ""
     assert sent.sum() > 200
     np.testing.assert_allclose(rows["delay_s"][sent], rows["planned_delay_s"][sent], rtol=1e-12)
+
+
+def test_array_streams_are_recorded_with_their_own_batch():
+    """Four server antennas, eight devices, batches verified while others correct: each batch
+    records its own streams, each with the array gain its decision saw (one fading block from a
+    phase's decision to its last correction), on air for its delay; the others record none."""
+    r = run(["serving.protocol=asynchronous", "server.antennas=4", "devices.count=8",
+             "run.rounds=300", "seed=5"])
+    d = r.device_rounds
+    sent = np.asarray(d["mode"]).astype(str) != ""
+    mode = np.asarray(d["mode"]).astype(str)[sent]
+    assert sent.sum() > 200 and set(mode) == {"ul", "dl"}
+    seen = np.where(mode == "ul", d["gain_ul"][sent], d["gain_dl"][sent])
+    assert np.array_equal(d["gain_eff"][sent], seen)
+    assert np.array_equal(d["airtime_s"][sent], d["delay_s"][sent])
+    assert np.all(d["gain_eff"][~sent] == 0) and np.all(d["airtime_s"][~sent] == 0)
+    np.testing.assert_allclose(d["tx_energy_j"], d["power_w"] * d["airtime_s"], rtol=1e-12)
+    assert r.rounds["batch_size"].max() > 1

@@ -60,3 +60,5 @@ def test_imperfect_csi_with_a_shared_band_names_the_schemes():
     msg = str(err.value)
     assert "\n" not in msg and "mu-mimo-zf" in msg and "'ofdma-mrt' and 'ofdma-mrc'" in msg
     assert load_scenario(None, overrides={"server.antennas": 4, "payload.model": "token"})
+    assert load_scenario(None, overrides={"server.antennas": 4,
+                                          "serving.protocol": "asynchronous"})
