@@ -46,9 +46,7 @@ class ArrayGains(np.ndarray):
     def of(cls, vectors):
         """The gains of channel vectors a_k (K, M): ||a_k||^2, with ``vectors`` attached."""
         vectors = np.asarray(vectors)
-        g = np.einsum("km,km->k", vectors.real, vectors.real) + np.einsum(
-            "km,km->k", vectors.imag, vectors.imag)
-        out = g.view(cls)
+        out = squared_norms(vectors).view(cls)
         out.vectors = vectors
         out.memo = {}
         return out
@@ -70,14 +68,19 @@ class ArrayGains(np.ndarray):
         return np.asarray(self).__reduce__()
 
 
+def squared_norms(vectors):
+    """||a_k||^2 (K,) of the rows of complex vectors (K, M)."""
+    return np.einsum("km,km->k", vectors.real, vectors.real) + np.einsum(
+        "km,km->k", vectors.imag, vectors.imag)
+
+
 def matched_gain(estimate, truth):
     """|a_hat^H a|^2 / ||a_hat||^2 (K,): the gain of each stream whose maximum-ratio beam
     (MRT on the DL, MRC on the UL) follows the estimated vector a_hat (K, M) while the channel
     is a (K, M); ||a||^2 when the estimate is exact, at most that (Cauchy-Schwarz). A zero
     estimate gives no beam: gain 0."""
     inner = np.einsum("km,km->k", np.conj(estimate), truth)
-    norm = np.einsum("km,km->k", estimate.real, estimate.real) + np.einsum(
-        "km,km->k", estimate.imag, estimate.imag)
+    norm = squared_norms(estimate)
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(norm > 0, (inner.real ** 2 + inner.imag ** 2) / norm, 0.0)
 

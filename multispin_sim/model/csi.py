@@ -28,6 +28,7 @@ the channel is; the estimation noise white), the CQI reporting the estimated arr
 """
 import numpy as np
 
+from .antennas import squared_norms
 from .fading import jakes_correlation
 
 
@@ -88,7 +89,7 @@ class ImperfectCsi:
     def _vectors(self, h, rng, pathloss, factor):
         h = self._noisy(np.asarray(h, complex), rng, factor)
         if self.quantise:   # the reported array gain on the CQI grid; the beam keeps its way
-            power = np.einsum("km,km->k", h.real, h.real) + np.einsum("km,km->k", h.imag, h.imag)
+            power = squared_norms(h)
             with np.errstate(divide="ignore", invalid="ignore"):
                 scale = np.sqrt(self.quantised(power * pathloss) / pathloss / power)
             h = h * np.where(power > 0, scale, 0.0)[:, None]
