@@ -63,7 +63,6 @@ class ArrayChannel(OFDMAChannel):
         self._delay = np.zeros(k)
         self._power = np.zeros(k)
         self._start = np.zeros(k)   # a DL set is the streams that start together
-        self._gain = np.zeros(k)    # the gain each stream met (an orthogonal scheme's record)
         self._b = 0.0
         self._p_ul = np.broadcast_to(np.asarray(system.p_ul_w, float), (k,))
         self.csi_model = PerfectCsi() if csi_model is None else csi_model
@@ -114,12 +113,10 @@ class ArrayChannel(OFDMAChannel):
 
     def note(self, device, mode, bandwidth_hz, power_w, start, airtime_s):
         """A correction of this round, for its record (``round_columns``): its mode, band and
-        power, when it started, how long it was on air and the gain it met (noted while its
-        fading block holds: the block may change before its round is recorded)."""
+        power, when it started and how long it was on air."""
         self._mode[device] = mode
         self._b = bandwidth_hz
         self._power[device], self._start[device], self._delay[device] = power_w, start, airtime_s
-        self._gain[device] = self.stream_gain(device, mode)
 
     def transmit(self, env, device, mode, power_w, bandwidth_hz, planned_s, index=None):
         """SimPy: one correction (one block per round: the planned delay, or with imperfect CSI
@@ -151,9 +148,8 @@ class ArrayChannel(OFDMAChannel):
         if not mode.any():
             return {name: np.zeros(len(mode)) for name in self.extra_columns}
         s = self.system
-        # an orthogonal stream's gain is the one it met; a shared band's depends on the set
-        g_ul, g_dl = ((self.g_ul, self.g_dl) if self.transmission.multi_user
-                      else (self._gain, self._gain))
+        # a stream's fading block holds until its round (or batch) is recorded
+        g_ul, g_dl = (self.g_ul, self.g_dl) if self._matched is None else self._matched
         gain, snr = effective_gains(self.transmission, g_ul, g_dl, mode, self._p_ul,
                                     s.p_dl_w, self.bits, self._b, self.n0, sent=self._power)
         airtime = np.where(mode > 0, self._delay, 0.0)
