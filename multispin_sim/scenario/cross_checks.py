@@ -269,9 +269,6 @@ def _check_antennas(sc: Scenario) -> None:
         ("link.model", sc.link.model != "shannon", "'shannon'"),
         ("policy.draft_update", sc.policy.draft_update == "once",
          "'every-round' (the 'once' objective samples one-antenna fading on orthogonal bands)"),
-        ("policy.objective", shared and sc.policy.objective != "goodput", "'goodput'"),
-        ("channel.fading", shared and s.antennas > 1 and sc.channel.fading == "none",
-         "a fading model other than 'none' (equal vectors make shared-band streams singular)"),
     ), why)
     if shared:   # a ZF / MMSE filter on estimated vectors leaks between streams, a shared band's
         # sets are solved for one payload size, and its streams recorded round by round
@@ -281,6 +278,10 @@ def _check_antennas(sc: Scenario) -> None:
             ("csi.cqi_quantisation", bool(c.cqi_quantisation), "false"),
             ("payload.model", sc.payload.model != "bits", "'bits'"),
             ("serving.protocol", sc.serving.protocol != "synchronous", "'synchronous'"),
+            ("policy.objective", sc.policy.objective != "goodput", "'goodput'"),
+            ("channel.fading", s.antennas > 1 and sc.channel.fading == "none",
+             "a fading model other than 'none' (equal vectors make shared-band streams "
+             "singular)"),
         ), f"server.dl_scheme / ul_scheme = {s.dl_scheme} / {s.ul_scheme} (a shared band)",
             " (or the orthogonal schemes 'ofdma-mrt' and 'ofdma-mrc', which take it)")
     if shared and sc.policy.plan_gains == "ergodic":
