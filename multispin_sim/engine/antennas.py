@@ -18,8 +18,6 @@ It is built instead of the plain channel when the server has several antennas or
 its band (``server.antennas``, ``server.dl_scheme``, ``server.ul_scheme``); one fading block per
 round (the scenario check refuses ``channel.coherence_time_ms`` and the NR link with it).
 """
-import math
-
 import numpy as np
 
 from ..model.antennas import ServerArray, matched_gain
@@ -27,7 +25,6 @@ from ..model.csi import PerfectCsi
 from ..model.ergodic import GainLaw
 from ..model.energy import AIRTIME, RADIATED
 from ..model.mimo import Transmission, effective_gains
-from ..model.rates import shannon_rate
 from ..model.reactive import DL
 from .channel import OFDMAChannel
 
@@ -124,9 +121,7 @@ class ArrayChannel(OFDMAChannel):
         delay = planned_s
         if self._matched is not None:
             self.transmissions += 1
-            rate = float(shannon_rate(bandwidth_hz, power_w, self.stream_gain(device, mode),
-                                      self.n0))
-            delay = self.payload_bits(device) / rate if rate > 0 else math.inf
+            delay = self.stream_delay(device, mode, power_w, bandwidth_hz)
         self.note(device, mode, bandwidth_hz, power_w, env.now, delay)
         yield env.timeout(delay)
         return delay

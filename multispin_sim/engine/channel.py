@@ -216,6 +216,12 @@ class OFDMAChannel:
         decisions may have seen an estimate)."""
         return float((self.g_ul if mode == UL else self.g_dl)[device])
 
+    def stream_delay(self, device, mode, power_w, bandwidth_hz):
+        """Seconds to deliver ``device``'s payload at the Shannon rate of the gain its stream
+        meets, within one fading block (inf at rate 0)."""
+        rate = float(shannon_rate(bandwidth_hz, power_w, self.stream_gain(device, mode), self.n0))
+        return self.payload_bits(device) / rate if rate > 0 else math.inf
+
     # the age of the CSI read from the fading process itself at an earlier instant, and the
     # instant of the last estimate (a channel with a CSI model sets them)
     csi_delay_s = 0.0

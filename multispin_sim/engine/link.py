@@ -28,7 +28,6 @@ from ..model.fading import FADING_MODELS, BlockRows
 from ..model.link import (LINK_MODELS, BlockLimit, Blocks, IidBlocks, McsLink, PermanentOutage,
                           Uniforms)
 from ..model.nr_tables import CarrierError
-from ..model.rates import shannon_rate
 from ..model.reactive import DL
 from ..policies.linkaware import LinkAwarePolicy
 from ..scenario import ScenarioError
@@ -263,8 +262,7 @@ class LinkChannel(OFDMAChannel):
 
     def shannon_delay(self, device, mode, power_w, bandwidth_hz, t0):
         """The paper's link on the true channel."""
-        rate = float(shannon_rate(bandwidth_hz, power_w, self.stream_gain(device, mode), self.n0))
-        first = self.payload_bits(device) / rate if rate > 0 else math.inf
+        first = self.stream_delay(device, mode, power_w, bandwidth_hz)
         if self.grid is None:
             return first
         return self.grid_delay(device, mode, power_w, bandwidth_hz, t0, first)

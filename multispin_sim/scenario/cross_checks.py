@@ -263,7 +263,6 @@ def _check_antennas(sc: Scenario) -> None:
         return
     why = (f"server.antennas = {s.antennas}" if s.antennas > 1
            else f"server.dl_scheme / ul_scheme = {s.dl_scheme} / {s.ul_scheme}")
-    c = sc.csi
     refuse_unsupported(sc, (
         ("channel.coherence_time_ms", sc.channel.coherence_time_ms is not None, "null"),
         ("link.model", sc.link.model != "shannon", "'shannon'"),
@@ -272,6 +271,7 @@ def _check_antennas(sc: Scenario) -> None:
     ), why)
     if shared:   # a ZF / MMSE filter on estimated vectors leaks between streams, a shared band's
         # sets are solved for one payload size, and its streams recorded round by round
+        c = sc.csi
         refuse_unsupported(sc, (
             ("csi.delay_ms", c.delay_ms != 0, "0"),
             ("csi.estimation_error_variance", c.estimation_error_variance != 0, "0"),
