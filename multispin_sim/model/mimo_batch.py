@@ -213,17 +213,16 @@ def members(bits, n, k, order=None):
 
 def compiled_twin(ev):
     """``ev``'s compiled twin (``model.mimo_numba.CompiledEvaluator``) where it applies: both
-    links on a shared band (mu-mimo-zf / mu-mimo-mmse), the UL at full power, numba importable
-    and not switched off (``MULTISPIN_NUMBA=0``); else None (numpy)."""
+    links on a shared band (mu-mimo-zf / mu-mimo-mmse), numba importable and not switched off
+    (``MULTISPIN_NUMBA=0``); else None (numpy)."""
     tr = ev.tr
-    if (not numba_allowed() or not (tr.dl.shared and tr.ul.shared)
-            or tr.ul.power != "full"):
+    if not numba_allowed() or not (tr.dl.shared and tr.ul.shared):
         return None
     try:
         from .mimo_numba import CompiledEvaluator
     except ImportError:
         return None
-    return CompiledEvaluator(ev)
+    return CompiledEvaluator(ev, POWER_LEVELS if tr.ul.power == "descent" else 0)
 
 
 class _Table:

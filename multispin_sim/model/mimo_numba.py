@@ -1,5 +1,5 @@
 """The shared-band evaluator (``model.mimo_batch.SchemeEvaluator``) compiled with numba, for
-the pair mu-mimo-zf / mu-mimo-mmse at full power.
+the pair mu-mimo-zf / mu-mimo-mmse, the UL at full power or by the power descent.
 
 The same (set, |R|) keys, the same formulas: the MMSE SINR of n <= M streams is
 1 / [(I + S G S)^-1]_kk - 1 (G the Gram matrix, S = diag sqrt(p / noise)), of n > M streams
@@ -11,7 +11,9 @@ prefix split of many outcomes is one call (``CompiledEvaluator.prefix``), a bran
 per outcome on the bounds of ``ArrayProblem._prefix_table`` that keeps its first minimiser.
 Values agree with numpy's within about cond eps (another factorisation, summation order and
 libm), cond the condition number of the matrix inverted (I + S G S, or a ZF group's G): rtol
-1e-12 where cond < 1e4, so decisions agree except at near-ties. Imported only where it runs
+1e-12 where cond < 1e4, so decisions agree except at near-ties (a descent's powers too: the
+same passes, first minimisers and 1e-12 threshold as ``mimo_batch.mmse_power_descent``,
+one candidate power at a time where numpy stacks them). Imported only where it runs
 (it imports numba); ``MULTISPIN_NUMBA=0`` keeps the numpy path.
 """
 import math
@@ -109,18 +111,45 @@ def _members(s, order, out):
 
 
 @_jit
-def _ul_delay(key, a, p, gram, outer, ascending, par, m, h, low, y, idx, root):
-    """The slowest MMSE delay of UL key (set, |R|) at full power: the weakest stream's (a
-    stream's delay falls with its SINR, and all share the band). Arrays are passed one by one,
-    not in tuples: a call costs a reference count per array passed."""
+def _ul_delay(key, a, p, gram, outer, ascending, par, m, levels, h, low, y, idx, root, pw):
+    """The slowest MMSE delay of UL key (set, |R|): at full power (``levels`` 0), or with the
+    powers of ``mimo_batch.mmse_power_descent`` on the grid P_ul 2^-j, j < ``levels`` (the
+    same passes, first minimisers and 1e-12 threshold). Arrays are passed one by one, not in
+    tuples: a call costs a reference count per array passed."""
     bits, bw, n0 = par[1], par[2], par[3]
     n = _members(key >> _R_BITS, ascending, idx)
     band = bw / max(key & ((1 << _R_BITS) - 1), 1) * n
     noise = n0 * band
+    for i in range(n):
+        pw[i] = p[idx[i]]
+    t = bits / (band * (math.log1p(_weakest(n, pw, noise, a, p, gram, outer, m, h, low, y, idx,
+                                            root)) / _LN2))
+    for _ in range(n * levels):   # each accepted move makes T_UL fall: a bounded number
+        moved = False
+        for j in range(n):
+            now, best, pick = pw[j], math.inf, 0
+            for lv in range(levels):
+                pw[j] = math.ldexp(p[idx[j]], -lv)
+                tt = bits / (band * (math.log1p(_weakest(n, pw, noise, a, p, gram, outer, m, h,
+                                                         low, y, idx, root)) / _LN2))
+                if tt < best:      # the first minimiser; NaN never wins
+                    best, pick = tt, lv
+            if best < t * (1.0 - 1e-12):
+                t, now, moved = best, math.ldexp(p[idx[j]], -pick), True
+            pw[j] = now
+        if not moved:
+            break
+    return t
+
+
+@_jit
+def _weakest(n, pw, noise, a, p, gram, outer, m, h, low, y, idx, root):
+    """The smallest MMSE SINR of the UL streams idx[:n] at powers pw[:n] on one band (noise
+    ``noise``; NaN kept): the weakest stream's delay is the slowest."""
     weakest = math.inf
     if n <= m:    # n x n: 1 / [(I + S G S)^-1]_kk - 1
         for i in range(n):
-            root[i] = math.sqrt(p[idx[i]] / noise)
+            root[i] = math.sqrt(pw[i] / noise)
             for j in range(i + 1):
                 h[i, j] = gram[idx[i], idx[j]] * (root[i] * root[j])
             h[i, i] += 1.0
@@ -130,23 +159,25 @@ def _ul_delay(key, a, p, gram, outer, ascending, par, m, h, low, y, idx, root):
             sinr = max(1.0 / _inv_diag(low, n, i, y) - 1.0, 0.0)
             weakest = sinr if sinr != sinr or sinr < weakest else weakest
     else:         # M x M: x / (1 - x), x = v^H (I + sum_j v_j v_j^H)^-1 v
+        for i in range(n):   # outer holds P_ul a a^H: scaled to pw (1 at full power)
+            root[i] = pw[i] / p[idx[i]]
         for u in range(m):
             for v in range(u + 1):
                 s = 0j
                 for i in range(n):
-                    s += outer[idx[i], u, v]
+                    s += outer[idx[i], u, v] * root[i]
                 h[u, v] = s / noise
             h[u, u] += 1.0
         if not _cholesky(h, m, low):
             return math.nan
         for i in range(n):
             j = idx[i]
-            x = _quad(low, m, a, j, y) * (p[j] / noise)
+            x = _quad(low, m, a, j, y) * (pw[i] / noise)
             sinr = max(x / (1.0 - x), 0.0)
             weakest = sinr if sinr != sinr or sinr < weakest else weakest
             if weakest != weakest:
                 break
-    return bits / (band * (math.log1p(weakest) / _LN2))
+    return weakest
 
 
 @_jit
@@ -204,9 +235,10 @@ def _dl_delay(key, norms, weights, by_norm, best_of, par, m, g_keys, g_vals, use
 
 @_jit
 def _times(which, keys, ch, tabs, work):
-    a, gram_ul, p, gram_dl, norms_dl, weights, by_norm, best_of, ascending, par, m, _, outer = ch
+    a, gram_ul, p, gram_dl, norms_dl, weights, by_norm, best_of, ascending, par, m, _, outer, \
+        levels = ch
     ul_keys, ul_vals, dl_keys, dl_vals, g_keys, g_vals, used = tabs
-    h, low, y, idx, idx2, root = work
+    h, low, y, idx, idx2, root, pw = work
     t_keys, t_vals = (ul_keys, ul_vals) if which == UL else (dl_keys, dl_vals)
     out = np.zeros(keys.shape[0])
     for q in range(keys.shape[0]):
@@ -215,8 +247,8 @@ def _times(which, keys, ch, tabs, work):
             i = _slot(t_keys, key)
             if t_keys[i] != key:
                 if which == UL:
-                    v = _ul_delay(key, a, p, gram_ul, outer, ascending, par, m, h, low, y, idx,
-                                  root)
+                    v = _ul_delay(key, a, p, gram_ul, outer, ascending, par, m, levels, h, low,
+                                  y, idx, root, pw)
                 else:
                     v = _dl_delay(key, norms_dl, weights, by_norm, best_of, par, m, g_keys,
                                   g_vals, used, gram_dl, ascending, h, low, y, idx, idx2)
@@ -238,9 +270,9 @@ def _prefix(order, rs, n_rejected, ch, tabs, work):
     first minimiser is the full table's (ties: the lower index). The DL of a prefix whose
     floor rules it out is not worked out either (the reference works out every one)."""
     a, gram_ul, p, gram_dl, norms_dl, weights, by_norm, best_of, ascending, par, m, norms_ul, \
-        outer = ch
+        outer, levels = ch
     ul_keys, ul_vals, dl_keys, dl_vals, g_keys, g_vals, used = tabs
-    h, low, y, idx, idx2, root = work
+    h, low, y, idx, idx2, root, pw = work
     bits, bw, n0 = par[1], par[2], par[3]
     n, k = rs.shape
     cum = np.zeros(k + 1, dtype=np.int64)
@@ -297,8 +329,8 @@ def _prefix(order, rs, n_rejected, ch, tabs, work):
                 i = _slot(ul_keys, key)
                 if ul_keys[i] != key:
                     ul_keys[i] = key
-                    ul_vals[i] = _ul_delay(key, a, p, gram_ul, outer, ascending, par, m, h, low,
-                                           y, idx, root)
+                    ul_vals[i] = _ul_delay(key, a, p, gram_ul, outer, ascending, par, m, levels,
+                                           h, low, y, idx, root, pw)
                     used[UL] += 1
                 tu = ul_vals[i]
                 t = tu if tu != tu or tu > td[c] else td[c]   # max(T_UL, T_DL), NaN kept
@@ -311,9 +343,10 @@ def _prefix(order, rs, n_rejected, ch, tabs, work):
 
 
 class CompiledEvaluator:
-    """The compiled twin of a ``SchemeEvaluator`` ``ev`` (its arrays, its own tables)."""
+    """The compiled twin of a ``SchemeEvaluator`` ``ev`` (its arrays, its own tables); UL
+    powers by the descent over ``levels`` levels (0: full power)."""
 
-    def __init__(self, ev):
+    def __init__(self, ev, levels=0):
         a_ul = np.ascontiguousarray(ev.a_ul, dtype=np.complex128)
         a_dl = np.ascontiguousarray(ev.a_dl, dtype=np.complex128)
         self.k, m = a_ul.shape
@@ -321,14 +354,15 @@ class CompiledEvaluator:
                    ev.weights, ev._by_norm, ev.tr.dl.grouping == "best",
                    np.arange(self.k, dtype=np.int64),
                    np.array([ev.p_dl, ev.bits, ev.bw, ev.n0]), m, ev.norms_ul,
-                   ev.p_ul[:, None, None] * a_ul[:, :, None] * a_ul.conj()[:, None, :])
+                   ev.p_ul[:, None, None] * a_ul[:, :, None] * a_ul.conj()[:, None, :],
+                   levels)
         self.tabs = tuple(x for _ in range(3)
                           for x in (np.full(64, _EMPTY, dtype=np.int64), np.empty(64))) + (
             np.zeros(3, dtype=np.int64),)
         size = max(m, self.k)
         self.work = (np.empty((size, size), np.complex128), np.empty((size, size), np.complex128),
                      np.empty(size, np.complex128), np.empty(self.k, np.int64),
-                     np.empty(self.k, np.int64), np.empty(size))
+                     np.empty(self.k, np.int64), np.empty(size), np.empty(self.k))
 
     def used(self, which):
         """The keys worked out and kept so far in table ``which`` (UL, DL, GROUPS)."""

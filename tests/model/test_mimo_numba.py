@@ -74,6 +74,26 @@ def test_link_delays_equal_numpys(m, groups, monkeypatch):
         np.testing.assert_array_equal(getattr(fast, link)(sets[::-1], r[::-1]), got[::-1])
 
 
+@pytest.mark.parametrize("m", [1, 2, 4, 8])
+def test_power_descent_equals_numpys(m, monkeypatch):
+    """The UL power descent (``mimo_batch.mmse_power_descent``) compiled: the same slowest
+    delays, sets of every size from 1 to K, within rtol 1e-12 (the same passes and first
+    minimisers; a candidate level is accepted only if faster by more than 1e-12, so values a
+    few eps apart cannot steer the two apart)."""
+    rng = np.random.default_rng(90 + m)
+    k = 10
+    tr = Transmission(m, "mu-mimo-zf", "mu-mimo-mmse", ul_power="descent")
+    fast, slow = _pair(tr, _vectors(rng, k, m), monkeypatch)
+    sets = rng.integers(1, 1 << k, 300)
+    r = np.maximum(np.bitwise_count(sets) if hasattr(np, "bitwise_count")
+                   else [bin(int(x)).count("1") for x in sets], 1) + rng.integers(0, 3, 300)
+    got, ref = fast.ul_time(sets, r), slow.ul_time(sets, r)
+    np.testing.assert_allclose(got, ref, rtol=1e-12, atol=0)
+    full = SchemeEvaluator(Transmission(m, "mu-mimo-zf", "mu-mimo-mmse"), fast.a_ul, fast.a_dl,
+                           fast.p_ul, P_DL, S, B, N0).ul_time(sets, r)
+    assert np.all(got <= full) and np.any(got < full * (1 - 1e-9))   # the descent pays
+
+
 def _zf_cond(a, s, m):
     """The worst condition number of the ZF groups any grouping of set ``s`` forms (the
     devices by ||a||^2 descending, dealt round-robin into c groups, c = ceil(n / M) ...
@@ -88,11 +108,13 @@ def _zf_cond(a, s, m):
     return worst
 
 
-@pytest.mark.parametrize("m, groups", [(2, "fewest"), (4, "fewest"), (4, "best"), (8, "best")])
-def test_prefix_splits_equal_numpys(m, groups, monkeypatch):
+@pytest.mark.parametrize("m, groups, power", [(2, "fewest", "full"), (4, "fewest", "full"),
+                                              (4, "best", "full"), (8, "best", "full"),
+                                              (4, "fewest", "descent")])
+def test_prefix_splits_equal_numpys(m, groups, power, monkeypatch):
     rng = np.random.default_rng(70 + m)
     k = 14
-    tr = Transmission(m, "mu-mimo-zf", "mu-mimo-mmse", zf_groups=groups)
+    tr = Transmission(m, "mu-mimo-zf", "mu-mimo-mmse", zf_groups=groups, ul_power=power)
     g = ArrayGains.of(_vectors(rng, k, m))
     rejected = rng.random((400, k)) < rng.uniform(0.1, 1.0, (400, 1))
     rejected[0] = False                           # nothing rejected: T_comm 0
@@ -113,8 +135,7 @@ def test_numpy_path_where_the_compiled_one_does_not_apply(monkeypatch):
     monkeypatch.delenv("MULTISPIN_NUMBA", raising=False)
     assert SchemeEvaluator(Transmission(4, "mu-mimo-zf", "mu-mimo-mmse"), *args).compiled
     for tr in (Transmission(4, "mu-mimo-zf", "ofdma-mrc"),
-               Transmission(4, "ofdma-mrt", "mu-mimo-mmse"),
-               Transmission(4, "mu-mimo-zf", "mu-mimo-mmse", ul_power="descent")):
+               Transmission(4, "ofdma-mrt", "mu-mimo-mmse")):
         assert SchemeEvaluator(tr, *args).compiled is None
     monkeypatch.setenv("MULTISPIN_NUMBA", "0")
     assert SchemeEvaluator(Transmission(4, "mu-mimo-zf", "mu-mimo-mmse"), *args).compiled is None
