@@ -35,7 +35,8 @@ _LEFT = 36.0         # the left tail beyond e^-36 of the integrand's scale: rela
 class GainLaw:
     """The law of the small-scale array gain X of every device: ``fixed`` (no fading: X = M)
     or a sum of Rayleigh elements with the correlation eigenvalues ``eigenvalues`` (M,).
-    ``ergodic_gain(G, P, b, N0)``: the gain whose Shannon rate is the mean over X."""
+    ``ergodic_gain(G, P, b, N0)``: the gain whose Shannon rate is the mean over X;
+    ``sample(rng, shape)``: draws of X."""
 
     def __init__(self, eigenvalues=(1.0,), fixed=False):
         lam = np.clip(np.asarray(eigenvalues, dtype=float).ravel(), 0.0, None)
@@ -61,6 +62,15 @@ class GainLaw:
     def one_rayleigh(self):
         """One Rayleigh element (the paper's |h|^2 ~ Exp(1))."""
         return not self.fixed and self.m == 1 and self.eigenvalues[0] == 1.0
+
+    def sample(self, rng, shape):
+        """Draws of X (``shape``): sum_i lambda_i E_i from ``shape`` x M exponentials (one
+        Rayleigh element: ``shape`` exponentials, the paper's draws); M without fading."""
+        if self.fixed:
+            return np.full(shape, float(self.m))
+        if self.one_rayleigh:
+            return rng.standard_exponential(shape)
+        return rng.standard_exponential(tuple(shape) + (self.m,)) @ self.eigenvalues
 
     def ergodic_gain(self, mean_gain, power_w, bandwidth_hz, n0):
         """The gain whose Shannon rate at ``power_w`` on ``bandwidth_hz`` is the mean rate of

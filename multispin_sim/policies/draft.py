@@ -219,7 +219,8 @@ def priced_objective(ctx, active, caps, policy, rng, samples, *, plan="instantan
     """The draft objective (``draft_search.make_objective``) of a decision on ``ctx`` over the
     devices ``active`` with ``caps``, its corrections priced as the searching controllers
     price them: at fading sampled on the path loss where the decision is kept for rounds whose
-    CSI is not known yet (``update`` 'once' with the SAA estimator on a fading channel), else at
+    CSI is not known yet (``update`` 'once' with the SAA estimator on a fading channel; from
+    ``law_of(ctx)``: M antennas' array gains under maximum-ratio beams), else at
     ``pricing_gains`` (``plan``) of the active devices. The controllers' and the gym regret's
     one source."""
     sampled = update == "once" and estimator == "saa" and ctx.fading != "none"
@@ -230,7 +231,7 @@ def priced_objective(ctx, active, caps, policy, rng, samples, *, plan="instantan
     return make_objective(
         ctx.system, g_ul, g_dl, active, caps, policy, rng, samples, estimator=estimator,
         sampled_fading=sampled, ignore_comm=ignore_comm, reciprocal=ctx.reciprocal,
-        energy=energy, energy_scope=energy_scope)
+        energy=energy, energy_scope=energy_scope, gain_law=law_of(ctx) if sampled else None)
 
 
 def pricing_options(scenario):

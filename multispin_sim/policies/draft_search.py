@@ -33,6 +33,7 @@ import numpy as np
 
 from ..model.compiled import numba_allowed
 from ..model.energy import EnergyKernel, TokensPerJoule
+from ..model.ergodic import GainLaw
 from ..model.estimators import RUN_CAP, ExactTcomm, SAATcomm, ZeroTcomm, acceptance_runs
 from ..model.goodput import DraftObjective
 from ..model.speculative import acceptance_uniforms
@@ -94,21 +95,23 @@ def make_kernel(system, g_ul, g_dl, policy, coin_uniforms, seed=0, energy=None, 
 
 def make_objective(system, g_ul, g_dl, active, caps, policy=None, rng=None, samples=1000,
                    estimator="saa", sampled_fading=False, ignore_comm=False, reciprocal=None,
-                   energy=None, energy_scope="devices"):
+                   energy=None, energy_scope="devices", gain_law=None):
     """The objective G of one draft-length decision.
 
     system: the ``System``; g_ul, g_dl: this round's gains (K,) (ignored with
     ``sampled_fading``); active: (K,) bool; caps: (K,) int; policy: the reactive policy object
     (or its name; default 'optimal'); rng: the controller's Generator; samples: N_SAA;
-    estimator: 'saa' or 'exact'; sampled_fading: draw Rayleigh fading per sample (path loss of
-    the system; reciprocal as ``reciprocal`` says, or when g_ul == g_dl if it is None) instead
+    estimator: 'saa' or 'exact'; sampled_fading: draw the small-scale gains per sample, from
+    ``gain_law`` (``model.ergodic.GainLaw``; None: one Rayleigh element), times the system's
+    path loss (reciprocal as ``reciprocal`` says, or when g_ul == g_dl if it is None) instead
     of using the given gains (SAA only);
     ignore_comm: T_comm left out (computation-only); energy: ``model.energy.Powers`` to
     maximise tokens per joule instead of goodput (``model.energy.TokensPerJoule``), of the
     devices' energy or, with ``energy_scope='total'``, of devices and server.
 
     Draws (SAA): M x K acceptance uniforms, M x K coin uniforms, one seed, then (sampled fading)
-    2 x M x K exponentials, always in this order and these amounts.
+    2 x M x K exponentials (times the law's antenna elements), always in this order and these
+    amounts.
     """
     k = system.k
     active = np.asarray(active, dtype=bool)
@@ -142,7 +145,7 @@ def make_objective(system, g_ul, g_dl, active, caps, policy=None, rng=None, samp
         if sampled_fading:
             if reciprocal is None:
                 reciprocal = np.array_equal(np.asarray(g_ul), np.asarray(g_dl))
-            h = rng.standard_exponential((2, m, k))
+            h = (GainLaw() if gain_law is None else gain_law).sample(rng, (2, m, k))
             g_ul = system.pathloss * h[0]
             g_dl = g_ul if reciprocal else system.pathloss * h[1]
         kernel = make_kernel(system, g_ul, g_dl, policy, coin_u, seed, energy=energy,

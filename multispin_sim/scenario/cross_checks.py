@@ -256,7 +256,8 @@ def _check_link(sc: Scenario) -> None:
 def _check_antennas(sc: Scenario) -> None:
     """A server antenna array (several antennas, or a link sharing its band) runs one fading
     block per round on the Shannon link; the orthogonal schemes also take imperfect CSI (a
-    maximum-ratio beam on the estimate), the token-level payload and asynchronous serving."""
+    maximum-ratio beam on the estimate), the token-level payload, asynchronous serving and
+    the 'once' objective (fading sampled from the array gain's law)."""
     s = sc.server
     shared = s.dl_scheme != "ofdma-mrt" or s.ul_scheme != "ofdma-mrc"
     if s.antennas == 1 and not shared:
@@ -266,8 +267,6 @@ def _check_antennas(sc: Scenario) -> None:
     refuse_unsupported(sc, (
         ("channel.coherence_time_ms", sc.channel.coherence_time_ms is not None, "null"),
         ("link.model", sc.link.model != "shannon", "'shannon'"),
-        ("policy.draft_update", sc.policy.draft_update == "once",
-         "'every-round' (the 'once' objective samples one-antenna fading on orthogonal bands)"),
     ), why)
     if shared:   # a ZF / MMSE filter on estimated vectors leaks between streams, a shared band's
         # sets are solved for one payload size, and its streams recorded round by round
@@ -279,6 +278,9 @@ def _check_antennas(sc: Scenario) -> None:
             ("payload.model", sc.payload.model != "bits", "'bits'"),
             ("serving.protocol", sc.serving.protocol != "synchronous", "'synchronous'"),
             ("policy.objective", sc.policy.objective != "goodput", "'goodput'"),
+            ("policy.draft_update", sc.policy.draft_update == "once",
+             "'every-round' or every N rounds (the 'once' objective samples each device's "
+             "gain alone)"),
             ("channel.fading", s.antennas > 1 and sc.channel.fading == "none",
              "a fading model other than 'none' (equal vectors make shared-band streams "
              "singular)"),

@@ -4,14 +4,18 @@ Checks: the registry names of the scenario schema, inactive devices and the batc
 update schedules (every round, once against sampled fading, every N rounds), the remaining-token
 cap, determinism given the seed, and end-to-end runs through ``simulate``.
 """
+import math
+
 import numpy as np
 import pytest
 
 from multispin_sim.engine.population import build_population
+from multispin_sim.engine.simulation import simulate
 from multispin_sim.engine.streams import RandomStreams
+from multispin_sim.model.ergodic import GainLaw
 from multispin_sim.model.fading import channel_gains
 from multispin_sim.policies import DRAFT_CONTROLLERS, DraftContext, make_draft_controller
-from multispin_sim.policies.draft import FixedDraft
+from multispin_sim.policies.draft import FixedDraft, priced_objective
 from multispin_sim.policies.reactive import make_reactive_policy
 from multispin_sim.scenario import load_scenario
 from multispin_sim.scenario.names import DRAFT_POLICIES
@@ -265,3 +269,49 @@ def test_auto_prices_at_the_ergodic_gains_when_the_last_round_outlasted_a_block(
         "policy.saa_samples": 50, "channel.coherence_time_ms": block_ms}))
     assert holds[0] is False and len(holds) == 12
     assert set(holds[1:]) == {expected}
+
+
+@pytest.mark.parametrize("m, corr", [(4, 0.0), (4, 0.7)])
+def test_update_once_samples_the_array_gain(m, corr):
+    """With M antennas under maximum-ratio beams the 'once' objective prices each sample at
+    G X, X = sum_i lambda_i E_i the array gain's law (``channel.gain_law``): over 2,000
+    samples x 20 devices the UL gains divided by G have mean M and variance sum lambda_i^2
+    (within 5 standard errors; the fourth moment of the hypoexponential gives the variance's);
+    reciprocal channel: the DL's are the same draws."""
+    s = system_of(4)
+    law = GainLaw.of("rayleigh", m, corr)
+    ctx = DraftContext(0, s, np.ones(s.k), np.ones(s.k), np.ones(s.k, bool), None,
+                       make_reactive_policy("optimal"), np.random.default_rng(8),
+                       gain_law=law)
+    obj = priced_objective(ctx, ctx.active, np.full(s.k, 20), ctx.reactive, ctx.rng, 2000,
+                           update="once")
+    kernel = obj.tcomm.kernel
+    x = (kernel.q / np.asarray(s.p_ul_w) / s.pathloss).ravel()
+    np.testing.assert_allclose(1.0 / (kernel.v * s.pathloss), x.reshape(kernel.v.shape),
+                               rtol=1e-12)
+    lam = law.eigenvalues
+    # cumulants of sum lambda E: kappa_n = (n - 1)! sum lambda^n
+    k2, k3, k4 = (lam ** 2).sum(), 2 * (lam ** 3).sum(), 6 * (lam ** 4).sum()
+    assert abs(x.mean() - m) < 5 * math.sqrt(k2 / x.size)
+    var_of_var = (k4 + 2 * k2 ** 2) / x.size   # Var of the sample variance, large n
+    assert abs(x.var(ddof=1) - k2) < 5 * math.sqrt(var_of_var)
+    assert corr == 0 or k2 > m + 1   # correlation widens the law (so the test tells them apart)
+
+
+def test_array_gain_sample_of_one_rayleigh_element_is_the_papers_draws():
+    a = GainLaw.of("jakes").sample(np.random.default_rng(4), (2, 30, 5))
+    np.testing.assert_array_equal(a, np.random.default_rng(4).standard_exponential((2, 30, 5)))
+    np.testing.assert_array_equal(GainLaw.of("none", 3).sample(None, (2, 2)), np.full((2, 2), 3.0))
+
+
+def test_update_once_runs_with_an_antenna_array():
+    """End to end: greedy 'once' at M = 4 decides in round 0 and keeps its lengths."""
+    sc = load_scenario(None, overrides={"server.antennas": 4, "policy.draft": "greedy",
+                                        "policy.draft_update": "once", "policy.saa_samples": 200,
+                                        "run.rounds": 6, "devices.count": 6})
+    result = simulate(sc)
+    rows = result.device_rounds
+    assert result.complete and len(rows["draft_len"]) == 6 * 6
+    first = {d: g for r, d, g in zip(rows["round"], rows["device"], rows["draft_len"]) if r == 0}
+    assert all(first[d] == g for d, g in zip(rows["device"], rows["draft_len"]))
+    assert sum(first.values()) > 0

@@ -13,8 +13,9 @@ from multispin_sim.scenario.params import show_value
     ({"server.antennas": 4, "link.model": "mcs"}, "link.model"),
     ({"server.ul_scheme": "mu-mimo-mmse", "serving.protocol": "asynchronous"},
      "serving.protocol"),
-    ({"server.antennas": 4, "policy.draft_update": "once"}, "policy.draft_update"),
-    # one antenna sharing its band: the 'once' objective's sampled fading has no vectors
+    # a shared band: the 'once' objective samples each device's gain alone, no vectors
+    ({"server.antennas": 4, "server.ul_scheme": "mu-mimo-mmse", "policy.draft": "greedy",
+      "policy.draft_update": "once"}, "policy.draft_update"),
     ({"server.dl_scheme": "mu-mimo-zf", "policy.draft": "greedy", "policy.draft_update": "once"},
      "policy.draft_update"),
     ({"server.antennas": 4, "server.dl_scheme": "mu-mimo-zf", "channel.fading": "none"},
@@ -51,6 +52,9 @@ def test_allowed_combinations_load():
                                         "csi.estimation_error_variance": 0.1,
                                         "csi.cqi_quantisation": True})
     assert sc.csi.cqi_quantisation
+    sc = load_scenario(None, overrides={"server.antennas": 4, "policy.draft": "greedy",
+                                        "policy.draft_update": "once"})
+    assert sc.policy.draft_update == "once"
 
 
 def test_imperfect_csi_with_a_shared_band_names_the_schemes():
