@@ -25,7 +25,7 @@ from ..model.csi import PerfectCsi
 from ..model.ergodic import GainLaw
 from ..model.energy import AIRTIME, RADIATED
 from ..model.mimo import Transmission, effective_gains
-from ..model.reactive import DL
+from ..model.reactive import DL, UL
 from .channel import OFDMAChannel
 
 
@@ -63,8 +63,9 @@ class ArrayChannel(OFDMAChannel):
         self._b = 0.0
         self._p_ul = np.broadcast_to(np.asarray(system.p_ul_w, float), (k,))
         self.csi_model = PerfectCsi() if csi_model is None else csi_model
-        if not self.csi_model.perfect and self.transmission.multi_user:
-            raise ValueError("imperfect CSI is modelled for the orthogonal schemes only")
+        # a shared band with imperfect CSI: a stream's realised delay depends on its whole set
+        self.sees_sets = self.transmission.multi_user and not self.csi_model.perfect
+        self._set = np.full((3, k), np.nan)   # their delays, on-air times and SINRs
         self.csi_rng = csi_rng
         self.csi_delay_s = float(csi_delay_s)
         self._h = None          # this round's true small-scale vectors (UL, DL)
@@ -115,13 +116,29 @@ class ArrayChannel(OFDMAChannel):
         self._b = bandwidth_hz
         self._power[device], self._start[device], self._delay[device] = power_w, start, airtime_s
 
+    def plan_sets(self, mode, planned, power_w, bandwidth_hz):
+        """The streams a decision starts together, before they start (``sees_sets``): on a
+        shared band each one's realised delay, on-air time and SINR, planned on the estimated
+        vectors and met by the true ones (``model.mimo.Transmission.realise``)."""
+        est_ul, est_dl = self._estimate
+        got = self.transmission.realise(
+            self.g_ul.vectors, self.g_dl.vectors, est_ul.vectors, est_dl.vectors,
+            np.asarray(mode), np.asarray(planned, dtype=float), np.asarray(power_w, dtype=float),
+            self.bits, bandwidth_hz, self.n0)
+        on = ~np.isnan(got[0])
+        self._set[:, on] = got[:, on]
+
     def transmit(self, env, device, mode, power_w, bandwidth_hz, planned_s, index=None):
         """SimPy: one correction (one block per round: the planned delay, or with imperfect CSI
-        the Shannon delay at its realised gain); noted for the record."""
+        the delay on the true channel: alone, at the gain through its estimate's beam, or on a
+        shared band as ``plan_sets`` worked out for its set); noted for the record."""
         delay = planned_s
         if self._matched is not None:
             self.transmissions += 1
-            delay = self.stream_delay(device, mode, power_w, bandwidth_hz)
+            if self.sees_sets and self._shared(mode):
+                delay = float(self._set[0, device])
+            else:
+                delay = self.stream_delay(device, mode, power_w, bandwidth_hz)
         self.note(device, mode, bandwidth_hz, power_w, env.now, delay)
         yield env.timeout(delay)
         return delay
@@ -143,13 +160,17 @@ class ArrayChannel(OFDMAChannel):
         if not mode.any():
             return {name: np.zeros(len(mode)) for name in self.extra_columns}
         s = self.system
-        # a stream's fading block holds until its round (or batch) is recorded
-        g_ul, g_dl = (self.g_ul, self.g_dl) if self._matched is None else self._matched
-        gain, snr = effective_gains(self.transmission, g_ul, g_dl, mode, self._p_ul,
-                                    s.p_dl_w, self.bits, self._b, self.n0, sent=self._power)
         airtime = np.where(mode > 0, self._delay, 0.0)
         dl_scheme = self.transmission.dl
-        if dl_scheme.shared:   # streams on air in turns, set by set; else for the whole delay
+        if self.sees_sets:     # as realised (``plan_sets``, ``stream_delay``)
+            gain, snr, airtime = self._realised_columns(mode, airtime)
+        else:
+            # a stream's fading block holds until its round (or batch) is recorded
+            g_ul, g_dl = (self.g_ul, self.g_dl) if self._matched is None else self._matched
+            gain, snr = effective_gains(self.transmission, g_ul, g_dl, mode, self._p_ul,
+                                        s.p_dl_w, self.bits, self._b, self.n0, sent=self._power)
+        if dl_scheme.shared and not self.sees_sets:
+            # streams on air in turns, set by set; else for the whole delay
             for start in np.unique(self._start[mode == DL]).tolist():   # carried: apart
                 dl = (mode == DL) & (self._start == start)
                 airtime[dl] = dl_scheme.on_air(airtime[dl])
@@ -157,6 +178,27 @@ class ArrayChannel(OFDMAChannel):
         self._mode = np.zeros(len(mode), dtype=np.int8) if devices is None else np.where(
             devices, 0, self._mode).astype(np.int8)
         return {"gain_eff": gain, "snr_eff": snr, AIRTIME: airtime, RADIATED: radiated}
+
+    def _shared(self, mode):
+        return (self.transmission.dl if mode == DL else self.transmission.ul).shared
+
+    def _realised_columns(self, mode, airtime):
+        """(gain_eff, snr_eff, airtime) of the streams of ``mode`` with imperfect CSI on a
+        shared band: a shared link's streams as ``plan_sets`` realised them (gain: the SINR's
+        p gamma / (N0 B_link), B_link = b x the streams that started with it), an orthogonal
+        link's at the gain through the estimate's beam."""
+        tr, p, b = self.transmission, self._power, self._b
+        gain = np.where(mode == UL, self._matched[0], np.where(mode == DL, self._matched[1], 0.0))
+        snr = np.where(mode > 0, p * gain / (self.n0 * b), 0.0)
+        for code, scheme in ((UL, tr.ul), (DL, tr.dl)):
+            if not scheme.shared:
+                continue
+            for start in np.unique(self._start[mode == code]).tolist():
+                on = (mode == code) & (self._start == start)
+                snr[on], airtime[on] = self._set[2, on], self._set[1, on]
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    gain[on] = snr[on] * self.n0 * b * np.count_nonzero(on) / p[on]
+        return gain, snr, airtime
 
 
 def needs_array_channel(scenario):

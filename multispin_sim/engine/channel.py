@@ -102,6 +102,9 @@ class OFDMAChannel:
         """True when the reactive decision's CSI may differ from the round start's."""
         return self.grid is not None
 
+    # True when a decision's streams must be seen together before they start (``plan_sets``)
+    sees_sets = False
+
     @property
     def plain_transmit(self):
         """True when ``transmit`` is one timeout of the planned delay, which it returns (one

@@ -354,6 +354,7 @@ class InterferingChannel:
 
     plain_transmit = False
     dynamic_csi = True
+    sees_sets = False   # orthogonal streams only (a shared band is refused with cells)
     multi_block = blocks_used = 0   # one fading block per round (several cells require it)
 
     system, bits, round_bits, n0, pathloss, max_blocks = map(

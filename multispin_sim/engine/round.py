@@ -171,6 +171,9 @@ class RoundLoop(ProtocolLoop):
         self.carry_power = decision.power_w[0]
         self.carry_bandwidth = float(decision.bandwidth_hz[0])
         self.carry_planned = decision.delay_s[0]
+        if self.channel.sees_sets:
+            self.channel.plan_sets(decision.mode[0], self.carry_planned, self.carry_power,
+                                   self.carry_bandwidth)
         self.carry_delay = np.zeros(self.k)
         self._carry_pending = int(np.count_nonzero(carry))
         self._carry_done = env.event()
@@ -255,6 +258,7 @@ class RoundLoop(ProtocolLoop):
         saturated = workload.saturated
         must_wait = not saturated or self.tick is not None
         dynamic_csi = channel.dynamic_csi
+        sees_sets = channel.sees_sets   # the channel sees a decision's streams before they start
         mover = self.mover
         distance = None
         link_columns = bool(channel.extra_columns)
@@ -365,6 +369,8 @@ class RoundLoop(ProtocolLoop):
                 power, bandwidth = self._zeros, 0.0
                 mode_list = delay_list = None
             self.power, self.bandwidth = power, bandwidth
+            if sees_sets and n_rej:
+                channel.plan_sets(self.mode, self.delay, power, bandwidth)
             self.mode_list = self.mode.tolist() if mode_list is None else mode_list
             if plain:
                 if delay_list is None:  # what the transmitting devices wait (0 for the others)

@@ -58,6 +58,20 @@ class DlScheme:
         return np.asarray(delays, dtype=float)
 
 
+def _sinr(leak, noise):
+    """SINRs from leak[k, j] = p_j |<filter of k, a_j>|^2 (the signal on the diagonal) and each
+    stream's noise power."""
+    signal = np.diagonal(leak)
+    return signal / (noise + (leak.sum(axis=1) - signal))
+
+
+def zf_precoder(a):
+    """Unit-norm zero-forcing columns (M, n) for vectors a (n, M), n <= M: A (A^H A)^-1 with
+    A = a^T, so a_k^H w_j = 0 for j != k and |a_k^H w_k|^2 = 1 / [(A^H A)^-1]_kk."""
+    w = a.T @ np.linalg.inv(a.conj() @ a.T)
+    return w / np.sqrt(norms2(w.T))
+
+
 @DL_SCHEMES.register("ofdma-mrt")
 class OfdmaMrt(DlScheme):
     """Orthogonal subbands, maximum-ratio transmission: the paper's DL with g = ||a||^2."""
@@ -135,6 +149,25 @@ class MuMimoZf(DlScheme):
             tau_of[group] = tau[j]
         return delays, dl_power_for_delay(tau_of, bits, band, gains, n0), gains
 
+    def realise(self, a, est, planned, powers, bits, b, n0):
+        """(delays, on-air times, SINRs) of a DL set served as planned on the estimated vectors
+        ``est`` ((n, M); ``planned``, ``powers``: what ``serve`` gave for them) over the true
+        vectors a: each group (the streams the plan ends together) is precoded to zero-force
+        the estimates, so a stream meets its group mates' leakage p_j |a_k^H w_j|^2 as
+        interference; groups take their turns in order, each until its slowest stream ends.
+        With est = a, the plan."""
+        band = b * len(a)
+        delays, on_air, sinr = np.zeros(len(a)), np.zeros(len(a)), np.zeros(len(a))
+        start = 0.0
+        for end in np.unique(planned):
+            g = np.flatnonzero(planned == end)
+            leak = np.abs(a[g].conj() @ zf_precoder(est[g])) ** 2 * powers[g]
+            sinr[g] = _sinr(leak, n0 * band)
+            on_air[g] = shared_band_delays(bits, band, sinr[g])
+            delays[g] = start + on_air[g]
+            start = float(delays[g].max())
+        return delays, on_air, sinr
+
 
 class UlScheme:
     """``serve(a, p, bits, b, n0) -> (delays, gains, powers)`` for the UL set's vectors a
@@ -180,6 +213,21 @@ class MuMimoMmse(UlScheme):
             gains = sinr * noise / p
         return delays, gains, p
 
+    def realise(self, a, est, planned, powers, bits, b, n0):
+        """(delays, on-air times, SINRs) of a UL set sent at ``powers`` (as planned on the
+        estimated vectors ``est``) over the true vectors a, combined by the MMSE filters of the
+        estimates, w_k = (I + sum_j p_j est_j est_j^H / noise)^-1 est_k: a stream meets the
+        others' leakage p_j |w_k^H a_j|^2 and the noise noise ||w_k||^2. With est = a, the
+        MMSE SINRs of ``serve``."""
+        band = b * len(a)
+        noise = n0 * band
+        cov = np.eye(a.shape[1]) + (est.T * (powers / noise)) @ est.conj()
+        w = np.linalg.solve(cov, est.T)                       # (M, n): column k is w_k
+        leak = np.abs(w.conj().T @ a.T) ** 2 * powers
+        sinr = _sinr(leak, noise * norms2(w.T))
+        delays = shared_band_delays(bits, band, sinr)
+        return delays, delays, sinr
+
 
 class Transmission:
     """The antenna component: M antennas and one scheme per link. ``multi_user``: some link
@@ -220,6 +268,19 @@ class Transmission:
                             system.payload_bits, system.bandwidth_hz, system.n0,
                             a_ul=self.vectors(g_ul), a_dl=self.vectors(g_dl), transmission=self,
                             memo=getattr(g_ul, "memo", None))
+
+    def realise(self, a_ul, a_dl, est_ul, est_dl, mode, planned, powers, bits, b, n0):
+        """(delay, on-air time, SINR), each (K,), of the streams of ``mode`` on a shared link,
+        planned on the estimated vectors (``planned``, ``powers``: the decision's) and met by
+        the true ones (the schemes' ``realise``); NaN elsewhere (an orthogonal link's stream is
+        alone: ``model.antennas.matched_gain``)."""
+        out = np.full((3, len(mode)), np.nan)
+        for code, scheme, a, est in ((UL, self.ul, a_ul, est_ul), (DL, self.dl, a_dl, est_dl)):
+            idx = np.flatnonzero(mode == code)
+            if scheme.shared and idx.size:
+                out[:, idx] = scheme.realise(a[idx], est[idx], planned[idx], powers[idx], bits,
+                                             b, n0)
+        return out
 
     def kernel(self, system, g_ul, g_dl, policy, uniforms=None, seed=0, coin=None):
         """The draft objective's T_comm kernel of ``policy`` on this channel state (``coin``:

@@ -252,12 +252,18 @@ def _check_link(sc: Scenario) -> None:
                             "'continuous', or cqi_quantisation: false")
 
 
+def _imperfect_csi(sc: Scenario) -> bool:
+    c = sc.csi
+    return c.delay_ms != 0 or c.estimation_error_variance != 0 or bool(c.cqi_quantisation)
+
+
 @cross_check
 def _check_antennas(sc: Scenario) -> None:
     """A server antenna array (several antennas, or a link sharing its band) runs one fading
-    block per round on the Shannon link; the orthogonal schemes also take imperfect CSI (a
-    maximum-ratio beam on the estimate), the token-level payload, asynchronous serving and
-    the 'once' objective (fading sampled from the array gain's law)."""
+    block per round on the Shannon link, with imperfect CSI too (beams, precoders and
+    combiners follow the estimates); the orthogonal schemes also take the token-level
+    payload, asynchronous serving and the 'once' objective (fading sampled from the array
+    gain's law)."""
     s = sc.server
     shared = s.dl_scheme != "ofdma-mrt" or s.ul_scheme != "ofdma-mrc"
     if s.antennas == 1 and not shared:
@@ -268,13 +274,9 @@ def _check_antennas(sc: Scenario) -> None:
         ("channel.coherence_time_ms", sc.channel.coherence_time_ms is not None, "null"),
         ("link.model", sc.link.model != "shannon", "'shannon'"),
     ), why)
-    if shared:   # a ZF / MMSE filter on estimated vectors leaks between streams, a shared band's
-        # sets are solved for one payload size, and its streams recorded round by round
-        c = sc.csi
+    if shared:   # a shared band's sets are solved for one payload size, and its streams
+        # recorded round by round
         refuse_unsupported(sc, (
-            ("csi.delay_ms", c.delay_ms != 0, "0"),
-            ("csi.estimation_error_variance", c.estimation_error_variance != 0, "0"),
-            ("csi.cqi_quantisation", bool(c.cqi_quantisation), "false"),
             ("payload.model", sc.payload.model != "bits", "'bits'"),
             ("serving.protocol", sc.serving.protocol != "synchronous", "'synchronous'"),
             ("policy.objective", sc.policy.objective != "goodput", "'goodput'"),
@@ -284,8 +286,17 @@ def _check_antennas(sc: Scenario) -> None:
             ("channel.fading", s.antennas > 1 and sc.channel.fading == "none",
              "a fading model other than 'none' (equal vectors make shared-band streams "
              "singular)"),
+            ("policy.mode", sc.policy.mode == "robust" and _imperfect_csi(sc),
+             "a mode other than 'robust' with imperfect CSI (its law is of a stream alone)"),
         ), f"server.dl_scheme / ul_scheme = {s.dl_scheme} / {s.ul_scheme} (a shared band)",
             " (or the orthogonal schemes 'ofdma-mrt' and 'ofdma-mrc', which take it)")
+    if shared and s.antennas == 1 and _imperfect_csi(sc):   # one antenna: powers, no vectors
+        c = sc.csi
+        refuse_unsupported(sc, (
+            ("csi.delay_ms", c.delay_ms != 0, "0"),
+            ("csi.estimation_error_variance", c.estimation_error_variance != 0, "0"),
+            ("csi.cqi_quantisation", bool(c.cqi_quantisation), "false"),
+        ), "a shared band on one antenna", " (or server.antennas >= 2)")
     if shared and sc.policy.plan_gains == "ergodic":
         # a shared band's stream gains depend on the other streams' vectors: no law of one
         # device's gain gives its mean rate ('auto' is 'instantaneous' here: one block a round)

@@ -20,13 +20,15 @@ from multispin_sim.scenario.params import show_value
      "policy.draft_update"),
     ({"server.antennas": 4, "server.dl_scheme": "mu-mimo-zf", "channel.fading": "none"},
      "channel.fading"),
-    # imperfect CSI: orthogonal schemes only (ZF / MMSE on estimated vectors would leak)
-    ({"server.antennas": 4, "server.dl_scheme": "mu-mimo-zf",
-      "csi.estimation_error_variance": 0.1}, "csi.estimation_error_variance"),
-    ({"server.antennas": 4, "server.ul_scheme": "mu-mimo-mmse", "channel.doppler_hz": 50.0,
-      "csi.delay_ms": 2.0}, "csi.delay_ms"),
-    ({"server.antennas": 2, "server.dl_scheme": "mu-mimo-zf", "csi.cqi_quantisation": True},
-     "csi.cqi_quantisation"),
+    # imperfect CSI on a shared band: estimated vectors, so not one antenna (powers only), and
+    # not the robust split (its law is of a stream alone)
+    ({"server.dl_scheme": "mu-mimo-zf", "csi.estimation_error_variance": 0.1},
+     "csi.estimation_error_variance"),
+    ({"server.ul_scheme": "mu-mimo-mmse", "channel.doppler_hz": 50.0, "csi.delay_ms": 2.0},
+     "csi.delay_ms"),
+    ({"server.dl_scheme": "mu-mimo-zf", "csi.cqi_quantisation": True}, "csi.cqi_quantisation"),
+    ({"server.antennas": 4, "server.dl_scheme": "mu-mimo-zf", "policy.mode": "robust",
+      "csi.estimation_error_variance": 0.1}, "policy.mode"),
     ({"server.antennas": 4, "server.ul_scheme": "mu-mimo-mmse", "payload.model": "token"},
      "payload.model"),
     # several cells: orthogonal streams only (the interference does not enter ZF / MMSE)
@@ -57,10 +59,15 @@ def test_allowed_combinations_load():
     assert sc.policy.draft_update == "once"
 
 
-def test_imperfect_csi_with_a_shared_band_names_the_schemes():
+def test_a_shared_band_takes_imperfect_csi_with_several_antennas():
+    for key, value in (("csi.estimation_error_variance", 0.1), ("csi.delay_ms", 2.0),
+                       ("csi.cqi_quantisation", True)):
+        assert load_scenario(None, overrides={"server.antennas": 4, key: value,
+                                              "server.dl_scheme": "mu-mimo-zf",
+                                              "server.ul_scheme": "mu-mimo-mmse"})
     with pytest.raises(ScenarioError) as err:
         load_scenario(None, overrides={"server.antennas": 4, "server.dl_scheme": "mu-mimo-zf",
-                                       "csi.estimation_error_variance": 0.1})
+                                       "payload.model": "token"})
     msg = str(err.value)
     assert "\n" not in msg and "mu-mimo-zf" in msg and "'ofdma-mrt' and 'ofdma-mrc'" in msg
     assert load_scenario(None, overrides={"server.antennas": 4, "payload.model": "token"})
