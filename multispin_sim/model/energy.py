@@ -141,7 +141,8 @@ class TokensPerJoule:
 def correction_energy(decision, powers, n_active, scope="devices"):
     """Z of each outcome (M,): device energy of the correction phase (see the module
     docstring); ``scope='total'`` adds the server's DL transmit energy."""
-    mode, d, p = decision.mode, decision.delay_s, decision.power_w
+    mode, p = decision.mode, decision.power_w
+    d = decision.delay_s if decision.airtime_s is None else decision.airtime_s
     ul = mode == UL
     dl = mode == DL
     rx = powers.dl_receive_w - powers.idle_w + (p if scope == "total" else 0.0)

@@ -34,12 +34,14 @@ class _Detail:
 
 class ArrayDecision(ReactiveDecision):
     """A ``ReactiveDecision`` of an ``ArrayProblem``: ``t_comm`` and ``bandwidth_hz`` at once,
-    ``mode``, ``power_w``, ``delay_s`` and ``gain`` (each stream's effective gain) when read."""
+    ``mode``, ``power_w``, ``delay_s``, ``gain`` (each stream's effective gain) and
+    ``airtime_s`` (a ZF group's turn) when read."""
 
     mode = _Detail()
     power_w = _Detail()
     delay_s = _Detail()
     gain = _Detail()
+    airtime_s = _Detail()
 
     def __init__(self, problem, masks, t_comm):
         self._problem, self._masks = problem, masks
@@ -53,8 +55,13 @@ class ArrayDecision(ReactiveDecision):
             mode, power, delay, gain = (np.array(x) for x in list(zip(*rows))[:4])
         else:   # no outcome (e.g. a grid of no draft lengths): (0, K) details
             mode = power = delay = gain = np.zeros(np.shape(self._masks))
+        airtime = np.array(delay, dtype=float)
+        scheme = self._problem.transmission.dl
+        if scheme.shared:   # each DL stream on air for its group's turn
+            for i, dl in enumerate(mode == DL):
+                airtime[i, dl] = scheme.on_air(delay[i, dl])
         for name, value in (("mode", mode.astype(np.int8)), ("power_w", power),
-                            ("delay_s", delay), ("gain", gain)):
+                            ("delay_s", delay), ("gain", gain), ("airtime_s", airtime)):
             self.__dict__.setdefault(name, value)
 
 

@@ -100,10 +100,13 @@ class ReactiveDecision:
     bandwidth_hz: (M,) bandwidth of each transmitting device; t_comm: (M,) slowest delay.
     A policy that defers sets ``deferred`` ((1, K) bool: corrections sent at the next round
     start), one with a menu of DL formats ``dl_choice`` ((M, K): each device's format).
+    ``airtime_s`` ((M, K)): each stream's time on air where it is shorter than its delay (a
+    ZF group of a shared band waits for the earlier groups' turns), else None (the delay).
     """
 
     deferred = None
     dl_choice = None
+    airtime_s = None
     mode: np.ndarray
     power_w: np.ndarray
     delay_s: np.ndarray

@@ -203,8 +203,9 @@ class PolicyKernel:
     def __init__(self, system, g_ul, g_dl, policy, uniforms=None, seed=0, coin=None,
                  present=None):
         self.system = system
-        self.g_ul = np.asarray(g_ul, dtype=float)
-        self.g_dl = np.asarray(g_dl, dtype=float)
+        # asanyarray: gains that carry channel vectors keep them (a shared band needs them)
+        self.g_ul = np.asanyarray(g_ul, dtype=float)
+        self.g_dl = np.asanyarray(g_dl, dtype=float)
         self.policy = policy
         self.uniforms = uniforms
         self.seed = seed

@@ -244,7 +244,15 @@ def energy_aware_split(problem, powers, tolerance=0.0, scope="devices"):
     """The split choice of ``EnergyAwareSplit`` (its docstring), vectorised over the M outcomes;
     ``scope='total'`` adds the server's DL transmit energy (P_dl tau for a non-empty DL set).
     Every device in the round (``problem.present``, all K if None) idles through T_comm
-    but while it transmits or receives, as ``model.energy.correction_energy`` charges it."""
+    but while it transmits or receives, as ``model.energy.correction_energy`` charges it.
+    A shared band's prefixes (``problem.multi_user``) are not priced here: with ``tolerance``
+    0 the optimal split (exact ties of T_comm between its sets have probability 0); a
+    tolerance is refused with it up front."""
+    if problem.multi_user:
+        if tolerance:
+            raise ValueError("an energy tie tolerance on a shared band is not modelled "
+                             "(policy.energy_tie_tolerance must be 0 with mu-mimo schemes)")
+        return solver.optimal_split(problem)
     table = solver.prefix_table(problem)
     f, cols, rej, tau = table.f, table.cols, table.rejected, table.tau
     m, k = problem.shape

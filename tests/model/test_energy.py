@@ -387,6 +387,60 @@ def test_tokens_per_joule_objective_is_the_accounting_in_expectation(scope):
         assert obj.values(x[None])[0] == pytest.approx(tokens / e_mean, rel=1e-10)
 
 
+@pytest.mark.parametrize("scope", ["devices", "total"])
+def test_tokens_per_joule_on_a_shared_band_is_the_accounting_in_expectation(scope):
+    """As above, with two antennas and a shared band (ZF groups of at most two on the DL, MMSE
+    on the UL): the decisions are the prefix split under the schemes, and the accounting
+    charges each DL stream its group's turn, found here from the delays alone: a group is the
+    streams that end together, its turn from the end of the previous group's."""
+    from itertools import product
+    from multispin_sim.model.antennas import ArrayGains
+    from multispin_sim.model.energy import device_round_energy, server_round_energy
+    from multispin_sim.model.energy import AIRTIME, RADIATED
+    from multispin_sim.model.mimo import Transmission
+    from multispin_sim.model.speculative import expected_tokens
+    k = 4
+    rng = np.random.default_rng(6)
+    s = replace(small_system(cost=TokenVerification(42.8e-3, 1e-3)),
+                alpha=np.array([0.9, 0.85, 0.8, 0.75]), draft_latency_s=np.full(k, 16e-3),
+                p_ul_w=np.full(k, 0.01), pathloss=pathloss_gain(rng.uniform(100, 300, k)),
+                transmission=Transmission(2, "mu-mimo-zf", "mu-mimo-mmse"))
+    cn = (rng.standard_normal((k, 2)) + 1j * rng.standard_normal((k, 2))) / math.sqrt(2)
+    g = ArrayGains.of(np.sqrt(s.pathloss)[:, None] * cn)
+    act = np.ones(k, bool)
+    pw = Powers(np.full(k, 4.0), idle_w=0.3, ul_circuit_w=0.8, dl_receive_w=0.4)
+    obj = make_objective(s, g, g, act, np.full(k, 6), estimator="exact", energy=pw,
+                         energy_scope=scope)
+    turns = 0
+    for x in ([2, 3, 1, 4], [0, 0, 0, 0], [5, 0, 2, 6]):
+        x = np.array(x)
+        draft = x * s.draft_latency_s
+        t_ver = s.verify_cost.batch_s(x)
+        e_mean = 0.0
+        for rej in product((False, True), repeat=k):
+            rej = np.array(rej)
+            q = 1 - s.alpha ** x
+            prob = np.prod(np.where(rej, q, 1 - q))
+            if prob == 0:
+                continue
+            dec = R.optimal_split(s.reactive_problem(rej, g, g))
+            mode, power, delay = dec.mode[0], dec.power_w[0], dec.delay_s[0]
+            air = delay.copy()
+            ends = np.unique(delay[mode == R.DL])
+            for j, end in enumerate(ends):
+                air[(mode == R.DL) & (delay == end)] = end - (ends[j - 1] if j else 0.0)
+            turns += len(ends) > 1
+            link = {AIRTIME: air, RADIATED: power * air}
+            duration = draft.max() + t_ver + dec.t_comm[0]
+            e = device_round_energy(pw, draft, mode, power, delay, duration, link)[-1].sum()
+            if scope == "total":
+                e += sum(server_round_energy(pw, mode, power, delay, t_ver, link))
+            e_mean += prob * e
+        tokens = expected_tokens(s.alpha, x).sum()
+        assert obj.values(x[None])[0] == pytest.approx(tokens / e_mean, rel=1e-10)
+    assert turns > 0   # some outcome sent its DL in several groups
+
+
 def test_tokens_per_joule_drafts_less_when_drafting_is_dear():
     s = small_system()
     act, caps = np.ones(3, bool), np.full(3, 8)

@@ -29,6 +29,10 @@ from multispin_sim.scenario.params import show_value
     ({"server.dl_scheme": "mu-mimo-zf", "csi.cqi_quantisation": True}, "csi.cqi_quantisation"),
     ({"server.antennas": 4, "server.dl_scheme": "mu-mimo-zf", "policy.mode": "robust",
       "csi.estimation_error_variance": 0.1}, "policy.mode"),
+    # tokens per joule on a shared band: the prefix split, no energy tie tolerance
+    ({"server.antennas": 4, "server.dl_scheme": "mu-mimo-zf",
+      "policy.objective": "tokens-per-joule", "policy.energy_tie_tolerance": 0.05},
+     "policy.energy_tie_tolerance"),
     ({"server.antennas": 4, "server.ul_scheme": "mu-mimo-mmse", "payload.model": "token"},
      "payload.model"),
     # several cells: orthogonal streams only (the interference does not enter ZF / MMSE)
@@ -57,6 +61,9 @@ def test_allowed_combinations_load():
     sc = load_scenario(None, overrides={"server.antennas": 4, "policy.draft": "greedy",
                                         "policy.draft_update": "once"})
     assert sc.policy.draft_update == "once"
+    sc = load_scenario(None, overrides={"server.antennas": 4, "server.ul_scheme": "mu-mimo-mmse",
+                                        "policy.objective": "tokens-per-joule"})
+    assert sc.policy.objective == "tokens-per-joule"
 
 
 def test_a_shared_band_takes_imperfect_csi_with_several_antennas():
