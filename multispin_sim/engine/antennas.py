@@ -9,10 +9,13 @@ round, the effective gain and SNR (SINR) of every correction's stream (``gain_ef
 ``snr_eff`` in device_rounds.csv), worked out by the same component from the modes the devices
 transmitted in.
 
-With imperfect CSI (``csi_model``, orthogonal schemes only), the decisions see the gains of the
-estimated vectors (``model.csi.ImperfectCsi.estimate_vectors``) and each stream meets the true
+With imperfect CSI (``csi_model``), the decisions see the gains of the estimated vectors
+(``model.csi.ImperfectCsi.estimate_vectors``). On an orthogonal link each stream meets the true
 channel through the maximum-ratio beam of its estimate (``model.antennas.matched_gain``): its
-realised delay is the Shannon delay at that gain, recorded beside the planned one.
+realised delay is the Shannon delay at that gain, recorded beside the planned one. On a shared
+link the channel sees the decision's streams before they start (``plan_sets``): each set's
+precoder or combiner is built on the estimates, and each stream is sent at the SINR it meets
+on the true vectors (``model.mimo.Transmission.realise``).
 
 It is built instead of the plain channel when the server has several antennas or a link shares
 its band (``server.antennas``, ``server.dl_scheme``, ``server.ul_scheme``); one fading block per

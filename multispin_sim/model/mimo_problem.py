@@ -256,37 +256,50 @@ class ArrayProblem(ReactiveProblem):
     def local_search(self, max_passes=None):
         """From the best prefix split: the best single-device mode change, else the best
         exchange of one UL and one DL device, while T_comm drops (at most ``max_passes``
-        improvements, default |R|)."""
-        start, t0 = self.prefix_masks()
-        masks, out = start.copy(), t0.copy()
-        for i in range(self.shape[0]):
-            ul, t = masks[i], out[i]
-            idx = np.flatnonzero(self.rejected[i])
-            for _ in range(len(idx) if max_passes is None else max_passes):
-                t_new, trial = self._best_move(i, ul, idx, swaps=False)
-                if not t_new < t * (1.0 - 1e-12):
-                    t_new, trial = self._best_move(i, ul, idx, swaps=True)
-                    if not t_new < t * (1.0 - 1e-12):
-                        break
-                ul, t = trial, t_new
-            masks[i], out[i] = ul, t
+        improvements, default |R|). Every outcome still searching moves at once: one batch of
+        all their candidate moves a pass."""
+        masks, out = self.prefix_masks()
+        masks, out = masks.copy(), out.copy()
+        limit = self.n_rejected if max_passes is None else np.full(len(out), max_passes)
+        moves = np.zeros(len(out), dtype=np.int64)
+        live = np.flatnonzero(limit > 0)
+        while live.size:
+            t, trial = self._best_moves(live, masks[live], swaps=False)
+            stuck = ~(t < out[live] * (1.0 - 1e-12))
+            if stuck.any():
+                t[stuck], trial[stuck] = self._best_moves(live[stuck], masks[live[stuck]],
+                                                          swaps=True)
+            better = t < out[live] * (1.0 - 1e-12)
+            live = live[better]
+            masks[live], out[live] = trial[better], t[better]
+            moves[live] += 1
+            live = live[moves[live] < limit[live]]
         return self._decision(masks, out)
 
-    def _best_move(self, i, ul, idx, swaps):
-        """(T_comm, UL mask) of the best single change (or, with ``swaps``, UL/DL exchange):
-        every move of the pass in one batch, the first minimiser."""
-        if swaps:
-            on, off = idx[ul[idx]], idx[~ul[idx]]
-            flips = [(u, d) for u in on for d in off]
+    def _best_moves(self, rows, uls, swaps):
+        """(T_comm (n,), UL masks (n, K)) of the best single change of each outcome ``rows``
+        from its UL set ``uls`` (or, with ``swaps``, exchange of one UL and one DL device):
+        the first minimiser of its moves, in device order; inf (and its own mask) where no
+        move has a finite T_comm."""
+        rej = self.rejected[rows]
+        if swaps:    # (outcome, u, d) in order: u on UL, d on DL
+            r, u, d = np.nonzero((rej & uls)[:, :, None] & (rej & ~uls)[:, None, :])
+            flips = (r, u, d)
         else:
-            flips = [(j,) for j in idx]
-        if not flips:
-            return math.inf, None
-        trials = np.repeat(ul[None], len(flips), axis=0)
-        for row, move in enumerate(flips):
-            trials[row, list(move)] = ~trials[row, list(move)]
-        t = self.t_of(np.full(len(flips), i), trials)
-        j = int(first_min(t))
-        if not t[j] < math.inf:
-            return math.inf, None
-        return float(t[j]), trials[j]
+            r, u = np.nonzero(rej)
+            flips = (r, u)
+        trials = uls[r].copy()
+        for dev in flips[1:]:
+            trials[np.arange(len(r)), dev] ^= True
+        t_best, best = np.full(len(rows), np.inf), uls.copy()
+        if len(r):
+            t = self.t_of(rows[r], trials)
+            t = np.where(np.isnan(t), np.inf, t)   # NaN never wins (``first_min``)
+            start = np.flatnonzero(np.r_[True, r[1:] != r[:-1]])
+            low = np.minimum.reduceat(t, start)
+            first = np.flatnonzero(t == np.repeat(low, np.diff(np.r_[start, len(r)])))
+            first = first[np.r_[True, r[first][1:] != r[first][:-1]]]   # each outcome's first
+            found = r[first]
+            ok = t[first] < np.inf
+            t_best[found[ok]], best[found[ok]] = t[first][ok], trials[first][ok]
+        return t_best, best
