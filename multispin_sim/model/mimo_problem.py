@@ -4,10 +4,11 @@
 channel state's ``SchemeEvaluator`` (``model.mimo_batch``), all outcomes and candidates of one
 call at once: the prefix split evaluates the |R| + 1 prefixes of every distinct outcome in two
 batches (the UL only where a floor of T_UL leaves a prefix a chance, ``_prefix_table``),
-exhaustive search the 2^|R| assignments of an outcome, local search every move of a pass. A
-decision's T_comm comes from the evaluator; its per-device modes, powers, delays and effective
-gains (``ArrayDecision``) are worked out by ``Transmission.links`` when first read (the engine
-reads them for one outcome a round; the draft objective never does).
+exhaustive search the 2^|R| assignments of an outcome, local search every move of a pass of
+every outcome still searching. A decision's T_comm comes from the evaluator; its per-device
+modes, powers, delays, effective gains and airtimes (``ArrayDecision``) are worked out by
+``Transmission.links`` when first read (the engine reads them for one outcome a round; the
+draft objective only to price energy).
 """
 from dataclasses import dataclass
 import math
