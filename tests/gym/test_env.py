@@ -206,15 +206,22 @@ def _rejected_rounds(infos):
 
 
 def test_regret_of_an_objective_the_scenario_refuses_is_refused_up_front():
-    """The regret searches the draft objective: tokens per joule under a shared-band antenna
-    scheme (which the scenario refuses as policy.objective) is refused when the environment is
-    made, in one line naming the key, not at the first step with an internal error. The reward
-    alone (no regret) is the round's tokens over its energy, which any scheme has."""
-    overrides = {"run.rounds": 6}
+    """The regret searches the draft objective: tokens per joule with an energy tie tolerance
+    under a shared-band antenna scheme (which the scenario refuses) is refused when the
+    environment is made, in one line naming the key, not at the first step with an internal
+    error. Without the tolerance the regret prices energy under the schemes; the reward alone
+    (no regret) is the round's tokens over its energy, which any scheme has."""
+    overrides = {"run.rounds": 6, "policy.energy_tie_tolerance": 0.1}
     with pytest.raises(ValueError) as info:
         G.MultiSpinEnv("scenarios/antennas/mu-mimo.yaml", "draft", overrides, price=100.0,
                        objective="tokens-per-joule", regret=True)
-    assert "policy.objective" in str(info.value) and "\n" not in str(info.value)
+    assert "policy.energy_tie_tolerance" in str(info.value) and "\n" not in str(info.value)
+    env = G.MultiSpinEnv("scenarios/antennas/mu-mimo.yaml", "draft",
+                         {"run.rounds": 3, "devices.count": 6}, price=100.0,
+                         objective="tokens-per-joule", regret=True, regret_samples=50)
+    _, _, infos = play(env, ConstantAgent(np.full(6, 3)), seed=1)
+    assert len(infos) == 3 and all(np.isfinite(i["regret"]["regret"]) for i in infos)
+    env.close()
     env = G.MultiSpinEnv("scenarios/antennas/mu-mimo.yaml", "draft", overrides, price=100.0,
                          objective="tokens-per-joule")
     _, rewards, _ = play(env, ConstantAgent(np.full(20, 3)), seed=1)
