@@ -1,20 +1,20 @@
-"""Several cells in one SimPy environment: one edge server and one round loop per cell, and the
-interference between their transmissions (docs/components/cells.md).
+"""Several cells in one SimPy environment: one edge server and one protocol loop per cell, and
+the interference between their transmissions (docs/components/cells.md).
 
 ``builder(scenario, build_run)`` is what ``simulate`` asks: the one-cell ``build_run`` itself
 when the layout has one server and no interference can change anything, else ``build_cells``.
 
 Each cell is a complete single-cell system (population, channel, server, controller, workload,
-recorder, ``RoundLoop``) built by ``build_run`` in the shared environment, with the cell's own
-seed (cell 0 the run's seed, cell c > 0 a seed derived from (seed, c)) and its folder
-``cell_<c>/``. The cells' loops run on their own: no global lock-step, so transmissions overlap
+recorder, the protocol's loop: ``RoundLoop``, or ``AsyncLoop`` whose batches are its rounds)
+built by ``build_run`` in the shared environment, with the cell's own seed (cell 0 the run's
+seed, cell c > 0 a seed derived from (seed, c)) and its folder ``cell_<c>/``. The cells' loops run on their own: no global lock-step, so transmissions overlap
 as their timing makes them. The cell's channel is the ``OFDMAChannel`` with its interference
 part (``InterferingChannel``): a correction's rate follows its SINR, recomputed whenever a
 co-channel transmission of another cell starts or ends (``engine.interference``).
 
 The network has one horizon (``Horizon``): every cell serves, and so interferes, until each
 cell has completed ``run.rounds`` rounds; then every cell stops at the end of its round in
-progress. The network's goodput is the sum of the cells' goodputs, each cell's tokens over its
+progress (an asynchronous cell before its next batch, its batches in flight completing). The network's goodput is the sum of the cells' goodputs, each cell's tokens over its
 own span; every span covers the common horizon.
 """
 import dataclasses

@@ -141,23 +141,28 @@ class Cells(Params):
 
 @cross_check
 def _check_cells(sc) -> None:
-    """Several cells run the synchronous protocol on the Shannon link with one fading block
-    per round and orthogonal antenna schemes (what the interference model covers);
-    moving devices (handover) need the saturated workload."""
+    """Several cells run on the Shannon link with one fading block per round and orthogonal
+    antenna schemes (what the interference model covers); moving devices (handover) and the
+    asynchronous protocol need the saturated workload (the network's horizon stops a cell's
+    loop between its batches; an asynchronous cell waiting for arrivals would not hear it),
+    and the asynchronous protocol keeps each device in its cell."""
     if sc.cells.layout == "single":
         return
-    needs = (("serving.protocol", sc.serving.protocol == "synchronous", "'synchronous'"),
-             ("link.model", sc.link.model == "shannon", "'shannon'"),
+    moving = sc.mobility.model != "none" or sc.cells.reassociate
+    needs = (("link.model", sc.link.model == "shannon", "'shannon'"),
              ("channel.coherence_time_ms", sc.channel.coherence_time_ms is None, "null"),
-             ("workload.arrivals", (sc.mobility.model == "none" and not sc.cells.reassociate)
-              or sc.workload.arrivals == "saturated",
-              "'saturated' (devices moving or cells.reassociate)"),
+             ("workload.arrivals", sc.workload.arrivals == "saturated"
+              or not (moving or sc.serving.protocol == "asynchronous"),
+              "'saturated' (devices moving, cells.reassociate, or the asynchronous protocol)"),
+             # a handover moves a device between the cells' round loops, not their batches
+             ("cells.reassociate", not (sc.cells.reassociate
+                                        and sc.serving.protocol == "asynchronous"),
+              "false with serving.protocol 'asynchronous'"),
              # a multi-antenna server's orthogonal streams meet the other cells' interference
              # as one antenna's do (an Exp(1) draw per interfering pair); a shared band's
              # streams would need the interference inside the ZF / MMSE filters
              ("server.dl_scheme", sc.server.dl_scheme == "ofdma-mrt", "'ofdma-mrt'"),
              ("server.ul_scheme", sc.server.ul_scheme == "ofdma-mrc", "'ofdma-mrc'"))
-    moving = sc.mobility.model != "none" or sc.cells.reassociate
     if sc.cells.cross_link and moving:
         # the cross links' gains are drawn once, between the drop positions
         raise ScenarioError("cells.cross_link", "true is not supported with devices that move "
