@@ -158,7 +158,7 @@ class ArrayChannel(OFDMAChannel):
     def round_columns(self, devices=None):
         """This round's effective gains and SNRs (then cleared for the next round); ``devices``:
         a (K,) mask, the only devices whose streams are taken (a batch of the asynchronous
-        protocol, orthogonal schemes), or None for every device."""
+        protocol), or None for every device."""
         mode = self._mode if devices is None else np.where(devices, self._mode, 0)
         if not mode.any():
             return {name: np.zeros(len(mode)) for name in self.extra_columns}

@@ -329,6 +329,8 @@ class AsyncLoop(ProtocolLoop):
         b.mode, b.power = decision.mode[0], decision.power_w[0]
         b.bandwidth = float(decision.bandwidth_hz[0])
         b.planned = decision.delay_s[0]
+        if self.channel.sees_sets:   # the phase's streams, before they start
+            self.channel.plan_sets(b.mode, b.planned, b.power, b.bandwidth)
         mode_l, power_l, delay_l = b.mode.tolist(), b.power.tolist(), b.planned.tolist()
         acc_l, tok_l = b.accepted.tolist(), b.tokens.tolist()
         for d in b.drafts:

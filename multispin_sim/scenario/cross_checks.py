@@ -274,11 +274,9 @@ def _check_antennas(sc: Scenario) -> None:
         ("channel.coherence_time_ms", sc.channel.coherence_time_ms is not None, "null"),
         ("link.model", sc.link.model != "shannon", "'shannon'"),
     ), why)
-    if shared:   # a shared band's sets are solved for one payload size, and its streams
-        # recorded round by round
+    if shared:   # a shared band's sets are solved for one payload size
         refuse_unsupported(sc, (
             ("payload.model", sc.payload.model != "bits", "'bits'"),
-            ("serving.protocol", sc.serving.protocol != "synchronous", "'synchronous'"),
             ("policy.energy_tie_tolerance", sc.policy.objective == "tokens-per-joule"
              and sc.policy.energy_tie_tolerance != 0,
              "0 (a shared band's splits are not priced by energy)"),

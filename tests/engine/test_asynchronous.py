@@ -48,6 +48,11 @@ def same_tables(a, b, names=("rounds", "device_rounds", "requests")):
     ["server.antennas=4", "policy.draft=greedy", "policy.saa_samples=50"],
     ["server.antennas=4", "csi.estimation_error_variance=0.2", "channel.doppler_hz=30",
      "csi.delay_ms=2"],
+    # a shared band (ZF / MMSE), with and without imperfect CSI
+    ["server.antennas=4", "server.dl_scheme=mu-mimo-zf", "server.ul_scheme=mu-mimo-mmse",
+     "policy.draft=greedy", "policy.saa_samples=50"],
+    ["server.antennas=4", "server.dl_scheme=mu-mimo-zf", "server.ul_scheme=mu-mimo-mmse",
+     "csi.estimation_error_variance=0.2"],
 ])
 def test_one_device_async_equals_sync_event_by_event(extra):
     base = ["devices.count=1", "run.rounds=150"] + extra
@@ -516,6 +521,42 @@ def test_a_phase_decides_and_sends_its_corrections_on_one_fading_block():
     sent = rows["mode"] != ""
     assert sent.sum() > 200
     np.testing.assert_allclose(rows["delay_s"][sent], rows["planned_delay_s"][sent], rtol=1e-12)
+
+
+@pytest.mark.parametrize("csi", [[], ["csi.estimation_error_variance=0.1"]])
+def test_shared_band_streams_are_recorded_with_their_own_batch(csi):
+    """A shared band (ZF / MMSE, two antennas), twelve devices: each batch's correction phase is
+    a set of streams on the pooled band. Every stream carries the payload at
+    b |set| log2(1 + SINR) for its time on air (the set: its batch's streams on its link); a
+    UL stream is on air from the phase's start, a DL stream from the end of its batch's
+    previous ZF group; energy is power x airtime."""
+    r = run(["serving.protocol=asynchronous", "server.antennas=2", "devices.count=12",
+             "server.dl_scheme=mu-mimo-zf", "server.ul_scheme=mu-mimo-mmse", "run.rounds=300",
+             "seed=5"] + csi)
+    d = r.device_rounds
+    batch, mode = np.asarray(d["round"]), np.asarray(d["mode"]).astype(str)
+    bits = r.population.system.payload_bits
+    turns = 0
+    for i in np.unique(batch):
+        for link in ("ul", "dl"):
+            on = (batch == i) & (mode == link)
+            if not on.any():
+                continue
+            band = d["bandwidth_hz"][on] * np.count_nonzero(on)
+            np.testing.assert_allclose(d["airtime_s"][on] * np.log2(1 + d["snr_eff"][on]),
+                                       bits / band, rtol=1e-9)
+            start = d["delay_s"][on] - d["airtime_s"][on]
+            if link == "ul":
+                np.testing.assert_allclose(start, 0.0, atol=1e-15)
+                continue
+            groups = d["planned_delay_s"][on] if csi else d["delay_s"][on]
+            end = 0.0
+            for g in np.unique(groups):
+                np.testing.assert_allclose(start[groups == g], end, rtol=1e-12, atol=1e-15)
+                end = d["delay_s"][on][groups == g].max()
+            turns += len(np.unique(groups)) > 1
+    assert turns > 5 and r.rounds["batch_size"].max() > 4
+    np.testing.assert_allclose(d["tx_energy_j"], d["power_w"] * d["airtime_s"], rtol=1e-12)
 
 
 def test_array_streams_are_recorded_with_their_own_batch():

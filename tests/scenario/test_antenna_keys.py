@@ -11,8 +11,6 @@ from multispin_sim.scenario.params import show_value
     ({"server.dl_scheme": "zf"}, "server.dl_scheme"),
     ({"server.antennas": 4, "channel.coherence_time_ms": 5.0}, "channel.coherence_time_ms"),
     ({"server.antennas": 4, "link.model": "mcs"}, "link.model"),
-    ({"server.ul_scheme": "mu-mimo-mmse", "serving.protocol": "asynchronous"},
-     "serving.protocol"),
     # a shared band: the 'once' objective samples each device's gain alone, no vectors
     ({"server.antennas": 4, "server.ul_scheme": "mu-mimo-mmse", "policy.draft": "greedy",
       "policy.draft_update": "once"}, "policy.draft_update"),
@@ -79,4 +77,6 @@ def test_a_shared_band_takes_imperfect_csi_with_several_antennas():
     assert "\n" not in msg and "mu-mimo-zf" in msg and "'ofdma-mrt' and 'ofdma-mrc'" in msg
     assert load_scenario(None, overrides={"server.antennas": 4, "payload.model": "token"})
     assert load_scenario(None, overrides={"server.antennas": 4,
+                                          "serving.protocol": "asynchronous"})
+    assert load_scenario(None, overrides={"server.antennas": 4, "server.ul_scheme": "mu-mimo-mmse",
                                           "serving.protocol": "asynchronous"})
