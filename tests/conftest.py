@@ -45,3 +45,42 @@ def swept(tmp_path_factory):
         run_sweep(load_sweep(doc), out, executor="serial")
         return out
     return run
+
+
+def _shared_band_streams(rows, bits, groups="delay_s"):
+    """Checks the streams of a shared band in ``rows`` (device_rounds): per round (or batch)
+    and link, each stream carries ``bits`` at b |set| log2(1 + SINR) for its time on air; a UL
+    stream is on air from the set's start, a DL stream from the end of the previous ZF group
+    (the streams with equal ``groups``, in its order); energy is power x airtime. Returns how
+    many DL sets went in several groups."""
+    import numpy as np
+
+    rnd, mode = np.asarray(rows["round"]), np.asarray(rows["mode"]).astype(str)
+    delay, air, snr, group = (np.asarray(rows[c]) for c in ("delay_s", "airtime_s", "snr_eff",
+                                                            groups))
+    turns = 0
+    for i in np.unique(rnd):
+        for link in ("ul", "dl"):
+            on = (rnd == i) & (mode == link)
+            if not on.any():
+                continue
+            band = np.asarray(rows["bandwidth_hz"])[on] * np.count_nonzero(on)
+            np.testing.assert_allclose(air[on] * np.log2(1 + snr[on]), bits / band, rtol=1e-9)
+            start = delay[on] - air[on]
+            if link == "ul":
+                np.testing.assert_allclose(start, 0.0, atol=1e-15)
+                continue
+            end = 0.0
+            for g in np.unique(group[on]):
+                np.testing.assert_allclose(start[group[on] == g], end, rtol=1e-12, atol=1e-15)
+                end = delay[on][group[on] == g].max()
+            turns += len(np.unique(group[on])) > 1
+    np.testing.assert_allclose(rows["tx_energy_j"], np.asarray(rows["power_w"]) * air,
+                               rtol=1e-12)
+    return turns
+
+
+@pytest.fixture
+def shared_band_streams():
+    """``_shared_band_streams``: the checks of a shared band's recorded streams."""
+    return _shared_band_streams

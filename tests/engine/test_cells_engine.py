@@ -30,23 +30,51 @@ def assert_tables_equal(a, b, rtol=1e-12):
                 assert va.tolist() == vb.tolist(), f"{name}.{col}"
 
 
+def assert_first_batches_equal(a, b, n, rtol=1e-12):
+    """The records of rounds (batches) 0..n-1 of two runs agree (numbers within ``rtol``)."""
+    for name in ("rounds", "device_rounds"):
+        ta, tb = a.table(name), b.table(name)
+        ma, mb = np.asarray(ta["round"]) < n, np.asarray(tb["round"]) < n
+        assert ma.sum() == mb.sum() > 0, name
+        for col, va in ta.items():
+            if col == "cell" or col not in tb:
+                continue
+            va, vb = np.asarray(va)[ma], np.asarray(tb[col])[mb]
+            if va.dtype.kind in "fi":
+                np.testing.assert_allclose(vb, va, rtol=rtol, atol=1e-300, err_msg=f"{name}.{col}")
+            else:
+                assert va.tolist() == vb.tolist(), f"{name}.{col}"
+
+
 def test_one_hex_cell_is_todays_run():
     base = {"run.rounds": 150}
     assert_tables_equal(run(**base), run(**base, **{"cells.layout": "hex", "cells.count": 1}))
+    # asynchronous: the single-cell run's batches (the horizon may find one more in flight)
+    base["serving.protocol"] = "asynchronous"
+    cell = run(**base, **{"cells.layout": "hex", "cells.count": 1})
+    assert cell.summary["rounds"] >= 150
+    assert_first_batches_equal(run(**base), cell, 150)
 
 
-def test_cells_1000_km_apart_are_independent_single_cell_runs():
+@pytest.mark.parametrize("protocol", ["synchronous", "asynchronous"])
+def test_cells_1000_km_apart_are_independent_single_cell_runs(protocol):
     # at 1,000 km the other cells' interference is ~1e-11 of the noise (G0 d^-3.5 at 10 mW
     # against N0 b), so each cell equals its own run to ~1e-11; rtol 1e-9. Every cell serves
     # until each has done its 60 rounds: a cell's run alone of as many rounds is the same
+    # (asynchronous: its batches but the last two, which the horizon may find in flight)
     isd = 1e6
-    multi = run(**{"run.rounds": 60, "cells.layout": "hex", "cells.count": 7, "cells.isd_m": isd})
+    proto = {"serving.protocol": protocol}
+    multi = run(**{"run.rounds": 60, "cells.layout": "hex", "cells.count": 7, "cells.isd_m": isd,
+                   **proto})
     sites = HexGrid(7, isd).sites
     for c in (0, 3, 6):
         rounds = multi.cells[c].summary["rounds"]
         assert rounds >= 60
-        alone = run(**{"run.rounds": rounds, "seed": cell_seed(1, c),
+        alone = run(**{"run.rounds": rounds, "seed": cell_seed(1, c), **proto,
                        "topology.server_xy_m": [float(sites[c][0]), float(sites[c][1])]})
+        if protocol == "asynchronous":
+            assert_first_batches_equal(alone, multi.cells[c], rounds - 2, rtol=1e-9)
+            continue
         assert_tables_equal(alone, multi.cells[c], rtol=1e-9)
         assert multi.summary["cells"][c]["goodput_tps"] == pytest.approx(
             alone.summary["goodput_tps"], rel=1e-9)
