@@ -7,15 +7,17 @@ when the layout has one server and no interference can change anything, else ``b
 Each cell is a complete single-cell system (population, channel, server, controller, workload,
 recorder, the protocol's loop: ``RoundLoop``, or ``AsyncLoop`` whose batches are its rounds)
 built by ``build_run`` in the shared environment, with the cell's own seed (cell 0 the run's
-seed, cell c > 0 a seed derived from (seed, c)) and its folder ``cell_<c>/``. The cells' loops run on their own: no global lock-step, so transmissions overlap
-as their timing makes them. The cell's channel is the ``OFDMAChannel`` with its interference
-part (``InterferingChannel``): a correction's rate follows its SINR, recomputed whenever a
+seed, cell c > 0 a seed derived from (seed, c)) and its folder ``cell_<c>/``. The cells' loops
+run on their own: no global lock-step, so transmissions overlap as their timing makes them.
+The cell's channel is the ``OFDMAChannel`` with its interference part
+(``InterferingChannel``): a correction's rate follows its SINR, recomputed whenever a
 co-channel transmission of another cell starts or ends (``engine.interference``).
 
 The network has one horizon (``Horizon``): every cell serves, and so interferes, until each
 cell has completed ``run.rounds`` rounds; then every cell stops at the end of its round in
-progress (an asynchronous cell before its next batch, its batches in flight completing). The network's goodput is the sum of the cells' goodputs, each cell's tokens over its
-own span; every span covers the common horizon.
+progress (an asynchronous cell before its next batch, its batches in flight completing). The
+network's goodput is the sum of the cells' goodputs, each cell's tokens over its own span;
+every span covers the common horizon.
 """
 import dataclasses
 import functools

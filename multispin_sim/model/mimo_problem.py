@@ -11,7 +11,6 @@ modes, powers, delays, effective gains and airtimes (``ArrayDecision``) are work
 draft objective only to price energy).
 """
 from dataclasses import dataclass
-import math
 
 import numpy as np
 

@@ -261,9 +261,9 @@ def _imperfect_csi(sc: Scenario) -> bool:
 def _check_antennas(sc: Scenario) -> None:
     """A server antenna array (several antennas, or a link sharing its band) runs one fading
     block per round on the Shannon link, with imperfect CSI too (beams, precoders and
-    combiners follow the estimates); the orthogonal schemes also take the token-level
-    payload, asynchronous serving and the 'once' objective (fading sampled from the array
-    gain's law)."""
+    combiners follow the estimates) and asynchronous serving; the orthogonal schemes also take
+    the token-level payload and the 'once' objective (fading sampled from the array gain's
+    law)."""
     s = sc.server
     shared = s.dl_scheme != "ofdma-mrt" or s.ul_scheme != "ofdma-mrc"
     if s.antennas == 1 and not shared:
