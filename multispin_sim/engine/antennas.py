@@ -172,11 +172,10 @@ class ArrayChannel(OFDMAChannel):
             g_ul, g_dl = (self.g_ul, self.g_dl) if self._matched is None else self._matched
             gain, snr = effective_gains(self.transmission, g_ul, g_dl, mode, self._p_ul,
                                         s.p_dl_w, self.bits, self._b, self.n0, sent=self._power)
-        if dl_scheme.shared and not self.sees_sets:
-            # streams on air in turns, set by set; else for the whole delay
-            for start in np.unique(self._start[mode == DL]).tolist():   # carried: apart
-                dl = (mode == DL) & (self._start == start)
-                airtime[dl] = dl_scheme.on_air(airtime[dl])
+            if dl_scheme.shared:   # streams on air in turns, set by set; else the whole delay
+                for start in np.unique(self._start[mode == DL]).tolist():   # carried: apart
+                    dl = (mode == DL) & (self._start == start)
+                    airtime[dl] = dl_scheme.on_air(airtime[dl])
         radiated = np.where(mode > 0, self._power, 0.0) * airtime
         self._mode = np.zeros(len(mode), dtype=np.int8) if devices is None else np.where(
             devices, 0, self._mode).astype(np.int8)

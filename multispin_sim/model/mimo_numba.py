@@ -130,8 +130,11 @@ def _ul_delay(key, a, p, gram, outer, ascending, par, m, levels, h, low, y, idx,
             now, best, pick = pw[j], math.inf, 0
             for lv in range(levels):
                 pw[j] = math.ldexp(p[idx[j]], -lv)
-                tt = bits / (band * (math.log1p(_weakest(n, pw, noise, a, p, gram, outer, m, h,
-                                                         low, y, idx, root)) / _LN2))
+                if pw[j] == now:   # the level held: T_UL is t (worked out on these powers)
+                    tt = t
+                else:
+                    tt = bits / (band * (math.log1p(_weakest(n, pw, noise, a, p, gram, outer,
+                                                             m, h, low, y, idx, root)) / _LN2))
                 if tt < best:      # the first minimiser; NaN never wins
                     best, pick = tt, lv
             if best < t * (1.0 - 1e-12):

@@ -10,6 +10,7 @@ modes, powers, delays, effective gains and airtimes (``ArrayDecision``) are work
 ``Transmission.links`` when first read (the engine reads them for one outcome a round; the
 draft objective only to price energy).
 """
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -35,13 +36,21 @@ class _Detail:
 class ArrayDecision(ReactiveDecision):
     """A ``ReactiveDecision`` of an ``ArrayProblem``: ``t_comm`` and ``bandwidth_hz`` at once,
     ``mode``, ``power_w``, ``delay_s``, ``gain`` (each stream's effective gain) and
-    ``airtime_s`` (a ZF group's turn) when read."""
+    ``airtime_s`` (a ZF group's turn; the energy objective's) when read."""
 
     mode = _Detail()
     power_w = _Detail()
     delay_s = _Detail()
     gain = _Detail()
-    airtime_s = _Detail()
+
+    @functools.cached_property
+    def airtime_s(self):
+        airtime = np.array(self.delay_s, dtype=float)
+        scheme = self._problem.transmission.dl
+        if scheme.shared:   # each DL stream on air for its group's turn
+            for i, dl in enumerate(self.mode == DL):
+                airtime[i, dl] = scheme.on_air(airtime[i, dl])
+        return airtime
 
     def __init__(self, problem, masks, t_comm):
         self._problem, self._masks = problem, masks
@@ -55,13 +64,8 @@ class ArrayDecision(ReactiveDecision):
             mode, power, delay, gain = (np.array(x) for x in list(zip(*rows))[:4])
         else:   # no outcome (e.g. a grid of no draft lengths): (0, K) details
             mode = power = delay = gain = np.zeros(np.shape(self._masks))
-        airtime = np.array(delay, dtype=float)
-        scheme = self._problem.transmission.dl
-        if scheme.shared:   # each DL stream on air for its group's turn
-            for i, dl in enumerate(mode == DL):
-                airtime[i, dl] = scheme.on_air(delay[i, dl])
         for name, value in (("mode", mode.astype(np.int8)), ("power_w", power),
-                            ("delay_s", delay), ("gain", gain), ("airtime_s", airtime)):
+                            ("delay_s", delay), ("gain", gain)):
             self.__dict__.setdefault(name, value)
 
 
