@@ -17,9 +17,14 @@ link the channel sees the decision's streams before they start (``plan_sets``): 
 precoder or combiner is built on the estimates, and each stream is sent at the SINR it meets
 on the true vectors (``model.mimo.Transmission.realise``).
 
+Fading blocks on a time grid (``channel.coherence_time_ms``; orthogonal schemes with perfect
+CSI) are the vectors' blocks (``ServerArray.grid``): the decisions see the array gains of their
+instant, and a correction that outlasts its block continues over the next ones at each block's
+array gain, the beam following each block's channel as one antenna's rate does.
+
 It is built instead of the plain channel when the server has several antennas or a link shares
-its band (``server.antennas``, ``server.dl_scheme``, ``server.ul_scheme``); one fading block per
-round (the scenario check refuses ``channel.coherence_time_ms`` and the NR link with it).
+its band (``server.antennas``, ``server.dl_scheme``, ``server.ul_scheme``); the scenario check
+refuses the NR link with it.
 """
 import numpy as np
 
@@ -40,17 +45,23 @@ class ArrayChannel(OFDMAChannel):
     plain_transmit = False  # transmissions are seen one by one: the round's streams are recorded
 
     def __init__(self, system, rng, fading="rayleigh", reciprocal=True, block=1024,
-                 doppler_hz=0.0, moving=False, array=None, transmission=None, clock=None,
-                 csi_model=None, csi_rng=None, csi_delay_s=0.0):
-        super().__init__(system, rng, fading, reciprocal, block, doppler_hz, None, moving,
-                         clock)
+                 doppler_hz=0.0, coherence_s=None, moving=False, array=None, transmission=None,
+                 clock=None, csi_model=None, csi_rng=None, csi_delay_s=0.0):
+        super().__init__(system, rng, fading, reciprocal, block, doppler_hz, coherence_s,
+                         moving, clock)
         self.array = ServerArray() if array is None else array
         self.transmission = Transmission(self.array.m) if transmission is None else transmission
         # the array gains ||h_k||^2 under maximum-ratio transmission and combining; none where a
         # link shares its band (a stream's gain depends on the other streams' vectors)
         self.gain_law = (None if self.transmission.multi_user
                          else GainLaw.of(fading, self.array.m, self.array.rho))
-        if self.array.m > 1:
+        if self.array.m > 1 and self.grid is not None:
+            # the vector grid replaces the one-antenna grid the base class made (which took
+            # one seed, or Jakes' angles, from the stream: the same for every policy)
+            self.grid = self.fading_source = self.array.grid(
+                fading, rng, system.k, reciprocal, self.doppler_hz, self.coherence_s,
+                chunk=max(16, block // self.array.m), clock=clock)
+        elif self.array.m > 1:
             # the vector source replaces the one-antenna source the base class made (which drew
             # nothing from the stream, except Jakes' angles: the same for every policy); with
             # one antenna the base class's source stays: the same channel as the paper's.
@@ -77,8 +88,9 @@ class ArrayChannel(OFDMAChannel):
 
     @property
     def dynamic_csi(self):
-        """True with imperfect CSI: the corrections' delays are realised on the true channel."""
-        return not self.csi_model.perfect
+        """True with imperfect CSI or fading blocks on a grid: the corrections' delays are
+        realised on the true channel, over its blocks."""
+        return not self.csi_model.perfect or self.grid is not None
 
     def _gains(self, h_ul, h_dl):
         self._h = (h_ul, h_dl)
@@ -134,9 +146,13 @@ class ArrayChannel(OFDMAChannel):
     def transmit(self, env, device, mode, power_w, bandwidth_hz, planned_s, index=None):
         """SimPy: one correction (one block per round: the planned delay, or with imperfect CSI
         the delay on the true channel: alone, at the gain through its estimate's beam, or on a
-        shared band as ``plan_sets`` worked out for its set); noted for the record."""
+        shared band as ``plan_sets`` worked out for its set; on a grid of fading blocks, its
+        delivery over the blocks, ``grid_delay``); noted for the record."""
         delay = planned_s
-        if self._matched is not None:
+        if self.grid is not None:
+            self.transmissions += 1
+            delay = self.grid_delay(device, mode, power_w, bandwidth_hz, env.now, planned_s)
+        elif self._matched is not None:
             self.transmissions += 1
             if self.sees_sets and self._shared(mode):
                 delay = float(self._set[0, device])
@@ -211,10 +227,11 @@ def needs_array_channel(scenario):
 
 
 def build_array_channel(scenario, system, streams, moving, clock=None, csi_model=None,
-                        csi_delay_s=0.0):
+                        csi_delay_s=0.0, coherence_s=None):
     ch = scenario.channel
     return ArrayChannel(system, streams.fading, ch.fading, ch.reciprocal,
-                        doppler_hz=ch.doppler_hz, moving=moving, clock=clock,
+                        doppler_hz=ch.doppler_hz, coherence_s=coherence_s, moving=moving,
+                        clock=clock,
                         array=ServerArray.from_scenario(scenario),
                         transmission=Transmission.from_scenario(scenario),
                         csi_model=csi_model, csi_rng=streams.csi, csi_delay_s=csi_delay_s)

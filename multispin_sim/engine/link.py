@@ -426,7 +426,7 @@ def build_channel(scenario, system, streams, coherence_s, moving, clock=None):
     if needs_array_channel(scenario):   # several antennas or a shared band (engine.antennas)
         csi = build_csi(scenario, system, None)
         return build_array_channel(scenario, system, streams, moving, clock, csi,
-                                   _process_delay_s(scenario, csi))
+                                   _process_delay_s(scenario, csi), coherence_s)
     ch = scenario.channel
     args = (system, streams.fading, ch.fading, ch.reciprocal)
     kwargs = dict(doppler_hz=ch.doppler_hz, coherence_s=coherence_s, moving=moving, clock=clock)

@@ -21,8 +21,9 @@ fading model's own source (the same draws as without this module).
 """
 import numpy as np
 
-from .fading import BlockRows, RoundChain, complex_gaussian
-from .jakes import SumOfSinusoids
+from .fading import (FADING_MODELS, BlockRows, GridFading, RoundChain, complex_gaussian,
+                     gauss_markov_series)
+from .jakes import ContinuousGrid, SumOfSinusoids
 from .registry import Registry
 
 # channel.fading -> the per-antenna source of that fading model
@@ -69,9 +70,9 @@ class ArrayGains(np.ndarray):
 
 
 def squared_norms(vectors):
-    """||a_k||^2 (K,) of the rows of complex vectors (K, M)."""
-    return np.einsum("km,km->k", vectors.real, vectors.real) + np.einsum(
-        "km,km->k", vectors.imag, vectors.imag)
+    """||a||^2 of complex vectors along the last axis (the antennas): (K,) for rows (K, M)."""
+    return np.einsum("...m,...m->...", vectors.real, vectors.real) + np.einsum(
+        "...m,...m->...", vectors.imag, vectors.imag)
 
 
 def matched_gain(estimate, truth):
@@ -116,6 +117,16 @@ class ServerArray:
         extra = {} if clock is None else {"clock": clock}
         return source(rng, k, self.m, reciprocal, doppler_hz, block, self.factor, **extra)
 
+    def grid(self, fading, rng, k, reciprocal, doppler_hz, block_s, chunk=1024, clock=None):
+        """The small-scale vectors on a grid of fading blocks of ``block_s`` seconds (the
+        interface of ``model.fading.GridFading``: ``powers_at`` gives the vectors (K, M) of an
+        instant, ``segments`` each block's ||h_k||^2, the array gain under maximum-ratio beams
+        that follow each block's channel)."""
+        source = VECTOR_SOURCES.lookup(fading)
+        extra = {} if clock is None else {"clock": clock}
+        return source.grid(rng, k, self.m, reciprocal, doppler_hz, block_s, self.factor, chunk,
+                           **extra)
+
     def gains(self, pathloss, h_ul, h_dl, reciprocal):
         """(g_ul, g_dl): ``ArrayGains`` of a_k = sqrt(G_k) h_k for small-scale vectors (K, M);
         given powers |h_k|^2 (K,) (one antenna: the fading model's own source), g = G_k |h_k|^2."""
@@ -140,6 +151,12 @@ class _VectorSource:
 
     def _correlate(self, w):
         return w if self.factor is None else w @ self.factor.T
+
+    @classmethod
+    def grid(cls, rng, k, m, reciprocal, doppler_hz, block_s, factor, chunk=1024):
+        """The vectors on a grid of blocks (``VectorGrid``, seeded by one draw of ``rng``)."""
+        return VectorGrid(rng.integers(2**63), k, m, factor, cls.name, reciprocal, doppler_hz,
+                          block_s, chunk)
 
     def round_powers(self, now):
         """(h_ul, h_dl) small-scale vectors (K, M) at a round start (``now``)."""
@@ -183,13 +200,17 @@ class GaussMarkovVectors(_VectorSource):
 
 
 @VECTOR_SOURCES.register("jakes")
-class JakesVectors(_VectorSource):
+class JakesVectors(_VectorSource, ContinuousGrid):
     """One sum-of-sinusoids process per antenna element (``model.jakes``), UL then DL; with
-    ``clock`` (``JakesProcess``) a device's elements all follow the distance it has walked."""
+    ``clock`` (``JakesProcess``) a device's elements all follow the distance it has walked.
+    With ``block_s`` it is also the grid of blocks (``model.jakes.ContinuousGrid``): each
+    block's array gain is ||h_k||^2 at the instant the transmission meets it."""
 
-    def __init__(self, rng, k, m, reciprocal, doppler_hz, block, factor, clock=None):
+    def __init__(self, rng, k, m, reciprocal, doppler_hz, block, factor, clock=None,
+                 block_s=None):
         super().__init__(rng, k, m, reciprocal, doppler_hz, block, factor)
         self.clock = clock
+        self.block_s = None if block_s is None else float(block_s)
         rate = doppler_hz if clock is None else 1.0   # cycles per second, or per wavelength
         self.ul = SumOfSinusoids(rng, (self.k, self.m), rate)
         self.dl = SumOfSinusoids(rng, (self.k, self.m), rate)
@@ -201,3 +222,58 @@ class JakesVectors(_VectorSource):
             return ul, (ul if self.reciprocal else self.dl.gains(x, each=True))
         ul = self.ul.gains(now)
         return ul, (ul if self.reciprocal else self.dl.gains(now))
+
+    @classmethod
+    def grid(cls, rng, k, m, reciprocal, doppler_hz, block_s, factor, chunk=1024, clock=None):
+        return cls(rng, k, m, reciprocal, doppler_hz, 1, factor, clock=clock, block_s=block_s)
+
+    def powers_at(self, t):
+        """The vectors (h_ul, h_dl) (K, M) at the instant ``t``."""
+        return self.round_powers(t)
+
+    def power(self, device, dl, t):
+        """||h||^2 of one device's link at the time(s) ``t`` (t.shape)."""
+        link = self.dl if dl and not self.reciprocal else self.ul
+        h = link.gains(t if self.clock is None else self.clock(t, device), device)
+        if self.factor is not None:
+            h = h @ self.factor.T
+        return squared_norms(h)
+
+
+class VectorGrid(GridFading):
+    """``model.fading.GridFading`` for an antenna array: each block holds small-scale vectors
+    h = L w (K, M), the white w i.i.d. CN(0, 1) per element, or AR(1) per element from block to
+    block (rho = J0(2 pi f_D T_c); the correlation L commutes with the recursion, so h is AR(1)
+    with the same rho); ``none`` is h = 1 on every antenna. Chunk c draws from its own seed
+    (entropy, c) as the one-antenna grid does: UL then DL white vectors (the DL not drawn when
+    reciprocal). ``powers`` and ``at`` give vectors; ``segments`` and ``block_power(s)`` the
+    array gains ||h_k||^2."""
+
+    def __init__(self, entropy, k, m, factor, fading, reciprocal, doppler_hz, block_s,
+                 chunk=1024):
+        super().__init__(entropy, k, fading, reciprocal, doppler_hz, block_s, chunk)
+        self.m, self.factor = int(m), factor
+        self.static = FADING_MODELS.lookup(fading).static
+
+    def _generate(self, c):
+        shape = (self.chunk, self.k, 1 if self.reciprocal else 2, self.m)
+        if self.static:
+            ones = np.ones(shape[:2] + shape[3:], dtype=complex)
+            return ones, ones
+        w = complex_gaussian(self._rng(c), shape)
+        if not self.iid:
+            prev = (complex_gaussian(self._rng(c, (1,)), shape[1:]) if self._state is None
+                    else self._state)
+            w = gauss_markov_series(prev, self.rho, w)
+            self._state = w[-1]
+        h = w if self.factor is None else w @ self.factor.T
+        return h[:, :, 0], h[:, :, -1]
+
+    def segments(self, device, dl, t0, m, start=0):
+        return squared_norms(super().segments(device, dl, t0, m, start))
+
+    def block_power(self, device, dl, t0, n):
+        return float(squared_norms(super().block_power(device, dl, t0, n)))
+
+    def block_powers(self, device, dl, t0, n, most):
+        return squared_norms(super().block_powers(device, dl, t0, n, most))

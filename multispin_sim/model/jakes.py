@@ -99,7 +99,55 @@ class SumOfSinusoids:
         return (xy[..., 0] + xy[..., 1]) * self._scale2
 
 
-class JakesProcess:
+class ContinuousGrid:
+    """The block grid of a process in continuous time (``JakesProcess``, the antenna array's
+    ``model.antennas.JakesVectors``): an event at time t meets the process at t; a transmission
+    holds the value of its start, then of each block boundary (n T_c) it crosses. Needs
+    ``block_s`` and ``power(device, dl, t)``, the gain of one device's link at the time(s) t."""
+
+    continuous = True
+
+    def index(self, t):
+        """The grid block of time t: floor(t / T_c)."""
+        return int(np.floor(t / self.block_s))
+
+    def sample_key(self, t):
+        """Equal keys mean the same channel value: every instant is its own sample."""
+        return float(t)
+
+    def planned_holds(self, t0, t_decided):
+        """A transmission starting at ``t0`` meets the channel decided on at ``t_decided``
+        only when it starts at that very instant."""
+        return t0 == t_decided
+
+    def sample_times(self, t0, m, start=0):
+        """The start t0, then the next m - 1 block boundaries after it (from the start-th)."""
+        n0 = self.index(t0)
+        times = (n0 + np.arange(start, m, dtype=float)) * self.block_s
+        if start == 0 and m > 0:
+            times[0] = t0
+        return times
+
+    def segments(self, device, dl, t0, m, start=0):
+        """|h|^2 (with an antenna array: ||h||^2) of ``device`` over blocks start..m-1 of a
+        transmission from ``t0``."""
+        return self.power(device, dl, self.sample_times(t0, m, start))
+
+    def block_power(self, device, dl, t0, n):
+        """|h|^2 of ``device`` in grid block n of a transmission from ``t0``."""
+        return float(self.power(device, dl, t0 if n <= self.index(t0) else n * self.block_s))
+
+    def block_powers(self, device, dl, t0, n, most):
+        """``block_power`` of blocks n, n + 1, ..., n + m - 1, m = min(``most``, 256) >= 1 (longer
+        runs are slower per block: their (m, 2M) arguments leave the cache)."""
+        ns = n + np.arange(max(1, min(int(most), 256)))
+        return self.power(device, dl, np.where(ns <= self.index(t0), t0, ns * self.block_s))
+
+    def prune_before(self, t):
+        """Nothing is stored: the process is a function of time."""
+
+
+class JakesProcess(ContinuousGrid):
     """UL and DL small-scale powers of K devices in continuous time (``SumOfSinusoids``): the
     UL processes are drawn, then the DL ones (also when ``reciprocal``, where the DL power is
     the UL array itself, so that the UL channel is the same either way). It serves both ways
@@ -111,8 +159,6 @@ class JakesProcess:
     ``(t, device=None) ->`` the wavelengths each device has travelled by t (t.shape + (K,), or
     t.shape for one device; ``model.mobility.Wavelengths``), which then replaces f_D t: each
     device's Doppler is its own speed over the wavelength."""
-
-    continuous = True
 
     def __init__(self, rng, k, reciprocal, doppler_hz, block_s=None, clock=None):
         self.k = int(k)
@@ -140,42 +186,3 @@ class JakesProcess:
         """One device's |h|^2 on one link at the time(s) ``t``."""
         link = self.dl if dl and not self.reciprocal else self.ul
         return link.powers(t if self.clock is None else self.clock(t, device), device)
-
-    # -- the block grid ------------------------------------------------------------------------
-    def index(self, t):
-        """The grid block of time t: floor(t / T_c)."""
-        return int(np.floor(t / self.block_s))
-
-    def sample_key(self, t):
-        """Equal keys mean the same channel value: every instant is its own sample."""
-        return float(t)
-
-    def planned_holds(self, t0, t_decided):
-        """A transmission starting at ``t0`` meets the channel decided on at ``t_decided``
-        only when it starts at that very instant."""
-        return t0 == t_decided
-
-    def sample_times(self, t0, m, start=0):
-        """The start t0, then the next m - 1 block boundaries after it (from the start-th)."""
-        n0 = self.index(t0)
-        times = (n0 + np.arange(start, m, dtype=float)) * self.block_s
-        if start == 0 and m > 0:
-            times[0] = t0
-        return times
-
-    def segments(self, device, dl, t0, m, start=0):
-        """|h|^2 of ``device`` over blocks start..m-1 of a transmission from ``t0``."""
-        return self.power(device, dl, self.sample_times(t0, m, start))
-
-    def block_power(self, device, dl, t0, n):
-        """|h|^2 of ``device`` in grid block n of a transmission from ``t0``."""
-        return float(self.power(device, dl, t0 if n <= self.index(t0) else n * self.block_s))
-
-    def block_powers(self, device, dl, t0, n, most):
-        """``block_power`` of blocks n, n + 1, ..., n + m - 1, m = min(``most``, 256) >= 1 (longer
-        runs are slower per block: their (m, 2M) arguments leave the cache)."""
-        ns = n + np.arange(max(1, min(int(most), 256)))
-        return self.power(device, dl, np.where(ns <= self.index(t0), t0, ns * self.block_s))
-
-    def prune_before(self, t):
-        """Nothing is stored: the process is a function of time."""

@@ -259,21 +259,26 @@ def _imperfect_csi(sc: Scenario) -> bool:
 
 @cross_check
 def _check_antennas(sc: Scenario) -> None:
-    """A server antenna array (several antennas, or a link sharing its band) runs one fading
-    block per round on the Shannon link, with imperfect CSI too (beams, precoders and
-    combiners follow the estimates) and asynchronous serving; the orthogonal schemes also take
-    the token-level payload and the 'once' objective (fading sampled from the array gain's
-    law)."""
+    """A server antenna array (several antennas, or a link sharing its band) runs on the
+    Shannon link, with imperfect CSI too (beams, precoders and combiners follow the estimates)
+    and asynchronous serving; the orthogonal schemes also take the token-level payload, the
+    'once' objective (fading sampled from the array gain's law) and, with perfect CSI, fading
+    blocks on a time grid."""
     s = sc.server
     shared = s.dl_scheme != "ofdma-mrt" or s.ul_scheme != "ofdma-mrc"
     if s.antennas == 1 and not shared:
         return
     why = (f"server.antennas = {s.antennas}" if s.antennas > 1
            else f"server.dl_scheme / ul_scheme = {s.dl_scheme} / {s.ul_scheme}")
-    refuse_unsupported(sc, (
-        ("channel.coherence_time_ms", sc.channel.coherence_time_ms is not None, "null"),
-        ("link.model", sc.link.model != "shannon", "'shannon'"),
-    ), why)
+    refuse_unsupported(sc, (("link.model", sc.link.model != "shannon", "'shannon'"),), why)
+    if sc.channel.coherence_time_ms is not None and (shared or _imperfect_csi(sc)):
+        # a block's streams would need their set's precoder, or a beam on an estimate per block
+        raise ScenarioError(
+            "channel.coherence_time_ms", f"{show_value(sc.channel.coherence_time_ms)} is not supported "
+            + (f"with server.dl_scheme / ul_scheme = {s.dl_scheme} / {s.ul_scheme} (a shared "
+               "band)" if shared else f"with {why} and imperfect CSI"),
+            "expected null (one fading block per round), or the orthogonal schemes 'ofdma-mrt' "
+            "and 'ofdma-mrc' with perfect CSI")
     if shared:   # a shared band's sets are solved for one payload size
         refuse_unsupported(sc, (
             ("payload.model", sc.payload.model != "bits", "'bits'"),

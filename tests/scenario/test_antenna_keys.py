@@ -9,7 +9,11 @@ from multispin_sim.scenario.params import show_value
     ({"server.antennas": 0}, "server.antennas"),
     ({"server.antenna_correlation": 1.0}, "server.antenna_correlation"),
     ({"server.dl_scheme": "zf"}, "server.dl_scheme"),
-    ({"server.antennas": 4, "channel.coherence_time_ms": 5.0}, "channel.coherence_time_ms"),
+    # fading blocks on a grid: the orthogonal schemes with perfect CSI only
+    ({"server.antennas": 4, "server.dl_scheme": "mu-mimo-zf", "channel.coherence_time_ms": 5.0},
+     "channel.coherence_time_ms"),
+    ({"server.antennas": 4, "csi.estimation_error_variance": 0.1,
+      "channel.coherence_time_ms": 5.0}, "channel.coherence_time_ms"),
     ({"server.antennas": 4, "link.model": "mcs"}, "link.model"),
     # a shared band: the 'once' objective samples each device's gain alone, no vectors
     ({"server.antennas": 4, "server.ul_scheme": "mu-mimo-mmse", "policy.draft": "greedy",
@@ -59,6 +63,8 @@ def test_allowed_combinations_load():
     sc = load_scenario(None, overrides={"server.antennas": 4, "policy.draft": "greedy",
                                         "policy.draft_update": "once"})
     assert sc.policy.draft_update == "once"
+    sc = load_scenario(None, overrides={"server.antennas": 4, "channel.coherence_time_ms": 5.0})
+    assert sc.channel.coherence_time_ms == 5.0
     sc = load_scenario(None, overrides={"server.antennas": 4, "server.ul_scheme": "mu-mimo-mmse",
                                         "policy.objective": "tokens-per-joule"})
     assert sc.policy.objective == "tokens-per-joule"

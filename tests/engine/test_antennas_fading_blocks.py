@@ -1,0 +1,96 @@
+"""Fading blocks on a time grid with a multi-antenna server (orthogonal schemes, perfect CSI).
+
+- A correction that outlasts its block delivers exactly its payload: the sum over its blocks of
+  rate x time in the block equals the bits, each block's rate Shannon's at the array gain
+  G ||h||^2 of that block's vectors (read from a second channel built from the same seed, the
+  norms taken here); its first block is the decision's CSI.
+- The array gains the decisions see follow the array gain's law, Gamma(M, 1) for i.i.d.
+  elements, one value per block.
+- Blocks longer than the run realise every plan and hold one channel throughout.
+"""
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+import multispin_sim as ms
+from multispin_sim.engine.link import build_channel
+from multispin_sim.engine.population import build_population
+from multispin_sim.engine.streams import RandomStreams
+from multispin_sim.model.rates import shannon_rate
+
+P_MIN = 1e-3
+
+
+def run(overrides):
+    return ms.simulate(ms.load_scenario(None, overrides=overrides))
+
+
+def _same_channel(result):
+    """A second channel built as the run built its own: the same grid of vectors."""
+    sc = result.scenario
+    streams = RandomStreams(sc.seed)
+    system = build_population(sc, streams.devices, streams.topology, streams.shadowing).system
+    return build_channel(sc, system, streams, sc.channel.coherence_time_ms * 1e-3, False)
+
+
+@pytest.mark.parametrize("fading", ["gauss-markov", "jakes"])
+def test_corrections_deliver_their_bits_over_the_blocks_array_gains(fading):
+    k, m, block = 6, 4, 0.02
+    r = run({"devices.count": k, "server.antennas": m, "server.antenna_correlation": 0.5,
+             "channel.fading": fading, "channel.doppler_hz": 10.0, "channel.reciprocal": False,
+             "channel.coherence_time_ms": block * 1e3, "policy.mode": "random",
+             "run.rounds": 300, "seed": 5})
+    rounds, dr, dev = r.rounds, r.device_rounds, r.devices
+    grid = _same_channel(r).grid
+    n0_w = r.population.system.n0
+    t0 = (rounds["start_s"] + rounds["draft_s"] + rounds["verify_s"])[dr["round"]]
+    long = 0
+    for i in np.flatnonzero(dr["rejected"].astype(bool)):
+        d, start, delay, dl = dr["device"][i], t0[i], dr["delay_s"][i], dr["mode"][i] == "dl"
+        n0 = math.floor(start / block)
+        n1 = math.floor((start + delay) / block) + 1
+        if fading == "jakes":     # the process at the start, then at each block boundary
+            times = np.concatenate(([start], np.arange(n0 + 1, n1) * block))
+            h = np.array([grid.powers_at(t)[1 if dl else 0][d] for t in times])
+        else:
+            ul_v, dl_v = grid.powers(n0, n1)
+            h = (dl_v if dl else ul_v)[:, d]
+        gain = dev["pathloss_gain"][d] * np.linalg.norm(h, axis=-1) ** 2
+        assert gain[0] == pytest.approx(dr["gain_dl" if dl else "gain_ul"][i], rel=1e-12)
+        rate = shannon_rate(dr["bandwidth_hz"][i], dr["power_w"][i], gain, n0_w)
+        edges = np.arange(n0, n1 + 1) * block
+        overlap = np.clip(np.minimum(edges[1:], start + delay) - np.maximum(edges[:-1], start),
+                          0, None)
+        assert float(rate @ overlap) == pytest.approx(r.population.system.payload_bits,
+                                                      rel=1e-9)
+        long += n1 - n0 > 1
+        if n1 - n0 == 1 and fading != "jakes":
+            assert delay == dr["planned_delay_s"][i]
+    assert long > 50
+    d = r.summary["delays"]
+    assert d["over_several_blocks"] == long and d["transmissions"] == d["corrections"]
+    # the array's records: each stream on air for its whole delay
+    rej = dr["rejected"].astype(bool)
+    np.testing.assert_allclose(dr["airtime_s"][rej], dr["delay_s"][rej], rtol=1e-12)
+
+
+def test_the_decisions_gains_have_the_array_gains_law():
+    m, k = 4, 4
+    r = run({"devices.count": k, "server.antennas": m, "channel.coherence_time_ms": 5.0,
+             "run.rounds": 800, "seed": 8})
+    dr, dev = r.device_rounds, r.devices
+    h = np.unique(dr["gain_ul"] / dev["pathloss_gain"][dr["device"]])   # one value per block
+    assert h.size > 0.9 * dr["gain_ul"].size
+    assert stats.kstest(h, stats.gamma(m).cdf).pvalue > P_MIN
+
+
+def test_blocks_longer_than_the_run_realise_every_plan():
+    r = run({"devices.count": 5, "server.antennas": 4, "channel.coherence_time_ms": 1e9,
+             "run.rounds": 200})
+    dr = r.device_rounds
+    np.testing.assert_array_equal(dr["delay_s"], dr["planned_delay_s"])
+    assert r.summary["delays"]["over_several_blocks"] == 0
+    g = dr["gain_ul"].reshape(-1, 5)
+    assert np.all(g == g[0])
