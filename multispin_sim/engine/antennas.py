@@ -30,7 +30,6 @@ import numpy as np
 
 from ..model.antennas import ServerArray, matched_gain
 from ..model.csi import PerfectCsi
-from ..model.ergodic import GainLaw
 from ..model.energy import AIRTIME, RADIATED
 from ..model.mimo import Transmission, effective_gains
 from ..model.reactive import DL, UL
@@ -48,27 +47,12 @@ class ArrayChannel(OFDMAChannel):
                  doppler_hz=0.0, coherence_s=None, moving=False, array=None, transmission=None,
                  clock=None, csi_model=None, csi_rng=None, csi_delay_s=0.0):
         super().__init__(system, rng, fading, reciprocal, block, doppler_hz, coherence_s,
-                         moving, clock)
-        self.array = ServerArray() if array is None else array
+                         moving, clock, array)
         self.transmission = Transmission(self.array.m) if transmission is None else transmission
-        # the array gains ||h_k||^2 under maximum-ratio transmission and combining; none where a
-        # link shares its band (a stream's gain depends on the other streams' vectors)
-        self.gain_law = (None if self.transmission.multi_user
-                         else GainLaw.of(fading, self.array.m, self.array.rho))
-        if self.array.m > 1 and self.grid is not None:
-            # the vector grid replaces the one-antenna grid the base class made (which took
-            # one seed, or Jakes' angles, from the stream: the same for every policy)
-            self.grid = self.fading_source = self.array.grid(
-                fading, rng, system.k, reciprocal, self.doppler_hz, self.coherence_s,
-                chunk=max(16, block // self.array.m), clock=clock)
-        elif self.array.m > 1:
-            # the vector source replaces the one-antenna source the base class made (which drew
-            # nothing from the stream, except Jakes' angles: the same for every policy); with
-            # one antenna the base class's source stays: the same channel as the paper's.
-            # Fewer rounds per draw as M grows (bounded memory; the same numbers for any block).
-            self.rounds = self.fading_source = self.array.rounds(
-                fading, rng, system.k, reciprocal, self.doppler_hz,
-                max(16, block // self.array.m), clock=clock)
+        if self.transmission.multi_user:
+            # a shared band's stream gains depend on the other streams' vectors: no law of one
+            # device's gain (the array gain's law is the orthogonal schemes')
+            self.gain_law = None
         k = system.k
         self._mode = np.zeros(k, dtype=np.int8)
         self._delay = np.zeros(k)

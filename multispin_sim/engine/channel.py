@@ -19,6 +19,7 @@ import math
 
 import numpy as np
 
+from ..model.antennas import ServerArray
 from ..model.csi import PerfectCsi
 from ..model.ergodic import GainLaw
 from ..model.fading import FADING_MODELS, jakes_correlation, time_to_deliver
@@ -41,6 +42,10 @@ class OFDMAChannel:
     ``clock``: None, or the wavelengths each device has walked (``model.mobility.Wavelengths``):
     the fading then follows each device's own speed (``channel.doppler`` 'speed'; a model
     that ``follows_distance`` only).
+    ``array``: the server's antennas (``model.antennas.ServerArray``; None: one). With several,
+    the fading is one process per antenna element and the gains are the array gains
+    G_k ||h_k||^2 with the vectors attached (``model.antennas.ArrayGains``), the gains of
+    maximum-ratio beams on orthogonal subbands.
     """
 
     link = None
@@ -55,8 +60,9 @@ class OFDMAChannel:
             cls.gains_ahead = OFDMAChannel._no_gains_ahead
 
     def __init__(self, system, rng, fading="rayleigh", reciprocal=True, block=1024,
-                 doppler_hz=0.0, coherence_s=None, moving=False, clock=None):
+                 doppler_hz=0.0, coherence_s=None, moving=False, clock=None, array=None):
         self.system = system
+        self.array = ServerArray() if array is None else array
         self.rng = rng
         self.fading = fading
         self.reciprocal = reciprocal
@@ -72,8 +78,8 @@ class OFDMAChannel:
         self.g_dl = None
         self.fading_model = model = FADING_MODELS.lookup(fading)
         # the law of the small-scale gains the corrections meet, for the draft controllers'
-        # ergodic gains (model.ergodic; an antenna array has its own)
-        self.gain_law = GainLaw.of(fading)
+        # ergodic gains (model.ergodic)
+        self.gain_law = GainLaw.of(fading, self.array.m, self.array.rho)
         self.grid = self.rounds = None
         self.clock = clock
         extra = {}
@@ -87,6 +93,18 @@ class OFDMAChannel:
         else:
             self.rounds = model.rounds(rng, system.k, reciprocal, self.doppler_hz, block,
                                        **extra)
+        m = self.array.m
+        if m > 1:
+            # the vector sources replace the one-antenna ones just made (which took nothing
+            # from the stream but a grid's seed or Jakes' angles: the same for every policy);
+            # with one antenna they stay: the paper's channel. Fewer rounds (or grid blocks)
+            # per draw as M grows (bounded memory; the same numbers for any block).
+            if self.grid is not None:
+                self.grid = self.array.grid(fading, rng, system.k, reciprocal, self.doppler_hz,
+                                            self.coherence_s, max(16, block // m), clock)
+            else:
+                self.rounds = self.array.rounds(fading, rng, system.k, reciprocal,
+                                                self.doppler_hz, max(16, block // m), clock)
         # the source the channel samples (CSI aging reads a continuous one at earlier times)
         self.fading_source = self.grid if self.grid is not None else self.rounds
         self._decided_t = None  # the time of the last reactive decision's CSI (grid)
@@ -161,6 +179,9 @@ class OFDMAChannel:
         return None
 
     def _gains(self, h_ul, h_dl):
+        if self.array.m > 1:   # vectors (K, M): the array gains, the vectors attached
+            self.g_ul, self.g_dl = self.array.gains(self.pathloss, h_ul, h_dl, self.reciprocal)
+            return self.g_ul, self.g_dl
         self.g_ul = self.pathloss * h_ul
         self.g_dl = self.g_ul if self.reciprocal else self.pathloss * h_dl
         return self.g_ul, self.g_dl

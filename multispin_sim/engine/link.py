@@ -16,15 +16,21 @@ overrides four things:
   the same errors and fades whatever was sent before it;
 - ``dynamic_csi`` is True, so the round asks ``csi`` at the decision and records planned beside
   realised delays.
+
+With several server antennas (the orthogonal schemes, exact channel vectors) the base channel's
+gains are the array gains of maximum-ratio beams (``OFDMAChannel``'s ``array``), so the link
+reads the SNR of each block's array gain; a retry on a new fading block draws a new vector
+(``retry_vector``).
 """
 import itertools
 import math
 
 import numpy as np
 
+from ..model.antennas import ServerArray, squared_norms, vectors_of
 from ..model.csi import ImperfectCsi, PerfectCsi
 from ..model.energy import AIRTIME, RADIATED
-from ..model.fading import FADING_MODELS, BlockRows
+from ..model.fading import FADING_MODELS, BlockRows, complex_gaussian, gauss_markov_step
 from ..model.link import (LINK_MODELS, BlockLimit, Blocks, IidBlocks, McsLink, PermanentOutage,
                           Uniforms)
 from ..model.nr_tables import CarrierError
@@ -150,17 +156,26 @@ class RetryFading:
     """The fresh fading a correction's retries meet when the channel has one block per round:
     ``channel.retry_gain`` on the correction's own retry stream (``KeyedStreams`` part 1 of its
     round and device), made at its first retry (most corrections have none). Each retry takes a
-    fixed number of draws, so the i-th retry's fading depends on the key and i only."""
+    fixed number of draws, so the i-th retry's fading depends on the key and i only. With an
+    antenna array it keeps the small-scale vector of the last block (``h``) for the next step."""
 
-    def __init__(self, channel, index, device):
+    def __init__(self, channel, index, device, dl=False):
         self.channel = channel
         self.index = index
         self.device = device
+        self.dl = dl
         self.rng = None
+        self.h = None
 
     def __call__(self, g):
         if self.rng is None:
             self.rng = self.channel.link_streams.at(self.index, self.device, 1)
+        if self.channel.array.m > 1:
+            if self.h is None:   # the round's vector, from the gains' a_k = sqrt(G_k) h_k
+                a = vectors_of(self.channel.g_dl if self.dl else self.channel.g_ul)
+                self.h = a[self.device] / math.sqrt(float(self.channel.pathloss[self.device]))
+            g, self.h = self.channel.retry_vector(self.rng, self.device, self.h)
+            return g
         return self.channel.retry_gain(self.rng, self.device, g)
 
 
@@ -286,8 +301,8 @@ class LinkChannel(OFDMAChannel):
                                    lambda t: pl * src.power(device, dl, t), t0,
                                    self.retry_block_s, mean=pl)
         else:
-            blocks = IidBlocks(self.stream_gain(device, mode), RetryFading(self, index, device),
-                               self.retry_block_s)
+            blocks = IidBlocks(self.stream_gain(device, mode),
+                               RetryFading(self, index, device, dl), self.retry_block_s)
             blocks.static = self.fading_model.static
         # a retry on a new fading block: the DL's share of P_dl at a flat PSD (the decided
         # power equalised gains that have changed); on a static channel nothing changed
@@ -341,6 +356,18 @@ class LinkChannel(OFDMAChannel):
         w = (rng.standard_normal() + 1j * rng.standard_normal()) / math.sqrt(2.0)
         h = rho * math.sqrt(g / pl) + math.sqrt(1.0 - rho * rho) * w
         return pl * abs(h) ** 2
+
+    def retry_vector(self, rng, device, h):
+        """``retry_gain`` of an antenna array: (G ||h'||^2, h') for the new block's small-scale
+        vector h' of ``device`` after the vector ``h``: h' = L w (i.i.d.: 2M normals from
+        ``rng``) or the Gauss-Markov step of every element, rho h + sqrt(1 - rho^2) L w (the
+        correlation L commutes with the step); no fading: h."""
+        if not self.fading_model.static:
+            w = complex_gaussian(rng, self.array.m)
+            if self.array.factor is not None:
+                w = self.array.factor @ w
+            h = w if self.fading_model.iid else gauss_markov_step(h, self.retry_rho, w)
+        return float(self.pathloss[device] * squared_norms(h)), h
 
     def summary_blocks(self):
         return {"link": self.link_summary()}
@@ -423,13 +450,17 @@ def build_channel(scenario, system, streams, coherence_s, moving, clock=None):
     """The run's channel: the paper's ``OFDMAChannel`` unless the link or the CSI leave it;
     ``clock``: the distance walked, for a Doppler that follows each device's speed
     (``engine.topology.doppler_clock``)."""
-    if needs_array_channel(scenario):   # several antennas or a shared band (engine.antennas)
+    ideal = LINK_MODELS.lookup(scenario.link.model).ideal
+    if ideal and needs_array_channel(scenario):   # several antennas or a shared band
         csi = build_csi(scenario, system, None)
         return build_array_channel(scenario, system, streams, moving, clock, csi,
                                    _process_delay_s(scenario, csi), coherence_s)
     ch = scenario.channel
     args = (system, streams.fading, ch.fading, ch.reciprocal)
-    kwargs = dict(doppler_hz=ch.doppler_hz, coherence_s=coherence_s, moving=moving, clock=clock)
+    # the NR link with several antennas: the array gains of maximum-ratio beams (orthogonal
+    # schemes, perfect CSI: the scenario check)
+    kwargs = dict(doppler_hz=ch.doppler_hz, coherence_s=coherence_s, moving=moving, clock=clock,
+                  array=ServerArray.from_scenario(scenario))
     if not needs_link_channel(scenario):
         return OFDMAChannel(*args, **kwargs)
     link = LINK_MODELS.lookup(scenario.link.model).from_scenario(scenario, system)

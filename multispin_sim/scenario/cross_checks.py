@@ -259,19 +259,31 @@ def _imperfect_csi(sc: Scenario) -> bool:
 
 @cross_check
 def _check_antennas(sc: Scenario) -> None:
-    """A server antenna array (several antennas, or a link sharing its band) runs on the
-    Shannon link, with imperfect CSI too (beams, precoders and combiners follow the estimates)
-    and asynchronous serving; the orthogonal schemes also take the token-level payload, the
-    'once' objective (fading sampled from the array gain's law) and, with perfect CSI, fading
-    blocks on a time grid."""
+    """A server antenna array (several antennas, or a link sharing its band) runs with
+    imperfect CSI too (beams, precoders and combiners follow the estimates) and asynchronous
+    serving; the orthogonal schemes also take the token-level payload, the 'once' objective
+    (fading sampled from the array gain's law) and, with perfect CSI, fading blocks on a time
+    grid and the NR link."""
     s = sc.server
     shared = s.dl_scheme != "ofdma-mrt" or s.ul_scheme != "ofdma-mrc"
     if s.antennas == 1 and not shared:
         return
     why = (f"server.antennas = {s.antennas}" if s.antennas > 1
            else f"server.dl_scheme / ul_scheme = {s.dl_scheme} / {s.ul_scheme}")
-    refuse_unsupported(sc, (("link.model", sc.link.model != "shannon", "'shannon'"),), why)
-    if sc.channel.coherence_time_ms is not None and (shared or _imperfect_csi(sc)):
+    estimated = sc.csi.delay_ms != 0 or sc.csi.estimation_error_variance != 0
+    if sc.link.model != "shannon" and (shared or estimated):
+        # the NR link takes the array gain of maximum-ratio beams on the true vectors (its CQI
+        # may be quantised: the report of that gain)
+        raise ScenarioError(
+            "link.model", f"{show_value(sc.link.model)} is not supported "
+            + (f"with server.dl_scheme / ul_scheme = {s.dl_scheme} / {s.ul_scheme} (a shared "
+               "band)" if shared else f"with {why} and an estimated channel "
+               "(csi.delay_ms, csi.estimation_error_variance)"),
+            "expected 'shannon', or the orthogonal schemes 'ofdma-mrt' and 'ofdma-mrc' with "
+            "exact channel vectors")
+    # (on the NR link a quantised CQI is a report of each block's array gain)
+    imperfect = estimated or (sc.csi.cqi_quantisation and sc.link.model == "shannon")
+    if sc.channel.coherence_time_ms is not None and (shared or imperfect):
         # a block's streams would need their set's precoder, or a beam on an estimate per block
         raise ScenarioError(
             "channel.coherence_time_ms", f"{show_value(sc.channel.coherence_time_ms)} is not supported "

@@ -44,6 +44,7 @@ def same_tables(a, b, names=("rounds", "device_rounds", "requests")):
     ["policy.draft=backoff", "policy.mode=random"],
     # the NR link with one fading block per round: corrections decided and sent on one block
     ["policy.draft=greedy", "policy.saa_samples=50", "link.model=mcs"],
+    ["server.antennas=4", "link.model=mcs", "devices.distance_m=900", "policy.mode=random"],
     # four server antennas (orthogonal schemes), with and without imperfect CSI
     ["server.antennas=4", "policy.draft=greedy", "policy.saa_samples=50"],
     ["server.antennas=4", "csi.estimation_error_variance=0.2", "channel.doppler_hz=30",

@@ -14,7 +14,11 @@ from multispin_sim.scenario.params import show_value
      "channel.coherence_time_ms"),
     ({"server.antennas": 4, "csi.estimation_error_variance": 0.1,
       "channel.coherence_time_ms": 5.0}, "channel.coherence_time_ms"),
-    ({"server.antennas": 4, "link.model": "mcs"}, "link.model"),
+    # the NR link: the orthogonal schemes on exact channel vectors
+    ({"server.antennas": 4, "link.model": "mcs", "server.dl_scheme": "mu-mimo-zf"},
+     "link.model"),
+    ({"server.antennas": 4, "link.model": "mcs", "csi.estimation_error_variance": 0.1},
+     "link.model"),
     # a shared band: the 'once' objective samples each device's gain alone, no vectors
     ({"server.antennas": 4, "server.ul_scheme": "mu-mimo-mmse", "policy.draft": "greedy",
       "policy.draft_update": "once"}, "policy.draft_update"),
@@ -65,6 +69,10 @@ def test_allowed_combinations_load():
     assert sc.policy.draft_update == "once"
     sc = load_scenario(None, overrides={"server.antennas": 4, "channel.coherence_time_ms": 5.0})
     assert sc.channel.coherence_time_ms == 5.0
+    sc = load_scenario(None, overrides={"server.antennas": 4, "link.model": "mcs",
+                                        "csi.cqi_quantisation": True,
+                                        "channel.coherence_time_ms": 5.0})
+    assert sc.link.model == "mcs"
     sc = load_scenario(None, overrides={"server.antennas": 4, "server.ul_scheme": "mu-mimo-mmse",
                                         "policy.objective": "tokens-per-joule"})
     assert sc.policy.objective == "tokens-per-joule"
