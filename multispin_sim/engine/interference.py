@@ -11,6 +11,7 @@ started (the same order, and so the same numbers, as a sum over every transmissi
 
 ``InterferingChannel`` is a cell's channel: the cell's ``OFDMAChannel`` (fading, path loss,
 payload) with the field as its interference part; the round loop sees the channel interface.
+A stream's own gain changes too where its fading blocks do (``channel.coherence_time_ms``).
 """
 from heapq import heappop, heappush
 import itertools
@@ -25,9 +26,10 @@ from ..scenario import limits
 class Tx:
     """One correction in flight: its cell, device (cell index and global), mode, power,
     subband [f0, f1), own gain, bits (and bits left), the rate and interference now, and its
-    intervals (t0, t1, rate, interference). ``terms``: its interferers -> their interference
-    at its receiver; ``fades``: their Exp(1) fading draws; ``seen``: the gains the terms use;
-    ``due``: its delivery time at the rate now; ``queued``: the time of its queue entry."""
+    intervals (t0, t1, rate, interference, own gain). ``terms``: its interferers -> their
+    interference at its receiver; ``fades``: their Exp(1) fading draws; ``seen``: the gains
+    the terms use; ``due``: its delivery time at the rate now; ``queued``: the time of its
+    queue entry."""
 
     __slots__ = ("cell", "device", "glob", "mode", "power", "f0", "f1", "gain", "bits", "left",
                  "rate", "interference", "t_last", "event", "intervals", "start", "planned",
@@ -201,18 +203,25 @@ class InterferenceField:
         y.interference = sum(y.terms.values(), 0.0)
         y.rate = b * math.log2(1.0 + y.power * y.gain / (self.n0 * b + y.interference))
 
-    def _update(self, x, now):
-        """x's interferers changed: its bits so far at the old rate (an interval), then the new
-        rate (its delivery rescheduled). Called for every transmission an event touches."""
+    def _update(self, x, now, gain=None):
+        """x's interferers (or, given ``gain``, its own channel: a new fading block) changed: its
+        bits so far at the old rate (an interval), then the new rate (its delivery
+        rescheduled). Called for every transmission an event touches."""
         t_last = x.t_last
         if now > t_last:
             x.left -= x.rate * (now - t_last)
-            x.intervals.append((t_last, now, x.rate, x.interference))
+            x.intervals.append((t_last, now, x.rate, x.interference, x.gain))
             x.t_last = now
+        if gain is not None:
+            x.gain = gain
         old = x.rate
         self._set_rate(x)
         if x.rate != old:
             self._schedule(x, x.left / x.rate if x.rate > 0 else None)
+
+    def new_block(self, tx, gain, now):
+        """``tx``'s own channel enters a new fading block, of gain ``gain``, at ``now``."""
+        self._update(tx, now, gain)
 
     def _begin(self, tx):
         """Put ``tx`` in flight: its terms from the overlapping co-channel transmissions and
@@ -320,7 +329,7 @@ class InterferenceField:
         yield tx.event
         end = env.now
         if end > tx.t_last:
-            tx.intervals.append((tx.t_last, end, tx.rate, tx.interference))
+            tx.intervals.append((tx.t_last, end, tx.rate, tx.interference, tx.gain))
         tx.left = 0.0
         if self.track_mean:
             self._track(tx, end, -1)
@@ -350,12 +359,12 @@ class InterferingChannel:
     policy see is g N0 / (N0 + psi), g the base's CSI (the true gains, or its CSI model's
     estimate), the SINR of a flat interference PSD psi over the band
     (``cells.interference_csi``): 'last', the PSD measured at that instant; 'mean', its time
-    average over the run so far; 'none', psi = 0 (blind)."""
+    average over the run so far; 'none', psi = 0 (blind). With fading blocks on a time grid
+    (the base's ``grid``) a stream meets each block's gain from the block's start on."""
 
     plain_transmit = False
     dynamic_csi = True
     sees_sets = False   # orthogonal streams only (a shared band is refused with cells)
-    multi_block = blocks_used = 0   # one fading block per round (several cells require it)
 
     system, bits, round_bits, n0, pathloss, max_blocks = map(
         _forward, ("system", "bits", "round_bits", "n0", "pathloss", "max_blocks"))
@@ -368,7 +377,7 @@ class InterferingChannel:
 
     def counters(self):
         """The transmissions counted as they are sent (``OFDMAChannel.counters``)."""
-        return [(self, ("transmissions",))]
+        return [(self, ("transmissions", "blocks_used", "multi_block"))]
 
     def summary_blocks(self):
         return {}
@@ -387,7 +396,7 @@ class InterferingChannel:
         self.interference_csi = interference_csi
         if interference_csi == "mean":
             field.track_mean = True
-        self.transmissions = 0
+        self.transmissions = self.blocks_used = self.multi_block = 0
         self._band_t, self._band_next = None, 0.0
         self._clear_ul = self._clear_dl = None
         self._g = None   # the base's CSI of this round
@@ -441,6 +450,25 @@ class InterferingChannel:
         tx.planned = planned_s if clear else None
         self.transmissions += 1
         start = env.now
+        grid = base.grid
+        if grid is not None:   # fading blocks on a time grid: the stream's gain block by block
+            dl, pl, n = mode == DL, float(base.pathloss[device]), grid.index(start)
+            if not grid.planned_holds(start, base._decided_t):   # not the decision's block
+                tx.gain, tx.planned = pl * grid.block_power(device, dl, start, n), None
+            self._next_block(env, tx, grid, pl, dl, start, n + 1)
         delay = yield from self.field.transmit(env, tx)
+        if grid is not None:
+            used = grid.index(start + delay * (1 - 1e-12)) - grid.index(start) + 1
+            self.blocks_used += used
+            self.multi_block += used > 1
         base.note(device, mode, bandwidth_hz, power_w, start, delay)   # for a stream's record
         return delay
+
+    def _next_block(self, env, tx, grid, pl, dl, t0, n):
+        """At the start of grid block n, ``tx`` (if still in flight) meets that block's gain."""
+        def meet(event):
+            if tx.event is None or tx.event.triggered:   # delivered
+                return
+            self.field.new_block(tx, pl * grid.block_power(tx.device, dl, t0, n), env.now)
+            self._next_block(env, tx, grid, pl, dl, t0, n + 1)
+        env.timeout(max(n * grid.block_s - env.now, 0.0)).callbacks.append(meet)

@@ -141,16 +141,15 @@ class Cells(Params):
 
 @cross_check
 def _check_cells(sc) -> None:
-    """Several cells run on the Shannon link with one fading block per round and orthogonal
-    antenna schemes (what the interference model covers); moving devices (handover) and the
-    asynchronous protocol need the saturated workload (the network's horizon stops a cell's
-    loop between its batches; an asynchronous cell waiting for arrivals would not hear it),
-    and the asynchronous protocol keeps each device in its cell."""
+    """Several cells run on the Shannon link with orthogonal antenna schemes (what the
+    interference model covers); moving devices (handover) and the asynchronous protocol need
+    the saturated workload (the network's horizon stops a cell's loop between its batches; an
+    asynchronous cell waiting for arrivals would not hear it), and the asynchronous protocol
+    keeps each device in its cell."""
     if sc.cells.layout == "single":
         return
     moving = sc.mobility.model != "none" or sc.cells.reassociate
     needs = (("link.model", sc.link.model == "shannon", "'shannon'"),
-             ("channel.coherence_time_ms", sc.channel.coherence_time_ms is None, "null"),
              ("workload.arrivals", sc.workload.arrivals == "saturated"
               or not (moving or sc.serving.protocol == "asynchronous"),
               "'saturated' (devices moving, cells.reassociate, or the asynchronous protocol)"),

@@ -14,13 +14,13 @@ def test_bits_are_conserved_across_the_other_cells_batches():
     field = res.field
     cut = 0
     for tx in field.log:
-        t0, t1, rate, interference = np.array(tx.intervals).T
+        t0, t1, rate, interference, gain = np.array(tx.intervals).T
         assert t0[0] == tx.start
         np.testing.assert_array_equal(t0[1:], t1[:-1])
         rounding = np.sum(rate) * 4 * np.spacing(t1.max()) + 1e-12 * tx.bits
         assert abs(np.sum(rate * (t1 - t0)) - tx.bits) <= rounding
         b = tx.f1 - tx.f0
-        shannon = b * np.log2(1 + tx.power * tx.gain / (field.n0 * b + interference))
+        shannon = b * np.log2(1 + tx.power * gain / (field.n0 * b + interference))
         np.testing.assert_allclose(rate, shannon, rtol=1e-12)
         cut += len(t0) > 1
     assert len(field.log) > 100 and cut > 10

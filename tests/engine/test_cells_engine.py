@@ -101,7 +101,8 @@ def test_bits_are_conserved_across_interference_changes(dense):
     cut = 0
     for tx in log:
         iv = np.array(tx.intervals)
-        t0, t1, rate, interference = iv.T
+        t0, t1, rate, interference, gain = iv.T
+        assert np.all(gain == tx.gain)   # one fading block per round
         # contiguous from the start, the bits delivered = the integral of the rate
         assert t0[0] == tx.start
         np.testing.assert_array_equal(t0[1:], t1[:-1])
@@ -111,7 +112,7 @@ def test_bits_are_conserved_across_interference_changes(dense):
         assert abs(np.sum(rate * (t1 - t0)) - tx.bits) <= rounding
         # each rate is the Shannon rate at the interval's SINR
         b = tx.f1 - tx.f0
-        shannon = b * np.log2(1 + tx.power * tx.gain / (n0 * b + interference))
+        shannon = b * np.log2(1 + tx.power * gain / (n0 * b + interference))
         np.testing.assert_allclose(rate, shannon, rtol=1e-12)
         # a cut inside a transmission is a start or an end of a co-channel transmission of
         # another cell
