@@ -273,12 +273,17 @@ class OFDMAChannel:
         token payload sets both after the channel is built)."""
         return self.bits if self.round_bits is None else float(self.round_bits[device])
 
+    def plan_holds(self, t0):
+        """Whether a correction starting at ``t0`` meets the fading block (on the grid) its
+        decision saw: it may start later, waiting for a carried correction."""
+        return self.grid.planned_holds(t0, self._decided_t)
+
     def grid_delay(self, device, mode, power_w, bandwidth_hz, t0, one_block_s):
         """The delay of a correction starting at ``t0`` on the grid: ``one_block_s`` (its delay
         at the rate of its first block) when it ends within that block and the block is the one
         the decision saw, else its delivery over the blocks (``delivery_time``)."""
         end = (self.block_index(t0) + 1) * self.coherence_s - t0
-        if one_block_s <= end and self.grid.planned_holds(t0, self._decided_t):
+        if one_block_s <= end and self.plan_holds(t0):
             self.blocks_used += 1
             return one_block_s
         return self.delivery_time(device, mode, power_w, bandwidth_hz, t0)

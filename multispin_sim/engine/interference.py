@@ -453,7 +453,7 @@ class InterferingChannel:
         grid = base.grid
         if grid is not None:   # fading blocks on a time grid: the stream's gain block by block
             dl, pl, n = mode == DL, float(base.pathloss[device]), grid.index(start)
-            if not grid.planned_holds(start, base._decided_t):   # not the decision's block
+            if not base.plan_holds(start):   # not the block its decision saw
                 tx.gain, tx.planned = pl * grid.block_power(device, dl, start, n), None
             self._next_block(env, tx, grid, pl, dl, start, n + 1)
         delay = yield from self.field.transmit(env, tx)

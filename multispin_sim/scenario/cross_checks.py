@@ -270,27 +270,22 @@ def _check_antennas(sc: Scenario) -> None:
         return
     why = (f"server.antennas = {s.antennas}" if s.antennas > 1
            else f"server.dl_scheme / ul_scheme = {s.dl_scheme} / {s.ul_scheme}")
+    # the NR link and fading blocks on a grid take the orthogonal schemes' maximum-ratio beams
+    # on the true vectors: a shared band would need its set's precoder each block, an estimate
+    # a beam on it each block (the NR link's quantised CQI is a report of the array gain)
+    band = (f"server.dl_scheme / ul_scheme = {s.dl_scheme} / {s.ul_scheme} (a shared band)"
+            if shared else f"{why} and imperfect CSI")
     estimated = sc.csi.delay_ms != 0 or sc.csi.estimation_error_variance != 0
-    if sc.link.model != "shannon" and (shared or estimated):
-        # the NR link takes the array gain of maximum-ratio beams on the true vectors (its CQI
-        # may be quantised: the report of that gain)
-        raise ScenarioError(
-            "link.model", f"{show_value(sc.link.model)} is not supported "
-            + (f"with server.dl_scheme / ul_scheme = {s.dl_scheme} / {s.ul_scheme} (a shared "
-               "band)" if shared else f"with {why} and an estimated channel "
-               "(csi.delay_ms, csi.estimation_error_variance)"),
-            "expected 'shannon', or the orthogonal schemes 'ofdma-mrt' and 'ofdma-mrc' with "
-            "exact channel vectors")
-    # (on the NR link a quantised CQI is a report of each block's array gain)
-    imperfect = estimated or (sc.csi.cqi_quantisation and sc.link.model == "shannon")
-    if sc.channel.coherence_time_ms is not None and (shared or imperfect):
-        # a block's streams would need their set's precoder, or a beam on an estimate per block
-        raise ScenarioError(
-            "channel.coherence_time_ms", f"{show_value(sc.channel.coherence_time_ms)} is not supported "
-            + (f"with server.dl_scheme / ul_scheme = {s.dl_scheme} / {s.ul_scheme} (a shared "
-               "band)" if shared else f"with {why} and imperfect CSI"),
-            "expected null (one fading block per round), or the orthogonal schemes 'ofdma-mrt' "
-            "and 'ofdma-mrc' with perfect CSI")
+    for key, used, imperfect, allowed in (
+            ("link.model", sc.link.model != "shannon", estimated, "'shannon'"),
+            ("channel.coherence_time_ms", sc.channel.coherence_time_ms is not None,
+             estimated or (sc.csi.cqi_quantisation and sc.link.model == "shannon"),
+             "null (one fading block per round)")):
+        if used and (shared or imperfect):
+            raise ScenarioError(key, f"{show_value(value_at(sc, key))} is not supported with "
+                                f"{band}", f"expected {allowed}, or the orthogonal schemes "
+                                "'ofdma-mrt' and 'ofdma-mrc' with exact channel vectors (the "
+                                "NR link's CQI may be quantised)")
     if shared:   # a shared band's sets are solved for one payload size
         refuse_unsupported(sc, (
             ("payload.model", sc.payload.model != "bits", "'bits'"),
