@@ -32,8 +32,10 @@ from ..model.antennas import ServerArray, matched_gain
 from ..model.csi import PerfectCsi
 from ..model.energy import AIRTIME, RADIATED
 from ..model.mimo import Transmission, effective_gains
+from ..model.fading import time_to_deliver
 from ..model.reactive import DL, UL
 from .channel import OFDMAChannel
+from .guards import LIMIT_TODO, LimitReached
 
 
 class ArrayChannel(OFDMAChannel):
@@ -61,9 +63,12 @@ class ArrayChannel(OFDMAChannel):
         self._b = 0.0
         self._p_ul = np.broadcast_to(np.asarray(system.p_ul_w, float), (k,))
         self.csi_model = PerfectCsi() if csi_model is None else csi_model
-        # a shared band with imperfect CSI: a stream's realised delay depends on its whole set
-        self.sees_sets = self.transmission.multi_user and not self.csi_model.perfect
+        # a shared band with imperfect CSI or fading blocks on a grid: a stream's realised
+        # delay depends on its whole set
+        self.sees_sets = self.transmission.multi_user and (not self.csi_model.perfect
+                                                           or self.grid is not None)
         self._set = np.full((3, k), np.nan)   # their delays, on-air times and SINRs
+        self._pending = None   # on a grid: the decision whose sets start with the next stream
         self.csi_rng = csi_rng
         self.csi_delay_s = float(csi_delay_s)
         self._h = None          # this round's true small-scale vectors (UL, DL)
@@ -118,7 +123,12 @@ class ArrayChannel(OFDMAChannel):
     def plan_sets(self, mode, planned, power_w, bandwidth_hz):
         """The streams a decision starts together, before they start (``sees_sets``): on a
         shared band each one's realised delay, on-air time and SINR, planned on the estimated
-        vectors and met by the true ones (``model.mimo.Transmission.realise``)."""
+        vectors and met by the true ones (``model.mimo.Transmission.realise``); on a grid of
+        fading blocks, worked out when they start (``_sets_over_blocks``)."""
+        if self.grid is not None:
+            self._pending = (np.asarray(mode), np.asarray(planned, dtype=float),
+                             np.asarray(power_w, dtype=float), bandwidth_hz)
+            return
         est_ul, est_dl = self._estimate
         got = self.transmission.realise(
             self.g_ul.vectors, self.g_dl.vectors, est_ul.vectors, est_dl.vectors,
@@ -135,7 +145,12 @@ class ArrayChannel(OFDMAChannel):
         delay = planned_s
         if self.grid is not None:
             self.transmissions += 1
-            delay = self.grid_delay(device, mode, power_w, bandwidth_hz, env.now, planned_s)
+            if self.sees_sets and self._shared(mode):
+                if self._pending is not None:
+                    self._sets_over_blocks(env.now)
+                delay = float(self._set[0, device])
+            else:
+                delay = self.grid_delay(device, mode, power_w, bandwidth_hz, env.now, planned_s)
         elif self._matched is not None:
             self.transmissions += 1
             if self.sees_sets and self._shared(mode):
@@ -184,13 +199,69 @@ class ArrayChannel(OFDMAChannel):
     def _shared(self, mode):
         return (self.transmission.dl if mode == DL else self.transmission.ul).shared
 
+    def _sets_over_blocks(self, t0):
+        """The sets of the pending decision, starting at ``t0`` on the grid of fading blocks:
+        each block's precoder (ZF) or combiner (MMSE) follows that block's vectors, the
+        powers stay the decided ones, and a stream's bits accumulate at each block's rate at
+        its SINR there, every stream of its set (ZF group) counted until the set's last ends;
+        a ZF group starts when the previous one ends."""
+        mode, planned, power, b = self._pending
+        self._pending = None
+        tr = self.transmission
+        for code, scheme in ((UL, tr.ul), (DL, tr.dl)):
+            idx = np.flatnonzero(mode == code)
+            if not (scheme.shared and idx.size):
+                continue
+            link = (idx, planned[idx], power[idx], b)
+            start = t0
+            for end in np.unique(planned[idx]) if code == DL else (None,):   # UL: one set
+                turn = np.ones(len(idx), bool) if end is None else planned[idx] == end
+                on_air, sinr = self._turn_over_blocks(scheme, code == DL, link, turn, start)
+                self._set[:, idx[turn]] = start + on_air - t0, on_air, sinr
+                start += float(on_air.max())
+
+    def _turn_over_blocks(self, scheme, dl, link, turn, t0):
+        """(on-air times, SINRs in the first block) of the streams ``turn`` (a mask of the
+        link's set ``link``: devices, planned delays, powers, subband) from ``t0``: 16 blocks,
+        then 8 times as many while some stream is not delivered."""
+        idx, planned, power, b = link
+        tc, n0, bits = self.coherence_s, self.block_index(t0), self.bits
+        scale = np.sqrt(np.asarray(self.pathloss, dtype=float)[idx])[:, None]
+        n = int(np.count_nonzero(turn))
+        on_air, carried = np.full(n, np.inf), np.zeros(n)
+        read, m, first = 0, 16, None
+        while True:
+            h = self.grid.blocks(t0, m, read)[1 if dl else 0][:, idx] * scale
+            sinr = np.array([scheme.realise(a, a, planned, power, bits, b, self.n0)[2][turn]
+                             for a in h])
+            first = sinr[0] if first is None else first
+            durations = np.full(m, tc)
+            durations[0] = (n0 + 1) * tc - t0
+            rates = b * len(idx) * np.log2(1.0 + sinr)
+            for i in np.flatnonzero(np.isinf(on_air)):
+                on_air[i], _, carried[i] = time_to_deliver(bits, rates[:, i], durations, read,
+                                                           carried[i])
+            if np.isfinite(on_air).all():
+                break
+            if m >= self.max_blocks:
+                raise LimitReached(
+                    f"a set of {n} streams needs more than {self.max_blocks:,} fading blocks "
+                    f"of {tc * 1e3:g} ms to deliver its payloads "
+                    "(limits.max_blocks_per_transmission)", LIMIT_TODO["blocks"])
+            read, m = m, min(m + min(7 * m, 1 << 12), self.max_blocks)
+        used = np.floor((t0 + on_air * (1 - 1e-12)) / tc) - n0 + 1
+        self.blocks_used += int(np.sum(used))
+        self.multi_block += int(np.count_nonzero(used > 1))
+        return on_air, first
+
     def _realised_columns(self, mode, airtime):
         """(gain_eff, snr_eff, airtime) of the streams of ``mode`` with imperfect CSI on a
         shared band: a shared link's streams as ``plan_sets`` realised them (gain: the SINR's
         p gamma / (N0 B_link), B_link = b x the streams that started with it), an orthogonal
         link's at the gain through the estimate's beam."""
         tr, p, b = self.transmission, self._power, self._b
-        gain = np.where(mode == UL, self._matched[0], np.where(mode == DL, self._matched[1], 0.0))
+        g_ul, g_dl = (self.g_ul, self.g_dl) if self._matched is None else self._matched
+        gain = np.where(mode == UL, g_ul, np.where(mode == DL, g_dl, 0.0))
         snr = np.where(mode > 0, p * gain / (self.n0 * b), 0.0)
         for code, scheme in ((UL, tr.ul), (DL, tr.dl)):
             if not scheme.shared:

@@ -231,6 +231,12 @@ class JakesVectors(_VectorSource, ContinuousGrid):
         """The vectors (h_ul, h_dl) (K, M) at the instant ``t``."""
         return self.round_powers(t)
 
+    def blocks(self, t0, m, start=0):
+        """(UL, DL) vectors (m - start, K, M) of blocks start..m-1 of a set of streams from
+        ``t0``: the process at the sample times (``sample_times``)."""
+        h = [self.powers_at(t) for t in self.sample_times(t0, m, start)]
+        return np.array([x[0] for x in h]), np.array([x[1] for x in h])
+
     def power(self, device, dl, t):
         """||h||^2 of one device's link at the time(s) ``t`` (t.shape)."""
         link = self.dl if dl and not self.reciprocal else self.ul
@@ -268,6 +274,12 @@ class VectorGrid(GridFading):
             self._state = w[-1]
         h = w if self.factor is None else w @ self.factor.T
         return h[:, :, 0], h[:, :, -1]
+
+    def blocks(self, t0, m, start=0):
+        """(UL, DL) vectors (m - start, K, M) of blocks start..m-1 counted from the one holding
+        ``t0``."""
+        n0 = self.index(t0)
+        return self.powers(n0 + start, n0 + m)
 
     def segments(self, device, dl, t0, m, start=0):
         return squared_norms(super().segments(device, dl, t0, m, start))

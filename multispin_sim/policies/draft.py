@@ -34,6 +34,7 @@ from typing import Optional
 import numpy as np
 
 from ..model.ergodic import GainLaw
+from ..model.mimo import Transmission
 from ..model.system import System
 from .draft_search import (SearchResult, budget_search, greedy_search, make_objective,
                            uniform_search)
@@ -151,12 +152,14 @@ class FixedDraft(DraftController):
 def planned_gains(scenario):
     """``policy.plan_gains``, with 'auto' kept where fading blocks are on a time grid
     (``channel.coherence_time_ms``; decided each round, ``plans_ergodic``) and resolved to
-    'instantaneous' elsewhere (one block per round, or no fading)."""
+    'instantaneous' elsewhere (one block per round, or no fading, or a link that shares its
+    band: no law of one stream's gain prices it)."""
     plan, channel = scenario.policy.plan_gains, scenario.channel
     if plan != "auto":
         return plan
     blocks = channel.coherence_time_ms is not None and channel.fading != "none"
-    return "auto" if blocks else "instantaneous"
+    return "auto" if blocks and not Transmission.from_scenario(scenario).multi_user \
+        else "instantaneous"
 
 
 # policy.plan_gains: the scenario's choices are these names (scenario.names.PLAN_GAINS)

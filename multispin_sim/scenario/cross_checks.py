@@ -270,22 +270,23 @@ def _check_antennas(sc: Scenario) -> None:
         return
     why = (f"server.antennas = {s.antennas}" if s.antennas > 1
            else f"server.dl_scheme / ul_scheme = {s.dl_scheme} / {s.ul_scheme}")
-    # the NR link and fading blocks on a grid take the orthogonal schemes' maximum-ratio beams
-    # on the true vectors: a shared band would need its set's precoder each block, an estimate
-    # a beam on it each block (the NR link's quantised CQI is a report of the array gain)
-    band = (f"server.dl_scheme / ul_scheme = {s.dl_scheme} / {s.ul_scheme} (a shared band)"
-            if shared else f"{why} and imperfect CSI")
+    # the NR link takes the orthogonal schemes' maximum-ratio beams on the true vectors (its
+    # quantised CQI a report of the array gain); fading blocks on a grid take every scheme on
+    # the true vectors, each block's beams, precoder and combiner following it
     estimated = sc.csi.delay_ms != 0 or sc.csi.estimation_error_variance != 0
-    for key, used, imperfect, allowed in (
-            ("link.model", sc.link.model != "shannon", estimated, "'shannon'"),
+    band = f"server.dl_scheme / ul_scheme = {s.dl_scheme} / {s.ul_scheme} (a shared band)"
+    for key, used, refused, allowed in (
+            ("link.model", sc.link.model != "shannon", shared or estimated,
+             "'shannon', or the orthogonal schemes 'ofdma-mrt' and 'ofdma-mrc' with exact "
+             "channel vectors (the CQI may be quantised)"),
             ("channel.coherence_time_ms", sc.channel.coherence_time_ms is not None,
              estimated or (sc.csi.cqi_quantisation and sc.link.model == "shannon"),
-             "null (one fading block per round)")):
-        if used and (shared or imperfect):
+             "null (one fading block per round), or exact channel vectors (csi.delay_ms 0, "
+             "csi.estimation_error_variance 0, and on the Shannon link no CQI quantisation)")):
+        if used and refused:
             raise ScenarioError(key, f"{show_value(value_at(sc, key))} is not supported with "
-                                f"{band}", f"expected {allowed}, or the orthogonal schemes "
-                                "'ofdma-mrt' and 'ofdma-mrc' with exact channel vectors (the "
-                                "NR link's CQI may be quantised)")
+                                + (band if shared and key == "link.model"
+                                   else f"{why} and imperfect CSI"), f"expected {allowed}")
     if shared:   # a shared band's sets are solved for one payload size
         refuse_unsupported(sc, (
             ("payload.model", sc.payload.model != "bits", "'bits'"),

@@ -285,7 +285,8 @@ class Policy(Params):
         "has it; corrections that span many fading blocks; not with the shared-band schemes "
         "mu-mimo-zf and mu-mimo-mmse) or 'auto' ('ergodic' in a "
         "round when channel.coherence_time_ms puts fading blocks on a time grid and the last "
-        "round outlasted a block, else 'instantaneous')", choices=PLAN_GAINS)
+        "round outlasted a block and no link shares its band, else 'instantaneous')",
+        choices=PLAN_GAINS)
     draft_update: Union[int, str] = param(
         "every-round", "When draft lengths are re-optimised: every round, once, or every N "
         "rounds", check=int_or_choice(1, DRAFT_UPDATES, "(every N rounds)"))

@@ -94,3 +94,82 @@ def test_blocks_longer_than_the_run_realise_every_plan():
     assert r.summary["delays"]["over_several_blocks"] == 0
     g = dr["gain_ul"].reshape(-1, 5)
     assert np.all(g == g[0])
+    # a shared band: each set worked out again over its one block, as planned (rtol 1e-9)
+    r = run({"devices.count": 6, "server.antennas": 2, "server.dl_scheme": "mu-mimo-zf",
+             "server.ul_scheme": "mu-mimo-mmse", "channel.coherence_time_ms": 1e9,
+             "run.rounds": 100})
+    dr = r.device_rounds
+    np.testing.assert_allclose(dr["delay_s"], dr["planned_delay_s"], rtol=1e-9, atol=0)
+    assert r.summary["delays"]["over_several_blocks"] == 0
+
+
+def _zf_sinr(a, p, noise):
+    """Zero-forcing on the group's own vectors a (n, M): p_k / (noise [(A^H A)^-1]_kk)."""
+    return p / (noise * np.real(np.diag(np.linalg.inv(a.conj() @ a.T))))
+
+
+def _mmse_sinr(a, p, noise):
+    """The linear MMSE SINR of each stream: p_k a_k^H (noise I + sum_{j != k} p_j a_j a_j^H)^-1
+    a_k."""
+    out = []
+    for k in range(len(a)):
+        c = noise * np.eye(a.shape[1], dtype=complex)
+        for j in range(len(a)):
+            if j != k:
+                c += p[j] * np.outer(a[j], a[j].conj())
+        out.append(p[k] * np.real(a[k].conj() @ np.linalg.solve(c, a[k])))
+    return np.array(out)
+
+
+@pytest.mark.parametrize("fading", ["rayleigh", "gauss-markov"])
+def test_shared_band_sets_deliver_their_bits_at_each_blocks_sinr(fading):
+    """ZF groups (DL) and the MMSE set (UL): each block's precoder and combiner follow that
+    block's vectors (formulas written here), the powers stay the decided ones, every stream of a
+    set counted until its set ends; each stream delivers its payload over its time on air."""
+    k, m, block = 8, 2, 0.004
+    r = run({"devices.count": k, "server.antennas": m, "server.dl_scheme": "mu-mimo-zf",
+             "server.ul_scheme": "mu-mimo-mmse", "channel.fading": fading,
+             "channel.doppler_hz": 30.0, "channel.coherence_time_ms": block * 1e3,
+             "policy.mode": "random", "run.rounds": 100, "seed": 2})
+    rounds, dr, dev = r.rounds, r.device_rounds, r.devices
+    grid = _same_channel(r).grid
+    system = r.population.system
+    t0 = (rounds["start_s"] + rounds["draft_s"] + rounds["verify_s"])
+    sent = dr["rejected"].astype(bool)
+    long = checked = turns = 0
+    for rnd in np.unique(dr["round"][sent]):
+        rows = np.flatnonzero(sent & (dr["round"] == rnd))
+        starts = t0[rnd] + dr["delay_s"][rows] - dr["airtime_s"][rows]
+        for mode in ("ul", "dl"):
+            on = rows[dr["mode"][rows] == mode]
+            keys = np.round(starts[dr["mode"][rows] == mode], 12)
+            # the UL set starts with the round's corrections; ZF groups take turns, each from
+            # the end of the one before
+            turn = t0[rnd]
+            turns += max(len(np.unique(keys)) - 1, 0)
+            for s in np.unique(keys):
+                assert s == pytest.approx(turn, abs=1e-9)
+                turn = float(np.max(t0[rnd] + dr["delay_s"][on[keys == s]]))
+            for s in np.unique(keys):          # a set (UL) or a ZF group (DL): one start
+                g = on[keys == s]
+                start = float(s)
+                end = float(np.max(t0[rnd] + dr["delay_s"][g]))
+                n0, n1 = math.floor(start / block), math.floor(end / block * (1 - 1e-12)) + 1
+                ul_v, dl_v = grid.powers(n0, n1)
+                h = (dl_v if mode == "dl" else ul_v)[:, dr["device"][g]]
+                a = h * np.sqrt(dev["pathloss_gain"][dr["device"][g]])[None, :, None]
+                b = dr["bandwidth_hz"][g][0] * len(on)   # the link's whole set pools its band
+                noise = system.n0 * b
+                sinr = np.array([(_zf_sinr if mode == "dl" else _mmse_sinr)(
+                    x, dr["power_w"][g], noise) for x in a])
+                rate = b * np.log2(1 + sinr)                    # (blocks, streams)
+                edges = np.arange(n0, n1 + 1) * block
+                for i, row in enumerate(g):
+                    stop = t0[rnd] + dr["delay_s"][row]
+                    overlap = np.clip(np.minimum(edges[1:], stop) - np.maximum(edges[:-1], start),
+                                      0, None)
+                    assert float(rate[:, i] @ overlap) == pytest.approx(system.payload_bits,
+                                                                       rel=1e-9)
+                    checked += 1
+                long += n1 - n0 > 1
+    assert checked > 200 and long > 40 and turns > 10

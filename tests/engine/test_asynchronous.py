@@ -49,7 +49,10 @@ def same_tables(a, b, names=("rounds", "device_rounds", "requests")):
     ["server.antennas=4", "policy.draft=greedy", "policy.saa_samples=50"],
     ["server.antennas=4", "csi.estimation_error_variance=0.2", "channel.doppler_hz=30",
      "csi.delay_ms=2"],
-    # fading blocks of 2 ms on the vectors (correlated in time and across the antennas)
+    # fading blocks of 2 ms on the vectors (correlated in time and across the antennas), on
+    # orthogonal subbands and on a shared band
+    ["server.antennas=4", "server.dl_scheme=mu-mimo-zf", "server.ul_scheme=mu-mimo-mmse",
+     "channel.coherence_time_ms=2", "channel.fading=gauss-markov", "channel.doppler_hz=40"],
     ["server.antennas=4", "server.antenna_correlation=0.5", "channel.coherence_time_ms=2",
      "channel.fading=gauss-markov", "channel.doppler_hz=40", "policy.draft=greedy",
      "policy.saa_samples=50"],

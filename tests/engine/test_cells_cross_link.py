@@ -69,7 +69,7 @@ def test_every_intervals_interference_is_the_sum_over_what_was_in_flight(unit_ru
     spans = [(tx, tx.start, tx.intervals[-1][1]) for tx in log]
     checked = crossed = 0
     for y in log:
-        for t0, t1, _, seen in y.intervals:
+        for t0, t1, _, seen, _ in y.intervals:
             mid = 0.5 * (t0 + t1)
             if t1 >= horizon or t1 <= t0:
                 continue

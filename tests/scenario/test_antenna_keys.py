@@ -9,9 +9,9 @@ from multispin_sim.scenario.params import show_value
     ({"server.antennas": 0}, "server.antennas"),
     ({"server.antenna_correlation": 1.0}, "server.antenna_correlation"),
     ({"server.dl_scheme": "zf"}, "server.dl_scheme"),
-    # fading blocks on a grid: the orthogonal schemes with perfect CSI only
-    ({"server.antennas": 4, "server.dl_scheme": "mu-mimo-zf", "channel.coherence_time_ms": 5.0},
-     "channel.coherence_time_ms"),
+    # fading blocks on a grid: exact channel vectors only
+    ({"server.antennas": 4, "server.dl_scheme": "mu-mimo-zf", "csi.delay_ms": 2.0,
+      "channel.doppler_hz": 30.0, "channel.coherence_time_ms": 5.0}, "channel.coherence_time_ms"),
     ({"server.antennas": 4, "csi.estimation_error_variance": 0.1,
       "channel.coherence_time_ms": 5.0}, "channel.coherence_time_ms"),
     # the NR link: the orthogonal schemes on exact channel vectors
@@ -67,8 +67,10 @@ def test_allowed_combinations_load():
     sc = load_scenario(None, overrides={"server.antennas": 4, "policy.draft": "greedy",
                                         "policy.draft_update": "once"})
     assert sc.policy.draft_update == "once"
-    sc = load_scenario(None, overrides={"server.antennas": 4, "channel.coherence_time_ms": 5.0})
-    assert sc.channel.coherence_time_ms == 5.0
+    for scheme in ("ofdma-mrt", "mu-mimo-zf"):
+        sc = load_scenario(None, overrides={"server.antennas": 4, "server.dl_scheme": scheme,
+                                            "channel.coherence_time_ms": 5.0})
+        assert sc.channel.coherence_time_ms == 5.0
     sc = load_scenario(None, overrides={"server.antennas": 4, "link.model": "mcs",
                                         "csi.cqi_quantisation": True,
                                         "channel.coherence_time_ms": 5.0})
