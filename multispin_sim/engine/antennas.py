@@ -31,11 +31,10 @@ import numpy as np
 from ..model.antennas import ServerArray, matched_gain
 from ..model.csi import PerfectCsi
 from ..model.energy import AIRTIME, RADIATED
-from ..model.mimo import Transmission, effective_gains
 from ..model.fading import time_to_deliver
+from ..model.mimo import Transmission, effective_gains
 from ..model.reactive import DL, UL
 from .channel import OFDMAChannel
-from .guards import LIMIT_TODO, LimitReached
 
 
 class ArrayChannel(OFDMAChannel):
@@ -222,43 +221,34 @@ class ArrayChannel(OFDMAChannel):
 
     def _turn_over_blocks(self, scheme, dl, link, turn, t0):
         """(on-air times, SINRs in the first block) of the streams ``turn`` (a mask of the
-        link's set ``link``: devices, planned delays, powers, subband) from ``t0``: 16 blocks,
-        then 8 times as many while some stream is not delivered."""
+        link's set ``link``: devices, planned delays, powers, subband) from ``t0``, the blocks
+        read in chunks (``block_reads``)."""
         idx, planned, power, b = link
-        tc, n0, bits = self.coherence_s, self.block_index(t0), self.bits
+        bits, n = self.bits, int(np.count_nonzero(turn))
         scale = np.sqrt(np.asarray(self.pathloss, dtype=float)[idx])[:, None]
-        n = int(np.count_nonzero(turn))
-        on_air, carried = np.full(n, np.inf), np.zeros(n)
-        read, m, first = 0, 16, None
-        while True:
+        on_air, carried, first = np.full(n, np.inf), np.zeros(n), None
+        for read, m, durations in self.block_reads(t0, f"a set of {n} streams",
+                                                   "their payloads"):
             h = self.grid.blocks(t0, m, read)[1 if dl else 0][:, idx] * scale
             sinr = np.array([scheme.realise(a, a, planned, power, bits, b, self.n0)[2][turn]
                              for a in h])
             first = sinr[0] if first is None else first
-            durations = np.full(m, tc)
-            durations[0] = (n0 + 1) * tc - t0
             rates = b * len(idx) * np.log2(1.0 + sinr)
             for i in np.flatnonzero(np.isinf(on_air)):
                 on_air[i], _, carried[i] = time_to_deliver(bits, rates[:, i], durations, read,
                                                            carried[i])
             if np.isfinite(on_air).all():
                 break
-            if m >= self.max_blocks:
-                raise LimitReached(
-                    f"a set of {n} streams needs more than {self.max_blocks:,} fading blocks "
-                    f"of {tc * 1e3:g} ms to deliver its payloads "
-                    "(limits.max_blocks_per_transmission)", LIMIT_TODO["blocks"])
-            read, m = m, min(m + min(7 * m, 1 << 12), self.max_blocks)
-        used = np.floor((t0 + on_air * (1 - 1e-12)) / tc) - n0 + 1
+        used = np.floor((t0 + on_air * (1 - 1e-12)) / self.coherence_s) - self.block_index(t0) + 1
         self.blocks_used += int(np.sum(used))
         self.multi_block += int(np.count_nonzero(used > 1))
         return on_air, first
 
     def _realised_columns(self, mode, airtime):
-        """(gain_eff, snr_eff, airtime) of the streams of ``mode`` with imperfect CSI on a
-        shared band: a shared link's streams as ``plan_sets`` realised them (gain: the SINR's
-        p gamma / (N0 B_link), B_link = b x the streams that started with it), an orthogonal
-        link's at the gain through the estimate's beam."""
+        """(gain_eff, snr_eff, airtime) of the streams of ``mode`` on a shared band with
+        imperfect CSI or fading blocks on a grid: a shared link's streams as realised (gain:
+        the SINR's p gamma / (N0 B_link), B_link = b x the streams that started with it), an
+        orthogonal link's at the gain through the estimate's beam (or the decision's gain)."""
         tr, p, b = self.transmission, self._power, self._b
         g_ul, g_dl = (self.g_ul, self.g_dl) if self._matched is None else self._matched
         gain = np.where(mode == UL, g_ul, np.where(mode == DL, g_dl, 0.0))

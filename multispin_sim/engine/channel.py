@@ -289,27 +289,36 @@ class OFDMAChannel:
         return self.delivery_time(device, mode, power_w, bandwidth_hz, t0)
 
     def delivery_time(self, device, mode, power_w, bandwidth_hz, t0):
-        """Seconds to deliver the payload from ``t0`` over the grid's blocks (a pure lookup):
-        16 blocks, then 8 times as many while they do not suffice (at most ``_CHUNK`` more at a
-        time, so a correction of a million blocks never holds them all)."""
-        n0 = self.block_index(t0)
-        first = (n0 + 1) * self.coherence_s - t0
+        """Seconds to deliver the payload from ``t0`` over the grid's blocks (a pure lookup,
+        read in chunks: ``block_reads``)."""
         bits = self.payload_bits(device)
-        read, m, carried = 0, 16, 0.0
-        while True:
+        carried = 0.0
+        for read, m, durations in self.block_reads(t0, f"a correction of device {device}",
+                                                   f"{bits:.0f} bits"):
             h = self.grid.segments(device, mode != UL, t0, m, read)
             rates = shannon_rate(bandwidth_hz, power_w, self.pathloss[device] * h, self.n0)
-            durations = np.full(m, self.coherence_s)
-            durations[0] = first
             delay, used, carried = time_to_deliver(bits, rates, durations, read, carried)
             if delay < math.inf:
                 break
-            if m >= self.max_blocks:
-                raise LimitReached(
-                    f"a correction of device {device} needs more than {self.max_blocks:,} fading "
-                    f"blocks of {self.coherence_s * 1e3:g} ms to deliver {bits:.0f} bits "
-                    "(limits.max_blocks_per_transmission)", LIMIT_TODO["blocks"])
-            read, m = m, min(m + min(7 * m, _CHUNK), self.max_blocks)
         self.blocks_used += used
         self.multi_block += used > 1
         return delay
+
+    def block_reads(self, t0, who, what):
+        """(blocks read so far, blocks to have read, durations of those blocks) for a delivery
+        from ``t0`` over the grid: 16 blocks, then 8 times as many while they do not suffice
+        (at most ``_CHUNK`` more at a time, so a delivery of a million blocks never holds them
+        all); past ``max_blocks`` the run stops (LimitReached: ``who`` needs them to deliver
+        ``what``)."""
+        first = (self.block_index(t0) + 1) * self.coherence_s - t0
+        read, m = 0, 16
+        while True:
+            durations = np.full(m, self.coherence_s)
+            durations[0] = first
+            yield read, m, durations
+            if m >= self.max_blocks:
+                raise LimitReached(
+                    f"{who} needs more than {self.max_blocks:,} fading blocks of "
+                    f"{self.coherence_s * 1e3:g} ms to deliver {what} "
+                    "(limits.max_blocks_per_transmission)", LIMIT_TODO["blocks"])
+            read, m = m, min(m + min(7 * m, _CHUNK), self.max_blocks)
