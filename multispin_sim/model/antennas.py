@@ -231,11 +231,7 @@ class JakesVectors(_VectorSource, ContinuousGrid):
         """The vectors (h_ul, h_dl) (K, M) at the instant ``t``."""
         return self.round_powers(t)
 
-    def blocks(self, t0, m, start=0):
-        """(UL, DL) vectors (m - start, K, M) of blocks start..m-1 of a set of streams from
-        ``t0``: the process at the sample times (``sample_times``)."""
-        h = [self.powers_at(t) for t in self.sample_times(t0, m, start)]
-        return np.array([x[0] for x in h]), np.array([x[1] for x in h])
+    vectors_at = powers_at
 
     def power(self, device, dl, t):
         """||h||^2 of one device's link at the time(s) ``t`` (t.shape)."""

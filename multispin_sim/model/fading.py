@@ -386,6 +386,12 @@ class GridFading:
         at ``t_decided`` (it may start later: a correction waiting for a carried one)."""
         return t_decided is not None and self.index(t0) == self.index(t_decided)
 
+    def blocks(self, t0, m, start=0):
+        """(UL, DL) channel vectors (m - start, K, 1) of blocks start..m-1 counted from the one
+        holding ``t0``: sqrt(|h|^2) (a phase changes nothing with one antenna)."""
+        n0 = self.index(t0)
+        return tuple(np.sqrt(x)[..., None] for x in self.powers(n0 + start, n0 + m))
+
     def segments(self, device, dl, t0, m, start=0):
         """|h|^2 of ``device`` over blocks start..m-1 counted from the one holding ``t0``."""
         n0 = self.index(t0)

@@ -143,6 +143,12 @@ class ContinuousGrid:
         ns = n + np.arange(max(1, min(int(most), 256)))
         return self.power(device, dl, np.where(ns <= self.index(t0), t0, ns * self.block_s))
 
+    def blocks(self, t0, m, start=0):
+        """(UL, DL) channel vectors (m - start, K, M) of blocks start..m-1 of a set of streams
+        from ``t0``: the process at the sample times (``vectors_at``)."""
+        h = [self.vectors_at(t) for t in self.sample_times(t0, m, start)]
+        return np.array([x[0] for x in h]), np.array([x[1] for x in h])
+
     def prune_before(self, t):
         """Nothing is stored: the process is a function of time."""
 
@@ -181,6 +187,11 @@ class JakesProcess(ContinuousGrid):
     def round_powers(self, now):
         """The powers a round starting at ``now`` meets (one block per round)."""
         return self.powers_at(now)
+
+    def vectors_at(self, t):
+        """(UL, DL) one-antenna channel vectors (K, 1) at ``t``: sqrt(|h|^2) (a phase changes
+        nothing with one antenna)."""
+        return tuple(np.sqrt(x)[:, None] for x in self.powers_at(t))
 
     def power(self, device, dl, t):
         """One device's |h|^2 on one link at the time(s) ``t``."""

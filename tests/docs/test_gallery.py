@@ -32,7 +32,7 @@ def run(name, **sizes):
 
 def test_every_example_is_tested_and_listed():
     tested = {"uplink_or_downlink.py", "draft_length.py", "fading_over_time.py", "queueing.py",
-              "many_cells.py", "learning_agent.py"}
+              "many_cells.py", "learning_agent.py", "antennas_over_time.py"}
     assert {p.name for p in FOLDER.glob("*.py")} == tested | EXTENDING
     page = (ROOT / "docs" / "guide" / "examples.md").read_text(encoding="utf-8")
     for name in tested:
@@ -154,3 +154,16 @@ def test_learning_agent_regret_is_exact_and_the_price_is_fixed_gamma():
     # the reference price is the goodput of the scenario's fixed draft lengths on the same
     # seed and rounds (docs/guide/learning-agents.md): the fixed controller's own episode
     assert out["agents"]["fixed gamma=4"][0] == pytest.approx(out["price"], rel=1e-9)
+
+
+def test_antennas_over_time_see_the_array_gain_and_span_blocks():
+    runs = run("antennas_over_time.py", rounds=100, devices=6, antennas=(1, 3))
+    for (m, scheme, blocks), r in runs.items():
+        # rounds outlast a 5 ms block, so every decision reads a new i.i.d. block: the array
+        # gains over the path loss are n independent Gamma(M, 1) draws (mean M, variance M)
+        rows = r.device_rounds
+        x = rows["gain_ul"] / r.devices["pathloss_gain"][rows["device"]]
+        assert abs(x.mean() - m) < 5 * math.sqrt(m / x.size), (m, scheme, blocks)
+        spanned = (r.summary.get("delays") or {}).get("over_several_blocks", 0)
+        assert (spanned > 0) == (blocks is not None), (m, scheme, blocks)
+

@@ -104,3 +104,19 @@ def test_jakes_grid_reads_each_element_at_the_blocks_instant():
     w0, w1 = h0 @ np.linalg.inv(grid.factor).T, h1 @ np.linalg.inv(grid.factor).T
     c = np.mean(w1 * w0.conj()).real
     assert abs(c - j0(2 * np.pi * f_d * tau)) < 5 / math.sqrt(k * m)
+
+
+@pytest.mark.parametrize("fading", ["rayleigh", "jakes"])
+def test_one_antenna_grids_give_blocks_as_vectors_of_one_element(fading):
+    from multispin_sim.model.fading import FADING_MODELS
+
+    grid = FADING_MODELS.lookup(fading).grid(np.random.default_rng(3), 5, False, 30.0, 1e-3,
+                                             chunk=8)
+    t0 = 0.0047
+    ul, dl = grid.blocks(t0, 12, start=2)
+    assert ul.shape == dl.shape == (10, 5, 1)
+    for dev in (0, 4):
+        np.testing.assert_allclose(ul[:, dev, 0] ** 2, grid.segments(dev, False, t0, 12, 2),
+                                   rtol=1e-12)
+        np.testing.assert_allclose(dl[:, dev, 0] ** 2, grid.segments(dev, True, t0, 12, 2),
+                                   rtol=1e-12)
