@@ -84,6 +84,21 @@ DENSE = {"run.rounds": 40, "cells.layout": "hex", "cells.count": 7, "cells.isd_m
          "devices.count": 8}
 
 
+def assert_intervals_deliver(tx, n0):
+    """``tx``'s intervals in the field's log are contiguous from its start, deliver its bits
+    (the integral of the rate) and each has the Shannon rate at its SINR with its own gain."""
+    t0, t1, rate, interference, gain = np.array(tx.intervals).T
+    assert t0[0] == tx.start
+    np.testing.assert_array_equal(t0[1:], t1[:-1])
+    # to the rounding of the clock: each time stamp is exact to an ulp of the run's time, so
+    # each interval's bits to rate x 2 ulp(t); plus the 1e-12 the delivery may stop short
+    rounding = np.sum(rate) * 4 * np.spacing(t1.max()) + 1e-12 * tx.bits
+    assert abs(np.sum(rate * (t1 - t0)) - tx.bits) <= rounding
+    b = tx.f1 - tx.f0
+    shannon = b * np.log2(1 + tx.power * gain / (n0 * b + interference))
+    np.testing.assert_allclose(rate, shannon, rtol=1e-12)
+
+
 @pytest.fixture(scope="module", params=[1, 4], ids=["one-antenna", "four-antennas"])
 def dense(request):
     """Seven close cells; with four server antennas the streams are MRC / MRT (array gains)."""
@@ -103,17 +118,7 @@ def test_bits_are_conserved_across_interference_changes(dense):
         iv = np.array(tx.intervals)
         t0, t1, rate, interference, gain = iv.T
         assert np.all(gain == tx.gain)   # one fading block per round
-        # contiguous from the start, the bits delivered = the integral of the rate
-        assert t0[0] == tx.start
-        np.testing.assert_array_equal(t0[1:], t1[:-1])
-        # to the rounding of the clock: each time stamp is exact to an ulp of the run's time,
-        # so each interval's bits to rate x 2 ulp(t); plus the 1e-12 the delivery may stop short
-        rounding = np.sum(rate) * 4 * np.spacing(t1.max()) + 1e-12 * tx.bits
-        assert abs(np.sum(rate * (t1 - t0)) - tx.bits) <= rounding
-        # each rate is the Shannon rate at the interval's SINR
-        b = tx.f1 - tx.f0
-        shannon = b * np.log2(1 + tx.power * gain / (n0 * b + interference))
-        np.testing.assert_allclose(rate, shannon, rtol=1e-12)
+        assert_intervals_deliver(tx, n0)
         # a cut inside a transmission is a start or an end of a co-channel transmission of
         # another cell
         if len(iv) > 1:
