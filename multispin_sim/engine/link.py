@@ -160,12 +160,8 @@ class RetryFading:
     antenna array it keeps the small-scale vector of the last block (``h``) for the next step."""
 
     def __init__(self, channel, index, device, dl=False):
-        self.channel = channel
-        self.index = index
-        self.device = device
-        self.dl = dl
-        self.rng = None
-        self.h = None
+        self.channel, self.index, self.device, self.dl = channel, index, device, dl
+        self.rng = self.h = None   # made at the first retry
 
     def __call__(self, g):
         if self.rng is None:
