@@ -1,9 +1,11 @@
-"""Fading blocks on a time grid with a multi-antenna server (orthogonal schemes, perfect CSI).
+"""Fading blocks on a time grid with a multi-antenna server (exact channel vectors).
 
-- A correction that outlasts its block delivers exactly its payload: the sum over its blocks of
-  rate x time in the block equals the bits, each block's rate Shannon's at the array gain
-  G ||h||^2 of that block's vectors (read from a second channel built from the same seed, the
-  norms taken here); its first block is the decision's CSI.
+- Orthogonal schemes: a correction that outlasts its block delivers exactly its payload: the
+  sum over its blocks of rate x time in the block equals the bits, each block's rate Shannon's
+  at the array gain G ||h||^2 of that block's vectors (read from a second channel built from
+  the same seed, the norms taken here); its first block is the decision's CSI.
+- A shared band: each ZF and MMSE stream delivers its payload at each block's SINR (the
+  formulas written here), its set's streams counted until the set ends, ZF groups in turn.
 - The array gains the decisions see follow the array gain's law, Gamma(M, 1) for i.i.d.
   elements, one value per block.
 - Blocks longer than the run realise every plan and hold one channel throughout.
