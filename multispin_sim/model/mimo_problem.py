@@ -157,6 +157,18 @@ class ArrayProblem(ReactiveProblem):
         key = (self.p_ul * self.g_ul)[idx]
         return idx[np.argsort(-key, kind="stable")]
 
+    def prefix_candidates(self):
+        """UL masks (K + 1, n, K) of every prefix split c = 0..K of every outcome (its first c
+        rejected devices in the paper's order, as ``prefix_masks`` takes them), and which of
+        them exist (K + 1, n): c <= |R|."""
+        n, k = self.shape
+        order = np.argsort(-(self.p_ul * self.g_ul), kind="stable")
+        rs = self.rejected[:, order]
+        c = np.arange(k + 1)[:, None]
+        masks = np.zeros((k + 1, n, k), dtype=bool)
+        masks[:, :, order] = rs[None] & (np.cumsum(rs, axis=1)[None] <= c[:, :, None])
+        return masks, c <= self.n_rejected[None, :]
+
     def prefix_masks(self):
         """(UL masks (n, K), T_comm (n,)): the best prefix split of every outcome (UL prefix in
         the paper's order, each prefix evaluated under the scheme; the first minimiser)."""

@@ -10,6 +10,7 @@ import math
 import numpy as np
 
 from ..model import reactive as solver
+from ..model.energy import correction_energy
 from .registry import Registry
 
 REACTIVE_POLICIES = Registry("reactive policy")
@@ -245,13 +246,11 @@ def energy_aware_split(problem, powers, tolerance=0.0, scope="devices"):
     ``scope='total'`` adds the server's DL transmit energy (P_dl tau for a non-empty DL set).
     Every device in the round (``problem.present``, all K if None) idles through T_comm
     but while it transmits or receives, as ``model.energy.correction_energy`` charges it.
-    A shared band's prefixes (``problem.multi_user``) are not priced here: with ``tolerance``
-    0 the optimal split (exact ties of T_comm between its sets have probability 0); a
-    tolerance is refused with it up front."""
+    A shared band (``problem.multi_user``): with ``tolerance`` 0 the optimal split (exact ties
+    of T_comm between its sets have probability 0), else ``_shared_band_energy_split``."""
     if problem.multi_user:
         if tolerance:
-            raise ValueError("an energy tie tolerance on a shared band is not modelled "
-                             "(policy.energy_tie_tolerance must be 0 with mu-mimo schemes)")
+            return _shared_band_energy_split(problem, powers, tolerance, scope)
         return solver.optimal_split(problem)
     table = solver.prefix_table(problem)
     f, cols, rej, tau = table.f, table.cols, table.rejected, table.tau
@@ -277,6 +276,24 @@ def energy_aware_split(problem, powers, tolerance=0.0, scope="devices"):
     rank = np.empty_like(cols)
     np.put_along_axis(rank, cols, np.broadcast_to(np.arange(k), (m, k)).copy(), axis=1)
     return solver.evaluate_assignment(problem, problem.rejected & (rank < n_ul[:, None]))
+
+
+def _shared_band_energy_split(problem, powers, tolerance, scope):
+    """``energy_aware_split`` on a shared band: every prefix split of each outcome evaluated
+    under the schemes (``ArrayProblem.prefix_candidates``), its energy as the accounting
+    charges it (``model.energy.correction_energy``: a ZF stream over its group's turn); among
+    those within ``tolerance`` of the best T_comm the least energy (the first on ties)."""
+    masks, exists = problem.prefix_candidates()
+    present = problem.shape[1] if problem.present is None else problem.present
+    t, e = np.full(exists.shape, np.inf), np.full(exists.shape, np.inf)
+    for c in np.flatnonzero(exists.any(axis=1)):
+        d = solver.evaluate_assignment(problem, masks[c])
+        t[c] = np.where(exists[c], d.t_comm, np.inf)
+        e[c] = np.where(exists[c], correction_energy(d, powers, present, scope), np.inf)
+    ok = t <= t.min(axis=0) * (1.0 + tolerance)
+    e = np.where(ok & np.isfinite(e), e, np.inf)
+    pick = np.where(np.isfinite(e).any(axis=0), np.argmin(e, axis=0), np.argmin(t, axis=0))
+    return solver.evaluate_assignment(problem, masks[pick, np.arange(problem.shape[0])])
 
 
 class EnergyAwareSplit(ReactivePolicy):

@@ -290,9 +290,6 @@ def _check_antennas(sc: Scenario) -> None:
     if shared:   # a shared band's sets are solved for one payload size
         refuse_unsupported(sc, (
             ("payload.model", sc.payload.model != "bits", "'bits'"),
-            ("policy.energy_tie_tolerance", sc.policy.objective == "tokens-per-joule"
-             and sc.policy.energy_tie_tolerance != 0,
-             "0 (a shared band's splits are not priced by energy)"),
             ("policy.draft_update", sc.policy.draft_update == "once",
              "'every-round' or every N rounds (the 'once' objective samples each device's "
              "gain alone)"),

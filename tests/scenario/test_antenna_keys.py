@@ -35,10 +35,6 @@ from multispin_sim.scenario.params import show_value
     ({"server.dl_scheme": "mu-mimo-zf", "csi.cqi_quantisation": True}, "csi.cqi_quantisation"),
     ({"server.antennas": 4, "server.dl_scheme": "mu-mimo-zf", "policy.mode": "robust",
       "csi.estimation_error_variance": 0.1}, "policy.mode"),
-    # tokens per joule on a shared band: the prefix split, no energy tie tolerance
-    ({"server.antennas": 4, "server.dl_scheme": "mu-mimo-zf",
-      "policy.objective": "tokens-per-joule", "policy.energy_tie_tolerance": 0.05},
-     "policy.energy_tie_tolerance"),
     ({"server.antennas": 4, "server.ul_scheme": "mu-mimo-mmse", "payload.model": "token"},
      "payload.model"),
     # several cells: orthogonal streams only (the interference does not enter ZF / MMSE)
