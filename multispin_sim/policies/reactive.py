@@ -5,6 +5,7 @@ Every policy maps a ``ReactiveProblem`` (M outcomes at once) to a ``ReactiveDeci
 round). Powers are always optimised for the chosen split (UL at full power, DL
 delay-equalising). The straggler policies ('deadline', 'robust') live in ``policies.straggler``.
 """
+import dataclasses
 import math
 
 import numpy as np
@@ -282,18 +283,22 @@ def _shared_band_energy_split(problem, powers, tolerance, scope):
     """``energy_aware_split`` on a shared band: every prefix split of each outcome evaluated
     under the schemes (``ArrayProblem.prefix_candidates``), its energy as the accounting
     charges it (``model.energy.correction_energy``: a ZF stream over its group's turn); among
-    those within ``tolerance`` of the best T_comm the least energy (the first on ties)."""
-    masks, exists = problem.prefix_candidates()
+    those within ``tolerance`` of the best T_comm the least energy (the first on ties). Each
+    distinct rejected set (SAA outcomes repeat them) is solved once."""
+    _, once, again = np.unique(problem.rejected, axis=0, return_index=True, return_inverse=True)
+    sets = dataclasses.replace(problem, rejected=problem.rejected[once])
+    masks, exists = sets.prefix_candidates()
     present = problem.shape[1] if problem.present is None else problem.present
     t, e = np.full(exists.shape, np.inf), np.full(exists.shape, np.inf)
     for c in np.flatnonzero(exists.any(axis=1)):
-        d = solver.evaluate_assignment(problem, masks[c])
+        d = solver.evaluate_assignment(sets, masks[c])
         t[c] = np.where(exists[c], d.t_comm, np.inf)
         e[c] = np.where(exists[c], correction_energy(d, powers, present, scope), np.inf)
     ok = t <= t.min(axis=0) * (1.0 + tolerance)
     e = np.where(ok & np.isfinite(e), e, np.inf)
     pick = np.where(np.isfinite(e).any(axis=0), np.argmin(e, axis=0), np.argmin(t, axis=0))
-    return solver.evaluate_assignment(problem, masks[pick, np.arange(problem.shape[0])])
+    chosen = masks[pick, np.arange(len(once))][np.ravel(again)]
+    return solver.evaluate_assignment(problem, chosen)
 
 
 class EnergyAwareSplit(ReactivePolicy):

@@ -205,19 +205,29 @@ def _rejected_rounds(infos):
     return [i for i in infos if i["rejected"].any()]
 
 
-def test_regret_of_an_objective_the_scenario_refuses_is_refused_up_front():
-    """The regret searches the draft objective: tokens per joule with an energy tie tolerance
-    under a shared-band antenna scheme (which the scenario refuses) is refused when the
-    environment is made, in one line naming the key, not at the first step with an internal
-    error. Without the tolerance the regret prices energy under the schemes; the reward alone
-    (no regret) is the round's tokens over its energy, which any scheme has."""
+def test_regret_of_an_objective_the_scenario_refuses_is_refused_up_front(monkeypatch):
+    """The regret searches the draft objective: one the scenario refuses (here a check added
+    for the test: the scenario no longer refuses any objective with these keys) is refused
+    when the environment is made, in one line naming the key, not at the first step with an
+    internal error. On a shared band with an energy tie tolerance the regret prices energy
+    under the schemes; the reward alone (no regret) is the round's tokens over its energy,
+    which any scheme has."""
+    from multispin_sim.scenario import ScenarioError, loading
+
+    def refuse(sc):
+        if sc.policy.objective == "tokens-per-joule" and sc.policy.energy_tie_tolerance:
+            raise ScenarioError("policy.energy_tie_tolerance", "0.1 is refused by this test",
+                                "expected 0")
+    monkeypatch.setattr(loading, "CROSS_CHECKS", loading.CROSS_CHECKS + [refuse])
     overrides = {"run.rounds": 6, "policy.energy_tie_tolerance": 0.1}
     with pytest.raises(ValueError) as info:
         G.MultiSpinEnv("scenarios/antennas/mu-mimo.yaml", "draft", overrides, price=100.0,
                        objective="tokens-per-joule", regret=True)
     assert "policy.energy_tie_tolerance" in str(info.value) and "\n" not in str(info.value)
+    monkeypatch.undo()
     env = G.MultiSpinEnv("scenarios/antennas/mu-mimo.yaml", "draft",
-                         {"run.rounds": 3, "devices.count": 6}, price=100.0,
+                         {"run.rounds": 3, "devices.count": 6,
+                          "policy.energy_tie_tolerance": 0.1}, price=100.0,
                          objective="tokens-per-joule", regret=True, regret_samples=50)
     _, _, infos = play(env, ConstantAgent(np.full(6, 3)), seed=1)
     assert len(infos) == 3 and all(np.isfinite(i["regret"]["regret"]) for i in infos)
