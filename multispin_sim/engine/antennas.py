@@ -17,14 +17,15 @@ link the channel sees the decision's streams before they start (``plan_sets``): 
 precoder or combiner is built on the estimates, and each stream is sent at the SINR it meets
 on the true vectors (``model.mimo.Transmission.realise``).
 
-Fading blocks on a time grid (``channel.coherence_time_ms``; orthogonal schemes with perfect
-CSI) are the vectors' blocks (``ServerArray.grid``): the decisions see the array gains of their
-instant, and a correction that outlasts its block continues over the next ones at each block's
-array gain, the beam following each block's channel as one antenna's rate does.
+Fading blocks on a time grid (``channel.coherence_time_ms``; exact channel vectors) are the
+vectors' blocks (``ServerArray.grid``): the decisions see the channel of their instant, and a
+correction that outlasts its block continues over the next ones at each block's array gain (the
+beam following each block's channel, as one antenna's rate does) or, on a shared band, at each
+block's ZF and MMSE SINRs (``_sets_over_blocks``).
 
 It is built instead of the plain channel when the server has several antennas or a link shares
-its band (``server.antennas``, ``server.dl_scheme``, ``server.ul_scheme``); the scenario check
-refuses the NR link with it.
+its band (``server.antennas``, ``server.dl_scheme``, ``server.ul_scheme``) on Shannon's link;
+the NR link with several antennas is ``engine.link.LinkChannel`` over the base channel's array.
 """
 import numpy as np
 
@@ -211,29 +212,30 @@ class ArrayChannel(OFDMAChannel):
             idx = np.flatnonzero(mode == code)
             if not (scheme.shared and idx.size):
                 continue
-            link = (idx, planned[idx], power[idx], b)
+            band = b * len(idx)   # the link's pooled band, whichever group is on air
             start = t0
             for end in np.unique(planned[idx]) if code == DL else (None,):   # UL: one set
-                turn = np.ones(len(idx), bool) if end is None else planned[idx] == end
-                on_air, sinr = self._turn_over_blocks(scheme, code == DL, link, turn, start)
-                self._set[:, idx[turn]] = start + on_air - t0, on_air, sinr
+                turn = idx if end is None else idx[planned[idx] == end]
+                on_air, sinr = self._turn_over_blocks(scheme, code == DL, turn, power[turn],
+                                                      band, start)
+                self._set[:, turn] = start + on_air - t0, on_air, sinr
                 start += float(on_air.max())
 
-    def _turn_over_blocks(self, scheme, dl, link, turn, t0):
-        """(on-air times, SINRs in the first block) of the streams ``turn`` (a mask of the
-        link's set ``link``: devices, planned delays, powers, subband) from ``t0``, the blocks
+    def _turn_over_blocks(self, scheme, dl, turn, power, band, t0):
+        """(on-air times, SINRs in the first block) of the streams of devices ``turn`` sent
+        together at ``power`` on ``band`` from ``t0`` (a ZF group, or the UL set), the blocks
         read in chunks (``block_reads``)."""
-        idx, planned, power, b = link
-        bits, n = self.bits, int(np.count_nonzero(turn))
-        scale = np.sqrt(np.asarray(self.pathloss, dtype=float)[idx])[:, None]
+        bits, n = self.bits, len(turn)
+        scale = np.sqrt(np.asarray(self.pathloss, dtype=float)[turn])[:, None]
+        one = np.zeros(n)   # planned together: one set, one group
         on_air, carried, first = np.full(n, np.inf), np.zeros(n), None
         for read, m, durations in self.block_reads(t0, f"a set of {n} streams",
                                                    "their payloads"):
-            h = self.grid.blocks(t0, m, read)[1 if dl else 0][:, idx] * scale
-            sinr = np.array([scheme.realise(a, a, planned, power, bits, b, self.n0)[2][turn]
+            h = self.grid.blocks(t0, m, read)[1 if dl else 0][:, turn] * scale
+            sinr = np.array([scheme.realise(a, a, one, power, bits, band / n, self.n0)[2]
                              for a in h])
             first = sinr[0] if first is None else first
-            rates = b * len(idx) * np.log2(1.0 + sinr)
+            rates = band * np.log2(1.0 + sinr)
             for i in np.flatnonzero(np.isinf(on_air)):
                 on_air[i], _, carried[i] = time_to_deliver(bits, rates[:, i], durations, read,
                                                            carried[i])

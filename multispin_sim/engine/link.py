@@ -27,7 +27,7 @@ import math
 
 import numpy as np
 
-from ..model.antennas import ServerArray, squared_norms, vectors_of
+from ..model.antennas import ServerArray, correlated, squared_norms, vectors_of
 from ..model.csi import ImperfectCsi, PerfectCsi
 from ..model.energy import AIRTIME, RADIATED
 from ..model.fading import FADING_MODELS, BlockRows, complex_gaussian, gauss_markov_step
@@ -359,9 +359,7 @@ class LinkChannel(OFDMAChannel):
         ``rng``) or the Gauss-Markov step of every element, rho h + sqrt(1 - rho^2) L w (the
         correlation L commutes with the step); no fading: h."""
         if not self.fading_model.static:
-            w = complex_gaussian(rng, self.array.m)
-            if self.array.factor is not None:
-                w = self.array.factor @ w
+            w = correlated(complex_gaussian(rng, self.array.m), self.array.factor)
             h = w if self.fading_model.iid else gauss_markov_step(h, self.retry_rho, w)
         return float(self.pathloss[device] * squared_norms(h)), h
 

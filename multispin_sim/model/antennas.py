@@ -75,6 +75,12 @@ def squared_norms(vectors):
         "...m,...m->...", vectors.imag, vectors.imag)
 
 
+def correlated(w, factor):
+    """h = L w for white vectors w (K, M), or any shape with the antennas last: ``factor`` L of
+    the correlation R = L L^H applied (None: i.i.d. elements, w itself)."""
+    return w if factor is None else w @ factor.T
+
+
 def matched_gain(estimate, truth):
     """|a_hat^H a|^2 / ||a_hat||^2 (K,): the gain of each stream whose maximum-ratio beam
     (MRT on the DL, MRC on the UL) follows the estimated vector a_hat (K, M) while the channel
@@ -150,7 +156,7 @@ class _VectorSource:
         self._w = BlockRows(lambda: complex_gaussian(self.rng, (self.block, self.k, 2, self.m)))
 
     def _correlate(self, w):
-        return w if self.factor is None else w @ self.factor.T
+        return correlated(w, self.factor)
 
     @classmethod
     def grid(cls, rng, k, m, reciprocal, doppler_hz, block_s, factor, chunk=1024):
@@ -237,9 +243,7 @@ class JakesVectors(_VectorSource, ContinuousGrid):
         """||h||^2 of one device's link at the time(s) ``t`` (t.shape)."""
         link = self.dl if dl and not self.reciprocal else self.ul
         h = link.gains(t if self.clock is None else self.clock(t, device), device)
-        if self.factor is not None:
-            h = h @ self.factor.T
-        return squared_norms(h)
+        return squared_norms(self._correlate(h))
 
 
 class VectorGrid(GridFading):
@@ -268,7 +272,7 @@ class VectorGrid(GridFading):
                     else self._state)
             w = gauss_markov_series(prev, self.rho, w)
             self._state = w[-1]
-        h = w if self.factor is None else w @ self.factor.T
+        h = correlated(w, self.factor)
         return h[:, :, 0], h[:, :, -1]
 
     def blocks(self, t0, m, start=0):

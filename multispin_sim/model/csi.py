@@ -28,7 +28,7 @@ the channel is; the estimation noise white), the CQI reporting the estimated arr
 """
 import numpy as np
 
-from .antennas import squared_norms
+from .antennas import correlated, squared_norms
 from .fading import jakes_correlation
 
 
@@ -70,8 +70,7 @@ class ImperfectCsi:
         aging innovation shares with the channel (None: white)."""
         if self.rho != 1.0:
             w = _cn(rng, h.shape)
-            h = self.rho * h + np.sqrt(1.0 - self.rho ** 2) * (w if factor is None
-                                                                 else w @ factor.T)
+            h = self.rho * h + np.sqrt(1.0 - self.rho ** 2) * correlated(w, factor)
         if self.s2 > 0.0:
             h = (1.0 - self.s2) * h + np.sqrt((1.0 - self.s2) * self.s2) * _cn(rng, h.shape)
         return h

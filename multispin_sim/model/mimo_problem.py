@@ -151,18 +151,24 @@ class ArrayProblem(ReactiveProblem):
         masks = np.broadcast_to(np.asarray(ul_mask, dtype=bool), self.shape)
         return self._decision(masks)
 
-    def ul_order(self, i):
-        """The rejected devices of outcome i in the paper's UL order (P_k ||a_k||^2 desc)."""
-        idx = np.flatnonzero(self.rejected[i])
-        key = (self.p_ul * self.g_ul)[idx]
-        return idx[np.argsort(-key, kind="stable")]
+    @functools.cached_property
+    def paper_order(self):
+        """The devices in the paper's UL order, P_k ||a_k||^2 descending (stable): the order of
+        every prefix split."""
+        return np.argsort(-(self.p_ul * self.g_ul), kind="stable")
+
+    def distinct_outcomes(self):
+        """(once, again): an outcome of each distinct rejected set, and each outcome's set
+        among them (SAA outcomes repeat sets: each is solved once)."""
+        _, once, again = np.unique(self.rejected, axis=0, return_index=True, return_inverse=True)
+        return once, np.ravel(again)
 
     def prefix_candidates(self):
         """UL masks (K + 1, n, K) of every prefix split c = 0..K of every outcome (its first c
-        rejected devices in the paper's order, as ``prefix_masks`` takes them), and which of
+        rejected devices in ``paper_order``, as ``prefix_masks`` takes them), and which of
         them exist (K + 1, n): c <= |R|."""
         n, k = self.shape
-        order = np.argsort(-(self.p_ul * self.g_ul), kind="stable")
+        order = self.paper_order
         rs = self.rejected[:, order]
         c = np.arange(k + 1)[:, None]
         masks = np.zeros((k + 1, n, k), dtype=bool)
@@ -173,7 +179,7 @@ class ArrayProblem(ReactiveProblem):
         """(UL masks (n, K), T_comm (n,)): the best prefix split of every outcome (UL prefix in
         the paper's order, each prefix evaluated under the scheme; the first minimiser)."""
         n, k = self.shape
-        order = np.argsort(-(self.p_ul * self.g_ul), kind="stable")
+        order = self.paper_order
         rs = self.rejected[:, order]
         # one outcome (the engine's decision of a round): its prefixes have different sizes,
         # so batches of one; ``Transmission.links`` one at a time costs less
@@ -187,13 +193,12 @@ class ArrayProblem(ReactiveProblem):
                     ul[order[c]] = True
                     table[i, c + 1] = self.row(i, ul)[4]
         else:   # outcomes with the same rejected set (common among SAA samples) once
-            _, once, again = np.unique(self.rejected.astype(np.int64) @ bit_weights(k),
-                                       return_index=True, return_inverse=True)
+            once, again = self.distinct_outcomes()
             if ev.compiled is not None:   # the first minimiser and its T_comm at once
-                j, best = (x[again.ravel()] for x in
+                j, best = (x[again] for x in
                            ev.compiled.prefix(order, rs[once], self.n_rejected[once]))
                 return self._prefix_masks(order, rs, j), best
-            table = self._prefix_table(order, rs[once], self.n_rejected[once])[again.ravel()]
+            table = self._prefix_table(order, rs[once], self.n_rejected[once])[again]
         j = first_min(table)
         return self._prefix_masks(order, rs, j), table[np.arange(n), j]
 

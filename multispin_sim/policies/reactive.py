@@ -285,7 +285,7 @@ def _shared_band_energy_split(problem, powers, tolerance, scope):
     charges it (``model.energy.correction_energy``: a ZF stream over its group's turn); among
     those within ``tolerance`` of the best T_comm the least energy (the first on ties). Each
     distinct rejected set (SAA outcomes repeat them) is solved once."""
-    _, once, again = np.unique(problem.rejected, axis=0, return_index=True, return_inverse=True)
+    once, again = problem.distinct_outcomes()
     sets = dataclasses.replace(problem, rejected=problem.rejected[once])
     masks, exists = sets.prefix_candidates()
     present = problem.shape[1] if problem.present is None else problem.present
@@ -297,7 +297,7 @@ def _shared_band_energy_split(problem, powers, tolerance, scope):
     ok = t <= t.min(axis=0) * (1.0 + tolerance)
     e = np.where(ok & np.isfinite(e), e, np.inf)
     pick = np.where(np.isfinite(e).any(axis=0), np.argmin(e, axis=0), np.argmin(t, axis=0))
-    chosen = masks[pick, np.arange(len(once))][np.ravel(again)]
+    chosen = masks[pick, np.arange(len(once))][again]
     return solver.evaluate_assignment(problem, chosen)
 
 
