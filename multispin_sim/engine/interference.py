@@ -21,6 +21,7 @@ import numpy as np
 
 from ..model.reactive import DL, UL
 from ..scenario import limits
+from .guards import LIMIT_TODO, LimitReached
 
 
 class Tx:
@@ -455,7 +456,7 @@ class InterferingChannel:
             dl, pl, n = mode == DL, float(base.pathloss[device]), grid.index(start)
             if not base.plan_holds(start):   # not the block its decision saw
                 tx.gain, tx.planned = pl * grid.block_power(device, dl, start, n), None
-            self._next_block(env, tx, grid, pl, dl, start, n + 1)
+            self._next_block(env, tx, grid, pl, dl, start, n + 1, n + base.max_blocks)
         delay = yield from self.field.transmit(env, tx)
         if grid is not None:
             used = grid.index(start + delay * (1 - 1e-12)) - grid.index(start) + 1
@@ -464,11 +465,19 @@ class InterferingChannel:
         base.note(device, mode, bandwidth_hz, power_w, start, delay)   # for a stream's record
         return delay
 
-    def _next_block(self, env, tx, grid, pl, dl, t0, n):
-        """At the start of grid block n, ``tx`` (if still in flight) meets that block's gain."""
+    def _next_block(self, env, tx, grid, pl, dl, t0, n, last):
+        """At the start of grid block n, ``tx`` (if still in flight) meets that block's gain;
+        past block ``last`` (``limits.max_blocks_per_transmission`` from its first) the run
+        stops, as one cell's does."""
         def meet(event):
             if tx.event is None or tx.event.triggered:   # delivered
                 return
+            if n >= last:
+                raise LimitReached(
+                    f"a correction of device {tx.device} in cell {tx.cell} needs more than "
+                    f"{self.max_blocks:,} fading blocks of {grid.block_s * 1e3:g} ms to deliver "
+                    f"{tx.bits:.0f} bits (limits.max_blocks_per_transmission)",
+                    LIMIT_TODO["blocks"])
             self.field.new_block(tx, pl * grid.block_power(tx.device, dl, t0, n), env.now)
-            self._next_block(env, tx, grid, pl, dl, t0, n + 1)
+            self._next_block(env, tx, grid, pl, dl, t0, n + 1, last)
         env.timeout(max(n * grid.block_s - env.now, 0.0)).callbacks.append(meet)

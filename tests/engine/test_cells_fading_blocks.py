@@ -77,3 +77,14 @@ def test_one_hex_cell_is_the_single_cell_run_with_the_grid():
     base["serving.protocol"] = "asynchronous"
     cell = run(**base, **{"cells.layout": "hex", "cells.count": 1})
     assert_first_batches_equal(run(**base), cell, 120, rtol=1e-9)
+
+
+def test_a_correction_over_too_many_blocks_stops_the_network_as_one_cell_does():
+    """``limits.max_blocks_per_transmission`` holds in every cell: a correction that would span
+    more blocks stops the run, complete: false, with the reason and every cell's records."""
+    r = run(**{**DENSE, "cells.isd_m": 500.0, "devices.count": 3,
+               "channel.coherence_time_ms": 0.05, "devices.distance_m": [800, 1200],
+               "limits.max_blocks_per_transmission": 16})
+    assert not r.summary["complete"]
+    assert "limits.max_blocks_per_transmission" in r.summary["stop_reason"]
+    assert "16 fading blocks" in r.summary["stop_reason"]
