@@ -29,19 +29,17 @@ the NR link with several antennas is ``engine.link.LinkChannel`` over the base c
 """
 import numpy as np
 
-from ..model.antennas import ServerArray, matched_gain
-from ..model.csi import PerfectCsi
+from ..model.antennas import ServerArray
 from ..model.energy import AIRTIME, RADIATED
 from ..model.fading import time_to_deliver
 from ..model.mimo import Transmission, effective_gains
 from ..model.reactive import DL, UL
-from .channel import OFDMAChannel
+from .csi import EstimatedChannel
 
 
-class ArrayChannel(OFDMAChannel):
+class ArrayChannel(EstimatedChannel):
     """``OFDMAChannel`` over M server antennas (``array``) with the schemes ``transmission``;
-    ``csi_model``, ``csi_rng``, ``csi_delay_s``: the decisions' CSI, as ``engine.link.LinkChannel``
-    takes them."""
+    ``csi_model``, ``csi_rng``, ``csi_delay_s``: the decisions' CSI (``EstimatedChannel``)."""
 
     plain_transmit = False  # transmissions are seen one by one: the round's streams are recorded
 
@@ -49,7 +47,8 @@ class ArrayChannel(OFDMAChannel):
                  doppler_hz=0.0, coherence_s=None, moving=False, array=None, transmission=None,
                  clock=None, csi_model=None, csi_rng=None, csi_delay_s=0.0):
         super().__init__(system, rng, fading, reciprocal, block, doppler_hz, coherence_s,
-                         moving, clock, array)
+                         moving, clock, array, csi_model=csi_model, csi_rng=csi_rng,
+                         csi_delay_s=csi_delay_s)
         self.transmission = Transmission(self.array.m) if transmission is None else transmission
         if self.transmission.multi_user:
             # a shared band's stream gains depend on the other streams' vectors: no law of one
@@ -62,18 +61,12 @@ class ArrayChannel(OFDMAChannel):
         self._start = np.zeros(k)   # a DL set is the streams that start together
         self._b = 0.0
         self._p_ul = np.broadcast_to(np.asarray(system.p_ul_w, float), (k,))
-        self.csi_model = PerfectCsi() if csi_model is None else csi_model
         # a shared band with imperfect CSI or fading blocks on a grid: a stream's realised
         # delay depends on its whole set
         self.sees_sets = self.transmission.multi_user and (not self.csi_model.perfect
                                                            or self.grid is not None)
         self._set = np.full((3, k), np.nan)   # their delays, on-air times and SINRs
         self._pending = None   # on a grid: the decision whose sets start with the next stream
-        self.csi_rng = csi_rng
-        self.csi_delay_s = float(csi_delay_s)
-        self._h = None          # this round's true small-scale vectors (UL, DL)
-        self._estimate = None   # the decisions' gains: those of the estimated vectors
-        self._matched = None    # each device's realised gain through its estimate's beam
 
     @property
     def dynamic_csi(self):
@@ -85,33 +78,6 @@ class ArrayChannel(OFDMAChannel):
         self._h = (h_ul, h_dl)
         self.g_ul, self.g_dl = self.array.gains(self.pathloss, h_ul, h_dl, self.reciprocal)
         return self.g_ul, self.g_dl
-
-    def new_block(self, now=0.0):
-        """The round start's gains: the true ones, or with imperfect CSI the estimate's (one
-        measurement per round, read ``csi_delay_s`` earlier from a process in continuous
-        time)."""
-        g_ul, g_dl = super().new_block(now)
-        if self.csi_model.perfect:
-            return g_ul, g_dl
-        h = (self.fading_source.round_powers(now - self.csi_delay_s) if self.csi_delay_s
-             else self._h)
-        est = self.csi_model.estimate_vectors(*h, self.reciprocal, self.csi_rng, self.pathloss,
-                                              self.array.factor)
-        self._estimate = self.array.gains(self.pathloss, *est, self.reciprocal)
-        self._estimate_t = now
-        m_ul = matched_gain(self._estimate[0].vectors, g_ul.vectors)
-        self._matched = (m_ul, m_ul if self.reciprocal else
-                         matched_gain(self._estimate[1].vectors, g_dl.vectors))
-        return self._estimate
-
-    def csi(self, now):
-        return super().csi(now) if self._estimate is None else self._estimate
-
-    def stream_gain(self, device, mode):
-        """The array gain, or with imperfect CSI the gain through the estimate's beam."""
-        if self._matched is None:
-            return super().stream_gain(device, mode)
-        return float(self._matched[1 if mode == DL else 0][device])
 
     def note(self, device, mode, bandwidth_hz, power_w, start, airtime_s):
         """A correction of this round, for its record (``round_columns``): its mode, band and
@@ -149,9 +115,11 @@ class ArrayChannel(OFDMAChannel):
                 if self._pending is not None:
                     self._sets_over_blocks(env.now)
                 delay = float(self._set[0, device])
-            else:
-                delay = self.grid_delay(device, mode, power_w, bandwidth_hz, env.now, planned_s)
-        elif self._matched is not None:
+            else:   # the planned delay is the realised one on the exact channel only
+                first = planned_s if self.csi_model.perfect else self.stream_delay(
+                    device, mode, power_w, bandwidth_hz)
+                delay = self.grid_delay(device, mode, power_w, bandwidth_hz, env.now, first)
+        elif not self.csi_model.perfect:
             self.transmissions += 1
             if self.sees_sets and self._shared(mode):
                 delay = float(self._set[0, device])
@@ -201,10 +169,11 @@ class ArrayChannel(OFDMAChannel):
 
     def _sets_over_blocks(self, t0):
         """The sets of the pending decision, starting at ``t0`` on the grid of fading blocks:
-        each block's precoder (ZF) or combiner (MMSE) follows that block's vectors, the
-        powers stay the decided ones, and a stream's bits accumulate at each block's rate at
-        its SINR there, every stream of its set (ZF group) counted until the set's last ends;
-        a ZF group starts when the previous one ends."""
+        each block's precoder (ZF) or combiner (MMSE) follows that block's vectors (in a set's
+        first block, the decision's estimate of them, if it had one), the powers stay the
+        decided ones, and a stream's bits accumulate at each block's rate at its SINR there,
+        every stream of its set (ZF group) counted until the set's last ends; a ZF group starts
+        when the previous one ends."""
         mode, planned, power, b = self._pending
         self._pending = None
         tr = self.transmission
@@ -228,12 +197,15 @@ class ArrayChannel(OFDMAChannel):
         bits, n = self.bits, len(turn)
         scale = np.sqrt(np.asarray(self.pathloss, dtype=float)[turn])[:, None]
         one = np.zeros(n)   # planned together: one set, one group
+        # the first block's filters: on the decision's estimate (``EstimatedChannel``)
+        seen = None if self._estimate is None else self._estimate[1 if dl else 0].vectors[turn]
         on_air, carried, first = np.full(n, np.inf), np.zeros(n), None
         for read, m, durations in self.block_reads(t0, f"a set of {n} streams",
                                                    "their payloads"):
             h = self.grid.blocks(t0, m, read)[1 if dl else 0][:, turn] * scale
-            sinr = np.array([scheme.realise(a, a, one, power, bits, band / n, self.n0)[2]
-                             for a in h])
+            sinr = np.array([scheme.realise(a, a if read or i or seen is None else seen, one,
+                                            power, bits, band / n, self.n0)[2]
+                             for i, a in enumerate(h)])
             first = sinr[0] if first is None else first
             rates = band * np.log2(1.0 + sinr)
             for i in np.flatnonzero(np.isinf(on_air)):

@@ -180,6 +180,7 @@ class OFDMAChannel:
 
     def _gains(self, h_ul, h_dl):
         if self.array.m > 1:   # vectors (K, M): the array gains, the vectors attached
+            self._h = (h_ul, h_dl)   # the small-scale vectors (an estimate is made of them)
             self.g_ul, self.g_dl = self.array.gains(self.pathloss, h_ul, h_dl, self.reciprocal)
             return self.g_ul, self.g_dl
         self.g_ul = self.pathloss * h_ul
@@ -240,6 +241,15 @@ class OFDMAChannel:
         decisions may have seen an estimate)."""
         return float((self.g_ul if mode == UL else self.g_dl)[device])
 
+    def start_gain(self, device, mode, t0):
+        """The gain of the first fading block of a correction starting at ``t0``: the one its
+        decision saw (``stream_gain``), or on a grid, when it starts in a later block (waiting
+        for a carried correction), that block's own."""
+        if self.grid is None or self.plan_holds(t0):
+            return self.stream_gain(device, mode)
+        return float(self.pathloss[device] * self.grid.block_power(device, mode != UL, t0,
+                                                                   self.grid.index(t0)))
+
     def stream_delay(self, device, mode, power_w, bandwidth_hz):
         """Seconds to deliver ``device``'s payload at the Shannon rate of the gain its stream
         meets, within one fading block (inf at rate 0)."""
@@ -250,6 +260,7 @@ class OFDMAChannel:
     # instant of the last estimate (a channel with a CSI model sets them)
     csi_delay_s = 0.0
     _estimate_t = None
+    _matched = None   # several antennas and an estimate: gains through the estimate's beams
 
     def csi_rho(self):
         """Each device's correlation with its aged CSI (``csi_correlation``) where it differs by
@@ -295,8 +306,10 @@ class OFDMAChannel:
         carried = 0.0
         for read, m, durations in self.block_reads(t0, f"a correction of device {device}",
                                                    f"{bits:.0f} bits"):
-            h = self.grid.segments(device, mode != UL, t0, m, read)
-            rates = shannon_rate(bandwidth_hz, power_w, self.pathloss[device] * h, self.n0)
+            gains = self.pathloss[device] * self.grid.segments(device, mode != UL, t0, m, read)
+            if read == 0 and self._matched is not None:   # the first block through a beam
+                gains[0] = self.start_gain(device, mode, t0)   # on the decision's estimate
+            rates = shannon_rate(bandwidth_hz, power_w, gains, self.n0)
             delay, used, carried = time_to_deliver(bits, rates, durations, read, carried)
             if delay < math.inf:
                 break

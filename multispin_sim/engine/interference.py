@@ -442,7 +442,7 @@ class InterferingChannel:
         tx.power = power_w
         tx.f0 = self._band_next
         tx.f1 = self._band_next = self._band_next + bandwidth_hz
-        tx.gain = base.stream_gain(device, mode)
+        tx.gain = base.start_gain(device, mode, env.now)   # the first block's
         tx.bits = base.payload_bits(device)
         # the planned delay is the delivery time when the decision saw the true gains and no
         # interference and none is there at the start (then it is kept exactly, as on one cell)
@@ -455,7 +455,7 @@ class InterferingChannel:
         if grid is not None:   # fading blocks on a time grid: the stream's gain block by block
             dl, pl, n = mode == DL, float(base.pathloss[device]), grid.index(start)
             if not base.plan_holds(start):   # not the block its decision saw
-                tx.gain, tx.planned = pl * grid.block_power(device, dl, start, n), None
+                tx.planned = None
             self._next_block(env, tx, grid, pl, dl, start, n + 1, n + base.max_blocks)
         delay = yield from self.field.transmit(env, tx)
         if grid is not None:

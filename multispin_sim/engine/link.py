@@ -1,26 +1,23 @@
-"""The SimPy side of the link and CSI components: a channel whose decisions see an estimate and
-whose transmissions meet the truth through the scenario's link model.
+"""The SimPy side of the link component: a channel whose transmissions meet the truth through
+the scenario's link model.
 
-``LinkChannel`` extends ``OFDMAChannel`` and is used only when the scenario leaves the paper's
-setting (``link.model`` not shannon, or imperfect CSI); otherwise the plain channel runs. It
-overrides four things:
+``LinkChannel`` extends ``EstimatedChannel`` (``engine.csi``: the decisions see the CSI model's
+estimate, made once per fading sample) and is used only when the scenario leaves the paper's
+setting (``link.model`` not shannon, or imperfect CSI with one antenna); otherwise the plain
+channel runs. Its ``transmit`` gives the realised delay of a correction from the true channel:
+the Shannon delay on the true gains (through the fading grid when the correction outlasts its
+block), or ``McsLink.deliver`` (link adaptation on the reported SNR, HARQ, outages, retries on
+later fading blocks), its random draws addressed by the correction's round (or batch) and device
+(``streams.KeyedStreams``: the HARQ uniforms from its row, then its own stream; the retries'
+fresh fading from another), so a correction whose situation is the same in two runs meets the
+same errors and fades whatever was sent before it. ``dynamic_csi`` is True, so the round asks
+``csi`` at the decision and records planned beside realised delays.
 
-- ``new_block`` / ``csi``: the true gains are drawn as before; the caller gets the CSI estimate
-  (``model.csi``), made once per fading block (the round start's, or the grid block's);
-- ``transmit``: the realised delay of a correction from the true channel: the Shannon delay on
-  the true gains (through the fading grid when the correction outlasts its block), or
-  ``McsLink.deliver`` (link adaptation on the reported SNR, HARQ, outages, retries on later
-  fading blocks), its random draws addressed by the correction's round (or batch) and device
-  (``streams.KeyedStreams``: the HARQ uniforms from its row, then its own stream; the retries'
-  fresh fading from another), so a correction whose situation is the same in two runs meets
-  the same errors and fades whatever was sent before it;
-- ``dynamic_csi`` is True, so the round asks ``csi`` at the decision and records planned beside
-  realised delays.
-
-With several server antennas (the orthogonal schemes, exact channel vectors) the base channel's
-gains are the array gains of maximum-ratio beams (``OFDMAChannel``'s ``array``), so the link
-reads the SNR of each block's array gain; a retry on a new fading block draws a new vector
-(``retry_vector``).
+With several server antennas (the orthogonal schemes) the base channel's gains are the array
+gains of maximum-ratio beams (``OFDMAChannel``'s ``array``), so the link reads the SNR of each
+block's array gain; with an estimate, the report is of the estimate's array gain and the first
+block is met through its beam (``EstimatedChannel.start_gain``); a retry on a new fading block
+draws a new vector (``retry_vector``) and is reported afresh.
 """
 import itertools
 import math
@@ -28,18 +25,17 @@ import math
 import numpy as np
 
 from ..model.antennas import ServerArray, correlated, squared_norms, vectors_of
-from ..model.csi import ImperfectCsi, PerfectCsi
 from ..model.energy import AIRTIME, RADIATED
-from ..model.fading import FADING_MODELS, BlockRows, complex_gaussian, gauss_markov_step
+from ..model.fading import BlockRows, complex_gaussian, gauss_markov_step
 from ..model.link import (LINK_MODELS, BlockLimit, Blocks, IidBlocks, McsLink, PermanentOutage,
                           Uniforms)
 from ..model.nr_tables import CarrierError
 from ..model.reactive import DL
 from ..policies.linkaware import LinkAwarePolicy
 from ..scenario import ScenarioError
-from ..scenario.limits import still_over_delay
 from .antennas import build_array_channel, needs_array_channel
 from .channel import OFDMAChannel
+from .csi import EstimatedChannel, build_csi, csi_is_perfect, process_delay_s
 from .guards import LIMIT_TODO, LimitReached
 from .streams import KeyedStreams
 
@@ -73,14 +69,17 @@ class CorrectionUniforms(Uniforms):
 
 class GridBlocks(Blocks):
     """The fading grid's blocks as seen by one correction of ``device`` in ``mode`` from ``t0``;
-    ``skip_below`` reads them in runs (``grid.block_powers``)."""
+    ``skip_below`` reads them in runs (``grid.block_powers``). ``first``: the gain of its first
+    block where it is not that block's own (a beam on an estimate: ``EstimatedChannel``)."""
 
-    def __init__(self, channel, device, mode, t0):
+    def __init__(self, channel, device, mode, t0, first=None):
         self.channel = channel
         self.device = device
         self.dl = mode == DL
         self.t0 = t0
         self.tc = channel.coherence_s
+        self.first = first
+        self.start_block = self._index(0.0)
 
     def _index(self, t):
         # a block's start n tc - t0, added back to t0, lands within a few ulps of n: snap to
@@ -93,6 +92,8 @@ class GridBlocks(Blocks):
 
     def current(self, t):
         n = self._index(t)
+        if n == self.start_block and self.first is not None:
+            return self.first, (n + 1) * self.tc - self.t0
         h = self.channel.grid.block_power(self.device, self.dl, self.t0, n)
         return float(self.channel.pathloss[self.device] * h), (n + 1) * self.tc - self.t0
 
@@ -175,32 +176,21 @@ class RetryFading:
         return self.channel.retry_gain(self.rng, self.device, g)
 
 
-class LinkChannel(OFDMAChannel):
-    """``OFDMAChannel`` with a CSI model and a link model (module docstring).
+class LinkChannel(EstimatedChannel):
+    """``EstimatedChannel`` (a CSI model: ``csi_model``, ``csi_rng``, ``csi_delay_s``) with a
+    link model (module docstring).
 
-    ``link``: ``McsLink`` or None (Shannon); ``csi_model``: ``PerfectCsi`` or ``ImperfectCsi``;
-    ``link_rng``: the stream the key of the link's per-correction streams is drawn from
-    (``link_streams``, a ``KeyedStreams``); ``csi_rng``: the CSI's stream; ``retry_block_s``:
-    the wait for a new fading block when the channel has one block per round; ``csi_delay_s``:
-    the age of the CSI read from the fading process itself at the earlier instant (a
-    continuous process: Jakes; the CSI model then leaves the delay out).
+    ``link``: ``McsLink`` or None (Shannon); ``link_rng``: the stream the key of the link's
+    per-correction streams is drawn from (``link_streams``, a ``KeyedStreams``);
+    ``retry_block_s``: the wait for a new fading block when the channel has one block per round.
     """
 
-    def __init__(self, *args, link=None, csi_model=None, link_rng=None, csi_rng=None,
-                 retry_block_s=0.01, csi_delay_s=0.0, **kwargs):
+    def __init__(self, *args, link=None, link_rng=None, retry_block_s=0.01, **kwargs):
         super().__init__(*args, **kwargs)
-        self.csi_delay_s = float(csi_delay_s)
-        if self.csi_delay_s and not self.fading_model.continuous:
-            raise ValueError("csi_delay_s needs a fading process in continuous time")
         self.link = link
-        self.csi_model = csi_model or PerfectCsi()
         self.link_streams = (KeyedStreams(link_rng, self.system.k, _HARQ_UNIFORMS)
                              if link is not None and link_rng is not None else None)
-        self.csi_rng = csi_rng
         self.retry_block_s = float(retry_block_s)
-        self._key = None       # the fading block the last estimate was made in
-        self._estimate = None
-        self._estimate_t = None   # the instant of the last estimate
         self.retry_rho = self.fading_model.correlation(self.doppler_hz, self.retry_block_s)
         self.harq_transmissions = 0
         self.harq_failures = 0
@@ -232,34 +222,6 @@ class LinkChannel(OFDMAChannel):
     counted = OFDMAChannel.counted + ("harq_transmissions", "harq_failures", "outages")
     dynamic_csi = True
 
-    # -- CSI -----------------------------------------------------------------------------------
-    def _estimated(self, g_ul, g_dl, key, now):
-        """The decision's CSI: one measurement per fading sample (``key``: the grid's sample,
-        or the round start), so the draft controller and the reactive decision of one sample see
-        the same estimate. With ``csi_delay_s`` the measurement is the process at now - delay."""
-        if self.csi_model.perfect:
-            return g_ul, g_dl
-        if self._estimate is not None and key == self._key:
-            return self._estimate
-        pl = self.pathloss
-        if self.csi_delay_s:
-            h_ul, h_dl = self.fading_source.powers_at(now - self.csi_delay_s)
-        else:
-            h_ul, h_dl = g_ul / pl, g_dl / pl
-        h_ul, h_dl = self.csi_model.estimate(h_ul, h_dl, self.reciprocal, self.csi_rng, pl)
-        self._key, self._estimate, self._estimate_t = key, (pl * h_ul, pl * h_dl), now
-        return self._estimate
-
-    def new_block(self, now=0.0):
-        g_ul, g_dl = super().new_block(now)
-        key = ("round", now) if self.grid is None else self.grid.sample_key(now)
-        return self._estimated(g_ul, g_dl, key, now)
-
-    def csi(self, now):
-        g_ul, g_dl = super().csi(now)
-        key = self._key if self.grid is None else self.grid.sample_key(now)
-        return self._estimated(g_ul, g_dl, key, now)
-
     # -- transmissions -------------------------------------------------------------------------
     def transmit(self, env, device, mode, power_w, bandwidth_hz, planned_s, index=None):
         t0 = env.now
@@ -287,10 +249,11 @@ class LinkChannel(OFDMAChannel):
         link = self.link
         n_prb = max(1, int(bandwidth_hz / link.prb_hz + 0.5))
         dl = mode == DL
-        est = self._estimate_now()
+        est = self.estimate_now()
         snr_reported = power_w * float(est[1 if dl else 0][device]) / link.noise_w(n_prb)
         if self.grid is not None:
-            blocks = GridBlocks(self, device, mode, t0)
+            blocks = GridBlocks(self, device, mode, t0, None if self._matched is None
+                                else self.start_gain(device, mode, t0))
         elif self.fading_model.continuous:
             pl, src = float(self.pathloss[device]), self.rounds
             blocks = ProcessBlocks(self.stream_gain(device, mode),
@@ -334,11 +297,6 @@ class LinkChannel(OFDMAChannel):
         cols["outages"][device] += out.outages
         return out.delay_s
 
-    def _estimate_now(self):
-        if self.csi_model.perfect or self._estimate is None:
-            return self.g_ul, self.g_dl
-        return self._estimate
-
     def retry_gain(self, rng, device, g):
         """A new fading block's gain for a retry of ``device`` from gain ``g`` (one block per
         round: a fresh i.i.d. draw from ``rng``, or the Gauss-Markov step over
@@ -379,42 +337,6 @@ class LinkChannel(OFDMAChannel):
         return out
 
 
-def build_csi(scenario, system, link):
-    """The scenario's CSI model (``PerfectCsi`` when every imperfection is off)."""
-    c, ch = scenario.csi, scenario.channel
-    if csi_is_perfect(scenario):
-        return PerfectCsi()
-    grid = link
-    if c.cqi_quantisation and grid is None:  # Shannon link: the CQI grid of the link keys
-        lk = scenario.link
-        grid = McsLink(system.bandwidth_hz, system.n0, scs_khz=lk.subcarrier_spacing_khz,
-                       frequency_range=lk.frequency_range,
-                       table=lk.cqi_table if lk.cqi_table != "continuous" else "64qam",
-                       bler_target=lk.bler_target, gap_db=lk.implementation_gap_db,
-                       waterfall_db=lk.bler_waterfall_db)
-    switch = getattr(grid, "switch_db", None)
-    if c.cqi_quantisation and switch is None:
-        raise ValueError("csi.cqi_quantisation needs a CQI table (link.cqi_table 'continuous' "
-                         "has none)")
-    model = FADING_MODELS.lookup(ch.fading)
-    doppler = 0.0 if model.static else ch.doppler_hz
-    # a process in continuous time ages the CSI itself (csi_delay_s): the model leaves it out
-    delay_s = 0.0 if model.continuous else c.delay_ms * 1e-3
-    # the CQI's reference SNR: full UL power on an equal 1/K share of the carrier (the
-    # operating point of a full round; per unit gain)
-    ref = system.p_ul_w * system.k / (system.n0 * system.bandwidth_hz)
-    return ImperfectCsi(delay_s, doppler, c.estimation_error_variance,
-                        c.cqi_quantisation, switch, ref)
-
-
-def csi_is_perfect(scenario):
-    """No CSI imperfection, or only a delay over which the channel cannot change (no fading or
-    no Doppler: rho = J0(0) = 1)."""
-    c = scenario.csi
-    return (still_over_delay(scenario) and c.estimation_error_variance == 0
-            and not c.cqi_quantisation)
-
-
 def needs_link_channel(scenario):
     """True when the scenario leaves the paper's link or perfect CSI."""
     return not LINK_MODELS.lookup(scenario.link.model).ideal or not csi_is_perfect(scenario)
@@ -448,7 +370,7 @@ def build_channel(scenario, system, streams, coherence_s, moving, clock=None):
     if ideal and needs_array_channel(scenario):   # several antennas or a shared band
         csi = build_csi(scenario, system, None)
         return build_array_channel(scenario, system, streams, moving, clock, csi,
-                                   _process_delay_s(scenario, csi), coherence_s)
+                                   process_delay_s(scenario, csi), coherence_s)
     ch = scenario.channel
     args = (system, streams.fading, ch.fading, ch.reciprocal)
     # the NR link with several antennas: the array gains of maximum-ratio beams (orthogonal
@@ -462,14 +384,7 @@ def build_channel(scenario, system, streams, coherence_s, moving, clock=None):
     return LinkChannel(*args, link=link, csi_model=csi,
                        link_rng=streams.link, csi_rng=streams.csi,
                        retry_block_s=scenario.link.retry_block_ms * 1e-3,
-                       csi_delay_s=_process_delay_s(scenario, csi), **kwargs)
-
-
-def _process_delay_s(scenario, csi):
-    """The CSI's age read from a fading process in continuous time at the earlier instant (0
-    where the CSI model ages it by a draw, ``build_csi``, or the CSI is perfect)."""
-    aged = FADING_MODELS.lookup(scenario.channel.fading).continuous and not csi.perfect
-    return scenario.csi.delay_ms * 1e-3 if aged else 0.0
+                       csi_delay_s=process_delay_s(scenario, csi), **kwargs)
 
 
 def link_policy(scenario, channel, policy):

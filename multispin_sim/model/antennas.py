@@ -44,10 +44,11 @@ class ArrayGains(np.ndarray):
     state: the draft objective asks the same assignments many times a round."""
 
     @classmethod
-    def of(cls, vectors):
-        """The gains of channel vectors a_k (K, M): ||a_k||^2, with ``vectors`` attached."""
+    def of(cls, vectors, gains=None):
+        """The gains of channel vectors a_k (K, M): ||a_k||^2 (or ``gains`` where they are known
+        exactly: a reported CQI bin's edge), with ``vectors`` attached."""
         vectors = np.asarray(vectors)
-        out = squared_norms(vectors).view(cls)
+        out = (squared_norms(vectors) if gains is None else np.array(gains, float)).view(cls)
         out.vectors = vectors
         out.memo = {}
         return out

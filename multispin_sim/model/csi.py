@@ -28,7 +28,7 @@ the channel is; the estimation noise white), the CQI reporting the estimated arr
 """
 import numpy as np
 
-from .antennas import correlated, squared_norms
+from .antennas import ArrayGains, correlated, squared_norms
 from .fading import jakes_correlation
 
 
@@ -85,14 +85,26 @@ class ImperfectCsi:
             est = self.quantised(est * pathloss) / pathloss
         return est
 
+    @property
+    def keeps_direction(self):
+        """True when an estimated vector points along the true one (no aging, no noise: at
+        most its length is quantised), so a beam on it is the true channel's."""
+        return self.rho == 1.0 and self.s2 == 0.0
+
     def _vectors(self, h, rng, pathloss, factor):
+        """``ArrayGains`` of the estimated vectors a_hat = sqrt(G) h_hat; with CQI
+        quantisation the reported array gain, the lower edge of its bin (exactly, as one
+        antenna's), the vectors scaled to it (the beam keeps its way)."""
         h = self._noisy(np.asarray(h, complex), rng, factor)
-        if self.quantise:   # the reported array gain on the CQI grid; the beam keeps its way
-            power = squared_norms(h)
-            with np.errstate(divide="ignore", invalid="ignore"):
-                scale = np.sqrt(self.quantised(power * pathloss) / pathloss / power)
-            h = h * np.where(power > 0, scale, 0.0)[:, None]
-        return h
+        pathloss = np.asarray(pathloss, dtype=float)
+        a = np.sqrt(pathloss)[:, None] * h
+        if not self.quantise:
+            return ArrayGains.of(a)
+        power = squared_norms(h)
+        reported = self.quantised(power * pathloss) / pathloss
+        with np.errstate(divide="ignore", invalid="ignore"):
+            scale = np.sqrt(reported / power)
+        return ArrayGains.of(a * np.where(power > 0, scale, 0.0)[:, None], pathloss * reported)
 
     def quantised(self, power):
         """A gain on the lower edge of its reported CQI bin (4 bits: CQI 0..15)."""
@@ -112,8 +124,10 @@ class ImperfectCsi:
         return est_ul, est_dl
 
     def estimate_vectors(self, h_ul, h_dl, reciprocal, rng, pathloss=1.0, factor=None):
-        """Estimated small-scale channel vectors (UL, DL) (K, M) from the true ones; ``factor``:
-        the antennas' correlation factor L (None: i.i.d. elements)."""
+        """The decisions' gains (UL, DL) of the vectors estimated from the true small-scale
+        ones (K, M), with the estimates a_hat attached (``ArrayGains``); ``pathloss``: the
+        large-scale gains G (K,); ``factor``: the antennas' correlation factor L (None: i.i.d.
+        elements)."""
         est_ul = self._vectors(h_ul, rng, pathloss, factor)
         est_dl = est_ul if reciprocal else self._vectors(h_dl, rng, pathloss, factor)
         return est_ul, est_dl

@@ -260,33 +260,18 @@ def _imperfect_csi(sc: Scenario) -> bool:
 @cross_check
 def _check_antennas(sc: Scenario) -> None:
     """A server antenna array (several antennas, or a link sharing its band) runs with
-    imperfect CSI too (beams, precoders and combiners follow the estimates) and asynchronous
-    serving; the orthogonal schemes also take the token-level payload, the 'once' objective
-    (fading sampled from the array gain's law) and, with perfect CSI, fading blocks on a time
-    grid and the NR link."""
+    imperfect CSI too (beams, precoders and combiners follow the estimates), fading blocks on a
+    time grid and asynchronous serving; the orthogonal schemes also take the NR link, the
+    token-level payload and the 'once' objective (fading sampled from the array gain's law)."""
     s = sc.server
     shared = s.dl_scheme != "ofdma-mrt" or s.ul_scheme != "ofdma-mrc"
     if s.antennas == 1 and not shared:
         return
-    why = (f"server.antennas = {s.antennas}" if s.antennas > 1
-           else f"server.dl_scheme / ul_scheme = {s.dl_scheme} / {s.ul_scheme}")
-    # the NR link takes the orthogonal schemes' maximum-ratio beams on the true vectors (its
-    # quantised CQI a report of the array gain); fading blocks on a grid take every scheme on
-    # the true vectors, each block's beams, precoder and combiner following it
-    estimated = sc.csi.delay_ms != 0 or sc.csi.estimation_error_variance != 0
-    band = f"server.dl_scheme / ul_scheme = {s.dl_scheme} / {s.ul_scheme} (a shared band)"
-    for key, used, refused, allowed in (
-            ("link.model", sc.link.model != "shannon", shared or estimated,
-             "'shannon', or the orthogonal schemes 'ofdma-mrt' and 'ofdma-mrc' with exact "
-             "channel vectors (the CQI may be quantised)"),
-            ("channel.coherence_time_ms", sc.channel.coherence_time_ms is not None,
-             estimated or (sc.csi.cqi_quantisation and sc.link.model == "shannon"),
-             "null (one fading block per round), or exact channel vectors (csi.delay_ms 0, "
-             "csi.estimation_error_variance 0, and on the Shannon link no CQI quantisation)")):
-        if used and refused:
-            raise ScenarioError(key, f"{show_value(value_at(sc, key))} is not supported with "
-                                + (band if shared and key == "link.model"
-                                   else f"{why} and imperfect CSI"), f"expected {allowed}")
+    if shared and sc.link.model != "shannon":
+        raise ScenarioError("link.model", f"{show_value(sc.link.model)} is not supported with "
+                            f"server.dl_scheme / ul_scheme = {s.dl_scheme} / {s.ul_scheme} (a "
+                            "shared band)", "expected 'shannon', or the orthogonal schemes "
+                            "'ofdma-mrt' and 'ofdma-mrc'")
     if shared:   # a shared band's sets are solved for one payload size
         refuse_unsupported(sc, (
             ("payload.model", sc.payload.model != "bits", "'bits'"),

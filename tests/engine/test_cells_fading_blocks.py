@@ -88,3 +88,13 @@ def test_a_correction_over_too_many_blocks_stops_the_network_as_one_cell_does():
     assert not r.summary["complete"]
     assert "limits.max_blocks_per_transmission" in r.summary["stop_reason"]
     assert "16 fading blocks" in r.summary["stop_reason"]
+
+
+def test_one_hex_cell_with_an_estimated_array_channel_is_the_single_cell_run():
+    # the first block of a correction through the beam of the decision's estimate, later
+    # blocks tracked (engine/csi.py): the field meets the gains the single cell meets
+    base = {"run.rounds": 120, "channel.coherence_time_ms": 3.0, "server.antennas": 2,
+            "channel.fading": "gauss-markov", "channel.doppler_hz": 40.0,
+            "csi.estimation_error_variance": 0.2}
+    assert_tables_equal(run(**base), run(**base, **{"cells.layout": "hex", "cells.count": 1}),
+                        rtol=1e-9)

@@ -9,15 +9,8 @@ from multispin_sim.scenario.params import show_value
     ({"server.antennas": 0}, "server.antennas"),
     ({"server.antenna_correlation": 1.0}, "server.antenna_correlation"),
     ({"server.dl_scheme": "zf"}, "server.dl_scheme"),
-    # fading blocks on a grid: exact channel vectors only
-    ({"server.antennas": 4, "server.dl_scheme": "mu-mimo-zf", "csi.delay_ms": 2.0,
-      "channel.doppler_hz": 30.0, "channel.coherence_time_ms": 5.0}, "channel.coherence_time_ms"),
-    ({"server.antennas": 4, "csi.estimation_error_variance": 0.1,
-      "channel.coherence_time_ms": 5.0}, "channel.coherence_time_ms"),
-    # the NR link: the orthogonal schemes on exact channel vectors
+    # the NR link: the orthogonal schemes
     ({"server.antennas": 4, "link.model": "mcs", "server.dl_scheme": "mu-mimo-zf"},
-     "link.model"),
-    ({"server.antennas": 4, "link.model": "mcs", "csi.estimation_error_variance": 0.1},
      "link.model"),
     # a shared band: the 'once' objective samples each device's gain alone, no vectors
     ({"server.antennas": 4, "server.ul_scheme": "mu-mimo-mmse", "policy.draft": "greedy",

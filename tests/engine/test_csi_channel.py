@@ -1,0 +1,220 @@
+"""The estimated channel (engine/csi.py) with a multi-antenna server, on a grid of fading blocks
+and on the NR link: the decisions see the estimate h_hat of each channel vector; a correction's
+first block is met through the beam (or the ZF precoder, the MMSE combiner) built on it, its
+later blocks through the beam of each block's own channel.
+
+The estimates and true vectors are read from a second channel built from the same seed and
+asked for its CSI at the run's round starts and decisions (the same draws in the same order);
+gains, SINRs and rates are written here from their textbook formulas with numpy.
+"""
+import math
+
+import numpy as np
+import pytest
+
+import multispin_sim as ms
+from multispin_sim.engine.link import LinkChannel, build_channel
+from multispin_sim.engine.population import build_population
+from multispin_sim.engine.streams import RandomStreams
+from multispin_sim.model.antennas import matched_gain, squared_norms
+from multispin_sim.model.csi import ImperfectCsi
+from multispin_sim.model.link import McsLink
+from multispin_sim.model.rates import shannon_rate
+
+
+def run(overrides):
+    return ms.simulate(ms.load_scenario(None, overrides=overrides))
+
+
+def _channel(result):
+    """A second channel built as the run built its own: the same vectors and estimates."""
+    sc = result.scenario
+    streams = RandomStreams(sc.seed)
+    system = build_population(sc, streams.devices, streams.topology, streams.shadowing).system
+    return build_channel(sc, system, streams, sc.channel.coherence_time_ms * 1e-3, False)
+
+
+def _replayed(result):
+    """(a fresh channel for the blocks' vectors, per round the (UL, DL) estimated gains with
+    their vectors): another channel asked for the CSI of every round start and decision."""
+    ch, rounds = _channel(result), result.rounds
+    seen = []
+    for start, decided in zip(rounds["start_s"],
+                              rounds["start_s"] + rounds["draft_s"] + rounds["verify_s"]):
+        ch.new_block(float(start))
+        seen.append(ch.csi(float(decided)))
+    return _channel(result), seen
+
+
+def _matched(est, a):
+    """|a_hat^H a|^2 / ||a_hat||^2: the gain of a maximum-ratio beam on a_hat over channel a."""
+    return abs(np.vdot(est, a)) ** 2 / np.vdot(est, est).real
+
+
+def test_orthogonal_corrections_meet_the_estimates_beam_then_each_blocks_own():
+    k, m, block = 6, 4, 0.02
+    r = run({"devices.count": k, "server.antennas": m, "server.antenna_correlation": 0.5,
+             "channel.fading": "gauss-markov", "channel.doppler_hz": 10.0,
+             "channel.reciprocal": False, "channel.coherence_time_ms": block * 1e3,
+             "csi.estimation_error_variance": 0.2, "policy.mode": "random",
+             "run.rounds": 300, "seed": 5})
+    rounds, dr, dev = r.rounds, r.device_rounds, r.devices
+    ch, seen = _replayed(r)
+    n0_w = r.population.system.n0
+    t0 = (rounds["start_s"] + rounds["draft_s"] + rounds["verify_s"])[dr["round"]]
+    long = lost = 0
+    for i in np.flatnonzero(dr["rejected"].astype(bool)):
+        d, start, delay, dl = dr["device"][i], t0[i], dr["delay_s"][i], dr["mode"][i] == "dl"
+        est = seen[dr["round"][i]][1 if dl else 0]
+        # the decision saw the estimate's array gain
+        assert est[d] == pytest.approx(dr["gain_dl" if dl else "gain_ul"][i], rel=1e-12)
+        n0 = math.floor(start / block)
+        n1 = math.floor((start + delay) / block) + 1
+        ul_v, dl_v = ch.grid.powers(n0, n1)
+        a = (dl_v if dl else ul_v)[:, d] * math.sqrt(dev["pathloss_gain"][d])
+        gain = np.linalg.norm(a, axis=-1) ** 2
+        beam = _matched(est.vectors[d], a[0])
+        assert beam <= gain[0] * (1 + 1e-12)     # Cauchy-Schwarz
+        lost += beam < gain[0] * 0.99
+        gain[0] = beam
+        rate = shannon_rate(dr["bandwidth_hz"][i], dr["power_w"][i], gain, n0_w)
+        edges = np.arange(n0, n1 + 1) * block
+        overlap = np.clip(np.minimum(edges[1:], start + delay) - np.maximum(edges[:-1], start),
+                          0, None)
+        assert float(rate @ overlap) == pytest.approx(r.population.system.payload_bits,
+                                                      rel=1e-9)
+        long += n1 - n0 > 1
+    assert long > 30 and lost > 100, (long, lost)
+
+
+def _zf_sinr(a, est, p, noise):
+    """Zero-forcing on the estimates: unit-norm columns of E^T (E^* E^T)^-1 (E = est, (n, M)),
+    each stream meeting its group mates' leakage through the true vectors a."""
+    w = est.T @ np.linalg.inv(est.conj() @ est.T)
+    w = w / np.linalg.norm(w, axis=0)
+    leak = np.abs(a.conj() @ w) ** 2 * p[None, :]
+    signal = np.diag(leak)
+    return signal / (noise + leak.sum(axis=1) - signal)
+
+
+def _mmse_sinr(a, est, p, noise):
+    """The MMSE combiner of the estimates, w_k = (noise I + sum_j p_j e_j e_j^H)^-1 e_k, over
+    the true vectors: p_k |w_k^H a_k|^2 / (sum_{j != k} p_j |w_k^H a_j|^2 + noise ||w_k||^2)."""
+    c = noise * np.eye(a.shape[1], dtype=complex) + (est.T * p) @ est.conj()
+    out = []
+    for kk in range(len(a)):
+        w = np.linalg.solve(c, est[kk])
+        leak = np.abs(w.conj() @ a.T) ** 2 * p
+        out.append(leak[kk] / (leak.sum() - leak[kk] + noise * np.vdot(w, w).real))
+    return np.array(out)
+
+
+def test_shared_band_sets_start_on_the_estimates_filters():
+    """ZF groups (DL) and the MMSE set (UL): in a set's first block the precoder and combiner
+    are built on the decision's estimates and meet the true vectors; in later blocks they follow
+    each block's vectors. Every stream delivers its payload over its time on air."""
+    k, m, block = 8, 4, 0.004
+    r = run({"devices.count": k, "server.antennas": m, "server.dl_scheme": "mu-mimo-zf",
+             "server.ul_scheme": "mu-mimo-mmse", "channel.fading": "gauss-markov",
+             "channel.doppler_hz": 30.0, "channel.coherence_time_ms": block * 1e3,
+             "csi.estimation_error_variance": 0.1, "policy.mode": "random",
+             "run.rounds": 80, "seed": 2})
+    rounds, dr, dev = r.rounds, r.device_rounds, r.devices
+    ch, seen = _replayed(r)
+    system = r.population.system
+    t0 = np.empty(rounds["round"].max() + 1)
+    t0[rounds["round"]] = rounds["start_s"] + rounds["duration_s"] - rounds["comm_s"]
+    sent = dr["rejected"].astype(bool)
+    checked = long = 0
+    for rnd in np.unique(dr["round"][sent]):
+        rows = np.flatnonzero(sent & (dr["round"] == rnd))
+        starts = t0[rnd] + dr["delay_s"][rows] - dr["airtime_s"][rows]
+        for mode in ("ul", "dl"):
+            on = rows[dr["mode"][rows] == mode]
+            keys = np.round(starts[dr["mode"][rows] == mode], 12)
+            est_all = seen[rnd][1 if mode == "dl" else 0].vectors
+            for s in np.unique(keys):
+                g = on[keys == s]
+                devs = dr["device"][g]
+                start, end = float(s), float(np.max(t0[rnd] + dr["delay_s"][g]))
+                n0, n1 = math.floor(start / block), math.floor(end / block * (1 - 1e-12)) + 1
+                ul_v, dl_v = ch.grid.powers(n0, n1)
+                a = (dl_v if mode == "dl" else ul_v)[:, devs] * np.sqrt(
+                    dev["pathloss_gain"][devs])[None, :, None]
+                b = dr["bandwidth_hz"][g][0] * len(on)
+                noise, p = system.n0 * b, dr["power_w"][g]
+                sinr_of = _zf_sinr if mode == "dl" else _mmse_sinr
+                sinr = np.array([sinr_of(x, est_all[devs] if j == 0 else x, p, noise)
+                                 for j, x in enumerate(a)])
+                rate = b * np.log2(1 + sinr)
+                edges = np.arange(n0, n1 + 1) * block
+                for i, row in enumerate(g):
+                    stop = t0[rnd] + dr["delay_s"][row]
+                    overlap = np.clip(np.minimum(edges[1:], stop) - np.maximum(edges[:-1], start),
+                                      0, None)
+                    assert float(rate[:, i] @ overlap) == pytest.approx(system.payload_bits,
+                                                                       rel=1e-9)
+                    checked += 1
+                long += n1 - n0 > 1
+    assert checked > 60 and long > 10, (checked, long)
+
+
+@pytest.mark.parametrize("grid_ms", [None, 3.0])
+def test_nr_link_reports_the_estimate_and_starts_through_its_beam(monkeypatch, grid_ms):
+    """The NR link with several antennas and an estimated channel: each correction's link
+    adaptation reads the SNR of the estimate's array gain p ||a_hat||^2 / N, and its first
+    block is met through the estimate's beam (a grid block other than the decision's: that
+    block's true vector)."""
+    seen, sent = [], []
+    deliver, mcs_delay = McsLink.deliver, LinkChannel.mcs_delay
+
+    def spy_delay(self, device, mode, power_w, bandwidth_hz, t0, index):
+        dl = int(mode == 2)
+        est = self.estimate_now()[dl].vectors[device]
+        if self.grid is None:
+            a = (self.g_dl if dl else self.g_ul).vectors[device]
+        else:
+            a = self.grid.blocks(t0, 1)[dl][0, device] * math.sqrt(self.pathloss[device])
+        seen.append((est, a, power_w))
+        return mcs_delay(self, device, mode, power_w, bandwidth_hz, t0, index)
+
+    def spy_deliver(self, bits, n_prb, power_w, snr_reported, blocks, *args, **kwargs):
+        sent.append((snr_reported, blocks.current(0.0)[0], self.noise_w(n_prb)))
+        return deliver(self, bits, n_prb, power_w, snr_reported, blocks, *args, **kwargs)
+
+    monkeypatch.setattr(LinkChannel, "mcs_delay", spy_delay)
+    monkeypatch.setattr(McsLink, "deliver", spy_deliver)
+    over = {"devices.count": 8, "server.antennas": 4, "link.model": "mcs",
+            "channel.fading": "gauss-markov", "channel.doppler_hz": 20.0,
+            "csi.estimation_error_variance": 0.2, "run.rounds": 150, "seed": 3}
+    if grid_ms is not None:
+        over["channel.coherence_time_ms"] = grid_ms
+    r = run(over)
+    assert len(seen) == len(sent) == int(r.device_rounds["rejected"].sum()) > 100
+    lost = 0
+    for (est, a, power), (reported, first, noise) in zip(seen, sent):
+        assert reported == pytest.approx(power * np.vdot(est, est).real / noise, rel=1e-12)
+        assert first == pytest.approx(_matched(est, a), rel=1e-12)
+        lost += first < np.vdot(a, a).real * 0.99
+    assert lost > len(sent) // 2
+
+
+def test_a_quantised_report_of_an_array_gain_is_its_bins_edge_as_one_antennas():
+    """With CQI quantisation alone the estimate points along the true vector (its beam loses
+    nothing) and its array gain is the reported bin's lower edge exactly, one antenna's report
+    of the same power (pl (q / pl): devices on one CQI see one gain to an ulp)."""
+    rng = np.random.default_rng(4)
+    n, m = 500, 4
+    link = McsLink(10e6, 1e-3 * 10 ** (-17.4))
+    csi = ImperfectCsi(quantise=True, switch_db=link.switch_db, ref_snr=np.full(n, 1e8))
+    h = (rng.standard_normal((n, m)) + 1j * rng.standard_normal((n, m))) / math.sqrt(2)
+    pl = np.geomspace(1e-10, 1e-7, n)
+    est, _ = csi.estimate_vectors(h, h, True, rng, pl)
+    one, _ = csi.estimate(squared_norms(h), squared_norms(h), True, rng, pl)
+    np.testing.assert_array_equal(np.asarray(est), pl * one)
+    a = np.sqrt(pl)[:, None] * h
+    np.testing.assert_allclose(matched_gain(est.vectors, a), squared_norms(a), rtol=1e-12)
+    np.testing.assert_allclose(squared_norms(est.vectors), est, rtol=1e-12)
+    assert csi.keeps_direction and not ImperfectCsi(error_variance=0.1).keeps_direction
+    r = run({"server.antennas": 4, "csi.cqi_quantisation": True, "run.rounds": 50})
+    assert len(np.unique(np.round(np.log10(r.device_rounds["gain_ul"]), 14))) <= 17
