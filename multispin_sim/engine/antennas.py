@@ -79,6 +79,10 @@ class ArrayChannel(EstimatedChannel):
         self.g_ul, self.g_dl = self.array.gains(self.pathloss, h_ul, h_dl, self.reciprocal)
         return self.g_ul, self.g_dl
 
+    def _gains_of(self, h_ul, h_dl):
+        # one antenna on a shared band: the estimates as one-element vectors, as the truth
+        return self.array.gains(self.pathloss, h_ul, h_dl, self.reciprocal)
+
     def note(self, device, mode, bandwidth_hz, power_w, start, airtime_s):
         """A correction of this round, for its record (``round_columns``): its mode, band and
         power, when it started and how long it was on air."""

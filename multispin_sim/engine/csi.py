@@ -66,10 +66,14 @@ class EstimatedChannel(OFDMAChannel):
                 h_ul, h_dl = self.fading_source.powers_at(now - delay)
             else:
                 h_ul, h_dl = g_ul / pl, g_dl / pl
-            h_ul, h_dl = model.estimate(h_ul, h_dl, self.reciprocal, self.csi_rng, pl)
-            self._estimate = (pl * h_ul, pl * h_dl)
+            self._estimate = self._gains_of(*model.estimate(h_ul, h_dl, self.reciprocal,
+                                                            self.csi_rng, pl))
         self._key, self._estimate_t = key, now
         return self._estimate
+
+    def _gains_of(self, h_ul, h_dl):
+        """The gains (UL, DL) of estimated small-scale powers (K,) (one antenna)."""
+        return self.pathloss * h_ul, self.pathloss * h_dl
 
     def new_block(self, now=0.0):
         g_ul, g_dl = super().new_block(now)

@@ -285,13 +285,6 @@ def _check_antennas(sc: Scenario) -> None:
              "a mode other than 'robust' with imperfect CSI (its law is of a stream alone)"),
         ), f"server.dl_scheme / ul_scheme = {s.dl_scheme} / {s.ul_scheme} (a shared band)",
             " (or the orthogonal schemes 'ofdma-mrt' and 'ofdma-mrc', which take it)")
-    if shared and s.antennas == 1 and _imperfect_csi(sc):   # one antenna: powers, no vectors
-        c = sc.csi
-        refuse_unsupported(sc, (
-            ("csi.delay_ms", c.delay_ms != 0, "0"),
-            ("csi.estimation_error_variance", c.estimation_error_variance != 0, "0"),
-            ("csi.cqi_quantisation", bool(c.cqi_quantisation), "false"),
-        ), "a shared band on one antenna", " (or server.antennas >= 2)")
     if shared and sc.policy.plan_gains == "ergodic":
         # a shared band's stream gains depend on the other streams' vectors: no law of one
         # device's gain gives its mean rate ('auto' is 'instantaneous' here: one block a round)

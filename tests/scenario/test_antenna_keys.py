@@ -19,13 +19,7 @@ from multispin_sim.scenario.params import show_value
      "policy.draft_update"),
     ({"server.antennas": 4, "server.dl_scheme": "mu-mimo-zf", "channel.fading": "none"},
      "channel.fading"),
-    # imperfect CSI on a shared band: estimated vectors, so not one antenna (powers only), and
-    # not the robust split (its law is of a stream alone)
-    ({"server.dl_scheme": "mu-mimo-zf", "csi.estimation_error_variance": 0.1},
-     "csi.estimation_error_variance"),
-    ({"server.ul_scheme": "mu-mimo-mmse", "channel.doppler_hz": 50.0, "csi.delay_ms": 2.0},
-     "csi.delay_ms"),
-    ({"server.dl_scheme": "mu-mimo-zf", "csi.cqi_quantisation": True}, "csi.cqi_quantisation"),
+    # imperfect CSI on a shared band: not the robust split (its law is of a stream alone)
     ({"server.antennas": 4, "server.dl_scheme": "mu-mimo-zf", "policy.mode": "robust",
       "csi.estimation_error_variance": 0.1}, "policy.mode"),
     ({"server.antennas": 4, "server.ul_scheme": "mu-mimo-mmse", "payload.model": "token"},
