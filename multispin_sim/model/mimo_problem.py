@@ -160,7 +160,14 @@ class ArrayProblem(ReactiveProblem):
     def distinct_outcomes(self):
         """(once, again): an outcome of each distinct rejected set, and each outcome's set
         among them (SAA outcomes repeat sets: each is solved once)."""
-        _, once, again = np.unique(self.rejected, axis=0, return_index=True, return_inverse=True)
+        k = self.shape[1]
+        # a set as the integer of its bits: a 1-D unique, a fraction of the time of rows'
+        if k < 63:
+            _, once, again = np.unique(self.rejected @ bit_weights(k), return_index=True,
+                                       return_inverse=True)
+        else:
+            _, once, again = np.unique(self.rejected, axis=0, return_index=True,
+                                       return_inverse=True)
         return once, np.ravel(again)
 
     def prefix_candidates(self):
