@@ -9,19 +9,21 @@ round, the effective gain and SNR (SINR) of every correction's stream (``gain_ef
 ``snr_eff`` in device_rounds.csv), worked out by the same component from the modes the devices
 transmitted in.
 
-With imperfect CSI (``csi_model``), the decisions see the gains of the estimated vectors
-(``model.csi.ImperfectCsi.estimate_vectors``). On an orthogonal link each stream meets the true
+With imperfect CSI (``csi_model``, ``engine.csi.EstimatedChannel``), the decisions see the gains
+of the estimated vectors (``model.csi.ImperfectCsi.estimate_vectors``; one antenna on a shared
+band: of the estimated powers). On an orthogonal link each stream meets the true
 channel through the maximum-ratio beam of its estimate (``model.antennas.matched_gain``): its
 realised delay is the Shannon delay at that gain, recorded beside the planned one. On a shared
 link the channel sees the decision's streams before they start (``plan_sets``): each set's
 precoder or combiner is built on the estimates, and each stream is sent at the SINR it meets
 on the true vectors (``model.mimo.Transmission.realise``).
 
-Fading blocks on a time grid (``channel.coherence_time_ms``; exact channel vectors) are the
-vectors' blocks (``ServerArray.grid``): the decisions see the channel of their instant, and a
+Fading blocks on a time grid (``channel.coherence_time_ms``) are the vectors' blocks
+(``ServerArray.grid``): the decisions see the channel of their instant (or its estimate), and a
 correction that outlasts its block continues over the next ones at each block's array gain (the
 beam following each block's channel, as one antenna's rate does) or, on a shared band, at each
-block's ZF and MMSE SINRs (``_sets_over_blocks``).
+block's ZF and MMSE SINRs (``_sets_over_blocks``); with an estimate, its first block is met
+through the beam, precoder or combiner built on it.
 
 It is built instead of the plain channel when the server has several antennas or a link shares
 its band (``server.antennas``, ``server.dl_scheme``, ``server.ul_scheme``) on Shannon's link;
