@@ -30,11 +30,29 @@ def run(overrides):
 
 
 def _same_channel(result):
-    """A second channel built as the run built its own: the same grid of vectors."""
+    """A second channel built as the run built its own: the same vectors (and estimates)."""
     sc = result.scenario
     streams = RandomStreams(sc.seed)
     system = build_population(sc, streams.devices, streams.topology, streams.shadowing).system
-    return build_channel(sc, system, streams, sc.channel.coherence_time_ms * 1e-3, False)
+    block_ms = sc.channel.coherence_time_ms
+    return build_channel(sc, system, streams, None if block_ms is None else block_ms * 1e-3,
+                         False)
+
+
+def _replayed(result, truth=None):
+    """(a fresh channel for the blocks' vectors, per round the (UL, DL) estimated gains with
+    their vectors): another channel asked for the CSI of every round start and decision (the
+    synchronous protocol's); ``truth``: a list to receive the true (UL, DL) gains each
+    decision saw estimated."""
+    ch, rounds = _same_channel(result), result.rounds
+    seen = []
+    for start, decided in zip(rounds["start_s"],
+                              rounds["start_s"] + rounds["draft_s"] + rounds["verify_s"]):
+        ch.new_block(float(start))
+        seen.append(ch.csi(float(decided)))
+        if truth is not None:
+            truth.append((np.array(ch.g_ul), np.array(ch.g_dl)))
+    return _same_channel(result), seen
 
 
 @pytest.mark.parametrize("fading", ["gauss-markov", "jakes"])
@@ -62,11 +80,8 @@ def test_corrections_deliver_their_bits_over_the_blocks_array_gains(fading):
         gain = dev["pathloss_gain"][d] * np.linalg.norm(h, axis=-1) ** 2
         assert gain[0] == pytest.approx(dr["gain_dl" if dl else "gain_ul"][i], rel=1e-12)
         rate = shannon_rate(dr["bandwidth_hz"][i], dr["power_w"][i], gain, n0_w)
-        edges = np.arange(n0, n1 + 1) * block
-        overlap = np.clip(np.minimum(edges[1:], start + delay) - np.maximum(edges[:-1], start),
-                          0, None)
-        assert float(rate @ overlap) == pytest.approx(r.population.system.payload_bits,
-                                                      rel=1e-9)
+        assert_set_delivers(rate[:, None], np.arange(n0, n1 + 1) * block, start,
+                            [start + delay], r.population.system.payload_bits)
         long += n1 - n0 > 1
         if n1 - n0 == 1 and fading != "jakes":
             assert delay == dr["planned_delay_s"][i]
@@ -105,40 +120,60 @@ def test_blocks_longer_than_the_run_realise_every_plan():
     assert r.summary["delays"]["over_several_blocks"] == 0
 
 
-def _zf_sinr(a, p, noise):
-    """Zero-forcing on the group's own vectors a (n, M): p_k / (noise [(A^H A)^-1]_kk)."""
-    return p / (noise * np.real(np.diag(np.linalg.inv(a.conj() @ a.T))))
+def _zf_sinr(a, est, p, noise):
+    """Zero-forcing on the estimates est (n, M) (est = a: the group's own vectors): unit-norm
+    columns of E^T (E^* E^T)^-1, each stream meeting its group mates' leakage through the true
+    vectors a; with est = a, p_k / (noise [(A^H A)^-1]_kk)."""
+    if est is a:
+        return p / (noise * np.real(np.diag(np.linalg.inv(a.conj() @ a.T))))
+    w = est.T @ np.linalg.inv(est.conj() @ est.T)
+    w = w / np.linalg.norm(w, axis=0)
+    leak = np.abs(a.conj() @ w) ** 2 * p[None, :]
+    signal = np.diag(leak)
+    return signal / (noise + leak.sum(axis=1) - signal)
 
 
-def _mmse_sinr(a, p, noise):
-    """The linear MMSE SINR of each stream: p_k a_k^H (noise I + sum_{j != k} p_j a_j a_j^H)^-1
-    a_k."""
+def _mmse_sinr(a, est, p, noise):
+    """The MMSE combiner of the estimates (est = a: the true vectors),
+    w_k = (noise I + sum_j p_j e_j e_j^H)^-1 e_k, over the true vectors:
+    p_k |w_k^H a_k|^2 / (sum_{j != k} p_j |w_k^H a_j|^2 + noise ||w_k||^2); with est = a,
+    p_k a_k^H (noise I + sum_{j != k} p_j a_j a_j^H)^-1 a_k."""
     out = []
     for k in range(len(a)):
-        c = noise * np.eye(a.shape[1], dtype=complex)
-        for j in range(len(a)):
-            if j != k:
-                c += p[j] * np.outer(a[j], a[j].conj())
-        out.append(p[k] * np.real(a[k].conj() @ np.linalg.solve(c, a[k])))
+        if est is a:
+            c = noise * np.eye(a.shape[1], dtype=complex)
+            for j in range(len(a)):
+                if j != k:
+                    c += p[j] * np.outer(a[j], a[j].conj())
+            out.append(p[k] * np.real(a[k].conj() @ np.linalg.solve(c, a[k])))
+            continue
+        c = noise * np.eye(a.shape[1], dtype=complex) + (est.T * p) @ est.conj()
+        w = np.linalg.solve(c, est[k])
+        leak = np.abs(w.conj() @ a.T) ** 2 * p
+        out.append(leak[k] / (leak.sum() - leak[k] + noise * np.vdot(w, w).real))
     return np.array(out)
 
 
-@pytest.mark.parametrize("fading, m, protocol, k", [
-    ("rayleigh", 2, "synchronous", 8), ("gauss-markov", 2, "synchronous", 8),
-    ("rayleigh", 1, "synchronous", 8), ("gauss-markov", 2, "asynchronous", 12)])
-def test_shared_band_sets_deliver_their_bits_at_each_blocks_sinr(fading, m, protocol, k):
+@pytest.mark.parametrize("fading, m, protocol, k, s2", [
+    ("rayleigh", 2, "synchronous", 8, 0.0), ("gauss-markov", 2, "synchronous", 8, 0.0),
+    ("rayleigh", 1, "synchronous", 8, 0.0), ("gauss-markov", 2, "asynchronous", 12, 0.0),
+    ("gauss-markov", 2, "synchronous", 8, 0.1)])
+def test_shared_band_sets_deliver_their_bits_at_each_blocks_sinr(fading, m, protocol, k, s2):
     """ZF groups (DL) and the MMSE set (UL) of each round (or batch): each block's precoder and
-    combiner follow that block's vectors (formulas written here), the powers stay the decided
-    ones, every stream of a set counted until its set ends; each stream delivers its payload
-    over its time on air, and ZF groups take their turns."""
+    combiner follow that block's vectors (formulas written here; with an estimated channel, in
+    a set's first block the decision's estimates, read from a second channel asked the run's
+    CSI), the powers stay the decided ones, every stream of a set counted until its set ends;
+    each stream delivers its payload over its time on air, and ZF groups take their turns."""
     block = 0.004
     r = run({"devices.count": k, "server.antennas": m, "server.dl_scheme": "mu-mimo-zf",
              "server.ul_scheme": "mu-mimo-mmse", "channel.fading": fading,
              "channel.doppler_hz": 30.0, "channel.coherence_time_ms": block * 1e3,
+             "csi.estimation_error_variance": s2,
              "policy.mode": "random", "run.rounds": 100 if k == 8 else 200, "seed": 2,
              "serving.protocol": protocol})
     rounds, dr, dev = r.rounds, r.device_rounds, r.devices
     grid = _same_channel(r).grid
+    seen = _replayed(r)[1] if s2 else None
     system = r.population.system
     # when each round's (batch's) corrections start: after its verification
     t0 = np.empty(rounds["round"].max() + 1)
@@ -160,25 +195,31 @@ def test_shared_band_sets_deliver_their_bits_at_each_blocks_sinr(fading, m, prot
                 turn = float(np.max(t0[rnd] + dr["delay_s"][on[keys == s]]))
             for s in np.unique(keys):          # a set (UL) or a ZF group (DL): one start
                 g = on[keys == s]
+                devs = dr["device"][g]
                 start = float(s)
                 end = float(np.max(t0[rnd] + dr["delay_s"][g]))
                 n0, n1 = math.floor(start / block), math.floor(end / block * (1 - 1e-12)) + 1
                 ul_v, dl_v = grid.powers(n0, n1)   # one antenna: powers, so sqrt(|h|^2)
-                h = (dl_v if mode == "dl" else ul_v)[:, dr["device"][g]]
+                h = (dl_v if mode == "dl" else ul_v)[:, devs]
                 h = np.sqrt(h)[..., None] if m == 1 else h
-                a = h * np.sqrt(dev["pathloss_gain"][dr["device"][g]])[None, :, None]
+                a = h * np.sqrt(dev["pathloss_gain"][devs])[None, :, None]
                 b = dr["bandwidth_hz"][g][0] * len(on)   # the link's whole set pools its band
                 noise = system.n0 * b
+                est = None if seen is None else seen[rnd][1 if mode == "dl" else 0].vectors[devs]
                 sinr = np.array([(_zf_sinr if mode == "dl" else _mmse_sinr)(
-                    x, dr["power_w"][g], noise) for x in a])
+                    x, x if j or est is None else est, dr["power_w"][g], noise)
+                    for j, x in enumerate(a)])
                 rate = b * np.log2(1 + sinr)                    # (blocks, streams)
-                edges = np.arange(n0, n1 + 1) * block
-                for i, row in enumerate(g):
-                    stop = t0[rnd] + dr["delay_s"][row]
-                    overlap = np.clip(np.minimum(edges[1:], stop) - np.maximum(edges[:-1], start),
-                                      0, None)
-                    assert float(rate[:, i] @ overlap) == pytest.approx(system.payload_bits,
-                                                                       rel=1e-9)
-                    checked += 1
+                assert_set_delivers(rate, np.arange(n0, n1 + 1) * block, start,
+                                    t0[rnd] + dr["delay_s"][g], system.payload_bits)
+                checked += len(g)
                 long += n1 - n0 > 1
     assert checked > 80 and long > 20 and turns > 5, (checked, long, turns)
+
+
+def assert_set_delivers(rate, edges, start, stops, bits):
+    """Each stream i of a set started at ``start`` and ended at stops[i], at rate[j, i] in the
+    block between edges[j] and edges[j + 1], delivered ``bits`` (rtol 1e-9)."""
+    for i, stop in enumerate(stops):
+        overlap = np.clip(np.minimum(edges[1:], stop) - np.maximum(edges[:-1], start), 0, None)
+        assert float(rate[:, i] @ overlap) == pytest.approx(bits, rel=1e-9)

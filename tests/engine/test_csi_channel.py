@@ -5,7 +5,8 @@ later blocks through the beam of each block's own channel.
 
 The estimates and true vectors are read from a second channel built from the same seed and
 asked for its CSI at the run's round starts and decisions (the same draws in the same order);
-gains, SINRs and rates are written here from their textbook formulas with numpy.
+gains, SINRs and rates are written here from their textbook formulas with numpy. (A shared
+band's sets over fading blocks with an estimated channel: test_antennas_fading_blocks.py.)
 """
 import math
 
@@ -13,52 +14,17 @@ import numpy as np
 import pytest
 
 import multispin_sim as ms
-from multispin_sim.engine.link import LinkChannel, build_channel
-from multispin_sim.engine.population import build_population
-from multispin_sim.engine.streams import RandomStreams
+from multispin_sim.engine.link import LinkChannel
 from multispin_sim.model.antennas import matched_gain, squared_norms
 from multispin_sim.model.csi import ImperfectCsi
 from multispin_sim.model.link import McsLink
 from multispin_sim.model.rates import shannon_rate
 
+from test_antennas_fading_blocks import _replayed, assert_set_delivers
+
 
 def run(overrides):
     return ms.simulate(ms.load_scenario(None, overrides=overrides))
-
-
-def _channel(result):
-    """A second channel built as the run built its own: the same vectors and estimates."""
-    sc = result.scenario
-    streams = RandomStreams(sc.seed)
-    system = build_population(sc, streams.devices, streams.topology, streams.shadowing).system
-    return build_channel(sc, system, streams, sc.channel.coherence_time_ms * 1e-3, False)
-
-
-def _replayed(result):
-    """(a fresh channel for the blocks' vectors, per round the (UL, DL) estimated gains with
-    their vectors): another channel asked for the CSI of every round start and decision."""
-    ch, rounds = _channel(result), result.rounds
-    seen = []
-    for start, decided in zip(rounds["start_s"],
-                              rounds["start_s"] + rounds["draft_s"] + rounds["verify_s"]):
-        ch.new_block(float(start))
-        seen.append(ch.csi(float(decided)))
-    return _channel(result), seen
-
-
-def _replayed_once(result, truth):
-    """``_replayed`` for one fading block per round (no grid to read again)."""
-    sc = result.scenario
-    streams = RandomStreams(sc.seed)
-    system = build_population(sc, streams.devices, streams.topology, streams.shadowing).system
-    ch = build_channel(sc, system, streams, None, False)
-    rounds, seen = result.rounds, []
-    for start, decided in zip(rounds["start_s"],
-                              rounds["start_s"] + rounds["draft_s"] + rounds["verify_s"]):
-        ch.new_block(float(start))
-        seen.append(ch.csi(float(decided)))
-        truth.append((np.array(ch.g_ul), np.array(ch.g_dl)))
-    return ch, seen
 
 
 def _matched(est, a):
@@ -93,85 +59,10 @@ def test_orthogonal_corrections_meet_the_estimates_beam_then_each_blocks_own():
         lost += beam < gain[0] * 0.99
         gain[0] = beam
         rate = shannon_rate(dr["bandwidth_hz"][i], dr["power_w"][i], gain, n0_w)
-        edges = np.arange(n0, n1 + 1) * block
-        overlap = np.clip(np.minimum(edges[1:], start + delay) - np.maximum(edges[:-1], start),
-                          0, None)
-        assert float(rate @ overlap) == pytest.approx(r.population.system.payload_bits,
-                                                      rel=1e-9)
+        assert_set_delivers(rate[:, None], np.arange(n0, n1 + 1) * block, start,
+                            [start + delay], r.population.system.payload_bits)
         long += n1 - n0 > 1
     assert long > 30 and lost > 100, (long, lost)
-
-
-def _zf_sinr(a, est, p, noise):
-    """Zero-forcing on the estimates: unit-norm columns of E^T (E^* E^T)^-1 (E = est, (n, M)),
-    each stream meeting its group mates' leakage through the true vectors a."""
-    w = est.T @ np.linalg.inv(est.conj() @ est.T)
-    w = w / np.linalg.norm(w, axis=0)
-    leak = np.abs(a.conj() @ w) ** 2 * p[None, :]
-    signal = np.diag(leak)
-    return signal / (noise + leak.sum(axis=1) - signal)
-
-
-def _mmse_sinr(a, est, p, noise):
-    """The MMSE combiner of the estimates, w_k = (noise I + sum_j p_j e_j e_j^H)^-1 e_k, over
-    the true vectors: p_k |w_k^H a_k|^2 / (sum_{j != k} p_j |w_k^H a_j|^2 + noise ||w_k||^2)."""
-    c = noise * np.eye(a.shape[1], dtype=complex) + (est.T * p) @ est.conj()
-    out = []
-    for kk in range(len(a)):
-        w = np.linalg.solve(c, est[kk])
-        leak = np.abs(w.conj() @ a.T) ** 2 * p
-        out.append(leak[kk] / (leak.sum() - leak[kk] + noise * np.vdot(w, w).real))
-    return np.array(out)
-
-
-def test_shared_band_sets_start_on_the_estimates_filters():
-    """ZF groups (DL) and the MMSE set (UL): in a set's first block the precoder and combiner
-    are built on the decision's estimates and meet the true vectors; in later blocks they follow
-    each block's vectors. Every stream delivers its payload over its time on air."""
-    k, m, block = 8, 4, 0.004
-    r = run({"devices.count": k, "server.antennas": m, "server.dl_scheme": "mu-mimo-zf",
-             "server.ul_scheme": "mu-mimo-mmse", "channel.fading": "gauss-markov",
-             "channel.doppler_hz": 30.0, "channel.coherence_time_ms": block * 1e3,
-             "csi.estimation_error_variance": 0.1, "policy.mode": "random",
-             "run.rounds": 80, "seed": 2})
-    rounds, dr, dev = r.rounds, r.device_rounds, r.devices
-    ch, seen = _replayed(r)
-    system = r.population.system
-    t0 = np.empty(rounds["round"].max() + 1)
-    t0[rounds["round"]] = rounds["start_s"] + rounds["duration_s"] - rounds["comm_s"]
-    sent = dr["rejected"].astype(bool)
-    checked = long = 0
-    for rnd in np.unique(dr["round"][sent]):
-        rows = np.flatnonzero(sent & (dr["round"] == rnd))
-        starts = t0[rnd] + dr["delay_s"][rows] - dr["airtime_s"][rows]
-        for mode in ("ul", "dl"):
-            on = rows[dr["mode"][rows] == mode]
-            keys = np.round(starts[dr["mode"][rows] == mode], 12)
-            est_all = seen[rnd][1 if mode == "dl" else 0].vectors
-            for s in np.unique(keys):
-                g = on[keys == s]
-                devs = dr["device"][g]
-                start, end = float(s), float(np.max(t0[rnd] + dr["delay_s"][g]))
-                n0, n1 = math.floor(start / block), math.floor(end / block * (1 - 1e-12)) + 1
-                ul_v, dl_v = ch.grid.powers(n0, n1)
-                a = (dl_v if mode == "dl" else ul_v)[:, devs] * np.sqrt(
-                    dev["pathloss_gain"][devs])[None, :, None]
-                b = dr["bandwidth_hz"][g][0] * len(on)
-                noise, p = system.n0 * b, dr["power_w"][g]
-                sinr_of = _zf_sinr if mode == "dl" else _mmse_sinr
-                sinr = np.array([sinr_of(x, est_all[devs] if j == 0 else x, p, noise)
-                                 for j, x in enumerate(a)])
-                rate = b * np.log2(1 + sinr)
-                edges = np.arange(n0, n1 + 1) * block
-                for i, row in enumerate(g):
-                    stop = t0[rnd] + dr["delay_s"][row]
-                    overlap = np.clip(np.minimum(edges[1:], stop) - np.maximum(edges[:-1], start),
-                                      0, None)
-                    assert float(rate[:, i] @ overlap) == pytest.approx(system.payload_bits,
-                                                                       rel=1e-9)
-                    checked += 1
-                long += n1 - n0 > 1
-    assert checked > 60 and long > 10, (checked, long)
 
 
 @pytest.mark.parametrize("grid_ms", [None, 3.0])
@@ -246,7 +137,7 @@ def test_one_antenna_on_a_shared_band_decides_on_the_estimate_and_meets_the_trut
              "policy.mode": "random", "run.rounds": 250, "seed": 9})
     dr, n0 = r.device_rounds, r.population.system.n0
     truth = []
-    _, seen = _replayed_once(r, truth)
+    _, seen = _replayed(r, truth)
     sent = dr["rejected"].astype(bool)
     checked = missed = 0
     for rnd in np.unique(dr["round"][sent]):
