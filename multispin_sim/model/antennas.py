@@ -85,9 +85,9 @@ def correlated(w, factor):
 def matched_gain(estimate, truth):
     """|a_hat^H a|^2 / ||a_hat||^2 (K,): the gain of each stream whose maximum-ratio beam
     (MRT on the DL, MRC on the UL) follows the estimated vector a_hat (K, M) while the channel
-    is a (K, M); ||a||^2 when the estimate is exact, at most that (Cauchy-Schwarz). A zero
-    estimate gives no beam: gain 0."""
-    inner = np.einsum("km,km->k", np.conj(estimate), truth)
+    is a (K, M) (or a stack of channels (..., K, M): gains (..., K)); ||a||^2 when the estimate
+    is exact, at most that (Cauchy-Schwarz). A zero estimate gives no beam: gain 0."""
+    inner = np.einsum("...km,...km->...k", np.conj(estimate), truth)
     norm = squared_norms(estimate)
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(norm > 0, (inner.real ** 2 + inner.imag ** 2) / norm, 0.0)

@@ -29,10 +29,11 @@ one channel state whose assignments it evaluates (``model.reactive`` hands it it
 """
 import numpy as np
 
-from .antennas import vectors_of
+from .antennas import matched_gain, vectors_of
 from .mimo_batch import (mmse_power_descent, mmse_sinr, norms2, shared_band_delays,
                          zf_gains_stack)
 from .mimo_problem import ArrayProblem
+from .rates import shannon_rate
 from .reactive import (DL, UL, ReactiveProblem, dl_common_delay, dl_power_for_delay,
                        ul_full_power_delay)
 from .registry import Registry
@@ -59,10 +60,10 @@ class DlScheme:
 
 
 def _sinr(leak, noise):
-    """SINRs from leak[k, j] = p_j |<filter of k, a_j>|^2 (the signal on the diagonal) and each
-    stream's noise power."""
-    signal = np.diagonal(leak)
-    return signal / (noise + (leak.sum(axis=1) - signal))
+    """SINRs from leak[..., k, j] = p_j |<filter of k, a_j>|^2 (the signal on the diagonal)
+    and each stream's noise power."""
+    signal = np.diagonal(leak, axis1=-2, axis2=-1)
+    return signal / (noise + (leak.sum(axis=-1) - signal))
 
 
 def zf_precoder(a):
@@ -155,17 +156,18 @@ class MuMimoZf(DlScheme):
         vectors a: each group (the streams the plan ends together) is precoded to zero-force
         the estimates, so a stream meets its group mates' leakage p_j |a_k^H w_j|^2 as
         interference; groups take their turns in order, each until its slowest stream ends.
-        With est = a, the plan."""
-        band = b * len(a)
-        delays, on_air, sinr = np.zeros(len(a)), np.zeros(len(a)), np.zeros(len(a))
+        With est = a, the plan. ``a`` may be a stack (..., n, M) of true channels (samples):
+        the results are then (..., n)."""
+        band = b * a.shape[-2]
+        delays, on_air, sinr = (np.zeros(a.shape[:-1]) for _ in range(3))
         start = 0.0
         for end in np.unique(planned):
             g = np.flatnonzero(planned == end)
-            leak = np.abs(a[g].conj() @ zf_precoder(est[g])) ** 2 * powers[g]
-            sinr[g] = _sinr(leak, n0 * band)
-            on_air[g] = shared_band_delays(bits, band, sinr[g])
-            delays[g] = start + on_air[g]
-            start = float(delays[g].max())
+            leak = np.abs(a[..., g, :].conj() @ zf_precoder(est[g])) ** 2 * powers[g]
+            sinr[..., g] = _sinr(leak, n0 * band)
+            on_air[..., g] = shared_band_delays(bits, band, sinr[..., g])
+            delays[..., g] = start + on_air[..., g]
+            start = delays[..., g].max(axis=-1, keepdims=True)
         return delays, on_air, sinr
 
 
@@ -218,12 +220,13 @@ class MuMimoMmse(UlScheme):
         estimated vectors ``est``) over the true vectors a, combined by the MMSE filters of the
         estimates, w_k = (I + sum_j p_j est_j est_j^H / noise)^-1 est_k: a stream meets the
         others' leakage p_j |w_k^H a_j|^2 and the noise noise ||w_k||^2. With est = a, the
-        MMSE SINRs of ``serve``."""
-        band = b * len(a)
+        MMSE SINRs of ``serve``. ``a`` may be a stack (..., n, M) of true channels: the results
+        are then (..., n)."""
+        band = b * a.shape[-2]
         noise = n0 * band
-        cov = np.eye(a.shape[1]) + (est.T * (powers / noise)) @ est.conj()
+        cov = np.eye(a.shape[-1]) + (est.T * (powers / noise)) @ est.conj()
         w = np.linalg.solve(cov, est.T)                       # (M, n): column k is w_k
-        leak = np.abs(w.conj().T @ a.T) ** 2 * powers
+        leak = np.abs(w.conj().T @ np.swapaxes(a, -1, -2)) ** 2 * powers
         sinr = _sinr(leak, noise * norms2(w.T))
         delays = shared_band_delays(bits, band, sinr)
         return delays, delays, sinr
@@ -273,14 +276,31 @@ class Transmission:
         """(delay, on-air time, SINR), each (K,), of the streams of ``mode`` on a shared link,
         planned on the estimated vectors (``planned``, ``powers``: the decision's) and met by
         the true ones (the schemes' ``realise``); NaN elsewhere (an orthogonal link's stream is
-        alone: ``model.antennas.matched_gain``)."""
-        out = np.full((3, len(mode)), np.nan)
+        alone: ``model.antennas.matched_gain``). The true vectors may be stacks (..., K, M) of
+        samples: the results are then (3, ..., K)."""
+        out = np.full((3,) + a_ul.shape[:-1], np.nan)
         for code, scheme, a, est in ((UL, self.ul, a_ul, est_ul), (DL, self.dl, a_dl, est_dl)):
             idx = np.flatnonzero(mode == code)
             if scheme.shared and idx.size:
-                out[:, idx] = scheme.realise(a[idx], est[idx], planned[idx], powers[idx], bits,
-                                             b, n0)
+                out[..., idx] = scheme.realise(a[..., idx, :], est[idx], planned[idx],
+                                               powers[idx], bits, b, n0)
         return out
+
+    def realised_t_comm(self, a_ul, a_dl, est_ul, est_dl, mode, planned, powers, bits, b, n0):
+        """T_comm of a decision (``mode``, ``planned`` delays, ``powers``, (K,)) planned on the
+        estimated vectors and met by true vectors (..., K, M) (a stack of samples: (...,)): a
+        shared link's streams as ``realise`` gives them, an orthogonal link's each alone on its
+        subband b through the maximum-ratio beam of its estimate (``matched_gain``)."""
+        delays = self.realise(a_ul, a_dl, est_ul, est_dl, mode, planned, powers, bits, b,
+                              n0)[0]
+        for code, scheme, a, est in ((UL, self.ul, a_ul, est_ul), (DL, self.dl, a_dl, est_dl)):
+            idx = np.flatnonzero(mode == code)
+            if not scheme.shared and idx.size:
+                gain = matched_gain(est[idx], a[..., idx, :])
+                rate = shannon_rate(b, powers[idx], gain, n0)
+                with np.errstate(divide="ignore"):
+                    delays[..., idx] = bits / rate
+        return np.max(np.nan_to_num(delays, nan=0.0), axis=-1, initial=0.0)
 
     def kernel(self, system, g_ul, g_dl, policy, uniforms=None, seed=0, coin=None):
         """The draft objective's T_comm kernel of ``policy`` on this channel state (``coin``:

@@ -7,6 +7,7 @@ import warnings
 import numpy as np
 
 from ..model import reactive as solver
+from ..model.mimo_batch import first_min
 from .reactive import REACTIVE_POLICIES, ReactivePolicy
 
 
@@ -94,6 +95,13 @@ class RobustSplit(ReactivePolicy):
     ``rho``: one correlation, or a callable giving each device's (K,), the channel's where the
     Doppler follows each device's speed (``channel.doppler`` 'speed': rho_k = J0 of the
     distance it walked over the delay, ``LinkChannel.csi_rho``).
+
+    On a shared band (``mu-mimo-zf``, ``mu-mimo-mmse``) a stream's rate depends on the whole
+    set, so the draws are of the channel vectors: a = rho a_hat + sqrt(G v) w, w ~ CN(0, I),
+    v = 1 - rho^2 + rho^2 s2 (exact for i.i.d. antenna elements), and each prefix split of the
+    problem (``ArrayProblem.prefix_candidates``), planned on the estimates, is met by every
+    draw (``Transmission.realised_t_comm``): the split with the smallest ``quantile`` of its
+    realised T_comm (common draws; ties: the first prefix), each distinct rejected set once.
     """
 
     def __init__(self, quantile=0.9, samples=64, rho=1.0, error_variance=0.0, seed=0,
@@ -128,6 +136,8 @@ class RobustSplit(ReactivePolicy):
             return solver.optimal_split(problem)
         if rng is None:
             rng = np.random.default_rng(self.seed)
+        if problem.multi_user:
+            return self._decide_shared(problem, rho, rng)
         m, k = problem.shape
         g_ul = np.broadcast_to(problem.g_ul, (m, k))
         g_dl = np.broadcast_to(problem.g_dl, (m, k))
@@ -150,6 +160,33 @@ class RobustSplit(ReactivePolicy):
                                          g_dl[rows[:, None], o], pl[o], reciprocal, rng, rho_o)
                 ul_mask[rows[:, None], o] = np.arange(r) < n_ul[:, None]
         return solver.evaluate_assignment(problem, ul_mask)
+
+    def _decide_shared(self, problem, rho, rng):
+        """The robust prefix split of each outcome on a shared band (class docstring)."""
+        masks, exists = problem.prefix_candidates()
+        n, k = problem.shape
+        pl = self.pathloss() if callable(self.pathloss) else self.pathloss
+        pl = np.ones(k) if pl is None else np.asarray(pl, float)
+        rho = np.broadcast_to(np.asarray(rho, float), (k,))[:, None]
+        spread = np.sqrt(pl * (1.0 - rho[:, 0] ** 2 + rho[:, 0] ** 2 * self.s2))[:, None]
+        est_ul, est_dl = problem.a_ul, problem.a_dl
+        reciprocal = est_ul is est_dl or np.array_equal(est_ul, est_dl)
+        tr, shape = problem.transmission, (self.samples,) + est_ul.shape
+        once, again = problem.distinct_outcomes()   # SAA outcomes repeat rejected sets
+        chosen = np.zeros((len(once), k), dtype=bool)
+        for j, i in enumerate(once.tolist()):
+            true_ul = rho * est_ul + spread * _complex_normal(rng, shape)
+            true_dl = true_ul if reciprocal else rho * est_dl + spread * _complex_normal(rng,
+                                                                                         shape)
+            score = np.full(k + 1, np.inf)
+            for c in np.flatnonzero(exists[:, i]).tolist():
+                mode, power, delay, _, _ = problem.row(i, masks[c, i])
+                t = tr.realised_t_comm(true_ul, true_dl, est_ul, est_dl, mode, delay, power,
+                                       problem.payload_bits,
+                                       float(problem.bandwidth_per_device[i]), problem.n0)
+                score[c] = np.quantile(t, self.quantile)
+            chosen[j] = masks[first_min(score), i]
+        return problem.evaluate_assignment(chosen[again])
 
     def _truth(self, g, pl, rho, shape, rng):
         """Samples of the true gains given the estimated gains ``g`` = G |h_hat|^2 and the path
@@ -185,3 +222,8 @@ class RobustSplit(ReactivePolicy):
         slowest = np.minimum(prefix_min, dl_snr)                         # (n, N, r + 1)
         score = np.quantile(slowest, 1.0 - self.quantile, axis=1)
         return np.argmax(score, axis=1)
+
+
+def _complex_normal(rng, shape):
+    """CN(0, 1) samples: the real parts, then the imaginary ones."""
+    return (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)) / np.sqrt(2.0)

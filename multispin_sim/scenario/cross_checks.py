@@ -252,11 +252,6 @@ def _check_link(sc: Scenario) -> None:
                             "'continuous', or cqi_quantisation: false")
 
 
-def _imperfect_csi(sc: Scenario) -> bool:
-    c = sc.csi
-    return c.delay_ms != 0 or c.estimation_error_variance != 0 or bool(c.cqi_quantisation)
-
-
 @cross_check
 def _check_antennas(sc: Scenario) -> None:
     """A server antenna array (several antennas, or a link sharing its band) runs with
@@ -281,8 +276,6 @@ def _check_antennas(sc: Scenario) -> None:
             ("channel.fading", s.antennas > 1 and sc.channel.fading == "none",
              "a fading model other than 'none' (equal vectors make shared-band streams "
              "singular)"),
-            ("policy.mode", sc.policy.mode == "robust" and _imperfect_csi(sc),
-             "a mode other than 'robust' with imperfect CSI (its law is of a stream alone)"),
         ), f"server.dl_scheme / ul_scheme = {s.dl_scheme} / {s.ul_scheme} (a shared band)",
             " (or the orthogonal schemes 'ofdma-mrt' and 'ofdma-mrc', which take it)")
     if shared and sc.policy.plan_gains == "ergodic":

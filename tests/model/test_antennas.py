@@ -371,3 +371,36 @@ def test_realised_with_exact_estimates_is_the_plan(power):
         dl = mode == DL
         np.testing.assert_allclose(air[dl], tr.dl.on_air(delay[dl]), rtol=1e-12)
         np.testing.assert_allclose(sinr, power_w * gain / (N0 * band), rtol=1e-12)
+
+
+def test_realise_of_a_stack_of_channels_is_each_channel_alone():
+    """``realise`` and ``realised_t_comm`` over a stack (N, K, M) of true channels: each
+    sample's results as if it were given alone (rtol 1e-12); an orthogonal link's stream
+    alone on its subband at the gain |a_hat^H a|^2 / ||a_hat||^2 of its estimate's beam
+    (written here); with exact estimates, T_comm is the plan's."""
+    rng = np.random.default_rng(8)
+    m, k, n = 4, 9, 5
+    scale = np.sqrt(1e-11 * rng.uniform(0.1, 3, k))[:, None]
+    est = scale * _cn(rng, (k, m))
+    stack = est + 0.4 * scale * _cn(rng, (n, k, m))
+    b = B / k
+    for dl, ul in [("mu-mimo-zf", "mu-mimo-mmse"), ("ofdma-mrt", "mu-mimo-mmse"),
+                   ("mu-mimo-zf", "ofdma-mrc")]:
+        tr = Transmission(m, dl, ul)
+        mode = np.where(rng.random(k) < 0.5, UL, DL).astype(np.int8)
+        delay, power, _, _ = tr.links(est, est, np.flatnonzero(mode == UL),
+                                      np.flatnonzero(mode == DL), np.full(k, P_UL), P_DL, S,
+                                      b, N0)
+        got = tr.realise(stack, stack, est, est, mode, delay, power, S, b, N0)
+        t = tr.realised_t_comm(stack, stack, est, est, mode, delay, power, S, b, N0)
+        for s in range(n):
+            one = tr.realise(stack[s], stack[s], est, est, mode, delay, power, S, b, N0)
+            np.testing.assert_allclose(got[:, s], one, rtol=1e-12)
+            alone = np.nan_to_num(one[0], nan=0.0)
+            for code, scheme in ((UL, tr.ul), (DL, tr.dl)):
+                for d in np.flatnonzero(mode == code) if not scheme.shared else ():
+                    g = abs(np.vdot(est[d], stack[s, d])) ** 2 / np.vdot(est[d], est[d]).real
+                    alone[d] = S / (b * np.log2(1 + power[d] * g / (N0 * b)))
+            assert t[s] == pytest.approx(alone.max(), rel=1e-12)
+        exact = tr.realised_t_comm(est, est, est, est, mode, delay, power, S, b, N0)
+        assert exact == pytest.approx(delay.max(), rel=1e-12)

@@ -19,9 +19,6 @@ from multispin_sim.scenario.params import show_value
      "policy.draft_update"),
     ({"server.antennas": 4, "server.dl_scheme": "mu-mimo-zf", "channel.fading": "none"},
      "channel.fading"),
-    # imperfect CSI on a shared band: not the robust split (its law is of a stream alone)
-    ({"server.antennas": 4, "server.dl_scheme": "mu-mimo-zf", "policy.mode": "robust",
-      "csi.estimation_error_variance": 0.1}, "policy.mode"),
     ({"server.antennas": 4, "server.ul_scheme": "mu-mimo-mmse", "payload.model": "token"},
      "payload.model"),
     # several cells: orthogonal streams only (the interference does not enter ZF / MMSE)
