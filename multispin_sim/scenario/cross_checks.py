@@ -262,13 +262,9 @@ def _check_antennas(sc: Scenario) -> None:
     shared = s.dl_scheme != "ofdma-mrt" or s.ul_scheme != "ofdma-mrc"
     if s.antennas == 1 and not shared:
         return
-    if shared and sc.link.model != "shannon":
-        raise ScenarioError("link.model", f"{show_value(sc.link.model)} is not supported with "
-                            f"server.dl_scheme / ul_scheme = {s.dl_scheme} / {s.ul_scheme} (a "
-                            "shared band)", "expected 'shannon', or the orthogonal schemes "
-                            "'ofdma-mrt' and 'ofdma-mrc'")
-    if shared:   # a shared band's sets are solved for one payload size
+    if shared:   # a shared band's sets are solved for one payload size on Shannon's link
         refuse_unsupported(sc, (
+            ("link.model", sc.link.model != "shannon", "'shannon'"),
             ("payload.model", sc.payload.model != "bits", "'bits'"),
             ("policy.draft_update", sc.policy.draft_update == "once",
              "'every-round' or every N rounds (the 'once' objective samples each device's "
