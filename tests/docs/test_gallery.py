@@ -32,7 +32,8 @@ def run(name, **sizes):
 
 def test_every_example_is_tested_and_listed():
     tested = {"uplink_or_downlink.py", "draft_length.py", "fading_over_time.py", "queueing.py",
-              "many_cells.py", "learning_agent.py", "antennas_over_time.py"}
+              "many_cells.py", "learning_agent.py", "antennas_over_time.py",
+              "estimated_channel.py"}
     assert {p.name for p in FOLDER.glob("*.py")} == tested | EXTENDING
     page = (ROOT / "docs" / "guide" / "examples.md").read_text(encoding="utf-8")
     for name in tested:
@@ -167,3 +168,16 @@ def test_antennas_over_time_see_the_array_gain_and_span_blocks():
         spanned = (r.summary.get("delays") or {}).get("over_several_blocks", 0)
         assert (spanned > 0) == (blocks is not None), (m, scheme, blocks)
 
+
+def test_estimated_channel_decides_on_the_estimates_array_gain():
+    runs = run("estimated_channel.py", rounds=150, devices=6)
+    for (link, m, s2), r in runs.items():
+        # the decisions see ||h_hat||^2 = (1 - s2) Gamma(M, 1) for i.i.d. Rayleigh elements: n
+        # draws of mean M (1 - s2) and variance M (1 - s2)^2 (one a device and round)
+        rows = r.device_rounds
+        x = rows["gain_ul"] / r.devices["pathloss_gain"][rows["device"]]
+        assert abs(x.mean() - m * (1 - s2)) < 5 * (1 - s2) * math.sqrt(m / x.size), (link, m, s2)
+        assert ("harq_transmissions" in rows) == (link == "mcs")
+    # exact CSI on one seed: the same outcomes whatever the link
+    np.testing.assert_array_equal(runs["shannon", 4, 0.0].device_rounds["rejected"],
+                                  runs["mcs", 4, 0.0].device_rounds["rejected"])
