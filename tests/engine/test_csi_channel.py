@@ -159,3 +159,38 @@ def test_one_antenna_on_a_shared_band_decides_on_the_estimate_and_meets_the_trut
             np.testing.assert_allclose(dr["snr_eff"][on], sinr, rtol=1e-9)
             checked += on.size
     assert checked > 300 and missed > checked // 2, (checked, missed)
+
+
+def test_a_correction_that_waits_meets_its_start_blocks_channel_through_the_estimate():
+    """Corrections deferred past a deadline are carried to the next round start, and that
+    round's own corrections wait for them: one starting in a later fading block than its
+    decision saw meets that block's true vector through the beam of the decision's estimate,
+    then each block's own (docs/components/antennas.md); each delivers its payload."""
+    block = 0.002
+    r = run({"devices.count": 6, "server.antennas": 4, "channel.fading": "gauss-markov",
+             "channel.doppler_hz": 20.0, "channel.coherence_time_ms": block * 1e3,
+             "csi.estimation_error_variance": 0.2, "policy.mode": "deadline",
+             "straggler.deadline_ms": 60.0, "devices.distance_m": [800.0, 1200.0],
+             "run.rounds": 400, "seed": 4})
+    rounds, dr, dev = r.rounds, r.device_rounds, r.devices
+    ch, seen = _replayed(r)
+    decided = rounds["start_s"] + rounds["draft_s"] + rounds["verify_s"]
+    own = (dr["rejected"] == 1) & (dr["mode"] != "")
+    longest = np.zeros(len(rounds["round"]))
+    np.maximum.at(longest, dr["round"][own], dr["delay_s"][own])
+    wait = rounds["comm_s"] - longest      # the wait for the carried corrections
+    later = 0
+    for i in np.flatnonzero(own):
+        rnd, d, dl = dr["round"][i], dr["device"][i], dr["mode"][i] == "dl"
+        start, delay = decided[rnd] + wait[rnd], dr["delay_s"][i]
+        n0, n1 = math.floor(start / block), math.floor((start + delay) / block) + 1
+        later += n0 > math.floor(decided[rnd] / block)
+        ul_v, dl_v = ch.grid.powers(n0, n1)
+        a = (dl_v if dl else ul_v)[:, d] * math.sqrt(dev["pathloss_gain"][d])
+        gain = np.linalg.norm(a, axis=-1) ** 2
+        gain[0] = _matched(seen[rnd][1 if dl else 0].vectors[d], a[0])
+        rate = shannon_rate(dr["bandwidth_hz"][i], dr["power_w"][i], gain,
+                            r.population.system.n0)
+        assert_set_delivers(rate[:, None], np.arange(n0, n1 + 1) * block, start,
+                            [start + delay], r.population.system.payload_bits)
+    assert later > 15, later
