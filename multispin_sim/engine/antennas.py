@@ -31,7 +31,7 @@ the NR link with several antennas is ``engine.link.LinkChannel`` over the base c
 """
 import numpy as np
 
-from ..model.antennas import ServerArray
+from ..model.antennas import ServerArray, VectorLaw
 from ..model.energy import AIRTIME, RADIATED
 from ..model.fading import time_to_deliver
 from ..model.mimo import Transmission, effective_gains
@@ -53,9 +53,9 @@ class ArrayChannel(EstimatedChannel):
                          csi_delay_s=csi_delay_s)
         self.transmission = Transmission(self.array.m) if transmission is None else transmission
         if self.transmission.multi_user:
-            # a shared band's stream gains depend on the other streams' vectors: no law of one
-            # device's gain (the array gain's law is the orthogonal schemes')
-            self.gain_law = None
+            # a shared band's stream gains depend on the other streams' vectors: its law is
+            # of the vectors (the array gain's law is the orthogonal schemes')
+            self.gain_law = VectorLaw(self.array.m, self.array.factor)
         k = system.k
         self._mode = np.zeros(k, dtype=np.int8)
         self._delay = np.zeros(k)

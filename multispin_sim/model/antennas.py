@@ -145,6 +145,24 @@ class ServerArray:
         return g_ul, (g_ul if reciprocal else ArrayGains.of(scale * h_dl))
 
 
+class VectorLaw:
+    """The law of the small-scale channel vectors of every device, h = L w with w ~ CN(0, I_M)
+    (``factor`` L; None: i.i.d. elements): what a shared band's draft objective samples when it
+    plans against the channel's law (``policy.draft_update: once``), a stream's gain depending
+    on the other streams' vectors. ``sample(rng, shape)``: draws (shape + (M,)), complex;
+    ``channel(pathloss, h)``: the channel vectors a = sqrt(G) h of draws h (..., K, M)."""
+
+    def __init__(self, m, factor=None):
+        self.m, self.factor = int(m), factor
+
+    def sample(self, rng, shape):
+        return correlated(complex_gaussian(rng, tuple(shape) + (self.m,)), self.factor)
+
+    @staticmethod
+    def channel(pathloss, h):
+        return np.sqrt(np.asarray(pathloss, dtype=float))[:, None] * h
+
+
 class _VectorSource:
     """h (K, M) per link and round, ``factor`` correlating the antennas (h = L w); ``_w.take()``
     gives the next (K, 2, M) complex normals, UL then DL, from blocks of ``block`` rounds (the

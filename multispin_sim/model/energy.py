@@ -163,6 +163,5 @@ class EnergyKernel(PolicyKernel):
         self.n_active = float(n_active)
         self.scope = scope
 
-    def __call__(self, rejected, rows=None):
-        return correction_energy(self.decision(rejected, rows), self.powers, self.n_active,
-                                 self.scope)
+    def score(self, decision):
+        return correction_energy(decision, self.powers, self.n_active, self.scope)

@@ -36,7 +36,7 @@ class GainLaw:
     """The law of the small-scale array gain X of every device: ``fixed`` (no fading: X = M)
     or a sum of Rayleigh elements with the correlation eigenvalues ``eigenvalues`` (M,).
     ``ergodic_gain(G, P, b, N0)``: the gain whose Shannon rate is the mean over X;
-    ``sample(rng, shape)``: draws of X."""
+    ``sample(rng, shape)``: draws of X; ``channel(G, X)``: the gains G X."""
 
     def __init__(self, eigenvalues=(1.0,), fixed=False):
         lam = np.clip(np.asarray(eigenvalues, dtype=float).ravel(), 0.0, None)
@@ -71,6 +71,11 @@ class GainLaw:
         if self.one_rayleigh:
             return rng.standard_exponential(shape)
         return rng.standard_exponential(tuple(shape) + (self.m,)) @ self.eigenvalues
+
+    @staticmethod
+    def channel(pathloss, x):
+        """The gains G X of draws X (..., K) (``model.antennas.VectorLaw.channel``'s twin)."""
+        return pathloss * x
 
     def ergodic_gain(self, mean_gain, power_w, bandwidth_hz, n0):
         """The gain whose Shannon rate at ``power_w`` on ``bandwidth_hz`` is the mean rate of

@@ -345,10 +345,14 @@ def effective_gains(transmission, g_ul, g_dl, mode, p_ul, p_dl, bits, b, n0, sen
 
 class SchemeKernel(PolicyKernel):
     """``PolicyKernel`` on one channel state whose gains keep their channel vectors (the draft
-    objective sees the schemes the engine uses)."""
+    objective sees the schemes the engine uses), or on a stack of channel vectors (samples, K,
+    M), one state per sample."""
 
     def __init__(self, system, g_ul, g_dl, policy, uniforms=None, seed=0, coin=None):
         super().__init__(system, g_ul, g_dl, policy, uniforms, seed, coin=coin)
+        if self.states is not None:
+            return
         if np.ndim(g_ul) != 1 or np.ndim(g_dl) != 1:
-            raise ValueError("multi-user schemes evaluate one channel state at a time")
+            raise ValueError("multi-user schemes evaluate one channel state (or a stack of "
+                             "channel vectors) at a time")
         self.g_ul, self.g_dl = g_ul, g_dl

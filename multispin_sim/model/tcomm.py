@@ -9,10 +9,12 @@ slowest transmission and the best prefix split are found by comparing loads, wit
 and only the final delay of each row needs one ``log1p``. Results equal ``reactive.optimal_split``
 (and the others) to rounding. Any other reactive policy is called through ``PolicyKernel``.
 """
+import copy
 from functools import cached_property
 
 import numpy as np
 
+from .antennas import ArrayGains
 from .reactive import evaluate_assignment
 
 _LN2 = np.log(2.0)
@@ -197,15 +199,21 @@ class PolicyKernel:
     ``uniforms``: (M, K) per-sample uniforms handed to the policy through ``RowStream`` (common
     random numbers for randomised policies); ``seed``: seeds the fallback Generator; ``coin``:
     (M, K) bool fixed UL coins instead of the policy (the random split under exact enumeration);
-    ``present``: the devices in the round (``ReactiveProblem.present``).
+    ``present``: the devices in the round (``ReactiveProblem.present``). The gains may be a
+    stack of channel vectors (samples, K, M), complex (a shared band planned against the
+    vectors' law): each sample is then its own channel state, its rows decided on it.
     """
 
     def __init__(self, system, g_ul, g_dl, policy, uniforms=None, seed=0, coin=None,
                  present=None):
         self.system = system
-        # asanyarray: gains that carry channel vectors keep them (a shared band needs them)
-        self.g_ul = np.asanyarray(g_ul, dtype=float)
-        self.g_dl = np.asanyarray(g_dl, dtype=float)
+        self.states = None
+        if np.iscomplexobj(g_ul):   # a stack of channel states: each sample's made when met
+            self.states, self._state_of = (np.asarray(g_ul), np.asarray(g_dl)), {}
+        else:
+            # asanyarray: gains that carry channel vectors keep them (a shared band needs them)
+            self.g_ul = np.asanyarray(g_ul, dtype=float)
+            self.g_dl = np.asanyarray(g_dl, dtype=float)
         self.policy = policy
         self.uniforms = uniforms
         self.seed = seed
@@ -226,5 +234,28 @@ class PolicyKernel:
         stream = RowStream(self.uniforms, rows, np.random.default_rng(self.seed))
         return self.policy.decide(problem, stream)
 
+    def score(self, decision):
+        """What the kernel returns of a decision: its T_comm (n,)."""
+        return np.asarray(decision.t_comm, dtype=float)
+
     def __call__(self, rejected, rows=None):
-        return np.asarray(self.decision(rejected, rows).t_comm, dtype=float)
+        if self.states is None:
+            return self.score(self.decision(rejected, rows))
+        rej = np.atleast_2d(np.asarray(rejected, dtype=bool))
+        rows = np.arange(rej.shape[0]) if rows is None else np.asarray(rows)
+        out = np.empty(rej.shape[0])
+        for s in np.unique(rows).tolist():
+            on = rows == s
+            out[on] = self.score(self._state(s).decision(rej[on], rows[on]))
+        return out
+
+    def _state(self, s):
+        """This kernel on sample ``s``'s channel state (kept: its evaluations stay memoised)."""
+        got = self._state_of.get(s)
+        if got is None:
+            got = self._state_of[s] = copy.copy(self)
+            a_ul, a_dl = self.states
+            got.states = None
+            got.g_ul = ArrayGains.of(a_ul[s])
+            got.g_dl = got.g_ul if a_dl is a_ul else ArrayGains.of(a_dl[s])
+        return got

@@ -102,7 +102,8 @@ def make_objective(system, g_ul, g_dl, active, caps, policy=None, rng=None, samp
     ``sampled_fading``); active: (K,) bool; caps: (K,) int; policy: the reactive policy object
     (or its name; default 'optimal'); rng: the controller's Generator; samples: N_SAA;
     estimator: 'saa' or 'exact'; sampled_fading: draw the small-scale gains per sample, from
-    ``gain_law`` (``model.ergodic.GainLaw``; None: one Rayleigh element), times the system's
+    ``gain_law`` (``model.ergodic.GainLaw``; None: one Rayleigh element; a shared band: the
+    channel vectors' ``model.antennas.VectorLaw``), times the system's
     path loss (reciprocal as ``reciprocal`` says, or when g_ul == g_dl if it is None) instead
     of using the given gains (SAA only);
     ignore_comm: T_comm left out (computation-only); energy: ``model.energy.Powers`` to
@@ -110,8 +111,8 @@ def make_objective(system, g_ul, g_dl, active, caps, policy=None, rng=None, samp
     devices' energy or, with ``energy_scope='total'``, of devices and server.
 
     Draws (SAA): M x K acceptance uniforms, M x K coin uniforms, one seed, then (sampled fading)
-    2 x M x K exponentials (times the law's antenna elements), always in this order and these
-    amounts.
+    2 x M x K exponentials (times the law's antenna elements; vectors: 2 x M x K x M_ant complex
+    normals), always in this order and these amounts.
     """
     k = system.k
     active = np.asarray(active, dtype=bool)
@@ -145,9 +146,10 @@ def make_objective(system, g_ul, g_dl, active, caps, policy=None, rng=None, samp
         if sampled_fading:
             if reciprocal is None:
                 reciprocal = np.array_equal(np.asarray(g_ul), np.asarray(g_dl))
-            h = (GainLaw() if gain_law is None else gain_law).sample(rng, (2, m, k))
-            g_ul = system.pathloss * h[0]
-            g_dl = g_ul if reciprocal else system.pathloss * h[1]
+            law = GainLaw() if gain_law is None else gain_law
+            h = law.sample(rng, (2, m, k))
+            g_ul = law.channel(system.pathloss, h[0])
+            g_dl = g_ul if reciprocal else law.channel(system.pathloss, h[1])
         kernel = make_kernel(system, g_ul, g_dl, policy, coin_u, seed, energy=energy,
                              n_active=n_active, energy_scope=energy_scope)
         fast = compiled_enabled()   # numba is imported here, only for this estimator

@@ -266,21 +266,15 @@ def _check_antennas(sc: Scenario) -> None:
         refuse_unsupported(sc, (
             ("link.model", sc.link.model != "shannon", "'shannon'"),
             ("payload.model", sc.payload.model != "bits", "'bits'"),
-            ("policy.draft_update", sc.policy.draft_update == "once",
-             "'every-round' or every N rounds (the 'once' objective samples each device's "
-             "gain alone)"),
             ("channel.fading", s.antennas > 1 and sc.channel.fading == "none",
              "a fading model other than 'none' (equal vectors make shared-band streams "
              "singular)"),
+            # a stream's gain depends on the other streams' vectors: no law of one device's
+            # gain gives its mean rate ('auto' is 'instantaneous' here)
+            ("policy.plan_gains", sc.policy.plan_gains == "ergodic",
+             "'auto' or 'instantaneous' (no law of one stream's gain gives its mean rate)"),
         ), f"server.dl_scheme / ul_scheme = {s.dl_scheme} / {s.ul_scheme} (a shared band)",
             " (or the orthogonal schemes 'ofdma-mrt' and 'ofdma-mrc', which take it)")
-    if shared and sc.policy.plan_gains == "ergodic":
-        # a shared band's stream gains depend on the other streams' vectors: no law of one
-        # device's gain gives its mean rate ('auto' is 'instantaneous' here: one block a round)
-        raise ScenarioError("policy.plan_gains", f"'ergodic' is not supported with "
-                            f"server.dl_scheme / ul_scheme = {s.dl_scheme} / {s.ul_scheme}",
-                            "expected 'auto' or 'instantaneous', or the schemes 'ofdma-mrt' and "
-                            "'ofdma-mrc'")
 
 
 @cross_check

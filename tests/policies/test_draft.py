@@ -315,3 +315,51 @@ def test_update_once_runs_with_an_antenna_array():
     first = {d: g for r, d, g in zip(rows["round"], rows["device"], rows["draft_len"]) if r == 0}
     assert all(first[d] == g for d, g in zip(rows["device"], rows["draft_len"]))
     assert sum(first.values()) > 0
+
+
+def test_a_shared_band_plans_once_against_the_law_of_its_channel_vectors():
+    """A shared band's 'once' objective draws channel vectors, h = L w (``VectorLaw``), one
+    channel state per SAA sample: the covariance across the antennas is R within 5 standard
+    errors, and each sample's T_comm is the policy's on that sample's vectors alone (rtol 1e-12:
+    rows of different samples never share a state)."""
+    from multispin_sim.model.antennas import ArrayGains, ServerArray, VectorLaw
+
+    m, corr, n = 3, 0.6, 4000
+    array = ServerArray(m, corr)
+    law = VectorLaw(m, array.factor)
+    h = law.sample(np.random.default_rng(3), (n, 2))
+    cov = np.einsum("nki,nkj->ij", h, h.conj()) / (2 * n)
+    r = corr ** np.abs(np.subtract.outer(np.arange(m), np.arange(m)))
+    # each entry is a mean of 2n products of unit-variance Gaussians: standard error <= 1/sqrt(2n)
+    assert np.max(np.abs(cov - r)) < 5 / math.sqrt(2 * n)
+    s = system_of(2, **{"devices.count": 5, "server.antennas": m,
+                        "server.dl_scheme": "mu-mimo-zf", "server.ul_scheme": "mu-mimo-mmse"})
+    ctx = DraftContext(0, s, np.ones(s.k), np.ones(s.k), np.ones(s.k, bool), None,
+                       make_reactive_policy("optimal"), np.random.default_rng(8), gain_law=law)
+    obj = priced_objective(ctx, ctx.active, np.full(s.k, 6), ctx.reactive, ctx.rng, 300,
+                           update="once")
+    kernel = obj.tcomm.kernel
+    a_ul, a_dl = kernel.states
+    assert a_ul.shape == (300, s.k, m) and a_dl is a_ul
+    rng = np.random.default_rng(1)
+    rows = rng.integers(0, 300, 60)
+    rejected = rng.random((60, s.k)) < 0.5
+    got = kernel(rejected, rows)
+    for i, row in enumerate(rows):
+        gains = ArrayGains.of(a_ul[row])
+        want = s.transmission.problem(s, rejected[i:i + 1], gains, gains)
+        assert got[i] == pytest.approx(float(ctx.reactive.decide(want).t_comm[0]), rel=1e-12)
+
+
+def test_a_shared_band_runs_the_once_objective_end_to_end():
+    sc = load_scenario(None, overrides={"server.antennas": 4, "server.dl_scheme": "mu-mimo-zf",
+                                        "server.ul_scheme": "mu-mimo-mmse",
+                                        "policy.draft": "greedy", "policy.draft_update": "once",
+                                        "policy.saa_samples": 200, "run.rounds": 6,
+                                        "devices.count": 6})
+    result = simulate(sc)
+    rows = result.device_rounds
+    assert result.complete
+    first = {d: g for r, d, g in zip(rows["round"], rows["device"], rows["draft_len"]) if r == 0}
+    assert all(first[d] == g for d, g in zip(rows["device"], rows["draft_len"]))
+    assert sum(first.values()) > 0

@@ -12,11 +12,7 @@ from multispin_sim.scenario.params import show_value
     # the NR link: the orthogonal schemes
     ({"server.antennas": 4, "link.model": "mcs", "server.dl_scheme": "mu-mimo-zf"},
      "link.model"),
-    # a shared band: the 'once' objective samples each device's gain alone, no vectors
-    ({"server.antennas": 4, "server.ul_scheme": "mu-mimo-mmse", "policy.draft": "greedy",
-      "policy.draft_update": "once"}, "policy.draft_update"),
-    ({"server.dl_scheme": "mu-mimo-zf", "policy.draft": "greedy", "policy.draft_update": "once"},
-     "policy.draft_update"),
+    # a shared band: equal vectors make its streams singular
     ({"server.antennas": 4, "server.dl_scheme": "mu-mimo-zf", "channel.fading": "none"},
      "channel.fading"),
     ({"server.antennas": 4, "server.ul_scheme": "mu-mimo-mmse", "payload.model": "token"},
