@@ -31,7 +31,7 @@ the NR link with several antennas is ``engine.link.LinkChannel`` over the base c
 """
 import numpy as np
 
-from ..model.antennas import ServerArray, VectorLaw
+from ..model.antennas import ServerArray, VectorLaw, channel_vectors
 from ..model.energy import AIRTIME, RADIATED
 from ..model.fading import time_to_deliver
 from ..model.mimo import Transmission, effective_gains
@@ -201,14 +201,14 @@ class ArrayChannel(EstimatedChannel):
         together at ``power`` on ``band`` from ``t0`` (a ZF group, or the UL set), the blocks
         read in chunks (``block_reads``)."""
         bits, n = self.bits, len(turn)
-        scale = np.sqrt(np.asarray(self.pathloss, dtype=float)[turn])[:, None]
         one = np.zeros(n)   # planned together: one set, one group
         # the first block's filters: on the decision's estimate (``EstimatedChannel``)
         seen = None if self._estimate is None else self._estimate[1 if dl else 0].vectors[turn]
         on_air, carried, first = np.full(n, np.inf), np.zeros(n), None
         for read, m, durations in self.block_reads(t0, f"a set of {n} streams",
                                                    "their payloads"):
-            h = self.grid.blocks(t0, m, read)[1 if dl else 0][:, turn] * scale
+            h = channel_vectors(self.pathloss[turn], self.grid.blocks(t0, m, read)[
+                1 if dl else 0][:, turn])
             sinr = np.array([scheme.realise(a, a if read or i or seen is None else seen, one,
                                             power, bits, band / n, self.n0)[2]
                              for i, a in enumerate(h)])
@@ -219,9 +219,7 @@ class ArrayChannel(EstimatedChannel):
                                                            carried[i])
             if np.isfinite(on_air).all():
                 break
-        used = np.floor((t0 + on_air * (1 - 1e-12)) / self.coherence_s) - self.block_index(t0) + 1
-        self.blocks_used += int(np.sum(used))
-        self.multi_block += int(np.count_nonzero(used > 1))
+        self.count_blocks(t0, on_air)
         return on_air, first
 
     def _realised_columns(self, mode, airtime):

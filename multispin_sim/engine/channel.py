@@ -317,6 +317,16 @@ class OFDMAChannel:
         self.multi_block += used > 1
         return delay
 
+    def count_blocks(self, t0, delays, counter=None):
+        """Count, on ``counter`` (this channel by default), the fading blocks of the grid that
+        deliveries from ``t0`` lasting ``delays`` (s; one or an array) spanned: its
+        ``blocks_used`` and, those over several, its ``multi_block``."""
+        end = (t0 + np.asarray(delays, dtype=float) * (1 - 1e-12)) / self.coherence_s
+        used = np.floor(end) - self.block_index(t0) + 1
+        counter = self if counter is None else counter
+        counter.blocks_used += int(np.sum(used))
+        counter.multi_block += int(np.count_nonzero(used > 1))
+
     def block_reads(self, t0, who, what):
         """(blocks read so far, blocks to have read, durations of those blocks) for a delivery
         from ``t0`` over the grid: 16 blocks, then 8 times as many while they do not suffice

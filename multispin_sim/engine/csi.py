@@ -17,7 +17,7 @@ estimate (the true vector of the block it starts in, should it wait for a carrie
 from its second block on the beam follows each block's channel, as the NR link's later blocks
 are reported afresh (``start_gain``).
 """
-from ..model.antennas import matched_gain
+from ..model.antennas import channel_vectors, matched_gain
 from ..model.csi import ImperfectCsi, PerfectCsi
 from ..model.fading import FADING_MODELS
 from ..model.link import McsLink
@@ -104,9 +104,10 @@ class EstimatedChannel(OFDMAChannel):
         if self._matched is None or self.grid is None or self.plan_holds(t0):
             return super().start_gain(device, mode, t0)
         dl = mode == DL
-        h = self.grid.blocks(t0, 1)[1 if dl else 0][0, device]
-        a = (float(self.pathloss[device]) ** 0.5 * h)[None, :]
-        return float(matched_gain(self._estimate[1 if dl else 0].vectors[device][None, :], a)[0])
+        h = self.grid.blocks(t0, 1)[1 if dl else 0][0, device:device + 1]
+        a = channel_vectors(self.pathloss[device:device + 1], h)
+        return float(matched_gain(self._estimate[1 if dl else 0].vectors[device:device + 1],
+                                  a)[0])
 
 
 def build_csi(scenario, system, link):

@@ -459,9 +459,7 @@ class InterferingChannel:
             self._next_block(env, tx, grid, pl, dl, start, n + 1, n + base.max_blocks)
         delay = yield from self.field.transmit(env, tx)
         if grid is not None:
-            used = grid.index(start + delay * (1 - 1e-12)) - grid.index(start) + 1
-            self.blocks_used += used
-            self.multi_block += used > 1
+            base.count_blocks(start, delay, counter=self)
         base.note(device, mode, bandwidth_hz, power_w, start, delay)   # for a stream's record
         return delay
 

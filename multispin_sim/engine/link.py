@@ -284,11 +284,11 @@ class LinkChannel(EstimatedChannel):
         self.harq_failures += out.failures
         self.outages += out.outages
         if self.grid is not None:
-            used = self.block_index(t0 + out.delay_s * (1 - 1e-12)) - self.block_index(t0) + 1
+            self.count_blocks(t0, out.delay_s)
         else:
             used = 1 + out.outages + out.failures  # each wait meets a new block
-        self.blocks_used += used
-        self.multi_block += used > 1
+            self.blocks_used += used
+            self.multi_block += used > 1
         cols = self._columns
         cols["harq_transmissions"][device] += out.transmissions
         cols[AIRTIME][device] += out.airtime_s

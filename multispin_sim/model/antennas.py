@@ -76,6 +76,12 @@ def squared_norms(vectors):
         "...m,...m->...", vectors.imag, vectors.imag)
 
 
+def channel_vectors(pathloss, h):
+    """a = sqrt(G) h: the channel vectors of small-scale vectors h (..., K, M) under the
+    large-scale gains G (K,)."""
+    return np.sqrt(np.asarray(pathloss, dtype=float))[:, None] * h
+
+
 def correlated(w, factor):
     """h = L w for white vectors w (K, M), or any shape with the antennas last: ``factor`` L of
     the correlation R = L L^H applied (None: i.i.d. elements, w itself)."""
@@ -140,9 +146,8 @@ class ServerArray:
         if np.ndim(h_ul) == 1:
             g_ul = ArrayGains.scalar(pathloss * h_ul)
             return g_ul, (g_ul if reciprocal else ArrayGains.scalar(pathloss * h_dl))
-        scale = np.sqrt(np.asarray(pathloss, dtype=float))[:, None]
-        g_ul = ArrayGains.of(scale * h_ul)
-        return g_ul, (g_ul if reciprocal else ArrayGains.of(scale * h_dl))
+        g_ul = ArrayGains.of(channel_vectors(pathloss, h_ul))
+        return g_ul, (g_ul if reciprocal else ArrayGains.of(channel_vectors(pathloss, h_dl)))
 
 
 class VectorLaw:
@@ -150,7 +155,7 @@ class VectorLaw:
     (``factor`` L; None: i.i.d. elements): what a shared band's draft objective samples when it
     plans against the channel's law (``policy.draft_update: once``), a stream's gain depending
     on the other streams' vectors. ``sample(rng, shape)``: draws (shape + (M,)), complex;
-    ``channel(pathloss, h)``: the channel vectors a = sqrt(G) h of draws h (..., K, M)."""
+    ``channel(pathloss, h)``: the channel vectors of draws h (..., K, M)."""
 
     def __init__(self, m, factor=None):
         self.m, self.factor = int(m), factor
@@ -158,9 +163,7 @@ class VectorLaw:
     def sample(self, rng, shape):
         return correlated(complex_gaussian(rng, tuple(shape) + (self.m,)), self.factor)
 
-    @staticmethod
-    def channel(pathloss, h):
-        return np.sqrt(np.asarray(pathloss, dtype=float))[:, None] * h
+    channel = staticmethod(channel_vectors)
 
 
 class _VectorSource:

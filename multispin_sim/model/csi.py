@@ -28,7 +28,7 @@ the channel is; the estimation noise white), the CQI reporting the estimated arr
 """
 import numpy as np
 
-from .antennas import ArrayGains, correlated, squared_norms
+from .antennas import ArrayGains, channel_vectors, correlated, squared_norms
 from .fading import jakes_correlation
 
 
@@ -97,7 +97,7 @@ class ImperfectCsi:
         antenna's), the vectors scaled to it (the beam keeps its way)."""
         h = self._noisy(np.asarray(h, complex), rng, factor)
         pathloss = np.asarray(pathloss, dtype=float)
-        a = np.sqrt(pathloss)[:, None] * h
+        a = channel_vectors(pathloss, h)
         if not self.quantise:
             return ArrayGains.of(a)
         power = squared_norms(h)

@@ -195,7 +195,7 @@ class Channel(Params):
         "continues over new blocks (its bits accumulate at each block's rate) and the reactive "
         "decision uses the block at its start (rule of thumb T_c = 0.423 / f_D); under 'jakes' "
         "it only sets how often the process is sampled, not its correlation; with several server "
-        "antennas (orthogonal schemes, perfect CSI) each block holds the channel vectors",
+        "antennas each block holds the channel vectors",
         unit="ms",
         check=gt(0))
     shadowing_db: float = param(0.0, "Standard deviation sigma of log-normal shadowing on the "
