@@ -47,9 +47,9 @@ class ArrayChannel(EstimatedChannel):
 
     def __init__(self, system, rng, fading="rayleigh", reciprocal=True, block=1024,
                  doppler_hz=0.0, coherence_s=None, moving=False, array=None, transmission=None,
-                 clock=None, csi_model=None, csi_rng=None, csi_delay_s=0.0):
+                 clock=None, csi_model=None, csi_rng=None, csi_delay_s=0.0, bearings=None):
         super().__init__(system, rng, fading, reciprocal, block, doppler_hz, coherence_s,
-                         moving, clock, array, csi_model=csi_model, csi_rng=csi_rng,
+                         moving, clock, array, bearings, csi_model=csi_model, csi_rng=csi_rng,
                          csi_delay_s=csi_delay_s)
         self.transmission = Transmission(self.array.m) if transmission is None else transmission
         if self.transmission.multi_user:
@@ -250,11 +250,11 @@ def needs_array_channel(scenario):
 
 
 def build_array_channel(scenario, system, streams, moving, clock=None, csi_model=None,
-                        csi_delay_s=0.0, coherence_s=None):
+                        csi_delay_s=0.0, coherence_s=None, bearings=None):
     ch = scenario.channel
     return ArrayChannel(system, streams.fading, ch.fading, ch.reciprocal,
                         doppler_hz=ch.doppler_hz, coherence_s=coherence_s, moving=moving,
-                        clock=clock,
+                        clock=clock, bearings=bearings,
                         array=ServerArray.from_scenario(scenario),
                         transmission=Transmission.from_scenario(scenario),
                         csi_model=csi_model, csi_rng=streams.csi, csi_delay_s=csi_delay_s)

@@ -45,7 +45,8 @@ class OFDMAChannel:
     ``array``: the server's antennas (``model.antennas.ServerArray``; None: one). With several,
     the fading is one process per antenna element and the gains are the array gains
     G_k ||h_k||^2 with the vectors attached (``model.antennas.ArrayGains``), the gains of
-    maximum-ratio beams on orthogonal subbands.
+    maximum-ratio beams on orthogonal subbands; without fading each device's vector is the
+    array's line of sight toward it, ``bearings()`` giving the devices' bearings now.
     """
 
     link = None
@@ -60,7 +61,8 @@ class OFDMAChannel:
             cls.gains_ahead = OFDMAChannel._no_gains_ahead
 
     def __init__(self, system, rng, fading="rayleigh", reciprocal=True, block=1024,
-                 doppler_hz=0.0, coherence_s=None, moving=False, clock=None, array=None):
+                 doppler_hz=0.0, coherence_s=None, moving=False, clock=None, array=None,
+                 bearings=None):
         self.system = system
         self.array = ServerArray() if array is None else array
         self.rng = rng
@@ -101,10 +103,12 @@ class OFDMAChannel:
             # per draw as M grows (bounded memory; the same numbers for any block).
             if self.grid is not None:
                 self.grid = self.array.grid(fading, rng, system.k, reciprocal, self.doppler_hz,
-                                            self.coherence_s, max(16, block // m), clock)
+                                            self.coherence_s, max(16, block // m), clock,
+                                            bearings)
             else:
                 self.rounds = self.array.rounds(fading, rng, system.k, reciprocal,
-                                                self.doppler_hz, max(16, block // m), clock)
+                                                self.doppler_hz, max(16, block // m), clock,
+                                                bearings)
         # the source the channel samples (CSI aging reads a continuous one at earlier times)
         self.fading_source = self.grid if self.grid is not None else self.rounds
         self._decided_t = None  # the time of the last reactive decision's CSI (grid)

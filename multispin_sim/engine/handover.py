@@ -29,6 +29,7 @@ import numpy as np
 from ..model.handover import A3Trigger
 from ..model.mobility import RandomWaypoint
 from ..model.pathloss_spatial import ConsistentLinks
+from ..model.topology import bearings
 from ..model.units import linear_to_db
 from .guards import walk_to
 
@@ -287,3 +288,10 @@ class CellMover:
         self.network.update(t)
         self.distance = self.network.distance[:, self.cell].copy()
         return self.network.gain[:, self.cell].copy()
+
+    def bearings(self):
+        """The devices' bearings (D,) from this cell's server at the last ``gains`` (from the
+        image nearest it, with wrap-around)."""
+        layout = self.network.layout
+        return bearings(layout.nearest_image(self.network.pos, self.cell),
+                        layout.sites[self.cell])

@@ -362,21 +362,22 @@ def check_link(scenario):
             "subcarrier spacing or a wider channel.bandwidth_mhz)")
 
 
-def build_channel(scenario, system, streams, coherence_s, moving, clock=None):
+def build_channel(scenario, system, streams, coherence_s, moving, clock=None, bearings=None):
     """The run's channel: the paper's ``OFDMAChannel`` unless the link or the CSI leave it;
     ``clock``: the distance walked, for a Doppler that follows each device's speed
-    (``engine.topology.doppler_clock``)."""
+    (``engine.topology.doppler_clock``); ``bearings``: the devices' bearings now, for the
+    line of sight of several antennas without fading (``engine.topology.device_bearings``)."""
     ideal = LINK_MODELS.lookup(scenario.link.model).ideal
     if ideal and needs_array_channel(scenario):   # several antennas or a shared band
         csi = build_csi(scenario, system, None)
         return build_array_channel(scenario, system, streams, moving, clock, csi,
-                                   process_delay_s(scenario, csi), coherence_s)
+                                   process_delay_s(scenario, csi), coherence_s, bearings)
     ch = scenario.channel
     args = (system, streams.fading, ch.fading, ch.reciprocal)
     # the NR link with several antennas: the array gains of maximum-ratio beams (orthogonal
     # schemes, perfect CSI: the scenario check)
     kwargs = dict(doppler_hz=ch.doppler_hz, coherence_s=coherence_s, moving=moving, clock=clock,
-                  array=ServerArray.from_scenario(scenario))
+                  array=ServerArray.from_scenario(scenario), bearings=bearings)
     if not needs_link_channel(scenario):
         return OFDMAChannel(*args, **kwargs)
     link = LINK_MODELS.lookup(scenario.link.model).from_scenario(scenario, system)

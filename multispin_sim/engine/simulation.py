@@ -31,7 +31,7 @@ from .progress import Progress
 from .server import EdgeServer
 from .streams import RandomStreams
 from .tokens import read_pairs
-from .topology import Mover, doppler_clock, layout_inputs
+from .topology import Mover, device_bearings, doppler_clock, layout_inputs
 
 
 WRITER_PROCESS_MIN_ROWS = 200_000  # device-round rows from which a writer process pays off
@@ -324,7 +324,7 @@ def build_run(scenario, folder, inputs, *, progress=False, controller=None, reac
     if mover_hook is not None:
         mover = mover_hook(mover)
     channel = build_channel(scenario, system, streams, coherence, moving,
-                            doppler_clock(scenario, mover))
+                            doppler_clock(scenario, mover), device_bearings(population, mover))
     if channel_hook is not None:
         channel = channel_hook(channel)
     own_policy = reactive_policy(scenario, population)

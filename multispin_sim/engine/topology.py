@@ -17,7 +17,7 @@ import numpy as np
 
 from ..model.mobility import MOBILITY_MODELS, Wavelengths, clamped_pathloss_gain
 from ..model.shadowing import PathProcess, shadowing_gain
-from ..model.topology import LAYOUTS, distances
+from ..model.topology import LAYOUTS, bearings, distances
 from ..model.units import SPEED_OF_LIGHT
 from ..scenario import ScenarioError
 from ..scenario.limits import MAX_DISTANCE_M, MIN_DISTANCE_M
@@ -176,15 +176,32 @@ class Mover:
             self.path = PathProcess(self.shadow_db, ch.shadowing_decorrelation_m,
                                     shadowing_rng, scale=self.sigma_db)
         self.distance = population.distance_m.copy()
+        self.positions = population.positions
 
     def gains(self, t):
-        positions = walk_to(self.walk, t)
+        positions = self.positions = walk_to(self.walk, t)
         self.distance = distances(positions, self.centre)
         gain = clamped_pathloss_gain(self.distance, self.ref_gain_db, self.exponent)
         if self.path is not None:
             self.shadow_db = self.path.at(self.walk.travelled)
             gain = gain * shadowing_gain(self.shadow_db)
         return gain
+
+
+    def bearings(self):
+        """The devices' bearings (K,) from the server at the last ``gains``."""
+        return bearings(self.positions, self.centre)
+
+
+def device_bearings(population, mover=None):
+    """The devices' bearings from their server now, a function of nothing (``mover``'s at its
+    last round start, else the population's fixed ones); None without positions."""
+    if mover is not None:
+        return mover.bearings
+    if population.positions is None or population.server_position is None:
+        return None
+    fixed = bearings(population.positions, population.server_position)
+    return lambda: fixed
 
 
 def doppler_clock(scenario, mover):

@@ -70,6 +70,16 @@ class ArrayGains(np.ndarray):
         return np.asarray(self).__reduce__()
 
 
+def steering_vectors(bearing_rad, m, spacing=0.5, broadside_rad=0.0):
+    """Line-of-sight vectors (K, M) of a uniform linear array: element i sits i d wavelengths
+    along the array's axis (d = ``spacing``), so the plane wave of a device at bearing phi meets
+    it with phase 2 pi d i sin(phi - broadside); unit modulus, ||s||^2 = M. A device on the
+    broadside (or opposite it) sees 1 on every element; two devices mirrored across the axis
+    (the same sin) see the same vector: a linear array cannot tell front from back."""
+    sin = np.sin(np.asarray(bearing_rad, dtype=float) - broadside_rad)
+    return np.exp((2j * np.pi * float(spacing)) * sin[:, None] * np.arange(int(m))[None, :])
+
+
 def squared_norms(vectors):
     """||a||^2 of complex vectors along the last axis (the antennas): (K,) for rows (K, M)."""
     return np.einsum("...m,...m->...", vectors.real, vectors.real) + np.einsum(
@@ -106,39 +116,57 @@ def vectors_of(gains):
 
 class ServerArray:
     """The channel's antenna part: M antennas with the lower-triangular correlation factor
-    ``factor`` L, L L^H = R (``exponential_correlation``; None for i.i.d. elements, rho = 0);
-    ``rounds`` gives the per-round source of small-scale vectors, ``gains`` a block's
-    ``ArrayGains``."""
+    ``factor`` L, L L^H = R (``exponential_correlation``; None for i.i.d. elements, rho = 0),
+    a uniform linear array of element spacing ``spacing`` wavelengths facing ``broadside_rad``
+    (the line of sight without fading: ``line_of_sight``); ``rounds`` gives the per-round
+    source of small-scale vectors, ``gains`` a block's ``ArrayGains``."""
 
-    def __init__(self, antennas=1, correlation=0.0):
+    def __init__(self, antennas=1, correlation=0.0, spacing=0.5, broadside_rad=0.0):
         self.m = int(antennas)
         if self.m < 1:
             raise ValueError(f"antennas = {self.m}: at least one is needed")
         self.rho = float(correlation)
         self.factor = (None if self.rho == 0
                        else np.linalg.cholesky(exponential_correlation(self.m, self.rho)))
+        self.spacing, self.broadside_rad = float(spacing), float(broadside_rad)
 
     @classmethod
     def from_scenario(cls, scenario):
         s = scenario.server
-        return cls(s.antennas, s.antenna_correlation)
+        return cls(s.antennas, s.antenna_correlation, s.antenna_spacing,
+                   np.deg2rad(s.array_broadside_deg))
 
-    def rounds(self, fading, rng, k, reciprocal, doppler_hz, block=1024, clock=None):
-        """The per-round source of ``fading`` (a name of ``model.fading.FADING_MODELS``);
-        ``clock``: the distance walked, for a source that follows it (``model.jakes``)."""
-        source = VECTOR_SOURCES.lookup(fading)
+    def line_of_sight(self, bearings):
+        """The line-of-sight vectors (K, M) now of devices whose bearings from the server
+        ``bearings()`` gives (``steering_vectors``); None without bearings."""
+        if bearings is None:
+            return None
+        return lambda: steering_vectors(bearings(), self.m, self.spacing, self.broadside_rad)
+
+    def _extra(self, source, clock, bearings):
         extra = {} if clock is None else {"clock": clock}
-        return source(rng, k, self.m, reciprocal, doppler_hz, block, self.factor, **extra)
+        if source.line_of_sight and bearings is not None:
+            extra["los"] = self.line_of_sight(bearings)
+        return extra
 
-    def grid(self, fading, rng, k, reciprocal, doppler_hz, block_s, chunk=1024, clock=None):
+    def rounds(self, fading, rng, k, reciprocal, doppler_hz, block=1024, clock=None,
+               bearings=None):
+        """The per-round source of ``fading`` (a name of ``model.fading.FADING_MODELS``);
+        ``clock``: the distance walked, for a source that follows it (``model.jakes``);
+        ``bearings``: the devices' bearings now, for a source of line-of-sight vectors."""
+        source = VECTOR_SOURCES.lookup(fading)
+        return source(rng, k, self.m, reciprocal, doppler_hz, block, self.factor,
+                      **self._extra(source, clock, bearings))
+
+    def grid(self, fading, rng, k, reciprocal, doppler_hz, block_s, chunk=1024, clock=None,
+             bearings=None):
         """The small-scale vectors on a grid of fading blocks of ``block_s`` seconds (the
         interface of ``model.fading.GridFading``: ``powers_at`` gives the vectors (K, M) of an
         instant, ``segments`` each block's ||h_k||^2, the array gain under maximum-ratio beams
         that follow each block's channel)."""
         source = VECTOR_SOURCES.lookup(fading)
-        extra = {} if clock is None else {"clock": clock}
         return source.grid(rng, k, self.m, reciprocal, doppler_hz, block_s, self.factor, chunk,
-                           **extra)
+                           **self._extra(source, clock, bearings))
 
     def gains(self, pathloss, h_ul, h_dl, reciprocal):
         """(g_ul, g_dl): ``ArrayGains`` of a_k = sqrt(G_k) h_k for small-scale vectors (K, M);
@@ -169,7 +197,11 @@ class VectorLaw:
 class _VectorSource:
     """h (K, M) per link and round, ``factor`` correlating the antennas (h = L w); ``_w.take()``
     gives the next (K, 2, M) complex normals, UL then DL, from blocks of ``block`` rounds (the
-    DL ones drawn also when reciprocal, so the UL draws never shift)."""
+    DL ones drawn also when reciprocal, so the UL draws never shift). ``line_of_sight``: the
+    source takes ``los``, the devices' line-of-sight vectors now (``ServerArray.line_of_sight``).
+    """
+
+    line_of_sight = False
 
     def __init__(self, rng, k, m, reciprocal, doppler_hz, block, factor):
         self.rng, self.k, self.m = rng, int(k), int(m)
@@ -204,14 +236,29 @@ class IidVectors(_VectorSource):
 
 @VECTOR_SOURCES.register("none")
 class UnitVectors(_VectorSource):
-    """h = 1 on every antenna (the large-scale gain only; every device on the array's axis)."""
+    """No fading: the line of sight, h_k = s(phi_k) the array's steering vector toward device k
+    (``steering_vectors``; ``los``: the vectors now, read at each round start, as the path loss
+    is); without bearings h = 1 on every antenna (every device on the broadside). Reciprocal:
+    one path both ways."""
+
+    line_of_sight = True
+
+    def __init__(self, *args, los=None):
+        super().__init__(*args)
+        self.los = los
 
     def _white(self, now):
-        ones = np.ones((self.k, self.m), dtype=complex)
-        return ones, ones
+        h = np.ones((self.k, self.m), dtype=complex) if self.los is None else self.los()
+        return h, h
 
     def _correlate(self, w):
         return w
+
+    @classmethod
+    def grid(cls, rng, k, m, reciprocal, doppler_hz, block_s, factor, chunk=1024, los=None):
+        grid = super().grid(rng, k, m, reciprocal, doppler_hz, block_s, factor, chunk)
+        grid.los = los
+        return grid
 
 
 @VECTOR_SOURCES.register("gauss-markov")
@@ -274,14 +321,23 @@ class VectorGrid(GridFading):
     block (rho = J0(2 pi f_D T_c); the correlation L commutes with the recursion, so h is AR(1)
     with the same rho); ``none`` is h = 1 on every antenna. Chunk c draws from its own seed
     (entropy, c) as the one-antenna grid does: UL then DL white vectors (the DL not drawn when
-    reciprocal). ``powers`` and ``at`` give vectors; ``segments`` and ``block_power(s)`` the
-    array gains ||h_k||^2."""
+    reciprocal); ``none`` with bearings is the line of sight now (``los``). ``powers`` and
+    ``at`` give vectors; ``segments`` and ``block_power(s)`` the array gains ||h_k||^2."""
 
     def __init__(self, entropy, k, m, factor, fading, reciprocal, doppler_hz, block_s,
                  chunk=1024):
         super().__init__(entropy, k, fading, reciprocal, doppler_hz, block_s, chunk)
         self.m, self.factor = int(m), factor
         self.static = FADING_MODELS.lookup(fading).static
+        self.los = None   # no fading: the line-of-sight vectors now (``UnitVectors``)
+
+    def _chunk(self, c):
+        if self.los is None:
+            return super()._chunk(c)
+        # every block holds the line of sight as it is now (it moves with the devices at round
+        # starts, as the path loss does): read, not kept
+        h = np.broadcast_to(self.los(), (self.chunk, self.k, self.m))
+        return h, h
 
     def _generate(self, c):
         shape = (self.chunk, self.k, 1 if self.reciprocal else 2, self.m)

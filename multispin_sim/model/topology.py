@@ -25,6 +25,13 @@ def distances(positions, centre=(0.0, 0.0)):
     return np.hypot(delta[..., 0], delta[..., 1])
 
 
+def bearings(positions, centre=(0.0, 0.0)):
+    """The bearing (K,) of each of ``positions`` (K, 2) seen from ``centre``: radians from the
+    x axis, counter-clockwise, in (-pi, pi]."""
+    delta = np.asarray(positions, dtype=float) - np.asarray(centre, dtype=float)
+    return np.arctan2(delta[..., 1], delta[..., 0])
+
+
 def rescale_to_distance(position, centre, distance_m):
     """``position`` moved along its bearing from ``centre`` to the distance ``distance_m``."""
     position = np.asarray(position, dtype=float)

@@ -266,9 +266,6 @@ def _check_antennas(sc: Scenario) -> None:
         refuse_unsupported(sc, (
             ("link.model", sc.link.model != "shannon", "'shannon'"),
             ("payload.model", sc.payload.model != "bits", "'bits'"),
-            ("channel.fading", s.antennas > 1 and sc.channel.fading == "none",
-             "a fading model other than 'none' (equal vectors make shared-band streams "
-             "singular)"),
             # a stream's gain depends on the other streams' vectors: no law of one device's
             # gain gives its mean rate ('auto' is 'instantaneous' here)
             ("policy.plan_gains", sc.policy.plan_gains == "ergodic",

@@ -132,6 +132,16 @@ class Server(Params):
     antenna_correlation: float = param(
         0.0, "Spatial correlation rho of the server's antennas, exponential model "
         "R_ij = rho^|i - j| (0: i.i.d. Rayleigh)", check=in_interval(0, 1, high_open=True))
+    antenna_spacing: float = param(
+        0.5, "Element spacing d of the server's uniform linear array, in wavelengths: the "
+        "line-of-sight vectors without fading (channel.fading 'none'), phase 2 pi d i "
+        "sin(bearing - broadside) on element i", unit="wavelengths",
+        check=in_interval(0, 100, low_open=True))
+    array_broadside_deg: float = param(
+        0.0, "The direction the server's linear array faces (its broadside), degrees "
+        "counter-clockwise from the topology's x axis: a device there, or opposite, sees the "
+        "same phase on every element (channel.fading 'none')", unit="deg",
+        check=in_interval(-360, 360))
     dl_scheme: str = param(
         "ofdma-mrt", "DL transmission scheme: 'ofdma-mrt' (orthogonal subbands, maximum-ratio "
         "transmission: gain ||a_k||^2, the paper's DL for M = 1) or 'mu-mimo-zf' (the DL set "

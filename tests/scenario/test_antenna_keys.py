@@ -12,9 +12,9 @@ from multispin_sim.scenario.params import show_value
     # the NR link: the orthogonal schemes
     ({"server.antennas": 4, "link.model": "mcs", "server.dl_scheme": "mu-mimo-zf"},
      "link.model"),
-    # a shared band: equal vectors make its streams singular
-    ({"server.antennas": 4, "server.dl_scheme": "mu-mimo-zf", "channel.fading": "none"},
-     "channel.fading"),
+    # the array's geometry
+    ({"server.antennas": 4, "server.antenna_spacing": 0.0}, "server.antenna_spacing"),
+    ({"server.antennas": 4, "server.array_broadside_deg": 400.0}, "server.array_broadside_deg"),
     ({"server.antennas": 4, "server.ul_scheme": "mu-mimo-mmse", "payload.model": "token"},
      "payload.model"),
     # several cells: orthogonal streams only (the interference does not enter ZF / MMSE)
@@ -43,6 +43,10 @@ def test_allowed_combinations_load():
     sc = load_scenario(None, overrides={"server.antennas": 4, "policy.draft": "greedy",
                                         "policy.draft_update": "once"})
     assert sc.policy.draft_update == "once"
+    # without fading a shared band's vectors are the line of sight toward each device
+    sc = load_scenario(None, overrides={"server.antennas": 4, "server.dl_scheme": "mu-mimo-zf",
+                                        "channel.fading": "none"})
+    assert sc.channel.fading == "none"
     for scheme in ("ofdma-mrt", "mu-mimo-zf"):
         sc = load_scenario(None, overrides={"server.antennas": 4, "server.dl_scheme": scheme,
                                             "channel.coherence_time_ms": 5.0})

@@ -366,6 +366,7 @@ def test_dict_is_complete():
                                "verify_model": "linear", "verify_per_token_ms": None,
                                "verify_table": "vidur-a100-codellama34b", "power_w": 300.0,
                                "antennas": 1, "antenna_correlation": 0.0,
+                               "antenna_spacing": 0.5, "array_broadside_deg": 0.0,
                                "dl_scheme": "ofdma-mrt", "zf_groups": "fewest",
                                "ul_scheme": "ofdma-mrc", "ul_power": "full"}
     assert isinstance(load_scenario(None), Scenario)
