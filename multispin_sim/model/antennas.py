@@ -14,8 +14,8 @@ that need the vectors (``model.mimo``) find them where the gains travel, and eve
 plain gains (the recorder, the closed-form kernels of the orthogonal schemes) reads the array.
 
 Sources in time (one block per round, the fading stream, drawn ``block`` rounds at a time):
-i.i.d. Rayleigh (2 normals per entry: real then imaginary, UL then DL), none (h = 1 on every
-antenna), Gauss-Markov (AR(1) per antenna element, rho = J0(2 pi f_D dt) between round starts)
+i.i.d. Rayleigh (2 normals per entry: real then imaginary, UL then DL), none (the line of
+sight toward each device, ``steering_vectors``), Gauss-Markov (AR(1) per antenna element, rho = J0(2 pi f_D dt) between round starts)
 and Jakes (one sum-of-sinusoids process per antenna element). For M = 1 the channel keeps the
 fading model's own source (the same draws as without this module).
 """
@@ -319,10 +319,10 @@ class VectorGrid(GridFading):
     """``model.fading.GridFading`` for an antenna array: each block holds small-scale vectors
     h = L w (K, M), the white w i.i.d. CN(0, 1) per element, or AR(1) per element from block to
     block (rho = J0(2 pi f_D T_c); the correlation L commutes with the recursion, so h is AR(1)
-    with the same rho); ``none`` is h = 1 on every antenna. Chunk c draws from its own seed
-    (entropy, c) as the one-antenna grid does: UL then DL white vectors (the DL not drawn when
-    reciprocal); ``none`` with bearings is the line of sight now (``los``). ``powers`` and
-    ``at`` give vectors; ``segments`` and ``block_power(s)`` the array gains ||h_k||^2."""
+    with the same rho); ``none`` is h = 1 on every antenna, or with bearings the line of sight
+    now (``los``). Chunk c draws from its own seed (entropy, c) as the one-antenna grid does: UL
+    then DL white vectors (the DL not drawn when reciprocal). ``powers`` and ``at`` give
+    vectors; ``segments`` and ``block_power(s)`` the array gains ||h_k||^2."""
 
     def __init__(self, entropy, k, m, factor, fading, reciprocal, doppler_hz, block_s,
                  chunk=1024):

@@ -33,7 +33,7 @@ def run(name, **sizes):
 def test_every_example_is_tested_and_listed():
     tested = {"uplink_or_downlink.py", "draft_length.py", "fading_over_time.py", "queueing.py",
               "many_cells.py", "learning_agent.py", "antennas_over_time.py",
-              "estimated_channel.py"}
+              "estimated_channel.py", "line_of_sight.py"}
     assert {p.name for p in FOLDER.glob("*.py")} == tested | EXTENDING
     page = (ROOT / "docs" / "guide" / "examples.md").read_text(encoding="utf-8")
     for name in tested:
@@ -181,3 +181,23 @@ def test_estimated_channel_decides_on_the_estimates_array_gain():
     # exact CSI on one seed: the same outcomes whatever the link
     np.testing.assert_array_equal(runs["shannon", 4, 0.0].device_rounds["rejected"],
                                   runs["mcs", 4, 0.0].device_rounds["rejected"])
+
+
+def test_line_of_sight_zf_keeps_what_the_array_pattern_leaves():
+    """Two devices at 500 m without fading, both on one ZF DL set: each stream keeps
+    1 - |s_1^H s_2|^2 / M^2 of its array gain, the Dirichlet kernel of the sines of their
+    bearings (written here, M = 4, d = 0.5), and a stream that keeps more is sent faster."""
+    runs = run("line_of_sight.py", rounds=80, bearings=(5, 15, 30))
+    times = []
+    for phi, r in runs.items():
+        rows = r.device_rounds
+        sent = rows["rejected"].astype(bool)
+        x = math.pi * 0.5 * math.sin(math.radians(phi))
+        want = 1 - (math.sin(4 * x) / (4 * math.sin(x))) ** 2
+        both = np.isin(rows["round"], [k for k in np.unique(rows["round"][sent])
+                                       if np.count_nonzero(sent & (rows["round"] == k)) == 2])
+        assert np.count_nonzero(both) >= 4   # pairs: rounds where both were rejected
+        np.testing.assert_allclose(rows["gain_eff"][both] / rows["gain_dl"][both], want,
+                                   rtol=1e-9)
+        times.append(rows["delay_s"][both].max())
+    assert times[0] > times[1] > times[2]   # 5, 15, 30 degrees: 0.09, 0.63, 1 kept

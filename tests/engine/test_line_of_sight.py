@@ -143,3 +143,27 @@ def test_moving_devices_are_seen_at_their_bearing_of_the_round(tmp_path):
         np.testing.assert_allclose(gain_eff, g * M * (1 - c2 / M ** 2), rtol=1e-9)
         turned = max(turned, abs(phi[0] - seen[0][0][0]))
     assert turned > 0.01   # the devices' bearings did change over the run
+
+
+def test_a_cell_sees_a_moving_device_from_its_own_server_on_the_torus():
+    """In several cells a device's bearing is from the cell's server to the device's image
+    nearest it (wrap-around): the same geometry as its gain."""
+    from types import SimpleNamespace
+
+    from multispin_sim.engine.handover import CellMover
+    from multispin_sim.model.cells import HexGrid
+
+    layout = HexGrid(7, 500.0, wrap_around=True)
+    pos = np.array([[10.0, 20.0], [1300.0, 40.0]])   # the second beyond the cluster's edge
+    network = SimpleNamespace(walk=None, layout=layout, pos=pos,
+                              distance=layout.distances(pos), gain=np.ones((2, 7)),
+                              update=lambda t: None)
+    for cell in (0, 3):
+        mover = CellMover(network, cell)
+        near = layout.nearest_image(pos, cell)
+        delta = near - layout.sites[cell]
+        np.testing.assert_allclose(mover.bearings(), np.arctan2(delta[:, 1], delta[:, 0]),
+                                   rtol=1e-15)
+        np.testing.assert_allclose(np.hypot(*delta.T), layout.distances(pos)[:, cell],
+                                   rtol=1e-12)
+    assert not np.allclose(layout.nearest_image(pos, 0), pos)   # the torus moved one
