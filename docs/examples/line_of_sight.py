@@ -3,8 +3,9 @@ none``) serves two devices at 500 m on one shared DL band (``mu-mimo-zf``, both 
 One device stays on the array's broadside; the other is placed at bearings 2 to 90 degrees.
 Their channel vectors are the array's steering vectors toward them, so what ZF keeps of a
 stream's array gain M G is 1 - |s_1^H s_2|^2 / M^2: little when the two are close (nothing
-in one direction: a singular pair, whose forced ZF never ends), all of it at the nulls of the array's pattern (sin phi = 1 / (M d) = 0.5 for d = 0.5, 30
-degrees), and near all of it beyond (docs/components/antennas.md).
+in one direction: a singular pair, whose forced ZF never ends), all of it at the nulls of
+the array's pattern (sin phi = 1 / (M d) = 0.5 for d = 0.5: 30 degrees), and near all of it
+beyond (docs/components/antennas.md).
 
 Printed per bearing: what the recorded ZF stream gain keeps of M G, the same from the closed
 form (the Dirichlet kernel), the mean correction time and the goodput.

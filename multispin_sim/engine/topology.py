@@ -187,7 +187,6 @@ class Mover:
             gain = gain * shadowing_gain(self.shadow_db)
         return gain
 
-
     def bearings(self):
         """The devices' bearings (K,) from the server at the last ``gains``."""
         return bearings(self.positions, self.centre)

@@ -15,9 +15,10 @@ plain gains (the recorder, the closed-form kernels of the orthogonal schemes) re
 
 Sources in time (one block per round, the fading stream, drawn ``block`` rounds at a time):
 i.i.d. Rayleigh (2 normals per entry: real then imaginary, UL then DL), none (the line of
-sight toward each device, ``steering_vectors``), Gauss-Markov (AR(1) per antenna element, rho = J0(2 pi f_D dt) between round starts)
-and Jakes (one sum-of-sinusoids process per antenna element). For M = 1 the channel keeps the
-fading model's own source (the same draws as without this module).
+sight toward each device, ``steering_vectors``), Gauss-Markov (AR(1) per antenna element,
+rho = J0(2 pi f_D dt) between round starts) and Jakes (one sum-of-sinusoids process per
+antenna element). For M = 1 the channel keeps the fading model's own source (the same draws as
+without this module).
 """
 import numpy as np
 

@@ -42,7 +42,8 @@ def _dirichlet(xy, broadside_deg):
 def _both(dr, mode):
     """Rows (round, device) where both devices sent on ``mode``, ordered by device."""
     on = dr["mode"] == mode
-    rounds = [r for r in np.unique(dr["round"][on]) if np.count_nonzero(on & (dr["round"] == r)) == 2]
+    rounds = [r for r in np.unique(dr["round"][on])
+              if np.count_nonzero(on & (dr["round"] == r)) == 2]
     sel = np.isin(dr["round"], rounds) & on
     return {c: v[sel].reshape(len(rounds), 2) for c, v in dr.items()}
 
