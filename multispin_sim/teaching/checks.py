@@ -21,6 +21,7 @@ __all__ = [
     "check_median_delay", "check_power_correlation",
     "check_pk_wait", "check_mean_sojourn",
     "check_goodput_and_return", "check_threshold_policy",
+    "check_steering", "check_zf_kept", "check_first_null",
     "EXERCISES",
 ]
 
@@ -40,6 +41,9 @@ EXERCISES = {
     "5.2": ("05_queueing", "mean sojourn time from requests.csv"),
     "7.1": ("07_learning_agents", "an episode's goodput and return"),
     "7.2": ("07_learning_agents", "a hand-made draft policy"),
+    "8.1": ("08_antennas", "the steering vector of a linear array"),
+    "8.2": ("08_antennas", "what zero-forcing keeps of two streams"),
+    "8.3": ("08_antennas", "the first null of the beam pattern"),
 }
 
 
@@ -446,3 +450,78 @@ def check_threshold_policy(func, seed=2, rounds=150, factor=1.4):
                        f"{fixed:.1f} (wanted at least {factor:g}x, {factor * fixed:.1f})", hint)
     return _report("7.2", True, f"your policy: {mine:.1f} tokens/s against {fixed:.1f} for fixed "
                    f"gamma = 4 ({mine / fixed:.2f}x)")
+
+
+# ---------------------------------------------------------------------------- notebook 8
+
+
+def _steering(phi_deg, m, d):
+    """The reference steering vector, element by element (the exercise writes it vectorised)."""
+    x = 2 * math.pi * d * math.sin(math.radians(phi_deg))
+    return np.array([complex(math.cos(i * x), math.sin(i * x)) for i in range(int(m))])
+
+
+def check_steering(func):
+    """Exercise 8.1: ``func(phi_deg, m, d)``: the steering vector (m,) of a uniform linear array
+    of m elements spaced d wavelengths toward a device at ``phi_deg`` from the broadside."""
+    hint = ("element i sits i d wavelengths along the axis: its phase is 2 pi d i sin(phi), "
+            "s_i = exp(j 2 pi d i sin(phi)) for i = 0 .. m-1 (phi in radians: math.radians)")
+    for args in [(0.0, 4, 0.5), (30.0, 4, 0.5), (-45.0, 8, 0.5), (10.0, 3, 1.0)]:
+        ok, value = _call("8.1", func, args, hint)
+        if not ok:
+            return value
+        want = _steering(*args)
+        value = np.asarray(value)
+        if value.shape != want.shape or not _close(value.real, want.real, atol=1e-9) \
+                or not _close(value.imag, want.imag, atol=1e-9):
+            return _report("8.1", False, f"phi={args[0]:g}, m={args[1]}, d={args[2]:g}: you give "
+                           f"{np.round(value, 4)}, expected {np.round(want, 4)}", hint)
+    return _report("8.1", True, "the steering vector is right on 4 arrays and bearings")
+
+
+def check_zf_kept(func):
+    """Exercise 8.2: ``func(phi1_deg, phi2_deg, m, d)``: the share of its array gain each of two
+    zero-forced line-of-sight streams keeps; the reference is the ZF gain
+    1 / [(A^H A)^-1]_kk of the two vectors' matrix A, over ||a_k||^2 = m."""
+    hint = ("c = s_1^H s_2 (np.vdot); two ZF streams keep 1 - |c|^2 / m^2 of their array gain "
+            "m (with d = 0.5 and m = 4, about 0.32 at 0 and 10 degrees)")
+
+    def reference(phi1, phi2, m, d):
+        a = np.stack([_steering(phi1, m, d), _steering(phi2, m, d)], axis=1)
+        return 1.0 / np.linalg.inv(a.conj().T @ a)[0, 0].real / m
+
+    return _cases("8.2", func, hint, [(0.0, 10.0, 4, 0.5), (0.0, 30.0, 4, 0.5),
+                                      (20.0, -35.0, 8, 0.5), (5.0, 8.0, 16, 0.5)],
+                  reference, lambda value, want, p1, p2, m, d: f"phi={p1:g} and {p2:g}, m={m}: "
+                  f"you give {value!r}, expected {want:.6f}",
+                  "two streams' ZF share is right on 4 pairs", rtol=1e-7)
+
+
+def check_first_null(value, m=4, d=0.5):
+    """Exercise 8.3: the smallest bearing (degrees, in (0, 90]) at which a device loses nothing
+    when zero-forced with a device on the broadside (m = 4, d = 0.5). The reference is the
+    first sign change of the real array factor sum_i cos((i - (m - 1) / 2) x), x = 2 pi d
+    sin(phi) (s(0)^H s(phi) up to a phase), found on a grid and refined by a root finder."""
+    from scipy.optimize import brentq
+
+    hint = ("ZF keeps everything where s(0)^H s(phi) = 0: the first null of the beam toward "
+            "0 degrees, sin(phi) = 1 / (M d)")
+    if value is None:
+        return _report("8.3", False, "no value given yet (the TODO is still there)", hint)
+
+    def factor(phi):
+        x = 2 * math.pi * d * math.sin(math.radians(phi))
+        return sum(math.cos((i - (m - 1) / 2) * x) for i in range(m))
+
+    grid = np.linspace(0.0, 90.0, 901)
+    k = next(j for j in range(1, grid.size) if factor(grid[j]) <= 0)
+    want = brentq(factor, grid[k - 1], grid[k], xtol=1e-12)
+    try:
+        got = float(value)
+    except (TypeError, ValueError):
+        return _report("8.3", False, f"you give {value!r}: a number of degrees is needed", hint)
+    if abs(got - want) > 1e-3:
+        kept = 1 - factor(got) ** 2 / m**2 if 0 <= got <= 90 else float("nan")
+        return _report("8.3", False, f"you give {got:g} degrees; ZF there keeps {kept:.3f} of "
+                       "the gain", hint)
+    return _report("8.3", True, f"{want:.2f} degrees: the two vectors are orthogonal there")
