@@ -55,7 +55,7 @@ class ArrayChannel(EstimatedChannel):
         if self.transmission.multi_user:
             # a shared band's stream gains depend on the other streams' vectors: its law is
             # of the vectors (the array gain's law is the orthogonal schemes')
-            self.gain_law = VectorLaw(self.array.m, self.array.factor)
+            self.gain_law = VectorLaw(self.array.m, self.array.factor, self.los, self.array.mix)
         k = system.k
         self._mode = np.zeros(k, dtype=np.int8)
         self._delay = np.zeros(k)
@@ -244,8 +244,8 @@ class ArrayChannel(EstimatedChannel):
 
 def needs_array_channel(scenario):
     """True when the server's antennas leave the paper's single-antenna channel (several
-    antennas, or a link that shares its band)."""
-    return (ServerArray.from_scenario(scenario).m > 1
+    antennas, a Rician channel's complex elements, or a link that shares its band)."""
+    return (ServerArray.from_scenario(scenario).vectors
             or Transmission.from_scenario(scenario).multi_user)
 
 

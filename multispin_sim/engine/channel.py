@@ -81,7 +81,7 @@ class OFDMAChannel:
         self.fading_model = model = FADING_MODELS.lookup(fading)
         # the law of the small-scale gains the corrections meet, for the draft controllers'
         # ergodic gains (model.ergodic)
-        self.gain_law = GainLaw.of(fading, self.array.m, self.array.rho)
+        self.gain_law = GainLaw.of(fading, self.array.m, self.array.rho, self.array.k_factor_db)
         self.grid = self.rounds = None
         self.clock = clock
         extra = {}
@@ -96,7 +96,9 @@ class OFDMAChannel:
             self.rounds = model.rounds(rng, system.k, reciprocal, self.doppler_hz, block,
                                        **extra)
         m = self.array.m
-        if m > 1:
+        # the devices' line of sight (no fading, or a Rician channel's direct path)
+        self.los = self.array.line_of_sight(bearings, system.k)
+        if self.array.vectors:
             # the vector sources replace the one-antenna ones just made (which took nothing
             # from the stream but a grid's seed or Jakes' angles: the same for every policy);
             # with one antenna they stay: the paper's channel. Fewer rounds (or grid blocks)
@@ -104,11 +106,11 @@ class OFDMAChannel:
             if self.grid is not None:
                 self.grid = self.array.grid(fading, rng, system.k, reciprocal, self.doppler_hz,
                                             self.coherence_s, max(16, block // m), clock,
-                                            bearings)
+                                            self.los)
             else:
                 self.rounds = self.array.rounds(fading, rng, system.k, reciprocal,
                                                 self.doppler_hz, max(16, block // m), clock,
-                                                bearings)
+                                                self.los)
         # the source the channel samples (CSI aging reads a continuous one at earlier times)
         self.fading_source = self.grid if self.grid is not None else self.rounds
         self._decided_t = None  # the time of the last reactive decision's CSI (grid)
@@ -183,7 +185,7 @@ class OFDMAChannel:
         return None
 
     def _gains(self, h_ul, h_dl):
-        if self.array.m > 1:   # vectors (K, M): the array gains, the vectors attached
+        if self.array.vectors:   # vectors (K, M): the array gains, the vectors attached
             self._h = (h_ul, h_dl)   # the small-scale vectors (an estimate is made of them)
             self.g_ul, self.g_dl = self.array.gains(self.pathloss, h_ul, h_dl, self.reciprocal)
             return self.g_ul, self.g_dl

@@ -53,7 +53,7 @@ class EstimatedChannel(OFDMAChannel):
         if self._estimate is not None and key == self._key:
             return self._estimate
         pl, delay, model = self.pathloss, self.csi_delay_s, self.csi_model
-        if self.array.m > 1:
+        if self.array.vectors:
             h = self.fading_source.powers_at(now - delay) if delay else self._h
             self._estimate = est = model.estimate_vectors(*h, self.reciprocal, self.csi_rng, pl,
                                                           self.array.factor)

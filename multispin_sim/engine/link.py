@@ -167,7 +167,7 @@ class RetryFading:
     def __call__(self, g):
         if self.rng is None:
             self.rng = self.channel.link_streams.at(self.index, self.device, 1)
-        if self.channel.array.m > 1:
+        if self.channel.array.vectors:
             if self.h is None:   # the round's vector, from the gains' a_k = sqrt(G_k) h_k
                 a = vectors_of(self.channel.g_dl if self.dl else self.channel.g_ul)
                 self.h = a[self.device] / math.sqrt(float(self.channel.pathloss[self.device]))
@@ -315,10 +315,17 @@ class LinkChannel(EstimatedChannel):
         """``retry_gain`` of an antenna array: (G ||h'||^2, h') for the new block's small-scale
         vector h' of ``device`` after the vector ``h``: h' = L w (i.i.d.: 2M normals from
         ``rng``) or the Gauss-Markov step of every element, rho h + sqrt(1 - rho^2) L w (the
-        correlation L commutes with the step); no fading: h."""
+        correlation L commutes with the step); no fading: h. In a Rician channel the step is
+        the scattered part's, the line of sight kept: h' = a s + b x' for h = a s + b x."""
         if not self.fading_model.static:
             w = correlated(complex_gaussian(rng, self.array.m), self.array.factor)
+            mix = self.array.mix
+            if mix is not None:
+                s = mix[0] * self.los.vectors()[device]
+                h = (h - s) / mix[1]
             h = w if self.fading_model.iid else gauss_markov_step(h, self.retry_rho, w)
+            if mix is not None:
+                h = s + mix[1] * h
         return float(self.pathloss[device] * squared_norms(h)), h
 
     def summary_blocks(self):

@@ -20,6 +20,8 @@ rho = J0(2 pi f_D dt) between round starts) and Jakes (one sum-of-sinusoids proc
 antenna element). For M = 1 the channel keeps the fading model's own source (the same draws as
 without this module).
 """
+import math
+
 import numpy as np
 
 from .fading import (FADING_MODELS, BlockRows, GridFading, RoundChain, complex_gaussian,
@@ -81,6 +83,34 @@ def steering_vectors(bearing_rad, m, spacing=0.5, broadside_rad=0.0):
     return np.exp((2j * np.pi * float(spacing)) * sin[:, None] * np.arange(int(m))[None, :])
 
 
+def rician_weights(k_factor_db):
+    """(a, b): the amplitudes of the line of sight and of the scattered part of a Rician
+    element h = a s + b w at the K-factor ``k_factor_db`` (dB): a^2 = K / (K + 1),
+    b^2 = 1 / (K + 1), so that E|h|^2 = 1 as for a Rayleigh element."""
+    k = 10.0 ** (float(k_factor_db) / 10.0)
+    return math.sqrt(k / (k + 1.0)), math.sqrt(1.0 / (k + 1.0))
+
+
+class LineOfSight:
+    """The devices' line-of-sight vectors now (K, M): the steering vectors of the array toward
+    the bearings ``bearings()`` gives (``steering_vectors``; None: every device on the
+    broadside, 1 on every element), made again only when the bearings change."""
+
+    def __init__(self, bearings, k, m, spacing=0.5, broadside_rad=0.0):
+        self.bearings, self.m = bearings, int(m)
+        self.spacing, self.broadside_rad = float(spacing), float(broadside_rad)
+        self._phi = None
+        self._s = np.ones((int(k), self.m), dtype=complex)
+
+    def vectors(self):
+        if self.bearings is not None:
+            phi = self.bearings()
+            if self._phi is None or not np.array_equal(phi, self._phi):
+                self._phi = np.array(phi, dtype=float)
+                self._s = steering_vectors(self._phi, self.m, self.spacing, self.broadside_rad)
+        return self._s
+
+
 def squared_norms(vectors):
     """||a||^2 of complex vectors along the last axis (the antennas): (K,) for rows (K, M)."""
     return np.einsum("...m,...m->...", vectors.real, vectors.real) + np.einsum(
@@ -122,7 +152,8 @@ class ServerArray:
     (the line of sight without fading: ``line_of_sight``); ``rounds`` gives the per-round
     source of small-scale vectors, ``gains`` a block's ``ArrayGains``."""
 
-    def __init__(self, antennas=1, correlation=0.0, spacing=0.5, broadside_rad=0.0):
+    def __init__(self, antennas=1, correlation=0.0, spacing=0.5, broadside_rad=0.0,
+                 k_factor_db=None):
         self.m = int(antennas)
         if self.m < 1:
             raise ValueError(f"antennas = {self.m}: at least one is needed")
@@ -130,44 +161,52 @@ class ServerArray:
         self.factor = (None if self.rho == 0
                        else np.linalg.cholesky(exponential_correlation(self.m, self.rho)))
         self.spacing, self.broadside_rad = float(spacing), float(broadside_rad)
+        self.k_factor_db = k_factor_db
+        self.mix = None if k_factor_db is None else rician_weights(k_factor_db)
 
     @classmethod
     def from_scenario(cls, scenario):
         s = scenario.server
         return cls(s.antennas, s.antenna_correlation, s.antenna_spacing,
-                   np.deg2rad(s.array_broadside_deg))
+                   np.deg2rad(s.array_broadside_deg), scenario.channel.rician_k_db)
 
-    def line_of_sight(self, bearings):
-        """The line-of-sight vectors (K, M) now of devices whose bearings from the server
-        ``bearings()`` gives (``steering_vectors``); None without bearings."""
-        if bearings is None:
-            return None
-        return lambda: steering_vectors(bearings(), self.m, self.spacing, self.broadside_rad)
+    @property
+    def vectors(self):
+        """Whether the channel is made of vectors: several antennas, or a line of sight in a
+        fading channel (a Rician element is a complex gain, not a power)."""
+        return self.m > 1 or self.mix is not None
 
-    def _extra(self, source, clock, bearings):
+    def line_of_sight(self, bearings, k):
+        """The ``LineOfSight`` of ``k`` devices whose bearings from the server ``bearings()``
+        gives (None: on the broadside)."""
+        return LineOfSight(bearings, k, self.m, self.spacing, self.broadside_rad)
+
+    def _extra(self, source, clock, los):
         extra = {} if clock is None else {"clock": clock}
-        if source.line_of_sight and bearings is not None:
-            extra["los"] = self.line_of_sight(bearings)
+        if source.line_of_sight:
+            extra["los"] = los
+        elif self.mix is not None:   # Rician: the line of sight and the scattered elements
+            extra["los"], extra["mix"] = los, self.mix
         return extra
 
-    def rounds(self, fading, rng, k, reciprocal, doppler_hz, block=1024, clock=None,
-               bearings=None):
+    def rounds(self, fading, rng, k, reciprocal, doppler_hz, block=1024, clock=None, los=None):
         """The per-round source of ``fading`` (a name of ``model.fading.FADING_MODELS``);
         ``clock``: the distance walked, for a source that follows it (``model.jakes``);
-        ``bearings``: the devices' bearings now, for a source of line-of-sight vectors."""
+        ``los``: the devices' ``LineOfSight``, for the line of sight without fading or in a
+        Rician channel."""
         source = VECTOR_SOURCES.lookup(fading)
         return source(rng, k, self.m, reciprocal, doppler_hz, block, self.factor,
-                      **self._extra(source, clock, bearings))
+                      **self._extra(source, clock, los))
 
     def grid(self, fading, rng, k, reciprocal, doppler_hz, block_s, chunk=1024, clock=None,
-             bearings=None):
+             los=None):
         """The small-scale vectors on a grid of fading blocks of ``block_s`` seconds (the
         interface of ``model.fading.GridFading``: ``powers_at`` gives the vectors (K, M) of an
         instant, ``segments`` each block's ||h_k||^2, the array gain under maximum-ratio beams
         that follow each block's channel)."""
         source = VECTOR_SOURCES.lookup(fading)
         return source.grid(rng, k, self.m, reciprocal, doppler_hz, block_s, self.factor, chunk,
-                           **self._extra(source, clock, bearings))
+                           **self._extra(source, clock, los))
 
     def gains(self, pathloss, h_ul, h_dl, reciprocal):
         """(g_ul, g_dl): ``ArrayGains`` of a_k = sqrt(G_k) h_k for small-scale vectors (K, M);
@@ -181,16 +220,20 @@ class ServerArray:
 
 class VectorLaw:
     """The law of the small-scale channel vectors of every device, h = L w with w ~ CN(0, I_M)
-    (``factor`` L; None: i.i.d. elements): what a shared band's draft objective samples when it
-    plans against the channel's law (``policy.draft_update: once``), a stream's gain depending
-    on the other streams' vectors. ``sample(rng, shape)``: draws (shape + (M,)), complex;
-    ``channel(pathloss, h)``: the channel vectors of draws h (..., K, M)."""
+    (``factor`` L; None: i.i.d. elements), or in a Rician channel h = a s + b L w (``mix``
+    (a, b), s the ``LineOfSight`` vectors now): what a shared band's draft objective samples
+    when it plans against the channel's law (``policy.draft_update: once``), a stream's gain
+    depending on the other streams' vectors. ``sample(rng, shape)``: draws (shape + (M,)),
+    complex, shape ending in K; ``channel(pathloss, h)``: the channel vectors of draws h."""
 
-    def __init__(self, m, factor=None):
-        self.m, self.factor = int(m), factor
+    def __init__(self, m, factor=None, los=None, mix=None):
+        self.m, self.factor, self.los, self.mix = int(m), factor, los, mix
 
     def sample(self, rng, shape):
-        return correlated(complex_gaussian(rng, tuple(shape) + (self.m,)), self.factor)
+        h = correlated(complex_gaussian(rng, tuple(shape) + (self.m,)), self.factor)
+        if self.mix is None:
+            return h
+        return self.mix[0] * self.los.vectors() + self.mix[1] * h
 
     channel = staticmethod(channel_vectors)
 
@@ -198,26 +241,30 @@ class VectorLaw:
 class _VectorSource:
     """h (K, M) per link and round, ``factor`` correlating the antennas (h = L w); ``_w.take()``
     gives the next (K, 2, M) complex normals, UL then DL, from blocks of ``block`` rounds (the
-    DL ones drawn also when reciprocal, so the UL draws never shift). ``line_of_sight``: the
-    source takes ``los``, the devices' line-of-sight vectors now (``ServerArray.line_of_sight``).
+    DL ones drawn also when reciprocal, so the UL draws never shift). ``los``: the devices'
+    ``LineOfSight``; ``mix`` (a, b): a Rician channel, h = a s + b L w, the line of sight s
+    one path both ways and the scattered part the fading model's (``rician_weights``).
+    ``line_of_sight``: the source is the line of sight alone (no fading).
     """
 
     line_of_sight = False
 
-    def __init__(self, rng, k, m, reciprocal, doppler_hz, block, factor):
+    def __init__(self, rng, k, m, reciprocal, doppler_hz, block, factor, los=None, mix=None):
         self.rng, self.k, self.m = rng, int(k), int(m)
         self.reciprocal, self.doppler_hz, self.block = reciprocal, float(doppler_hz), int(block)
-        self.factor = factor
+        self.factor, self.los, self.mix = factor, los, mix
         self._w = BlockRows(lambda: complex_gaussian(self.rng, (self.block, self.k, 2, self.m)))
 
     def _correlate(self, w):
-        return correlated(w, self.factor)
+        h = correlated(w, self.factor)
+        return h if self.mix is None else self.mix[0] * self.los.vectors() + self.mix[1] * h
 
     @classmethod
-    def grid(cls, rng, k, m, reciprocal, doppler_hz, block_s, factor, chunk=1024):
+    def grid(cls, rng, k, m, reciprocal, doppler_hz, block_s, factor, chunk=1024, los=None,
+             mix=None):
         """The vectors on a grid of blocks (``VectorGrid``, seeded by one draw of ``rng``)."""
         return VectorGrid(rng.integers(2**63), k, m, factor, cls.name, reciprocal, doppler_hz,
-                          block_s, chunk)
+                          block_s, chunk, los, mix)
 
     def round_powers(self, now):
         """(h_ul, h_dl) small-scale vectors (K, M) at a round start (``now``)."""
@@ -244,30 +291,20 @@ class UnitVectors(_VectorSource):
 
     line_of_sight = True
 
-    def __init__(self, *args, los=None):
-        super().__init__(*args)
-        self.los = los
-
     def _white(self, now):
-        h = np.ones((self.k, self.m), dtype=complex) if self.los is None else self.los()
+        h = np.ones((self.k, self.m), dtype=complex) if self.los is None else self.los.vectors()
         return h, h
 
     def _correlate(self, w):
         return w
-
-    @classmethod
-    def grid(cls, rng, k, m, reciprocal, doppler_hz, block_s, factor, chunk=1024, los=None):
-        grid = super().grid(rng, k, m, reciprocal, doppler_hz, block_s, factor, chunk)
-        grid.los = los
-        return grid
 
 
 @VECTOR_SOURCES.register("gauss-markov")
 class GaussMarkovVectors(_VectorSource):
     """AR(1) per antenna element between round starts (``fading.RoundChain``)."""
 
-    def __init__(self, *args):
-        super().__init__(*args)
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
         self._chain = RoundChain(self.doppler_hz)
 
     def _white(self, now):
@@ -283,8 +320,8 @@ class JakesVectors(_VectorSource, ContinuousGrid):
     block's array gain is ||h_k||^2 at the instant the transmission meets it."""
 
     def __init__(self, rng, k, m, reciprocal, doppler_hz, block, factor, clock=None,
-                 block_s=None):
-        super().__init__(rng, k, m, reciprocal, doppler_hz, block, factor)
+                 block_s=None, los=None, mix=None):
+        super().__init__(rng, k, m, reciprocal, doppler_hz, block, factor, los, mix)
         self.clock = clock
         self.block_s = None if block_s is None else float(block_s)
         rate = doppler_hz if clock is None else 1.0   # cycles per second, or per wavelength
@@ -300,8 +337,10 @@ class JakesVectors(_VectorSource, ContinuousGrid):
         return ul, (ul if self.reciprocal else self.dl.gains(now))
 
     @classmethod
-    def grid(cls, rng, k, m, reciprocal, doppler_hz, block_s, factor, chunk=1024, clock=None):
-        return cls(rng, k, m, reciprocal, doppler_hz, 1, factor, clock=clock, block_s=block_s)
+    def grid(cls, rng, k, m, reciprocal, doppler_hz, block_s, factor, chunk=1024, clock=None,
+             los=None, mix=None):
+        return cls(rng, k, m, reciprocal, doppler_hz, 1, factor, clock=clock, block_s=block_s,
+                   los=los, mix=mix)
 
     def powers_at(self, t):
         """The vectors (h_ul, h_dl) (K, M) at the instant ``t``."""
@@ -326,19 +365,32 @@ class VectorGrid(GridFading):
     vectors; ``segments`` and ``block_power(s)`` the array gains ||h_k||^2."""
 
     def __init__(self, entropy, k, m, factor, fading, reciprocal, doppler_hz, block_s,
-                 chunk=1024):
+                 chunk=1024, los=None, mix=None):
         super().__init__(entropy, k, fading, reciprocal, doppler_hz, block_s, chunk)
         self.m, self.factor = int(m), factor
         self.static = FADING_MODELS.lookup(fading).static
-        self.los = None   # no fading: the line-of-sight vectors now (``UnitVectors``)
+        self.los, self.mix = los, mix   # the line of sight; Rician: (a, b) of h = a s + b L w
+        self._mixed = {}   # chunk -> (the line of sight it was mixed with, its vectors)
 
     def _chunk(self, c):
         if self.los is None:
             return super()._chunk(c)
         # every block holds the line of sight as it is now (it moves with the devices at round
-        # starts, as the path loss does): read, not kept
-        h = np.broadcast_to(self.los(), (self.chunk, self.k, self.m))
-        return h, h
+        # starts, as the path loss does)
+        s = self.los.vectors()
+        if self.static:
+            h = np.broadcast_to(s, (self.chunk, self.k, self.m))
+            return h, h
+        got = self._mixed.get(c)
+        if got is None or got[0] is not s:
+            ul, dl = super()._chunk(c)
+            a, b = self.mix
+            ul_h = a * s + b * ul
+            got = (s, (ul_h, ul_h if self.reciprocal else a * s + b * dl))
+            if len(self._mixed) > 4:
+                self._mixed.clear()
+            self._mixed[c] = got
+        return got[1]
 
     def _generate(self, c):
         shape = (self.chunk, self.k, 1 if self.reciprocal else 2, self.m)

@@ -23,8 +23,8 @@ import math
 
 import numpy as np
 
-from .antennas import exponential_correlation
-from .fading import FADING_MODELS
+from .antennas import exponential_correlation, rician_weights
+from .fading import FADING_MODELS, complex_gaussian
 from .rates import ergodic_gain, snr
 
 _STEP = 0.25         # trapezoid step in v = ln(s / rho)
@@ -34,40 +34,57 @@ _LEFT = 36.0         # the left tail beyond e^-36 of the integrand's scale: rela
 
 class GainLaw:
     """The law of the small-scale array gain X of every device: ``fixed`` (no fading: X = M)
-    or a sum of Rayleigh elements with the correlation eigenvalues ``eigenvalues`` (M,).
+    or a sum of Rayleigh elements with the correlation eigenvalues ``eigenvalues`` (M,), each
+    with a line of sight of power ``direct`` (M,) in a Rician channel (None: none).
     ``ergodic_gain(G, P, b, N0)``: the gain whose Shannon rate is the mean over X;
     ``sample(rng, shape)``: draws of X; ``channel(G, X)``: the gains G X."""
 
-    def __init__(self, eigenvalues=(1.0,), fixed=False):
+    def __init__(self, eigenvalues=(1.0,), fixed=False, direct=None):
         lam = np.clip(np.asarray(eigenvalues, dtype=float).ravel(), 0.0, None)
         if lam.size < 1:
             raise ValueError("a gain law needs at least one antenna element")
         self.eigenvalues = lam
         self.m = lam.size
         self.fixed = bool(fixed)
+        self.direct = None if direct is None else np.broadcast_to(
+            np.asarray(direct, dtype=float), lam.shape)
 
     @classmethod
-    def of(cls, fading="rayleigh", antennas=1, correlation=0.0):
+    def of(cls, fading="rayleigh", antennas=1, correlation=0.0, k_factor_db=None):
         """The law under ``fading`` (a name of ``model.fading.FADING_MODELS``: every model but
         'none' has Rayleigh elements) at M = ``antennas`` elements with the exponential
-        correlation ``correlation`` (``model.antennas.exponential_correlation``)."""
+        correlation ``correlation`` (``model.antennas.exponential_correlation``); with
+        ``k_factor_db`` a Rician channel, h = a s + b L w: for i.i.d. elements X / b^2 is a
+        noncentral chi-square of 2M degrees of freedom (halved), whatever the direction of s
+        (with correlated elements the law depends on it: this one spreads the line of sight
+        evenly over the eigen-directions, which only i.i.d. elements make exact)."""
         m = int(antennas)
         if FADING_MODELS.lookup(fading).static:
             return cls(np.ones(m), fixed=True)
-        if m == 1 or correlation == 0:
-            return cls(np.ones(m))
-        return cls(np.linalg.eigvalsh(exponential_correlation(m, correlation)))
+        lam = (np.ones(m) if m == 1 or correlation == 0
+               else np.linalg.eigvalsh(exponential_correlation(m, correlation)))
+        if k_factor_db is None:
+            return cls(lam)
+        a, b = rician_weights(k_factor_db)
+        return cls(b * b * lam, direct=np.full(m, a * a))
 
     @property
     def one_rayleigh(self):
         """One Rayleigh element (the paper's |h|^2 ~ Exp(1))."""
-        return not self.fixed and self.m == 1 and self.eigenvalues[0] == 1.0
+        return (not self.fixed and self.direct is None and self.m == 1
+                and self.eigenvalues[0] == 1.0)
 
     def sample(self, rng, shape):
         """Draws of X (``shape``): sum_i lambda_i E_i from ``shape`` x M exponentials (one
-        Rayleigh element: ``shape`` exponentials, the paper's draws); M without fading."""
+        Rayleigh element: ``shape`` exponentials, the paper's draws); M without fading; in a
+        Rician channel sum_i |sqrt(direct_i) + sqrt(lambda_i) w_i|^2 from ``shape`` x M complex
+        normals."""
         if self.fixed:
             return np.full(shape, float(self.m))
+        if self.direct is not None:
+            w = complex_gaussian(rng, tuple(shape) + (self.m,))
+            x = np.sqrt(self.direct) + np.sqrt(self.eigenvalues) * w
+            return (x.real ** 2 + x.imag ** 2).sum(axis=-1)
         if self.one_rayleigh:
             return rng.standard_exponential(shape)
         return rng.standard_exponential(tuple(shape) + (self.m,)) @ self.eigenvalues
@@ -86,22 +103,27 @@ class GainLaw:
         if self.one_rayleigh:
             return ergodic_gain(g, power_w, bandwidth_hz, n0)
         g, rho = np.broadcast_arrays(g, snr(power_w, g, bandwidth_hz, n0))
-        mean_log = mean_log1p(rho, self.eigenvalues)
+        mean_log = mean_log1p(rho, self.eigenvalues, self.direct)
         some = rho > 0
-        # expm1(E[ln(1 + rho X)]) / rho; at rho = 0 the log is linear: g E[X] = g sum lambda
+        # expm1(E[ln(1 + rho X)]) / rho; at rho = 0 the log is linear: g E[X]
+        mean_x = self.eigenvalues.sum() + (0.0 if self.direct is None else self.direct.sum())
         with np.errstate(divide="ignore", invalid="ignore"):
-            factor = np.where(some, np.expm1(mean_log) / np.where(some, rho, 1.0),
-                              self.eigenvalues.sum())
+            factor = np.where(some, np.expm1(mean_log) / np.where(some, rho, 1.0), mean_x)
         return g * factor
 
 
-def mean_log1p(rho, eigenvalues):
+def mean_log1p(rho, eigenvalues, direct=None):
     """E[ln(1 + rho X)] for X = sum_i lambda_i E_i (E_i ~ Exp(1) independent), elementwise in
-    ``rho`` >= 0: the trapezoid rule of the module docstring on one grid for every rho."""
+    ``rho`` >= 0: the trapezoid rule of the module docstring on one grid for every rho. With
+    ``direct`` (M,), X = sum_i |sqrt(direct_i) + sqrt(lambda_i) w_i|^2 (a Rician channel):
+    Phi(s) gains the factor prod_i exp(-s direct_i / (1 + s lambda_i)), analytic in the same
+    strip."""
     rho = np.asarray(rho, dtype=float)
     lam = np.asarray(eigenvalues, dtype=float)
     if not np.all(np.isfinite(rho) & (rho >= 0)):
         raise ValueError("the SNR of an ergodic gain must be finite and non-negative")
+    if direct is not None:
+        return _mean_log1p_direct(rho, lam, np.asarray(direct, dtype=float))
     scale = rho.ravel() * lam.sum()
     out = np.zeros(scale.shape)
     some = scale > 0
@@ -115,3 +137,20 @@ def mean_log1p(rho, eigenvalues):
     log_phi = np.log1p(s[..., None] * lam) @ count.astype(float)          # -ln Phi(s)
     out[some] = -np.expm1(-log_phi) @ weight                               # 1 - Phi, no loss
     return out.reshape(rho.shape)
+
+
+def _mean_log1p_direct(rho, lam, direct):
+    """``mean_log1p`` with a line of sight of power ``direct`` (M,) on each element."""
+    scale = rho.ravel() * (lam.sum() + direct.sum())
+    out = np.zeros(scale.shape)
+    some = scale > 0
+    if not some.any():
+        return out.reshape(rho.shape)
+    left = -_LEFT - max(0.0, math.log(float(scale[some].max())))
+    v = np.arange(left, _RIGHT + _STEP, _STEP)
+    weight = np.exp(-np.exp(v)) * _STEP
+    s = (rho.ravel()[some, None] * np.exp(v)[None, :])[..., None]         # (n, V, 1)
+    log_phi = (np.log1p(s * lam) + s * direct / (1.0 + s * lam)).sum(axis=-1)   # -ln Phi(s)
+    out[some] = -np.expm1(-log_phi) @ weight
+    return out.reshape(rho.shape)
+

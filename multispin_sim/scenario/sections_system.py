@@ -186,6 +186,12 @@ class Channel(Params):
                         "Rayleigh process in continuous time: correlation J0(2 pi doppler_hz "
                         "tau) at every lag tau, whatever the block length)",
                         choices=FADING_MODELS)
+    rician_k_db: Optional[float] = param(
+        None, "Rician K-factor of the small-scale fading: null = Rayleigh elements (the paper); "
+        "a number = each element is a h = a s + b w, a^2 = K / (K + 1), b^2 = 1 / (K + 1): the "
+        "line of sight s toward the device (the server's steering vector; 1 with one antenna) "
+        "and the scattered part w of the fading model ('rayleigh', 'gauss-markov' or 'jakes')",
+        unit="dB", check=in_interval(-30.0, 40.0))
     reciprocal: bool = param(True, "UL and DL gains are the same draw (true) or independent "
                              "draws (false)")
     doppler_hz: float = param(10.0, "Maximum Doppler frequency f_D of 'gauss-markov' and "

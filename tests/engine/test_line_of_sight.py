@@ -96,16 +96,15 @@ def test_devices_mirrored_across_the_array_axis_share_one_vector():
 def test_the_line_of_sight_follows_the_bearings_at_each_round_start():
     array = ServerArray(M, spacing=SPACING, broadside_rad=0.0)
     where = {"phi": np.array([0.0, 0.3])}
-    source = array.rounds("none", np.random.default_rng(0), 2, True, 0.0,
-                          bearings=lambda: where["phi"])
+    los = array.line_of_sight(lambda: where["phi"], 2)
+    source = array.rounds("none", np.random.default_rng(0), 2, True, 0.0, los=los)
     for phi in ([0.0, 0.3], [0.1, -1.2]):
         where["phi"] = np.array(phi)
         h_ul, h_dl = source.round_powers(0.0)
         want = np.exp(2j * np.pi * SPACING * np.sin(np.array(phi))[:, None] * np.arange(M))
         np.testing.assert_allclose(h_ul, want, rtol=1e-12)
         assert h_dl is h_ul
-    grid = array.grid("none", np.random.default_rng(0), 2, True, 0.0, 1e-3,
-                      bearings=lambda: where["phi"])
+    grid = array.grid("none", np.random.default_rng(0), 2, True, 0.0, 1e-3, los=los)
     np.testing.assert_allclose(grid.powers_at(5.0)[0], want, rtol=1e-12)
     where["phi"] = np.array([0.5, 0.5])
     np.testing.assert_allclose(grid.powers_at(5.0)[0][0], grid.powers_at(5.0)[0][1], rtol=1e-15)

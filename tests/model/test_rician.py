@@ -1,0 +1,89 @@
+"""The Rician channel's parts against their laws: h = a s + b w, a^2 = K / (K + 1),
+b^2 = 1 / (K + 1). For M uncorrelated elements X = ||h||^2 has 2 X / b^2 ~ noncentral
+chi-square with 2M degrees of freedom and noncentrality 2 a^2 M / b^2 (scipy's ncx2), whatever
+the direction of s; the ergodic gain is checked against quadrature of that density, the grid's
+Gauss-Markov blocks against the power autocorrelation (2 a^2 b^2 rho + b^4 rho^2) /
+(2 a^2 b^2 + b^4) of a line of sight plus an AR(1) scattered part."""
+import math
+
+import numpy as np
+import pytest
+from scipy import integrate, stats
+
+from multispin_sim.model.antennas import LineOfSight, ServerArray, rician_weights
+from multispin_sim.model.ergodic import GainLaw
+
+P_MIN = 1e-3
+
+
+def _ncx2(k_db, m):
+    a, b = rician_weights(k_db)
+    return stats.ncx2(2 * m, 2 * a * a * m / (b * b)), b * b / 2
+
+
+def test_weights_keep_the_mean_power():
+    for k_db in (-10.0, 0.0, 6.0, 20.0):
+        a, b = rician_weights(k_db)
+        assert a * a + b * b == pytest.approx(1.0, rel=1e-15)
+        assert a * a / (b * b) == pytest.approx(10 ** (k_db / 10), rel=1e-12)
+
+
+@pytest.mark.parametrize("m,k_db", [(1, 6.0), (4, 0.0), (4, 10.0)])
+def test_sampled_array_gain_is_noncentral_chi_square(m, k_db):
+    law = GainLaw.of("rayleigh", m, 0.0, k_db)
+    x = law.sample(np.random.default_rng(m), (20000,))
+    dist, scale = _ncx2(k_db, m)
+    assert stats.kstest(x / scale, dist.cdf).pvalue > P_MIN
+    assert not law.one_rayleigh
+
+
+@pytest.mark.parametrize("m,k_db", [(1, 6.0), (1, -5.0), (4, 10.0), (8, 3.0)])
+def test_ergodic_gain_against_quadrature(m, k_db):
+    law = GainLaw.of("rayleigh", m, 0.0, k_db)
+    dist, scale = _ncx2(k_db, m)
+    g, p, band, n0 = 1e-10, 0.01, 1e6, 10 ** (-174 / 10) * 1e-3
+    for power in (p * 1e-3, p, p * 1e3):
+        rho = power * g / (n0 * band)
+        mean_log, _ = integrate.quad(lambda y: math.log1p(rho * scale * y) * dist.pdf(y), 0,
+                                     np.inf, epsabs=0, epsrel=1e-12, limit=400)
+        want = g * math.expm1(mean_log) / rho
+        assert law.ergodic_gain(g, power, band, n0) == pytest.approx(want, rel=1e-9)
+
+
+def test_the_line_of_sight_is_kept_in_every_round_and_block():
+    """The rounds' and the grid's vectors are a s + b L w: their mean over draws is a s (the
+    steering vector toward each device), their covariance b^2 I."""
+    k_db, m = 6.0, 4
+    a, b = rician_weights(k_db)
+    array = ServerArray(m, k_factor_db=k_db)
+    phi = np.array([0.0, 0.7])
+    los = LineOfSight(lambda: phi, 2, m)
+    s = los.vectors()
+    for source in (array.rounds("rayleigh", np.random.default_rng(1), 2, True, 0.0, los=los),
+                   array.grid("rayleigh", np.random.default_rng(2), 2, True, 0.0, 1e-3, los=los)):
+        if hasattr(source, "round_powers"):
+            h = np.stack([source.round_powers(0.0)[0] for _ in range(6000)])
+        else:
+            h = source.powers(0, 6000)[0]
+        err = h.mean(axis=0) - a * s
+        assert np.abs(err).max() < 5 * b / math.sqrt(2 * 6000) * math.sqrt(2)
+        scat = (h - a * s).reshape(-1, m)
+        cov = scat.T @ scat.conj() / scat.shape[0]
+        assert np.abs(cov - b * b * np.eye(m)).max() < 6 * b * b / math.sqrt(scat.shape[0])
+
+
+def test_gauss_markov_blocks_decorrelate_only_the_scattered_part():
+    k_db, doppler, block_s = 3.0, 40.0, 2e-3
+    a, b = rician_weights(k_db)
+    grid = ServerArray(1, k_factor_db=k_db).grid(
+        "gauss-markov", np.random.default_rng(5), 1, True, doppler, block_s,
+        los=LineOfSight(None, 1, 1))
+    x = np.abs(grid.powers(0, 40000)[0][:, 0, 0]) ** 2
+    rho = float(grid.rho)
+    for lag in (1, 3, 10):
+        want = ((2 * a * a * b * b * rho ** lag + b ** 4 * rho ** (2 * lag))
+                / (2 * a * a * b * b + b ** 4))
+        got = np.corrcoef(x[:-lag], x[lag:])[0, 1]
+        # an AR(1) series of 40,000 blocks: a few times 1 / sqrt(n (1 - rho) / (1 + rho))
+        tol = 5 * math.sqrt((1 + rho) / (1 - rho) / x.size)
+        assert abs(got - want) < tol, (lag, got, want)
