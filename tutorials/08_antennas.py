@@ -52,6 +52,10 @@ ax.legend(); plt.show()
 # A beam pointed at phi_0 (the weights s(phi_0) / sqrt(M)) meets a device at phi with the power
 # |s(phi_0)^H s(phi)|^2 / M: M at phi_0 and zero at the nulls sin(phi) - sin(phi_0) = k / (M d). A linear array
 # cannot tell front from back: phi and 180 - phi have one sine.
+#
+# Between the two extremes, `channel.rician_k_db` (the Rician K-factor, in dB) mixes them: each element is
+# a s + b w with a^2 = K / (K + 1) and b^2 = 1 / (K + 1), the direct path s plus the fading model's scattered
+# part w.
 
 # %%
 def pattern(phi0_deg, m, d=0.5, n=721):
