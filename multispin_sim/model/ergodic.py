@@ -122,9 +122,8 @@ def mean_log1p(rho, eigenvalues, direct=None):
     lam = np.asarray(eigenvalues, dtype=float)
     if not np.all(np.isfinite(rho) & (rho >= 0)):
         raise ValueError("the SNR of an ergodic gain must be finite and non-negative")
-    if direct is not None:
-        return _mean_log1p_direct(rho, lam, np.asarray(direct, dtype=float))
-    scale = rho.ravel() * lam.sum()
+    mean_x = lam.sum() if direct is None else lam.sum() + np.sum(direct)
+    scale = rho.ravel() * mean_x
     out = np.zeros(scale.shape)
     some = scale > 0
     if not some.any():
@@ -133,24 +132,11 @@ def mean_log1p(rho, eigenvalues, direct=None):
     v = np.arange(left, _RIGHT + _STEP, _STEP)
     weight = np.exp(-np.exp(v)) * _STEP
     s = rho.ravel()[some, None] * np.exp(v)[None, :]                     # (n, V)
-    lam, count = np.unique(lam, return_counts=True)   # i.i.d. elements: one term, M times
-    log_phi = np.log1p(s[..., None] * lam) @ count.astype(float)          # -ln Phi(s)
+    if direct is None:
+        lam, count = np.unique(lam, return_counts=True)   # i.i.d. elements: one term, M times
+        log_phi = np.log1p(s[..., None] * lam) @ count.astype(float)      # -ln Phi(s)
+    else:
+        x = s[..., None]
+        log_phi = (np.log1p(x * lam) + x * np.asarray(direct) / (1.0 + x * lam)).sum(axis=-1)
     out[some] = -np.expm1(-log_phi) @ weight                               # 1 - Phi, no loss
     return out.reshape(rho.shape)
-
-
-def _mean_log1p_direct(rho, lam, direct):
-    """``mean_log1p`` with a line of sight of power ``direct`` (M,) on each element."""
-    scale = rho.ravel() * (lam.sum() + direct.sum())
-    out = np.zeros(scale.shape)
-    some = scale > 0
-    if not some.any():
-        return out.reshape(rho.shape)
-    left = -_LEFT - max(0.0, math.log(float(scale[some].max())))
-    v = np.arange(left, _RIGHT + _STEP, _STEP)
-    weight = np.exp(-np.exp(v)) * _STEP
-    s = (rho.ravel()[some, None] * np.exp(v)[None, :])[..., None]         # (n, V, 1)
-    log_phi = (np.log1p(s * lam) + s * direct / (1.0 + s * lam)).sum(axis=-1)   # -ln Phi(s)
-    out[some] = -np.expm1(-log_phi) @ weight
-    return out.reshape(rho.shape)
-
