@@ -68,3 +68,16 @@ def test_a_null_k_factor_is_the_paper():
     for column in ("gain_ul", "delay_s", "mode"):
         np.testing.assert_array_equal(np.asarray(base.device_rounds[column]),
                                       np.asarray(same.device_rounds[column]))
+
+
+@pytest.mark.parametrize("m", [1, 4])
+def test_the_decisions_see_the_estimate_of_the_scattered_part(m):
+    """With an MMSE error s2 the decisions' array gain is ||a s + x_hat||^2, x_hat ~
+    CN(0, b^2 (1 - s2) I): noncentral chi-square with scale b^2 (1 - s2) / 2."""
+    k_db, s2 = 6.0, 0.3
+    x, _ = _gains({"devices.count": 2, "server.antennas": m, "channel.rician_k_db": k_db,
+                   "csi.estimation_error_variance": s2, "run.rounds": 1500, "seed": 5})
+    a, b = rician_weights(k_db)
+    var = b * b * (1 - s2)
+    dist = stats.ncx2(2 * m, 2 * a * a * m / var)
+    assert stats.kstest(2 * x[0::2] / var, dist.cdf).pvalue > P_MIN

@@ -87,3 +87,25 @@ def test_gauss_markov_blocks_decorrelate_only_the_scattered_part():
         # an AR(1) series of 40,000 blocks: a few times 1 / sqrt(n (1 - rho) / (1 + rho))
         tol = 5 * math.sqrt((1 + rho) / (1 - rho) / x.size)
         assert abs(got - want) < tol, (lag, got, want)
+
+
+def test_csi_estimates_the_scattered_part_and_knows_the_direct_path():
+    """With a direct path d = a s the estimate is d + (1 - s2) (h - d) + noise of variance
+    (1 - s2) s2 b^2 (the MMSE estimate of the scattered part, of variance b^2); aging steps
+    the scattered part only: rho (h - d) + sqrt(1 - rho^2) b w."""
+    from multispin_sim.model.csi import ImperfectCsi
+
+    a, b = rician_weights(6.0)
+    m, n = 3, 20000
+    direct = a * np.exp(1j * np.array([[0.0, 0.4, 0.8]]))
+    h = direct + b * np.array([[0.3 - 0.2j, -0.5j, 0.1]])
+    for csi, mean, var in (
+            (ImperfectCsi(error_variance=0.3), direct + 0.7 * (h - direct), 0.7 * 0.3 * b * b),
+            (ImperfectCsi(delay_s=0.01, doppler_hz=20.0), None, None)):
+        rho = csi.rho
+        if mean is None:
+            mean, var = direct + rho * (h - direct), (1 - rho * rho) * b * b
+        est = csi.estimate_vectors(np.repeat(h, n, axis=0), None, True, np.random.default_rng(4),
+                                   np.ones(n), None, np.repeat(direct, n, axis=0), b)[0].vectors
+        assert np.abs(est.mean(axis=0) - mean[0]).max() < 5 * math.sqrt(var / n)
+        assert np.abs(np.var(est - mean, axis=0) - var).max() < 0.05 * var
