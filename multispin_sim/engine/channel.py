@@ -79,9 +79,12 @@ class OFDMAChannel:
         self.g_ul = None
         self.g_dl = None
         self.fading_model = model = FADING_MODELS.lookup(fading)
+        # the devices' line of sight (no fading, or a Rician channel's direct path)
+        self.los = self.array.line_of_sight(bearings, system.k)
         # the law of the small-scale gains the corrections meet, for the draft controllers'
         # ergodic gains (model.ergodic)
-        self.gain_law = GainLaw.of(fading, self.array.m, self.array.rho, self.array.k_factor_db)
+        self.gain_law = GainLaw.of(fading, self.array.m, self.array.rho, self.array.k_factor_db,
+                                   self.los)
         self.grid = self.rounds = None
         self.clock = clock
         extra = {}
@@ -96,8 +99,6 @@ class OFDMAChannel:
             self.rounds = model.rounds(rng, system.k, reciprocal, self.doppler_hz, block,
                                        **extra)
         m = self.array.m
-        # the devices' line of sight (no fading, or a Rician channel's direct path)
-        self.los = self.array.line_of_sight(bearings, system.k)
         if self.array.vectors:
             # the vector sources replace the one-antenna ones just made (which took nothing
             # from the stream but a grid's seed or Jakes' angles: the same for every policy);

@@ -39,34 +39,48 @@ class GainLaw:
     ``ergodic_gain(G, P, b, N0)``: the gain whose Shannon rate is the mean over X;
     ``sample(rng, shape)``: draws of X; ``channel(G, X)``: the gains G X."""
 
-    def __init__(self, eigenvalues=(1.0,), fixed=False, direct=None):
+    def __init__(self, eigenvalues=(1.0,), fixed=False, direct=None, los=None, basis=None):
         lam = np.clip(np.asarray(eigenvalues, dtype=float).ravel(), 0.0, None)
         if lam.size < 1:
             raise ValueError("a gain law needs at least one antenna element")
         self.eigenvalues = lam
         self.m = lam.size
         self.fixed = bool(fixed)
-        self.direct = None if direct is None else np.broadcast_to(
-            np.asarray(direct, dtype=float), lam.shape)
+        self._direct = None if direct is None else np.asarray(direct, dtype=float)
+        self._los, self._basis = los, basis
+
+    @property
+    def direct(self):
+        """The line of sight's power along each eigen-direction: (M,) for every device, or
+        (K, M), |U^H d_k|^2 of each device's direct path d_k now (``los``: a callable giving
+        the direct paths a s (K, M); ``basis`` U: the eigenvectors of R); None: Rayleigh."""
+        if self._los is None:
+            return self._direct
+        return np.abs(self._los() @ self._basis.conj()) ** 2
 
     @classmethod
-    def of(cls, fading="rayleigh", antennas=1, correlation=0.0, k_factor_db=None):
+    def of(cls, fading="rayleigh", antennas=1, correlation=0.0, k_factor_db=None, los=None):
         """The law under ``fading`` (a name of ``model.fading.FADING_MODELS``: every model but
         'none' has Rayleigh elements) at M = ``antennas`` elements with the exponential
         correlation ``correlation`` (``model.antennas.exponential_correlation``); with
         ``k_factor_db`` a Rician channel, h = a s + b L w: for i.i.d. elements X / b^2 is a
-        noncentral chi-square of 2M degrees of freedom (halved), whatever the direction of s
-        (with correlated elements the law depends on it: this one spreads the line of sight
-        evenly over the eigen-directions, which only i.i.d. elements make exact)."""
+        noncentral chi-square of 2M degrees of freedom (halved), whatever the direction of s;
+        with correlated elements the law depends on each device's direction, read from ``los``
+        (a ``LineOfSight``) in R's eigenbasis (without it: the line of sight spread evenly over
+        the eigen-directions)."""
         m = int(antennas)
         if FADING_MODELS.lookup(fading).static:
             return cls(np.ones(m), fixed=True)
-        lam = (np.ones(m) if m == 1 or correlation == 0
-               else np.linalg.eigvalsh(exponential_correlation(m, correlation)))
+        iid = m == 1 or correlation == 0
+        lam = np.ones(m) if iid else np.linalg.eigvalsh(exponential_correlation(m, correlation))
         if k_factor_db is None:
             return cls(lam)
         a, b = rician_weights(k_factor_db)
-        return cls(b * b * lam, direct=np.full(m, a * a))
+        if iid or los is None:
+            return cls(b * b * lam, direct=np.full(m, a * a))
+        # the eigenvectors in the order of eigvalsh's eigenvalues (both ascending)
+        lam, basis = np.linalg.eigh(exponential_correlation(m, correlation))
+        return cls(b * b * lam, los=lambda: a * los.vectors(), basis=basis)
 
     @property
     def one_rayleigh(self):
@@ -81,9 +95,10 @@ class GainLaw:
         normals."""
         if self.fixed:
             return np.full(shape, float(self.m))
-        if self.direct is not None:
+        direct = self.direct
+        if direct is not None:   # (M,), or (K, M) against the last axis of shape
             w = complex_gaussian(rng, tuple(shape) + (self.m,))
-            x = np.sqrt(self.direct) + np.sqrt(self.eigenvalues) * w
+            x = np.sqrt(direct) + np.sqrt(self.eigenvalues) * w
             return (x.real ** 2 + x.imag ** 2).sum(axis=-1)
         if self.one_rayleigh:
             return rng.standard_exponential(shape)
@@ -103,10 +118,11 @@ class GainLaw:
         if self.one_rayleigh:
             return ergodic_gain(g, power_w, bandwidth_hz, n0)
         g, rho = np.broadcast_arrays(g, snr(power_w, g, bandwidth_hz, n0))
-        mean_log = mean_log1p(rho, self.eigenvalues, self.direct)
+        direct = self.direct   # (M,), or (K, M): one row per device of g
+        mean_log = mean_log1p(rho, self.eigenvalues, direct)
         some = rho > 0
         # expm1(E[ln(1 + rho X)]) / rho; at rho = 0 the log is linear: g E[X]
-        mean_x = self.eigenvalues.sum() + (0.0 if self.direct is None else self.direct.sum())
+        mean_x = self.eigenvalues.sum() + (0.0 if direct is None else direct.sum(axis=-1))
         with np.errstate(divide="ignore", invalid="ignore"):
             factor = np.where(some, np.expm1(mean_log) / np.where(some, rho, 1.0), mean_x)
         return g * factor
@@ -115,14 +131,17 @@ class GainLaw:
 def mean_log1p(rho, eigenvalues, direct=None):
     """E[ln(1 + rho X)] for X = sum_i lambda_i E_i (E_i ~ Exp(1) independent), elementwise in
     ``rho`` >= 0: the trapezoid rule of the module docstring on one grid for every rho. With
-    ``direct`` (M,), X = sum_i |sqrt(direct_i) + sqrt(lambda_i) w_i|^2 (a Rician channel):
-    Phi(s) gains the factor prod_i exp(-s direct_i / (1 + s lambda_i)), analytic in the same
-    strip."""
+    ``direct`` (M,), or (K, M) for ``rho`` (K,), X = sum_i |sqrt(direct_i) + sqrt(lambda_i)
+    w_i|^2 (a Rician channel): Phi(s) gains the factor prod_i exp(-s direct_i / (1 + s
+    lambda_i)), analytic in the same strip."""
     rho = np.asarray(rho, dtype=float)
     lam = np.asarray(eigenvalues, dtype=float)
     if not np.all(np.isfinite(rho) & (rho >= 0)):
         raise ValueError("the SNR of an ergodic gain must be finite and non-negative")
-    mean_x = lam.sum() if direct is None else lam.sum() + np.sum(direct)
+    if direct is not None:   # one row of line-of-sight powers per entry of rho
+        direct = np.broadcast_to(np.asarray(direct, dtype=float), rho.shape + lam.shape)
+        direct = direct.reshape(-1, lam.size)
+    mean_x = lam.sum() if direct is None else lam.sum() + direct.sum(axis=-1)
     scale = rho.ravel() * mean_x
     out = np.zeros(scale.shape)
     some = scale > 0
@@ -137,6 +156,7 @@ def mean_log1p(rho, eigenvalues, direct=None):
         log_phi = np.log1p(s[..., None] * lam) @ count.astype(float)      # -ln Phi(s)
     else:
         x = s[..., None]
-        log_phi = (np.log1p(x * lam) + x * np.asarray(direct) / (1.0 + x * lam)).sum(axis=-1)
+        d = direct[some][:, None, :]
+        log_phi = (np.log1p(x * lam) + x * d / (1.0 + x * lam)).sum(axis=-1)
     out[some] = -np.expm1(-log_phi) @ weight                               # 1 - Phi, no loss
     return out.reshape(rho.shape)

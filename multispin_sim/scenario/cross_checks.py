@@ -277,20 +277,16 @@ def _check_antennas(sc: Scenario) -> None:
 @cross_check
 def _check_rician(sc: Scenario) -> None:
     """A Rician channel mixes the line of sight with a fading model's scattered elements; the
-    robust split's law of the truth given an estimate is of zero-mean elements, and the law
-    the draft controllers plan on is exact for uncorrelated elements only."""
+    robust split's law of the truth given an estimate is of zero-mean elements."""
     ch = sc.channel
     if ch.rician_k_db is None:
         return
-    law = sc.policy.plan_gains == "ergodic" or sc.policy.draft_update == "once"
     refuse_unsupported(sc, (
         ("channel.fading", ch.fading == "none",
          "'rayleigh', 'gauss-markov' or 'jakes' (without fading the channel is the line of "
          "sight alone)"),
         # the robust split's law of the truth given an estimate is of zero-mean elements
         ("policy.mode", sc.policy.mode == "robust", "another reactive policy than 'robust'"),
-        ("server.antenna_correlation", sc.server.antenna_correlation > 0 and law,
-         "0 with policy.plan_gains 'ergodic' or policy.draft_update 'once'"),
     ), f"channel.rician_k_db = {ch.rician_k_db:g} (a Rician channel)",
         " (or channel.rician_k_db: null)")
 

@@ -109,3 +109,34 @@ def test_csi_estimates_the_scattered_part_and_knows_the_direct_path():
                                    np.ones(n), None, np.repeat(direct, n, axis=0), b)[0].vectors
         assert np.abs(est.mean(axis=0) - mean[0]).max() < 5 * math.sqrt(var / n)
         assert np.abs(np.var(est - mean, axis=0) - var).max() < 0.05 * var
+
+
+def test_correlated_elements_plan_on_each_devices_direction():
+    """With correlated elements the law of ||a s_k + b L w||^2 depends on device k's direction:
+    the per-device law's samples against draws of the channel itself (two-sample KS), and its
+    ergodic gain against the Monte Carlo mean of ln(1 + rho X) over those draws."""
+    from multispin_sim.model.antennas import correlated, exponential_correlation
+    from multispin_sim.model.fading import complex_gaussian
+
+    k_db, m, rho_c = 6.0, 4, 0.8
+    a, b = rician_weights(k_db)
+    phi = np.array([0.0, 0.5, -1.0])
+    los = LineOfSight(lambda: phi, 3, m)
+    law = GainLaw.of("rayleigh", m, rho_c, k_db, los)
+    factor = np.linalg.cholesky(exponential_correlation(m, rho_c))
+    rng = np.random.default_rng(11)
+    n = 40000
+    h = a * los.vectors() + b * correlated(complex_gaussian(rng, (n, 3, m)), factor)
+    truth = (np.abs(h) ** 2).sum(axis=-1)                               # (n, 3)
+    drawn = law.sample(np.random.default_rng(12), (n, 3))
+    for k in range(3):
+        assert stats.ks_2samp(drawn[:, k], truth[:, k]).pvalue > P_MIN
+    # the directions differ in law: broadside against -57 degrees
+    assert stats.ks_2samp(truth[:, 0], truth[:, 2]).pvalue < 1e-6
+    g, p, band, n0 = np.full(3, 1e-10), 0.01, 1e6, 10 ** (-174 / 10) * 1e-3
+    rho = p * 1e-10 / (n0 * band)
+    logs = np.log1p(rho * truth)
+    want = g * np.expm1(logs.mean(axis=0)) / rho
+    err = g * np.exp(logs.mean(axis=0)) * logs.std(axis=0) / math.sqrt(n) / rho
+    got = law.ergodic_gain(g, p, band, n0)
+    assert np.all(np.abs(got - want) < 5 * err), (got, want, err)
