@@ -29,6 +29,8 @@ It is built instead of the plain channel when the server has several antennas or
 its band (``server.antennas``, ``server.dl_scheme``, ``server.ul_scheme``) on Shannon's link;
 the NR link with several antennas is ``engine.link.LinkChannel`` over the base channel's array.
 """
+import math
+
 import numpy as np
 
 from ..model.antennas import ServerArray, VectorLaw, channel_vectors
@@ -37,6 +39,7 @@ from ..model.fading import time_to_deliver
 from ..model.mimo import Transmission, effective_gains
 from ..model.reactive import DL, UL
 from .csi import EstimatedChannel
+from .guards import LimitReached
 
 
 class ArrayChannel(EstimatedChannel):
@@ -131,6 +134,14 @@ class ArrayChannel(EstimatedChannel):
                 delay = float(self._set[0, device])
             else:
                 delay = self.stream_delay(device, mode, power_w, bandwidth_hz)
+        if mode == DL and self.transmission.dl.shared and not math.isfinite(delay):
+            # the run stops before the round is recorded, its earlier rounds kept
+            raise LimitReached(
+                f"device {device}: its zero-forcing DL set can never be served (the set's "
+                "channel vectors are linearly dependent: devices in one direction from the "
+                "server, or mirrored across its linear array's axis)",
+                "use server.zf_groups: best (smaller groups in turn) or a reactive policy that "
+                "chooses the links (policy.mode: optimal)")
         self.note(device, mode, bandwidth_hz, power_w, env.now, delay)
         yield env.timeout(delay)
         return delay
@@ -191,6 +202,9 @@ class ArrayChannel(EstimatedChannel):
             start = t0
             for end in np.unique(planned[idx]) if code == DL else (None,):   # UL: one set
                 turn = idx if end is None else idx[planned[idx] == end]
+                if end == np.inf:   # a singular ZF group (as ``MuMimoZf.realise``)
+                    self._set[:, turn] = np.array([[np.inf], [np.inf], [0.0]])
+                    continue
                 on_air, sinr = self._turn_over_blocks(scheme, code == DL, turn, power[turn],
                                                       band, start)
                 self._set[:, turn] = start + on_air - t0, on_air, sinr

@@ -68,8 +68,13 @@ def _sinr(leak, noise):
 
 def zf_precoder(a):
     """Unit-norm zero-forcing columns (M, n) for vectors a (n, M), n <= M: A (A^H A)^-1 with
-    A = a^T, so a_k^H w_j = 0 for j != k and |a_k^H w_k|^2 = 1 / [(A^H A)^-1]_kk."""
-    w = a.T @ np.linalg.inv(a.conj() @ a.T)
+    A = a^T, so a_k^H w_j = 0 for j != k and |a_k^H w_k|^2 = 1 / [(A^H A)^-1]_kk. Dependent
+    vectors (a precoder that follows a block's channel in the line of sight) cannot be zero
+    forced: the pseudo-inverse's columns, which leak into each other."""
+    try:
+        w = a.T @ np.linalg.inv(a.conj() @ a.T)
+    except np.linalg.LinAlgError:
+        w = np.linalg.pinv(a.conj())
     return w / np.sqrt(norms2(w.T))
 
 
@@ -156,13 +161,17 @@ class MuMimoZf(DlScheme):
         vectors a: each group (the streams the plan ends together) is precoded to zero-force
         the estimates, so a stream meets its group mates' leakage p_j |a_k^H w_j|^2 as
         interference; groups take their turns in order, each until its slowest stream ends.
-        With est = a, the plan. ``a`` may be a stack (..., n, M) of true channels (samples):
-        the results are then (..., n)."""
+        With est = a, the plan; a group planned never to end (its vectors dependent) is never
+        served. ``a`` may be a stack (..., n, M) of true channels (samples): the results are
+        then (..., n)."""
         band = b * a.shape[-2]
         delays, on_air, sinr = (np.zeros(a.shape[:-1]) for _ in range(3))
         start = 0.0
         for end in np.unique(planned):
             g = np.flatnonzero(planned == end)
+            if end == np.inf:   # a singular group (dependent vectors): never served
+                delays[..., g] = on_air[..., g] = np.inf
+                continue
             leak = np.abs(a[..., g, :].conj() @ zf_precoder(est[g])) ** 2 * powers[g]
             sinr[..., g] = _sinr(leak, n0 * band)
             on_air[..., g] = shared_band_delays(bits, band, sinr[..., g])

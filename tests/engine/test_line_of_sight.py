@@ -167,3 +167,18 @@ def test_a_cell_sees_a_moving_device_from_its_own_server_on_the_torus():
         np.testing.assert_allclose(np.hypot(*delta.T), layout.distances(pos)[:, cell],
                                    rtol=1e-12)
     assert not np.allclose(layout.nearest_image(pos, 0), pos)   # the torus moved one
+
+
+@pytest.mark.parametrize("extra", [{}, {"channel.coherence_time_ms": 3.0},
+                                   {"csi.cqi_quantisation": True}])
+def test_a_forced_zf_pair_on_one_line_of_sight_stops_the_run_with_its_reason(extra):
+    """Two devices at one place: their vectors are equal, so a ZF set of both is singular.
+    Forced onto it ('all-dl'), the run stops before recording the round, saying why; with an
+    estimation error the decision's estimates are independent and the pair is served."""
+    xy = [[100.0, 0.0], [100.0, 0.0]]
+    res, dr = _run(xy, **{"policy.mode": "all-dl", "run.rounds": 20, **extra})
+    assert not res.complete and dr["round"].size == 0
+    assert "zero-forcing DL set can never be served" in res.summary["stop_reason"]
+    res, dr = _run(xy, **{"policy.mode": "all-dl", "run.rounds": 20,
+                          "csi.estimation_error_variance": 0.2, **extra})
+    assert res.complete and np.isfinite(dr["delay_s"]).all() and (dr["mode"] == "dl").any()
