@@ -58,7 +58,7 @@ class ArrayChannel(EstimatedChannel):
         if self.transmission.multi_user:
             # a shared band's stream gains depend on the other streams' vectors: its law is
             # of the vectors (the array gain's law is the orthogonal schemes')
-            self.gain_law = VectorLaw(self.array.m, self.array.factor, self.los, self.array.mix)
+            self.gain_law = VectorLaw(self.array.m, self.array.factor, self.rician)
         k = system.k
         self._mode = np.zeros(k, dtype=np.int8)
         self._delay = np.zeros(k)

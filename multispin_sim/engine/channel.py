@@ -81,10 +81,10 @@ class OFDMAChannel:
         self.fading_model = model = FADING_MODELS.lookup(fading)
         # the devices' line of sight (no fading, or a Rician channel's direct path)
         self.los = self.array.line_of_sight(bearings, system.k)
+        self.rician = self.array.rician(self.los)   # None without a K-factor
         # the law of the small-scale gains the corrections meet, for the draft controllers'
         # ergodic gains (model.ergodic)
-        self.gain_law = GainLaw.of(fading, self.array.m, self.array.rho, self.array.k_factor_db,
-                                   self.los)
+        self.gain_law = GainLaw.of(fading, self.array.m, self.array.rho, self.rician)
         self.grid = self.rounds = None
         self.clock = clock
         extra = {}
@@ -107,11 +107,11 @@ class OFDMAChannel:
             if self.grid is not None:
                 self.grid = self.array.grid(fading, rng, system.k, reciprocal, self.doppler_hz,
                                             self.coherence_s, max(16, block // m), clock,
-                                            self.los)
+                                            self.los, self.rician)
             else:
                 self.rounds = self.array.rounds(fading, rng, system.k, reciprocal,
                                                 self.doppler_hz, max(16, block // m), clock,
-                                                self.los)
+                                                self.los, self.rician)
         # the source the channel samples (CSI aging reads a continuous one at earlier times)
         self.fading_source = self.grid if self.grid is not None else self.rounds
         self._decided_t = None  # the time of the last reactive decision's CSI (grid)

@@ -55,10 +55,8 @@ class EstimatedChannel(OFDMAChannel):
         pl, delay, model = self.pathloss, self.csi_delay_s, self.csi_model
         if self.array.vectors:
             h = self.fading_source.powers_at(now - delay) if delay else self._h
-            mix = self.array.mix   # a Rician channel: the direct path is known, not estimated
-            direct, scale = (None, 1.0) if mix is None else (mix[0] * self.los.vectors(), mix[1])
             self._estimate = est = model.estimate_vectors(*h, self.reciprocal, self.csi_rng, pl,
-                                                          self.array.factor, direct, scale)
+                                                          self.array.factor, self.rician)
             if delay or not model.keeps_direction:   # else each beam is the true channel's
                 m_ul = matched_gain(est[0].vectors, g_ul.vectors)
                 self._matched = (m_ul, m_ul if self.reciprocal else

@@ -319,13 +319,11 @@ class LinkChannel(EstimatedChannel):
         the scattered part's, the line of sight kept: h' = a s + b x' for h = a s + b x."""
         if not self.fading_model.static:
             w = correlated(complex_gaussian(rng, self.array.m), self.array.factor)
-            mix = self.array.mix
-            if mix is not None:
-                s = mix[0] * self.los.vectors()[device]
-                h = (h - s) / mix[1]
+            if self.rician is not None:
+                h = self.rician.scattered(h, device)
             h = w if self.fading_model.iid else gauss_markov_step(h, self.retry_rho, w)
-            if mix is not None:
-                h = s + mix[1] * h
+            if self.rician is not None:
+                h = self.rician.of(h, device)
         return float(self.pathloss[device] * squared_norms(h)), h
 
     def summary_blocks(self):

@@ -111,6 +111,27 @@ class LineOfSight:
         return self._s
 
 
+class Rician:
+    """A Rician channel's elements h = a s + b w (``rician_weights`` of ``k_factor_db``): the
+    direct path a s, s the devices' line of sight now (``los``, a ``LineOfSight``), and the
+    scattered part w, of unit variance, the fading model's. ``device``: one device's rows."""
+
+    def __init__(self, k_factor_db, los=None):
+        self.a, self.b = rician_weights(k_factor_db)
+        self.los = los
+
+    def direct(self, device=slice(None)):
+        return self.a * self.los.vectors()[device]
+
+    def of(self, w, device=slice(None)):
+        """a s + b w of scattered vectors w (..., K, M)."""
+        return self.direct(device) + self.b * w
+
+    def scattered(self, h, device=slice(None)):
+        """w = (h - a s) / b of elements h (..., K, M)."""
+        return (h - self.direct(device)) / self.b
+
+
 def squared_norms(vectors):
     """||a||^2 of complex vectors along the last axis (the antennas): (K,) for rows (K, M)."""
     return np.einsum("...m,...m->...", vectors.real, vectors.real) + np.einsum(
@@ -162,7 +183,6 @@ class ServerArray:
                        else np.linalg.cholesky(exponential_correlation(self.m, self.rho)))
         self.spacing, self.broadside_rad = float(spacing), float(broadside_rad)
         self.k_factor_db = k_factor_db
-        self.mix = None if k_factor_db is None else rician_weights(k_factor_db)
 
     @classmethod
     def from_scenario(cls, scenario):
@@ -174,39 +194,45 @@ class ServerArray:
     def vectors(self):
         """Whether the channel is made of vectors: several antennas, or a line of sight in a
         fading channel (a Rician element is a complex gain, not a power)."""
-        return self.m > 1 or self.mix is not None
+        return self.m > 1 or self.k_factor_db is not None
 
     def line_of_sight(self, bearings, k):
         """The ``LineOfSight`` of ``k`` devices whose bearings from the server ``bearings()``
         gives (None: on the broadside)."""
         return LineOfSight(bearings, k, self.m, self.spacing, self.broadside_rad)
 
-    def _extra(self, source, clock, los):
+    def rician(self, los):
+        """The ``Rician`` elements over the line of sight ``los``; None without a K-factor."""
+        return None if self.k_factor_db is None else Rician(self.k_factor_db, los)
+
+    @staticmethod
+    def _extra(source, clock, los, rician):
         extra = {} if clock is None else {"clock": clock}
         if source.line_of_sight:
             extra["los"] = los
-        elif self.mix is not None:   # Rician: the line of sight and the scattered elements
-            extra["los"], extra["mix"] = los, self.mix
+        elif rician is not None:
+            extra["rician"] = rician
         return extra
 
-    def rounds(self, fading, rng, k, reciprocal, doppler_hz, block=1024, clock=None, los=None):
+    def rounds(self, fading, rng, k, reciprocal, doppler_hz, block=1024, clock=None, los=None,
+               rician=None):
         """The per-round source of ``fading`` (a name of ``model.fading.FADING_MODELS``);
         ``clock``: the distance walked, for a source that follows it (``model.jakes``);
-        ``los``: the devices' ``LineOfSight``, for the line of sight without fading or in a
-        Rician channel."""
+        ``los``: the devices' ``LineOfSight``, for the line of sight without fading;
+        ``rician``: a ``Rician`` channel's elements."""
         source = VECTOR_SOURCES.lookup(fading)
         return source(rng, k, self.m, reciprocal, doppler_hz, block, self.factor,
-                      **self._extra(source, clock, los))
+                      **self._extra(source, clock, los, rician))
 
     def grid(self, fading, rng, k, reciprocal, doppler_hz, block_s, chunk=1024, clock=None,
-             los=None):
+             los=None, rician=None):
         """The small-scale vectors on a grid of fading blocks of ``block_s`` seconds (the
         interface of ``model.fading.GridFading``: ``powers_at`` gives the vectors (K, M) of an
         instant, ``segments`` each block's ||h_k||^2, the array gain under maximum-ratio beams
         that follow each block's channel)."""
         source = VECTOR_SOURCES.lookup(fading)
         return source.grid(rng, k, self.m, reciprocal, doppler_hz, block_s, self.factor, chunk,
-                           **self._extra(source, clock, los))
+                           **self._extra(source, clock, los, rician))
 
     def gains(self, pathloss, h_ul, h_dl, reciprocal):
         """(g_ul, g_dl): ``ArrayGains`` of a_k = sqrt(G_k) h_k for small-scale vectors (K, M);
@@ -220,20 +246,18 @@ class ServerArray:
 
 class VectorLaw:
     """The law of the small-scale channel vectors of every device, h = L w with w ~ CN(0, I_M)
-    (``factor`` L; None: i.i.d. elements), or in a Rician channel h = a s + b L w (``mix``
-    (a, b), s the ``LineOfSight`` vectors now): what a shared band's draft objective samples
-    when it plans against the channel's law (``policy.draft_update: once``), a stream's gain
-    depending on the other streams' vectors. ``sample(rng, shape)``: draws (shape + (M,)),
-    complex, shape ending in K; ``channel(pathloss, h)``: the channel vectors of draws h."""
+    (``factor`` L; None: i.i.d. elements), or in a ``Rician`` channel a s + b L w: what a
+    shared band's draft objective samples when it plans against the channel's law
+    (``policy.draft_update: once``), a stream's gain depending on the other streams' vectors.
+    ``sample(rng, shape)``: draws (shape + (M,)), complex, shape ending in K;
+    ``channel(pathloss, h)``: the channel vectors of draws h."""
 
-    def __init__(self, m, factor=None, los=None, mix=None):
-        self.m, self.factor, self.los, self.mix = int(m), factor, los, mix
+    def __init__(self, m, factor=None, rician=None):
+        self.m, self.factor, self.rician = int(m), factor, rician
 
     def sample(self, rng, shape):
         h = correlated(complex_gaussian(rng, tuple(shape) + (self.m,)), self.factor)
-        if self.mix is None:
-            return h
-        return self.mix[0] * self.los.vectors() + self.mix[1] * h
+        return h if self.rician is None else self.rician.of(h)
 
     channel = staticmethod(channel_vectors)
 
@@ -242,29 +266,30 @@ class _VectorSource:
     """h (K, M) per link and round, ``factor`` correlating the antennas (h = L w); ``_w.take()``
     gives the next (K, 2, M) complex normals, UL then DL, from blocks of ``block`` rounds (the
     DL ones drawn also when reciprocal, so the UL draws never shift). ``los``: the devices'
-    ``LineOfSight``; ``mix`` (a, b): a Rician channel, h = a s + b L w, the line of sight s
-    one path both ways and the scattered part the fading model's (``rician_weights``).
-    ``line_of_sight``: the source is the line of sight alone (no fading).
+    ``LineOfSight``, the whole channel of a source that is the line of sight alone
+    (``line_of_sight``: no fading); ``rician``: a ``Rician`` channel, a s + b L w, the direct
+    path the same both ways and L w the fading model's.
     """
 
     line_of_sight = False
 
-    def __init__(self, rng, k, m, reciprocal, doppler_hz, block, factor, los=None, mix=None):
+    def __init__(self, rng, k, m, reciprocal, doppler_hz, block, factor, los=None,
+                 rician=None):
         self.rng, self.k, self.m = rng, int(k), int(m)
         self.reciprocal, self.doppler_hz, self.block = reciprocal, float(doppler_hz), int(block)
-        self.factor, self.los, self.mix = factor, los, mix
+        self.factor, self.los, self.rician = factor, los, rician
         self._w = BlockRows(lambda: complex_gaussian(self.rng, (self.block, self.k, 2, self.m)))
 
     def _correlate(self, w):
         h = correlated(w, self.factor)
-        return h if self.mix is None else self.mix[0] * self.los.vectors() + self.mix[1] * h
+        return h if self.rician is None else self.rician.of(h)
 
     @classmethod
     def grid(cls, rng, k, m, reciprocal, doppler_hz, block_s, factor, chunk=1024, los=None,
-             mix=None):
+             rician=None):
         """The vectors on a grid of blocks (``VectorGrid``, seeded by one draw of ``rng``)."""
         return VectorGrid(rng.integers(2**63), k, m, factor, cls.name, reciprocal, doppler_hz,
-                          block_s, chunk, los, mix)
+                          block_s, chunk, los, rician)
 
     def round_powers(self, now):
         """(h_ul, h_dl) small-scale vectors (K, M) at a round start (``now``)."""
@@ -320,8 +345,8 @@ class JakesVectors(_VectorSource, ContinuousGrid):
     block's array gain is ||h_k||^2 at the instant the transmission meets it."""
 
     def __init__(self, rng, k, m, reciprocal, doppler_hz, block, factor, clock=None,
-                 block_s=None, los=None, mix=None):
-        super().__init__(rng, k, m, reciprocal, doppler_hz, block, factor, los, mix)
+                 block_s=None, los=None, rician=None):
+        super().__init__(rng, k, m, reciprocal, doppler_hz, block, factor, los, rician)
         self.clock = clock
         self.block_s = None if block_s is None else float(block_s)
         rate = doppler_hz if clock is None else 1.0   # cycles per second, or per wavelength
@@ -338,9 +363,9 @@ class JakesVectors(_VectorSource, ContinuousGrid):
 
     @classmethod
     def grid(cls, rng, k, m, reciprocal, doppler_hz, block_s, factor, chunk=1024, clock=None,
-             los=None, mix=None):
+             los=None, rician=None):
         return cls(rng, k, m, reciprocal, doppler_hz, 1, factor, clock=clock, block_s=block_s,
-                   los=los, mix=mix)
+                   los=los, rician=rician)
 
     def powers_at(self, t):
         """The vectors (h_ul, h_dl) (K, M) at the instant ``t``."""
@@ -359,34 +384,34 @@ class VectorGrid(GridFading):
     """``model.fading.GridFading`` for an antenna array: each block holds small-scale vectors
     h = L w (K, M), the white w i.i.d. CN(0, 1) per element, or AR(1) per element from block to
     block (rho = J0(2 pi f_D T_c); the correlation L commutes with the recursion, so h is AR(1)
-    with the same rho); ``none`` is h = 1 on every antenna, or with bearings the line of sight
-    now (``los``). Chunk c draws from its own seed (entropy, c) as the one-antenna grid does: UL
-    then DL white vectors (the DL not drawn when reciprocal). ``powers`` and ``at`` give
-    vectors; ``segments`` and ``block_power(s)`` the array gains ||h_k||^2."""
+    with the same rho); ``none`` is h = 1 on every antenna, or the line of sight now (``los``);
+    ``rician``: a Rician channel's elements over the blocks' scattered vectors. Chunk c draws
+    from its own seed (entropy, c) as the one-antenna grid does: UL then DL white vectors (the
+    DL not drawn when reciprocal). ``powers`` and ``at`` give vectors; ``segments`` and
+    ``block_power(s)`` the array gains ||h_k||^2."""
 
     def __init__(self, entropy, k, m, factor, fading, reciprocal, doppler_hz, block_s,
-                 chunk=1024, los=None, mix=None):
+                 chunk=1024, los=None, rician=None):
         super().__init__(entropy, k, fading, reciprocal, doppler_hz, block_s, chunk)
         self.m, self.factor = int(m), factor
         self.static = FADING_MODELS.lookup(fading).static
-        self.los, self.mix = los, mix   # the line of sight; Rician: (a, b) of h = a s + b L w
+        self.los, self.rician = los, rician   # no fading: the line of sight; or Rician elements
         self._mixed = {}   # chunk -> (the line of sight it was mixed with, its vectors)
 
     def _chunk(self, c):
-        if self.los is None:
-            return super()._chunk(c)
         # every block holds the line of sight as it is now (it moves with the devices at round
         # starts, as the path loss does)
-        s = self.los.vectors()
-        if self.static:
-            h = np.broadcast_to(s, (self.chunk, self.k, self.m))
+        if self.static and self.los is not None:
+            h = np.broadcast_to(self.los.vectors(), (self.chunk, self.k, self.m))
             return h, h
+        if self.rician is None:
+            return super()._chunk(c)
+        s = self.rician.los.vectors()
         got = self._mixed.get(c)
         if got is None or got[0] is not s:
             ul, dl = super()._chunk(c)
-            a, b = self.mix
-            ul_h = a * s + b * ul
-            got = (s, (ul_h, ul_h if self.reciprocal else a * s + b * dl))
+            ul_h = self.rician.of(ul)
+            got = (s, (ul_h, ul_h if self.reciprocal else self.rician.of(dl)))
             if len(self._mixed) > 4:
                 self._mixed.clear()
             self._mixed[c] = got

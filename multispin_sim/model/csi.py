@@ -64,25 +64,19 @@ class ImperfectCsi:
         if self.quantise and (self.switch_db is None or self.ref_snr is None):
             raise ValueError("CQI quantisation needs the CQI grid and the reference SNRs")
 
-    def _noisy(self, h, rng, factor=None, direct=None, scale=1.0):
+    def _noisy(self, h, rng, factor=None, rician=None):
         """Steps 1 and 2 on complex gains h (any shape): aged, then the MMSE estimate;
         ``factor``: L of the antennas' correlation R = L L^H (rows of h are vectors), which the
-        aging innovation shares with the channel (None: white). ``direct``: a Rician channel's
-        known direct path (h's shape), ``scale`` b its scattered part's amplitude: the steps
-        act on the scattered part x = h - direct, of variance b^2 (s2 relative to it), and the
-        direct path is added back."""
-        if direct is None:
-            return self._steps(h, rng, factor, 1.0)
-        return direct + self._steps(h - direct, rng, factor, scale)
-
-    def _steps(self, h, rng, factor, scale):
+        aging innovation shares with the channel (None: white). ``rician``: a Rician channel
+        (``model.antennas.Rician``), whose direct path is known: the steps act on the
+        scattered part (s2 relative to its power)."""
+        if rician is not None:
+            return rician.of(self._noisy(rician.scattered(h), rng, factor))
         if self.rho != 1.0:
-            w = correlated(_cn(rng, h.shape), factor)
-            h = self.rho * h + np.sqrt(1.0 - self.rho ** 2) * (w if scale == 1.0 else scale * w)
-        if self.s2 > 0.0:
             w = _cn(rng, h.shape)
-            h = (1.0 - self.s2) * h + np.sqrt((1.0 - self.s2) * self.s2) * (
-                w if scale == 1.0 else scale * w)
+            h = self.rho * h + np.sqrt(1.0 - self.rho ** 2) * correlated(w, factor)
+        if self.s2 > 0.0:
+            h = (1.0 - self.s2) * h + np.sqrt((1.0 - self.s2) * self.s2) * _cn(rng, h.shape)
         return h
 
     def _one(self, power, rng, pathloss):
@@ -101,11 +95,11 @@ class ImperfectCsi:
         most its length is quantised), so a beam on it is the true channel's."""
         return self.rho == 1.0 and self.s2 == 0.0
 
-    def _vectors(self, h, rng, pathloss, factor, direct=None, scale=1.0):
+    def _vectors(self, h, rng, pathloss, factor, rician=None):
         """``ArrayGains`` of the estimated vectors a_hat = sqrt(G) h_hat; with CQI
         quantisation the reported array gain, the lower edge of its bin (exactly, as one
         antenna's), the vectors scaled to it (the beam keeps its way)."""
-        h = self._noisy(np.asarray(h, complex), rng, factor, direct, scale)
+        h = self._noisy(np.asarray(h, complex), rng, factor, rician)
         pathloss = np.asarray(pathloss, dtype=float)
         a = channel_vectors(pathloss, h)
         if not self.quantise:
@@ -134,13 +128,11 @@ class ImperfectCsi:
         return est_ul, est_dl
 
     def estimate_vectors(self, h_ul, h_dl, reciprocal, rng, pathloss=1.0, factor=None,
-                         direct=None, scale=1.0):
+                         rician=None):
         """The decisions' gains (UL, DL) of the vectors estimated from the true small-scale
         ones (K, M), with the estimates a_hat attached (``ArrayGains``); ``pathloss``: the
         large-scale gains G (K,); ``factor``: the antennas' correlation factor L (None: i.i.d.
-        elements); ``direct``, ``scale``: a Rician channel's known direct path a s (K, M) and
-        its scattered amplitude b (``_noisy``)."""
-        est_ul = self._vectors(h_ul, rng, pathloss, factor, direct, scale)
-        est_dl = est_ul if reciprocal else self._vectors(h_dl, rng, pathloss, factor, direct,
-                                                         scale)
+        elements); ``rician``: a Rician channel's elements (``_noisy``)."""
+        est_ul = self._vectors(h_ul, rng, pathloss, factor, rician)
+        est_dl = est_ul if reciprocal else self._vectors(h_dl, rng, pathloss, factor, rician)
         return est_ul, est_dl

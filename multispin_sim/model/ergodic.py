@@ -23,7 +23,7 @@ import math
 
 import numpy as np
 
-from .antennas import exponential_correlation, rician_weights
+from .antennas import exponential_correlation
 from .fading import FADING_MODELS, complex_gaussian
 from .rates import ergodic_gain, snr
 
@@ -39,7 +39,7 @@ class GainLaw:
     ``ergodic_gain(G, P, b, N0)``: the gain whose Shannon rate is the mean over X;
     ``sample(rng, shape)``: draws of X; ``channel(G, X)``: the gains G X."""
 
-    def __init__(self, eigenvalues=(1.0,), fixed=False, direct=None, los=None, basis=None):
+    def __init__(self, eigenvalues=(1.0,), fixed=False, direct=None, paths=None, basis=None):
         lam = np.clip(np.asarray(eigenvalues, dtype=float).ravel(), 0.0, None)
         if lam.size < 1:
             raise ValueError("a gain law needs at least one antenna element")
@@ -47,40 +47,40 @@ class GainLaw:
         self.m = lam.size
         self.fixed = bool(fixed)
         self._direct = None if direct is None else np.asarray(direct, dtype=float)
-        self._los, self._basis = los, basis
+        self._paths, self._basis = paths, basis
 
     @property
     def direct(self):
         """The line of sight's power along each eigen-direction: (M,) for every device, or
-        (K, M), |U^H d_k|^2 of each device's direct path d_k now (``los``: a callable giving
+        (K, M), |U^H d_k|^2 of each device's direct path d_k now (``paths``: a callable giving
         the direct paths a s (K, M); ``basis`` U: the eigenvectors of R); None: Rayleigh."""
-        if self._los is None:
+        if self._paths is None:
             return self._direct
-        return np.abs(self._los() @ self._basis.conj()) ** 2
+        return np.abs(self._paths() @ self._basis.conj()) ** 2
 
     @classmethod
-    def of(cls, fading="rayleigh", antennas=1, correlation=0.0, k_factor_db=None, los=None):
+    def of(cls, fading="rayleigh", antennas=1, correlation=0.0, rician=None):
         """The law under ``fading`` (a name of ``model.fading.FADING_MODELS``: every model but
         'none' has Rayleigh elements) at M = ``antennas`` elements with the exponential
         correlation ``correlation`` (``model.antennas.exponential_correlation``); with
-        ``k_factor_db`` a Rician channel, h = a s + b L w: for i.i.d. elements X / b^2 is a
-        noncentral chi-square of 2M degrees of freedom (halved), whatever the direction of s;
-        with correlated elements the law depends on each device's direction, read from ``los``
-        (a ``LineOfSight``) in R's eigenbasis (without it: the line of sight spread evenly over
-        the eigen-directions)."""
+        ``rician`` (``model.antennas.Rician``) a Rician channel, h = a s + b L w: for i.i.d.
+        elements X / b^2 is a noncentral chi-square of 2M degrees of freedom (halved), whatever
+        the direction of s; with correlated elements the law depends on each device's
+        direction, its direct path read in R's eigenbasis at each use (without its line of
+        sight: spread evenly over the eigen-directions)."""
         m = int(antennas)
         if FADING_MODELS.lookup(fading).static:
             return cls(np.ones(m), fixed=True)
         iid = m == 1 or correlation == 0
         lam = np.ones(m) if iid else np.linalg.eigvalsh(exponential_correlation(m, correlation))
-        if k_factor_db is None:
+        if rician is None:
             return cls(lam)
-        a, b = rician_weights(k_factor_db)
-        if iid or los is None:
+        a, b = rician.a, rician.b
+        if iid or rician.los is None:
             return cls(b * b * lam, direct=np.full(m, a * a))
         # the eigenvectors in the order of eigvalsh's eigenvalues (both ascending)
         lam, basis = np.linalg.eigh(exponential_correlation(m, correlation))
-        return cls(b * b * lam, los=lambda: a * los.vectors(), basis=basis)
+        return cls(b * b * lam, paths=rician.direct, basis=basis)
 
     @property
     def one_rayleigh(self):

@@ -188,7 +188,7 @@ class Channel(Params):
                         choices=FADING_MODELS)
     rician_k_db: Optional[float] = param(
         None, "Rician K-factor of the small-scale fading: null = Rayleigh elements (the paper); "
-        "a number = each element is a h = a s + b w, a^2 = K / (K + 1), b^2 = 1 / (K + 1): the "
+        "a number = each element is h = a s + b w, a^2 = K / (K + 1), b^2 = 1 / (K + 1): the "
         "line of sight s toward the device (the server's steering vector; 1 with one antenna) "
         "and the scattered part w of the fading model ('rayleigh', 'gauss-markov' or 'jakes')",
         unit="dB", check=in_interval(-30.0, 40.0))

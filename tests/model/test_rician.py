@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from scipy import integrate, stats
 
-from multispin_sim.model.antennas import LineOfSight, ServerArray, rician_weights
+from multispin_sim.model.antennas import LineOfSight, Rician, ServerArray, rician_weights
 from multispin_sim.model.ergodic import GainLaw
 
 P_MIN = 1e-3
@@ -30,7 +30,7 @@ def test_weights_keep_the_mean_power():
 
 @pytest.mark.parametrize("m,k_db", [(1, 6.0), (4, 0.0), (4, 10.0)])
 def test_sampled_array_gain_is_noncentral_chi_square(m, k_db):
-    law = GainLaw.of("rayleigh", m, 0.0, k_db)
+    law = GainLaw.of("rayleigh", m, 0.0, Rician(k_db))
     x = law.sample(np.random.default_rng(m), (20000,))
     dist, scale = _ncx2(k_db, m)
     assert stats.kstest(x / scale, dist.cdf).pvalue > P_MIN
@@ -39,7 +39,7 @@ def test_sampled_array_gain_is_noncentral_chi_square(m, k_db):
 
 @pytest.mark.parametrize("m,k_db", [(1, 6.0), (1, -5.0), (4, 10.0), (8, 3.0)])
 def test_ergodic_gain_against_quadrature(m, k_db):
-    law = GainLaw.of("rayleigh", m, 0.0, k_db)
+    law = GainLaw.of("rayleigh", m, 0.0, Rician(k_db))
     dist, scale = _ncx2(k_db, m)
     g, p, band, n0 = 1e-10, 0.01, 1e6, 10 ** (-174 / 10) * 1e-3
     for power in (p * 1e-3, p, p * 1e3):
@@ -59,8 +59,11 @@ def test_the_line_of_sight_is_kept_in_every_round_and_block():
     phi = np.array([0.0, 0.7])
     los = LineOfSight(lambda: phi, 2, m)
     s = los.vectors()
-    for source in (array.rounds("rayleigh", np.random.default_rng(1), 2, True, 0.0, los=los),
-                   array.grid("rayleigh", np.random.default_rng(2), 2, True, 0.0, 1e-3, los=los)):
+    rician = array.rician(los)
+    for source in (array.rounds("rayleigh", np.random.default_rng(1), 2, True, 0.0,
+                                rician=rician),
+                   array.grid("rayleigh", np.random.default_rng(2), 2, True, 0.0, 1e-3,
+                              rician=rician)):
         if hasattr(source, "round_powers"):
             h = np.stack([source.round_powers(0.0)[0] for _ in range(6000)])
         else:
@@ -75,9 +78,9 @@ def test_the_line_of_sight_is_kept_in_every_round_and_block():
 def test_gauss_markov_blocks_decorrelate_only_the_scattered_part():
     k_db, doppler, block_s = 3.0, 40.0, 2e-3
     a, b = rician_weights(k_db)
-    grid = ServerArray(1, k_factor_db=k_db).grid(
-        "gauss-markov", np.random.default_rng(5), 1, True, doppler, block_s,
-        los=LineOfSight(None, 1, 1))
+    array = ServerArray(1, k_factor_db=k_db)
+    grid = array.grid("gauss-markov", np.random.default_rng(5), 1, True, doppler, block_s,
+                      rician=array.rician(LineOfSight(None, 1, 1)))
     x = np.abs(grid.powers(0, 40000)[0][:, 0, 0]) ** 2
     rho = float(grid.rho)
     for lag in (1, 3, 10):
@@ -97,7 +100,11 @@ def test_csi_estimates_the_scattered_part_and_knows_the_direct_path():
 
     a, b = rician_weights(6.0)
     m, n = 3, 20000
-    direct = a * np.exp(1j * np.array([[0.0, 0.4, 0.8]]))
+    # every device at the bearing whose steering phases are 0, 0.4, 0.8
+    phi = np.full(n, math.asin(0.4 / math.pi))
+    rician = Rician(6.0, LineOfSight(lambda: phi, n, m))
+    direct = rician.direct()[:1]
+    assert np.allclose(direct, a * np.exp(1j * np.array([[0.0, 0.4, 0.8]])))
     h = direct + b * np.array([[0.3 - 0.2j, -0.5j, 0.1]])
     for csi, mean, var in (
             (ImperfectCsi(error_variance=0.3), direct + 0.7 * (h - direct), 0.7 * 0.3 * b * b),
@@ -106,7 +113,7 @@ def test_csi_estimates_the_scattered_part_and_knows_the_direct_path():
         if mean is None:
             mean, var = direct + rho * (h - direct), (1 - rho * rho) * b * b
         est = csi.estimate_vectors(np.repeat(h, n, axis=0), None, True, np.random.default_rng(4),
-                                   np.ones(n), None, np.repeat(direct, n, axis=0), b)[0].vectors
+                                   np.ones(n), None, rician)[0].vectors
         assert np.abs(est.mean(axis=0) - mean[0]).max() < 5 * math.sqrt(var / n)
         assert np.abs(np.var(est - mean, axis=0) - var).max() < 0.05 * var
 
@@ -122,7 +129,7 @@ def test_correlated_elements_plan_on_each_devices_direction():
     a, b = rician_weights(k_db)
     phi = np.array([0.0, 0.5, -1.0])
     los = LineOfSight(lambda: phi, 3, m)
-    law = GainLaw.of("rayleigh", m, rho_c, k_db, los)
+    law = GainLaw.of("rayleigh", m, rho_c, Rician(k_db, los))
     factor = np.linalg.cholesky(exponential_correlation(m, rho_c))
     rng = np.random.default_rng(11)
     n = 40000
