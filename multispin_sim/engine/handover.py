@@ -283,6 +283,7 @@ class CellMover:
         self.network, self.cell = network, cell
         self.walk = network.walk   # every cell's devices walk the network's one walk
         self.distance = network.distance[:, cell].copy()
+        self._bearings = (None, None)   # (the positions they are of, the bearings)
 
     def gains(self, t):
         self.network.update(t)
@@ -291,7 +292,10 @@ class CellMover:
 
     def bearings(self):
         """The devices' bearings (D,) from this cell's server at the last ``gains`` (from the
-        image nearest it, with wrap-around)."""
-        layout = self.network.layout
-        return bearings(layout.nearest_image(self.network.pos, self.cell),
-                        layout.sites[self.cell])
+        image nearest it, with wrap-around; one array while the positions stay)."""
+        pos = self.network.pos
+        if self._bearings[0] is not pos:
+            layout = self.network.layout
+            self._bearings = (pos, bearings(layout.nearest_image(pos, self.cell),
+                                            layout.sites[self.cell]))
+        return self._bearings[1]

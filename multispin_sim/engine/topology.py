@@ -177,6 +177,7 @@ class Mover:
                                     shadowing_rng, scale=self.sigma_db)
         self.distance = population.distance_m.copy()
         self.positions = population.positions
+        self._bearings = (None, None)   # (the positions they are of, the bearings)
 
     def gains(self, t):
         positions = self.positions = walk_to(self.walk, t)
@@ -188,8 +189,11 @@ class Mover:
         return gain
 
     def bearings(self):
-        """The devices' bearings (K,) from the server at the last ``gains``."""
-        return bearings(self.positions, self.centre)
+        """The devices' bearings (K,) from the server at the last ``gains`` (one array while
+        the positions stay)."""
+        if self._bearings[0] is not self.positions:
+            self._bearings = (self.positions, bearings(self.positions, self.centre))
+        return self._bearings[1]
 
 
 def device_bearings(population, mover=None):

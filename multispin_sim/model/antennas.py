@@ -94,20 +94,24 @@ def rician_weights(k_factor_db):
 class LineOfSight:
     """The devices' line-of-sight vectors now (K, M): the steering vectors of the array toward
     the bearings ``bearings()`` gives (``steering_vectors``; None: every device on the
-    broadside, 1 on every element), made again only when the bearings change."""
+    broadside, 1 on every element), made again only when the bearings change (a provider hands
+    out the same array while they stay, so most reads compare nothing)."""
 
     def __init__(self, bearings, k, m, spacing=0.5, broadside_rad=0.0):
         self.bearings, self.m = bearings, int(m)
         self.spacing, self.broadside_rad = float(spacing), float(broadside_rad)
-        self._phi = None
+        self._src = self._phi = None
         self._s = np.ones((int(k), self.m), dtype=complex)
 
     def vectors(self):
         if self.bearings is not None:
             phi = self.bearings()
-            if self._phi is None or not np.array_equal(phi, self._phi):
-                self._phi = np.array(phi, dtype=float)
-                self._s = steering_vectors(self._phi, self.m, self.spacing, self.broadside_rad)
+            if phi is not self._src:
+                if self._phi is None or not np.array_equal(phi, self._phi):
+                    self._phi = np.array(phi, dtype=float)
+                    self._s = steering_vectors(self._phi, self.m, self.spacing,
+                                               self.broadside_rad)
+                self._src = phi
         return self._s
 
 
