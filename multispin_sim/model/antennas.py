@@ -284,9 +284,10 @@ class _VectorSource:
         self.factor, self.los, self.rician = factor, los, rician
         self._w = BlockRows(lambda: complex_gaussian(self.rng, (self.block, self.k, 2, self.m)))
 
-    def _correlate(self, w):
+    def _correlate(self, w, device=slice(None)):
+        """The elements of white vectors w (..., K, M), or of one ``device``'s (..., M)."""
         h = correlated(w, self.factor)
-        return h if self.rician is None else self.rician.of(h)
+        return h if self.rician is None else self.rician.of(h, device)
 
     @classmethod
     def grid(cls, rng, k, m, reciprocal, doppler_hz, block_s, factor, chunk=1024, los=None,
@@ -324,7 +325,7 @@ class UnitVectors(_VectorSource):
         h = np.ones((self.k, self.m), dtype=complex) if self.los is None else self.los.vectors()
         return h, h
 
-    def _correlate(self, w):
+    def _correlate(self, w, device=slice(None)):
         return w
 
 
@@ -381,7 +382,7 @@ class JakesVectors(_VectorSource, ContinuousGrid):
         """||h||^2 of one device's link at the time(s) ``t`` (t.shape)."""
         link = self.dl if dl and not self.reciprocal else self.ul
         h = link.gains(t if self.clock is None else self.clock(t, device), device)
-        return squared_norms(self._correlate(h))
+        return squared_norms(self._correlate(h, device))
 
 
 class VectorGrid(GridFading):

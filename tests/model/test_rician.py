@@ -75,6 +75,21 @@ def test_the_line_of_sight_is_kept_in_every_round_and_block():
         assert np.abs(cov - b * b * np.eye(m)).max() < 6 * b * b / math.sqrt(scat.shape[0])
 
 
+@pytest.mark.parametrize("m", [1, 4])
+def test_one_devices_jakes_gains_are_its_row_of_the_whole_channel(m):
+    """A correction over Jakes blocks reads one device's ||a s + b w(t)||^2 at many instants
+    (``power``): each its row of the vectors of every device at that instant."""
+    array = ServerArray(m, k_factor_db=6.0)
+    phi = np.array([0.0, 0.4, -0.9])
+    grid = array.grid("jakes", np.random.default_rng(9), 3, False, 30.0, 1e-3,
+                      rician=array.rician(LineOfSight(lambda: phi, 3, m)))
+    times = np.array([0.0, 2e-3, 7e-3, 0.031])
+    for device in range(3):
+        for dl in (False, True):
+            want = [np.sum(np.abs(grid.vectors_at(t)[int(dl)][device]) ** 2) for t in times]
+            np.testing.assert_allclose(grid.power(device, dl, times), want, rtol=1e-12)
+
+
 def test_gauss_markov_blocks_decorrelate_only_the_scattered_part():
     k_db, doppler, block_s = 3.0, 40.0, 2e-3
     a, b = rician_weights(k_db)
