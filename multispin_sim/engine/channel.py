@@ -19,7 +19,7 @@ import math
 
 import numpy as np
 
-from ..model.antennas import ServerArray
+from ..model.antennas import ServerArray, channel_vectors
 from ..model.csi import PerfectCsi
 from ..model.ergodic import GainLaw
 from ..model.fading import FADING_MODELS, jakes_correlation, time_to_deliver
@@ -268,6 +268,17 @@ class OFDMAChannel:
     csi_delay_s = 0.0
     _estimate_t = None
     _matched = None   # several antennas and an estimate: gains through the estimate's beams
+
+    def estimate_now(self):
+        """The last decision's CSI: the true gains (``EstimatedChannel``: its estimate)."""
+        return self.g_ul, self.g_dl
+
+    def direct_paths(self):
+        """(d, b): the devices' Rician direct paths d = sqrt(G) a s (K, M) now and the weight b
+        of the scattered part; None without a K-factor (``channel.rician_k_db``)."""
+        if self.rician is None:
+            return None
+        return channel_vectors(self.pathloss, self.rician.direct()), self.rician.b
 
     def csi_rho(self):
         """Each device's correlation with its aged CSI (``csi_correlation``) where it differs by

@@ -388,6 +388,12 @@ class InterferingChannel:
     def csi_rho(self):
         return self.base.csi_rho()
 
+    def estimate_now(self):
+        return self.base.estimate_now()
+
+    def direct_paths(self):
+        return self.base.direct_paths()
+
     def gains_ahead(self):
         """None: the interference of a round is not known ahead."""
         return None

@@ -165,6 +165,15 @@ def matched_gain(estimate, truth):
         return np.where(norm > 0, (inner.real ** 2 + inner.imag ** 2) / norm, 0.0)
 
 
+def direct_share(estimate, direct):
+    """c = a_hat^H d / ||a_hat||^2 (K,): the share of a direct path d (K, M) along each
+    estimated vector a_hat (K, M); 0 for a zero estimate (no beam)."""
+    inner = np.einsum("km,km->k", np.conj(estimate), direct)
+    norm = squared_norms(estimate)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(norm > 0, inner / norm, 0.0)
+
+
 def vectors_of(gains):
     """The channel vectors (K, M) travelling with ``gains``, or None (plain gains)."""
     return getattr(gains, "vectors", None)

@@ -7,6 +7,7 @@ import warnings
 import numpy as np
 
 from ..model import reactive as solver
+from ..model.antennas import direct_share, vectors_of
 from ..model.mimo_batch import first_min
 from .reactive import REACTIVE_POLICIES, ReactivePolicy
 
@@ -102,6 +103,13 @@ class RobustSplit(ReactivePolicy):
     problem (``ArrayProblem.prefix_candidates``), planned on the estimates, is met by every
     draw (``Transmission.realised_t_comm``): the split with the smallest ``quantile`` of its
     realised T_comm (common draws; ties: the first prefix), each distinct rejected set once.
+
+    In a Rician channel (``channel.rician_k_db``) the direct path d = sqrt(G) a s is known and
+    the errors act on the scattered part, of power b^2 (``model.csi``): a = d + rho (a_hat - d)
+    + sqrt(G b^2 v) w. Through the beam on the estimate the mean is
+    sqrt(g_hat) |rho + (1 - rho) c|, c = a_hat^H d / ||a_hat||^2, read from the channel's last
+    estimate (``direct_paths``, ``estimate_now``; sampled gains of the draft objective take the
+    c of that estimate's devices).
     """
 
     def __init__(self, quantile=0.9, samples=64, rho=1.0, error_variance=0.0, seed=0,
@@ -112,6 +120,8 @@ class RobustSplit(ReactivePolicy):
         self.rho = rho if callable(rho) else float(rho)
         self.s2 = float(error_variance)
         self.seed = seed
+        # a Rician channel's direct paths and the last estimate, from the channel (use_channel)
+        self.direct_paths = self.estimate_now = None
 
     @classmethod
     def from_scenario(cls, scenario):
@@ -129,6 +139,13 @@ class RobustSplit(ReactivePolicy):
         rho = channel.csi_rho()
         if rho is not None:
             self.rho = rho
+        self.direct_paths, self.estimate_now = channel.direct_paths, channel.estimate_now
+
+    def _rician(self):
+        """(d (K, M), b^2): the direct paths sqrt(G) a s and the scattered power of a Rician
+        channel, or (None, 1.0)."""
+        paths = None if self.direct_paths is None else self.direct_paths()
+        return (None, 1.0) if paths is None else (paths[0], paths[1] ** 2)
 
     def decide(self, problem, rng=None):
         rho = self.rho() if callable(self.rho) else self.rho
@@ -145,6 +162,9 @@ class RobustSplit(ReactivePolicy):
         pl = self.pathloss() if callable(self.pathloss) else self.pathloss
         pl = np.ones(k) if pl is None else np.asarray(pl, float)
         p_ul = np.broadcast_to(problem.p_ul, (k,))
+        direct, b2 = self._rician()
+        share = None if direct is None else [direct_share(vectors_of(e), direct)
+                                             for e in self.estimate_now()]
         # each row's rejected devices first, in UL order (P g descending, ties by device)
         order = np.argsort(np.where(problem.rejected, -(p_ul * g_ul), np.inf), axis=1,
                            kind="stable")
@@ -156,8 +176,12 @@ class RobustSplit(ReactivePolicy):
             for rows in np.split(same, range(step, same.size, step)):
                 o = order[rows, :r]
                 rho_o = rho if np.ndim(rho) == 0 else np.asarray(rho, float)[o][:, None]
+                var = (1.0 - rho_o ** 2 + rho_o ** 2 * self.s2) * b2
+                mean = (rho_o, rho_o) if share is None else tuple(
+                    np.abs(rho_o + (1.0 - rho_o) * c[o][:, None]) for c in share)
                 n_ul = self._best_prefix(problem, p_ul[o], g_ul[rows[:, None], o],
-                                         g_dl[rows[:, None], o], pl[o], reciprocal, rng, rho_o)
+                                         g_dl[rows[:, None], o], pl[o], reciprocal, rng, mean,
+                                         var)
                 ul_mask[rows[:, None], o] = np.arange(r) < n_ul[:, None]
         return solver.evaluate_assignment(problem, ul_mask)
 
@@ -168,16 +192,17 @@ class RobustSplit(ReactivePolicy):
         pl = self.pathloss() if callable(self.pathloss) else self.pathloss
         pl = np.ones(k) if pl is None else np.asarray(pl, float)
         rho = np.broadcast_to(np.asarray(rho, float), (k,))[:, None]
-        spread = np.sqrt(pl * (1.0 - rho[:, 0] ** 2 + rho[:, 0] ** 2 * self.s2))[:, None]
+        direct, b2 = self._rician()
+        spread = np.sqrt(pl * (1.0 - rho[:, 0] ** 2 + rho[:, 0] ** 2 * self.s2) * b2)[:, None]
         est_ul, est_dl = problem.a_ul, problem.a_dl
         reciprocal = est_ul is est_dl or np.array_equal(est_ul, est_dl)
         tr, shape = problem.transmission, (self.samples,) + est_ul.shape
         once, again = problem.distinct_outcomes()   # SAA outcomes repeat rejected sets
         chosen = np.zeros((len(once), k), dtype=bool)
         for j, i in enumerate(once.tolist()):
-            true_ul = rho * est_ul + spread * _complex_normal(rng, shape)
-            true_dl = true_ul if reciprocal else rho * est_dl + spread * _complex_normal(rng,
-                                                                                         shape)
+            true_ul = self.true_vectors(est_ul, rho, spread, direct, shape, rng)
+            true_dl = true_ul if reciprocal else self.true_vectors(est_dl, rho, spread, direct,
+                                                                   shape, rng)
             score = np.full(k + 1, np.inf)
             for c in np.flatnonzero(exists[:, i]).tolist():
                 mode, power, delay, _, _ = problem.row(i, masks[c, i])
@@ -188,24 +213,33 @@ class RobustSplit(ReactivePolicy):
             chosen[j] = masks[first_min(score), i]
         return problem.evaluate_assignment(chosen[again])
 
-    def _truth(self, g, pl, rho, shape, rng):
-        """Samples of the true gains given the estimated gains ``g`` = G |h_hat|^2 and the path
-        loss G (both (n, 1, r)): G |rho h_hat + w|^2, w ~ CN(0, 1 - rho^2 + rho^2 s2) (``rho``
-        one number, or (n, 1, r))."""
-        var = 1.0 - rho ** 2 + rho ** 2 * self.s2
+    @staticmethod
+    def true_gains(g, pl, mean, var, shape, rng):
+        """Samples of the true gains through the beams on the estimates, given the estimated
+        gains ``g`` = G ||h_hat||^2 and the path loss G (both (n, 1, r)): G |m |h_hat| + w|^2,
+        w ~ CN(0, var); ``mean`` m: rho, or |rho + (1 - rho) c| in a Rician channel (class
+        docstring); ``mean`` and ``var`` one number or (n, 1, r)."""
         w = (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)) * np.sqrt(var / 2)
-        return pl * np.abs(rho * np.sqrt(g / pl) + w) ** 2
+        return pl * np.abs(mean * np.sqrt(g / pl) + w) ** 2
 
-    def _best_prefix(self, problem, p_ul, g_ul, g_dl, pl, reciprocal, rng, rho):
+    @staticmethod
+    def true_vectors(est, rho, spread, direct, shape, rng):
+        """Samples ``shape`` of the true channel vectors given the estimated ones ``est``
+        (K, M): rho a_hat + (1 - rho) d + spread w, w ~ CN(0, I), d the Rician direct paths
+        (None: none); ``rho``, ``spread`` (K, 1)."""
+        mean = rho * est if direct is None else rho * est + (1.0 - rho) * direct
+        return mean + spread * _complex_normal(rng, shape)
+
+    def _best_prefix(self, problem, p_ul, g_ul, g_dl, pl, reciprocal, rng, mean, var):
         """The number of UL devices of the best prefix split of each of n rejected sets of r
-        devices, given in UL order: p_ul, g_ul, g_dl, pl are (n, r); ``rho`` one number or
-        (n, 1, r)."""
+        devices, given in UL order: p_ul, g_ul, g_dl, pl are (n, r); ``mean`` (UL, DL) and
+        ``var`` of ``true_gains``."""
         n, r = g_ul.shape
         n0b = problem.n0 * problem.bandwidth_hz / r
         shape = (n, self.samples, r)
-        true_ul = self._truth(g_ul[:, None], pl[:, None], rho, shape, rng)
+        true_ul = self.true_gains(g_ul[:, None], pl[:, None], mean[0], var, shape, rng)
         true_dl = (true_ul if reciprocal
-                   else self._truth(g_dl[:, None], pl[:, None], rho, shape, rng))
+                   else self.true_gains(g_dl[:, None], pl[:, None], mean[1], var, shape, rng))
         snr_ul = p_ul[:, None] * true_ul / n0b                           # (n, N, r)
         inv = 1.0 / g_dl
         load = np.concatenate([np.cumsum(inv[:, ::-1], axis=1)[:, ::-1], np.zeros((n, 1))],

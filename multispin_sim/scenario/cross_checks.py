@@ -276,8 +276,7 @@ def _check_antennas(sc: Scenario) -> None:
 
 @cross_check
 def _check_rician(sc: Scenario) -> None:
-    """A Rician channel mixes the line of sight with a fading model's scattered elements; the
-    robust split's law of the truth given an estimate is of zero-mean elements."""
+    """A Rician channel mixes the line of sight with a fading model's scattered elements."""
     ch = sc.channel
     if ch.rician_k_db is None:
         return
@@ -285,8 +284,6 @@ def _check_rician(sc: Scenario) -> None:
         ("channel.fading", ch.fading == "none",
          "'rayleigh', 'gauss-markov' or 'jakes' (without fading the channel is the line of "
          "sight alone)"),
-        # the robust split's law of the truth given an estimate is of zero-mean elements
-        ("policy.mode", sc.policy.mode == "robust", "another reactive policy than 'robust'"),
     ), f"channel.rician_k_db = {ch.rician_k_db:g} (a Rician channel)",
         " (or channel.rician_k_db: null)")
 
