@@ -64,12 +64,14 @@ class ArrayChannel(EstimatedChannel):
         self._delay = np.zeros(k)
         self._power = np.zeros(k)
         self._start = np.zeros(k)   # a DL set is the streams that start together
-        self._b = 0.0
+        self._band = np.zeros(k)   # each stream's subband b (a carried set has its own)
         self._p_ul = np.broadcast_to(np.asarray(system.p_ul_w, float), (k,))
         # a shared band with imperfect CSI or fading blocks on a grid: a stream's realised
         # delay depends on its whole set
         self.sees_sets = self.transmission.multi_user and (not self.csi_model.perfect
                                                            or self.grid is not None)
+        self.shared_band = self.transmission.multi_user
+        self.streams_realised = self.sees_sets   # the records read ``_set`` (``round_columns``)
         self._set = np.full((3, k), np.nan)   # their delays, on-air times and SINRs
         self._pending = None   # on a grid: the decision whose sets start with the next stream
 
@@ -92,7 +94,7 @@ class ArrayChannel(EstimatedChannel):
         """A correction of this round, for its record (``round_columns``): its mode, band and
         power, when it started and how long it was on air."""
         self._mode[device] = mode
-        self._b = bandwidth_hz
+        self._band[device] = bandwidth_hz
         self._power[device], self._start[device], self._delay[device] = power_w, start, airtime_s
 
     def plan_sets(self, mode, planned, power_w, bandwidth_hz):
@@ -135,13 +137,7 @@ class ArrayChannel(EstimatedChannel):
             else:
                 delay = self.stream_delay(device, mode, power_w, bandwidth_hz)
         if mode == DL and self.transmission.dl.shared and not math.isfinite(delay):
-            # the run stops before the round is recorded, its earlier rounds kept
-            raise LimitReached(
-                f"device {device}: its zero-forcing DL set can never be served (the set's "
-                "channel vectors are linearly dependent: devices in one direction from the "
-                "server, or mirrored across its linear array's axis)",
-                "use server.zf_groups: best (smaller groups in turn) or a reactive policy that "
-                "chooses the links (policy.mode: optimal)")
+            raise singular_set(device)
         self.note(device, mode, bandwidth_hz, power_w, env.now, delay)
         yield env.timeout(delay)
         return delay
@@ -165,13 +161,19 @@ class ArrayChannel(EstimatedChannel):
         s = self.system
         airtime = np.where(mode > 0, self._delay, 0.0)
         dl_scheme = self.transmission.dl
-        if self.sees_sets:     # as realised (``plan_sets``, ``stream_delay``)
+        if self.streams_realised:     # as realised (``plan_sets``, ``stream_delay``)
             gain, snr, airtime = self._realised_columns(mode, airtime)
         else:
             # a stream's fading block holds until its round (or batch) is recorded
             g_ul, g_dl = (self.g_ul, self.g_dl) if self._matched is None else self._matched
-            gain, snr = effective_gains(self.transmission, g_ul, g_dl, mode, self._p_ul,
-                                        s.p_dl_w, self.bits, self._b, self.n0, sent=self._power)
+            gain, snr = np.zeros(len(mode)), np.zeros(len(mode))
+            # each set of streams that started together (a carried set, then the round's own)
+            for start in np.unique(self._start[mode > 0]).tolist():
+                on = (mode > 0) & (self._start == start)
+                got = effective_gains(self.transmission, g_ul, g_dl, np.where(on, mode, 0),
+                                      self._p_ul, s.p_dl_w, self.bits, self._band[on][0],
+                                      self.n0, sent=self._power)
+                gain[on], snr[on] = got[0][on], got[1][on]
             if dl_scheme.shared:   # streams on air in turns, set by set; else the whole delay
                 for start in np.unique(self._start[mode == DL]).tolist():   # carried: apart
                     dl = (mode == DL) & (self._start == start)
@@ -180,6 +182,12 @@ class ArrayChannel(EstimatedChannel):
         self._mode = np.zeros(len(mode), dtype=np.int8) if devices is None else np.where(
             devices, 0, self._mode).astype(np.int8)
         return {"gain_eff": gain, "snr_eff": snr, AIRTIME: airtime, RADIATED: radiated}
+
+    def record_streams(self, device, delay, on_air, sinr):
+        """A stream delivered by a caller that realises the sets itself (a cell's channel,
+        ``engine.cell_streams``): its delay, time on air and SINR, for the round's record."""
+        self.streams_realised = True
+        self._set[:, device] = delay, on_air, sinr
 
     def _shared(self, mode):
         return (self.transmission.dl if mode == DL else self.transmission.ul).shared
@@ -241,7 +249,8 @@ class ArrayChannel(EstimatedChannel):
         imperfect CSI or fading blocks on a grid: a shared link's streams as realised (gain:
         the SINR's p gamma / (N0 B_link), B_link = b x the streams that started with it), an
         orthogonal link's at the gain through the estimate's beam (or the decision's gain)."""
-        tr, p, b = self.transmission, self._power, self._b
+        tr, p = self.transmission, self._power
+        b = np.where(mode > 0, self._band, 1.0)
         g_ul, g_dl = (self.g_ul, self.g_dl) if self._matched is None else self._matched
         gain = np.where(mode == UL, g_ul, np.where(mode == DL, g_dl, 0.0))
         snr = np.where(mode > 0, p * gain / (self.n0 * b), 0.0)
@@ -252,8 +261,19 @@ class ArrayChannel(EstimatedChannel):
                 on = (mode == code) & (self._start == start)
                 snr[on], airtime[on] = self._set[2, on], self._set[1, on]
                 with np.errstate(divide="ignore", invalid="ignore"):
-                    gain[on] = snr[on] * self.n0 * b * np.count_nonzero(on) / p[on]
+                    gain[on] = snr[on] * self.n0 * b[on] * np.count_nonzero(on) / p[on]
         return gain, snr, airtime
+
+
+def singular_set(device):
+    """The stop of a run whose zero-forcing DL set can never be served: before the round is
+    recorded, its earlier rounds kept."""
+    return LimitReached(
+        f"device {device}: its zero-forcing DL set can never be served (the set's channel "
+        "vectors are linearly dependent: devices in one direction from the server, or mirrored "
+        "across its linear array's axis)",
+        "use server.zf_groups: best (smaller groups in turn) or a reactive policy that chooses "
+        "the links (policy.mode: optimal)")
 
 
 def needs_array_channel(scenario):

@@ -129,6 +129,8 @@ class OFDMAChannel:
 
     # True when a decision's streams must be seen together before they start (``plan_sets``)
     sees_sets = False
+    # True when some link shares its band (``engine.antennas``: a decision's streams are sets)
+    shared_band = False
 
     @property
     def plain_transmit(self):

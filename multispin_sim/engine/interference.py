@@ -21,20 +21,24 @@ import numpy as np
 
 from ..model.reactive import DL, UL
 from ..scenario import limits
+from .antennas import singular_set
+from .cell_streams import SharedBandPlan, seen_through
 from .guards import LIMIT_TODO, LimitReached
 
 
 class Tx:
     """One correction in flight: its cell, device (cell index and global), mode, power,
-    subband [f0, f1), own gain, bits (and bits left), the rate and interference now, and its
-    intervals (t0, t1, rate, interference, own gain). ``terms``: its interferers -> their
+    subband [f0, f1), own gain, the leakage ``floor`` (W) of the streams sharing its band (a
+    shared link's, ``engine.cell_streams``; else 0), bits (and bits left), the rate and
+    interference now, and its intervals (t0, t1, rate, interference, own gain). ``terms``: its
+    interferers -> their
     interference at its receiver; ``fades``: their Exp(1) fading draws; ``seen``: the gains
     the terms use; ``due``: its delivery time at the rate now; ``queued``: the time of its
     queue entry."""
 
-    __slots__ = ("cell", "device", "glob", "mode", "power", "f0", "f1", "gain", "bits", "left",
-                 "rate", "interference", "t_last", "event", "intervals", "start", "planned",
-                 "version", "contrib", "terms", "fades", "seen", "due", "queued")
+    __slots__ = ("cell", "device", "glob", "mode", "power", "f0", "f1", "gain", "floor", "bits",
+                 "left", "rate", "interference", "t_last", "event", "intervals", "start",
+                 "planned", "version", "contrib", "terms", "fades", "seen", "due", "queued")
 
 
 class InterferenceField:
@@ -202,7 +206,9 @@ class InterferenceField:
             self._refresh(y)
         b = y.f1 - y.f0
         y.interference = sum(y.terms.values(), 0.0)
-        y.rate = b * math.log2(1.0 + y.power * y.gain / (self.n0 * b + y.interference))
+        # floor: the leakage of the streams sharing y's band (0 for an orthogonal stream)
+        y.rate = b * math.log2(1.0 + y.power * y.gain / (self.n0 * b + y.floor
+                                                         + y.interference))
 
     def _update(self, x, now, gain=None):
         """x's interferers (or, given ``gain``, its own channel: a new fading block) changed: its
@@ -361,11 +367,12 @@ class InterferingChannel:
     estimate), the SINR of a flat interference PSD psi over the band
     (``cells.interference_csi``): 'last', the PSD measured at that instant; 'mean', its time
     average over the run so far; 'none', psi = 0 (blind). With fading blocks on a time grid
-    (the base's ``grid``) a stream meets each block's gain from the block's start on."""
+    (the base's ``grid``) a stream meets each block's gain from the block's start on. Where a
+    link shares its band (``sees_sets``) the decision sees the channel vectors scaled alike,
+    and each decision's streams are placed and rated by ``engine.cell_streams``."""
 
     plain_transmit = False
     dynamic_csi = True
-    sees_sets = False   # orthogonal streams only (a shared band is refused with cells)
 
     system, bits, round_bits, n0, pathloss, max_blocks = map(
         _forward, ("system", "bits", "round_bits", "n0", "pathloss", "max_blocks"))
@@ -407,6 +414,9 @@ class InterferingChannel:
         self._band_t, self._band_next = None, 0.0
         self._clear_ul = self._clear_dl = None
         self._g = None   # the base's CSI of this round
+        self.sees_sets = base.shared_band   # a decision's streams are sets (``plan_sets``)
+        self._seen_now = None   # a shared band: the gains (and vectors) the decision saw
+        self._plans = {}   # device -> the ``SharedBandPlan`` of its stream
 
     def set_pathloss(self, gains):
         self.base.set_pathloss(gains)
@@ -428,7 +438,21 @@ class InterferingChannel:
         else:
             ul_seen, dl_seen = ul, dl
         g_ul, g_dl = self._g
+        if self.sees_sets:
+            self._seen_now = (seen_through(g_ul, n0 / (n0 + ul_seen)),
+                              seen_through(g_dl, n0 / (n0 + dl_seen)))
+            return self._seen_now
         return g_ul * (n0 / (n0 + ul_seen)), g_dl * (n0 / (n0 + dl_seen))
+
+    def plan_sets(self, mode, planned, power_w, bandwidth_hz):
+        """The streams of a decision, before they start: where each sits in the band, the
+        signal and leakage its set's filters give it (``SharedBandPlan``)."""
+        base = self.base
+        plan = SharedBandPlan(base.transmission, (base.g_ul.vectors, base.g_dl.vectors),
+                              self._seen_now, mode, planned, power_w, bandwidth_hz, base.bits,
+                              self.n0)
+        for device in np.flatnonzero(np.asarray(mode) != 0).tolist():
+            self._plans[device] = plan
 
     def new_block(self, now=0.0):
         self._g = self.base.new_block(now)
@@ -439,23 +463,20 @@ class InterferingChannel:
         return self._seen(now)
 
     def transmit(self, env, device, mode, power_w, bandwidth_hz, planned_s, index=None):
+        if self.sees_sets:
+            return (yield from self._transmit_in_set(env, device, mode, power_w, bandwidth_hz))
         # corrections starting together take consecutive subbands of the cell's band
         if self._band_t != env.now:
             self._band_t, self._band_next = env.now, 0.0
         base = self.base
-        tx = Tx()
-        tx.cell, tx.device, tx.glob, tx.mode = self.cell, device, int(self.globs[device]), mode
-        tx.power = power_w
-        tx.f0 = self._band_next
-        tx.f1 = self._band_next = self._band_next + bandwidth_hz
-        tx.gain = base.start_gain(device, mode, env.now)   # the first block's
-        tx.bits = base.payload_bits(device)
+        tx = self._tx(device, mode, power_w, self._band_next, self._band_next + bandwidth_hz,
+                      base.start_gain(device, mode, env.now))   # the first block's gain
+        self._band_next = tx.f1
         # the planned delay is the delivery time when the decision saw the true gains and no
         # interference and none is there at the start (then it is kept exactly, as on one cell)
         clear = base.csi_model.perfect and (self._clear_ul if mode == UL
                                             else self._clear_dl[device])
         tx.planned = planned_s if clear else None
-        self.transmissions += 1
         start = env.now
         grid = base.grid
         if grid is not None:   # fading blocks on a time grid: the stream's gain block by block
@@ -467,6 +488,39 @@ class InterferingChannel:
         if grid is not None:
             base.count_blocks(start, delay, counter=self)
         base.note(device, mode, bandwidth_hz, power_w, start, delay)   # for a stream's record
+        return delay
+
+    def _tx(self, device, mode, power_w, f0, f1, gain, floor=0.0):
+        """A correction of ``device`` on [f0, f1) at its signal gain and leakage floor (W)."""
+        tx = Tx()
+        tx.cell, tx.device, tx.glob, tx.mode = self.cell, device, int(self.globs[device]), mode
+        tx.power, tx.f0, tx.f1, tx.gain, tx.floor = power_w, f0, f1, gain, floor
+        tx.bits = self.base.payload_bits(device)
+        self.transmissions += 1
+        return tx
+
+    def _transmit_in_set(self, env, device, mode, power_w, bandwidth_hz):
+        """SimPy: a correction of a decision with a shared link (``SharedBandPlan``): a ZF
+        group's stream waits for the previous group's end; the delay counts from the call."""
+        plan = self._plans.pop(device)
+        start = env.now
+        if plan.never[device]:
+            raise singular_set(device)
+        turn = int(plan.turn[device])
+        if mode == DL and turn:
+            yield plan.events(env)[turn - 1]
+        shared = not np.isnan(plan.gain[device])
+        gain = float(plan.gain[device]) if shared else self.base.start_gain(device, mode,
+                                                                             env.now)
+        f0, f1 = plan.band[device].tolist()
+        tx = self._tx(device, mode, power_w, f0, f1, gain, float(plan.floor[device]))
+        tx.planned = None
+        on_air = yield from self.field.transmit(env, tx)
+        plan.delivered(env, device, mode)
+        delay = env.now - start
+        self.base.note(device, mode, bandwidth_hz, power_w, start, delay)
+        if shared:
+            self.base.record_streams(device, delay, on_air, float(plan.sinr[device]))
         return delay
 
     def _next_block(self, env, tx, grid, pl, dl, t0, n, last):

@@ -60,10 +60,12 @@ class DlScheme:
 
 
 def _sinr(leak, noise):
-    """SINRs from leak[..., k, j] = p_j |<filter of k, a_j>|^2 (the signal on the diagonal)
-    and each stream's noise power."""
+    """(SINRs, interference-to-noise ratios) from leak[..., k, j] = p_j |<filter of k, a_j>|^2
+    (the signal on the diagonal) and each stream's noise power: the interference is the other
+    streams' leakage."""
     signal = np.diagonal(leak, axis1=-2, axis2=-1)
-    return signal / (noise + (leak.sum(axis=-1) - signal))
+    intra = leak.sum(axis=-1) - signal
+    return signal / (noise + intra), intra / noise
 
 
 def zf_precoder(a):
@@ -155,7 +157,7 @@ class MuMimoZf(DlScheme):
             tau_of[group] = tau[j]
         return delays, dl_power_for_delay(tau_of, bits, band, gains, n0), gains
 
-    def realise(self, a, est, planned, powers, bits, b, n0):
+    def realise(self, a, est, planned, powers, bits, b, n0, parts=False):
         """(delays, on-air times, SINRs) of a DL set served as planned on the estimated vectors
         ``est`` ((n, M); ``planned``, ``powers``: what ``serve`` gave for them) over the true
         vectors a: each group (the streams the plan ends together) is precoded to zero-force
@@ -163,9 +165,9 @@ class MuMimoZf(DlScheme):
         interference; groups take their turns in order, each until its slowest stream ends.
         With est = a, the plan; a group planned never to end (its vectors dependent) is never
         served. ``a`` may be a stack (..., n, M) of true channels (samples): the results are
-        then (..., n)."""
+        then (..., n). ``parts``: also each stream's leakage over its noise (a fourth array)."""
         band = b * a.shape[-2]
-        delays, on_air, sinr = (np.zeros(a.shape[:-1]) for _ in range(3))
+        delays, on_air, sinr, inr = (np.zeros(a.shape[:-1]) for _ in range(4))
         start = 0.0
         for end in np.unique(planned):
             g = np.flatnonzero(planned == end)
@@ -173,11 +175,11 @@ class MuMimoZf(DlScheme):
                 delays[..., g] = on_air[..., g] = np.inf
                 continue
             leak = np.abs(a[..., g, :].conj() @ zf_precoder(est[g])) ** 2 * powers[g]
-            sinr[..., g] = _sinr(leak, n0 * band)
+            sinr[..., g], inr[..., g] = _sinr(leak, n0 * band)
             on_air[..., g] = shared_band_delays(bits, band, sinr[..., g])
             delays[..., g] = start + on_air[..., g]
             start = delays[..., g].max(axis=-1, keepdims=True)
-        return delays, on_air, sinr
+        return (delays, on_air, sinr, inr) if parts else (delays, on_air, sinr)
 
 
 class UlScheme:
@@ -224,21 +226,21 @@ class MuMimoMmse(UlScheme):
             gains = sinr * noise / p
         return delays, gains, p
 
-    def realise(self, a, est, planned, powers, bits, b, n0):
+    def realise(self, a, est, planned, powers, bits, b, n0, parts=False):
         """(delays, on-air times, SINRs) of a UL set sent at ``powers`` (as planned on the
         estimated vectors ``est``) over the true vectors a, combined by the MMSE filters of the
         estimates, w_k = (I + sum_j p_j est_j est_j^H / noise)^-1 est_k: a stream meets the
         others' leakage p_j |w_k^H a_j|^2 and the noise noise ||w_k||^2. With est = a, the
         MMSE SINRs of ``serve``. ``a`` may be a stack (..., n, M) of true channels: the results
-        are then (..., n)."""
+        are then (..., n). ``parts``: also each stream's leakage over its noise."""
         band = b * a.shape[-2]
         noise = n0 * band
         cov = np.eye(a.shape[-1]) + (est.T * (powers / noise)) @ est.conj()
         w = np.linalg.solve(cov, est.T)                       # (M, n): column k is w_k
         leak = np.abs(w.conj().T @ np.swapaxes(a, -1, -2)) ** 2 * powers
-        sinr = _sinr(leak, noise * norms2(w.T))
+        sinr, inr = _sinr(leak, noise * norms2(w.T))
         delays = shared_band_delays(bits, band, sinr)
-        return delays, delays, sinr
+        return (delays, delays, sinr, inr) if parts else (delays, delays, sinr)
 
 
 class Transmission:
@@ -281,18 +283,20 @@ class Transmission:
                             a_ul=self.vectors(g_ul), a_dl=self.vectors(g_dl), transmission=self,
                             memo=getattr(g_ul, "memo", None))
 
-    def realise(self, a_ul, a_dl, est_ul, est_dl, mode, planned, powers, bits, b, n0):
+    def realise(self, a_ul, a_dl, est_ul, est_dl, mode, planned, powers, bits, b, n0,
+                parts=False):
         """(delay, on-air time, SINR), each (K,), of the streams of ``mode`` on a shared link,
         planned on the estimated vectors (``planned``, ``powers``: the decision's) and met by
         the true ones (the schemes' ``realise``); NaN elsewhere (an orthogonal link's stream is
         alone: ``model.antennas.matched_gain``). The true vectors may be stacks (..., K, M) of
-        samples: the results are then (3, ..., K)."""
-        out = np.full((3,) + a_ul.shape[:-1], np.nan)
+        samples: the results are then (3, ..., K). ``parts``: a fourth row, each stream's
+        leakage from the streams it shares its band with over its noise."""
+        out = np.full((4 if parts else 3,) + a_ul.shape[:-1], np.nan)
         for code, scheme, a, est in ((UL, self.ul, a_ul, est_ul), (DL, self.dl, a_dl, est_dl)):
             idx = np.flatnonzero(mode == code)
             if scheme.shared and idx.size:
                 out[..., idx] = scheme.realise(a[..., idx, :], est[idx], planned[idx],
-                                               powers[idx], bits, b, n0)
+                                               powers[idx], bits, b, n0, parts)
         return out
 
     def realised_t_comm(self, a_ul, a_dl, est_ul, est_dl, mode, planned, powers, bits, b, n0):

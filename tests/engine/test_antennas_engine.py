@@ -346,3 +346,26 @@ def test_tokens_per_joule_runs_on_a_shared_band():
     parts = sum(np.asarray(d[c]) for c in ("energy_draft_j", "energy_ul_j", "energy_dl_j",
                                            "energy_idle_j"))
     np.testing.assert_allclose(parts, d["energy_j"], rtol=1e-12)
+
+
+@pytest.mark.parametrize("dl,ul", [("mu-mimo-zf", "mu-mimo-mmse"), ("ofdma-mrt", "ofdma-mrc")])
+def test_each_streams_record_explains_its_time_on_air(dl, ul):
+    """With carried corrections (``deadline``) a round sends two sets, the carried one and its
+    own, on different subbands: each stream's recorded SINR is its own set's, so its time on
+    air is the payload over Shannon's rate on its band at that SINR (a shared link's band is
+    its set's pooled band)."""
+    res = run({"run.rounds": 80, "server.antennas": 4, "server.dl_scheme": dl,
+               "server.ul_scheme": ul, "devices.count": 10, "policy.mode": "deadline"})
+    t = res.table("device_rounds")
+    mode = np.asarray(t["mode"])
+    on = mode != ""
+    rejected = np.asarray(t["rejected"])
+    assert np.count_nonzero(on & (rejected == 0)) > 5   # carried corrections
+    sets = np.stack([np.asarray(t["round"]), mode == "dl", rejected], axis=1)[on]
+    n = np.array([np.count_nonzero(np.all(sets == row, axis=1)) for row in sets])
+    if dl == "ofdma-mrt":
+        n = np.ones_like(n)
+    band = np.asarray(t["bandwidth_hz"])[on] * n
+    rate = band * np.log2(1 + np.asarray(t["snr_eff"])[on])
+    np.testing.assert_allclose(np.asarray(t["airtime_s"])[on],
+                               res.population.system.payload_bits / rate, rtol=1e-9)
