@@ -32,7 +32,8 @@ CHOICES = _choice_keys()
 # a few numeric keys at their edges, beside the choices
 CHOICES.update({"devices.count": (1, 2, 3), "cells.count": (1, 2, 3, 7), "policy.max_draft": (0, 1),
                 "policy.draft_length": (0, 1), "server.antennas": (1, 2),
-                "channel.coherence_time_ms": (None, 5.0), "acceptance.session_tokens": (1, 64)})
+                "channel.coherence_time_ms": (None, 5.0), "acceptance.session_tokens": (1, 64),
+                "channel.rician_k_db": (None, 6.0), "csi.estimation_error_variance": (0.0, 0.2)})
 
 
 def test_the_schema_has_choice_keys_in_every_component():
@@ -40,7 +41,7 @@ def test_the_schema_has_choice_keys_in_every_component():
     assert {"channel", "policy", "acceptance", "link", "cells", "server", "workload"} <= sections
 
 
-@settings(max_examples=500, deadline=None, derandomize=True,
+@settings(max_examples=1500, deadline=None, derandomize=True,
           suppress_health_check=list(HealthCheck))
 @given(st.dictionaries(st.sampled_from(sorted(CHOICES)), st.integers(0, 63), min_size=1,
                        max_size=8))
