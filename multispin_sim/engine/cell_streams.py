@@ -14,7 +14,10 @@ the estimate scaled by the interference it saw, so an MMSE combiner treats the i
 seen as white noise), and I the other cells' interference after the same filter: a unit-norm
 filter independent of the interfering link's vector leaves it one Exp(1) draw per interfering
 pair, as for an orthogonal stream (``engine.interference``). A ZF group starts when the
-previous group's last stream is delivered.
+previous group's last stream is delivered. On a grid of fading blocks S and F follow each
+block's filters, built on its true vectors (on the decision's view in a group's first block),
+every stream of the set counted until the set's last ends, as on one cell
+(``engine.antennas``).
 """
 import numpy as np
 
@@ -31,45 +34,63 @@ def seen_through(gains, factor):
 
 
 class SharedBandPlan:
-    """Where each stream of one decision sits and how the field rates it: ``band`` (K, 2)
-    [f0, f1); ``gain`` (K,) its S / p (NaN for an orthogonal link's stream, which meets its
-    channel's gain), ``floor`` (K,) F in W, ``sinr`` (K,) S / (N0 B_link + F) (NaN where
-    orthogonal), ``turn`` (K,) its ZF group's place in the order (0 elsewhere); ``turn_ends``:
-    the SimPy events of the groups' ends, made at the first stream (``events``)."""
+    """Where each stream of one decision sits and how the field rates it. ``band`` (K, 2)
+    [f0, f1); ``shared`` (K,) whether its link shares the band; ``turn`` (K,) its ZF group's
+    place in the order (0 elsewhere); ``never``: a singular ZF group's streams (never served);
+    ``left``, ``turn_ends``: the streams of each DL group still in flight, the SimPy events
+    of the groups' ends (made at the first stream, ``events``). A shared stream's signal gain
+    S / p, leakage F (W) and SINR S / (N0 B_link + F) come from ``parts``: its set's filters
+    met by the true vectors of a fading block."""
 
-    def __init__(self, transmission, truth, seen, mode, planned, power, bandwidth, bits, n0):
-        mode = np.asarray(mode)
-        planned = np.asarray(planned, dtype=float)
-        power = np.asarray(power, dtype=float)
+    def __init__(self, transmission, seen, mode, planned, power, bandwidth, bits, n0):
+        self.transmission, self.seen = transmission, seen
+        self.mode = mode = np.asarray(mode)
+        self.planned = planned = np.asarray(planned, dtype=float)
+        self.power = np.asarray(power, dtype=float)
+        self.bandwidth, self.bits, self.n0 = bandwidth, bits, n0
         k = len(mode)
-        got = transmission.realise(truth[0], truth[1], vectors_of(seen[0]), vectors_of(seen[1]),
-                                   mode, planned, power, bits, bandwidth, n0, parts=True)
         self.band = np.zeros((k, 2))
-        self.gain = np.full(k, np.nan)
-        self.floor = np.zeros(k)
-        self.sinr = got[2]
+        self.shared = np.zeros(k, dtype=bool)
         self.turn = np.zeros(k, dtype=np.int64)
-        self.never = np.zeros(k, dtype=bool)   # a singular ZF group: never served
+        self.never = np.zeros(k, dtype=bool)
         lo = 0.0
         for code, scheme in ((UL, transmission.ul), (DL, transmission.dl)):
             idx = np.flatnonzero(mode == code)
             width = bandwidth * len(idx)
             if scheme.shared:
                 self.band[idx] = lo, lo + width
-                noise = n0 * width
-                sinr, inr = got[2, idx], got[3, idx]
-                self.floor[idx] = inr * noise
-                with np.errstate(invalid="ignore"):
-                    self.gain[idx] = sinr * (noise + self.floor[idx]) / power[idx]
-                ends, self.turn[idx] = np.unique(planned[idx], return_inverse=True)
+                self.shared[idx] = True
+                _, self.turn[idx] = np.unique(planned[idx], return_inverse=True)
                 self.never[idx] = np.isinf(planned[idx])
             else:
                 self.band[idx, 0] = lo + bandwidth * np.arange(len(idx))
                 self.band[idx, 1] = self.band[idx, 0] + bandwidth
             lo += width
-        self.left = np.bincount(self.turn[mode == DL], minlength=1) if (mode == DL).any() \
-            else np.zeros(1, dtype=np.int64)
+        dl = mode == DL
+        self.left = np.bincount(self.turn[dl], minlength=1) if dl.any() else np.zeros(1, int)
         self.turn_ends = None
+        self._parts = {}
+
+    def parts(self, code, key, truth, filters):
+        """(gain S / p, leakage F, SINR), each (K,), of the streams of link ``code`` with the
+        filters built on ``filters`` (K, M) met by ``truth`` (K, M); worked out once per
+        ``key`` (the fading block, or the decision's)."""
+        got = self._parts.get((code, key))
+        if got is None:
+            idx = np.flatnonzero(self.mode == code)
+            scheme = self.transmission.dl if code == DL else self.transmission.ul
+            sinr, inr = scheme.realise(truth[idx], filters[idx], self.planned[idx],
+                                       self.power[idx], self.bits, self.bandwidth, self.n0,
+                                       parts=True)[2:]
+            noise = self.n0 * self.bandwidth * len(idx)
+            got = (np.full(len(self.mode), np.nan), np.zeros(len(self.mode)),
+                   np.full(len(self.mode), np.nan))
+            got[1][idx] = inr * noise
+            with np.errstate(invalid="ignore"):
+                got[0][idx] = sinr * (noise + got[1][idx]) / self.power[idx]
+            got[2][idx] = sinr
+            self._parts[(code, key)] = got
+        return got
 
     def events(self, env):
         """The events of the DL groups' ends (made once, at the first stream)."""

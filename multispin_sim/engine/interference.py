@@ -21,6 +21,7 @@ import numpy as np
 
 from ..model.reactive import DL, UL
 from ..scenario import limits
+from ..model.antennas import channel_vectors
 from .antennas import singular_set
 from .cell_streams import SharedBandPlan, seen_through
 from .guards import LIMIT_TODO, LimitReached
@@ -210,10 +211,11 @@ class InterferenceField:
         y.rate = b * math.log2(1.0 + y.power * y.gain / (self.n0 * b + y.floor
                                                          + y.interference))
 
-    def _update(self, x, now, gain=None):
-        """x's interferers (or, given ``gain``, its own channel: a new fading block) changed: its
-        bits so far at the old rate (an interval), then the new rate (its delivery
-        rescheduled). Called for every transmission an event touches."""
+    def _update(self, x, now, gain=None, floor=None):
+        """x's interferers (or, given ``gain``, its own channel: a new fading block, with a
+        shared stream's new leakage ``floor``) changed: its bits so far at the old rate (an
+        interval), then the new rate (its delivery rescheduled). Called for every transmission
+        an event touches."""
         t_last = x.t_last
         if now > t_last:
             x.left -= x.rate * (now - t_last)
@@ -221,14 +223,17 @@ class InterferenceField:
             x.t_last = now
         if gain is not None:
             x.gain = gain
+        if floor is not None:
+            x.floor = floor
         old = x.rate
         self._set_rate(x)
         if x.rate != old:
             self._schedule(x, x.left / x.rate if x.rate > 0 else None)
 
-    def new_block(self, tx, gain, now):
-        """``tx``'s own channel enters a new fading block, of gain ``gain``, at ``now``."""
-        self._update(tx, now, gain)
+    def new_block(self, tx, gain, now, floor=None):
+        """``tx``'s own channel enters a new fading block, of gain ``gain`` (and for a shared
+        stream leakage ``floor``), at ``now``."""
+        self._update(tx, now, gain, floor)
 
     def _begin(self, tx):
         """Put ``tx`` in flight: its terms from the overlapping co-channel transmissions and
@@ -445,14 +450,30 @@ class InterferingChannel:
         return g_ul * (n0 / (n0 + ul_seen)), g_dl * (n0 / (n0 + dl_seen))
 
     def plan_sets(self, mode, planned, power_w, bandwidth_hz):
-        """The streams of a decision, before they start: where each sits in the band, the
-        signal and leakage its set's filters give it (``SharedBandPlan``)."""
+        """The streams of a decision, before they start: where each sits in the band
+        (``SharedBandPlan``); their signals and leakage are worked out as they start."""
         base = self.base
-        plan = SharedBandPlan(base.transmission, (base.g_ul.vectors, base.g_dl.vectors),
-                              self._seen_now, mode, planned, power_w, bandwidth_hz, base.bits,
-                              self.n0)
+        plan = SharedBandPlan(base.transmission, tuple(g.vectors for g in self._seen_now), mode,
+                              planned, power_w, bandwidth_hz, base.bits, self.n0)
         for device in np.flatnonzero(np.asarray(mode) != 0).tolist():
             self._plans[device] = plan
+
+    def _set_parts(self, plan, device, mode, t0, k=0):
+        """(gain, leakage, SINR) of ``device``'s shared stream sent from ``t0``, in its k-th
+        fading block (on a grid): its set's filters on the decision's view in the first block
+        (the block the decision saw, or with imperfect CSI any: the estimate is all it has),
+        else on that block's true vectors."""
+        base, dl = self.base, int(mode == DL)
+        grid = base.grid
+        if grid is None:
+            truth, key = (base.g_ul, base.g_dl)[dl].vectors, "round"
+        else:
+            key = grid.index(t0) + k
+            truth = channel_vectors(base.pathloss, grid.blocks(t0, k + 1, k)[dl][0])
+        decided = k == 0 and (grid is None or base.plan_holds(t0) or not base.csi_model.perfect)
+        filters = plan.seen[dl] if decided else truth
+        got = plan.parts(mode, ("decided" if decided else "truth", key), truth, filters)
+        return tuple(float(x[device]) for x in got)
 
     def new_block(self, now=0.0):
         self._g = self.base.new_block(now)
@@ -501,7 +522,8 @@ class InterferingChannel:
 
     def _transmit_in_set(self, env, device, mode, power_w, bandwidth_hz):
         """SimPy: a correction of a decision with a shared link (``SharedBandPlan``): a ZF
-        group's stream waits for the previous group's end; the delay counts from the call."""
+        group's stream waits for the previous group's end; on a grid of fading blocks its
+        signal and leakage follow each block's filters. The delay counts from the call."""
         plan = self._plans.pop(device)
         start = env.now
         if plan.never[device]:
@@ -509,19 +531,55 @@ class InterferingChannel:
         turn = int(plan.turn[device])
         if mode == DL and turn:
             yield plan.events(env)[turn - 1]
-        shared = not np.isnan(plan.gain[device])
-        gain = float(plan.gain[device]) if shared else self.base.start_gain(device, mode,
-                                                                             env.now)
+        base, shared = self.base, bool(plan.shared[device])
         f0, f1 = plan.band[device].tolist()
-        tx = self._tx(device, mode, power_w, f0, f1, gain, float(plan.floor[device]))
+        sinr = None
+        if shared:
+            gain, floor, sinr = self._set_parts(plan, device, mode, env.now)
+            tx = self._tx(device, mode, power_w, f0, f1, gain, floor)
+        else:
+            tx = self._tx(device, mode, power_w, f0, f1, base.start_gain(device, mode, env.now))
         tx.planned = None
+        grid = base.grid
+        if grid is not None:
+            n = grid.index(env.now)
+            if shared:
+                self._next_set_block(env, tx, plan, env.now, n + 1, n + base.max_blocks)
+            else:
+                self._next_block(env, tx, grid, float(base.pathloss[device]), mode == DL,
+                                 env.now, n + 1, n + base.max_blocks)
+        sent = env.now
         on_air = yield from self.field.transmit(env, tx)
         plan.delivered(env, device, mode)
+        if grid is not None:
+            base.count_blocks(sent, on_air, counter=self)
         delay = env.now - start
-        self.base.note(device, mode, bandwidth_hz, power_w, start, delay)
+        base.note(device, mode, bandwidth_hz, power_w, start, delay)
         if shared:
-            self.base.record_streams(device, delay, on_air, float(plan.sinr[device]))
+            base.record_streams(device, delay, on_air, sinr)
         return delay
+
+    def _next_set_block(self, env, tx, plan, t0, n, last):
+        """At the start of grid block n a shared stream sent from ``t0`` (if still in flight)
+        meets that block's filters and vectors (``_next_block`` for a set)."""
+        grid = self.base.grid
+
+        def meet(event):
+            if tx.event is None or tx.event.triggered:   # delivered
+                return
+            if n >= last:
+                raise self._block_limit(tx, grid)
+            k = n - grid.index(t0)
+            gain, floor, _ = self._set_parts(plan, tx.device, tx.mode, t0, k)
+            self.field.new_block(tx, gain, env.now, floor)
+            self._next_set_block(env, tx, plan, t0, n + 1, last)
+        env.timeout(max(n * grid.block_s - env.now, 0.0)).callbacks.append(meet)
+
+    def _block_limit(self, tx, grid):
+        return LimitReached(
+            f"a correction of device {tx.device} in cell {tx.cell} needs more than "
+            f"{self.max_blocks:,} fading blocks of {grid.block_s * 1e3:g} ms to deliver "
+            f"{tx.bits:.0f} bits (limits.max_blocks_per_transmission)", LIMIT_TODO["blocks"])
 
     def _next_block(self, env, tx, grid, pl, dl, t0, n, last):
         """At the start of grid block n, ``tx`` (if still in flight) meets that block's gain;
@@ -531,11 +589,7 @@ class InterferingChannel:
             if tx.event is None or tx.event.triggered:   # delivered
                 return
             if n >= last:
-                raise LimitReached(
-                    f"a correction of device {tx.device} in cell {tx.cell} needs more than "
-                    f"{self.max_blocks:,} fading blocks of {grid.block_s * 1e3:g} ms to deliver "
-                    f"{tx.bits:.0f} bits (limits.max_blocks_per_transmission)",
-                    LIMIT_TODO["blocks"])
+                raise self._block_limit(tx, grid)
             self.field.new_block(tx, pl * grid.block_power(tx.device, dl, t0, n), env.now)
             self._next_block(env, tx, grid, pl, dl, t0, n + 1, last)
         env.timeout(max(n * grid.block_s - env.now, 0.0)).callbacks.append(meet)

@@ -141,12 +141,11 @@ class Cells(Params):
 
 @cross_check
 def _check_cells(sc) -> None:
-    """Several cells run on the Shannon link (what the interference model covers), a shared
-    band without fading blocks on a time grid; moving devices (handover) and the asynchronous
-    protocol need
-    the saturated workload (the network's horizon stops a cell's loop between its batches; an
-    asynchronous cell waiting for arrivals would not hear it), and the asynchronous protocol
-    keeps each device in its cell."""
+    """Several cells run on the Shannon link (what the interference model covers); moving
+    devices (handover) and the asynchronous protocol need the saturated workload (the
+    network's horizon stops a cell's loop between its batches; an asynchronous cell waiting
+    for arrivals would not hear it), and the asynchronous protocol keeps each device in its
+    cell."""
     if sc.cells.layout == "single":
         return
     moving = sc.mobility.model != "none" or sc.cells.reassociate
@@ -157,13 +156,7 @@ def _check_cells(sc) -> None:
              # a handover moves a device between the cells' round loops, not their batches
              ("cells.reassociate", not (sc.cells.reassociate
                                         and sc.serving.protocol == "asynchronous"),
-              "false with serving.protocol 'asynchronous'"),
-             # a shared band's filters are those of the decision's channel (engine.cell_streams):
-             # fading blocks would change them within a correction
-             ("channel.coherence_time_ms", sc.channel.coherence_time_ms is None
-              or (sc.server.dl_scheme == "ofdma-mrt" and sc.server.ul_scheme == "ofdma-mrc"),
-              "null with a shared band (server.dl_scheme mu-mimo-zf or server.ul_scheme "
-              "mu-mimo-mmse)"))
+              "false with serving.protocol 'asynchronous'"))
     if sc.cells.cross_link and moving:
         # the cross links' gains are drawn once, between the drop positions
         raise ScenarioError("cells.cross_link", "true is not supported with devices that move "

@@ -219,10 +219,6 @@ def test_several_cells_refuse_what_the_interference_model_does_not_cover():
     with pytest.raises(ms.ScenarioError, match="cells.reassociate"):
         ms.load_scenario(None, overrides={"cells.layout": "hex", "serving.protocol": "asynchronous",
                                           "cells.drop": "region", "cells.reassociate": True})
-    with pytest.raises(ms.ScenarioError, match="channel.coherence_time_ms"):
-        ms.load_scenario(None, overrides={"cells.layout": "hex", "server.antennas": 4,
-                                          "server.dl_scheme": "mu-mimo-zf",
-                                          "channel.coherence_time_ms": 2.0})
 
 
 GRAPHML = """<?xml version="1.0" encoding="UTF-8"?>

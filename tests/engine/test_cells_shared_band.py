@@ -43,8 +43,13 @@ def assert_same_records(a, b, rounds, rtol):
 @pytest.mark.parametrize("extra", [
     {}, {"policy.mode": "all-dl"}, {"csi.estimation_error_variance": 0.2},
     {"server.zf_groups": "best", "policy.mode": "all-dl", "server.ul_power": "descent"},
-    {"policy.mode": "deadline"}, {"serving.protocol": "asynchronous"}],
-    ids=["optimal", "zf-groups", "estimated", "best-groups", "carried", "asynchronous"])
+    {"policy.mode": "deadline"}, {"serving.protocol": "asynchronous"},
+    {"channel.coherence_time_ms": 2.0, "channel.fading": "gauss-markov",
+     "channel.doppler_hz": 40.0, "policy.mode": "all-dl"},
+    {"channel.coherence_time_ms": 2.0, "channel.fading": "jakes", "channel.doppler_hz": 40.0,
+     "csi.estimation_error_variance": 0.2}],
+    ids=["optimal", "zf-groups", "estimated", "best-groups", "carried", "asynchronous",
+         "blocks-zf-groups", "blocks-estimated"])
 def test_one_hex_cell_is_the_single_cell_shared_band(extra):
     """Modes, powers, delays, stream SINRs and times on air as the single-cell run (the field
     adds a stream's bits interval by interval: rtol 1e-9); asynchronous: the single-cell
@@ -178,3 +183,21 @@ def test_each_intervals_interference_is_the_sum_over_what_was_in_flight():
             assert seen == pytest.approx(total, rel=1e-9, abs=1e-300)
             checked += 1
     assert checked > 200
+
+
+def test_on_a_grid_of_fading_blocks_each_block_is_met_and_the_bits_delivered():
+    """Fading blocks of 1 ms in close cells: shared streams are cut at block boundaries (their
+    signal and leakage follow each block's filters) as well as by the interference, and the
+    intervals of every stream deliver its bits."""
+    res = run(**{**DENSE, "channel.coherence_time_ms": 1.0, "channel.fading": "gauss-markov",
+                 "channel.doppler_hz": 40.0})
+    crossed = 0
+    for tx in res.field.log:
+        t0, t1, rate, _, gain = np.array(tx.intervals).T
+        rounding = np.sum(rate) * 4 * np.spacing(t1.max()) + 1e-12 * tx.bits
+        assert abs(np.sum(rate * (t1 - t0)) - tx.bits) <= rounding
+        # a boundary inside the stream: its gain changes there
+        for i in np.flatnonzero(np.diff(gain) != 0):
+            assert abs(t1[i] / 1e-3 - round(t1[i] / 1e-3)) < 1e-6
+            crossed += 1
+    assert crossed > 50

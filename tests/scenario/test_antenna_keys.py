@@ -17,10 +17,6 @@ from multispin_sim.scenario.params import show_value
     ({"server.antennas": 4, "server.array_broadside_deg": 400.0}, "server.array_broadside_deg"),
     ({"server.antennas": 4, "server.ul_scheme": "mu-mimo-mmse", "payload.model": "token"},
      "payload.model"),
-    # several cells: a shared band's filters are the decision's, not a fading block's
-    ({"cells.layout": "hex", "cells.count": 7, "server.antennas": 4,
-      "server.dl_scheme": "mu-mimo-zf", "channel.coherence_time_ms": 5.0},
-     "channel.coherence_time_ms"),
 ])
 def test_refused_with_the_key_named(overrides, key):
     with pytest.raises(ScenarioError) as err:
