@@ -337,6 +337,8 @@ def cells_summary(scenario, summaries, ids, wall, stats):
         blocks["energy"] = summed_energy([s["energy"] for s in summaries], tokens)
     if all("requests" in s for s in summaries):   # queueing workloads
         blocks["requests"] = network_requests([s["requests"] for s in summaries], ids)
+    if all("link" in s for s in summaries):       # the NR link: its totals over the cells
+        blocks["link"] = network_link([s["link"] for s in summaries])
     return {
         "goodput_tps": goodput,
         "goodput_ci95": [goodput - spread, goodput + spread],
@@ -364,6 +366,19 @@ def cells_summary(scenario, summaries, ids, wall, stats):
         "complete": all(s["complete"] for s in summaries),
         "wall_time_s": wall,
     }
+
+
+def network_link(blocks):
+    """The NR link's totals over the cells (each cell's ``link`` block): counts summed, the
+    carrier's figures as every cell has them."""
+    out = dict(blocks[0])
+    for key in ("corrections", "harq_transmissions", "harq_failures", "outages"):
+        if key in out:
+            out[key] = sum(b[key] for b in blocks)
+    if "transmissions_per_correction" in out:
+        out["transmissions_per_correction"] = out["harq_transmissions"] / max(
+            out["corrections"], 1)
+    return out
 
 
 SUMMED_REQUEST_KEYS = ("arrivals", "completed", "in_system_at_end", "throughput_rps",

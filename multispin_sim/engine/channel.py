@@ -131,6 +131,7 @@ class OFDMAChannel:
     sees_sets = False
     # True when some link shares its band (``engine.antennas``: a decision's streams are sets)
     shared_band = False
+    link = None   # Shannon's link (``engine.link.LinkChannel``: the NR link's ``McsLink``)
 
     @property
     def plain_transmit(self):

@@ -39,7 +39,8 @@ class Tx:
 
     __slots__ = ("cell", "device", "glob", "mode", "power", "f0", "f1", "gain", "floor", "bits",
                  "left", "rate", "interference", "t_last", "event", "intervals", "start",
-                 "planned", "version", "contrib", "terms", "fades", "seen", "due", "queued")
+                 "planned", "version", "contrib", "terms", "fades", "seen", "due", "queued",
+                 "timed")
 
 
 class InterferenceField:
@@ -75,6 +76,11 @@ class InterferenceField:
         self.track_mean = False
         self.now_psd = self.int_psd = None
         self.t_int = 0.0
+
+    def interfered(self, cell):
+        """Whether any other cell's transmissions can interfere at ``cell`` (a co-channel
+        neighbour)."""
+        return any(self._co_to[cell])
 
     def cross_link(self, ss, dd):
         """Interference across directions from now on: ``ss`` (S, S) server-to-server and
@@ -207,6 +213,8 @@ class InterferenceField:
             self._refresh(y)
         b = y.f1 - y.f0
         y.interference = sum(y.terms.values(), 0.0)
+        if y.timed:   # its own process reads the interference (the NR link)
+            return
         # floor: the leakage of the streams sharing y's band (0 for an orthogonal stream)
         y.rate = b * math.log2(1.0 + y.power * y.gain / (self.n0 * b + y.floor
                                                          + y.interference))
@@ -321,16 +329,7 @@ class InterferenceField:
     def transmit(self, env, tx):
         """SimPy: deliver ``tx.bits`` at the piecewise-constant rate; returns the delay. The
         process waits for one event, its delivery; rate changes reschedule it."""
-        self.env = env
-        now = tx.start = tx.t_last = env.now
-        tx.left, tx.intervals, tx.version, tx.queued = tx.bits, [], 0, None
-        tx.event = env.event()
-        if self.track_mean:
-            self._track(tx, now, 1)
-        hit = self._begin(tx)
-        self._set_rate(tx)
-        for x in hit:
-            self._update(x, now)
+        self.hold(env, tx)
         clear = tx.interference == 0.0 and tx.planned is not None and tx.planned > 0
         if clear:
             # no interference: the policy's own delay for this rate (the one-cell timing)
@@ -339,6 +338,28 @@ class InterferenceField:
         else:
             self._schedule(tx, tx.left / tx.rate if tx.rate > 0 else None)
         yield tx.event
+        end = self.release(env, tx)
+        return tx.planned if clear and tx.version == 1 else end - tx.start
+
+    def hold(self, env, tx):
+        """Put ``tx`` in flight now: it interferes with the co-channel transmissions of the
+        other cells and keeps the sum of theirs (``tx.interference``). A transmission timed by
+        its own process (``tx.timed``: the NR link's transport blocks) has no rate here and
+        leaves by ``release``."""
+        self.env = env
+        now = tx.start = tx.t_last = env.now
+        tx.left, tx.intervals, tx.version, tx.queued = tx.bits, [], 0, None
+        tx.rate = 0.0
+        tx.event = env.event()
+        if self.track_mean:
+            self._track(tx, now, 1)
+        hit = self._begin(tx)
+        self._set_rate(tx)
+        for x in hit:
+            self._update(x, now)
+
+    def release(self, env, tx):
+        """``tx`` ends now (delivered): out of flight, logged; returns the time."""
         end = env.now
         if end > tx.t_last:
             tx.intervals.append((tx.t_last, end, tx.rate, tx.interference, tx.gain))
@@ -355,7 +376,7 @@ class InterferenceField:
         self.transmissions += 1
         if len(self.log) < self.log_limit:
             self.log.append(tx)
-        return tx.planned if clear and tx.version == 1 else end - tx.start
+        return end
 
 
 def _forward(name):
@@ -389,13 +410,17 @@ class InterferingChannel:
         return self.base.round_columns(devices)
 
     def counters(self):
-        """The transmissions counted as they are sent (``OFDMAChannel.counters``)."""
-        return [(self, ("transmissions", "blocks_used", "multi_block"))]
+        """The transmissions counted as they are sent (``OFDMAChannel.counters``; the NR link's
+        HARQ totals on its base)."""
+        own = [(self, ("transmissions", "blocks_used", "multi_block"))]
+        if self.link is None:
+            return own
+        return own + [(self.base, ("transmissions", "harq_transmissions", "harq_failures",
+                                   "outages"))]
 
     def summary_blocks(self):
-        return {}
-
-    link = None   # Shannon's rate over the interference
+        """The NR link's totals (its ``link`` section); none on Shannon's link."""
+        return {} if self.link is None else self.base.summary_blocks()
 
     def csi_rho(self):
         return self.base.csi_rho()
@@ -420,6 +445,8 @@ class InterferingChannel:
         self._clear_ul = self._clear_dl = None
         self._g = None   # the base's CSI of this round
         self.sees_sets = base.shared_band   # a decision's streams are sets (``plan_sets``)
+        self.link = base.link   # the NR link (``McsLink``), or None: Shannon's rate
+        self._share = None   # N0 / (N0 + psi) the decision saw: UL (one), DL (K,)
         self._seen_now = None   # a shared band: the gains (and vectors) the decision saw
         self._plans = {}   # device -> the ``SharedBandPlan`` of its stream
 
@@ -443,6 +470,7 @@ class InterferingChannel:
         else:
             ul_seen, dl_seen = ul, dl
         g_ul, g_dl = self._g
+        self._share = (n0 / (n0 + ul_seen), n0 / (n0 + dl_seen))
         if self.sees_sets:
             self._seen_now = (seen_through(g_ul, n0 / (n0 + ul_seen)),
                               seen_through(g_dl, n0 / (n0 + dl_seen)))
@@ -489,6 +517,9 @@ class InterferingChannel:
         # corrections starting together take consecutive subbands of the cell's band
         if self._band_t != env.now:
             self._band_t, self._band_next = env.now, 0.0
+        if self.link is not None:
+            return (yield from self._transmit_nr(env, device, mode, power_w, bandwidth_hz,
+                                                 index))
         base = self.base
         tx = self._tx(device, mode, power_w, self._band_next, self._band_next + bandwidth_hz,
                       base.start_gain(device, mode, env.now))   # the first block's gain
@@ -511,11 +542,55 @@ class InterferingChannel:
         base.note(device, mode, bandwidth_hz, power_w, start, delay)   # for a stream's record
         return delay
 
+    def _transmit_nr(self, env, device, mode, power_w, bandwidth_hz, index):
+        """SimPy: a correction on the NR link (``McsLink.delivery``) over the interference:
+        each transport block meets the SINR at its first attempt, its own channel's gain (its
+        fading blocks and retries, ``LinkChannel.mcs_steps``) over the noise and the other
+        cells' interference in its PRBs then; the MCS is adapted to the decision's report (the
+        interference it saw included), then to each block's SINR. In flight from the call to
+        the end of its last attempt (waits for a new fading block included). A cell without
+        co-channel neighbours sends its blocks in runs, one per fading block, as one cell
+        does (the same draws)."""
+        base, link = self.base, self.link
+        tx = self._tx(device, mode, power_w, self._band_next, self._band_next + bandwidth_hz,
+                      0.0)
+        self._band_next = tx.f1
+        tx.timed = True
+        start = env.now
+        seen = self._share[1][device] if mode == DL else self._share[0]
+        args, kwargs = base.mcs_inputs(device, mode, power_w, bandwidth_hz, start, index, seen)
+        steps = link.delivery(*args, **kwargs)
+        n_prb, blocks = args[1], args[4]
+        noise = link.noise_w(n_prb)
+        share = n_prb * link.prb_hz / bandwidth_hz   # of the subband's interference
+        base.transmissions += 1
+        step = link.slot_s if self.field.interfered(self.cell) else math.inf
+        self.field.hold(env, tx)
+        with base.mcs_stops(f"device {device} in cell {self.cell}"):
+            try:
+                t = next(steps)
+                while True:
+                    if start + t > env.now:
+                        yield env.timeout(start + t - env.now)
+                    gain, t_end = blocks.current(t)
+                    self.field.new_block(tx, gain, env.now)
+                    sinr_gain = gain * (noise / (noise + share * tx.interference))
+                    t = steps.send((sinr_gain, min(t_end, t + step)))
+            except StopIteration as done:
+                out = done.value
+        if start + out.delay_s > env.now:
+            yield env.timeout(start + out.delay_s - env.now)
+        self.field.release(env, tx)
+        delay = base.mcs_account(device, start, out, counter=self)
+        base.note(device, mode, bandwidth_hz, power_w, start, delay)
+        return delay
+
     def _tx(self, device, mode, power_w, f0, f1, gain, floor=0.0):
         """A correction of ``device`` on [f0, f1) at its signal gain and leakage floor (W)."""
         tx = Tx()
         tx.cell, tx.device, tx.glob, tx.mode = self.cell, device, int(self.globs[device]), mode
         tx.power, tx.f0, tx.f1, tx.gain, tx.floor = power_w, f0, f1, gain, floor
+        tx.timed = False
         tx.bits = self.base.payload_bits(device)
         self.transmissions += 1
         return tx

@@ -19,6 +19,7 @@ block's array gain; with an estimate, the report is of the estimate's array gain
 block is met through its beam (``EstimatedChannel.start_gain``); a retry on a new fading block
 draws a new vector (``retry_vector``) and is reported afresh.
 """
+import contextlib
 import itertools
 import math
 
@@ -243,6 +244,17 @@ class LinkChannel(EstimatedChannel):
     def mcs_delay(self, device, mode, power_w, bandwidth_hz, t0, index):
         """The realised delay of one correction on the NR link; ``index``: its round (or
         batch), which with ``device`` keys its random draws (no two corrections share both)."""
+        args, kwargs = self.mcs_inputs(device, mode, power_w, bandwidth_hz, t0, index)
+        with self.mcs_stops(f"device {device}"):
+            out = self.link.deliver(*args, **kwargs)
+        return self.mcs_account(device, t0, out)
+
+    def mcs_inputs(self, device, mode, power_w, bandwidth_hz, t0, index, seen=1.0):
+        """The arguments of ``McsLink.deliver`` (or ``delivery``) for one correction: bits,
+        PRBs, power, the SNR reported at the decision's estimate (times ``seen``: N0 / (N0 +
+        psi), the share of it the decision saw beside the other cells' interference), the
+        ``Blocks`` of its own channel, its draws; the retry power and block limit as
+        keywords."""
         if index is None:
             raise ValueError("a correction on the NR link needs its round (or batch) index: "
                              "it keys the correction's random draws")
@@ -251,6 +263,8 @@ class LinkChannel(EstimatedChannel):
         dl = mode == DL
         est = self.estimate_now()
         snr_reported = power_w * float(est[1 if dl else 0][device]) / link.noise_w(n_prb)
+        if seen != 1.0:
+            snr_reported *= seen
         if self.grid is not None:
             blocks = GridBlocks(self, device, mode, t0, None if self._matched is None
                                 else self.start_gain(device, mode, t0))
@@ -269,26 +283,36 @@ class LinkChannel(EstimatedChannel):
             retry = None
         else:
             retry = self.system.p_dl_w * n_prb / link.n_prb if dl else self._p_ul[device]
-        bits = self.payload_bits(device)
         draws = CorrectionUniforms(self.link_streams, index, device)
+        return ((self.payload_bits(device), n_prb, power_w, snr_reported, blocks, draws),
+                {"retry_power_w": retry, "max_blocks": self.max_blocks})
+
+    @contextlib.contextmanager
+    def mcs_stops(self, who):
+        """A correction (of ``who``: a device's label) that can never be delivered, or waits
+        past the block limit, stops the run (incomplete) with what to change."""
         try:
-            out = link.deliver(bits, n_prb, power_w, snr_reported, blocks, draws,
-                               retry_power_w=retry, max_blocks=self.max_blocks)
-        except PermanentOutage as exc:  # the run stops here, incomplete, with what to change
+            yield
+        except PermanentOutage as exc:
             reason, _, todo = str(exc).partition(": raise")
-            raise LimitReached(f"device {device}: {reason}", "raise" + todo) from None
+            raise LimitReached(f"{who}: {reason}", "raise" + todo) from None
         except BlockLimit as exc:
-            raise LimitReached(f"device {device}: {exc} (limits.max_blocks_per_transmission)",
+            raise LimitReached(f"{who}: {exc} (limits.max_blocks_per_transmission)",
                                LIMIT_TODO["link_blocks"]) from None
+
+    def mcs_account(self, device, t0, out, counter=None):
+        """Count a delivered correction's ``LinkOutcome`` (its HARQ records for the round's
+        columns; its fading blocks on ``counter``, this channel by default); its delay."""
         self.harq_transmissions += out.transmissions
         self.harq_failures += out.failures
         self.outages += out.outages
+        counter = self if counter is None else counter
         if self.grid is not None:
-            self.count_blocks(t0, out.delay_s)
+            self.count_blocks(t0, out.delay_s, counter=counter)
         else:
             used = 1 + out.outages + out.failures  # each wait meets a new block
-            self.blocks_used += used
-            self.multi_block += used > 1
+            counter.blocks_used += used
+            counter.multi_block += used > 1
         cols = self._columns
         cols["harq_transmissions"][device] += out.transmissions
         cols[AIRTIME][device] += out.airtime_s

@@ -311,6 +311,21 @@ class McsLink:
         are passed over in one ``blocks.skip_below`` call, each counted as the outage it is: a
         far device can wait through a million blocks.
         """
+        steps = self.delivery(bits, n_prb, power_w, snr_reported, blocks, rng, retry_power_w,
+                              max_blocks)
+        try:
+            t = next(steps)
+            while True:
+                t = steps.send(blocks.current(t))
+        except StopIteration as done:
+            return done.value
+
+    def delivery(self, bits, n_prb, power_w, snr_reported, blocks, rng, retry_power_w=None,
+                 max_blocks=1_000_000):
+        """``deliver`` as a generator: it yields the time t (from the start) at which it needs
+        the channel and is sent (gain, end of the gain's run), what ``blocks.current(t)``
+        answers alone; a caller whose gain also depends on what happens meanwhile (the other
+        cells' interference) answers as time goes on. Returns the ``LinkOutcome``."""
         if not isinstance(rng, Uniforms):
             if self._uniforms is None or self._uniforms.rng is not rng:
                 self._uniforms = Uniforms(rng) if rng is not None else None
@@ -325,7 +340,7 @@ class McsLink:
             if waited > max_blocks:
                 raise BlockLimit(f"a correction needs more than {max_blocks:,} fading blocks to "
                                  f"deliver {bits:.0f} bits")
-            gain, t_end = blocks.current(t)
+            gain, t_end = yield t
             snr = self.snr(power_w, gain, n_prb)
             rep = snr if reported is None else reported
             reported = None  # later blocks: a fresh report of their true SNR

@@ -141,16 +141,14 @@ class Cells(Params):
 
 @cross_check
 def _check_cells(sc) -> None:
-    """Several cells run on the Shannon link (what the interference model covers); moving
-    devices (handover) and the asynchronous protocol need the saturated workload (the
-    network's horizon stops a cell's loop between its batches; an asynchronous cell waiting
-    for arrivals would not hear it), and the asynchronous protocol keeps each device in its
-    cell."""
+    """Moving devices (handover) and the asynchronous protocol in several cells need the
+    saturated workload (the network's horizon stops a cell's loop between its batches; an
+    asynchronous cell waiting for arrivals would not hear it), and the asynchronous protocol
+    keeps each device in its cell."""
     if sc.cells.layout == "single":
         return
     moving = sc.mobility.model != "none" or sc.cells.reassociate
-    needs = (("link.model", sc.link.model == "shannon", "'shannon'"),
-             ("workload.arrivals", sc.workload.arrivals == "saturated"
+    needs = (("workload.arrivals", sc.workload.arrivals == "saturated"
               or not (moving or sc.serving.protocol == "asynchronous"),
               "'saturated' (devices moving, cells.reassociate, or the asynchronous protocol)"),
              # a handover moves a device between the cells' round loops, not their batches

@@ -1,0 +1,135 @@
+"""The NR link in several cells (``link.model: mcs``; engine/interference.py
+``_transmit_nr``): one hex cell is the single-cell NR run (its transport blocks in runs, one
+per fading block, with the same draws); with co-channel neighbours each transport block meets
+the SINR at its first attempt, and far from any interferer that gives the single cell's HARQ
+law; close cells add outages; every logged interval's interference is the sum over what was in
+flight (the fading of each pair set to 1)."""
+import math
+
+import numpy as np
+import pytest
+
+import multispin_sim as ms
+from multispin_sim.engine.cell_plan import cell_seed
+from multispin_sim.engine.interference import InterferenceField
+from multispin_sim.model.cells import HexGrid
+from multispin_sim.model.reactive import DL, UL
+
+NR = {"link.model": "mcs", "devices.count": 8}
+
+
+def run(**overrides):
+    return ms.simulate(ms.load_scenario(None, overrides=overrides))
+
+
+@pytest.mark.parametrize("extra", [
+    {}, {"csi.estimation_error_variance": 0.2}, {"server.antennas": 4},
+    {"channel.coherence_time_ms": 2.0, "channel.fading": "gauss-markov",
+     "channel.doppler_hz": 40.0},
+    {"serving.protocol": "asynchronous"}, {"channel.fading": "jakes", "channel.doppler_hz": 20.0}],
+    ids=["default", "estimated", "four-antennas", "blocks", "asynchronous", "jakes"])
+def test_one_hex_cell_is_the_single_cell_nr_link(extra):
+    base = {"run.rounds": 80, **NR, **extra}
+    single, cell = run(**base), run(**base, **{"cells.layout": "hex", "cells.count": 1})
+    assert single.summary["link"]["harq_transmissions"] > 0
+    for name in ("rounds", "device_rounds"):
+        ta, tb = single.table(name), cell.table(name)
+        n = min(len(ta["round"]), len(tb["round"]))
+        for col, va in ta.items():
+            if col == "cell" or col not in tb:
+                continue
+            va, vb = np.asarray(va)[:n], np.asarray(tb[col])[:n]
+            if va.dtype.kind in "fi":
+                np.testing.assert_allclose(vb, va, rtol=1e-9, atol=1e-300, err_msg=col)
+            else:
+                assert va.tolist() == vb.tolist(), col
+    if "serving.protocol" not in extra:   # (asynchronous: the horizon finds more in flight)
+        assert (cell.summary["link"]["harq_transmissions"]
+                == single.summary["link"]["harq_transmissions"])
+
+
+def test_block_by_block_far_from_interferers_is_the_single_cells_harq_law():
+    """Cells 10^6 m apart (interference ~1e-11 of the noise) send block by block at the SINR
+    of each block's first attempt; the single cell sends runs. The decisions are the same
+    (i.i.d. fading per round, exact CSI), the HARQ draws differ: the attempts per correction
+    agree in the mean (paired by round and device, within 4 standard errors)."""
+    isd, rounds = 1e6, 150
+    base = {**NR, "link.bler_waterfall_db": 3.0}   # a wide waterfall: many retransmissions
+    multi = run(**base, **{"run.rounds": rounds, "cells.layout": "hex", "cells.count": 7,
+                           "cells.isd_m": isd})
+    sites = HexGrid(7, isd).sites
+    diffs = []
+    for c in (0, 2, 5):
+        alone = run(**base, **{"run.rounds": rounds, "seed": cell_seed(1, c),
+                               "topology.server_xy_m": [float(sites[c][0]), float(sites[c][1])]})
+        a, b = alone.table("device_rounds"), multi.cells[c].table("device_rounds")
+        n = rounds * 8
+        assert np.asarray(a["mode"])[:n].tolist() == np.asarray(b["mode"])[:n].tolist()
+        sent = np.asarray(a["mode"])[:n] != ""
+        ha = np.asarray(a["harq_transmissions"])[:n][sent]
+        hb = np.asarray(b["harq_transmissions"])[:n][sent]
+        assert not np.array_equal(ha, hb)   # other draws
+        diffs.append(hb - ha)
+    d = np.concatenate(diffs).astype(float)
+    assert d.size > 300
+    assert abs(d.mean()) < 4 * d.std() / math.sqrt(d.size)
+
+
+def test_close_cells_add_outages():
+    """At an ISD of 150 m the other cells' interference pushes transport blocks below the
+    lowest MCS: more outages per correction than the same cells 10^6 m apart."""
+    per = []
+    for isd in (1e6, 150.0):
+        res = run(**NR, **{"run.rounds": 60, "cells.layout": "hex", "cells.count": 7,
+                           "cells.isd_m": isd})
+        links = [cell.summary["link"] for cell in res.cells]
+        per.append(sum(x["outages"] + x["harq_failures"] for x in links)
+                   / sum(x["corrections"] for x in links))
+    assert per[1] > 2 * per[0] + 0.05
+
+
+class _UnitFading:
+    def standard_exponential(self, size):
+        return np.ones(size)
+
+
+def test_each_intervals_interference_is_the_sum_over_what_was_in_flight():
+    """The fading of each interfering pair set to 1: an NR correction is in flight from its
+    start to its last attempt (waits for a new block included), its power over its subband,
+    and meets the same-direction transmissions of the other cells in flight."""
+    mp = pytest.MonkeyPatch()
+    init = InterferenceField.__init__
+
+    def unit_init(self, links, co, n0, bandwidth, rng, log_limit=None):
+        init(self, links, co, n0, bandwidth, _UnitFading(), log_limit)
+
+    mp.setattr(InterferenceField, "__init__", unit_init)
+    try:
+        field = run(**NR, **{"run.rounds": 30, "cells.layout": "hex", "cells.count": 7,
+                             "cells.isd_m": 150.0}).field
+    finally:
+        mp.undo()
+    pending = [tx.start for mode in (UL, DL) for tx in field.active[mode]]
+    horizon = min(pending, default=np.inf)
+    spans = [(tx, tx.start, tx.intervals[-1][1]) for tx in field.log]
+    checked = interfered = 0
+    for y in field.log:
+        assert y.timed
+        for t0, t1, _, seen, _ in y.intervals:
+            mid = 0.5 * (t0 + t1)
+            if t1 >= horizon or t1 <= t0:
+                continue
+            total = 0.0
+            for x, s0, s1 in spans:
+                if (x is y or x.mode != y.mode or not s0 <= mid < s1
+                        or not field.co[x.cell, y.cell]):
+                    continue
+                overlap = min(x.f1, y.f1) - max(x.f0, y.f0)
+                if overlap > 0:
+                    gain = (field.links.gain[x.glob, y.cell] if x.mode == UL
+                            else field.links.gain[y.glob, x.cell])
+                    total += x.power * gain * overlap / (x.f1 - x.f0)
+            assert seen == pytest.approx(total, rel=1e-9, abs=1e-300)
+            checked += 1
+            interfered += seen > 0
+    assert checked > 200 and interfered > 50
