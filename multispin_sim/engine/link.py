@@ -20,6 +20,7 @@ block is met through its beam (``EstimatedChannel.start_gain``); a retry on a ne
 draws a new vector (``retry_vector``) and is reported afresh.
 """
 import contextlib
+import dataclasses
 import itertools
 import math
 
@@ -389,6 +390,33 @@ def check_link(scenario):
             f"{n} usable PRBs for devices.count = {k} (every transmitting device needs a whole "
             "PRB)", f"expected a bandwidth and spacing with at least {k} PRBs (e.g. a smaller "
             "subcarrier spacing or a wider channel.bandwidth_mhz)")
+    if n is not None and scenario.cells.layout != "single":
+        _check_cell_prbs(scenario)
+
+
+def _check_cell_prbs(scenario):
+    """Several cells on the NR link: each cell's carrier (its share of the band,
+    ``cells.reuse``) has a whole PRB for every device it may hold: its own devices.count when
+    they are dropped around it and stay, else every device of the network (a region drop, or
+    devices that move or re-associate)."""
+    cells, lk = scenario.cells, scenario.link
+    share = dataclasses.replace(scenario, channel=dataclasses.replace(
+        scenario.channel, bandwidth_mhz=scenario.channel.bandwidth_mhz / cells.reuse))
+    n = McsLink.usable_prbs(share)
+    held = cells.drop == "region" or cells.reassociate or scenario.mobility.model != "none"
+    k = scenario.devices.count * (cells.count if held and cells.drop != "region" else 1)
+    if n < k:
+        who = (f"the network's {k} devices (a cell may hold any of them: a region drop, or "
+               "devices that move or re-associate)" if held else f"devices.count = {k}")
+        raise ScenarioError(
+            "cells.reuse" if cells.reuse > 1 else "link.subcarrier_spacing_khz",
+            f"{cells.reuse} leaves each cell {share.channel.bandwidth_mhz:g} MHz: "
+            f"{n} usable PRBs at {lk.subcarrier_spacing_khz} kHz for {who}; every "
+            "transmitting device needs a whole PRB" if cells.reuse > 1 else
+            f"{lk.subcarrier_spacing_khz} kHz gives each cell {n} usable PRBs for {who}; "
+            "every transmitting device needs a whole PRB",
+            f"expected at least {k} PRBs per cell (cells.reuse 1, a wider "
+            "channel.bandwidth_mhz, a smaller subcarrier spacing or fewer devices)")
 
 
 def build_channel(scenario, system, streams, coherence_s, moving, clock=None, bearings=None):

@@ -133,3 +133,27 @@ def test_each_intervals_interference_is_the_sum_over_what_was_in_flight():
             checked += 1
             interfered += seen > 0
     assert checked > 200 and interfered > 50
+
+
+@pytest.mark.parametrize("overrides,key", [
+    ({"cells.reuse": 3, "cells.wrap_around": False}, "cells.reuse"),   # 8 PRBs for 8 + 2
+    ({"mobility.model": "random-waypoint"}, "link.subcarrier_spacing_khz"),   # 24 for 70
+])
+def test_a_cell_without_a_prb_for_each_device_it_may_hold_is_refused(overrides, key):
+    from multispin_sim.engine.link import check_link
+
+    sc = ms.load_scenario(None, overrides={**NR, "devices.count": 10, "cells.layout": "hex",
+                                           "cells.count": 7, **overrides})
+    with pytest.raises(ms.ScenarioError) as err:
+        check_link(sc)
+    assert str(err.value).startswith(f"{key}: ") and "\n" not in str(err.value)
+
+
+def test_moving_devices_and_reuse_3_run_on_a_carrier_with_the_prbs():
+    """50 MHz at 15 kHz: 270 PRBs, a third of it 88 per cell."""
+    for extra in ({"mobility.model": "random-waypoint", "mobility.speed_mps": [5.0, 10.0]},
+                  {"cells.reuse": 3, "cells.wrap_around": False}):
+        res = run(**NR, **{"run.rounds": 20, "cells.layout": "hex", "cells.count": 7,
+                           "cells.isd_m": 300.0, "channel.bandwidth_mhz": 50,
+                           "link.subcarrier_spacing_khz": 15, **extra})
+        assert res.summary["complete"] and res.summary["link"]["harq_transmissions"] > 0
