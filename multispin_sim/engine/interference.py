@@ -19,9 +19,9 @@ import math
 
 import numpy as np
 
+from ..model.antennas import channel_vectors
 from ..model.reactive import DL, UL
 from ..scenario import limits
-from ..model.antennas import channel_vectors
 from .antennas import singular_set
 from .cell_streams import SharedBandPlan, seen_through
 from .guards import LIMIT_TODO, LimitReached
@@ -32,10 +32,9 @@ class Tx:
     subband [f0, f1), own gain, the leakage ``floor`` (W) of the streams sharing its band (a
     shared link's, ``engine.cell_streams``; else 0), bits (and bits left), the rate and
     interference now, and its intervals (t0, t1, rate, interference, own gain). ``terms``: its
-    interferers -> their
-    interference at its receiver; ``fades``: their Exp(1) fading draws; ``seen``: the gains
-    the terms use; ``due``: its delivery time at the rate now; ``queued``: the time of its
-    queue entry."""
+    interferers -> their interference at its receiver; ``fades``: their Exp(1) fading draws;
+    ``seen``: the gains the terms use; ``due``: its delivery time at the rate now; ``queued``:
+    the time of its queue entry; ``timed``: timed by its own process (the NR link), no rate."""
 
     __slots__ = ("cell", "device", "glob", "mode", "power", "f0", "f1", "gain", "floor", "bits",
                  "left", "rate", "interference", "t_last", "event", "intervals", "start",
@@ -545,7 +544,7 @@ class InterferingChannel:
     def _transmit_nr(self, env, device, mode, power_w, bandwidth_hz, index):
         """SimPy: a correction on the NR link (``McsLink.delivery``) over the interference:
         each transport block meets the SINR at its first attempt, its own channel's gain (its
-        fading blocks and retries, ``LinkChannel.mcs_steps``) over the noise and the other
+        fading blocks and retries, ``LinkChannel.mcs_inputs``) over the noise and the other
         cells' interference in its PRBs then; the MCS is adapted to the decision's report (the
         interference it saw included), then to each block's SINR. In flight from the call to
         the end of its last attempt (waits for a new fading block included). A cell without
@@ -573,7 +572,7 @@ class InterferingChannel:
                     if start + t > env.now:
                         yield env.timeout(start + t - env.now)
                     gain, t_end = blocks.current(t)
-                    self.field.new_block(tx, gain, env.now)
+                    tx.gain = gain   # (its intervals are cut by the interference alone)
                     sinr_gain = gain * (noise / (noise + share * tx.interference))
                     t = steps.send((sinr_gain, min(t_end, t + step)))
             except StopIteration as done:
