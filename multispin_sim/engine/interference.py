@@ -20,11 +20,13 @@ import math
 import numpy as np
 
 from ..model.antennas import channel_vectors
+from ..model.link import BlockLimit, PermanentOutage
 from ..model.reactive import DL, UL
 from ..scenario import limits
 from .antennas import singular_set
 from .cell_streams import SharedBandPlan, seen_through
 from .guards import LIMIT_TODO, LimitReached
+from .link import link_stop
 
 
 class Tx:
@@ -565,18 +567,19 @@ class InterferingChannel:
         base.transmissions += 1
         step = link.slot_s if self.field.interfered(self.cell) else math.inf
         self.field.hold(env, tx)
-        with base.mcs_stops(f"device {device} in cell {self.cell}"):
-            try:
-                t = next(steps)
-                while True:
-                    if start + t > env.now:
-                        yield env.timeout(start + t - env.now)
-                    gain, t_end = blocks.current(t)
-                    tx.gain = gain   # (its intervals are cut by the interference alone)
-                    sinr_gain = gain * (noise / (noise + share * tx.interference))
-                    t = steps.send((sinr_gain, min(t_end, t + step)))
-            except StopIteration as done:
-                out = done.value
+        try:
+            t = next(steps)
+            while True:
+                if start + t > env.now:
+                    yield env.timeout(start + t - env.now)
+                gain, t_end = blocks.current(t)
+                tx.gain = gain   # (its intervals are cut by the interference alone)
+                sinr_gain = gain * (noise / (noise + share * tx.interference))
+                t = steps.send((sinr_gain, min(t_end, t + step)))
+        except StopIteration as done:
+            out = done.value
+        except (PermanentOutage, BlockLimit) as exc:
+            raise link_stop(f"device {device} in cell {self.cell}", exc) from None
         if start + out.delay_s > env.now:
             yield env.timeout(start + out.delay_s - env.now)
         self.field.release(env, tx)

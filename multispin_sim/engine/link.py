@@ -19,7 +19,6 @@ block's array gain; with an estimate, the report is of the estimate's array gain
 block is met through its beam (``EstimatedChannel.start_gain``); a retry on a new fading block
 draws a new vector (``retry_vector``) and is reported afresh.
 """
-import contextlib
 import dataclasses
 import itertools
 import math
@@ -246,8 +245,10 @@ class LinkChannel(EstimatedChannel):
         """The realised delay of one correction on the NR link; ``index``: its round (or
         batch), which with ``device`` keys its random draws (no two corrections share both)."""
         args, kwargs = self.mcs_inputs(device, mode, power_w, bandwidth_hz, t0, index)
-        with self.mcs_stops(f"device {device}"):
+        try:
             out = self.link.deliver(*args, **kwargs)
+        except (PermanentOutage, BlockLimit) as exc:
+            raise link_stop(f"device {device}", exc) from None
         return self.mcs_account(device, t0, out)
 
     def mcs_inputs(self, device, mode, power_w, bandwidth_hz, t0, index, seen=1.0):
@@ -287,19 +288,6 @@ class LinkChannel(EstimatedChannel):
         draws = CorrectionUniforms(self.link_streams, index, device)
         return ((self.payload_bits(device), n_prb, power_w, snr_reported, blocks, draws),
                 {"retry_power_w": retry, "max_blocks": self.max_blocks})
-
-    @contextlib.contextmanager
-    def mcs_stops(self, who):
-        """A correction (of ``who``: a device's label) that can never be delivered, or waits
-        past the block limit, stops the run (incomplete) with what to change."""
-        try:
-            yield
-        except PermanentOutage as exc:
-            reason, _, todo = str(exc).partition(": raise")
-            raise LimitReached(f"{who}: {reason}", "raise" + todo) from None
-        except BlockLimit as exc:
-            raise LimitReached(f"{who}: {exc} (limits.max_blocks_per_transmission)",
-                               LIMIT_TODO["link_blocks"]) from None
 
     def mcs_account(self, device, t0, out, counter=None):
         """Count a delivered correction's ``LinkOutcome`` (its HARQ records for the round's
@@ -365,6 +353,17 @@ class LinkChannel(EstimatedChannel):
                        usable_prbs=self.link.n_prb, slot_s=self.link.slot_s,
                        transmissions_per_correction=self.harq_transmissions / n)
         return out
+
+
+def link_stop(who, exc):
+    """The stop of a run whose correction (of ``who``, a device's label) can never be delivered
+    (``PermanentOutage``) or waits past the block limit (``BlockLimit``): incomplete, with what
+    to change."""
+    if isinstance(exc, PermanentOutage):
+        reason, _, todo = str(exc).partition(": raise")
+        return LimitReached(f"{who}: {reason}", "raise" + todo)
+    return LimitReached(f"{who}: {exc} (limits.max_blocks_per_transmission)",
+                        LIMIT_TODO["link_blocks"])
 
 
 def needs_link_channel(scenario):
