@@ -14,7 +14,8 @@ from multispin_sim.policies.fidelity import FidelitySplit  # noqa: E402
 
 def test_the_own_policy_gets_the_channel_and_the_payload():
     robust = RobustSplit(rho=0.5)
-    channel = SimpleNamespace(pathloss=np.array([1e-9, 2e-9]), csi_rho=lambda: None)
+    channel = SimpleNamespace(pathloss=np.array([1e-9, 2e-9]), csi_rho=lambda: None,
+                              direct_paths=lambda: None, estimate_now=lambda: None)
     AgentSplit(robust).use_channel(channel)
     channel.pathloss = np.array([3e-9, 4e-9])   # mobility replaces the array: still followed
     np.testing.assert_array_equal(robust.pathloss(), [3e-9, 4e-9])
