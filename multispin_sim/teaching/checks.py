@@ -44,6 +44,9 @@ EXERCISES = {
     "8.1": ("08_antennas", "the steering vector of a linear array"),
     "8.2": ("08_antennas", "what zero-forcing keeps of two streams"),
     "8.3": ("08_antennas", "the first null of the beam pattern"),
+    "9.1": ("09_many_cells", "the interference over the overlap of two subbands"),
+    "9.2": ("09_many_cells", "the delivery time under changing interference"),
+    "9.3": ("09_many_cells", "what reuse 3 gives"),
 }
 
 

@@ -47,7 +47,8 @@ def _check_cells(nb):
 def test_notebooks_are_listed_and_stored_without_outputs():
     assert [p.stem for p in STARTERS] == ["01_one_round", "02_uplink_or_downlink", "03_draft_length",
                                           "04_fading", "05_queueing", "06_beyond_the_paper",
-                                          "07_learning_agents", "08_antennas"]
+                                          "07_learning_agents", "08_antennas",
+                                          "09_many_cells"]
     readme = (TUT / "README.md").read_text(encoding="utf-8")
     for path in ALL:
         nb = json.loads(path.read_text(encoding="utf-8"))
@@ -101,7 +102,8 @@ def test_checks_fail_cleanly_without_raising(capsys):
                  "check_best_split", "check_goodput", "check_median_delay",
                  "check_power_correlation", "check_pk_wait", "check_mean_sojourn",
                  "check_goodput_and_return", "check_threshold_policy", "check_steering",
-                 "check_zf_kept"):
+                 "check_zf_kept", "check_interference", "check_delivery_time",
+                 "check_reuse_gain"):
         check = getattr(teaching, name)
         assert check(None) is False
         assert check(lambda *a: None) is False
@@ -114,7 +116,7 @@ def test_checks_fail_cleanly_without_raising(capsys):
     assert teaching.check_first_null("thirty") is False
     assert teaching.check_first_null(25.0) is False
     out = capsys.readouterr().out
-    assert out.count("FAIL") == 62 and "PASS" not in out and "hint:" in out
+    assert out.count("FAIL") == 74 and "PASS" not in out and "hint:" in out
 
 
 def test_static_fallback_calls_the_function_once_with_the_defaults(monkeypatch):
