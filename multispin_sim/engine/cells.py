@@ -37,10 +37,11 @@ from ..outputs.statistics import describe
 from ..scenario import dump_scenario_yaml
 from ..scenario.limits import BASE_BYTES, PER_ROUND_BYTES, memory_terms
 from ..version import __version__
+from .cell_channel import InterferingChannel
 from .cell_plan import (CROSS_STREAM_KEY, cell_plan, cells_layout, mobile_plan,
                         wrapped_population)
 from .handover import AttachedWorkload, CellMover
-from .interference import InterferenceField, InterferingChannel
+from .interference import InterferenceField
 from .population import noise_psd
 from .progress import Progress
 

@@ -1,4 +1,4 @@
-"""The NR link in several cells (``link.model: mcs``; engine/interference.py
+"""The NR link in several cells (``link.model: mcs``; engine/cell_channel.py
 ``_transmit_nr``): one hex cell is the single-cell NR run (its transport blocks in runs, one
 per fading block, with the same draws); with co-channel neighbours each transport block meets
 the SINR at its first attempt, and far from any interferer that gives the single cell's HARQ
