@@ -17,6 +17,8 @@ from multispin_sim.model.pathloss_3gpp import PowerLaw, UMa
 from multispin_sim.model.reactive import DL, UL
 from multispin_sim.model.sinr import cochannel
 
+from cells_checks import assert_interference_is_what_was_in_flight, unit_fading_run
+
 DENSE = {"run.rounds": 30, "cells.layout": "hex", "cells.count": 7, "cells.isd_m": 150.0,
          "devices.count": 6}
 
@@ -25,67 +27,14 @@ def run(**overrides):
     return ms.simulate(ms.load_scenario(None, overrides=overrides))
 
 
-class _UnitFading:
-    """Every interfering pair's fading draw is 1: the interference is then a function of the
-    log (powers, gains, subbands, times) alone."""
-
-    def standard_exponential(self, size):
-        return np.ones(size)
-
-
 @pytest.fixture(scope="module", params=[False, True], ids=["same-direction", "cross-link"])
 def unit_run(request):
-    mp = pytest.MonkeyPatch()
-    init = InterferenceField.__init__
-
-    def unit_init(self, links, co, n0, bandwidth, rng, log_limit=None):
-        init(self, links, co, n0, bandwidth, _UnitFading(), log_limit)
-
-    mp.setattr(InterferenceField, "__init__", unit_init)
-    try:
-        yield request.param, run(**DENSE, **{"cells.cross_link": request.param})
-    finally:
-        mp.undo()
-
-
-def _gain(field, x, y):
-    """x's transmitter to y's receiver, written out from the four cases."""
-    if x.mode == UL and y.mode == UL:
-        return field.links.gain[x.glob, y.cell]
-    if x.mode == DL and y.mode == DL:
-        return field.links.gain[y.glob, x.cell]
-    if x.mode == DL:
-        return field.ss[x.cell, y.cell]
-    return field.dd[x.glob, y.glob]
+    return request.param, unit_fading_run({**DENSE, "cells.cross_link": request.param})
 
 
 def test_every_intervals_interference_is_the_sum_over_what_was_in_flight(unit_run):
     cross, result = unit_run
-    field = result.field
-    log = field.log
-    # what was still in flight at the end is not in the log: check the intervals before it
-    pending = [tx.start for mode in (UL, DL) for tx in field.active[mode]]
-    horizon = min(pending, default=np.inf)
-    spans = [(tx, tx.start, tx.intervals[-1][1]) for tx in log]
-    checked = crossed = 0
-    for y in log:
-        for t0, t1, _, seen, _ in y.intervals:
-            mid = 0.5 * (t0 + t1)
-            if t1 >= horizon or t1 <= t0:
-                continue
-            total = 0.0
-            for x, s0, s1 in spans:
-                if x is y or not s0 <= mid < s1 or not field.co[x.cell, y.cell]:
-                    continue
-                if x.mode != y.mode and not cross:
-                    continue
-                overlap = min(x.f1, y.f1) - max(x.f0, y.f0)
-                if overlap <= 0:
-                    continue
-                total += x.power * _gain(field, x, y) * overlap / (x.f1 - x.f0)
-                crossed += x.mode != y.mode
-            assert seen == pytest.approx(total, rel=1e-9, abs=1e-300)
-            checked += 1
+    checked, _, crossed = assert_interference_is_what_was_in_flight(result.field, cross)
     assert checked > 200
     assert (crossed > 0) == cross
 
