@@ -197,7 +197,9 @@ class InterferingChannel:
         self._band_next = tx.f1
         tx.timed = True
         start = env.now
-        seen = self._share[1][device] if mode == DL else self._share[0]
+        seen = self._share[1] if mode == DL else self._share[0]
+        if np.ndim(seen):   # per device on the DL, one number when the decision sees none
+            seen = seen[device]
         args, kwargs = base.mcs_inputs(device, mode, power_w, bandwidth_hz, start, index, seen)
         steps = link.delivery(*args, **kwargs)
         n_prb, blocks = args[1], args[4]

@@ -105,11 +105,15 @@ def test_a_cell_without_a_prb_for_each_device_it_may_hold_is_refused(overrides, 
     assert str(err.value).startswith(f"{key}: ") and "\n" not in str(err.value)
 
 
-def test_moving_devices_and_reuse_3_run_on_a_carrier_with_the_prbs():
-    """50 MHz at 15 kHz: 270 PRBs, a third of it 88 per cell."""
+def test_moving_devices_reuse_3_and_every_interference_csi_run():
+    """50 MHz at 15 kHz: 270 PRBs, a third of it 88 per cell; 28 devices attached to their best
+    server; the decisions may see the interference measured now, its time average, or none
+    (blind)."""
     for extra in ({"mobility.model": "random-waypoint", "mobility.speed_mps": [5.0, 10.0]},
-                  {"cells.reuse": 3, "cells.wrap_around": False}):
-        res = run(**NR, **{"run.rounds": 20, "cells.layout": "hex", "cells.count": 7,
-                           "cells.isd_m": 300.0, "channel.bandwidth_mhz": 50,
-                           "link.subcarrier_spacing_khz": 15, **extra})
-        assert res.summary["complete"] and res.summary["link"]["harq_transmissions"] > 0
+                  {"cells.reuse": 3, "cells.wrap_around": False},
+                  {"cells.interference_csi": "none"}, {"cells.interference_csi": "mean"}):
+        res = run(**{**NR, "devices.count": 28, "cells.drop": "region", "run.rounds": 20,
+                     "cells.layout": "hex", "cells.count": 7, "cells.isd_m": 300.0,
+                     "channel.bandwidth_mhz": 50, "link.subcarrier_spacing_khz": 15, **extra})
+        assert res.summary["complete"], (extra, res.summary.get("stop_reason"))
+        assert res.summary["link"]["harq_transmissions"] > 0
