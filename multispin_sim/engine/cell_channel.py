@@ -14,7 +14,6 @@ from ..model.link import BlockLimit, PermanentOutage
 from ..model.reactive import DL, UL
 from .antennas import singular_set
 from .cell_streams import SharedBandPlan, seen_through
-from .guards import LIMIT_TODO, LimitReached
 from .interference import Tx
 from .link import link_stop
 
@@ -110,12 +109,11 @@ class InterferingChannel:
         else:
             ul_seen, dl_seen = ul, dl
         g_ul, g_dl = self._g
-        self._share = (n0 / (n0 + ul_seen), n0 / (n0 + dl_seen))
+        self._share = f_ul, f_dl = n0 / (n0 + ul_seen), n0 / (n0 + dl_seen)
         if self.sees_sets:
-            self._seen_now = (seen_through(g_ul, n0 / (n0 + ul_seen)),
-                              seen_through(g_dl, n0 / (n0 + dl_seen)))
+            self._seen_now = (seen_through(g_ul, f_ul), seen_through(g_dl, f_dl))
             return self._seen_now
-        return g_ul * (n0 / (n0 + ul_seen)), g_dl * (n0 / (n0 + dl_seen))
+        return g_ul * f_ul, g_dl * f_dl
 
     def plan_sets(self, mode, planned, power_w, bandwidth_hz):
         """The streams of a decision, before they start: where each sits in the band
@@ -286,18 +284,16 @@ class InterferingChannel:
             if tx.event is None or tx.event.triggered:   # delivered
                 return
             if n >= last:
-                raise self._block_limit(tx, grid)
+                raise self._block_limit(tx)
             k = n - grid.index(t0)
             gain, floor, _ = self._set_parts(plan, tx.device, tx.mode, t0, k)
             self.field.new_block(tx, gain, env.now, floor)
             self._next_set_block(env, tx, plan, t0, n + 1, last)
         env.timeout(max(n * grid.block_s - env.now, 0.0)).callbacks.append(meet)
 
-    def _block_limit(self, tx, grid):
-        return LimitReached(
-            f"a correction of device {tx.device} in cell {tx.cell} needs more than "
-            f"{self.max_blocks:,} fading blocks of {grid.block_s * 1e3:g} ms to deliver "
-            f"{tx.bits:.0f} bits (limits.max_blocks_per_transmission)", LIMIT_TODO["blocks"])
+    def _block_limit(self, tx):
+        return self.base.block_limit(f"a correction of device {tx.device} in cell {tx.cell}",
+                                     f"{tx.bits:.0f} bits")
 
     def _next_block(self, env, tx, grid, pl, dl, t0, n, last):
         """At the start of grid block n, ``tx`` (if still in flight) meets that block's gain;
@@ -307,7 +303,7 @@ class InterferingChannel:
             if tx.event is None or tx.event.triggered:   # delivered
                 return
             if n >= last:
-                raise self._block_limit(tx, grid)
+                raise self._block_limit(tx)
             self.field.new_block(tx, pl * grid.block_power(tx.device, dl, t0, n), env.now)
             self._next_block(env, tx, grid, pl, dl, t0, n + 1, last)
         env.timeout(max(n * grid.block_s - env.now, 0.0)).callbacks.append(meet)

@@ -361,8 +361,13 @@ class OFDMAChannel:
             durations[0] = first
             yield read, m, durations
             if m >= self.max_blocks:
-                raise LimitReached(
-                    f"{who} needs more than {self.max_blocks:,} fading blocks of "
-                    f"{self.coherence_s * 1e3:g} ms to deliver {what} "
-                    "(limits.max_blocks_per_transmission)", LIMIT_TODO["blocks"])
+                raise self.block_limit(who, what)
             read, m = m, min(m + min(7 * m, _CHUNK), self.max_blocks)
+
+    def block_limit(self, who, what):
+        """The stop of a run in which ``who`` needs more than ``max_blocks`` fading blocks of
+        the grid to deliver ``what``."""
+        return LimitReached(
+            f"{who} needs more than {self.max_blocks:,} fading blocks of "
+            f"{self.coherence_s * 1e3:g} ms to deliver {what} "
+            "(limits.max_blocks_per_transmission)", LIMIT_TODO["blocks"])

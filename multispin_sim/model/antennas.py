@@ -159,8 +159,7 @@ def matched_gain(estimate, truth):
     (MRT on the DL, MRC on the UL) follows the estimated vector a_hat (K, M) while the channel
     is a (K, M) (or a stack of channels (..., K, M): gains (..., K)); ||a||^2 when the estimate
     is exact, at most that (Cauchy-Schwarz). A zero estimate gives no beam: gain 0."""
-    inner = np.einsum("...km,...km->...k", np.conj(estimate), truth)
-    norm = squared_norms(estimate)
+    inner, norm = _along(estimate, truth)
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(norm > 0, (inner.real ** 2 + inner.imag ** 2) / norm, 0.0)
 
@@ -168,10 +167,14 @@ def matched_gain(estimate, truth):
 def direct_share(estimate, direct):
     """c = a_hat^H d / ||a_hat||^2 (K,): the share of a direct path d (K, M) along each
     estimated vector a_hat (K, M); 0 for a zero estimate (no beam)."""
-    inner = np.einsum("km,km->k", np.conj(estimate), direct)
-    norm = squared_norms(estimate)
+    inner, norm = _along(estimate, direct)
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(norm > 0, inner / norm, 0.0)
+
+
+def _along(estimate, x):
+    """(a_hat^H x, ||a_hat||^2) of each estimated vector a_hat and vector x (..., K, M)."""
+    return np.einsum("...km,...km->...k", np.conj(estimate), x), squared_norms(estimate)
 
 
 def vectors_of(gains):
