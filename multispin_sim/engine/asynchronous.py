@@ -248,6 +248,13 @@ class AsyncLoop(ProtocolLoop):
                 event.succeed()
 
     # -- the server ---------------------------------------------------------------------------
+    def halt(self, now):
+        """As every loop; the server, waiting for a draft with no time limit, is woken to stop
+        (a queueing workload's devices may send none for a long time)."""
+        super().halt(now)
+        event, self._arrival = self._arrival, self.env.event()
+        event.succeed()
+
     def _wait_arrival(self, env, until=None):
         limit = self.max_time_s if until is None else min(until, self.max_time_s)
         if limit < np.inf:

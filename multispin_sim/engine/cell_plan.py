@@ -12,6 +12,7 @@ import numpy as np
 
 from ..model.association import ASSOCIATION_RULES, AssociationView
 from ..model.cells import CELL_LAYOUTS
+from ..model.mobility import MOBILITY_MODELS
 from ..model.pathloss import pathloss_gain
 from ..model.shadowing import shadowing_gain
 from ..model.sinr import cochannel
@@ -75,6 +76,30 @@ def read_graphml_servers(path):
         raise ScenarioError("topology.graphml_file", f"{path!r} has no server node",
                             "expected nodes with role 'server' (cells.layout: graphml)")
     return np.array(xy, dtype=float)
+
+
+def network_devices(scenario):
+    """The devices of the whole network: devices.count, times the number of cells when each
+    cell gets its own (``cells.drop: per-cell`` with a layout of several servers; a Poisson
+    layout: the servers it draws at ``scenario.seed``, as the engine does; none is refused,
+    ScenarioError, as a run would)."""
+    count = int(scenario.devices.count)
+    cells = scenario.cells
+    if cells.layout == "single" or cells.drop != "per-cell":
+        return count
+    if cells.layout == "hex":
+        return count * int(cells.count)
+    return count * int(cells_layout(scenario)[1].count)
+
+
+def workload_devices(scenario):
+    """The devices one workload serves: the network's (``network_devices``) where the cells
+    share one workload (devices that move or re-associate), else devices.count (each cell's
+    own workload, as one cell's)."""
+    cells = scenario.cells
+    shared = cells.layout != "single" and (
+        MOBILITY_MODELS.lookup(scenario.mobility.model).moves or cells.reassociate)
+    return network_devices(scenario) if shared else int(scenario.devices.count)
 
 
 def initial_positions(scenario, layout, rng):

@@ -40,10 +40,12 @@ from ..version import __version__
 from .cell_channel import InterferingChannel
 from .cell_plan import (CROSS_STREAM_KEY, cell_plan, cells_layout, mobile_plan,
                         wrapped_population)
-from .handover import AttachedWorkload, CellMover
+from .guards import guard_backlog
+from .handover import CellMover
 from .interference import InterferenceField
 from .population import noise_psd
 from .progress import Progress
+from .workload import queue_warnings
 
 
 def builder(scenario, build_run, result):
@@ -208,6 +210,8 @@ class Horizon:
         self.ended[i] = True
         if self.network is not None:
             self.network.ended[self.ids[i]] = True
+            if self.ended.all():
+                self.network.loops_ended(self.env.now)
         if self.done[i] < self.rounds:
             self.below -= 1
         if self.time is None and (self.runs[i].loop.stop_requested or self.all_done()):
@@ -228,7 +232,7 @@ class Horizon:
             if self.ended[i]:
                 continue
             loop, workload = run.loop, run.workload
-            loop.max_time_s = min(loop.max_time_s, now)
+            loop.halt(now)
             if self.network is None and not workload.saturated and not workload.has_work():
                 # its loop waits for an arrival: requests from now on are not its own (closed
                 # first, so no arrival wakes the same event twice)
@@ -281,6 +285,8 @@ class CellsRun:
     def abort(self):
         for r in self.runs:
             r.abort()
+        if self.network is not None and self.network.work_log is not None:
+            self.network.work_log.close()   # what was written stays a valid CSV
 
     def finish(self, tmp=None, command_line=None, stop_reason=None):
         results = [r.finish(None, command_line, stop_reason) for r in self.runs]
@@ -292,6 +298,12 @@ class CellsRun:
         if self.network is not None:
             summary["handover"] = self.network.summary(summary["sim_time_s"])
             self.network.write(self.folder / "handovers.csv")
+            if self.network.work_log is not None:   # the requests, served cell after cell
+                summary["requests"] = network_queues(self.network, self.runs)
+                warnings = queue_warnings(self.scenario, summary["requests"],
+                                          summary["duration_s"]["max"], summary["sim_time_s"])
+                if warnings:
+                    summary["warnings"] = warnings
         stopped = [r for r in results if not r.summary["complete"]]
         if stopped:   # the reason of the first cell that stopped (they stop together)
             summary["stop_reason"] = stopped[0].summary.get("stop_reason", "stopped")
@@ -403,6 +415,20 @@ def network_requests(blocks, ids):
     return out
 
 
+def network_queues(network, runs):
+    """summary.json's ``requests`` block of a network whose cells share one workload: the
+    request statistics up to the end of the last cell's loop (requests.csv closed)."""
+    end = network.work_end
+    if end is None:   # a run stopped before every loop ended: up to the last end, or now
+        end = max((r.end_s for r in runs if r.end_s is not None), default=runs[0].env.now)
+    network.work.close()
+    requests = network.work.finish(end)
+    network.work_log.close()
+    # the servers' mean busy share (each cell's over its own span)
+    requests["server_utilisation"] = float(np.mean([r.utilisation() for r in runs]))
+    return requests
+
+
 def combine_tables(folder, name, ids):
     """``<name>.csv`` of the run: the cells' rows one after another with a leading ``cell``
     column (the lines copied, the cell prefixed); none when no cell wrote one."""
@@ -457,7 +483,7 @@ def build_cells(scenario, folder, inputs, *, build_run, result, progress=False):
             return InterferingChannel(channel, field, c, holder["globs"],
                                       cells.interference_csi)
         hooks = {} if network is None else {
-            "workload_hook": functools.partial(AttachedWorkload, network=network, cell=c),
+            "workload_hook": functools.partial(network.share_work, cell=c, folder=folder),
             **({"mover_hook": lambda _, c=c: CellMover(network, c)} if moving else {})}
         runs.append(build_run(cell_scenario, sub, inputs, env=env, population_hook=add,
                               channel_hook=wrap, writer_process=False, **hooks))
@@ -466,6 +492,9 @@ def build_cells(scenario, folder, inputs, *, build_run, result, progress=False):
             np.random.SeedSequence(scenario.seed, spawn_key=CROSS_STREAM_KEY)))))
     # the scenario that was run (each cell_<c>/scenario.yaml is its one-cell part)
     (folder / "scenario.yaml").write_text(dump_scenario_yaml(scenario), encoding="utf-8")
+    if network is not None and network.work_log is not None:   # the shared queues' bound
+        guard_backlog(network.work, CellLoops([r.loop for r in runs]),
+                      scenario.limits.max_backlog_requests)
     ids = [c for c, _ in plan]
     horizon = Horizon(env, runs, ids, scenario.run.rounds, round_budget(scenario), network,
                       Progress.for_run(scenario, progress))

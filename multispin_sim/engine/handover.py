@@ -85,6 +85,35 @@ class Network:
         self.env = None
         self.closing = False
         self._t = -1.0
+        # the network's one workload, its request log (None: saturated), and when it closed
+        self.work = self.work_log = self.work_end = None
+
+    def share_work(self, build, cell, folder):
+        """A cell's ``workload_hook``: the cell's share (``AttachedWorkload``) of the network's
+        one workload, built by the first cell that asks (``build``: ``build_run``'s own, every
+        cell holding the same D devices on the same seed), its requests written to
+        ``folder``/requests.csv; the cell has no request log of its own."""
+        if self.work is None:
+            self.work, self.work_log = build(folder)
+            if not self.work.saturated:
+                self.work.listener = self.request_arrived
+        return AttachedWorkload(self.work, self, cell), None
+
+    def pending(self):
+        """(D,) bool: the devices with a request (waiting or in service)."""
+        return np.asarray(self.work.n) > 0
+
+    def request_arrived(self, dev):
+        """A request arrived at ``dev``: wake the cell it is attached to (a migrating device's
+        target wakes when it arrives)."""
+        if self.attached[dev] >= 0:
+            self._wake(int(self.attached[dev]))
+
+    def loops_ended(self, now):
+        """Every cell's loop has ended: the shared workload takes no more requests."""
+        self.work_end = now
+        if self.work is not None:
+            self.work.close()
 
     def attach(self, serving):
         """The devices' first servers (the association rule's choice at the drop)."""
@@ -192,7 +221,10 @@ class Network:
         self.leaving[dev] = -1
         self.attached[dev] = target
         record.update(arrival_s=env.now, interruption_s=env.now - record["time_s"])
-        event = self.arrivals.pop(target, None)
+        self._wake(target)
+
+    def _wake(self, cell):
+        event = self.arrivals.pop(cell, None)
         if event is not None:
             event.succeed()
 
@@ -237,37 +269,68 @@ class Network:
 
 
 class AttachedWorkload:
-    """A cell's saturated workload restricted to the devices attached to it."""
+    """A cell's share of the network's one workload: the devices attached to it.
+
+    Saturated, every attached device has work. A queueing workload is the network's, shared
+    by the cells, so a device's requests follow it from cell to cell: an attached device joins
+    the cell's round when it has a request, and the round's tokens go to its head-of-line
+    request (through the per-device interface of ``engine.workload.QueueingWorkload``)."""
 
     saturated = False
 
     def __init__(self, inner, network, cell):
         self.inner, self.network, self.cell = inner, network, cell
+        self.queueing = not inner.saturated
+        self._round = []   # the devices of the round in progress (queueing)
+
+    def _with_work(self):
+        """The attached devices that have work (K,) bool, a new array."""
+        mine = self.network.attached == self.cell
+        return mine & self.network.pending() if self.queueing else mine
 
     def start_round(self, now):
-        active = self.network.attached == self.cell
+        active = self._with_work()
+        if self.queueing:
+            self._round = np.flatnonzero(active).tolist()
+            for k in self._round:   # a request waiting until now enters service
+                self.inner.start_device(k, now)
         self.network.in_round[self.cell] = active
         return active
 
     def has_work(self):
-        return bool(np.any(self.network.attached == self.cell))
+        return bool(np.any(self._with_work()))
 
     def exhausted(self):
-        return self.network.closing and not self.has_work()
+        """No work will come: the network's horizon has passed, or (a trace replayed to its
+        end) no request will arrive and no device with one is on its way here."""
+        if self.has_work():
+            return False
+        if self.network.closing:
+            return True
+        return self.queueing and self.inner.exhausted() and not np.any(
+            (self.network.leaving == self.cell) & self.network.pending())
 
     def work_event(self, env):
+        """An event fired when a device arrives here or an attached device gets a request."""
         return self.network.arrival_event(env, self.cell)
 
     def remaining(self):
-        return None
+        return self.inner.remaining() if self.queueing else None
 
     def needed(self):
-        return None
+        return self.inner.needed() if self.queueing else None
 
     def tokens_delivered(self, now, tokens):
-        self.network.generated += tokens
+        used = tokens
+        for k in self._round:
+            got = int(tokens[k])
+            useful = self.inner.device_tokens(k, now, got)
+            if useful < got:   # a surplus over its request's end is discarded
+                used = used.copy() if used is tokens else used
+                used[k] = useful
+        self.network.generated += used
         self.network.round_ended(self.cell, now)
-        return tokens
+        return used
 
     def close(self):
         """The cell's run has ended (``Network.ended`` keeps devices away from it)."""

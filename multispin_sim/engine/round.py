@@ -79,6 +79,11 @@ class ProtocolLoop:
         self._zeros = np.zeros(k)
         self._zeros.flags.writeable = False
 
+    def halt(self, now):
+        """Start no record at or after ``now`` (the network's horizon, ``engine.cells``): the
+        record in progress ends as usual."""
+        self.max_time_s = min(self.max_time_s, now)
+
     def counters(self):
         """(object, attribute names) of the totals the loop counts before a round is recorded
         (``engine.guards.RecordedTotals``): none here."""

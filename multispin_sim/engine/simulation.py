@@ -9,7 +9,6 @@ import simpy
 
 from ..version import __version__
 from ..errors import RunFailed, os_advice, os_reason
-from ..model.link import LINK_MODELS
 from ..model.mobility import MOBILITY_MODELS
 from ..outputs.atomic import write_json
 from ..outputs.metadata import output_folder, run_metadata
@@ -22,11 +21,12 @@ from ..scenario.loading import names_scenario_file
 from ..scenario.engine_registries import ARRIVAL_MODELS, PAYLOAD_MODELS, PROTOCOLS
 from ..outputs.energy import EnergyAccount
 from .acceptance import acceptance_inputs, acceptance_summary, build_acceptance
-from .cell_plan import check_cell_layout
+from .cell_plan import check_cell_layout, workload_devices
 from .compute import check_verification, energy_powers, reactive_policy, thermal_state
 from .link import build_channel, check_link, link_policy
 from .guards import LimitReached, RecordedTotals, StopSignals, guard_backlog
 from .population import build_population
+from .workload import queue_warnings
 from .progress import Progress
 from .server import EdgeServer
 from .streams import RandomStreams
@@ -98,7 +98,8 @@ def read_inputs(scenario):
     check_verification(scenario)
     check_link(scenario)
     check_cell_layout(scenario)
-    inputs.update(ARRIVAL_MODELS.lookup(scenario.workload.arrivals).read_inputs(scenario))
+    inputs.update(ARRIVAL_MODELS.lookup(scenario.workload.arrivals).read_inputs(
+        scenario, workload_devices(scenario)))
     inputs.update(acceptance_inputs(scenario))
     inputs.update(layout_inputs(scenario))
     if scenario.payload.pairs_file is not None:
@@ -195,6 +196,14 @@ class Run:
         self.recorder.close()
         self.server.close()
 
+    def utilisation(self):
+        """The server's busy share of the simulated time (after the records are closed)."""
+        stats = self.recorder.stats
+        busy = self.loop.server_busy_s
+        if busy is None:
+            busy = stats.sim_time - stats.idle_time
+        return busy / stats.sim_time if stats.sim_time > 0 else 0.0
+
     def finish(self, tmp=None, command_line=None, stop_reason=None):
         """Close the records, write the summary, run.json, devices and topology; the Result."""
         scenario, folder, population, acceptance, belief = (
@@ -228,14 +237,10 @@ class Run:
         summary["acceptance"] = acceptance_summary(scenario, acceptance, belief, tally)
         warnings = []
         if requests is not None:
-            stats = recorder.stats
-            busy = loop.server_busy_s
-            if busy is None:
-                busy = stats.sim_time - stats.idle_time
-            requests["server_utilisation"] = busy / stats.sim_time if stats.sim_time > 0 else 0.0
+            requests["server_utilisation"] = self.utilisation()
             summary["requests"] = requests
             warnings = queue_warnings(scenario, requests, summary["duration_s"]["max"],
-                                      stats.sim_time)
+                                      recorder.stats.sim_time)
         if channel.dynamic_csi:
             summary.setdefault("delays", {}).update(
                 transmissions=channel.transmissions, over_several_blocks=channel.multi_block,
@@ -258,27 +263,6 @@ class Run:
         return result
 
 
-def queue_warnings(scenario, requests, longest, sim_time):
-    """summary.json's warnings of a queueing run (strings): queues that grow without bound, and
-    a round of ``longest`` seconds that takes more than 5% of the ``sim_time`` seconds where the
-    correction delay has an infinite mean (the paper's link, one fading block per round)."""
-    warnings = []
-    if requests["warnings"]:
-        devices = ", ".join(w.split(":")[0].split()[1] for w in requests["warnings"])
-        warnings.append(f"queues grow without bound at device(s) {devices}: requests arrive "
-                        "faster than these devices are served, so their latencies grow with the "
-                        "run length (see requests.warnings in summary.json)")
-    heavy_tail = (LINK_MODELS.lookup(scenario.link.model).ideal
-                  and scenario.channel.coherence_time_ms is None)
-    if heavy_tail and sim_time > 0 and longest > 0.05 * sim_time:
-        warnings.append(f"one round took {longest:.4g} s ({longest / sim_time:.0%} of the run): "
-                        "a correction in a deep fade; with one fading block per round the "
-                        "correction delay has an infinite mean (docs/model.md section 8), so "
-                        "queues and means depend on such rounds -- channel.coherence_time_ms "
-                        "bounds them physically")
-    return warnings
-
-
 def build_run(scenario, folder, inputs, *, progress=False, controller=None, reactive=None,
               writer_process=None, env=None, population_hook=None, channel_hook=None,
               workload_hook=None, mover_hook=None):
@@ -290,9 +274,11 @@ def build_run(scenario, folder, inputs, *, progress=False, controller=None, reac
     records on a second process (None: for long runs, as ``WRITER_PROCESS_MIN_ROWS`` says;
     False: in this process, e.g. inside a worker process that may not have children).
     ``env``: the SimPy environment to build in (None: a new one); ``population_hook``,
-    ``channel_hook``, ``workload_hook``, ``mover_hook``: callables given the population, the
-    channel, the workload and the mover as built, returning the ones to use (a cell of
-    several, ``engine.cells``).
+    ``channel_hook``, ``mover_hook``: callables given the population, the channel and the mover
+    as built, returning the ones to use (a cell of several, ``engine.cells``);
+    ``workload_hook``: a callable given the function that builds the run's own workload
+    (``own_workload(where=folder) -> (workload, request log or None)``), returning the
+    (workload, log) to use: the cells of a network whose devices move share one workload.
     """
     (folder / "scenario.yaml").write_text(dump_scenario_yaml(scenario), encoding="utf-8")
 
@@ -345,15 +331,19 @@ def build_run(scenario, folder, inputs, *, progress=False, controller=None, reac
                                              thermal) if scenario.energy.record else None,
                         extra=channel.extra_columns)
     arrivals = ARRIVAL_MODELS.lookup(scenario.workload.arrivals)
-    log = None
-    if not arrivals.saturated:
-        log = RequestLog(folder / "requests.csv", system.k, slo_ttft_s=scenario.serving.slo_ttft_s,
-                         slo_tpot_s=scenario.serving.slo_tpot_s)
-    # queueing workloads start their SimPy arrival processes and write their requests to log
-    workload = arrivals.from_scenario(scenario, population.tasks, streams.arrivals, env, log,
-                                      inputs)
-    if workload_hook is not None:
-        workload = workload_hook(workload)
+
+    def own_workload(where=folder):
+        """(the run's workload, its request log or None): queueing workloads start their SimPy
+        arrival processes and write their requests to ``where``/requests.csv."""
+        log = None
+        if not arrivals.saturated:
+            log = RequestLog(where / "requests.csv", system.k,
+                             slo_ttft_s=scenario.serving.slo_ttft_s,
+                             slo_tpot_s=scenario.serving.slo_tpot_s)
+        return arrivals.from_scenario(scenario, population.tasks, streams.arrivals, env, log,
+                                      inputs), log
+
+    workload, log = own_workload() if workload_hook is None else workload_hook(own_workload)
     loop = PROTOCOLS.lookup(scenario.serving.protocol)(
         env, population, channel, server, controller, workload, streams, recorder,
         scenario.run.rounds, scenario.run.max_time_s,

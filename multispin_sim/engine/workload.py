@@ -22,6 +22,7 @@ from collections import deque
 
 import numpy as np
 
+from ..model.link import LINK_MODELS
 from ..model.queueing import LENGTH_MODELS
 from ..scenario import ScenarioError
 from ..scenario.names import MAX_REQUEST_TOKENS
@@ -32,9 +33,9 @@ class Arrivals:
     """Interface of a workload: ``from_scenario`` builds it, ``read_inputs`` reads its files."""
 
     @classmethod
-    def read_inputs(cls, scenario):
-        """The files this workload needs, read and checked before a run writes anything
-        (name -> contents, handed back to ``from_scenario`` as ``inputs``)."""
+    def read_inputs(cls, scenario, devices):
+        """The files this workload of ``devices`` devices needs, read and checked before a run
+        writes anything (name -> contents, handed back to ``from_scenario`` as ``inputs``)."""
         return {}
 
     @classmethod
@@ -162,6 +163,9 @@ class QueueingWorkload:
         self._snap_max = snapshots
         self.snapshots = []  # (time, in system per device, arrived per device)
         self._device_waiters = {}  # asynchronous protocol: device -> event of its next arrival
+        # called with the device of every request that arrives (a network of cells that share
+        # this workload wakes the cell the device is attached to)
+        self.listener = None
 
     # -- bookkeeping ---------------------------------------------------------------------------
     def _account(self, k, now):
@@ -185,6 +189,8 @@ class QueueingWorkload:
         self._active[k] = True
         if self._device_waiters and k in self._device_waiters:
             self._device_waiters.pop(k).succeed()
+        if self.listener is not None:
+            self.listener(k)
         if self._waiter is not None:
             waiter, self._waiter = self._waiter, None
             waiter.succeed()
@@ -384,8 +390,9 @@ def read_trace(path, k):
         i = int(np.argmax(bad))   # (every parsed row comes before an unparsable one)
         row = _row_at(path, int(lines[i]))
         raise ScenarioError(TRACE_KEY, f"{path!r} line {lines[i]}: {','.join(row)!r} is out of "
-                            f"range", f"expected time_s >= 0, 0 <= device < devices.count ({k}) "
-                            f"and tokens in 1..{MAX_REQUEST_TOKENS:,}")
+                            f"range", f"expected time_s >= 0, 0 <= device < {k} (devices.count; the "
+                            "network's devices where they move between cells) and tokens in "
+                            f"1..{MAX_REQUEST_TOKENS:,}")
     if invalid is not None:
         line, row = invalid
         raise ScenarioError(TRACE_KEY, f"{path!r} line {line}: {','.join(row)!r} is not valid",
@@ -469,8 +476,8 @@ class TraceArrivals(QueueingWorkload, Arrivals):
     """Arrivals replayed from a trace (times, devices, tokens or None: lengths then drawn)."""
 
     @classmethod
-    def read_inputs(cls, scenario):
-        return {"trace": read_trace(scenario.workload.trace_file, scenario.devices.count)}
+    def read_inputs(cls, scenario, devices):
+        return {"trace": read_trace(scenario.workload.trace_file, devices)}
 
     @classmethod
     def from_scenario(cls, scenario, tasks, rng, env=None, log=None, inputs=None):
@@ -495,3 +502,24 @@ class TraceArrivals(QueueingWorkload, Arrivals):
             n = int(tokens[i]) if tokens is not None else self._lengths[k].next()
             self._left -= 1
             self.arrive(k, env.now, n)
+
+
+def queue_warnings(scenario, requests, longest, sim_time):
+    """summary.json's warnings of a queueing run (strings): queues that grow without bound, and
+    a round of ``longest`` seconds that takes more than 5% of the ``sim_time`` seconds where the
+    correction delay has an infinite mean (the paper's link, one fading block per round)."""
+    warnings = []
+    if requests["warnings"]:
+        devices = ", ".join(w.split(":")[0].split()[1] for w in requests["warnings"])
+        warnings.append(f"queues grow without bound at device(s) {devices}: requests arrive "
+                        "faster than these devices are served, so their latencies grow with the "
+                        "run length (see requests.warnings in summary.json)")
+    heavy_tail = (LINK_MODELS.lookup(scenario.link.model).ideal
+                  and scenario.channel.coherence_time_ms is None)
+    if heavy_tail and sim_time > 0 and longest > 0.05 * sim_time:
+        warnings.append(f"one round took {longest:.4g} s ({longest / sim_time:.0%} of the run): "
+                        "a correction in a deep fade; with one fading block per round the "
+                        "correction delay has an infinite mean (docs/model.md section 8), so "
+                        "queues and means depend on such rounds -- channel.coherence_time_ms "
+                        "bounds them physically")
+    return warnings

@@ -59,7 +59,7 @@ import numpy as np
 from scipy import stats
 
 from ..engine import simulate as engine_simulate
-from ..engine.cell_plan import cells_layout, check_cell_layout
+from ..engine.cell_plan import check_cell_layout, network_devices
 from ..engine.simulation import read_inputs
 from ..errors import OutputLocationError, os_reason
 from ..outputs.atomic import check_folder, write_json
@@ -462,20 +462,6 @@ def check_inputs(scenario, seeds):
     if scenario.cells.layout != "single":
         for seed in seeds[1:]:
             check_cell_layout(dataclasses.replace(scenario, seed=seed))
-
-
-def network_devices(scenario):
-    """The devices of the whole network: devices.count, times the number of cells when each
-    cell gets its own (``cells.drop: per-cell`` with a layout of several servers; a Poisson
-    layout: the servers it draws at ``scenario.seed``, as the engine does; none is refused,
-    ScenarioError, as a run would)."""
-    count = int(scenario.devices.count)
-    cells = scenario.cells
-    if cells.layout == "single" or cells.drop != "per-cell":
-        return count
-    if cells.layout == "hex":
-        return count * int(cells.count)
-    return count * int(cells_layout(scenario)[1].count)
 
 
 OTHER_OUTPUTS = (("sweep", "sweep.json"), ("run", "summary.json"))

@@ -141,20 +141,20 @@ class Cells(Params):
 
 @cross_check
 def _check_cells(sc) -> None:
-    """Moving devices (handover) and the asynchronous protocol in several cells need the
-    saturated workload (the network's horizon stops a cell's loop between its batches; an
-    asynchronous cell waiting for arrivals would not hear it), and the asynchronous protocol
-    keeps each device in its cell."""
+    """The asynchronous protocol keeps each device in its cell; cross links need devices that
+    stay put; a hexagonal grid needs a whole number of rings."""
     if sc.cells.layout == "single":
         return
     moving = sc.mobility.model != "none" or sc.cells.reassociate
-    needs = (("workload.arrivals", sc.workload.arrivals == "saturated"
-              or not (moving or sc.serving.protocol == "asynchronous"),
-              "'saturated' (devices moving, cells.reassociate, or the asynchronous protocol)"),
-             # a handover moves a device between the cells' round loops, not their batches
-             ("cells.reassociate", not (sc.cells.reassociate
+    # a handover moves a device between the cells' round loops, not their batches
+    needs = (("cells.reassociate", not (sc.cells.reassociate
                                         and sc.serving.protocol == "asynchronous"),
-              "false with serving.protocol 'asynchronous'"))
+              "false with serving.protocol 'asynchronous'"),)
+    if moving and isinstance(sc.workload.rate_per_s, tuple):
+        # the network's one workload serves every device of every cell
+        raise ScenarioError("workload.rate_per_s", "a list of rates is not supported with "
+                            "devices that move or re-associate between cells",
+                            "expected one rate for every device of the network")
     if sc.cells.cross_link and moving:
         # the cross links' gains are drawn once, between the drop positions
         raise ScenarioError("cells.cross_link", "true is not supported with devices that move "

@@ -1,6 +1,6 @@
 """Checks shared by the tests of several cells: a run whose interfering pairs have no fading
-(the interference is then a function of the log alone), and the interference of every logged
-interval rebuilt from the log."""
+(the interference is then a function of the log alone), the interference of every logged
+interval rebuilt from the log, and moving devices served by one cell at a time."""
 import numpy as np
 import pytest
 
@@ -73,3 +73,27 @@ def assert_interference_is_what_was_in_flight(field, cross=False):
             checked += 1
             interfered += seen > 0
     return checked, interfered, crossed
+
+
+def device_spans(res):
+    """{device: [(start, end, cell)]}: the rounds each device joined (its cell's round span)
+    and, cell -1, its context migrations (from the start of the transfer to the arrival)."""
+    rounds, dev = res.rounds, res.device_rounds
+    span = {(c, r): (s, s + d) for c, r, s, d in zip(rounds["cell"], rounds["round"],
+                                                     rounds["start_s"], rounds["duration_s"])}
+    busy = {}
+    for c, r, k in zip(dev["cell"], dev["round"], dev["device"]):
+        busy.setdefault(int(k), []).append((*span[(int(c), int(r))], int(c)))
+    for rec in res.network.log:
+        if "arrival_s" in rec:
+            busy.setdefault(rec["device"], []).append(
+                (rec["migration_start_s"], rec["arrival_s"], -1))
+    return busy
+
+
+def assert_served_by_one_cell_at_a_time(res):
+    """No device's rounds (in any cell) and context migrations overlap."""
+    for k, spans in device_spans(res).items():
+        spans.sort()
+        for (a0, a1, ca), (b0, b1, cb) in zip(spans, spans[1:]):
+            assert b0 >= a1 - 1e-12 * max(1.0, a1), (k, (a0, a1, ca), (b0, b1, cb))

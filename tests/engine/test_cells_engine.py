@@ -213,9 +213,6 @@ def test_region_drops_follow_the_association_rule():
 
 
 def test_several_cells_refuse_what_the_interference_model_does_not_cover():
-    with pytest.raises(ms.ScenarioError, match="workload.arrivals"):
-        ms.load_scenario(None, overrides={"cells.layout": "hex", "serving.protocol": "asynchronous",
-                                          "workload.arrivals": "poisson"})
     with pytest.raises(ms.ScenarioError, match="cells.reassociate"):
         ms.load_scenario(None, overrides={"cells.layout": "hex", "serving.protocol": "asynchronous",
                                           "cells.drop": "region", "cells.reassociate": True})

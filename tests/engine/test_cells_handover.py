@@ -5,6 +5,7 @@ import math
 import pytest
 
 import multispin_sim as ms
+from cells_checks import assert_served_by_one_cell_at_a_time
 
 MOVING = {"run.rounds": 150, "cells.layout": "hex", "cells.count": 7, "cells.isd_m": 200.0,
           "devices.count": 6, "mobility.model": "random-waypoint", "mobility.speed_mps": 25.0}
@@ -39,20 +40,7 @@ def test_contexts_migrate_with_their_size_over_the_backhaul(moving):
 
 
 def test_a_device_is_served_by_one_cell_at_a_time_and_not_while_migrating(moving):
-    rounds, dev = moving.rounds, moving.device_rounds
-    span = {(c, r): (s, s + d) for c, r, s, d in zip(rounds["cell"], rounds["round"],
-                                                     rounds["start_s"], rounds["duration_s"])}
-    busy = {}
-    for c, r, k in zip(dev["cell"], dev["round"], dev["device"]):
-        busy.setdefault(int(k), []).append((*span[(int(c), int(r))], int(c)))
-    for rec in moving.network.log:
-        if "arrival_s" in rec:
-            busy.setdefault(rec["device"], []).append(
-                (rec["migration_start_s"], rec["arrival_s"], -1))
-    for k, spans in busy.items():
-        spans.sort()
-        for (a0, a1, ca), (b0, b1, cb) in zip(spans, spans[1:]):
-            assert b0 >= a1 - 1e-12 * max(1.0, a1), (k, (a0, a1, ca), (b0, b1, cb))
+    assert_served_by_one_cell_at_a_time(moving)
 
 
 def test_hysteresis_and_time_to_trigger_cut_handovers_and_ping_pongs(moving):
