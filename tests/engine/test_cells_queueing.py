@@ -169,3 +169,25 @@ def test_the_run_report_counts_the_requests_of_several_cells(tmp_path, capsys):
                           "--set", "mobility.model=random-waypoint"]) == 0
     out = capsys.readouterr().out
     assert "completed, latency median" in out and "server utilisation" in out
+
+
+def test_static_devices_re_associated_take_their_requests_along():
+    """Load-aware re-association moves static devices off a slow server (30 ms per device) at
+    its round ends, each with its queue: the requests of a moved device are served in order
+    across its two cells, and the network's arrivals are one Poisson process per device."""
+    res = run(**{"mobility.model": "none", "run.rounds": 60, "devices.count": 10,
+                 "devices.distance_m": [20.0, 100.0], "cells.association": "load-aware",
+                 "cells.association_range_db": 20.0, "cells.reassociate": True,
+                 "cells.servers": {0: {"verify_per_device_ms": 30.0}},
+                 "workload.rate_per_s": 0.5})
+    log = res.network.log
+    assert log and all(x["source"] == 0 for x in log)
+    moved = {x["device"] for x in log}
+    dev = res.device_rounds
+    both = [k for k in moved if set(dev["cell"][dev["device"] == k].tolist()) >= {0}
+            and len(set(dev["cell"][dev["device"] == k].tolist())) == 2]
+    assert both   # some moved device was served in both cells
+    assert_served_by_one_cell_at_a_time(res)
+    assert_tokens_go_to_requests(res.requests, dev, range(70))
+    q = res.summary["requests"]
+    assert_poisson_count(q["arrivals"], 0.5 * 70 * q["time_s"])
