@@ -91,10 +91,7 @@ def cmd_run(args):
         print(f"comm time per round: median {s['comm_s']['median'] * 1e3:.2f} ms, "
               f"p95 {s['comm_s']['p95'] * 1e3:.2f} ms, mean {s['comm_s']['mean'] * 1e3:.2f} ms")
         req = s.get("requests")
-        if req and "latency_s" not in req:   # several cells, each with its own queues
-            print(f"requests: {req['completed']} of {req['arrivals']} completed (latencies in "
-                  "each cell's summary)")
-        elif req:
+        if req:
             lat, ttft = req["latency_s"], req["time_to_first_token_s"]
             print(f"requests: {req['completed']} of {req['arrivals']} completed, latency median "
                   f"{lat['median']:.3f} s, p95 {lat['p95']:.3f} s, mean {lat['mean']:.3f} s; time to "

@@ -292,7 +292,8 @@ class CellsRun:
         results = [r.finish(None, command_line, stop_reason) for r in self.runs]
         summary = cells_summary(self.scenario, [r.summary for r in results], self.ids,
                                 time.perf_counter() - self.wall0,
-                                [r.recorder.stats for r in self.runs])
+                                [r.recorder.stats for r in self.runs],
+                                [r.log for r in self.runs])
         for name in ("rounds", "device_rounds", "devices"):
             combine_tables(self.folder, name, self.ids)
         if self.network is not None:
@@ -320,7 +321,7 @@ class CellsRun:
         return result
 
 
-def cells_summary(scenario, summaries, ids, wall, stats):
+def cells_summary(scenario, summaries, ids, wall, stats, logs=()):
     """The run's summary: the one-cell summary's totals over the cells (round statistics over
     every cell's rounds) and a ``cells`` block per cell. The network's goodput is the sum of
     the cells' goodputs, each cell's tokens over its own span: every span covers the common
@@ -349,7 +350,7 @@ def cells_summary(scenario, summaries, ids, wall, stats):
     if all("energy" in s for s in summaries):     # energy.record false: no cell has one
         blocks["energy"] = summed_energy([s["energy"] for s in summaries], tokens)
     if all("requests" in s for s in summaries):   # queueing workloads
-        blocks["requests"] = network_requests([s["requests"] for s in summaries], ids)
+        blocks["requests"] = network_requests([s["requests"] for s in summaries], ids, logs)
     if all("link" in s for s in summaries):       # the NR link: its totals over the cells
         blocks["link"] = network_link([s["link"] for s in summaries])
     return {
@@ -398,11 +399,18 @@ SUMMED_REQUEST_KEYS = ("arrivals", "completed", "in_system_at_end", "throughput_
                        "tokens_per_s", "queue_length_mean", "waiting_mean")
 
 
-def network_requests(blocks, ids):
+def network_requests(blocks, ids, logs=()):
     """The cells' request figures that add up across cells: counts, rates (each over its
-    cell's time), time averages and the SLO's met and counted requests. Latencies and their
-    quantiles stay in each cell's summary."""
+    cell's time), time averages and the SLO's met and counted requests; the latency, the
+    waiting time and the time to first token of the completed requests of every cell pooled
+    (``logs``: the cells' ``RequestLog``s; their intervals stay in each cell's summary); the
+    servers' mean busy share."""
     out = {key: sum(b[key] for b in blocks) for key in SUMMED_REQUEST_KEYS}
+    for key, part in (("latency_s", "latency"), ("wait_s", "wait"),
+                      ("time_to_first_token_s", "ttft")):
+        if logs:
+            out[key] = describe(np.concatenate([getattr(log, part).values() for log in logs]))
+    out["server_utilisation"] = float(np.mean([b["server_utilisation"] for b in blocks]))
     out["stable"] = all(b["stable"] for b in blocks)
     out["warnings"] = [f"cell {c}: {w}" for c, b in zip(ids, blocks) for w in b["warnings"]]
     slos = [b["slo"] for b in blocks]

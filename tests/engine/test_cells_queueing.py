@@ -162,13 +162,30 @@ def test_the_run_report_counts_the_requests_of_several_cells(tmp_path, capsys):
 
     common = ["run", "--rounds", "60", "--set", "cells.layout=hex", "--set", "devices.count=3",
               "--set", "workload.arrivals=poisson", "--set", f"workload.rate_per_s={RATE}"]
-    assert main(common + ["--out", str(tmp_path / "static")]) == 0
-    out = capsys.readouterr().out
-    assert "completed (latencies in each cell's summary)" in out
-    assert main(common + ["--out", str(tmp_path / "moving"),
-                          "--set", "mobility.model=random-waypoint"]) == 0
-    out = capsys.readouterr().out
-    assert "completed, latency median" in out and "server utilisation" in out
+    for name, extra in (("static", []), ("moving", ["--set", "mobility.model=random-waypoint"])):
+        assert main(common + ["--out", str(tmp_path / name)] + extra) == 0
+        out = capsys.readouterr().out
+        assert "completed, latency median" in out and "server utilisation" in out, name
+
+
+def test_static_cells_pool_their_requests_latencies():
+    """Cells with their own queues: the network's latency, waiting time and time to first
+    token describe every cell's completed requests together."""
+    res = ms.simulate(ms.load_scenario(None, overrides={
+        "run.rounds": 100, "cells.layout": "hex", "cells.count": 7, "devices.count": 4,
+        "workload.arrivals": "poisson", "workload.rate_per_s": RATE, "seed": 2}))
+    net = res.summary["requests"]
+    req = {key: np.concatenate([c.requests[key] for c in res.cells])
+           for key in ("arrival_s", "start_s", "first_token_s", "completion_s")}
+    done = np.isfinite(req["completion_s"])
+    assert np.count_nonzero(done) == net["completed"] > 50
+    for key, column in (("latency_s", "completion_s"), ("wait_s", "start_s"),
+                        ("time_to_first_token_s", "first_token_s")):
+        x = (req[column] - req["arrival_s"])[done]
+        for stat, value in (("mean", x.mean()), ("median", np.median(x)), ("max", x.max())):
+            np.testing.assert_allclose(net[key][stat], value, rtol=1e-12, err_msg=key)
+    np.testing.assert_allclose(net["server_utilisation"], np.mean(
+        [c.summary["requests"]["server_utilisation"] for c in res.cells]), rtol=1e-12)
 
 
 def test_static_devices_re_associated_take_their_requests_along():
