@@ -105,8 +105,12 @@ class Network:
 
     def request_arrived(self, dev):
         """A request arrived at ``dev``: wake the cell it is attached to (a migrating device's
-        target wakes when it arrives)."""
-        if self.attached[dev] >= 0:
+        target wakes when it arrives); after a trace's last request, every waiting cell (each
+        sees whether work may still come to it: ``AttachedWorkload.exhausted``)."""
+        if self.work.exhausted():
+            for cell in list(self.arrivals):
+                self._wake(cell)
+        elif self.attached[dev] >= 0:
             self._wake(int(self.attached[dev]))
 
     def loops_ended(self, now):
