@@ -453,9 +453,11 @@ def combine_tables(folder, name, ids):
                 out.writelines(f"{c}," + line for line in f)
 
 
-def build_cells(scenario, folder, inputs, *, build_run, result, progress=False):
+def build_cells(scenario, folder, inputs, *, build_run, result, progress=False, cell_hooks=None):
     """The cells' runs in one environment, ready to ``start`` (``CellsRun``); ``progress``:
-    show the slowest cell's rounds on stderr (a terminal's)."""
+    show the slowest cell's rounds on stderr (a terminal's); ``cell_hooks``: None, or a
+    callable giving cell c's further keyword arguments of ``build_run`` (an outside draft
+    controller or reactive policy: ``gym.cells``)."""
     wall0 = time.perf_counter()
     cells = scenario.cells
     rng, layout = cells_layout(scenario)
@@ -493,6 +495,8 @@ def build_cells(scenario, folder, inputs, *, build_run, result, progress=False):
         hooks = {} if network is None else {
             "workload_hook": functools.partial(network.share_work, cell=c, folder=folder),
             **({"mover_hook": lambda _, c=c: CellMover(network, c)} if moving else {})}
+        if cell_hooks is not None:
+            hooks.update(cell_hooks(c))
         runs.append(build_run(cell_scenario, sub, inputs, env=env, population_hook=add,
                               channel_hook=wrap, writer_process=False, **hooks))
     if cells.cross_link:

@@ -287,6 +287,11 @@ class AttachedWorkload:
         self.queueing = not inner.saturated
         self._round = []   # the devices of the round in progress (queueing)
 
+    @property
+    def n(self):
+        """Requests at each device, waiting or in service (a queueing workload's ``n``)."""
+        return self.inner.n
+
     def _with_work(self):
         """The attached devices that have work (K,) bool, a new array."""
         mine = self.network.attached == self.cell

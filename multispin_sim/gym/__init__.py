@@ -8,7 +8,8 @@
 
 (``gymnasium.make("multispin_sim.gym:multispin_sim/MultiSpin-v0", ...)`` imports it first;
 Gymnasium 1.x has no plug-in entry points.) ``parallel_env(...)`` is the PettingZoo
-``ParallelEnv`` (one agent per device); ``baselines.ControllerAgent`` turns every built-in
+``ParallelEnv`` (one agent per device), ``cells_env(...)`` the PettingZoo ``AECEnv`` of several
+cells (one agent per cell's server); ``baselines.ControllerAgent`` turns every built-in
 draft controller into an agent; ``regret.round_regret`` is the per-step regret. This package
 sits beside ``experiments``: it imports the engine, the policies, the model and the scenario,
 and nothing in the core imports it (nor gymnasium, pettingzoo or greenlet).
@@ -32,5 +33,12 @@ def parallel_env(*args, **kwargs):
     return MultiSpinParallelEnv(*args, **kwargs)
 
 
-__all__ = ["ENV_ID", "MultiSpinEnv", "FlatObservation", "flat_names", "parallel_env",
+def cells_env(*args, **kwargs):
+    """The PettingZoo ``AECEnv`` of ``cells.CellsAECEnv(*args, **kwargs)``."""
+    from .cells import CellsAECEnv
+
+    return CellsAECEnv(*args, **kwargs)
+
+
+__all__ = ["ENV_ID", "MultiSpinEnv", "FlatObservation", "flat_names", "parallel_env", "cells_env",
            "reference_price", "observation_space", "action_space"]

@@ -153,7 +153,8 @@ class MultiSpinEnv(gymnasium.Env):
                              "steps synchronous rounds (serving.protocol: synchronous)")
         if sc.cells.layout != "single":
             raise ValueError(f"cells.layout is {sc.cells.layout!r}; the environment steps the "
-                             "rounds of one cell (cells.layout: single)")
+                             "rounds of one cell (cells.layout: single; several cells: "
+                             "multispin_sim.gym.cells_env)")
         self.control = control
         self.mode_action = mode_action
         self.warmup = int(warmup)

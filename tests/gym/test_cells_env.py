@@ -1,0 +1,111 @@
+"""The PettingZoo AEC environment of several cells against its oracles: PettingZoo's own API
+test, the engine's run of the network (the cells' own controllers as agents reproduce it), the
+run's records (returns), the order of the cells' round starts, and what it refuses."""
+import numpy as np
+import pytest
+
+pytest.importorskip("pettingzoo")
+pytest.importorskip("greenlet")
+
+import multispin_sim.gym as G  # noqa: E402
+from multispin_sim.engine.simulation import simulate  # noqa: E402
+from multispin_sim.scenario import load_scenario  # noqa: E402
+
+HEX = {"cells.layout": "hex", "cells.count": 7, "cells.isd_m": 200.0, "devices.count": 3}
+
+
+def play(env, agent, seed=None):
+    """Every agent's return and the times of the round starts the agents acted at, one
+    episode driven by ``agent(env, name)``."""
+    env.reset(seed=seed)
+    returns = {a: 0.0 for a in env.agents}
+    starts = []
+    for name in env.agent_iter():
+        _, _, term, trunc, _ = env.last()
+        if term or trunc:
+            env.step(None)
+        else:
+            starts.append(float(env.observe(name)["time_s"][0]))
+            env.step(agent(env, name))
+        for a, r in env.rewards.items():
+            returns[a] += r
+    return returns, starts
+
+
+def own(env, name):
+    """The cell's own draft controller on its round start: the scenario's decision."""
+    return env.own_controllers[int(name.split("_")[1])].lengths(env.context)
+
+
+def test_the_pettingzoo_api_test_passes():
+    from pettingzoo.test import api_test
+
+    env = G.cells_env(None, {**HEX, "run.rounds": 10}, price=50.0)
+    api_test(env, num_cycles=30)
+    env.close()
+
+
+@pytest.mark.parametrize("overrides", [
+    {"policy.draft": "greedy", "policy.saa_samples": 64},
+    {"mobility.model": "random-waypoint", "mobility.speed_mps": 25.0,
+     "workload.arrivals": "poisson", "workload.rate_per_s": 0.5},
+])
+def test_the_cells_own_controllers_as_agents_reproduce_the_network_run(overrides, tmp_path):
+    """Each agent answering with its cell's own controller: the episode is `multispin-sim run`
+    of the network (rounds.csv, device_rounds.csv within rtol 1e-12), and each agent's return
+    is its cell's tokens minus the price times its cell's span."""
+    price = 40.0
+    over = {**HEX, "run.rounds": 15, "seed": 4, **overrides}
+    env = G.cells_env(None, over, price=price, out=tmp_path / "env")
+    returns, starts = play(env, own)
+    got = env.result
+    want = simulate(load_scenario(None, over), out=tmp_path / "run")
+    for table in ("rounds", "device_rounds"):
+        a, b = got.table(table), want.table(table)
+        assert sorted(a) == sorted(b) and a["cell"].size > 50
+        for column in a:
+            if np.asarray(a[column]).dtype.kind in "iufb":
+                np.testing.assert_allclose(a[column], b[column], rtol=1e-12, atol=0,
+                                           err_msg=f"{table}.{column}")
+            else:
+                np.testing.assert_array_equal(a[column], b[column], err_msg=f"{table}.{column}")
+    rounds = got.rounds
+    for c in range(7):
+        mine = rounds["cell"] == c
+        span = float(np.max(rounds["start_s"][mine] + rounds["duration_s"][mine]))
+        np.testing.assert_allclose(returns[f"cell_{c}"],
+                                   rounds["tokens"][mine].sum() - price * span, rtol=1e-9)
+    # the agents act in order of their cells' round starts
+    assert np.all(np.diff(starts) >= 0) and len(starts) == rounds["cell"].size
+    env.close()
+
+
+def test_the_reference_price_is_each_cells_goodput_with_fixed_drafts():
+    over = {**HEX, "run.rounds": 30}
+    env = G.cells_env(None, over, price_rounds=30)
+    want = simulate(load_scenario(None, {**over, "policy.draft": "fixed"})).summary["cells"]
+    assert env.prices == {c["cell"]: c["goodput_tps"] for c in want}
+    env.close()
+
+
+def test_a_reset_mid_episode_ends_the_old_run_whatever_cell_asks_next():
+    """Unwinding a run in progress must not hand another cell's round start to the caller."""
+    env = G.cells_env(None, {**HEX, "run.rounds": 10}, price=50.0)
+    env.reset(seed=1)
+    for _ in range(5):
+        env.step(np.full(env.k, 4))
+    old = env._sim
+    env.reset(seed=2)
+    assert old.dead and env.agent_selection in env.agents
+    env.close()
+
+
+@pytest.mark.parametrize("overrides, words", [
+    ({"cells.layout": "single"}, ["cells.layout", "'single'", "MultiSpinEnv"]),
+    ({**HEX, "serving.protocol": "asynchronous"}, ["serving.protocol", "synchronous"]),
+    ({**HEX, "cells.drop": "region"}, ["cells.drop", "'region'"]),
+])
+def test_what_the_environment_does_not_step_is_refused_at_construction(overrides, words):
+    with pytest.raises(ValueError) as err:
+        G.cells_env(None, overrides, price=1.0)
+    assert all(w in str(err.value) for w in words) and "\n" not in str(err.value)
