@@ -37,11 +37,28 @@ def own(env, name):
     return env.own_controllers[int(name.split("_")[1])].lengths(env.context)
 
 
-def test_the_pettingzoo_api_test_passes():
+@pytest.mark.parametrize("control", ["draft", "both"])
+def test_the_pettingzoo_api_test_passes(control):
     from pettingzoo.test import api_test
 
-    env = G.cells_env(None, {**HEX, "run.rounds": 10}, price=50.0)
+    env = G.cells_env(None, {**HEX, "run.rounds": 10}, control=control, price=50.0)
     api_test(env, num_cycles=30)
+    env.close()
+
+
+def test_an_agents_split_is_its_cells_split():
+    """control 'mode': an agent's prefix action n = 0 sends its cell's corrections by DL, and
+    its neighbours' (answering K: every rejected device) by UL, each in its own cell."""
+    env = G.cells_env(None, {**HEX, "run.rounds": 8}, control="mode", price=50.0)
+    env.reset(seed=3)
+    for name in env.agent_iter():
+        _, _, term, trunc, _ = env.last()
+        env.step(None if term or trunc else (0 if name == "cell_0" else env.k))
+    dev = env.result.device_rounds
+    rejected = dev["rejected"].astype(bool)
+    mine = rejected & (dev["cell"] == 0)
+    assert mine.any() and (dev["mode"][mine] == "dl").all()
+    assert (dev["mode"][rejected & (dev["cell"] != 0)] == "ul").all()
     env.close()
 
 
