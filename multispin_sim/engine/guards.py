@@ -42,6 +42,13 @@ class LimitReached(Exception):
     def __str__(self):
         return self.reason
 
+    def stop(self, loop):
+        """Stop ``loop`` (its run, or the cells' loops together) as this limit says: flagged
+        incomplete with the first reason and what to do."""
+        loop.stop_requested = True
+        loop.stop_reason = loop.stop_reason or self.reason
+        loop.stop_todo = self.todo
+
 
 NOT_FINITE_TODO = ("check the scenario's extreme values (multispin-sim keys shows each key's "
                    "limits) and report the scenario if they are all ordinary")

@@ -149,9 +149,7 @@ def _simulate(scenario, folder, inputs, tmp, signals, progress, command_line):
     except KeyboardInterrupt:
         run.loop.stop_requested = True  # a second signal: stop mid-round, still write the summary
     except LimitReached as exc:
-        run.loop.stop_requested = True
-        run.loop.stop_reason = run.loop.stop_reason or exc.reason
-        run.loop.stop_todo = exc.todo
+        exc.stop(run.loop)
     except BaseException:
         signals.shutdown = True
         run.abort()

@@ -39,7 +39,7 @@ from ..model.mobility import MOBILITY_MODELS
 from ..outputs.atomic import check_folder
 from ..scenario import load_scenario
 from .control import AgentDraft, AgentSplit
-from .env import CONTROLS, _count, _price
+from .env import CONTROLS, _count, _price, episode_scenario
 from .folders import hold
 from .spaces import MODE_ACTIONS, Observer, action_space, check_action, observation_space
 
@@ -126,6 +126,7 @@ class CellsAECEnv(AECEnv):
         self.out_folder = None
         self._episodes = itertools.count()
         self._seeded = self._aborting = False
+        self._rng = np.random.default_rng(sc.seed)   # the seeds of episodes reset leaves open
         self.episode = -1
         self.agents = []
 
@@ -167,9 +168,7 @@ class CellsAECEnv(AECEnv):
         try:
             net.env.run(until=self._main)
         except LimitReached as exc:   # as engine.simulation does: the result says why
-            net.loop.stop_requested = True
-            net.loop.stop_reason = net.loop.stop_reason or exc.reason
-            net.loop.stop_todo = exc.todo
+            exc.stop(net.loop)
         except GreenletExit:   # thrown in by _abort: the run ends here
             pass
         return _END
@@ -220,17 +219,10 @@ class CellsAECEnv(AECEnv):
 
     def reset(self, seed=None, options=None):
         self._abort()
-        if seed is not None:
-            episode_seed = int(seed)
-        elif not self._seeded:
-            episode_seed = self.scenario.seed
-        else:
-            episode_seed = int(self._rng.integers(2**31))
-        if not self._seeded or seed is not None:
-            self._rng = np.random.default_rng(episode_seed)
+        if seed is not None:   # as gymnasium's reset: a seed starts the stream of later ones
+            self._rng = np.random.default_rng(int(seed))
+        sc, episode_seed = episode_scenario(self.scenario, seed, self._seeded, self._rng)
         self._seeded = True
-        sc = self.scenario if episode_seed == self.scenario.seed else load_scenario(
-            self.scenario, {"seed": episode_seed})
         self.episode, self.episode_seed, self.result = next(self._episodes), episode_seed, None
         self._splits, self.own_controllers = {}, {}
         folder = self._folder(self.episode)

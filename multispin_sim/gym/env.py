@@ -79,6 +79,20 @@ def _count(value, name):
     return int(value)
 
 
+def episode_scenario(scenario, seed, seeded, rng):
+    """(the scenario of an episode, its seed): ``reset``'s ``seed``, else the scenario's own
+    for the first episode (``seeded`` False), else one drawn from ``rng``."""
+    if seed is not None:
+        episode_seed = int(seed)
+    elif not seeded:
+        episode_seed = scenario.seed
+    else:
+        episode_seed = int(rng.integers(2**31))
+    if episode_seed == scenario.seed:
+        return scenario, episode_seed
+    return load_scenario(scenario, {"seed": episode_seed}), episode_seed
+
+
 def reference_price(scenario, rounds=500):
     """Goodput (tokens/s) of ``scenario`` with its fixed draft lengths (``policy.draft: fixed``)
     and its reactive policy, ``rounds`` rounds, the scenario's seed: the default price."""
@@ -230,9 +244,7 @@ class MultiSpinEnv(gymnasium.Env):
         try:
             run.env.run(until=self._main)
         except LimitReached as exc:   # as engine.simulation does: the result says what to do
-            run.loop.stop_requested = True
-            run.loop.stop_reason = run.loop.stop_reason or exc.reason
-            run.loop.stop_todo = exc.todo
+            exc.stop(run.loop)
         except GreenletExit:   # thrown in by _abort: the run ends here
             pass
         return _END
@@ -268,15 +280,8 @@ class MultiSpinEnv(gymnasium.Env):
     def reset(self, *, seed=None, options=None):
         super().reset(seed=seed)
         self._abort()
-        if seed is not None:
-            episode_seed = int(seed)
-        elif not self._seeded:
-            episode_seed = self.scenario.seed
-        else:
-            episode_seed = int(self.np_random.integers(2**31))
+        sc, episode_seed = episode_scenario(self.scenario, seed, self._seeded, self.np_random)
         self._seeded = True
-        sc = self.scenario if episode_seed == self.scenario.seed else load_scenario(
-            self.scenario, {"seed": episode_seed})
         self.episode = next(self._episodes)
         self.result = None
         self.episode_seed = episode_seed
