@@ -37,6 +37,11 @@ def own(env, name):
     return env.own_controllers[int(name.split("_")[1])].lengths(env.context)
 
 
+# its advice for simple agents: the observations are the Dict spaces of MultiSpinEnv by design
+@pytest.mark.filterwarnings("ignore:Observation is not a NumPy array")
+@pytest.mark.filterwarnings("ignore:Observation space for each agent probably")
+@pytest.mark.filterwarnings("ignore:Action space for each agent probably")
+@pytest.mark.filterwarnings("ignore:Environment has not defined a render")
 @pytest.mark.parametrize("control", ["draft", "both"])
 def test_the_pettingzoo_api_test_passes(control):
     from pettingzoo.test import api_test
