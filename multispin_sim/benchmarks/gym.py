@@ -9,6 +9,9 @@ AsyncVectorEnv of 2 copies against one copy.
    advances both) against ``AsyncVectorEnv`` of 1 copy, interleaved. Target on the 2-core
    reference machine: >= 1.6. Also printed: 2 copies against one copy stepped in this process,
    which pays no pipe round trip per step.
+3. ``cells env/engine``: seven hexagonal cells (ISD 500 m, 20 devices each, fixed gamma = 4),
+   the engine's run of the network against an episode of the AEC environment
+   (``gym.cells_env``, every agent answering gamma = 4), interleaved. Target: >= 0.5.
 """
 import tempfile
 
@@ -89,4 +92,33 @@ def run(quick=False):
           "vector step pays a pipe round trip and shared-memory copies")
     figures.update(async_speedup=speedup, async_over_local=local_ratio, async_pairs=res2,
                    local_pairs=res3)
+    figures.update(cells_figures(quick, pairs))
     return figures
+
+
+def cells_figures(quick, pairs):
+    """Figure 3 of the module docstring."""
+    from ..gym import cells_env
+    from .abtest import describe, interleaved, records_in_process, scenario_run
+
+    rounds = 100 if quick else 500
+    over = {"run.rounds": rounds, "cells.layout": "hex", "cells.count": 7, "cells.isd_m": 500.0}
+    with tempfile.TemporaryDirectory() as tmp, records_in_process():
+        env = cells_env(None, over, price=1.0)
+        action = np.full(env.k, 4)
+
+        def stepped():
+            env.reset(seed=env.scenario.seed)   # the engine run's
+            for agent in env.agent_iter():
+                *_, terminated, truncated, _ = env.last()
+                env.step(None if terminated or truncated else action)
+        stepped()  # warm
+        res = interleaved(scenario_run(tmp, over), stepped, pairs)
+        env.close()
+    print(f"gym: seven hex cells (K = {K} each, gamma = 4), {rounds:,} rounds per cell; engine "
+          "run vs AEC environment episode (every agent answering gamma = 4)")
+    describe("engine", "cells env", res)
+    ratio = 1.0 / res["ratio_wall"]
+    print(f"  AEC env / engine speed = {ratio:.2f} (wall), {1.0 / res['ratio_cpu']:.2f} (CPU); "
+          "target >= 0.5")
+    return {"cells_env_over_engine": ratio, "cells_pairs": res}
