@@ -406,9 +406,9 @@ def network_requests(blocks, ids, logs=()):
     (``logs``: the cells' ``RequestLog``s; their intervals stay in each cell's summary); the
     servers' mean busy share."""
     out = {key: sum(b[key] for b in blocks) for key in SUMMED_REQUEST_KEYS}
-    for key, part in (("latency_s", "latency"), ("wait_s", "wait"),
-                      ("time_to_first_token_s", "ttft")):
-        if logs:
+    if logs:
+        for key, part in (("latency_s", "latency"), ("wait_s", "wait"),
+                          ("time_to_first_token_s", "ttft")):
             out[key] = describe(np.concatenate([getattr(log, part).values() for log in logs]))
     out["server_utilisation"] = float(np.mean([b["server_utilisation"] for b in blocks]))
     out["stable"] = all(b["stable"] for b in blocks)

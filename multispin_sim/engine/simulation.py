@@ -26,12 +26,12 @@ from .compute import check_verification, energy_powers, reactive_policy, thermal
 from .link import build_channel, check_link, link_policy
 from .guards import LimitReached, RecordedTotals, StopSignals, guard_backlog
 from .population import build_population
-from .workload import queue_warnings
 from .progress import Progress
 from .server import EdgeServer
 from .streams import RandomStreams
 from .tokens import read_pairs
 from .topology import Mover, device_bearings, doppler_clock, layout_inputs
+from .workload import queue_warnings
 
 
 WRITER_PROCESS_MIN_ROWS = 200_000  # device-round rows from which a writer process pays off
