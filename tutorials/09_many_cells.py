@@ -8,6 +8,7 @@
 # - the distance between servers (ISD) moves a network from noise-limited to interference-limited;
 # - frequency reuse: less interference for a smaller share of the band;
 # - the paper's question, uplink or downlink, asked again under interference.
+# - requests that follow moving devices from cell to cell, and Little's law across the network.
 
 # %%
 # %matplotlib inline
@@ -108,6 +109,33 @@ fig, ax = plt.subplots()
 ax.semilogx(isds, shares, "o-")
 ax.set(xlabel="ISD (m)", ylabel="share of corrections on the UL", title="the optimal split under interference")
 plt.show()
+
+# %% [markdown]
+# ## Requests that follow their devices
+#
+# So far every device always had work. With Poisson requests and devices that move, each request queues at its
+# device and follows it: the device joins a round of the cell it is attached to when it has a request, hands over
+# (A3, `handovers.csv`) and goes on being served by the next cell. The network keeps one request log
+# (`requests.csv` in the run's folder). Below: where each request of a few devices was served.
+
+# %%
+moving = teaching.run({**CELLS, "devices.count": 4, "cells.isd_m": 200.0, "run.rounds": 150,
+                       "mobility.model": "random-waypoint", "mobility.speed_mps": 25.0,
+                       "workload.arrivals": "poisson", "workload.rate_per_s": 0.3})
+req, dev = moving.requests, moving.device_rounds
+q = moving.summary["requests"]
+served_in = {k: sorted(set(dev["cell"][dev["device"] == k].tolist())) for k in range(4)}
+print(f"{q['completed']} of {q['arrivals']} requests completed; {moving.summary['handover']['handovers']} handovers")
+print("cells that served devices 0..3:", served_in)
+
+# %% [markdown]
+# Little's law holds on the sample path whichever cells served the requests: the time-average number of requests
+# in the network is their total time in it (to the end of the run for those still there) over the run's length.
+
+# %%
+left = np.where(np.isnan(req["completion_s"]), q["time_s"], req["completion_s"])
+print(f"from requests.csv {np.sum(left - req['arrival_s']) / q['time_s']:.4f}, "
+      f"the network's queue_length_mean {q['queue_length_mean']:.4f}")
 
 # %% [markdown]
 # ## Exercises
