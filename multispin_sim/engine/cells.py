@@ -321,13 +321,14 @@ class CellsRun:
         return result
 
 
-def cells_summary(scenario, summaries, ids, wall, stats, logs=()):
+def cells_summary(scenario, summaries, ids, wall, stats, logs):
     """The run's summary: the one-cell summary's totals over the cells (round statistics over
     every cell's rounds) and a ``cells`` block per cell. The network's goodput is the sum of
     the cells' goodputs, each cell's tokens over its own span: every span covers the common
     horizon and passes it by less than the cell's last round, so the sum is over one
     interference regime. (Dividing all tokens by the longest span would charge every cell for
-    one cell's last round, which can be far longer than the others' heavy-tailed rounds.)"""
+    one cell's last round, which can be far longer than the others' heavy-tailed rounds.)
+    ``stats``, ``logs``: the cells' round statistics and request logs (None without queues)."""
     time_s = max(s["sim_time_s"] for s in summaries)
     total = {key: sum(s[key] for s in summaries)   # counts: integer sums
              for key in ("tokens", "rounds", "device_rounds", "rejections", "ul_corrections",
@@ -399,17 +400,16 @@ SUMMED_REQUEST_KEYS = ("arrivals", "completed", "in_system_at_end", "throughput_
                        "tokens_per_s", "queue_length_mean", "waiting_mean")
 
 
-def network_requests(blocks, ids, logs=()):
+def network_requests(blocks, ids, logs):
     """The cells' request figures that add up across cells: counts, rates (each over its
     cell's time), time averages and the SLO's met and counted requests; the latency, the
     waiting time and the time to first token of the completed requests of every cell pooled
     (``logs``: the cells' ``RequestLog``s; their intervals stay in each cell's summary); the
     servers' mean busy share."""
     out = {key: sum(b[key] for b in blocks) for key in SUMMED_REQUEST_KEYS}
-    if logs:
-        for key, part in (("latency_s", "latency"), ("wait_s", "wait"),
-                          ("time_to_first_token_s", "ttft")):
-            out[key] = describe(np.concatenate([getattr(log, part).values() for log in logs]))
+    for key, part in (("latency_s", "latency"), ("wait_s", "wait"),
+                      ("time_to_first_token_s", "ttft")):
+        out[key] = describe(np.concatenate([getattr(log, part).values() for log in logs]))
     out["server_utilisation"] = float(np.mean([b["server_utilisation"] for b in blocks]))
     out["stable"] = all(b["stable"] for b in blocks)
     out["warnings"] = [f"cell {c}: {w}" for c, b in zip(ids, blocks) for w in b["warnings"]]

@@ -23,7 +23,6 @@ or at a limit (``run.max_time_s``, a stop: truncated); every agent is then done.
 """
 import functools
 import itertools
-import shutil
 import tempfile
 from pathlib import Path
 
@@ -40,7 +39,7 @@ from ..outputs.atomic import check_folder
 from ..scenario import load_scenario
 from .control import AgentDraft, AgentSplit
 from .env import CONTROLS, _count, _price, episode_scenario
-from .folders import hold
+from .folders import EpisodeFolders
 from .spaces import MODE_ACTIONS, Observer, action_space, check_action, observation_space
 
 _END = object()
@@ -121,9 +120,8 @@ class CellsAECEnv(AECEnv):
         self._act_space = action_space(self.k, self.max_draft, control, mode_action)
         self.prices = (reference_prices(sc, price_rounds) if price == "reference"
                        else {c: _price(price) for c in range(count)})
-        self._out = None if out is None else check_folder(out, "out")
-        self._hold = self._tmp = self._sim = self.net = self.result = self.context = None
-        self.out_folder = None
+        self._folders = EpisodeFolders(None if out is None else check_folder(out, "out"))
+        self._sim = self.net = self.result = self.context = None
         self._episodes = itertools.count()
         self._seeded = self._aborting = False
         self._rng = np.random.default_rng(sc.seed)   # the seeds of episodes reset leaves open
@@ -179,19 +177,10 @@ class CellsAECEnv(AECEnv):
         self._sim.parent = self._caller
         return self._sim.switch(value)
 
-    def _folder(self, n):
-        if self._out is not None:
-            if self._hold is None:
-                self._hold = hold(self._out)
-                self.out_folder = self._hold.folder
-            folder = self.out_folder / f"episode-{n:04d}"
-            if folder.exists():
-                shutil.rmtree(folder)
-            return folder
-        if self._tmp is not None:
-            self._tmp.cleanup()
-        self._tmp = tempfile.TemporaryDirectory(prefix="multispin-gym-")
-        return Path(self._tmp.name) / "run"
+    @property
+    def out_folder(self):
+        """The folder the episodes go to (``out``, or ``out/copy-N``), None before the first."""
+        return self._folders.folder
 
     def _abort(self):
         if self._sim is not None and not self._sim.dead:
@@ -225,12 +214,11 @@ class CellsAECEnv(AECEnv):
         self._seeded = True
         self.episode, self.episode_seed, self.result = next(self._episodes), episode_seed, None
         self._splits, self.own_controllers = {}, {}
-        folder = self._folder(self.episode)
-        folder.mkdir(parents=True, exist_ok=True)
-        self.net = build_cells(sc, folder, self._inputs, build_run=build_run, result=Result,
+        self.net = build_cells(sc, self._folders.episode(self.episode), self._inputs, build_run=build_run, result=Result,
                                cell_hooks=self._hooks)
         self.agents = [f"cell_{c}" for c in self.net.ids]
         self._observers = {}
+        self._workloads = {c: run.workload for c, run in zip(self.net.ids, self.net.runs)}
         for c, run in zip(self.net.ids, self.net.runs):
             run.loop.recorder = _Tap(run.recorder, functools.partial(self._recorded, c))
             system = run.population.system
@@ -256,10 +244,9 @@ class CellsAECEnv(AECEnv):
             return
         cell, ctx = got
         agent = self.agent_selection = f"cell_{cell}"
-        run = self.net.runs[self.net.ids.index(cell)]
-        now = run.env.now
+        now = self.net.env.now
         if self.queueing:
-            workload = run.workload
+            workload = self._workloads[cell]
             self._obs[agent] = self._observers[cell](ctx, now, workload.n, workload.needed())
         else:
             self._obs[agent] = self._observers[cell](ctx, now)
@@ -297,9 +284,4 @@ class CellsAECEnv(AECEnv):
 
     def close(self):
         self._abort()
-        if self._hold is not None:
-            self._hold.release()
-            self._hold = None
-        if self._tmp is not None:
-            self._tmp.cleanup()
-            self._tmp = None
+        self._folders.close()

@@ -34,7 +34,6 @@ import dataclasses
 import itertools
 import math
 import numbers
-import shutil
 import tempfile
 from pathlib import Path
 
@@ -50,7 +49,7 @@ from ..outputs.atomic import check_folder
 from ..policies.draft import pricing_options
 from ..scenario import ScenarioError, dump_scenario_yaml, load_scenario
 from .control import AgentDraft, AgentSplit
-from .folders import hold
+from .folders import EpisodeFolders
 from .spaces import MODE_ACTIONS, Observer, action_space, check_action, observation_space
 
 CONTROLS = ("draft", "mode", "both")
@@ -195,10 +194,8 @@ class MultiSpinEnv(gymnasium.Env):
         self.observation_space = observation_space(k, self.max_draft, self.queueing,
                                                    sc.compute.thermal)
         self.action_space = action_space(k, self.max_draft, control, mode_action)
-        self._out = None if out is None else check_folder(out, "out")   # a file there: now
-        self._hold = None
-        self.out_folder = None   # where the episodes go: out, or out/copy-N (folders.hold)
-        self._tmp = None
+        # a file there: refused now; the episodes go to out, or out/copy-N (folders.hold)
+        self._folders = EpisodeFolders(None if out is None else check_folder(out, "out"))
         self._episodes = itertools.count()
         self._seeded = False
         self._sim = None
@@ -250,20 +247,10 @@ class MultiSpinEnv(gymnasium.Env):
         return _END
 
     # -- the caller's side ---------------------------------------------------------------------
-    def _folder(self, n):
-        if self._out is not None:
-            if self._hold is None:   # held from the first reset on, let go by close()
-                self._hold = hold(self._out)
-                self.out_folder = self._hold.folder
-            folder = self.out_folder / f"episode-{n:04d}"
-            if folder.exists():
-                shutil.rmtree(folder)
-            folder.mkdir(parents=True)
-            return folder
-        if self._tmp is not None:
-            self._tmp.cleanup()
-        self._tmp = tempfile.TemporaryDirectory(prefix="multispin-gym-")
-        return Path(self._tmp.name)
+    @property
+    def out_folder(self):
+        """The folder the episodes go to (``out``, or ``out/copy-N``), None before the first."""
+        return self._folders.folder
 
     def _abort(self):
         if self._sim is not None and not self._sim.dead:
@@ -286,7 +273,7 @@ class MultiSpinEnv(gymnasium.Env):
         self.result = None
         self.episode_seed = episode_seed
         self._split = None
-        run = build_run(sc, self._folder(self.episode), self._inputs,
+        run = build_run(sc, self._folders.episode(self.episode), self._inputs,
                         controller=self._agent_draft,
                         reactive=None if self.control == "draft" else self._agent_split,
                         writer_process=False)  # vector envs run copies in daemonic workers
@@ -433,12 +420,7 @@ class MultiSpinEnv(gymnasium.Env):
 
     def close(self):
         self._abort()
-        if self._hold is not None:   # the folder's records stay; another env may take it now
-            self._hold.release()
-            self._hold = None
-        if self._tmp is not None:
-            self._tmp.cleanup()
-            self._tmp = None
+        self._folders.close()
         super().close()
 
     def __del__(self):

@@ -11,6 +11,8 @@ the system lets it go when the process ends, however it ends. Where there is no 
 POSIX, or a file system that refuses it), the folders held in this process count."""
 import itertools
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 LOCK = ".multispin-env.lock"
@@ -30,6 +32,42 @@ class Hold:
         if self._key is not None:
             _HELD.discard(self._key)
             self._key = None
+
+
+class EpisodeFolders:
+    """Where an environment's episodes go: ``out/episode-NNNN``, ``out`` held (``hold``) from
+    the first episode until ``close``; without ``out``, a temporary folder holding the latest
+    episode only. ``folder``: the folder held (``out`` or ``out/copy-N``), None before."""
+
+    def __init__(self, out):
+        self.out, self.folder = out, None
+        self._hold = self._tmp = None
+
+    def episode(self, n):
+        """An empty folder for episode ``n``."""
+        if self.out is not None:
+            if self._hold is None:
+                self._hold = hold(self.out)
+                self.folder = self._hold.folder
+            folder = self.folder / f"episode-{n:04d}"
+            if folder.exists():
+                shutil.rmtree(folder)
+            folder.mkdir(parents=True)
+            return folder
+        if self._tmp is not None:
+            self._tmp.cleanup()
+        self._tmp = tempfile.TemporaryDirectory(prefix="multispin-gym-")
+        return Path(self._tmp.name)
+
+    def close(self):
+        """Let the folder go (its records stay; another environment may take it now) and
+        remove the temporary one."""
+        if self._hold is not None:
+            self._hold.release()
+            self._hold = None
+        if self._tmp is not None:
+            self._tmp.cleanup()
+            self._tmp = None
 
 
 def hold(out):
