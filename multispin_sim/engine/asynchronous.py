@@ -27,8 +27,17 @@ except behind a correction in a deep fade.)
 Fading: with one fading block per round (no ``channel.coherence_time_ms``), a block lasts from
 one batch's end to the next: a device's controller sees the block in force when it starts
 drafting, a correction phase the block in force when it starts, and a new block is drawn when a
-batch has ended (its last correction delivered).
+batch has ended (its last correction delivered), or, when no device is then in a cycle (the
+server idle, waiting for requests), when the next draft starts, as a synchronous round starts
+one after an idle spell.
 With a coherence time the grid's block at each moment is used (``channel.csi``).
+Moving devices (``mobility.model``) take their large-scale gains and distances at each block's
+start, as a synchronous round at its start: the controllers price a draft with them, and a
+batch's row records those of its correction phase. In several cells a device drafts only in
+the cell it is attached to, one cycle at a time: the network's workload answers the per-device
+calls (``engine.handover.AttachedWorkload``), a handover's context leaves when the device's
+cycle in progress has ended, and a cell's re-association comes at its batch ends
+(``batch_ended``).
 
 Draft controllers see a ``DraftContext`` with only the drafting device active and ``load`` = the
 number of devices with work (in a draft-verify-correct cycle) at that moment; controllers with
@@ -72,7 +81,7 @@ class _Batch:
     # the pre-drafts discarded on its rejections
     __slots__ = ("index", "drafts", "pending", "verify", "active", "gamma", "accepted", "tokens",
                  "rejected", "mode", "power", "bandwidth", "delay", "g_ul", "g_dl", "corrections",
-                 "queued_at", "planned", "wait", "wasted", "wasted_tokens")
+                 "queued_at", "planned", "wait", "wasted", "wasted_tokens", "distance")
 
 
 class DraftQueue:
@@ -126,9 +135,9 @@ class AsyncLoop(ProtocolLoop):
     def __init__(self, env, population, channel, server, controller, workload, streams,
                  recorder, rounds, max_time_s=None, progress=None, tick_period_s=None,
                  mover=None, serving=None, thermal=None):
-        if tick_period_s is not None or mover is not None or thermal is not None:
-            raise ValueError("the asynchronous protocol has no round clock, no mobility and no "
-                             "thermal throttling")
+        if tick_period_s is not None or thermal is not None:
+            raise ValueError("the asynchronous protocol has no round clock and no thermal "
+                             "throttling")
         super().__init__(env, population, channel, server, controller, workload, streams,
                          recorder, rounds, max_time_s, progress)
         k = self.k
@@ -163,15 +172,31 @@ class AsyncLoop(ProtocolLoop):
         self.wasted_tokens = 0
         self.load_log = None  # optional list of (device, load, gamma) for tests
         self._pre = [None] * k  # pre-draft (start time, length) per device
-        channel.new_block(0.0)  # the first fading block, before any device decides
+        self.mover = mover
+        self.system_now = self.system   # what the controllers see (moving devices' gains)
+        self.distance = None
+        self._block_due = True   # the first fading block starts with the first draft
         for i in range(k):
             env.process(self._device(env, i))
 
     # -- the server's queue ------------------------------------------------------------------
     def _send(self, draft):
         self.queue.put(draft, self.env.now)
+        self._wake_server()
+
+    def _wake_server(self):
         event, self._arrival = self._arrival, self.env.event()
         event.succeed()
+
+    def _new_block(self, now):
+        """The fading block from ``now`` (a batch's end) to the next batch's end; moving
+        devices' large-scale gains and distances are those of its start (as a round's)."""
+        if self.mover is not None:
+            gains = self.mover.gains(now)
+            self.channel.set_pathloss(gains)
+            self.system_now = self._system_now(gains, None)
+            self.distance = self.mover.distance
+        self.channel.new_block(now)
 
     # -- a device -----------------------------------------------------------------------------
     def _device(self, env, k):
@@ -186,16 +211,21 @@ class AsyncLoop(ProtocolLoop):
             if self._stopping:
                 return
             if not workload.start_device(k, env.now):
+                if workload.exhausted() and not workload.has_work():
+                    self._wake_server()   # no work will come (a network's last request)
                 yield workload.device_work_event(env, k)
                 continue
             start = env.now
             self.busy += 1
+            if self._block_due:   # the first draft after an idle spell starts a block
+                self._block_due = False
+                self._new_block(start)
             # read even when the length is fixed: reading the CSI is an event of the channel
             # (it dates the decision a planned delay holds for, and moves an estimator's state)
             g_ul, g_dl = channel.csi(start)
             if fixed is None:
-                ctx = self.draft_context(self.drafts_started[k], self.system, g_ul, g_dl, mask,
-                                         load=self.busy)
+                ctx = self.draft_context(self.drafts_started[k], self.system_now, g_ul, g_dl,
+                                         mask, load=self.busy)
                 gamma = int(controller.lengths(ctx)[k])
                 if steady:
                     fixed = gamma
@@ -244,16 +274,14 @@ class AsyncLoop(ProtocolLoop):
             if mode:
                 self._correction_ended(draft.batch)
             if workload.exhausted() and not workload.has_work():  # a trace replayed to its end
-                event, self._arrival = self._arrival, env.event()
-                event.succeed()
+                self._wake_server()
 
     # -- the server ---------------------------------------------------------------------------
     def halt(self, now):
         """As every loop; the server, waiting for a draft with no time limit, is woken to stop
         (a queueing workload's devices may send none for a long time)."""
         super().halt(now)
-        event, self._arrival = self._arrival, self.env.event()
-        event.succeed()
+        self._wake_server()
 
     def _wait_arrival(self, env, until=None):
         limit = self.max_time_s if until is None else min(until, self.max_time_s)
@@ -303,6 +331,7 @@ class AsyncLoop(ProtocolLoop):
                 t_ver, active, gamma, accepted, tokens, rejected)
             b.mode, b.power, b.bandwidth = self._no_mode, self._zeros, 0.0
             b.g_ul, b.g_dl = channel.csi(env.now)
+            b.distance = self.distance
             b.delay = np.zeros(k)
             b.planned = self._zeros
             b.corrections = int(np.count_nonzero(rejected))
@@ -332,6 +361,7 @@ class AsyncLoop(ProtocolLoop):
         self._phase = b
         b.wait = now - b.queued_at
         b.g_ul, b.g_dl = self.channel.csi(now)
+        b.distance = self.distance
         decision = self.server.decide(b.rejected, b.g_ul, b.g_dl, len(b.drafts))
         b.mode, b.power = decision.mode[0], decision.power_w[0]
         b.bandwidth = float(decision.bandwidth_hz[0])
@@ -373,7 +403,7 @@ class AsyncLoop(ProtocolLoop):
             tokens=b.tokens, rejected=b.rejected, mode=b.mode, power=b.power,
             bandwidth=b.bandwidth, delay=b.delay, g_ul=b.g_ul, g_dl=b.g_dl,
             planned=b.planned if channel.dynamic_csi else None, advance=now - self._last_end,
-            draft_each=draft_each,
+            draft_each=draft_each, distance=b.distance,
             extra=channel.round_columns(b.rejected) if channel.extra_columns else None))
         self._last_end = now
         self.drafts_done += len(b.drafts)
@@ -383,9 +413,15 @@ class AsyncLoop(ProtocolLoop):
             self.channel_wait_sum += b.wait
         self.wasted_drafts += b.wasted
         self.wasted_tokens += b.wasted_tokens
+        # a network's re-association comes at a cell's batch ends, as at its rounds' ends
+        self.workload.batch_ended(now)
         # one fading block per batch (a grid lookup with T_c), the next one drawn when this
-        # batch has ended: its corrections were decided and sent on the same block
-        channel.new_block(now)
+        # batch has ended (its corrections were decided and sent on the same block), or, when
+        # no device is in a cycle, when the next draft starts (as a round after an idle spell)
+        if self.busy:
+            self._new_block(now)
+        else:
+            self._block_due = True
         self.rounds_done += 1
         self._in_progress -= 1
         if self.progress is not None:

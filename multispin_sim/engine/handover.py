@@ -17,6 +17,10 @@ the instants at which they are read), the A3 trigger (``model.handover``), and t
   ended (at once if it is in none): backhaul latency plus bits over the backhaul rate;
 - on arrival the device is attached to the new cell and joins its next round.
 
+Under the asynchronous protocol a device's draft-verify-correct cycle takes the place of its
+round (``AttachedWorkload.start_device``, ``device_tokens``), and a cell's batch ends that of
+its round ends (``batch_ended``: where the association rule re-places devices).
+
 While a context migrates, the device is not considered for another handover. Each cell's
 mover (``CellMover``) answers the round loop the gains of every device to its server at the
 round start (the walk advanced to that instant: SimPy's clock never goes back).
@@ -80,6 +84,7 @@ class Network:
         self.rate = cells.backhaul_rate_mbps * 1e6
         self.period = cells.measurement_period_ms * 1e-3
         self.arrivals = {}          # cell -> event fired when a device arrives
+        self.device_waits = {}      # (cell, device) -> event: the device may draft there now
         self.ended = np.zeros(layout.count, dtype=bool)   # cells whose round loop has ended
         self.log = []               # handovers: dicts (handovers.csv)
         self.env = None
@@ -110,8 +115,11 @@ class Network:
         if self.work.exhausted():
             for cell in list(self.arrivals):
                 self._wake(cell)
+            for key in list(self.device_waits):
+                self._wake_device(*key)
         elif self.attached[dev] >= 0:
             self._wake(int(self.attached[dev]))
+            self._wake_device(int(self.attached[dev]), dev)
 
     def loops_ended(self, now):
         """Every cell's loop has ended: the shared workload takes no more requests."""
@@ -186,10 +194,16 @@ class Network:
             record["pending"] = True
 
     def round_ended(self, cell, now):
-        """The round of ``cell`` ended: contexts of devices that left it during it go now;
-        under 'association' the rule re-places the cell's devices."""
+        """The round of ``cell`` ended: under 'association' the rule re-places the cell's
+        devices; contexts of devices that left it during the round go now."""
         devices = np.flatnonzero(self.in_round[cell])
         self.in_round[cell] = False
+        self.reassociate(cell, now)
+        self.release(devices.tolist())
+
+    def reassociate(self, cell, now):
+        """Under 'association' (and for static devices) the rule re-places the devices
+        attached to ``cell`` (at its round ends, or its batch ends)."""
         if self.rule is not None:
             self.update(now)
             mine = self.attached == cell
@@ -207,7 +221,11 @@ class Network:
                 pong = self.trigger.hand_over(now, move, choice[move])
                 for dev, target, p in zip(move.tolist(), choice[move].tolist(), pong.tolist()):
                     self.hand_over(self.env, dev, cell, target, p)
-        for dev in devices.tolist():
+
+    def release(self, devices):
+        """The rounds (or cycles) of ``devices`` ended: the contexts of those that were handed
+        over meanwhile leave now."""
+        for dev in devices:
             if self.leaving[dev] >= 0 and self.attached[dev] < 0:
                 record = next(r for r in reversed(self.log) if r["device"] == dev)
                 if record.pop("pending", False):
@@ -226,11 +244,25 @@ class Network:
         self.attached[dev] = target
         record.update(arrival_s=env.now, interruption_s=env.now - record["time_s"])
         self._wake(target)
+        self._wake_device(target, dev)
 
     def _wake(self, cell):
         event = self.arrivals.pop(cell, None)
         if event is not None:
             event.succeed()
+
+    def _wake_device(self, cell, dev):
+        event = self.device_waits.pop((cell, dev), None)
+        if event is not None:
+            event.succeed()
+
+    def device_event(self, env, cell, dev):
+        """An event fired when ``dev`` arrives at ``cell``, or gets a request while attached
+        to it (the asynchronous protocol's device processes wait on it)."""
+        event = self.device_waits.get((cell, dev))
+        if event is None:
+            event = self.device_waits[cell, dev] = env.event()
+        return event
 
     def idle(self, cell):
         """No device attached to ``cell`` and none migrating to it."""
@@ -293,8 +325,9 @@ class AttachedWorkload:
         return self.inner.n
 
     def _with_work(self):
-        """The attached devices that have work (K,) bool, a new array."""
-        mine = self.network.attached == self.cell
+        """The devices that have work here (K,) bool, a new array: those attached, and those
+        in a cycle here (the asynchronous protocol's device handed over during its cycle)."""
+        mine = (self.network.attached == self.cell) | self.network.in_round[self.cell]
         return mine & self.network.pending() if self.queueing else mine
 
     def start_round(self, now):
@@ -340,6 +373,30 @@ class AttachedWorkload:
         self.network.generated += used
         self.network.round_ended(self.cell, now)
         return used
+
+    # -- the asynchronous protocol's per-device interface: one cycle at a time per device -----
+    def start_device(self, k, now):
+        """Device ``k`` starts a draft here if it is attached here and has work."""
+        if self.network.attached[k] != self.cell or (
+                self.queueing and not self.inner.start_device(k, now)):
+            return False
+        self.network.in_round[self.cell, k] = True
+        return True
+
+    def device_work_event(self, env, k):
+        return self.network.device_event(env, self.cell, k)
+
+    def device_tokens(self, k, now, got):
+        """Device ``k``'s cycle here ended with ``got`` tokens: its requests take them, and its
+        context leaves if it was handed over meanwhile."""
+        used = self.inner.device_tokens(k, now, got) if self.queueing else got
+        self.network.generated[k] += used
+        self.network.in_round[self.cell, k] = False
+        self.network.release([k])
+        return used
+
+    def batch_ended(self, now):
+        self.network.reassociate(self.cell, now)
 
     def close(self):
         """The cell's run has ended (``Network.ended`` keeps devices away from it)."""

@@ -84,6 +84,18 @@ class ProtocolLoop:
         record in progress ends as usual."""
         self.max_time_s = min(self.max_time_s, now)
 
+    def _system_now(self, gains, slowdown):
+        """The system of this moment: the moving devices' large-scale ``gains``, the drafting
+        latencies times the throttling ``slowdown`` (None: unchanged). Built only for what
+        reads it: a new draft plan."""
+        changes = {}
+        if gains is not None:
+            changes["pathloss"] = gains
+        if slowdown is not None:
+            changes["draft_latency_s"] = self.system.draft_latency_s * slowdown
+            changes["draft_slowdown"] = slowdown
+        return dataclasses.replace(self.system, **changes) if changes else self.system
+
     def counters(self):
         """(object, attribute names) of the totals the loop counts before a round is recorded
         (``engine.guards.RecordedTotals``): none here."""
@@ -237,18 +249,6 @@ class RoundLoop(ProtocolLoop):
         # the event timing
         return (ctx, gamma, draft_s, active.tolist(), draft_s.tolist(),
                 int(np.count_nonzero(active)), float(draft_s.max(initial=0.0)))
-
-    def _system_now(self, gains, slowdown):
-        """The system of this round: the moving devices' large-scale ``gains``, the drafting
-        latencies times the throttling ``slowdown`` (None: unchanged). Built only for a new
-        draft plan, the one thing that reads it."""
-        changes = {}
-        if gains is not None:
-            changes["pathloss"] = gains
-        if slowdown is not None:
-            changes["draft_latency_s"] = self.system.draft_latency_s * slowdown
-            changes["draft_slowdown"] = slowdown
-        return dataclasses.replace(self.system, **changes) if changes else self.system
 
     @staticmethod
     def _optional(actor, shortcut, *args):

@@ -94,6 +94,9 @@ class Saturated(Arrivals):
         """Account the ``got`` tokens device ``k`` received at ``now``; returns those used."""
         return got
 
+    def batch_ended(self, now):
+        """A batch of the asynchronous protocol ended at ``now`` (nothing to do here)."""
+
 
 class Request:
     """One request: ``length`` tokens wanted by ``device``; times in simulated seconds."""
@@ -275,6 +278,9 @@ class QueueingWorkload:
         if event is None:
             event = self._device_waiters[k] = env.event()
         return event
+
+    def batch_ended(self, now):
+        """A batch of the asynchronous protocol ended at ``now`` (nothing to do here)."""
 
     def device_tokens(self, k, now, got):
         """Device ``k``'s draft-verify-correct cycle ended at ``now`` with ``got`` tokens;

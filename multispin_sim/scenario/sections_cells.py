@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import ClassVar, Optional
 
 from .choices import Registered
-from .cross_checks import cross_check, refuse_unsupported
+from .cross_checks import cross_check
 from .errors import ScenarioError
 from .names import (MAX_DISTANCE_M, MAX_REQUEST_TOKENS, MAX_STEP_MS, MIN_DISTANCE_M, POWER_DBM,
                     STEP_MS)
@@ -141,15 +141,11 @@ class Cells(Params):
 
 @cross_check
 def _check_cells(sc) -> None:
-    """The asynchronous protocol keeps each device in its cell; cross links need devices that
-    stay put; a hexagonal grid needs a whole number of rings."""
+    """Cross links need devices that stay put; a hexagonal grid needs a whole number of
+    rings."""
     if sc.cells.layout == "single":
         return
     moving = sc.mobility.model != "none" or sc.cells.reassociate
-    # a handover moves a device between the cells' round loops, not their batches
-    needs = (("cells.reassociate", not (sc.cells.reassociate
-                                        and sc.serving.protocol == "asynchronous"),
-              "false with serving.protocol 'asynchronous'"),)
     if moving and isinstance(sc.workload.rate_per_s, tuple):
         # the network's one workload serves every device of every cell
         raise ScenarioError("workload.rate_per_s", "a list of rates is not supported with "
@@ -185,6 +181,3 @@ def _check_cells(sc) -> None:
         raise ScenarioError("topology.layout", "'graphml' is not supported with cells.layout "
                             "'graphml'", "expected 'annulus' or 'coordinates': the devices "
                             "are dropped by cells.drop, the file gives the servers")
-    refuse_unsupported(sc, ((key, not ok, allowed) for key, ok, allowed in needs),
-                       f"cells.layout {sc.cells.layout!r} (several cells)",
-                       " (or cells.layout: single)")

@@ -1,7 +1,7 @@
 """The asynchronous protocol, SLO metrics and adaptive draft policies against oracles.
 
 - One device: the asynchronous protocol equals the synchronous one event by event (every
-  record of rounds.csv, device_rounds.csv and requests.csv identical).
+  record of rounds.csv, device_rounds.csv and requests.csv identical), a moving one too.
 - Deterministic times, no rejections, devices of different speeds: `immediate` batches form as
   computed by hand (membership and end times).
 - Little's law on the server's draft queue and per device; utilisation = busy time / time;
@@ -61,6 +61,12 @@ def same_tables(a, b, names=("rounds", "device_rounds", "requests")):
      "policy.draft=greedy", "policy.saa_samples=50"],
     ["server.antennas=4", "server.dl_scheme=mu-mimo-zf", "server.ul_scheme=mu-mimo-mmse",
      "csi.estimation_error_variance=0.2"],
+    # a moving device: its gains and distance at each block's start, its shadowing along its
+    # path, the controller pricing with them (at their ergodic rates: its path loss)
+    ["mobility.model=random-waypoint", "mobility.speed_mps=30", "channel.shadowing_db=8",
+     "policy.draft=greedy", "policy.saa_samples=50", "policy.plan_gains=ergodic"],
+    ["mobility.model=random-waypoint", "mobility.speed_mps=30", "channel.fading=jakes",
+     "channel.doppler=speed", "workload.arrivals=poisson", "workload.rate_per_s=0.5"],
 ])
 def test_one_device_async_equals_sync_event_by_event(extra):
     base = ["devices.count=1", "run.rounds=150"] + extra

@@ -212,12 +212,6 @@ def test_region_drops_follow_the_association_rule():
     assert "cell" in r.rounds and set(r.rounds["cell"]) == {b["cell"] for b in r.summary["cells"]}
 
 
-def test_several_cells_refuse_what_the_interference_model_does_not_cover():
-    with pytest.raises(ms.ScenarioError, match="cells.reassociate"):
-        ms.load_scenario(None, overrides={"cells.layout": "hex", "serving.protocol": "asynchronous",
-                                          "cells.drop": "region", "cells.reassociate": True})
-
-
 GRAPHML = """<?xml version="1.0" encoding="UTF-8"?>
 <graphml xmlns="http://graphml.graphdrawing.org/xmlns">
   <key id="x" for="node" attr.name="x" attr.type="double"/>
