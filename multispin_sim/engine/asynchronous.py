@@ -31,8 +31,10 @@ batch has ended (its last correction delivered), or, when no device is then in a
 server idle, waiting for requests), when the next draft starts, as a synchronous round starts
 one after an idle spell.
 With a coherence time the grid's block at each moment is used (``channel.csi``).
-Moving devices (``mobility.model``) take their large-scale gains and distances at each block's
-start, as a synchronous round at its start: the controllers price a draft with them, and a
+Thermal throttling (``compute.thermal``): a device's multiplier is fixed at its draft's start
+and its temperature advanced at its cycle's end (``ThermalState.device_slowdown``,
+``device_advance``). Moving devices (``mobility.model``) take their large-scale gains and
+distances at each block's start, as a synchronous round at its start: the controllers price a draft with them, and a
 batch's row records those of its correction phase. In several cells a device drafts only in
 the cell it is attached to, one cycle at a time: the network's workload answers the per-device
 calls (``engine.handover.AttachedWorkload``), a handover's context leaves when the device's
@@ -69,11 +71,13 @@ from .round import ProtocolLoop
 class _Draft:
     # drafting_s: the drafting time charged in its batch's row (at the drafting power): its
     # own draft_s, the part pre-drafted before it started, and a discarded pre-draft's time
-    __slots__ = ("device", "gamma", "start", "draft_s", "sent", "done", "batch", "drafting_s")
+    __slots__ = ("device", "gamma", "start", "draft_s", "sent", "done", "batch", "drafting_s",
+                 "slowdown")
 
-    def __init__(self, device, gamma, start, draft_s, sent, done, drafting_s):
+    def __init__(self, device, gamma, start, draft_s, sent, done, drafting_s, slowdown):
         self.device, self.gamma, self.start, self.draft_s = device, gamma, start, draft_s
         self.sent, self.done, self.batch, self.drafting_s = sent, done, None, drafting_s
+        self.slowdown = slowdown   # thermal throttling's drafting-latency multiplier
 
 
 class _Batch:
@@ -135,9 +139,8 @@ class AsyncLoop(ProtocolLoop):
     def __init__(self, env, population, channel, server, controller, workload, streams,
                  recorder, rounds, max_time_s=None, progress=None, tick_period_s=None,
                  mover=None, serving=None, thermal=None):
-        if tick_period_s is not None or thermal is not None:
-            raise ValueError("the asynchronous protocol has no round clock and no thermal "
-                             "throttling")
+        if tick_period_s is not None:
+            raise ValueError("the asynchronous protocol has no round clock")
         super().__init__(env, population, channel, server, controller, workload, streams,
                          recorder, rounds, max_time_s, progress)
         k = self.k
@@ -173,8 +176,9 @@ class AsyncLoop(ProtocolLoop):
         self.load_log = None  # optional list of (device, load, gamma) for tests
         self._pre = [None] * k  # pre-draft (start time, length) per device
         self.mover = mover
+        self.thermal = thermal  # model.compute.ThermalState (throttling), or None
         self.system_now = self.system   # what the controllers see (moving devices' gains)
-        self.distance = None
+        self._gains = self.distance = None
         self._block_due = True   # the first fading block starts with the first draft
         for i in range(k):
             env.process(self._device(env, i))
@@ -192,7 +196,7 @@ class AsyncLoop(ProtocolLoop):
         """The fading block from ``now`` (a batch's end) to the next batch's end; moving
         devices' large-scale gains and distances are those of its start (as a round's)."""
         if self.mover is not None:
-            gains = self.mover.gains(now)
+            gains = self._gains = self.mover.gains(now)
             self.channel.set_pathloss(gains)
             self.system_now = self._system_now(gains, None)
             self.distance = self.mover.distance
@@ -201,7 +205,9 @@ class AsyncLoop(ProtocolLoop):
     # -- a device -----------------------------------------------------------------------------
     def _device(self, env, k):
         workload, channel, controller = self.workload, self.channel, self.controller
+        thermal = self.thermal
         t_k = self.t[k]
+        slow = 1.0
         mask = self._masks[k]
         # a context-free controller (it reads only the active mask and the remaining tokens)
         # gives a saturated device the same length for every draft: asked once
@@ -223,9 +229,14 @@ class AsyncLoop(ProtocolLoop):
             # read even when the length is fixed: reading the CSI is an event of the channel
             # (it dates the decision a planned delay holds for, and moves an estimator's state)
             g_ul, g_dl = channel.csi(start)
+            system = self.system_now
+            if thermal is not None:   # a throttled device drafts slower from this draft on
+                slow = thermal.device_slowdown(k, start)
+                t_k = self.t[k] * slow
+                system = self._system_now(self._gains, thermal.slowdowns())
             if fixed is None:
-                ctx = self.draft_context(self.drafts_started[k], self.system_now, g_ul, g_dl,
-                                         mask, load=self.busy)
+                ctx = self.draft_context(self.drafts_started[k], system, g_ul, g_dl, mask,
+                                         load=self.busy)
                 gamma = int(controller.lengths(ctx)[k])
                 if steady:
                     fixed = gamma
@@ -243,7 +254,7 @@ class AsyncLoop(ProtocolLoop):
                 drafting_s = draft_s + done_s
             if draft_s > 0:
                 yield env.timeout(draft_s)
-            draft = _Draft(k, gamma, start, draft_s, env.now, env.event(), drafting_s)
+            draft = _Draft(k, gamma, start, draft_s, env.now, env.event(), drafting_s, slow)
             self._send(draft)
             if self.pre_draft:
                 remaining = workload.remaining()
@@ -264,6 +275,8 @@ class AsyncLoop(ProtocolLoop):
             if mode:
                 delay = yield from channel.transmit(env, k, mode, power, bandwidth, planned,
                                                     draft.batch.index)
+            if thermal is not None:
+                thermal.device_advance(k, draft.drafting_s, env.now)
             self.busy -= 1
             used = workload.device_tokens(k, env.now, tokens)
             if used != tokens:   # a request's surplus over its end is discarded
@@ -394,8 +407,11 @@ class AsyncLoop(ProtocolLoop):
         t_draft = max(d.draft_s for d in b.drafts)
         comm = float(b.delay.max(initial=0.0))
         draft_each = np.zeros(self.k)
+        slowdown = None if self.thermal is None else np.ones(self.k)
         for d in b.drafts:
             draft_each[d.device] = d.drafting_s
+            if slowdown is not None:
+                slowdown[d.device] = d.slowdown
         channel = self.channel
         self.recorder.round(RoundRecord(
             round=b.index, start=start, draft=t_draft, verify=b.verify, comm=comm,
@@ -403,7 +419,7 @@ class AsyncLoop(ProtocolLoop):
             tokens=b.tokens, rejected=b.rejected, mode=b.mode, power=b.power,
             bandwidth=b.bandwidth, delay=b.delay, g_ul=b.g_ul, g_dl=b.g_dl,
             planned=b.planned if channel.dynamic_csi else None, advance=now - self._last_end,
-            draft_each=draft_each, distance=b.distance,
+            draft_each=draft_each, distance=b.distance, slowdown=slowdown,
             extra=channel.round_columns(b.rejected) if channel.extra_columns else None))
         self._last_end = now
         self.drafts_done += len(b.drafts)

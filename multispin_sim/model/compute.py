@@ -21,7 +21,8 @@ it (dynamic power in proportion to the clock at a fixed voltage: the same energy
 so that a throttled device heats less and cools down. The slowdown of a round is fixed at its
 start from the temperature then (the draft controller sees it), and the temperature is advanced
 at the end of the round over the drafting interval (P / slowdown) and the rest of the round
-(0), and over idle gaps.
+(0), and over idle gaps. Under the asynchronous protocol a device's draft-verify-correct cycle
+takes the place of its round, each device on its own clock.
 """
 import numpy as np
 
@@ -51,7 +52,8 @@ def relax(temperature, power_w, dt, ambient, r_th, tau):
 
 class ThermalState:
     """Temperatures and throttle flags of K devices; ``slowdown()`` at a round start,
-    ``advance(...)`` at its end.
+    ``advance(...)`` at its end (the asynchronous protocol: ``device_slowdown`` at a device's
+    draft start, ``device_advance`` at its cycle's end; each device keeps its own clock).
 
     draft_power_w: (K,) drafting power (W); ambient (degC); r_th (degC/W, scalar or (K,));
     tau (s); throttle_c, release_c (degC); factor (>= 1). Starts at ambient temperature,
@@ -68,19 +70,24 @@ class ThermalState:
         self.factor = float(factor)
         self.temperature = np.full(self.power.shape, self.ambient)
         self.throttled = np.zeros(self.power.shape, dtype=bool)
-        self.time = 0.0
-        self._slowdown = np.ones(self.power.shape)  # of the round under way
+        self.time = np.zeros(self.power.shape)   # each device's last update
+        self._slowdown = np.ones(self.power.shape)  # of the round (or draft) under way
+        self._all = np.ones(self.power.shape, dtype=bool)
 
     def _update_flags(self):
         t = self.temperature
         self.throttled = np.where(self.throttled, t >= self.release_c, t >= self.throttle_c)
 
-    def idle_until(self, now):
-        """Cool down (P = 0) from the last update to ``now``."""
-        dt = now - self.time
-        if dt > 0:
-            self.temperature = relax(self.temperature, 0.0, dt, self.ambient, self.r_th, self.tau)
-            self.time = now
+    def _relax(self, power, dt, who):
+        """The temperatures of the devices ``who`` (mask) after ``dt`` at ``power``."""
+        step = relax(self.temperature, power, dt, self.ambient, self.r_th, self.tau)
+        self.temperature = np.where(who & (dt > 0), step, self.temperature)
+
+    def idle_until(self, now, who=None):
+        """Cool down (P = 0) from the last update to ``now`` (the devices ``who``: all)."""
+        who = self._all if who is None else who
+        self._relax(0.0, now - self.time, who)
+        self.time = np.where(who, np.maximum(self.time, now), self.time)
         self._update_flags()
 
     def slowdown(self, now):
@@ -98,4 +105,24 @@ class ThermalState:
         self.temperature = relax(t, 0.0, np.maximum(round_s - draft_s, 0.0), self.ambient,
                                  self.r_th, self.tau)
         self.time += round_s
+        self._update_flags()
+
+    def device_slowdown(self, k, now):
+        """Device ``k``'s multiplier for a draft starting at ``now`` (cooled until then)."""
+        who = np.arange(self.power.size) == k
+        self.idle_until(now, who)
+        self._slowdown[k] = self.factor if self.throttled[k] else 1.0
+        return float(self._slowdown[k])
+
+    def slowdowns(self):
+        """(K,) each device's multiplier as last set (a copy)."""
+        return self._slowdown.copy()
+
+    def device_advance(self, k, draft_s, now):
+        """Device ``k``'s cycle, from its draft's start to ``now``, ended: it drafted
+        ``draft_s`` seconds (at P_k / its slowdown), then waited (power 0)."""
+        who = np.arange(self.power.size) == k
+        self._relax(self.power / self._slowdown, np.where(who, draft_s, 0.0), who)
+        self._relax(0.0, np.where(who, max(now - self.time[k] - draft_s, 0.0), 0.0), who)
+        self.time[k] = now
         self._update_flags()

@@ -214,9 +214,6 @@ def _check_serving(sc: Scenario) -> None:
     if sc.workload.tick_period_s is not None:
         raise ScenarioError("workload.tick_period_s", "a round clock is not allowed with "
                             "serving.protocol 'asynchronous'", "expected null (no rounds)")
-    if sc.compute.thermal:
-        raise ScenarioError("compute.thermal", "thermal throttling is not supported with "
-                            "serving.protocol 'asynchronous'", "expected false")
     if sc.policy.mode == "deadline":
         raise ScenarioError("policy.mode", "'deadline' defers corrections to the next round, "
                             "which the asynchronous protocol does not have",

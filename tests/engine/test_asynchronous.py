@@ -1,7 +1,8 @@
 """The asynchronous protocol, SLO metrics and adaptive draft policies against oracles.
 
 - One device: the asynchronous protocol equals the synchronous one event by event (every
-  record of rounds.csv, device_rounds.csv and requests.csv identical), a moving one too.
+  record of rounds.csv, device_rounds.csv and requests.csv identical), a moving one and a
+  throttled one too.
 - Deterministic times, no rejections, devices of different speeds: `immediate` batches form as
   computed by hand (membership and end times).
 - Little's law on the server's draft queue and per device; utilisation = busy time / time;
@@ -67,6 +68,14 @@ def same_tables(a, b, names=("rounds", "device_rounds", "requests")):
      "policy.draft=greedy", "policy.saa_samples=50", "policy.plan_gains=ergodic"],
     ["mobility.model=random-waypoint", "mobility.speed_mps=30", "channel.fading=jakes",
      "channel.doppler=speed", "workload.arrivals=poisson", "workload.rate_per_s=0.5"],
+    # thermal throttling with hysteresis (the device throttled and released within the run),
+    # its multiplier priced by the controller, with Poisson requests (cooling while idle)
+    ["compute.thermal=true", "compute.time_constant_s=2", "compute.throttle_c=40",
+     "compute.release_c=38", "compute.throttle_factor=4", "policy.draft=greedy",
+     "policy.saa_samples=50"],
+    ["compute.thermal=true", "compute.time_constant_s=2", "compute.throttle_c=40",
+     "compute.release_c=38", "compute.throttle_factor=4", "workload.arrivals=poisson",
+     "workload.rate_per_s=0.3"],
 ])
 def test_one_device_async_equals_sync_event_by_event(extra):
     base = ["devices.count=1", "run.rounds=150"] + extra
@@ -74,6 +83,9 @@ def test_one_device_async_equals_sync_event_by_event(extra):
     asyn = run(base + ["serving.protocol=asynchronous"])
     names = ("rounds", "device_rounds") + (("requests",) if "poisson" in str(extra) else ())
     same_tables(sync, asyn, names)
+    if "compute.thermal=true" in extra:   # throttled and released
+        slow = sync.device_rounds["slowdown"]
+        assert np.any(slow > 1) and np.any(slow[np.argmax(slow > 1):] == 1)
     assert asyn.summary["sim_time_s"] == sync.summary["sim_time_s"]
     assert asyn.summary["goodput_tps"] == pytest.approx(sync.summary["goodput_tps"], rel=1e-12)
 
@@ -568,3 +580,20 @@ def test_array_streams_are_recorded_with_their_own_batch():
     assert np.all(d["gain_eff"][~sent] == 0) and np.all(d["airtime_s"][~sent] == 0)
     np.testing.assert_allclose(d["tx_energy_j"], d["power_w"] * d["airtime_s"], rtol=1e-12)
     assert r.rounds["batch_size"].max() > 1
+
+
+def test_throttled_devices_draft_slower_at_the_same_energy_per_token():
+    """Several devices under thermal throttling: a device's multiplier is 1 or the factor,
+    fixed at its draft's start (both occur), a throttled device drafts factor times slower at
+    its power over the factor (the same energy per drafted token), and every temperature lies
+    between the ambient and a device drafting without end."""
+    r = run(["devices.count=4", "run.rounds=400", "serving.protocol=asynchronous",
+             "compute.thermal=true", "compute.time_constant_s=2", "compute.throttle_c=40",
+             "compute.release_c=38", "compute.throttle_factor=4"])
+    d, dev = r.device_rounds, r.devices
+    assert set(np.unique(d["slowdown"]).tolist()) == {1.0, 4.0}
+    p, t_k = dev["draft_power_w"][d["device"]], dev["draft_latency_s"][d["device"]]
+    np.testing.assert_allclose(d["energy_draft_j"], p * d["draft_len"] * t_k, rtol=1e-12)
+    c = r.scenario.compute
+    hottest = c.ambient_c + p * c.thermal_resistance_c_per_w
+    assert np.all((c.ambient_c <= d["temperature_c"]) & (d["temperature_c"] <= hottest))
