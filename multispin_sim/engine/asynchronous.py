@@ -31,15 +31,16 @@ batch has ended (its last correction delivered), or, when no device is then in a
 server idle, waiting for requests), when the next draft starts, as a synchronous round starts
 one after an idle spell.
 With a coherence time the grid's block at each moment is used (``channel.csi``).
+
+Moving devices (``mobility.model``) take their large-scale gains and distances at each block's
+start, as a synchronous round at its start: the controllers price a draft with them, and a
+batch's row records those of its correction phase. In several cells a device drafts only in the
+cell it is attached to, one cycle at a time: the network's workload answers the per-device calls
+(``engine.handover.AttachedWorkload``), a handover's context leaves when the device's cycle in
+progress has ended, and a cell's re-association comes at its batch ends (``batch_ended``).
 Thermal throttling (``compute.thermal``): a device's multiplier is fixed at its draft's start
 and its temperature advanced at its cycle's end (``ThermalState.device_slowdown``,
-``device_advance``). Moving devices (``mobility.model``) take their large-scale gains and
-distances at each block's start, as a synchronous round at its start: the controllers price a draft with them, and a
-batch's row records those of its correction phase. In several cells a device drafts only in
-the cell it is attached to, one cycle at a time: the network's workload answers the per-device
-calls (``engine.handover.AttachedWorkload``), a handover's context leaves when the device's
-cycle in progress has ended, and a cell's re-association comes at its batch ends
-(``batch_ended``).
+``device_advance``).
 
 Draft controllers see a ``DraftContext`` with only the drafting device active and ``load`` = the
 number of devices with work (in a draft-verify-correct cycle) at that moment; controllers with
@@ -193,8 +194,9 @@ class AsyncLoop(ProtocolLoop):
         event.succeed()
 
     def _new_block(self, now):
-        """The fading block from ``now`` (a batch's end) to the next batch's end; moving
-        devices' large-scale gains and distances are those of its start (as a round's)."""
+        """The fading block from ``now`` (a batch's end, or the first draft after an idle
+        spell) to the next batch's end; moving devices' large-scale gains and distances are
+        those of its start (as a round's)."""
         if self.mover is not None:
             gains = self._gains = self.mover.gains(now)
             self.channel.set_pathloss(gains)
