@@ -121,26 +121,6 @@ def test_requests_follow_moving_devices_between_asynchronous_cells(monkeypatch, 
                                rtol=1e-9)
 
 
-@pytest.mark.parametrize("handover", ["a3", "association"])
-def test_a_trace_replayed_to_its_end_ends_the_asynchronous_network(tmp_path, handover):
-    """The asynchronous cells stop when the trace is replayed and its requests served: a cell
-    whose devices wait for requests hears that none will come (else SimPy runs out of events)."""
-    trace = tmp_path / "trace.csv"
-    rng = np.random.default_rng(0)
-    times = np.sort(rng.uniform(0, 5, 30))
-    trace.write_text("time_s,device,tokens\n" + "".join(
-        f"{t},{d},{n}\n" for t, d, n in zip(times, rng.integers(0, 42, 30),
-                                            rng.integers(8, 40, 30))))
-    res = ms.simulate(ms.load_scenario(None, overrides={
-        **MOVING, "workload.arrivals": "trace", "workload.trace_file": str(trace),
-        "run.rounds": 10**6, "cells.handover": handover,
-        "run.max_time_s": 300.0}))   # ends a run that would wait for good: a failure, no hang
-    q = res.summary["requests"]
-    assert res.complete and q["arrivals"] == q["completed"] == 30
-    assert res.summary["sim_time_s"] < 60
-    assert_tokens_go_to_requests(res.requests, res.device_rounds, range(42))
-
-
 def test_static_devices_re_associate_at_batch_ends(monkeypatch):
     """Load-aware re-association under the asynchronous protocol: static devices leave a slow
     server (30 ms per device) at its batch ends, each with its queue, and are served in both

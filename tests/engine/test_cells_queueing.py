@@ -104,12 +104,14 @@ def test_the_network_queue_length_is_the_requests_time_in_system(moving):
     assert 0 < q["server_utilisation"] < 1
 
 
+@pytest.mark.parametrize("protocol", ["synchronous", "asynchronous"])
 @pytest.mark.parametrize("handover", ["a3", "association"])
-def test_a_trace_replayed_to_its_end_ends_the_network(tmp_path, handover):
+def test_a_trace_replayed_to_its_end_ends_the_network(tmp_path, handover, protocol):
     """With devices moving, the cells stop when the trace is replayed and its requests served
     (no horizon needed): every request completes. Under 'association' handovers come only at
     round ends, so cells waiting for work must hear that the trace has ended (no event would
-    wake them: SimPy ran out of events)."""
+    wake them: SimPy ran out of events); an asynchronous cell keeps a device handed over during
+    its cycle until the cycle ends (else the device's context never left)."""
     trace = tmp_path / "trace.csv"
     rng = np.random.default_rng(0)
     times = np.sort(rng.uniform(0, 5, 30))
@@ -117,9 +119,11 @@ def test_a_trace_replayed_to_its_end_ends_the_network(tmp_path, handover):
         f"{t},{d},{n}\n" for t, d, n in zip(times, rng.integers(0, 42, 30),
                                             rng.integers(8, 40, 30))))
     res = run(**{"workload.arrivals": "trace", "workload.trace_file": str(trace),
-                 "run.rounds": 10**6, "cells.handover": handover})
+                 "run.rounds": 10**6, "cells.handover": handover, "serving.protocol": protocol,
+                 "run.max_time_s": 300.0})   # ends a run that would wait for good: no hang
     q = res.summary["requests"]
     assert res.complete and q["arrivals"] == q["completed"] == 30
+    assert res.summary["sim_time_s"] < 60
     assert_tokens_go_to_requests(res.requests, res.device_rounds, range(42))
 
 
