@@ -133,6 +133,9 @@ def test_static_devices_re_associate_at_batch_ends(monkeypatch):
         "workload.arrivals": "poisson", "workload.rate_per_s": 0.5})
     log = res.network.log
     assert log and all(x["source"] == 0 for x in log)
+    r = res.rounds
+    ends = (r["start_s"] + r["duration_s"])[r["cell"] == 0]
+    assert all(np.isclose(ends, x["time_s"], rtol=1e-12, atol=0).any() for x in log)
     assert any({c for _, _, c in cycles.get(x["device"], [])} == {0, x["target"]} for x in log)
     assert_one_cell_at_a_time(res, cycles)
     assert_tokens_go_to_requests(res.requests, res.device_rounds, range(70))
