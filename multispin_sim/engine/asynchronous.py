@@ -220,7 +220,7 @@ class AsyncLoop(ProtocolLoop):
                 return
             if not workload.start_device(k, env.now):
                 if workload.exhausted() and not workload.has_work():
-                    self._wake_server()   # no work will come (a network's last request)
+                    self._wake_server()   # no work will come (a trace replayed to its end)
                 yield workload.device_work_event(env, k)
                 continue
             start = env.now
@@ -231,12 +231,12 @@ class AsyncLoop(ProtocolLoop):
             # read even when the length is fixed: reading the CSI is an event of the channel
             # (it dates the decision a planned delay holds for, and moves an estimator's state)
             g_ul, g_dl = channel.csi(start)
-            system = self.system_now
             if thermal is not None:   # a throttled device drafts slower from this draft on
                 slow = thermal.device_slowdown(k, start)
                 t_k = self.t[k] * slow
-                system = self._system_now(self._gains, thermal.slowdowns())
             if fixed is None:
+                system = (self.system_now if thermal is None
+                          else self._system_now(self._gains, thermal.slowdowns()))
                 ctx = self.draft_context(self.drafts_started[k], system, g_ul, g_dl, mask,
                                          load=self.busy)
                 gamma = int(controller.lengths(ctx)[k])
@@ -288,8 +288,6 @@ class AsyncLoop(ProtocolLoop):
             self._device_done(draft.batch, k, delay)
             if mode:
                 self._correction_ended(draft.batch)
-            if workload.exhausted() and not workload.has_work():  # a trace replayed to its end
-                self._wake_server()
 
     # -- the server ---------------------------------------------------------------------------
     def halt(self, now):

@@ -363,13 +363,7 @@ class AttachedWorkload:
         return self.inner.needed() if self.queueing else None
 
     def tokens_delivered(self, now, tokens):
-        used = tokens
-        for k in self._round:
-            got = int(tokens[k])
-            useful = self.inner.device_tokens(k, now, got)
-            if useful < got:   # a surplus over its request's end is discarded
-                used = used.copy() if used is tokens else used
-                used[k] = useful
+        used = self.inner.deliver(now, tokens, self._round) if self.queueing else tokens
         self.network.generated += used
         self.network.round_ended(self.cell, now)
         return used

@@ -44,6 +44,9 @@ class Arrivals:
         workloads start their SimPy processes in ``env`` and write their requests to ``log``."""
         raise NotImplementedError
 
+    def batch_ended(self, now):
+        """A batch of the asynchronous protocol ended at ``now`` (nothing to do here)."""
+
 
 class Saturated(Arrivals):
     """Every device always has tokens to generate (docs/model.md section 2)."""
@@ -93,9 +96,6 @@ class Saturated(Arrivals):
     def device_tokens(self, k, now, got):
         """Account the ``got`` tokens device ``k`` received at ``now``; returns those used."""
         return got
-
-    def batch_ended(self, now):
-        """A batch of the asynchronous protocol ended at ``now`` (nothing to do here)."""
 
 
 class Request:
@@ -244,8 +244,12 @@ class QueueingWorkload:
         """A round ended at ``now``: each device being served got ``tokens[k]`` tokens.
         Returns the tokens the requests used: a request's surplus over its end (drafts not
         capped to it, ``workload.cap_draft_to_remaining: false``) is discarded."""
+        return self.deliver(now, tokens, self._serving_idx)
+
+    def deliver(self, now, tokens, devices):
+        """``tokens_delivered`` for the round's ``devices`` (each in service)."""
         used = tokens
-        for k in self._serving_idx:
+        for k in devices:
             got = int(tokens[k])
             useful = self.device_tokens(k, now, got)
             if useful < got:
@@ -278,9 +282,6 @@ class QueueingWorkload:
         if event is None:
             event = self._device_waiters[k] = env.event()
         return event
-
-    def batch_ended(self, now):
-        """A batch of the asynchronous protocol ended at ``now`` (nothing to do here)."""
 
     def device_tokens(self, k, now, got):
         """Device ``k``'s draft-verify-correct cycle ended at ``now`` with ``got`` tokens;
@@ -396,9 +397,9 @@ def read_trace(path, k):
         i = int(np.argmax(bad))   # (every parsed row comes before an unparsable one)
         row = _row_at(path, int(lines[i]))
         raise ScenarioError(TRACE_KEY, f"{path!r} line {lines[i]}: {','.join(row)!r} is out of "
-                            f"range", f"expected time_s >= 0, 0 <= device < {k} (devices.count; the "
-                            "network's devices where they move between cells) and tokens in "
-                            f"1..{MAX_REQUEST_TOKENS:,}")
+                            f"range", f"expected time_s >= 0, 0 <= device < {k} (devices.count; "
+                            "the network's devices where they move between cells) and tokens "
+                            f"in 1..{MAX_REQUEST_TOKENS:,}")
     if invalid is not None:
         line, row = invalid
         raise ScenarioError(TRACE_KEY, f"{path!r} line {line}: {','.join(row)!r} is not valid",

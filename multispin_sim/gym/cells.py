@@ -32,17 +32,14 @@ from pettingzoo import AECEnv
 
 from ..engine.cell_plan import cells_layout, network_devices
 from ..engine.cells import build_cells
-from ..engine.guards import LimitReached
 from ..engine.simulation import Result, build_run, read_inputs, simulate
 from ..model.mobility import MOBILITY_MODELS
 from ..outputs.atomic import check_folder
 from ..scenario import load_scenario
 from .control import AgentDraft, AgentSplit
-from .env import CONTROLS, _count, _price, episode_scenario
+from .env import _END, CONTROLS, _count, _price, episode_scenario, run_to_end
 from .folders import EpisodeFolders
 from .spaces import MODE_ACTIONS, Observer, action_space, check_action, observation_space
-
-_END = object()
 
 
 def reference_prices(scenario, rounds=500):
@@ -162,14 +159,7 @@ class CellsAECEnv(AECEnv):
         self._observers[cell].outcome(record)
 
     def _simulate(self, _=None):
-        net = self.net
-        try:
-            net.env.run(until=self._main)
-        except LimitReached as exc:   # as engine.simulation does: the result says why
-            exc.stop(net.loop)
-        except GreenletExit:   # thrown in by _abort: the run ends here
-            pass
-        return _END
+        return run_to_end(self.net.env, self._main, self.net.loop)
 
     # -- the caller's side ---------------------------------------------------------------------
     def _switch(self, value=None):
@@ -214,8 +204,8 @@ class CellsAECEnv(AECEnv):
         self._seeded = True
         self.episode, self.episode_seed, self.result = next(self._episodes), episode_seed, None
         self._splits, self.own_controllers = {}, {}
-        self.net = build_cells(sc, self._folders.episode(self.episode), self._inputs, build_run=build_run, result=Result,
-                               cell_hooks=self._hooks)
+        self.net = build_cells(sc, self._folders.episode(self.episode), self._inputs,
+                               build_run=build_run, result=Result, cell_hooks=self._hooks)
         self.agents = [f"cell_{c}" for c in self.net.ids]
         self._observers = {}
         self._workloads = {c: run.workload for c, run in zip(self.net.ids, self.net.runs)}

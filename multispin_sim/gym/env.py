@@ -92,6 +92,19 @@ def episode_scenario(scenario, seed, seeded, rng):
     return load_scenario(scenario, {"seed": episode_seed}), episode_seed
 
 
+def run_to_end(env, main, loop):
+    """An episode's SimPy run, in its greenlet, until ``main``; returns ``_END``. A limit stops
+    ``loop`` as ``engine.simulation`` does (the result says what to do); an abort (``GreenletExit``
+    thrown in) ends the run here."""
+    try:
+        env.run(until=main)
+    except LimitReached as exc:
+        exc.stop(loop)
+    except GreenletExit:
+        pass
+    return _END
+
+
 def reference_price(scenario, rounds=500):
     """Goodput (tokens/s) of ``scenario`` with its fixed draft lengths (``policy.draft: fixed``)
     and its reactive policy, ``rounds`` rounds, the scenario's seed: the default price."""
@@ -237,14 +250,7 @@ class MultiSpinEnv(gymnasium.Env):
         return draft
 
     def _simulate(self, _=None):
-        run = self.run
-        try:
-            run.env.run(until=self._main)
-        except LimitReached as exc:   # as engine.simulation does: the result says what to do
-            exc.stop(run.loop)
-        except GreenletExit:   # thrown in by _abort: the run ends here
-            pass
-        return _END
+        return run_to_end(self.run.env, self._main, self.run.loop)
 
     # -- the caller's side ---------------------------------------------------------------------
     @property

@@ -141,8 +141,8 @@ class Cells(Params):
 
 @cross_check
 def _check_cells(sc) -> None:
-    """Cross links need devices that stay put; a hexagonal grid needs a whole number of
-    rings."""
+    """Devices that move or re-associate share one workload (one rate) and no cross links; a
+    hexagonal grid needs a whole number of rings; a GraphML layout needs its file."""
     if sc.cells.layout == "single":
         return
     moving = sc.mobility.model != "none" or sc.cells.reassociate
