@@ -48,8 +48,10 @@ class ControllerAgent:
         if self._episode != u.episode:
             self._build()
         observe = None if self._told else getattr(self.controller, "observe", None)
-        if observe is not None and info is not None and "gamma" in info:
-            observe(info["gamma"], info["accepted"], info["active"])
+        if observe is not None and info is not None:
+            # a round's outcomes, or (the asynchronous protocol) each batch verified in the step
+            for told in info.get("verified", [info] if "gamma" in info else []):
+                observe(told["gamma"], told["accepted"], told["active"])
         return np.asarray(self.controller.lengths(u.context), dtype=np.int64)
 
 

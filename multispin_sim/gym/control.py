@@ -12,16 +12,20 @@ class AgentDraft:
     which switches to the agent and back) and applies the answer, (K,) ints, exactly as
     ``DraftController.lengths`` applies a decision (0 for idle devices, capped to the request's
     remaining tokens minus one). ``ask`` returning None lets the scenario's own controller
-    ``own`` decide (warm-up rounds, control='mode')."""
+    ``own`` decide (warm-up rounds, control='mode'). ``tell(gamma, accepted, active)``, when
+    given, is told every verification's outcomes as the engine tells a controller (after ``own``
+    is): the asynchronous protocol's steps report the batches verified since the last one."""
 
     name = "agent"
     context_free = False   # the answer depends on the agent: never reused by the round loop
 
-    def __init__(self, own, ask):
+    def __init__(self, own, ask, tell=None):
         self.own = own
         self.ask = ask
         observe = getattr(own, "observe", None)
-        if observe is not None:
+        if tell is not None:
+            self.observe = _both(observe, tell)
+        elif observe is not None:
             # the scenario's own controller decides the rounds the agent leaves to it (warm-up,
             # control='mode'): it learns every outcome, as in a run of its own
             self.observe = observe
@@ -34,6 +38,16 @@ class AgentDraft:
         if ctx.remaining is not None:
             gamma = np.minimum(gamma, np.maximum(ctx.remaining - 1, 0))
         return gamma
+
+
+def _both(observe, tell):
+    if observe is None:
+        return tell
+
+    def both(gamma, accepted, active):
+        observe(gamma, accepted, active)
+        tell(gamma, accepted, active)
+    return both
 
 
 class AgentSplit(ReactivePolicy):

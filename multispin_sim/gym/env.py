@@ -1,4 +1,4 @@
-"""``MultiSpinEnv``: one Gymnasium step = one synchronous round of the real engine.
+"""``MultiSpinEnv``: one Gymnasium step = one round of the real engine (or one draft).
 
 The environment builds the run exactly as ``multispin-sim run`` does (``engine.simulation.
 build_run``: the same SimPy processes, components, random streams and records) with two outside
@@ -29,7 +29,11 @@ given the same ``out`` each write a folder of their own (``folders.hold``).
 
 A run a limit stops inside a round (``engine.guards.LimitReached``: the round is not recorded)
 ends with a truncated step that reports that round as nothing delivered in no time, so that the
-rewards and infos add up to the records (the return is N - c T of the recorded rounds)."""
+rewards and infos add up to the records (the return is N - c T of the recorded rounds).
+
+Under the asynchronous protocol (control 'draft') a step is one device's draft decision: the
+reward counts the batches that ended since the previous decision and the time since it
+(``_batches_info``); the return is the same N - c T."""
 import dataclasses
 import itertools
 import math
@@ -117,16 +121,25 @@ def reference_price(scenario, rounds=500):
 
 
 class _Witness:
-    """The recorder as the round loop sees it, keeping the last round's record for the step
-    (and, while ``warmup`` is a list, the outcomes of the warm-up rounds for ``reset``)."""
+    """The recorder as the round loop sees it, keeping the records of the step (one round, or
+    the batches that ended in it; and, while ``warmup`` is a list, the outcomes of the warm-up
+    rounds for ``reset``)."""
 
     def __init__(self, recorder):
         self._recorder = recorder
-        self.last = None
+        self.records = []
         self.warmup = []
 
+    @property
+    def last(self):
+        return self.records[-1] if self.records else None
+
+    def take(self):
+        records, self.records = self.records, []
+        return records
+
     def round(self, record):
-        self.last = record
+        self.records.append(record)
         if self.warmup is not None:
             self.warmup.append({"gamma": np.array(record.gamma, dtype=np.int64),
                                 "accepted": np.array(record.accepted, dtype=np.int64),
@@ -174,9 +187,11 @@ class MultiSpinEnv(gymnasium.Env):
         base = load_scenario(scenario, overrides)
         self.scenario = load_scenario(base, extra) if extra else base
         sc = self.scenario
-        if sc.serving.protocol != "synchronous":
-            raise ValueError(f"serving.protocol is {sc.serving.protocol!r}; the environment "
-                             "steps synchronous rounds (serving.protocol: synchronous)")
+        self.asynchronous = sc.serving.protocol == "asynchronous"
+        if self.asynchronous and control != "draft":
+            raise ValueError(f"control is {control!r} with serving.protocol 'asynchronous', "
+                             "where a step is one device's draft and the scenario's reactive "
+                             "policy decides each batch's corrections: allowed: control 'draft'")
         if sc.cells.layout != "single":
             raise ValueError(f"cells.layout is {sc.cells.layout!r}; the environment steps the "
                              "rounds of one cell (cells.layout: single; several cells: "
@@ -205,7 +220,7 @@ class MultiSpinEnv(gymnasium.Env):
         self._inputs = read_inputs(sc)
         self.queueing = bool(sc.workload.arrivals != "saturated")
         self.observation_space = observation_space(k, self.max_draft, self.queueing,
-                                                   sc.compute.thermal)
+                                                   sc.compute.thermal, self.asynchronous)
         self.action_space = action_space(k, self.max_draft, control, mode_action)
         # a file there: refused now; the episodes go to out, or out/copy-N (folders.hold)
         self._folders = EpisodeFolders(None if out is None else check_folder(out, "out"))
@@ -228,7 +243,7 @@ class MultiSpinEnv(gymnasium.Env):
         """The round loop's draft controller: the agent's, around the scenario's own ``own``
         (kept as ``own_controller``: it decides the rounds the agent leaves to it)."""
         self.own_controller = own
-        return AgentDraft(own, self._ask)
+        return AgentDraft(own, self._ask, self._tell if self.asynchronous else None)
 
     def _agent_split(self, own):
         """The round loop's reactive policy (control 'mode' or 'both'): the agent's split,
@@ -238,8 +253,12 @@ class MultiSpinEnv(gymnasium.Env):
 
     # -- the greenlet's side -------------------------------------------------------------------
     def _ask(self, ctx):
-        """AgentDraft's question at a round start: the agent's gamma (None: the own controller)."""
-        if self._warmup_left > 0:
+        """AgentDraft's question at a round start (the asynchronous protocol: a device's draft
+        start): the agent's gamma (None: the own controller)."""
+        if self.asynchronous:   # the warm-up: the drafts decided before its batches ended
+            if self.run.loop.rounds_done < self.warmup:
+                return None
+        elif self._warmup_left > 0:
             self._warmup_left -= 1
             if self._split is not None:
                 self._split.action = None
@@ -248,6 +267,11 @@ class MultiSpinEnv(gymnasium.Env):
         if self._split is not None:
             self._split.action = mode
         return draft
+
+    def _tell(self, gamma, accepted, active):
+        """A batch's verification (the asynchronous protocol), for the step's info."""
+        self._verified.append({"gamma": gamma.copy(), "accepted": np.array(accepted),
+                               "active": active.copy()})
 
     def _simulate(self, _=None):
         return run_to_end(self.run.env, self._main, self.run.loop)
@@ -289,6 +313,7 @@ class MultiSpinEnv(gymnasium.Env):
         self._observe = Observer(self.k, self.observation_space, run.population.system.p_dl_w,
                                  run.population.system.draft_latency_s)
         self._warmup_left = self.warmup
+        self._verified = []
         self._regret_rng = np.random.default_rng([episode_seed, 27])  # no engine stream
         self._main = run.start()
         self._sim = greenlet(self._simulate)
@@ -301,7 +326,10 @@ class MultiSpinEnv(gymnasium.Env):
                                f"before the first step: lower warmup (now {self.warmup})")
         self.context, self._t_round = got, run.env.now
         last = self._witness.last   # the last warm-up round: the first step's previous round
-        if last is not None:
+        if self.asynchronous:   # the warm-up's outcomes were told to the own controller
+            self._observe_verified()
+            self._verified = []
+        elif last is not None:
             self._observe.outcome(last)
         # the episode's time runs from the warm-up's end (0 without): the first step's elapsed
         # time includes any wait for work before its round
@@ -327,17 +355,27 @@ class MultiSpinEnv(gymnasium.Env):
                                    self.mode_action)
         ctx, run = self.context, self.run
         regret = self._regret(ctx, draft, mode)
-        self._witness.last = None
+        self._witness.records = []
         got = self._switch((draft, mode))
-        record = self._witness.last   # None: a limit stopped the run inside the round
-        # the clock as the records have it: a round cut short adds no time to them
-        now = self._t_round if record is None else run.env.now
-        elapsed, self._t_last = now - self._t_last, now
-        if record is None:
-            info = self._cut_info(ctx, now, elapsed)
+        records = self._witness.take()
+        if self.asynchronous:   # the batches verified and ended since the last draft decision
+            now = run.env.now
+            if got is _END:   # the clock as the records have it (a limit may stop mid-cycle)
+                self.result = run.finish()
+                now = self.result.summary["sim_time_s"]
+            elapsed, self._t_last = now - self._t_last, now
+            self._observe_verified()
+            info = self._batches_info(ctx, draft, records, now, elapsed)
         else:
-            self._observe.outcome(record)
-            info = self._info(record, now, elapsed)
+            record = records[-1] if records else None   # None: a limit stopped the round
+            # the clock as the records have it: a round cut short adds no time to them
+            now = self._t_round if record is None else run.env.now
+            elapsed, self._t_last = now - self._t_last, now
+            if record is None:
+                info = self._cut_info(ctx, now, elapsed)
+            else:
+                self._observe.outcome(record)
+                info = self._info(record, now, elapsed)
         if regret is not None:
             info["regret"] = regret
         reward = self._reward(info)
@@ -363,8 +401,29 @@ class MultiSpinEnv(gymnasium.Env):
                             energy=self._powers if self.objective != "goodput" else None,
                             pricing=self._pricing)
 
-    def _info(self, record, now, elapsed):
-        """The step's info from the round's record."""
+    def _observe_verified(self):
+        for batch in self._verified:
+            self._observe.verified(batch["gamma"], batch["accepted"], batch["active"])
+
+    def _batches_info(self, ctx, draft, records, now, elapsed):
+        """The step's info under the asynchronous protocol: the deciding ``device``, its draft
+        ``draft_length``; ``verified``: each batch verified since the last decision (``gamma``,
+        ``accepted``, ``active``: the outcomes a controller is told); ``batches``: the rounds.csv
+        rows of the batches that ended (a round's info each, ``elapsed_s`` and ``time_s``
+        aside); ``tokens``, ``energy_j``: their totals."""
+        verified, self._verified = self._verified, []
+        batches = [self._info(record) for record in records]
+        deciding = np.flatnonzero(ctx.active)
+        device = int(deciding[0]) if deciding.size else -1
+        length = 0 if draft is None or device < 0 else int(AgentDraft(None, lambda _: draft)
+                                                           .lengths(ctx)[device])
+        return {"device": device, "draft_length": length,
+                "tokens": sum(b["tokens"] for b in batches),
+                "elapsed_s": elapsed, "energy_j": float(sum(b["energy_j"] for b in batches)),
+                "time_s": now, "verified": verified, "batches": batches}
+
+    def _info(self, record, now=None, elapsed=None):
+        """The step's info from the round's record (``now`` None: the record's entries only)."""
         active = np.asarray(record.active, dtype=bool)
         device_tokens = np.array(record.tokens, dtype=np.int64)
         modes = np.array(record.mode, dtype=np.int8)
@@ -374,9 +433,12 @@ class MultiSpinEnv(gymnasium.Env):
         _, _, _, _, each = device_round_energy(self._powers, record.draft_each, modes, powers,
                                                delays, record.duration, link=record.extra,
                                                slowdown=record.slowdown)
-        return {"round": int(record.round), "tokens": int(device_tokens[active].sum()),
+        info = {"round": int(record.round), "tokens": int(device_tokens[active].sum()),
                 "duration_s": float(record.duration), "elapsed_s": elapsed,
-                "energy_j": float(each[active].sum()), "time_s": now,
+                "energy_j": float(each[active].sum()), "time_s": now}
+        if now is None:
+            del info["elapsed_s"], info["time_s"]
+        return {**info,
                 "gamma": np.array(record.gamma, dtype=np.int64),
                 "accepted": np.array(record.accepted, dtype=np.int64),
                 "device_tokens": device_tokens,
@@ -409,7 +471,8 @@ class MultiSpinEnv(gymnasium.Env):
         run = self.run
         loop = run.loop
         self._sim = None
-        self.result = run.finish()
+        if self.result is None:
+            self.result = run.finish()
         limit = (loop.rounds_done >= loop.rounds or run.env.now >= loop.max_time_s
                  or loop.stop_requested)
         reason = self.result.summary.get("stop_reason")
@@ -422,6 +485,9 @@ class MultiSpinEnv(gymnasium.Env):
         the final observation, no round starting (``_obs`` adds what they still need)."""
         n = getattr(self.run.workload, "n", None)
         active = ctx.active if n is None else np.asarray(n) > 0
+        if self.asynchronous:   # no device deciding; the devices still in a cycle
+            return dataclasses.replace(ctx, active=np.zeros(self.k, dtype=bool),
+                                       load=self.run.loop.busy)
         return dataclasses.replace(ctx, active=active)
 
     def close(self):

@@ -27,6 +27,11 @@ class MultiSpinParallelEnv(ParallelEnv):
     def __init__(self, scenario=None, overrides=None, **kwargs):
         kwargs.pop("control", None)
         self.env = MultiSpinEnv(scenario, "draft", overrides, **kwargs)
+        if self.env.asynchronous:
+            self.env.close()
+            raise ValueError("serving.protocol is 'asynchronous', where devices decide one at a "
+                             "time: the parallel environment steps synchronous rounds (one "
+                             "agent per device: MultiSpinEnv steps each device's draft)")
         k = self.env.k
         self.possible_agents = [f"device_{i}" for i in range(k)]
         self.agents = []

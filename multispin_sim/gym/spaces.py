@@ -14,6 +14,7 @@ Observation (``gymnasium.spaces.Dict``; float32 boxes, one entry per device unle
 | ``backlog`` | requests | requests at the device, queued or in service (queueing workloads only) |
 | ``remaining`` | tokens | tokens the request in service still needs (queueing workloads only) |
 | ``slowdown`` | 1 | thermal slowdown factor of drafting (``compute.thermal`` only) |
+| ``load`` | devices | devices in a draft-verify-correct cycle when the draft is decided, the deciding one included (shape (1,); the asynchronous protocol only, where ``active`` marks the deciding device) |
 | ``p_dl_w`` | W | the server's DL power budget (shape (1,)) |
 | ``time_s`` | s | simulated time at the round start (shape (1,)) |
 
@@ -27,12 +28,12 @@ from gymnasium import spaces
 GAIN_FLOOR_DB = -400.0
 BIG = np.float32(1e30)
 MODE_ACTIONS = ("prefix", "per-device")
-GLOBAL_KEYS = ("p_dl_w", "time_s")   # shape (1,): of the system, not of a device
+GLOBAL_KEYS = ("p_dl_w", "time_s", "load")   # shape (1,): of the system, not of a device
 
 
-def observation_space(k, max_draft, queueing=False, thermal=False):
+def observation_space(k, max_draft, queueing=False, thermal=False, load=False):
     """The Dict space of one observation for k devices drafting at most ``max_draft`` tokens
-    (``policy.max_draft``)."""
+    (``policy.max_draft``); ``load``: the asynchronous protocol's key."""
     def box(lo, hi, shape=(k,)):
         return spaces.Box(np.float32(lo), np.float32(hi), shape=shape, dtype=np.float32)
     entries = {
@@ -51,6 +52,8 @@ def observation_space(k, max_draft, queueing=False, thermal=False):
         entries["remaining"] = box(0.0, BIG)
     if thermal:
         entries["slowdown"] = box(0.0, BIG)
+    if load:
+        entries["load"] = box(0.0, k, (1,))
     return spaces.Dict(entries)
 
 
@@ -153,6 +156,11 @@ class Observer:
         self.last_accepted = np.asarray(record.accepted, dtype=np.float32)
         self.last_rejected = np.asarray(record.rejected, dtype=np.int8)
 
+    def verified(self, gamma, accepted, active):
+        """A batch's outcomes (the asynchronous protocol): its devices' entries only."""
+        self.last_accepted[active] = accepted[active]
+        self.last_rejected[active] = accepted[active] < gamma[active]
+
     def __call__(self, ctx, now, backlog=None, remaining=None):
         """``backlog``, ``remaining``: (K,) requests at each device and tokens its request in
         service still needs (queueing workloads; None: zeros)."""
@@ -177,4 +185,6 @@ class Observer:
         if "slowdown" in self.keys:
             obs["slowdown"] = (np.asarray(system.draft_latency_s, dtype=float)
                                / self.base_latency).astype(np.float32)
+        if "load" in self.keys:
+            obs["load"] = np.array([ctx.load or 0], dtype=np.float32)
         return {key: obs[key] for key in self.keys}

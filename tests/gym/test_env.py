@@ -402,15 +402,17 @@ def test_out_that_is_a_file_is_refused_at_construction(tmp_path):
         small_env(out=tmp_path / "somefile")
 
 
-@pytest.mark.parametrize("overrides, words", [
-    ({"serving.protocol": "asynchronous"}, ["serving.protocol", "synchronous"]),
-    ({"cells.layout": "hex", "cells.count": 7}, ["cells.layout", "'hex'", "single"]),
+@pytest.mark.parametrize("overrides, words, makers", [
+    ({"serving.protocol": "asynchronous"}, ["serving.protocol", "synchronous"], ["parallel"]),
+    ({"cells.layout": "hex", "cells.count": 7}, ["cells.layout", "'hex'", "single"],
+     ["env", "parallel"]),
 ])
-def test_what_the_environments_do_not_step_is_refused_at_construction(overrides, words):
-    """An environment steps synchronous rounds of one cell; a scenario it would step only in
-    part (one cell of several) is refused with one line naming the key, by both APIs."""
-    for make in (lambda: G.MultiSpinEnv(None, "draft", overrides, rounds=5),
-                 lambda: G.parallel_env(None, overrides, rounds=5)):
+def test_what_the_environments_do_not_step_is_refused_at_construction(overrides, words, makers):
+    """An environment steps one cell (the parallel one, its synchronous rounds); a scenario it
+    would step only in part (one cell of several) is refused with one line naming the key."""
+    make_by = {"env": lambda: G.MultiSpinEnv(None, "draft", overrides, rounds=5),
+               "parallel": lambda: G.parallel_env(None, overrides, rounds=5)}
+    for make in (make_by[m] for m in makers):
         with pytest.raises(ValueError) as err:
             make()
         assert all(w in str(err.value) for w in words) and "\n" not in str(err.value)

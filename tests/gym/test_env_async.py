@@ -1,0 +1,206 @@
+"""The environment under the asynchronous protocol (one step = one device's draft decision)
+against the engine's own asynchronous runs: every registered draft controller played as an
+agent reproduces its run, the deciding devices and draft lengths are the recorded drafts, the
+rewards add up to the records (a limit's stop included), the observed outcomes are the verified
+batches', a warm-up, a queueing workload, Gymnasium's checker and the refusals."""
+import warnings
+
+import numpy as np
+import pytest
+
+gymnasium = pytest.importorskip("gymnasium")
+pytest.importorskip("pettingzoo")
+pytest.importorskip("greenlet")
+
+import multispin_sim.gym as G  # noqa: E402
+from multispin_sim.engine.simulation import simulate  # noqa: E402
+from multispin_sim.gym.baselines import ConstantAgent, ControllerAgent  # noqa: E402
+from multispin_sim.policies.draft import DRAFT_CONTROLLERS  # noqa: E402
+from multispin_sim.scenario import load_scenario  # noqa: E402
+
+from test_env import play  # noqa: E402  (one episode driven by an agent)
+
+ASYNC = {"devices.count": 4, "serving.protocol": "asynchronous"}
+
+
+def async_env(over=None, rounds=30, **kwargs):
+    return G.MultiSpinEnv("scenarios/default.yaml", "draft", {**ASYNC, **(over or {})},
+                          rounds=rounds, **kwargs)
+
+
+@pytest.mark.parametrize("name", sorted(DRAFT_CONTROLLERS))
+def test_every_controller_as_an_agent_reproduces_its_asynchronous_run(name, tmp_path):
+    """Driven by the agent, one decision per step, the same rounds.csv (one row per batch) and
+    draft lengths as `multispin-sim run` with the controller (backoff learns from the outcomes
+    the steps report as verified, in the engine's order)."""
+    over = {**ASYNC, "devices.count": 5, "policy.saa_samples": 100,
+            "adaptive.load_threshold": 3}
+    rounds = 25
+    env = G.MultiSpinEnv("scenarios/default.yaml", "draft", over, rounds=rounds, price=1.0,
+                         out=tmp_path / "env")
+    play(env, ControllerAgent(env, name), seed=4)
+    sc = load_scenario("scenarios/default.yaml", {**over, "run.rounds": rounds,
+                                                  "policy.draft": name, "seed": 4})
+    want = simulate(sc, out=tmp_path / "run")
+    got = env.result
+    assert len(got.rounds["round"]) == rounds
+    for column in ("tokens", "start_s", "duration_s", "comm_s"):
+        np.testing.assert_allclose(got.rounds[column], want.rounds[column], rtol=1e-12,
+                                   err_msg=column)
+    np.testing.assert_array_equal(got.device_rounds["draft_len"], want.device_rounds["draft_len"])
+    env.close()
+
+
+def _drafts_by_device(result):
+    """{device: its recorded draft lengths in order} from device_rounds (one row per draft)."""
+    dr = result.device_rounds
+    out = {}
+    for device, length in zip(dr["device"], dr["draft_len"]):
+        out.setdefault(int(device), []).append(int(length))
+    return out
+
+
+def test_a_step_is_one_devices_draft_and_the_rewards_add_up_to_the_records():
+    """Each observation marks one deciding device (``active``, with ``load`` devices in a cycle,
+    itself included); the next info names it and the length it drafted (the action's entry,
+    capped); each device's drafts in order are its recorded ones (drafts still queued when the
+    run ends are not recorded); tokens, time and energy add up to the run's records."""
+    price = 50.0
+    env = async_env({"policy.max_draft": 8}, rounds=40, price=price)
+    rng = np.random.default_rng(1)
+    obs, _ = env.reset(seed=2)
+    decided, rewards, infos = {}, [], []
+    while True:
+        assert obs["active"].sum() == 1 and 1 <= obs["load"][0] <= 4
+        device = int(np.flatnonzero(obs["active"])[0])
+        action = rng.integers(0, 12, size=4).clip(0, 8)
+        obs, reward, terminated, truncated, info = env.step(action)
+        assert info["device"] == device and info["draft_length"] == action[device]
+        decided.setdefault(device, []).append(int(action[device]))
+        rewards.append(reward)
+        infos.append(info)
+        if terminated or truncated:
+            break
+    recorded = _drafts_by_device(env.result)
+    for device, lengths in recorded.items():
+        assert decided[device][:len(lengths)] == lengths
+        assert len(decided[device]) - len(lengths) <= 1   # at most one draft left queued
+    summary = env.result.summary
+    assert sum(i["tokens"] for i in infos) == summary["tokens"] == env.result.rounds["tokens"].sum()
+    assert sum(i["elapsed_s"] for i in infos) == pytest.approx(summary["sim_time_s"], rel=1e-12)
+    assert sum(rewards) == pytest.approx(summary["tokens"] - price * summary["sim_time_s"],
+                                         rel=1e-12)
+    energy = np.asarray(env.result.device_rounds["energy_j"]).sum()
+    assert sum(i["energy_j"] for i in infos) == pytest.approx(energy, rel=1e-12)
+    batches = [b["round"] for i in infos for b in i["batches"]]
+    # every batch reported once, as it ended (a batch with no correction may end first)
+    assert batches == env.result.rounds["round"].tolist() and sorted(batches) == list(range(40))
+    assert batches != sorted(batches)   # the case is exercised
+    assert sum(len(i["verified"]) for i in infos) == 40
+    env.close()
+
+
+def test_observed_outcomes_are_the_verified_batches():
+    """``last_accepted`` and ``last_rejected`` of a device are those of its last verified draft
+    (a batch reported in the step's ``verified``); other devices' entries stay as they were."""
+    env = async_env(rounds=30, price=1.0)
+    obs, _ = env.reset(seed=5)
+    last = np.zeros(4)
+    rejected = np.zeros(4, dtype=np.int8)
+    seen = 0
+    while True:
+        obs, _, terminated, truncated, info = env.step(np.array([2, 4, 6, 8]))
+        for batch in info["verified"]:
+            a = batch["active"]
+            last[a] = batch["accepted"][a]
+            rejected[a] = batch["accepted"][a] < batch["gamma"][a]
+            seen += int(a.sum())
+        np.testing.assert_array_equal(obs["last_accepted"], last)
+        np.testing.assert_array_equal(obs["last_rejected"], rejected)
+        if terminated or truncated:
+            break
+    assert seen == len(env.result.device_rounds["device"]) and rejected.any()
+    env.close()
+
+
+def test_warmup_batches_are_the_scenarios_own():
+    """warmup=w: the drafts decided before w batches have ended are the scenario's fixed
+    length; the first step's info reports none of the warm-up batches, and the episode's
+    rewards count the records after them (N - c T from the warm-up's end)."""
+    price = 10.0
+    env = async_env({"policy.draft_length": 3}, rounds=30, warmup=6, price=price)
+    _, info0 = env.reset(seed=7)
+    assert len(info0["warmup"]) >= 6
+    _, rewards, infos = play_from_reset(env, ConstantAgent(np.full(4, 9)))
+    rounds = env.result.rounds
+    n0 = len(info0["warmup"])
+    # the batches after the warm-up's, in the order they ended (rounds.csv's row order)
+    assert [b["round"] for i in infos for b in i["batches"]] == rounds["round"][n0:].tolist()
+    t0 = rounds["start_s"][n0 - 1] + rounds["duration_s"][n0 - 1]
+    tokens = int(rounds["tokens"][n0:].sum())
+    T = env.result.summary["sim_time_s"] - t0
+    assert sum(rewards) == pytest.approx(tokens - price * T, rel=1e-12)
+    lengths = env.result.device_rounds["draft_len"]
+    assert set(lengths[:4]) == {3} and 9 in set(lengths)
+    env.close()
+
+
+def play_from_reset(env, agent):
+    """One episode after a ``reset`` already made: (None, rewards, infos)."""
+    rewards, infos = [], []
+    while True:
+        _, reward, terminated, truncated, info = env.step(agent())
+        rewards.append(reward)
+        infos.append(info)
+        if terminated or truncated:
+            return None, rewards, infos
+
+
+def test_poisson_requests_end_with_every_token_counted():
+    env = async_env({"workload.arrivals": "poisson", "workload.rate_per_s": 2.0,
+                     "workload.length_tokens": 40}, rounds=60, price=1.0)
+    assert "backlog" in env.observation_space.spaces
+    _, rewards, infos = play(env, ConstantAgent(np.full(4, 6)), seed=3)
+    summary = env.result.summary
+    assert sum(i["tokens"] for i in infos) == summary["tokens"]
+    assert sum(i["elapsed_s"] for i in infos) == pytest.approx(summary["sim_time_s"], rel=1e-12)
+    env.close()
+
+
+@pytest.mark.parametrize("blocks", [8, 2])
+def test_a_limit_ends_the_episode_with_the_records_time(blocks):
+    """A correction needing more fading blocks than the limit stops the run: truncated, and the
+    return is N - c T of the recorded batches (the clock stopped mid-cycle is not counted)."""
+    over = {"devices.count": 6, "link.model": "mcs", "serving.protocol": "asynchronous",
+            "limits.max_blocks_per_transmission": blocks}
+    price = 100.0
+    env = G.MultiSpinEnv("scenarios/doppler-vehicular.yaml", "draft", over, rounds=200,
+                         price=price)
+    _, rewards, infos = play(env, ConstantAgent(np.full(6, 4)), seed=3)
+    summary = env.result.summary
+    assert sum(rewards) == pytest.approx(summary["tokens"] - price * summary["sim_time_s"],
+                                         rel=1e-12, abs=1e-9)
+    if blocks == 2:   # the limit stopped it: said in the last info, as the engine says it
+        assert not summary["complete"] and infos[-1]["stop_reason"] == summary["stop_reason"]
+    env.close()
+
+
+def test_check_env_passes_under_the_asynchronous_protocol():
+    from gymnasium.utils.env_checker import check_env
+
+    env = async_env(rounds=10, price=1.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        check_env(env, skip_render_check=True)
+    env.close()
+
+
+@pytest.mark.parametrize("control", ["mode", "both"])
+def test_mode_control_is_refused_in_one_line(control):
+    with pytest.raises(ValueError, match="allowed: control 'draft'"):
+        G.MultiSpinEnv("scenarios/default.yaml", control, ASYNC, price=1.0)
+
+
+def test_the_parallel_environment_refuses_it():
+    with pytest.raises(ValueError, match="steps synchronous rounds"):
+        G.parallel_env("scenarios/default.yaml", ASYNC, price=1.0)
