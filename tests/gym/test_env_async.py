@@ -204,3 +204,26 @@ def test_mode_control_is_refused_in_one_line(control):
 def test_the_parallel_environment_refuses_it():
     with pytest.raises(ValueError, match="steps synchronous rounds"):
         G.parallel_env("scenarios/default.yaml", ASYNC, price=1.0)
+
+
+def test_regret_is_the_deciding_devices():
+    """The regret searches the deciding device's length on its context (the other devices are
+    not drafting): exhaustive over 0..max_draft, so never negative, the best vector zero but
+    for the deciding device, and zero when the agent plays the best length."""
+    env = async_env({"policy.max_draft": 10}, rounds=12, price=1.0, regret=True,
+                    regret_samples=50)
+    obs, _ = env.reset(seed=3)
+    zero = 0
+    while True:
+        device = int(np.flatnonzero(obs["active"])[0])
+        obs, _, terminated, truncated, info = env.step(np.full(4, 5))
+        regret = info["regret"]
+        assert regret["method"] == "exhaustive" and regret["regret"] >= -1e-12
+        assert np.flatnonzero(regret["best_gamma"]).tolist() in ([device], [])
+        if regret["best_gamma"][device] == 5:
+            assert regret["regret"] == 0.0
+            zero += 1
+        if terminated or truncated:
+            break
+    assert zero >= 1   # the last check is exercised
+    env.close()
