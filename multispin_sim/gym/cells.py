@@ -9,6 +9,8 @@ the agent selected is the cell whose round starts next in simulated time, its ob
 round start's (``spaces.Observer`` on the cell's ``DraftContext``: its devices' gains as its
 draft controller sees them, interference included), its action the cell's draft lengths (and
 split), the action spaces of ``MultiSpinEnv``. Ties in time go in the order SimPy runs them.
+Under the asynchronous protocol (control 'draft') a cell's controller asks at each of its
+devices' draft starts, so an agent acts once per draft of its cell.
 
 Reward of a cell's round: its tokens minus a price c (tokens/s) times the simulated time the
 cell's clock advanced since its previous record (its round, plus any wait for work), so an
@@ -95,9 +97,12 @@ class CellsAECEnv(AECEnv):
             raise ValueError(f"cells.layout is {cells.layout!r}; the environment has one agent "
                              "per cell of a fixed layout ('hex' or 'graphml'; one cell: "
                              "MultiSpinEnv)")
-        if sc.serving.protocol != "synchronous":
-            raise ValueError(f"serving.protocol is {sc.serving.protocol!r}; the environment "
-                             "steps synchronous rounds (serving.protocol: synchronous)")
+        self.asynchronous = sc.serving.protocol == "asynchronous"
+        if self.asynchronous and control != "draft":
+            raise ValueError(f"control is {control!r} with serving.protocol 'asynchronous', "
+                             "where an agent's step is one of its cell's drafts and the "
+                             "scenario's reactive policy decides each batch's corrections: "
+                             "allowed: control 'draft'")
         shared = MOBILITY_MODELS.lookup(sc.mobility.model).moves or cells.reassociate
         if cells.drop != "per-cell" and not shared:
             raise ValueError("cells.drop is 'region' with devices that stay in their cells: "
@@ -113,7 +118,7 @@ class CellsAECEnv(AECEnv):
         count = cells_layout(sc)[1].count
         self.possible_agents = [f"cell_{c}" for c in range(count)]
         self._obs_space = observation_space(self.k, self.max_draft, self.queueing,
-                                            sc.compute.thermal)
+                                            sc.compute.thermal, self.asynchronous)
         self._act_space = action_space(self.k, self.max_draft, control, mode_action)
         self.prices = (reference_prices(sc, price_rounds) if price == "reference"
                        else {c: _price(price) for c in range(count)})
@@ -156,7 +161,12 @@ class CellsAECEnv(AECEnv):
         self.infos[agent] = {"round": int(record.round), "tokens": tokens,
                              "duration_s": float(record.duration), "elapsed_s": elapsed,
                              "time_s": end, "gamma": np.array(record.gamma, dtype=np.int64)}
-        self._observers[cell].outcome(record)
+        if not self.asynchronous:   # (asynchronous: each batch's outcomes when verified)
+            self._observers[cell].outcome(record)
+
+    def _verified(self, cell, gamma, accepted, active):
+        """A batch of cell ``cell`` verified (the asynchronous protocol): its last outcomes."""
+        self._observers[cell].verified(gamma, accepted, active)
 
     def _simulate(self, _=None):
         return run_to_end(self.net.env, self._main, self.net.loop)
@@ -187,7 +197,8 @@ class CellsAECEnv(AECEnv):
         """Cell ``cell``'s outside draft controller (and reactive policy)."""
         def controller(own):
             self.own_controllers[cell] = own
-            return AgentDraft(own, functools.partial(self._ask, cell))
+            tell = functools.partial(self._verified, cell) if self.asynchronous else None
+            return AgentDraft(own, functools.partial(self._ask, cell), tell)
         hooks = {"controller": controller}
         if self.control != "draft":
             def split(own, cell=cell):
