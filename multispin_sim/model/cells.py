@@ -23,6 +23,8 @@ is refused there. Layouts without a grid colour server c with c mod 3: for a Poi
 whose servers are drawn independently of their index, a colouring independent of the
 positions (each colour a thinning of the process); for 'graphml', the file's order.
 """
+import functools
+
 import numpy as np
 
 from .registry import Registry
@@ -80,15 +82,32 @@ def wrap_lattice(count, isd_m):
 _CORNERS = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
 
 
+def _shortest(delta, lattice):
+    """(the shortest images of the vectors ``delta`` (..., 2), the translations taken off)."""
+    basis = np.asarray(lattice, dtype=float)
+    inverse, corners = _lattice_tables(basis.tobytes())
+    d = delta.reshape(-1, 2)
+    base = np.floor(d @ inverse) @ basis
+    # one column per coordinate and corner: on this scale (tens of devices, a few sites) a
+    # batch of (4, 2) @ (2, 2) products and 3-D broadcasts cost about three times as much
+    sx, sy = base[:, :1] + corners[:, 0], base[:, 1:] + corners[:, 1]
+    ix, iy = d[:, :1] - sx, d[:, 1:] - sy
+    rows = np.arange(d.shape[0])
+    best = np.argmin(ix * ix + iy * iy, axis=1)
+    images = np.stack([ix[rows, best], iy[rows, best]], axis=-1).reshape(delta.shape)
+    return images, np.stack([sx[rows, best], sy[rows, best]], axis=-1).reshape(delta.shape)
+
+
+@functools.lru_cache(maxsize=16)
+def _lattice_tables(basis_bytes):
+    basis = np.frombuffer(basis_bytes).reshape(2, 2)
+    return np.linalg.inv(basis), _CORNERS @ basis
+
+
 def image_shifts(delta, lattice):
     """The wrap-around translations (..., 2) to take off the vectors ``delta`` (..., 2) to get
     their shortest images (exactly 0.0 where a vector is its own shortest image)."""
-    basis = np.asarray(lattice, dtype=float)
-    base = np.floor(delta @ np.linalg.inv(basis))
-    shifts = (base[..., None, :] + _CORNERS) @ basis
-    images = delta[..., None, :] - shifts
-    best = np.argmin(np.einsum("...mc,...mc->...m", images, images), axis=-1)
-    return np.take_along_axis(shifts, best[..., None, None], axis=-2)[..., 0, :]
+    return _shortest(np.asarray(delta, dtype=float), lattice)[1]
 
 
 def link_distances(points, sites, lattice=None):
@@ -97,7 +116,7 @@ def link_distances(points, sites, lattice=None):
     position of the point (the distance on the torus)."""
     v = np.asarray(points, dtype=float)[:, None, :] - np.asarray(sites, dtype=float)[None, :, :]
     if lattice is not None:
-        v = v - image_shifts(v, lattice)
+        v = _shortest(v, lattice)[0]
     return np.hypot(v[..., 0], v[..., 1])
 
 
