@@ -22,6 +22,7 @@ class AgentDraft:
     def __init__(self, own, ask, tell=None):
         self.own = own
         self.ask = ask
+        self.last = None
         observe = getattr(own, "observe", None)
         if tell is not None:
             self.observe = _both(observe, tell)
@@ -37,6 +38,7 @@ class AgentDraft:
         gamma = np.where(ctx.active, gamma, 0)
         if ctx.remaining is not None:
             gamma = np.minimum(gamma, np.maximum(ctx.remaining - 1, 0))
+        self.last = gamma   # the lengths applied to the agent's last answer
         return gamma
 
 

@@ -243,7 +243,8 @@ class MultiSpinEnv(gymnasium.Env):
         """The round loop's draft controller: the agent's, around the scenario's own ``own``
         (kept as ``own_controller``: it decides the rounds the agent leaves to it)."""
         self.own_controller = own
-        return AgentDraft(own, self._ask, self._tell if self.asynchronous else None)
+        self._draft = AgentDraft(own, self._ask, self._tell if self.asynchronous else None)
+        return self._draft
 
     def _agent_split(self, own):
         """The round loop's reactive policy (control 'mode' or 'both'): the agent's split,
@@ -365,7 +366,7 @@ class MultiSpinEnv(gymnasium.Env):
                 now = self.result.summary["sim_time_s"]
             elapsed, self._t_last = now - self._t_last, now
             self._observe_verified()
-            info = self._batches_info(ctx, draft, records, now, elapsed)
+            info = self._batches_info(ctx, records, now, elapsed)
         else:
             record = records[-1] if records else None   # None: a limit stopped the round
             # the clock as the records have it: a round cut short adds no time to them
@@ -405,7 +406,7 @@ class MultiSpinEnv(gymnasium.Env):
         for batch in self._verified:
             self._observe.verified(batch["gamma"], batch["accepted"], batch["active"])
 
-    def _batches_info(self, ctx, draft, records, now, elapsed):
+    def _batches_info(self, ctx, records, now, elapsed):
         """The step's info under the asynchronous protocol: the deciding ``device``, its draft
         ``draft_length``; ``verified``: each batch verified since the last decision (``gamma``,
         ``accepted``, ``active``: the outcomes a controller is told); ``batches``: the rounds.csv
@@ -413,11 +414,8 @@ class MultiSpinEnv(gymnasium.Env):
         aside); ``tokens``, ``energy_j``: their totals."""
         verified, self._verified = self._verified, []
         batches = [self._info(record) for record in records]
-        deciding = np.flatnonzero(ctx.active)
-        device = int(deciding[0]) if deciding.size else -1
-        length = 0 if draft is None or device < 0 else int(AgentDraft(None, lambda _: draft)
-                                                           .lengths(ctx)[device])
-        return {"device": device, "draft_length": length,
+        device = int(np.flatnonzero(ctx.active)[0])   # one device decides each draft
+        return {"device": device, "draft_length": int(self._draft.last[device]),
                 "tokens": sum(b["tokens"] for b in batches),
                 "elapsed_s": elapsed, "energy_j": float(sum(b["energy_j"] for b in batches)),
                 "time_s": now, "verified": verified, "batches": batches}
