@@ -139,8 +139,10 @@ class _Witness:
         return records
 
     def round(self, record):
-        self.records.append(record)
-        if self.warmup is not None:
+        if self.warmup is None:
+            self.records.append(record)
+        else:   # the warm-up: its last record only (there may be many)
+            self.records = [record]
             self.warmup.append({"gamma": np.array(record.gamma, dtype=np.int64),
                                 "accepted": np.array(record.accepted, dtype=np.int64),
                                 "active": np.array(record.active, dtype=bool)})
