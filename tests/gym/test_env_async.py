@@ -227,3 +227,12 @@ def test_regret_is_the_deciding_devices():
             break
     assert zero >= 1   # the last check is exercised
     env.close()
+
+
+def test_the_flat_observation_labels_the_load_once():
+    env = G.FlatObservation(async_env({"devices.count": 3}, rounds=5, price=1.0))
+    obs, _ = env.reset(seed=1)
+    names = G.flat_names(env)
+    assert len(names) == obs.shape[0] and names.count("load") == 1
+    assert not any(n.startswith("load[") for n in names)
+    env.close()
