@@ -102,54 +102,58 @@ def run(quick=False):
     return figures
 
 
+def _against_engine(make_env, play, over, pairs):
+    """Interleaved A/B of the engine's run of ``over`` against ``play(env)``, one episode of
+    the environment ``make_env()`` (warmed up once)."""
+    from .abtest import interleaved, records_in_process, scenario_run
+
+    with tempfile.TemporaryDirectory() as tmp, records_in_process():
+        env = make_env()
+        play(env)   # warm
+        res = interleaved(scenario_run(tmp, over), lambda: play(env), pairs)
+        env.close()
+    return res
+
+
+def _speed(name, res, target):
+    ratio = 1.0 / res["ratio_wall"]
+    print(f"  {name} / engine speed = {ratio:.2f} (wall), {1.0 / res['ratio_cpu']:.2f} (CPU); "
+          f"target >= {target}")
+    return ratio
+
+
 def asynchronous_figures(quick, pairs):
     """Figure 4 of the module docstring."""
     from ..gym import MultiSpinEnv
-    from .abtest import describe, interleaved, records_in_process, scenario_run
+    from .abtest import describe
 
     batches = 600 if quick else 3_000
     over = {"run.rounds": batches, "serving.protocol": "asynchronous", "seed": 1}
-    with tempfile.TemporaryDirectory() as tmp, records_in_process():
-        env = MultiSpinEnv(None, "draft", over, price=1.0)
-        action = np.full(K, 4)
-
-        def stepped():
-            _episode(env, 10**9, action)
-        stepped()  # warm
-        res = interleaved(scenario_run(tmp, over), stepped, pairs)
-        env.close()
+    res = _against_engine(lambda: MultiSpinEnv(None, "draft", over, price=1.0),
+                          lambda env: _episode(env, 10**9, np.full(K, 4)), over, pairs)
     print(f"gym: the asynchronous protocol, default scenario K = {K}, gamma = 4, {batches:,} "
           "batches; engine run vs environment episode (one step per draft)")
     describe("engine", "env", res)
-    ratio = 1.0 / res["ratio_wall"]
-    print(f"  environment / engine speed = {ratio:.2f} (wall), {1.0 / res['ratio_cpu']:.2f} "
-          "(CPU); target >= 0.2")
-    return {"asynchronous_env_over_engine": ratio, "asynchronous_pairs": res}
+    return {"asynchronous_env_over_engine": _speed("environment", res, 0.2),
+            "asynchronous_pairs": res}
 
 
 def cells_figures(quick, pairs):
     """Figure 3 of the module docstring."""
     from ..gym import cells_env
-    from .abtest import describe, interleaved, records_in_process, scenario_run
+    from .abtest import describe
 
     rounds = 100 if quick else 500
     over = {"run.rounds": rounds, "cells.layout": "hex", "cells.count": 7, "cells.isd_m": 500.0}
-    with tempfile.TemporaryDirectory() as tmp, records_in_process():
-        env = cells_env(None, over, price=1.0)
-        action = np.full(env.k, 4)
 
-        def stepped():
-            env.reset(seed=env.scenario.seed)   # the engine run's
-            for agent in env.agent_iter():
-                *_, terminated, truncated, _ = env.last()
-                env.step(None if terminated or truncated else action)
-        stepped()  # warm
-        res = interleaved(scenario_run(tmp, over), stepped, pairs)
-        env.close()
+    def play(env):
+        action = np.full(env.k, 4)
+        env.reset(seed=env.scenario.seed)   # the engine run's
+        for agent in env.agent_iter():
+            *_, terminated, truncated, _ = env.last()
+            env.step(None if terminated or truncated else action)
+    res = _against_engine(lambda: cells_env(None, over, price=1.0), play, over, pairs)
     print(f"gym: seven hex cells (K = {K} each, gamma = 4), {rounds:,} rounds per cell; engine "
           "run vs AEC environment episode (every agent answering gamma = 4)")
     describe("engine", "cells env", res)
-    ratio = 1.0 / res["ratio_wall"]
-    print(f"  AEC env / engine speed = {ratio:.2f} (wall), {1.0 / res['ratio_cpu']:.2f} (CPU); "
-          "target >= 0.5")
-    return {"cells_env_over_engine": ratio, "cells_pairs": res}
+    return {"cells_env_over_engine": _speed("AEC env", res, 0.5), "cells_pairs": res}
