@@ -41,7 +41,8 @@ from ..scenario import load_scenario
 from .control import AgentDraft, AgentSplit
 from .env import _END, CONTROLS, _count, _price, episode_scenario, run_to_end
 from .folders import EpisodeFolders
-from .spaces import MODE_ACTIONS, Observer, action_space, check_action, observation_space
+from .spaces import (MODE_ACTIONS, Observer, SameSpaces, action_space, check_action,
+                     observation_space)
 
 
 def reference_prices(scenario, rounds=500):
@@ -67,7 +68,7 @@ class _Tap:
         return getattr(self._recorder, name)
 
 
-class CellsAECEnv(AECEnv):
+class CellsAECEnv(SameSpaces, AECEnv):
     """Several cells of Multi-SPIN as a PettingZoo AEC environment (module docstring).
 
     ``scenario``, ``overrides``: as ``MultiSpinEnv``, a layout of several cells
@@ -129,14 +130,6 @@ class CellsAECEnv(AECEnv):
         self._rng = np.random.default_rng(sc.seed)   # the seeds of episodes reset leaves open
         self.episode = -1
         self.agents = []
-
-    @functools.lru_cache(maxsize=None)
-    def observation_space(self, agent):
-        return self._obs_space
-
-    @functools.lru_cache(maxsize=None)
-    def action_space(self, agent):
-        return self._act_space
 
     def observe(self, agent):
         return self._obs[agent]

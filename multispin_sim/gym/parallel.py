@@ -9,17 +9,16 @@ reward of the round) and an info of its own: its tokens, accepted tokens, reject
 (0 none, 1 UL, 2 DL) and correction delay in the round. ``state()`` is the full observation,
 flattened. One step is one round of ``env.MultiSpinEnv`` (control='draft'), which this wraps.
 """
-import functools
 
 import numpy as np
 from gymnasium import spaces
 from pettingzoo import ParallelEnv
 
 from .env import MultiSpinEnv
-from .spaces import GLOBAL_KEYS, scalar_int
+from .spaces import GLOBAL_KEYS, SameSpaces, scalar_int
 
 
-class MultiSpinParallelEnv(ParallelEnv):
+class MultiSpinParallelEnv(SameSpaces, ParallelEnv):
     """Keyword arguments as ``MultiSpinEnv`` (``control`` is always 'draft')."""
 
     metadata = {"render_modes": [], "name": "multispin_v0", "is_parallelizable": True}
@@ -45,18 +44,10 @@ class MultiSpinParallelEnv(ParallelEnv):
                 own[key] = spaces.MultiBinary(1)
             else:
                 own[key] = spaces.Box(sub.low[:1], sub.high[:1], dtype=sub.dtype)
-        self._own_space = spaces.Dict(own)
-        self._action_space = spaces.Discrete(self.env.max_draft + 1)
+        self._obs_space = spaces.Dict(own)
+        self._act_space = spaces.Discrete(self.env.max_draft + 1)
         self.state_space = spaces.flatten_space(full)
         self._obs = None
-
-    @functools.lru_cache(maxsize=None)
-    def observation_space(self, agent):
-        return self._own_space
-
-    @functools.lru_cache(maxsize=None)
-    def action_space(self, agent):
-        return self._action_space
 
     def _split(self, obs):
         out = {}

@@ -141,6 +141,17 @@ def check_action(action, control, k, max_draft, mode_action):
             check_mode(action["mode"], k, mode_action))
 
 
+class SameSpaces:
+    """PettingZoo's per-agent spaces where every agent has the same ones: ``_obs_space`` and
+    ``_act_space``, the same objects on every call (as PettingZoo asks)."""
+
+    def observation_space(self, agent):
+        return self._obs_space
+
+    def action_space(self, agent):
+        return self._act_space
+
+
 class Observer:
     """Builds observations from a round start's ``DraftContext`` and the last round's record."""
 
