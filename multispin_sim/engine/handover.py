@@ -114,12 +114,11 @@ class Network:
         sees whether work may still come to it: ``AttachedWorkload.exhausted``)."""
         if self.work.exhausted():
             for cell in list(self.arrivals):
-                self._wake(cell)
+                _fire(self.arrivals, cell)
             for key in list(self.device_waits):
-                self._wake_device(*key)
+                _fire(self.device_waits, key)
         elif self.attached[dev] >= 0:
-            self._wake(int(self.attached[dev]))
-            self._wake_device(int(self.attached[dev]), dev)
+            self._wake(int(self.attached[dev]), dev)
 
     def loops_ended(self, now):
         """Every cell's loop has ended: the shared workload takes no more requests."""
@@ -243,26 +242,17 @@ class Network:
         self.leaving[dev] = -1
         self.attached[dev] = target
         record.update(arrival_s=env.now, interruption_s=env.now - record["time_s"])
-        self._wake(target)
-        self._wake_device(target, dev)
+        self._wake(target, dev)
 
-    def _wake(self, cell):
-        event = self.arrivals.pop(cell, None)
-        if event is not None:
-            event.succeed()
-
-    def _wake_device(self, cell, dev):
-        event = self.device_waits.pop((cell, dev), None)
-        if event is not None:
-            event.succeed()
+    def _wake(self, cell, dev):
+        """``dev`` may have work in ``cell`` now: wake the cell's loop and the device's wait."""
+        _fire(self.arrivals, cell)
+        _fire(self.device_waits, (cell, dev))
 
     def device_event(self, env, cell, dev):
         """An event fired when ``dev`` arrives at ``cell``, or gets a request while attached
         to it (the asynchronous protocol's device processes wait on it)."""
-        event = self.device_waits.get((cell, dev))
-        if event is None:
-            event = self.device_waits[cell, dev] = env.event()
-        return event
+        return _wait(self.device_waits, env, (cell, dev))
 
     def idle(self, cell):
         """No device attached to ``cell`` and none migrating to it."""
@@ -277,10 +267,9 @@ class Network:
         self.arrivals.clear()
 
     def arrival_event(self, env, cell):
-        event = self.arrivals.get(cell)
-        if event is None:
-            event = self.arrivals[cell] = env.event()
-        return event
+        """An event fired when a device arrives at ``cell``, or gets a request while attached
+        to it (a waiting round loop waits on it)."""
+        return _wait(self.arrivals, env, cell)
 
     def summary(self, duration_s):
         """summary.json's ``handover`` section over a run of ``duration_s`` seconds."""
@@ -302,6 +291,21 @@ class Network:
             w = csv.DictWriter(f, cols, restval="", extrasaction="ignore")
             w.writeheader()
             w.writerows(self.log)
+
+
+def _wait(waits, env, key):
+    """The event of ``key`` in ``waits`` (one made when there is none)."""
+    event = waits.get(key)
+    if event is None:
+        event = waits[key] = env.event()
+    return event
+
+
+def _fire(waits, key):
+    """Fire and forget the event of ``key`` in ``waits``, if any."""
+    event = waits.pop(key, None)
+    if event is not None:
+        event.succeed()
 
 
 class AttachedWorkload:

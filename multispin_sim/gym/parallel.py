@@ -14,6 +14,7 @@ import numpy as np
 from gymnasium import spaces
 from pettingzoo import ParallelEnv
 
+from ..scenario import load_scenario
 from .env import MultiSpinEnv
 from .spaces import GLOBAL_KEYS, SameSpaces, scalar_int
 
@@ -25,12 +26,11 @@ class MultiSpinParallelEnv(SameSpaces, ParallelEnv):
 
     def __init__(self, scenario=None, overrides=None, **kwargs):
         kwargs.pop("control", None)
-        self.env = MultiSpinEnv(scenario, "draft", overrides, **kwargs)
-        if self.env.asynchronous:
-            self.env.close()
+        if load_scenario(scenario, overrides).serving.protocol == "asynchronous":
             raise ValueError("serving.protocol is 'asynchronous', where devices decide one at a "
                              "time: the parallel environment steps synchronous rounds (one "
                              "agent per device: MultiSpinEnv steps each device's draft)")
+        self.env = MultiSpinEnv(scenario, "draft", overrides, **kwargs)
         k = self.env.k
         self.possible_agents = [f"device_{i}" for i in range(k)]
         self.agents = []
