@@ -68,12 +68,14 @@ def test_block_by_block_far_from_interferers_is_the_single_cells_harq_law():
 
 
 def test_close_cells_add_outages():
-    """At an ISD of 150 m the other cells' interference pushes transport blocks below the
-    lowest MCS: more outages per correction than the same cells 10^6 m apart."""
+    """At an ISD of 200 m the other cells' interference pushes transport blocks below the
+    lowest MCS: more outages per correction than the same cells 10^6 m apart. (A device whose
+    SINR almost never reaches the lowest MCS waits block after block while the other cells run
+    on: the block limit keeps such a drop from simulating hours; its partial records count.)"""
     per = []
-    for isd in (1e6, 150.0):
+    for isd in (1e6, 200.0):
         res = run(**NR, **{"run.rounds": 60, "cells.layout": "hex", "cells.count": 7,
-                           "cells.isd_m": isd})
+                           "cells.isd_m": isd, "limits.max_blocks_per_transmission": 20_000})
         links = [cell.summary["link"] for cell in res.cells]
         per.append(sum(x["outages"] + x["harq_failures"] for x in links)
                    / sum(x["corrections"] for x in links))
