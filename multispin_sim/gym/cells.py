@@ -9,8 +9,9 @@ the agent selected is the cell whose round starts next in simulated time, its ob
 round start's (``spaces.Observer`` on the cell's ``DraftContext``: its devices' gains as its
 draft controller sees them, interference included), its action the cell's draft lengths (and
 split), the action spaces of ``MultiSpinEnv``. Ties in time go in the order SimPy runs them.
-Under the asynchronous protocol (control 'draft') a cell's controller asks at each of its
-devices' draft starts, so an agent acts once per draft of its cell.
+Under the asynchronous protocol a cell's controller asks at each of its devices' draft starts,
+so an agent acts once per draft of its cell (its split standing for its cell's correction
+phases until its next answer).
 
 Reward of a cell's round: its tokens minus a price c (tokens/s) times the simulated time the
 cell's clock advanced since its previous record (its round, plus any wait for work), so an
@@ -99,11 +100,6 @@ class CellsAECEnv(SameSpaces, AECEnv):
                              "per cell of a fixed layout ('hex' or 'graphml'; one cell: "
                              "MultiSpinEnv)")
         self.asynchronous = sc.serving.protocol == "asynchronous"
-        if self.asynchronous and control != "draft":
-            raise ValueError(f"control is {control!r} with serving.protocol 'asynchronous', "
-                             "where an agent's step is one of its cell's drafts and the "
-                             "scenario's reactive policy decides each batch's corrections: "
-                             "allowed: control 'draft'")
         shared = MOBILITY_MODELS.lookup(sc.mobility.model).moves or cells.reassociate
         if cells.drop != "per-cell" and not shared:
             raise ValueError("cells.drop is 'region' with devices that stay in their cells: "

@@ -34,11 +34,12 @@ class AgentDraft:
     def lengths(self, ctx):
         gamma = self.ask(ctx)
         if gamma is None:
-            return self.own.lengths(ctx)
-        gamma = np.where(ctx.active, gamma, 0)
-        if ctx.remaining is not None:
-            gamma = np.minimum(gamma, np.maximum(ctx.remaining - 1, 0))
-        self.last = gamma   # the lengths applied to the agent's last answer
+            gamma = self.own.lengths(ctx)
+        else:
+            gamma = np.where(ctx.active, gamma, 0)
+            if ctx.remaining is not None:
+                gamma = np.minimum(gamma, np.maximum(ctx.remaining - 1, 0))
+        self.last = gamma   # the lengths applied at the last decision, the agent's or not
         return gamma
 
 

@@ -31,9 +31,11 @@ A run a limit stops inside a round (``engine.guards.LimitReached``: the round is
 ends with a truncated step that reports that round as nothing delivered in no time, so that the
 rewards and infos add up to the records (the return is N - c T of the recorded rounds).
 
-Under the asynchronous protocol (control 'draft') a step is one device's draft decision: the
-reward counts the batches that ended since the previous decision and the time since it
-(``_batches_info``); the return is the same N - c T."""
+Under the asynchronous protocol a step is one device's draft decision: the reward counts the
+batches that ended since the previous decision and the time since it (``_batches_info``); the
+return is the same N - c T. A split (control 'mode' or 'both') stands until the next decision:
+each batch's corrections are decided at its phase start with the split answered last, which is
+also the one the draft controllers price corrections with."""
 import dataclasses
 import itertools
 import math
@@ -190,10 +192,6 @@ class MultiSpinEnv(gymnasium.Env):
         self.scenario = load_scenario(base, extra) if extra else base
         sc = self.scenario
         self.asynchronous = sc.serving.protocol == "asynchronous"
-        if self.asynchronous and control != "draft":
-            raise ValueError(f"control is {control!r} with serving.protocol 'asynchronous', "
-                             "where a step is one device's draft and the scenario's reactive "
-                             "policy decides each batch's corrections: allowed: control 'draft'")
         if sc.cells.layout != "single":
             raise ValueError(f"cells.layout is {sc.cells.layout!r}; the environment steps the "
                              "rounds of one cell (cells.layout: single; several cells: "

@@ -2,7 +2,8 @@
 against the engine's own asynchronous runs: every registered draft controller played as an
 agent reproduces its run, the deciding devices and draft lengths are the recorded drafts, the
 rewards add up to the records (a limit's stop included), the observed outcomes are the verified
-batches', a warm-up, a queueing workload, Gymnasium's checker and the refusals."""
+batches', a warm-up, a queueing workload, Gymnasium's checker; with control 'mode' or 'both' the
+split an agent answers stands for the correction phases until its next decision."""
 import warnings
 
 import numpy as np
@@ -185,20 +186,72 @@ def test_a_limit_ends_the_episode_with_the_records_time(blocks):
     env.close()
 
 
-def test_check_env_passes_under_the_asynchronous_protocol():
+@pytest.mark.parametrize("control", ["draft", "mode", "both"])
+def test_check_env_passes_under_the_asynchronous_protocol(control):
     from gymnasium.utils.env_checker import check_env
 
-    env = async_env(rounds=10, price=1.0)
+    env = G.MultiSpinEnv("scenarios/default.yaml", control, ASYNC, rounds=10, price=1.0)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         check_env(env, skip_render_check=True)
     env.close()
 
 
-@pytest.mark.parametrize("control", ["mode", "both"])
-def test_mode_control_is_refused_in_one_line(control):
-    with pytest.raises(ValueError, match="allowed: control 'draft'"):
-        G.MultiSpinEnv("scenarios/default.yaml", control, ASYNC, price=1.0)
+@pytest.mark.parametrize("draft", ["fixed", "greedy"])
+def test_a_standing_split_on_one_link_is_that_policys_run(draft, tmp_path):
+    """control 'mode': the prefix n = K (every rejected device by UL) and n = 0 (all by DL),
+    answered at every draft decision, reproduce the runs with policy.mode all-ul and all-dl
+    (rounds.csv within rtol 1e-12, the same draft lengths): the split an agent answers stands
+    for the correction phases until its next decision, and the draft controllers price
+    corrections with it (greedy's lengths differ between the two, so that is exercised)."""
+    over = {**ASYNC, "devices.count": 5, "policy.draft": draft, "policy.saa_samples": 100}
+    lengths = []
+    for n, policy in ((5, "all-ul"), (0, "all-dl")):
+        env = G.MultiSpinEnv("scenarios/default.yaml", "mode", over, rounds=30, price=1.0,
+                             out=tmp_path / f"env{n}")
+        play(env, ConstantAgent(n), seed=4)
+        sc = load_scenario("scenarios/default.yaml", {**over, "run.rounds": 30,
+                                                      "policy.mode": policy, "seed": 4})
+        want, got = simulate(sc, out=tmp_path / policy), env.result
+        for column in ("tokens", "start_s", "duration_s", "comm_s"):
+            np.testing.assert_allclose(got.rounds[column], want.rounds[column], rtol=1e-12,
+                                       err_msg=f"{policy} {column}")
+        np.testing.assert_array_equal(got.device_rounds["draft_len"],
+                                      want.device_rounds["draft_len"])
+        rejected = got.device_rounds["rejected"] == 1
+        assert rejected.any() and set(got.device_rounds["mode"][rejected]) == {policy[4:]}
+        lengths.append(got.device_rounds["draft_len"].tolist())
+        env.close()
+    if draft == "greedy":   # priced with another split, it would draft otherwise
+        assert np.mean(lengths[0]) != np.mean(lengths[1])
+
+
+def test_each_batchs_corrections_follow_the_split_standing_at_its_phase():
+    """Alternating all DL and all UL from one decision to the next: a batch's corrections never
+    mix the two (one standing split decides a whole phase) and both occur; per-device modes
+    under control 'both' are followed device by device."""
+    env = G.MultiSpinEnv("scenarios/default.yaml", "mode", ASYNC, rounds=60, price=1.0)
+    answers = iter(np.arange(10_000) % 2 * 4)   # 0, 4, 0, 4, ...: all DL, all UL, ...
+    play(env, lambda obs, info: next(answers), seed=6)
+    dev = env.result.device_rounds
+    rejected = dev["rejected"] == 1
+    modes = {}
+    for batch, mode in zip(dev["round"][rejected], dev["mode"][rejected]):
+        modes.setdefault(int(batch), set()).add(mode)
+    assert len(modes) > 20 and all(len(m) == 1 for m in modes.values())
+    assert set.union(*modes.values()) == {"ul", "dl"}
+    env.close()
+
+    per_device = np.array([0, 1, 0, 1])
+    env = G.MultiSpinEnv("scenarios/default.yaml", "both", ASYNC, rounds=30, price=1.0,
+                         mode_action="per-device")
+    play(env, ConstantAgent({"draft": np.full(4, 5), "mode": per_device}), seed=2)
+    dev = env.result.device_rounds
+    rejected = dev["rejected"] == 1
+    assert rejected.sum() > 10 and set(dev["draft_len"]) == {5}
+    np.testing.assert_array_equal(dev["mode"][rejected],
+                                  np.where(per_device == 0, "ul", "dl")[dev["device"][rejected]])
+    env.close()
 
 
 def test_the_parallel_environment_refuses_it():
