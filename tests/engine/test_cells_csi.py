@@ -45,9 +45,11 @@ def test_one_hex_cell_with_imperfect_csi_is_the_single_cell_run(csi):
 def test_array_streams_under_interference_meet_the_matched_beam_gain():
     """7 cells, M = 2, MMSE error s2 and aged CSI, the decisions blind to the interference (so
     the recorded gain is the estimate): each stream's recorded gain has the matched beam's
-    law given the estimate, mean excess v = 1 - rho^2 + rho^2 s2 over rho^2 ||h_hat||^2."""
+    law given the estimate, mean excess v = 1 - rho^2 + rho^2 s2 over rho^2 ||h_hat||^2.
+    (Seed 3: at the default seed one stream, blind to a close interferer, takes 2,000 s and
+    the other cells run 20 times the rounds until the network's horizon.)"""
     s2, doppler, tau = 0.2, 50.0, 2e-3
-    res = run(**{"run.rounds": 150, "cells.layout": "hex", "cells.count": 7,
+    res = run(**{"run.rounds": 150, "seed": 3, "cells.layout": "hex", "cells.count": 7,
                  "server.antennas": 2, "cells.interference_csi": "none",
                  "csi.estimation_error_variance": s2, "channel.doppler_hz": doppler,
                  "csi.delay_ms": tau * 1e3})
