@@ -60,14 +60,15 @@ SEARCH = {
 
 
 # name -> (controller, what it does, switches) of the compiled search: with a switch off, the
-# controller's search runs with ``compiled=False``, the numpy search
+# controller's search runs with ``compiled=False``, the numpy search (the controller class holds
+# its search: patching the module's name would leave the compiled one in place)
 COMPILED = {
     "whole greedy": ("greedy", "the greedy compiled whole",
-                     [(controllers, "greedy_search",
-                       functools.partial(draft_search.greedy_search, compiled=False))]),
+                     [(controllers.GreedyDraft, "search", staticmethod(
+                         functools.partial(draft_search.greedy_search, compiled=False)))]),
     "whole budget": ("budget", "the budget search compiled whole",
-                     [(controllers, "budget_search",
-                       functools.partial(draft_search.budget_search, compiled=False))]),
+                     [(controllers.BudgetDraft, "search", staticmethod(
+                         functools.partial(draft_search.budget_search, compiled=False)))]),
 }
 
 
