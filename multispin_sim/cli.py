@@ -108,7 +108,9 @@ def cmd_run(args):
     signum = result.stop_signal
     if not result.complete:
         if signum is None:  # a limit stopped the run: a failure during the run
-            raise CliError(f"run stopped early after {s['rounds']} rounds",
+            cells = f" in {len(s['cells'])} cells" if "cells" in s else ""
+            raise CliError(f"run stopped early after {s['rounds']:,} rounds{cells} "
+                           f"({s['sim_time_s']:,.1f} simulated seconds)",
                            s.get("stop_reason", "stopped"),
                            f"{result.stop_todo or 'see summary.json'}; "
                            f"partial output in {result.folder} (complete: false)", status=1)
