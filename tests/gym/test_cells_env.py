@@ -32,6 +32,20 @@ def play(env, agent, seed=None):
     return returns, starts
 
 
+def assert_same_tables(got, want):
+    """rounds.csv and device_rounds.csv of two network runs: the same columns, numbers within
+    rtol 1e-12, the rest identical."""
+    for table in ("rounds", "device_rounds"):
+        a, b = got.table(table), want.table(table)
+        assert sorted(a) == sorted(b) and a["cell"].size > 50
+        for column in a:
+            if np.asarray(a[column]).dtype.kind in "iufb":
+                np.testing.assert_allclose(a[column], b[column], rtol=1e-12, atol=0,
+                                           err_msg=f"{table}.{column}")
+            else:
+                np.testing.assert_array_equal(a[column], b[column], err_msg=f"{table}.{column}")
+
+
 def own(env, name):
     """The cell's own draft controller on its round start: the scenario's decision."""
     return env.own_controllers[int(name.split("_")[1])].lengths(env.context)
@@ -91,15 +105,7 @@ def test_the_cells_own_controllers_as_agents_reproduce_the_network_run(overrides
     returns, starts = play(env, own)
     got = env.result
     want = simulate(load_scenario(None, over), out=tmp_path / "run")
-    for table in ("rounds", "device_rounds"):
-        a, b = got.table(table), want.table(table)
-        assert sorted(a) == sorted(b) and a["cell"].size > 50
-        for column in a:
-            if np.asarray(a[column]).dtype.kind in "iufb":
-                np.testing.assert_allclose(a[column], b[column], rtol=1e-12, atol=0,
-                                           err_msg=f"{table}.{column}")
-            else:
-                np.testing.assert_array_equal(a[column], b[column], err_msg=f"{table}.{column}")
+    assert_same_tables(got, want)
     rounds = got.rounds
     for c in range(7):
         mine = rounds["cell"] == c
@@ -164,4 +170,21 @@ def test_under_the_asynchronous_protocol_an_agent_acts_at_one_devices_draft():
         env.step(np.full(env.k, 3))
         steps += 1
     assert steps >= env.result.device_rounds["cell"].size
+    env.close()
+
+
+@pytest.mark.parametrize("protocol", ["synchronous", "asynchronous"])
+def test_every_agent_answering_all_ul_is_the_networks_all_ul_run(protocol, tmp_path):
+    """control 'mode', every agent answering n = K (every rejected device by UL; under the
+    asynchronous protocol the split stands from one answer to the next) and greedy control
+    pricing with it: the network's run with policy.mode all-ul (rtol 1e-12)."""
+    over = {**HEX, "run.rounds": 10, "seed": 5, "serving.protocol": protocol,
+            "policy.draft": "greedy", "policy.saa_samples": 64}
+    env = G.cells_env(None, over, control="mode", price=40.0, out=tmp_path / "env")
+    play(env, lambda env, name: env.k)
+    got = env.result
+    want = simulate(load_scenario(None, {**over, "policy.mode": "all-ul"}), out=tmp_path / "run")
+    dev = got.device_rounds
+    assert dev["cell"].size > 50 and set(dev["mode"][dev["rejected"] == 1]) == {"ul"}
+    assert_same_tables(got, want)
     env.close()
