@@ -26,11 +26,12 @@ class MultiSpinParallelEnv(SameSpaces, ParallelEnv):
 
     def __init__(self, scenario=None, overrides=None, **kwargs):
         kwargs.pop("control", None)
-        if load_scenario(scenario, overrides).serving.protocol == "asynchronous":
+        sc = load_scenario(scenario, overrides)   # read once: the refusal, then the env
+        if sc.serving.protocol == "asynchronous":
             raise ValueError("serving.protocol is 'asynchronous', where devices decide one at a "
                              "time: the parallel environment steps synchronous rounds (one "
                              "agent per device: MultiSpinEnv steps each device's draft)")
-        self.env = MultiSpinEnv(scenario, "draft", overrides, **kwargs)
+        self.env = MultiSpinEnv(sc, "draft", **kwargs)
         k = self.env.k
         self.possible_agents = [f"device_{i}" for i in range(k)]
         self.agents = []

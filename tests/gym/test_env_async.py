@@ -45,11 +45,16 @@ def test_every_controller_as_an_agent_reproduces_its_asynchronous_run(name, tmp_
     want = simulate(sc, out=tmp_path / "run")
     got = env.result
     assert len(got.rounds["round"]) == rounds
+    assert_same_run(got, want)
+    env.close()
+
+
+def assert_same_run(got, want, label=""):
+    """rounds.csv's tokens and times within rtol 1e-12, and the same draft lengths."""
     for column in ("tokens", "start_s", "duration_s", "comm_s"):
         np.testing.assert_allclose(got.rounds[column], want.rounds[column], rtol=1e-12,
-                                   err_msg=column)
+                                   err_msg=f"{label}{column}")
     np.testing.assert_array_equal(got.device_rounds["draft_len"], want.device_rounds["draft_len"])
-    env.close()
 
 
 def _drafts_by_device(result):
@@ -213,11 +218,7 @@ def test_a_standing_split_on_one_link_is_that_policys_run(draft, tmp_path):
         sc = load_scenario("scenarios/default.yaml", {**over, "run.rounds": 30,
                                                       "policy.mode": policy, "seed": 4})
         want, got = simulate(sc, out=tmp_path / policy), env.result
-        for column in ("tokens", "start_s", "duration_s", "comm_s"):
-            np.testing.assert_allclose(got.rounds[column], want.rounds[column], rtol=1e-12,
-                                       err_msg=f"{policy} {column}")
-        np.testing.assert_array_equal(got.device_rounds["draft_len"],
-                                      want.device_rounds["draft_len"])
+        assert_same_run(got, want, f"{policy} ")
         rejected = got.device_rounds["rejected"] == 1
         assert rejected.any() and set(got.device_rounds["mode"][rejected]) == {policy[4:]}
         lengths.append(got.device_rounds["draft_len"].tolist())
