@@ -20,7 +20,7 @@ from ..model.topology import annulus_positions
 from ..scenario import ScenarioError
 from .handover import Network
 from .population import dl_power_w, fixed_payload_bits, noise_psd
-from .topology import as_range, read_graphml
+from .topology import as_range, node_xy, read_graphml
 
 
 def cell_seed(seed, c):
@@ -70,7 +70,7 @@ def check_cell_layout(scenario):
 
 def read_graphml_servers(path):
     """Positions (S, 2) of the nodes with role 'server' of a GraphML file."""
-    xy = [(float(d["x"]), float(d["y"])) for _, d in read_graphml(path).nodes(data=True)
+    xy = [node_xy(node, d, path) for node, d in read_graphml(path).nodes(data=True)
           if str(d.get("role", "")) == "server"]
     if not xy:
         raise ScenarioError("topology.graphml_file", f"{path!r} has no server node",

@@ -47,7 +47,20 @@ def _parse_graphml(path):
         return nx.read_graphml(path)
     except Exception as exc:  # noqa: BLE001 -- any parse failure is a bad input file
         raise ScenarioError(GRAPHML_KEY, f"cannot read {path!r} as GraphML: {exc}",
-                            "expected a GraphML file with x and y node attributes") from None
+                            "expected a GraphML file with x and y (or x_m and y_m) node attributes") from None
+
+
+def node_xy(node, data, path):
+    """(x, y) in metres of a GraphML node: its ``x`` and ``y`` attributes, or the ``x_m`` and
+    ``y_m`` a run writes to its ``topology.graphml`` (so a run's layout can be read back)."""
+    for keys in (("x", "y"), ("x_m", "y_m")):
+        if keys[0] in data or keys[1] in data:
+            try:
+                return float(data[keys[0]]), float(data[keys[1]])
+            except (KeyError, TypeError, ValueError):
+                break
+    raise ScenarioError(GRAPHML_KEY, f"node {node!r} of {path!r} has no numeric x, y",
+                        "expected x and y (or x_m and y_m) attributes in metres on every node")
 
 
 def read_graphml_positions(path, count):
@@ -64,11 +77,7 @@ def read_graphml_positions(path, count):
         server_index = ids.index("server") if "server" in ids else None
     server, devices = None, []
     for i, (node, data) in enumerate(nodes):
-        try:
-            xy = (float(data["x"]), float(data["y"]))
-        except (KeyError, TypeError, ValueError):
-            raise ScenarioError(GRAPHML_KEY, f"node {node!r} of {path!r} has no numeric x, y",
-                                "expected x and y attributes (metres) on every node") from None
+        xy = node_xy(node, data, path)
         if i == server_index:
             server = xy
         else:

@@ -89,6 +89,31 @@ def test_graphml_errors(tmp_path, devices, role, fragment):
     assert not (tmp_path / "out").exists()
 
 
+def test_a_runs_own_topology_file_places_its_devices_again(tmp_path):
+    first = run({"run.rounds": 20}, out=tmp_path / "a")
+    again = run({"run.rounds": 20, "topology.layout": "graphml",
+                 "topology.graphml_file": str(tmp_path / "a" / "topology.graphml")})
+    np.testing.assert_allclose(again.population.positions, first.population.positions, rtol=1e-12)
+    np.testing.assert_allclose(again.devices["distance_m"], first.devices["distance_m"], rtol=1e-12)
+    # the layout draws nothing the other streams see: the same channels, the same rounds
+    for column in ("gain_ul", "gain_dl"):
+        np.testing.assert_allclose(again.device_rounds[column], first.device_rounds[column],
+                                   rtol=1e-12)
+    np.testing.assert_allclose(again.rounds["duration_s"], first.rounds["duration_s"], rtol=1e-12)
+
+
+def test_graphml_servers_without_coordinates_are_refused(tmp_path):
+    g = nx.Graph()
+    g.add_node("bs0", role="server", x=0.0, y=0.0)
+    g.add_node("bs1", role="server", name="no position")
+    nx.write_graphml(g, tmp_path / "sites.graphml")
+    with pytest.raises(ScenarioError) as info:
+        run({"cells.layout": "graphml", "topology.graphml_file": str(tmp_path / "sites.graphml")},
+            out=tmp_path / "out")
+    assert info.value.path == "topology.graphml_file" and "'bs1'" in str(info.value)
+    assert not (tmp_path / "out").exists()
+
+
 def test_random_waypoint_moves_at_its_speed():
     rng = np.random.default_rng(4)
     start = np.array([[200.0, 0.0], [0.0, 300.0]])
