@@ -62,10 +62,16 @@ def cells_layout(scenario):
 
 def check_cell_layout(scenario):
     """The servers a run of several cells would place (``cells_layout``), drawn before anything
-    is written: a 'graphml' file without servers, or a Poisson layout that drew none, is
-    refused (ScenarioError)."""
-    if scenario.cells.layout != "single":
-        cells_layout(scenario)
+    is written: a 'graphml' file without servers, a Poisson layout that drew none, or a
+    ``cells.servers`` index beyond the layout's cells is refused (ScenarioError)."""
+    if scenario.cells.layout == "single":
+        return
+    count = cells_layout(scenario)[1].count
+    beyond = sorted(c for c in dict(scenario.cells.servers) if c >= count)
+    if beyond:
+        raise ScenarioError(f"cells.servers.{beyond[0]}", f"cell index {beyond[0]} is out of "
+                            f"range (the layout places {count} cells)",
+                            f"expected 0 <= index < {count}")
 
 
 def read_graphml_servers(path):

@@ -211,8 +211,11 @@ class RoundLoop(ProtocolLoop):
 
     # -- waiting for work and for the round clock --------------------------------------------
     def next_tick(self, now):
-        """The first tick >= ``now`` (a time within 1e-9 periods after a tick counts as on it)."""
-        n = math.ceil(now / self.tick - 1e-9)
+        """The first tick >= ``now``; a time a rounding error after a tick (1e-12 of ``now``:
+        the clock reached it as a sum of durations) counts as on it, whatever the period."""
+        n = math.ceil(now / self.tick)
+        if n > 0 and now - (n - 1) * self.tick <= 1e-12 * now:
+            n -= 1
         return max(n * self.tick, now)
 
     def _wait(self, env):

@@ -109,7 +109,8 @@ def steps_to_bits(accept_lengths, drafts=None):
 def _open_text(path):
     path = Path(path)
     if not path.is_file():
-        raise TraceError(f"{path}: no such file (expected a Spec-Bench JSONL or a 0/1 CSV trace)")
+        what = "a folder, not a file" if path.is_dir() else "no such file"
+        raise TraceError(f"{path}: {what} (expected a Spec-Bench JSONL or a 0/1 CSV trace)")
     if path.stat().st_size > MAX_TEXT_BYTES:
         raise TraceError(f"{path}: larger than {MAX_TEXT_BYTES >> 20} MB; expected a trace of at "
                          f"most {MAX_POSITIONS:,} positions")

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..outputs.checked import read_csv, read_json
+from ..outputs.checked import RERUN, read_csv, read_json
 from ..outputs.records import read_header, read_table
 from .figures import _require_matplotlib, shown
 from .output import PlotError, check_image, check_out_folder, save_image, sidecar_csv, write_csv
@@ -34,7 +34,7 @@ KINDS = {"drafting": ("#4C72B0", "drafting"), "waiting": ("#D9D9D9", "waiting"),
 # minutes for thousands of rounds: ``plot --timeline`` refuses more.
 MAX_TIMELINE_ROUNDS = 50
 
-ROUND_COLUMNS = ("round", "start_s", "draft_s", "verify_s", "duration_s")
+ROUND_COLUMNS = ("round", "start_s", "draft_s", "verify_s", "duration_s", "batch_size")
 DEVICE_COLUMNS = ("round", "device", "draft_len", "mode", "delay_s")
 # drawn when the run has them: throttled drafting, and the corrections a deadline carried over
 OPTIONAL_DEVICE_COLUMNS = ("slowdown", "rejected")
@@ -80,12 +80,15 @@ def timeline_segments(run_dir, rounds=3, first=0):
     # the columns the chart draws; a damaged row among them: the whole file checked says where
     path = run_dir / "device_rounds.csv"
     columns = DEVICE_COLUMNS + tuple(c for c in OPTIONAL_DEVICE_COLUMNS if c in read_header(path))
+    through, dr = _rows_through(path, first + rounds - 1), None
     try:
-        dr = read_table(path, columns, _rows_through(path, first + rounds - 1))
+        dr = None if through is None else read_table(path, columns, through)
     except KeyError as exc:   # a column missing: not the file 'run' writes
         raise PlotError(f"{exc.args[0]}; expected the device_rounds.csv of 'multispin-sim "
                         "run': rerun the command that wrote it") from None
     except ValueError:
+        pass
+    if dr is None:
         dr = read_csv(path, DEVICE_COLUMNS, columns=columns)
     t_draft = dict(zip(dev["device"].tolist(), dev["draft_latency_s"].tolist()))
     wanted = [r for r in rt["round"].tolist() if first <= r < first + rounds]
@@ -93,6 +96,12 @@ def timeline_segments(run_dir, rounds=3, first=0):
         raise PlotError(f"{run_dir}: no round in {first}..{first + rounds - 1} "
                         f"(the run has rounds {rt['round'][0]}..{rt['round'][-1]})")
     by_round = {r: i for i, r in enumerate(rt["round"].tolist())}
+    held = np.bincount(dr["round"].astype(np.int64), minlength=max(wanted) + 1)
+    for r in wanted:   # a round has a row per device of its batch (and per carried correction)
+        if held[r] < rt["batch_size"][by_round[r]]:
+            raise PlotError(f"{path}: {held[r]} rows of round {r}, whose batch in rounds.csv has "
+                            f"{int(rt['batch_size'][by_round[r]])} devices: the file was cut "
+                            f"short; {RERUN}")
     segs = []
     for r in wanted:
         i = by_round[r]
@@ -141,7 +150,7 @@ def _round_segments(r, start, draft_s, verify_s, duration_s, dr, rows, t_draft):
 
 def _rows_through(path, last_round):
     """How many rows of a table in round order (``device_rounds.csv``) come before the first
-    row of a round after ``last_round``."""
+    row of a round after ``last_round``; None if a row among them is damaged or cut."""
     col = read_header(path).index("round")
     with open(path, "rb") as f:
         f.readline()
@@ -151,6 +160,8 @@ def _rows_through(path, last_round):
                 if int(line.split(b",", col + 1)[col]) > last_round:
                     break
             except (ValueError, IndexError):   # a damaged row: the reader says where
+                return None
+            if not line.endswith(b"\n"):      # cut mid-row: likewise
                 return None
             n += 1
     return n

@@ -144,6 +144,10 @@ def _check_cells(sc) -> None:
     """Devices that move or re-associate share one workload (one rate) and no cross links; a
     hexagonal grid needs a whole number of rings; a GraphML layout needs its file."""
     if sc.cells.layout == "single":
+        if sc.cells.servers:
+            raise ScenarioError("cells.servers", "per-cell server settings need several cells "
+                                "(cells.layout 'single')", "expected {} (the server keys "
+                                "set the one cell's server), or a layout of several cells")
         return
     moving = sc.mobility.model != "none" or sc.cells.reassociate
     if moving and isinstance(sc.workload.rate_per_s, tuple):

@@ -219,7 +219,8 @@ class Channel(Params):
                                 check=ge(0))
     shadowing_decorrelation_m: float = param(
         50.0, "Decorrelation distance of shadowing for moving devices (Gudmundson: correlation "
-        "exp(-moved / this))", unit="m", check=gt(0))
+        "exp(-moved / this); 3GPP TR 38.901 Table 7.5-6 gives 6 to 120 m: at least 1 m, the "
+        "process being kept on a grid of 1/16 of it along each path)", unit="m", check=ge(1.0))
     noise_figure_db: float = param(0.0, "Receiver noise figure, added to noise_psd_dbm_hz for "
                                    "both link models (N0 = noise_psd_dbm_hz + noise_figure_db; "
                                    "receivers have 2 to 15 dB, 100 dB already leaves a link "

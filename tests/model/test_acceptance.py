@@ -496,6 +496,10 @@ def test_bad_trace_files(tmp_path, capsys):
     assert main(["acceptance", "fit", str(bad), "--out", str(yaml_out)]) == 2
     assert len(capsys.readouterr().err.strip().splitlines()) == 1
     assert not yaml_out.exists()
+    assert main(["acceptance", "fit", str(tmp_path), "--out", str(yaml_out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "a folder, not a file" in err
+    assert not yaml_out.exists()
 
 
 def test_trace_assignment_by_task_and_oracle_rates():

@@ -192,6 +192,25 @@ def test_fixed_period_ticks_add_half_a_period():
     assert half < TAU / 10
 
 
+def test_no_round_starts_before_a_long_first_tick():
+    # a 1e12 s clock: the requests of the first period pile up (to the backlog limit) before
+    # any round; a time under 1e-9 periods used to count as on the tick at 0
+    r = run({"devices.count": 2, "workload.arrivals": "poisson", "workload.rate_per_s": 0.5,
+             "workload.tick_period_s": 1e12, "run.rounds": 30, "limits.max_backlog_requests": 1000})
+    assert len(r.rounds["start_s"]) == 0 and not r.summary["complete"]
+    assert "limits.max_backlog_requests" in r.summary["stop_reason"]
+
+
+@pytest.mark.parametrize("tick, rate", [(0.3, 0.5), (1e6, 1e-5), (1e12, 1e-11)])
+def test_rounds_start_on_the_tick_grid_whatever_its_period(tick, rate):
+    r = run({"devices.count": 2, "workload.arrivals": "poisson", "workload.rate_per_s": rate,
+             "workload.tick_period_s": tick, "run.rounds": 30})
+    assert len(r.rounds["start_s"]) == 30
+    starts = r.rounds["start_s"] / tick
+    assert starts[0] >= 1.0   # the first request arrives after 0: the first round waits a tick
+    np.testing.assert_allclose(starts, np.round(starts), rtol=0, atol=1e-9)
+
+
 # ------------------------------------------------------------------------------- structure
 
 @pytest.fixture(scope="module")

@@ -167,3 +167,17 @@ def test_compute_series_refuse_a_run_of_several_cells(tmp_path):
         plot_compute_timeseries(out, out=tmp_path / "figs" / "c.png")
     assert not (tmp_path / "figs").exists()
     assert compute_timeseries(out / "cell_0")["goodput_tps"].size
+
+
+@pytest.mark.parametrize("cut", ["mid-row", "at-a-line-end"])
+def test_a_device_table_cut_within_the_rounds_drawn_is_refused(tmp_path, capsys, cut):
+    run = _run(tmp_path / "run", "--rounds", "5")
+    table = run / "device_rounds.csv"
+    lines = table.read_bytes().splitlines(keepends=True)
+    kept = b"".join(lines[:30])   # the header, round 0 and 9 rows of round 1 (20 devices)
+    table.write_bytes(kept[:-4] if cut == "mid-row" else kept)
+    assert main(["plot", "--timeline", str(run), "--out", str(tmp_path / "t.png")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "device_rounds.csv" in err
+    assert ("no line end" if cut == "mid-row" else "9 rows of round 1") in err
+    assert not (tmp_path / "t.png").exists()

@@ -98,6 +98,15 @@ FAULTS = {
                                          "device_xy_m": [[1e-300, 0.0], [50.0, 0.0]]}},
                            "topology.device_xy_m.0"),
     "noise-figure-4000": ({"channel": {"noise_figure_db": 4000}}, "channel.noise_figure_db"),
+    "shadowing-decorrelation-1e-20": ({"channel": {"shadowing_db": 4.0,
+                                                   "shadowing_decorrelation_m": 1e-20},
+                                       "mobility": {"model": "random-waypoint"}},
+                                      "channel.shadowing_decorrelation_m"),
+    "cell-server-beyond-the-grid": ({"cells": {"layout": "hex", "count": 7,
+                                               "servers": {7: {"verify_fixed_ms": 5.0}}}},
+                                    "cells.servers.7"),
+    "cell-server-one-cell": ({"cells": {"servers": {0: {"verify_fixed_ms": 5.0}}}},
+                             "cells.servers"),
     "csi-delay-1e308": ({"channel": {"fading": "jakes"}, "csi": {"delay_ms": 1e308}},
                         "csi.delay_ms"),
     "verify-per-token-1e308": ({"server": {"verify_model": "tokens",
@@ -158,7 +167,8 @@ FAULTS = {
 # validate makes the same checks as run (the loader, then read_inputs): these cases check it
 # for the checks run made only once it had started, or that validate did not make
 VALIDATE_TOO = ("ppp-no-server", "long-name", "trace-benchmark", "graphml-cells",
-                "too-few-prbs", "zero-verification", "memory-ppp-cells", "ul-power-4000")
+                "too-few-prbs", "zero-verification", "memory-ppp-cells", "ul-power-4000",
+                "cell-server-beyond-the-grid")
 CASES = [(case, "run") for case in sorted(FAULTS)] + [(case, "validate") for case in VALIDATE_TOO]
 
 
