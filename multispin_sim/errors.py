@@ -141,8 +141,10 @@ def report(exc, debug=False, stream=None):
         tb = traceback.extract_tb(exc.__traceback__)
         if tb:
             where = f" at {os.path.basename(tb[-1].filename)}:{tb[-1].lineno}"
+        kept = getattr(exc, "partial_output", None)
+        kept = f"; partial output in {kept} (complete: false)" if kept else ""
         line = one_line(f"error: internal error{where}: {type(exc).__name__}: {exc}; rerun with "
-                        "--debug for the traceback and report it")
+                        f"--debug for the traceback and report it{kept}")
         status = EXIT_FAILED
     print(line, file=stream)
     return status

@@ -131,8 +131,9 @@ def simulate(scenario, out=None, *, results_dir=None, progress=False, command_li
             shutil.rmtree(folder, ignore_errors=True)
             raise RunFailed(f"writing {exc.filename or folder}", os_reason(exc),
                             f"{os_advice(exc)}; the partial output {folder} was removed") from exc
-        except Exception:  # any other failure after the start: no partial folder either
-            shutil.rmtree(folder, ignore_errors=True)
+        except Exception as exc:  # any other failure: the folder only if its rounds were kept
+            if getattr(exc, "partial_output", None) is None:
+                shutil.rmtree(folder, ignore_errors=True)
             raise
 
 
@@ -150,6 +151,14 @@ def _simulate(scenario, folder, inputs, tmp, signals, progress, command_line):
         run.loop.stop_requested = True  # a second signal: stop mid-round, still write the summary
     except LimitReached as exc:
         exc.stop(run.loop)
+    except (OSError, MemoryError, KeyboardInterrupt, SystemExit):
+        signals.shutdown = True
+        run.abort()
+        raise
+    except Exception as exc:   # a fault mid-run: the rounds recorded so far are kept
+        signals.shutdown = True
+        _keep_partial(run, exc, tmp, command_line)
+        raise
     except BaseException:
         signals.shutdown = True
         run.abort()
@@ -158,6 +167,21 @@ def _simulate(scenario, folder, inputs, tmp, signals, progress, command_line):
     result = run.finish(tmp, command_line, stop_reason=signals.reason)
     result.stop_signal = signals.signum
     return result
+
+
+def _keep_partial(run, exc, tmp, command_line):
+    """Write the outputs of a run that ``exc`` broke off, as a stopped run's (complete: false,
+    the error as its stop reason), and mark ``exc`` with the folder (``partial_output``); if
+    they cannot be written, close the records and leave ``exc`` unmarked (the caller removes
+    the folder)."""
+    run.loop.stop_requested = True
+    run.loop.stop_reason = f"internal error: {type(exc).__name__}: {exc}"
+    try:
+        run.finish(tmp, command_line)
+    except Exception:   # noqa: BLE001 -- the first error is the one to report
+        run.abort()
+        return
+    exc.partial_output = run.folder
 
 
 class Run:

@@ -9,6 +9,8 @@ verified positions and summary.json's ``acceptance`` are the sums over device_ro
 ``delays.transmissions`` its corrections, ``link``'s HARQ totals its HARQ columns, and
 ``deferred`` its deferrals (a rejection not corrected in its round) and those still pending.
 """
+import io
+import json
 import os
 import signal
 
@@ -17,7 +19,8 @@ import pytest
 
 import multispin_sim as ms
 from multispin_sim.engine import link as engine_link
-from multispin_sim.errors import IGNORED_AT_START, RECEIVED
+from multispin_sim.errors import IGNORED_AT_START, RECEIVED, report
+from multispin_sim.outputs.recorder import Recorder
 from multispin_sim.outputs.records import read_table
 
 # 3 devices at 500 m on the NR link: a correction needs more than 4 fading blocks in round 55
@@ -225,3 +228,44 @@ def test_the_nr_link_counts_of_a_cut_round_are_taken_back(monkeypatch, received)
     assert s["delays"]["over_several_blocks"] == full.summary["delays"]["over_several_blocks"]
     assert s["acceptance"] == full.summary["acceptance"]
     assert_totals_match_records(res)
+
+
+class Fault(RuntimeError):
+    """Stands for a bug met in the middle of a run."""
+
+
+@pytest.mark.parametrize("overrides", [{}, CELLS], ids=["one-cell", "seven-cells"])
+def test_a_fault_mid_run_keeps_the_recorded_rounds(monkeypatch, tmp_path, overrides):
+    """A fault as the 4th round of the run ends, before it is recorded: the error reaches the
+    caller, and the folder holds the rounds recorded before it as a stopped run's (complete:
+    false, the error as the reason, each table whole)."""
+    base = {"devices.count": 4, "run.rounds": 20, **overrides}
+    real, state = Recorder.round, {"rounds": 0}
+
+    def record(self, *args):
+        state["rounds"] += 1
+        if state["rounds"] == 4:
+            raise Fault("a bug")
+        return real(self, *args)
+
+    monkeypatch.setattr(Recorder, "round", record)
+    out = tmp_path / "run"
+    with pytest.raises(Fault) as info:
+        ms.simulate(ms.load_scenario(None, overrides=base), out=out)
+    assert info.value.partial_output == out
+    line = io.StringIO()
+    assert report(info.value, stream=line) == 1   # the CLI's one line names the folder
+    assert line.getvalue().count("\n") == 1
+    assert f"partial output in {out} (complete: false)" in line.getvalue()
+    s = json.loads((out / "summary.json").read_text())
+    assert s["complete"] is False and s["stop_reason"] == "internal error: Fault: a bug"
+    rounds, rows = read_table(out / "rounds.csv"), read_table(out / "device_rounds.csv")
+    assert s["rounds"] == rounds["round"].size == len(set(zip(*(
+        rows[c].tolist() for c in (("cell", "round") if overrides else ("round",))))))
+    if not overrides:   # one cell: its first three rounds
+        assert s["rounds"] == 3
+    monkeypatch.undo()
+    whole = ms.simulate(ms.load_scenario(None, overrides={**base, "run.rounds": 20}))
+    assert s["tokens"] == int(rounds["tokens"].sum())
+    if not overrides:   # one cell: the three rounds of the run without the fault
+        np.testing.assert_array_equal(rounds["tokens"], whole.rounds["tokens"][:3])
