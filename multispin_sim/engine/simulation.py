@@ -171,9 +171,9 @@ def _simulate(scenario, folder, inputs, tmp, signals, progress, command_line):
 
 def _keep_partial(run, exc, tmp, command_line):
     """Write the outputs of a run that ``exc`` broke off, as a stopped run's (complete: false,
-    the error as its stop reason), and mark ``exc`` with the folder (``partial_output``); if
-    they cannot be written, close the records and leave ``exc`` unmarked (the caller removes
-    the folder)."""
+    the error as its stop reason), and mark ``exc`` with the folder (``partial_output``; not a
+    temporary one, removed with the run); if they cannot be written, close the records and
+    leave ``exc`` unmarked (the caller removes the folder)."""
     run.loop.stop_requested = True
     run.loop.stop_reason = f"internal error: {type(exc).__name__}: {exc}"
     try:
@@ -181,7 +181,8 @@ def _keep_partial(run, exc, tmp, command_line):
     except Exception:   # noqa: BLE001 -- the first error is the one to report
         run.abort()
         return
-    exc.partial_output = run.folder
+    if tmp is None:
+        exc.partial_output = run.folder
 
 
 class Run:

@@ -47,7 +47,8 @@ def _parse_graphml(path):
         return nx.read_graphml(path)
     except Exception as exc:  # noqa: BLE001 -- any parse failure is a bad input file
         raise ScenarioError(GRAPHML_KEY, f"cannot read {path!r} as GraphML: {exc}",
-                            "expected a GraphML file with x and y (or x_m and y_m) node attributes") from None
+                            "expected a GraphML file with x and y (or x_m and y_m) node "
+                            "attributes") from None
 
 
 def node_xy(node, data, path):

@@ -53,7 +53,8 @@ def test_late_positions_follow_the_time_stationary_law():
         per_device = np.mean(f(dist), axis=0)
         se = per_device.std(ddof=1) / np.sqrt(k)
         expected = np.mean(f(ref))
-        assert abs(per_device.mean() - expected) < 4.5 * se, (name, per_device.mean(), expected, se)
+        assert abs(per_device.mean() - expected) < 4.5 * se, (name, per_device.mean(),
+                                                               expected, se)
     # a 0.5 s step with no motion lies inside one pause (4 s): a fraction (4 - 0.5) / 4 of the
     # paused time
     per_device = still.mean(axis=0)

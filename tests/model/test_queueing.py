@@ -196,7 +196,8 @@ def test_no_round_starts_before_a_long_first_tick():
     # a 1e12 s clock: the requests of the first period pile up (to the backlog limit) before
     # any round; a time under 1e-9 periods used to count as on the tick at 0
     r = run({"devices.count": 2, "workload.arrivals": "poisson", "workload.rate_per_s": 0.5,
-             "workload.tick_period_s": 1e12, "run.rounds": 30, "limits.max_backlog_requests": 1000})
+             "workload.tick_period_s": 1e12, "run.rounds": 30,
+             "limits.max_backlog_requests": 1000})
     assert len(r.rounds["start_s"]) == 0 and not r.summary["complete"]
     assert "limits.max_backlog_requests" in r.summary["stop_reason"]
 
