@@ -74,7 +74,11 @@ class Result:
         return self.summary["complete"]
 
     def table(self, name):
-        return read_table(self.folder / f"{name}.csv")
+        path = self.folder / f"{name}.csv"
+        if not path.is_file():   # requests.csv: written by queueing workloads only
+            raise AttributeError(f"this run has no {name} table ({path.name} is written by "
+                                 "the runs that have one: docs/guide/outputs.md)")
+        return read_table(path)
 
     def __repr__(self):
         s = self.summary

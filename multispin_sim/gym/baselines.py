@@ -30,6 +30,9 @@ class ControllerAgent:
 
     def _build(self):
         u = self.env
+        if u.run is None:
+            raise RuntimeError("the agent acts in an episode: call the environment's reset() "
+                               "first")
         self._episode = u.episode
         # the scenario's own controller: the episode's instance, which decided the warm-up
         # rounds and is told every outcome by the engine (the state a learning controller

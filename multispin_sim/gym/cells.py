@@ -89,9 +89,9 @@ class CellsAECEnv(SameSpaces, AECEnv):
         if mode_action not in MODE_ACTIONS:
             raise ValueError(f"mode_action is {mode_action!r}; allowed: "
                              f"{', '.join(MODE_ACTIONS)}")
-        extra = {} if rounds is None else {"run.rounds": int(rounds)}
+        extra = {} if rounds is None else {"run.rounds": _count(rounds, "rounds")}
         if seed is not None:
-            extra["seed"] = int(seed)
+            extra["seed"] = _count(seed, "seed", low=0)
         base = load_scenario(scenario, overrides)
         sc = self.scenario = load_scenario(base, extra) if extra else base
         cells = sc.cells
@@ -126,8 +126,11 @@ class CellsAECEnv(SameSpaces, AECEnv):
         self._rng = np.random.default_rng(sc.seed)   # the seeds of episodes reset leaves open
         self.episode = -1
         self.agents = []
+        self.agent_selection = None   # set by reset()
 
     def observe(self, agent):
+        if self.agent_selection is None:
+            raise RuntimeError("observe() before reset(): call reset()")
         return self._obs[agent]
 
     # -- the greenlet's side -------------------------------------------------------------------
@@ -259,6 +262,8 @@ class CellsAECEnv(SameSpaces, AECEnv):
 
     def step(self, action):
         agent = self.agent_selection
+        if agent is None:
+            raise RuntimeError("step() before reset(): call reset()")
         if self.terminations.get(agent) or self.truncations.get(agent):
             self._was_dead_step(action)
             return

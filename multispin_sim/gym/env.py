@@ -75,12 +75,13 @@ def _price(price):
     return c
 
 
-def _count(value, name):
-    """``value`` as an int when it is a whole number >= 1, else one ValueError naming ``name``."""
+def _count(value, name, low=1):
+    """``value`` as an int when it is a whole number >= ``low``, else one ValueError naming
+    ``name``."""
     whole = isinstance(value, numbers.Integral) or (isinstance(value, float)
                                                      and value.is_integer())
-    if isinstance(value, bool) or not whole or value < 1:
-        raise ValueError(f"{name} is {value!r}; allowed: integers >= 1")
+    if isinstance(value, bool) or not whole or value < low:
+        raise ValueError(f"{name} is {value!r}; allowed: integers >= {low}")
     return int(value)
 
 
@@ -185,9 +186,9 @@ class MultiSpinEnv(gymnasium.Env):
         regret_samples = _count(regret_samples, "regret_samples")
         if price != "reference":
             price = _price(price)
-        extra = {} if rounds is None else {"run.rounds": int(rounds)}
+        extra = {} if rounds is None else {"run.rounds": _count(rounds, "rounds")}
         if seed is not None:
-            extra["seed"] = int(seed)
+            extra["seed"] = _count(seed, "seed", low=0)
         base = load_scenario(scenario, overrides)
         self.scenario = load_scenario(base, extra) if extra else base
         sc = self.scenario
@@ -198,11 +199,11 @@ class MultiSpinEnv(gymnasium.Env):
                              "multispin_sim.gym.cells_env)")
         self.control = control
         self.mode_action = mode_action
-        self.warmup = int(warmup)
+        self.warmup = _count(warmup, "warmup", low=0)
         if not 0 <= self.warmup < sc.run.rounds:
             raise ValueError(f"warmup is {warmup!r}; allowed: integers 0..{sc.run.rounds - 1} "
                              "(fewer than the episode's rounds)")
-        self.objective = objective or sc.policy.objective
+        self.objective = sc.policy.objective if objective is None else objective
         if self.objective not in OBJECTIVES:
             raise ValueError(f"objective is {self.objective!r}; allowed: {', '.join(OBJECTIVES)}")
         self.price = reference_price(sc, price_rounds) if price == "reference" else price
@@ -226,7 +227,7 @@ class MultiSpinEnv(gymnasium.Env):
         self._folders = EpisodeFolders(None if out is None else check_folder(out, "out"))
         self._episodes = itertools.count()
         self._seeded = False
-        self._sim = None
+        self._sim, self._aborting = None, False
         self._t_round = self._t_last = 0.0
         self.run = None
         self.own_controller = None   # the scenario's draft controller of the episode
@@ -264,6 +265,8 @@ class MultiSpinEnv(gymnasium.Env):
             if self._split is not None:
                 self._split.action = None
             return None
+        if self._aborting:   # another device's draft may start while an abort unwinds the run
+            raise GreenletExit
         draft, mode = self._caller.switch(ctx)
         if self._split is not None:
             self._split.action = mode
@@ -285,7 +288,11 @@ class MultiSpinEnv(gymnasium.Env):
 
     def _abort(self):
         if self._sim is not None and not self._sim.dead:
-            self._sim.throw(GreenletExit)
+            self._aborting = True
+            try:
+                self._sim.throw(GreenletExit)
+            finally:
+                self._aborting = False
         if self.run is not None and self.result is None:
             self.run.abort()
         self._sim = None

@@ -92,6 +92,10 @@ def parse_set_options(options: Union[str, Iterable[str]]) -> dict[str, Any]:
     """
     if isinstance(options, str):
         options = [options]
+    elif not isinstance(options, Iterable):
+        raise ScenarioError("overrides", f"{options!r} ({type(options).__name__}) is not allowed",
+                            "expected a mapping {'key.path': value} or a list of "
+                            "'key.path=value' strings")
     out: dict[str, Any] = {}
     for option in options:
         key, sep, text = str(option).partition("=")

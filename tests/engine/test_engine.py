@@ -267,3 +267,10 @@ def test_hard_interrupt_mid_round_still_writes_a_valid_summary(tmp_path, monkeyp
     assert summary["rounds"] == r.rounds["round"].size == 699
     assert r.device_rounds["round"].size == 699 * 5
     assert summary["tokens"] == r.rounds["tokens"].sum()
+
+
+def test_a_run_without_a_queueing_workload_has_no_requests_table():
+    result = ms.simulate(ms.load_scenario(None, {"devices.count": 2, "run.rounds": 3}))
+    with pytest.raises(AttributeError, match="no requests table"):
+        result.requests
+    assert not hasattr(result, "requests") and result.rounds["round"].size == 3

@@ -15,6 +15,7 @@ pytest.importorskip("greenlet")
 
 import multispin_sim.gym as G  # noqa: E402
 from multispin_sim.engine.simulation import simulate  # noqa: E402
+from multispin_sim.gym.baselines import ControllerAgent  # noqa: E402
 from multispin_sim.scenario import load_scenario  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -204,14 +205,59 @@ def test_a_step_after_an_exception_in_the_run_asks_for_reset():
     ({"price": 1.0, "mode_action": "bogus"}, ["mode_action", "'bogus'", "prefix", "per-device"]),
     ({"price": 1.0, "regret": True, "control": "mode"}, ["regret", "control", "draft", "both"]),
     ({"price_rounds": 0}, ["price_rounds", ">= 1"]),
+    ({"price": 1.0, "rounds": 2.7}, ["rounds", "2.7", ">= 1"]),
+    ({"price": 1.0, "rounds": True}, ["rounds", "True"]),
+    ({"price": 1.0, "rounds": "abc"}, ["rounds", "'abc'"]),
+    ({"price": 1.0, "rounds": math.inf}, ["rounds", "inf"]),
+    ({"price": 1.0, "warmup": 1.7}, ["warmup", "1.7", ">= 0"]),
+    ({"price": 1.0, "warmup": None}, ["warmup", "None"]),
+    ({"price": 1.0, "seed": 1.5}, ["seed", "1.5", ">= 0"]),
+    ({"price": 1.0, "seed": "x"}, ["seed", "'x'"]),
+    ({"price": 1.0, "objective": ""}, ["objective", "''", "goodput"]),
 ])
 def test_constructor_arguments_are_checked(kwargs, words):
     control = kwargs.pop("control", "draft")
+    kwargs.setdefault("rounds", 3)
     with pytest.raises(ValueError) as err:
-        G.MultiSpinEnv(None, control, {"devices.count": 2}, rounds=3, **kwargs)
+        G.MultiSpinEnv(None, control, {"devices.count": 2}, **kwargs)
     message = str(err.value)
     assert all(w in message for w in words), message
     assert "\n" not in message
+
+
+@pytest.mark.parametrize("kwargs, words", [
+    ({"rounds": 2.7}, ["rounds", "2.7"]), ({"seed": -1}, ["seed", "-1", ">= 0"])])
+def test_the_cells_environment_checks_its_counts_too(kwargs, words):
+    pytest.importorskip("pettingzoo")
+    from multispin_sim.gym.cells import CellsAECEnv
+    with pytest.raises(ValueError) as err:
+        CellsAECEnv(None, {"cells.layout": "hex", "cells.count": 7, "devices.count": 2},
+                    price=1.0, **kwargs)
+    assert all(w in str(err.value) for w in words), str(err.value)
+
+
+def test_an_environment_used_before_reset_says_so():
+    pytest.importorskip("pettingzoo")
+    from multispin_sim.gym.cells import CellsAECEnv
+    cells = CellsAECEnv(None, {"cells.layout": "hex", "cells.count": 7, "devices.count": 2},
+                        rounds=2, price=1.0)
+    with pytest.raises(RuntimeError, match="reset"):   # last(): PettingZoo's own assertion
+        cells.step(1)
+    env = G.MultiSpinEnv(None, "draft", {"devices.count": 2}, rounds=2, price=1.0)
+    with pytest.raises(RuntimeError, match="reset"):
+        ControllerAgent(env, "greedy")()
+
+
+def test_closing_an_asynchronous_episode_ends_its_run():
+    """An abort unwinds the run: a device whose draft starts while it unwinds must not ask
+    the agent again (the run's greenlet stayed alive, and was reported when collected)."""
+    env = G.MultiSpinEnv(None, "draft", {"devices.count": 4, "serving.protocol": "asynchronous"},
+                         rounds=5, price=1.0)
+    for _ in range(2):
+        env.reset(seed=1)
+        run = env._sim
+        env.reset(seed=2) if _ == 0 else env.close()
+        assert run.dead
 
 
 # -- flat observation labels -------------------------------------------------------------------

@@ -521,3 +521,11 @@ def test_numpy_values_from_python_are_the_numbers_yaml_would_give():
                         "sweep": {"grid": {"devices.count": np.arange(2, 5)},
                                   "seed": np.uint8(1)}})
     assert [c.values["devices.count"] for c in sweep.cells] == [2, 3, 4]
+
+
+@pytest.mark.parametrize("overrides", [5, True, 1.5])
+def test_overrides_of_another_type_are_refused_naming_what_is_allowed(overrides):
+    with pytest.raises(ScenarioError) as info:
+        load_scenario(None, overrides=overrides)
+    assert info.value.path == "overrides" and "a mapping" in str(info.value)
+
