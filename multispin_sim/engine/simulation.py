@@ -155,17 +155,12 @@ def _simulate(scenario, folder, inputs, tmp, signals, progress, command_line):
         run.loop.stop_requested = True  # a second signal: stop mid-round, still write the summary
     except LimitReached as exc:
         exc.stop(run.loop)
-    except (OSError, MemoryError, KeyboardInterrupt, SystemExit):
+    except BaseException as exc:
         signals.shutdown = True
-        run.abort()
-        raise
-    except Exception as exc:   # a fault mid-run: the rounds recorded so far are kept
-        signals.shutdown = True
-        _keep_partial(run, exc, tmp, command_line)
-        raise
-    except BaseException:
-        signals.shutdown = True
-        run.abort()
+        if isinstance(exc, Exception) and not isinstance(exc, (OSError, MemoryError)):
+            _keep_partial(run, exc, tmp, command_line)   # a fault: keep the recorded rounds
+        else:
+            run.abort()
         raise
     signals.shutdown = True  # from here on, signals wait for the outputs to be written
     result = run.finish(tmp, command_line, stop_reason=signals.reason)

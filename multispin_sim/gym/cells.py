@@ -40,7 +40,8 @@ from ..model.mobility import MOBILITY_MODELS
 from ..outputs.atomic import check_folder
 from ..scenario import load_scenario
 from .control import AgentDraft, AgentSplit
-from .env import _END, CONTROLS, _count, _price, episode_scenario, run_to_end
+from .env import (_END, CONTROLS, _count, _price, episode_scenario, length_and_seed,
+                  run_to_end)
 from .folders import EpisodeFolders
 from .spaces import (MODE_ACTIONS, Observer, SameSpaces, action_space, check_action,
                      observation_space)
@@ -89,9 +90,7 @@ class CellsAECEnv(SameSpaces, AECEnv):
         if mode_action not in MODE_ACTIONS:
             raise ValueError(f"mode_action is {mode_action!r}; allowed: "
                              f"{', '.join(MODE_ACTIONS)}")
-        extra = {} if rounds is None else {"run.rounds": _count(rounds, "rounds")}
-        if seed is not None:
-            extra["seed"] = _count(seed, "seed", low=0)
+        extra = length_and_seed(rounds, seed)
         base = load_scenario(scenario, overrides)
         sc = self.scenario = load_scenario(base, extra) if extra else base
         cells = sc.cells

@@ -85,6 +85,15 @@ def _count(value, name, low=1):
     return int(value)
 
 
+def length_and_seed(rounds, seed):
+    """The overrides of an environment's ``rounds`` and ``seed`` arguments (None: the
+    scenario's), each checked as a count."""
+    extra = {} if rounds is None else {"run.rounds": _count(rounds, "rounds")}
+    if seed is not None:
+        extra["seed"] = _count(seed, "seed", low=0)
+    return extra
+
+
 def episode_scenario(scenario, seed, seeded, rng):
     """(the scenario of an episode, its seed): ``reset``'s ``seed``, else the scenario's own
     for the first episode (``seeded`` False), else one drawn from ``rng``."""
@@ -186,9 +195,7 @@ class MultiSpinEnv(gymnasium.Env):
         regret_samples = _count(regret_samples, "regret_samples")
         if price != "reference":
             price = _price(price)
-        extra = {} if rounds is None else {"run.rounds": _count(rounds, "rounds")}
-        if seed is not None:
-            extra["seed"] = _count(seed, "seed", low=0)
+        extra = length_and_seed(rounds, seed)
         base = load_scenario(scenario, overrides)
         self.scenario = load_scenario(base, extra) if extra else base
         sc = self.scenario
