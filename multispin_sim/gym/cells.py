@@ -30,7 +30,6 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
-from greenlet import GreenletExit, getcurrent, greenlet
 from pettingzoo import AECEnv
 
 from ..engine.cell_plan import cells_layout, network_devices
@@ -40,11 +39,10 @@ from ..model.mobility import MOBILITY_MODELS
 from ..outputs.atomic import check_folder
 from ..scenario import load_scenario
 from .control import AgentDraft, AgentSplit
-from .env import (_END, CONTROLS, _count, _price, episode_scenario, length_and_seed,
-                  run_to_end)
+from .episode import (END, GreenletEpisode, check_control, check_count, check_price,
+                      episode_scenario, length_and_seed)
 from .folders import EpisodeFolders
-from .spaces import (MODE_ACTIONS, Observer, SameSpaces, action_space, check_action,
-                     observation_space)
+from .spaces import Observer, SameSpaces, action_space, check_action, observation_space
 
 
 def reference_prices(scenario, rounds=500):
@@ -70,7 +68,7 @@ class _Tap:
         return getattr(self._recorder, name)
 
 
-class CellsAECEnv(SameSpaces, AECEnv):
+class CellsAECEnv(GreenletEpisode, SameSpaces, AECEnv):
     """Several cells of Multi-SPIN as a PettingZoo AEC environment (module docstring).
 
     ``scenario``, ``overrides``: as ``MultiSpinEnv``, a layout of several cells
@@ -85,11 +83,7 @@ class CellsAECEnv(SameSpaces, AECEnv):
     def __init__(self, scenario=None, overrides=None, *, control="draft", mode_action="prefix",
                  rounds=None, seed=None, price="reference", price_rounds=500, out=None):
         super().__init__()
-        if control not in CONTROLS:
-            raise ValueError(f"control is {control!r}; allowed: {', '.join(CONTROLS)}")
-        if mode_action not in MODE_ACTIONS:
-            raise ValueError(f"mode_action is {mode_action!r}; allowed: "
-                             f"{', '.join(MODE_ACTIONS)}")
+        check_control(control, mode_action)
         extra = length_and_seed(rounds, seed)
         base = load_scenario(scenario, overrides)
         sc = self.scenario = load_scenario(base, extra) if extra else base
@@ -106,7 +100,7 @@ class CellsAECEnv(SameSpaces, AECEnv):
                              "spaces are not fixed (cells.drop: per-cell, or devices that move "
                              "or re-associate)")
         self.control, self.mode_action = control, mode_action
-        price_rounds = _count(price_rounds, "price_rounds")
+        price_rounds = check_count(price_rounds, "price_rounds")
         self._inputs = read_inputs(sc)
         self.k = network_devices(sc) if shared else sc.devices.count
         self.max_draft = sc.policy.max_draft
@@ -117,9 +111,9 @@ class CellsAECEnv(SameSpaces, AECEnv):
                                             sc.compute.thermal, self.asynchronous)
         self._act_space = action_space(self.k, self.max_draft, control, mode_action)
         self.prices = (reference_prices(sc, price_rounds) if price == "reference"
-                       else {c: _price(price) for c in range(count)})
+                       else {c: check_price(price) for c in range(count)})
         self._folders = EpisodeFolders(None if out is None else check_folder(out, "out"))
-        self._sim = self.net = self.result = self.context = None
+        self._sim = self.run = self.result = self.context = None
         self._episodes = itertools.count()
         self._seeded = self._aborting = False
         self._rng = np.random.default_rng(sc.seed)   # the seeds of episodes reset leaves open
@@ -135,9 +129,7 @@ class CellsAECEnv(SameSpaces, AECEnv):
     # -- the greenlet's side -------------------------------------------------------------------
     def _ask(self, cell, ctx):
         """Cell ``cell``'s draft controller asks at its round start: the agent's answer."""
-        if self._aborting:   # another cell's round may start while an abort unwinds the run
-            raise GreenletExit
-        draft, mode = self._caller.switch((cell, ctx))
+        draft, mode = self._ask_caller((cell, ctx))
         if self._splits:
             self._splits[cell].action = mode
         return draft
@@ -159,31 +151,7 @@ class CellsAECEnv(SameSpaces, AECEnv):
         """A batch of cell ``cell`` verified (the asynchronous protocol): its last outcomes."""
         self._observers[cell].verified(gamma, accepted, active)
 
-    def _simulate(self, _=None):
-        return run_to_end(self.net.env, self._main, self.net.loop)
-
     # -- the caller's side ---------------------------------------------------------------------
-    def _switch(self, value=None):
-        self._caller = getcurrent()
-        self._sim.parent = self._caller
-        return self._sim.switch(value)
-
-    @property
-    def out_folder(self):
-        """The folder the episodes go to (``out``, or ``out/copy-N``), None before the first."""
-        return self._folders.folder
-
-    def _abort(self):
-        if self._sim is not None and not self._sim.dead:
-            self._aborting = True
-            try:
-                self._sim.throw(GreenletExit)
-            finally:
-                self._aborting = False
-        if self.net is not None and self.result is None:
-            self.net.abort()
-        self._sim = None
-
     def _hooks(self, cell):
         """Cell ``cell``'s outside draft controller (and reactive policy)."""
         def controller(own):
@@ -206,17 +174,17 @@ class CellsAECEnv(SameSpaces, AECEnv):
         self._seeded = True
         self.episode, self.episode_seed, self.result = next(self._episodes), episode_seed, None
         self._splits, self.own_controllers = {}, {}
-        self.net = build_cells(sc, self._folders.episode(self.episode), self._inputs,
+        self.run = build_cells(sc, self._folders.episode(self.episode), self._inputs,
                                build_run=build_run, result=Result, cell_hooks=self._hooks)
-        self.agents = [f"cell_{c}" for c in self.net.ids]
+        self.agents = [f"cell_{c}" for c in self.run.ids]
         self._observers = {}
-        self._workloads = {c: run.workload for c, run in zip(self.net.ids, self.net.runs)}
-        for c, run in zip(self.net.ids, self.net.runs):
+        self._workloads = {c: run.workload for c, run in zip(self.run.ids, self.run.runs)}
+        for c, run in zip(self.run.ids, self.run.runs):
             run.loop.recorder = _Tap(run.recorder, functools.partial(self._recorded, c))
             system = run.population.system
             self._observers[c] = Observer(self.k, self._obs_space, system.p_dl_w,
                                           system.draft_latency_s)
-        self._t_last = {c: 0.0 for c in self.net.ids}
+        self._t_last = {c: 0.0 for c in self.run.ids}
         blank = {key: np.zeros(space.shape, dtype=space.dtype)
                  for key, space in self._obs_space.spaces.items()}
         self._obs = {a: {key: v.copy() for key, v in blank.items()} for a in self.agents}
@@ -225,18 +193,16 @@ class CellsAECEnv(SameSpaces, AECEnv):
         self.terminations = {a: False for a in self.agents}
         self.truncations = {a: False for a in self.agents}
         self.infos = {a: {} for a in self.agents}
-        self._main = self.net.start()
-        self._sim = greenlet(self._simulate)
-        self._next(self._switch())
+        self._next(self._start())
 
     def _next(self, got):
         """Select the cell that asked (``got``: (cell, ctx)), or end the episode."""
-        if got is _END:
+        if got is END:
             self._end()
             return
         cell, ctx = got
         agent = self.agent_selection = f"cell_{cell}"
-        now = self.net.env.now
+        now = self.run.env.now
         if self.queueing:
             workload = self._workloads[cell]
             self._obs[agent] = self._observers[cell](ctx, now, workload.n, workload.needed())
@@ -245,7 +211,7 @@ class CellsAECEnv(SameSpaces, AECEnv):
         self.context = ctx   # the selected cell's round start (``baselines``: its controller)
 
     def _end(self):
-        net = self.net
+        net = self.run
         self._sim = None
         self.result = net.finish()
         # the horizon ends every loop as run.max_time_s would (``halt``): a limit is a stop or

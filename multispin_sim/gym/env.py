@@ -38,87 +38,26 @@ each batch's corrections are decided at its phase start with the split answered 
 also the one the draft controllers price corrections with."""
 import dataclasses
 import itertools
-import math
-import numbers
 import tempfile
 from pathlib import Path
 
 import gymnasium
 import numpy as np
-from greenlet import GreenletExit, greenlet, getcurrent
 
 from ..engine.compute import energy_powers
-from ..engine.guards import LimitReached
 from ..engine.simulation import build_run, read_inputs, simulate
 from ..model.energy import device_round_energy
 from ..outputs.atomic import check_folder
 from ..policies.draft import pricing_options
 from ..scenario import ScenarioError, dump_scenario_yaml, load_scenario
 from .control import AgentDraft, AgentSplit
+from .episode import (END, GreenletEpisode, check_control, check_count, check_price,
+                      episode_scenario, length_and_seed)
 from .folders import EpisodeFolders
-from .spaces import MODE_ACTIONS, Observer, action_space, check_action, observation_space
+from .spaces import Observer, action_space, check_action, observation_space
 
-CONTROLS = ("draft", "mode", "both")
 OBJECTIVES = ("goodput", "tokens-per-joule")
-_END = object()
 _PRICES = {}
-
-
-def _price(price):
-    """The price c (tokens/s) of ``price`` when it is a finite number >= 0, else one ValueError
-    (a NaN or infinite price makes every reward NaN or infinite; a negative one pays for time)."""
-    real = isinstance(price, numbers.Real) and not isinstance(price, bool)
-    c = float(price) if real else math.nan
-    if not (math.isfinite(c) and c >= 0):
-        raise ValueError(f"price is {price!r}; allowed: a finite number >= 0 (tokens/s), or "
-                         "'reference'")
-    return c
-
-
-def _count(value, name, low=1):
-    """``value`` as an int when it is a whole number >= ``low``, else one ValueError naming
-    ``name``."""
-    whole = isinstance(value, numbers.Integral) or (isinstance(value, float)
-                                                     and value.is_integer())
-    if isinstance(value, bool) or not whole or value < low:
-        raise ValueError(f"{name} is {value!r}; allowed: integers >= {low}")
-    return int(value)
-
-
-def length_and_seed(rounds, seed):
-    """The overrides of an environment's ``rounds`` and ``seed`` arguments (None: the
-    scenario's), each checked as a count."""
-    extra = {} if rounds is None else {"run.rounds": _count(rounds, "rounds")}
-    if seed is not None:
-        extra["seed"] = _count(seed, "seed", low=0)
-    return extra
-
-
-def episode_scenario(scenario, seed, seeded, rng):
-    """(the scenario of an episode, its seed): ``reset``'s ``seed``, else the scenario's own
-    for the first episode (``seeded`` False), else one drawn from ``rng``."""
-    if seed is not None:
-        episode_seed = int(seed)
-    elif not seeded:
-        episode_seed = scenario.seed
-    else:
-        episode_seed = int(rng.integers(2**31))
-    if episode_seed == scenario.seed:
-        return scenario, episode_seed
-    return load_scenario(scenario, {"seed": episode_seed}), episode_seed
-
-
-def run_to_end(env, main, loop):
-    """An episode's SimPy run, in its greenlet, until ``main``; returns ``_END``. A limit stops
-    ``loop`` as ``engine.simulation`` does (the result says what to do); an abort (``GreenletExit``
-    thrown in) ends the run here."""
-    try:
-        env.run(until=main)
-    except LimitReached as exc:
-        exc.stop(loop)
-    except GreenletExit:
-        pass
-    return _END
 
 
 def reference_price(scenario, rounds=500):
@@ -164,7 +103,7 @@ class _Witness:
         return getattr(self._recorder, name)
 
 
-class MultiSpinEnv(gymnasium.Env):
+class MultiSpinEnv(GreenletEpisode, gymnasium.Env):
     """The Multi-SPIN simulator as a Gymnasium environment (see the module docstring).
     ``scenario``: a YAML path, a dict, a ``Scenario`` or None (the defaults); ``overrides``:
     ``--set``-style ``{"devices.count": 8}`` or ``["devices.count=8"]``; ``control``: 'draft',
@@ -183,18 +122,14 @@ class MultiSpinEnv(gymnasium.Env):
                  objective=None, regret=False, regret_samples=200, out=None):
         # the arguments, for pickling: taken first, while the arguments are the only locals
         self._args = {name: value for name, value in locals().items() if name != "self"}
-        if control not in CONTROLS:
-            raise ValueError(f"control is {control!r}; allowed: {', '.join(CONTROLS)}")
-        if mode_action not in MODE_ACTIONS:   # also under control='draft', which ignores it
-            raise ValueError(f"mode_action is {mode_action!r}; allowed: "
-                             f"{', '.join(MODE_ACTIONS)}")
+        check_control(control, mode_action)
         if regret and control == "mode":
             raise ValueError("regret is True with control 'mode'; the regret compares the "
                              "agent's draft lengths: allowed with control 'draft' or 'both'")
-        price_rounds = _count(price_rounds, "price_rounds")
-        regret_samples = _count(regret_samples, "regret_samples")
+        price_rounds = check_count(price_rounds, "price_rounds")
+        regret_samples = check_count(regret_samples, "regret_samples")
         if price != "reference":
-            price = _price(price)
+            price = check_price(price)
         extra = length_and_seed(rounds, seed)
         base = load_scenario(scenario, overrides)
         self.scenario = load_scenario(base, extra) if extra else base
@@ -206,7 +141,7 @@ class MultiSpinEnv(gymnasium.Env):
                              "multispin_sim.gym.cells_env)")
         self.control = control
         self.mode_action = mode_action
-        self.warmup = _count(warmup, "warmup", low=0)
+        self.warmup = check_count(warmup, "warmup", low=0)
         if not 0 <= self.warmup < sc.run.rounds:
             raise ValueError(f"warmup is {warmup!r}; allowed: integers 0..{sc.run.rounds - 1} "
                              "(fewer than the episode's rounds)")
@@ -272,9 +207,7 @@ class MultiSpinEnv(gymnasium.Env):
             if self._split is not None:
                 self._split.action = None
             return None
-        if self._aborting:   # another device's draft may start while an abort unwinds the run
-            raise GreenletExit
-        draft, mode = self._caller.switch(ctx)
+        draft, mode = self._ask_caller(ctx)
         if self._split is not None:
             self._split.action = mode
         return draft
@@ -284,31 +217,7 @@ class MultiSpinEnv(gymnasium.Env):
         self._verified.append({"gamma": gamma.copy(), "accepted": np.array(accepted),
                                "active": active.copy()})
 
-    def _simulate(self, _=None):
-        return run_to_end(self.run.env, self._main, self.run.loop)
-
     # -- the caller's side ---------------------------------------------------------------------
-    @property
-    def out_folder(self):
-        """The folder the episodes go to (``out``, or ``out/copy-N``), None before the first."""
-        return self._folders.folder
-
-    def _abort(self):
-        if self._sim is not None and not self._sim.dead:
-            self._aborting = True
-            try:
-                self._sim.throw(GreenletExit)
-            finally:
-                self._aborting = False
-        if self.run is not None and self.result is None:
-            self.run.abort()
-        self._sim = None
-
-    def _switch(self, value=None):
-        self._caller = getcurrent()
-        self._sim.parent = self._caller
-        return self._sim.switch(value)
-
     def reset(self, *, seed=None, options=None):
         super().reset(seed=seed)
         self._abort()
@@ -330,11 +239,9 @@ class MultiSpinEnv(gymnasium.Env):
         self._warmup_left = self.warmup
         self._verified = []
         self._regret_rng = np.random.default_rng([episode_seed, 27])  # no engine stream
-        self._main = run.start()
-        self._sim = greenlet(self._simulate)
         self._t_last = 0.0
-        got = self._switch()
-        if got is _END:  # the run ended during the warm-up (its time limit, a trace's end)
+        got = self._start()
+        if got is END:  # the run ended during the warm-up (its time limit, a trace's end)
             self._sim = None
             self.result = run.finish()
             raise RuntimeError(f"the run ended after {run.loop.rounds_done} warm-up rounds, "
@@ -375,7 +282,7 @@ class MultiSpinEnv(gymnasium.Env):
         records = self._witness.take()
         if self.asynchronous:   # the batches verified and ended since the last draft decision
             now = run.env.now
-            if got is _END:   # the clock as the records have it (a limit may stop mid-cycle)
+            if got is END:   # the clock as the records have it (a limit may stop mid-cycle)
                 self.result = run.finish()
                 now = self.result.summary["sim_time_s"]
             elapsed, self._t_last = now - self._t_last, now
@@ -395,7 +302,7 @@ class MultiSpinEnv(gymnasium.Env):
             info["regret"] = regret
         reward = self._reward(info)
         terminated = truncated = False
-        if got is _END:
+        if got is END:
             terminated, truncated = self._end(info)
             obs = self._obs(self._after(ctx))
         else:
