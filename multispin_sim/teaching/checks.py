@@ -25,29 +25,24 @@ __all__ = [
     "EXERCISES",
 ]
 
-#: exercise id -> (notebook, title); the tests walk this list.
-EXERCISES = {
-    "1.1": ("01_one_round", "E[N] as a sum of P(A >= j)"),
-    "1.2": ("01_one_round", "the length of one round"),
-    "1.3": ("01_one_round", "how often the bonus token is sent"),
-    "2.1": ("02_uplink_or_downlink", "full-power UL delay"),
-    "2.2": ("02_uplink_or_downlink", "the shared DL delay"),
-    "2.3": ("02_uplink_or_downlink", "the best split by the prefix lemma"),
-    "3.1": ("03_draft_length", "the goodput objective G(gamma)"),
-    "3.2": ("03_draft_length", "the best common draft length"),
-    "4.1": ("04_fading", "the median delay under Rayleigh fading"),
-    "4.2": ("04_fading", "the correlation of |h|^2 over time"),
-    "5.1": ("05_queueing", "the Pollaczek-Khinchine waiting time"),
-    "5.2": ("05_queueing", "mean sojourn time from requests.csv"),
-    "7.1": ("07_learning_agents", "an episode's goodput and return"),
-    "7.2": ("07_learning_agents", "a hand-made draft policy"),
-    "8.1": ("08_antennas", "the steering vector of a linear array"),
-    "8.2": ("08_antennas", "what zero-forcing keeps of two streams"),
-    "8.3": ("08_antennas", "the first null of the beam pattern"),
-    "9.1": ("09_many_cells", "the interference over the overlap of two subbands"),
-    "9.2": ("09_many_cells", "the delivery time under changing interference"),
-    "9.3": ("09_many_cells", "what reuse 3 gives"),
+# Each tutorial's exercises, in order: exercise "n.i" is the i-th of the notebook numbered n.
+_TITLES = {
+    "01_one_round": ("E[N] as a sum of P(A >= j)", "the length of one round",
+                     "how often the bonus token is sent"),
+    "02_uplink_or_downlink": ("full-power UL delay", "the shared DL delay",
+                              "the best split by the prefix lemma"),
+    "03_draft_length": ("the goodput objective G(gamma)", "the best common draft length"),
+    "04_fading": ("the median delay under Rayleigh fading", "the correlation of |h|^2 over time"),
+    "05_queueing": ("the Pollaczek-Khinchine waiting time", "mean sojourn time from requests.csv"),
+    "07_learning_agents": ("an episode's goodput and return", "a hand-made draft policy"),
+    "08_antennas": ("the steering vector of a linear array",
+                    "what zero-forcing keeps of two streams", "the first null of the beam pattern"),
+    "09_many_cells": ("the interference over the overlap of two subbands",
+                      "the delivery time under changing interference", "what reuse 3 gives"),
 }
+#: exercise id -> (notebook, title); the tests walk this list.
+EXERCISES = {f"{int(notebook[:2])}.{i}": (notebook, title)
+             for notebook, titles in _TITLES.items() for i, title in enumerate(titles, 1)}
 
 
 def _report(ex, ok, message, hint=""):

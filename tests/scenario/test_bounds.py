@@ -20,6 +20,7 @@ ROOT = Path(__file__).resolve().parents[2]
 TINY = {"name": "tiny", "devices": {"count": 2}, "run": {"rounds": 3}}
 BIG = 10 ** 19            # beyond numpy's 64-bit integers
 LONG_NAME = "a" * 300
+MOVING = {"mobility": {"model": "random-waypoint"}}
 
 
 def _env():
@@ -98,9 +99,8 @@ FAULTS = {
                                          "device_xy_m": [[1e-300, 0.0], [50.0, 0.0]]}},
                            "topology.device_xy_m.0"),
     "noise-figure-4000": ({"channel": {"noise_figure_db": 4000}}, "channel.noise_figure_db"),
-    "shadowing-decorrelation-1e-20": ({"channel": {"shadowing_db": 4.0,
-                                                   "shadowing_decorrelation_m": 1e-20},
-                                       "mobility": {"model": "random-waypoint"}},
+    "shadowing-decorrelation-1e-20": ({**MOVING, "channel": {"shadowing_db": 4.0,
+                                                              "shadowing_decorrelation_m": 1e-20}},
                                       "channel.shadowing_decorrelation_m"),
     "cell-server-beyond-the-grid": ({"cells": {"layout": "hex", "count": 7,
                                                "servers": {7: {"verify_fixed_ms": 5.0}}}},
@@ -115,9 +115,8 @@ FAULTS = {
     "draft-latency-1e308": ({"devices": {"draft_latency_ms": 1e308}},
                             "devices.draft_latency_ms"),
     "server-power-1e308": ({"server": {"power_w": 1e308}}, "server.power_w"),
-    "measurement-period-1e-300": ({"cells": {"layout": "hex", "count": 7,
-                                             "measurement_period_ms": 1e-300},
-                                   "mobility": {"model": "random-waypoint"}},
+    "measurement-period-1e-300": ({**MOVING, "cells": {"layout": "hex", "count": 7,
+                                                       "measurement_period_ms": 1e-300}},
                                   "cells.measurement_period_ms"),
     # 9. per-cell times that made the network's horizon absurd
     "cell-verify-1e12": ({"cells": {"layout": "hex", "count": 7,
