@@ -44,7 +44,7 @@ Two settings (``link.model``):
     fresh CQI report.
   * ``cqi_table: continuous``: an ideal grid, eff = log2(1 + snr_eff / Gamma) where snr_eff is
     the reported SNR lowered so that the BLER target is met, TBS = N_RE eff with no rounding
-    (for checks against the Shannon bound; no outage). Its delay is within
+    (for checks against the Shannon bound; no outage). Its planned (error-free) delay is within
         S / (rho b log2(1 + snr / Gamma)) <= d < that + one slot,  rho = 156 / 180
     (the 156 data REs of the 14 x 12 per PRB and slot, over the 12 x 15 kHz x 2^mu bandwidth x
     slot product 180).
