@@ -395,11 +395,14 @@ def _parse_plot(doc, keys, source):
             raise _err(f"{path}.x", f"{fig['x']!r} is not a swept key",
                        f"expected one of {', '.join(keys)}", source)
         ys = fig["y"] if isinstance(fig["y"], list) else [fig["y"]]
+        if not ys:
+            raise _err(f"{path}.y", "an empty list", "expected a metric or a list of them", source)
         for y in ys:
             why = plot_y_problem(y)
             if why is not None:
                 raise _err(f"{path}.y", *why, source)
         fig["y"] = ys
+        others = [k for k in keys if k != fig["x"]]
         for opt in ("curves", "panels"):
             v = fig.get(opt)
             if v is None:
@@ -407,15 +410,17 @@ def _parse_plot(doc, keys, source):
                 continue
             v = v if isinstance(v, list) else [v]
             for k in v:
-                if k not in keys or k == fig["x"]:
+                if k not in others:
                     raise _err(f"{path}.{opt}", f"{k!r} is not a swept key other than x",
-                               "expected some of "
-                               f"{', '.join(x for x in keys if x != fig['x'])}", source)
+                               f"expected some of {', '.join(others)}" if others else
+                               f"no other key is swept: remove {opt}", source)
             fig[opt] = v
-        for opt in ("logx", "logy"):
-            if not isinstance(fig.get(opt, False), bool):
-                raise _err(f"{path}.{opt}", f"{fig[opt]!r} is not allowed",
-                           "expected true or false", source)
+        for opt, kind, expected in (("logx", bool, "true or false"), ("logy", bool,
+                                    "true or false"), ("title", str, "a string"),
+                                    ("xlabel", str, "a string"), ("ylabel", str, "a string")):
+            if fig.get(opt) is not None and not isinstance(fig[opt], kind):
+                raise _err(f"{path}.{opt}", f"{fig[opt]!r} is not allowed", f"expected {expected}",
+                           source)
         out.append(fig)
     return out
 

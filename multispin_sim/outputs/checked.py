@@ -22,8 +22,18 @@ class OutputError(ValueError):
     place that cannot be written (a one-line ``what: why; what to do`` message)."""
 
 
+def _found(path):
+    """``path`` as a Path, refused (``OutputError``) where there is no file: a folder missing
+    one of its tables is not whole."""
+    path = Path(path)
+    if not path.is_file():
+        raise OutputError(f"{path}: not found; expected the {path.name} the simulator writes "
+                          f"there: {RERUN}")
+    return path
+
+
 def _text(path):
-    data = Path(path).read_bytes()
+    data = _found(path).read_bytes()
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -90,7 +100,7 @@ def _check_rows(path):
     fields and whose last row ends with a line end (``OutputError`` naming the line). Fields
     are counted by numpy on the bytes, line by line; a file with quoted fields (a comma may
     sit inside quotes) is counted by the csv module instead."""
-    path = Path(path)
+    path = _found(path)
     decoder = codecs.getincrementaldecoder("utf-8")()
     fields = None      # the header's
     line, commas, quoted, last = 1, 0, False, b""

@@ -122,6 +122,18 @@ def test_base_file_relative_to_the_sweep_file(tmp_path):
      "wall-clock"),
     ({"sweep": {"grid": {"devices.count": [20], "policy.mode": ["optimal", "exhaustive"]}}},
      "sweep.grid.policy.mode", "devices.count=20"),
+    # a figure without metrics, with labels that are not text, with curves of no other key
+    ({"sweep": {"grid": {"devices.count": [2, 3]}},
+      "plot": [{"name": "a", "x": "devices.count", "y": []}]}, "plot.0.y", "a list of them"),
+    ({"sweep": {"grid": {"devices.count": [2, 3]}},
+      "plot": [{"name": "a", "x": "devices.count", "y": "tokens", "title": [1, 2]}]},
+     "plot.0.title", "a string"),
+    ({"sweep": {"grid": {"devices.count": [2, 3]}},
+      "plot": [{"name": "a", "x": "devices.count", "y": "tokens", "xlabel": {"a": 1}}]},
+     "plot.0.xlabel", "a string"),
+    ({"sweep": {"grid": {"devices.count": [2, 3]}},
+      "plot": [{"name": "a", "x": "devices.count", "y": "tokens", "curves": "devices.count"}]},
+     "plot.0.curves", "no other key is swept: remove curves"),
     # a base refused alone and in the first cell: the base's own error
     ({"base": {"policy": {"mode": "exhaustive"}},
       "sweep": {"grid": {"server.dl_power_dbm": [20, 30]}}}, "base.policy.mode", "devices"),

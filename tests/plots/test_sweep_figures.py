@@ -176,3 +176,15 @@ def test_plot_of_an_incomplete_sweep_warns(sweep, tmp_path, capsys):
     (folder / "sweep.json").write_text(json.dumps(dict(doc, status="interrupted")))
     assert main(["plot", str(folder)]) == 0
     assert "warning: the sweep is not complete (status 'interrupted'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", ["plot", "report"])
+def test_a_capacity_folder_without_its_table_is_refused_in_one_line(capacity_folder, command,
+                                                                    capsys):
+    (capacity_folder / "capacity.csv").unlink()
+    capsys.readouterr()
+    assert main([command, str(capacity_folder)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "capacity.csv: not found" in err
+    assert sorted(p.name for p in capacity_folder.iterdir()) == ["capacity.json",
+                                                                "capacity_reps.csv"]
