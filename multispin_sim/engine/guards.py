@@ -201,6 +201,7 @@ def guard_backlog(workload, loop, limit):
         arrive(k, now, length)
         n = workload.in_system
         if n >= limit:
+            workload.backlog_limit = limit
             if loop.stop_reason is None:
                 loop.stop_reason, loop.stop_todo = reason, LIMIT_TODO["backlog"]
                 loop.stop_requested = True

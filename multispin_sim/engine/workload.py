@@ -165,6 +165,7 @@ class QueueingWorkload:
         self._snap_count = 0
         self._snap_max = snapshots
         self.snapshots = []  # (time, in system per device, arrived per device)
+        self.backlog_limit = None   # set when the queues together passed it (guards)
         self._device_waiters = {}  # asynchronous protocol: device -> event of its next arrival
         # called with the device of every request that arrives (a network of cells that share
         # this workload wakes the cell the device is attached to)
@@ -345,11 +346,16 @@ class QueueingWorkload:
         Flagged: a queue at the end longer than chance allows for a stable queue fed by the
         same arrivals (more than 10 and more than 3 sqrt(arrivals) requests) and still growing
         over the second half of the run: the device is served slower than its requests arrive.
+        And the queues together, when they passed ``limits.max_backlog_requests``, however
+        they share it.
         """
-        if not self.snapshots or now <= 0:
-            return []
-        t_mid, n_mid, _ = min(self.snapshots, key=lambda s: abs(s[0] - now / 2))
         out = []
+        if self.backlog_limit is not None:
+            out.append(f"all devices: more than {self.backlog_limit:,} requests in the queues "
+                       "together (limits.max_backlog_requests)")
+        if not self.snapshots or now <= 0:
+            return out
+        t_mid, n_mid, _ = min(self.snapshots, key=lambda s: abs(s[0] - now / 2))
         for k in range(self.k):
             arrivals = self.arrived[k]
             if self.n[k] > max(10.0, 3.0 * math.sqrt(arrivals + 1.0)) and self.n[k] > n_mid[k]:
@@ -516,8 +522,10 @@ def queue_warnings(scenario, requests, longest, sim_time):
     a round of ``longest`` seconds that takes more than 5% of the ``sim_time`` seconds where the
     correction delay has an infinite mean (the paper's link, one fading block per round)."""
     warnings = []
-    if requests["warnings"]:
-        devices = ", ".join(w.split(":")[0].split()[1] for w in requests["warnings"])
+    # the devices whose own queue grows (a stop at the backlog limit is the stop reason)
+    devices = ", ".join(w.split(":")[0].split()[1] for w in requests["warnings"]
+                        if w.startswith("device "))
+    if devices:
         warnings.append(f"queues grow without bound at device(s) {devices}: requests arrive "
                         "faster than these devices are served, so their latencies grow with the "
                         "run length (see requests.warnings in summary.json)")

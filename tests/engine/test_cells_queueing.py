@@ -135,6 +135,7 @@ def test_the_backlog_bound_counts_the_networks_queues(tmp_path):
     assert not res.complete
     assert "limits.max_backlog_requests" in res.summary["stop_reason"]
     assert 100 <= res.summary["requests"]["in_system_at_end"] <= 125
+    assert not res.summary["requests"]["stable"]
     assert res.requests["arrival_s"].size == res.summary["requests"]["arrivals"]
 
 

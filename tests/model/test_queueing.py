@@ -332,6 +332,8 @@ def test_a_run_the_backlog_stops_mid_round_counts_its_requests_to_the_stop():
              "limits.max_backlog_requests": 40, "run.max_time_s": 300, "seed": 3})
     s = r.summary
     assert not s["complete"] and "max_backlog_requests" in s["stop_reason"]
+    assert not s["requests"]["stable"]   # however few requests each device's queue holds
+    assert "limits.max_backlog_requests" in s["requests"]["warnings"][0]
     assert s["requests"]["time_s"] > s["sim_time_s"]
     assert r.requests["arrival_s"].max() <= s["requests"]["time_s"]
     check_little(r)
