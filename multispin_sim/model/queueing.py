@@ -43,10 +43,14 @@ def pollaczek_khinchine(arrival_rate, mean_service, second_moment_service):
     return wq, wq + mean_service
 
 
+MAX_LENGTH = 10_000_000   # tokens of one request (scenario.names.MAX_REQUEST_TOKENS)
+
+
 class Lengths:
     """Request lengths of one device, drawn from its own generator ``rng`` in blocks of
     ``block`` (``draw``); ``workload``: the ``workload`` section (length_tokens, length_sigma,
-    length_values, length_per_task), ``task``: the device's task."""
+    length_values, length_per_task), ``task``: the device's task. A draw of an unbounded law
+    beyond ``MAX_LENGTH`` is cut to it."""
 
     def __init__(self, workload, rng, task, block=256):
         self.mean = workload.length_tokens
@@ -93,7 +97,7 @@ class GeometricLengths(Lengths):
 
     @staticmethod
     def draw(rng, n, mean, sigma, values):
-        return rng.geometric(1.0 / float(mean), size=n).astype(np.int64)
+        return np.minimum(rng.geometric(1.0 / float(mean), size=n), MAX_LENGTH).astype(np.int64)
 
 
 @LENGTH_MODELS.register("lognormal")
@@ -104,7 +108,7 @@ class LognormalLengths(Lengths):
     @staticmethod
     def draw(rng, n, mean, sigma, values):
         mu = np.log(float(mean)) - 0.5 * sigma * sigma
-        return np.maximum(np.rint(rng.lognormal(mu, sigma, size=n)), 1).astype(np.int64)
+        return np.clip(np.rint(rng.lognormal(mu, sigma, size=n)), 1, MAX_LENGTH).astype(np.int64)
 
 
 @LENGTH_MODELS.register("empirical")

@@ -61,7 +61,7 @@ MAX_STEP_MS = 60_000      # one minute: a time of one step of a round (a verific
                           # token drafted, a backhaul hop, a CSI age); measured ones are ms
 STEP_MS = in_interval(0, MAX_STEP_MS)
 POSITIVE_STEP_MS = in_interval(0, MAX_STEP_MS, low_open=True)
-MAX_REQUEST_TOKENS = 10_000_000             # tokens of one request: 10x the longest contexts
+MAX_REQUEST_TOKENS = 10_000_000  # tokens of one request: 10x the longest contexts (model.queueing)
 MAX_SLOWDOWN = 100        # drafting-latency factors (device spread, thermal throttling)
 MAX_NAME_CHARS = 200      # scenario names (a folder name, with -seed<seed> appended: <= 255)
 MAX_SEED = 2 ** 64 - 1    # seeds: numpy's 64-bit words (and a folder name that fits)

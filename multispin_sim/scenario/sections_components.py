@@ -55,8 +55,8 @@ class Workload(Params):
                         "task, else length_tokens)", choices=LENGTH_MODELS)
     length_tokens: int = param(64, "Fixed request length, or the mean for 'geometric' and "
                                "'lognormal' (at most 10 million, 10x the longest context "
-                               "windows, as every request length)", unit="tokens",
-                               check=_REQUEST_TOKENS)
+                               "windows, as every request length: longer draws are cut to "
+                               "it)", unit="tokens", check=_REQUEST_TOKENS)
     length_sigma: float = param(1.0, "Standard deviation of ln(length) for 'lognormal'",
                                 check=gt(0))
     length_values: tuple[int, ...] = param((), "Lengths drawn uniformly for 'empirical'",

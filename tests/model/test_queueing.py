@@ -19,6 +19,7 @@ from scipy import stats
 
 import multispin_sim as ms
 from multispin_sim.model.queueing import LENGTH_MODELS, pollaczek_khinchine, round_count_moments
+from multispin_sim.scenario.names import MAX_REQUEST_TOKENS
 
 ALPHA, GAMMA, LENGTH, TAU = 0.8, 4, 64, 0.05
 REF_R1, REF_R2 = 19.503530, 384.845743  # docs/model.md section 10
@@ -377,6 +378,13 @@ def test_length_models():
         x = LENGTH_MODELS.lookup(model).draw(rng, n, 50, 0.8, ())
         assert x.min() >= 1
         assert abs(x.mean() - 50) < 5 * x.std() / math.sqrt(n) + 0.6, model  # rounding: +-0.5
+    # a mean at the bound: the draws beyond it (a third of the geometric's, P(X > m) ~ 1/e;
+    # 16% of this lognormal's, P(Z > sigma / 2)) are cut to it, as a scenario's lengths are
+    for model, beyond in (("geometric", math.exp(-1)), ("lognormal", stats.norm.sf(1.0))):
+        x = LENGTH_MODELS.lookup(model).draw(rng, 4000, MAX_REQUEST_TOKENS, 2.0, ())
+        share = np.mean(x == MAX_REQUEST_TOKENS)
+        assert x.max() == MAX_REQUEST_TOKENS and abs(share - beyond) < 5 * math.sqrt(
+            beyond * (1 - beyond) / 4000), (model, share)
     x = LENGTH_MODELS.lookup("empirical").draw(rng, n, 64, 1.0, (3, 8, 100))
     assert set(np.unique(x)) == {3, 8, 100}
     assert stats.chisquare(np.bincount(np.searchsorted([3, 8, 100], x))).pvalue > 1e-3
