@@ -137,6 +137,8 @@ class AsyncLoop(ProtocolLoop):
     """Same constructor as ``round.RoundLoop`` (``serving``: the scenario's section, read here);
     ``rounds`` counts batches."""
 
+    asynchronous = True
+
     def __init__(self, env, population, channel, server, controller, workload, streams,
                  recorder, rounds, max_time_s=None, progress=None, tick_period_s=None,
                  mover=None, serving=None, thermal=None):

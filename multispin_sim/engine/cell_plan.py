@@ -33,6 +33,11 @@ CELLS_STREAM_KEY = 1000   # SeedSequence(seed, spawn_key=(1000,)): layout, drops
 CROSS_STREAM_KEY = (CELLS_STREAM_KEY, 2)   # the cross links' gains (cells.cross_link)
 
 
+def several_cells(scenario):
+    """Whether ``cells.layout`` places several servers (one round loop each)."""
+    return CELL_LAYOUTS.lookup(scenario.cells.layout).several
+
+
 def cell_layout(scenario, rng):
     """The servers' layout of ``cells.layout``, drawn from ``rng`` (a layout that reads its
     servers takes those of ``topology.graphml_file``)."""
@@ -64,7 +69,7 @@ def check_cell_layout(scenario):
     """The servers a run of several cells would place (``cells_layout``), drawn before anything
     is written: a 'graphml' file without servers, a Poisson layout that drew none, or a
     ``cells.servers`` index beyond the layout's cells is refused (ScenarioError)."""
-    if scenario.cells.layout == "single":
+    if not several_cells(scenario):
         return
     count = cells_layout(scenario)[1].count
     beyond = sorted(c for c in dict(scenario.cells.servers) if c >= count)
@@ -91,10 +96,8 @@ def network_devices(scenario):
     ScenarioError, as a run would)."""
     count = int(scenario.devices.count)
     cells = scenario.cells
-    if cells.layout == "single" or cells.drop != "per-cell":
+    if not several_cells(scenario) or cells.drop != "per-cell":
         return count
-    if cells.layout == "hex":
-        return count * int(cells.count)
     return count * int(cells_layout(scenario)[1].count)
 
 
@@ -103,7 +106,7 @@ def workload_devices(scenario):
     share one workload (devices that move or re-associate), else devices.count (each cell's
     own workload, as one cell's)."""
     cells = scenario.cells
-    shared = cells.layout != "single" and (
+    shared = several_cells(scenario) and (
         MOBILITY_MODELS.lookup(scenario.mobility.model).moves or cells.reassociate)
     return network_devices(scenario) if shared else int(scenario.devices.count)
 

@@ -54,10 +54,7 @@ def thermal_state(scenario, population):
 
 
 def reactive_policy(scenario, population):
-    """The reactive policy of ``policy.mode``; under the tokens-per-joule objective the policy
-    chooses its energy variant itself (``for_energy``: the optimal split breaks ties by energy)."""
-    policy = scenario.policy
-    cls = REACTIVE_POLICIES.lookup(policy.mode)
-    if policy.objective == "tokens-per-joule":
-        return cls.for_energy(scenario, energy_powers(scenario, population))
-    return cls.from_scenario(scenario)
+    """The reactive policy of ``policy.mode``, as it builds itself for the run (``for_run``:
+    under the tokens-per-joule objective the optimal split breaks ties by energy)."""
+    cls = REACTIVE_POLICIES.lookup(scenario.policy.mode)
+    return cls.for_run(scenario, energy_powers(scenario, population))

@@ -26,10 +26,12 @@ import math
 import numpy as np
 
 from ..model.antennas import ServerArray, correlated, squared_norms, vectors_of
+from ..model.cells import CELL_LAYOUTS
 from ..model.energy import AIRTIME, RADIATED
 from ..model.fading import BlockRows, complex_gaussian, gauss_markov_step
 from ..model.link import (LINK_MODELS, BlockLimit, Blocks, IidBlocks, McsLink, PermanentOutage,
                           Uniforms)
+from ..model.mobility import MOBILITY_MODELS
 from ..model.nr_tables import CarrierError
 from ..model.reactive import DL
 from ..policies.linkaware import LinkAwarePolicy
@@ -389,7 +391,7 @@ def check_link(scenario):
             f"{n} usable PRBs for devices.count = {k} (every transmitting device needs a whole "
             "PRB)", f"expected a bandwidth and spacing with at least {k} PRBs (e.g. a smaller "
             "subcarrier spacing or a wider channel.bandwidth_mhz)")
-    if n is not None and scenario.cells.layout != "single":
+    if n is not None and CELL_LAYOUTS.lookup(scenario.cells.layout).several:
         _check_cell_prbs(scenario)
 
 
@@ -402,7 +404,8 @@ def _check_cell_prbs(scenario):
     share = dataclasses.replace(scenario, channel=dataclasses.replace(
         scenario.channel, bandwidth_mhz=scenario.channel.bandwidth_mhz / cells.reuse))
     n = McsLink.usable_prbs(share)
-    held = cells.drop == "region" or cells.reassociate or scenario.mobility.model != "none"
+    held = (cells.drop == "region" or cells.reassociate
+            or MOBILITY_MODELS.lookup(scenario.mobility.model).moves)
     k = scenario.devices.count * (cells.count if held and cells.drop != "region" else 1)
     if n < k:
         who = (f"the network's {k} devices (a cell may hold any of them: a region drop, or "

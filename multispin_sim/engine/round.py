@@ -45,7 +45,8 @@ class ProtocolLoop:
     """What every protocol's loop holds: the run's actors, its limits and its witness.
 
     A protocol (``serving.protocol``) is a subclass registered in
-    ``scenario.engine_registries.PROTOCOLS``, built with the arguments of ``RoundLoop``.
+    ``scenario.engine_registries.PROTOCOLS``, built by ``from_scenario`` with the arguments of
+    ``RoundLoop``.
     ``run(env)`` is the SimPy process it defines; ``rounds`` counts its records (rounds, or
     batches in the asynchronous protocol), ``rounds_done`` those written, and
     ``stop_requested`` (set by a Ctrl-C) stops it cleanly at its next record boundary;
@@ -56,6 +57,17 @@ class ProtocolLoop:
     """
 
     server_busy_s = None
+    asynchronous = False   # True: each device's draft is decided as it starts (not per round)
+
+    @classmethod
+    def from_scenario(cls, scenario, env, population, channel, server, controller, workload,
+                      streams, recorder, progress=None, mover=None, thermal=None):
+        """The loop of ``scenario`` (its rounds, time limit, round clock and serving section)
+        over the run's actors."""
+        return cls(env, population, channel, server, controller, workload, streams, recorder,
+                   scenario.run.rounds, scenario.run.max_time_s, progress=progress,
+                   tick_period_s=scenario.workload.tick_period_s, mover=mover, thermal=thermal,
+                   serving=scenario.serving)
 
     def __init__(self, env, population, channel, server, controller, workload, streams,
                  recorder, rounds, max_time_s=None, progress=None):

@@ -366,11 +366,9 @@ def build_run(scenario, folder, inputs, *, progress=False, controller=None, reac
                                       inputs), log
 
     workload, log = own_workload() if workload_hook is None else workload_hook(own_workload)
-    loop = PROTOCOLS.lookup(scenario.serving.protocol)(
-        env, population, channel, server, controller, workload, streams, recorder,
-        scenario.run.rounds, scenario.run.max_time_s,
-        progress=Progress.for_run(scenario, progress), tick_period_s=scenario.workload.tick_period_s, mover=mover, thermal=thermal,
-        serving=scenario.serving)
+    loop = PROTOCOLS.lookup(scenario.serving.protocol).from_scenario(
+        scenario, env, population, channel, server, controller, workload, streams, recorder,
+        progress=Progress.for_run(scenario, progress), mover=mover, thermal=thermal)
     channel.max_blocks = scenario.limits.max_blocks_per_transmission
     # counters the outputs report that are updated before a round is recorded (summary.json's
     # delays and link blocks, deferred, the token payload's totals and corrections.csv): kept as

@@ -59,7 +59,7 @@ import numpy as np
 from scipy import stats
 
 from ..engine import simulate as engine_simulate
-from ..engine.cell_plan import check_cell_layout, network_devices
+from ..engine.cell_plan import check_cell_layout, network_devices, several_cells
 from ..engine.simulation import read_inputs
 from ..errors import OutputLocationError, os_reason
 from ..outputs.atomic import check_folder, write_json
@@ -459,7 +459,7 @@ def check_inputs(scenario, seeds):
     layout of several cells, the servers drawn at each replication's seed (a Poisson layout may
     draw none at some). The rate, duration and SLO the runs set change none of it."""
     read_inputs(dataclasses.replace(scenario, seed=seeds[0]))   # no run uses scenario.seed
-    if scenario.cells.layout != "single":
+    if several_cells(scenario):
         for seed in seeds[1:]:
             check_cell_layout(dataclasses.replace(scenario, seed=seed))
 

@@ -35,14 +35,21 @@ from pettingzoo import AECEnv
 from ..engine.cell_plan import cells_layout, network_devices
 from ..engine.cells import build_cells
 from ..engine.simulation import Result, build_run, read_inputs, simulate
+from ..model.cells import CELL_LAYOUTS
 from ..model.mobility import MOBILITY_MODELS
 from ..outputs.atomic import check_folder
 from ..scenario import load_scenario
 from .control import AgentDraft, AgentSplit
-from .episode import (END, GreenletEpisode, check_control, check_count, check_price,
-                      episode_scenario, length_and_seed)
+from .episode import (END, GreenletEpisode, asynchronous, check_control, check_count,
+                      check_price, episode_scenario, length_and_seed, queueing)
 from .folders import EpisodeFolders
 from .spaces import Observer, SameSpaces, action_space, check_action, observation_space
+
+
+def fixed_layouts():
+    """The names of the layouts of several cells whose number does not depend on the seed."""
+    return [name for name in CELL_LAYOUTS
+            if CELL_LAYOUTS.lookup(name).several and not CELL_LAYOUTS.lookup(name).drawn]
 
 
 def reference_prices(scenario, rounds=500):
@@ -88,11 +95,13 @@ class CellsAECEnv(GreenletEpisode, SameSpaces, AECEnv):
         base = load_scenario(scenario, overrides)
         sc = self.scenario = load_scenario(base, extra) if extra else base
         cells = sc.cells
-        if cells.layout not in ("hex", "graphml"):
+        layout = CELL_LAYOUTS.lookup(cells.layout)
+        if not layout.several or layout.drawn:
             raise ValueError(f"cells.layout is {cells.layout!r}; the environment has one agent "
-                             "per cell of a fixed layout ('hex' or 'graphml'; one cell: "
+                             "per cell: a layout of several cells whose number does not depend "
+                             f"on the seed ({', '.join(fixed_layouts())}; one cell: "
                              "MultiSpinEnv)")
-        self.asynchronous = sc.serving.protocol == "asynchronous"
+        self.asynchronous = asynchronous(sc)
         shared = MOBILITY_MODELS.lookup(sc.mobility.model).moves or cells.reassociate
         if cells.drop != "per-cell" and not shared:
             raise ValueError("cells.drop is 'region' with devices that stay in their cells: "
@@ -104,7 +113,7 @@ class CellsAECEnv(GreenletEpisode, SameSpaces, AECEnv):
         self._inputs = read_inputs(sc)
         self.k = network_devices(sc) if shared else sc.devices.count
         self.max_draft = sc.policy.max_draft
-        self.queueing = sc.workload.arrivals != "saturated"
+        self.queueing = queueing(sc)
         count = cells_layout(sc)[1].count
         self.possible_agents = [f"cell_{c}" for c in range(count)]
         self._obs_space = observation_space(self.k, self.max_draft, self.queueing,

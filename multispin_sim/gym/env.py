@@ -44,6 +44,7 @@ from pathlib import Path
 import gymnasium
 import numpy as np
 
+from ..engine.cell_plan import several_cells
 from ..engine.compute import energy_powers
 from ..engine.simulation import build_run, read_inputs, simulate
 from ..model.energy import device_round_energy
@@ -51,8 +52,8 @@ from ..outputs.atomic import check_folder
 from ..policies.draft import pricing_options
 from ..scenario import ScenarioError, dump_scenario_yaml, load_scenario
 from .control import AgentDraft, AgentSplit
-from .episode import (END, GreenletEpisode, check_control, check_count, check_price,
-                      episode_scenario, length_and_seed)
+from .episode import (END, GreenletEpisode, asynchronous, check_control, check_count,
+                      check_price, episode_scenario, length_and_seed, queueing)
 from .folders import EpisodeFolders
 from .spaces import Observer, action_space, check_action, observation_space
 
@@ -134,8 +135,8 @@ class MultiSpinEnv(GreenletEpisode, gymnasium.Env):
         base = load_scenario(scenario, overrides)
         self.scenario = load_scenario(base, extra) if extra else base
         sc = self.scenario
-        self.asynchronous = sc.serving.protocol == "asynchronous"
-        if sc.cells.layout != "single":
+        self.asynchronous = asynchronous(sc)
+        if several_cells(sc):
             raise ValueError(f"cells.layout is {sc.cells.layout!r}; the environment steps the "
                              "rounds of one cell (cells.layout: single; several cells: "
                              "multispin_sim.gym.cells_env)")
@@ -161,7 +162,7 @@ class MultiSpinEnv(GreenletEpisode, gymnasium.Env):
         self.k = k = sc.devices.count
         self.max_draft = sc.policy.max_draft
         self._inputs = read_inputs(sc)
-        self.queueing = bool(sc.workload.arrivals != "saturated")
+        self.queueing = queueing(sc)
         self.observation_space = observation_space(k, self.max_draft, self.queueing,
                                                    sc.compute.thermal, self.asynchronous)
         self.action_space = action_space(k, self.max_draft, control, mode_action)

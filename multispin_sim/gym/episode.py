@@ -12,10 +12,22 @@ from greenlet import GreenletExit, getcurrent, greenlet
 
 from ..engine.guards import LimitReached
 from ..scenario import load_scenario
+from ..scenario.engine_registries import ARRIVAL_MODELS, PROTOCOLS
 from .spaces import MODE_ACTIONS
 
 CONTROLS = ("draft", "mode", "both")
 END = object()   # what the greenlet returns when the run has ended
+
+
+def asynchronous(scenario):
+    """Whether the scenario's protocol decides each device's draft as it starts (a step is one
+    device's decision) rather than a round's drafts at once."""
+    return PROTOCOLS.lookup(scenario.serving.protocol).asynchronous
+
+
+def queueing(scenario):
+    """Whether requests arrive (the observation carries the backlog) rather than saturate."""
+    return not ARRIVAL_MODELS.lookup(scenario.workload.arrivals).saturated
 
 
 def check_control(control, mode_action):

@@ -16,6 +16,7 @@ from pettingzoo import ParallelEnv
 
 from ..scenario import load_scenario
 from .env import MultiSpinEnv
+from .episode import asynchronous
 from .spaces import GLOBAL_KEYS, SameSpaces, scalar_int
 
 
@@ -27,7 +28,7 @@ class MultiSpinParallelEnv(SameSpaces, ParallelEnv):
     def __init__(self, scenario=None, overrides=None, **kwargs):
         kwargs.pop("control", None)
         sc = load_scenario(scenario, overrides)   # read once: the refusal, then the env
-        if sc.serving.protocol == "asynchronous":
+        if asynchronous(sc):
             raise ValueError("serving.protocol is 'asynchronous', where devices decide one at a "
                              "time: the parallel environment steps synchronous rounds (one "
                              "agent per device: MultiSpinEnv steps each device's draft)")

@@ -163,6 +163,7 @@ class CellLayout:
     isd_m = None
     several = True   # the engine builds one round loop per server (False: the paper's one cell)
     reads_servers = False   # the engine reads the server positions from a file for it
+    drawn = False   # the servers are drawn at the scenario's seed: their number depends on it
 
     @classmethod
     def from_scenario(cls, scenario, rng, servers=None):
@@ -250,6 +251,8 @@ class HexGrid(CellLayout):
 @CELL_LAYOUTS.register("ppp")
 class PoissonServers(CellLayout):
     """Servers a Poisson point process of ``density_per_m2`` in a disc of ``radius_m``."""
+
+    drawn = True
 
     @classmethod
     def from_scenario(cls, scenario, rng, servers=None):

@@ -76,6 +76,14 @@ class ReactivePolicy:
     plan_with = None
 
     @classmethod
+    def for_run(cls, scenario, powers):
+        """The policy a run of ``scenario`` uses: ``for_energy`` when the draft objective
+        counts energy (``policy.objective`` 'tokens-per-joule'), else ``from_scenario``."""
+        if scenario.policy.objective == "tokens-per-joule":
+            return cls.for_energy(scenario, powers)
+        return cls.from_scenario(scenario)
+
+    @classmethod
     def for_energy(cls, scenario, powers):
         """The policy when the draft objective is tokens per joule (``policy.objective``):
         the same policy, unless it breaks its ties by energy (``model.energy.Powers``)."""

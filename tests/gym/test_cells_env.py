@@ -144,6 +144,9 @@ def test_a_reset_mid_episode_ends_the_old_run_whatever_cell_asks_next():
 
 @pytest.mark.parametrize("overrides, words", [
     ({"cells.layout": "single"}, ["cells.layout", "'single'", "MultiSpinEnv"]),
+    # a Poisson layout's number of cells, so of agents, changes with the episode's seed
+    ({"cells.layout": "ppp", "cells.density_per_km2": 20.0}, ["cells.layout", "'ppp'",
+                                                              "hex, graphml"]),
     ({**HEX, "cells.drop": "region"}, ["cells.drop", "'region'"]),
 ])
 def test_what_the_environment_does_not_step_is_refused_at_construction(overrides, words):
