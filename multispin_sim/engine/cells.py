@@ -62,11 +62,43 @@ class Links:
 
     def __init__(self, layout, model, rng):
         self.layout, self.model, self.rng = layout, model, rng
-        self.gain = np.zeros((0, layout.count))
-        self.positions = np.zeros((0, 2))   # the devices' (wrapped) positions, by global index
-        self.cell_of = np.zeros(0, dtype=np.int64)
+        self._gain = np.zeros((0, layout.count))
+        self._positions = np.zeros((0, 2))   # the devices' (wrapped) positions, by global index
+        self._cell_of = np.zeros(0, dtype=np.int64)
+        # the cells' rows added since the tables were last read, joined at the next read (one
+        # copy of the table, not one per cell: thousands of cells)
+        self._added = []
+        self._count = 0
         self.base = {}
         self.drawn = {}   # cell -> gains (its devices, S) drawn at a region drop
+
+    def _join(self):
+        if self._added:
+            gain, positions, cell_of = zip(*self._added)
+            self._gain = np.vstack([self._gain, *gain])
+            self._positions = np.vstack([self._positions, *positions])
+            self._cell_of = np.concatenate([self._cell_of, *cell_of])
+            self._added = []
+
+    @property
+    def gain(self):
+        self._join()
+        return self._gain
+
+    @gain.setter
+    def gain(self, value):
+        self._join()
+        self._gain = value
+
+    @property
+    def positions(self):
+        self._join()
+        return self._positions
+
+    @property
+    def cell_of(self):
+        self._join()
+        return self._cell_of
 
     def add_cell(self, cell, population, drawn=None):
         """The rows of ``cell``'s devices; returns the population with its own gains. The gains
@@ -85,10 +117,9 @@ class Links:
             own = gain[:, cell].copy()
             population = dataclasses.replace(population, system=dataclasses.replace(
                 population.system, pathloss=own))
-        self.base[cell] = self.gain.shape[0]
-        self.gain = np.vstack([self.gain, gain])
-        self.positions = np.vstack([self.positions, population.positions])
-        self.cell_of = np.concatenate([self.cell_of, np.full(k, cell)])
+        self.base[cell] = self._count
+        self._count += k
+        self._added.append((gain, population.positions, np.full(k, cell)))
         return population
 
     def cross_gains(self, rng):

@@ -222,6 +222,9 @@ PER_FORMAT_VOCAB_BYTES = 16     # and per format: a compressed residual's CDF (a
 PER_SESSION_TOKEN_BYTES = 24    # beta acceptance: agreements and rates of a block of sessions
 PER_HARQ_BYTES = 256            # NR link: combining thresholds per HARQ transmission
 PER_LOGGED_TRANSMISSION_BYTES = 1024   # several cells: a transmission's intervals in the log
+PER_CELL_BYTES = 1 << 20    # several cells: each cell's SimPy run, recorder, population and
+                            # open files (0.63 MiB a cell measured, 331 to 919 cells)
+PER_LINK_BYTES = 24         # several cells: a device-to-server gain, and two copies as joined
 PER_CROSS_PAIR_BYTES = 72   # cells.cross_link: the peak of drawing the device-to-device gains
                             # (distances, gains, pair indices, the model's temporaries; measured
                             # 45 bytes a pair with the power law, 65 with UMa)
@@ -290,10 +293,11 @@ def memory_terms(sc) -> dict:
     terms = {"devices.count": cells * k * per_device,
              "policy.saa_samples": cells * k * PER_SAA_SAMPLE_BYTES * sc.policy.saa_samples,
              "run.rounds": cells * _max_rounds(sc) * PER_ROUND_BYTES}
-    if cells > 1:   # the interference field's log of transmissions (bounded)
-        terms[_cell_key(sc)] = PER_LOGGED_TRANSMISSION_BYTES * LOGGED_TRANSMISSIONS
+    devices = cells * k if sc.cells.drop == "per-cell" else k
+    if cells > 1:   # the cells, every device's gain to every server, the interference log
+        terms[_cell_key(sc)] = (cells * PER_CELL_BYTES + PER_LINK_BYTES * devices * cells
+                                + PER_LOGGED_TRANSMISSION_BYTES * LOGGED_TRANSMISSIONS)
     if cells > 1 and sc.cells.cross_link:   # a gain for every pair of devices
-        devices = cells * k if sc.cells.drop == "per-cell" else k
         terms["cells.cross_link"] = PER_CROSS_PAIR_BYTES * devices * devices
     if sc.payload.model == "token":
         terms["payload.vocab"] = sc.payload.vocab * (PER_VOCAB_BYTES + _token_rows(sc)
