@@ -276,7 +276,7 @@ def _cells_section(summary):
         return []
     keys = (("cell", "cell", "d"), ("devices", "devices", "d"), ("goodput_tps", "goodput (tokens/s)", ".2f"),
             ("rounds", "rounds", "d"), ("ul_corrections", "UL", "d"), ("dl_corrections", "DL", "d"),
-            ("mean_duration_s", "mean round (s)", ".4f"))
+            ("mean_duration_s", "mean duration (s)", ".4f"))
     rows = [[_e(format(c.get(k), spec)) if isinstance(c.get(k), (int, float)) else "-"
              for k, _, spec in keys] for c in cells if isinstance(c, dict)]
     out = [f"<h2>Cells</h2><p>{len(cells)} cells; UL share of corrections "

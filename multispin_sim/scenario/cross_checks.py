@@ -143,6 +143,12 @@ def _check_estimator(sc: Scenario) -> None:
 def _check_workload(sc: Scenario) -> None:
     w = sc.workload
     count = sc.devices.count
+    moving = sc.mobility.model != "none" or sc.cells.reassociate
+    if isinstance(w.rate_per_s, tuple) and sc.cells.layout != "single" and moving:
+        # the network's one workload serves every device of every cell
+        raise ScenarioError("workload.rate_per_s", "a list of rates is not supported with "
+                            "devices that move or re-associate between cells",
+                            "expected one rate for every device of the network")
     if isinstance(w.rate_per_s, tuple) and len(w.rate_per_s) != count:
         raise ScenarioError("workload.rate_per_s", f"a list of {len(w.rate_per_s)} rates is not "
                             "allowed", f"expected one number, or a list of exactly devices.count "

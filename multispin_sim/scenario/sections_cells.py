@@ -141,7 +141,8 @@ class Cells(Params):
 
 @cross_check
 def _check_cells(sc) -> None:
-    """Devices that move or re-associate share one workload (one rate) and no cross links; a
+    """Devices that move or re-associate share no cross links (nor one rate each:
+    ``cross_checks``); a
     hexagonal grid needs a whole number of rings; a GraphML layout needs its file."""
     if sc.cells.layout == "single":
         if sc.cells.servers:
@@ -150,11 +151,6 @@ def _check_cells(sc) -> None:
                                 "set the one cell's server), or a layout of several cells")
         return
     moving = sc.mobility.model != "none" or sc.cells.reassociate
-    if moving and isinstance(sc.workload.rate_per_s, tuple):
-        # the network's one workload serves every device of every cell
-        raise ScenarioError("workload.rate_per_s", "a list of rates is not supported with "
-                            "devices that move or re-associate between cells",
-                            "expected one rate for every device of the network")
     if sc.cells.cross_link and moving:
         # the cross links' gains are drawn once, between the drop positions
         raise ScenarioError("cells.cross_link", "true is not supported with devices that move "

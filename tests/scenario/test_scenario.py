@@ -529,3 +529,15 @@ def test_overrides_of_another_type_are_refused_naming_what_is_allowed(overrides)
         load_scenario(None, overrides=overrides)
     assert info.value.path == "overrides" and "a mapping" in str(info.value)
 
+
+
+@pytest.mark.parametrize("rates", [2, 20, 140])
+def test_rates_per_device_with_devices_that_move_are_refused_for_what_they_are(rates):
+    """Devices that move share the network's one workload: a list of rates is refused as such,
+    whatever its length (a list of devices.count rates was refused as the wrong length, then
+    one of that length as a list)."""
+    with pytest.raises(ScenarioError) as err:
+        load_scenario(None, {"cells.layout": "hex", "cells.count": 7, "devices.count": 20,
+                             "mobility.model": "random-waypoint", "workload.arrivals": "poisson",
+                             "workload.rate_per_s": [0.1] * rates})
+    assert err.value.path == "workload.rate_per_s" and "move or re-associate" in str(err.value)
