@@ -56,6 +56,18 @@ def builder(scenario, build_run, result):
     return functools.partial(build_cells, build_run=build_run, result=result)
 
 
+def _joined(name):
+    """A table of ``Links``, with the rows added since it was last read."""
+    def get(self):
+        self._join()
+        return getattr(self, name)
+
+    def put(self, value):
+        self._join()
+        setattr(self, name, value)
+    return property(get, put)
+
+
 class Links:
     """Large-scale gains (D, S) of every device (global index) to every server, and the
     devices' cells; own-cell entries are the cell population's gains."""
@@ -80,25 +92,7 @@ class Links:
             self._cell_of = np.concatenate([self._cell_of, *cell_of])
             self._added = []
 
-    @property
-    def gain(self):
-        self._join()
-        return self._gain
-
-    @gain.setter
-    def gain(self, value):
-        self._join()
-        self._gain = value
-
-    @property
-    def positions(self):
-        self._join()
-        return self._positions
-
-    @property
-    def cell_of(self):
-        self._join()
-        return self._cell_of
+    gain, positions, cell_of = (_joined("_gain"), _joined("_positions"), _joined("_cell_of"))
 
     def add_cell(self, cell, population, drawn=None):
         """The rows of ``cell``'s devices; returns the population with its own gains. The gains
