@@ -337,6 +337,7 @@ class CellsRun:
         write_json(self.folder / "run.json", run_metadata(
             __version__, self.scenario.seed, summary["wall_time_s"], command_line,
             compiled_search=any(r.compiled_search for r in self.runs),   # any cell's controller
+            compiled_shared_band=any(r.compiled_shared_band for r in self.runs),
             scenario=self.scenario.name, complete=summary["complete"]))
         result = self.result(summary, self.folder, results[0].population, self.scenario, _tmp=tmp)
         result.cells = results

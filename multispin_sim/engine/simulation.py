@@ -212,6 +212,13 @@ class Run:
         return any(getattr(c, "compiled_search", False)
                    for c in (self.controller, self.own_controller))
 
+    @property
+    def compiled_shared_band(self):
+        """Whether this run's shared-band decisions ran on the compiled evaluator (the
+        system's antenna component says so)."""
+        transmission = self.population.system.transmission
+        return transmission is not None and transmission.compiled_ran
+
     def abort(self):
         if self.log is not None:
             self.log.close()  # what was written stays a valid CSV
@@ -277,8 +284,9 @@ class Run:
             summary["stop_reason"] = stop_reason or "stopped"
         write_json(folder / "summary.json", summary)  # strict JSON (null for NaN), atomic
         meta = run_metadata(__version__, scenario.seed, wall, command_line,
-                            compiled_search=self.compiled_search, scenario=scenario.name,
-                            complete=complete)
+                            compiled_search=self.compiled_search,
+                            compiled_shared_band=self.compiled_shared_band,
+                            scenario=scenario.name, complete=complete)
         write_json(folder / "run.json", meta)
         result = Result(summary, folder, population, scenario, _tmp=tmp)
         result.stop_todo = self.loop.stop_todo  # the limit's own advice

@@ -254,6 +254,7 @@ class Transmission:
         self.dl = DL_SCHEMES.lookup(dl_scheme)(groups=zf_groups)
         self.ul = UL_SCHEMES.lookup(ul_scheme)(power=ul_power)
         self.multi_user = self.dl.shared or self.ul.shared
+        self.compiled_ran = False   # a decision evaluated on the compiled twin (run.json)
 
     @classmethod
     def from_scenario(cls, scenario):

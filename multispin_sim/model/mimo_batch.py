@@ -222,6 +222,7 @@ def compiled_twin(ev):
         from .mimo_numba import CompiledEvaluator
     except ImportError:
         return None
+    tr.compiled_ran = True
     return CompiledEvaluator(ev, POWER_LEVELS if tr.ul.power == "descent" else 0)
 
 

@@ -75,7 +75,7 @@ def numpy_simd():
 
 
 def run_metadata(version, seed, wall_time_s, command_line=None, *, compiled_search=False,
-                 **extra):
+                 compiled_shared_band=False, **extra):
     """What ``run.json`` holds: enough to say which code and inputs made a result.
 
     ``command_line``: the command that made the run (null when it was made through the Python
@@ -88,7 +88,8 @@ def run_metadata(version, seed, wall_time_s, command_line=None, *, compiled_sear
     search's kernels, the shared-band evaluator); ``compiled_search``: whether this run's draft
     controller ran the compiled search (the engine asks the run's controller; not whether this
     process ever imported it: a sweep worker or a second ``simulate`` call runs other scenarios
-    after a searching one)."""
+    after a searching one); ``compiled_shared_band``: whether its shared-band (multi-user
+    MIMO) decisions ran on the compiled evaluator."""
     return {
         "multispin_sim_version": version,
         "seed": seed,
@@ -99,6 +100,7 @@ def run_metadata(version, seed, wall_time_s, command_line=None, *, compiled_sear
         "platform": _platform(),
         "numpy_simd": numpy_simd(),
         "compiled_search": bool(compiled_search),
+        "compiled_shared_band": bool(compiled_shared_band),
         "numba_allowed": numba_allowed(),
         **extra,
     }

@@ -366,7 +366,8 @@ def run_report(checked):
         # (docs/background/reproducibility.md)
         keep = {k: meta[k] for k in ("multispin_sim_version", "seed", "wall_time_s",
                                      "command_line", "code_sha256", "packages", "platform",
-                                     "numpy_simd", "compiled_search", "numba_allowed", "complete")
+                                     "numpy_simd", "compiled_search", "compiled_shared_band",
+                                     "numba_allowed", "complete")
                 if k in meta}
         body.append("<h2>How it was made</h2><pre>" + _e(json.dumps(keep or meta, indent=2)) + "</pre>")
     sub = f"run folder <code>{_e(folder.resolve())}</code>"

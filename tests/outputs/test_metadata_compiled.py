@@ -41,3 +41,31 @@ def test_the_numpy_search_is_not_reported_compiled(tmp_path, monkeypatch):
     """With the compiled search switched off (MULTISPIN_NUMBA=0) the greedy runs numpy."""
     monkeypatch.setenv("MULTISPIN_NUMBA", "0")
     assert _compiled({**SMALL, "policy.draft": "greedy"}, tmp_path / "greedy") is False
+
+
+MU_MIMO = {"server.antennas": 4, "server.dl_scheme": "mu-mimo-zf",
+           "server.ul_scheme": "mu-mimo-mmse", "devices.count": 6, "run.rounds": 5, "seed": 2,
+           "policy.draft": "greedy"}
+
+
+@pytest.mark.parametrize("numba_env, overrides", [
+    (None, MU_MIMO), ("0", MU_MIMO), (None, {**MU_MIMO, "server.ul_scheme": "ofdma-mrc"}),
+    (None, {**MU_MIMO, "policy.draft": "fixed"}), (None, SMALL)])
+def test_run_json_says_whether_the_shared_band_decisions_ran_compiled(tmp_path, monkeypatch,
+                                                                       numba_env, overrides):
+    """``compiled_shared_band`` is true exactly where the run built compiled shared-band
+    evaluators (the draft search on both links' shared band, numba importable and allowed;
+    fixed draft lengths decide one outcome a round without one)."""
+    import multispin_sim.model.mimo_batch as mimo_batch
+
+    if numba_env is not None:
+        monkeypatch.setenv("MULTISPIN_NUMBA", numba_env)
+    built = []
+    twin = mimo_batch.compiled_twin
+    monkeypatch.setattr(mimo_batch, "compiled_twin",
+                        lambda ev: built.append(twin(ev)) or built[-1])
+    result = ms.simulate(ms.load_scenario(None, overrides=overrides), out=tmp_path / "run")
+    said = json.loads((result.folder / "run.json").read_text())["compiled_shared_band"]
+    assert said is any(b is not None for b in built)
+    if overrides is MU_MIMO:
+        assert built and said is (numba_env is None and compiled_enabled())
