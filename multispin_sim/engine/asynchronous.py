@@ -83,10 +83,11 @@ class _Draft:
 
 class _Batch:
     # wait: its correction phase's wait for the channel (None: no phase); wasted, wasted_tokens:
-    # the pre-drafts discarded on its rejections
+    # the pre-drafts discarded on its rejections; span: each device's time from its draft's
+    # start to its outcome's end (what its energy row accounts for)
     __slots__ = ("index", "drafts", "pending", "verify", "active", "gamma", "accepted", "tokens",
                  "rejected", "mode", "power", "bandwidth", "delay", "g_ul", "g_dl", "corrections",
-                 "queued_at", "planned", "wait", "wasted", "wasted_tokens", "distance")
+                 "queued_at", "planned", "wait", "wasted", "wasted_tokens", "distance", "span")
 
 
 class DraftQueue:
@@ -251,6 +252,7 @@ class AsyncLoop(ProtocolLoop):
                 self.load_log.append((k, self.busy, gamma))
             draft_s = drafting_s = gamma * t_k
             pre = self._pre[k]
+            done_s = 0.0   # drafted before the draft's start, in the previous draft's wait
             if pre is not None:  # a pre-draft kept after a full acceptance
                 self._pre[k] = None
                 done_s = min(env.now - pre[0], pre[1] * t_k)
@@ -267,9 +269,11 @@ class AsyncLoop(ProtocolLoop):
                 pre_start = env.now
             outcome = yield draft.done
             accepted, tokens, mode, power, bandwidth, planned = outcome
+            kept = False
             if self.pre_draft and room > 0:
                 if accepted == gamma:
                     self._pre[k] = (pre_start, room)
+                    kept = True
                 else:
                     draft.batch.wasted += 1
                     draft.batch.wasted_tokens += (min(room, int((env.now - pre_start) / t_k))
@@ -287,7 +291,12 @@ class AsyncLoop(ProtocolLoop):
                 draft.batch.tokens[k] = used
             # the batch's end (its last correction) draws the next fading block before the next
             # phase decides: that phase decides and sends on one block
-            self._device_done(draft.batch, k, delay)
+            # the row accounts for the device's cycle, its pre-drafting in the row of the draft
+            # it serves (so the row of the draft it waited on does not count that time as idle)
+            span = env.now - draft.start + done_s
+            if kept:
+                span -= min(env.now - pre_start, room * t_k)
+            self._device_done(draft.batch, k, delay, span)
             if mode:
                 self._correction_ended(draft.batch)
 
@@ -348,6 +357,7 @@ class AsyncLoop(ProtocolLoop):
             b.g_ul, b.g_dl = channel.csi(env.now)
             b.distance = self.distance
             b.delay = np.zeros(k)
+            b.span = np.zeros(k)
             b.planned = self._zeros
             b.corrections = int(np.count_nonzero(rejected))
             b.queued_at = env.now
@@ -399,8 +409,8 @@ class AsyncLoop(ProtocolLoop):
         if self._phases:
             self._start_phase(self._phases.popleft())
 
-    def _device_done(self, b, k, delay):
-        b.delay[k] = delay
+    def _device_done(self, b, k, delay, span):
+        b.delay[k], b.span[k] = delay, span
         b.pending -= 1
         if b.pending:
             return
@@ -421,7 +431,7 @@ class AsyncLoop(ProtocolLoop):
             tokens=b.tokens, rejected=b.rejected, mode=b.mode, power=b.power,
             bandwidth=b.bandwidth, delay=b.delay, g_ul=b.g_ul, g_dl=b.g_dl,
             planned=b.planned if channel.dynamic_csi else None, advance=now - self._last_end,
-            draft_each=draft_each, distance=b.distance, slowdown=slowdown,
+            draft_each=draft_each, span=b.span, distance=b.distance, slowdown=slowdown,
             extra=channel.round_columns(b.rejected) if channel.extra_columns else None))
         self._last_end = now
         self.drafts_done += len(b.drafts)

@@ -41,8 +41,8 @@ class EnergyAccount:
         """Energy of a block of rounds; the totals are updated.
 
         ``active``, ``draft_s``, ``mode``, ``power``, ``delay``: (n, K) over all devices (only
-        the active entries count); ``full``: (n,) every device active; ``duration``, ``verify``:
-        (n,); ``link``: the link's columns of the rounds, name -> (n, K) (its ``AIRTIME`` and
+        the active entries count); ``full``: (n,) every device active; ``duration``: (n,), or
+        (n, K) where each device's time in the row differs; ``verify``: (n,); ``link``: the link's columns of the rounds, name -> (n, K) (its ``AIRTIME`` and
         ``RADIATED``, when it records them, replace the delay and power x delay). Returns the
         per-device columns as (n, K) arrays (select the active entries) and the round columns
         (device_energy_j, server_dl_energy_j, verify_energy_j, energy_j) as (n,) arrays. The same
@@ -62,7 +62,8 @@ class EnergyAccount:
             radiated = power * delay
             e_ul = np.where(ul, (power + p.ul_circuit_w) * delay, 0.0)
         e_dl = np.where(dl, p.dl_receive_w * delay, 0.0)
-        wait = duration[:, None] - draft_s - np.where(ul | dl, delay, 0.0)
+        span = duration[:, None] if np.ndim(duration) == 1 else duration
+        wait = span - draft_s - np.where(ul | dl, delay, 0.0)
         e_idle = p.idle_w * np.maximum(wait, 0.0, out=wait)
         e = e_draft + e_ul + e_dl + e_idle
         e_tx = np.where(dl, radiated, 0.0)

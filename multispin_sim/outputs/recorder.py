@@ -52,7 +52,9 @@ class RoundRecord:
     (K,) over all devices (``g_dl`` may be ``g_ul`` itself on a reciprocal channel);
     ``bandwidth``: each correction's bandwidth (Hz). Optional: ``planned`` delays (CSI that
     changes within a round), ``distance`` (moving devices), ``draft_each`` (per-device drafting
-    time, energy records), ``slowdown`` (throttled drafting), ``extra`` (name -> (K,) column a
+    time, energy records), ``span`` (per-device time an energy row accounts for, where devices'
+    cycles differ: an asynchronous batch's, from each draft's start to its outcome's end; None:
+    ``duration``), ``slowdown`` (throttled drafting), ``extra`` (name -> (K,) column a
     component adds), ``verified``: the devices in the verification batch (None: the active
     ones; a device that only sends a correction carried from the last round is active, not
     verified). ``bandwidth`` may be (K,) when corrections have bands of their own (carried ones).
@@ -78,6 +80,7 @@ class RoundRecord:
     planned: Any = None
     distance: Any = None
     draft_each: Any = None
+    span: Any = None
     slowdown: Any = None
     advance: Optional[float] = None
     extra: Optional[dict] = None
@@ -125,6 +128,7 @@ class Recorder:
         self._g_dl = np.zeros(shape)
         if energy is not None:
             self._draft_each = np.zeros(shape)
+            self._span = np.zeros(shape)
             self._slowdown = np.ones(shape)
             self._thermal = energy.thermal
             self._temperature = np.zeros(shape) if energy.thermal is not None else None
@@ -185,6 +189,7 @@ class Recorder:
                               same_dl, r.slowdown is None, r.verified))
         if self._energy is not None:
             self._draft_each[i] = r.draft_each
+            self._span[i] = r.duration if r.span is None else r.span
             if r.slowdown is not None:
                 self._slowdown[i] = r.slowdown
             if self._temperature is not None:
@@ -270,7 +275,7 @@ class Recorder:
                         np.where(np.array(no_slowdown)[:, None], 1.0, self._slowdown[lo:hi]))
             per_device, per_round = self._energy.rounds(
                 active, n_active == k, self._draft_each[lo:hi], mode, self._power[lo:hi],
-                self._delay[lo:hi], durations, verify,
+                self._delay[lo:hi], self._span[lo:hi], verify,
                 link={name: column[lo:hi] for name, column in self._extra_values.items()},
                 slowdown=slowdown)
             values["slowdown"] = pick(np.ones((hi - lo, k)) if slowdown is None else slowdown)

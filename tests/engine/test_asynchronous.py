@@ -597,3 +597,24 @@ def test_throttled_devices_draft_slower_at_the_same_energy_per_token():
     c = r.scenario.compute
     hottest = c.ambient_c + p * c.thermal_resistance_c_per_w
     assert np.all((c.ambient_c <= d["temperature_c"]) & (d["temperature_c"] <= hottest))
+
+
+@pytest.mark.parametrize("extra", [[], ["serving.pre_draft=true"],
+                                   ["serving.batching=max-batch", "serving.max_batch=3"]])
+def test_a_devices_rows_account_for_its_time_once(extra):
+    """Saturated devices are always in a draft-verify-correct cycle, so the time a device's
+    rows account for (idle, drafting, its correction) adds up to the run's time, less its last
+    cycle, which no batch ended: each row covers its device's own cycle (a row spanning the
+    batch from its earliest draft counted up to 1.5 times the run's time)."""
+    r = run(["devices.count=6", "devices.draft_latency_spread=[1,4]", "run.rounds=600",
+             "serving.protocol=asynchronous", "seed=3", *extra])
+    d, dev = r.device_rounds, r.devices
+    k = d["device"]
+    drafting = d["energy_draft_j"] * d["slowdown"] / dev["draft_power_w"][k]
+    delay = np.where(d["mode"] != "", d["delay_s"], 0.0)
+    idle_w = r.scenario.energy.idle_power_w
+    accounted = np.bincount(k, weights=d["energy_idle_j"] / idle_w + drafting + delay)
+    time = r.summary["sim_time_s"]
+    longest = r.rounds["duration_s"].max()   # a cycle is at most a batch's span
+    assert np.all(accounted <= time * (1 + 1e-12)), accounted / time
+    assert np.all(accounted >= time - longest), (accounted / time, longest)
