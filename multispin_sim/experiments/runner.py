@@ -353,7 +353,7 @@ def _run_sweep(sweep, folder, execute, where, progress, stream, signals):
 
     records, pending = {}, {}
     reused = 0
-    redone = {}
+    redone = Counter()
     for cell in sweep.cells:
         inputs = input_fingerprints(cell.scenario)   # the seed names no file
         for rep in range(sweep.replications):
@@ -370,7 +370,7 @@ def _run_sweep(sweep, folder, execute, where, progress, stream, signals):
                 reused += 1
                 continue
             if why is not None:
-                redone[why] = redone.get(why, 0) + 1
+                redone[why] += 1
             name = f"c{cell.index:04d}-r{rep:03d}-{key[:10]}"
             pending[key] = {"cell": cell.index, "replication": rep, "key": key,
                             "run_dir": str(runs_dir / name), "scenario": scenario,
