@@ -92,7 +92,7 @@ class Links:
             self._cell_of = np.concatenate([self._cell_of, *cell_of])
             self._added = []
 
-    gain, positions, cell_of = (_joined("_gain"), _joined("_positions"), _joined("_cell_of"))
+    gain, positions, cell_of = _joined("_gain"), _joined("_positions"), _joined("_cell_of")
 
     def add_cell(self, cell, population, drawn=None):
         """The rows of ``cell``'s devices; returns the population with its own gains. The gains
