@@ -247,7 +247,8 @@ def prefix_table(problem):
     d_ul = problem.ul_delays()
     g_dl = np.broadcast_to(problem.g_dl, (m, k))
     d_sorted = np.where(rej, np.take_along_axis(d_ul, cols, axis=1), np.inf)
-    inv_sorted = np.where(rej, 1.0 / np.take_along_axis(g_dl, cols, axis=1), 0.0)
+    with np.errstate(divide="ignore"):   # a zero gain: an infinite load, an infinite delay
+        inv_sorted = np.where(rej, 1.0 / np.take_along_axis(g_dl, cols, axis=1), 0.0)
     suffix = np.zeros((m, k + 1))
     suffix[:, :k] = np.cumsum(inv_sorted[:, ::-1], axis=1)[:, ::-1]
     b = problem.bandwidth_per_device[:, None]
@@ -374,7 +375,8 @@ def split_one(idx, k, p_ul, g_ul, g_dl, s_bits, n0, p_dl, b):
             delay[i] = d_ul[m]
         else:
             mode[i] = DL
-            power[i] = nb / g_dl[i] * grow
+            g = g_dl[i]
+            power[i] = (nb / g if g > 0 else inf) * grow   # a zero gain: numpy's inf, nan
             delay[i] = t_dl
         m += 1
     return mode, power, delay, best

@@ -10,6 +10,7 @@ import math
 
 import numpy as np
 
+from ..model import ties
 from ..model import reactive as solver
 from ..model.energy import correction_energy
 from .registry import Registry
@@ -255,8 +256,11 @@ def energy_aware_split(problem, powers, tolerance=0.0, scope="devices"):
     ``scope='total'`` adds the server's DL transmit energy (P_dl tau for a non-empty DL set).
     Every device in the round (``problem.present``, all K if None) idles through T_comm
     but while it transmits or receives, as ``model.energy.correction_energy`` charges it.
-    A shared band (``problem.multi_user``): with ``tolerance`` 0 the optimal split (exact ties
-    of T_comm between its sets have probability 0), else ``_shared_band_energy_split``."""
+    Splits whose T_comm is within the larger of ``tolerance`` and the tie rule's ``ties.REL``
+    (relative) of the best tie: a UL and a DL delay equal in exact arithmetic (reciprocal gains,
+    equal powers) differ in their last bits. A shared band (``problem.multi_user``): with
+    ``tolerance`` 0 the optimal split (its sets' T_comm do not tie: different schemes), else
+    ``_shared_band_energy_split``."""
     if problem.multi_user:
         if tolerance:
             return _shared_band_energy_split(problem, powers, tolerance, scope)
@@ -279,7 +283,7 @@ def energy_aware_split(problem, powers, tolerance=0.0, scope="devices"):
         if scope == "total":
             energy = energy + np.where(n_dl > 0, problem.p_dl * tau, 0.0)
     best = f.min(axis=1, keepdims=True)
-    ok = (n <= r[:, None]) & (f <= best * (1.0 + tolerance))
+    ok = (n <= r[:, None]) & (f <= best * (1.0 + max(tolerance, ties.REL)))
     energy = np.where(ok & np.isfinite(energy), energy, np.inf)
     n_ul = np.where(np.isfinite(energy).any(axis=1), np.argmin(energy, axis=1), np.argmin(f, axis=1))
     rank = np.empty_like(cols)
@@ -302,7 +306,7 @@ def _shared_band_energy_split(problem, powers, tolerance, scope):
         d = solver.evaluate_assignment(sets, masks[c])
         t[c] = np.where(exists[c], d.t_comm, np.inf)
         e[c] = np.where(exists[c], correction_energy(d, powers, present, scope), np.inf)
-    ok = t <= t.min(axis=0) * (1.0 + tolerance)
+    ok = t <= t.min(axis=0) * (1.0 + max(tolerance, ties.REL))
     e = np.where(ok & np.isfinite(e), e, np.inf)
     pick = np.where(np.isfinite(e).any(axis=0), np.argmin(e, axis=0), np.argmin(t, axis=0))
     chosen = masks[pick, np.arange(len(once))][again]
@@ -317,8 +321,9 @@ class EnergyAwareSplit(ReactivePolicy):
     those whose T_comm is within ``tolerance`` (relative) of the optimum, and among them takes the
     one with the least device energy of the correction phase (``model.energy`` powers: UL devices
     (p + P_circuit) d, DL devices P_rx tau, and P_idle for every device in the round,
-    rejected or not, while it waits for the slowest; first such split on exact ties). With ``tolerance`` 0 its T_comm is the optimal
-    split's (so the draft objective may use the optimal split's closed-form kernel:
+    rejected or not, while it waits for the slowest; first such split on exact ties). With
+    ``tolerance`` 0 its T_comm is the optimal split's within the tie rule (``model.ties.REL``:
+    so the draft objective may use the optimal split's closed-form kernel:
     ``tcomm_kernel = 'optimal'``); with a tolerance > 0 it trades up to that fraction of T_comm for
     energy, and the draft objective calls the policy itself.
     """

@@ -315,7 +315,8 @@ class Policy(Params):
     energy_tie_tolerance: float = param(
         0.0, "With objective 'tokens-per-joule' and mode 'optimal': UL/DL splits whose T_comm "
         "is within this fraction of the optimum count as ties, and the one with the least "
-        "device energy is taken (0: exact ties only, T_comm stays optimal)", check=ge(0))
+        "device energy is taken (0: ties within 1e-12 only, the shared tie rule's; T_comm stays "
+        "optimal)", check=ge(0))
     energy_scope: str = param(
         "devices", "Energy that 'tokens-per-joule' counts: 'devices' (the devices' batteries) "
         "or 'total' (devices + server verification and DL transmission)",

@@ -502,6 +502,19 @@ def test_energy_aware_split(tol, present):
         assert _device_energy(ea, pw, present)[i] == pytest.approx(best, rel=1e-9, abs=1e-15)
 
 
+def test_a_ul_dl_tie_goes_to_the_cheaper_link_whatever_the_last_bits():
+    """One rejected device, reciprocal gains and P_dl = P_ul: its UL and DL delays are equal in
+    exact arithmetic but computed by different float expressions; within the tie rule they tie,
+    and UL ((P + P_circuit) d = 0.11 d) costs less than DL (P_rx d = 0.2 d) in every outcome
+    (an exact comparison sent about one in eight to DL at 82% more energy)."""
+    pw = Powers(np.zeros(1), idle_w=0.5, ul_circuit_w=0.1, dl_receive_w=0.2)
+    rng = np.random.default_rng(0)
+    g = (1e-3 * rng.uniform(100, 500, 2000) ** -3.5 * rng.exponential(size=2000))[:, None]
+    prob = R.ReactiveProblem(np.ones((2000, 1), dtype=bool), g, g, 0.01, 0.01, 34816.0, 10e6,
+                             10 ** (-174 / 10) / 1000, present=1)
+    assert np.all(energy_aware_split(prob, pw).mode == R.UL)
+
+
 def test_a_split_traded_for_energy_never_costs_the_round_more_energy():
     """``policy.energy_tie_tolerance`` trades T_comm for device energy: with the same draws (fixed
     draft lengths, the same outcomes and channels), no round's device energy is above the

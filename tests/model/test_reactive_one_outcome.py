@@ -150,7 +150,8 @@ def test_random_engine_like_problems_bit_identical():
 
 
 def test_degenerate_gains():
-    """A zero DL gain (infinite DL load) and an infinite gain keep the reference's values."""
+    """A zero DL gain (infinite DL load) and an infinite gain keep the reference's values; where
+    the reference divided by the zero gain, the batch solver's (numpy's inf and nan)."""
     k = 4
     sys_ = system(k, np.full(k, 0.01), 0.04, 34_816.0, 10e6)
     server = EdgeServer(sys_, OptimalSplit(), None, np.random.default_rng(0))
@@ -163,7 +164,10 @@ def test_degenerate_gains():
             try:
                 want = reference_split_one(sys_.reactive_problem(rejected, g_ul, g_dl))
             except ZeroDivisionError:
-                continue  # the reference itself fails on this input
+                two = R.optimal_split(sys_.reactive_problem(np.vstack([rejected] * 2), g_ul,
+                                                            g_dl))
+                want = R.ReactiveDecision(*(getattr(two, name)[:1] for name in (
+                    "mode", "power_w", "delay_s", "bandwidth_hz", "t_comm")))
             assert_same(server.decide(rejected, g_ul, g_dl), want)
 
 
@@ -237,3 +241,23 @@ def test_baseline_engine_like_problems_bit_identical(name):
         rejected = rng.random(k) < rng.uniform(0.05, 1.0)
         check_baseline(name, k, g_ul, g_dl, np.full(k, 0.01), float(rng.choice([0.0, 0.04, 4.0])),
                        34_816.0, 10e6, rejected, seed=trial)
+
+
+def test_a_zero_gain_on_dl_gives_an_infinite_delay_in_one_outcome_as_in_many():
+    """A rejected device whose DL gain is 0 and whose UL is no better ends on DL with an
+    infinite delay: the one-outcome split (``split_one``, behind a one-row problem and the
+    engine's ``one_outcome``) gives the batch solver's values, not a ZeroDivisionError."""
+    k = 3
+    sys_ = system(k, np.full(k, 0.01), 0.04, 34_816.0, 10e6)
+    g = np.array([8.77e-13, 0.0, 2.17e-13])
+    rejected = np.array([False, True, True])
+    two = R.optimal_split(sys_.reactive_problem(np.vstack([rejected] * 2), g, g))
+    assert np.isinf(two.t_comm).all()
+    one = R.optimal_split(sys_.reactive_problem(rejected, g, g))
+    for name in ("mode", "power_w", "delay_s", "t_comm"):
+        assert same_bits(getattr(one, name), getattr(two, name)[:1]), name
+    mode, power, delay, _, t_comm = OptimalSplit().one_outcome(sys_)([1, 2], g.tolist(),
+                                                                    g.tolist())
+    assert t_comm == math.inf and mode == two.mode[0].tolist()
+    assert same_bits(np.array(power), two.power_w[0]) and same_bits(np.array(delay),
+                                                                   two.delay_s[0])
