@@ -328,9 +328,11 @@ print(f"training: {train_iid_s:.0f} s + {train_mk_s:.0f} s wall, {train_iid_cpu:
 # keeps devices in a deep fade out of the batch. Under Markov acceptance:
 #
 # - the agent trained under i.i.d. acceptance and deployed unchanged *loses* about 9 tokens/s to greedy. It does
-#   follow its own outcomes (it drafts longer after a full acceptance than after an early rejection), but its
-#   lengths were tuned for agreement rates of 0.83-0.93, far too long at 0.64, and its rounds get longer; greedy
-#   adapts at once, because it is *told* the new mean rate (`acceptance.belief: nominal`);
+#   follow its own outcomes, the wrong way for this chain: it drafts *shorter* after a full acceptance than after
+#   an early rejection (its weight on its own acceptance estimate came out negative in i.i.d. training, where
+#   that estimate tells nothing). Its lengths were tuned for agreement rates of 0.83-0.93, far too long at 0.64,
+#   and its rounds get longer; greedy adapts at once, because it is *told* the new mean rate
+#   (`acceptance.belief: nominal`);
 # - retrained on this scenario, the agent *ties* greedy (paired difference +0.6, 95% CI -1.8 to +3.1 tokens/s), by
 #   another route: one-token drafts and shorter rounds instead of greedy's two to three tokens;
 # - the state information that the i.i.d. objective cannot see is worth little here: the agent's drafts hardly

@@ -24,8 +24,9 @@ plt.rcParams["figure.constrained_layout.use"] = True
 # ## The array gain
 #
 # With M antennas and maximum-ratio transmission (or combining) a correction meets the gain G ||h||^2: the sum
-# of M independent Exp(1) powers under Rayleigh fading, a Gamma(M, 1) variable. Its mean grows as M and its
-# spread shrinks as 1 / sqrt(M): the deep fades that made the mean delay infinite in notebook 4 disappear.
+# of M independent Exp(1) powers under Rayleigh fading, a Gamma(M, 1) variable. Its mean grows as M, its spread
+# as sqrt(M), so its spread relative to the mean shrinks as 1 / sqrt(M): the deep fades that made the mean
+# delay infinite in notebook 4 disappear.
 # The simulator records each round's array gain (`gain_ul`, path loss included).
 
 # %%

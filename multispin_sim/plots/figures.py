@@ -227,9 +227,18 @@ def check_metrics(spec, cells):
         raise PlotError(f"{spec['name']}: cells.csv has no metric {m!r}; {hint}")
 
 
-def check_logx(spec, cells):
-    """PlotError unless a ``logx`` figure has a numeric x above 0: a category or 0 has no place
-    on a log axis (matplotlib would pile the points up at an edge)."""
+def check_log_axes(spec, cells):
+    """PlotError unless a ``logx`` figure has a numeric x above 0 and a ``logy`` figure metrics
+    above 0: a category or 0 has no place on a log axis (matplotlib would pile the points up at
+    an edge, or leave a curve without points)."""
+    if spec.get("logy"):
+        for m in (spec["y"] if isinstance(spec["y"], list) else [spec["y"]]):
+            means = cells[f"{m}_mean"].astype(float)
+            low = means[np.isfinite(means)].min(initial=np.inf)
+            if not low > 0:
+                raise PlotError(f"{spec['name']}: logy: {m} takes the value {_fmt(low)}, which a "
+                                "log axis cannot show; remove logy from this plot entry "
+                                "(sweep.json and the sweep file)")
     if not spec.get("logx"):
         return
     x = spec["x"]
@@ -300,7 +309,7 @@ def render_figure(spec, meta, cells, max_curves=None, legend_outside=False, max_
     x = spec["x"]
     ys = spec["y"] if isinstance(spec["y"], list) else [spec["y"]]
     check_metrics(spec, cells)
-    check_logx(spec, cells)
+    check_log_axes(spec, cells)
     panels, curves = figure_keys(spec, meta, cells)
     panel_order, panel_masks = _groups(cells, panels)
     curve_order, curve_masks = _groups(cells, curves)
@@ -420,7 +429,7 @@ def plot_sweep(results_dir, out=None):
                         "nothing to draw")
     for spec in specs:   # the cheap checks of every figure before any is drawn
         check_metrics(spec, cells)
-        check_logx(spec, cells)
+        check_log_axes(spec, cells)
     out = check_out_folder(Path(out) if out else Path(results_dir) / "figures")
     figures = [(spec["name"], *render_figure(spec, meta, cells)) for spec in specs]
     paths = []

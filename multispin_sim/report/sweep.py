@@ -127,7 +127,7 @@ def sweep_report(checked):
         _e(c.get("n")), _ci(c, "goodput_tps"), _ci(c, "comm_s_median", 1e3, 3),
         _ci(c, "share_ul", 1, 3), _ci(c, "share_dl", 1, 3)] for c in cells]
     head = [_e(k) for k in keys] + ["n", "goodput (tokens/s) [95% CI]", "median comm (ms)",
-                                    "UL share", "DL share"]
+                                    "UL-corrected share", "DL-corrected share"]
     body.append("<h2>Cells</h2>" + _table(head, rows, left=len(keys)))
     body.append("<h2>Warnings</h2>" + _warnings(warnings))
     body.append("<h2>Figures</h2>" + "".join(figures))

@@ -66,10 +66,12 @@ def _call(ex, func, args, hint):
 
 
 def _close(a, b, rtol=1e-6, atol=0.0):
+    """Whether ``a`` has the shape of ``b`` (one number where one is expected) and is close."""
     try:
-        return bool(np.all(np.isclose(np.asarray(a, float), np.asarray(b, float), rtol=rtol, atol=atol)))
+        a, b = np.asarray(a, float), np.asarray(b, float)
     except (TypeError, ValueError):
         return False
+    return a.shape == b.shape and bool(np.all(np.isclose(a, b, rtol=rtol, atol=atol)))
 
 
 def _cases(ex, func, hint, cases, reference, wrong, passed, rtol=1e-9, atol=0.0):
@@ -256,9 +258,12 @@ def check_best_uniform_gamma(value, alpha, t_draft_s, verify_fixed_s, verify_per
                             t_comm_s) for c in range(max_draft + 1)]
     best = int(np.argmax(g))
     try:
-        value = int(value)
+        whole = not isinstance(value, str) and float(value).is_integer()
     except (TypeError, ValueError):
+        whole = False
+    if not whole:   # 7.9 is no draft length, nor inf
         return _report("3.2", False, f"expected an integer, got {value!r}", hint)
+    value = int(value)
     if not 0 <= value <= max_draft or not g[value] >= g[best] * (1 - 1e-12):
         shown = f"{g[value]:.2f}" if 0 <= value <= max_draft else "out of range"
         return _report("3.2", False, f"gamma = {value} gives G = {shown}; gamma = {best} gives "
@@ -469,7 +474,11 @@ def check_steering(func):
         if not ok:
             return value
         want = _steering(*args)
-        value = np.asarray(value)
+        try:
+            value = np.asarray(value, dtype=complex)
+        except (TypeError, ValueError):
+            return _report("8.1", False, f"you give {value!r}: an array of {args[1]} complex "
+                           "numbers is needed", hint)
         if value.shape != want.shape or not _close(value.real, want.real, atol=1e-9) \
                 or not _close(value.imag, want.imag, atol=1e-9):
             return _report("8.1", False, f"phi={args[0]:g}, m={args[1]}, d={args[2]:g}: you give "
@@ -517,6 +526,8 @@ def check_first_null(value, m=4, d=0.5):
     try:
         got = float(value)
     except (TypeError, ValueError):
+        got = math.nan
+    if not math.isfinite(got):
         return _report("8.3", False, f"you give {value!r}: a number of degrees is needed", hint)
     if abs(got - want) > 1e-3:
         kept = 1 - factor(got) ** 2 / m**2 if 0 <= got <= 90 else float("nan")

@@ -117,7 +117,10 @@ class Context:
 
 def explain(result, rounds=3, _cell=False):
     """The first ``rounds`` rounds of ``result`` (a ``Result``) as plain text; a run of several
-    cells is told cell by cell, each from its own records."""
+    cells is told cell by cell, each from its own records. ``rounds``: an integer >= 1
+    (ValueError otherwise)."""
+    if type(rounds) is bool or not hasattr(rounds, "__index__") or rounds < 1:
+        raise ValueError(f"rounds={rounds!r}: expected a number of rounds >= 1")
     cells = getattr(result, "cells", None)
     if cells:
         return "\n".join(

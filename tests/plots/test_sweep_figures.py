@@ -122,6 +122,14 @@ def test_logx_refuses_what_a_log_axis_cannot_show(sweep, tmp_path, capsys):
     with pytest.raises(PlotError, match="takes the value 0"):
         render_figure({"name": "z", "x": "server.dl_power_ratio", "y": "goodput_tps",
                        "logx": True}, meta, zero)
+    # logy: a metric at 0 somewhere (a curve that would lose its points); above 0 it draws
+    none = dict(cells, goodput_tps_mean=np.where(cells["policy.mode"] == "all-ul", 0.0,
+                                                 cells["goodput_tps_mean"]))
+    with pytest.raises(PlotError, match="logy: goodput_tps takes the value 0"):
+        render_figure({"name": "y", "x": "server.dl_power_ratio", "y": "goodput_tps",
+                       "logy": True}, meta, none)
+    assert render_figure({"name": "y", "x": "server.dl_power_ratio", "y": "goodput_tps",
+                          "logy": True}, meta, cells)[1]
     # the command: exit 2, one line, no figure and no folder
     folder = tmp_path / "copy"
     shutil.copytree(sweep, folder, ignore=shutil.ignore_patterns("figures", "runs"))

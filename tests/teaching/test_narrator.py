@@ -111,6 +111,13 @@ def test_explain_from_the_api_and_the_cli(result, tmp_path, capsys):
     assert exc.value.code == 2
 
 
+@pytest.mark.parametrize("bad", [-1, 0, 1.5, True])
+def test_explain_of_a_result_refuses_what_is_not_a_count(result, bad):
+    """``teaching.explain(result, -1)`` told every round but the last as "the first -1"."""
+    with pytest.raises(ValueError, match="expected a number of rounds >= 1"):
+        explain(result, bad)
+
+
 @pytest.mark.parametrize("bad", [-1, 1.5, True, "3"])
 def test_explain_refuses_what_is_not_a_count_before_the_run(bad, monkeypatch):
     """``simulate(explain=-1)`` ran and then printed "The first -1 rounds"."""

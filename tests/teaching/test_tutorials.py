@@ -19,6 +19,7 @@ import re
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from multispin_sim import teaching
@@ -117,6 +118,23 @@ def test_checks_fail_cleanly_without_raising(capsys):
     assert teaching.check_first_null(25.0) is False
     out = capsys.readouterr().out
     assert out.count("FAIL") == 74 and "PASS" not in out and "hint:" in out
+
+
+def test_checks_fail_what_is_not_an_answer_of_the_right_kind(capsys):
+    """A NaN bearing, a draft length of 7.9 or inf, a steering 'vector' of strings and the right
+    number repeated in an array are FAIL lines, not a PASS or a traceback."""
+    def tokens(alpha, gamma):
+        return sum(alpha ** j for j in range(gamma + 1))
+
+    assert teaching.check_expected_tokens(tokens) is True
+    assert teaching.check_expected_tokens(lambda a, g: np.full(3, tokens(a, g))) is False
+    assert teaching.check_first_null(float("nan")) is False
+    for value in (7.9, float("inf"), "7"):
+        assert teaching.check_best_uniform_gamma(value, [0.9], [0.015], 0.04, 0.007, 0.0) is False
+    assert teaching.check_steering(lambda *a: "todo") is False
+    assert teaching.check_steering(lambda phi, m, d: ["a"] * m) is False
+    out = capsys.readouterr().out
+    assert out.count("FAIL") == 7 and out.count("PASS") == 1
 
 
 def test_static_fallback_calls_the_function_once_with_the_defaults(monkeypatch):
