@@ -16,7 +16,8 @@ key zipped with one of them adds nothing). Without a ``plot:`` section one figur
 against the first numeric swept key (else the first) is drawn. Error bars are the 95% confidence
 intervals across replications from cells.csv (``<metric>_ci95_lo`` / ``_hi``); the title says
 over how many replications (the ``n`` of the cells drawn) and whether the sweep is complete;
-a cell no run finished is not drawn. ``logx`` needs a numeric x above 0. A figure's CSV holds
+a cell no run finished is not drawn. ``logx`` needs a numeric x above 0, ``logy`` metrics above 0
+(an error bar below 0 is cut at the axis). A figure's CSV holds
 panel, curve, metric, x, mean, ci95_lo, ci95_hi and n of every cell.
 """
 from __future__ import annotations
