@@ -10,11 +10,12 @@ from pathlib import Path
 import numpy as np
 import yaml
 
+from .engine.reading import read_trace, shipped_trace_path
 from .errors import OutputLocationError
 from .model import acceptance_fit as fit
 from .model import acceptance_likelihood as likelihood
 from .outputs.atomic import write_text
-from .model.acceptance_trace import TraceError, read_trace, select_answers, shipped_trace_path
+from .model.acceptance_trace import TraceError, select_answers
 
 COLUMNS = (("tokens_g4", "E[A+1] g=4", "{:.3f}"), ("tokens_g8", "E[A+1] g=8", "{:.3f}"),
            ("p_none_g4", "P(A=0) g=4", "{:.3f}"), ("lag1", "lag-1 corr", "{:+.3f}"),

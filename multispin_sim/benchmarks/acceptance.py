@@ -12,8 +12,9 @@ import time
 
 import numpy as np
 
+from ..engine.reading import read_trace, shipped_trace_path
 from ..model.acceptance import make_acceptance_model
-from ..model.acceptance_trace import read_trace, select_answers, shipped_trace_path
+from ..model.acceptance_trace import select_answers
 from .abtest import against
 
 MODELS = ("beta", "markov", "trace")

@@ -10,6 +10,9 @@
 - ``round``: the synchronous round, start to end (and the wait for work or the round clock).
 - ``workload``: who has work in a round: saturated, or requests arriving (Poisson, trace) into
   FIFO queues per device.
+- ``reading``: the input files (acceptance traces, verification tables, token pairs), opened
+  here and parsed by the model; ``read_once`` keeps a file read while a sweep's cells are
+  checked.
 - ``simulation``: ``simulate(scenario) -> Result``.
 """
 from .simulation import Result, simulate

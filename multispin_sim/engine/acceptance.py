@@ -10,10 +10,9 @@ import numpy as np
 
 from ..model.acceptance import ACCEPTANCE_MODELS, TASK_CATEGORIES
 from ..model.beliefs import BELIEFS
-from ..model.acceptance_trace import (SHIPPED_TRACE, TraceError, read_trace, select_answers,
-                                      shipped_trace_path)
+from ..model.acceptance_trace import TraceError, select_answers
 from ..scenario import TASKS, ScenarioError
-from .reading import read_once
+from .reading import SHIPPED_TRACE, read_once, read_trace, shipped_trace_path
 
 
 def trace_path(acceptance):

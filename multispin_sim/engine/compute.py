@@ -2,7 +2,8 @@
 
 The pure parts live in ``model.compute`` (power modes, thermal RC model), ``model.energy``
 (accounting, tokens-per-joule objective) and ``model.verification`` (batch cost); this module
-turns scenario sections into those objects.
+turns scenario sections into those objects, with the verification table read by
+``engine.reading``.
 """
 import numpy as np
 
@@ -12,6 +13,20 @@ from ..model.verification import VERIFY_MODELS, VerifyTableError
 from ..policies import REACTIVE_POLICIES
 from ..scenario import ScenarioError
 from ..scenario.limits import draft_may_be_empty
+from .reading import read_verify_table
+
+
+def verification_table(scenario, model):
+    """The (tokens, ms) arrays of ``server.verify_table`` when the verification model ``model``
+    (its class) ``reads_table``, else None; a bad table raises ``VerifyTableError``."""
+    return read_verify_table(scenario.server.verify_table) if model.reads_table else None
+
+
+def verification_cost(scenario):
+    """The verification cost component of ``server.verify_model``, built by its registered
+    class from the scenario (and the table it reads)."""
+    model = VERIFY_MODELS.lookup(scenario.server.verify_model)
+    return model.from_scenario(scenario, verification_table(scenario, model))
 
 
 def check_verification(scenario):
@@ -21,10 +36,11 @@ def check_verification(scenario):
     would never advance)."""
     model = VERIFY_MODELS.lookup(scenario.server.verify_model)
     try:
-        model.check_inputs(scenario)
+        table = verification_table(scenario, model)
     except VerifyTableError as exc:
         raise ScenarioError("server.verify_table", str(exc)) from None
-    if draft_may_be_empty(scenario) and model.from_scenario(scenario).shortest_batch_s() <= 0:
+    if (draft_may_be_empty(scenario)
+            and model.from_scenario(scenario, table).shortest_batch_s() <= 0):
         keys = {"linear": "verify_fixed_ms and verify_per_device_ms",
                 "tokens": "verify_fixed_ms and verify_per_token_ms"}.get(model.name, "its model")
         raise ScenarioError("server.verify_fixed_ms", f"verification time 0 ({keys}) with draft "

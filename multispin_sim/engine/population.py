@@ -13,8 +13,8 @@ from ..model.system import System
 from ..model.topology import rescale_to_distance
 from ..model.units import dbm_to_watt
 from ..model.compute import apply_power_modes
-from ..model.verification import VERIFY_MODELS
 from ..scenario import TASKS
+from .compute import verification_cost
 from .topology import as_range, build_layout, topology_graph
 
 
@@ -144,7 +144,7 @@ def build_population(scenario, rng, topology_rng=None, shadowing_rng=None, graph
         n0=noise_psd(scenario),
         verify_fixed_s=scenario.server.verify_fixed_ms * 1e-3,
         verify_per_device_s=scenario.server.verify_per_device_ms * 1e-3,
-        verify_cost=VERIFY_MODELS.lookup(scenario.server.verify_model).from_scenario(scenario),
+        verify_cost=verification_cost(scenario),
         transmission=shared_band_transmission(scenario),
     )
     population = Population(tuple(tasks), distance, gamma, system, positions, server_xy, shadow_db,

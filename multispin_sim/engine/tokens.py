@@ -36,7 +36,7 @@ from ..outputs.statistics import GrowingArray
 from ..policies import REACTIVE_POLICIES
 from ..scenario import ScenarioError
 from ..scenario.limits import token_row_vocab_bytes
-from .reading import read_once
+from .reading import load_pairs, read_once
 from .server import EdgeServer
 
 CORRECTION_COLUMNS = ("round", "device", "mode", "format", "bits", "accept_prob", "dl_tv",
@@ -403,7 +403,7 @@ class TokenPayload:
 
 def read_pairs(payload, limits):
     """(p, q) from ``payload.pairs_file``, or a ``ScenarioError`` naming the key (one line)."""
-    from ..model.tokens import PairsFileError, load_pairs
+    from ..model.tokens import PairsFileError
 
     try:   # the arrays: 16 bytes per row and entry (p and q in float64); the table: more
         return read_once(load_pairs, payload.pairs_file, payload.vocab,

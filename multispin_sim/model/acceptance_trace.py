@@ -1,4 +1,4 @@
-"""Agreement traces: per-position draft/target agreement sequences read from files (pure numpy).
+"""Agreement traces: per-position draft/target agreement sequences parsed from text (pure numpy).
 
 A trace is a list of :class:`Answer`: one generated answer each, with its agreement sequence
 ``bits`` along the text: 1 = the draft model agreed with the target model at that position, 0 =
@@ -21,24 +21,22 @@ Two file formats:
   empty / ``?`` / -1 for unknown) and optionally ``answer`` (rows of one answer are consecutive;
   without it the whole file is one answer), ``category``, ``benchmark``, ``model``.
 
-Errors (missing, empty or malformed file; a selection without answers) raise :class:`TraceError`
-with a one-line message naming the file and line.
+``parse_trace(text, name)`` turns a trace file's text into answers, the format chosen by the
+file's name; ``engine.reading.read_trace`` opens the file (and the shipped trace) and calls it.
+Errors (an empty or malformed file; a selection without answers) raise :class:`TraceError` with a
+one-line message naming the file and line.
 """
 import csv
-import gzip
 import io
 import json
-import zlib
 from dataclasses import dataclass
 from functools import cached_property
-from importlib import resources
-from pathlib import Path
+from pathlib import PurePath
 
 import numpy as np
 
 UNKNOWN = -1
 HF_INITIAL_DRAFT = 5   # transformers' default num_assistant_tokens (schedule "heuristic")
-SHIPPED_TRACE = "specbench-sps.jsonl.gz"
 # bounds checked before memory is committed: a verification step longer than any draft model
 # drafts, a trace larger than any benchmark's (the shipped one: 44,495 steps, 2.6 MB of text)
 MAX_STEP_TOKENS = 4096
@@ -66,11 +64,6 @@ class Answer:
     @cached_property
     def agreements(self):
         return int(np.count_nonzero(self.bits == 1))
-
-
-def shipped_trace_path():
-    """Path of the trace shipped with the package (Spec-Bench: multispin_sim/data/README.md)."""
-    return Path(str(resources.files("multispin_sim") / "data" / SHIPPED_TRACE))
 
 
 def reconstruct_draft_lengths(accept_lengths, initial=HF_INITIAL_DRAFT):
@@ -104,35 +97,6 @@ def steps_to_bits(accept_lengths, drafts=None):
     ends = np.cumsum(a) - 1
     bits[ends] = np.where(full, UNKNOWN, 0).astype(np.int8)
     return bits
-
-
-def _open_text(path):
-    path = Path(path)
-    if not path.is_file():
-        what = "a folder, not a file" if path.is_dir() else "no such file"
-        raise TraceError(f"{path}: {what} (expected a Spec-Bench JSONL or a 0/1 CSV trace)")
-    if path.stat().st_size > MAX_TEXT_BYTES:
-        raise TraceError(f"{path}: larger than {MAX_TEXT_BYTES >> 20} MB; expected a trace of at "
-                         f"most {MAX_POSITIONS:,} positions")
-    raw = path.read_bytes()
-    if path.suffix == ".gz":
-        try:
-            with gzip.GzipFile(fileobj=io.BytesIO(raw)) as f:
-                raw = f.read(MAX_TEXT_BYTES + 1)  # bounded: a small file may inflate enormously
-        except (OSError, EOFError, zlib.error) as exc:
-            raise TraceError(f"{path}: not a readable gzip file ({exc}); expected a gzipped "
-                             "JSONL or CSV trace") from None
-        if len(raw) > MAX_TEXT_BYTES:
-            raise TraceError(f"{path}: inflates to more than {MAX_TEXT_BYTES >> 20} MB; expected "
-                             f"a trace of at most {MAX_POSITIONS:,} positions")
-    try:
-        text = raw.decode("utf-8-sig")   # a leading BOM is no text
-    except UnicodeDecodeError:
-        raise TraceError(f"{path}: not UTF-8 text") from None
-    if not text.strip():
-        raise TraceError(f"{path}: the file is empty (expected a Spec-Bench JSONL or a 0/1 CSV "
-                         "trace)")
-    return text
 
 
 def _read_jsonl(path, text):
@@ -225,20 +189,23 @@ def _read_csv_rows(path, reader):
     return answers
 
 
-def read_trace(path):
-    """All answers of a trace file (format from the name: .jsonl[.gz] or .csv[.gz])."""
-    path = Path(path)
-    text = _open_text(path)
-    name = path.name[:-3] if path.name.endswith(".gz") else path.name
-    if name.endswith(".csv"):
-        answers = _read_csv(path, text)
-    elif name.endswith(".jsonl") or name.endswith(".json"):
-        answers = _read_jsonl(path, text)
+def parse_trace(text, name):
+    """All answers of a trace file's ``text``; ``name``: the file's name as errors show it, whose
+    ending selects the format (.jsonl[.gz] or .json: Spec-Bench JSONL; .csv[.gz]: 0/1 CSV)."""
+    if not text.strip():
+        raise TraceError(f"{name}: the file is empty (expected a Spec-Bench JSONL or a 0/1 CSV "
+                         "trace)")
+    base = PurePath(name).name
+    base = base[:-3] if base.endswith(".gz") else base
+    if base.endswith(".csv"):
+        answers = _read_csv(name, text)
+    elif base.endswith(".jsonl") or base.endswith(".json"):
+        answers = _read_jsonl(name, text)
     else:
-        raise TraceError(f"{path}: unknown trace format; expected a name ending in .jsonl, "
+        raise TraceError(f"{name}: unknown trace format; expected a name ending in .jsonl, "
                          ".jsonl.gz, .csv or .csv.gz")
     if not answers:
-        raise TraceError(f"{path}: no answer with any verification step")
+        raise TraceError(f"{name}: no answer with any verification step")
     return answers
 
 

@@ -41,10 +41,11 @@ draw, no truncated tail. Tokens are reported as ranks (the relabelling is not ma
 With this generator the acceptance process is exactly the i.i.d. model with alpha_eff per
 device; UL top-k drafting lowers alpha_eff (the draft's top k miss tokens the target likes).
 
-Pairs from a file (``payload.pairs_file``, ``load_pairs``): an npz with arrays ``p`` and ``q``
-(or ``p_logits`` and ``q_logits``), shape (N, V), one pair per row; each drafted position uses a
-row drawn uniformly. Then the acceptance varies with the position (its mean is the file's, not
-the devices' alpha).
+Pairs from a file (``payload.pairs_file``; ``engine.reading.load_pairs`` reads it, then
+``pairs_from_arrays`` checks the arrays): an npz with arrays ``p`` and ``q`` (or ``p_logits``
+and ``q_logits``), shape (N, V), one pair per row; each drafted position uses a row drawn
+uniformly. Then the acceptance varies with the position (its mean is the file's, not the
+devices' alpha).
 """
 from dataclasses import dataclass, field
 
@@ -142,36 +143,12 @@ class PairsFileError(ValueError):
         self.todo = todo
 
 
-def load_pairs(path, vocab, atol=1e-6, max_bytes=None, expansion=1.0):
-    """(p, q) arrays (N, V) from an npz with ``p`` and ``q`` or ``p_logits`` and ``q_logits``.
-
-    ``max_bytes``: refuse a file whose arrays, times ``expansion`` (the memory of what is built
-    from them per byte of them), would take more memory than this, from the sizes in the
-    archive's directory, before any array is read."""
-    try:
-        with np.load(path, allow_pickle=False) as f:
-            names = set(f.files)
-            size = sum(info.file_size for info in f.zip.infolist())
-            need = size * max(expansion, 1.0)
-            if max_bytes is not None and need > max_bytes:
-                raise PairsFileError(f"holds {size / 2**20:,.0f} MB of arrays (about "
-                                     f"{need / 2**20:,.0f} MB with the tables built from them), "
-                                     f"more than limits.max_memory_mb "
-                                     f"({max_bytes / 2**20:,.0f} MB) allows",
-                                     "use fewer rows, or raise limits.max_memory_mb if this "
-                                     "machine has the memory")
-            if {"p", "q"} <= names:
-                p, q, logits = np.asarray(f["p"], float), np.asarray(f["q"], float), False
-            elif {"p_logits", "q_logits"} <= names:
-                p, q = np.asarray(f["p_logits"], float), np.asarray(f["q_logits"], float)
-                logits = True
-            else:
-                raise PairsFileError(f"has arrays {sorted(names)}; expected 'p' and 'q' (or "
-                                     "'p_logits' and 'q_logits')")
-    except PairsFileError:
-        raise
-    except Exception as exc:  # not a file, not an npz
-        raise PairsFileError(f"cannot be read as an npz ({type(exc).__name__})") from None
+def pairs_from_arrays(p, q, vocab, logits=False, atol=1e-6):
+    """(p, q) arrays (N, V) of probabilities from the arrays of a pairs file: checked (shape
+    (N, ``vocab``) with N >= 1, finite, equal shapes; probabilities: not negative, rows summing
+    to 1 within ``atol``) and normalised; ``logits``: the arrays are logits, turned into
+    probabilities by a softmax per row. Raises ``PairsFileError``."""
+    p, q = np.asarray(p, dtype=float), np.asarray(q, dtype=float)
     for name, a in (("p", p), ("q", q)):
         if a.ndim != 2 or a.shape[1] != vocab or a.shape[0] < 1:
             raise PairsFileError(f"array {name!r} has shape {a.shape}; expected (N, {vocab}) "
@@ -276,8 +253,13 @@ class PayloadModel:
         self.dl_formats = list(dl_formats)
         t = table
 
+        # device k's mean over its rows row0[k] .. row0[k] + nrows[k] - 1 (nrows >= 1): the
+        # sums over (start, end) pairs, those between the pairs dropped; a 0 after the last row
+        # lets an end be the table's length
+        bounds = np.stack([self.row0, self.row0 + self.nrows], axis=1).ravel()
+
         def mean(a):
-            return np.array([a[r:r + n].mean() for r, n in zip(self.row0, self.nrows)])
+            return np.add.reduceat(np.append(a, 0), bounds)[::2] / self.nrows
 
         self.alpha_effective = mean(t.beta)
         self.acceptance_loss = mean(t.beta_uncompressed) - self.alpha_effective

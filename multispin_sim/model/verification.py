@@ -6,9 +6,10 @@ Three settings (``server.verify_model``), one interface:
 - ``tokens``: T_ver = T0 + T1 n, n = tokens in the batch = sum over the batch of (gamma_k + 1)
   (gamma_k drafts plus the position after them).
 - ``table``: T_ver = f(n), f piecewise linear through a measured profile (batched tokens,
-  milliseconds), read from a CSV (``read_verify_table``). Below the first row f is the first
-  row's time (a pass costs at least that); above the last row f continues the last segment's
-  slope (linear extrapolation: in the compute-bound regime a pass grows linearly with tokens).
+  milliseconds), parsed from a CSV's text (``parse_verify_table``). Below the first row f is
+  the first row's time (a pass costs at least that); above the last row f continues the last
+  segment's slope (linear extrapolation: in the compute-bound regime a pass grows linearly with
+  tokens).
 
 An empty batch takes no time in every setting.
 
@@ -29,13 +30,13 @@ Interface (``VerificationCost``):
 - ``depends_on_draft``: False when T_ver does not change with the draft lengths of a fixed
   batch (``linear``): the objective can then keep one number.
 
-Shipped tables live in ``multispin_sim/data/verify_tables/`` (``SHIPPED_TABLES``), each CSV
-with its provenance in ``#`` comment lines.
+A model that ``reads_table`` is built from the table of ``server.verify_table``: the engine
+reads the file (``engine.reading.read_verify_table``, which also knows the shipped tables) and
+hands the (tokens, ms) arrays to ``from_scenario``.
 """
 import csv
 import math
-from importlib import resources
-from pathlib import Path
+import os
 
 import numpy as np
 
@@ -45,7 +46,6 @@ from .registry import Registry
 # plain settings (``from_settings``, what ``make_verification_cost`` takes)
 VERIFY_MODELS = Registry("verification model")
 DEFAULT_CALIBRATION_DRAFT = 4  # server.verify_per_token_ms default: T_ver1 / (4 + 1)
-SHIPPED_TABLES = ("vidur-a100-codellama34b", "paper-linear-qwen2.5")
 
 
 # bounds of a table row: a pass of at most a minute (the scenario's verification times have
@@ -63,6 +63,7 @@ class VerificationCost:
 
     name = "?"
     depends_on_draft = True
+    reads_table = False   # True: built from the (tokens, ms) arrays of ``server.verify_table``
 
     def __init_subclass__(cls, **kwargs):
         # a model with a ``time_s`` of its own has no table by total draft length unless it
@@ -100,24 +101,20 @@ class VerificationCost:
                           dtype=float)
 
     @classmethod
-    def from_scenario(cls, scenario):
+    def from_scenario(cls, scenario, table=None):
         """The component of ``scenario.server``'s verification keys (milliseconds there,
-        seconds here)."""
+        seconds here); ``table``: the (tokens, ms) arrays of ``server.verify_table`` for a model
+        that ``reads_table`` (the engine reads them), else None."""
         server = scenario.server
         per_token = server.verify_per_token_ms
         if per_token is None:  # calibrated at the paper's default gamma = 4: 5 tokens per device
             per_token = server.verify_per_device_ms / (DEFAULT_CALIBRATION_DRAFT + 1)
         return cls.from_settings(server.verify_fixed_ms * 1e-3, server.verify_per_device_ms * 1e-3,
-                                 per_token * 1e-3, server.verify_table)
+                                 per_token * 1e-3, table)
 
     def shortest_batch_s(self):
         """T_ver of the smallest batch a round can verify: one device with an empty draft."""
         return float(self.batch_time_s(1, 1))
-
-    @classmethod
-    def check_inputs(cls, scenario):
-        """Read and check the files the component needs (``VerifyTableError``), before a run
-        writes anything; none by default."""
 
 
 class AffineVerification(VerificationCost):
@@ -166,6 +163,7 @@ class TableVerification(VerificationCost):
     the last segment's slope above the last one."""
 
     name = "table"
+    reads_table = True
 
     def __init__(self, tokens, seconds, source=""):
         self.tokens = np.asarray(tokens, dtype=float)
@@ -178,18 +176,20 @@ class TableVerification(VerificationCost):
 
     @classmethod
     def from_settings(cls, fixed_s, per_device_s, per_token_s=None, table=None):
-        """``table``: (tokens, ms) arrays, or a spec (shipped name or path) read here."""
-        if isinstance(table, (str, Path)):
-            source = str(table)
-            table = read_verify_table(table)
-        else:
-            source = ""
+        """``table``: the (tokens, ms) arrays of the profile (``parse_verify_table``)."""
+        if table is None or isinstance(table, (str, os.PathLike)):
+            raise TypeError(f"table: expected (tokens, ms) arrays, got {table!r}; read a file "
+                            "with engine.reading.read_verify_table")
         tokens, ms = table
-        return cls(tokens, np.asarray(ms, dtype=float) * 1e-3, source)
+        return cls(tokens, np.asarray(ms, dtype=float) * 1e-3)
 
     @classmethod
-    def check_inputs(cls, scenario):
-        read_verify_table(scenario.server.verify_table)
+    def from_scenario(cls, scenario, table=None):
+        """The profile ``table`` (the engine read it from ``server.verify_table``, which
+        ``source`` names)."""
+        cost = super().from_scenario(scenario, table)
+        cost.source = scenario.server.verify_table
+        return cost
 
     def pass_s(self, n_devices, n_tokens):
         x = np.asarray(n_tokens, dtype=float)
@@ -201,35 +201,16 @@ class TableVerification(VerificationCost):
 # ---------------------------------------------------------------------------- tables
 
 
-def resolve_table(spec):
-    """A shipped table name (``SHIPPED_TABLES``) or a file path -> the path to read."""
-    if spec in SHIPPED_TABLES:
-        return resources.files("multispin_sim") / "data" / "verify_tables" / f"{spec}.csv"
-    return Path(spec)
-
-
-def read_verify_table(spec):
-    """(tokens, milliseconds) arrays from a CSV: a header ``tokens,ms`` (names free), then rows
-    of two numbers; ``#`` lines are comments. Checks: numeric cells, at least two rows, tokens
-    strictly increasing from 1 to ``MAX_TABLE_TOKENS``, times above 0 and up to a minute, a
-    last segment that does not fall. Errors name the file and line (one line)."""
-    path = resolve_table(spec)
+def parse_verify_table(name, text):
+    """(tokens, milliseconds) arrays from a CSV's ``text``: a header ``tokens,ms`` (names free),
+    then rows of two numbers; ``#`` lines are comments. Checks: numeric cells, at least two
+    rows, tokens strictly increasing from 1 to ``MAX_TABLE_TOKENS``, times above 0 and up to a
+    minute, a last segment that does not fall. Errors (``VerifyTableError``) name the table
+    (``name``: a shipped table's name or the file's path) and the line, in one line."""
     try:
-        if path.stat().st_size > (16 << 20):
-            raise VerifyTableError(f"{spec}: larger than 16 MB; expected a small CSV of rows "
-                                   "'batched tokens, milliseconds'")
-        text = path.read_text(encoding="utf-8-sig")   # a leading BOM is no cell
-    except OSError as exc:
-        raise VerifyTableError(f"{spec}: cannot read the verification table "
-                               f"({exc.strerror or exc}); check the path of "
-                               "server.verify_table") from None
-    except UnicodeDecodeError as exc:
-        raise VerifyTableError(f"{spec}, byte {exc.start}: not UTF-8 text; save the table as "
-                               "UTF-8 (plain ASCII digits and commas)") from None
-    try:
-        return _table_rows(spec, text)
+        return _table_rows(name, text)
     except csv.Error as exc:
-        raise VerifyTableError(f"{spec}: {exc}; expected rows of two numbers: batched tokens, "
+        raise VerifyTableError(f"{name}: {exc}; expected rows of two numbers: batched tokens, "
                                "milliseconds") from None
 
 
@@ -284,8 +265,8 @@ def _table_rows(spec, text):
 
 def make_verification_cost(model="linear", fixed_s=0.0, per_device_s=0.0, per_token_s=None,
                            table=None):
-    """The component for ``server.verify_model``. ``table``: (tokens, ms) arrays, or a spec
-    (shipped name or path)."""
+    """The component for ``server.verify_model``. ``table``: (tokens, ms) arrays (a file's:
+    ``engine.reading.read_verify_table``)."""
     return VERIFY_MODELS.lookup(model).from_settings(fixed_s, per_device_s, per_token_s, table)
 
 

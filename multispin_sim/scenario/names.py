@@ -30,7 +30,7 @@ TRACE_ASSIGN: tuple[str, ...] = ("uniform", "task")
 TRACE_NEXT: tuple[str, ...] = ("draw", "cycle", "repeat")
 ACCEPTANCE_SESSIONS: tuple[str, ...] = ("tokens", "request")
 MAX_DRAFT_LIMIT = 64            # upper bound of policy.max_draft
-# verification tables shipped in multispin_sim/data/verify_tables (= model.verification)
+# verification tables shipped in multispin_sim/data/verify_tables (= engine.reading)
 SHIPPED_VERIFY_TABLES: tuple[str, ...] = ("vidur-a100-codellama34b", "paper-linear-qwen2.5")
 EXHAUSTIVE_MAX_DEVICES = 16     # mode "exhaustive" tries 2^K UL/DL assignments
 # policy.estimator "exact" enumerates 2^K rejected sets (3^K with the random split's coins)

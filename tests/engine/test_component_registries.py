@@ -5,6 +5,8 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
+from multispin_sim.engine.compute import verification_cost
+from multispin_sim.engine.reading import read_verify_table
 from multispin_sim.engine.simulation import read_inputs
 from multispin_sim.engine.workload import Arrivals
 from multispin_sim.model import nr_tables
@@ -52,9 +54,10 @@ def test_a_goodput_search_ignores_the_powers():
 def test_verification_from_scenario_equals_the_settings_in_seconds(name):
     sc = load_scenario(None, overrides={"server.verify_model": name})
     s = sc.server
-    built = VERIFY_MODELS.lookup(name).from_scenario(sc)
+    built = verification_cost(sc)
     direct = make_verification_cost(name, s.verify_fixed_ms * 1e-3, s.verify_per_device_ms * 1e-3,
-                                    s.verify_per_device_ms / 5 * 1e-3, s.verify_table)
+                                    s.verify_per_device_ms / 5 * 1e-3,
+                                    read_verify_table(s.verify_table))
     gammas = np.array([[0, 4, 9], [3, 3, 3]])
     active = np.array([True, False, True])
     np.testing.assert_array_equal(built.time_s(gammas, active), direct.time_s(gammas, active))

@@ -22,10 +22,11 @@ import numpy as np
 import pytest
 
 import multispin_sim as ms
+from multispin_sim.engine.reading import load_pairs
 from multispin_sim.engine.streams import RandomStreams
 from multispin_sim.engine.tokens import TokenServer
 from multispin_sim.model import payload as pf
-from multispin_sim.model.tokens import PayloadModel, load_pairs
+from multispin_sim.model.tokens import PayloadModel
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"
 sys.path.insert(0, str(GOLDEN))

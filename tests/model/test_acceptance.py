@@ -14,9 +14,9 @@ from multispin_sim.model import acceptance as acc
 from multispin_sim.model import acceptance_fit as fit
 from multispin_sim.model.beliefs import FilteredBelief, LearnedBelief, OracleBelief
 from multispin_sim.model.markov import markov_moments
-from multispin_sim.model.acceptance_trace import (UNKNOWN, Answer, read_trace,
-                                                  reconstruct_draft_lengths, select_answers,
-                                                  shipped_trace_path, steps_to_bits)
+from multispin_sim.engine.reading import read_trace, shipped_trace_path
+from multispin_sim.model.acceptance_trace import (UNKNOWN, Answer, reconstruct_draft_lengths,
+                                                  select_answers, steps_to_bits)
 
 Z = 4.0  # half-width of the intervals in standard errors (fixed seeds; about 1 in 16,000)
 

@@ -11,8 +11,8 @@ import pytest
 from multispin_sim.acceptance_fit import parameters_line
 from multispin_sim.model import acceptance_fit as fit
 from multispin_sim.model import acceptance_likelihood as lik
-from multispin_sim.model.acceptance_trace import (UNKNOWN, Answer, read_trace, select_answers,
-                                                  shipped_trace_path)
+from multispin_sim.engine.reading import read_trace, shipped_trace_path
+from multispin_sim.model.acceptance_trace import UNKNOWN, Answer, select_answers
 from test_acceptance_fit_stats import path_weights
 
 Z = 4.0  # half-width of the intervals in standard errors (fixed seeds; about 1 in 16,000)

@@ -24,9 +24,9 @@ from multispin_sim.model.compute import ThermalState, relax
 from multispin_sim.model.energy import Powers, TokensPerJoule, device_round_energy
 from multispin_sim.model.pathloss import pathloss_gain
 from multispin_sim.model.system import System
-from multispin_sim.model.verification import (SHIPPED_TABLES, LinearVerification,
-                                              TableVerification, TokenVerification,
-                                              make_verification_cost, read_verify_table)
+from multispin_sim.engine.reading import SHIPPED_TABLES, read_verify_table
+from multispin_sim.model.verification import (LinearVerification, TableVerification,
+                                              TokenVerification, make_verification_cost)
 from multispin_sim.policies.draft_search import exhaustive_search, make_objective
 from multispin_sim.policies.reactive import energy_aware_split
 
@@ -84,7 +84,7 @@ def test_two_point_table_equals_tokens():
 
 
 def test_shipped_vidur_table_values_and_extrapolation():
-    cost = make_verification_cost("table", table="vidur-a100-codellama34b")
+    cost = make_verification_cost("table", table=read_verify_table("vidur-a100-codellama34b"))
     f = lambda n: float(cost.batch_time_s(1, n)) * 1e3  # noqa: E731
     for n, ms_ in ((1, 44.1), (32, 46.2), (64, 46.2), (128, 51.7), (256, 86.2), (512, 161.6)):
         assert f(n) == pytest.approx(ms_, rel=1e-12)
@@ -109,7 +109,7 @@ def test_a_table_with_a_byte_order_mark_keeps_its_first_row(tmp_path):
 
 
 def test_objective_uses_the_engine_cost_model():
-    cost = make_verification_cost("table", table="vidur-a100-codellama34b")
+    cost = make_verification_cost("table", table=read_verify_table("vidur-a100-codellama34b"))
     s = small_system(cost=cost)
     obj = make_objective(s, s.pathloss, s.pathloss, np.ones(3, bool), np.full(3, 6),
                          estimator="exact")
@@ -128,7 +128,7 @@ def test_verification_by_total_draft_length_is_the_batch_cost(model):
     """The table a compiled search reads (T_ver at every total draft length of the active
     devices) holds, at each candidate's total, the engine's cost of that candidate's batch."""
     cost = make_verification_cost(model, fixed_s=0.02, per_token_s=0.003,
-                                  table="vidur-a100-codellama34b")
+                                  table=read_verify_table("vidur-a100-codellama34b"))
     s = small_system(cost=cost)
     active = np.array([True, False, True])
     obj = make_objective(s, s.pathloss, s.pathloss, active, np.full(3, 9), estimator="exact")
@@ -160,8 +160,8 @@ def test_best_draft_length_moves_up_under_the_flat_table():
     # (T1 = 7.6 ms / 5 per token) versus the flat Vidur profile
     caps = np.full(3, 10)
     best = {}
-    for name, cost in (("tokens", TokenVerification(42.8e-3, 7.6e-3 / 5)),
-                       ("table", make_verification_cost("table", table="vidur-a100-codellama34b"))):
+    vidur = make_verification_cost("table", table=read_verify_table("vidur-a100-codellama34b"))
+    for name, cost in (("tokens", TokenVerification(42.8e-3, 7.6e-3 / 5)), ("table", vidur)):
         s = replace(small_system(cost=cost), alpha=np.array([0.95, 0.93, 0.9]))
         obj = make_objective(s, s.pathloss, s.pathloss, np.ones(3, bool), caps, estimator="exact")
         best[name] = exhaustive_search(obj).gamma

@@ -345,7 +345,7 @@ def test_fidelity_with_one_lossless_entry_is_the_optimal_split():
 
 
 def test_pairs_file_rows_logits_and_acceptance(tmp_path):
-    from multispin_sim.model.tokens import load_pairs
+    from multispin_sim.engine.reading import load_pairs
 
     rng = np.random.default_rng(8)
     lp, lq = 2 * rng.normal(size=(6, V_SMALL)), 2 * rng.normal(size=(6, V_SMALL))
@@ -421,7 +421,8 @@ def test_token_runs_count_agreements_and_feed_the_belief():
 def test_pairs_file_too_large_refused_before_reading(tmp_path):
     """A file whose arrays would not fit limits.max_memory_mb is refused from the archive's
     directory (the sizes), before numpy reads an array."""
-    from multispin_sim.model.tokens import PairsFileError, load_pairs
+    from multispin_sim.engine.reading import load_pairs
+    from multispin_sim.model.tokens import PairsFileError
 
     p = np.full((100, V_SMALL), 1.0 / V_SMALL)
     np.savez_compressed(tmp_path / "p.npz", p=p, q=p)  # compresses to a few hundred bytes
