@@ -253,13 +253,8 @@ class PayloadModel:
         self.dl_formats = list(dl_formats)
         t = table
 
-        # device k's mean over its rows row0[k] .. row0[k] + nrows[k] - 1 (nrows >= 1): the
-        # sums over (start, end) pairs, those between the pairs dropped; a 0 after the last row
-        # lets an end be the table's length
-        bounds = np.stack([self.row0, self.row0 + self.nrows], axis=1).ravel()
-
-        def mean(a):
-            return np.add.reduceat(np.append(a, 0), bounds)[::2] / self.nrows
+        def mean(a):   # each device's mean over its own rows
+            return np.array([a[r:r + n].mean() for r, n in zip(self.row0, self.nrows)])
 
         self.alpha_effective = mean(t.beta)
         self.acceptance_loss = mean(t.beta_uncompressed) - self.alpha_effective
