@@ -350,8 +350,9 @@ class MultiSpinEnv(GreenletEpisode, gymnasium.Env):
         delays = np.array(record.delay, dtype=float)
         powers = np.array(record.power, dtype=float)
         # on these arrays: the record may hold lists (cheaper converted once)
+        span = record.duration if record.span is None else np.asarray(record.span, dtype=float)
         _, _, _, _, each = device_round_energy(self._powers, record.draft_each, modes, powers,
-                                               delays, record.duration, link=record.extra,
+                                               delays, span, link=record.extra,
                                                slowdown=record.slowdown)
         info = {"round": int(record.round), "tokens": int(device_tokens[active].sum()),
                 "duration_s": float(record.duration), "elapsed_s": elapsed,

@@ -62,7 +62,8 @@ def device_round_energy(powers, draft_s, mode, power_w, delay_s, duration_s, lin
     """Per-device energies of one round (arrays over the given devices).
 
     draft_s: drafting times; mode: 0/1(UL)/2(DL); power_w: transmit power (device for UL);
-    delay_s: realised correction delays; duration_s: the round's duration; ``link``: the
+    delay_s: realised correction delays; duration_s: the round's duration, or each device's
+    time in it (an asynchronous batch's devices: their own cycles); ``link``: the
     link's columns of the round, with ``AIRTIME`` and ``RADIATED`` when it records them;
     ``slowdown``: thermal throttling (drafting power divided by it; None: 1).
     Returns (draft, ul, dl, idle, total) joules.
