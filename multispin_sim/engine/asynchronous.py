@@ -367,6 +367,10 @@ class AsyncLoop(ProtocolLoop):
                     self._start_phase(b)
                 else:
                     self._phases.append(b)
+            elif self._phases:   # its policy draws come after those of the phases before it
+                self._phases.append(b)
+            else:
+                self.server.no_rejection()
             acc_l, tok_l, rej_l = accepted.tolist(), tokens.tolist(), rejected.tolist()
             for d in drafts:
                 i = d.device
@@ -406,8 +410,12 @@ class AsyncLoop(ProtocolLoop):
         if b.corrections:
             return
         self._phase = None
-        if self._phases:
-            self._start_phase(self._phases.popleft())
+        while self._phases:   # the next phase; a batch without one draws in its turn
+            queued = self._phases.popleft()
+            if queued.corrections:
+                self._start_phase(queued)
+                return
+            self.server.no_rejection()
 
     def _device_done(self, b, k, delay, span):
         b.delay[k], b.span[k] = delay, span

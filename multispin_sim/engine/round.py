@@ -385,6 +385,7 @@ class RoundLoop(ProtocolLoop):
                 power, bandwidth = decision.power_w[0], float(decision.bandwidth_hz[0])
                 mode_list = delay_list = None
             else:
+                server.no_rejection()
                 self.mode, self.delay = self._no_mode, self._zeros
                 power, bandwidth = self._zeros, 0.0
                 mode_list = delay_list = None

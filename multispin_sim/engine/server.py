@@ -164,6 +164,10 @@ class EdgeServer:
         problem = self.system.reactive_problem(rejected, g_ul, g_dl, present)
         return self.policy.decide(problem, self.policy_rng)
 
+    def no_rejection(self):
+        """A round without a rejection: the policy draws what a decision would draw."""
+        self.policy.no_rejection(self.system.k, self.policy_rng)
+
     def one_outcome(self):
         """The policy's decision of one outcome on this system (``ReactivePolicy.one_outcome``:
         ``decide_one(idx, g_ul, g_dl) -> (mode, power, delay, bandwidth, t_comm)``, worked out

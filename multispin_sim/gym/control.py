@@ -80,6 +80,9 @@ class AgentSplit(ReactivePolicy):
     def use_channel(self, channel):
         self.own.use_channel(channel)   # the scenario's own policy decides without an action
 
+    def no_rejection(self, k, rng):
+        self.own.no_rejection(k, rng)
+
     def bind_payload(self, model):
         self.own.bind_payload(model)
 

@@ -39,6 +39,10 @@ class ReactivePolicy:
 
     ``coin_split``: its split is a fair coin per rejected device, so the exact estimator
     enumerates the coins (a callable ``tcomm_kernel`` then takes them as ``coin=``).
+
+    ``no_rejection(k, rng)``: called in a round where no device was rejected, so that a policy
+    that draws from its stream draws what a decision would: its draws then keep their places,
+    round by round, whatever other settings make some rounds free of rejections.
     """
 
     name = "?"
@@ -75,6 +79,9 @@ class ReactivePolicy:
     # plan_with(replan): a policy that compares delays is handed the link's planner; None: it
     # compares none
     plan_with = None
+
+    def no_rejection(self, k, rng):
+        """Nothing to draw (the policy draws nothing, or draws per rejected device)."""
 
     @classmethod
     def for_run(cls, scenario, powers):
@@ -236,6 +243,11 @@ class RandomSplit(ReactivePolicy):
         if rng is None:
             raise TypeError("the random policy needs its random stream: one_outcome(system, rng)")
         return _assignment_one(system, rng, coin=True, all_ul=False)
+
+    def no_rejection(self, k, rng):
+        """The K coins of a round, drawn and unused: device k's coin in round r is the same
+        whatever rounds before it had rejections."""
+        rng.random(k)
 
 
 @REACTIVE_POLICIES.register("exhaustive")

@@ -185,7 +185,8 @@ def test_shared_band_sets_deliver_their_bits_at_each_blocks_sinr(fading, m, prot
         starts = t0[rnd] + dr["delay_s"][rows] - dr["airtime_s"][rows]
         for mode in ("ul", "dl"):
             on = rows[dr["mode"][rows] == mode]
-            keys = np.round(starts[dr["mode"][rows] == mode], 12)
+            own = starts[dr["mode"][rows] == mode]
+            keys = np.round(own, 12)   # the streams of a set (or a ZF group) start together
             # the UL set starts with the round's corrections; ZF groups take turns, each from
             # the end of the one before
             turn = t0[rnd]
@@ -196,7 +197,7 @@ def test_shared_band_sets_deliver_their_bits_at_each_blocks_sinr(fading, m, prot
             for s in np.unique(keys):          # a set (UL) or a ZF group (DL): one start
                 g = on[keys == s]
                 devs = dr["device"][g]
-                start = float(s)
+                start = float(own[keys == s].min())   # not the key: 1e-12 s moves 1e-9 of bits
                 end = float(np.max(t0[rnd] + dr["delay_s"][g]))
                 n0, n1 = math.floor(start / block), math.floor(end / block * (1 - 1e-12)) + 1
                 ul_v, dl_v = grid.powers(n0, n1)   # one antenna: powers, so sqrt(|h|^2)

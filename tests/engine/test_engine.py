@@ -274,3 +274,17 @@ def test_a_run_without_a_queueing_workload_has_no_requests_table():
     with pytest.raises(AttributeError, match="no requests table"):
         result.requests
     assert not hasattr(result, "requests") and result.rounds["round"].size == 3
+
+
+def test_the_random_policys_coins_keep_their_rounds_whatever_else_rejects():
+    """Device 1's coin in round r is the same whether or not device 0 drafts (its draft length
+    0 makes rounds without a rejection): a round without one draws its K coins too (they were
+    drawn only when a device was rejected, so every later coin moved)."""
+    base = {"devices.count": 2, "policy.mode": "random", "run.rounds": 300, "seed": 1}
+    a = run(base).device_rounds
+    b = run({**base, "devices.overrides": {0: {"draft_length": 0}}}).device_rounds
+    one_a, one_b = a["device"] == 1, b["device"] == 1
+    np.testing.assert_array_equal(a["accepted"][one_a], b["accepted"][one_b])
+    corrected = (a["mode"][one_a] != "") & (b["mode"][one_b] != "")
+    assert corrected.sum() > 100
+    np.testing.assert_array_equal(a["mode"][one_a][corrected], b["mode"][one_b][corrected])
