@@ -33,9 +33,10 @@ class _UniqueKeyLoader(yaml.SafeLoader):
 
 
 def _construct_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode, deep: bool = False):
-    loader.flatten_mapping(node)
     seen: dict[Any, Any] = {}
-    for key_node, _ in node.value:
+    for key_node, _ in node.value:   # the mapping's own keys: a merged one (<<) may be overridden
+        if key_node.tag == "tag:yaml.org,2002:merge":
+            continue
         key = loader.construct_object(key_node, deep=deep)
         try:
             hash(key)
@@ -46,6 +47,7 @@ def _construct_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode, deep: bo
                 "while constructing a mapping", node.start_mark,
                 f"found duplicate key {key!r}", key_node.start_mark)
         seen[key] = True
+    loader.flatten_mapping(node)
     return loader.construct_mapping(node, deep=deep)
 
 

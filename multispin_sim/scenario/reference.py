@@ -55,9 +55,9 @@ def _rows(cls: type, prefix: str) -> list[Row]:
         rows.append((path, allowed_text(field, hint), meta.get("unit") or "",
                      _default_text(field), meta.get("doc") or ""))
         if typing.get_origin(hint) is Mapping:
-            value_t = typing.get_args(hint)[1]
-            if dataclasses.is_dataclass(value_t):
-                rows.extend(_rows(value_t, f"{path}.<index>"))
+            key_t, value_t = typing.get_args(hint)
+            if dataclasses.is_dataclass(value_t):   # entries keyed by an index or a name
+                rows.extend(_rows(value_t, f"{path}.<{'index' if key_t is int else 'name'}>"))
     return rows
 
 

@@ -24,6 +24,7 @@ MAX_MEMORY_MB = 10 ** 9   # a petabyte: keeps every count the estimate admits wi
 _POSITIVE_RATES = Check(
     lambda v: v > 0 if isinstance(v, float) else all(x > 0 for x in v),
     "a number > 0 or a list of devices.count numbers > 0 (one per device)", standalone=True)
+_THERMAL_RESISTANCE = in_interval(0, 1e4)   # beyond, temperatures overflow and never throttle
 _REQUEST_TOKENS = between(1, MAX_REQUEST_TOKENS)   # 10 million: 10x the longest contexts
 _LENGTH_LIST = Check(lambda v: all(1 <= x <= MAX_REQUEST_TOKENS for x in v),
                      f"a list of integers in 1..{MAX_REQUEST_TOKENS}", standalone=True)
@@ -183,7 +184,7 @@ class PowerMode(Params):
     thermal_resistance_c_per_w: Optional[float] = param(
         None, "Thermal resistance R_th of a device in this mode (a phone's is larger than a "
         "heatsinked board's; null: compute.thermal_resistance_c_per_w)", unit="degC/W",
-        check=ge(0))
+        check=_THERMAL_RESISTANCE)
 
 
 @section
@@ -204,7 +205,8 @@ class Compute(Params):
     ambient_c: float = param(25.0, "Ambient temperature T_amb (and the start temperature)",
                              unit="degC")
     thermal_resistance_c_per_w: float = param(
-        15.0, "Thermal resistance R_th (steady-state rise per watt)", unit="degC/W", check=ge(0))
+        15.0, "Thermal resistance R_th (steady-state rise per watt; boards: about 0.1 to 100)",
+        unit="degC/W", check=_THERMAL_RESISTANCE)
     time_constant_s: float = param(120.0, "Thermal time constant tau = R_th C_th", unit="s",
                                    check=gt(0))
     throttle_c: float = param(60.0, "Temperature at which drafting is throttled", unit="degC")
@@ -306,7 +308,7 @@ class Link(Params):
                                                                   high_open=True))
     implementation_gap_db: float = param(1.5, "SNR gap of each MCS's 10%-BLER threshold to the "
                                          "Shannon bound: thr = gap (2^eff - 1)", unit="dB",
-                                         check=ge(0))
+                                         check=in_interval(0, 60))
     bler_waterfall_db: float = param(1.0, "Width of the logistic BLER curve: SNR span from BLER "
                                      "0.9 to 0.1", unit="dB", check=gt(0))
     subcarrier_spacing_khz: int = param(30, "Subcarrier spacing 15 * 2^mu (PRB = 12 "

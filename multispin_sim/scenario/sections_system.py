@@ -39,13 +39,14 @@ class DeviceOverride(Params):
                                               unit="ms/token", check=POSITIVE_STEP_MS)
     distance_m: Optional[float] = param(None, "Distance of this device to the server (at "
                                         "least the 1 m reference distance of the path loss)",
-                                        unit="m", check=ge(MIN_DISTANCE_M))
+                                        unit="m", check=in_interval(MIN_DISTANCE_M,
+                                                                    MAX_DISTANCE_M))
     ul_power_dbm: Optional[float] = param(None, "UL power budget of this device (-100 to 100 "
                                           "dBm, as devices.ul_power_dbm)", unit="dBm",
                                           check=POWER_DBM)
     draft_length: Optional[int] = param(None, "Draft length of this device (wins over "
                                         "policy.draft_length)", check=between(0, MAX_DRAFT_LIMIT),
-                                        allowed="an integer 0..policy.max_draft")
+                                        allowed="an integer 0..policy.max_draft or null")
     power_mode: Optional[str] = param(None, "Power mode of this device: a name of "
                                       "compute.power_modes (wins over compute.power_mode)")
 
@@ -169,7 +170,8 @@ class Channel(Params):
     """The OFDMA channel."""
 
     bandwidth_mhz: float = param(10.0, "Total bandwidth B (at least 1 kHz, narrower than one "
-                                 "NR subcarrier; at most 100 GHz)", unit="MHz", check=ge(0.001))
+                                 "NR subcarrier; at most 100 GHz)", unit="MHz",
+                                 check=in_interval(0.001, 1e5))
     # bounds: beyond them a gain or the noise power underflows to 0 and a rate divides by it
     noise_psd_dbm_hz: float = param(-174.0, "Noise power spectral density N0 (assumed; "
                                     "thermal noise at 290 K is -174)", unit="dBm/Hz",
@@ -197,7 +199,7 @@ class Channel(Params):
     doppler_hz: float = param(10.0, "Maximum Doppler frequency f_D of 'gauss-markov' and "
                               "'jakes' fading under doppler 'fixed' "
                               "(f_D = v f_c / c: about 10 Hz walking, 200 Hz at 60 km/h, at "
-                              "3.5 GHz)", unit="Hz", check=ge(0))
+                              "3.5 GHz; at most 1 MHz)", unit="Hz", check=in_interval(0, 1e6))
     doppler: str = param("fixed", "Where each device's Doppler comes from: 'fixed' "
                          "(doppler_hz for every device, moving or not) or 'speed' (its own "
                          "speed under mobility.model: f_D = v f_c / c, f_c = cells.fc_ghz; "
@@ -215,8 +217,8 @@ class Channel(Params):
         unit="ms",
         check=gt(0))
     shadowing_db: float = param(0.0, "Standard deviation sigma of log-normal shadowing on the "
-                                "large-scale gain (0: none); drawn once per device", unit="dB",
-                                check=ge(0))
+                                "large-scale gain (0: none; measured spreads are 4 to 12 dB); "
+                                "drawn once per device", unit="dB", check=in_interval(0, 40))
     shadowing_decorrelation_m: float = param(
         50.0, "Decorrelation distance of shadowing for moving devices (Gudmundson: correlation "
         "exp(-moved / this); 3GPP TR 38.901 Table 7.5-6 gives 6 to 120 m: at least 1 m, the "
@@ -262,7 +264,8 @@ class Payload(Params):
     zipf_exponent: float = param(1.5, "Token model, synthetic pairs: target p_r ~ r^-s over "
                                  "ranks (assumed); the draft adds Gaussian noise sigma z to the "
                                  "target's logits, sigma calibrated so that sum min(p, q) is "
-                                 "each device's alpha", check=gt(0))
+                                 "each device's alpha (language models: about 1 to 2)",
+                                 check=in_interval(0, 50, low_open=True))
     pairs_file: Optional[str] = param(
         None, "Token model: npz with arrays p and q (or p_logits and q_logits) of shape (N, "
         "vocab), rows summing to 1; each drafted position uses a random row (null: synthetic "

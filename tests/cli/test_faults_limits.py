@@ -33,16 +33,26 @@ def test_limit_max_time_overflow_runs(tmp_path):
     ("payload.zipf_exponent", 1e308), ("link.implementation_gap_db", 1e308),
     ("channel.shadowing_db", 1e6), ("channel.bandwidth_mhz", 1e308),
     ("compute.thermal_resistance_c_per_w", 1e308), ("channel.doppler_hz", 1e308),
+    # a power mode's own thermal resistance (it had no bound: NaN temperatures, no throttling)
+    ("compute.power_modes.m.thermal_resistance_c_per_w", 1.7e308),
 ])
 def test_limit_absurd_finite_values_refused(tmp_path, key, value):
     """FAULT_CLASS limits: absurd finite values that overflowed mid-run (internal error) or
-    ended 'complete' with infinite delays, NaN gains or NaN temperatures: refused with the limit."""
-    section, name = key.split(".")
+    ended 'complete' with infinite delays, NaN gains or NaN temperatures: refused with the limit,
+    which the key reference shows (the key's allowed interval)."""
+    from multispin_sim.scenario.reference import reference_rows
+
+    section, *names = key.split(".")
+    sections = {section: {names[0]: value}} if len(names) == 1 else {
+        section: {"power_modes": {"m": {names[-1]: value}}, "power_mode": "m", "thermal": True}}
     out = tmp_path / "run"
-    path = scenario(tmp_path, **{section: {name: value}})
+    path = scenario(tmp_path, **sections)
     line = error_line(cli("run", path, "--out", out, "--quiet", cwd=tmp_path), 2)
-    assert line.startswith(f"error: {path}: {key}:") and "expected at most" in line
+    assert line.startswith(f"error: {path}: {key}:") and "expected a number in " in line
     assert not out.exists()
+    shown = {row[0]: row[1] for row in reference_rows()}
+    bound = line.split("expected a number in ")[1].split(" or null")[0]
+    assert bound in shown[key.replace(".m.", ".<name>.")]
 
 
 @pytest.mark.parametrize("command", ["run", "capacity"])
