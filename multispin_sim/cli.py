@@ -15,6 +15,7 @@ import select
 import signal
 import sys
 import threading
+import traceback
 from pathlib import Path
 
 from .version import __version__
@@ -44,8 +45,11 @@ def _check_out(out, todo):
         raise CliError(f"--out {out!r}", "is empty", todo)
 
 
-def _refused(exc, todo):
-    """A command's own error as one line (with ``todo`` when it lacks what to do): status 2."""
+def _refused(exc, todo, args=None):
+    """A command's own error as one line (with ``todo`` when it lacks what to do): status 2;
+    with ``--debug`` (or MULTISPIN_SIM_DEBUG) its traceback first, as every other error's."""
+    if debug_enabled(getattr(args, "debug", False)):
+        traceback.print_exception(type(exc), exc, exc.__traceback__, file=sys.stderr)
     text = one_line(exc)
     if "; " not in text:
         text = f"{text}; {todo}"
@@ -171,7 +175,7 @@ def cmd_sweep(args):
     try:
         result = run_sweep(sweep, out, executor=executor, jobs=args.jobs, scheduler=args.scheduler)
     except (OutputConflictError, ExecutorError) as exc:
-        return _refused(exc, "see multispin-sim sweep --help")
+        return _refused(exc, "see multispin-sim sweep --help", args)
     except KeyboardInterrupt:
         print(f"interrupted: finished runs are kept in {out}; rerun the same command to resume",
               file=sys.stderr)
@@ -235,7 +239,7 @@ def cmd_plot(args):
                 print(f"warning: the sweep is not complete (status {status!r} in sweep.json): "
                       "the figures show the runs finished so far", file=sys.stderr)
     except OutputError as exc:   # PlotError and a damaged file it reads
-        return _refused(exc, "see multispin-sim plot --help")
+        return _refused(exc, "see multispin-sim plot --help", args)
     for path in paths:
         print(path)
     return 0
@@ -248,7 +252,7 @@ def cmd_report(args):
     try:
         path = write_report(args.results_dir, out=args.out)
     except OutputError as exc:   # the report's own errors and a damaged file it reads
-        return _refused(exc, "see multispin-sim report --help")
+        return _refused(exc, "see multispin-sim report --help", args)
     print(path)
     return 0
 
@@ -332,7 +336,7 @@ def cmd_acceptance(args):
             draws=args.draws)
     except TraceError as exc:
         return _refused(exc, "fix the trace file (see multispin-sim acceptance fit --help for "
-                        "the formats)")
+                        "the formats)", args)
     return 0
 
 
@@ -478,7 +482,15 @@ def build_parser():
     sp = acc.add_parser("fit", parents=[debug],
                         help="fit the acceptance models to a trace (Spec-Bench JSONL or 0/1 CSV), "
                         "print the validation table, the likelihood comparison and the fitted "
-                        "keys as YAML")
+                        "keys as YAML",
+                        description="Trace formats, by the file name (.gz: gzipped). Spec-Bench "
+                        "JSONL (.jsonl): one answer per line, an object with 'accept_lengths' "
+                        "(the tokens of each verification step: accepted + 1, integers >= 1) "
+                        "and optionally 'benchmark', 'model_id', 'category'. CSV (.csv): one row "
+                        "per position, a header with column 'agree' (1, 0, or empty / ? / -1 "
+                        "for unknown) and optionally 'answer' (the rows of one answer "
+                        "consecutive; without it the file is one answer), 'category', "
+                        "'benchmark', 'model'.")
     sp.add_argument("trace", nargs="?", default=None,
                     help="trace file (default: the shipped Spec-Bench trace)")
     sp.add_argument("--by", choices=("category",), help="also fit each category on its own")

@@ -27,10 +27,15 @@ def cli_help():
     try:
         parser = build_parser()
         parts = ["```text\n" + parser.format_help().rstrip() + "\n```"]
-        for action in parser._actions:
-            if isinstance(action, argparse._SubParsersAction):
-                for name, sub in action.choices.items():
-                    parts.append(f"### `multispin-sim {name}`\n\n```text\n{sub.format_help().rstrip()}\n```")
+        def commands(parser, words):   # every command, nested ones too (acceptance fit)
+            for action in parser._actions:
+                if isinstance(action, argparse._SubParsersAction):
+                    for name, sub in action.choices.items():
+                        yield [*words, name], sub
+                        yield from commands(sub, [*words, name])
+
+        for words, sub in commands(parser, ["multispin-sim"]):
+            parts.append(f"### `{' '.join(words)}`\n\n```text\n{sub.format_help().rstrip()}\n```")
     finally:
         if old is None:
             os.environ.pop("COLUMNS", None)

@@ -56,6 +56,17 @@ def test_input_acceptance_fit_options_refused_before_the_fit(tmp_path, args, key
     assert "E[A+1]" not in o.out
 
 
+def test_acceptance_fit_help_gives_the_formats_and_debug_the_traceback(tmp_path):
+    """The refusal of a bad trace sends to --help 'for the formats': the help describes them;
+    --debug shows the refusal's traceback, as for every other error."""
+    o = cli("acceptance", "fit", "--help", cwd=tmp_path, timeout=60)
+    assert o.rc == 0 and "accept_lengths" in o.out and "agree" in o.out
+    (tmp_path / "bad.jsonl").write_text("not json\n")
+    o = cli("acceptance", "fit", tmp_path / "bad.jsonl", "--debug", cwd=tmp_path, timeout=60)
+    assert o.rc == 2 and "Traceback" in o.err and "TraceError" in o.err
+    assert o.err.rstrip().splitlines()[-1].startswith("error: ")
+
+
 def test_input_acceptance_fit_by_category_with_an_unfittable_category(tmp_path):
     """FAULT_CLASS files users bring: with --by category, a category of only agreements is
     named (the whole trace is fittable), before any table is printed."""
