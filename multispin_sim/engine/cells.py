@@ -26,7 +26,7 @@ import time
 import numpy as np
 import simpy
 
-from ..model.cells import CELL_LAYOUTS, link_distances
+from ..model.cells import link_distances
 from ..model.mobility import MOBILITY_MODELS
 from ..model.pathloss_3gpp import PATHLOSS_MODELS
 from ..model.sinr import cochannel
@@ -38,7 +38,7 @@ from ..scenario import dump_scenario_yaml
 from ..scenario.limits import BASE_BYTES, PER_ROUND_BYTES, memory_terms
 from ..version import __version__
 from .cell_channel import InterferingChannel
-from .cell_plan import (CROSS_STREAM_KEY, cell_plan, cells_layout, mobile_plan,
+from .cell_plan import (CROSS_STREAM_KEY, cell_plan, cells_layout, mobile_plan, several_cells,
                         wrapped_population)
 from .guards import guard_backlog
 from .handover import CellMover
@@ -51,7 +51,7 @@ from .workload import queue_warnings
 def builder(scenario, build_run, result):
     """``build_run`` for one cell, ``build_cells`` (building each cell with ``build_run``,
     finishing with a ``result``) for several."""
-    if not CELL_LAYOUTS.lookup(scenario.cells.layout).several:
+    if not several_cells(scenario):
         return build_run
     return functools.partial(build_cells, build_run=build_run, result=result)
 

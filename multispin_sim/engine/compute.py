@@ -13,13 +13,15 @@ from ..model.verification import VERIFY_MODELS, VerifyTableError
 from ..policies import REACTIVE_POLICIES
 from ..scenario import ScenarioError
 from ..scenario.limits import draft_may_be_empty
-from .reading import read_verify_table
+from .reading import read_once, read_verify_table
 
 
 def verification_table(scenario, model):
     """The (tokens, ms) arrays of ``server.verify_table`` when the verification model ``model``
     (its class) ``reads_table``, else None; a bad table raises ``VerifyTableError``."""
-    return read_verify_table(scenario.server.verify_table) if model.reads_table else None
+    if not model.reads_table:
+        return None
+    return read_once(read_verify_table, scenario.server.verify_table)
 
 
 def verification_cost(scenario):

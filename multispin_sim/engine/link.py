@@ -26,7 +26,6 @@ import math
 import numpy as np
 
 from ..model.antennas import ServerArray, correlated, squared_norms, vectors_of
-from ..model.cells import CELL_LAYOUTS
 from ..model.energy import AIRTIME, RADIATED
 from ..model.fading import BlockRows, complex_gaussian, gauss_markov_step
 from ..model.link import (LINK_MODELS, BlockLimit, Blocks, IidBlocks, McsLink, PermanentOutage,
@@ -37,6 +36,7 @@ from ..model.reactive import DL
 from ..policies.linkaware import LinkAwarePolicy
 from ..scenario import ScenarioError
 from .antennas import build_array_channel, needs_array_channel
+from .cell_plan import several_cells
 from .channel import OFDMAChannel
 from .csi import EstimatedChannel, build_csi, csi_is_perfect, process_delay_s
 from .guards import LIMIT_TODO, LimitReached
@@ -391,7 +391,7 @@ def check_link(scenario):
             f"{n} usable PRBs for devices.count = {k} (every transmitting device needs a whole "
             "PRB)", f"expected a bandwidth and spacing with at least {k} PRBs (e.g. a smaller "
             "subcarrier spacing or a wider channel.bandwidth_mhz)")
-    if n is not None and CELL_LAYOUTS.lookup(scenario.cells.layout).several:
+    if n is not None and several_cells(scenario):
         _check_cell_prbs(scenario)
 
 

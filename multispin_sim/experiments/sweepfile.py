@@ -73,6 +73,8 @@ PLOT_KEYS = ("name", "title", "x", "y", "curves", "panels", "xlabel", "ylabel", 
 MAX_AXIS_VALUES = 10_000
 MAX_RUNS = 100_000  # cells x replications of one sweep (checked before the grid is expanded)
 _NAME_RE = re.compile(r"^[A-Za-z0-9._-]+$")
+_PLOT_OPTION_KINDS = {"logx": (bool, "true or false"), "logy": (bool, "true or false"),
+                      **{opt: (str, "a string") for opt in ("title", "xlabel", "ylabel")}}
 
 
 @dataclass(frozen=True)
@@ -415,9 +417,7 @@ def _parse_plot(doc, keys, source):
                                f"expected some of {', '.join(others)}" if others else
                                f"no other key is swept: remove {opt}", source)
             fig[opt] = v
-        for opt, kind, expected in (("logx", bool, "true or false"), ("logy", bool,
-                                    "true or false"), ("title", str, "a string"),
-                                    ("xlabel", str, "a string"), ("ylabel", str, "a string")):
+        for opt, (kind, expected) in _PLOT_OPTION_KINDS.items():
             if fig.get(opt) is not None and not isinstance(fig[opt], kind):
                 raise _err(f"{path}.{opt}", f"{fig[opt]!r} is not allowed", f"expected {expected}",
                            source)

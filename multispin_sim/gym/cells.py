@@ -48,8 +48,8 @@ from .spaces import Observer, SameSpaces, action_space, check_action, observatio
 
 def fixed_layouts():
     """The names of the layouts of several cells whose number does not depend on the seed."""
-    return [name for name in CELL_LAYOUTS
-            if CELL_LAYOUTS.lookup(name).several and not CELL_LAYOUTS.lookup(name).drawn]
+    layouts = {name: CELL_LAYOUTS.lookup(name) for name in CELL_LAYOUTS}
+    return [name for name, layout in layouts.items() if layout.several and not layout.drawn]
 
 
 def reference_prices(scenario, rounds=500):

@@ -129,6 +129,7 @@ class Recorder:
         if energy is not None:
             self._draft_each = np.zeros(shape)
             self._span = np.zeros(shape)
+            self._spans = False   # some record carried per-device spans (asynchronous batches)
             self._slowdown = np.ones(shape)
             self._thermal = energy.thermal
             self._temperature = np.zeros(shape) if energy.thermal is not None else None
@@ -189,7 +190,8 @@ class Recorder:
                               same_dl, r.slowdown is None, r.verified))
         if self._energy is not None:
             self._draft_each[i] = r.draft_each
-            self._span[i] = r.duration if r.span is None else r.span
+            if r.span is not None:
+                self._span[i], self._spans = r.span, True
             if r.slowdown is not None:
                 self._slowdown[i] = r.slowdown
             if self._temperature is not None:
@@ -275,7 +277,7 @@ class Recorder:
                         np.where(np.array(no_slowdown)[:, None], 1.0, self._slowdown[lo:hi]))
             per_device, per_round = self._energy.rounds(
                 active, n_active == k, self._draft_each[lo:hi], mode, self._power[lo:hi],
-                self._delay[lo:hi], self._span[lo:hi], verify,
+                self._delay[lo:hi], self._span[lo:hi] if self._spans else durations, verify,
                 link={name: column[lo:hi] for name, column in self._extra_values.items()},
                 slowdown=slowdown)
             values["slowdown"] = pick(np.ones((hi - lo, k)) if slowdown is None else slowdown)
